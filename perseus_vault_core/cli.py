@@ -1,0 +1,312 @@
+"""``perseus-vault``: the command line. A thin layer over :class:`Vault`.
+
+Output is for people by default and JSON with ``--json``. Every failure is one line on
+stderr and exit status 1, never a traceback (set ``PERSEUS_VAULT_DEBUG=1`` to see one).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
+
+from pydantic import BaseModel
+
+from .errors import VaultError
+from .models import RecallResult, ScanPage
+from .vault import Vault, default_path
+
+
+def _one_line(text: str) -> str:
+    """Messages may quote user text; keep the promise of one line per error."""
+    return text.replace("\r", "\\r").replace("\n", "\\n")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:  # one line, exit 1, like every other failure
+        self.exit(1, f"error: {message} (see {self.prog} --help)\n")
+
+
+def _emit(args: argparse.Namespace, value: Any, human: Callable[[Any], str]) -> None:
+    if args.json:
+        if isinstance(value, BaseModel):
+            print(value.model_dump_json())
+        else:
+            print(json.dumps(value, ensure_ascii=False))
+    else:
+        print(human(value))
+
+
+def _short(text: str, width: int = 100) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _entity_line(e: Any) -> str:
+    return f"#{e.id} [{e.category}/{e.key}] {_short(e.content)}"
+
+
+def _recall_text(result: RecallResult) -> str:
+    if not result.items:
+        return f"no matches ({result.search_mode})"
+    lines = [f"{len(result.items)} result(s), {result.search_mode}:"]
+    lines += [f"{i.score:7.3f}  {_entity_line(i)}" for i in result.items]
+    return "\n".join(lines)
+
+
+def _filters(args: argparse.Namespace) -> dict[str, Any]:
+    names = ("type", "category", "topic_path", "agent_id", "workspace_hash", "min_decay",
+             "as_of_unix_ms", "valid_at_unix_ms", "query_time_unix_ms")
+    out = {n: getattr(args, n) for n in names if getattr(args, n, None) is not None}
+    if args.include_archived:
+        out["include_archived"] = True
+    return out
+
+
+# --- commands ----------------------------------------------------------------------------------
+
+
+def cmd_remember(vault: Vault, args: argparse.Namespace) -> None:
+    fields: dict[str, Any] = {}
+    for name in ("summary", "type", "topic_path", "agent_id", "workspace_hash", "source", "certainty",
+                 "provenance_class", "valid_from_ms", "valid_to_ms", "expires_at_ms"):
+        if getattr(args, name) is not None:
+            fields[name] = getattr(args, name)
+    if args.verified:
+        fields["verified"] = True
+    if args.recall_when:
+        fields["recall_when"] = args.recall_when
+    if args.body is not None:
+        try:
+            fields["body"] = json.loads(args.body)
+        except json.JSONDecodeError as exc:
+            raise VaultError(f"body: is not valid JSON ({exc.msg})") from None
+    entity = vault.remember(args.category, args.key, args.content, **fields)
+    _emit(args, entity, lambda e: f"remembered #{e.id} [{e.category}/{e.key}] version {e.version}")
+
+
+def cmd_recall(vault: Vault, args: argparse.Namespace) -> None:
+    params = _filters(args)
+    for name in ("mode", "limit", "offset", "preview_cap", "trust_weight", "content_weight",
+                 "diversity_halving", "recency_half_life_secs"):
+        if getattr(args, name) is not None:
+            params[name] = getattr(args, name)
+    if args.expansion:
+        params["expansion"] = True
+    if args.no_reinforce:
+        params["reinforce"] = False
+    _emit(args, vault.recall(args.query, **params), _recall_text)
+
+
+def cmd_scan(vault: Vault, args: argparse.Namespace) -> None:
+    filters = _filters(args)
+    if not args.all:
+        _emit(args, vault.scan(cursor=args.cursor, limit=args.limit, **filters), _scan_text)
+        return
+    cursor = None
+    while True:  # --all streams every page: one JSON object (or line) per entity
+        page = vault.scan(cursor=cursor, limit=args.limit, **filters)
+        for e in page.items:
+            print(e.model_dump_json() if args.json else _entity_line(e))
+        if not page.has_more:
+            break
+        cursor = page.next_cursor
+
+
+def _scan_text(page: ScanPage) -> str:
+    lines = [_entity_line(e) for e in page.items]
+    lines.append(f"next cursor: {page.next_cursor}" if page.has_more else "(end)")
+    return "\n".join(lines)
+
+
+def cmd_history(vault: Vault, args: argparse.Namespace) -> None:
+    page = vault.history(args.category, args.key, agent_id=args.agent_id, workspace_hash=args.workspace_hash,
+                         limit=args.limit, offset=args.offset)
+
+    def human(p: Any) -> str:
+        lines = [f"{p.total} version(s) of {args.category}/{args.key}, newest first:"]
+        lines += [f"v{e.version} {e.change:<9} {e.status:<10} from {e.recorded_from_ms}: {_short(e.content, 80)}"
+                  for e in p.items]
+        return "\n".join(lines)
+
+    _emit(args, page, human)
+
+
+def cmd_import(vault: Vault, args: argparse.Namespace) -> None:
+    from tqdm import tqdm
+
+    bar = tqdm(total=0, unit="rec", desc="import", disable=args.quiet or not sys.stderr.isatty() and not args.progress)
+
+    def progress(done: int, total: int) -> None:
+        bar.total = total
+        bar.n = done
+        bar.refresh()
+
+    if args.file == "-":
+        report = vault.import_jsonl(sys.stdin, progress=progress)
+    else:
+        report = vault.import_jsonl(args.file, progress=progress)
+    bar.close()
+    _emit(args, report, lambda r: f"imported: {r.created} created, {r.updated} updated, "
+                                  f"{r.unchanged} unchanged, {r.links} links")
+
+
+def cmd_export(vault: Vault, args: argparse.Namespace) -> None:
+    if args.file == "-":
+        vault.export_jsonl(sys.stdout, agent_id=args.agent_id, workspace_hash=args.workspace_hash)
+        return
+    count = vault.export_jsonl(args.file, agent_id=args.agent_id, workspace_hash=args.workspace_hash)
+    _emit(args, {"file": args.file, "lines": count}, lambda r: f"exported {r['lines']} lines to {r['file']}")
+
+
+def cmd_stats(vault: Vault, args: argparse.Namespace) -> None:
+    _emit(args, vault.stats(), lambda s: "\n".join(f"{k}: {v}" for k, v in s.model_dump().items()))
+
+
+def cmd_check(vault: Vault, args: argparse.Namespace) -> None:
+    report = vault.check()
+    _emit(args, report, lambda r: "ok" if r.ok else "problems:\n" + "\n".join(f"- {p}" for p in r.problems))
+    if not report.ok:
+        raise SystemExit(1)
+
+
+def cmd_reindex(vault: Vault, args: argparse.Namespace) -> None:
+    report = vault.reindex()
+    _emit(args, report, lambda r: "reindexed; check ok" if r.ok else "reindexed; problems remain:\n"
+          + "\n".join(f"- {p}" for p in r.problems))
+    if not report.ok:
+        raise SystemExit(1)
+
+
+def cmd_backup(vault: Vault, args: argparse.Namespace) -> None:
+    target = vault.backup(args.target)
+    _emit(args, {"backup": target}, lambda r: f"backed up to {r['backup']}")
+
+
+# --- parser ------------------------------------------------------------------------------------
+
+
+def _add_filters(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--type")
+    p.add_argument("--category")
+    p.add_argument("--topic-path", dest="topic_path", help="topic path prefix, e.g. architecture")
+    p.add_argument("--agent-id", dest="agent_id")
+    p.add_argument("--workspace-hash", dest="workspace_hash")
+    p.add_argument("--include-archived", action="store_true", help="also show archived, expired, superseded")
+    p.add_argument("--min-decay", type=float, dest="min_decay")
+    p.add_argument("--as-of-unix-ms", type=int, dest="as_of_unix_ms", help="the store as believed at this instant")
+    p.add_argument("--valid-at-unix-ms", type=int, dest="valid_at_unix_ms", help="what was true at this instant")
+    p.add_argument("--query-time-unix-ms", type=int, dest="query_time_unix_ms", help="anchor 'now' (replay)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--db", default=argparse.SUPPRESS, help="vault file (default: $PERSEUS_VAULT_DB or perseus_vault.db)")
+    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable output")
+
+    parser = _Parser(prog="perseus-vault", description="Long-term memory for AI agents in one SQLite file.",
+                     parents=[common])
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    p = sub.add_parser("remember", parents=[common], help="create or update a memory by (category, key)")
+    p.add_argument("category")
+    p.add_argument("key")
+    p.add_argument("content")
+    p.add_argument("--summary")
+    p.add_argument("--type")
+    p.add_argument("--topic-path", dest="topic_path")
+    p.add_argument("--agent-id", dest="agent_id")
+    p.add_argument("--workspace-hash", dest="workspace_hash")
+    p.add_argument("--source")
+    p.add_argument("--verified", action="store_true")
+    p.add_argument("--certainty", type=float)
+    p.add_argument("--provenance-class", dest="provenance_class")
+    p.add_argument("--recall-when", dest="recall_when", action="append", help="trigger phrase (repeatable)")
+    p.add_argument("--body", help="extra body fields as a JSON object")
+    p.add_argument("--valid-from-ms", type=int, dest="valid_from_ms")
+    p.add_argument("--valid-to-ms", type=int, dest="valid_to_ms")
+    p.add_argument("--expires-at-ms", type=int, dest="expires_at_ms")
+    p.set_defaults(func=cmd_remember)
+
+    p = sub.add_parser("recall", parents=[common], help="find memories by keyword (BM25)")
+    p.add_argument("query", help='words to find ("" lists everything in the default order)')
+    p.add_argument("--mode", choices=["fts5", "dense", "hybrid"])
+    p.add_argument("--limit", type=int)
+    p.add_argument("--offset", type=int)
+    _add_filters(p)
+    p.add_argument("--expansion", action="store_true", help="add stem variants from the index")
+    p.add_argument("--preview-cap", type=int, dest="preview_cap")
+    p.add_argument("--trust-weight", type=float, dest="trust_weight")
+    p.add_argument("--content-weight", type=float, dest="content_weight")
+    p.add_argument("--diversity-halving", type=float, dest="diversity_halving")
+    p.add_argument("--recency-half-life-secs", type=float, dest="recency_half_life_secs")
+    p.add_argument("--no-reinforce", action="store_true", dest="no_reinforce", help="do not count this retrieval")
+    p.set_defaults(func=cmd_recall)
+
+    p = sub.add_parser("scan", parents=[common], help="list entities by id, page by page (read-only)")
+    p.add_argument("--cursor")
+    p.add_argument("--limit", type=int, default=100)
+    p.add_argument("--all", action="store_true", help="follow the cursor to the end")
+    _add_filters(p)
+    p.set_defaults(func=cmd_scan)
+
+    p = sub.add_parser("history", parents=[common], help="every version of a fact, newest first")
+    p.add_argument("category")
+    p.add_argument("key")
+    p.add_argument("--agent-id", dest="agent_id")
+    p.add_argument("--workspace-hash", dest="workspace_hash")
+    p.add_argument("--limit", type=int, default=20)
+    p.add_argument("--offset", type=int, default=0)
+    p.set_defaults(func=cmd_history)
+
+    p = sub.add_parser("import", parents=[common], help="import JSONL (an export, or remember-shaped lines)")
+    p.add_argument("file", help="JSONL file, or - for standard input")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--progress", action="store_true", help="show progress even when stderr is not a terminal")
+    p.set_defaults(func=cmd_import)
+
+    p = sub.add_parser("export", parents=[common], help="export entities, history and links as JSONL")
+    p.add_argument("file", nargs="?", default="-", help="output file (default: standard output)")
+    p.add_argument("--agent-id", dest="agent_id")
+    p.add_argument("--workspace-hash", dest="workspace_hash")
+    p.set_defaults(func=cmd_export)
+
+    for name, func, text in (
+        ("stats", cmd_stats, "counts, sizes and versions"),
+        ("check", cmd_check, "integrity and index sync (exit 1 on problems)"),
+        ("reindex", cmd_reindex, "rebuild the keyword indexes, then check"),
+    ):
+        p = sub.add_parser(name, parents=[common], help=text)
+        p.set_defaults(func=func)
+
+    p = sub.add_parser("backup", parents=[common], help="consistent copy of the vault (safe while writing)")
+    p.add_argument("target")
+    p.set_defaults(func=cmd_backup)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    args.db = getattr(args, "db", None) or default_path()
+    args.json = getattr(args, "json", False)
+    try:
+        with Vault(args.db) as vault:
+            args.func(vault, args)
+    except VaultError as exc:
+        print(f"error: {_one_line(str(exc))}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # the CLI never shows a traceback unless asked
+        if os.environ.get("PERSEUS_VAULT_DEBUG"):
+            raise
+        print(f"error: {type(exc).__name__}: {_one_line(str(exc))}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

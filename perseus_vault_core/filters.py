@@ -1,0 +1,125 @@
+"""Which entity versions a read may see: the scope and time rules of SPEC section 4, as SQL.
+
+Every read path (recall, scan, traverse, ...) builds its WHERE clause here, so the tenancy
+and time rules live in one place and are applied inside each query, never after it.
+Queries alias ``entity_versions`` as ``v`` and ``entities`` as ``e``.
+
+Views:
+
+- current (no ``as_of_unix_ms`` / ``valid_at_unix_ms``): the head version of each entity.
+- as of T: the version believed at T (``recorded_from <= T < recorded_to``).
+- valid at V (believed at T, default now): for each entity, take the most recently recorded
+  version, among those recorded by T, whose ``valid_from_ms`` is at or before V; the entity is
+  in the view when that version's valid interval still contains V. (A newer version speaks
+  for valid time from its own ``valid_from_ms`` on, so an update that starts later leaves the
+  older version true before it, and an update that ends earlier ends the fact.)
+
+In each view an entity is visible when it is ``active``, not expired and valid at the view's
+instant, unless ``include_archived`` (which shows archived, expired and superseded ones;
+validity still applies). A new entity's ``valid_from_ms`` is its creation time, so entities
+created after an instant do not exist in that instant's view.
+
+The current view judges each entity by its head: an update whose ``valid_from_ms`` lies in the
+future hides the entity until then, even though the older version is still true meanwhile.
+``valid_at_unix_ms=now`` answers that question by the rule above.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .models import Filters
+
+FROM = "entity_versions v JOIN entities e ON e.id = v.entity_id"
+# Join orders pinned with CROSS JOIN (SQLite keeps that order): otherwise a scope equality lets
+# the planner start from the scope index and visit every row of the tenant.
+FROM_VERSIONS_FIRST = "entity_versions v CROSS JOIN entities e ON e.id = v.entity_id"
+FROM_VIDS = "json_each(:vids) j CROSS JOIN entity_versions v ON v.vid = j.value CROSS JOIN entities e ON e.id = v.entity_id"
+FROM_IDS = "json_each(:ids) j CROSS JOIN entities e ON e.id = j.value CROSS JOIN entity_versions v ON v.entity_id = e.id"
+
+
+def id_list(ids: list[int]) -> str:
+    """A JSON array for ``json_each``: one bound parameter however many ids."""
+    return "[" + ",".join(str(int(i)) for i in ids) + "]"
+
+
+def _valid_at(alias: str, param: str) -> str:
+    return (
+        f"({alias}.valid_from_ms IS NULL OR {alias}.valid_from_ms <= :{param}) "
+        f"AND ({alias}.valid_to_ms IS NULL OR {alias}.valid_to_ms > :{param})"
+    )
+
+
+@dataclass
+class View:
+    """A WHERE clause over ``v``/``e`` with its named parameters."""
+
+    where: str
+    params: dict[str, Any] = field(default_factory=dict)
+    instant: int = 0  # the view's "now": validity, expiry and decay are judged here
+    historical: bool = False
+
+
+def view(filters: Filters, now_ms: int) -> View:
+    """Build the visibility clause for ``filters``, judging time at ``now_ms`` unless told otherwise."""
+    now = filters.query_time_unix_ms if filters.query_time_unix_ms is not None else now_ms
+    params: dict[str, Any] = {}
+    clauses: list[str] = []
+    as_of = filters.as_of_unix_ms
+    valid_at = filters.valid_at_unix_ms
+    if valid_at is not None:
+        believed = as_of if as_of is not None else now
+        params.update(believed=believed, valid_at=valid_at)
+        clauses.append("v.recorded_from_ms <= :believed")
+        clauses.append(_valid_at("v", "valid_at"))
+        clauses.append(
+            "NOT EXISTS (SELECT 1 FROM entity_versions w WHERE w.entity_id = v.entity_id "
+            "AND w.version > v.version AND w.recorded_from_ms <= :believed "
+            "AND (w.valid_from_ms IS NULL OR w.valid_from_ms <= :valid_at))"
+        )
+        instant = valid_at
+    elif as_of is not None:
+        params["as_of"] = as_of
+        clauses.append("v.recorded_from_ms <= :as_of AND (v.recorded_to_ms IS NULL OR v.recorded_to_ms > :as_of)")
+        clauses.append(_valid_at("v", "as_of"))
+        instant = as_of
+    else:
+        params["now"] = now
+        clauses.append("v.recorded_to_ms IS NULL")
+        clauses.append(_valid_at("v", "now"))
+        instant = now
+    params["instant"] = instant
+    if not filters.include_archived:
+        clauses.append("v.status = 'active' AND (v.expires_at_ms IS NULL OR v.expires_at_ms > :instant)")
+    clauses.extend(scope_clauses(filters.agent_id, filters.workspace_hash, params))
+    if filters.category is not None:
+        clauses.append("e.category = :category")
+        params["category"] = filters.category
+    if filters.type is not None:
+        clauses.append("v.type = :type")
+        params["type"] = filters.type
+    if filters.topic_path is not None:
+        prefix = filters.topic_path.strip().strip("/")
+        if prefix:
+            # Segment prefix: "architecture" matches "architecture" and "architecture/storage".
+            clauses.append("(v.topic_path = :topic OR substr(v.topic_path, 1, :topic_len) = :topic_slash)")
+            params.update(topic=prefix, topic_slash=prefix + "/", topic_len=len(prefix) + 1)
+    if filters.min_decay is not None:
+        clauses.append(
+            "pv_decay(:decay_now, e.last_accessed_ms, v.updated_at_ms, e.retrieval_count) >= :min_decay"
+        )
+        params.update(decay_now=now, min_decay=filters.min_decay)
+    return View(" AND ".join(clauses), params, instant, historical=filters.time_travel)
+
+
+def scope_clauses(agent_id: str | None, workspace_hash: str | None, params: dict[str, Any]) -> list[str]:
+    """Equality on each scope field that is given; an omitted field means no filter."""
+    out = []
+    if agent_id is not None:
+        out.append("e.agent_id = :agent_id")
+        params["agent_id"] = agent_id
+    if workspace_hash is not None:
+        out.append("e.workspace_hash = :workspace_hash")
+        params["workspace_hash"] = workspace_hash
+    return out

@@ -1,0 +1,156 @@
+"""Links between entities and walks over them (SPEC 5.4).
+
+A link is a typed (``relation``), weighted, directed edge. Linking the same
+(from, to, relation) again with the same weight is a no-op; with another weight it closes
+the old row and opens a new one, and ``unlink`` closes rows. Closed rows are history:
+a walk ``as_of`` T follows the links that were open at T.
+
+Both ends of a link live in the same scope (agent and workspace), and ``traverse``
+applies the caller's scope and time view to every node it reaches, so a walk can
+neither start from nor pass through an entity the caller may not see.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import store
+from .errors import InvalidInput, NotFound
+from .filters import FROM_IDS, View, id_list
+from .models import Link, TraverseNode, TraverseResult
+
+LINK_COLUMNS = "id, from_id, to_id, relation, weight, source, created_at_ms, recorded_from_ms, recorded_to_ms"
+MAX_DEPTH = 10
+MAX_NODES = 1_000
+
+
+def _link(row: Any) -> Link:
+    names = [c.strip() for c in LINK_COLUMNS.split(",")]
+    return Link(**dict(zip(names, row)))
+
+
+def link(
+    conn: Any, from_id: int, to_id: int, relation: str, weight: float, source: str | None,
+    agent_id: str | None, workspace_hash: str | None, now_ms: int,
+) -> Link:
+    if from_id == to_id:
+        raise InvalidInput("to_id", "a link needs two different entities")
+    a = store.scoped_head(conn, from_id, agent_id, workspace_hash)
+    b = store.scoped_head(conn, to_id, agent_id, workspace_hash)
+    if (a["agent_id"], a["workspace_hash"]) != (b["agent_id"], b["workspace_hash"]):
+        raise InvalidInput("to_id", "belongs to another scope (agent or workspace) than from_id")
+    open_row = conn.execute(
+        f"SELECT {LINK_COLUMNS} FROM links WHERE from_id = ? AND to_id = ? AND relation = ? AND recorded_to_ms IS NULL",
+        (from_id, to_id, relation),
+    ).fetchone()
+    created = now_ms
+    if open_row is not None:
+        current = _link(open_row)
+        if current.weight == weight and current.source == source:
+            return current
+        at = max(now_ms, current.recorded_from_ms)
+        conn.execute("UPDATE links SET recorded_to_ms = ? WHERE id = ?", (at, current.id))
+        created, now_ms = current.created_at_ms, at
+    cur = conn.execute(
+        "INSERT INTO links (from_id, to_id, relation, weight, source, created_at_ms, recorded_from_ms) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (from_id, to_id, relation, weight, source, created, now_ms),
+    )
+    row = conn.execute(f"SELECT {LINK_COLUMNS} FROM links WHERE id = ?", (cur.lastrowid,)).fetchone()
+    return _link(row)
+
+
+def unlink(
+    conn: Any, from_id: int, to_id: int, relation: str | None,
+    agent_id: str | None, workspace_hash: str | None, now_ms: int,
+) -> int:
+    """Close the open link(s) from ``from_id`` to ``to_id`` (one relation, or all). Returns how many."""
+    store.scoped_head(conn, from_id, agent_id, workspace_hash)
+    store.scoped_head(conn, to_id, agent_id, workspace_hash)
+    sql = "UPDATE links SET recorded_to_ms = max(?, recorded_from_ms) WHERE from_id = ? AND to_id = ? AND recorded_to_ms IS NULL"
+    params: list[Any] = [now_ms, from_id, to_id]
+    if relation is not None:
+        sql += " AND relation = ?"
+        params.append(relation)
+    return int(conn.execute(sql, params).rowcount)
+
+
+def _open_at(view: View) -> tuple[str, dict[str, Any]]:
+    if view.historical:
+        at = view.params.get("believed", view.params.get("as_of"))
+        return "l.recorded_from_ms <= :link_at AND (l.recorded_to_ms IS NULL OR l.recorded_to_ms > :link_at)", {"link_at": at}
+    return "l.recorded_to_ms IS NULL", {}
+
+
+def traverse(
+    conn: Any, start: int, depth: int, relations: list[str] | None, direction: str, view: View,
+) -> TraverseResult:
+    """Breadth-first walk from ``start`` to ``depth`` hops; each node once, at its shortest depth.
+
+    Neighbours are visited in (relation, id) order, so the walk and its paths are deterministic.
+    """
+    if not 0 <= depth <= MAX_DEPTH:
+        raise InvalidInput("depth", f"must be between 0 and {MAX_DEPTH}")
+    rows = _visible(conn, [start], view)
+    if start not in rows:
+        raise NotFound(f"no entity with id {start} visible in this scope and view")
+    nodes = [TraverseNode(entity=store.to_entity(rows[start], view.instant), depth=0, path=[start])]
+    paths = {start: [start]}
+    edges: list[Link] = []
+    seen_edges: set[int] = set()
+    frontier = [start]
+    link_clause, link_params = _open_at(view)
+    for hop in range(1, depth + 1):
+        if not frontier or len(nodes) >= MAX_NODES:
+            break
+        candidates: list[tuple[int, Link]] = []  # (from frontier node, link)
+        for node in frontier:
+            candidates.extend((node, edge) for edge in _edges(conn, node, relations, direction, link_clause, link_params))
+        neighbour_ids = sorted({_other(edge, node) for node, edge in candidates})
+        visible = _visible(conn, neighbour_ids, view)
+        next_frontier: list[int] = []
+        for node, edge in candidates:
+            other = _other(edge, node)
+            if other not in visible:
+                continue
+            if edge.id not in seen_edges:
+                seen_edges.add(edge.id)
+                edges.append(edge)
+            if other in paths or len(nodes) >= MAX_NODES:
+                continue
+            paths[other] = paths[node] + [other]
+            nodes.append(TraverseNode(entity=store.to_entity(visible[other], view.instant), depth=hop, path=paths[other]))
+            next_frontier.append(other)
+        frontier = next_frontier
+    return TraverseResult(start=start, nodes=nodes, edges=edges)
+
+
+def _other(edge: Link, node: int) -> int:
+    return edge.to_id if edge.from_id == node else edge.from_id
+
+
+def _edges(
+    conn: Any, node: int, relations: list[str] | None, direction: str, clause: str, params: dict[str, Any]
+) -> list[Link]:
+    sides = {"out": ["from_id"], "in": ["to_id"], "both": ["from_id", "to_id"]}[direction]
+    out: list[Link] = []
+    for side in sides:
+        sql = f"SELECT {', '.join('l.' + c.strip() for c in LINK_COLUMNS.split(','))} FROM links l WHERE l.{side} = :node AND {clause}"
+        p = dict(params, node=node)
+        if relations:
+            marks = ", ".join(f":rel{i}" for i in range(len(relations)))
+            sql += f" AND l.relation IN ({marks})"
+            p.update({f"rel{i}": r for i, r in enumerate(relations)})
+        out.extend(_link(r) for r in conn.execute(sql, p))
+    out.sort(key=lambda edge: (edge.relation, _other(edge, node), edge.id))
+    return out
+
+
+def _visible(conn: Any, ids: list[int], view: View) -> dict[int, dict[str, Any]]:
+    """Rows of those ``ids`` that the view lets the caller see."""
+    out: dict[int, dict[str, Any]] = {}
+    sql = f"SELECT {store.ENTITY_COLUMNS} FROM {FROM_IDS} WHERE {view.where}"
+    for row in conn.execute(sql, dict(view.params, ids=id_list(ids))):
+        d = store.row_dict(row)
+        out[d["id"]] = d
+    return out

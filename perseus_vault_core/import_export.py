@@ -1,0 +1,340 @@
+"""JSONL import and export: a lossless copy of entities, their whole history and their links.
+
+Export writes one JSON object per line, sorted by id, keys sorted, UTF-8:
+
+- ``{"record": "vault", "format": 1}``: the header;
+- ``{"record": "entity", "id", "category", "key", "agent_id", "workspace_hash", "created_at_ms",
+  "retrieval_count", "last_accessed_ms", "versions": [...]}``: one memory with every version,
+  oldest first;
+- ``{"record": "link", "id", "from_id", "to_id", "relation", "weight", "source", "created_at_ms",
+  "recorded_from_ms", "recorded_to_ms"}``: one link row (open or closed).
+
+Import reads that format back (into an empty vault it restores ids, times and history, so a
+re-export is byte-identical), and also plain lines shaped like ``remember`` arguments
+(``{"category", "key", "content", ...}``) for bulk loading. An entity whose (scope, category,
+key) already exists is updated by its newest version, like ``remember``. One transaction:
+a file imports whole or not at all.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from . import store
+from .errors import InvalidInput
+from .models import ImportReport, RememberInput, validate
+
+FORMAT = 1
+Progress = Callable[[int, int], None]
+
+_STRICT = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+
+
+class VersionRecord(BaseModel):
+    model_config = _STRICT
+
+    version: int = Field(ge=1)
+    change: str
+    recorded_from_ms: int
+    recorded_to_ms: int | None
+    updated_at_ms: int
+    type: str
+    topic_path: str | None
+    content: str
+    summary: str | None
+    body: dict[str, Any]
+    source: str | None
+    verified: bool
+    certainty: float | None
+    provenance_class: str | None
+    recall_when: list[str]
+    status: str
+    valid_from_ms: int | None
+    valid_to_ms: int | None
+    expires_at_ms: int | None
+    supersedes: int | None
+    superseded_by: int | None
+
+
+class EntityRecord(BaseModel):
+    model_config = _STRICT
+
+    record: str
+    id: int = Field(ge=1)
+    category: str
+    key: str
+    agent_id: str | None
+    workspace_hash: str | None
+    created_at_ms: int
+    retrieval_count: int = Field(ge=0)
+    last_accessed_ms: int | None
+    versions: list[VersionRecord] = Field(min_length=1)
+
+
+class LinkRecord(BaseModel):
+    model_config = _STRICT
+
+    record: str
+    id: int
+    from_id: int
+    to_id: int
+    relation: str
+    weight: float
+    source: str | None
+    created_at_ms: int
+    recorded_from_ms: int
+    recorded_to_ms: int | None
+
+
+def _dump(obj: dict[str, Any]) -> str:
+    return json.dumps(obj, ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+# --- export ------------------------------------------------------------------------------------
+
+
+def export_lines(conn: Any, agent_id: str | None = None, workspace_hash: str | None = None) -> Iterator[str]:
+    """Every entity (all statuses, all versions) and link in scope, as JSONL lines."""
+    yield _dump({"record": "vault", "format": FORMAT})
+    clauses, params = [], []
+    if agent_id is not None:
+        clauses.append("agent_id = ?")
+        params.append(agent_id)
+    if workspace_hash is not None:
+        clauses.append("workspace_hash = ?")
+        params.append(workspace_hash)
+    where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
+    entity_sql = (
+        "SELECT id, category, key, agent_id, workspace_hash, created_at_ms, retrieval_count, last_accessed_ms "
+        f"FROM entities {where} ORDER BY id"
+    )
+    version_cols = ["version", "change", "recorded_from_ms", "recorded_to_ms", "updated_at_ms", *store.STATE_FIELDS]
+    ids = []
+    for row in conn.execute(entity_sql, params).fetchall():
+        eid, category, key, agent, workspace, created, count, last = row
+        ids.append(eid)
+        versions = []
+        for vrow in conn.execute(
+            f"SELECT {', '.join(version_cols)} FROM entity_versions WHERE entity_id = ? ORDER BY version", (eid,)
+        ):
+            v = dict(zip(version_cols, vrow))
+            v.pop("tags")
+            v["body"] = json.loads(v["body"])
+            v["recall_when"] = json.loads(v["recall_when"])
+            v["verified"] = bool(v["verified"])
+            versions.append(v)
+        yield _dump({
+            "record": "entity", "id": eid, "category": category, "key": key, "agent_id": agent or None,
+            "workspace_hash": workspace or None, "created_at_ms": created, "retrieval_count": count,
+            "last_accessed_ms": last, "versions": versions,
+        })
+    from .graph import LINK_COLUMNS
+
+    link_names = [c.strip() for c in LINK_COLUMNS.split(",")]
+    link_where = (
+        "WHERE from_id IN (SELECT id FROM entities " + where + ")" if where else ""
+    )
+    for lrow in conn.execute(f"SELECT {LINK_COLUMNS} FROM links {link_where} ORDER BY id", params):
+        yield _dump({"record": "link", **dict(zip(link_names, lrow))})
+
+
+# --- import ------------------------------------------------------------------------------------
+
+
+def read_records(lines: Iterable[str]) -> list[tuple[int, dict[str, Any]]]:
+    """Parse JSONL (blank lines skipped) into (line number, object) pairs."""
+    out = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InvalidInput(f"line {number}", f"is not valid JSON ({exc.msg})") from None
+        if not isinstance(obj, dict):
+            raise InvalidInput(f"line {number}", "must be a JSON object")
+        out.append((number, obj))
+    return out
+
+
+def import_records(
+    conn: Any, records: list[tuple[int, dict[str, Any]]], now_ms: int, progress: Progress | None = None
+) -> ImportReport:
+    """Write parsed records; the caller holds the write transaction (all or nothing)."""
+    entities: list[tuple[int, EntityRecord]] = []
+    links: list[tuple[int, LinkRecord]] = []
+    plain: list[tuple[int, RememberInput]] = []
+    for number, obj in records:
+        kind = obj.get("record")
+        where = f"line {number}"
+        if kind == "vault":
+            if obj.get("format") != FORMAT:
+                raise InvalidInput(f"{where}.format", f"unsupported export format {obj.get('format')!r}")
+        elif kind == "entity":
+            rec = validate(EntityRecord, obj, prefix=where)
+            _check_history(rec, where)
+            for i, ver in enumerate(rec.versions):
+                _check_version(rec, ver, f"{where}.versions.{i}")
+            entities.append((number, rec))
+        elif kind == "link":
+            links.append((number, validate(LinkRecord, obj, prefix=where)))
+        elif kind is None:
+            plain.append((number, validate(RememberInput, obj, prefix=where)))
+        else:
+            raise InvalidInput(f"{where}.record", f"unknown record kind {kind!r}")
+    total = len(entities) + len(links) + len(plain)
+    report = ImportReport()
+    done = 0
+
+    def tick() -> None:
+        nonlocal done
+        done += 1
+        if progress is not None and (done % 500 == 0 or done == total):
+            progress(done, total)
+
+    id_map = _place_entities(conn, entities, report)
+    for _, rec in sorted(entities, key=lambda pair: pair[1].id):
+        _write_entity(conn, rec, id_map, now_ms, report)
+        tick()
+    top_link = int(conn.execute("SELECT coalesce(max(id), 0) FROM links").fetchone()[0])
+    for number, link in sorted(links, key=lambda pair: pair[1].id):
+        top_link = _write_link(conn, link, id_map, number, top_link, report)
+        tick()
+    for start in range(0, len(plain), 1000):
+        chunk = [item for _, item in plain[start : start + 1000]]
+        for _, outcome in store.remember_batch(conn, chunk, now_ms):
+            setattr(report, outcome, getattr(report, outcome) + 1)
+            tick()
+    return report
+
+
+def _check_history(rec: EntityRecord, where: str) -> None:
+    """An entity's versions must form one history: ascending numbers, one head, the last."""
+    numbers = [v.version for v in rec.versions]
+    if numbers != sorted(set(numbers)):
+        raise InvalidInput(f"{where}.versions", "version numbers must be unique and ascending")
+    heads = [i for i, v in enumerate(rec.versions) if v.recorded_to_ms is None]
+    if heads != [len(rec.versions) - 1]:
+        raise InvalidInput(f"{where}.versions", "exactly one version, the last, must be current (recorded_to_ms null)")
+    for i, v in enumerate(rec.versions):
+        if v.recorded_to_ms is not None and v.recorded_to_ms < v.recorded_from_ms:
+            raise InvalidInput(f"{where}.versions.{i}", "recorded_to_ms is before recorded_from_ms")
+        if i and v.recorded_from_ms < rec.versions[i - 1].recorded_from_ms:
+            raise InvalidInput(f"{where}.versions.{i}", "versions must be recorded in order")
+
+
+def _check_version(rec: EntityRecord, ver: VersionRecord, where: str) -> None:
+    """Hold imported history to the same limits as a live write."""
+    validate(
+        RememberInput,
+        {
+            "category": rec.category, "key": rec.key, "content": ver.content, "summary": ver.summary,
+            "type": ver.type, "topic_path": ver.topic_path, "body": ver.body, "recall_when": ver.recall_when,
+        },
+        prefix=where,
+    )
+    if ver.status not in ("active", "archived", "superseded"):
+        raise InvalidInput(f"{where}.status", f"unknown status {ver.status!r}")
+
+
+def _place_entities(conn: Any, entities: list[tuple[int, EntityRecord]], report: ImportReport) -> dict[int, int]:
+    """Decide every imported entity's id in this vault, creating identity rows for new ones.
+
+    An exported id is kept when it is above every id here (always so in an empty vault);
+    otherwise the entity gets a new id, so ids still ascend in commit order for scanners.
+    """
+    id_map: dict[int, int] = {}
+    top = int(conn.execute("SELECT coalesce(max(id), 0) FROM entities").fetchone()[0])
+    for _, rec in sorted(entities, key=lambda pair: pair[1].id):
+        existing = store.find_id(conn, rec.category, rec.key, rec.agent_id, rec.workspace_hash)
+        if existing is not None:
+            id_map[rec.id] = existing
+            continue
+        explicit = rec.id if rec.id > top else None
+        cur = conn.execute(
+            "INSERT INTO entities (id, agent_id, workspace_hash, category, key, created_at_ms, retrieval_count, "
+            "last_accessed_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (explicit, rec.agent_id or "", rec.workspace_hash or "", rec.category, rec.key, rec.created_at_ms,
+             rec.retrieval_count, rec.last_accessed_ms),
+        )
+        id_map[rec.id] = int(cur.lastrowid)
+        top = max(top, id_map[rec.id])
+        report.created += 1
+    return id_map
+
+
+def _state(rec: EntityRecord, ver: VersionRecord, id_map: dict[int, int]) -> dict[str, Any]:
+    state = ver.model_dump(include=set(store.STATE_FIELDS))
+    state["body"] = json.dumps(ver.body, ensure_ascii=False, sort_keys=True, allow_nan=False)
+    state["recall_when"] = json.dumps(ver.recall_when, ensure_ascii=False)
+    state["verified"] = int(ver.verified)
+    state["tags"] = store.tags_text(rec.category, rec.key, ver.topic_path)
+    for ref in ("supersedes", "superseded_by"):
+        if state[ref] is not None:
+            state[ref] = id_map.get(state[ref], state[ref])
+    return state
+
+
+def _write_entity(conn: Any, rec: EntityRecord, id_map: dict[int, int], now_ms: int, report: ImportReport) -> None:
+    eid = id_map[rec.id]
+    prior = store.head_row(conn, eid)
+    if prior is None:  # placed just now: restore the whole history as it was
+        for ver in rec.versions:
+            store.insert_version(
+                conn, eid, ver.version, ver.change, ver.recorded_from_ms, ver.updated_at_ms,
+                _state(rec, ver, id_map), recorded_to_ms=ver.recorded_to_ms,
+            )
+        return
+    newest = _state(rec, rec.versions[-1], id_map)
+    if all(prior[f] == newest[f] for f in store.STATE_FIELDS):
+        report.unchanged += 1
+        return
+    store.new_version(conn, prior, newest, "import", now_ms)
+    report.updated += 1
+
+
+def _write_link(
+    conn: Any, link: LinkRecord, id_map: dict[int, int], number: int, top: int, report: ImportReport
+) -> int:
+    """Insert one link row (keeping its id when it is above every link id here); return the top id.
+
+    A row already present (the same ends, relation, weight, source and times) is skipped, so
+    importing a file twice changes nothing.
+    """
+    where = f"line {number}"
+    a, b = id_map.get(link.from_id), id_map.get(link.to_id)
+    if a is None or b is None:
+        raise InvalidInput(where, f"link {link.id} refers to an entity not in this file")
+    if a == b:
+        raise InvalidInput(f"{where}.to_id", "a link needs two different entities")
+    scopes = conn.execute(
+        "SELECT count(DISTINCT agent_id || char(0) || workspace_hash) FROM entities WHERE id IN (?, ?)", (a, b)
+    ).fetchone()[0]
+    if scopes != 1:
+        raise InvalidInput(f"{where}.to_id", "belongs to another scope (agent or workspace) than from_id")
+    if link.recorded_to_ms is None:
+        same = conn.execute(
+            "SELECT 1 FROM links WHERE from_id = ? AND to_id = ? AND relation = ? AND recorded_to_ms IS NULL",
+            (a, b, link.relation),
+        ).fetchone()
+    else:
+        same = conn.execute(
+            "SELECT 1 FROM links WHERE from_id = ? AND to_id = ? AND relation = ? AND weight = ? "
+            "AND source IS ? AND created_at_ms = ? AND recorded_from_ms = ? AND recorded_to_ms = ?",
+            (a, b, link.relation, link.weight, link.source, link.created_at_ms, link.recorded_from_ms,
+             link.recorded_to_ms),
+        ).fetchone()
+    if same is not None:
+        return top
+    cur = conn.execute(
+        "INSERT INTO links (id, from_id, to_id, relation, weight, source, created_at_ms, recorded_from_ms, "
+        "recorded_to_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (link.id if link.id > top else None, a, b, link.relation, link.weight, link.source, link.created_at_ms,
+         link.recorded_from_ms, link.recorded_to_ms),
+    )
+    report.links += 1
+    return max(top, int(cur.lastrowid))

@@ -1,0 +1,146 @@
+"""The keyword arm: SQLite FTS5, Porter-stemmed, ranked by ``bm25()``.
+
+``entities_fts`` indexes the current version of every entity; ``versions_fts`` every
+version, for point-in-time recall (its BM25 statistics are those of the whole history).
+Visibility (scope, status, time) is part of the same SQL statement as the MATCH, so
+the ``pool`` best rows are the best *visible* rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .filters import FROM_VIDS, View, id_list
+from .keyword_index import KeywordIndex, Ranking
+from .models import Expansion
+from .porter import stem
+from .query import match_expression
+from .schema import BM25_WEIGHTS
+
+_WEIGHTS = ", ".join(str(w) for w in BM25_WEIGHTS)
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One keyword match: the entity, the version that matched, and its BM25 score (higher is better)."""
+
+    entity_id: int
+    vid: int
+    score: float
+
+
+# The change log keeps this many entries; a mirror further behind rebuilds.
+CHANGE_LOG_KEEP = 200_000
+
+
+def _log_heads(conn: Any, vids: list[int], op: int) -> None:
+    conn.executemany("INSERT INTO head_changes (vid, op) VALUES (?, ?)", [(vid, op) for vid in vids])
+    top = conn.execute("SELECT max(seq) FROM head_changes").fetchone()[0]
+    if top is not None and top % 10_000 < len(vids):  # crossed a multiple of 10,000: trim
+        conn.execute("DELETE FROM head_changes WHERE seq <= ?", (top - CHANGE_LOG_KEEP,))
+
+
+def index_versions(conn: Any, rows: list[tuple[int, str, str | None, str]], heads: bool) -> None:
+    """Index new versions ``(vid, content, summary, tags)``: always in ``versions_fts``; in
+    ``entities_fts`` too when they are heads."""
+    conn.executemany("INSERT INTO versions_fts(rowid, content, summary, tags) VALUES (?, ?, ?, ?)", rows)
+    if heads:
+        conn.executemany("INSERT INTO entities_fts(rowid, content, summary, tags) VALUES (?, ?, ?, ?)", rows)
+        _log_heads(conn, [row[0] for row in rows], +1)
+
+
+def unindex_head(conn: Any, vid: int, content: str, summary: str | None, tags: str) -> None:
+    """A head was closed: it leaves the current index (it stays in the history index)."""
+    conn.execute(
+        "INSERT INTO entities_fts(entities_fts, rowid, content, summary, tags) VALUES ('delete', ?, ?, ?, ?)",
+        (vid, content, summary, tags),
+    )
+    _log_heads(conn, [vid], -1)
+
+
+def rebuild(conn: Any) -> None:
+    """Rebuild both indexes from the rows; mirrors rebuild too."""
+    conn.execute("INSERT INTO entities_fts(entities_fts) VALUES ('rebuild')")
+    conn.execute("INSERT INTO versions_fts(versions_fts) VALUES ('rebuild')")
+    _log_heads(conn, [0], 0)
+
+
+def unindex_versions(conn: Any, entity_id: int) -> None:
+    """Remove every version of an entity from both indexes (purge), before the rows go."""
+    for vid, content, summary, tags, closed in conn.execute(
+        "SELECT vid, content, summary, tags, recorded_to_ms FROM entity_versions WHERE entity_id = ?", (entity_id,)
+    ).fetchall():
+        conn.execute(
+            "INSERT INTO versions_fts(versions_fts, rowid, content, summary, tags) VALUES ('delete', ?, ?, ?, ?)",
+            (vid, content, summary, tags),
+        )
+        if closed is None:
+            unindex_head(conn, vid, content, summary, tags)
+
+
+def search(
+    conn: Any, words: list[str], stems: list[str], view: View, pool: int, index: KeywordIndex | None = None
+) -> list[Hit]:
+    """The ``pool`` best visible matches for the OR of ``words``, best first, ties by id.
+
+    ``stems`` are the words' index terms, in the same order. When the in-memory ``index``
+    can answer for this connection's snapshot, it ranks and SQL only filters; otherwise
+    FTS5 does both in one statement. The two give the same hits with the same scores.
+    """
+    if not words:
+        return []
+    if (
+        index is not None
+        and not view.historical
+        and all(w.isascii() for w in words)
+        and index.sync(conn)
+    ):
+        return _filtered(conn, index.ranked(stems), view, pool)
+    table = "versions_fts" if view.historical else "entities_fts"
+    sql = (
+        f"SELECT v.entity_id, v.vid, bm25({table}, {_WEIGHTS}) AS rank_score "
+        f"FROM {table} CROSS JOIN entity_versions v ON v.vid = {table}.rowid CROSS JOIN entities e ON e.id = v.entity_id "
+        f"WHERE {table} MATCH :match AND {view.where} "
+        "ORDER BY rank_score, v.entity_id LIMIT :pool"
+    )
+    params = dict(view.params, match=match_expression(words), pool=pool)
+    return [Hit(int(eid), int(vid), -float(s)) for eid, vid, s in conn.execute(sql, params)]
+
+
+def _filtered(conn: Any, ranking: Ranking, view: View, pool: int) -> list[Hit]:
+    """Walk the ranking best first, keeping the candidates the view lets this caller see."""
+    hits: list[Hit] = []
+    want = pool + pool // 4 + 8
+    taken = 0
+    sql = f"SELECT v.vid FROM {FROM_VIDS} WHERE {view.where}"
+    while len(hits) < pool and taken < len(ranking):
+        batch = ranking.top(taken + want)[taken:]
+        taken += len(batch)
+        params = dict(view.params, vids=id_list([vid for _, vid, _ in batch]))
+        visible = {row[0] for row in conn.execute(sql, params)}
+        hits.extend(Hit(eid, vid, score) for eid, vid, score in batch if vid in visible)
+        want *= 4
+    return hits[:pool]
+
+
+def variants(conn: Any, stems: tuple[str, ...], config: Expansion) -> list[str]:
+    """Indexed terms that extend a query stem (``connect`` -> ``connector``), most common first.
+
+    Only terms that are their own stem are used, so that sending one back through the
+    porter tokenizer finds exactly that term.
+    """
+    found: list[str] = []
+    for s in stems:
+        if len(s) < config.min_stem_chars or len(found) >= config.max_variants:
+            continue
+        rows = conn.execute(
+            "SELECT term FROM entities_fts_vocab WHERE term > :s AND term < :end ORDER BY doc DESC, term LIMIT :n",
+            {"s": s, "end": s + "\U0010ffff", "n": 4 * config.max_variants},
+        ).fetchall()
+        for (term,) in rows:
+            if len(found) >= config.max_variants:
+                break
+            if term not in stems and term not in found and stem(term) == term:
+                found.append(term)
+    return found

@@ -1,0 +1,92 @@
+"""Looking after the file: ``stats``, ``check`` (integrity and index sync), ``reindex``, ``backup``."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from . import keyword, schema
+from .errors import InvalidInput
+from .models import CheckReport, Stats
+
+
+def stats(conn: Any, path: str, driver_name: str, sqlite_version: str) -> Stats:
+    by_status = {
+        status: count
+        for status, count in conn.execute(
+            "SELECT status, count(*) FROM entity_versions WHERE recorded_to_ms IS NULL GROUP BY status ORDER BY status"
+        )
+    }
+    size = 0
+    for suffix in ("", "-wal"):
+        try:
+            size += os.path.getsize(path + suffix)
+        except OSError:
+            pass
+    return Stats(
+        path=path,
+        schema_version=schema.current_version(conn),
+        entities=int(conn.execute("SELECT count(*) FROM entities").fetchone()[0]),
+        by_status=by_status,
+        versions=int(conn.execute("SELECT count(*) FROM entity_versions").fetchone()[0]),
+        links=int(conn.execute("SELECT count(*) FROM links WHERE recorded_to_ms IS NULL").fetchone()[0]),
+        db_bytes=size,
+        sqlite_driver=driver_name,
+        sqlite_version=sqlite_version,
+        sqlite_vec_version=str(conn.execute("SELECT vec_version()").fetchone()[0]),
+    )
+
+
+def _fts_in_sync(conn: Any, table: str) -> str | None:
+    try:
+        conn.execute(f"INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 1)")
+    except Exception as exc:  # FTS5 reports drift as a "malformed" error
+        return f"{table} does not match its rows ({exc})"
+    return None
+
+
+def check(conn: Any) -> CheckReport:
+    """SQLite's integrity check, both keyword indexes against their rows, and the vault's invariants."""
+    problems: list[str] = []
+    result = [r[0] for r in conn.execute("PRAGMA integrity_check")]
+    if result != ["ok"]:
+        problems.extend(f"integrity_check: {line}" for line in result[:20])
+    for table in ("entities_fts", "versions_fts"):
+        problem = _fts_in_sync(conn, table)
+        if problem:
+            problems.append(problem)
+    headless = conn.execute(
+        "SELECT count(*) FROM entities e WHERE NOT EXISTS "
+        "(SELECT 1 FROM entity_versions v WHERE v.entity_id = e.id AND v.recorded_to_ms IS NULL)"
+    ).fetchone()[0]
+    if headless:
+        problems.append(f"{headless} entities have no current version")
+    orphans = conn.execute(
+        "SELECT count(*) FROM entity_versions v WHERE NOT EXISTS (SELECT 1 FROM entities e WHERE e.id = v.entity_id)"
+    ).fetchone()[0]
+    if orphans:
+        problems.append(f"{orphans} versions belong to no entity")
+    dangling = conn.execute(
+        "SELECT count(*) FROM links l WHERE NOT EXISTS (SELECT 1 FROM entities e WHERE e.id = l.from_id) "
+        "OR NOT EXISTS (SELECT 1 FROM entities e WHERE e.id = l.to_id)"
+    ).fetchone()[0]
+    if dangling:
+        problems.append(f"{dangling} links point at missing entities")
+    return CheckReport(ok=not problems, problems=problems)
+
+
+def reindex(conn: Any) -> None:
+    """Rebuild both keyword indexes from the rows (the caller holds the write transaction)."""
+    keyword.rebuild(conn)
+
+
+def backup(conn: Any, target: str) -> str:
+    """A consistent, compacted copy of the vault at ``target`` (which must not exist yet).
+
+    ``VACUUM INTO`` reads one snapshot, so writers may keep writing meanwhile.
+    """
+    target = os.path.abspath(target)
+    if os.path.exists(target):
+        raise InvalidInput("target", f"{target} already exists; choose a new file")
+    conn.execute("VACUUM INTO ?", (target,))
+    return target

@@ -1,0 +1,380 @@
+"""Typed values that cross the vault's API: what callers pass in and what they get back.
+
+These pydantic models are the contract shared by the Python API, the CLI's ``--json``
+output and (later) the MCP tool schemas, so the three cannot drift. Field names are
+the wire names of SPEC section 2.
+
+Inputs are strict (no silent coercion of ``"5"`` to ``5``), forbid unknown fields and
+refuse NaN; :func:`validate` turns a pydantic failure into :class:`InvalidInput`
+naming the offending field.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+
+from .errors import InvalidInput
+
+# --- documented size limits (docs/limits.md) -------------------------------------------------
+MAX_CATEGORY_CHARS = 128
+MAX_KEY_CHARS = 512
+MAX_TYPE_CHARS = 64
+MAX_TOPIC_PATH_CHARS = 512
+MAX_SCOPE_CHARS = 256
+MAX_BODY_BYTES = 256 * 1024  # content + summary + other body fields, as UTF-8 JSON
+MAX_BODY_DEPTH = 32
+MAX_RECALL_WHEN = 32
+MAX_TRIGGER_CHARS = 256
+MAX_BATCH = 10_000
+MAX_QUERY_CHARS = 4_096
+MAX_LIMIT = 1_000
+MAX_OFFSET = 10_000
+
+Status = Literal["active", "archived", "expired", "superseded"]
+Mode = Literal["fts5", "dense", "hybrid"]
+Direction = Literal["out", "in", "both"]
+
+_STRICT_IN = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+
+
+def _depth(value: Any, level: int = 0) -> int:
+    if isinstance(value, dict):
+        return max([_depth(v, level + 1) for v in value.values()], default=level + 1)
+    if isinstance(value, list):
+        return max([_depth(v, level + 1) for v in value], default=level + 1)
+    return level
+
+
+def _check_text(value: str) -> str:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError("contains an unpaired surrogate; text must be valid Unicode") from exc
+    return value
+
+
+# --- inputs ------------------------------------------------------------------------------------
+
+
+class RememberInput(BaseModel):
+    """One memory to create or update, addressed by (category, key) within its scope."""
+
+    model_config = _STRICT_IN
+
+    category: str = Field(min_length=1, max_length=MAX_CATEGORY_CHARS)
+    key: str = Field(min_length=1, max_length=MAX_KEY_CHARS)
+    content: str
+    summary: str | None = None
+    type: str = Field(default="note", min_length=1, max_length=MAX_TYPE_CHARS)
+    topic_path: str | None = Field(default=None, max_length=MAX_TOPIC_PATH_CHARS)
+    body: dict[str, Any] | None = Field(default=None, validate_default=True)
+    agent_id: str | None = Field(default=None, max_length=MAX_SCOPE_CHARS)
+    workspace_hash: str | None = Field(default=None, max_length=MAX_SCOPE_CHARS)
+    source: str | None = Field(default=None, max_length=1024)
+    verified: bool = False
+    certainty: float | None = Field(default=None, ge=0.0, le=1.0)
+    provenance_class: str | None = Field(default=None, max_length=64)
+    recall_when: list[str] = Field(default_factory=list, max_length=MAX_RECALL_WHEN)
+    valid_from_ms: int | None = Field(default=None, ge=0)
+    valid_to_ms: int | None = Field(default=None, ge=0)
+    expires_at_ms: int | None = Field(default=None, ge=0)
+
+    @field_validator("category", "key", "type")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be blank")
+        return _check_text(value)
+
+    @field_validator("content", "summary", "topic_path", "agent_id", "workspace_hash", "source", "provenance_class")
+    @classmethod
+    def _valid_text(cls, value: str | None) -> str | None:
+        return None if value is None else _check_text(value)
+
+    @field_validator("topic_path")
+    @classmethod
+    def _topic(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        value = value.strip().strip("/")
+        return value or None
+
+    @field_validator("recall_when")
+    @classmethod
+    def _triggers(cls, value: list[str]) -> list[str]:
+        out = []
+        for phrase in value:
+            _check_text(phrase)
+            if len(phrase) > MAX_TRIGGER_CHARS:
+                raise ValueError(f"a trigger phrase is longer than {MAX_TRIGGER_CHARS} characters")
+            if phrase.strip():
+                out.append(phrase.strip())
+        return out
+
+    @field_validator("body")
+    @classmethod
+    def _body(cls, value: dict[str, Any] | None, info: ValidationInfo) -> dict[str, Any] | None:
+        content = info.data.get("content") or ""
+        summary = info.data.get("summary") or ""
+        size = len(content.encode("utf-8", "surrogatepass")) + len(summary.encode("utf-8", "surrogatepass"))
+        if value:
+            if _depth(value) > MAX_BODY_DEPTH:
+                raise ValueError(f"is nested deeper than {MAX_BODY_DEPTH} levels")
+            for name in ("content", "summary"):
+                if name in value and value[name] != info.data.get(name):
+                    raise ValueError(f"body.{name} conflicts with the {name} argument; pass it once")
+            try:
+                size += len(json.dumps(value, allow_nan=False, ensure_ascii=False).encode("utf-8"))
+            except (TypeError, ValueError, UnicodeEncodeError) as exc:
+                raise ValueError(f"must be a JSON object of finite numbers and valid text ({exc})") from exc
+        if size > MAX_BODY_BYTES:
+            raise ValueError(f"is {size} bytes with content and summary; the limit is {MAX_BODY_BYTES}")
+        return value
+
+    @field_validator("valid_to_ms")
+    @classmethod
+    def _valid_window(cls, value: int | None, info: ValidationInfo) -> int | None:
+        start = info.data.get("valid_from_ms")
+        if value is not None and start is not None and value <= start:
+            raise ValueError("must be later than valid_from_ms")
+        return value
+
+    def extra_body(self) -> dict[str, Any]:
+        """Body fields other than content and summary (those have their own columns)."""
+        return {k: v for k, v in (self.body or {}).items() if k not in ("content", "summary")}
+
+
+class Expansion(BaseModel):
+    """Query expansion: add indexed words that extend a query word's stem (``connect`` -> ``connector``)."""
+
+    model_config = _STRICT_IN
+
+    enabled: bool = True
+    max_variants: int = Field(default=8, ge=0, le=64)
+    min_stem_chars: int = Field(default=4, ge=2, le=32)
+
+
+class Filters(BaseModel):
+    """Which entities a read may see: scope, attributes, status and the point in time."""
+
+    model_config = _STRICT_IN
+
+    type: str | None = None
+    category: str | None = None
+    topic_path: str | None = None
+    agent_id: str | None = None
+    workspace_hash: str | None = None
+    include_archived: bool = False
+    min_decay: float | None = Field(default=None, ge=0.0, le=1.0)
+    as_of_unix_ms: int | None = Field(default=None, ge=0)
+    valid_at_unix_ms: int | None = Field(default=None, ge=0)
+    query_time_unix_ms: int | None = Field(default=None, ge=0)
+
+    @field_validator("type", "category", "topic_path", "agent_id", "workspace_hash")
+    @classmethod
+    def _valid_text(cls, value: str | None) -> str | None:
+        return None if value is None else _check_text(value)
+
+    @property
+    def time_travel(self) -> bool:
+        return self.as_of_unix_ms is not None or self.valid_at_unix_ms is not None
+
+
+class RecallParams(Filters):
+    """Every parameter of ``recall`` (SPEC 5.1), with its default."""
+
+    query: str = Field(max_length=MAX_QUERY_CHARS)
+    mode: Mode | None = None
+    limit: int = Field(default=10, ge=1, le=MAX_LIMIT)
+    offset: int = Field(default=0, ge=0)
+    expansion: bool | Expansion | None = None
+    preview_cap: int | None = Field(default=None, ge=1)
+    trust_weight: float = Field(default=0.15, ge=0.0, le=10.0)
+    content_weight: float = Field(default=0.0, ge=0.0, le=10.0)
+    diversity_halving: float = Field(default=1.0, gt=0.0, le=1.0)
+    recency_half_life_secs: float | None = Field(default=None, gt=0.0)
+    startup: bool = False
+    profile: Literal["validity"] | None = None
+    validity_annotate: bool = False
+    reinforce: bool = True
+
+    @field_validator("query")
+    @classmethod
+    def _query_text(cls, value: str) -> str:
+        return _check_text(value)
+
+    @field_validator("offset")
+    @classmethod
+    def _clamp_offset(cls, value: int) -> int:
+        return min(value, MAX_OFFSET)
+
+    def expansion_config(self) -> Expansion | None:
+        if self.expansion is None or self.expansion is False:
+            return None
+        if self.expansion is True:
+            return Expansion()
+        return self.expansion if self.expansion.enabled else None
+
+
+class ScanParams(Filters):
+    cursor: str | None = None
+    limit: int = Field(default=100, ge=1, le=MAX_LIMIT)
+
+
+# --- outputs -----------------------------------------------------------------------------------
+
+
+class Entity(BaseModel):
+    """One memory, as stored (or as it was at a past instant, for history and time travel).
+
+    Body fields other than ``content`` and ``summary`` are also returned at top level
+    (unless their name collides with an entity field); ``body`` holds all of them.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    id: int
+    category: str
+    key: str
+    type: str
+    topic_path: str | None
+    content: str
+    summary: str | None
+    body: dict[str, Any]
+    agent_id: str | None
+    workspace_hash: str | None
+    source: str | None
+    verified: bool
+    certainty: float | None
+    provenance_class: str | None
+    recall_when: list[str]
+    created_at_ms: int
+    updated_at_ms: int
+    last_accessed_ms: int | None
+    retrieval_count: int
+    decay: float
+    status: Status
+    valid_from_ms: int | None
+    valid_to_ms: int | None
+    expires_at_ms: int | None
+    supersedes: int | None
+    superseded_by: int | None
+    version: int
+    change: str
+    recorded_from_ms: int
+    recorded_to_ms: int | None
+
+
+class RecallItem(Entity):
+    score: float
+    ranks: dict[str, int]
+
+
+class RecallResult(BaseModel):
+    """``total`` counts the items returned (as the seed's schema defines it); ``variants`` the expansion terms used."""
+
+    items: list[RecallItem]
+    total: int
+    variants: int
+    search_mode: str
+
+
+class ScanPage(BaseModel):
+    items: list[Entity]
+    next_cursor: str | None
+    has_more: bool
+
+
+class HistoryPage(BaseModel):
+    """Versions of one fact, newest first; ``total`` counts every version."""
+
+    items: list[Entity]
+    total: int
+    has_more: bool
+
+
+class Link(BaseModel):
+    id: int
+    from_id: int
+    to_id: int
+    relation: str
+    weight: float
+    source: str | None
+    created_at_ms: int
+    recorded_from_ms: int
+    recorded_to_ms: int | None
+
+
+class TraverseNode(BaseModel):
+    entity: Entity
+    depth: int
+    path: list[int]
+
+
+class TraverseResult(BaseModel):
+    start: int
+    nodes: list[TraverseNode]
+    edges: list[Link]
+
+
+class PurgeResult(BaseModel):
+    id: int
+    versions: int
+    links: int
+
+
+class ImportReport(BaseModel):
+    created: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    links: int = 0
+
+
+class Stats(BaseModel):
+    path: str
+    schema_version: int
+    entities: int
+    by_status: dict[str, int]
+    versions: int
+    links: int
+    db_bytes: int
+    sqlite_driver: str
+    sqlite_version: str
+    sqlite_vec_version: str
+
+
+class CheckReport(BaseModel):
+    ok: bool
+    problems: list[str]
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def validate(model: type[M], data: Any, *, prefix: str = "") -> M:
+    """Validate ``data`` as ``model`` or raise :class:`InvalidInput` naming the first bad field."""
+    if isinstance(data, model):
+        return data
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors(include_url=False)[0]
+        path = ".".join(str(p) for p in err.get("loc", ()) if p not in ("function-after",))
+        field = f"{prefix}{'.' if prefix and path else ''}{path}" or prefix or model.__name__
+        message = err.get("msg", "invalid value")
+        if err.get("type") == "extra_forbidden":
+            message = "unknown field"
+        elif err.get("type") == "missing":
+            message = "is required"
+        elif err.get("type") == "finite_number":
+            message = "must be a finite number (not NaN or infinity)"
+        message = message.removeprefix("Value error, ")
+        raise InvalidInput(field, message) from None
+
+
+def finite(value: float) -> bool:
+    return not (math.isnan(value) or math.isinf(value))

@@ -1,0 +1,95 @@
+"""Turning a user's query text into keyword terms, safely. Pure functions.
+
+The contract (SPEC 5.1):
+
+- Words are OR'd: any matching word finds an entity; BM25 ranks entities that match
+  more, and rarer, words higher.
+- Stopwords never match on their own: they are dropped from the query, so a query made
+  only of stopwords matches nothing.
+- User text is data, never FTS5 syntax: the query is split into word tokens the way
+  FTS5's ``unicode61`` tokenizer splits text, and each token is sent as a quoted string.
+  ``"``, ``NEAR(``, ``col:x``, ``AND``, ``*``, ``-`` and unbalanced parentheses are
+  therefore just separators or ordinary words.
+- ``""`` (or only whitespace) enumerates; ``"*"`` has no word in it and matches nothing.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+from .porter import stem
+
+# English function words (and question words agents open queries with). They carry no
+# topic, and their long posting lists are what makes an OR query slow.
+STOPWORDS = frozenset(
+    """
+    a about above after again against all am an and any are as at be because been before being
+    below between both but by can could did do does doing down during each either else ever every
+    few for from further had has have having he her here hers herself him himself his how however
+    i if in into is it its itself just let me might more most much must my myself neither no nor
+    not now of off on once only or other ought our ours ourselves out over own per same shall she
+    should since so some such than that the their theirs them themselves then there these they
+    this those though through thus to too under until up upon us very via was we were what whatever
+    when whenever where whereas wherever whether which while who whoever whom whose why will with
+    within without would yet you your yours yourself yourselves
+    """.split()
+)
+
+# unicode61 token characters: letters, numbers and private-use characters; "_" separates.
+_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+def tokenize(text: str) -> list[str]:
+    """Split ``text`` into lower-case word tokens (FTS5 ``unicode61`` rules, diacritics folded)."""
+    if not text.isascii():
+        text = _fold(text)
+    return _TOKEN.findall(text.lower())
+
+
+def _fold(text: str) -> str:
+    decomposed = unicodedata.normalize("NFKD", text)
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
+@dataclass(frozen=True)
+class Terms:
+    """A parsed query: its distinct content words in query order, and their stems."""
+
+    words: tuple[str, ...]
+    stems: tuple[str, ...]
+
+    @property
+    def empty(self) -> bool:
+        return not self.words
+
+
+def parse(text: str) -> Terms:
+    """Content words of ``text``: tokens minus stopwords, de-duplicated by stem, in order."""
+    words: list[str] = []
+    stems: list[str] = []
+    for token in tokenize(text):
+        if token in STOPWORDS:
+            continue
+        s = stem(token)
+        if s in stems:
+            continue
+        words.append(token)
+        stems.append(s)
+    return Terms(tuple(words), tuple(stems))
+
+
+def is_enumeration(text: str) -> bool:
+    """The query contract's match-all path: an empty (or all-whitespace) query."""
+    return not text.strip()
+
+
+def quote(token: str) -> str:
+    """One FTS5 string literal; a doubled quote is how FTS5 escapes a quote inside it."""
+    return '"' + token.replace('"', '""') + '"'
+
+
+def match_expression(words: tuple[str, ...] | list[str]) -> str:
+    """An FTS5 MATCH expression OR-ing ``words`` as literal strings."""
+    return " OR ".join(quote(w) for w in words)

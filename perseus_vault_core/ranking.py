@@ -1,0 +1,116 @@
+"""Scoring knobs and decay: pure functions of their inputs (SPEC 5.1).
+
+A recall arm yields candidates with a raw relevance (BM25 for keyword). The knobs turn
+that into the final order:
+
+    score = relevance / best relevance in the pool            (1.0 for the top candidate)
+          + trust_weight   * trust(verified, certainty)       (provenance; never negative)
+          + content_weight * witness(query words, content)    (literal presence, length-damped)
+
+then ``diversity_halving`` caps how many slots each matched keyword may take at the
+top. Ties break by entity id, ascending, so the same store and call give the same order.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+DAY_MS = 86_400_000
+DECAY_HALF_LIFE_DAYS = 30.0
+
+
+def decay(now_ms: int, last_accessed_ms: int | None, updated_at_ms: int, retrieval_count: int) -> float:
+    """Freshness in (0, 1]: halves every half-life of idleness; use lengthens the half-life.
+
+    idle      = now - max(last access, last update), never negative
+    half-life = 30 days x (1 + log2(1 + retrieval_count))
+    decay     = 0.5 ** (idle / half-life)
+
+    Anchored by ``now_ms`` (``query_time_unix_ms``), so a result can be replayed exactly.
+    """
+    last = max(last_accessed_ms or 0, updated_at_ms)
+    idle_days = max(0, now_ms - last) / DAY_MS
+    half_life = DECAY_HALF_LIFE_DAYS * (1.0 + math.log2(1 + max(0, retrieval_count)))
+    return float(0.5 ** (idle_days / half_life))
+
+
+def trust(verified: bool, certainty: float | None) -> float:
+    """Provenance strength in [0, 1]: verified is full; unverified is its certainty (none = 0)."""
+    if verified:
+        return 1.0
+    return min(1.0, max(0.0, certainty or 0.0))
+
+
+def witness(stems: Sequence[str], content_stems: set[str], content_chars: int) -> float:
+    """Share of the query's words literally present in the content, damped by content length.
+
+    A short note naming every query word scores near 1; the same words buried in a long
+    document count less: damping is 1 / (1 + log10(1 + chars / 500)).
+    """
+    if not stems:
+        return 0.0
+    share = sum(1 for s in stems if s in content_stems) / len(stems)
+    return share / (1.0 + math.log10(1.0 + content_chars / 500.0))
+
+
+def recency(age_ms: int, half_life_secs: float) -> float:
+    """Multiplier 0.5 ** (age / half-life) for ``recency_half_life_secs``."""
+    return float(0.5 ** (max(0, age_ms) / 1000.0 / half_life_secs))
+
+
+@dataclass
+class Scored:
+    """A candidate moving through the knobs."""
+
+    id: int
+    relevance: float
+    score: float = 0.0
+    keyword: int | None = None  # index of the first query word it matches, for diversity
+
+
+def order(items: list[Scored]) -> list[Scored]:
+    """Highest score first; equal scores by ascending id (determinism)."""
+    return sorted(items, key=lambda s: (-s.score, s.id))
+
+
+def normalize(items: list[Scored]) -> None:
+    """Set each score to relevance / the best relevance (so knobs add on a 0..1 scale)."""
+    best = max((s.relevance for s in items), default=0.0)
+    for s in items:
+        s.score = s.relevance / best if best > 0 else 0.0
+
+
+def diversify(items: list[Scored], limit: int, halving: float) -> list[Scored]:
+    """Give the n-th distinct matched keyword ceil(limit x halving^n) of the top slots.
+
+    ``items`` is in score order. Keywords are numbered by query order. Items beyond their
+    keyword's quota are not dropped: they follow, in order, after the items that fit.
+    ``halving`` 1.0 leaves the order unchanged.
+    """
+    if halving >= 1.0:
+        return items
+    used: dict[int | None, int] = {}
+    head: list[Scored] = []
+    tail: list[Scored] = []
+    for item in items:
+        n = item.keyword
+        quota = limit if n is None else math.ceil(limit * halving**n)
+        if used.get(n, 0) < quota:
+            used[n] = used.get(n, 0) + 1
+            head.append(item)
+        else:
+            tail.append(item)
+    return head + tail
+
+
+def preview(content: str, cap: int, entity_id: int) -> str:
+    """Cut ``content`` at ``cap`` characters, with a footer saying how to read the rest."""
+    if len(content) <= cap:
+        return content
+    return (
+        content[:cap]
+        + f"\n[... truncated at {cap} of {len(content)} characters; "
+        + f"call get_entity(id={entity_id}) for the whole entity]"
+    )

@@ -1,0 +1,65 @@
+"""``scan``: enumerate every visible entity exactly once, in keyset pages by id (SPEC 5.2).
+
+Ids are assigned ascending at insert under SQLite's write lock, so they ascend in commit
+order: a scanner that has passed id N can never miss a later commit below N. Feeding
+``next_cursor`` back until ``has_more`` is false therefore returns every entity in scope
+exactly once, whatever other connections write or recall meanwhile. Read-only.
+
+A cursor is opaque to callers: the last id returned, bound to the filters it was issued
+under (reusing it with other filters is refused, since pages would not line up).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from typing import Any
+
+from . import store
+from .errors import InvalidInput
+from .filters import FROM_VERSIONS_FIRST, view
+from .models import ScanPage, ScanParams
+
+_CURSOR_VERSION = 1
+
+
+def _fingerprint(params: ScanParams) -> str:
+    scope = params.model_dump(exclude={"cursor", "limit", "query_time_unix_ms"})
+    raw = json.dumps(scope, sort_keys=True, default=str).encode()
+    return hashlib.sha256(raw).hexdigest()[:16]
+
+
+def encode_cursor(after_id: int, params: ScanParams) -> str:
+    payload = json.dumps({"v": _CURSOR_VERSION, "after": after_id, "f": _fingerprint(params)}, separators=(",", ":"))
+    return base64.urlsafe_b64encode(payload.encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str, params: ScanParams) -> int:
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        data = json.loads(base64.urlsafe_b64decode(padded.encode("ascii")))
+        after = data["after"]
+        ok = data.get("v") == _CURSOR_VERSION and type(after) is int and 0 <= after < 2**63
+    except (ValueError, KeyError, TypeError, UnicodeError):
+        ok = False
+    if not ok:
+        raise InvalidInput("cursor", "is not a cursor this vault issued; start without one")
+    if data.get("f") != _fingerprint(params):
+        raise InvalidInput("cursor", "was issued for different filters; start again without a cursor")
+    return int(after)
+
+
+def scan(conn: Any, params: ScanParams, now_ms: int) -> ScanPage:
+    after = decode_cursor(params.cursor, params) if params.cursor else 0
+    v = view(params, now_ms)
+    sql = (
+        f"SELECT {store.ENTITY_COLUMNS} FROM {FROM_VERSIONS_FIRST} WHERE {v.where} AND v.entity_id > :after "
+        "ORDER BY v.entity_id LIMIT :n"
+    )
+    rows = conn.execute(sql, dict(v.params, after=after, n=params.limit + 1)).fetchall()
+    has_more = len(rows) > params.limit
+    rows = rows[: params.limit]
+    items = [store.to_entity(r, v.instant) for r in rows]
+    next_cursor = encode_cursor(items[-1].id, params) if has_more else None
+    return ScanPage(items=items, next_cursor=next_cursor, has_more=has_more)

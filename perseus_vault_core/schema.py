@@ -1,0 +1,177 @@
+"""The database schema, as numbered migrations.
+
+Each migration is a small function run in its own ``BEGIN IMMEDIATE`` transaction and
+recorded in ``_migrations``; ``PRAGMA user_version`` mirrors the latest. Opening a file
+written by a newer vault refuses clearly rather than guessing.
+
+Layout (version 1):
+
+- ``entities``: identity and usage. One row per memory: its scope, (category, key),
+  creation time and reinforcement state (retrieval count, last access). Never versioned.
+- ``entity_versions``: every state a memory has had (content, status, validity, ...),
+  with transaction time ``[recorded_from_ms, recorded_to_ms)``. The row whose
+  ``recorded_to_ms`` is NULL is the head: the current state. Rows are immutable except
+  for closing ``recorded_to_ms`` when a newer version arrives.
+- ``entities_fts``: FTS5 over the heads only (the live corpus, so BM25 statistics are the
+  current store's); ``versions_fts``: FTS5 over every version, for point-in-time recall.
+  Both are external-content tables written by ``keyword.py`` in the same transaction as
+  the row, so an index can never lag its data. (Not by triggers: an FTS5 write inside a
+  trigger runs in a savepoint that flushes FTS5's pending terms on every row, which made
+  writes about twice as slow.) ``check`` proves the sync and ``reindex`` rebuilds it.
+- ``head_changes``: a log of heads added and removed, so the in-memory keyword index
+  (``keyword_index.py``) of any process can follow writes made by any other.
+- ``links``: typed, weighted, directed edges with their own transaction-time history.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from typing import Any
+
+from .errors import SetupError
+
+TOKENIZE = "porter unicode61 remove_diacritics 2"
+# bm25() column weights for (content, summary, tags); the in-memory keyword index uses the same.
+BM25_WEIGHTS = (1.0, 1.0, 0.5)
+
+
+def run_script(conn: Any, script: str) -> None:
+    """Execute ``script`` statement by statement inside the caller's transaction.
+
+    ``executescript`` would commit the open transaction first, breaking a migration's atomicity.
+    """
+    pending = ""
+    for line in script.splitlines(keepends=True):
+        pending += line
+        if sqlite3.complete_statement(pending):
+            if pending.strip():
+                conn.execute(pending)
+            pending = ""
+    if pending.strip():
+        conn.execute(pending)
+
+
+def _v1(conn: Any) -> None:
+    run_script(
+        conn,
+        f"""
+        CREATE TABLE vault_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+
+        CREATE TABLE entities (
+            id               INTEGER PRIMARY KEY AUTOINCREMENT,
+            agent_id         TEXT NOT NULL DEFAULT '',
+            workspace_hash   TEXT NOT NULL DEFAULT '',
+            category         TEXT NOT NULL,
+            key              TEXT NOT NULL,
+            created_at_ms    INTEGER NOT NULL,
+            retrieval_count  INTEGER NOT NULL DEFAULT 0,
+            last_accessed_ms INTEGER,
+            UNIQUE (agent_id, workspace_hash, category, key)
+        );
+
+        CREATE TABLE entity_versions (
+            vid              INTEGER PRIMARY KEY AUTOINCREMENT,
+            entity_id        INTEGER NOT NULL REFERENCES entities(id),
+            version          INTEGER NOT NULL,
+            change           TEXT NOT NULL,
+            recorded_from_ms INTEGER NOT NULL,
+            recorded_to_ms   INTEGER,
+            type             TEXT NOT NULL,
+            topic_path       TEXT,
+            content          TEXT NOT NULL,
+            summary          TEXT,
+            tags             TEXT NOT NULL,
+            body             TEXT NOT NULL,
+            source           TEXT,
+            verified         INTEGER NOT NULL,
+            certainty        REAL,
+            provenance_class TEXT,
+            recall_when      TEXT NOT NULL,
+            status           TEXT NOT NULL,
+            valid_from_ms    INTEGER,
+            valid_to_ms      INTEGER,
+            expires_at_ms    INTEGER,
+            supersedes       INTEGER,
+            superseded_by    INTEGER,
+            updated_at_ms    INTEGER NOT NULL,
+            UNIQUE (entity_id, version)
+        );
+        CREATE UNIQUE INDEX entity_versions_head ON entity_versions(entity_id) WHERE recorded_to_ms IS NULL;
+        CREATE INDEX entity_versions_time ON entity_versions(entity_id, recorded_from_ms);
+
+        CREATE VIEW entity_heads AS
+            SELECT vid, content, summary, tags FROM entity_versions WHERE recorded_to_ms IS NULL;
+
+        CREATE VIRTUAL TABLE entities_fts USING fts5(
+            content, summary, tags, content='entity_heads', content_rowid='vid', tokenize='{TOKENIZE}');
+        CREATE VIRTUAL TABLE versions_fts USING fts5(
+            content, summary, tags, content='entity_versions', content_rowid='vid', tokenize='{TOKENIZE}');
+        CREATE VIRTUAL TABLE entities_fts_vocab USING fts5vocab(entities_fts, 'row');
+        -- Every change to the set of heads, in commit order, for in-memory mirrors of
+        -- entities_fts to follow (op: +1 became a head, -1 stopped being one, 0 rebuilt).
+        CREATE TABLE head_changes (seq INTEGER PRIMARY KEY AUTOINCREMENT, vid INTEGER NOT NULL, op INTEGER NOT NULL);
+
+        -- Versions are history: only closing one (and purge) may change it.
+        CREATE TRIGGER entity_versions_immutable BEFORE UPDATE OF
+            entity_id, version, content, summary, tags, body, status, type, topic_path ON entity_versions BEGIN
+            SELECT RAISE(ABORT, 'entity versions are immutable');
+        END;
+
+        CREATE TABLE links (
+            id               INTEGER PRIMARY KEY AUTOINCREMENT,
+            from_id          INTEGER NOT NULL REFERENCES entities(id),
+            to_id            INTEGER NOT NULL REFERENCES entities(id),
+            relation         TEXT NOT NULL,
+            weight           REAL NOT NULL,
+            source           TEXT,
+            created_at_ms    INTEGER NOT NULL,
+            recorded_from_ms INTEGER NOT NULL,
+            recorded_to_ms   INTEGER
+        );
+        CREATE UNIQUE INDEX links_alive ON links(from_id, to_id, relation) WHERE recorded_to_ms IS NULL;
+        CREATE INDEX links_from ON links(from_id, recorded_from_ms);
+        CREATE INDEX links_to ON links(to_id, recorded_from_ms);
+        """
+    )
+
+
+Migration = Callable[[Any], None]
+MIGRATIONS: list[tuple[int, str, Migration]] = [
+    (1, "entities, versions, keyword indexes, links", _v1),
+]
+LATEST = MIGRATIONS[-1][0]
+
+
+def current_version(conn: Any) -> int:
+    return int(conn.execute("PRAGMA user_version").fetchone()[0])
+
+
+def migrate(conn: Any, now_ms: int) -> int:
+    """Bring the schema up to :data:`LATEST`, one transaction per step; return the version."""
+    from .connection import write_transaction
+
+    found = current_version(conn)
+    if found > LATEST:
+        raise SetupError(
+            f"this database has schema version {found}, newer than this perseus-vault supports ({LATEST}); "
+            "upgrade perseus-vault to open it"
+        )
+    for version, name, step in MIGRATIONS:
+        if version <= found:
+            continue
+
+        def apply(c: Any, version: int = version, name: str = name, step: Migration = step) -> None:
+            # Re-read inside the write lock: another process may have migrated meanwhile.
+            if current_version(c) >= version:
+                return
+            c.execute(
+                "CREATE TABLE IF NOT EXISTS _migrations "
+                "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at_ms INTEGER NOT NULL)"
+            )
+            step(c)
+            c.execute("INSERT INTO _migrations VALUES (?, ?, ?)", (version, name, now_ms))
+            c.execute(f"PRAGMA user_version = {version}")
+
+        write_transaction(conn, apply)
+    return current_version(conn)

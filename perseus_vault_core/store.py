@@ -1,0 +1,344 @@
+"""Entities on disk: reading rows into :class:`Entity` values, and the write path.
+
+Writes take a connection that is already inside a write transaction (see
+:func:`connection.write_transaction`), so a caller can compose several of them into one
+atomic unit (``remember_many``, import). A change never edits history: it closes the head
+version (``recorded_to_ms``) and inserts a new one; the keyword indexes are updated
+(``keyword.index_version`` / ``unindex_head``) in the same transaction.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any, TypeVar
+
+from . import keyword
+from .errors import Conflict, InvalidInput, NotFound
+from .filters import FROM, FROM_IDS, FROM_VIDS, id_list, scope_clauses
+from .models import Entity, PurgeResult, RememberInput
+from .ranking import decay
+
+# Versioned fields, in entity_versions column order (after the bookkeeping columns).
+STATE_FIELDS = (
+    "type",
+    "topic_path",
+    "content",
+    "summary",
+    "tags",
+    "body",
+    "source",
+    "verified",
+    "certainty",
+    "provenance_class",
+    "recall_when",
+    "status",
+    "valid_from_ms",
+    "valid_to_ms",
+    "expires_at_ms",
+    "supersedes",
+    "superseded_by",
+)
+
+ENTITY_COLUMNS = (
+    "e.id, e.category, e.key, e.agent_id, e.workspace_hash, e.created_at_ms, e.retrieval_count, "
+    "e.last_accessed_ms, v.vid, v.version, v.change, v.recorded_from_ms, v.recorded_to_ms, v.updated_at_ms, "
+    + ", ".join(f"v.{f}" for f in STATE_FIELDS)
+)
+_ENTITY_NAMES = [c.strip().split(".")[1] for c in ENTITY_COLUMNS.split(",")]
+E = TypeVar("E", bound=Entity)
+_RESERVED = set(Entity.model_fields) | {"score", "ranks"}
+
+
+def tags_text(category: str, key: str, topic_path: str | None) -> str:
+    """The text of the ``tags`` keyword column: where the memory is filed."""
+    return f"{category} {key} {topic_path or ''}".strip()
+
+
+def row_dict(row: Sequence[Any]) -> dict[str, Any]:
+    return dict(zip(_ENTITY_NAMES, row))
+
+
+def to_entity(row: Sequence[Any] | dict[str, Any], now_ms: int, cls: type[E] = Entity, **extra: Any) -> E:  # type: ignore[assignment]
+    """Build an :class:`Entity` (or subclass) from a row of :data:`ENTITY_COLUMNS`."""
+    r = row if isinstance(row, dict) else row_dict(row)
+    extras = json.loads(r["body"]) if r["body"] != "{}" else {}
+    body: dict[str, Any] = {"content": r["content"]}
+    if r["summary"] is not None:
+        body["summary"] = r["summary"]
+    body.update(extras)
+    status = r["status"]
+    if status == "active" and r["expires_at_ms"] is not None and r["expires_at_ms"] <= now_ms:
+        status = "expired"
+    fields: dict[str, Any] = {k: v for k, v in extras.items() if k not in _RESERVED}
+    fields.update(
+        id=r["id"],
+        category=r["category"],
+        key=r["key"],
+        type=r["type"],
+        topic_path=r["topic_path"],
+        content=r["content"],
+        summary=r["summary"],
+        body=body,
+        agent_id=r["agent_id"] or None,
+        workspace_hash=r["workspace_hash"] or None,
+        source=r["source"],
+        verified=bool(r["verified"]),
+        certainty=r["certainty"],
+        provenance_class=r["provenance_class"],
+        recall_when=json.loads(r["recall_when"]) if r["recall_when"] != "[]" else [],
+        created_at_ms=r["created_at_ms"],
+        updated_at_ms=r["updated_at_ms"],
+        last_accessed_ms=r["last_accessed_ms"],
+        retrieval_count=r["retrieval_count"],
+        decay=decay(now_ms, r["last_accessed_ms"], r["updated_at_ms"], r["retrieval_count"]),
+        status=status,
+        valid_from_ms=r["valid_from_ms"],
+        valid_to_ms=r["valid_to_ms"],
+        expires_at_ms=r["expires_at_ms"],
+        supersedes=r["supersedes"],
+        superseded_by=r["superseded_by"],
+        version=r["version"],
+        change=r["change"],
+        recorded_from_ms=r["recorded_from_ms"],
+        recorded_to_ms=r["recorded_to_ms"],
+    )
+    fields.update(extra)
+    # model_validate (not model_construct): it is faster here, and it checks the row.
+    return cls.model_validate(fields)
+
+
+# --- reads -------------------------------------------------------------------------------------
+
+
+def head_row(conn: Any, entity_id: int) -> dict[str, Any] | None:
+    row = conn.execute(
+        f"SELECT {ENTITY_COLUMNS} FROM {FROM} WHERE e.id = ? AND v.recorded_to_ms IS NULL", (entity_id,)
+    ).fetchone()
+    return None if row is None else row_dict(row)
+
+
+def head_rows(conn: Any, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
+    """Head rows for ``ids`` (missing ids are simply absent)."""
+    sql = f"SELECT {ENTITY_COLUMNS} FROM {FROM_IDS} WHERE v.recorded_to_ms IS NULL"
+    return {r["id"]: r for r in map(row_dict, conn.execute(sql, {"ids": id_list(list(ids))}))}
+
+
+def version_rows(conn: Any, vids: Sequence[int]) -> dict[int, dict[str, Any]]:
+    """Rows for specific versions, keyed by entity id (one version per entity in a view)."""
+    sql = f"SELECT {ENTITY_COLUMNS} FROM {FROM_VIDS}"
+    return {r["id"]: r for r in map(row_dict, conn.execute(sql, {"vids": id_list(list(vids))}))}
+
+
+def find_id(conn: Any, category: str, key: str, agent_id: str | None, workspace_hash: str | None) -> int | None:
+    row = conn.execute(
+        "SELECT id FROM entities WHERE agent_id = ? AND workspace_hash = ? AND category = ? AND key = ?",
+        (agent_id or "", workspace_hash or "", category, key),
+    ).fetchone()
+    return None if row is None else int(row[0])
+
+
+def scoped_head(conn: Any, entity_id: int, agent_id: str | None, workspace_hash: str | None) -> dict[str, Any]:
+    """The head row of ``entity_id`` if it exists in the caller's scope, else :class:`NotFound`."""
+    params: dict[str, Any] = {"id": entity_id}
+    clauses = ["e.id = :id", "v.recorded_to_ms IS NULL", *scope_clauses(agent_id, workspace_hash, params)]
+    row = conn.execute(f"SELECT {ENTITY_COLUMNS} FROM {FROM} WHERE {' AND '.join(clauses)}", params).fetchone()
+    if row is None:
+        raise NotFound(f"no entity with id {entity_id} in this scope")
+    return row_dict(row)
+
+
+# --- writes ------------------------------------------------------------------------------------
+
+
+def _state_from_input(item: RememberInput, prior: dict[str, Any] | None) -> dict[str, Any]:
+    """The versioned state ``item`` asks for; on an update, fields it does not set keep their values."""
+    given = item.model_fields_set
+    keep = prior is not None
+
+    def pick(name: str, value: Any) -> Any:
+        return prior[name] if keep and name not in given else value  # type: ignore[index]
+
+    topic_path = pick("topic_path", item.topic_path)
+    extra = item.extra_body()
+    return {
+        "type": pick("type", item.type),
+        "topic_path": topic_path,
+        "content": item.content,
+        "summary": pick("summary", item.summary),
+        "tags": tags_text(item.category, item.key, topic_path),
+        "body": pick("body", json.dumps(extra, ensure_ascii=False, sort_keys=True) if extra else "{}"),
+        "source": pick("source", item.source),
+        "verified": int(bool(pick("verified", item.verified))),
+        "certainty": pick("certainty", item.certainty),
+        "provenance_class": pick("provenance_class", item.provenance_class),
+        "recall_when": pick("recall_when", json.dumps(item.recall_when, ensure_ascii=False) if item.recall_when else "[]"),
+        "status": "active",
+        "valid_from_ms": pick("valid_from_ms", item.valid_from_ms),
+        "valid_to_ms": pick("valid_to_ms", item.valid_to_ms),
+        "expires_at_ms": pick("expires_at_ms", item.expires_at_ms),
+        "supersedes": prior["supersedes"] if prior else None,
+        "superseded_by": None,
+    }
+
+
+def insert_version(
+    conn: Any, entity_id: int, version: int, change: str, recorded_from_ms: int, updated_at_ms: int,
+    state: dict[str, Any], recorded_to_ms: int | None = None,
+) -> int:
+    cols = ("entity_id", "version", "change", "recorded_from_ms", "recorded_to_ms", "updated_at_ms", *STATE_FIELDS)
+    values = (entity_id, version, change, recorded_from_ms, recorded_to_ms, updated_at_ms,
+              *(state[f] for f in STATE_FIELDS))
+    cur = conn.execute(
+        f"INSERT INTO entity_versions ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})", values
+    )
+    vid = int(cur.lastrowid)
+    keyword.index_versions(conn, [(vid, state["content"], state["summary"], state["tags"])], heads=recorded_to_ms is None)
+    return vid
+
+
+def new_version(conn: Any, prior: dict[str, Any], state: dict[str, Any], change: str, now_ms: int) -> None:
+    """Close ``prior`` (the head) and make ``state`` the new head of the same entity."""
+    at = max(now_ms, prior["recorded_from_ms"])  # never record before the version we close
+    conn.execute("UPDATE entity_versions SET recorded_to_ms = ? WHERE vid = ?", (at, prior["vid"]))
+    keyword.unindex_head(conn, prior["vid"], prior["content"], prior["summary"], prior["tags"])
+    insert_version(conn, prior["id"], prior["version"] + 1, change, at, at, state)
+
+
+def _same(prior: dict[str, Any], state: dict[str, Any]) -> bool:
+    return all(prior[f] == state[f] for f in STATE_FIELDS)
+
+
+def _next_id(conn: Any, table: str, column: str) -> int:
+    """The id AUTOINCREMENT would give the next row (never reusing one, even after a purge)."""
+    row = conn.execute(
+        f"SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = ?), 0), "
+        f"coalesce((SELECT max({column}) FROM {table}), 0)) + 1",
+        (table,),
+    ).fetchone()
+    return int(row[0])
+
+
+_ENTITY_INSERT = "INSERT INTO entities (id, agent_id, workspace_hash, category, key, created_at_ms) VALUES (?, ?, ?, ?, ?, ?)"
+_VERSION_INSERT = (
+    "INSERT INTO entity_versions (vid, entity_id, version, change, recorded_from_ms, recorded_to_ms, updated_at_ms, "
+    + ", ".join(STATE_FIELDS) + f") VALUES ({', '.join('?' * (7 + len(STATE_FIELDS)))})"
+)
+
+
+def remember_batch(conn: Any, items: Sequence[RememberInput], now_ms: int) -> list[tuple[int, str]]:
+    """Create or update each item by (scope, category, key), in order, as if one by one.
+
+    Returns (id, "created" | "updated" | "unchanged") per item. New entities are written with
+    ``executemany`` (ids assigned ascending in item order); updates go one by one after them,
+    which gives the same result as strict order because an update only touches an entity that
+    exists by then.
+    """
+    results: list[tuple[int, str] | None] = [None] * len(items)
+    fresh: dict[tuple[str, str, str, str], int] = {}
+    later: list[int] = []
+    for i, item in enumerate(items):
+        address = (item.agent_id or "", item.workspace_hash or "", item.category, item.key)
+        if address in fresh or find_id(conn, item.category, item.key, address[0], address[1]) is not None:
+            later.append(i)
+        else:
+            fresh[address] = i
+    if fresh:
+        first_id = _next_id(conn, "entities", "id")
+        first_vid = _next_id(conn, "entity_versions", "vid")
+        entity_rows, version_rows, index_rows = [], [], []
+        for n, (address, i) in enumerate(fresh.items()):
+            item = items[i]
+            state = _state_from_input(item, None)
+            if state["valid_from_ms"] is None:
+                state["valid_from_ms"] = now_ms
+            eid, vid = first_id + n, first_vid + n
+            entity_rows.append((eid, *address, now_ms))
+            version_rows.append((vid, eid, 1, "create", now_ms, None, now_ms, *(state[f] for f in STATE_FIELDS)))
+            index_rows.append((vid, state["content"], state["summary"], state["tags"]))
+            results[i] = (eid, "created")
+        conn.executemany(_ENTITY_INSERT, entity_rows)
+        conn.executemany(_VERSION_INSERT, version_rows)
+        keyword.index_versions(conn, index_rows, heads=True)
+    for i in later:
+        results[i] = _update(conn, items[i], now_ms)
+    return [r for r in results if r is not None]
+
+
+def remember(conn: Any, item: RememberInput, now_ms: int) -> tuple[int, str]:
+    """Create or update one memory by (scope, category, key)."""
+    return remember_batch(conn, [item], now_ms)[0]
+
+
+def _update(conn: Any, item: RememberInput, now_ms: int) -> tuple[int, str]:
+    entity_id = find_id(conn, item.category, item.key, item.agent_id, item.workspace_hash)
+    assert entity_id is not None
+    prior = head_row(conn, entity_id)
+    assert prior is not None, "every entity has a head version"
+    if prior["status"] == "superseded":
+        raise Conflict(
+            f"entity {entity_id} ({item.category}/{item.key}) is superseded by entity {prior['superseded_by']}; "
+            "update that one instead"
+        )
+    state = _state_from_input(item, prior)
+    if _same(prior, state):
+        return entity_id, "unchanged"
+    change = "restore" if prior["status"] != "active" else "update"
+    new_version(conn, prior, state, change, now_ms)
+    return entity_id, "updated"
+
+
+def _restate(prior: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    state = {f: prior[f] for f in STATE_FIELDS}
+    state.update(changes)
+    return state
+
+
+def forget(conn: Any, entity_id: int, agent_id: str | None, workspace_hash: str | None, now_ms: int) -> None:
+    """Archive (soft-delete): reversible by remembering the same (category, key) again."""
+    prior = scoped_head(conn, entity_id, agent_id, workspace_hash)
+    if prior["status"] == "archived":
+        return
+    new_version(conn, prior, _restate(prior, status="archived"), "archive", now_ms)
+
+
+def purge(conn: Any, entity_id: int, agent_id: str | None, workspace_hash: str | None) -> PurgeResult:
+    """Delete an archived entity with its whole history and links. The only way to lose data."""
+    prior = scoped_head(conn, entity_id, agent_id, workspace_hash)
+    if prior["status"] != "archived":
+        raise Conflict(f"entity {entity_id} is {prior['status']}; forget (archive) it before purging")
+    links = conn.execute("DELETE FROM links WHERE from_id = ? OR to_id = ?", (entity_id, entity_id)).rowcount
+    keyword.unindex_versions(conn, entity_id)
+    versions = conn.execute("DELETE FROM entity_versions WHERE entity_id = ?", (entity_id,)).rowcount
+    conn.execute("DELETE FROM entities WHERE id = ?", (entity_id,))
+    return PurgeResult(id=entity_id, versions=versions, links=links)
+
+
+def supersede(
+    conn: Any, old_id: int, new_id: int, agent_id: str | None, workspace_hash: str | None, now_ms: int
+) -> None:
+    """Mark ``old_id`` as superseded by ``new_id`` (both versioned; the chain is kept both ways)."""
+    if old_id == new_id:
+        raise InvalidInput("new_id", "an entity cannot supersede itself")
+    old = scoped_head(conn, old_id, agent_id, workspace_hash)
+    new = scoped_head(conn, new_id, agent_id, workspace_hash)
+    if (old["agent_id"], old["workspace_hash"]) != (new["agent_id"], new["workspace_hash"]):
+        raise InvalidInput("new_id", "belongs to another scope than old_id")
+    if old["status"] == "superseded":
+        if old["superseded_by"] == new_id:
+            return
+        raise Conflict(f"entity {old_id} is already superseded by entity {old['superseded_by']}")
+    new_version(conn, old, _restate(old, status="superseded", superseded_by=new_id), "supersede", now_ms)
+    if new["supersedes"] != old_id:
+        new_version(conn, new, _restate(new, supersedes=old_id), "supersede", now_ms)
+
+
+def reinforce(conn: Any, ids: Iterable[int], now_ms: int) -> None:
+    """Count a retrieval: usage state only, never a new version."""
+    ids = list(ids)
+    if ids:
+        marks = ",".join("?" * len(ids))
+        conn.execute(
+            f"UPDATE entities SET retrieval_count = retrieval_count + 1, last_accessed_ms = ? WHERE id IN ({marks})",
+            (now_ms, *ids),
+        )

@@ -1,0 +1,67 @@
+"""History and point-in-time lookups of one fact (SPEC 5.3).
+
+A fact is addressed by (category, key) within a scope; an omitted scope field means the
+unscoped fact. Transaction time says when the vault *believed* a version
+(``[recorded_from_ms, recorded_to_ms)``); valid time when the fact *held in the world*
+(``[valid_from_ms, valid_to_ms)``, open ends allowed).
+
+- ``as_of(T)``: the version believed at T.
+- ``bitemporal(T, V)``: of the versions recorded by T, the latest whose ``valid_from_ms`` is at
+  or before V, provided its valid interval still contains V (else ``None``). A newer version
+  speaks for valid time from its own start on: an update valid from a later date leaves the
+  older version true before that date; an update that ends the validity ends the fact.
+- ``valid_at(V)``: ``bitemporal(now, V)``, what is true at V per current knowledge.
+
+Each returns ``None`` when the fact exists but had no such version (for example T is
+before it was first recorded); an unknown fact is :class:`NotFound`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import store
+from .errors import NotFound
+from .filters import FROM
+from .models import Entity, HistoryPage
+
+
+def resolve(conn: Any, category: str, key: str, agent_id: str | None, workspace_hash: str | None) -> int:
+    entity_id = store.find_id(conn, category, key, agent_id, workspace_hash)
+    if entity_id is None:
+        scope = f" (agent_id={agent_id!r}, workspace_hash={workspace_hash!r})" if agent_id or workspace_hash else ""
+        raise NotFound(f"no fact {category}/{key}{scope}")
+    return entity_id
+
+
+def history(conn: Any, entity_id: int, limit: int, offset: int, now_ms: int) -> HistoryPage:
+    total = int(conn.execute("SELECT count(*) FROM entity_versions WHERE entity_id = ?", (entity_id,)).fetchone()[0])
+    rows = conn.execute(
+        f"SELECT {store.ENTITY_COLUMNS} FROM {FROM} WHERE v.entity_id = ? ORDER BY v.version DESC LIMIT ? OFFSET ?",
+        (entity_id, limit, offset),
+    ).fetchall()
+    items = [store.to_entity(r, now_ms) for r in rows]
+    return HistoryPage(items=items, total=total, has_more=offset + len(items) < total)
+
+
+def as_of(conn: Any, entity_id: int, as_of_ms: int) -> Entity | None:
+    row = conn.execute(
+        f"SELECT {store.ENTITY_COLUMNS} FROM {FROM} WHERE v.entity_id = ? AND v.recorded_from_ms <= ? "
+        "AND (v.recorded_to_ms IS NULL OR v.recorded_to_ms > ?) ORDER BY v.version DESC LIMIT 1",
+        (entity_id, as_of_ms, as_of_ms),
+    ).fetchone()
+    return None if row is None else store.to_entity(row, as_of_ms)
+
+
+def bitemporal(conn: Any, entity_id: int, as_of_ms: int, valid_at_ms: int) -> Entity | None:
+    row = conn.execute(
+        f"SELECT {store.ENTITY_COLUMNS} FROM {FROM} WHERE v.entity_id = ? AND v.recorded_from_ms <= ? "
+        "AND (v.valid_from_ms IS NULL OR v.valid_from_ms <= ?) ORDER BY v.version DESC LIMIT 1",
+        (entity_id, as_of_ms, valid_at_ms),
+    ).fetchone()
+    if row is None:
+        return None
+    entity = store.to_entity(row, valid_at_ms)
+    if entity.valid_to_ms is not None and entity.valid_to_ms <= valid_at_ms:
+        return None  # the latest word on V says the fact had ended by then
+    return entity

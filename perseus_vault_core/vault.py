@@ -1,0 +1,360 @@
+"""``Vault``: the one object a user meets. Every verb of SPEC 6.1 is a method here.
+
+The facade validates arguments into the typed models, opens the right transaction and
+delegates to the module that owns the concept (``store``, ``recall``, ``scan``,
+``temporal``, ``graph``, ``import_export``, ``maintenance``). It is safe to share between
+threads: each thread gets its own SQLite connection.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import IO, Any
+
+from . import graph, import_export, maintenance, recall, scan, schema, store, temporal
+from .connection import ConnectionPool, choose_driver, connect, read_snapshot, write_transaction
+from .errors import InvalidInput
+from .filters import view
+from .keyword_index import KeywordIndex
+from .models import (
+    MAX_BATCH,
+    CheckReport,
+    Direction,
+    Entity,
+    Filters,
+    HistoryPage,
+    ImportReport,
+    Link,
+    PurgeResult,
+    RecallParams,
+    RecallResult,
+    RememberInput,
+    ScanPage,
+    ScanParams,
+    Stats,
+    TraverseResult,
+    validate,
+)
+
+DEFAULT_PATH = "perseus_vault.db"
+Clock = Callable[[], int]
+
+
+def default_path() -> str:
+    return os.environ.get("PERSEUS_VAULT_DB") or DEFAULT_PATH
+
+
+def _wall_clock() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _int(name: str, value: Any, *, low: int | None = None) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise InvalidInput(name, "must be an integer")
+    if low is not None and value < low:
+        raise InvalidInput(name, f"must be at least {low}")
+    return value
+
+
+def _scope(agent_id: str | None, workspace_hash: str | None) -> None:
+    for name, value in (("agent_id", agent_id), ("workspace_hash", workspace_hash)):
+        if value is not None and not isinstance(value, str):
+            raise InvalidInput(name, "must be a string")
+
+
+class Vault:
+    """Long-term memory in one SQLite file.
+
+    >>> with Vault("memory.db") as vault:                       # doctest: +SKIP
+    ...     vault.remember(category="decision", key="db", content="We chose SQLite.")
+    ...     vault.recall("which database").items
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, clock: Clock | None = None,
+                 synchronous: str = "FULL", keyword_index: bool = True) -> None:
+        """Open (creating if needed) the vault at ``path``.
+
+        ``keyword_index``: after the first recall, build the in-memory keyword index in the
+        background (exact BM25, much faster on large stores); recall uses FTS5 until it is ready.
+        ``synchronous``: SQLite's durability setting for writes (``FULL`` survives power loss).
+        """
+        self.path = str(path) if path is not None else default_path()
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self._clock = clock or _wall_clock
+        self._driver = choose_driver()
+        self._pool = ConnectionPool(self.path, self._driver, synchronous=synchronous)
+        schema.migrate(self._pool.get(), self._clock())
+        self._keyword_index = KeywordIndex() if keyword_index and self.path != ":memory:" else None
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    def __enter__(self) -> Vault:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._pool.close()
+
+    def _conn(self) -> Any:
+        return self._pool.get()
+
+    def _now(self) -> int:
+        return self._clock()
+
+    def _write(self, work: Callable[[Any], Any]) -> Any:
+        return write_transaction(self._conn(), work)
+
+    def _entity(self, entity_id: int) -> Entity:
+        row = store.head_row(self._conn(), entity_id)
+        assert row is not None
+        return store.to_entity(row, self._now())
+
+    # --- writing -----------------------------------------------------------------------------
+
+    def remember(self, category: str | None = None, key: str | None = None, content: str | None = None,
+                 **fields: Any) -> Entity:
+        """Create or update the memory (category, key) in its scope; identical content is a no-op.
+
+        Other fields go by their wire names (``summary``, ``type``, ``topic_path``, ``body``,
+        ``agent_id``, ``workspace_hash``, ``source``, ``verified``, ``certainty``,
+        ``provenance_class``, ``recall_when``, ``valid_from_ms``, ``valid_to_ms``,
+        ``expires_at_ms``). On an update, fields not passed keep their values.
+        """
+        required = {"category": category, "key": key, "content": content}
+        # Missing required arguments are reported by the model (naming the field), not by Python.
+        item = validate(RememberInput, {**{k: v for k, v in required.items() if v is not None}, **fields})
+        entity_id, _ = self._write(lambda c: store.remember(c, item, self._now()))
+        return self._entity(entity_id)
+
+    def remember_many(self, items: Iterable[dict[str, Any] | RememberInput]) -> list[Entity]:
+        """Remember a batch in one transaction: all are written, or (on any error) none."""
+        batch = list(items)
+        if len(batch) > MAX_BATCH:
+            raise InvalidInput("items", f"has {len(batch)} entries; the limit is {MAX_BATCH} per call")
+        checked = [validate(RememberInput, item, prefix=f"items.{i}") for i, item in enumerate(batch)]
+
+        def work(conn: Any) -> list[int]:
+            return [entity_id for entity_id, _ in store.remember_batch(conn, checked, self._now())]
+
+        ids = self._write(work)
+        rows = store.head_rows(self._conn(), ids)
+        now = self._now()
+        return [store.to_entity(rows[i], now) for i in ids]
+
+    def get_entity(self, id: int, *, agent_id: str | None = None, workspace_hash: str | None = None) -> Entity:
+        """One entity, whole (current version). Scope arguments, when given, must match it."""
+        _int("id", id)
+        _scope(agent_id, workspace_hash)
+        return store.to_entity(store.scoped_head(self._conn(), id, agent_id, workspace_hash), self._now())
+
+    def forget(self, id: int, *, agent_id: str | None = None, workspace_hash: str | None = None) -> Entity:
+        """Archive an entity (reversible: remembering its (category, key) again restores it)."""
+        _int("id", id)
+        _scope(agent_id, workspace_hash)
+        self._write(lambda c: store.forget(c, id, agent_id, workspace_hash, self._now()))
+        return self._entity(id)
+
+    def purge(self, id: int, *, agent_id: str | None = None, workspace_hash: str | None = None) -> PurgeResult:
+        """Delete an archived entity, its history and its links for good."""
+        _int("id", id)
+        _scope(agent_id, workspace_hash)
+        result: PurgeResult = self._write(lambda c: store.purge(c, id, agent_id, workspace_hash))
+        return result
+
+    def supersede(self, old_id: int, new_id: int, *, agent_id: str | None = None,
+                  workspace_hash: str | None = None) -> Entity:
+        """Mark ``old_id`` superseded by ``new_id``; returns the old entity as it now stands."""
+        _int("old_id", old_id)
+        _int("new_id", new_id)
+        _scope(agent_id, workspace_hash)
+        self._write(lambda c: store.supersede(c, old_id, new_id, agent_id, workspace_hash, self._now()))
+        return self._entity(old_id)
+
+    # --- links -------------------------------------------------------------------------------
+
+    def link(self, from_id: int, to_id: int, relation: str = "related", weight: float = 1.0, *,
+             source: str | None = None, agent_id: str | None = None, workspace_hash: str | None = None) -> Link:
+        """Add (or re-weight) a directed, typed edge between two entities of one scope."""
+        _int("from_id", from_id)
+        _int("to_id", to_id)
+        _scope(agent_id, workspace_hash)
+        if not isinstance(relation, str) or not relation.strip() or len(relation) > 128:
+            raise InvalidInput("relation", "must be a non-empty string of at most 128 characters")
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight != weight or abs(weight) == float("inf"):
+            raise InvalidInput("weight", "must be a finite number")
+        result: Link = self._write(
+            lambda c: graph.link(c, from_id, to_id, relation, float(weight), source, agent_id, workspace_hash, self._now())
+        )
+        return result
+
+    def unlink(self, from_id: int, to_id: int, relation: str | None = None, *,
+               agent_id: str | None = None, workspace_hash: str | None = None) -> int:
+        """Close the link(s) from ``from_id`` to ``to_id`` (one relation or all); returns how many closed."""
+        _int("from_id", from_id)
+        _int("to_id", to_id)
+        _scope(agent_id, workspace_hash)
+        closed: int = self._write(
+            lambda c: graph.unlink(c, from_id, to_id, relation, agent_id, workspace_hash, self._now())
+        )
+        return closed
+
+    def traverse(self, start: int, depth: int = 2, relations: list[str] | None = None,
+                 direction: Direction = "both", **filters: Any) -> TraverseResult:
+        """Walk the link graph breadth-first from ``start``; scope and time rules apply on every hop."""
+        _int("start", start)
+        _int("depth", depth, low=0)
+        if direction not in ("out", "in", "both"):
+            raise InvalidInput("direction", "must be 'out', 'in' or 'both'")
+        if relations is not None and (not isinstance(relations, list) or not all(isinstance(r, str) for r in relations)):
+            raise InvalidInput("relations", "must be a list of strings")
+        f = validate(Filters, filters)
+        conn = self._conn()
+        with read_snapshot(conn):
+            return graph.traverse(conn, start, depth, relations, direction, view(f, self._now()))
+
+    # --- reading -----------------------------------------------------------------------------
+
+    def recall(self, query: str, **params: Any) -> RecallResult:
+        """Find memories for ``query`` (SPEC 5.1): keyword (BM25) now; every filter and knob by wire name."""
+        p = validate(RecallParams, {"query": query, **params})
+        result = recall.recall(self._conn(), p, self._now(), self._reinforce, self._keyword_index)
+        if self._keyword_index is not None and not self._keyword_index.ready:
+            self._keyword_index.start_background_build(lambda: connect(self.path, self._driver))
+        return result
+
+    def wait_for_keyword_index(self, timeout: float = 600.0) -> bool:
+        """Build the in-memory keyword index now (if not yet built) and wait for it; True when ready."""
+        index = self._keyword_index
+        if index is None:
+            return False
+        deadline = time.monotonic() + timeout
+        index.start_background_build(lambda: connect(self.path, self._driver))
+        while not index.ready and not index.disabled and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return index.ready
+
+    def _reinforce(self, ids: list[int]) -> None:
+        # Usage counters are not user data: skip the fsync that FULL synchronous would cost.
+        conn = self._conn()
+        conn.execute("PRAGMA synchronous = NORMAL")
+        try:
+            write_transaction(conn, lambda c: store.reinforce(c, ids, self._now()))
+        finally:
+            conn.execute(f"PRAGMA synchronous = {self._pool.synchronous}")
+
+    def scan(self, cursor: str | None = None, limit: int = 100, **filters: Any) -> ScanPage:
+        """One keyset page of every visible entity by ascending id; feed ``next_cursor`` back for the next."""
+        p = validate(ScanParams, {"cursor": cursor, "limit": limit, **filters})
+        conn = self._conn()
+        with read_snapshot(conn):
+            return scan.scan(conn, p, self._now())
+
+    def history(self, category: str, key: str, *, agent_id: str | None = None, workspace_hash: str | None = None,
+                limit: int = 20, offset: int = 0) -> HistoryPage:
+        """Every version of a fact, newest first, paginated, with ``total``."""
+        _int("limit", limit, low=1)
+        _int("offset", offset, low=0)
+        conn = self._conn()
+        with read_snapshot(conn):
+            entity_id = self._resolve(conn, category, key, agent_id, workspace_hash)
+            return temporal.history(conn, entity_id, min(limit, 1000), offset, self._now())
+
+    def as_of(self, category: str, key: str, as_of_unix_ms: int, *, agent_id: str | None = None,
+              workspace_hash: str | None = None) -> Entity | None:
+        """The version of a fact the vault believed at ``as_of_unix_ms`` (``None`` if it had none then)."""
+        _int("as_of_unix_ms", as_of_unix_ms, low=0)
+        conn = self._conn()
+        with read_snapshot(conn):
+            return temporal.as_of(conn, self._resolve(conn, category, key, agent_id, workspace_hash), as_of_unix_ms)
+
+    def valid_at(self, category: str, key: str, valid_at_unix_ms: int, *, agent_id: str | None = None,
+                 workspace_hash: str | None = None) -> Entity | None:
+        """The version of a fact true in the world at ``valid_at_unix_ms``, per current knowledge."""
+        _int("valid_at_unix_ms", valid_at_unix_ms, low=0)
+        conn = self._conn()
+        with read_snapshot(conn):
+            entity_id = self._resolve(conn, category, key, agent_id, workspace_hash)
+            return temporal.bitemporal(conn, entity_id, self._now(), valid_at_unix_ms)
+
+    def bitemporal(self, category: str, key: str, as_of_unix_ms: int, valid_at_unix_ms: int, *,
+                   agent_id: str | None = None, workspace_hash: str | None = None) -> Entity | None:
+        """The version believed at ``as_of_unix_ms`` to be true at ``valid_at_unix_ms``."""
+        _int("as_of_unix_ms", as_of_unix_ms, low=0)
+        _int("valid_at_unix_ms", valid_at_unix_ms, low=0)
+        conn = self._conn()
+        with read_snapshot(conn):
+            entity_id = self._resolve(conn, category, key, agent_id, workspace_hash)
+            return temporal.bitemporal(conn, entity_id, as_of_unix_ms, valid_at_unix_ms)
+
+    def _resolve(self, conn: Any, category: str, key: str, agent_id: str | None, workspace_hash: str | None) -> int:
+        for name, value in (("category", category), ("key", key)):
+            if not isinstance(value, str) or not value:
+                raise InvalidInput(name, "must be a non-empty string")
+        _scope(agent_id, workspace_hash)
+        return temporal.resolve(conn, category, key, agent_id, workspace_hash)
+
+    # --- moving data in and out --------------------------------------------------------------
+
+    def import_jsonl(self, source: str | os.PathLike[str] | IO[str] | Iterable[str],
+                     progress: Callable[[int, int], None] | None = None) -> ImportReport:
+        """Import a JSONL file (an export, or lines shaped like ``remember`` arguments) in one transaction."""
+        if isinstance(source, (str, os.PathLike)):
+            try:
+                with open(source, encoding="utf-8") as handle:
+                    records = import_export.read_records(handle)
+            except (OSError, UnicodeDecodeError) as exc:
+                raise InvalidInput("source", f"cannot read {source}: {exc}") from None
+        else:
+            records = import_export.read_records(source)
+        report: ImportReport = self._write(
+            lambda c: import_export.import_records(c, records, self._now(), progress)
+        )
+        return report
+
+    def export_jsonl(self, target: str | os.PathLike[str] | IO[str], *, agent_id: str | None = None,
+                     workspace_hash: str | None = None) -> int:
+        """Write every entity (with its history) and link in scope as JSONL; returns the line count."""
+        _scope(agent_id, workspace_hash)
+        conn = self._conn()
+        count = 0
+        with read_snapshot(conn):
+            lines = import_export.export_lines(conn, agent_id, workspace_hash)
+            if isinstance(target, (str, os.PathLike)):
+                with open(target, "w", encoding="utf-8", newline="\n") as handle:
+                    for line in lines:
+                        handle.write(line + "\n")
+                        count += 1
+            else:
+                for line in lines:
+                    target.write(line + "\n")
+                    count += 1
+        return count
+
+    # --- looking after the file --------------------------------------------------------------
+
+    def stats(self) -> Stats:
+        conn = self._conn()
+        with read_snapshot(conn):
+            return maintenance.stats(conn, self.path, self._driver.name, self._driver.sqlite_version)
+
+    def check(self) -> CheckReport:
+        """Integrity of the file, keyword indexes in sync with their rows, and the vault's invariants."""
+        # No snapshot: FTS5's integrity-check is issued as a write statement.
+        return maintenance.check(self._conn())
+
+    def reindex(self) -> CheckReport:
+        """Rebuild the keyword indexes from the rows, then check."""
+        self._write(maintenance.reindex)
+        if self._keyword_index is not None:
+            self._keyword_index.reset()
+        return self.check()
+
+    def backup(self, target: str | os.PathLike[str]) -> str:
+        """A consistent copy of the vault at ``target`` while others keep writing."""
+        return maintenance.backup(self._conn(), str(target))
