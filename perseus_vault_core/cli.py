@@ -203,7 +203,7 @@ def _add_filters(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
+    common = _Parser(add_help=False)
     common.add_argument("--db", default=argparse.SUPPRESS, help="vault file (default: $PERSEUS_VAULT_DB or perseus_vault.db)")
     common.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable output")
 

@@ -109,7 +109,11 @@ def search(
 
 
 def _filtered(conn: Any, ranking: Ranking, view: View, pool: int) -> list[Hit]:
-    """Walk the ranking best first, keeping the candidates the view lets this caller see."""
+    """Walk the ranking best first, keeping the candidates the view lets this caller see.
+
+    Batches grow with the share of candidates the filters rejected so far, so a narrow scope
+    costs a few statements, not one per page of candidates.
+    """
     hits: list[Hit] = []
     want = pool + pool // 4 + 8
     taken = 0
@@ -120,7 +124,9 @@ def _filtered(conn: Any, ranking: Ranking, view: View, pool: int) -> list[Hit]:
         params = dict(view.params, vids=id_list([vid for _, vid, _ in batch]))
         visible = {row[0] for row in conn.execute(sql, params)}
         hits.extend(Hit(eid, vid, score) for eid, vid, score in batch if vid in visible)
-        want *= 4
+        rate = max(len(hits) / taken, 0.01)
+        # SQLite binds one JSON text, but keep batches bounded: each costs a sort of the ranking.
+        want = min(int((pool - len(hits)) / rate * 1.25) + 8, 20_000)
     return hits[:pool]
 
 

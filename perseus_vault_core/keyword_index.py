@@ -25,11 +25,12 @@ from __future__ import annotations
 
 import math
 import re
+from array import array
 import threading
 import unicodedata
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -59,18 +60,27 @@ def _separators_only(text: str) -> bool:
     return True
 
 
-def _ascii_terms(columns: Sequence[str | None]) -> tuple[Terms, int] | None:
-    """Weighted term frequencies and total length, or ``None`` if FTS5 must tokenize this text."""
-    counts: Terms = {}
-    length = 0
-    for text, weight in zip(columns, BM25_WEIGHTS):
-        if not text:
-            continue
-        if not text.isascii():
+def _ascii_columns(columns: Sequence[str | None]) -> list[str] | None:
+    """The columns lower-cased, with separator-only non-ASCII blanked; ``None`` if FTS5 must tokenize."""
+    out = []
+    for text in columns:
+        if text and not text.isascii():
             if not _separators_only(text):
                 return None
             text = "".join(ch if ord(ch) < 128 else " " for ch in text)
-        tokens = _ASCII_TOKEN.findall(text.lower())
+        out.append(text.lower() if text else "")
+    return out
+
+
+def _ascii_terms(columns: Sequence[str | None]) -> tuple[Terms, int] | None:
+    """Weighted term frequencies and total length, or ``None`` if FTS5 must tokenize this text."""
+    texts = _ascii_columns(columns)
+    if texts is None:
+        return None
+    counts: Terms = {}
+    length = 0
+    for text, weight in zip(texts, BM25_WEIGHTS):
+        tokens = _ASCII_TOKEN.findall(text)
         length += len(tokens)
         for token, n in Counter(tokens).items():
             term = stem(token)
@@ -129,23 +139,6 @@ def _varint(blob: bytes, i: int) -> tuple[int, int]:
 # --- the index -----------------------------------------------------------------------------------
 
 
-@dataclass
-class _Postings:
-    """One term's postings: array part (built) plus a list part (added since)."""
-
-    slots: np.ndarray
-    freqs: np.ndarray
-    extra_slots: list[int] = field(default_factory=list)
-    extra_freqs: list[float] = field(default_factory=list)
-
-    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
-        if self.extra_slots:
-            self.slots = np.concatenate([self.slots, np.asarray(self.extra_slots, dtype=np.int32)])
-            self.freqs = np.concatenate([self.freqs, np.asarray(self.extra_freqs, dtype=np.float32)])
-            self.extra_slots, self.extra_freqs = [], []
-        return self.slots, self.freqs
-
-
 @dataclass(frozen=True)
 class Ranking:
     """Scored matches of one query, ordered on demand (best first, ties by entity id)."""
@@ -173,6 +166,27 @@ _EMPTY_I = np.zeros(0, dtype=np.int32)
 _EMPTY_F = np.zeros(0, dtype=np.float32)
 
 
+def _csr(
+    tids: "array[int]", slots: "array[int]", weights: "array[float]", n_slots: int, n_terms: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Postings grouped by term: (indptr, slots, weighted frequencies), one entry per (term, row)."""
+    t = np.frombuffer(tids, dtype=np.int32).astype(np.int64)
+    s = np.frombuffer(slots, dtype=np.int32)
+    w = np.frombuffer(weights, dtype=np.float32)
+    if not len(t):
+        return np.zeros(n_terms + 1, dtype=np.int64), _EMPTY_I, _EMPTY_F
+    key = t * max(n_slots, 1) + s
+    order = np.argsort(key, kind="stable")
+    key, w = key[order], w[order]
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    unique = key[starts]
+    freqs = np.add.reduceat(w, starts)  # sums of 1.0 and 0.5: exact in float32
+    terms = unique // max(n_slots, 1)
+    indptr = np.zeros(n_terms + 1, dtype=np.int64)
+    np.cumsum(np.bincount(terms, minlength=n_terms), out=indptr[1:])
+    return indptr, (unique % max(n_slots, 1)).astype(np.int32), freqs.astype(np.float32)
+
+
 class KeywordIndex:
     """The mirror. Thread-safe; one per :class:`Vault`."""
 
@@ -182,7 +196,13 @@ class KeywordIndex:
         self.disabled: str | None = None
         self._disabled_at: int | None = None  # change-log position when drift disabled the mirror
         self.seq = 0
-        self._postings: dict[str, _Postings] = {}
+        # Postings: a CSR block from the last build, plus per-term lists for rows added since.
+        self._tid: dict[str, int] = {}
+        self._indptr = np.zeros(1, dtype=np.int64)
+        self._slots = _EMPTY_I
+        self._freqs = _EMPTY_F
+        self._extra: dict[int, tuple[list[int], list[float]]] = {}
+        self._merged: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._vids: list[int] = []
         self._entity_ids: list[int] = []
         self._slot_of: dict[int, int] = {}
@@ -222,38 +242,53 @@ class KeywordIndex:
     def build(self, conn: Any) -> None:
         """Read every head in one snapshot and index it; verify against FTS5's own totals."""
         tokenizer = _Fts5Tokenizer(conn)
+        tid_of_stem: dict[str, int] = {}
+        tid_of_token: dict[str, int] = {}
+
+        def token_tid(token: str) -> int:
+            tid = tid_of_stem.setdefault(stem(token), len(tid_of_stem))
+            tid_of_token[token] = tid
+            return tid
+
+        tids, slots, weights = array("i"), array("i"), array("f")
+        vids, entity_ids, lengths = [], [], []
         conn.execute("BEGIN")
         try:
             seq = int(conn.execute("SELECT coalesce(max(seq), 0) FROM head_changes").fetchone()[0])
+            expected = fts5_totals(conn)
             rows = conn.execute(
                 "SELECT vid, entity_id, content, summary, tags FROM entity_versions "
                 "WHERE recorded_to_ms IS NULL ORDER BY vid"
-            ).fetchall()
-            expected = fts5_totals(conn)
-            lists: dict[str, tuple[list[int], list[float]]] = {}
-            vids, entity_ids, lengths = [], [], []
+            )
             for slot, (vid, eid, content, summary, tags) in enumerate(rows):
-                columns = (content, summary, tags)
-                parsed = _ascii_terms(columns) or tokenizer.terms(columns)
-                terms, length = parsed
                 vids.append(vid)
                 entity_ids.append(eid)
+                texts = _ascii_columns((content, summary, tags))
+                length = 0
+                if texts is not None:
+                    for text, weight in zip(texts, BM25_WEIGHTS):
+                        tokens = _ASCII_TOKEN.findall(text)
+                        ids = [tid_of_token.get(t, -1) for t in tokens]
+                        if -1 in ids:
+                            ids = [i if i >= 0 else token_tid(t) for i, t in zip(ids, tokens)]
+                        tids.extend(ids)
+                        slots.extend([slot] * len(ids))
+                        weights.extend([weight] * len(ids))
+                        length += len(ids)
+                else:
+                    terms, length = tokenizer.terms((content, summary, tags))
+                    for term, freq in terms.items():
+                        tids.append(tid_of_stem.setdefault(term, len(tid_of_stem)))
+                        slots.append(slot)
+                        weights.append(freq)
                 lengths.append(length)
-                for term, freq in terms.items():
-                    entry = lists.get(term)
-                    if entry is None:
-                        lists[term] = ([slot], [freq])
-                    else:
-                        entry[0].append(slot)
-                        entry[1].append(freq)
         finally:
             conn.execute("COMMIT")
-        postings = {
-            term: _Postings(np.asarray(s, dtype=np.int32), np.asarray(f, dtype=np.float32))
-            for term, (s, f) in lists.items()
-        }
+        indptr, post_slots, post_freqs = _csr(tids, slots, weights, len(vids), len(tid_of_stem))
         with self._lock:
-            self._postings = postings
+            self._tid = tid_of_stem
+            self._indptr, self._slots, self._freqs = indptr, post_slots, post_freqs
+            self._extra, self._merged = {}, {}
             self._vids, self._entity_ids, self._lengths = vids, entity_ids, lengths
             self._alive = [True] * len(vids)
             self._slot_of = {vid: i for i, vid in enumerate(vids)}
@@ -269,6 +304,26 @@ class KeywordIndex:
                 self.ready = False
                 return
             self.ready = True
+
+    def _postings(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
+        """(slots, frequencies) of one term, including rows added since the build."""
+        tid = self._tid.get(term)
+        if tid is None:
+            return None
+        base = slice(0, 0)
+        if tid + 1 < len(self._indptr):
+            base = slice(int(self._indptr[tid]), int(self._indptr[tid + 1]))
+        if tid not in self._extra:
+            return self._slots[base], self._freqs[base]
+        merged = self._merged.get(tid)
+        if merged is None:
+            more_slots, more_freqs = self._extra[tid]
+            merged = (
+                np.concatenate([self._slots[base], np.asarray(more_slots, dtype=np.int32)]),
+                np.concatenate([self._freqs[base], np.asarray(more_freqs, dtype=np.float32)]),
+            )
+            self._merged[tid] = merged
+        return merged
 
     def _apply(self, conn: Any, upto: int) -> bool:
         """Apply logged head changes in (self.seq, upto]. False if the log no longer reaches back."""
@@ -311,11 +366,11 @@ class KeywordIndex:
                 self._n_rows += 1
                 self._n_tokens += length
                 for term, freq in terms.items():
-                    p = self._postings.get(term)
-                    if p is None:
-                        p = self._postings[term] = _Postings(_EMPTY_I, _EMPTY_F)
-                    p.extra_slots.append(slot)
-                    p.extra_freqs.append(freq)
+                    tid = self._tid.setdefault(term, len(self._tid))
+                    more_slots, more_freqs = self._extra.setdefault(tid, ([], []))
+                    more_slots.append(slot)
+                    more_freqs.append(freq)
+                    self._merged.pop(tid, None)
             self.seq = seq
         self.seq = upto
         self._arrays_dirty = True
@@ -389,10 +444,10 @@ class KeywordIndex:
             score = np.zeros(n, dtype=np.float64)
             matched = np.zeros(n, dtype=bool)
             for term in stems:
-                p = self._postings.get(term)
-                if p is None:
+                postings = self._postings(term)
+                if postings is None:
                     continue
-                slots, freqs = p.arrays()
+                slots, freqs = postings
                 if not self._all_alive:
                     live = self._np_alive[slots]
                     slots, freqs = slots[live], freqs[live]
@@ -412,5 +467,5 @@ class KeywordIndex:
         if self.disabled:
             return f"disabled: {self.disabled}"
         if self.ready:
-            return f"ready ({self._n_rows} rows, {len(self._postings)} terms)"
+            return f"ready ({self._n_rows} rows, {len(self._tid)} terms)"
         return "building" if self._building else "not built"

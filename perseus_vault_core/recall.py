@@ -42,7 +42,7 @@ def recall(
     index: KeywordIndex | None = None,
 ) -> RecallResult:
     _unsupported(params)
-    mode = params.mode or "fts5"
+    mode: str = params.mode or "fts5"
     v = view(params, now_ms)
     with read_snapshot(conn):
         if is_enumeration(params.query):
@@ -66,7 +66,7 @@ def _enumerate(conn: Any, params: RecallParams, v: View) -> list[RecallItem]:
     rows = conn.execute(sql, dict(v.params, decay_at=v.instant, limit=params.limit, offset=params.offset))
     items = []
     for row in rows:
-        item = store.to_entity(row[:-1], v.instant, RecallItem, score=float(row[-1]), ranks={})
+        item = store.to_item(row[:-1], v.instant, score=float(row[-1]), ranks={})
         items.append(_preview(item, params))
     return items
 
@@ -107,7 +107,7 @@ def _keyword(conn: Any, params: RecallParams, v: View, index: KeywordIndex | Non
     page = ranked[params.offset : params.offset + params.limit]
     full = store.version_rows(conn, [vids[s.id] for s in page])
     items = [
-        _preview(store.to_entity(full[s.id], now, RecallItem, score=s.score, ranks={"fts5": arm_rank[s.id]}), params)
+        _preview(store.to_item(full[s.id], now, score=s.score, ranks={"fts5": arm_rank[s.id]}), params)
         for s in page
     ]
     return items, len(extra)

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 from . import keyword
 from .errors import Conflict, InvalidInput, NotFound
 from .filters import FROM, FROM_IDS, FROM_VIDS, id_list, scope_clauses
-from .models import Entity, PurgeResult, RememberInput
+from .models import Entity, PurgeResult, RecallItem, RememberInput
 from .ranking import decay
 
 # Versioned fields, in entity_versions column order (after the bookkeeping columns).
@@ -46,7 +46,6 @@ ENTITY_COLUMNS = (
     + ", ".join(f"v.{f}" for f in STATE_FIELDS)
 )
 _ENTITY_NAMES = [c.strip().split(".")[1] for c in ENTITY_COLUMNS.split(",")]
-E = TypeVar("E", bound=Entity)
 _RESERVED = set(Entity.model_fields) | {"score", "ranks"}
 
 
@@ -59,53 +58,38 @@ def row_dict(row: Sequence[Any]) -> dict[str, Any]:
     return dict(zip(_ENTITY_NAMES, row))
 
 
-def to_entity(row: Sequence[Any] | dict[str, Any], now_ms: int, cls: type[E] = Entity, **extra: Any) -> E:  # type: ignore[assignment]
-    """Build an :class:`Entity` (or subclass) from a row of :data:`ENTITY_COLUMNS`."""
-    r = row if isinstance(row, dict) else row_dict(row)
-    extras = json.loads(r["body"]) if r["body"] != "{}" else {}
-    body: dict[str, Any] = {"content": r["content"]}
-    if r["summary"] is not None:
-        body["summary"] = r["summary"]
+def to_entity(row: Sequence[Any] | dict[str, Any], now_ms: int) -> Entity:
+    """Build an :class:`Entity` from a row of :data:`ENTITY_COLUMNS` (decay and expiry judged at ``now_ms``)."""
+    return Entity.model_validate(_fields(row, now_ms))
+
+
+def to_item(row: Sequence[Any] | dict[str, Any], now_ms: int, score: float, ranks: dict[str, int]) -> RecallItem:
+    """A recall hit: the entity plus its score and its rank in each arm."""
+    return RecallItem.model_validate({**_fields(row, now_ms), "score": score, "ranks": ranks})
+
+
+def _fields(row: Sequence[Any] | dict[str, Any], now_ms: int) -> dict[str, Any]:
+    """The wire fields of one row: body assembled, scope '' shown as null, status and decay judged at ``now_ms``."""
+    fields = dict(row) if isinstance(row, dict) else dict(zip(_ENTITY_NAMES, row))
+    del fields["vid"], fields["tags"]
+    extras = json.loads(fields["body"]) if fields["body"] != "{}" else {}
+    body: dict[str, Any] = {"content": fields["content"]}
+    if fields["summary"] is not None:
+        body["summary"] = fields["summary"]
     body.update(extras)
-    status = r["status"]
-    if status == "active" and r["expires_at_ms"] is not None and r["expires_at_ms"] <= now_ms:
-        status = "expired"
-    fields: dict[str, Any] = {k: v for k, v in extras.items() if k not in _RESERVED}
-    fields.update(
-        id=r["id"],
-        category=r["category"],
-        key=r["key"],
-        type=r["type"],
-        topic_path=r["topic_path"],
-        content=r["content"],
-        summary=r["summary"],
-        body=body,
-        agent_id=r["agent_id"] or None,
-        workspace_hash=r["workspace_hash"] or None,
-        source=r["source"],
-        verified=bool(r["verified"]),
-        certainty=r["certainty"],
-        provenance_class=r["provenance_class"],
-        recall_when=json.loads(r["recall_when"]) if r["recall_when"] != "[]" else [],
-        created_at_ms=r["created_at_ms"],
-        updated_at_ms=r["updated_at_ms"],
-        last_accessed_ms=r["last_accessed_ms"],
-        retrieval_count=r["retrieval_count"],
-        decay=decay(now_ms, r["last_accessed_ms"], r["updated_at_ms"], r["retrieval_count"]),
-        status=status,
-        valid_from_ms=r["valid_from_ms"],
-        valid_to_ms=r["valid_to_ms"],
-        expires_at_ms=r["expires_at_ms"],
-        supersedes=r["supersedes"],
-        superseded_by=r["superseded_by"],
-        version=r["version"],
-        change=r["change"],
-        recorded_from_ms=r["recorded_from_ms"],
-        recorded_to_ms=r["recorded_to_ms"],
-    )
-    fields.update(extra)
-    # model_validate (not model_construct): it is faster here, and it checks the row.
-    return cls.model_validate(fields)
+    fields["body"] = body
+    fields["agent_id"] = fields["agent_id"] or None
+    fields["workspace_hash"] = fields["workspace_hash"] or None
+    fields["verified"] = bool(fields["verified"])
+    fields["recall_when"] = json.loads(fields["recall_when"]) if fields["recall_when"] != "[]" else []
+    if fields["status"] == "active" and fields["expires_at_ms"] is not None and fields["expires_at_ms"] <= now_ms:
+        fields["status"] = "expired"
+    fields["decay"] = decay(now_ms, fields["last_accessed_ms"], fields["updated_at_ms"], fields["retrieval_count"])
+    for name, value in extras.items():  # other body fields also at top level, unless the name is taken
+        if name not in _RESERVED:
+            fields[name] = value
+    # Callers use model_validate (not model_construct): it is faster here, and it checks the row.
+    return fields
 
 
 # --- reads -------------------------------------------------------------------------------------
