@@ -1,0 +1,116 @@
+"""The connection factory: driver choice, extension loading, pragmas, bounded write retry."""
+
+from __future__ import annotations
+
+import importlib
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from perseus_vault_core import SetupError, StorageError
+from perseus_vault_core import connection as factory
+
+
+def test_default_driver_loads_sqlite_vec_and_fts5(tmp_path: Path) -> None:
+    driver = factory.choose_driver()
+    conn = factory.connect(str(tmp_path / "x.db"), driver)
+    assert conn.execute("SELECT vec_version()").fetchone()[0].startswith("v")
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+    assert conn.execute("PRAGMA busy_timeout").fetchone()[0] == factory.BUSY_TIMEOUT_MS
+    conn.execute("CREATE VIRTUAL TABLE t USING fts5(x)")
+    conn.close()
+
+
+def test_stdlib_is_used_only_when_it_can_load_extensions(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PERSEUS_VAULT_SQLITE", "stdlib")
+    if hasattr(sqlite3.Connection, "enable_load_extension"):
+        assert factory.choose_driver().name == "stdlib"
+    else:
+        with pytest.raises(SetupError, match="pip install sqlean-py"):
+            factory.choose_driver()
+
+
+def test_falls_back_to_a_drop_in_build(monkeypatch: pytest.MonkeyPatch) -> None:
+    real_import = importlib.import_module
+    crippled = SimpleNamespace(Connection=type("Connection", (), {}))  # no enable_load_extension
+
+    def fake_import(name: str, *args: Any) -> Any:
+        return crippled if name == "sqlite3" else real_import(name, *args)
+
+    monkeypatch.setattr(factory.importlib, "import_module", fake_import)
+    monkeypatch.setattr(factory, "_driver", None)
+    monkeypatch.delenv("PERSEUS_VAULT_SQLITE", raising=False)
+    assert factory.choose_driver().name in ("sqlean", "pysqlite3")
+
+
+def test_no_usable_driver_names_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
+    crippled = SimpleNamespace(Connection=type("Connection", (), {}))
+    monkeypatch.setattr(factory.importlib, "import_module", lambda name, *a: crippled)
+    monkeypatch.setattr(factory, "_driver", None)
+    monkeypatch.delenv("PERSEUS_VAULT_SQLITE", raising=False)
+    with pytest.raises(SetupError) as err:
+        factory.choose_driver()
+    assert "cannot load extensions" in str(err.value) and "pip install sqlean-py" in str(err.value)
+    monkeypatch.setenv("PERSEUS_VAULT_SQLITE", "oracle")
+    with pytest.raises(SetupError, match="not one of"):
+        factory.choose_driver()
+
+
+def test_write_waits_out_a_busy_database(tmp_path: Path) -> None:
+    path = str(tmp_path / "busy.db")
+    holder = factory.connect(path)
+    holder.execute("CREATE TABLE t (x)")
+    writer = factory.connect(path)
+    writer.execute("PRAGMA busy_timeout = 20")  # make SQLite give up fast, so the engine's retry shows
+    holder.execute("BEGIN IMMEDIATE")
+    threading.Timer(0.3, lambda: holder.execute("COMMIT")).start()
+    factory.write_transaction(writer, lambda c: c.execute("INSERT INTO t VALUES (1)"), retries=12)
+    assert writer.execute("SELECT count(*) FROM t").fetchone()[0] == 1
+
+
+def test_write_gives_up_after_the_retry_budget(tmp_path: Path) -> None:
+    path = str(tmp_path / "busy.db")
+    holder = factory.connect(path)
+    holder.execute("CREATE TABLE t (x)")
+    writer = factory.connect(path)
+    writer.execute("PRAGMA busy_timeout = 1")
+    holder.execute("BEGIN IMMEDIATE")
+    started = time.monotonic()
+    with pytest.raises(StorageError, match="busy"):
+        factory.write_transaction(writer, lambda c: c.execute("INSERT INTO t VALUES (1)"), retries=2)
+    assert time.monotonic() - started < 5
+    holder.execute("ROLLBACK")
+
+
+def test_failed_work_rolls_back(tmp_path: Path) -> None:
+    conn = factory.connect(str(tmp_path / "r.db"))
+    conn.execute("CREATE TABLE t (x)")
+
+    def work(c: Any) -> None:
+        c.execute("INSERT INTO t VALUES (1)")
+        raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError):
+        factory.write_transaction(conn, work)
+    assert conn.execute("SELECT count(*) FROM t").fetchone()[0] == 0
+    assert not conn.in_transaction
+
+
+def test_pool_gives_each_thread_its_connection(tmp_path: Path) -> None:
+    pool = factory.ConnectionPool(str(tmp_path / "p.db"))
+    seen = []
+    threads = [threading.Thread(target=lambda: seen.append(id(pool.get()))) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(set(seen)) == 3 and pool.get() is pool.get()
+    pool.close()
+    with pytest.raises(StorageError, match="closed"):
+        pool.get()

@@ -1,0 +1,146 @@
+"""The in-memory keyword index must rank exactly as FTS5's bm25() does, and follow every write."""
+
+from __future__ import annotations
+
+import multiprocessing
+import random
+from pathlib import Path
+
+import pytest
+
+from perseus_vault_core import Vault
+from perseus_vault_core.keyword_index import KeywordIndex, fts5_totals
+
+from ..conftest import Clock
+
+WORDS = (
+    "billing ledger invoice postgres sqlite replica backup restore cache latency throughput queue worker "
+    "deploy rollback canary schema migration index vector search ranking memory agent token secret rotate "
+    "alice bob carol incident outage alert pager runbook connection connecting connected connector "
+    "the a of and to in for on with what why how we did decide"
+).split()
+UNICODE = ["café", "naïve", "Zürich", "日本語", "straße", "ÉCOLE", "emoji🙂", "résumé"]
+
+
+def sentence(rng: random.Random, n: int) -> str:
+    words = [rng.choice(WORDS) for _ in range(n)]
+    if rng.random() < 0.15:
+        words.insert(rng.randrange(len(words)), rng.choice(UNICODE))
+    if rng.random() < 0.15:
+        words.insert(rng.randrange(len(words)), "—“quoted”—")
+    return " ".join(words)
+
+
+def results(vault: Vault, query: str, **kw: object) -> list[tuple[int, float]]:
+    return [(i.id, i.score) for i in vault.recall(query, reinforce=False, trust_weight=0.0, limit=50, **kw).items]
+
+
+def compare_paths(vault: Vault, queries: list[str], **kw: object) -> None:
+    index = vault._keyword_index
+    assert index is not None and index.ready, index.describe() if index else "no index"
+    fast = [results(vault, q, **kw) for q in queries]
+    vault._keyword_index = None
+    try:
+        slow = [results(vault, q, **kw) for q in queries]
+    finally:
+        vault._keyword_index = index
+    for q, a, b in zip(queries, fast, slow):
+        assert [i for i, _ in a] == [i for i, _ in b], q
+        assert [s for _, s in a] == pytest.approx([s for _, s in b], rel=1e-12, abs=0), q
+
+
+@pytest.fixture
+def corpus(vault: Vault, clock: Clock) -> random.Random:
+    rng = random.Random(42)
+    vault.remember_many(
+        {"category": rng.choice(["fact", "decision"]), "key": f"k{i}", "content": sentence(rng, rng.randint(3, 30)),
+         "summary": sentence(rng, 4) if rng.random() < 0.3 else None, "topic_path": rng.choice(["ops", "db/core", None]),
+         "agent_id": rng.choice(["a", "b", None])}
+        for i in range(400)
+    )
+    return rng
+
+
+def queries(rng: random.Random, n: int = 60) -> list[str]:
+    return [" ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 6))) for _ in range(n)]
+
+
+def test_same_ids_and_scores_as_fts5(vault: Vault, corpus: random.Random) -> None:
+    assert vault.wait_for_keyword_index()
+    compare_paths(vault, queries(corpus))
+    compare_paths(vault, queries(corpus, 20), agent_id="a")
+    compare_paths(vault, queries(corpus, 20), category="decision", topic_path="db")
+
+
+def test_statistics_match_fts5(vault: Vault, corpus: random.Random) -> None:
+    assert vault.wait_for_keyword_index()
+    index = vault._keyword_index
+    assert index is not None
+    assert fts5_totals(vault._conn()) == (index._n_rows, index._n_tokens)
+
+
+def test_follows_updates_archives_and_purges(vault: Vault, corpus: random.Random, clock: Clock) -> None:
+    assert vault.wait_for_keyword_index()
+    rng = corpus
+    for i in range(120):
+        clock.advance(10)
+        k = rng.randrange(400)
+        action = rng.random()
+        if action < 0.5:
+            vault.remember("fact" if k % 2 else "decision", f"k{k}", sentence(rng, rng.randint(3, 20)))
+        elif action < 0.7:
+            vault.remember("fact", f"new{i}", sentence(rng, 8))
+        else:
+            found = vault.recall("", limit=1, offset=rng.randrange(50), reinforce=False).items
+            if found:
+                vault.forget(found[0].id)
+                if action > 0.9:
+                    vault.purge(found[0].id)
+    compare_paths(vault, queries(rng))
+    index = vault._keyword_index
+    assert index is not None and fts5_totals(vault._conn()) == (index._n_rows, index._n_tokens)
+
+
+def _writer(path: str, start: int) -> None:
+    with Vault(path, keyword_index=False) as other:
+        other.remember_many({"category": "fact", "key": f"p{start + i}", "content": f"ledger replica zebra{i}"}
+                            for i in range(50))
+        found = other.recall("ledger", limit=5, reinforce=False).items
+        other.forget(found[0].id)
+
+
+def test_follows_writes_from_another_process(db_path: Path) -> None:
+    with Vault(db_path) as vault:  # wall clock, like the other process
+        vault.remember_many({"category": "fact", "key": f"k{i}", "content": f"ledger note {i}"} for i in range(100))
+        assert vault.wait_for_keyword_index()
+        ctx = multiprocessing.get_context("spawn")
+        proc = ctx.Process(target=_writer, args=(str(db_path), 0))
+        proc.start()
+        proc.join(60)
+        assert proc.exitcode == 0
+        assert any(i.key.startswith("p") for i in vault.recall("zebra3", reinforce=False).items)
+        compare_paths(vault, ["ledger", "ledger replica", "zebra7 note", "note"])
+
+
+def test_reindex_makes_mirrors_rebuild(vault: Vault, corpus: random.Random) -> None:
+    assert vault.wait_for_keyword_index()
+    vault.reindex()
+    vault.recall("billing")  # the mirror notices the rebuild and stands aside until rebuilt
+    assert vault.wait_for_keyword_index()
+    compare_paths(vault, queries(corpus, 20))
+
+
+def test_disables_itself_when_tokens_disagree(vault: Vault, corpus: random.Random) -> None:
+    index = KeywordIndex()
+    conn = vault._conn()
+    # Simulate drift between the rows and FTS5: remove one head from FTS5 behind the vault's back.
+    vid, content, summary, tags = conn.execute(
+        "SELECT vid, content, summary, tags FROM entity_versions WHERE recorded_to_ms IS NULL LIMIT 1"
+    ).fetchone()
+    conn.execute(
+        "INSERT INTO entities_fts(entities_fts, rowid, content, summary, tags) VALUES ('delete', ?, ?, ?, ?)",
+        (vid, content, summary, tags),
+    )
+    index.build(conn)
+    assert not index.ready and index.disabled and "differs from FTS5" in index.disabled
+    assert "disabled" in index.describe()

@@ -1,0 +1,55 @@
+"""The scoring knobs are pure functions; their documented effects, one by one."""
+
+from __future__ import annotations
+
+import pytest
+
+from perseus_vault_core.ranking import (
+    DAY_MS, Scored, decay, diversify, normalize, order, preview, recency, trust, witness,
+)
+
+
+def test_decay_halves_per_half_life_and_use_slows_it() -> None:
+    assert decay(0, None, 0, 0) == 1.0
+    assert decay(30 * DAY_MS, None, 0, 0) == pytest.approx(0.5)
+    assert decay(30 * DAY_MS, None, 0, 1) == pytest.approx(0.5 ** 0.5)  # half-life 60 days
+    assert decay(30 * DAY_MS, 30 * DAY_MS, 0, 0) == 1.0  # accessed just now
+    assert decay(0, None, 10 * DAY_MS, 0) == 1.0  # never negative idleness
+
+
+def test_trust_never_negative() -> None:
+    assert trust(True, None) == 1.0
+    assert trust(False, 0.4) == 0.4
+    assert trust(False, None) == 0.0
+    assert trust(True, 0.1) == 1.0
+
+
+def test_witness_share_damped_by_length() -> None:
+    assert witness(["a", "b"], {"a", "b"}, 0) == 1.0
+    assert witness(["a", "b"], {"a"}, 0) == 0.5
+    assert witness(["a"], {"a"}, 5000) < witness(["a"], {"a"}, 50) < 1.0
+    assert witness([], {"a"}, 10) == 0.0
+
+
+def test_recency_multiplier() -> None:
+    assert recency(0, 10) == 1.0
+    assert recency(10_000, 10) == pytest.approx(0.5)
+
+
+def test_normalize_and_order_break_ties_by_id() -> None:
+    items = [Scored(3, 2.0), Scored(1, 4.0), Scored(2, 2.0)]
+    normalize(items)
+    assert [s.score for s in items] == [0.5, 1.0, 0.5]
+    assert [s.id for s in order(items)] == [1, 2, 3]
+
+
+def test_diversify_quota_per_keyword() -> None:
+    items = [Scored(i, 1.0, keyword=k) for i, k in enumerate([1, 1, 1, 0, 1, 0])]
+    assert [s.id for s in diversify(items, 4, 0.5)] == [0, 1, 3, 5, 2, 4]
+    assert diversify(items, 4, 1.0) == items
+
+
+def test_preview_footer() -> None:
+    assert preview("short", 10, 7) == "short"
+    cut = preview("abcdefghijkl", 5, 7)
+    assert cut.startswith("abcde\n") and "get_entity(id=7)" in cut and "12" in cut

@@ -1,0 +1,290 @@
+"""recall: BM25 order, the query contract, escaping, filters, knobs, reinforcement, decay, modes."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from perseus_vault_core import InvalidInput, NotSupported, Vault
+
+from ..conftest import DAY_MS, Clock
+
+
+def ids(result) -> list[int]:  # type: ignore[no-untyped-def]
+    return [item.id for item in result.items]
+
+
+@pytest.fixture
+def notes(vault: Vault, clock: Clock) -> dict[str, int]:
+    texts = {
+        "both": "The billing ledger runs on postgres",
+        "billing": "The billing service sends invoices",
+        "postgres": "Postgres replication lag alarm",
+        "rare": "Zanzibar keeps the billing archive",
+        "neither": "Lunch is at noon on Fridays",
+    }
+    out = {}
+    for key, text in texts.items():
+        out[key] = vault.remember("note", key, text).id
+        clock.advance(1000)
+    # Filler, so that BM25's IDF sees a realistic corpus (a word in over half the rows has none).
+    for i in range(20):
+        vault.remember("filler", f"f{i}", f"Unrelated note {i} about the weather and lunch")
+    return out
+
+
+def test_more_and_rarer_terms_rank_higher(vault: Vault, notes: dict[str, int]) -> None:
+    r = vault.recall("billing postgres", reinforce=False)
+    assert r.search_mode == "fts5" and r.total == len(r.items) == 4
+    assert r.items[0].id == notes["both"]  # matches both words
+    assert notes["neither"] not in ids(r)
+    # "zanzibar" occurs once, "billing" three times: the rarer word outweighs the common one.
+    r = vault.recall("zanzibar billing", reinforce=False)
+    assert r.items[0].id == notes["rare"]
+    scores = [i.score for i in r.items]
+    assert scores == sorted(scores, reverse=True) and r.items[0].score == pytest.approx(1.0)
+    assert [i.ranks for i in r.items] == [{"fts5": n} for n in range(1, len(r.items) + 1)]
+
+
+def test_bm25_order_is_fts5_bm25(vault: Vault, notes: dict[str, int]) -> None:
+    """Scores are FTS5's bm25(), whichever path computed them."""
+    conn = vault._conn()
+    expected = conn.execute(
+        "SELECT v.entity_id, -bm25(entities_fts, 1.0, 1.0, 0.5) FROM entities_fts "
+        "JOIN entity_versions v ON v.vid = entities_fts.rowid WHERE entities_fts MATCH '\"billing\" OR \"postgres\"'"
+    ).fetchall()
+    best = max(s for _, s in expected)
+    got = {i.id: i.score for i in vault.recall("billing postgres", reinforce=False, trust_weight=0.0).items}
+    assert got == pytest.approx({eid: s / best for eid, s in expected})
+
+
+def test_stemming_matches_inflections(vault: Vault) -> None:
+    e = vault.remember("note", "k", "We were connecting the replicas")
+    assert ids(vault.recall("connection replica")) == [e.id]
+
+
+def test_stopwords_never_match_alone(vault: Vault) -> None:
+    vault.remember("note", "k", "What is the plan for this and that")
+    assert vault.recall("what is the").items == []
+    assert vault.recall("the and of").total == 0
+
+
+def test_empty_query_enumerates_in_default_order(vault: Vault, clock: Clock) -> None:
+    old = vault.remember("note", "old", "first")
+    clock.advance(40 * DAY_MS)
+    new = vault.remember("note", "new", "second")
+    mid = vault.remember("note", "mid", "third", agent_id="x")
+    r = vault.recall("", reinforce=False)
+    assert r.search_mode == "enumerate"
+    # decay first (old has decayed), then recency, then id
+    assert ids(r) == [mid.id, new.id, old.id] or ids(r) == [new.id, mid.id, old.id]
+    assert ids(r)[-1] == old.id
+    assert ids(vault.recall("   ", reinforce=False)) == ids(r)
+    assert ids(vault.recall("", agent_id="x")) == [mid.id]
+    assert ids(vault.recall("", limit=1, offset=2, reinforce=False)) == [old.id]
+    assert r.items[-1].score == pytest.approx(r.items[-1].decay)
+
+
+def test_star_is_a_literal_and_matches_nothing(vault: Vault, notes: dict[str, int]) -> None:
+    assert vault.recall("*").items == []
+    assert vault.recall("**").total == 0
+
+
+FTS_SYNTAX = [
+    '"', '""', '"billing', "billing\"", "NEAR(billing postgres)", "NEAR(", "content:billing", "col:x",
+    "billing AND postgres", "billing OR", "AND", "NOT postgres", "-billing", "billing*", "^billing",
+    "(billing", "billing)", "((", ")", "billing + postgres", "{content summary}: billing", "'", "\\",
+    "bill'ing", "\x00", "billing\x00postgres", "💥 billing", "a:b:c", "NEAR(a b, 3)", ":", ";", "--",
+]
+
+
+@pytest.mark.parametrize("query", FTS_SYNTAX)
+def test_fts5_syntax_is_data(vault: Vault, notes: dict[str, int], query: str) -> None:
+    result = vault.recall(query)
+    words = [w for w in ("billing", "postgres") if w in query.lower()]
+    if words:
+        assert result.items, query
+        assert all(any(w in i.content.lower() for w in words) for i in result.items)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.text(max_size=60))
+def test_any_text_query_never_raises(vault: Vault, query: str) -> None:
+    vault.remember("note", "k", "Any text at all")
+    try:
+        vault.recall(query)
+    except InvalidInput as exc:  # only text that is not valid Unicode is refused
+        assert exc.field == "query"
+        assert any(0xD800 <= ord(c) <= 0xDFFF for c in query)
+
+
+def test_filters(vault: Vault) -> None:
+    a = vault.remember("decision", "a", "shared words here", type="decision", topic_path="architecture/storage")
+    b = vault.remember("fact", "b", "shared words here", type="fact", topic_path="architecture")
+    c = vault.remember("fact", "c", "shared words here", topic_path="architectures/old", agent_id="x")
+    d = vault.remember("fact", "d", "shared words here", workspace_hash="w")
+    q = "shared words"
+    assert set(ids(vault.recall(q, category="decision"))) == {a.id}
+    assert set(ids(vault.recall(q, type="fact"))) == {b.id}
+    assert set(ids(vault.recall(q, topic_path="architecture"))) == {a.id, b.id}
+    assert set(ids(vault.recall(q, topic_path="architecture/"))) == {a.id, b.id}
+    assert set(ids(vault.recall(q, topic_path="architecture/storage"))) == {a.id}
+    assert set(ids(vault.recall(q, agent_id="x"))) == {c.id}
+    assert set(ids(vault.recall(q, agent_id=""))) == {a.id, b.id, d.id}
+    assert set(ids(vault.recall(q, workspace_hash="w"))) == {d.id}
+    assert set(ids(vault.recall(q))) == {a.id, b.id, c.id, d.id}
+
+
+def test_limit_offset_bounds(vault: Vault) -> None:
+    for i in range(30):
+        vault.remember("note", f"k{i}", f"common word number {i}")
+    full = ids(vault.recall("common", limit=30, reinforce=False))
+    assert ids(vault.recall("common", limit=10, offset=10, reinforce=False)) == full[10:20]
+    assert vault.recall("common", offset=50_000).items == []  # clamped at 10,000: past the end
+    for bad in ({"limit": 0}, {"limit": 1001}, {"limit": -1}, {"offset": -1}, {"limit": "5"}):
+        with pytest.raises(InvalidInput) as err:
+            vault.recall("common", **bad)
+        assert err.value.field == next(iter(bad))
+    with pytest.raises(InvalidInput) as err:
+        vault.recall("common", colour="red")
+    assert err.value.field == "colour"
+    with pytest.raises(InvalidInput) as err:
+        vault.recall("common", min_decay=float("nan"))
+    assert err.value.field == "min_decay"
+
+
+def test_preview_cap(vault: Vault) -> None:
+    e = vault.remember("note", "long", "needle " + "x" * 500)
+    item = vault.recall("needle", preview_cap=20).items[0]
+    assert item.content.startswith("needle " + "x" * 13)
+    assert f"get_entity(id={e.id})" in item.content and "507" in item.content
+    assert item.body["content"] == item.content
+    assert vault.get_entity(e.id).content == "needle " + "x" * 500
+    short = vault.remember("note", "short", "needle short")
+    assert next(i for i in vault.recall("needle", preview_cap=100).items if i.id == short.id).content == "needle short"
+
+
+def test_trust_weight_lifts_verified_never_penalises(vault: Vault) -> None:
+    plain = vault.remember("note", "plain", "rotation policy rotation policy")
+    verified = vault.remember("note", "verified", "rotation policy for keys", verified=True)
+    unsure = vault.remember("note", "unsure", "rotation policy for secrets", certainty=0.5)
+    off = vault.recall("rotation policy", trust_weight=0.0, reinforce=False)
+    assert off.items[0].id == plain.id
+    on = vault.recall("rotation policy", trust_weight=0.5, reinforce=False)
+    assert on.items[0].id == verified.id
+    by_id = {i.id: i.score for i in on.items}
+    base = {i.id: i.score for i in off.items}
+    assert by_id[plain.id] == pytest.approx(base[plain.id])
+    assert by_id[unsure.id] == pytest.approx(base[unsure.id] + 0.25)
+    assert by_id[verified.id] == pytest.approx(base[verified.id] + 0.5)
+
+
+def test_content_weight_rewards_literal_witness(vault: Vault) -> None:
+    summary_only = vault.remember("note", "a", "unrelated body text here", summary="kafka retention settings")
+    in_content = vault.remember("note", "b", "kafka retention settings are seven days, kept in the ops repo")
+    off = {i.id: i.score for i in vault.recall("kafka retention", trust_weight=0, reinforce=False).items}
+    on = {i.id: i.score for i in vault.recall("kafka retention", trust_weight=0, content_weight=1.0, reinforce=False).items}
+    assert on[summary_only.id] == pytest.approx(off[summary_only.id])
+    assert on[in_content.id] > off[in_content.id]
+
+
+def test_diversity_halving_spreads_keywords(vault: Vault) -> None:
+    alphas = [vault.remember("note", f"alpha{i}", f"alpha alpha alpha {i}").id for i in range(6)]
+    betas = [vault.remember("note", f"beta{i}", "beta " + " ".join(f"pad{j}" for j in range(30))).id
+             for i in range(2)]
+    for i in range(20):
+        vault.remember("filler", f"f{i}", f"unrelated filler note {i}")
+    plain = vault.recall("beta alpha", limit=4, reinforce=False)
+    assert ids(plain) == alphas[:4]  # the short, alpha-dense notes win on BM25
+    # "beta" is keyword 0: ceil(4 x 0.5^0) = 4 slots; "alpha" is keyword 1: ceil(4 x 0.5^1) = 2 slots.
+    diverse = vault.recall("beta alpha", limit=4, diversity_halving=0.5, reinforce=False)
+    assert ids(diverse) == alphas[:2] + betas
+    assert ids(vault.recall("beta alpha", limit=4, diversity_halving=1.0, reinforce=False)) == ids(plain)
+    # over-quota items are deferred, not dropped
+    deep = vault.recall("beta alpha", limit=8, diversity_halving=0.5, reinforce=False)
+    assert set(ids(deep)) == set(alphas + betas)
+
+
+def test_expansion_adds_stem_variants(vault: Vault) -> None:
+    e = vault.remember("note", "k", "the connector library handles retries")
+    assert vault.recall("connect").items == []
+    r = vault.recall("connect", expansion=True)
+    assert ids(r) == [e.id] and r.variants >= 1
+    assert vault.recall("connect", expansion={"enabled": True, "max_variants": 0}).items == []
+    assert vault.recall("connect", expansion=False).variants == 0
+
+
+def test_reinforcement_after_ranking(vault: Vault, clock: Clock) -> None:
+    e = vault.remember("note", "k", "reinforce me")
+    clock.advance(500)
+    first = vault.recall("reinforce")
+    assert first.items[0].retrieval_count == 0  # items show what ranking saw
+    got = vault.get_entity(e.id)
+    assert got.retrieval_count == 1 and got.last_accessed_ms == clock.now
+    vault.recall("reinforce", reinforce=False)
+    assert vault.get_entity(e.id).retrieval_count == 1
+    vault.recall("reinforce", as_of_unix_ms=clock.now)
+    vault.recall("reinforce", valid_at_unix_ms=clock.now)
+    assert vault.get_entity(e.id).retrieval_count == 1
+    vault.recall("")
+    assert vault.get_entity(e.id).retrieval_count == 2
+
+
+def test_decay_is_anchored_and_filters(vault: Vault, clock: Clock) -> None:
+    e = vault.remember("note", "k", "decaying memory")
+    now = clock.now
+    later = now + 30 * DAY_MS
+    item = vault.recall("decaying", query_time_unix_ms=later, reinforce=False).items[0]
+    assert item.decay == pytest.approx(0.5)  # one half-life of idleness, never retrieved
+    assert vault.recall("decaying", query_time_unix_ms=later, min_decay=0.6).items == []
+    assert ids(vault.recall("decaying", query_time_unix_ms=later, min_decay=0.4, reinforce=False)) == [e.id]
+    # use lengthens the half-life: after one retrieval it is 60 days
+    vault.recall("decaying")
+    item = vault.recall("decaying", query_time_unix_ms=later, reinforce=False).items[0]
+    assert item.decay == pytest.approx(0.5 ** (30 / 60))
+    assert math.isclose(
+        vault.recall("decaying", query_time_unix_ms=later, reinforce=False).items[0].decay, item.decay
+    )
+
+
+def test_recency_half_life(vault: Vault, clock: Clock) -> None:
+    old = vault.remember("note", "old", "deploy checklist")
+    clock.advance(10 * DAY_MS)
+    new = vault.remember("note", "new", "deploy checklist")
+    plain = vault.recall("deploy checklist", reinforce=False)
+    assert ids(plain) == [old.id, new.id]  # same score: ties by id
+    timed = vault.recall("deploy checklist", recency_half_life_secs=DAY_MS / 1000, reinforce=False)
+    assert ids(timed) == [new.id, old.id]
+    assert timed.items[1].score == pytest.approx(timed.items[0].score * 0.5**10)
+
+
+def test_same_call_same_bytes(vault: Vault, notes: dict[str, int]) -> None:
+    a = vault.recall("billing postgres", reinforce=False).model_dump_json()
+    b = vault.recall("billing postgres", reinforce=False).model_dump_json()
+    assert a == b
+
+
+def test_unbuilt_modes_raise(vault: Vault, notes: dict[str, int]) -> None:
+    for kwargs in ({"mode": "dense"}, {"mode": "hybrid"}, {"startup": True}, {"profile": "validity"},
+                   {"validity_annotate": True}):
+        with pytest.raises(NotSupported):
+            vault.recall("billing", **kwargs)
+    with pytest.raises(InvalidInput) as err:
+        vault.recall("billing", mode="vector")
+    assert err.value.field == "mode"
+    assert vault.recall("billing", mode="fts5").search_mode == "fts5"
+
+
+def test_as_of_recall_sees_content_of_that_time(vault: Vault, clock: Clock) -> None:
+    e = vault.remember("decision", "db", "We chose MySQL")
+    before = clock.now
+    clock.advance(1000)
+    vault.remember("decision", "db", "We chose SQLite")
+    assert vault.recall("mysql").items == []
+    then = vault.recall("mysql", as_of_unix_ms=before)
+    assert ids(then) == [e.id] and then.items[0].content == "We chose MySQL" and then.items[0].version == 1
+    assert vault.recall("sqlite", as_of_unix_ms=before).items == []
+    assert vault.recall("chose", as_of_unix_ms=before - 1).items == []  # did not exist yet

@@ -1,0 +1,45 @@
+"""Schema versions: migrations recorded, idempotent, atomic, and newer files refused."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from perseus_vault_core import SetupError, Vault, schema
+from perseus_vault_core.connection import connect
+
+
+def test_fresh_file_is_at_the_latest_version(db_path: Path) -> None:
+    with Vault(db_path) as vault:
+        conn = vault._conn()
+        assert schema.current_version(conn) == schema.LATEST
+        assert conn.execute("SELECT version FROM _migrations").fetchall() == [(v,) for v, _, _ in schema.MIGRATIONS]
+    with Vault(db_path) as vault:  # reopening applies nothing twice
+        assert vault._conn().execute("SELECT count(*) FROM _migrations").fetchone()[0] == len(schema.MIGRATIONS)
+
+
+def test_newer_schema_is_refused(db_path: Path) -> None:
+    Vault(db_path).close()
+    conn = connect(str(db_path))
+    conn.execute(f"PRAGMA user_version = {schema.LATEST + 1}")
+    conn.close()
+    with pytest.raises(SetupError, match="newer"):
+        Vault(db_path)
+
+
+def test_a_failing_migration_changes_nothing(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    Vault(db_path).close()
+
+    def broken(conn: Any) -> None:
+        conn.execute("CREATE TABLE half_done (x)")
+        raise RuntimeError("migration failed midway")
+
+    monkeypatch.setattr(schema, "MIGRATIONS", [*schema.MIGRATIONS, (schema.LATEST + 1, "broken", broken)])
+    monkeypatch.setattr(schema, "LATEST", schema.LATEST + 1)
+    with pytest.raises(RuntimeError):
+        Vault(db_path)
+    conn = connect(str(db_path))
+    assert schema.current_version(conn) == schema.LATEST - 1
+    assert conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'half_done'").fetchone()[0] == 0

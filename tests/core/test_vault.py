@@ -1,0 +1,71 @@
+"""The facade: lifecycle, default path, threads, and the core's independence from frameworks."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+import perseus_vault_core
+from perseus_vault_core import StorageError, Vault
+
+
+def test_public_names() -> None:
+    assert "Vault" in perseus_vault_core.__all__
+    assert all(hasattr(perseus_vault_core, name) for name in perseus_vault_core.__all__)
+
+
+def test_context_manager_closes(db_path: Path) -> None:
+    with Vault(db_path) as vault:
+        vault.remember("fact", "k", "x")
+    with pytest.raises(StorageError, match="closed"):
+        vault.recall("x")
+
+
+def test_default_path_from_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PERSEUS_VAULT_DB", raising=False)
+    with Vault() as vault:
+        assert vault.path == "perseus_vault.db"
+    assert (tmp_path / "perseus_vault.db").exists()
+    monkeypatch.setenv("PERSEUS_VAULT_DB", str(tmp_path / "sub" / "env.db"))
+    with Vault() as vault:
+        vault.remember("fact", "k", "x")
+    assert (tmp_path / "sub" / "env.db").exists()
+
+
+def test_threads_share_one_vault(db_path: Path) -> None:
+    errors: list[BaseException] = []
+    with Vault(db_path) as vault:
+
+        def work(n: int) -> None:
+            try:
+                for i in range(40):
+                    vault.remember("fact", f"t{n}-{i}", f"thread {n} note {i} shared words")
+                    vault.recall("shared words", limit=5)
+                    vault.scan(limit=10)
+            except BaseException as exc:  # surfaced below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert errors == []
+        assert vault.stats().entities == 160
+        assert vault.check().ok
+
+
+def test_importing_the_core_loads_no_framework() -> None:
+    code = (
+        "import sys, perseus_vault_core\n"
+        "heavy = [m for m in ('langchain_core', 'langgraph', 'llama_index', 'mcp', 'torch', "
+        "'sentence_transformers') if m in sys.modules]\n"
+        "print(','.join(heavy))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
