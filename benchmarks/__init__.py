@@ -1,0 +1,1 @@
+"""Perseus Vault's benchmarks: `python -m benchmarks.run` writes docs/benchmarks.md."""
