@@ -96,7 +96,8 @@ def search(
         and all(w.isascii() for w in words)
         and index.sync(conn)
     ):
-        return _filtered(conn, index.ranked(stems), view, pool)
+        ranking = index.ranked(stems, view.params.get("agent_id"), view.params.get("workspace_hash"))
+        return _filtered(conn, ranking, view, pool)
     table = "versions_fts" if view.historical else "entities_fts"
     sql = (
         f"SELECT v.entity_id, v.vid, bm25({table}, {_WEIGHTS}) AS rank_score "

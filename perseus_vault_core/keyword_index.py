@@ -205,6 +205,11 @@ class KeywordIndex:
         self._merged: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._vids: list[int] = []
         self._entity_ids: list[int] = []
+        # Scope of each row (codes), so a scoped recall ranks only its tenant's rows.
+        self._agents: list[int] = []
+        self._workspaces: list[int] = []
+        self._agent_code: dict[str, int] = {}
+        self._workspace_code: dict[str, int] = {}
         self._slot_of: dict[int, int] = {}
         self._lengths: list[int] = []
         self._alive: list[bool] = []
@@ -216,6 +221,8 @@ class KeywordIndex:
         self._all_alive = True
         self._np_entities = np.zeros(0, dtype=np.int64)
         self._np_vids = np.zeros(0, dtype=np.int64)
+        self._np_agents = np.zeros(0, dtype=np.int32)
+        self._np_workspaces = np.zeros(0, dtype=np.int32)
         self._building = False
 
     # -- building and following the log --
@@ -251,18 +258,23 @@ class KeywordIndex:
             return tid
 
         tids, slots, weights = array("i"), array("i"), array("f")
-        vids, entity_ids, lengths = [], [], []
+        vids, entity_ids, lengths, agents, workspaces = [], [], [], [], []
+        agent_code: dict[str, int] = {}
+        workspace_code: dict[str, int] = {}
         conn.execute("BEGIN")
         try:
             seq = int(conn.execute("SELECT coalesce(max(seq), 0) FROM head_changes").fetchone()[0])
             expected = fts5_totals(conn)
             rows = conn.execute(
-                "SELECT vid, entity_id, content, summary, tags FROM entity_versions "
-                "WHERE recorded_to_ms IS NULL ORDER BY vid"
+                "SELECT v.vid, v.entity_id, v.content, v.summary, v.tags, e.agent_id, e.workspace_hash "
+                "FROM entity_versions v JOIN entities e ON e.id = v.entity_id "
+                "WHERE v.recorded_to_ms IS NULL ORDER BY v.vid"
             )
-            for slot, (vid, eid, content, summary, tags) in enumerate(rows):
+            for slot, (vid, eid, content, summary, tags, agent, workspace) in enumerate(rows):
                 vids.append(vid)
                 entity_ids.append(eid)
+                agents.append(agent_code.setdefault(agent, len(agent_code)))
+                workspaces.append(workspace_code.setdefault(workspace, len(workspace_code)))
                 texts = _ascii_columns((content, summary, tags))
                 length = 0
                 if texts is not None:
@@ -290,6 +302,8 @@ class KeywordIndex:
             self._indptr, self._slots, self._freqs = indptr, post_slots, post_freqs
             self._extra, self._merged = {}, {}
             self._vids, self._entity_ids, self._lengths = vids, entity_ids, lengths
+            self._agents, self._workspaces = agents, workspaces
+            self._agent_code, self._workspace_code = agent_code, workspace_code
             self._alive = [True] * len(vids)
             self._slot_of = {vid: i for i, vid in enumerate(vids)}
             self._n_rows, self._n_tokens = len(vids), sum(lengths)
@@ -331,14 +345,15 @@ class KeywordIndex:
         if first is not None and first > self.seq + 1:
             return False
         changes = conn.execute(
-            "SELECT c.seq, c.vid, c.op, v.entity_id, v.content, v.summary, v.tags FROM head_changes c "
-            "LEFT JOIN entity_versions v ON v.vid = c.vid WHERE c.seq > ? AND c.seq <= ? ORDER BY c.seq",
+            "SELECT c.seq, c.vid, c.op, v.entity_id, v.content, v.summary, v.tags, e.agent_id, e.workspace_hash "
+            "FROM head_changes c LEFT JOIN entity_versions v ON v.vid = c.vid LEFT JOIN entities e ON e.id = v.entity_id "
+            "WHERE c.seq > ? AND c.seq <= ? ORDER BY c.seq",
             (self.seq, upto),
         ).fetchall()
         if len(changes) > max(10_000, self._n_rows // 5):
             return False  # cheaper to rebuild than to replay
         tokenizer: _Fts5Tokenizer | None = None
-        for seq, vid, op, eid, content, summary, tags in changes:
+        for seq, vid, op, eid, content, summary, tags, agent, workspace in changes:
             if op == 0:
                 return False  # reindex: rebuild from scratch
             if op < 0:
@@ -360,6 +375,8 @@ class KeywordIndex:
                 slot = len(self._vids)
                 self._vids.append(vid)
                 self._entity_ids.append(eid)
+                self._agents.append(self._agent_code.setdefault(agent, len(self._agent_code)))
+                self._workspaces.append(self._workspace_code.setdefault(workspace, len(self._workspace_code)))
                 self._lengths.append(length)
                 self._alive.append(True)
                 self._slot_of[vid] = slot
@@ -430,10 +447,14 @@ class KeywordIndex:
             self._all_alive = bool(self._np_alive.all())
             self._np_entities = np.asarray(self._entity_ids, dtype=np.int64)
             self._np_vids = np.asarray(self._vids, dtype=np.int64)
+            self._np_agents = np.asarray(self._agents, dtype=np.int32)
+            self._np_workspaces = np.asarray(self._workspaces, dtype=np.int32)
             self._arrays_dirty = False
 
-    def ranked(self, stems: Sequence[str]) -> Ranking:
-        """Every head matching any of ``stems``, with its score (``-bm25()``).
+    def ranked(self, stems: Sequence[str], agent_id: str | None = None, workspace_hash: str | None = None) -> Ranking:
+        """Every head matching any of ``stems`` (in the scope, when given), with its score (``-bm25()``).
+
+        Scope narrows the candidates only; BM25 statistics stay those of the whole index, as in FTS5.
 
         The arithmetic follows FTS5's ``fts5Bm25Function`` operation by operation, summing the
         phrases in query order, so with the same tokens and statistics the scores are FTS5's.
@@ -460,6 +481,16 @@ class KeywordIndex:
                 f = freqs.astype(np.float64)
                 score[slots] += idf * ((f * (K1 + 1.0)) / (f + self._np_norm[slots]))
                 matched[slots] = True
+            for value, codes, column in (
+                (agent_id, self._agent_code, self._np_agents),
+                (workspace_hash, self._workspace_code, self._np_workspaces),
+            ):
+                if value is not None:
+                    code = codes.get(value)
+                    if code is None:
+                        matched[:] = False
+                    else:
+                        matched &= column == code
             hits = np.flatnonzero(matched)
             return Ranking(self._np_vids[hits], self._np_entities[hits], score[hits])
 
