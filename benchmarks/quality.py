@@ -21,7 +21,6 @@ from perseus_vault_core import Vault
 
 from .metrics import mrr_at, ndcg_at, recall_at
 
-DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 # Published reference figures (nDCG@10 on the test split), printed beside ours.
 REFERENCE = {
     "scifact": {"fts5": "0.687 (SQLite FTS5, porter, OR, bm25); BM25 0.665 (BEIR) / 0.679 (Anserini)"},
@@ -30,7 +29,14 @@ REFERENCE = {
 
 
 def data_dir() -> Path:
-    return Path(os.environ.get("PERSEUS_VAULT_DATA", DEFAULT_DATA))
+    """``$PERSEUS_VAULT_DATA``, else ``shared/data`` beside the checkout or any folder above it."""
+    env = os.environ.get("PERSEUS_VAULT_DATA")
+    if env:
+        return Path(env)
+    for parent in Path(__file__).resolve().parents:
+        if (parent / "shared" / "data" / "scifact").is_dir():
+            return parent / "shared" / "data"
+    raise SystemExit("evaluation data not found: set PERSEUS_VAULT_DATA to the folder holding scifact/ and cranfield/")
 
 
 @dataclass

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from . import store
 from .errors import InvalidInput
-from .models import ImportReport, RememberInput, validate
+from .models import ImportReport, Link, RememberInput, validate
 
 FORMAT = 1
 Progress = Callable[[int, int], None]
@@ -75,19 +75,12 @@ class EntityRecord(BaseModel):
     versions: list[VersionRecord] = Field(min_length=1)
 
 
-class LinkRecord(BaseModel):
+class LinkRecord(Link):
+    """A link row as exported: the :class:`Link` fields, validated strictly."""
+
     model_config = _STRICT
 
     record: str
-    id: int
-    from_id: int
-    to_id: int
-    relation: str
-    weight: float
-    source: str | None
-    created_at_ms: int
-    recorded_from_ms: int
-    recorded_to_ms: int | None
 
 
 def _dump(obj: dict[str, Any]) -> str:

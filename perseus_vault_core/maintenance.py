@@ -45,6 +45,19 @@ def _fts_in_sync(conn: Any, table: str) -> str | None:
     return None
 
 
+# (count query, what a non-zero count means): the vault's own invariants.
+_INVARIANTS = [
+    ("SELECT count(*) FROM entities e WHERE NOT EXISTS "
+     "(SELECT 1 FROM entity_versions v WHERE v.entity_id = e.id AND v.recorded_to_ms IS NULL)",
+     "entities have no current version"),
+    ("SELECT count(*) FROM entity_versions v WHERE NOT EXISTS (SELECT 1 FROM entities e WHERE e.id = v.entity_id)",
+     "versions belong to no entity"),
+    ("SELECT count(*) FROM links l WHERE NOT EXISTS (SELECT 1 FROM entities e WHERE e.id = l.from_id) "
+     "OR NOT EXISTS (SELECT 1 FROM entities e WHERE e.id = l.to_id)",
+     "links point at missing entities"),
+]
+
+
 def check(conn: Any) -> CheckReport:
     """SQLite's integrity check, both keyword indexes against their rows, and the vault's invariants."""
     problems: list[str] = []
@@ -55,23 +68,10 @@ def check(conn: Any) -> CheckReport:
         problem = _fts_in_sync(conn, table)
         if problem:
             problems.append(problem)
-    headless = conn.execute(
-        "SELECT count(*) FROM entities e WHERE NOT EXISTS "
-        "(SELECT 1 FROM entity_versions v WHERE v.entity_id = e.id AND v.recorded_to_ms IS NULL)"
-    ).fetchone()[0]
-    if headless:
-        problems.append(f"{headless} entities have no current version")
-    orphans = conn.execute(
-        "SELECT count(*) FROM entity_versions v WHERE NOT EXISTS (SELECT 1 FROM entities e WHERE e.id = v.entity_id)"
-    ).fetchone()[0]
-    if orphans:
-        problems.append(f"{orphans} versions belong to no entity")
-    dangling = conn.execute(
-        "SELECT count(*) FROM links l WHERE NOT EXISTS (SELECT 1 FROM entities e WHERE e.id = l.from_id) "
-        "OR NOT EXISTS (SELECT 1 FROM entities e WHERE e.id = l.to_id)"
-    ).fetchone()[0]
-    if dangling:
-        problems.append(f"{dangling} links point at missing entities")
+    for sql, problem in _INVARIANTS:
+        count = conn.execute(sql).fetchone()[0]
+        if count:
+            problems.append(f"{count} {problem}")
     return CheckReport(ok=not problems, problems=problems)
 
 

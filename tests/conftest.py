@@ -45,9 +45,14 @@ def vault(db_path: Path, clock: Clock) -> Iterator[Vault]:
 
 
 def shared_data() -> Path:
-    """The evaluation collections (read at run time, never copied into the repo)."""
+    """The evaluation collections (read at run time, never copied into the repo).
+
+    ``$PERSEUS_VAULT_DATA``, else ``shared/data`` beside the checkout or beside any folder above it.
+    """
     env = os.environ.get("PERSEUS_VAULT_DATA")
-    path = Path(env) if env else Path(__file__).resolve().parents[2] / "shared" / "data"
-    if not (path / "scifact" / "corpus.jsonl").exists():
-        raise RuntimeError(f"evaluation data not found at {path}; set PERSEUS_VAULT_DATA")
-    return path
+    here = Path(__file__).resolve()
+    candidates = [Path(env)] if env else [parent / "shared" / "data" for parent in here.parents]
+    for path in candidates:
+        if (path / "scifact" / "corpus.jsonl").exists():
+            return path
+    raise RuntimeError(f"evaluation data not found (looked in {candidates[0]}...); set PERSEUS_VAULT_DATA")
