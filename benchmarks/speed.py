@@ -69,6 +69,15 @@ def run_size(n: int, n_queries: int = 300, seed: int = 7) -> dict[str, Any]:
             out["recall"] = timed([lambda q=q: vault.recall(q) for q in qs])
             out["recall_no_reinforce"] = timed([lambda q=q: vault.recall(q, reinforce=False) for q in qs])
             out["recall_agent_filter"] = timed([lambda q=q: vault.recall(q, agent_id="agent-1") for q in qs])
+            # An agent that writes a memory and then recalls: the index follows each write first.
+            fresh = [json.loads(line) for line in lines[:len(qs)]]
+            samples = []
+            for i, (q, m) in enumerate(zip(qs, fresh)):
+                vault.remember(**dict(m, content=m["content"] + f" (revised {i})"))
+                started = time.perf_counter()
+                vault.recall(q)
+                samples.append((time.perf_counter() - started) * 1000)
+            out["recall_after_write"] = percentiles(samples)
 
             rng = random.Random(seed)
             picks = [rng.randrange(n) for _ in range(500)]

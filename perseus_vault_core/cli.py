@@ -293,7 +293,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.db = getattr(args, "db", None) or default_path()
     args.json = getattr(args, "json", False)
     try:
-        with Vault(args.db) as vault:
+        # A one-shot command answers with FTS5; building the in-memory index would be wasted work.
+        with Vault(args.db, keyword_index=False) as vault:
             args.func(vault, args)
     except VaultError as exc:
         print(f"error: {_one_line(str(exc))}", file=sys.stderr)

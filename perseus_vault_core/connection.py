@@ -19,13 +19,14 @@ import os
 import random
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, TypeVar
 
-from .errors import SetupError, StorageError
+from .errors import InvalidInput, SetupError, StorageError
 
 T = TypeVar("T")
 
@@ -110,8 +111,13 @@ def decay_sql(now_ms: int | None, last_ms: int | None, updated_ms: int | None, c
     return decay(now_ms or 0, last_ms, updated_ms or 0, count or 0)
 
 
+SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
+
+
 def connect(path: str, driver: Driver | None = None, *, synchronous: str = "FULL") -> Any:
     """Open one configured connection to ``path`` (autocommit; transactions are explicit)."""
+    if synchronous not in SYNCHRONOUS:  # SQLite would silently read a typo as NORMAL
+        raise InvalidInput("synchronous", f"must be one of {', '.join(SYNCHRONOUS)}")
     driver = driver or choose_driver()
     mod = driver.module
     try:
@@ -140,8 +146,25 @@ def connect(path: str, driver: Driver | None = None, *, synchronous: str = "FULL
     return conn
 
 
+def _driver_errors() -> tuple[type[BaseException], ...]:
+    errors: list[type[BaseException]] = []
+    for name in _CANDIDATES.values():
+        try:
+            errors.append(importlib.import_module(name).Error)
+        except (ImportError, AttributeError):
+            continue
+    return tuple(errors)
+
+
+# The DB-API error classes of every driver the factory may pick: the one boundary where SQLite
+# errors become the vault's (StorageError), see vault._edge.
+SQLITE_ERRORS = _driver_errors()
+
+
 def is_busy(exc: BaseException) -> bool:
-    """True for SQLite's transient lock errors, which a retry can cure."""
+    """True for SQLite's transient lock errors, which a retry can cure (never for the vault's own)."""
+    if not isinstance(exc, SQLITE_ERRORS):
+        return False
     text = str(exc).lower()
     return "database is locked" in text or "database is busy" in text or "database table is locked" in text
 
@@ -212,15 +235,33 @@ class ConnectionPool:
             self._local.conn = conn
             with self._lock:
                 self._all.append(conn)
+            # A server that runs each request on a new thread must not leak a connection (two file
+            # descriptors) per thread: close it when its thread is gone.
+            weakref.finalize(threading.current_thread(), self._release, conn)
         return conn
+
+    def _release(self, conn: Any) -> None:
+        with self._lock:
+            if conn in self._all:
+                self._all.remove(conn)
+                _close_quietly(conn)
+
+    @property
+    def open_connections(self) -> int:
+        with self._lock:
+            return len(self._all)
 
     def close(self) -> None:
         with self._lock:
             self._closed = True
             for conn in self._all:
-                try:
-                    conn.close()
-                except Exception:  # closing is best effort; the process may be exiting
-                    pass
+                _close_quietly(conn)
             self._all.clear()
         self._local = threading.local()
+
+
+def _close_quietly(conn: Any) -> None:
+    try:
+        conn.close()
+    except Exception:  # closing is best effort; the process may be exiting
+        pass

@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from . import store
 from .errors import InvalidInput
-from .models import ImportReport, Link, RememberInput, validate
+from .models import MAX_INT, ImportReport, Link, RememberInput, validate
 
 FORMAT = 1
 Progress = Callable[[int, int], None]
@@ -34,14 +34,18 @@ Progress = Callable[[int, int], None]
 _STRICT = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
 
+Millis = Annotated[int, Field(ge=0, le=MAX_INT)]
+Id = Annotated[int, Field(ge=1, le=MAX_INT)]
+
+
 class VersionRecord(BaseModel):
     model_config = _STRICT
 
-    version: int = Field(ge=1)
+    version: Id
     change: str
-    recorded_from_ms: int
-    recorded_to_ms: int | None
-    updated_at_ms: int
+    recorded_from_ms: Millis
+    recorded_to_ms: Millis | None
+    updated_at_ms: Millis
     type: str
     topic_path: str | None
     content: str
@@ -53,34 +57,40 @@ class VersionRecord(BaseModel):
     provenance_class: str | None
     recall_when: list[str]
     status: str
-    valid_from_ms: int | None
-    valid_to_ms: int | None
-    expires_at_ms: int | None
-    supersedes: int | None
-    superseded_by: int | None
+    valid_from_ms: Millis | None
+    valid_to_ms: Millis | None
+    expires_at_ms: Millis | None
+    supersedes: Id | None
+    superseded_by: Id | None
 
 
 class EntityRecord(BaseModel):
     model_config = _STRICT
 
     record: str
-    id: int = Field(ge=1)
+    id: Id
     category: str
     key: str
     agent_id: str | None
     workspace_hash: str | None
-    created_at_ms: int
-    retrieval_count: int = Field(ge=0)
-    last_accessed_ms: int | None
+    created_at_ms: Millis
+    retrieval_count: int = Field(ge=0, le=MAX_INT)
+    last_accessed_ms: Millis | None
     versions: list[VersionRecord] = Field(min_length=1)
 
 
 class LinkRecord(Link):
-    """A link row as exported: the :class:`Link` fields, validated strictly."""
+    """A link row as exported: the :class:`Link` fields, validated strictly and bounded."""
 
     model_config = _STRICT
 
     record: str
+    id: Id
+    from_id: Id
+    to_id: Id
+    created_at_ms: Millis
+    recorded_from_ms: Millis
+    recorded_to_ms: Millis | None
 
 
 def _dump(obj: dict[str, Any]) -> str:
@@ -142,12 +152,16 @@ def read_records(lines: Iterable[str]) -> list[tuple[int, dict[str, Any]]]:
     """Parse JSONL (blank lines skipped) into (line number, object) pairs."""
     out = []
     for number, line in enumerate(lines, start=1):
+        if not isinstance(line, str):
+            raise InvalidInput(f"line {number}", "must be text (one JSON object per line)")
         if not line.strip():
             continue
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
             raise InvalidInput(f"line {number}", f"is not valid JSON ({exc.msg})") from None
+        except RecursionError:
+            raise InvalidInput(f"line {number}", "is nested too deeply") from None
         if not isinstance(obj, dict):
             raise InvalidInput(f"line {number}", "must be a JSON object")
         out.append((number, obj))
@@ -193,7 +207,7 @@ def import_records(
     for _, rec in sorted(entities, key=lambda pair: pair[1].id):
         _write_entity(conn, rec, id_map, now_ms, report)
         tick()
-    top_link = int(conn.execute("SELECT coalesce(max(id), 0) FROM links").fetchone()[0])
+    top_link = store.next_id(conn, "links") - 1
     for number, link in sorted(links, key=lambda pair: pair[1].id):
         top_link = _write_link(conn, link, id_map, number, top_link, report)
         tick()
@@ -216,8 +230,10 @@ def _check_history(rec: EntityRecord, where: str) -> None:
     for i, v in enumerate(rec.versions):
         if v.recorded_to_ms is not None and v.recorded_to_ms < v.recorded_from_ms:
             raise InvalidInput(f"{where}.versions.{i}", "recorded_to_ms is before recorded_from_ms")
-        if i and v.recorded_from_ms < rec.versions[i - 1].recorded_from_ms:
-            raise InvalidInput(f"{where}.versions.{i}", "versions must be recorded in order")
+        previous_end = rec.versions[i - 1].recorded_to_ms if i else None
+        if previous_end is not None and previous_end > v.recorded_from_ms:
+            # Overlapping beliefs would show the entity twice in a point-in-time view.
+            raise InvalidInput(f"{where}.versions.{i}", "starts before the previous version ends")
 
 
 def _check_version(rec: EntityRecord, ver: VersionRecord, where: str) -> None:
@@ -241,7 +257,7 @@ def _place_entities(conn: Any, entities: list[tuple[int, EntityRecord]], report:
     otherwise the entity gets a new id, so ids still ascend in commit order for scanners.
     """
     id_map: dict[int, int] = {}
-    top = int(conn.execute("SELECT coalesce(max(id), 0) FROM entities").fetchone()[0])
+    top = store.next_id(conn, "entities") - 1  # never an id used before, even a purged one
     for _, rec in sorted(entities, key=lambda pair: pair[1].id):
         existing = store.find_id(conn, rec.category, rec.key, rec.agent_id, rec.workspace_hash)
         if existing is not None:
@@ -299,6 +315,10 @@ def _write_link(
     importing a file twice changes nothing.
     """
     where = f"line {number}"
+    if not link.relation.strip() or len(link.relation) > 128:
+        raise InvalidInput(f"{where}.relation", "must be a non-empty string of at most 128 characters")
+    if link.recorded_to_ms is not None and link.recorded_to_ms < link.recorded_from_ms:
+        raise InvalidInput(f"{where}.recorded_to_ms", "is before recorded_from_ms")
     a, b = id_map.get(link.from_id), id_map.get(link.to_id)
     if a is None or b is None:
         raise InvalidInput(where, f"link {link.id} refers to an entity not in this file")

@@ -15,7 +15,7 @@ from .filters import FROM_VIDS, View, id_list
 from .keyword_index import KeywordIndex, Ranking
 from .models import Expansion
 from .porter import stem
-from .query import match_expression
+from .query import match_expression, quote
 from .schema import BM25_WEIGHTS
 
 _WEIGHTS = ", ".join(str(w) for w in BM25_WEIGHTS)
@@ -90,14 +90,10 @@ def search(
     """
     if not words:
         return []
-    if (
-        index is not None
-        and not view.historical
-        and all(w.isascii() for w in words)
-        and index.sync(conn)
-    ):
-        ranking = index.ranked(stems, view.params.get("agent_id"), view.params.get("workspace_hash"))
-        return _filtered(conn, ranking, view, pool)
+    if index is not None and not view.historical and all(w.isascii() for w in words):
+        ranking = index.search(conn, stems, view.params.get("agent_id"), view.params.get("workspace_hash"))
+        if ranking is not None:
+            return _filtered(conn, ranking, view, pool)
     table = "versions_fts" if view.historical else "entities_fts"
     sql = (
         f"SELECT v.entity_id, v.vid, bm25({table}, {_WEIGHTS}) AS rank_score "
@@ -131,23 +127,31 @@ def _filtered(conn: Any, ranking: Ranking, view: View, pool: int) -> list[Hit]:
     return hits[:pool]
 
 
-def variants(conn: Any, stems: tuple[str, ...], config: Expansion) -> list[str]:
+def variants(conn: Any, stems: tuple[str, ...], config: Expansion, view: View) -> list[str]:
     """Indexed terms that extend a query stem (``connect`` -> ``connector``), most common first.
 
-    Only terms that are their own stem are used, so that sending one back through the
-    porter tokenizer finds exactly that term.
+    Only terms that are their own stem are used, so that sending one back through the porter
+    tokenizer finds exactly that term; and only terms that occur in an entity this caller may
+    see, so the count of variants says nothing about other tenants' words.
     """
+    table = "versions_fts" if view.historical else "entities_fts"
+    visible = (
+        f"SELECT 1 FROM {table} CROSS JOIN entity_versions v ON v.vid = {table}.rowid "
+        f"CROSS JOIN entities e ON e.id = v.entity_id WHERE {table} MATCH :term AND {view.where} LIMIT 1"
+    )
     found: list[str] = []
     for s in stems:
         if len(s) < config.min_stem_chars or len(found) >= config.max_variants:
             continue
         rows = conn.execute(
-            "SELECT term FROM entities_fts_vocab WHERE term > :s AND term < :end ORDER BY doc DESC, term LIMIT :n",
+            f"SELECT term FROM {table}_vocab WHERE term > :s AND term < :end ORDER BY doc DESC, term LIMIT :n",
             {"s": s, "end": s + "\U0010ffff", "n": 4 * config.max_variants},
         ).fetchall()
         for (term,) in rows:
             if len(found) >= config.max_variants:
                 break
-            if term not in stems and term not in found and stem(term) == term:
+            if term in stems or term in found or stem(term) != term:
+                continue
+            if conn.execute(visible, dict(view.params, term=quote(term))).fetchone() is not None:
                 found.append(term)
     return found

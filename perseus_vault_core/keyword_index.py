@@ -187,6 +187,41 @@ def _csr(
     return indptr, (unique % max(n_slots, 1)).astype(np.int32), freqs.astype(np.float32)
 
 
+class _Rows:
+    """Per-row arrays that grow in place (capacity doubling), so a write costs O(1), not O(rows)."""
+
+    def __init__(self, capacity: int = 1024) -> None:
+        self.n = 0
+        self.vids = np.zeros(capacity, dtype=np.int64)
+        self.entities = np.zeros(capacity, dtype=np.int64)
+        self.agents = np.zeros(capacity, dtype=np.int32)
+        self.workspaces = np.zeros(capacity, dtype=np.int32)
+        self.lengths = np.zeros(capacity, dtype=np.float64)
+        self.alive = np.zeros(capacity, dtype=bool)
+
+    @classmethod
+    def of(cls, vids: list[int], entities: list[int], agents: list[int], workspaces: list[int],
+           lengths: list[int]) -> _Rows:
+        rows = cls(max(1024, 2 * len(vids)))
+        n = rows.n = len(vids)
+        rows.vids[:n], rows.entities[:n], rows.agents[:n] = vids, entities, agents
+        rows.workspaces[:n], rows.lengths[:n], rows.alive[:n] = workspaces, lengths, True
+        return rows
+
+    def append(self, vid: int, entity: int, agent: int, workspace: int, length: int) -> int:
+        if self.n == len(self.vids):
+            for name in ("vids", "entities", "agents", "workspaces", "lengths", "alive"):
+                old = getattr(self, name)
+                grown = np.zeros(2 * len(old), dtype=old.dtype)
+                grown[: len(old)] = old
+                setattr(self, name, grown)
+        slot = self.n
+        self.vids[slot], self.entities[slot], self.agents[slot] = vid, entity, agent
+        self.workspaces[slot], self.lengths[slot], self.alive[slot] = workspace, length, True
+        self.n += 1
+        return slot
+
+
 class KeywordIndex:
     """The mirror. Thread-safe; one per :class:`Vault`."""
 
@@ -194,7 +229,8 @@ class KeywordIndex:
         self._lock = threading.Lock()
         self.ready = False
         self.disabled: str | None = None
-        self._disabled_at: int | None = None  # change-log position when drift disabled the mirror
+        self._disabled_at: int | None = None  # change-log position when the mirror gave up
+        self._building = False
         self.seq = 0
         # Postings: a CSR block from the last build, plus per-term lists for rows added since.
         self._tid: dict[str, int] = {}
@@ -203,27 +239,16 @@ class KeywordIndex:
         self._freqs = _EMPTY_F
         self._extra: dict[int, tuple[list[int], list[float]]] = {}
         self._merged: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        self._vids: list[int] = []
-        self._entity_ids: list[int] = []
-        # Scope of each row (codes), so a scoped recall ranks only its tenant's rows.
-        self._agents: list[int] = []
-        self._workspaces: list[int] = []
+        self._rows = _Rows()
+        self._slot_of: dict[int, int] = {}
+        # Scope codes, so a scoped recall ranks only its tenant's rows.
         self._agent_code: dict[str, int] = {}
         self._workspace_code: dict[str, int] = {}
-        self._slot_of: dict[int, int] = {}
-        self._lengths: list[int] = []
-        self._alive: list[bool] = []
-        self._n_rows = 0
+        self._n_rows = 0  # live rows, as FTS5 counts them
         self._n_tokens = 0
-        self._arrays_dirty = True
-        self._np_norm = np.zeros(0)
-        self._np_alive = np.zeros(0, dtype=bool)
-        self._all_alive = True
-        self._np_entities = np.zeros(0, dtype=np.int64)
-        self._np_vids = np.zeros(0, dtype=np.int64)
-        self._np_agents = np.zeros(0, dtype=np.int32)
-        self._np_workspaces = np.zeros(0, dtype=np.int32)
-        self._building = False
+        self._dead = 0
+        self._norm = np.zeros(0)
+        self._norm_for: tuple[int, int, int] = (-1, -1, -1)
 
     # -- building and following the log --
 
@@ -235,14 +260,18 @@ class KeywordIndex:
             self._building = True
 
         def run() -> None:
-            conn = connect()
+            conn = None
             try:
+                conn = connect()
                 self.build(conn)
-            except Exception as exc:  # the FTS5 path keeps answering; say why in stats
-                self.disabled = f"build failed: {type(exc).__name__}: {exc}"
+            except Exception as exc:  # FTS5 keeps answering; stats() shows why
+                with self._lock:
+                    self.disabled = f"build failed: {type(exc).__name__}: {exc}"
+                    self._disabled_at = 0  # retry after the next reindex
             finally:
                 self._building = False
-                conn.close()
+                if conn is not None:
+                    conn.close()
 
         threading.Thread(target=run, name="perseus-vault-keyword-index", daemon=True).start()
 
@@ -278,6 +307,7 @@ class KeywordIndex:
                 texts = _ascii_columns((content, summary, tags))
                 length = 0
                 if texts is not None:
+                    # The vectorised twin of _ascii_terms: token ids into flat arrays, summed by _csr.
                     for text, weight in zip(texts, BM25_WEIGHTS):
                         tokens = _ASCII_TOKEN.findall(text)
                         ids = [tid_of_token.get(t, -1) for t in tokens]
@@ -301,14 +331,11 @@ class KeywordIndex:
             self._tid = tid_of_stem
             self._indptr, self._slots, self._freqs = indptr, post_slots, post_freqs
             self._extra, self._merged = {}, {}
-            self._vids, self._entity_ids, self._lengths = vids, entity_ids, lengths
-            self._agents, self._workspaces = agents, workspaces
+            self._rows = _Rows.of(vids, entity_ids, agents, workspaces, lengths)
             self._agent_code, self._workspace_code = agent_code, workspace_code
-            self._alive = [True] * len(vids)
             self._slot_of = {vid: i for i, vid in enumerate(vids)}
-            self._n_rows, self._n_tokens = len(vids), sum(lengths)
+            self._n_rows, self._n_tokens, self._dead = len(vids), sum(lengths), 0
             self.seq = seq
-            self._arrays_dirty = True
             if (self._n_rows, self._n_tokens) != expected:
                 self._disabled_at = seq
                 self.disabled = (
@@ -340,45 +367,45 @@ class KeywordIndex:
         return merged
 
     def _apply(self, conn: Any, upto: int) -> bool:
-        """Apply logged head changes in (self.seq, upto]. False if the log no longer reaches back."""
-        first = conn.execute("SELECT min(seq) FROM head_changes").fetchone()[0]
+        """Apply logged head changes in (self.seq, upto]. False when a rebuild is the better way."""
+        first, pending = conn.execute(
+            "SELECT min(seq), count(*) FILTER (WHERE seq > ? AND seq <= ?) FROM head_changes", (self.seq, upto)
+        ).fetchone()
         if first is not None and first > self.seq + 1:
-            return False
+            return False  # the log was trimmed past our position
+        if pending > max(10_000, self._n_rows // 5):
+            return False  # cheaper to rebuild than to replay
         changes = conn.execute(
             "SELECT c.seq, c.vid, c.op, v.entity_id, v.content, v.summary, v.tags, e.agent_id, e.workspace_hash "
             "FROM head_changes c LEFT JOIN entity_versions v ON v.vid = c.vid LEFT JOIN entities e ON e.id = v.entity_id "
             "WHERE c.seq > ? AND c.seq <= ? ORDER BY c.seq",
             (self.seq, upto),
         ).fetchall()
-        if len(changes) > max(10_000, self._n_rows // 5):
-            return False  # cheaper to rebuild than to replay
         tokenizer: _Fts5Tokenizer | None = None
+        rows = self._rows
         for seq, vid, op, eid, content, summary, tags, agent, workspace in changes:
             if op == 0:
                 return False  # reindex: rebuild from scratch
             if op < 0:
                 slot = self._slot_of.pop(vid, None)
-                if slot is not None and self._alive[slot]:
-                    self._alive[slot] = False
+                if slot is not None and rows.alive[slot]:
+                    rows.alive[slot] = False
                     self._n_rows -= 1
-                    self._n_tokens -= self._lengths[slot]
+                    self._n_tokens -= int(rows.lengths[slot])
+                    self._dead += 1
             elif vid not in self._slot_of:
                 if content is None:
-                    # Added and removed again within this window (purged): nothing to index.
-                    continue
+                    continue  # added and purged again within this window: nothing to index
                 columns = (content, summary, tags)
                 parsed = _ascii_terms(columns)
                 if parsed is None:
                     tokenizer = tokenizer or _Fts5Tokenizer(conn)
                     parsed = tokenizer.terms(columns)
                 terms, length = parsed
-                slot = len(self._vids)
-                self._vids.append(vid)
-                self._entity_ids.append(eid)
-                self._agents.append(self._agent_code.setdefault(agent, len(self._agent_code)))
-                self._workspaces.append(self._workspace_code.setdefault(workspace, len(self._workspace_code)))
-                self._lengths.append(length)
-                self._alive.append(True)
+                slot = rows.append(
+                    vid, eid, self._agent_code.setdefault(agent, len(self._agent_code)),
+                    self._workspace_code.setdefault(workspace, len(self._workspace_code)), length,
+                )
                 self._slot_of[vid] = slot
                 self._n_rows += 1
                 self._n_tokens += length
@@ -388,32 +415,36 @@ class KeywordIndex:
                     more_slots.append(slot)
                     more_freqs.append(freq)
                     self._merged.pop(tid, None)
-            self.seq = seq
         self.seq = upto
-        self._arrays_dirty = True
+        # Dead rows still cost in every scan of their postings: past a quarter, rebuild.
+        return not (self._dead > 1000 and self._dead > rows.n // 4)
+
+    def _sync(self, conn: Any) -> bool:
+        """Bring the mirror to the snapshot ``conn`` reads (caller holds the lock, conn is in a transaction)."""
+        upto = int(conn.execute("SELECT coalesce(max(seq), 0) FROM head_changes").fetchone()[0])
+        if upto == self.seq:
+            return True
+        if upto < self.seq or not self._apply(conn, upto):
+            if upto > self.seq:
+                self.ready = False  # rebuild (the caller starts it); FTS5 answers meanwhile
+            return False
         return True
 
-    def sync(self, conn: Any) -> bool:
-        """Bring the mirror to the snapshot ``conn`` is reading (inside its transaction).
+    def search(
+        self, conn: Any, stems: Sequence[str], agent_id: str | None = None, workspace_hash: str | None = None
+    ) -> Ranking | None:
+        """Rank for the snapshot ``conn`` is reading, or ``None`` when the mirror cannot vouch for it.
 
-        Returns False when the mirror cannot answer for this snapshot (not built, disabled,
-        ahead of the snapshot, or needing a rebuild, which is then started).
+        Following the log and ranking happen under one lock, so another thread cannot move the
+        mirror to a newer snapshot in between.
         """
         if self.disabled:
             self._retry_after_rebuild(conn)
-            return False
-        if not self.ready:
-            return False
-        upto = int(conn.execute("SELECT coalesce(max(seq), 0) FROM head_changes").fetchone()[0])
+            return None
         with self._lock:
-            if upto == self.seq:
-                return True
-            if upto < self.seq:
-                return False
-            if self._apply(conn, upto):
-                return True
-            self.ready = False
-        return False
+            if not self.ready or not self._sync(conn):
+                return None
+            return self._ranked(stems, agent_id, workspace_hash)
 
     def reset(self) -> None:
         """Forget everything (after this process rebuilt the indexes); the next build starts fresh."""
@@ -423,7 +454,7 @@ class KeywordIndex:
             self._disabled_at = None
 
     def _retry_after_rebuild(self, conn: Any) -> None:
-        """A mirror disabled by drift may try again once someone has rebuilt the indexes."""
+        """A mirror that gave up may try again once someone has rebuilt the indexes."""
         if self._disabled_at is None or self._building:
             return
         rebuilt = conn.execute(
@@ -436,63 +467,58 @@ class KeywordIndex:
 
     # -- ranking --
 
-    def _refresh_arrays(self) -> None:
-        if self._arrays_dirty:
-            lengths = np.asarray(self._lengths, dtype=np.float64)
+    def _length_norm(self) -> np.ndarray:
+        """k1 * (1 - b + b * D / avgdl) per row: FTS5 computes it per row and phrase; it depends on
+        the row only, so computing it once per row gives the very same doubles."""
+        key = (self._rows.n, self._n_rows, self._n_tokens)
+        if key != self._norm_for:
             avgdl = self._n_tokens / self._n_rows if self._n_rows else 1.0
-            # FTS5 computes k1 * (1 - b + b * D / avgdl) per row and phrase; it depends on the
-            # row only, so computing it once per row gives the very same doubles.
-            self._np_norm = K1 * (1 - B + B * lengths / avgdl)
-            self._np_alive = np.asarray(self._alive, dtype=bool)
-            self._all_alive = bool(self._np_alive.all())
-            self._np_entities = np.asarray(self._entity_ids, dtype=np.int64)
-            self._np_vids = np.asarray(self._vids, dtype=np.int64)
-            self._np_agents = np.asarray(self._agents, dtype=np.int32)
-            self._np_workspaces = np.asarray(self._workspaces, dtype=np.int32)
-            self._arrays_dirty = False
+            self._norm = K1 * (1 - B + B * self._rows.lengths[: self._rows.n] / avgdl)
+            self._norm_for = key
+        return self._norm
 
-    def ranked(self, stems: Sequence[str], agent_id: str | None = None, workspace_hash: str | None = None) -> Ranking:
-        """Every head matching any of ``stems`` (in the scope, when given), with its score (``-bm25()``).
+    def _ranked(self, stems: Sequence[str], agent_id: str | None, workspace_hash: str | None) -> Ranking:
+        """Every live head matching any of ``stems`` (within the scope, when given), scored as ``-bm25()``.
 
-        Scope narrows the candidates only; BM25 statistics stay those of the whole index, as in FTS5.
-
-        The arithmetic follows FTS5's ``fts5Bm25Function`` operation by operation, summing the
-        phrases in query order, so with the same tokens and statistics the scores are FTS5's.
+        The arithmetic follows FTS5's ``fts5Bm25Function`` operation by operation, summing the phrases
+        in query order, so with the same tokens and statistics the scores are FTS5's. Scope narrows
+        the candidates only; the statistics stay those of the whole index, as in FTS5.
         """
-        with self._lock:
-            self._refresh_arrays()
-            n = len(self._vids)
-            score = np.zeros(n, dtype=np.float64)
-            matched = np.zeros(n, dtype=bool)
-            for term in stems:
-                postings = self._postings(term)
-                if postings is None:
-                    continue
-                slots, freqs = postings
-                if not self._all_alive:
-                    live = self._np_alive[slots]
-                    slots, freqs = slots[live], freqs[live]
-                df = len(slots)
-                if not df:
-                    continue
-                idf = math.log((self._n_rows - df + 0.5) / (df + 0.5))
-                if idf <= 0.0:
-                    idf = 1e-6
-                f = freqs.astype(np.float64)
-                score[slots] += idf * ((f * (K1 + 1.0)) / (f + self._np_norm[slots]))
-                matched[slots] = True
-            for value, codes, column in (
-                (agent_id, self._agent_code, self._np_agents),
-                (workspace_hash, self._workspace_code, self._np_workspaces),
-            ):
-                if value is not None:
-                    code = codes.get(value)
-                    if code is None:
-                        matched[:] = False
-                    else:
-                        matched &= column == code
-            hits = np.flatnonzero(matched)
-            return Ranking(self._np_vids[hits], self._np_entities[hits], score[hits])
+        rows = self._rows
+        n = rows.n
+        norm = self._length_norm()
+        alive = rows.alive[:n]
+        score = np.zeros(n, dtype=np.float64)
+        matched = np.zeros(n, dtype=bool)
+        for term in stems:
+            postings = self._postings(term)
+            if postings is None:
+                continue
+            slots, freqs = postings
+            if self._dead:
+                live = alive[slots]
+                slots, freqs = slots[live], freqs[live]
+            df = len(slots)
+            if not df:
+                continue
+            idf = math.log((self._n_rows - df + 0.5) / (df + 0.5))
+            if idf <= 0.0:
+                idf = 1e-6
+            f = freqs.astype(np.float64)
+            score[slots] += idf * ((f * (K1 + 1.0)) / (f + norm[slots]))
+            matched[slots] = True
+        for value, codes, column in (
+            (agent_id, self._agent_code, rows.agents[:n]),
+            (workspace_hash, self._workspace_code, rows.workspaces[:n]),
+        ):
+            if value is not None:
+                code = codes.get(value)
+                if code is None:
+                    matched[:] = False
+                else:
+                    matched &= column == code
+        hits = np.flatnonzero(matched)
+        return Ranking(rows.vids[hits], rows.entities[hits], score[hits])
 
     def describe(self) -> str:
         if self.disabled:

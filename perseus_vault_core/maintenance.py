@@ -6,11 +6,12 @@ import os
 from typing import Any
 
 from . import keyword, schema
+from .connection import SQLITE_ERRORS, write_transaction
 from .errors import InvalidInput
 from .models import CheckReport, Stats
 
 
-def stats(conn: Any, path: str, driver_name: str, sqlite_version: str) -> Stats:
+def stats(conn: Any, path: str, driver_name: str, sqlite_version: str, keyword_index: str) -> Stats:
     by_status = {
         status: count
         for status, count in conn.execute(
@@ -34,13 +35,16 @@ def stats(conn: Any, path: str, driver_name: str, sqlite_version: str) -> Stats:
         sqlite_driver=driver_name,
         sqlite_version=sqlite_version,
         sqlite_vec_version=str(conn.execute("SELECT vec_version()").fetchone()[0]),
+        keyword_index=keyword_index,
     )
 
 
 def _fts_in_sync(conn: Any, table: str) -> str | None:
+    # FTS5's integrity-check is issued as a write: run it as one, so a busy file is waited out
+    # (and reported as busy if it stays so) instead of being mistaken for drift.
     try:
-        conn.execute(f"INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 1)")
-    except Exception as exc:  # FTS5 reports drift as a "malformed" error
+        write_transaction(conn, lambda c: c.execute(f"INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 1)"))
+    except SQLITE_ERRORS as exc:  # FTS5 reports drift as a "malformed" error
         return f"{table} does not match its rows ({exc})"
     return None
 
@@ -55,6 +59,10 @@ _INVARIANTS = [
     ("SELECT count(*) FROM links l WHERE NOT EXISTS (SELECT 1 FROM entities e WHERE e.id = l.from_id) "
      "OR NOT EXISTS (SELECT 1 FROM entities e WHERE e.id = l.to_id)",
      "links point at missing entities"),
+    ("SELECT count(*) FROM (SELECT recorded_to_ms AS ends, "
+     "lead(recorded_from_ms) OVER (PARTITION BY entity_id ORDER BY version) AS next_starts FROM entity_versions) "
+     "WHERE next_starts IS NOT NULL AND (ends IS NULL OR ends > next_starts)",
+     "versions overlap the next version of their entity in transaction time"),
 ]
 
 

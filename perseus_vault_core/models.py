@@ -12,7 +12,6 @@ naming the offending field.
 from __future__ import annotations
 
 import json
-import math
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
@@ -33,6 +32,8 @@ MAX_BATCH = 10_000
 MAX_QUERY_CHARS = 4_096
 MAX_LIMIT = 1_000
 MAX_OFFSET = 10_000
+# Ids and unix-millisecond times: any JSON number a client can hold exactly (2**53 - 1).
+MAX_INT = 2**53 - 1
 
 Status = Literal["active", "archived", "expired", "superseded"]
 Mode = Literal["fts5", "dense", "hybrid"]
@@ -41,12 +42,19 @@ Direction = Literal["out", "in", "both"]
 _STRICT_IN = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
 
-def _depth(value: Any, level: int = 0) -> int:
-    if isinstance(value, dict):
-        return max([_depth(v, level + 1) for v in value.values()], default=level + 1)
-    if isinstance(value, list):
-        return max([_depth(v, level + 1) for v in value], default=level + 1)
-    return level
+def _depth(value: Any) -> int:
+    """Nesting depth of JSON-like data, without recursion (hostile input may nest very deeply)."""
+    deepest = 0
+    stack = [(value, 0)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            stack.extend((v, level + 1) for v in item.values())
+            deepest = max(deepest, level + 1)
+        elif isinstance(item, list):
+            stack.extend((v, level + 1) for v in item)
+            deepest = max(deepest, level + 1)
+    return deepest
 
 
 def _check_text(value: str) -> str:
@@ -79,9 +87,9 @@ class RememberInput(BaseModel):
     certainty: float | None = Field(default=None, ge=0.0, le=1.0)
     provenance_class: str | None = Field(default=None, max_length=64)
     recall_when: list[str] = Field(default_factory=list, max_length=MAX_RECALL_WHEN)
-    valid_from_ms: int | None = Field(default=None, ge=0)
-    valid_to_ms: int | None = Field(default=None, ge=0)
-    expires_at_ms: int | None = Field(default=None, ge=0)
+    valid_from_ms: int | None = Field(default=None, ge=0, le=MAX_INT)
+    valid_to_ms: int | None = Field(default=None, ge=0, le=MAX_INT)
+    expires_at_ms: int | None = Field(default=None, ge=0, le=MAX_INT)
 
     @field_validator("category", "key", "type")
     @classmethod
@@ -170,9 +178,9 @@ class Filters(BaseModel):
     workspace_hash: str | None = None
     include_archived: bool = False
     min_decay: float | None = Field(default=None, ge=0.0, le=1.0)
-    as_of_unix_ms: int | None = Field(default=None, ge=0)
-    valid_at_unix_ms: int | None = Field(default=None, ge=0)
-    query_time_unix_ms: int | None = Field(default=None, ge=0)
+    as_of_unix_ms: int | None = Field(default=None, ge=0, le=MAX_INT)
+    valid_at_unix_ms: int | None = Field(default=None, ge=0, le=MAX_INT)
+    query_time_unix_ms: int | None = Field(default=None, ge=0, le=MAX_INT)
 
     @field_validator("type", "category", "topic_path", "agent_id", "workspace_hash")
     @classmethod
@@ -190,7 +198,7 @@ class RecallParams(Filters):
     query: str = Field(max_length=MAX_QUERY_CHARS)
     mode: Mode | None = None
     limit: int = Field(default=10, ge=1, le=MAX_LIMIT)
-    offset: int = Field(default=0, ge=0)
+    offset: int = Field(default=0, ge=0, le=MAX_INT)
     expansion: bool | Expansion | None = None
     preview_cap: int | None = Field(default=None, ge=1)
     trust_weight: float = Field(default=0.15, ge=0.0, le=10.0)
@@ -345,6 +353,7 @@ class Stats(BaseModel):
     sqlite_driver: str
     sqlite_version: str
     sqlite_vec_version: str
+    keyword_index: str
 
 
 class CheckReport(BaseModel):
@@ -375,6 +384,3 @@ def validate(model: type[M], data: Any, *, prefix: str = "") -> M:
         message = message.removeprefix("Value error, ")
         raise InvalidInput(field, message) from None
 
-
-def finite(value: float) -> bool:
-    return not (math.isnan(value) or math.isinf(value))

@@ -16,7 +16,6 @@ The contract (SPEC 5.1):
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass
 
 from .porter import stem
@@ -42,15 +41,10 @@ _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 
 
 def tokenize(text: str) -> list[str]:
-    """Split ``text`` into lower-case word tokens (FTS5 ``unicode61`` rules, diacritics folded)."""
-    if not text.isascii():
-        text = _fold(text)
+    """Split ``text`` into lower-case word tokens at the characters FTS5's ``unicode61`` treats as
+    separators. Tokens are not folded here: FTS5 folds what it folds (Latin diacritics) when it
+    reads the quoted token, exactly as it did for the stored text, in every script."""
     return _TOKEN.findall(text.lower())
-
-
-def _fold(text: str) -> str:
-    decomposed = unicodedata.normalize("NFKD", text)
-    return "".join(c for c in decomposed if not unicodedata.combining(c))
 
 
 @dataclass(frozen=True)

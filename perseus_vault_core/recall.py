@@ -77,7 +77,7 @@ def _keyword(conn: Any, params: RecallParams, v: View, index: KeywordIndex | Non
         return [], 0
     words = list(terms.words)
     config = params.expansion_config()
-    extra = keyword.variants(conn, terms.stems, config) if config else []
+    extra = keyword.variants(conn, terms.stems, config, v) if config else []
     pool = max(POOL_FACTOR * (params.offset + params.limit), MIN_POOL)
     hits = keyword.search(conn, words + extra, list(terms.stems) + extra, v, pool, index)
     if not hits:

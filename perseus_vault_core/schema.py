@@ -108,6 +108,7 @@ def _v1(conn: Any) -> None:
         CREATE VIRTUAL TABLE versions_fts USING fts5(
             content, summary, tags, content='entity_versions', content_rowid='vid', tokenize='{TOKENIZE}');
         CREATE VIRTUAL TABLE entities_fts_vocab USING fts5vocab(entities_fts, 'row');
+        CREATE VIRTUAL TABLE versions_fts_vocab USING fts5vocab(versions_fts, 'row');
         -- Every change to the set of heads, in commit order, for in-memory mirrors of
         -- entities_fts to follow (op: +1 became a head, -1 stopped being one, 0 rebuilt).
         CREATE TABLE head_changes (seq INTEGER PRIMARY KEY AUTOINCREMENT, vid INTEGER NOT NULL, op INTEGER NOT NULL);

@@ -193,7 +193,7 @@ def _same(prior: dict[str, Any], state: dict[str, Any]) -> bool:
     return all(prior[f] == state[f] for f in STATE_FIELDS)
 
 
-def _next_id(conn: Any, table: str, column: str) -> int:
+def next_id(conn: Any, table: str, column: str = "id") -> int:
     """The id AUTOINCREMENT would give the next row (never reusing one, even after a purge)."""
     row = conn.execute(
         f"SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = ?), 0), "
@@ -220,22 +220,24 @@ def remember_batch(conn: Any, items: Sequence[RememberInput], now_ms: int) -> li
     """
     results: list[tuple[int, str] | None] = [None] * len(items)
     fresh: dict[tuple[str, str, str, str], int] = {}
-    later: list[int] = []
+    later: list[tuple[int, int | None]] = []  # (item index, its entity id when it already exists)
     for i, item in enumerate(items):
         address = (item.agent_id or "", item.workspace_hash or "", item.category, item.key)
-        if address in fresh or find_id(conn, item.category, item.key, address[0], address[1]) is not None:
-            later.append(i)
+        existing = None if address in fresh else find_id(conn, item.category, item.key, address[0], address[1])
+        if address in fresh or existing is not None:
+            later.append((i, existing))
         else:
             fresh[address] = i
     if fresh:
-        first_id = _next_id(conn, "entities", "id")
-        first_vid = _next_id(conn, "entity_versions", "vid")
+        first_id = next_id(conn, "entities")
+        first_vid = next_id(conn, "entity_versions", "vid")
         entity_rows, version_rows, index_rows = [], [], []
         for n, (address, i) in enumerate(fresh.items()):
             item = items[i]
             state = _state_from_input(item, None)
             if state["valid_from_ms"] is None:
                 state["valid_from_ms"] = now_ms
+            _check_window(state)
             eid, vid = first_id + n, first_vid + n
             entity_rows.append((eid, *address, now_ms))
             version_rows.append((vid, eid, 1, "create", now_ms, None, now_ms, *(state[f] for f in STATE_FIELDS)))
@@ -244,8 +246,8 @@ def remember_batch(conn: Any, items: Sequence[RememberInput], now_ms: int) -> li
         conn.executemany(_ENTITY_INSERT, entity_rows)
         conn.executemany(_VERSION_INSERT, version_rows)
         keyword.index_versions(conn, index_rows, heads=True)
-    for i in later:
-        results[i] = _update(conn, items[i], now_ms)
+    for i, existing in later:
+        results[i] = _update(conn, items[i], now_ms, existing)
     return [r for r in results if r is not None]
 
 
@@ -254,17 +256,26 @@ def remember(conn: Any, item: RememberInput, now_ms: int) -> tuple[int, str]:
     return remember_batch(conn, [item], now_ms)[0]
 
 
-def _update(conn: Any, item: RememberInput, now_ms: int) -> tuple[int, str]:
-    entity_id = find_id(conn, item.category, item.key, item.agent_id, item.workspace_hash)
+def _check_window(state: dict[str, Any]) -> None:
+    """valid_to must follow valid_from, also when one of them was defaulted or kept from before."""
+    start, end = state["valid_from_ms"], state["valid_to_ms"]
+    if start is not None and end is not None and end <= start:
+        raise InvalidInput("valid_to_ms", f"must be later than valid_from_ms ({start})")
+
+
+def _update(conn: Any, item: RememberInput, now_ms: int, entity_id: int | None) -> tuple[int, str]:
+    if entity_id is None:  # created earlier in the same batch
+        entity_id = find_id(conn, item.category, item.key, item.agent_id, item.workspace_hash)
     assert entity_id is not None
     prior = head_row(conn, entity_id)
     assert prior is not None, "every entity has a head version"
-    if prior["status"] == "superseded":
+    if prior["superseded_by"] is not None:  # superseded, or archived after being superseded
         raise Conflict(
             f"entity {entity_id} ({item.category}/{item.key}) is superseded by entity {prior['superseded_by']}; "
             "update that one instead"
         )
     state = _state_from_input(item, prior)
+    _check_window(state)
     if _same(prior, state):
         return entity_id, "unchanged"
     change = "restore" if prior["status"] != "active" else "update"

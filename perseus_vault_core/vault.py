@@ -8,19 +8,21 @@ threads: each thread gets its own SQLite connection.
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 from . import graph, import_export, maintenance, recall, scan, schema, store, temporal
-from .connection import ConnectionPool, choose_driver, connect, read_snapshot, write_transaction
-from .errors import InvalidInput
+from .connection import SQLITE_ERRORS, ConnectionPool, choose_driver, connect, read_snapshot, write_transaction
+from .errors import InvalidInput, StorageError, VaultError
 from .filters import view
 from .keyword_index import KeywordIndex
 from .models import (
     MAX_BATCH,
+    MAX_INT,
     CheckReport,
     Direction,
     Entity,
@@ -41,6 +43,30 @@ from .models import (
 
 DEFAULT_PATH = "perseus_vault.db"
 Clock = Callable[[], int]
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _edge(method: F) -> F:
+    """The API's edge: whatever SQLite or the runtime raises beneath a verb leaves as a VaultError.
+
+    The modules below raise the vault's own errors on purpose; this catches what slips past them
+    (an I/O error, a corrupt page), so callers only ever handle one error tree.
+    """
+
+    @functools.wraps(method)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(*args, **kwargs)
+        except VaultError:
+            raise
+        except SQLITE_ERRORS as exc:
+            raise StorageError(f"SQLite failed: {exc}") from exc
+        except RecursionError:
+            raise InvalidInput("argument", "is nested too deeply") from None
+        except OverflowError as exc:
+            raise InvalidInput("argument", f"a number is out of range ({exc})") from None
+
+    return wrapper  # type: ignore[return-value]
 
 
 def default_path() -> str:
@@ -56,7 +82,16 @@ def _int(name: str, value: Any, *, low: int | None = None) -> int:
         raise InvalidInput(name, "must be an integer")
     if low is not None and value < low:
         raise InvalidInput(name, f"must be at least {low}")
+    if value > MAX_INT:
+        raise InvalidInput(name, f"must be at most {MAX_INT}")
     return value
+
+
+def _text(name: str, value: Any, *, optional: bool = True, max_chars: int = 1024) -> None:
+    if value is None and optional:
+        return
+    if not isinstance(value, str) or len(value) > max_chars:
+        raise InvalidInput(name, f"must be a string of at most {max_chars} characters")
 
 
 def _scope(agent_id: str | None, workspace_hash: str | None) -> None:
@@ -73,6 +108,7 @@ class Vault:
     ...     vault.recall("which database").items
     """
 
+    @_edge
     def __init__(self, path: str | os.PathLike[str] | None = None, *, clock: Clock | None = None,
                  synchronous: str = "FULL", keyword_index: bool = True) -> None:
         """Open (creating if needed) the vault at ``path``.
@@ -82,13 +118,15 @@ class Vault:
         ``synchronous``: SQLite's durability setting for writes (``FULL`` survives power loss).
         """
         self.path = str(path) if path is not None else default_path()
-        if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        if self.path == ":memory:" or self.path.startswith("file:"):
+            # Each thread has its own connection, and each in-memory connection its own database.
+            raise InvalidInput("path", "must be a file path (for a throwaway vault use a temporary directory)")
+        Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._clock = clock or _wall_clock
         self._driver = choose_driver()
         self._pool = ConnectionPool(self.path, self._driver, synchronous=synchronous)
         schema.migrate(self._pool.get(), self._clock())
-        self._keyword_index = KeywordIndex() if keyword_index and self.path != ":memory:" else None
+        self._keyword_index = KeywordIndex() if keyword_index else None
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -117,6 +155,7 @@ class Vault:
 
     # --- writing -----------------------------------------------------------------------------
 
+    @_edge
     def remember(self, category: str | None = None, key: str | None = None, content: str | None = None,
                  **fields: Any) -> Entity:
         """Create or update the memory (category, key) in its scope; identical content is a no-op.
@@ -132,9 +171,13 @@ class Vault:
         entity_id, _ = self._write(lambda c: store.remember(c, item, self._now()))
         return self._entity(entity_id)
 
+    @_edge
     def remember_many(self, items: Iterable[dict[str, Any] | RememberInput]) -> list[Entity]:
         """Remember a batch in one transaction: all are written, or (on any error) none."""
-        batch = list(items)
+        try:
+            batch = list(items)
+        except TypeError:
+            raise InvalidInput("items", "must be a list of memories") from None
         if len(batch) > MAX_BATCH:
             raise InvalidInput("items", f"has {len(batch)} entries; the limit is {MAX_BATCH} per call")
         checked = [validate(RememberInput, item, prefix=f"items.{i}") for i, item in enumerate(batch)]
@@ -147,12 +190,14 @@ class Vault:
         now = self._now()
         return [store.to_entity(rows[i], now) for i in ids]
 
+    @_edge
     def get_entity(self, id: int, *, agent_id: str | None = None, workspace_hash: str | None = None) -> Entity:
         """One entity, whole (current version). Scope arguments, when given, must match it."""
         _int("id", id)
         _scope(agent_id, workspace_hash)
         return store.to_entity(store.scoped_head(self._conn(), id, agent_id, workspace_hash), self._now())
 
+    @_edge
     def forget(self, id: int, *, agent_id: str | None = None, workspace_hash: str | None = None) -> Entity:
         """Archive an entity (reversible: remembering its (category, key) again restores it)."""
         _int("id", id)
@@ -160,6 +205,7 @@ class Vault:
         self._write(lambda c: store.forget(c, id, agent_id, workspace_hash, self._now()))
         return self._entity(id)
 
+    @_edge
     def purge(self, id: int, *, agent_id: str | None = None, workspace_hash: str | None = None) -> PurgeResult:
         """Delete an archived entity, its history and its links for good."""
         _int("id", id)
@@ -167,6 +213,7 @@ class Vault:
         result: PurgeResult = self._write(lambda c: store.purge(c, id, agent_id, workspace_hash))
         return result
 
+    @_edge
     def supersede(self, old_id: int, new_id: int, *, agent_id: str | None = None,
                   workspace_hash: str | None = None) -> Entity:
         """Mark ``old_id`` superseded by ``new_id``; returns the old entity as it now stands."""
@@ -178,6 +225,7 @@ class Vault:
 
     # --- links -------------------------------------------------------------------------------
 
+    @_edge
     def link(self, from_id: int, to_id: int, relation: str = "related", weight: float = 1.0, *,
              source: str | None = None, agent_id: str | None = None, workspace_hash: str | None = None) -> Link:
         """Add (or re-weight) a directed, typed edge between two entities of one scope."""
@@ -188,22 +236,26 @@ class Vault:
             raise InvalidInput("relation", "must be a non-empty string of at most 128 characters")
         if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight != weight or abs(weight) == float("inf"):
             raise InvalidInput("weight", "must be a finite number")
+        _text("source", source)
         result: Link = self._write(
             lambda c: graph.link(c, from_id, to_id, relation, float(weight), source, agent_id, workspace_hash, self._now())
         )
         return result
 
+    @_edge
     def unlink(self, from_id: int, to_id: int, relation: str | None = None, *,
                agent_id: str | None = None, workspace_hash: str | None = None) -> int:
         """Close the link(s) from ``from_id`` to ``to_id`` (one relation or all); returns how many closed."""
         _int("from_id", from_id)
         _int("to_id", to_id)
         _scope(agent_id, workspace_hash)
+        _text("relation", relation, max_chars=128)
         closed: int = self._write(
             lambda c: graph.unlink(c, from_id, to_id, relation, agent_id, workspace_hash, self._now())
         )
         return closed
 
+    @_edge
     def traverse(self, start: int, depth: int = 2, relations: list[str] | None = None,
                  direction: Direction = "both", **filters: Any) -> TraverseResult:
         """Walk the link graph breadth-first from ``start``; scope and time rules apply on every hop."""
@@ -220,6 +272,7 @@ class Vault:
 
     # --- reading -----------------------------------------------------------------------------
 
+    @_edge
     def recall(self, query: str, **params: Any) -> RecallResult:
         """Find memories for ``query`` (SPEC 5.1): keyword (BM25) now; every filter and knob by wire name."""
         p = validate(RecallParams, {"query": query, **params})
@@ -228,6 +281,7 @@ class Vault:
             self._keyword_index.start_background_build(lambda: connect(self.path, self._driver))
         return result
 
+    @_edge
     def wait_for_keyword_index(self, timeout: float = 600.0) -> bool:
         """Build the in-memory keyword index now (if not yet built) and wait for it; True when ready."""
         index = self._keyword_index
@@ -248,6 +302,7 @@ class Vault:
         finally:
             conn.execute(f"PRAGMA synchronous = {self._pool.synchronous}")
 
+    @_edge
     def scan(self, cursor: str | None = None, limit: int = 100, **filters: Any) -> ScanPage:
         """One keyset page of every visible entity by ascending id; feed ``next_cursor`` back for the next."""
         p = validate(ScanParams, {"cursor": cursor, "limit": limit, **filters})
@@ -255,6 +310,7 @@ class Vault:
         with read_snapshot(conn):
             return scan.scan(conn, p, self._now())
 
+    @_edge
     def history(self, category: str, key: str, *, agent_id: str | None = None, workspace_hash: str | None = None,
                 limit: int = 20, offset: int = 0) -> HistoryPage:
         """Every version of a fact, newest first, paginated, with ``total``."""
@@ -265,6 +321,7 @@ class Vault:
             entity_id = self._resolve(conn, category, key, agent_id, workspace_hash)
             return temporal.history(conn, entity_id, min(limit, 1000), offset, self._now())
 
+    @_edge
     def as_of(self, category: str, key: str, as_of_unix_ms: int, *, agent_id: str | None = None,
               workspace_hash: str | None = None) -> Entity | None:
         """The version of a fact the vault believed at ``as_of_unix_ms`` (``None`` if it had none then)."""
@@ -273,6 +330,7 @@ class Vault:
         with read_snapshot(conn):
             return temporal.as_of(conn, self._resolve(conn, category, key, agent_id, workspace_hash), as_of_unix_ms)
 
+    @_edge
     def valid_at(self, category: str, key: str, valid_at_unix_ms: int, *, agent_id: str | None = None,
                  workspace_hash: str | None = None) -> Entity | None:
         """The version of a fact true in the world at ``valid_at_unix_ms``, per current knowledge."""
@@ -282,6 +340,7 @@ class Vault:
             entity_id = self._resolve(conn, category, key, agent_id, workspace_hash)
             return temporal.bitemporal(conn, entity_id, self._now(), valid_at_unix_ms)
 
+    @_edge
     def bitemporal(self, category: str, key: str, as_of_unix_ms: int, valid_at_unix_ms: int, *,
                    agent_id: str | None = None, workspace_hash: str | None = None) -> Entity | None:
         """The version believed at ``as_of_unix_ms`` to be true at ``valid_at_unix_ms``."""
@@ -301,6 +360,7 @@ class Vault:
 
     # --- moving data in and out --------------------------------------------------------------
 
+    @_edge
     def import_jsonl(self, source: str | os.PathLike[str] | IO[str] | Iterable[str],
                      progress: Callable[[int, int], None] | None = None) -> ImportReport:
         """Import a JSONL file (an export, or lines shaped like ``remember`` arguments) in one transaction."""
@@ -317,6 +377,7 @@ class Vault:
         )
         return report
 
+    @_edge
     def export_jsonl(self, target: str | os.PathLike[str] | IO[str], *, agent_id: str | None = None,
                      workspace_hash: str | None = None) -> int:
         """Write every entity (with its history) and link in scope as JSONL; returns the line count."""
@@ -326,7 +387,11 @@ class Vault:
         with read_snapshot(conn):
             lines = import_export.export_lines(conn, agent_id, workspace_hash)
             if isinstance(target, (str, os.PathLike)):
-                with open(target, "w", encoding="utf-8", newline="\n") as handle:
+                try:
+                    handle = open(target, "w", encoding="utf-8", newline="\n")
+                except OSError as exc:
+                    raise InvalidInput("target", f"cannot write {target}: {exc.strerror or exc}") from None
+                with handle:
                     for line in lines:
                         handle.write(line + "\n")
                         count += 1
@@ -338,16 +403,20 @@ class Vault:
 
     # --- looking after the file --------------------------------------------------------------
 
+    @_edge
     def stats(self) -> Stats:
         conn = self._conn()
         with read_snapshot(conn):
-            return maintenance.stats(conn, self.path, self._driver.name, self._driver.sqlite_version)
+            index = self._keyword_index.describe() if self._keyword_index is not None else "off"
+            return maintenance.stats(conn, self.path, self._driver.name, self._driver.sqlite_version, index)
 
+    @_edge
     def check(self) -> CheckReport:
         """Integrity of the file, keyword indexes in sync with their rows, and the vault's invariants."""
         # No snapshot: FTS5's integrity-check is issued as a write statement.
         return maintenance.check(self._conn())
 
+    @_edge
     def reindex(self) -> CheckReport:
         """Rebuild the keyword indexes from the rows, then check."""
         self._write(maintenance.reindex)
@@ -355,6 +424,10 @@ class Vault:
             self._keyword_index.reset()
         return self.check()
 
+    @_edge
     def backup(self, target: str | os.PathLike[str]) -> str:
         """A consistent copy of the vault at ``target`` while others keep writing."""
+        folder = Path(target).resolve().parent
+        if not folder.is_dir():
+            raise InvalidInput("target", f"folder {folder} does not exist")
         return maintenance.backup(self._conn(), str(target))

@@ -114,3 +114,26 @@ def test_pool_gives_each_thread_its_connection(tmp_path: Path) -> None:
     pool.close()
     with pytest.raises(StorageError, match="closed"):
         pool.get()
+
+
+def test_the_vaults_own_errors_are_never_retried(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from perseus_vault_core import Conflict
+
+    conn = factory.connect(str(tmp_path / "c.db"))
+    sleeps: list[float] = []
+    monkeypatch.setattr(factory.time, "sleep", sleeps.append)
+
+    def work(c: Any) -> None:
+        raise Conflict("key 'database is locked' is superseded")
+
+    with pytest.raises(Conflict):
+        factory.write_transaction(conn, work)
+    assert sleeps == []
+
+
+def test_synchronous_must_be_a_real_setting(tmp_path: Path) -> None:
+    from perseus_vault_core import InvalidInput
+
+    with pytest.raises(InvalidInput) as err:
+        factory.connect(str(tmp_path / "s.db"), synchronous="ful")
+    assert err.value.field == "synchronous"

@@ -466,3 +466,45 @@ def test_imported_ids_never_collide_with_existing_ones(vault: Vault, clock: Cloc
         assert [e.key for e in items] == ["local", "one", "two"]
         assert items[0].id == local.id and items[0].content == "the other vault's own note"
         assert len({e.id for e in items}) == 3
+
+
+# --- review regressions: ids, overlapping histories ------------------------------------------------
+
+
+def _entity_line(eid: int, versions: list[dict]) -> str:  # type: ignore[type-arg]
+    import json as _json
+
+    base = {"record": "entity", "id": eid, "category": "c", "key": f"k{eid}", "agent_id": None,
+            "workspace_hash": None, "created_at_ms": 1, "retrieval_count": 0, "last_accessed_ms": None}
+    return _json.dumps({**base, "versions": versions})
+
+
+def _version(n: int, start: int, end: int | None, text: str = "alpha") -> dict:  # type: ignore[type-arg]
+    return {"version": n, "change": "create", "recorded_from_ms": start, "recorded_to_ms": end, "updated_at_ms": start,
+            "type": "note", "topic_path": None, "content": text, "summary": None, "body": {}, "source": None,
+            "verified": False, "certainty": None, "provenance_class": None, "recall_when": [], "status": "active",
+            "valid_from_ms": start, "valid_to_ms": None, "expires_at_ms": None, "supersedes": None,
+            "superseded_by": None}
+
+
+def test_ids_beyond_json_safe_integers_are_refused(vault: Vault) -> None:
+    with pytest.raises(InvalidInput) as err:
+        vault.import_jsonl([_entity_line(2**63 - 1, [_version(1, 1, None)])])
+    assert err.value.field.startswith("line 1")
+    vault.remember("fact", "still", "works")  # the vault can still create entities
+
+
+def test_import_never_reuses_a_purged_id(vault: Vault) -> None:
+    ids = [vault.remember("fact", f"k{i}", f"note {i}").id for i in range(3)]
+    vault.forget(ids[2])
+    vault.purge(ids[2])
+    vault.import_jsonl([_entity_line(3, [_version(1, 1, None)])])
+    imported = vault.recall("alpha").items[0]
+    assert imported.id > ids[2]
+
+
+def test_overlapping_versions_are_refused(vault: Vault) -> None:
+    with pytest.raises(InvalidInput) as err:
+        vault.import_jsonl([_entity_line(1, [_version(1, 1, 100), _version(2, 50, None)])])
+    assert err.value.field == "line 1.versions.1"
+    assert vault.stats().entities == 0

@@ -144,3 +144,45 @@ def test_disables_itself_when_tokens_disagree(vault: Vault, corpus: random.Rando
     index.build(conn)
     assert not index.ready and index.disabled and "differs from FTS5" in index.disabled
     assert "disabled" in index.describe()
+
+
+def test_a_reader_behind_the_mirror_gets_fts5_not_a_newer_snapshot(vault: Vault, clock: Clock) -> None:
+    """sync and rank happen under one lock: a reader whose snapshot is older than the mirror is
+    answered by FTS5 for its own snapshot, never by a mirror that moved on."""
+    vault.remember_many({"category": "fact", "key": f"k{i}", "content": f"billing note {i}"} for i in range(50))
+    assert vault.wait_for_keyword_index()
+    index = vault._keyword_index
+    assert index is not None
+    from perseus_vault_core.connection import connect
+
+    reader = connect(vault.path)
+    reader.execute("BEGIN")
+    assert index.search(reader, ["bill"]) is not None  # at the reader's snapshot
+    clock.advance(10)
+
+    def write_and_recall() -> None:
+        vault.remember("fact", "k7", "rewritten without the word")
+        vault.recall("billing")  # moves the mirror past the reader's snapshot
+
+    import threading
+
+    t = threading.Thread(target=write_and_recall)
+    t.start()
+    t.join()
+    assert index.search(reader, ["bill"]) is None  # the mirror is ahead: it stands aside
+    from perseus_vault_core import keyword
+    from perseus_vault_core.filters import view
+    from perseus_vault_core.models import Filters
+
+    hits = keyword.search(reader, ["billing"], ["bill"], view(Filters(), clock.now), 100, index)
+    assert len(hits) == 50  # the reader still sees k7's old content in its snapshot
+    reader.execute("COMMIT")
+    reader.close()
+
+
+def test_recall_right_after_writes_stays_exact(vault: Vault, corpus: random.Random, clock: Clock) -> None:
+    assert vault.wait_for_keyword_index()
+    for i in range(30):
+        clock.advance(5)
+        vault.remember("fact", f"k{i}", sentence(corpus, 12))
+        compare_paths(vault, queries(corpus, 3))

@@ -324,3 +324,25 @@ def test_backup_while_another_thread_keeps_writing(
         # The copy is a prefix of the writer's stream: a snapshot, not a torn read.
         streamed = sorted(i for i in in_copy if i in set(written))
         assert streamed == sorted(written)[: len(streamed)]
+
+
+def test_check_finds_overlapping_versions(vault: Vault, clock: Clock) -> None:
+    e = vault.remember("fact", "k", "first")
+    clock.advance(100)
+    vault.remember("fact", "k", "second")
+    vault._conn().execute("UPDATE entity_versions SET recorded_to_ms = recorded_to_ms + 50 WHERE entity_id = ? AND version = 1", (e.id,))
+    report = vault.check()
+    assert not report.ok and any("overlap" in p for p in report.problems)
+
+
+def test_check_waits_out_a_brief_writer_instead_of_reporting_drift(vault: Vault) -> None:
+    import threading
+
+    from perseus_vault_core.connection import connect
+
+    vault.remember("fact", "k", "content")
+    holder = connect(vault.path)
+    holder.execute("BEGIN IMMEDIATE")
+    threading.Timer(0.5, lambda: holder.execute("COMMIT")).start()
+    assert vault.check().ok
+    holder.close()

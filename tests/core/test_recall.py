@@ -288,3 +288,19 @@ def test_as_of_recall_sees_content_of_that_time(vault: Vault, clock: Clock) -> N
     assert ids(then) == [e.id] and then.items[0].content == "We chose MySQL" and then.items[0].version == 1
     assert vault.recall("sqlite", as_of_unix_ms=before).items == []
     assert vault.recall("chose", as_of_unix_ms=before - 1).items == []  # did not exist yet
+
+
+@pytest.mark.parametrize("text", ["한국어 문서", "データベース 設計", "βάση δεδομένων", "ฐานข้อมูล ระบบ", "Зубная щётка", "café crème"])
+def test_every_script_finds_its_own_words(vault: Vault, text: str) -> None:
+    e = vault.remember("note", "k", text)
+    first = text.split()[0]
+    assert ids(vault.recall(first)) == [e.id]
+
+
+def test_expansion_does_not_reveal_other_tenants_words(vault: Vault) -> None:
+    vault.remember("note", "secret", "zebracorporation merger", agent_id="a")
+    mine = vault.remember("note", "mine", "nothing to see", agent_id="b")
+    r = vault.recall("zebracorp", agent_id="b", expansion=True)
+    assert r.items == [] and r.variants == 0
+    assert vault.recall("zebracorp", agent_id="a", expansion=True).variants == 1
+    assert mine.id

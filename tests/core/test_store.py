@@ -219,3 +219,22 @@ def test_writes_keep_indexes_in_sync(vault: Vault) -> None:
     vault.purge(ids[11])
     vault.supersede(ids[12], ids[13])
     assert vault.check().ok
+
+
+def test_valid_to_before_a_defaulted_or_kept_valid_from_is_refused(vault: Vault, clock: Clock) -> None:
+    with pytest.raises(InvalidInput) as err:
+        vault.remember("fact", "k", "x", valid_to_ms=5)  # valid_from defaults to now
+    assert err.value.field == "valid_to_ms"
+    vault.remember("fact", "k2", "x")
+    with pytest.raises(InvalidInput) as err:
+        vault.remember("fact", "k2", "x", valid_to_ms=clock.now - 1)  # valid_from kept from before
+    assert err.value.field == "valid_to_ms"
+
+
+def test_a_superseded_memory_stays_superseded_after_archive(vault: Vault) -> None:
+    old = vault.remember("fact", "old", "v1")
+    new = vault.remember("fact", "new", "v2")
+    vault.supersede(old.id, new.id)
+    vault.forget(old.id)
+    with pytest.raises(Conflict):
+        vault.remember("fact", "old", "v1 again")

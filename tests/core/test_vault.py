@@ -69,3 +69,60 @@ def test_importing_the_core_loads_no_framework() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+def test_in_memory_paths_are_refused() -> None:
+    from perseus_vault_core import InvalidInput
+
+    with pytest.raises(InvalidInput) as err:
+        Vault(":memory:")
+    assert err.value.field == "path"
+
+
+def test_bad_arguments_never_escape_as_other_errors(db_path: Path, tmp_path: Path) -> None:
+    from perseus_vault_core import InvalidInput, VaultError
+
+    deep: dict = {}
+    cursor = deep
+    for _ in range(5000):
+        cursor["x"] = {}
+        cursor = cursor["x"]
+    deep_line = '{"category": "c", "key": "k", "content": "x", "body": ' + "[" * 5000 + "]" * 5000 + "}"
+    with Vault(db_path) as vault:
+        e = vault.remember("fact", "k", "x")
+        calls = [
+            lambda: vault.get_entity(2**64),
+            lambda: vault.forget(2**63),
+            lambda: vault.remember("fact", "k", "x", expires_at_ms=2**64),
+            lambda: vault.recall("x", as_of_unix_ms=2**64),
+            lambda: vault.scan(valid_at_unix_ms=2**70),
+            lambda: vault.history("fact", "k", offset=2**64),
+            lambda: vault.as_of("fact", "k", 2**64),
+            lambda: vault.link(e.id, e.id + 1, source=[1]),  # type: ignore[arg-type]
+            lambda: vault.unlink(e.id, e.id + 1, relation=[1]),  # type: ignore[arg-type]
+            lambda: vault.remember("fact", "deep", "x", body=deep),
+            lambda: vault.import_jsonl([deep_line]),
+            lambda: vault.import_jsonl([1, 2]),  # type: ignore[list-item]
+            lambda: vault.backup(tmp_path / "missing" / "x.db"),
+            lambda: vault.export_jsonl(tmp_path / "missing" / "x.jsonl"),
+            lambda: vault.remember_many(None),  # type: ignore[arg-type]
+        ]
+        for call in calls:
+            with pytest.raises(VaultError):
+                call()
+        with pytest.raises(InvalidInput):
+            Vault(db_path, synchronous="ful")
+        assert vault.check().ok and vault.stats().entities == 1
+
+
+def test_connections_of_finished_threads_are_released(db_path: Path) -> None:
+    import gc
+
+    with Vault(db_path) as vault:
+        vault.remember("fact", "k", "x")
+        for _ in range(30):
+            t = threading.Thread(target=lambda: vault.recall("x", reinforce=False))
+            t.start()
+            t.join()
+        gc.collect()
+        assert vault._pool.open_connections <= 3
