@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .filters import FROM_VIDS, View, id_list
-from .keyword_index import KeywordIndex, Ranking
+from .keyword_index import KeywordIndex
+from .mirror import OP_GONE, OP_HEAD, OP_REBUILT, Ranking
 from .models import Expansion
 from .porter import stem
 from .query import match_expression, quote
@@ -34,7 +35,8 @@ class Hit:
 CHANGE_LOG_KEEP = 200_000
 
 
-def _log_heads(conn: Any, vids: list[int], op: int) -> None:
+def log_changes(conn: Any, vids: list[int], op: int) -> None:
+    """Record changes for the in-memory mirrors (see mirror.py), in the writer's transaction."""
     conn.executemany("INSERT INTO head_changes (vid, op) VALUES (?, ?)", [(vid, op) for vid in vids])
     top = conn.execute("SELECT max(seq) FROM head_changes").fetchone()[0]
     if top is not None and top % 10_000 < len(vids):  # crossed a multiple of 10,000: trim
@@ -47,7 +49,7 @@ def index_versions(conn: Any, rows: list[tuple[int, str, str | None, str]], head
     conn.executemany("INSERT INTO versions_fts(rowid, content, summary, tags) VALUES (?, ?, ?, ?)", rows)
     if heads:
         conn.executemany("INSERT INTO entities_fts(rowid, content, summary, tags) VALUES (?, ?, ?, ?)", rows)
-        _log_heads(conn, [row[0] for row in rows], +1)
+        log_changes(conn, [row[0] for row in rows], OP_HEAD)
 
 
 def unindex_head(conn: Any, vid: int, content: str, summary: str | None, tags: str) -> None:
@@ -56,14 +58,14 @@ def unindex_head(conn: Any, vid: int, content: str, summary: str | None, tags: s
         "INSERT INTO entities_fts(entities_fts, rowid, content, summary, tags) VALUES ('delete', ?, ?, ?, ?)",
         (vid, content, summary, tags),
     )
-    _log_heads(conn, [vid], -1)
+    log_changes(conn, [vid], OP_GONE)
 
 
 def rebuild(conn: Any) -> None:
     """Rebuild both indexes from the rows; mirrors rebuild too."""
     conn.execute("INSERT INTO entities_fts(entities_fts) VALUES ('rebuild')")
     conn.execute("INSERT INTO versions_fts(versions_fts) VALUES ('rebuild')")
-    _log_heads(conn, [0], 0)
+    log_changes(conn, [0], OP_REBUILT)
 
 
 def unindex_versions(conn: Any, entity_id: int) -> None:

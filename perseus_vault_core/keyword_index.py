@@ -25,16 +25,15 @@ from __future__ import annotations
 
 import math
 import re
-from array import array
-import threading
 import unicodedata
+from array import array
 from collections import Counter
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from .mirror import HeadMirror, Ranking, grow
 from .porter import stem
 from .schema import BM25_WEIGHTS, TOKENIZE
 
@@ -139,29 +138,6 @@ def _varint(blob: bytes, i: int) -> tuple[int, int]:
 # --- the index -----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Ranking:
-    """Scored matches of one query, ordered on demand (best first, ties by entity id)."""
-
-    vids: np.ndarray
-    entity_ids: np.ndarray
-    scores: np.ndarray
-
-    def __len__(self) -> int:
-        return len(self.scores)
-
-    def top(self, k: int) -> list[tuple[int, int, float]]:
-        """The best ``k`` as (entity id, vid, score); exact at the cut, where ties go by id."""
-        scores = self.scores
-        if k < len(scores):
-            cut = np.partition(scores, len(scores) - k)[len(scores) - k]
-            pick = np.flatnonzero(scores >= cut)
-        else:
-            pick = np.arange(len(scores))
-        order = pick[np.lexsort((self.entity_ids[pick], -scores[pick]))][:k]
-        return list(zip(self.entity_ids[order].tolist(), self.vids[order].tolist(), scores[order].tolist()))
-
-
 _EMPTY_I = np.zeros(0, dtype=np.int32)
 _EMPTY_F = np.zeros(0, dtype=np.float32)
 
@@ -187,51 +163,13 @@ def _csr(
     return indptr, (unique % max(n_slots, 1)).astype(np.int32), freqs.astype(np.float32)
 
 
-class _Rows:
-    """Per-row arrays that grow in place (capacity doubling), so a write costs O(1), not O(rows)."""
+class KeywordIndex(HeadMirror):
+    """The keyword mirror. Thread-safe; one per :class:`Vault`."""
 
-    def __init__(self, capacity: int = 1024) -> None:
-        self.n = 0
-        self.vids = np.zeros(capacity, dtype=np.int64)
-        self.entities = np.zeros(capacity, dtype=np.int64)
-        self.agents = np.zeros(capacity, dtype=np.int32)
-        self.workspaces = np.zeros(capacity, dtype=np.int32)
-        self.lengths = np.zeros(capacity, dtype=np.float64)
-        self.alive = np.zeros(capacity, dtype=bool)
+    COLUMNS = "v.content, v.summary, v.tags"
+    NAME = "keyword-index"
 
-    @classmethod
-    def of(cls, vids: list[int], entities: list[int], agents: list[int], workspaces: list[int],
-           lengths: list[int]) -> _Rows:
-        rows = cls(max(1024, 2 * len(vids)))
-        n = rows.n = len(vids)
-        rows.vids[:n], rows.entities[:n], rows.agents[:n] = vids, entities, agents
-        rows.workspaces[:n], rows.lengths[:n], rows.alive[:n] = workspaces, lengths, True
-        return rows
-
-    def append(self, vid: int, entity: int, agent: int, workspace: int, length: int) -> int:
-        if self.n == len(self.vids):
-            for name in ("vids", "entities", "agents", "workspaces", "lengths", "alive"):
-                old = getattr(self, name)
-                grown = np.zeros(2 * len(old), dtype=old.dtype)
-                grown[: len(old)] = old
-                setattr(self, name, grown)
-        slot = self.n
-        self.vids[slot], self.entities[slot], self.agents[slot] = vid, entity, agent
-        self.workspaces[slot], self.lengths[slot], self.alive[slot] = workspace, length, True
-        self.n += 1
-        return slot
-
-
-class KeywordIndex:
-    """The mirror. Thread-safe; one per :class:`Vault`."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.ready = False
-        self.disabled: str | None = None
-        self._disabled_at: int | None = None  # change-log position when the mirror gave up
-        self._building = False
-        self.seq = 0
+    def _clear(self) -> None:
         # Postings: a CSR block from the last build, plus per-term lists for rows added since.
         self._tid: dict[str, int] = {}
         self._indptr = np.zeros(1, dtype=np.int64)
@@ -239,112 +177,84 @@ class KeywordIndex:
         self._freqs = _EMPTY_F
         self._extra: dict[int, tuple[list[int], list[float]]] = {}
         self._merged: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        self._rows = _Rows()
-        self._slot_of: dict[int, int] = {}
-        # Scope codes, so a scoped recall ranks only its tenant's rows.
-        self._agent_code: dict[str, int] = {}
-        self._workspace_code: dict[str, int] = {}
+        self._lengths = np.zeros(1024, dtype=np.float64)
         self._n_rows = 0  # live rows, as FTS5 counts them
         self._n_tokens = 0
-        self._dead = 0
         self._norm = np.zeros(0)
         self._norm_for: tuple[int, int, int] = (-1, -1, -1)
+        # While building: every token as (term id, slot, column weight), summed by _csr at the end.
+        self._flat: tuple[array[int], array[int], array[float]] | None = (array("i"), array("i"), array("f"))
+        self._tid_of_token: dict[str, int] = {}
+        self._tokenizer: _Fts5Tokenizer | None = None
+        self._conn: Any = None
 
-    # -- building and following the log --
+    def __init__(self) -> None:
+        super().__init__()
+        self._clear()
 
-    def start_background_build(self, connect: Callable[[], Any]) -> None:
-        """Build on a thread of its own (its own connection), once."""
-        with self._lock:
-            if self.ready or self._building or self.disabled:
-                return
-            self._building = True
+    def _prepare(self, conn: Any) -> None:
+        self._conn, self._tokenizer = conn, None
 
-        def run() -> None:
-            conn = None
-            try:
-                conn = connect()
-                self.build(conn)
-            except Exception as exc:  # FTS5 keeps answering; stats() shows why
-                with self._lock:
-                    self.disabled = f"build failed: {type(exc).__name__}: {exc}"
-                    self._disabled_at = 0  # retry after the next reindex
-            finally:
-                self._building = False
-                if conn is not None:
-                    conn.close()
+    def _fts5_terms(self, columns: Sequence[str | None]) -> tuple[Terms, int]:
+        if self._tokenizer is None:
+            self._tokenizer = _Fts5Tokenizer(self._conn)
+        return self._tokenizer.terms(columns)
 
-        threading.Thread(target=run, name="perseus-vault-keyword-index", daemon=True).start()
+    def _index(self, slot: int, values: Sequence[Any]) -> None:
+        columns = (values[0], values[1], values[2])
+        texts = _ascii_columns(columns)
+        length = 0
+        if self._flat is not None and texts is not None:
+            # Building: the vectorised twin of _ascii_terms (token ids into flat arrays).
+            tids, slots, weights = self._flat
+            for text, weight in zip(texts, BM25_WEIGHTS):
+                tokens = _ASCII_TOKEN.findall(text)
+                ids = [self._tid_of_token.get(t, -1) for t in tokens]
+                if -1 in ids:
+                    ids = [i if i >= 0 else self._token_tid(t) for i, t in zip(ids, tokens)]
+                tids.extend(ids)
+                slots.extend([slot] * len(ids))
+                weights.extend([weight] * len(ids))
+                length += len(ids)
+        else:
+            terms, length = _ascii_terms(columns) or self._fts5_terms(columns)
+            for term, freq in terms.items():
+                tid = self._tid.setdefault(term, len(self._tid))
+                if self._flat is not None:
+                    self._flat[0].append(tid)
+                    self._flat[1].append(slot)
+                    self._flat[2].append(freq)
+                    continue
+                more_slots, more_freqs = self._extra.setdefault(tid, ([], []))
+                more_slots.append(slot)
+                more_freqs.append(freq)
+                self._merged.pop(tid, None)
+        self._lengths = grow(self._lengths, slot + 1)
+        self._lengths[slot] = length
+        self._n_rows += 1
+        self._n_tokens += length
 
-    def build(self, conn: Any) -> None:
-        """Read every head in one snapshot and index it; verify against FTS5's own totals."""
-        tokenizer = _Fts5Tokenizer(conn)
-        tid_of_stem: dict[str, int] = {}
-        tid_of_token: dict[str, int] = {}
+    def _token_tid(self, token: str) -> int:
+        tid = self._tid.setdefault(stem(token), len(self._tid))
+        self._tid_of_token[token] = tid
+        return tid
 
-        def token_tid(token: str) -> int:
-            tid = tid_of_stem.setdefault(stem(token), len(tid_of_stem))
-            tid_of_token[token] = tid
-            return tid
+    def _forget(self, slot: int) -> None:
+        self._n_rows -= 1
+        self._n_tokens -= int(self._lengths[slot])
 
-        tids, slots, weights = array("i"), array("i"), array("f")
-        vids, entity_ids, lengths, agents, workspaces = [], [], [], [], []
-        agent_code: dict[str, int] = {}
-        workspace_code: dict[str, int] = {}
-        conn.execute("BEGIN")
-        try:
-            seq = int(conn.execute("SELECT coalesce(max(seq), 0) FROM head_changes").fetchone()[0])
-            expected = fts5_totals(conn)
-            rows = conn.execute(
-                "SELECT v.vid, v.entity_id, v.content, v.summary, v.tags, e.agent_id, e.workspace_hash "
-                "FROM entity_versions v JOIN entities e ON e.id = v.entity_id "
-                "WHERE v.recorded_to_ms IS NULL ORDER BY v.vid"
+    def _finish(self, conn: Any, seq: int) -> str | None:
+        assert self._flat is not None
+        tids, slots, weights = self._flat
+        self._indptr, self._slots, self._freqs = _csr(tids, slots, weights, self.rows.n, len(self._tid))
+        self._flat, self._tid_of_token, self._conn, self._tokenizer = None, {}, None, None
+        expected = fts5_totals(conn)
+        if (self._n_rows, self._n_tokens) != expected:
+            return (
+                f"tokenization differs from FTS5 (rows/tokens {self._n_rows}/{self._n_tokens}, "
+                f"FTS5 {expected[0]}/{expected[1]})"
             )
-            for slot, (vid, eid, content, summary, tags, agent, workspace) in enumerate(rows):
-                vids.append(vid)
-                entity_ids.append(eid)
-                agents.append(agent_code.setdefault(agent, len(agent_code)))
-                workspaces.append(workspace_code.setdefault(workspace, len(workspace_code)))
-                texts = _ascii_columns((content, summary, tags))
-                length = 0
-                if texts is not None:
-                    # The vectorised twin of _ascii_terms: token ids into flat arrays, summed by _csr.
-                    for text, weight in zip(texts, BM25_WEIGHTS):
-                        tokens = _ASCII_TOKEN.findall(text)
-                        ids = [tid_of_token.get(t, -1) for t in tokens]
-                        if -1 in ids:
-                            ids = [i if i >= 0 else token_tid(t) for i, t in zip(ids, tokens)]
-                        tids.extend(ids)
-                        slots.extend([slot] * len(ids))
-                        weights.extend([weight] * len(ids))
-                        length += len(ids)
-                else:
-                    terms, length = tokenizer.terms((content, summary, tags))
-                    for term, freq in terms.items():
-                        tids.append(tid_of_stem.setdefault(term, len(tid_of_stem)))
-                        slots.append(slot)
-                        weights.append(freq)
-                lengths.append(length)
-        finally:
-            conn.execute("COMMIT")
-        indptr, post_slots, post_freqs = _csr(tids, slots, weights, len(vids), len(tid_of_stem))
-        with self._lock:
-            self._tid = tid_of_stem
-            self._indptr, self._slots, self._freqs = indptr, post_slots, post_freqs
-            self._extra, self._merged = {}, {}
-            self._rows = _Rows.of(vids, entity_ids, agents, workspaces, lengths)
-            self._agent_code, self._workspace_code = agent_code, workspace_code
-            self._slot_of = {vid: i for i, vid in enumerate(vids)}
-            self._n_rows, self._n_tokens, self._dead = len(vids), sum(lengths), 0
-            self.seq = seq
-            if (self._n_rows, self._n_tokens) != expected:
-                self._disabled_at = seq
-                self.disabled = (
-                    f"tokenization differs from FTS5 (rows/tokens {self._n_rows}/{self._n_tokens}, "
-                    f"FTS5 {expected[0]}/{expected[1]})"
-                )
-                self.ready = False
-                return
-            self.ready = True
+        return None
 
     def _postings(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
         """(slots, frequencies) of one term, including rows added since the build."""
@@ -366,112 +276,34 @@ class KeywordIndex:
             self._merged[tid] = merged
         return merged
 
-    def _apply(self, conn: Any, upto: int) -> bool:
-        """Apply logged head changes in (self.seq, upto]. False when a rebuild is the better way."""
-        first = conn.execute("SELECT min(seq) FROM head_changes").fetchone()[0]
-        if first is not None and first > self.seq + 1:
-            return False  # the log was trimmed past our position
-        if upto - self.seq > max(10_000, self._n_rows // 5):  # seq has no gaps: this is the count
-            return False  # cheaper to rebuild than to replay
-        changes = conn.execute(
-            "SELECT c.seq, c.vid, c.op, v.entity_id, v.content, v.summary, v.tags, e.agent_id, e.workspace_hash "
-            "FROM head_changes c LEFT JOIN entity_versions v ON v.vid = c.vid LEFT JOIN entities e ON e.id = v.entity_id "
-            "WHERE c.seq > ? AND c.seq <= ? ORDER BY c.seq",
-            (self.seq, upto),
-        ).fetchall()
-        tokenizer: _Fts5Tokenizer | None = None
-        rows = self._rows
-        for seq, vid, op, eid, content, summary, tags, agent, workspace in changes:
-            if op == 0:
-                return False  # reindex: rebuild from scratch
-            if op < 0:
-                slot = self._slot_of.pop(vid, None)
-                if slot is not None and rows.alive[slot]:
-                    rows.alive[slot] = False
-                    self._n_rows -= 1
-                    self._n_tokens -= int(rows.lengths[slot])
-                    self._dead += 1
-            elif vid not in self._slot_of:
-                if content is None:
-                    continue  # added and purged again within this window: nothing to index
-                columns = (content, summary, tags)
-                parsed = _ascii_terms(columns)
-                if parsed is None:
-                    tokenizer = tokenizer or _Fts5Tokenizer(conn)
-                    parsed = tokenizer.terms(columns)
-                terms, length = parsed
-                slot = rows.append(
-                    vid, eid, self._agent_code.setdefault(agent, len(self._agent_code)),
-                    self._workspace_code.setdefault(workspace, len(self._workspace_code)), length,
-                )
-                self._slot_of[vid] = slot
-                self._n_rows += 1
-                self._n_tokens += length
-                for term, freq in terms.items():
-                    tid = self._tid.setdefault(term, len(self._tid))
-                    more_slots, more_freqs = self._extra.setdefault(tid, ([], []))
-                    more_slots.append(slot)
-                    more_freqs.append(freq)
-                    self._merged.pop(tid, None)
-        self.seq = upto
-        # Dead rows still cost in every scan of their postings: past a quarter, rebuild.
-        return not (self._dead > 1000 and self._dead > rows.n // 4)
-
-    def _sync(self, conn: Any) -> bool:
-        """Bring the mirror to the snapshot ``conn`` reads (caller holds the lock, conn is in a transaction)."""
-        upto = int(conn.execute("SELECT coalesce(max(seq), 0) FROM head_changes").fetchone()[0])
-        if upto == self.seq:
-            return True
-        if upto < self.seq or not self._apply(conn, upto):
-            if upto > self.seq:
-                self.ready = False  # rebuild (the caller starts it); FTS5 answers meanwhile
-            return False
-        return True
+    # -- ranking --
 
     def search(
         self, conn: Any, stems: Sequence[str], agent_id: str | None = None, workspace_hash: str | None = None
     ) -> Ranking | None:
-        """Rank for the snapshot ``conn`` is reading, or ``None`` when the mirror cannot vouch for it.
+        """Rank for the snapshot ``conn`` is reading, or ``None`` when the mirror cannot vouch for it."""
 
-        Following the log and ranking happen under one lock, so another thread cannot move the
-        mirror to a newer snapshot in between.
-        """
-        if self.disabled:
-            self._retry_after_rebuild(conn)
-            return None
-        with self._lock:
-            if not self.ready or not self._sync(conn):
-                return None
-            return self._ranked(stems, agent_id, workspace_hash)
+        def compute() -> Ranking:
+            self._conn = conn  # for tokenizing non-ASCII rows added by the log, if any
+            try:
+                return self._ranked(stems, agent_id, workspace_hash)
+            finally:
+                self._conn, self._tokenizer = None, None
 
-    def reset(self) -> None:
-        """Forget everything (after this process rebuilt the indexes); the next build starts fresh."""
-        with self._lock:
-            self.ready = False
-            self.disabled = None
-            self._disabled_at = None
-
-    def _retry_after_rebuild(self, conn: Any) -> None:
-        """A mirror that gave up may try again once someone has rebuilt the indexes."""
-        if self._disabled_at is None or self._building:
-            return
-        rebuilt = conn.execute(
-            "SELECT 1 FROM head_changes WHERE seq > ? AND op = 0 LIMIT 1", (self._disabled_at,)
-        ).fetchone()
-        if rebuilt is not None:
-            with self._lock:
-                self.disabled = None
-                self._disabled_at = None
-
-    # -- ranking --
+        self._conn = conn
+        try:
+            result: Ranking | None = self.answer(conn, compute)
+        finally:
+            self._conn, self._tokenizer = None, None
+        return result
 
     def _length_norm(self) -> np.ndarray:
         """k1 * (1 - b + b * D / avgdl) per row: FTS5 computes it per row and phrase; it depends on
         the row only, so computing it once per row gives the very same doubles."""
-        key = (self._rows.n, self._n_rows, self._n_tokens)
+        key = (self.rows.n, self._n_rows, self._n_tokens)
         if key != self._norm_for:
             avgdl = self._n_tokens / self._n_rows if self._n_rows else 1.0
-            self._norm = K1 * (1 - B + B * self._rows.lengths[: self._rows.n] / avgdl)
+            self._norm = K1 * (1 - B + B * self._lengths[: self.rows.n] / avgdl)
             self._norm_for = key
         return self._norm
 
@@ -482,7 +314,7 @@ class KeywordIndex:
         in query order, so with the same tokens and statistics the scores are FTS5's. Scope narrows
         the candidates only; the statistics stay those of the whole index, as in FTS5.
         """
-        rows = self._rows
+        rows = self.rows
         n = rows.n
         norm = self._length_norm()
         alive = rows.alive[:n]
@@ -493,7 +325,7 @@ class KeywordIndex:
             if postings is None:
                 continue
             slots, freqs = postings
-            if self._dead:
+            if self.dead:
                 live = alive[slots]
                 slots, freqs = slots[live], freqs[live]
             df = len(slots)
@@ -505,22 +337,10 @@ class KeywordIndex:
             f = freqs.astype(np.float64)
             score[slots] += idf * ((f * (K1 + 1.0)) / (f + norm[slots]))
             matched[slots] = True
-        for value, codes, column in (
-            (agent_id, self._agent_code, rows.agents[:n]),
-            (workspace_hash, self._workspace_code, rows.workspaces[:n]),
-        ):
-            if value is not None:
-                code = codes.get(value)
-                if code is None:
-                    matched[:] = False
-                else:
-                    matched &= column == code
+        matched &= self.in_scope(agent_id, workspace_hash)
         hits = np.flatnonzero(matched)
         return Ranking(rows.vids[hits], rows.entities[hits], score[hits])
 
     def describe(self) -> str:
-        if self.disabled:
-            return f"disabled: {self.disabled}"
-        if self.ready:
-            return f"ready ({self._n_rows} rows, {len(self._tid)} terms)"
-        return "building" if self._building else "not built"
+        text = super().describe()
+        return text.replace(" rows)", f" rows, {len(self._tid)} terms)") if self.ready else text
