@@ -24,7 +24,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from . import store
+from . import store, vectors
+from .embed import embedding_text
 from .errors import InvalidInput
 from .models import MAX_INT, ImportReport, Link, RememberInput, validate
 
@@ -168,10 +169,10 @@ def read_records(lines: Iterable[str]) -> list[tuple[int, dict[str, Any]]]:
     return out
 
 
-def import_records(
-    conn: Any, records: list[tuple[int, dict[str, Any]]], now_ms: int, progress: Progress | None = None
-) -> ImportReport:
-    """Write parsed records; the caller holds the write transaction (all or nothing)."""
+def parse_records(
+    records: list[tuple[int, dict[str, Any]]],
+) -> tuple[list[tuple[int, EntityRecord]], list[tuple[int, LinkRecord]], list[tuple[int, RememberInput]]]:
+    """Validate every record (nothing is written yet): entities, links and plain remember lines."""
     entities: list[tuple[int, EntityRecord]] = []
     links: list[tuple[int, LinkRecord]] = []
     plain: list[tuple[int, RememberInput]] = []
@@ -193,6 +194,31 @@ def import_records(
             plain.append((number, validate(RememberInput, obj, prefix=where)))
         else:
             raise InvalidInput(f"{where}.record", f"unknown record kind {kind!r}")
+    return entities, links, plain
+
+
+def texts(entities: list[tuple[int, EntityRecord]], plain: list[tuple[int, RememberInput]]) -> list[str]:
+    """Every text the import may store, for embedding before the write transaction."""
+    out: dict[str, None] = {}
+    for _, rec in entities:
+        for ver in rec.versions:
+            out[embedding_text(ver.content, ver.summary)] = None
+    for _, item in plain:
+        out[embedding_text(item.content, item.summary)] = None
+    return list(out)
+
+
+def import_records(
+    conn: Any,
+    parsed: tuple[list[tuple[int, EntityRecord]], list[tuple[int, LinkRecord]], list[tuple[int, RememberInput]]],
+    now_ms: int,
+    progress: Progress | None = None,
+    plan: store.VectorPlan | None = None,
+) -> ImportReport:
+    """Write validated records; the caller holds the write transaction (all or nothing)."""
+    entities, links, plain = parsed
+    if plan is not None and plan.by_text:
+        vectors.claim(conn, plan.identity, plan.dimension)
     total = len(entities) + len(links) + len(plain)
     report = ImportReport()
     done = 0
@@ -205,7 +231,7 @@ def import_records(
 
     id_map = _place_entities(conn, entities, report)
     for _, rec in sorted(entities, key=lambda pair: pair[1].id):
-        _write_entity(conn, rec, id_map, now_ms, report)
+        _write_entity(conn, rec, id_map, now_ms, report, plan)
         tick()
     top_link = store.next_id(conn, "links") - 1
     for number, link in sorted(links, key=lambda pair: pair[1].id):
@@ -213,7 +239,7 @@ def import_records(
         tick()
     for start in range(0, len(plain), 1000):
         chunk = [item for _, item in plain[start : start + 1000]]
-        for _, outcome in store.remember_batch(conn, chunk, now_ms):
+        for _, outcome in store.remember_batch(conn, chunk, now_ms, plan):
             setattr(report, outcome, getattr(report, outcome) + 1)
             tick()
     return report
@@ -288,21 +314,27 @@ def _state(rec: EntityRecord, ver: VersionRecord, id_map: dict[int, int]) -> dic
     return state
 
 
-def _write_entity(conn: Any, rec: EntityRecord, id_map: dict[int, int], now_ms: int, report: ImportReport) -> None:
+def _write_entity(
+    conn: Any, rec: EntityRecord, id_map: dict[int, int], now_ms: int, report: ImportReport,
+    plan: store.VectorPlan | None,
+) -> None:
     eid = id_map[rec.id]
     prior = store.head_row(conn, eid)
     if prior is None:  # placed just now: restore the whole history as it was
         for ver in rec.versions:
-            store.insert_version(
+            vid = store.insert_version(
                 conn, eid, ver.version, ver.change, ver.recorded_from_ms, ver.updated_at_ms,
                 _state(rec, ver, id_map), recorded_to_ms=ver.recorded_to_ms,
             )
+            text = embedding_text(ver.content, ver.summary)
+            if plan is not None and text in plan.by_text:
+                vectors.write(conn, [(vid, plan.by_text[text])])
         return
     newest = _state(rec, rec.versions[-1], id_map)
     if all(prior[f] == newest[f] for f in store.STATE_FIELDS):
         report.unchanged += 1
         return
-    store.new_version(conn, prior, newest, "import", now_ms)
+    store.new_version(conn, prior, newest, "import", now_ms, plan)
     report.updated += 1
 
 

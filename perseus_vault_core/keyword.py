@@ -8,27 +8,17 @@ the ``pool`` best rows are the best *visible* rows.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
-from .filters import FROM_VIDS, View, id_list
+from .filters import View
 from .keyword_index import KeywordIndex
-from .mirror import OP_GONE, OP_HEAD, OP_REBUILT, Ranking
+from .mirror import OP_GONE, OP_HEAD, OP_REBUILT, Hit, visible_hits
 from .models import Expansion
 from .porter import stem
 from .query import match_expression, quote
 from .schema import BM25_WEIGHTS
 
 _WEIGHTS = ", ".join(str(w) for w in BM25_WEIGHTS)
-
-
-@dataclass(frozen=True)
-class Hit:
-    """One keyword match: the entity, the version that matched, and its BM25 score (higher is better)."""
-
-    entity_id: int
-    vid: int
-    score: float
 
 
 # The change log keeps this many entries; a mirror further behind rebuilds.
@@ -95,7 +85,7 @@ def search(
     if index is not None and not view.historical and all(w.isascii() for w in words):
         ranking = index.search(conn, stems, view.params.get("agent_id"), view.params.get("workspace_hash"))
         if ranking is not None:
-            return _filtered(conn, ranking, view, pool)
+            return visible_hits(conn, ranking, view, pool)
     table = "versions_fts" if view.historical else "entities_fts"
     sql = (
         f"SELECT v.entity_id, v.vid, bm25({table}, {_WEIGHTS}) AS rank_score "
@@ -105,28 +95,6 @@ def search(
     )
     params = dict(view.params, match=match_expression(words), pool=pool)
     return [Hit(int(eid), int(vid), -float(s)) for eid, vid, s in conn.execute(sql, params)]
-
-
-def _filtered(conn: Any, ranking: Ranking, view: View, pool: int) -> list[Hit]:
-    """Walk the ranking best first, keeping the candidates the view lets this caller see.
-
-    Batches grow with the share of candidates the filters rejected so far, so a narrow scope
-    costs a few statements, not one per page of candidates.
-    """
-    hits: list[Hit] = []
-    want = pool + pool // 4 + 8
-    taken = 0
-    sql = f"SELECT v.vid FROM {FROM_VIDS} WHERE {view.where}"
-    while len(hits) < pool and taken < len(ranking):
-        batch = ranking.top(taken + want)[taken:]
-        taken += len(batch)
-        params = dict(view.params, vids=id_list([vid for _, vid, _ in batch]))
-        visible = {row[0] for row in conn.execute(sql, params)}
-        hits.extend(Hit(eid, vid, score) for eid, vid, score in batch if vid in visible)
-        rate = max(len(hits) / taken, 0.01)
-        # SQLite binds one JSON text, but keep batches bounded: each costs a sort of the ranking.
-        want = min(int((pool - len(hits)) / rate * 1.25) + 8, 20_000)
-    return hits[:pool]
 
 
 def variants(conn: Any, stems: tuple[str, ...], config: Expansion, view: View) -> list[str]:

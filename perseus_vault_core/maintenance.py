@@ -5,19 +5,23 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from . import keyword, schema
+from . import keyword, schema, vectors
 from .connection import SQLITE_ERRORS, write_transaction
 from .errors import InvalidInput
 from .models import CheckReport, Stats
 
 
-def stats(conn: Any, path: str, driver_name: str, sqlite_version: str, keyword_index: str) -> Stats:
+def stats(
+    conn: Any, path: str, driver_name: str, sqlite_version: str, keyword_index: str, vector_index: str
+) -> Stats:
     by_status = {
         status: count
         for status, count in conn.execute(
             "SELECT status, count(*) FROM entity_versions WHERE recorded_to_ms IS NULL GROUP BY status ORDER BY status"
         )
     }
+    recorded = vectors.model(conn)
+    embedded, heads = vectors.coverage(conn)
     size = 0
     for suffix in ("", "-wal"):
         try:
@@ -36,6 +40,11 @@ def stats(conn: Any, path: str, driver_name: str, sqlite_version: str, keyword_i
         sqlite_version=sqlite_version,
         sqlite_vec_version=str(conn.execute("SELECT vec_version()").fetchone()[0]),
         keyword_index=keyword_index,
+        embedding_model=recorded[0] if recorded else None,
+        embedding_dimension=recorded[1] if recorded else None,
+        embedded=embedded,
+        embedding_coverage=round(embedded / heads, 6) if heads else 0.0,
+        vector_index=vector_index,
     )
 
 

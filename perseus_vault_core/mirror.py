@@ -21,9 +21,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from .filters import FROM_VIDS, View, id_list
 
 OP_HEAD = 1
 OP_GONE = -1
@@ -301,3 +304,33 @@ class Ranking:
             pick = np.arange(len(scores))
         order = pick[np.lexsort((self.entity_ids[pick], -scores[pick]))][:k]
         return list(zip(self.entity_ids[order].tolist(), self.vids[order].tolist(), scores[order].tolist()))
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One match of a recall arm: the entity, the version that matched, and its score (higher is better)."""
+
+    entity_id: int
+    vid: int
+    score: float
+
+
+def visible_hits(conn: Any, ranking: Ranking, view: View, pool: int) -> list[Hit]:
+    """Walk a mirror's ranking best first, keeping the candidates the view lets this caller see.
+
+    Batches grow with the share of candidates the filters rejected so far, so a narrow view
+    costs a few statements, not one per page of candidates.
+    """
+    hits: list[Hit] = []
+    want = pool + pool // 4 + 8
+    taken = 0
+    sql = f"SELECT v.vid FROM {FROM_VIDS} WHERE {view.where}"
+    while len(hits) < pool and taken < len(ranking):
+        batch = ranking.top(taken + want)[taken:]
+        taken += len(batch)
+        params = dict(view.params, vids=id_list([vid for _, vid, _ in batch]))
+        visible = {row[0] for row in conn.execute(sql, params)}
+        hits.extend(Hit(eid, vid, score) for eid, vid, score in batch if vid in visible)
+        rate = max(len(hits) / taken, 0.01)
+        want = min(int((pool - len(hits)) / rate * 1.25) + 8, 20_000)
+    return hits[:pool]

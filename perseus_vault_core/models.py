@@ -14,9 +14,20 @@ from __future__ import annotations
 import json
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_serializer,
+)
 
 from .errors import InvalidInput
+from .fusion import Fusion
+from .validity import Validity
 
 # --- documented size limits (docs/limits.md) -------------------------------------------------
 MAX_CATEGORY_CHARS = 128
@@ -209,6 +220,7 @@ class RecallParams(Filters):
     profile: Literal["validity"] | None = None
     validity_annotate: bool = False
     reinforce: bool = True
+    fusion: Fusion | None = None
 
     @field_validator("query")
     @classmethod
@@ -278,8 +290,24 @@ class Entity(BaseModel):
 
 
 class RecallItem(Entity):
+    """A hit: the entity, its ``score``, and its rank in each arm that ran (``{"fts5": 3, "dense": 1}``).
+
+    ``actionability`` appears with ``startup=True`` and ``validity`` with ``profile="validity"`` or
+    ``validity_annotate=True``; without those flags the item carries neither key at all.
+    """
+
     score: float
     ranks: dict[str, int]
+    actionability: float | None = None
+    validity: Validity | None = None
+
+    @model_serializer(mode="wrap")
+    def _omit_unrequested(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        for name in ("actionability", "validity"):
+            if data.get(name) is None:
+                data.pop(name, None)
+        return data
 
 
 class RecallResult(BaseModel):
@@ -354,6 +382,20 @@ class Stats(BaseModel):
     sqlite_version: str
     sqlite_vec_version: str
     keyword_index: str
+    embedding_model: str | None
+    embedding_dimension: int | None
+    embedded: int
+    embedding_coverage: float
+    vector_index: str
+
+
+class EmbedReport(BaseModel):
+    """What ``embed`` did: vectors written, with which model, and whether it replaced another."""
+
+    embedded: int
+    model: str
+    dimension: int
+    reembedded: bool
 
 
 class CheckReport(BaseModel):

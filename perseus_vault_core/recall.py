@@ -1,59 +1,92 @@
-"""``recall``: choose the arm, rank with the knobs, page, reinforce (SPEC 5.1).
+"""``recall``: choose the mode, run its arms, fuse, rank with the knobs, page, reinforce (SPEC 5.1).
 
-The order of work: parse the query (``query``), gather a candidate pool from the arm
-(``keyword``), score it (``ranking``), take ``offset``/``limit``, fetch those rows whole,
-and only then count the retrieval (reinforcement never changes the order it follows).
+The order of work:
+
+1. the mode: ``fts5`` (keyword), ``dense`` (meaning) or ``hybrid`` (both, fused); omitted, the
+   vault uses hybrid when it holds vectors and has an embedder, else fts5 (``search_mode`` says);
+2. each arm returns a pool of visible candidates (scope, status and time applied inside its
+   query): keyword through :mod:`keyword`, dense through :mod:`vector_index` or :mod:`vectors`;
+3. hybrid fuses the arms' ranks (:mod:`fusion`); every item keeps its rank in each arm;
+4. the knobs (:mod:`ranking`, :mod:`validity`, :mod:`actionability`) re-score the pool, then
+   ``offset``/``limit`` cut the page, whose rows are fetched whole;
+5. only then is the retrieval counted (reinforcement never changes the order it follows).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from . import keyword, store
+import numpy as np
+
+from . import keyword, store, vectors
+from .actionability import actionability, startup_score
 from .connection import read_snapshot
+from .embed import embedding_text
 from .errors import NotSupported
 from .filters import FROM, FROM_VIDS, View, id_list, view
+from .fusion import Fusion, rrf
 from .keyword_index import KeywordIndex
+from .mirror import Hit, visible_hits
 from .models import RecallItem, RecallParams, RecallResult
-from .query import is_enumeration, parse, tokenize
 from .porter import stem
+from .query import is_enumeration, parse, tokenize
 from .ranking import Scored, diversify, normalize, order, preview, recency, trust, witness
+from .validity import Validity, validity
+from .vector_index import VectorIndex
 
 # The knobs re-rank a pool deeper than the page, so a boosted item can climb into it.
 POOL_FACTOR = 4
 MIN_POOL = 100
 
 
-def _unsupported(params: RecallParams) -> None:
-    if params.mode in ("dense", "hybrid"):
-        raise NotSupported(
-            f"mode={params.mode!r} needs stored embeddings, which this vault does not have yet; "
-            "use mode='fts5' (or omit mode)"
-        )
-    if params.startup:
-        raise NotSupported("startup re-ranking (actionability) is not available in this build")
-    if params.profile is not None or params.validity_annotate:
-        raise NotSupported("the validity profile is not available in this build")
+@dataclass
+class Arms:
+    """What the vault lends recall: its in-memory indexes and, if it has one, a query embedder."""
+
+    keyword_index: KeywordIndex | None = None
+    vector_index: VectorIndex | None = None
+    embed_query: Callable[[str], np.ndarray] | None = None
+    embedder_identity: str | None = None
+    fusion: Fusion | None = None
 
 
 def recall(
-    conn: Any, params: RecallParams, now_ms: int, reinforce: Callable[[list[int]], None],
-    index: KeywordIndex | None = None,
+    conn: Any, params: RecallParams, now_ms: int, reinforce: Callable[[list[int]], None], arms: Arms | None = None
 ) -> RecallResult:
-    _unsupported(params)
-    mode: str = params.mode or "fts5"
+    arms = arms or Arms()
     v = view(params, now_ms)
     with read_snapshot(conn):
+        mode = _mode(conn, params, arms)
         if is_enumeration(params.query):
-            items = _enumerate(conn, params, v)
-            mode = "enumerate"
-            variant_count = 0
+            items, variant_count, mode = _enumerate(conn, params, v), 0, "enumerate"
         else:
-            items, variant_count = _keyword(conn, params, v, index)
+            items, variant_count = _search(conn, params, v, mode, arms)
     if params.reinforce and not v.historical and items:
         reinforce([item.id for item in items])
     return RecallResult(items=items, total=len(items), variants=variant_count, search_mode=mode)
+
+
+def _mode(conn: Any, params: RecallParams, arms: Arms) -> str:
+    has_vectors = vectors.model(conn) is not None
+    if params.mode is None:
+        return "hybrid" if has_vectors and arms.embed_query is not None else "fts5"
+    if params.mode != "fts5":
+        if arms.embed_query is None:
+            raise NotSupported(f"mode={params.mode!r} needs an embedding model, and this vault was opened without one")
+        if not has_vectors:
+            raise NotSupported(
+                f"mode={params.mode!r} needs stored vectors and this vault has none yet; "
+                "run `perseus-vault embed` (or remember with an embedder), or use mode='fts5'"
+            )
+        vectors.check_model(conn, arms.embedder_identity or "", _dimension(conn))
+    return params.mode
+
+
+def _dimension(conn: Any) -> int:
+    recorded = vectors.model(conn)
+    return recorded[1] if recorded else 0
 
 
 def _enumerate(conn: Any, params: RecallParams, v: View) -> list[RecallItem]:
@@ -64,36 +97,75 @@ def _enumerate(conn: Any, params: RecallParams, v: View) -> list[RecallItem]:
         f"FROM {FROM} WHERE {v.where} ORDER BY d DESC, v.updated_at_ms DESC, e.id LIMIT :limit OFFSET :offset"
     )
     rows = conn.execute(sql, dict(v.params, decay_at=v.instant, limit=params.limit, offset=params.offset))
-    items = []
-    for row in rows:
-        item = store.to_item(row[:-1], v.instant, score=float(row[-1]), ranks={})
-        items.append(_preview(item, params))
-    return items
+    return [_preview(store.to_item(row[:-1], v.instant, score=float(row[-1]), ranks={}), params) for row in rows]
 
 
-def _keyword(conn: Any, params: RecallParams, v: View, index: KeywordIndex | None) -> tuple[list[RecallItem], int]:
+# --- the arms ------------------------------------------------------------------------------------
+
+
+def _keyword_arm(conn: Any, params: RecallParams, v: View, pool: int, arms: Arms) -> tuple[list[Hit], int]:
     terms = parse(params.query)
     if terms.empty:
         return [], 0
-    words = list(terms.words)
     config = params.expansion_config()
     extra = keyword.variants(conn, terms.stems, config, v) if config else []
+    hits = keyword.search(conn, list(terms.words) + extra, list(terms.stems) + extra, v, pool, arms.keyword_index)
+    return hits, len(extra)
+
+
+def _dense_arm(conn: Any, params: RecallParams, v: View, pool: int, arms: Arms) -> list[Hit]:
+    assert arms.embed_query is not None
+    query = arms.embed_query(params.query)
+    if arms.vector_index is not None and not v.historical:
+        ranking = arms.vector_index.search(conn, query, v.params.get("agent_id"), v.params.get("workspace_hash"))
+        if ranking is not None:
+            return visible_hits(conn, ranking, v, pool)
+    return vectors.search(conn, query, v, pool)
+
+
+def _search(conn: Any, params: RecallParams, v: View, mode: str, arms: Arms) -> tuple[list[RecallItem], int]:
+    if not tokenize(params.query):
+        return [], 0  # no word at all ("*"): matches nothing, in every mode
     pool = max(POOL_FACTOR * (params.offset + params.limit), MIN_POOL)
-    hits = keyword.search(conn, words + extra, list(terms.stems) + extra, v, pool, index)
-    if not hits:
-        return [], len(extra)
-    arm_rank = {h.entity_id: i + 1 for i, h in enumerate(hits)}
-    vids = {h.entity_id: h.vid for h in hits}
-    scored = [Scored(h.entity_id, h.score) for h in hits]
+    lists: dict[str, list[Hit]] = {}
+    variant_count = 0
+    if mode in ("fts5", "hybrid"):
+        lists["fts5"], variant_count = _keyword_arm(conn, params, v, pool, arms)
+    if mode in ("dense", "hybrid"):
+        lists["dense"] = _dense_arm(conn, params, v, pool, arms)
+    vids: dict[int, int] = {}
+    ranks: dict[int, dict[str, int]] = {}
+    for arm, hits in lists.items():
+        for rank, hit in enumerate(hits, start=1):
+            vids.setdefault(hit.entity_id, hit.vid)
+            ranks.setdefault(hit.entity_id, {})[arm] = rank
+    if mode == "hybrid":
+        fused = rrf({arm: [h.entity_id for h in hits] for arm, hits in lists.items()}, params.fusion or arms.fusion or Fusion())
+        scored = [Scored(eid, score) for eid, score in fused[:pool]]
+    else:
+        scored = [Scored(h.entity_id, h.score) for h in lists[mode]]
+    if not scored:
+        return [], variant_count
+    items = _rank(conn, params, v, mode, scored, vids, ranks)
+    return items, variant_count
+
+
+# --- the knobs -----------------------------------------------------------------------------------
+
+
+def _rank(
+    conn: Any, params: RecallParams, v: View, mode: str, scored: list[Scored],
+    vids: dict[int, int], ranks: dict[int, dict[str, int]],
+) -> list[RecallItem]:
     normalize(scored)
+    rows = _pool_rows(conn, [vids[s.id] for s in scored])
+    stems = parse(params.query).stems
     needs_text = bool(params.content_weight or params.diversity_halving < 1.0)
-    rows = _pool_rows(conn, [h.vid for h in hits], needs_text) if _needs_rows(params) else {}
-    now = v.instant
-    stems = terms.stems
+    validities: dict[int, Validity] = {}
+    actions: dict[int, float] = {}
+    annotate = params.profile == "validity" or params.validity_annotate
     for s in scored:
-        row = rows.get(s.id)
-        if row is None:
-            continue
+        row = rows[s.id]
         s.score += params.trust_weight * trust(bool(row["verified"]), row["certainty"])
         if needs_text:
             content_stems = {stem(t) for t in tokenize(row["content"])}
@@ -102,31 +174,48 @@ def _keyword(conn: Any, params: RecallParams, v: View, index: KeywordIndex | Non
             matched = content_stems | {stem(t) for t in tokenize(f"{row['summary'] or ''} {row['tags']}")}
             s.keyword = next((i for i, st in enumerate(stems) if st in matched), None)
         if params.recency_half_life_secs:
-            s.score *= recency(now - row["created_at_ms"], params.recency_half_life_secs)
+            s.score *= recency(v.instant - row["created_at_ms"], params.recency_half_life_secs)
+        if annotate:
+            validities[s.id] = _validity(row, v, params)
+            if mode == "hybrid" and params.profile == "validity":
+                s.score *= validities[s.id].multiplier
+        if params.startup:
+            actions[s.id] = actionability(embedding_text(row["content"], row["summary"])).score
+            s.score = startup_score(s.score, actions[s.id])
     ranked = diversify(order(scored), params.offset + params.limit, params.diversity_halving)
     page = ranked[params.offset : params.offset + params.limit]
     full = store.version_rows(conn, [vids[s.id] for s in page])
-    items = [
-        _preview(store.to_item(full[s.id], now, score=s.score, ranks={"fts5": arm_rank[s.id]}), params)
-        for s in page
-    ]
-    return items, len(extra)
+    items = []
+    for s in page:
+        item = store.to_item(full[s.id], v.instant, score=s.score, ranks=ranks[s.id])
+        if params.startup:
+            item.actionability = actions[s.id]
+        if annotate:
+            item.validity = validities[s.id]
+        items.append(_preview(item, params))
+    return items
 
 
-def _needs_rows(params: RecallParams) -> bool:
-    return bool(
-        params.trust_weight or params.content_weight or params.diversity_halving < 1.0 or params.recency_half_life_secs
+def _validity(row: dict[str, Any], v: View, params: RecallParams) -> Validity:
+    return validity(
+        now_ms=v.instant, updated_at_ms=row["updated_at_ms"], status=row["status"],
+        superseded_by=row["superseded_by"], expires_at_ms=row["expires_at_ms"], verified=bool(row["verified"]),
+        provenance_class=row["provenance_class"], workspace_hash=row["workspace_hash"] or None,
+        query_workspace=params.workspace_hash,
     )
 
 
-def _pool_rows(conn: Any, vids: list[int], text: bool) -> dict[int, dict[str, Any]]:
-    """The few columns the knobs need, for every pool candidate (the texts only when asked)."""
-    columns = ["v.entity_id", "v.verified", "v.certainty", "e.created_at_ms"]
-    if text:
-        columns += ["v.content", "v.summary", "v.tags"]
-    names = [c.split(".")[1] for c in columns]
-    sql = f"SELECT {', '.join(columns)} FROM {FROM_VIDS}"
-    return {row[0]: dict(zip(names, row)) for row in conn.execute(sql, {"vids": id_list(vids)})}
+_POOL_COLUMNS = (
+    "v.entity_id", "v.verified", "v.certainty", "e.created_at_ms", "v.content", "v.summary", "v.tags",
+    "v.updated_at_ms", "v.status", "v.superseded_by", "v.expires_at_ms", "v.provenance_class", "e.workspace_hash",
+)
+_POOL_NAMES = [c.split(".")[1] for c in _POOL_COLUMNS]
+
+
+def _pool_rows(conn: Any, vids: list[int]) -> dict[int, dict[str, Any]]:
+    """The columns the knobs need, for every pool candidate, in one statement."""
+    sql = f"SELECT {', '.join(_POOL_COLUMNS)} FROM {FROM_VIDS}"
+    return {row[0]: dict(zip(_POOL_NAMES, row)) for row in conn.execute(sql, {"vids": id_list(vids)})}
 
 
 def _preview(item: RecallItem, params: RecallParams) -> RecallItem:

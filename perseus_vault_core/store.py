@@ -13,7 +13,12 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from . import keyword
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import keyword, vectors
+from .embed import embedding_text
 from .errors import Conflict, InvalidInput, NotFound
 from .filters import FROM, FROM_IDS, FROM_VIDS, id_list, scope_clauses
 from .models import Entity, PurgeResult, RecallItem, RememberInput
@@ -181,12 +186,36 @@ def insert_version(
     return vid
 
 
-def new_version(conn: Any, prior: dict[str, Any], state: dict[str, Any], change: str, now_ms: int) -> None:
+@dataclass
+class VectorPlan:
+    """Vectors computed before a write transaction, by the text they embed, and their model."""
+
+    identity: str
+    dimension: int
+    by_text: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+def _vectorize(conn: Any, vid: int, state: dict[str, Any], prior: dict[str, Any] | None, plan: VectorPlan | None) -> None:
+    """Give a new version its vector: the planned one for its text, else its predecessor's when
+    the text did not change (a status or field change keeps the meaning)."""
+    text = embedding_text(state["content"], state["summary"])
+    if plan is not None and text in plan.by_text:
+        if prior is None or text != embedding_text(prior["content"], prior["summary"]):
+            vectors.write(conn, [(vid, plan.by_text[text])])
+            return
+    if prior is not None and text == embedding_text(prior["content"], prior["summary"]):
+        vectors.copy(conn, prior["vid"], vid)
+
+
+def new_version(
+    conn: Any, prior: dict[str, Any], state: dict[str, Any], change: str, now_ms: int, plan: VectorPlan | None = None
+) -> None:
     """Close ``prior`` (the head) and make ``state`` the new head of the same entity."""
     at = max(now_ms, prior["recorded_from_ms"])  # never record before the version we close
     conn.execute("UPDATE entity_versions SET recorded_to_ms = ? WHERE vid = ?", (at, prior["vid"]))
     keyword.unindex_head(conn, prior["vid"], prior["content"], prior["summary"], prior["tags"])
-    insert_version(conn, prior["id"], prior["version"] + 1, change, at, at, state)
+    vid = insert_version(conn, prior["id"], prior["version"] + 1, change, at, at, state)
+    _vectorize(conn, vid, state, prior, plan)
 
 
 def _same(prior: dict[str, Any], state: dict[str, Any]) -> bool:
@@ -210,7 +239,9 @@ _VERSION_INSERT = (
 )
 
 
-def remember_batch(conn: Any, items: Sequence[RememberInput], now_ms: int) -> list[tuple[int, str]]:
+def remember_batch(
+    conn: Any, items: Sequence[RememberInput], now_ms: int, plan: VectorPlan | None = None
+) -> list[tuple[int, str]]:
     """Create or update each item by (scope, category, key), in order, as if one by one.
 
     Returns (id, "created" | "updated" | "unchanged") per item. New entities are written with
@@ -218,6 +249,8 @@ def remember_batch(conn: Any, items: Sequence[RememberInput], now_ms: int) -> li
     which gives the same result as strict order because an update only touches an entity that
     exists by then.
     """
+    if plan is not None and plan.by_text:
+        vectors.claim(conn, plan.identity, plan.dimension)  # refuses another model before anything is written
     results: list[tuple[int, str] | None] = [None] * len(items)
     fresh: dict[tuple[str, str, str, str], int] = {}
     later: list[tuple[int, int | None]] = []  # (item index, its entity id when it already exists)
@@ -231,7 +264,7 @@ def remember_batch(conn: Any, items: Sequence[RememberInput], now_ms: int) -> li
     if fresh:
         first_id = next_id(conn, "entities")
         first_vid = next_id(conn, "entity_versions", "vid")
-        entity_rows, version_rows, index_rows = [], [], []
+        entity_rows, version_rows, index_rows, vector_rows = [], [], [], []
         for n, (address, i) in enumerate(fresh.items()):
             item = items[i]
             state = _state_from_input(item, None)
@@ -242,18 +275,22 @@ def remember_batch(conn: Any, items: Sequence[RememberInput], now_ms: int) -> li
             entity_rows.append((eid, *address, now_ms))
             version_rows.append((vid, eid, 1, "create", now_ms, None, now_ms, *(state[f] for f in STATE_FIELDS)))
             index_rows.append((vid, state["content"], state["summary"], state["tags"]))
+            text = embedding_text(state["content"], state["summary"])
+            if plan is not None and text in plan.by_text:
+                vector_rows.append((vid, plan.by_text[text]))
             results[i] = (eid, "created")
         conn.executemany(_ENTITY_INSERT, entity_rows)
         conn.executemany(_VERSION_INSERT, version_rows)
         keyword.index_versions(conn, index_rows, heads=True)
+        vectors.write(conn, vector_rows)
     for i, existing in later:
-        results[i] = _update(conn, items[i], now_ms, existing)
+        results[i] = _update(conn, items[i], now_ms, existing, plan)
     return [r for r in results if r is not None]
 
 
-def remember(conn: Any, item: RememberInput, now_ms: int) -> tuple[int, str]:
+def remember(conn: Any, item: RememberInput, now_ms: int, plan: VectorPlan | None = None) -> tuple[int, str]:
     """Create or update one memory by (scope, category, key)."""
-    return remember_batch(conn, [item], now_ms)[0]
+    return remember_batch(conn, [item], now_ms, plan)[0]
 
 
 def _check_window(state: dict[str, Any]) -> None:
@@ -263,7 +300,9 @@ def _check_window(state: dict[str, Any]) -> None:
         raise InvalidInput("valid_to_ms", f"must be later than valid_from_ms ({start})")
 
 
-def _update(conn: Any, item: RememberInput, now_ms: int, entity_id: int | None) -> tuple[int, str]:
+def _update(
+    conn: Any, item: RememberInput, now_ms: int, entity_id: int | None, plan: VectorPlan | None
+) -> tuple[int, str]:
     if entity_id is None:  # created earlier in the same batch
         entity_id = find_id(conn, item.category, item.key, item.agent_id, item.workspace_hash)
     assert entity_id is not None
@@ -279,7 +318,7 @@ def _update(conn: Any, item: RememberInput, now_ms: int, entity_id: int | None) 
     if _same(prior, state):
         return entity_id, "unchanged"
     change = "restore" if prior["status"] != "active" else "update"
-    new_version(conn, prior, state, change, now_ms)
+    new_version(conn, prior, state, change, now_ms, plan)
     return entity_id, "updated"
 
 
@@ -304,6 +343,8 @@ def purge(conn: Any, entity_id: int, agent_id: str | None, workspace_hash: str |
         raise Conflict(f"entity {entity_id} is {prior['status']}; forget (archive) it before purging")
     links = conn.execute("DELETE FROM links WHERE from_id = ? OR to_id = ?", (entity_id, entity_id)).rowcount
     keyword.unindex_versions(conn, entity_id)
+    vids = [row[0] for row in conn.execute("SELECT vid FROM entity_versions WHERE entity_id = ?", (entity_id,))]
+    vectors.delete(conn, vids)
     versions = conn.execute("DELETE FROM entity_versions WHERE entity_id = ?", (entity_id,)).rowcount
     conn.execute("DELETE FROM entities WHERE id = ?", (entity_id,))
     return PurgeResult(id=entity_id, versions=versions, links=links)
@@ -337,3 +378,17 @@ def reinforce(conn: Any, ids: Iterable[int], now_ms: int) -> None:
             f"UPDATE entities SET retrieval_count = retrieval_count + 1, last_accessed_ms = ? WHERE id IN ({marks})",
             (now_ms, *ids),
         )
+
+
+def texts_to_embed(conn: Any, items: Sequence[RememberInput]) -> list[str]:
+    """The texts a batch will store that no current version already carries (read before writing:
+    embedding happens outside the write transaction, which stays short)."""
+    needed: dict[str, None] = {}
+    for item in items:
+        entity_id = find_id(conn, item.category, item.key, item.agent_id, item.workspace_hash)
+        prior = head_row(conn, entity_id) if entity_id is not None else None
+        summary = item.summary if prior is None or "summary" in item.model_fields_set else prior["summary"]
+        text = embedding_text(item.content, summary)
+        if prior is None or text != embedding_text(prior["content"], prior["summary"]):
+            needed[text] = None
+    return list(needed)

@@ -13,18 +13,25 @@ import os
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import IO, Any, TypeVar
+from typing import IO, Any, Literal, TypeVar
 
-from . import graph, import_export, maintenance, recall, scan, schema, store, temporal
+import numpy as np
+
+from . import graph, import_export, maintenance, recall, scan, schema, store, temporal, vectors
 from .connection import SQLITE_ERRORS, ConnectionPool, choose_driver, connect, read_snapshot, write_transaction
-from .errors import InvalidInput, StorageError, VaultError
+from .embed import Embedder, LazyEmbedder, embedding_text
+from .errors import InvalidInput, NotSupported, StorageError, VaultError
 from .filters import view
+from .fusion import Fusion
 from .keyword_index import KeywordIndex
+from .mirror import HeadMirror
+from .vector_index import VectorIndex
 from .models import (
     MAX_BATCH,
     MAX_INT,
     CheckReport,
     Direction,
+    EmbedReport,
     Entity,
     Filters,
     HistoryPage,
@@ -42,6 +49,7 @@ from .models import (
 )
 
 DEFAULT_PATH = "perseus_vault.db"
+EMBED_BATCH = 256  # texts per embedder call when writing
 Clock = Callable[[], int]
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -110,11 +118,18 @@ class Vault:
 
     @_edge
     def __init__(self, path: str | os.PathLike[str] | None = None, *, clock: Clock | None = None,
-                 synchronous: str = "FULL", keyword_index: bool = True) -> None:
+                 synchronous: str = "FULL", keyword_index: bool = True, vector_index: bool = True,
+                 embedder: Embedder | Literal[False] | None = None, threads: int | None = None,
+                 fusion: Fusion | dict[str, Any] | None = None) -> None:
         """Open (creating if needed) the vault at ``path``.
 
-        ``keyword_index``: after the first recall, build the in-memory keyword index in the
-        background (exact BM25, much faster on large stores); recall uses FTS5 until it is ready.
+        ``embedder``: what embeds memories on write and queries for dense/hybrid recall. By default
+        the bundled all-MiniLM-L6-v2 (or what ``PERSEUS_VAULT_EMBEDDER`` names), loaded on first use;
+        ``False`` for a keyword-only vault; or any object with ``identity``, ``dimension`` and
+        ``embed(texts)``. ``threads``: the embedding runtime's thread count.
+        ``keyword_index`` / ``vector_index``: after the first recall, build the in-memory indexes in
+        the background (same results, much faster on large stores); SQL answers until they are ready.
+        ``fusion``: hybrid recall's default weights (see :class:`Fusion`).
         ``synchronous``: SQLite's durability setting for writes (``FULL`` survives power loss).
         """
         self.path = str(path) if path is not None else default_path()
@@ -127,6 +142,19 @@ class Vault:
         self._pool = ConnectionPool(self.path, self._driver, synchronous=synchronous)
         schema.migrate(self._pool.get(), self._clock())
         self._keyword_index = KeywordIndex() if keyword_index else None
+        self._vector_index = VectorIndex() if vector_index else None
+        self._embedder: Embedder | None
+        if embedder is None and os.environ.get("PERSEUS_VAULT_EMBEDDER") == "none":
+            embedder = False  # the operator runs this vault keyword-only
+        if embedder is False:
+            self._embedder = None
+        elif embedder is None:
+            self._embedder = LazyEmbedder(threads=threads)
+        elif isinstance(embedder, Embedder):
+            self._embedder = embedder
+        else:
+            raise InvalidInput("embedder", "must have identity, dimension and embed(texts), or be False")
+        self._fusion = validate(Fusion, fusion) if fusion is not None else Fusion()
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -168,7 +196,8 @@ class Vault:
         required = {"category": category, "key": key, "content": content}
         # Missing required arguments are reported by the model (naming the field), not by Python.
         item = validate(RememberInput, {**{k: v for k, v in required.items() if v is not None}, **fields})
-        entity_id, _ = self._write(lambda c: store.remember(c, item, self._now()))
+        plan = self._plan(lambda conn: store.texts_to_embed(conn, [item]))
+        entity_id, _ = self._write(lambda c: store.remember(c, item, self._now(), plan))
         return self._entity(entity_id)
 
     @_edge
@@ -182,8 +211,10 @@ class Vault:
             raise InvalidInput("items", f"has {len(batch)} entries; the limit is {MAX_BATCH} per call")
         checked = [validate(RememberInput, item, prefix=f"items.{i}") for i, item in enumerate(batch)]
 
+        plan = self._plan(lambda conn: store.texts_to_embed(conn, checked))
+
         def work(conn: Any) -> list[int]:
-            return [entity_id for entity_id, _ in store.remember_batch(conn, checked, self._now())]
+            return [entity_id for entity_id, _ in store.remember_batch(conn, checked, self._now(), plan)]
 
         ids = self._write(work)
         rows = store.head_rows(self._conn(), ids)
@@ -274,17 +305,42 @@ class Vault:
 
     @_edge
     def recall(self, query: str, **params: Any) -> RecallResult:
-        """Find memories for ``query`` (SPEC 5.1): keyword (BM25) now; every filter and knob by wire name."""
+        """Find memories for ``query`` (SPEC 5.1): keyword, dense or hybrid; every filter and knob by wire name."""
         p = validate(RecallParams, {"query": query, **params})
-        result = recall.recall(self._conn(), p, self._now(), self._reinforce, self._keyword_index)
-        if self._keyword_index is not None and not self._keyword_index.ready:
-            self._keyword_index.start_background_build(lambda: connect(self.path, self._driver))
+        arms = recall.Arms(
+            keyword_index=self._keyword_index,
+            vector_index=self._vector_index,
+            embed_query=self._embed_query if self._embedder is not None else None,
+            embedder_identity=self._embedder.identity if self._embedder is not None else None,
+            fusion=self._fusion,
+        )
+        result = recall.recall(self._conn(), p, self._now(), self._reinforce, arms)
+        self._warm(result.search_mode)
         return result
+
+    def _embed_query(self, text: str) -> np.ndarray:
+        assert self._embedder is not None
+        return np.asarray(self._embedder.embed([text])[0], dtype=np.float32)
+
+    def _warm(self, mode: str) -> None:
+        """After a recall, build the in-memory indexes it could use (in the background)."""
+        build = lambda: connect(self.path, self._driver)  # noqa: E731
+        if self._keyword_index is not None and not self._keyword_index.ready and mode in ("fts5", "hybrid"):
+            self._keyword_index.start_background_build(build)
+        if self._vector_index is not None and not self._vector_index.ready and mode in ("dense", "hybrid"):
+            self._vector_index.start_background_build(build)
 
     @_edge
     def wait_for_keyword_index(self, timeout: float = 600.0) -> bool:
         """Build the in-memory keyword index now (if not yet built) and wait for it; True when ready."""
-        index = self._keyword_index
+        return self._wait(self._keyword_index, timeout)
+
+    @_edge
+    def wait_for_vector_index(self, timeout: float = 600.0) -> bool:
+        """Build the in-memory vector index now (if not yet built) and wait for it; True when ready."""
+        return self._wait(self._vector_index, timeout)
+
+    def _wait(self, index: HeadMirror | None, timeout: float) -> bool:
         if index is None:
             return False
         deadline = time.monotonic() + timeout
@@ -292,6 +348,64 @@ class Vault:
         while not index.ready and not index.disabled and time.monotonic() < deadline:
             time.sleep(0.01)
         return index.ready
+
+    # --- embeddings ------------------------------------------------------------------------------
+
+    def _plan(self, texts_of: Callable[[Any], list[str]]) -> store.VectorPlan | None:
+        """Embed, before the write transaction, the texts a write will store (none without an embedder)."""
+        if self._embedder is None:
+            return None
+        conn = self._conn()
+        with read_snapshot(conn):
+            vectors.check_model(conn, self._embedder.identity, self._embedder.dimension)
+            texts = texts_of(conn)
+        plan = store.VectorPlan(self._embedder.identity, self._embedder.dimension)
+        if texts:
+            for start in range(0, len(texts), EMBED_BATCH):
+                chunk = texts[start : start + EMBED_BATCH]
+                plan.by_text.update(zip(chunk, self._embedder.embed(chunk)))
+        return plan
+
+    @_edge
+    def embed(self, reembed: bool = False, progress: Callable[[int, int], None] | None = None) -> EmbedReport:
+        """Give every version a vector: backfill the missing ones (current versions first), or, with
+        ``reembed=True``, replace all of them with the configured embedder's (after a model change)."""
+        if self._embedder is None:
+            raise NotSupported("this vault was opened without an embedder (embedder=False)")
+        if not isinstance(reembed, bool):
+            raise InvalidInput("reembed", "must be true or false")
+        embedder = self._embedder
+        if reembed:
+            self._write(vectors.forget_model)
+            if self._vector_index is not None:
+                self._vector_index.reset()
+        conn = self._conn()
+        with read_snapshot(conn):
+            vectors.check_model(conn, embedder.identity, embedder.dimension)
+            total = len(vectors.missing(conn, 10**12))
+        done = 0
+        while True:
+            with read_snapshot(conn):
+                batch = vectors.missing(conn, EMBED_BATCH * 8)
+            if not batch:
+                break
+            texts = [embedding_text(content, summary) for _, content, summary, _ in batch]
+            unique = list(dict.fromkeys(texts))
+            by_text = dict(zip(unique, embedder.embed(unique)))
+
+            def work(c: Any, batch: list[tuple[int, str, str | None, bool]] = batch, texts: list[str] = texts) -> None:
+                vectors.claim(c, embedder.identity, embedder.dimension)
+                alive = {vid for vid, in c.execute(
+                    f"SELECT vid FROM entity_versions WHERE vid IN ({','.join('?' * len(batch))})", [b[0] for b in batch]
+                )}
+                rows = [(vid, by_text[text]) for (vid, _, _, _), text in zip(batch, texts) if vid in alive]
+                vectors.write(c, rows, heads=[vid for vid, _, _, head in batch if head and vid in alive])
+
+            self._write(work)
+            done += len(batch)
+            if progress is not None:
+                progress(min(done, total), total)
+        return EmbedReport(embedded=done, model=embedder.identity, dimension=embedder.dimension, reembedded=reembed)
 
     def _reinforce(self, ids: list[int]) -> None:
         # Usage counters are not user data: skip the fsync that FULL synchronous would cost.
@@ -372,8 +486,10 @@ class Vault:
                 raise InvalidInput("source", f"cannot read {source}: {exc}") from None
         else:
             records = import_export.read_records(source)
+        parsed = import_export.parse_records(records)
+        plan = self._plan(lambda conn: import_export.texts(parsed[0], parsed[2]))
         report: ImportReport = self._write(
-            lambda c: import_export.import_records(c, records, self._now(), progress)
+            lambda c: import_export.import_records(c, parsed, self._now(), progress, plan)
         )
         return report
 
@@ -407,8 +523,11 @@ class Vault:
     def stats(self) -> Stats:
         conn = self._conn()
         with read_snapshot(conn):
-            index = self._keyword_index.describe() if self._keyword_index is not None else "off"
-            return maintenance.stats(conn, self.path, self._driver.name, self._driver.sqlite_version, index)
+            keyword_index = self._keyword_index.describe() if self._keyword_index is not None else "off"
+            vector_index = self._vector_index.describe() if self._vector_index is not None else "off"
+            return maintenance.stats(
+                conn, self.path, self._driver.name, self._driver.sqlite_version, keyword_index, vector_index
+            )
 
     @_edge
     def check(self) -> CheckReport:
@@ -420,8 +539,9 @@ class Vault:
     def reindex(self) -> CheckReport:
         """Rebuild the keyword indexes from the rows, then check."""
         self._write(maintenance.reindex)
-        if self._keyword_index is not None:
-            self._keyword_index.reset()
+        for index in (self._keyword_index, self._vector_index):
+            if index is not None:
+                index.reset()
         return self.check()
 
     @_edge

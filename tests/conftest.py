@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 
 from perseus_vault_core import Vault
@@ -38,10 +41,60 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "vault.db"
 
 
+class FakeEmbedder:
+    """A deterministic stand-in for the model in fast tests: hashed bag of stemmed words, unit length.
+
+    Texts sharing words get similar vectors, as with a real model (but no paraphrase magic: tests
+    about meaning use the real bundled model, see ``real_embedder``).
+    """
+
+    identity = "fake-hash-embedder@1"
+    dimension = 64
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.texts = 0
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        from perseus_vault_core.porter import stem
+        from perseus_vault_core.query import tokenize
+
+        self.calls += 1
+        self.texts += len(texts)
+        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for token in tokenize(text):
+                digest = hashlib.blake2b(stem(token).encode(), digest_size=4).digest()
+                out[row, int.from_bytes(digest, "little") % self.dimension] += 1.0
+            out[row, 0] += 0.01  # never the zero vector
+        return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+
 @pytest.fixture
 def vault(db_path: Path, clock: Clock) -> Iterator[Vault]:
-    with Vault(db_path, clock=clock) as v:
+    """A keyword-only vault (no embedder): recall defaults to fts5, as a vault without vectors does."""
+    with Vault(db_path, clock=clock, embedder=False) as v:
         yield v
+
+
+@pytest.fixture
+def fake_embedder() -> FakeEmbedder:
+    return FakeEmbedder()
+
+
+@pytest.fixture
+def dense_vault(db_path: Path, clock: Clock, fake_embedder: FakeEmbedder) -> Iterator[Vault]:
+    """A vault that embeds on write with the fast deterministic fake embedder."""
+    with Vault(db_path, clock=clock, embedder=fake_embedder) as v:
+        yield v
+
+
+@pytest.fixture(scope="session")
+def real_embedder() -> Any:
+    """The bundled all-MiniLM-L6-v2 on its default (ONNX) runtime, loaded once per test run."""
+    from perseus_vault_core.embed import load
+
+    return load()
 
 
 def shared_data() -> Path:

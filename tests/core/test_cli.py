@@ -24,6 +24,14 @@ from perseus_vault_core.cli import main
 
 
 @pytest.fixture(autouse=True)
+def keyword_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests are about the CLI's contract, not embeddings: run it keyword-only (the operator
+    setting), so they are fast and their rankings are BM25's. tests/core/test_cli_embed.py runs the
+    CLI with the bundled model."""
+    monkeypatch.setenv("PERSEUS_VAULT_EMBEDDER", "none")
+
+
+@pytest.fixture(autouse=True)
 def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("PERSEUS_VAULT_DB", raising=False)
     monkeypatch.delenv("PERSEUS_VAULT_DEBUG", raising=False)

@@ -131,7 +131,7 @@ def test_export_filtered_by_agent(vault: Vault, clock: Clock) -> None:
 def test_a_scoped_export_imports_on_its_own(vault: Vault, clock: Clock, tmp_path: Path) -> None:
     ids = populate(vault, clock)
     text = export_text(vault, agent_id="agent-a")
-    with Vault(tmp_path / "copy.db", clock=clock) as copy:
+    with Vault(tmp_path / "copy.db", clock=clock, embedder=False) as copy:
         report = copy.import_jsonl(io.StringIO(text))
         assert (report.created, report.links) == (2, 1)
         assert export_text(copy) == text
@@ -146,7 +146,7 @@ def test_a_scoped_export_imports_on_its_own(vault: Vault, clock: Clock, tmp_path
 def test_round_trip_is_byte_identical(vault: Vault, clock: Clock, tmp_path: Path) -> None:
     ids = populate(vault, clock)
     first = export_text(vault)
-    with Vault(tmp_path / "copy.db", clock=clock) as copy:
+    with Vault(tmp_path / "copy.db", clock=clock, embedder=False) as copy:
         report = copy.import_jsonl(io.StringIO(first))
         assert report == ImportReport(created=len(ids), updated=0, unchanged=0, links=5)
         assert export_text(copy) == first
@@ -157,7 +157,7 @@ def test_round_trip_through_a_file(vault: Vault, clock: Clock, tmp_path: Path) -
     populate(vault, clock)
     path = tmp_path / "vault.jsonl"
     vault.export_jsonl(path)
-    with Vault(tmp_path / "copy.db", clock=clock) as copy:
+    with Vault(tmp_path / "copy.db", clock=clock, embedder=False) as copy:
         copy.import_jsonl(path)
         copy.export_jsonl(tmp_path / "again.jsonl")
     assert (tmp_path / "again.jsonl").read_bytes() == path.read_bytes()
@@ -166,7 +166,7 @@ def test_round_trip_through_a_file(vault: Vault, clock: Clock, tmp_path: Path) -
 def test_an_imported_copy_answers_like_the_original(vault: Vault, clock: Clock, tmp_path: Path) -> None:
     ids = populate(vault, clock)
     text = export_text(vault)
-    with Vault(tmp_path / "copy.db", clock=clock) as copy:
+    with Vault(tmp_path / "copy.db", clock=clock, embedder=False) as copy:
         copy.import_jsonl(io.StringIO(text))
         for category, key, scope in (("fact", "alice-city", {}), ("note", "plan", {"agent_id": "agent-a"})):
             assert copy.history(category, key, **scope) == vault.history(category, key, **scope)
@@ -291,7 +291,7 @@ def test_a_failure_while_writing_rolls_everything_back(vault: Vault, clock: Cloc
     link = next(r for r in recs if r["record"] == "link")
     bad_link = dict(link, to_id=9999)
     lines = [json.dumps(recs[0]), json.dumps(entity), json.dumps(bad_link), plain("fact", "x", "plain")]
-    with Vault(tmp_path / "target.db", clock=clock) as target:
+    with Vault(tmp_path / "target.db", clock=clock, embedder=False) as target:
         target.remember("fact", "existing", "as it was")
         before = export_text(target)
         with pytest.raises(InvalidInput) as err:
@@ -305,7 +305,7 @@ def test_an_oversize_version_in_an_export_is_refused(vault: Vault, clock: Clock,
     vault.remember("fact", "k", "small")
     recs = records(export_text(vault))
     recs[1]["versions"][0]["content"] = "z" * (MAX_BODY_BYTES + 1)
-    with Vault(tmp_path / "copy.db", clock=clock) as copy:
+    with Vault(tmp_path / "copy.db", clock=clock, embedder=False) as copy:
         with pytest.raises(InvalidInput) as err:
             copy.import_jsonl([json.dumps(r) for r in recs])
         assert err.value.field.startswith("line 2")
@@ -316,7 +316,7 @@ def test_a_wrongly_typed_export_field_is_refused(vault: Vault, clock: Clock, tmp
     vault.remember("fact", "k", "small")
     recs = records(export_text(vault))
     recs[1]["retrieval_count"] = "3"
-    with Vault(tmp_path / "copy.db", clock=clock) as copy:
+    with Vault(tmp_path / "copy.db", clock=clock, embedder=False) as copy:
         with pytest.raises(InvalidInput) as err:
             copy.import_jsonl([json.dumps(r) for r in recs])
         assert err.value.field == "line 2.retrieval_count"
@@ -354,7 +354,7 @@ def test_an_inconsistent_export_is_refused(vault: Vault, clock: Clock, tmp_path:
     recs = _two_versions(vault, clock)
     damage(recs)
     line = 2 if damage is not _self_link else len(recs)
-    with Vault(tmp_path / "copy.db", clock=clock) as copy:
+    with Vault(tmp_path / "copy.db", clock=clock, embedder=False) as copy:
         copy.remember("note", "existing", "already here")
         before = export_text(copy)
         with pytest.raises(InvalidInput) as err:
@@ -373,7 +373,7 @@ def test_a_link_across_scopes_in_a_file_is_refused(vault: Vault, clock: Clock, t
     recs = records(export_text(vault))
     link = next(r for r in recs if r["record"] == "link")
     link["to_id"] = next(r["id"] for r in recs if r["record"] == "entity" and r["agent_id"] == "b")
-    with Vault(tmp_path / "copy.db", clock=clock) as copy:
+    with Vault(tmp_path / "copy.db", clock=clock, embedder=False) as copy:
         with pytest.raises(InvalidInput) as err:
             copy.import_jsonl([json.dumps(r) for r in recs])
         assert _line_field(err.value, len(recs))
@@ -399,7 +399,7 @@ def test_progress_reports_done_and_total(vault: Vault) -> None:
 def test_progress_of_an_export_import_counts_entities_and_links(vault: Vault, clock: Clock, tmp_path: Path) -> None:
     ids = populate(vault, clock)
     calls: list[tuple[int, int]] = []
-    with Vault(tmp_path / "copy.db", clock=clock) as copy:
+    with Vault(tmp_path / "copy.db", clock=clock, embedder=False) as copy:
         copy.import_jsonl(io.StringIO(export_text(vault)), progress=lambda d, t: calls.append((d, t)))
     total = len(ids) + 5
     assert calls[-1] == (total, total)
@@ -411,7 +411,7 @@ def test_progress_of_an_export_import_counts_entities_and_links(vault: Vault, cl
 def test_import_merges_by_scope_category_and_key(vault: Vault, clock: Clock, tmp_path: Path) -> None:
     ids = populate(vault, clock)
     text = export_text(vault)
-    with Vault(tmp_path / "other.db", clock=clock) as other:
+    with Vault(tmp_path / "other.db", clock=clock, embedder=False) as other:
         mine = [
             other.remember("local", f"own-{i}", f"a note only the other vault has, {i}").id for i in range(12)
         ]
@@ -459,7 +459,7 @@ def test_imported_ids_never_collide_with_existing_ones(vault: Vault, clock: Cloc
     vault.remember("note", "one", "exported one")
     vault.remember("note", "two", "exported two")
     text = export_text(vault)
-    with Vault(tmp_path / "other.db", clock=clock) as other:
+    with Vault(tmp_path / "other.db", clock=clock, embedder=False) as other:
         local = other.remember("note", "local", "the other vault's own note")
         other.import_jsonl(io.StringIO(text))
         items = other.scan().items

@@ -94,7 +94,7 @@ def test_check_finds_a_head_missing_from_the_keyword_index(vault: Vault, clock: 
 
 
 def test_recall_misses_a_dropped_row_until_reindex(db_path: Path, clock: Clock) -> None:
-    with Vault(db_path, clock=clock, keyword_index=False) as vault:  # FTS5 answers every recall
+    with Vault(db_path, clock=clock, keyword_index=False, embedder=False) as vault:  # FTS5 answers every recall
         ids = healthy(vault, clock)
         drop_from_keyword_index(vault, ids["alpha"])
         assert keys(vault, "quokka") == []
@@ -233,7 +233,7 @@ def test_backup_is_a_working_copy(vault: Vault, clock: Clock, tmp_path: Path) ->
     written = vault.backup(target)
     assert written == os.path.abspath(target)
     assert target.exists()
-    with Vault(target, clock=clock) as copy:
+    with Vault(target, clock=clock, embedder=False) as copy:
         assert copy.check().ok
         assert export_text(copy) == export_text(vault)
         assert copy.get_entity(ids["beta"]).content == "the beta wombat note, revised"
@@ -248,7 +248,7 @@ def test_backup_accepts_a_string_path(vault: Vault, clock: Clock, tmp_path: Path
     healthy(vault, clock)
     target = str(tmp_path / "copy.db")
     assert vault.backup(target) == target
-    with Vault(target, clock=clock) as copy:
+    with Vault(target, clock=clock, embedder=False) as copy:
         assert copy.stats().entities == 6
 
 
@@ -273,7 +273,7 @@ def test_the_backup_does_not_follow_later_writes(vault: Vault, clock: Clock, tmp
     target = tmp_path / "copy.db"
     vault.backup(target)
     vault.remember("fact", "later", "written after the backup")
-    with Vault(target, clock=clock) as copy:
+    with Vault(target, clock=clock, embedder=False) as copy:
         assert copy.stats().entities == 6
         assert keys(copy, "later") == []
 
@@ -291,7 +291,7 @@ def test_backup_while_another_thread_keeps_writing(
     def writer() -> None:
         # Another client on the same file, with its own connections.
         try:
-            with Vault(db_path, clock=clock) as other:
+            with Vault(db_path, clock=clock, embedder=False) as other:
                 n = 0
                 while not stop.is_set() or n < 20:
                     written.append(other.remember("stream", f"w{n}", f"written while backing up {n} " * 20).id)
@@ -315,7 +315,7 @@ def test_backup_while_another_thread_keeps_writing(
     assert not thread.is_alive()
     assert errors == []
     assert len(committed_before) >= 60
-    with Vault(target, clock=clock) as copy:
+    with Vault(target, clock=clock, embedder=False) as copy:
         assert copy.check().ok
         in_copy = {e.id: e.content for e in copy.scan(limit=1000).items}
         for entity_id, content in committed_before.items():
