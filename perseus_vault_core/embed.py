@@ -24,6 +24,7 @@ import json
 import os
 import threading
 import time
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -219,18 +220,24 @@ def export_onnx(target: Path | None = None) -> Path:
     with torch.no_grad():  # before exporting: tracing leaves the module altered
         expected = pooled(torch.from_numpy(ids), torch.from_numpy(mask)).numpy()
     example = (torch.ones(2, 8, dtype=torch.long), torch.ones(2, 8, dtype=torch.long))
-    torch.onnx.export(
-        pooled, example, str(tmp), input_names=["input_ids", "attention_mask"], output_names=["embedding"],
-        dynamic_axes={"input_ids": {0: "batch", 1: "tokens"}, "attention_mask": {0: "batch", 1: "tokens"},
-                      "embedding": {0: "batch"}},
-        opset_version=17, dynamo=False,
-    )
+    with warnings.catch_warnings():  # the tracer's notes about constant folding are expected here
+        warnings.simplefilter("ignore")
+        _export(torch, pooled, example, tmp)
     got = _session(tmp, 1).run(None, {"input_ids": ids, "attention_mask": mask})[0]
     if float(np.min(np.sum(expected * got, axis=1))) < 0.9999:
         tmp.unlink(missing_ok=True)
         raise SetupError("the ONNX export does not reproduce the model; use PERSEUS_VAULT_EMBEDDER=torch")
     os.replace(tmp, target)
     return target
+
+
+def _export(torch: Any, module: Any, example: tuple[Any, Any], target: Path) -> None:
+    torch.onnx.export(
+        module, example, str(target), input_names=["input_ids", "attention_mask"], output_names=["embedding"],
+        dynamic_axes={"input_ids": {0: "batch", 1: "tokens"}, "attention_mask": {0: "batch", 1: "tokens"},
+                      "embedding": {0: "batch"}},
+        opset_version=17, dynamo=False,
+    )
 
 
 def _pad(token_ids: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:

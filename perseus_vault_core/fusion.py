@@ -17,7 +17,7 @@ class Fusion(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
-    k: int = Field(default=60, ge=1, le=10_000)
+    k: int = Field(default=20, ge=1, le=10_000)
     keyword_weight: float = Field(default=1.0, ge=0.0, le=100.0)
     dense_weight: float = Field(default=1.0, ge=0.0, le=100.0)
 

@@ -116,11 +116,14 @@ def _keyword_arm(conn: Any, params: RecallParams, v: View, pool: int, arms: Arms
 def _dense_arm(conn: Any, params: RecallParams, v: View, pool: int, arms: Arms) -> list[Hit]:
     assert arms.embed_query is not None
     query = arms.embed_query(params.query)
+    hits = None
     if arms.vector_index is not None and not v.historical:
         ranking = arms.vector_index.search(conn, query, v.params.get("agent_id"), v.params.get("workspace_hash"))
         if ranking is not None:
-            return visible_hits(conn, ranking, v, pool)
-    return vectors.search(conn, query, v, pool)
+            hits = visible_hits(conn, ranking, v, pool)
+    if hits is None:
+        hits = vectors.search(conn, query, v, pool)
+    return vectors.rescore(conn, hits, query)
 
 
 def _search(conn: Any, params: RecallParams, v: View, mode: str, arms: Arms) -> tuple[list[RecallItem], int]:

@@ -130,3 +130,18 @@ def search(conn: Any, query: np.ndarray, view: View, pool: int) -> list[Hit]:
     )
     params = dict(view.params, query=blob(query), pool=pool)
     return [Hit(int(eid), int(vid), float(s)) for eid, vid, s in conn.execute(sql, params)]
+
+
+def rescore(conn: Any, hits: list[Hit], query: np.ndarray) -> list[Hit]:
+    """Exact cosine for a candidate pool, computed one canonical way (float64, fixed summation order)
+    from the stored vectors, so the SQL path and the in-memory index give byte-identical results."""
+    if not hits:
+        return hits
+    rows = dict(conn.execute(
+        f"SELECT rowid, embedding FROM {TABLE} WHERE rowid IN (SELECT value FROM json_each(?))",
+        ("[" + ",".join(str(h.vid) for h in hits) + "]",),
+    ).fetchall())
+    matrix = np.stack([np.frombuffer(rows[h.vid], dtype=np.float32) for h in hits]).astype(np.float64)
+    scores = (matrix * np.asarray(query, dtype=np.float32).astype(np.float64)).sum(axis=1)
+    rescored = [Hit(h.entity_id, h.vid, float(s)) for h, s in zip(hits, scores)]
+    return sorted(rescored, key=lambda h: (-h.score, h.entity_id))

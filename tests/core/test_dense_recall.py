@@ -1,0 +1,246 @@
+"""Dense and hybrid recall: modes, fusion, filters inside the vector arm, knobs in every mode."""
+
+from __future__ import annotations
+
+import pytest
+
+from perseus_vault_core import Conflict, NotSupported, Vault
+
+from ..conftest import DAY_MS, Clock, FakeEmbedder
+
+
+def ids(result) -> list[int]:  # type: ignore[no-untyped-def]
+    return [item.id for item in result.items]
+
+
+@pytest.fixture
+def notes(dense_vault: Vault, clock: Clock) -> dict[str, int]:
+    texts = {
+        "db": "The billing ledger runs on postgres with nightly backups",
+        "cache": "Redis caches session tokens for the login service",
+        "deploy": "Deploys go through the canary stage before production",
+        "queue": "Kafka carries billing events to the ledger workers",
+    }
+    out = {}
+    for key, text in texts.items():
+        out[key] = dense_vault.remember("note", key, text).id
+        clock.advance(1000)
+    for i in range(12):
+        dense_vault.remember("filler", f"f{i}", f"Lunch menu {i}: soup, bread and seasonal fruit")
+    return out
+
+
+def test_auto_mode_is_hybrid_when_vectors_exist(dense_vault: Vault, notes: dict[str, int]) -> None:
+    r = dense_vault.recall("billing ledger", reinforce=False)
+    assert r.search_mode == "hybrid"
+    assert r.items[0].id in (notes["db"], notes["queue"])
+    assert all(set(i.ranks) <= {"fts5", "dense"} and i.ranks for i in r.items)
+    both = [i for i in r.items if set(i.ranks) == {"fts5", "dense"}]
+    assert both, "items found by both arms carry both ranks"
+    assert dense_vault.stats().embedding_coverage == 1.0
+
+
+def test_dense_mode_never_falls_back_to_keywords(dense_vault: Vault, notes: dict[str, int]) -> None:
+    r = dense_vault.recall("billing ledger", mode="dense", reinforce=False)
+    assert r.search_mode == "dense" and r.items
+    assert all(set(i.ranks) == {"dense"} for i in r.items)
+    assert r.items[0].ranks == {"dense": 1} and r.items[0].score == pytest.approx(1.0)
+
+
+def test_hybrid_with_an_empty_keyword_arm_is_the_dense_arm(dense_vault: Vault, notes: dict[str, int]) -> None:
+    # Only stopwords: the keyword arm finds nothing and is dropped; dense still answers.
+    hybrid = dense_vault.recall("what is it about", mode="hybrid", reinforce=False)
+    dense = dense_vault.recall("what is it about", mode="dense", reinforce=False)
+    assert ids(hybrid) == ids(dense)
+    assert all("fts5" not in i.ranks for i in hybrid.items)
+    assert dense_vault.recall("*", mode="dense").items == []  # no word at all: nothing, in every mode
+
+
+def test_same_call_same_bytes_in_every_mode(dense_vault: Vault, notes: dict[str, int]) -> None:
+    for mode in ("fts5", "dense", "hybrid"):
+        a = dense_vault.recall("billing events ledger", mode=mode, reinforce=False).model_dump_json()
+        assert a == dense_vault.recall("billing events ledger", mode=mode, reinforce=False).model_dump_json()
+
+
+def test_the_vector_arm_filters_inside_its_query(dense_vault: Vault) -> None:
+    """The nearest vectors belong to another tenant: the vector arm must still return this tenant's."""
+    for i in range(40):
+        dense_vault.remember("note", f"other{i}", "billing ledger postgres backups", agent_id="other")
+    mine = dense_vault.remember("note", "mine", "an unrelated sentence about gardening", agent_id="me")
+    for mode in ("dense", "hybrid"):
+        r = dense_vault.recall("billing ledger postgres backups", mode=mode, agent_id="me", limit=5, reinforce=False)
+        assert ids(r) == [mine.id], mode
+    assert dense_vault.wait_for_vector_index()
+    r = dense_vault.recall("billing ledger postgres backups", mode="dense", agent_id="me", limit=5, reinforce=False)
+    assert ids(r) == [mine.id]
+    archived = dense_vault.remember("note", "gone", "billing ledger postgres backups", agent_id="me")
+    dense_vault.forget(archived.id)
+    r = dense_vault.recall("billing ledger postgres backups", mode="dense", agent_id="me", reinforce=False)
+    assert archived.id not in ids(r)
+
+
+def test_mirror_and_sql_paths_agree(dense_vault: Vault, notes: dict[str, int], clock: Clock) -> None:
+    assert dense_vault.wait_for_vector_index()
+    dense_vault.remember("note", "db", "The billing ledger moved to sqlite")  # the mirror follows the write
+    fast = [(i.id, i.score) for i in dense_vault.recall("billing ledger sqlite", mode="dense", limit=20,
+                                                        reinforce=False).items]
+    index, dense_vault._vector_index = dense_vault._vector_index, None
+    slow = [(i.id, i.score) for i in dense_vault.recall("billing ledger sqlite", mode="dense", limit=20,
+                                                        reinforce=False).items]
+    dense_vault._vector_index = index
+    assert [i for i, _ in fast] == [i for i, _ in slow]
+    assert [s for _, s in fast] == pytest.approx([s for _, s in slow], abs=1e-5)
+
+
+def test_knobs_work_in_every_mode(dense_vault: Vault, clock: Clock) -> None:
+    old = dense_vault.remember("note", "old", "rotation policy for secrets")
+    clock.advance(20 * DAY_MS)
+    new = dense_vault.remember("note", "new", "rotation policy for keys", verified=True)
+    for i in range(10):
+        dense_vault.remember("filler", f"f{i}", f"unrelated filler {i}")
+    for mode in ("fts5", "dense", "hybrid"):
+        plain = dense_vault.recall("rotation policy", mode=mode, trust_weight=0, reinforce=False)
+        trusted = dense_vault.recall("rotation policy", mode=mode, trust_weight=2.0, reinforce=False)
+        assert trusted.items[0].id == new.id, mode
+        timed = dense_vault.recall("rotation policy", mode=mode, trust_weight=0, recency_half_life_secs=86_400,
+                                   reinforce=False)
+        assert timed.items[0].id == new.id, mode
+        capped = dense_vault.recall("rotation policy", mode=mode, preview_cap=8, reinforce=False)
+        assert all(len(i.content) < 200 and "get_entity" in i.content for i in capped.items if len(i.body["content"]) > 8)
+        assert plain.items and old.id in ids(plain)
+
+
+def test_startup_reranks_by_actionability_and_is_off_by_default(dense_vault: Vault) -> None:
+    vague = dense_vault.remember("note", "vague", "billing stuff, maybe")
+    concrete = dense_vault.remember("note", "concrete",
+                                    "Billing: decided to retry failed charges, see ENG-41 and src/billing/retry.py")
+    for mode in ("fts5", "dense", "hybrid"):
+        base = dense_vault.recall("billing", mode=mode, reinforce=False)
+        again = dense_vault.recall("billing", mode=mode, reinforce=False, startup=False)
+        assert base.model_dump_json() == again.model_dump_json()
+        assert "actionability" not in base.model_dump()["items"][0]
+        started = dense_vault.recall("billing", mode=mode, startup=True, reinforce=False)
+        assert started.items[0].id == concrete.id, mode
+        by_id = {i.id: i.actionability for i in started.items}
+        assert by_id[concrete.id] > by_id[vague.id]
+
+
+def test_validity_profile_annotates_and_reranks_hybrid(dense_vault: Vault, clock: Clock) -> None:
+    stale = dense_vault.remember("note", "stale", "incident runbook for the payment gateway")
+    clock.advance(100 * DAY_MS)  # over three half-lives: freshness below 1/8
+    fresh = dense_vault.remember("note", "fresh", "incident runbook for the payment gateway, revised")
+    for i in range(10):
+        dense_vault.remember("filler", f"f{i}", f"unrelated filler {i}")
+    plain = dense_vault.recall("incident runbook payment gateway", mode="hybrid", reinforce=False)
+    assert "validity" not in plain.model_dump()["items"][0]
+    annotated = dense_vault.recall("incident runbook payment gateway", mode="fts5", validity_annotate=True,
+                                   reinforce=False)
+    grades = {i.id: i.validity.grade for i in annotated.items if i.validity}
+    assert grades[stale.id] == "context_invalid" and grades[fresh.id] == "valid"
+    ranked = dense_vault.recall("incident runbook payment gateway", mode="hybrid", profile="validity",
+                                limit=50, reinforce=False)
+    assert ranked.items[0].id == fresh.id
+    assert {i.id for i in ranked.items} >= {stale.id, fresh.id}  # re-ranks, never excludes
+
+
+def test_point_in_time_dense_recall_uses_the_vectors_of_that_time(dense_vault: Vault, clock: Clock) -> None:
+    e = dense_vault.remember("note", "k", "postgres replication lag")
+    before = clock.now
+    clock.advance(1000)
+    dense_vault.remember("note", "k", "gardening tips for spring")
+    for i in range(5):
+        dense_vault.remember("filler", f"f{i}", f"other words {i}")
+    now = dense_vault.recall("postgres replication", mode="dense", limit=1, reinforce=False)
+    then = dense_vault.recall("postgres replication", mode="dense", limit=1, as_of_unix_ms=before)
+    assert then.items[0].id == e.id and then.items[0].content == "postgres replication lag"
+    assert now.items[0].content != "postgres replication lag"
+
+
+def test_another_model_is_refused_and_nothing_is_written(db_path, clock: Clock, fake_embedder: FakeEmbedder) -> None:  # type: ignore[no-untyped-def]
+    class Other(FakeEmbedder):
+        identity = "another-model@2"
+
+    with Vault(db_path, clock=clock, embedder=fake_embedder) as first:
+        first.remember("note", "k", "first model wrote this")
+    with Vault(db_path, clock=clock, embedder=Other()) as second:
+        before = second.stats()
+        with pytest.raises(Conflict, match="embed --reembed"):
+            second.remember("note", "k2", "second model")
+        with pytest.raises(Conflict):
+            second.recall("first model", mode="dense")
+        assert second.stats().entities == before.entities
+        report = second.embed(reembed=True)
+        assert report.reembedded and report.model == "another-model@2" and report.embedded == 1
+        second.remember("note", "k2", "second model")
+        assert second.stats().embedding_model == "another-model@2"
+        assert second.recall("first model", mode="dense").items
+
+
+def test_embed_backfills_a_keyword_only_store(db_path, clock: Clock, fake_embedder: FakeEmbedder) -> None:  # type: ignore[no-untyped-def]
+    with Vault(db_path, clock=clock, embedder=False) as plain:
+        for i in range(30):
+            plain.remember("note", f"k{i}", f"note number {i} about billing")
+        plain.remember("note", "k0", "note zero, rewritten")
+        assert plain.stats().embedding_coverage == 0.0
+        with pytest.raises(NotSupported):
+            plain.embed()
+    with Vault(db_path, clock=clock, embedder=fake_embedder) as vault:
+        assert vault.recall("billing").search_mode == "fts5"  # no vectors yet
+        seen: list[tuple[int, int]] = []
+        report = vault.embed(progress=lambda done, total: seen.append((done, total)))
+        assert report.embedded == 31 and seen[-1] == (31, 31)  # 30 heads and one older version
+        stats = vault.stats()
+        assert stats.embedding_coverage == 1.0 and stats.embedded == 30
+        assert vault.recall("billing").search_mode == "hybrid"
+        assert vault.embed().embedded == 0  # nothing left to do
+        assert vault.check().ok
+
+
+def test_unchanged_text_keeps_its_vector(dense_vault: Vault, fake_embedder: FakeEmbedder) -> None:
+    e = dense_vault.remember("note", "k", "same words")
+    calls = fake_embedder.texts
+    dense_vault.remember("note", "k", "same words", certainty=0.9)  # a new version, same text
+    dense_vault.forget(e.id)
+    dense_vault.remember("note", "k", "same words")  # restored
+    assert fake_embedder.texts == calls
+    assert dense_vault.stats().embedding_coverage == 1.0
+    dense_vault.forget(e.id)
+    dense_vault.purge(e.id)
+    conn = dense_vault._conn()
+    assert conn.execute("SELECT count(*) FROM version_vectors").fetchone()[0] == 0
+
+
+def test_a_vault_without_an_embedder_refuses_meaning_modes(db_path, clock: Clock, fake_embedder: FakeEmbedder) -> None:  # type: ignore[no-untyped-def]
+    with Vault(db_path, clock=clock, embedder=fake_embedder) as vault:
+        vault.remember("note", "k", "vectors exist")
+    with Vault(db_path, clock=clock, embedder=False) as keyword_only:
+        assert keyword_only.recall("vectors").search_mode == "fts5"
+        with pytest.raises(NotSupported, match="embedding model"):
+            keyword_only.recall("vectors", mode="dense")
+
+
+def _other_process_writes(path: str) -> None:
+    from tests.conftest import FakeEmbedder
+
+    with Vault(path, embedder=FakeEmbedder()) as other:
+        other.remember_many({"category": "note", "key": f"p{i}", "content": f"zebra stripes pattern {i}"}
+                            for i in range(20))
+        other.forget(other.recall("zebra stripes", mode="fts5", limit=1).items[0].id)
+
+
+def test_vector_index_follows_another_process(db_path, fake_embedder: FakeEmbedder) -> None:  # type: ignore[no-untyped-def]
+    import multiprocessing
+
+    with Vault(db_path, embedder=fake_embedder) as vault:
+        vault.remember_many({"category": "note", "key": f"k{i}", "content": f"ledger entry {i}"} for i in range(50))
+        assert vault.wait_for_vector_index()
+        proc = multiprocessing.get_context("spawn").Process(target=_other_process_writes, args=(str(db_path),))
+        proc.start()
+        proc.join(120)
+        assert proc.exitcode == 0
+        fast = [(i.id, i.score) for i in vault.recall("zebra stripes", mode="dense", limit=30, reinforce=False).items]
+        assert vault._vector_index is not None and vault._vector_index.ready
+        index, vault._vector_index = vault._vector_index, None
+        slow = [(i.id, i.score) for i in vault.recall("zebra stripes", mode="dense", limit=30, reinforce=False).items]
+        vault._vector_index = index
+        assert fast == slow and len([1 for i, _ in fast]) >= 19
