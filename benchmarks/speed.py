@@ -1,8 +1,16 @@
 """Speed at scale on synthetic agent memories (see synthetic.py), through the public API.
 
-For each store size: bulk import (no embeddings), keyword recall p50/p95 (the in-memory
-keyword index, and FTS5 alone as a fresh process first sees it), as_of lookups, 100-item
-scan pages, history; the database size on disk.
+For each store size:
+
+- bulk import without embeddings (a keyword-only vault);
+- the same memories with vectors (from the vector cache, so reruns are fast; the embedding cost is
+  measured separately, see ``embedding_ingest``), then, with the real model answering queries
+  (query embedding included): keyword, dense and hybrid recall p50/p95, scoped and right after a
+  write; the SQL paths a fresh process uses before its in-memory indexes exist; as_of, scan pages,
+  history; index build times; the file size.
+
+``embedding_ingest`` compares the bare model's batch throughput with a vault ingesting the same
+texts (embedding included), and ``cold_start`` / ``peak_memory`` run fresh processes.
 """
 
 from __future__ import annotations
@@ -11,6 +19,8 @@ import json
 import os
 import random
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -19,6 +29,8 @@ from typing import Any
 from perseus_vault_core import Vault
 
 from .synthetic import memories, queries
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def percentiles(samples_ms: list[float]) -> dict[str, float]:
@@ -41,43 +53,51 @@ def timed(calls: list[Callable[[], Any]], warmup: int = 10) -> dict[str, float]:
     return percentiles(samples)
 
 
-def db_bytes(path: str) -> int:
-    return sum(os.path.getsize(path + s) for s in ("", "-wal") if os.path.exists(path + s))
-
-
-def run_size(n: int, n_queries: int = 300, seed: int = 7) -> dict[str, Any]:
+def run_size(n: int, model: Any, cached: Any, n_queries: int = 300, seed: int = 7) -> dict[str, Any]:
+    """``model``: the real embedder (queries); ``cached``: the same model behind the vector cache (bulk)."""
     out: dict[str, Any] = {"entities": n}
+    lines = [json.dumps(m) for m in memories(n, seed)]
+    qs = queries(n_queries)
     with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "speed.db")
-        lines = [json.dumps(m) for m in memories(n, seed)]
-        with Vault(path) as vault:
+        plain = os.path.join(tmp, "plain.db")
+        with Vault(plain, embedder=False) as vault:
             started = time.perf_counter()
             vault.import_jsonl(lines)
-            elapsed = time.perf_counter() - started
-            out["import_per_s"] = n / elapsed
-            out["import_s"] = elapsed
+            out["import_per_s"] = n / (time.perf_counter() - started)
 
-            qs = queries(n_queries)
-            # A fresh process answers with FTS5 alone until its keyword index is built.
-            index = vault._keyword_index
-            vault._keyword_index = None
-            out["recall_fts5_only"] = timed([lambda q=q: vault.recall(q) for q in qs[:100]])
-            vault._keyword_index = index
+        path = os.path.join(tmp, "speed.db")
+        with Vault(path, embedder=cached) as vault:
+            started = time.perf_counter()
+            vault.import_jsonl(lines)
+            out["import_cached_vectors_per_s"] = n / (time.perf_counter() - started)
+        with Vault(path, embedder=model) as vault:
+            # A fresh process answers with SQL until its in-memory indexes are built.
+            indexes = vault._keyword_index, vault._vector_index
+            vault._keyword_index = vault._vector_index = None
+            out["recall_fts5_sql"] = timed([lambda q=q: vault.recall(q, mode="fts5") for q in qs[:60]], warmup=3)
+            out["recall_dense_sql"] = timed([lambda q=q: vault.recall(q, mode="dense") for q in qs[:30]], warmup=3)
+            vault._keyword_index, vault._vector_index = indexes
             started = time.perf_counter()
             assert vault.wait_for_keyword_index(), "keyword index did not build"
-            out["index_build_s"] = time.perf_counter() - started
-            out["recall"] = timed([lambda q=q: vault.recall(q) for q in qs])
-            out["recall_no_reinforce"] = timed([lambda q=q: vault.recall(q, reinforce=False) for q in qs])
-            out["recall_agent_filter"] = timed([lambda q=q: vault.recall(q, agent_id="agent-1") for q in qs])
-            # An agent that writes a memory and then recalls: the index follows each write first.
-            fresh = [json.loads(line) for line in lines[:len(qs)]]
+            out["keyword_index_build_s"] = time.perf_counter() - started
+            started = time.perf_counter()
+            assert vault.wait_for_vector_index(), "vector index did not build"
+            out["vector_index_build_s"] = time.perf_counter() - started
+
+            for mode in ("fts5", "dense", "hybrid"):
+                out[f"recall_{mode}"] = timed([lambda q=q, m=mode: vault.recall(q, mode=m) for q in qs])
+            out["recall_fts5_no_reinforce"] = timed([lambda q=q: vault.recall(q, mode="fts5", reinforce=False) for q in qs])
+            out["recall_hybrid_agent_filter"] = timed([lambda q=q: vault.recall(q, agent_id="agent-1") for q in qs])
+            out["embed_query"] = timed([lambda q=q: model.embed([q]) for q in qs])
+            # An agent that writes a memory and then recalls: the indexes follow each write first.
+            fresh = [json.loads(line) for line in lines[: len(qs)]]
             samples = []
             for i, (q, m) in enumerate(zip(qs, fresh)):
                 vault.remember(**dict(m, content=m["content"] + f" (revised {i})"))
                 started = time.perf_counter()
                 vault.recall(q)
                 samples.append((time.perf_counter() - started) * 1000)
-            out["recall_after_write"] = percentiles(samples)
+            out["recall_hybrid_after_write"] = percentiles(samples)
 
             rng = random.Random(seed)
             picks = [rng.randrange(n) for _ in range(500)]
@@ -89,7 +109,6 @@ def run_size(n: int, n_queries: int = 300, seed: int = 7) -> dict[str, Any]:
                 vault.as_of(kind, f"{kind}-{i:07d}", now, agent_id=f"agent-{i % 4}")
 
             out["as_of"] = timed([lambda i=i: as_of(i) for i in picks])
-
             cursors: list[str | None] = [None]
             page = vault.scan(limit=100)
             while page.has_more and len(cursors) < 300:
@@ -103,14 +122,73 @@ def run_size(n: int, n_queries: int = 300, seed: int = 7) -> dict[str, Any]:
                 vault.history(kind, f"{kind}-{i:07d}", agent_id=f"agent-{i % 4}")
 
             out["history"] = timed([lambda i=i: history(i) for i in picks])
-        out["db_mb"] = db_bytes(path) / 1e6 if os.path.exists(path) else 0.0
-        # after close the WAL is checkpointed into the main file
         out["db_mb"] = os.path.getsize(path) / 1e6
+        out["cold_start"] = cold_start(path, qs[0])
+        out["peak_memory_mb"] = peak_memory(path, qs[:50])
     return out
 
 
-if __name__ == "__main__":
-    import sys
+def embedding_ingest(model: Any, n: int = 2_000) -> dict[str, float]:
+    """The bare model's batch throughput against a vault ingesting the same texts, embedding included."""
+    records = [dict(m, key=m["key"] + "-ingest") for m in memories(n, seed=99)]
+    texts = [r["content"] for r in records]
+    started = time.perf_counter()
+    model.embed(texts)
+    bare = n / (time.perf_counter() - started)
+    with tempfile.TemporaryDirectory() as tmp, Vault(os.path.join(tmp, "ingest.db"), embedder=model) as vault:
+        started = time.perf_counter()
+        vault.import_jsonl(json.dumps(r) for r in records)
+        ingest = n / (time.perf_counter() - started)
+    return {"texts": float(n), "bare_per_s": bare, "vault_per_s": ingest, "ratio": ingest / bare}
 
+
+_CHILD = """
+import sys, time, json, resource
+started = time.perf_counter()
+from perseus_vault_core import Vault
+vault = Vault(sys.argv[1])
+mode = sys.argv[2]
+queries = json.loads(sys.argv[3])
+first = vault.recall(queries[0], mode=mode)
+first_s = time.perf_counter() - started
+if len(queries) > 1:
+    vault.wait_for_keyword_index(); vault.wait_for_vector_index()
+    for q in queries:
+        for m in ("fts5", "dense", "hybrid"):
+            vault.recall(q, mode=m)
+print(json.dumps({"first_answer_s": first_s, "items": len(first.items),
+                  "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def _child(path: str, mode: str, qs: list[str]) -> dict[str, float]:
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", _CHILD, path, mode, json.dumps(qs)], capture_output=True,
+                          text=True, check=True, cwd=ROOT)
+    result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    result["process_s"] = time.perf_counter() - started
+    return result
+
+
+def cold_start(path: str, query: str, runs: int = 3) -> dict[str, float]:
+    """A new process, to its first dense answer (imports, opening, model load, query, SQL search)."""
+    results = [_child(path, "dense", [query]) for _ in range(runs)]
+    return {
+        "first_answer_s_p50": statistics.median(r["first_answer_s"] for r in results),
+        "process_s_p50": statistics.median(r["process_s"] for r in results),
+    }
+
+
+def peak_memory(path: str, qs: list[str]) -> float:
+    """Peak resident memory of a process that builds both indexes and answers every mode."""
+    return _child(path, "hybrid", qs)["peak_rss_mb"]
+
+
+if __name__ == "__main__":
+    from perseus_vault_core.embed import load
+
+    from .vector_cache import CachingEmbedder
+
+    real = load()
     for size in [int(a) for a in sys.argv[1:]] or [10_000]:
-        print(json.dumps(run_size(size)))
+        print(json.dumps(run_size(size, real, CachingEmbedder(real))))

@@ -53,7 +53,11 @@ def _recall_text(result: RecallResult) -> str:
     if not result.items:
         return f"no matches ({result.search_mode})"
     lines = [f"{len(result.items)} result(s), {result.search_mode}:"]
-    lines += [f"{i.score:7.3f}  {_entity_line(i)}" for i in result.items]
+    for item in result.items:
+        extra = f"  [actionability {item.actionability:.2f}]" if item.actionability is not None else ""
+        if item.validity is not None:
+            extra += f"  [{item.validity.grade}, x{item.validity.multiplier:.2f}]"
+        lines.append(f"{item.score:7.3f}  {_entity_line(item)}{extra}")
     return "\n".join(lines)
 
 
@@ -96,6 +100,12 @@ def cmd_recall(vault: Vault, args: argparse.Namespace) -> None:
             params[name] = getattr(args, name)
     if args.expansion:
         params["expansion"] = True
+    if args.startup:
+        params["startup"] = True
+    if args.profile:
+        params["profile"] = args.profile
+    if args.validity_annotate:
+        params["validity_annotate"] = True
     if args.no_reinforce:
         params["reinforce"] = False
     _emit(args, vault.recall(args.query, **params), _recall_text)
@@ -152,6 +162,21 @@ def cmd_import(vault: Vault, args: argparse.Namespace) -> None:
     bar.close()
     _emit(args, report, lambda r: f"imported: {r.created} created, {r.updated} updated, "
                                   f"{r.unchanged} unchanged, {r.links} links")
+
+
+def cmd_embed(vault: Vault, args: argparse.Namespace) -> None:
+    from tqdm import tqdm
+
+    bar = tqdm(total=0, unit="vec", desc="embed", disable=args.quiet or not sys.stderr.isatty() and not args.progress)
+
+    def progress(done: int, total: int) -> None:
+        bar.total = total
+        bar.n = done
+        bar.refresh()
+
+    report = vault.embed(reembed=args.reembed, progress=progress)
+    bar.close()
+    _emit(args, report, lambda r: f"embedded {r.embedded} version(s) with {r.model} ({r.dimension} dimensions)")
 
 
 def cmd_export(vault: Vault, args: argparse.Namespace) -> None:
@@ -231,7 +256,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--expires-at-ms", type=int, dest="expires_at_ms")
     p.set_defaults(func=cmd_remember)
 
-    p = sub.add_parser("recall", parents=[common], help="find memories by keyword (BM25)")
+    p = sub.add_parser("recall", parents=[common], help="find memories (keyword, meaning, or both)")
     p.add_argument("query", help='words to find ("" lists everything in the default order)')
     p.add_argument("--mode", choices=["fts5", "dense", "hybrid"])
     p.add_argument("--limit", type=int)
@@ -243,8 +268,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--content-weight", type=float, dest="content_weight")
     p.add_argument("--diversity-halving", type=float, dest="diversity_halving")
     p.add_argument("--recency-half-life-secs", type=float, dest="recency_half_life_secs")
+    p.add_argument("--startup", action="store_true", help="re-rank by actionability (start-of-session blocks)")
+    p.add_argument("--profile", choices=["validity"], help="weigh freshness, scope, provenance, expiry")
+    p.add_argument("--validity-annotate", action="store_true", dest="validity_annotate")
     p.add_argument("--no-reinforce", action="store_true", dest="no_reinforce", help="do not count this retrieval")
     p.set_defaults(func=cmd_recall)
+
+    p = sub.add_parser("embed", parents=[common], help="give every memory a vector (backfill), or re-embed all")
+    p.add_argument("--reembed", action="store_true", help="replace every vector with the configured model's")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--progress", action="store_true", help="show progress even when stderr is not a terminal")
+    p.set_defaults(func=cmd_embed)
 
     p = sub.add_parser("scan", parents=[common], help="list entities by id, page by page (read-only)")
     p.add_argument("--cursor")
@@ -293,8 +327,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.db = getattr(args, "db", None) or default_path()
     args.json = getattr(args, "json", False)
     try:
-        # A one-shot command answers with FTS5; building the in-memory index would be wasted work.
-        with Vault(args.db, keyword_index=False) as vault:
+        # A one-shot command answers with SQL; building the in-memory indexes would be wasted work.
+        with Vault(args.db, keyword_index=False, vector_index=False) as vault:
             args.func(vault, args)
     except VaultError as exc:
         print(f"error: {_one_line(str(exc))}", file=sys.stderr)

@@ -116,14 +116,16 @@ def _keyword_arm(conn: Any, params: RecallParams, v: View, pool: int, arms: Arms
 def _dense_arm(conn: Any, params: RecallParams, v: View, pool: int, arms: Arms) -> list[Hit]:
     assert arms.embed_query is not None
     query = arms.embed_query(params.query)
-    hits = None
-    if arms.vector_index is not None and not v.historical:
-        ranking = arms.vector_index.search(conn, query, v.params.get("agent_id"), v.params.get("workspace_hash"))
+    index = arms.vector_index
+    if index is not None and not v.historical:
+        ranking = index.search(conn, query, v.params.get("agent_id"), v.params.get("workspace_hash"))
         if ranking is not None:
             hits = visible_hits(conn, ranking, v, pool)
-    if hits is None:
-        hits = vectors.search(conn, query, v, pool)
-    return vectors.rescore(conn, hits, query)
+            found = index.vectors([h.vid for h in hits])
+            if len(found) == len(hits):  # else the mirror moved on meanwhile: ask SQL
+                return vectors.rescore(hits, found, query)
+    hits, found = vectors.search(conn, query, v, pool)
+    return vectors.rescore(hits, found, query)
 
 
 def _search(conn: Any, params: RecallParams, v: View, mode: str, arms: Arms) -> tuple[list[RecallItem], int]:

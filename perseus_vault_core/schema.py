@@ -21,6 +21,8 @@ Layout (version 1):
 - ``head_changes``: a log of heads added and removed, so the in-memory keyword index
   (``keyword_index.py``) of any process can follow writes made by any other.
 - ``links``: typed, weighted, directed edges with their own transaction-time history.
+
+Version 2 adds ``version_vectors``: one embedding per version (see ``vectors.py``).
 """
 
 from __future__ import annotations
@@ -137,9 +139,18 @@ def _v1(conn: Any) -> None:
     )
 
 
+def _v2(conn: Any) -> None:
+    # One vector per version (sqlite-vec float32 blobs); the model is recorded in vault_meta.
+    conn.execute(
+        "CREATE TABLE version_vectors (vid INTEGER PRIMARY KEY REFERENCES entity_versions(vid), "
+        "embedding BLOB NOT NULL)"
+    )
+
+
 Migration = Callable[[Any], None]
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "entities, versions, keyword indexes, links", _v1),
+    (2, "vectors", _v2),
 ]
 LATEST = MIGRATIONS[-1][0]
 

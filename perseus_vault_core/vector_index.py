@@ -22,7 +22,7 @@ from .mirror import HeadMirror, Ranking, grow
 
 
 class VectorIndex(HeadMirror):
-    COLUMNS = f"(SELECT x.embedding FROM {vectors.TABLE} x WHERE x.rowid = v.vid)"
+    COLUMNS = f"(SELECT x.embedding FROM {vectors.TABLE} x WHERE x.vid = v.vid)"
     NAME = "vector-index"
 
     def __init__(self) -> None:
@@ -75,6 +75,11 @@ class VectorIndex(HeadMirror):
 
         result: Ranking | None = self.answer(conn, compute)
         return result
+
+    def vectors(self, vids: list[int]) -> dict[int, np.ndarray]:
+        """Copies of the stored vectors of these current versions (the ones this mirror holds)."""
+        with self._lock:
+            return {vid: self._matrix[self._slot_of[vid]].copy() for vid in vids if vid in self._slot_of}
 
     def memory_bytes(self) -> int:
         return int(self._matrix.nbytes)

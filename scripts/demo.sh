@@ -12,8 +12,8 @@ pv remember decision embedding-model "Embeddings come from the bundled all-MiniL
 pv remember incident OPS-311 "Recall latency spiked during the nightly import; fixed by batching writes." \
    --topic-path operations
 pv remember preference answer-style "Alice prefers short answers with the command first."
-echo; echo "== recall: which storage engine did we choose?"
-pv recall "which storage engine did we choose"
+echo; echo "== recall: which database did we pick? (hybrid: keyword + meaning)"
+pv recall "which database did we pick"
 echo; echo "== recall: latency incident (json, first item id)"
 pv recall "latency incident" --json --limit 1 | .venv/bin/python -c "import json,sys; r=json.load(sys.stdin); print(r['search_mode'], [i['key'] for i in r['items']])"
 echo; echo "== everything, page by page"

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from perseus_vault_core import schema
 from perseus_vault_core import CheckReport, InvalidInput, Stats, Vault
 
 from ..conftest import Clock
@@ -199,7 +200,7 @@ def test_stats_of_an_empty_vault(vault: Vault, db_path: Path) -> None:
     assert isinstance(s, Stats)
     assert (s.entities, s.versions, s.links, s.by_status) == (0, 0, 0, {})
     assert s.path == str(db_path)
-    assert s.schema_version == 1
+    assert s.schema_version == schema.LATEST
     assert s.db_bytes > 0
     assert s.sqlite_driver and s.sqlite_version and s.sqlite_vec_version
 
