@@ -10,7 +10,8 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, NoReturn
 
 from pydantic import BaseModel
@@ -145,37 +146,40 @@ def cmd_history(vault: Vault, args: argparse.Namespace) -> None:
     _emit(args, page, human)
 
 
-def cmd_import(vault: Vault, args: argparse.Namespace) -> None:
+@contextmanager
+def _progress_bar(args: argparse.Namespace, unit: str, desc: str) -> Iterator[Callable[[int, int], None]]:
+    """A progress callback drawing on stderr (on a terminal, or with --progress; never with --quiet)."""
     from tqdm import tqdm
 
-    bar = tqdm(total=0, unit="rec", desc="import", disable=args.quiet or not sys.stderr.isatty() and not args.progress)
+    bar = tqdm(total=0, unit=unit, desc=desc, disable=args.quiet or not sys.stderr.isatty() and not args.progress)
 
     def progress(done: int, total: int) -> None:
         bar.total = total
         bar.n = done
         bar.refresh()
 
-    if args.file == "-":
-        report = vault.import_jsonl(sys.stdin, progress=progress)
-    else:
-        report = vault.import_jsonl(args.file, progress=progress)
-    bar.close()
+    try:
+        yield progress
+    finally:
+        bar.close()
+
+
+def cmd_import(vault: Vault, args: argparse.Namespace) -> None:
+    with _progress_bar(args, "rec", "import") as progress:
+        report = _import(vault, args, progress)
     _emit(args, report, lambda r: f"imported: {r.created} created, {r.updated} updated, "
                                   f"{r.unchanged} unchanged, {r.links} links")
 
 
+def _import(vault: Vault, args: argparse.Namespace, progress: Callable[[int, int], None]) -> Any:
+    if args.file == "-":
+        return vault.import_jsonl(sys.stdin, progress=progress)
+    return vault.import_jsonl(args.file, progress=progress)
+
+
 def cmd_embed(vault: Vault, args: argparse.Namespace) -> None:
-    from tqdm import tqdm
-
-    bar = tqdm(total=0, unit="vec", desc="embed", disable=args.quiet or not sys.stderr.isatty() and not args.progress)
-
-    def progress(done: int, total: int) -> None:
-        bar.total = total
-        bar.n = done
-        bar.refresh()
-
-    report = vault.embed(reembed=args.reembed, progress=progress)
-    bar.close()
+    with _progress_bar(args, "vec", "embed") as progress:
+        report = vault.embed(reembed=args.reembed, progress=progress)
     _emit(args, report, lambda r: f"embedded {r.embedded} version(s) with {r.model} ({r.dimension} dimensions)")
 
 

@@ -14,7 +14,9 @@ The order of work:
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +37,18 @@ from .query import is_enumeration, parse, tokenize
 from .ranking import Scored, diversify, normalize, order, preview, recency, trust, witness
 from .validity import Validity, validity
 from .vector_index import VectorIndex
+
+_EXECUTOR: ThreadPoolExecutor | None = None
+_EXECUTOR_LOCK = threading.Lock()
+
+
+def _executor() -> ThreadPoolExecutor:
+    global _EXECUTOR
+    with _EXECUTOR_LOCK:
+        if _EXECUTOR is None:
+            _EXECUTOR = ThreadPoolExecutor(max_workers=4, thread_name_prefix="perseus-vault-embed")
+        return _EXECUTOR
+
 
 # The knobs re-rank a pool deeper than the page, so a boosted item can climb into it.
 POOL_FACTOR = 4
@@ -71,7 +85,11 @@ def recall(
 def _mode(conn: Any, params: RecallParams, arms: Arms) -> str:
     has_vectors = vectors.model(conn) is not None
     if params.mode is None:
-        return "hybrid" if has_vectors and arms.embed_query is not None else "fts5"
+        if not (has_vectors and arms.embed_query is not None):
+            return "fts5"
+        # A query embedded by another model than the stored vectors' would rank noise: refuse.
+        vectors.check_model(conn, arms.embedder_identity or "", _dimension(conn))
+        return "hybrid"
     if params.mode != "fts5":
         if arms.embed_query is None:
             raise NotSupported(f"mode={params.mode!r} needs an embedding model, and this vault was opened without one")
@@ -113,9 +131,7 @@ def _keyword_arm(conn: Any, params: RecallParams, v: View, pool: int, arms: Arms
     return hits, len(extra)
 
 
-def _dense_arm(conn: Any, params: RecallParams, v: View, pool: int, arms: Arms) -> list[Hit]:
-    assert arms.embed_query is not None
-    query = arms.embed_query(params.query)
+def _dense_arm(conn: Any, query: np.ndarray, v: View, pool: int, arms: Arms) -> list[Hit]:
     index = arms.vector_index
     if index is not None and not v.historical:
         ranking = index.search(conn, query, v.params.get("agent_id"), v.params.get("workspace_hash"))
@@ -134,10 +150,15 @@ def _search(conn: Any, params: RecallParams, v: View, mode: str, arms: Arms) -> 
     pool = max(POOL_FACTOR * (params.offset + params.limit), MIN_POOL)
     lists: dict[str, list[Hit]] = {}
     variant_count = 0
+    embedding: Future[np.ndarray] | None = None
+    if mode in ("dense", "hybrid"):
+        assert arms.embed_query is not None
+        # The model runs outside the GIL: embed the query while the keyword arm searches.
+        embedding = _executor().submit(arms.embed_query, params.query)
     if mode in ("fts5", "hybrid"):
         lists["fts5"], variant_count = _keyword_arm(conn, params, v, pool, arms)
-    if mode in ("dense", "hybrid"):
-        lists["dense"] = _dense_arm(conn, params, v, pool, arms)
+    if embedding is not None:
+        lists["dense"] = _dense_arm(conn, embedding.result(), v, pool, arms)
     vids: dict[int, int] = {}
     ranks: dict[int, dict[str, int]] = {}
     for arm, hits in lists.items():

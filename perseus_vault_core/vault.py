@@ -382,7 +382,7 @@ class Vault:
         conn = self._conn()
         with read_snapshot(conn):
             vectors.check_model(conn, embedder.identity, embedder.dimension)
-            total = len(vectors.missing(conn, 10**12))
+            total = vectors.missing_count(conn)
         done = 0
         while True:
             with read_snapshot(conn):

@@ -102,6 +102,12 @@ def coverage(conn: Any) -> tuple[int, int]:
     return embedded, heads
 
 
+def missing_count(conn: Any) -> int:
+    return int(conn.execute(
+        f"SELECT count(*) FROM entity_versions v WHERE NOT EXISTS (SELECT 1 FROM {TABLE} x WHERE x.vid = v.vid)"
+    ).fetchone()[0])
+
+
 def missing(conn: Any, limit: int) -> list[tuple[int, str, str | None, bool]]:
     """Versions without a vector, current ones first: (vid, content, summary, is_head)."""
     sql = (f"SELECT v.vid, v.content, v.summary, v.recorded_to_ms IS NULL FROM entity_versions v "

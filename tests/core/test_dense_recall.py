@@ -168,6 +168,8 @@ def test_another_model_is_refused_and_nothing_is_written(db_path, clock: Clock, 
             second.remember("note", "k2", "second model")
         with pytest.raises(Conflict):
             second.recall("first model", mode="dense")
+        with pytest.raises(Conflict):
+            second.recall("first model")  # auto mode would be hybrid: refused, not silently mixed
         assert second.stats().entities == before.entities
         report = second.embed(reembed=True)
         assert report.reembedded and report.model == "another-model@2" and report.embedded == 1
