@@ -89,6 +89,7 @@ def run_size(n: int, model: Any, cached: Any, n_queries: int = 300, seed: int = 
             out["recall_fts5_no_reinforce"] = timed([lambda q=q: vault.recall(q, mode="fts5", reinforce=False) for q in qs])
             out["recall_hybrid_agent_filter"] = timed([lambda q=q: vault.recall(q, agent_id="agent-1") for q in qs])
             out["embed_query"] = timed([lambda q=q: model.embed([q]) for q in qs])
+            out["dense_recall_at_10_vs_exact"] = dense_recall_vs_exact(vault, model, qs[:100])
             # An agent that writes a memory and then recalls: the indexes follow each write first.
             fresh = [json.loads(line) for line in lines[: len(qs)]]
             samples = []
@@ -126,6 +127,23 @@ def run_size(n: int, model: Any, cached: Any, n_queries: int = 300, seed: int = 
         out["cold_start"] = cold_start(path, qs[0])
         out["peak_memory_mb"] = peak_memory(path, qs[:50])
     return out
+
+
+def dense_recall_vs_exact(vault: Vault, model: Any, qs: list[str]) -> float:
+    """Share of the exact top 10 (a full cosine scan in SQL) that dense recall returns."""
+    from perseus_vault_core import vectors
+    from perseus_vault_core.connection import read_snapshot
+    from perseus_vault_core.filters import view
+    from perseus_vault_core.models import Filters
+
+    found = 0
+    conn = vault._conn()
+    for q in qs:
+        got = {i.id for i in vault.recall(q, mode="dense", limit=10, reinforce=False).items}
+        with read_snapshot(conn):
+            exact, _ = vectors.search(conn, model.embed([q])[0], view(Filters(), int(time.time() * 1000)), 10)
+        found += len(got & {h.entity_id for h in exact})
+    return found / (10 * len(qs))
 
 
 def embedding_ingest(model: Any, n: int = 2_000) -> dict[str, float]:

@@ -53,6 +53,8 @@ def _executor() -> ThreadPoolExecutor:
 # The knobs re-rank a pool deeper than the page, so a boosted item can climb into it.
 POOL_FACTOR = 4
 MIN_POOL = 100
+# Dense candidates taken by sign-bit distance before exact scoring (see vector_index.py).
+DENSE_DEPTH = 2_000
 
 
 @dataclass
@@ -132,16 +134,19 @@ def _keyword_arm(conn: Any, params: RecallParams, v: View, pool: int, arms: Arms
 
 
 def _dense_arm(conn: Any, query: np.ndarray, v: View, pool: int, arms: Arms) -> list[Hit]:
-    index = arms.vector_index
-    if index is not None and not v.historical:
-        ranking = index.search(conn, query, v.params.get("agent_id"), v.params.get("workspace_hash"))
-        if ranking is not None:
-            hits = visible_hits(conn, ranking, v, pool)
-            found = index.vectors([h.vid for h in hits])
-            if len(found) == len(hits):  # else the mirror moved on meanwhile: ask SQL
-                return vectors.rescore(hits, found, query)
-    hits, found = vectors.search(conn, query, v, pool)
-    return vectors.rescore(hits, found, query)
+    if v.historical:  # point in time: an exact scan of the versions of that time
+        hits, found = vectors.search(conn, query, v, pool)
+        return vectors.rescore(hits, found, query)
+    agent, workspace = v.params.get("agent_id"), v.params.get("workspace_hash")
+    depth = max(DENSE_DEPTH, 20 * pool)
+    while True:
+        answer = arms.vector_index.search(conn, query, depth, agent, workspace) if arms.vector_index else None
+        ranking, complete = answer if answer is not None else vectors.candidates(conn, query, depth, agent, workspace)
+        hits = visible_hits(conn, ranking, v, pool)
+        if len(hits) >= pool or complete:
+            break
+        depth *= 4  # the filters rejected too many candidates: look deeper
+    return vectors.rescore(hits, vectors.embeddings(conn, [h.vid for h in hits]), query)
 
 
 def _search(conn: Any, params: RecallParams, v: View, mode: str, arms: Arms) -> tuple[list[RecallItem], int]:
