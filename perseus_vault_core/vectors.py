@@ -76,8 +76,8 @@ def write(conn: Any, rows: Sequence[tuple[int, np.ndarray]], heads: Sequence[int
     """Store vectors for versions; ``heads`` lists those that already were heads (the mirrors
     learn of new heads' vectors with the head itself)."""
     if rows:
-        conn.executemany(f"INSERT OR REPLACE INTO {TABLE} (vid, embedding) VALUES (?, ?)",
-                         [(vid, blob(v)) for vid, v in rows])
+        conn.executemany(f"INSERT OR REPLACE INTO {TABLE} (vid, embedding, bits) VALUES (?, ?, vec_quantize_binary(?))",
+                         [(vid, blob(v), blob(v)) for vid, v in rows])
     if heads:
         log_changes(conn, list(heads), OP_VECTOR)
 
@@ -85,7 +85,7 @@ def write(conn: Any, rows: Sequence[tuple[int, np.ndarray]], heads: Sequence[int
 def copy(conn: Any, from_vid: int, to_vid: int) -> None:
     """A new version with the same text as its predecessor keeps its vector."""
     conn.execute(
-        f"INSERT OR REPLACE INTO {TABLE} (vid, embedding) SELECT ?, embedding FROM {TABLE} WHERE vid = ?",
+        f"INSERT OR REPLACE INTO {TABLE} (vid, embedding, bits) SELECT ?, embedding, bits FROM {TABLE} WHERE vid = ?",
         (to_vid, from_vid),
     )
 
@@ -128,7 +128,7 @@ def candidates(conn: Any, query: np.ndarray, depth: int, agent_id: str | None, w
     rows = conn.execute(
         f"SELECT v.entity_id, v.vid, x.embedding FROM {TABLE} x CROSS JOIN entity_versions v ON v.vid = x.vid "
         f"CROSS JOIN entities e ON e.id = v.entity_id WHERE {where} "
-        "ORDER BY vec_distance_hamming(vec_quantize_binary(x.embedding), vec_quantize_binary(:query)), v.entity_id "
+        "ORDER BY vec_distance_hamming(vec_bit(x.bits), vec_quantize_binary(:query)), v.entity_id "
         "LIMIT :depth",
         params,
     ).fetchall()
