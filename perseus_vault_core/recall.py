@@ -53,8 +53,10 @@ def _executor() -> ThreadPoolExecutor:
 # The knobs re-rank a pool deeper than the page, so a boosted item can climb into it.
 POOL_FACTOR = 4
 MIN_POOL = 100
-# Dense candidates taken by sign-bit distance before exact scoring (see vector_index.py).
+# Dense candidates taken by sign-bit distance before exact scoring (see vector_index.py):
+# at least DENSE_DEPTH, and DEPTH_PER_POOL per pool slot.
 DENSE_DEPTH = 2_000
+DEPTH_PER_POOL = 20
 
 
 @dataclass
@@ -138,7 +140,7 @@ def _dense_arm(conn: Any, query: np.ndarray, v: View, pool: int, arms: Arms) -> 
         hits, found = vectors.search(conn, query, v, pool)
         return vectors.rescore(hits, found, query)
     agent, workspace = v.params.get("agent_id"), v.params.get("workspace_hash")
-    depth = max(DENSE_DEPTH, 20 * pool)
+    depth = max(DENSE_DEPTH, DEPTH_PER_POOL * pool)
     while True:
         answer = arms.vector_index.search(conn, query, depth, agent, workspace) if arms.vector_index else None
         ranking, complete = answer if answer is not None else vectors.candidates(conn, query, depth, agent, workspace)

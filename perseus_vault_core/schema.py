@@ -140,7 +140,7 @@ def _v1(conn: Any) -> None:
 
 
 def _v2(conn: Any) -> None:
-    # One vector per version (sqlite-vec float32 blobs) and its sign bits (vec_quantize_binary), kept
+    # One vector per version (sqlite-vec float32 blobs) and its sign bits (one per dimension), kept
     # so that the dense pre-filter compares 48 bytes per row instead of re-quantizing 1.5 KB.
     # The model is recorded in vault_meta.
     conn.execute(

@@ -107,8 +107,8 @@ def words(dimension: int) -> int:
 
 
 def sign_words(vector: np.ndarray) -> list[np.uint64]:
-    """A vector's sign bits (bit set where the component is > 0), as 64-bit words: the same bits
-    sqlite-vec's ``vec_quantize_binary`` makes, so Hamming distances agree with SQL's."""
+    """A vector's sign bits (bit set where the component is > 0), as 64-bit words: the bits stored
+    beside each vector (vectors.sign_bits), so Hamming distances agree with SQL's."""
     bits = np.packbits(np.asarray(vector) > 0)
     padded = np.zeros(words(len(vector)) * 8, dtype=np.uint8)
     padded[: len(bits)] = bits

@@ -13,8 +13,7 @@ index's loading do. The blobs are sqlite-vec's own float32 format.
 
 For the current view, :func:`candidates` takes the same two steps as the in-memory
 :mod:`vector_index` (sign-bit Hamming pre-filter, then exact cosine), with sqlite-vec's
-``vec_quantize_binary`` and ``vec_distance_hamming``, so a fresh process answers exactly as a warm
-one. :func:`search` is the exact scan, for point-in-time queries.
+``vec_distance_hamming`` over the stored bits, so a fresh process answers exactly as a warm one. :func:`search` is the exact scan, for point-in-time queries.
 """
 
 from __future__ import annotations
@@ -72,12 +71,18 @@ def blob(vector: np.ndarray) -> bytes:
     return np.asarray(vector, dtype=np.float32).tobytes()
 
 
+def sign_bits(vector: np.ndarray) -> bytes:
+    """One bit per dimension, set where the component is > 0 (padded to whole bytes): the dense
+    pre-filter's code. The in-memory index packs the same bits (vector_index.sign_words)."""
+    return np.packbits(np.asarray(vector) > 0).tobytes()
+
+
 def write(conn: Any, rows: Sequence[tuple[int, np.ndarray]], heads: Sequence[int] = ()) -> None:
     """Store vectors for versions; ``heads`` lists those that already were heads (the mirrors
     learn of new heads' vectors with the head itself)."""
     if rows:
-        conn.executemany(f"INSERT OR REPLACE INTO {TABLE} (vid, embedding, bits) VALUES (?, ?, vec_quantize_binary(?))",
-                         [(vid, blob(v), blob(v)) for vid, v in rows])
+        conn.executemany(f"INSERT OR REPLACE INTO {TABLE} (vid, embedding, bits) VALUES (?, ?, ?)",
+                         [(vid, blob(v), sign_bits(v)) for vid, v in rows])
     if heads:
         log_changes(conn, list(heads), OP_VECTOR)
 
@@ -123,12 +128,12 @@ def candidates(conn: Any, query: np.ndarray, depth: int, agent_id: str | None, w
     """The current view's first step (see :mod:`vector_index`): the ``depth`` current versions in scope
     nearest to ``query`` by sign-bit Hamming distance (ties by entity id), with exact cosine scores;
     and whether that was every candidate there is."""
-    params: dict[str, Any] = {"query": blob(query), "depth": depth}
+    params: dict[str, Any] = {"bits": sign_bits(query), "depth": depth}
     where = " AND ".join(["v.recorded_to_ms IS NULL", *scope_clauses(agent_id, workspace_hash, params)])
     rows = conn.execute(
         f"SELECT v.entity_id, v.vid, x.embedding FROM {TABLE} x CROSS JOIN entity_versions v ON v.vid = x.vid "
         f"CROSS JOIN entities e ON e.id = v.entity_id WHERE {where} "
-        "ORDER BY vec_distance_hamming(vec_bit(x.bits), vec_quantize_binary(:query)), v.entity_id "
+        "ORDER BY vec_distance_hamming(vec_bit(x.bits), vec_bit(:bits)), v.entity_id "
         "LIMIT :depth",
         params,
     ).fetchall()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from perseus_vault_core import Conflict, NotSupported, Vault
+from perseus_vault_core import Conflict, NotSupported, Vault, vectors
 
 from ..conftest import DAY_MS, Clock, FakeEmbedder
 
@@ -246,3 +246,32 @@ def test_vector_index_follows_another_process(db_path, fake_embedder: FakeEmbedd
         slow = [(i.id, i.score) for i in vault.recall("zebra stripes", mode="dense", limit=30, reinforce=False).items]
         vault._vector_index = index
         assert fast == slow and len([1 for i, _ in fast]) >= 19
+
+
+def test_shallow_prefilter_same_answer_in_memory_and_in_sql(dense_vault: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a pre-filter far shallower than the store, both paths take the same candidates, and a
+    filter that rejects most of them makes the search look deeper rather than return short."""
+    from perseus_vault_core import recall as recall_module
+
+    monkeypatch.setattr(recall_module, "DENSE_DEPTH", 5)
+    monkeypatch.setattr(recall_module, "DEPTH_PER_POOL", 1)
+    monkeypatch.setattr(recall_module, "MIN_POOL", 4)
+    depths: list[int] = []
+    original = vectors.candidates
+
+    def spy(conn, query, depth, agent, workspace):  # type: ignore[no-untyped-def]
+        depths.append(depth)
+        return original(conn, query, depth, agent, workspace)
+
+    monkeypatch.setattr(vectors, "candidates", spy)
+    for i in range(60):
+        e = dense_vault.remember("note", f"k{i}", f"ledger entry {i} about billing and invoices {i % 7}")
+        if i % 3:
+            dense_vault.forget(e.id)  # two in three are archived: the view rejects them
+    query = dict(mode="dense", limit=4, reinforce=False)
+    sql_answer = dense_vault.recall("billing invoices ledger", **query).model_dump_json()
+    assert depths[0] == 16 and len(depths) > 1  # the pool is 16; two in three rejected: it looked deeper
+    assert dense_vault.wait_for_vector_index()
+    memory_answer = dense_vault.recall("billing invoices ledger", **query).model_dump_json()
+    assert memory_answer == sql_answer
+    assert len(dense_vault.recall("billing invoices ledger", **query).items) == 4

@@ -151,6 +151,7 @@ def test_ollama_and_openai_compatible_providers(provider_url: str, tmp_path: Pat
     with Vault(tmp_path / "remote.db", embedder=ollama) as vault:
         vault.remember("note", "k", "remote vectors")
         assert vault.stats().embedding_model == "ollama:tiny"
+        assert vault.recall("remote", mode="dense").items  # 3 dimensions: sign bits pad to a byte
 
 
 def test_provider_failures_are_clear() -> None:
