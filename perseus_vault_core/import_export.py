@@ -327,7 +327,9 @@ def _write_entity(
                 _state(rec, ver, id_map), recorded_to_ms=ver.recorded_to_ms,
             )
             text = embedding_text(ver.content, ver.summary)
-            if plan is not None and text in plan.by_text:
+            if plan is not None:
+                if text not in plan.by_text:
+                    raise store.MissingVectors([text])
                 vectors.write(conn, [(vid, plan.by_text[text])])
         return
     newest = _state(rec, rec.versions[-1], id_map)

@@ -14,7 +14,8 @@ file. This module is what they share:
 - scope: each row's agent and workspace as codes, so a scoped search ranks only its tenant.
 
 Log ops: ``+1`` a version became a head, ``-1`` it stopped being one, ``0`` the indexes were
-rebuilt (mirrors rebuild too), ``2`` a head's vector was (re)written.
+rebuilt (mirrors rebuild too), ``2`` a head's vector was (re)written, ``3`` every vector was
+dropped for a re-embed (vector mirrors rebuild).
 """
 
 from __future__ import annotations
@@ -32,6 +33,11 @@ OP_HEAD = 1
 OP_GONE = -1
 OP_REBUILT = 0
 OP_VECTOR = 2
+OP_VECTORS_RESET = 3
+
+
+class NotYet(Exception):
+    """A mirror has nothing to build from yet (e.g. no vectors): not a failure, try again later."""
 
 
 class Rows:
@@ -83,6 +89,8 @@ class HeadMirror:
 
     COLUMNS = ""
     NAME = "mirror"
+    HANDLES_VECTORS = False  # whether op 2 concerns this mirror
+    REBUILD_ON: tuple[int, ...] = (OP_REBUILT,)
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -131,6 +139,8 @@ class HeadMirror:
             try:
                 conn = connect()
                 self.build(conn)
+            except NotYet:
+                pass  # nothing to mirror yet; a later recall tries again
             except Exception as exc:  # the SQL path keeps answering; stats() shows why
                 with self._lock:
                     self.disabled = f"build failed: {type(exc).__name__}: {exc}"
@@ -189,13 +199,18 @@ class HeadMirror:
         first = conn.execute("SELECT min(seq) FROM head_changes").fetchone()[0]
         if first is not None and first > self.seq + 1:
             return False  # the log was trimmed past our position
-        if upto - self.seq > max(10_000, self.rows.n // 5):  # seq has no gaps: this is the count
+        ops = f"op <> {OP_VECTOR}" if not self.HANDLES_VECTORS else "1"
+        pending = conn.execute(
+            f"SELECT count(*) FROM head_changes WHERE seq > ? AND seq <= ? AND {ops}", (self.seq, upto)
+        ).fetchone()[0]
+        if pending > max(10_000, self.rows.n // 5):
             return False  # cheaper to rebuild than to replay
         changes = conn.execute(
-            "SELECT c.vid, c.op FROM head_changes c WHERE c.seq > ? AND c.seq <= ? ORDER BY c.seq", (self.seq, upto)
+            f"SELECT c.vid, c.op FROM head_changes c WHERE c.seq > ? AND c.seq <= ? AND {ops} ORDER BY c.seq",
+            (self.seq, upto),
         ).fetchall()
         for vid, op in changes:
-            if op == OP_REBUILT:
+            if op in self.REBUILD_ON:
                 return False
             if op == OP_GONE:
                 slot = self._slot_of.pop(vid, None)
@@ -316,10 +331,11 @@ class Hit:
 
 
 def visible_hits(conn: Any, ranking: Ranking, view: View, pool: int) -> list[Hit]:
-    """Walk a mirror's ranking best first, keeping the candidates the view lets this caller see.
+    """Walk a ranking best first, keeping the candidates the view lets this caller see.
 
     Batches grow with the share of candidates the filters rejected so far, so a narrow view
-    costs a few statements, not one per page of candidates.
+    costs a few statements, not one per page of candidates. ``visible_hits.examined`` after a
+    call: how many candidates were looked at (for callers that judge the filters' bite).
     """
     hits: list[Hit] = []
     want = pool + pool // 4 + 8
@@ -333,4 +349,13 @@ def visible_hits(conn: Any, ranking: Ranking, view: View, pool: int) -> list[Hit
         hits.extend(Hit(eid, vid, score) for eid, vid, score in batch if vid in visible)
         rate = max(len(hits) / taken, 0.01)
         want = min(int((pool - len(hits)) / rate * 1.25) + 8, 20_000)
+    _last_walk.examined = taken
     return hits[:pool]
+
+
+_last_walk = threading.local()
+
+
+def examined() -> int:
+    """Candidates the last :func:`visible_hits` on this thread looked at."""
+    return int(getattr(_last_walk, "examined", 0))

@@ -76,10 +76,11 @@ def order(items: list[Scored]) -> list[Scored]:
 
 
 def normalize(items: list[Scored]) -> None:
-    """Set each score to relevance / the best relevance (so knobs add on a 0..1 scale)."""
+    """Set each score to relevance / the best relevance (so knobs add on a 0..1 scale). When no
+    relevance is positive (a dense query opposite to everything), scores stay as they are."""
     best = max((s.relevance for s in items), default=0.0)
     for s in items:
-        s.score = s.relevance / best if best > 0 else 0.0
+        s.score = s.relevance / best if best > 0 else s.relevance
 
 
 def diversify(items: list[Scored], limit: int, halving: float) -> list[Scored]:

@@ -14,6 +14,7 @@ The order of work:
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -30,7 +31,7 @@ from .errors import NotSupported
 from .filters import FROM, FROM_VIDS, View, id_list, view
 from .fusion import Fusion, rrf
 from .keyword_index import KeywordIndex
-from .mirror import Hit, visible_hits
+from .mirror import Hit, examined, visible_hits
 from .models import RecallItem, RecallParams, RecallResult
 from .porter import stem
 from .query import is_enumeration, parse, tokenize
@@ -50,6 +51,15 @@ def _executor() -> ThreadPoolExecutor:
         return _EXECUTOR
 
 
+def _forget_executor() -> None:
+    # A forked child inherits the pool's bookkeeping but none of its threads: start a new pool there.
+    global _EXECUTOR, _EXECUTOR_LOCK
+    _EXECUTOR, _EXECUTOR_LOCK = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_executor)
+
+
 # The knobs re-rank a pool deeper than the page, so a boosted item can climb into it.
 POOL_FACTOR = 4
 MIN_POOL = 100
@@ -66,7 +76,7 @@ class Arms:
     keyword_index: KeywordIndex | None = None
     vector_index: VectorIndex | None = None
     embed_query: Callable[[str], np.ndarray] | None = None
-    embedder_identity: str | None = None
+    embedder_model: Callable[[], tuple[str, int]] | None = None
     fusion: Fusion | None = None
 
 
@@ -92,7 +102,7 @@ def _mode(conn: Any, params: RecallParams, arms: Arms) -> str:
         if not (has_vectors and arms.embed_query is not None):
             return "fts5"
         # A query embedded by another model than the stored vectors' would rank noise: refuse.
-        vectors.check_model(conn, arms.embedder_identity or "", _dimension(conn))
+        vectors.check_model(conn, *_model(arms))
         return "hybrid"
     if params.mode != "fts5":
         if arms.embed_query is None:
@@ -102,13 +112,13 @@ def _mode(conn: Any, params: RecallParams, arms: Arms) -> str:
                 f"mode={params.mode!r} needs stored vectors and this vault has none yet; "
                 "run `perseus-vault embed` (or remember with an embedder), or use mode='fts5'"
             )
-        vectors.check_model(conn, arms.embedder_identity or "", _dimension(conn))
+        vectors.check_model(conn, *_model(arms))
     return params.mode
 
 
-def _dimension(conn: Any) -> int:
-    recorded = vectors.model(conn)
-    return recorded[1] if recorded else 0
+def _model(arms: Arms) -> tuple[str, int]:
+    assert arms.embedder_model is not None
+    return arms.embedder_model()
 
 
 def _enumerate(conn: Any, params: RecallParams, v: View) -> list[RecallItem]:
@@ -136,19 +146,24 @@ def _keyword_arm(conn: Any, params: RecallParams, v: View, pool: int, arms: Arms
 
 
 def _dense_arm(conn: Any, query: np.ndarray, v: View, pool: int, arms: Arms) -> list[Hit]:
+    """Dense candidates (see vector_index.py): scope is applied while choosing them; when the view's
+    other filters reject many, the search goes deeper until as many visible candidates have been
+    weighed as an unfiltered search weighs."""
     if v.historical:  # point in time: an exact scan of the versions of that time
         hits, found = vectors.search(conn, query, v, pool)
         return vectors.rescore(hits, found, query)
     agent, workspace = v.params.get("agent_id"), v.params.get("workspace_hash")
-    depth = max(DENSE_DEPTH, DEPTH_PER_POOL * pool)
-    while True:
+    target = max(DENSE_DEPTH, DEPTH_PER_POOL * pool)
+    depth = target
+    for _ in range(6):
         answer = arms.vector_index.search(conn, query, depth, agent, workspace) if arms.vector_index else None
         ranking, complete = answer if answer is not None else vectors.candidates(conn, query, depth, agent, workspace)
         hits = visible_hits(conn, ranking, v, pool)
-        if len(hits) >= pool or complete:
+        accepted = len(hits) / max(1, examined())
+        if complete or (len(hits) >= pool and accepted * depth >= target / 2):
             break
-        depth *= 4  # the filters rejected too many candidates: look deeper
-    return vectors.rescore(hits, vectors.embeddings(conn, [h.vid for h in hits]), query)
+        depth = int(depth * min(8.0, max(2.0, 1.0 / max(accepted, 0.01))))  # filters bite: look deeper
+    return hits
 
 
 def _search(conn: Any, params: RecallParams, v: View, mode: str, arms: Arms) -> tuple[list[RecallItem], int]:
@@ -191,7 +206,8 @@ def _rank(
     vids: dict[int, int], ranks: dict[int, dict[str, int]],
 ) -> list[RecallItem]:
     normalize(scored)
-    rows = _pool_rows(conn, [vids[s.id] for s in scored])
+    rows = _pool_rows(conn, [vids[s.id] for s in scored], text=bool(
+        params.content_weight or params.diversity_halving < 1.0 or params.startup))
     stems = parse(params.query).stems
     needs_text = bool(params.content_weight or params.diversity_halving < 1.0)
     validities: dict[int, Validity] = {}
@@ -239,16 +255,19 @@ def _validity(row: dict[str, Any], v: View, params: RecallParams) -> Validity:
 
 
 _POOL_COLUMNS = (
-    "v.entity_id", "v.verified", "v.certainty", "e.created_at_ms", "v.content", "v.summary", "v.tags",
-    "v.updated_at_ms", "v.status", "v.superseded_by", "v.expires_at_ms", "v.provenance_class", "e.workspace_hash",
+    "v.entity_id", "v.verified", "v.certainty", "e.created_at_ms", "v.updated_at_ms", "v.status",
+    "v.superseded_by", "v.expires_at_ms", "v.provenance_class", "e.workspace_hash",
 )
-_POOL_NAMES = [c.split(".")[1] for c in _POOL_COLUMNS]
+_TEXT_COLUMNS = ("v.content", "v.summary", "v.tags")
 
 
-def _pool_rows(conn: Any, vids: list[int]) -> dict[int, dict[str, Any]]:
-    """The columns the knobs need, for every pool candidate, in one statement."""
-    sql = f"SELECT {', '.join(_POOL_COLUMNS)} FROM {FROM_VIDS}"
-    return {row[0]: dict(zip(_POOL_NAMES, row)) for row in conn.execute(sql, {"vids": id_list(vids)})}
+def _pool_rows(conn: Any, vids: list[int], text: bool) -> dict[int, dict[str, Any]]:
+    """The columns the knobs need, for every pool candidate, in one statement (texts only when a
+    knob reads them)."""
+    columns = _POOL_COLUMNS + (_TEXT_COLUMNS if text else ())
+    names = [c.split(".")[1] for c in columns]
+    sql = f"SELECT {', '.join(columns)} FROM {FROM_VIDS}"
+    return {row[0]: dict(zip(names, row)) for row in conn.execute(sql, {"vids": id_list(vids)})}
 
 
 def _preview(item: RecallItem, params: RecallParams) -> RecallItem:

@@ -195,16 +195,26 @@ class VectorPlan:
     by_text: dict[str, np.ndarray] = field(default_factory=dict)
 
 
+class MissingVectors(Exception):
+    """Raised inside a write transaction (which then rolls back) when a version is about to be stored
+    with a text its plan did not foresee (a batch touching one memory twice, a concurrent writer):
+    the caller embeds ``texts`` and runs the transaction again, so no version goes without its vector."""
+
+    def __init__(self, texts: list[str]) -> None:
+        super().__init__(f"{len(texts)} text(s) to embed")
+        self.texts = texts
+
+
 def _vectorize(conn: Any, vid: int, state: dict[str, Any], prior: dict[str, Any] | None, plan: VectorPlan | None) -> None:
     """Give a new version its vector: the planned one for its text, else its predecessor's when
     the text did not change (a status or field change keeps the meaning)."""
     text = embedding_text(state["content"], state["summary"])
-    if plan is not None and text in plan.by_text:
-        if prior is None or text != embedding_text(prior["content"], prior["summary"]):
-            vectors.write(conn, [(vid, plan.by_text[text])])
-            return
     if prior is not None and text == embedding_text(prior["content"], prior["summary"]):
         vectors.copy(conn, prior["vid"], vid)
+    elif plan is not None:
+        if text not in plan.by_text:
+            raise MissingVectors([text])
+        vectors.write(conn, [(vid, plan.by_text[text])])
 
 
 def new_version(
@@ -276,7 +286,9 @@ def remember_batch(
             version_rows.append((vid, eid, 1, "create", now_ms, None, now_ms, *(state[f] for f in STATE_FIELDS)))
             index_rows.append((vid, state["content"], state["summary"], state["tags"]))
             text = embedding_text(state["content"], state["summary"])
-            if plan is not None and text in plan.by_text:
+            if plan is not None:
+                if text not in plan.by_text:
+                    raise MissingVectors([text])
                 vector_rows.append((vid, plan.by_text[text]))
             results[i] = (eid, "created")
         conn.executemany(_ENTITY_INSERT, entity_rows)

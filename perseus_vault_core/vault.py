@@ -19,7 +19,7 @@ import numpy as np
 
 from . import graph, import_export, maintenance, recall, scan, schema, store, temporal, vectors
 from .connection import SQLITE_ERRORS, ConnectionPool, choose_driver, connect, read_snapshot, write_transaction
-from .embed import Embedder, LazyEmbedder, embedding_text
+from .embed import Embedder, LazyEmbedder, checked, embedding_text
 from .errors import InvalidInput, NotSupported, StorageError, VaultError
 from .filters import view
 from .fusion import Fusion
@@ -141,6 +141,11 @@ class Vault:
         self._driver = choose_driver()
         self._pool = ConnectionPool(self.path, self._driver, synchronous=synchronous)
         schema.migrate(self._pool.get(), self._clock())
+        for name, flag in (("keyword_index", keyword_index), ("vector_index", vector_index)):
+            if not isinstance(flag, bool):
+                raise InvalidInput(name, "must be true or false")
+        if threads is not None and (not isinstance(threads, int) or isinstance(threads, bool) or threads < 1):
+            raise InvalidInput("threads", "must be a positive whole number")
         self._keyword_index = KeywordIndex() if keyword_index else None
         self._vector_index = VectorIndex() if vector_index else None
         self._embedder: Embedder | None
@@ -154,7 +159,7 @@ class Vault:
             self._embedder = embedder
         else:
             raise InvalidInput("embedder", "must have identity, dimension and embed(texts), or be False")
-        self._fusion = validate(Fusion, fusion) if fusion is not None else Fusion()
+        self._fusion = validate(Fusion, fusion, prefix="fusion") if fusion is not None else Fusion()
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -175,6 +180,17 @@ class Vault:
 
     def _write(self, work: Callable[[Any], Any]) -> Any:
         return write_transaction(self._conn(), work)
+
+    def _write_planned(self, plan: store.VectorPlan | None, work: Callable[[Any], Any]) -> Any:
+        """A write whose new versions need vectors: when the transaction meets a text its plan did
+        not foresee, it rolls back, the text is embedded, and it runs again (a few times at most)."""
+        for _ in range(5):
+            try:
+                return self._write(work)
+            except store.MissingVectors as missing:
+                assert plan is not None and self._embedder is not None
+                plan.by_text.update(zip(missing.texts, checked(self._embedder, missing.texts)))
+        raise StorageError("the vault kept changing under this write; try again")
 
     def _entity(self, entity_id: int) -> Entity:
         row = store.head_row(self._conn(), entity_id)
@@ -197,7 +213,7 @@ class Vault:
         # Missing required arguments are reported by the model (naming the field), not by Python.
         item = validate(RememberInput, {**{k: v for k, v in required.items() if v is not None}, **fields})
         plan = self._plan(lambda conn: store.texts_to_embed(conn, [item]))
-        entity_id, _ = self._write(lambda c: store.remember(c, item, self._now(), plan))
+        entity_id, _ = self._write_planned(plan, lambda c: store.remember(c, item, self._now(), plan))
         return self._entity(entity_id)
 
     @_edge
@@ -216,7 +232,7 @@ class Vault:
         def work(conn: Any) -> list[int]:
             return [entity_id for entity_id, _ in store.remember_batch(conn, checked, self._now(), plan)]
 
-        ids = self._write(work)
+        ids = self._write_planned(plan, work)
         rows = store.head_rows(self._conn(), ids)
         now = self._now()
         return [store.to_entity(rows[i], now) for i in ids]
@@ -311,16 +327,23 @@ class Vault:
             keyword_index=self._keyword_index,
             vector_index=self._vector_index,
             embed_query=self._embed_query if self._embedder is not None else None,
-            embedder_identity=self._embedder.identity if self._embedder is not None else None,
+            embedder_model=self._embedder_model if self._embedder is not None else None,
             fusion=self._fusion,
         )
         result = recall.recall(self._conn(), p, self._now(), self._reinforce, arms)
         self._warm(result.search_mode)
         return result
 
+    def _embedder_model(self) -> tuple[str, int]:
+        """(identity, dimension) of the embedder, read only when a mode needs it (a remote provider
+        answers this with a network call)."""
+        assert self._embedder is not None
+        return self._embedder.identity, self._embedder.dimension
+
     def _embed_query(self, text: str) -> np.ndarray:
         assert self._embedder is not None
-        return np.asarray(self._embedder.embed([text])[0], dtype=np.float32)
+        vector: np.ndarray = checked(self._embedder, [text])[0]
+        return vector
 
     def _warm(self, mode: str) -> None:
         """After a recall, build the in-memory indexes it could use (in the background)."""
@@ -360,10 +383,9 @@ class Vault:
             vectors.check_model(conn, self._embedder.identity, self._embedder.dimension)
             texts = texts_of(conn)
         plan = store.VectorPlan(self._embedder.identity, self._embedder.dimension)
-        if texts:
-            for start in range(0, len(texts), EMBED_BATCH):
-                chunk = texts[start : start + EMBED_BATCH]
-                plan.by_text.update(zip(chunk, self._embedder.embed(chunk)))
+        for start in range(0, len(texts), EMBED_BATCH):
+            chunk = texts[start : start + EMBED_BATCH]
+            plan.by_text.update(zip(chunk, checked(self._embedder, chunk)))
         return plan
 
     @_edge
@@ -374,8 +396,11 @@ class Vault:
             raise NotSupported("this vault was opened without an embedder (embedder=False)")
         if not isinstance(reembed, bool):
             raise InvalidInput("reembed", "must be true or false")
+        if progress is not None and not callable(progress):
+            raise InvalidInput("progress", "must be a function taking (done, total)")
         embedder = self._embedder
         if reembed:
+            checked(embedder, ["a probe before any vector is dropped"])  # a broken embedder stops here
             self._write(vectors.forget_model)
             if self._vector_index is not None:
                 self._vector_index.reset()
@@ -391,13 +416,11 @@ class Vault:
                 break
             texts = [embedding_text(content, summary) for _, content, summary, _ in batch]
             unique = list(dict.fromkeys(texts))
-            by_text = dict(zip(unique, embedder.embed(unique)))
+            by_text = dict(zip(unique, checked(embedder, unique)))
 
             def work(c: Any, batch: list[tuple[int, str, str | None, bool]] = batch, texts: list[str] = texts) -> None:
                 vectors.claim(c, embedder.identity, embedder.dimension)
-                alive = {vid for vid, in c.execute(
-                    f"SELECT vid FROM entity_versions WHERE vid IN ({','.join('?' * len(batch))})", [b[0] for b in batch]
-                )}
+                alive = vectors.existing(c, [b[0] for b in batch])
                 rows = [(vid, by_text[text]) for (vid, _, _, _), text in zip(batch, texts) if vid in alive]
                 vectors.write(c, rows, heads=[vid for vid, _, _, head in batch if head and vid in alive])
 
@@ -488,8 +511,8 @@ class Vault:
             records = import_export.read_records(source)
         parsed = import_export.parse_records(records)
         plan = self._plan(lambda conn: import_export.texts(parsed[0], parsed[2]))
-        report: ImportReport = self._write(
-            lambda c: import_export.import_records(c, parsed, self._now(), progress, plan)
+        report: ImportReport = self._write_planned(
+            plan, lambda c: import_export.import_records(c, parsed, self._now(), progress, plan)
         )
         return report
 

@@ -26,7 +26,7 @@ import numpy as np
 from .errors import Conflict
 from .filters import View, scope_clauses
 from .keyword import log_changes
-from .mirror import OP_VECTOR, Hit, Ranking
+from .mirror import OP_VECTOR, OP_VECTORS_RESET, Hit, Ranking
 
 TABLE = "version_vectors"
 
@@ -62,9 +62,11 @@ def claim(conn: Any, identity: str, dimension: int) -> None:
 
 
 def forget_model(conn: Any) -> None:
-    """Drop every vector and the recorded model (before re-embedding with another one)."""
+    """Drop every vector and the recorded model (before re-embedding with another one); every
+    process's in-memory vector index learns of it through the change log and rebuilds."""
     conn.execute(f"DELETE FROM {TABLE}")
     conn.execute("DELETE FROM vault_meta WHERE key IN ('embedding_model', 'embedding_dimension')")
+    log_changes(conn, [0], OP_VECTORS_RESET)
 
 
 def blob(vector: np.ndarray) -> bytes:
@@ -139,19 +141,12 @@ def candidates(conn: Any, query: np.ndarray, depth: int, agent_id: str | None, w
     ).fetchall()
     if not rows:
         return Ranking(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0)), True
-    matrix = np.stack([np.frombuffer(r[2], dtype=np.float32) for r in rows])
-    scores = (matrix @ np.asarray(query, dtype=np.float32)).astype(np.float64)
+    from .vector_index import cosine
+
+    scores = cosine(np.stack([np.frombuffer(r[2], dtype=np.float32) for r in rows]), query)
     ranking = Ranking(np.asarray([r[1] for r in rows], dtype=np.int64), np.asarray([r[0] for r in rows], dtype=np.int64),
                       scores)
     return ranking, len(rows) < depth
-
-
-def embeddings(conn: Any, vids: Sequence[int]) -> dict[int, np.ndarray]:
-    rows = conn.execute(
-        f"SELECT vid, embedding FROM {TABLE} WHERE vid IN (SELECT value FROM json_each(?))",
-        ("[" + ",".join(str(int(v)) for v in vids) + "]",),
-    ).fetchall()
-    return {int(vid): np.frombuffer(embedding, dtype=np.float32) for vid, embedding in rows}
 
 
 def search(conn: Any, query: np.ndarray, view: View, pool: int) -> tuple[list[Hit], dict[int, np.ndarray]]:
@@ -172,11 +167,20 @@ def search(conn: Any, query: np.ndarray, view: View, pool: int) -> tuple[list[Hi
 
 
 def rescore(hits: list[Hit], found: dict[int, np.ndarray], query: np.ndarray) -> list[Hit]:
-    """Exact cosine for a candidate pool, computed one canonical way (float64, fixed summation order)
-    from the stored vectors, so the SQL path and the in-memory index give byte-identical results."""
+    """The exact scan's hits scored the canonical way (see vector_index.cosine)."""
+    from .vector_index import cosine
+
     if not hits:
         return hits
-    matrix = np.stack([found[h.vid] for h in hits]).astype(np.float64)
-    scores = (matrix * np.asarray(query, dtype=np.float32).astype(np.float64)).sum(axis=1)
+    scores = cosine(np.stack([found[h.vid] for h in hits]), query)
     rescored = [Hit(h.entity_id, h.vid, float(s)) for h, s in zip(hits, scores)]
     return sorted(rescored, key=lambda h: (-h.score, h.entity_id))
+
+
+def existing(conn: Any, vids: Sequence[int]) -> set[int]:
+    """Which of these versions still exist (a purge may have removed some meanwhile)."""
+    rows = conn.execute(
+        "SELECT vid FROM entity_versions WHERE vid IN (SELECT value FROM json_each(?))",
+        ("[" + ",".join(str(int(v)) for v in vids) + "]",),
+    )
+    return {int(vid) for vid, in rows}

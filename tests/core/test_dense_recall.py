@@ -6,6 +6,8 @@ import pytest
 
 from perseus_vault_core import Conflict, NotSupported, Vault, vectors
 
+from typing import Any
+
 from ..conftest import DAY_MS, Clock, FakeEmbedder
 
 
@@ -275,3 +277,176 @@ def test_shallow_prefilter_same_answer_in_memory_and_in_sql(dense_vault: Vault, 
     memory_answer = dense_vault.recall("billing invoices ledger", **query).model_dump_json()
     assert memory_answer == sql_answer
     assert len(dense_vault.recall("billing invoices ledger", **query).items) == 4
+
+
+# --- review regressions ----------------------------------------------------------------------
+
+
+class RandomEmbedder(FakeEmbedder):
+    """Dense random-ish vectors (a hash of the whole text): near-ties everywhere, like a real model's."""
+
+    identity = "random-embedder@1"
+    dimension = 48
+
+    def embed(self, texts):  # type: ignore[no-untyped-def]
+        import hashlib as _h
+
+        import numpy as _np
+
+        out = _np.zeros((len(texts), self.dimension), dtype=_np.float32)
+        for i, text in enumerate(texts):
+            seed = int.from_bytes(_h.blake2b(text.encode(), digest_size=8).digest(), "little")
+            out[i] = _np.random.default_rng(seed).standard_normal(self.dimension)
+        return out / _np.linalg.norm(out, axis=1, keepdims=True)
+
+
+def test_warm_and_cold_answer_alike_with_identical_vectors(db_path) -> None:  # type: ignore[no-untyped-def]
+    with Vault(db_path, embedder=RandomEmbedder()) as vault:
+        for i in range(100):
+            vault.remember("note", f"r{i}", f"random memory {i}")
+        for i in range(106):
+            vault.remember("note", f"dup{i}", "the very same words", verified=i == 105)
+        calls = [dict(query=q, mode=m, limit=10, reinforce=False, query_time_unix_ms=1)
+                 for q in ("the very same words", "random memory 3", "something else") for m in ("dense", "hybrid")]
+        cold = [vault.recall(**c).model_dump_json() for c in calls]
+        assert vault.wait_for_vector_index() and vault.wait_for_keyword_index()
+        warm = [vault.recall(**c).model_dump_json() for c in calls]
+        assert warm == cold
+
+
+def test_a_reembed_elsewhere_reaches_a_warm_vault(db_path, fake_embedder: FakeEmbedder) -> None:  # type: ignore[no-untyped-def]
+    with Vault(db_path, embedder=fake_embedder) as first:
+        for i in range(20):
+            first.remember("note", f"k{i}", f"note about billing {i}")
+        assert first.wait_for_vector_index()
+        with Vault(db_path, embedder=RandomEmbedder()) as second:
+            second.embed(reembed=True)
+            assert second.recall("billing", mode="dense").items
+        with pytest.raises(Conflict):  # the first vault's model is no longer the vault's
+            first.recall("billing", mode="dense")
+        assert first.recall("billing", mode="fts5").items
+
+
+def test_a_broken_embedder_cannot_start_a_reembed(dense_vault: Vault) -> None:
+    from perseus_vault_core import InvalidInput
+
+    for i in range(5):
+        dense_vault.remember("note", f"k{i}", f"kept vector {i}")
+
+    class Broken(FakeEmbedder):
+        identity = "broken@1"
+
+        def embed(self, texts):  # type: ignore[no-untyped-def]
+            return super().embed(texts)[:, :10]  # the wrong width
+
+    dense_vault._embedder = Broken()
+    with pytest.raises(InvalidInput, match="embedder"):
+        dense_vault.embed(reembed=True)
+    assert dense_vault.stats().embedded == 5 and dense_vault.stats().embedding_model == FakeEmbedder.identity
+
+
+def test_no_version_goes_without_its_vector(dense_vault: Vault) -> None:
+    dense_vault.remember("note", "k", "alpha")
+    dense_vault.remember_many([{"category": "note", "key": "k", "content": "beta"},
+                               {"category": "note", "key": "k", "content": "alpha"}])
+    dense_vault.remember_many([{"category": "note", "key": "s", "content": "one", "summary": "S"},
+                               {"category": "note", "key": "s", "content": "two"}])
+    import json as _json
+
+    dense_vault.import_jsonl([_json.dumps({"category": "note", "key": "s", "content": "three"})])
+    conn = dense_vault._conn()
+    unvectored = conn.execute(
+        "SELECT count(*) FROM entity_versions v WHERE NOT EXISTS (SELECT 1 FROM version_vectors x WHERE x.vid = v.vid)"
+    ).fetchone()[0]
+    assert unvectored == 0
+
+
+@pytest.mark.parametrize("fault", ["width", "rows", "nan", "zero"])
+def test_an_embedder_breaking_its_contract_is_refused(db_path, clock: Clock, fault: str) -> None:  # type: ignore[no-untyped-def]
+    from perseus_vault_core import InvalidInput
+
+    class Faulty(FakeEmbedder):
+        def embed(self, texts):  # type: ignore[no-untyped-def]
+            out = super().embed(texts)
+            if fault == "width":
+                return out[:, :5]
+            if fault == "rows":
+                return out[:-1]
+            out[0, 0] = float("nan") if fault == "nan" else out[0, 0]
+            return out * 0 if fault == "zero" else out
+
+    with Vault(db_path, clock=clock, embedder=Faulty()) as vault:
+        with pytest.raises(InvalidInput, match="embedder"):
+            vault.remember_many([{"category": "note", "key": "a", "content": "x"},
+                                 {"category": "note", "key": "b", "content": "y"}])
+        assert vault.stats().entities == 0
+
+
+def test_keyword_recall_does_not_need_a_reachable_provider(db_path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    with Vault(db_path, embedder=False) as vault:
+        vault.remember("note", "k", "alpha beta")
+    monkeypatch.setenv("PERSEUS_VAULT_EMBEDDER", "ollama:x@http://127.0.0.1:9")
+    with Vault(db_path) as vault:
+        assert vault.recall("alpha", mode="fts5").items
+        assert vault.recall("alpha").search_mode == "fts5"  # no vectors: auto never asks the provider
+
+
+def test_bad_settings_are_refused(db_path, monkeypatch: pytest.MonkeyPatch, fake_embedder: FakeEmbedder) -> None:  # type: ignore[no-untyped-def]
+    from perseus_vault_core import InvalidInput, SetupError
+
+    for kwargs, field in (({"threads": "x"}, "threads"), ({"threads": 0}, "threads"),
+                          ({"vector_index": "no"}, "vector_index"), ({"fusion": {"k": 0}}, "fusion.k")):
+        with pytest.raises(InvalidInput) as err:
+            Vault(db_path, **kwargs)
+        assert err.value.field == field
+    with Vault(db_path, embedder=fake_embedder) as vault:
+        vault.remember("note", "k", "x")
+        with pytest.raises(InvalidInput):
+            vault.embed(progress=5)  # type: ignore[arg-type]
+    monkeypatch.setenv("PERSEUS_VAULT_THREADS", "abc")
+    from perseus_vault_core.embed import _threads
+
+    with pytest.raises(SetupError, match="PERSEUS_VAULT_THREADS"):
+        _threads(None)
+
+
+def test_the_vector_index_waits_for_the_first_vector(db_path, fake_embedder: FakeEmbedder) -> None:  # type: ignore[no-untyped-def]
+    with Vault(db_path, embedder=fake_embedder) as vault:
+        assert not vault.wait_for_vector_index(timeout=5)
+        assert vault._vector_index is not None and not vault._vector_index.disabled
+        vault.remember("note", "k", "now there is a vector")
+        assert vault.wait_for_vector_index()
+
+
+def test_a_vector_backfill_does_not_rebuild_the_keyword_index(db_path, clock: Clock, fake_embedder: FakeEmbedder) -> None:  # type: ignore[no-untyped-def]
+    with Vault(db_path, clock=clock, embedder=False) as plain:
+        plain.remember_many({"category": "note", "key": f"k{i}", "content": f"billing note {i}"} for i in range(50))
+    with Vault(db_path, clock=clock, embedder=fake_embedder) as vault:
+        assert vault.wait_for_keyword_index()
+        index = vault._keyword_index
+        assert index is not None
+        rows_before = index.rows
+        vault.embed()
+        assert vault.recall("billing", mode="fts5").items
+        assert index.ready and index.rows is rows_before  # followed the log, no rebuild
+
+
+def _child_recall(path: str, out: Any) -> None:
+    from tests.conftest import FakeEmbedder as _Fake
+
+    with Vault(path, embedder=_Fake()) as vault:
+        out.put(len(vault.recall("billing", mode="hybrid").items))
+
+
+def test_hybrid_recall_works_in_a_forked_child(db_path, fake_embedder: FakeEmbedder) -> None:  # type: ignore[no-untyped-def]
+    import multiprocessing
+
+    with Vault(db_path, embedder=fake_embedder) as vault:
+        vault.remember("note", "k", "billing ledger")
+        assert vault.recall("billing", mode="hybrid").items  # the parent starts its embedding pool
+    ctx = multiprocessing.get_context("fork")
+    out = ctx.Queue()
+    child = ctx.Process(target=_child_recall, args=(str(db_path), out))
+    child.start()
+    child.join(60)
+    assert child.exitcode == 0 and out.get(timeout=5) == 1
