@@ -105,10 +105,10 @@ class VectorIndex(HeadMirror):
 
 
 def cosine(rows: np.ndarray, query: np.ndarray) -> np.ndarray:
-    """Cosine of unit rows to a unit query, one canonical way: float64, each row summed on its own
-    (numpy's pairwise sum along the row), so a row's score never depends on its neighbours or on
-    BLAS blocking. Both dense paths score with this, and give byte-identical answers."""
-    scores: np.ndarray = (rows.astype(np.float64) * np.asarray(query, dtype=np.float32).astype(np.float64)).sum(axis=1)
+    """Cosine of unit rows to a unit query, one canonical way: each row summed on its own in float64
+    by einsum's own loop (no BLAS), so a row's score never depends on its neighbours or on blocking
+    (BLAS float32 results did). Both dense paths score with this and give byte-identical answers."""
+    scores: np.ndarray = np.einsum("ij,j->i", rows, np.asarray(query, dtype=np.float32), dtype=np.float64)
     return scores
 
 

@@ -450,3 +450,16 @@ def test_hybrid_recall_works_in_a_forked_child(db_path, fake_embedder: FakeEmbed
     child.start()
     child.join(60)
     assert child.exitcode == 0 and out.get(timeout=5) == 1
+
+
+def test_canonical_cosine_does_not_depend_on_row_position() -> None:
+    import numpy as np
+
+    from perseus_vault_core.vector_index import cosine
+
+    rng = np.random.default_rng(3)
+    rows = rng.standard_normal((500, 384)).astype(np.float32)
+    query = rng.standard_normal(384).astype(np.float32)
+    order = rng.permutation(500)
+    assert np.array_equal(cosine(rows, query)[order], cosine(rows[order], query))
+    assert np.array_equal(cosine(rows[:3], query), cosine(rows, query)[:3])
