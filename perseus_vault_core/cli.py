@@ -17,7 +17,7 @@ from typing import Any, NoReturn
 from pydantic import BaseModel
 
 from .errors import VaultError
-from .models import RecallResult, ScanPage
+from .models import HygieneReport, RecallResult, ScanPage
 from .vault import Vault, default_path
 
 
@@ -110,6 +110,85 @@ def cmd_recall(vault: Vault, args: argparse.Namespace) -> None:
     if args.no_reinforce:
         params["reinforce"] = False
     _emit(args, vault.recall(args.query, **params), _recall_text)
+
+
+def _scope(args: argparse.Namespace) -> dict[str, Any]:
+    return {n: getattr(args, n) for n in ("agent_id", "workspace_hash") if getattr(args, n, None) is not None}
+
+
+def _given(args: argparse.Namespace, *names: str) -> dict[str, Any]:
+    return {n: getattr(args, n) for n in names if getattr(args, n, None) is not None}
+
+
+def cmd_link(vault: Vault, args: argparse.Namespace) -> None:
+    params = {**_scope(args), **_given(args, "weight", "source")}
+    link = vault.link(args.from_id, args.to_id, args.relation, **params)
+    _emit(args, link, lambda l: f"link #{l.id}: #{l.from_id} -[{l.relation} {l.weight:g}]-> #{l.to_id}")
+
+
+def cmd_unlink(vault: Vault, args: argparse.Namespace) -> None:
+    closed = vault.unlink(args.from_id, args.to_id, args.relation, **_scope(args))
+    _emit(args, {"closed": closed}, lambda r: f"closed {r['closed']} link(s)")
+
+
+def cmd_traverse(vault: Vault, args: argparse.Namespace) -> None:
+    walk = vault.traverse(args.start, args.depth, args.relation or None, args.direction, **_filters(args))
+
+    def human(w: Any) -> str:
+        lines = [f"{'  ' * n.depth}{_entity_line(n.entity)}" for n in w.nodes]
+        return "\n".join(lines + [f"{len(w.nodes)} node(s), {len(w.edges)} link(s)"])
+
+    _emit(args, walk, human)
+
+
+def cmd_communities(vault: Vault, args: argparse.Namespace) -> None:
+    params = {**_filters(args), **_given(args, "method", "min_size", "limit", "central")}
+
+    def human(r: Any) -> str:
+        lines = [f"{r.total} communit{'y' if r.total == 1 else 'ies'} ({r.method}; {r.nodes} entities, {r.edges} links)"]
+        for c in r.communities:
+            central = "; ".join(f"#{m.id} {_short(m.title, 40)}" for m in c.central[:3])
+            summary = f"  summary #{c.summary_id}" if c.summary_id is not None else ""
+            lines.append(f"{c.id}  {c.size:5d} members  {central}{summary}")
+        return "\n".join(lines)
+
+    _emit(args, vault.communities(**params), human)
+
+
+def cmd_community_summary(vault: Vault, args: argparse.Namespace) -> None:
+    params = {**_scope(args), **_given(args, "method", "max_chars")}
+    if args.refresh:
+        params["refresh"] = True
+    result = vault.community_summary(args.community_id, **params)
+    _emit(args, result, lambda r: f"#{r.entity.id} {r.entity.summary} "
+          f"({'written' if r.materialized else 'unchanged'})\n{r.text}")
+
+
+def cmd_global_recall(vault: Vault, args: argparse.Namespace) -> None:
+    params = {**_scope(args), **_given(args, "mode", "communities", "per_community", "max_chars", "method", "min_size")}
+    if args.no_reinforce:
+        params["reinforce"] = False
+    _emit(args, vault.global_recall(args.query, **params), lambda r: r.context)
+
+
+def cmd_recall_when(vault: Vault, args: argparse.Namespace) -> None:
+    params = {**_scope(args), **_given(args, "limit", "type", "category", "topic_path", "min_similarity")}
+    if args.no_semantic:
+        params["semantic"] = False
+
+    def human(r: Any) -> str:
+        if not r.items:
+            return "no trigger matches"
+        return "\n".join(f"{i.score:6.3f}  {i.match:8s} \"{i.trigger}\"  {_entity_line(i)}" for i in r.items)
+
+    _emit(args, vault.recall_when(args.context, **params), human)
+
+
+def cmd_prepare(vault: Vault, args: argparse.Namespace) -> None:
+    params = {**_scope(args), **_given(args, "max_chars", "triggered", "related", "mode")}
+    if args.no_semantic:
+        params["semantic"] = False
+    _emit(args, vault.prepare(args.context, **params), lambda r: r.markdown)
 
 
 def cmd_scan(vault: Vault, args: argparse.Namespace) -> None:
@@ -215,6 +294,24 @@ def cmd_backup(vault: Vault, args: argparse.Namespace) -> None:
     _emit(args, {"backup": target}, lambda r: f"backed up to {r['backup']}")
 
 
+def cmd_hygiene(vault: Vault, args: argparse.Namespace) -> None:
+    params = {n: getattr(args, n) for n in ("type", "category", "topic_path", "agent_id", "workspace_hash",
+                                          "limit", "min_age_days") if getattr(args, n) is not None}
+    _emit(args, vault.hygiene(**params), _hygiene_text)
+
+
+def _hygiene_text(report: HygieneReport) -> str:
+    if not report.total:
+        return f"nothing to flag among {report.scanned} active memories"
+    tally = ", ".join(f"{reason} {n}" for reason, n in report.counts.items() if n)
+    lines = [f"{report.total} of {report.scanned} active memories flagged, showing {len(report.items)}: {tally}"]
+    for item in report.items:
+        reasons = ", ".join(f"{r} of #{item.duplicate_of}" if r.endswith("duplicate") else r for r in item.reasons)
+        lines.append(f"#{item.id} [{item.category}/{item.key}] actionability {item.actionability:.2f}: {reasons}"
+                     f"  {_short(item.preview)}")
+    return "\n".join(lines)
+
+
 # --- parser ------------------------------------------------------------------------------------
 
 
@@ -229,6 +326,11 @@ def _add_filters(p: argparse.ArgumentParser) -> None:
     p.add_argument("--as-of-unix-ms", type=int, dest="as_of_unix_ms", help="the store as believed at this instant")
     p.add_argument("--valid-at-unix-ms", type=int, dest="valid_at_unix_ms", help="what was true at this instant")
     p.add_argument("--query-time-unix-ms", type=int, dest="query_time_unix_ms", help="anchor 'now' (replay)")
+
+
+def _add_scope(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--agent-id", dest="agent_id")
+    p.add_argument("--workspace-hash", dest="workspace_hash")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -278,6 +380,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-reinforce", action="store_true", dest="no_reinforce", help="do not count this retrieval")
     p.set_defaults(func=cmd_recall)
 
+    p = sub.add_parser("hygiene", parents=[common], help="low-signal memories and why (read-only)")
+    p.add_argument("--limit", type=int, help="items to show (default 100, at most 1000)")
+    p.add_argument("--min-age-days", type=int, dest="min_age_days", help="'never retrieved' from this age (default 7)")
+    p.add_argument("--type")
+    p.add_argument("--category")
+    p.add_argument("--topic-path", dest="topic_path", help="topic path prefix, e.g. architecture")
+    p.add_argument("--agent-id", dest="agent_id")
+    p.add_argument("--workspace-hash", dest="workspace_hash")
+    p.set_defaults(func=cmd_hygiene)
+
     p = sub.add_parser("embed", parents=[common], help="give every memory a vector (backfill), or re-embed all")
     p.add_argument("--reembed", action="store_true", help="replace every vector with the configured model's")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -290,6 +402,79 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--all", action="store_true", help="follow the cursor to the end")
     _add_filters(p)
     p.set_defaults(func=cmd_scan)
+
+    p = sub.add_parser("link", parents=[common], help="link two memories (typed, weighted, directed)")
+    p.add_argument("from_id", type=int)
+    p.add_argument("to_id", type=int)
+    p.add_argument("--relation", default="related")
+    p.add_argument("--weight", type=float)
+    p.add_argument("--source")
+    _add_scope(p)
+    p.set_defaults(func=cmd_link)
+
+    p = sub.add_parser("unlink", parents=[common], help="close the link(s) from one memory to another")
+    p.add_argument("from_id", type=int)
+    p.add_argument("to_id", type=int)
+    p.add_argument("--relation", help="only this relation (default: all)")
+    _add_scope(p)
+    p.set_defaults(func=cmd_unlink)
+
+    p = sub.add_parser("traverse", parents=[common], help="walk the link graph breadth-first from a memory")
+    p.add_argument("start", type=int)
+    p.add_argument("--depth", type=int, default=2)
+    p.add_argument("--relation", action="append", help="follow only this relation (repeatable)")
+    p.add_argument("--direction", choices=["out", "in", "both"], default="both")
+    _add_filters(p)
+    p.set_defaults(func=cmd_traverse)
+
+    p = sub.add_parser("prepare", parents=[common], help="markdown block to inject before an agent turn")
+    p.add_argument("context", help="what the agent is about to do (the coming turn)")
+    p.add_argument("--max-chars", type=int, dest="max_chars", help="size budget (default 1500)")
+    p.add_argument("--triggered", type=int, help="most triggered entities (default 5)")
+    p.add_argument("--related", type=int, help="most related entities (default 5)")
+    p.add_argument("--mode", choices=["fts5", "dense", "hybrid"], help="how related entities are found")
+    p.add_argument("--no-semantic", action="store_true", dest="no_semantic", help="match triggers by words only")
+    _add_scope(p)
+    p.set_defaults(func=cmd_prepare)
+
+    p = sub.add_parser("recall-when", parents=[common], help="entities whose recall_when triggers match a context")
+    p.add_argument("context")
+    p.add_argument("--limit", type=int)
+    p.add_argument("--type")
+    p.add_argument("--category")
+    p.add_argument("--topic-path", dest="topic_path")
+    p.add_argument("--min-similarity", type=float, dest="min_similarity")
+    p.add_argument("--no-semantic", action="store_true", dest="no_semantic", help="match triggers by words only")
+    _add_scope(p)
+    p.set_defaults(func=cmd_recall_when)
+
+    p = sub.add_parser("communities", parents=[common], help="clusters of the link graph (GraphRAG)")
+    p.add_argument("--method", choices=["label_propagation", "modularity"])
+    p.add_argument("--min-size", type=int, dest="min_size")
+    p.add_argument("--limit", type=int)
+    p.add_argument("--central", type=int, help="central members listed per community")
+    _add_filters(p)
+    p.set_defaults(func=cmd_communities)
+
+    p = sub.add_parser("community-summary", parents=[common], help="a community's extractive summary (written once)")
+    p.add_argument("community_id")
+    p.add_argument("--method", choices=["label_propagation", "modularity"])
+    p.add_argument("--max-chars", type=int, dest="max_chars")
+    p.add_argument("--refresh", action="store_true", help="rewrite it even if the membership is unchanged")
+    _add_scope(p)
+    p.set_defaults(func=cmd_community_summary)
+
+    p = sub.add_parser("global-recall", parents=[common], help="answer from the best communities and their members")
+    p.add_argument("query")
+    p.add_argument("--mode", choices=["fts5", "dense", "hybrid"])
+    p.add_argument("--communities", type=int, help="communities to open (default 3)")
+    p.add_argument("--per-community", type=int, dest="per_community", help="evidence items each (default 5)")
+    p.add_argument("--max-chars", type=int, dest="max_chars", help="context budget (default 4000)")
+    p.add_argument("--method", choices=["label_propagation", "modularity"])
+    p.add_argument("--min-size", type=int, dest="min_size")
+    p.add_argument("--no-reinforce", action="store_true", dest="no_reinforce")
+    _add_scope(p)
+    p.set_defaults(func=cmd_global_recall)
 
     p = sub.add_parser("history", parents=[common], help="every version of a fact, newest first")
     p.add_argument("category")

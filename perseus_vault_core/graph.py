@@ -60,6 +60,22 @@ def link(
     return _link(row)
 
 
+def link_many(conn: Any, from_id: int, to_ids: list[int], relation: str, now_ms: int, weight: float = 1.0) -> int:
+    """Open a link from ``from_id`` to each of ``to_ids`` that lacks one (for links the vault makes
+    itself between entities it knows share a scope). Returns how many were opened."""
+    open_now = {
+        int(r[0]) for r in conn.execute(
+            "SELECT to_id FROM links WHERE from_id = ? AND relation = ? AND recorded_to_ms IS NULL", (from_id, relation)
+        )
+    }
+    rows = [(from_id, t, relation, weight, now_ms, now_ms) for t in sorted(set(to_ids)) if t not in open_now and t != from_id]
+    conn.executemany(
+        "INSERT INTO links (from_id, to_id, relation, weight, created_at_ms, recorded_from_ms) VALUES (?, ?, ?, ?, ?, ?)",
+        rows,
+    )
+    return len(rows)
+
+
 def unlink(
     conn: Any, from_id: int, to_id: int, relation: str | None,
     agent_id: str | None, workspace_hash: str | None, now_ms: int,

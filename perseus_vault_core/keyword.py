@@ -82,7 +82,7 @@ def search(
     """
     if not words:
         return []
-    if index is not None and not view.historical and all(w.isascii() for w in words):
+    if index is not None and not view.historical and not view.narrowed and all(w.isascii() for w in words):
         ranking = index.search(conn, stems, view.params.get("agent_id"), view.params.get("workspace_hash"))
         if ranking is not None:
             return visible_hits(conn, ranking, view, pool)

@@ -50,7 +50,13 @@ Status = Literal["active", "archived", "expired", "superseded"]
 Mode = Literal["fts5", "dense", "hybrid"]
 Direction = Literal["out", "in", "both"]
 
-_STRICT_IN = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+# Validators are built on first use (defer_build): a one-shot CLI call then pays only for the
+# models it touches, not for all of them at import.
+_STRICT_IN = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False, defer_build=True)
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(defer_build=True)
 
 
 def _depth(value: Any) -> int:
@@ -245,17 +251,116 @@ class ScanParams(Filters):
     limit: int = Field(default=100, ge=1, le=MAX_LIMIT)
 
 
+CommunityMethod = Literal["label_propagation", "modularity"]
+MAX_CONTEXT_CHARS = 32_768
+
+
+class CommunitiesParams(Filters):
+    """``communities``: which graph (the filters), how to cluster it, and how much to return."""
+
+    method: CommunityMethod = "label_propagation"
+    min_size: int = Field(default=2, ge=1, le=MAX_INT)
+    limit: int = Field(default=100, ge=1, le=MAX_LIMIT)
+    central: int = Field(default=5, ge=0, le=100)
+
+    @field_validator("min_decay")
+    @classmethod
+    def _no_decay(cls, value: float | None) -> float | None:
+        if value is not None:
+            raise ValueError("does not apply to communities (decay changes with every read)")
+        return value
+
+
+class CommunitySummaryParams(BaseModel):
+    model_config = _STRICT_IN
+
+    community_id: str = Field(min_length=1, max_length=64)
+    method: CommunityMethod = "label_propagation"
+    max_chars: int = Field(default=1_200, ge=200, le=20_000)
+    refresh: bool = False
+    agent_id: str | None = None
+    workspace_hash: str | None = None
+
+
+class GlobalRecallParams(BaseModel):
+    """``global_recall``: the question, how many communities to open and how deep, and the budget."""
+
+    model_config = _STRICT_IN
+
+    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
+    mode: Mode | None = None
+    communities: int = Field(default=3, ge=1, le=50)
+    per_community: int = Field(default=5, ge=1, le=100)
+    max_chars: int = Field(default=4_000, ge=200, le=100_000)
+    method: CommunityMethod = "label_propagation"
+    min_size: int = Field(default=2, ge=1, le=MAX_INT)
+    agent_id: str | None = None
+    workspace_hash: str | None = None
+    reinforce: bool = True
+
+    @field_validator("query")
+    @classmethod
+    def _query_text(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must contain a word")
+        return _check_text(value)
+
+
+class RecallWhenParams(BaseModel):
+    """``recall_when``: the context to match triggers against, the filters, and how to match."""
+
+    model_config = _STRICT_IN
+
+    context: str = Field(max_length=MAX_CONTEXT_CHARS)
+    limit: int = Field(default=10, ge=1, le=MAX_LIMIT)
+    type: str | None = None
+    category: str | None = None
+    topic_path: str | None = None
+    agent_id: str | None = None
+    workspace_hash: str | None = None
+    semantic: bool | None = None
+    min_similarity: float = Field(default=0.6, ge=-1.0, le=1.0)
+    query_time_unix_ms: int | None = Field(default=None, ge=0, le=MAX_INT)
+    reinforce: bool = False
+
+    @field_validator("context")
+    @classmethod
+    def _context_text(cls, value: str) -> str:
+        return _check_text(value)
+
+
+class PrepareParams(BaseModel):
+    """``prepare``: the context of the coming turn and the size of the block to inject."""
+
+    model_config = _STRICT_IN
+
+    context: str = Field(max_length=MAX_CONTEXT_CHARS)
+    max_chars: int = Field(default=1_500, ge=100, le=100_000)
+    triggered: int = Field(default=5, ge=0, le=100)
+    related: int = Field(default=5, ge=0, le=100)
+    mode: Mode | None = None
+    agent_id: str | None = None
+    workspace_hash: str | None = None
+    semantic: bool | None = None
+    reinforce: bool = False
+
+    @field_validator("context")
+    @classmethod
+    def _context_text(cls, value: str) -> str:
+        return _check_text(value)
+
+
 # --- outputs -----------------------------------------------------------------------------------
 
 
-class Entity(BaseModel):
+class Entity(_Out):
     """One memory, as stored (or as it was at a past instant, for history and time travel).
 
     Body fields other than ``content`` and ``summary`` are also returned at top level
     (unless their name collides with an entity field); ``body`` holds all of them.
     """
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
     id: int
     category: str
@@ -310,7 +415,7 @@ class RecallItem(Entity):
         return data
 
 
-class RecallResult(BaseModel):
+class RecallResult(_Out):
     """``total`` counts the items returned (as the seed's schema defines it); ``variants`` the expansion terms used."""
 
     items: list[RecallItem]
@@ -319,13 +424,13 @@ class RecallResult(BaseModel):
     search_mode: str
 
 
-class ScanPage(BaseModel):
+class ScanPage(_Out):
     items: list[Entity]
     next_cursor: str | None
     has_more: bool
 
 
-class HistoryPage(BaseModel):
+class HistoryPage(_Out):
     """Versions of one fact, newest first; ``total`` counts every version."""
 
     items: list[Entity]
@@ -333,7 +438,7 @@ class HistoryPage(BaseModel):
     has_more: bool
 
 
-class Link(BaseModel):
+class Link(_Out):
     id: int
     from_id: int
     to_id: int
@@ -345,32 +450,133 @@ class Link(BaseModel):
     recorded_to_ms: int | None
 
 
-class TraverseNode(BaseModel):
+class TraverseNode(_Out):
     entity: Entity
     depth: int
     path: list[int]
 
 
-class TraverseResult(BaseModel):
+class TraverseResult(_Out):
     start: int
     nodes: list[TraverseNode]
     edges: list[Link]
 
 
-class PurgeResult(BaseModel):
+class CommunityMember(_Out):
+    """A central member of a community: ``centrality`` is its weighted degree inside the community."""
+
+    id: int
+    category: str
+    key: str
+    title: str
+    centrality: float
+
+
+class Community(_Out):
+    """A cluster of the link graph. ``id`` derives from the sorted member ids: same members, same id."""
+
+    id: str
+    size: int
+    agent_id: str | None
+    workspace_hash: str | None
+    members: list[int]
+    central: list[CommunityMember]
+    summary_id: int | None
+
+
+class CommunitiesResult(_Out):
+    """``total`` counts the communities of at least ``min_size`` members; ``nodes``/``edges``: the graph clustered."""
+
+    communities: list[Community]
+    total: int
+    method: str
+    nodes: int
+    edges: int
+
+
+class CommunitySummary(_Out):
+    """A community's summary entity. ``materialized``: written (or rewritten) by this call;
+    ``polished``: its content came from the caller's ``polish`` function (the extractive text is in
+    ``extractive``); ``superseded``: older summaries this one replaced."""
+
+    community_id: str
+    entity: Entity
+    text: str
+    extractive: str
+    polished: bool
+    materialized: bool
+    members: list[int]
+    superseded: list[int]
+
+
+class EvidenceItem(RecallItem):
+    """A member that supports a global answer: found by recall (``via="recall"``), reached over a
+    link from such a hit (``via="link"``, ``hops`` away), or taken as a central member (``via="central"``)."""
+
+    via: Literal["recall", "link", "central"]
+    hops: int = 0
+
+
+class GlobalCommunity(_Out):
+    """One chosen community: its summary (``title``, ``summary`` text, entity ``summary_id``), the
+    summary's recall ``score``, and the members that support the answer."""
+
+    community: Community
+    title: str
+    summary: str
+    summary_id: int
+    score: float
+    evidence: list[EvidenceItem]
+
+
+class GlobalRecallResult(_Out):
+    """Communities chosen for ``query`` (best first), their evidence, and ``context``: the answer
+    material as markdown within the character budget."""
+
+    query: str
+    communities: list[GlobalCommunity]
+    context: str
+    search_mode: str
+
+
+class TriggeredItem(RecallItem):
+    """An entity whose ``recall_when`` trigger matched the context: which ``trigger`` and how
+    (``phrase``: all its words in order; ``terms``: its stems, in any order; ``meaning``: by embedding)."""
+
+    trigger: str
+    match: Literal["phrase", "terms", "meaning"]
+
+
+class RecallWhenResult(_Out):
+    items: list[TriggeredItem]
+    total: int
+    semantic: bool
+
+
+class PrepareResult(_Out):
+    """The block to inject before an agent turn (``markdown``, at most ``max_chars``) and what is in it."""
+
+    markdown: str
+    triggered: list[int]
+    related: list[int]
+    chars: int
+    search_mode: str
+
+
+class PurgeResult(_Out):
     id: int
     versions: int
     links: int
 
 
-class ImportReport(BaseModel):
+class ImportReport(_Out):
     created: int = 0
     updated: int = 0
     unchanged: int = 0
     links: int = 0
 
 
-class Stats(BaseModel):
+class Stats(_Out):
     path: str
     schema_version: int
     entities: int
@@ -389,7 +595,7 @@ class Stats(BaseModel):
     vector_index: str
 
 
-class EmbedReport(BaseModel):
+class EmbedReport(_Out):
     """What ``embed`` did: vectors written, with which model, and whether it replaced another."""
 
     embedded: int
@@ -398,7 +604,35 @@ class EmbedReport(BaseModel):
     reembedded: bool
 
 
-class CheckReport(BaseModel):
+HygieneReason = Literal["vague", "date-only", "very short", "duplicate", "near-duplicate", "expired", "never retrieved"]
+
+
+class HygieneItem(_Out):
+    """One memory ``hygiene`` flags: why, and how actionable its text is (``preview``: the first 200
+    characters of its content). ``duplicate_of`` names the earlier memory it repeats, if it does."""
+
+    id: int
+    category: str
+    key: str
+    preview: str
+    actionability: float
+    reasons: list[HygieneReason]
+    duplicate_of: int | None
+    retrieval_count: int
+    created_at_ms: int
+
+
+class HygieneReport(_Out):
+    """``items``: flagged memories, least actionable first, up to ``limit``. ``total`` counts every
+    flagged memory, ``scanned`` every active memory examined, ``counts`` each reason over all flagged."""
+
+    items: list[HygieneItem]
+    total: int
+    scanned: int
+    counts: dict[str, int]
+
+
+class CheckReport(_Out):
     ok: bool
     problems: list[str]
 

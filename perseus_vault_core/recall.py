@@ -28,7 +28,7 @@ from .actionability import actionability, startup_score
 from .connection import read_snapshot
 from .embed import embedding_text
 from .errors import NotSupported
-from .filters import FROM, FROM_VIDS, View, id_list, view
+from .filters import FROM, FROM_VIDS, View, id_list, narrow, view
 from .fusion import Fusion, rrf
 from .keyword_index import KeywordIndex
 from .mirror import Hit, examined, visible_hits
@@ -81,10 +81,14 @@ class Arms:
 
 
 def recall(
-    conn: Any, params: RecallParams, now_ms: int, reinforce: Callable[[list[int]], None], arms: Arms | None = None
+    conn: Any, params: RecallParams, now_ms: int, reinforce: Callable[[list[int]], None], arms: Arms | None = None,
+    only: list[int] | None = None,
 ) -> RecallResult:
+    """``only``: when given, recall among those entities alone (still under every rule of the view)."""
     arms = arms or Arms()
     v = view(params, now_ms)
+    if only is not None:
+        v = narrow(v, only)
     with read_snapshot(conn):
         mode = _mode(conn, params, arms)
         if is_enumeration(params.query):
@@ -149,7 +153,7 @@ def _dense_arm(conn: Any, query: np.ndarray, v: View, pool: int, arms: Arms) -> 
     """Dense candidates (see vector_index.py): scope is applied while choosing them; when the view's
     other filters reject many, the search goes deeper until as many visible candidates have been
     weighed as an unfiltered search weighs."""
-    if v.historical:  # point in time: an exact scan of the versions of that time
+    if v.historical or v.narrowed:  # a point in time, or a list of entities: an exact scan of those
         hits, found = vectors.search(conn, query, v, pool)
         return vectors.rescore(hits, found, query)
     agent, workspace = v.params.get("agent_id"), v.params.get("workspace_hash")

@@ -22,7 +22,8 @@ Layout (version 1):
   (``keyword_index.py``) of any process can follow writes made by any other.
 - ``links``: typed, weighted, directed edges with their own transaction-time history.
 
-Version 2 adds ``version_vectors``: one embedding per version (see ``vectors.py``).
+Version 2 adds ``version_vectors``: one embedding per version (see ``vectors.py``); version 3
+``trigger_vectors``: embeddings of ``recall_when`` phrases (see ``proactive.py``).
 """
 
 from __future__ import annotations
@@ -149,10 +150,22 @@ def _v2(conn: Any) -> None:
     )
 
 
+def _v3(conn: Any) -> None:
+    # Vectors of recall_when trigger phrases, by model, computed when proactive recall first needs
+    # them (see proactive.py): a fresh process then embeds only the context.
+    conn.execute(
+        "CREATE TABLE trigger_vectors (model TEXT NOT NULL, phrase TEXT NOT NULL, embedding BLOB NOT NULL, "
+        "PRIMARY KEY (model, phrase))"
+    )
+    # Closed links, so that noticing an unlink (communities.stamp) reads a few index entries, not every link.
+    conn.execute("CREATE INDEX links_closed ON links(recorded_to_ms) WHERE recorded_to_ms IS NOT NULL")
+
+
 Migration = Callable[[Any], None]
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "entities, versions, keyword indexes, links", _v1),
     (2, "vectors", _v2),
+    (3, "trigger phrase vectors, closed-links index", _v3),
 ]
 LATEST = MIGRATIONS[-1][0]
 

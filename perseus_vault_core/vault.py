@@ -17,34 +17,69 @@ from typing import IO, Any, Literal, TypeVar
 
 import numpy as np
 
-from . import graph, import_export, maintenance, recall, scan, schema, store, temporal, vectors
+from . import (
+    global_recall,
+    graph,
+    hygiene,
+    import_export,
+    maintenance,
+    proactive,
+    recall,
+    scan,
+    schema,
+    store,
+    summaries,
+    temporal,
+    vectors,
+)
+from .communities import SUMMARY_TYPE, Communities, Group, Partition
 from .connection import SQLITE_ERRORS, ConnectionPool, choose_driver, connect, read_snapshot, write_transaction
 from .embed import Embedder, LazyEmbedder, checked, embedding_text
-from .errors import InvalidInput, NotSupported, StorageError, VaultError
+from .errors import InvalidInput, NotFound, NotSupported, StorageError, VaultError
 from .filters import view
 from .fusion import Fusion
 from .keyword_index import KeywordIndex
 from .mirror import HeadMirror
+from .query import tokenize
 from .vector_index import VectorIndex
 from .models import (
     MAX_BATCH,
     MAX_INT,
+    MAX_LIMIT,
+    MAX_QUERY_CHARS,
     CheckReport,
+    CommunitiesParams,
+    CommunitiesResult,
+    Community,
+    CommunityMember,
+    CommunitySummary,
+    CommunitySummaryParams,
     Direction,
     EmbedReport,
     Entity,
+    EvidenceItem,
     Filters,
+    GlobalCommunity,
+    GlobalRecallParams,
+    GlobalRecallResult,
     HistoryPage,
+    HygieneReport,
     ImportReport,
     Link,
+    PrepareParams,
+    PrepareResult,
     PurgeResult,
+    RecallItem,
     RecallParams,
     RecallResult,
+    RecallWhenParams,
+    RecallWhenResult,
     RememberInput,
     ScanPage,
     ScanParams,
     Stats,
     TraverseResult,
+    TriggeredItem,
     validate,
 )
 
@@ -108,6 +143,19 @@ def _scope(agent_id: str | None, workspace_hash: str | None) -> None:
             raise InvalidInput(name, "must be a string")
 
 
+def _title(summary: str | None, content: str, limit: int = 100) -> str:
+    text = " ".join((summary or content).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _summary_model(group: Group, entity: Entity, *, materialized: bool, superseded: list[int]) -> CommunitySummary:
+    extractive = entity.body.get("extractive", entity.content)
+    return CommunitySummary(community_id=group.id, entity=entity, text=entity.content,
+                            extractive=extractive if isinstance(extractive, str) else entity.content,
+                            polished="extractive" in entity.body, materialized=materialized,
+                            members=list(group.members), superseded=superseded)
+
+
 class Vault:
     """Long-term memory in one SQLite file.
 
@@ -160,6 +208,9 @@ class Vault:
         else:
             raise InvalidInput("embedder", "must have identity, dimension and embed(texts), or be False")
         self._fusion = validate(Fusion, fusion, prefix="fusion") if fusion is not None else Fusion()
+        self._clusters = Communities()
+        self._trigger_vectors: dict[str, dict[str, np.ndarray]] = {}  # model -> phrase -> vector
+        self._last_query: tuple[str, Embedder, np.ndarray] | None = None
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -317,12 +368,273 @@ class Vault:
         with read_snapshot(conn):
             return graph.traverse(conn, start, depth, relations, direction, view(f, self._now()))
 
+    # --- communities (GraphRAG) -----------------------------------------------------------------
+
+    @_edge
+    def communities(self, **params: Any) -> CommunitiesResult:
+        """Clusters of the link graph in the caller's view, largest first (SPEC 5.5).
+
+        ``method``: ``label_propagation`` (default) or ``modularity`` (Louvain); ``min_size``
+        (default 2), ``limit`` (default 100), ``central`` (most central members listed, default 5),
+        and the filters of ``recall`` (scope, type, category, topic, archived, points in time).
+        """
+        p = validate(CommunitiesParams, params)
+        conn = self._conn()
+        with read_snapshot(conn):
+            part = self._clusters.partition(conn, view(p, self._now()), p.method)
+            groups = [g for g in part.groups if len(g.members) >= p.min_size]
+            shown = self._community_models(conn, groups[: p.limit], p.central)
+        return CommunitiesResult(communities=shown, total=len(groups), method=p.method, nodes=part.nodes, edges=part.edges)
+
+    def _community_models(self, conn: Any, groups: list[Group], central: int) -> list[Community]:
+        wanted = sorted({m for g in groups for m in g.central(central)})
+        rows = store.head_rows(conn, wanted)
+        summary_ids = summaries.existing(conn, groups)
+        out = []
+        for g in groups:
+            members = [
+                CommunityMember(id=m, category=rows[m]["category"], key=rows[m]["key"],
+                                title=_title(rows[m]["summary"], rows[m]["content"]), centrality=g.centrality[m])
+                for m in g.central(central) if m in rows
+            ]
+            out.append(Community(id=g.id, size=len(g.members), agent_id=g.agent_id or None,
+                                 workspace_hash=g.workspace_hash or None, members=list(g.members),
+                                 central=members, summary_id=summary_ids.get(g.id)))
+        return out
+
+    @_edge
+    def community_summary(self, community_id: str, *, polish: Callable[[str], str] | None = None,
+                          **params: Any) -> CommunitySummary:
+        """The extractive summary of one community, written once as a ``community_summary`` entity
+        linked to every member, and rewritten only when the membership changed (a new id) or with
+        ``refresh=True``. ``polish``: any function (an LLM) that rewrites the extractive text; the
+        extractive text is kept as evidence. Other parameters: ``method``, ``max_chars`` (default
+        1,200), ``agent_id``, ``workspace_hash``.
+        """
+        p = validate(CommunitySummaryParams, {"community_id": community_id, **params})
+        if polish is not None and not callable(polish):
+            raise InvalidInput("polish", "must be a function that takes the extractive text and returns text")
+        conn = self._conn()
+        now = self._now()
+        with read_snapshot(conn):
+            part = self._clusters.partition(conn, view(Filters(agent_id=p.agent_id, workspace_hash=p.workspace_hash), now), p.method)
+            group = part.find(p.community_id)
+            if group is None:
+                raise NotFound(f"no community {p.community_id!r} in this scope now (list the current ones with communities)")
+            have = summaries.existing(conn, [group]).get(group.id)
+            if have is not None and not p.refresh:
+                entity = store.to_entity(store.scoped_head(conn, have, None, None), now)
+                return _summary_model(group, entity, materialized=False, superseded=[])
+        return self._summarize(part, [group], p.max_chars, polish, p.method)[0]
+
+    def _summarize(self, part: Partition, groups: list[Group], max_chars: int,
+                   polish: Callable[[str], str] | None, method: str) -> list[CommunitySummary]:
+        """Write the summaries of ``groups`` (one transaction), linked to their members."""
+        conn = self._conn()
+        with read_snapshot(conn):
+            drafts = [(g, *summaries.extract(summaries.member_texts(conn, g), len(g.members), max_chars),
+                       summaries.topic(conn, g)) for g in groups]
+        items = []
+        for n, (g, title, text, terms, topic_path) in enumerate(drafts):
+            content = text
+            if polish is not None:
+                try:
+                    content = polish(text)
+                except Exception as exc:  # the caller's model failed: nothing is written
+                    raise InvalidInput("polish", f"raised {type(exc).__name__}: {exc}") from exc
+                if not isinstance(content, str) or not content.strip():
+                    raise InvalidInput("polish", "must return non-empty text")
+            body: dict[str, Any] = {"community_id": g.id, "size": len(g.members), "method": method, "terms": terms}
+            if polish is not None:
+                body["extractive"] = text
+            items.append(validate(RememberInput, {
+                "category": summaries.SUMMARY_CATEGORY, "key": g.id, "content": content, "summary": title,
+                "type": SUMMARY_TYPE, "topic_path": topic_path, "body": body,
+                "agent_id": g.agent_id or None, "workspace_hash": g.workspace_hash or None,
+                "source": "perseus-vault community_summary",
+                "provenance_class": "ai_draft" if polish is not None else "tool",
+            }, prefix="polish" if polish is not None else f"summary.{n}"))
+        current = {g.id for g in part.groups}
+        plan = self._plan(lambda c: store.texts_to_embed(c, items))
+
+        def work(c: Any) -> list[tuple[int, str, list[int]]]:
+            now = self._now()
+            written = store.remember_batch(c, items, now, plan)
+            return [(eid, change, summaries.attach(c, eid, g, current, now)) for (eid, change), g in zip(written, groups)]
+
+        results = self._write_planned(plan, work)
+        rows = store.head_rows(self._conn(), [eid for eid, _, _ in results])
+        now = self._now()
+        return [
+            _summary_model(g, store.to_entity(rows[eid], now), materialized=change != "unchanged", superseded=replaced)
+            for g, (eid, change, replaced) in zip(groups, results)
+        ]
+
+    @_edge
+    def global_recall(self, query: str, **params: Any) -> GlobalRecallResult:
+        """Answer a question that spans clusters (SPEC 5.5): the best communities by their summaries,
+        then the best evidence among their members, and an answer context within ``max_chars``.
+
+        Parameters: ``communities`` (how many, default 3), ``per_community`` (evidence items, default
+        5), ``max_chars`` (default 4,000), ``mode`` (as recall), ``method``, ``min_size``,
+        ``agent_id``, ``workspace_hash``, ``reinforce``. Summaries that do not exist yet are written first.
+        """
+        p = validate(GlobalRecallParams, {"query": query, **params})
+        scope = {k: v for k, v in (("agent_id", p.agent_id), ("workspace_hash", p.workspace_hash)) if v is not None}
+        conn = self._conn()
+        with read_snapshot(conn):
+            part = self._clusters.partition(
+                conn, view(Filters(agent_id=p.agent_id, workspace_hash=p.workspace_hash), self._now()), p.method)
+            groups = {g.id: g for g in part.groups if len(g.members) >= p.min_size}
+            have = summaries.existing(conn, list(groups.values()))
+        missing = [g for g in groups.values() if g.id not in have]
+        if missing:
+            for s in self._summarize(part, missing, summaries.DEFAULT_MAX_CHARS, None, p.method):
+                have[s.community_id] = s.entity.id
+        if not groups:
+            return GlobalRecallResult(query=p.query, communities=[], context=global_recall.context(p.query, [], p.max_chars),
+                                      search_mode="none")
+        found = self._recall(validate(RecallParams, {
+            "query": p.query, "mode": p.mode, "type": SUMMARY_TYPE, "category": summaries.SUMMARY_CATEGORY,
+            "limit": min(MAX_LIMIT, max(50, 10 * p.communities)), "reinforce": False, **scope}),
+            only=sorted(have[g] for g in groups if g in have))
+        chosen = global_recall.choose(found.items, groups, p.communities)
+        members = sorted({m for g, _ in chosen for m in g.members})
+        drill = self._recall(validate(RecallParams, {
+            "query": p.query, "mode": p.mode, "reinforce": False, **scope,
+            "limit": min(MAX_LIMIT, max(p.per_community * len(chosen) * 4, 10))}), only=members) if members else None
+        hits = {item.id: item for item in drill.items} if drill else {}
+        conn = self._conn()
+        now = self._now()
+        with read_snapshot(conn):
+            models = {c.id: c for c in self._community_models(conn, [g for g, _ in chosen], 5)}
+            out: list[GlobalCommunity] = []
+            planned = [(g, item, global_recall.plan_evidence(g, [i for i in hits if i in set(g.members)], p.per_community))
+                       for g, item in chosen]
+            extra = store.head_rows(conn, sorted({m for _, _, plan in planned for m, via, _ in plan if m not in hits}))
+            for g, item, plan in planned:
+                evidence = []
+                for m, via, hops in plan:
+                    base = hits[m] if m in hits else store.to_item(extra[m], now, score=0.0, ranks={})
+                    evidence.append(EvidenceItem.model_validate({**base.model_dump(), "via": via, "hops": hops}))
+                out.append(GlobalCommunity(community=models[g.id], title=item.summary or g.id, summary=item.content,
+                                           summary_id=item.id, score=item.score, evidence=evidence))
+        if p.reinforce:
+            ids = sorted({e.id for gc in out for e in gc.evidence})
+            if ids:
+                self._reinforce(ids)
+        return GlobalRecallResult(query=p.query, communities=out, context=global_recall.context(p.query, out, p.max_chars),
+                                  search_mode=found.search_mode)
+
+    # --- proactive recall ----------------------------------------------------------------------
+
+    @_edge
+    def recall_when(self, context: str, **params: Any) -> RecallWhenResult:
+        """Entities whose ``recall_when`` trigger phrases match ``context`` (SPEC 5.6), best first.
+
+        Matching is by phrase and by stemmed terms, and by meaning when the vault has vectors and
+        an embedder (``semantic``: None = when available, True = required, False = off;
+        ``min_similarity`` default 0.6). Filters: ``type``, ``category``, ``topic_path``,
+        ``agent_id``, ``workspace_hash``, ``query_time_unix_ms``; ``limit`` (default 10);
+        ``reinforce`` (default False: being offered is not being used).
+        """
+        return self._recall_when(validate(RecallWhenParams, {"context": context, **params}))
+
+    def _recall_when(self, p: RecallWhenParams) -> RecallWhenResult:
+        f = Filters(type=p.type, category=p.category, topic_path=p.topic_path, agent_id=p.agent_id,
+                    workspace_hash=p.workspace_hash, query_time_unix_ms=p.query_time_unix_ms)
+        v = view(f, self._now())
+        conn = self._conn()
+        with read_snapshot(conn):
+            rows = proactive.candidates(conn, v)
+            stored_model = vectors.model(conn)
+        usable = stored_model is not None and self._embedder is not None
+        if p.semantic and not usable:
+            raise NotSupported(
+                "semantic trigger matching needs an embedding model and stored vectors "
+                "(run `perseus-vault embed`), or pass semantic=False"
+            )
+        semantic = usable if p.semantic is None else p.semantic
+        similarity = None
+        if semantic and rows and tokenize(p.context):
+            similarity = self._trigger_similarity(proactive.phrases(rows), p.context)
+        matches = proactive.match(rows, proactive.Context.of(p.context), similarity, p.min_similarity)[: p.limit]
+        by_id = {row["id"]: row for row in rows}
+        items = [
+            TriggeredItem.model_validate({
+                **store.to_item(by_id[m.entity_id], v.instant, score=m.score, ranks={"recall_when": n}).model_dump(),
+                "trigger": m.trigger, "match": m.kind,
+            })
+            for n, m in enumerate(matches, start=1)
+        ]
+        if p.reinforce and items:
+            self._reinforce([item.id for item in items])
+        return RecallWhenResult(items=items, total=len(items), semantic=semantic)
+
+    def _trigger_similarity(self, phrases: list[str], context: str) -> dict[str, float]:
+        """Cosine of ``context`` to each phrase. Phrase vectors come from this process's cache, then
+        the file, then the embedder (and are then kept in the file for the next process)."""
+        assert self._embedder is not None
+        identity, dimension = self._embedder_model()
+        conn = self._conn()
+        with read_snapshot(conn):
+            vectors.check_model(conn, identity, dimension)
+        query = self._embed_query(context).astype(np.float64)
+        known = self._trigger_vectors.setdefault(identity, {})
+        wanted = [ph for ph in phrases if ph not in known]
+        if wanted:
+            with read_snapshot(conn):
+                known.update(proactive.stored_vectors(conn, identity, wanted))
+            fresh = [ph for ph in wanted if ph not in known]
+            made: dict[str, np.ndarray] = {}
+            for start in range(0, len(fresh), EMBED_BATCH):
+                chunk = fresh[start : start + EMBED_BATCH]
+                made.update(zip(chunk, checked(self._embedder, chunk)))
+            if made:
+                known.update(made)
+                try:  # a cache: a read-only file or a busy writer costs only the next process's time
+                    self._write(lambda c: proactive.store_vectors(c, identity, made))
+                except VaultError:
+                    pass
+        return {ph: float(np.dot(known[ph].astype(np.float64), query)) for ph in phrases}
+
+    @_edge
+    def prepare(self, context: str, **params: Any) -> PrepareResult:
+        """The markdown block to inject before an agent turn (SPEC 5.6): entities triggered by
+        ``context`` first, then those ``recall`` finds most relevant to it, within ``max_chars``
+        (default 1,500). Parameters: ``triggered`` and ``related`` (most of each, default 5),
+        ``mode`` (the related recall's), ``semantic``, ``agent_id``, ``workspace_hash``, ``reinforce``.
+        """
+        p = validate(PrepareParams, {"context": context, **params})
+        scope = {k: v for k, v in (("agent_id", p.agent_id), ("workspace_hash", p.workspace_hash)) if v is not None}
+        triggered: list[tuple[TriggeredItem, str]] = []
+        if p.triggered:
+            found = self._recall_when(validate(RecallWhenParams, {
+                "context": p.context, "limit": p.triggered, "semantic": p.semantic, **scope}))
+            triggered = [(item, item.trigger) for item in found.items]
+        related: list[RecallItem] = []
+        mode = "none"
+        query = p.context[-MAX_QUERY_CHARS:]  # the end of a long context is the most recent part
+        if p.related and tokenize(query):
+            result = self._recall(validate(RecallParams, {
+                "query": query, "mode": p.mode, "limit": p.related + len(triggered), "reinforce": False, **scope}))
+            mode = result.search_mode
+            seen = {item.id for item, _ in triggered}
+            related = [item for item in result.items if item.id not in seen][: p.related]
+        text, shown_triggered, shown_related = proactive.block(triggered, related, p.max_chars)
+        if p.reinforce and (shown_triggered or shown_related):
+            self._reinforce(sorted(set(shown_triggered + shown_related)))
+        return PrepareResult(markdown=text, triggered=shown_triggered, related=shown_related, chars=len(text),
+                             search_mode=mode)
+
     # --- reading -----------------------------------------------------------------------------
 
     @_edge
     def recall(self, query: str, **params: Any) -> RecallResult:
         """Find memories for ``query`` (SPEC 5.1): keyword, dense or hybrid; every filter and knob by wire name."""
-        p = validate(RecallParams, {"query": query, **params})
+        return self._recall(validate(RecallParams, {"query": query, **params}))
+
+    def _recall(self, p: RecallParams, only: list[int] | None = None) -> RecallResult:
         arms = recall.Arms(
             keyword_index=self._keyword_index,
             vector_index=self._vector_index,
@@ -330,7 +642,7 @@ class Vault:
             embedder_model=self._embedder_model if self._embedder is not None else None,
             fusion=self._fusion,
         )
-        result = recall.recall(self._conn(), p, self._now(), self._reinforce, arms)
+        result = recall.recall(self._conn(), p, self._now(), self._reinforce, arms, only=only)
         self._warm(result.search_mode)
         return result
 
@@ -342,7 +654,11 @@ class Vault:
 
     def _embed_query(self, text: str) -> np.ndarray:
         assert self._embedder is not None
+        last = self._last_query
+        if last is not None and last[0] == text and last[1] is self._embedder:
+            return last[2]  # prepare embeds its context for triggers, then recall asks again
         vector: np.ndarray = checked(self._embedder, [text])[0]
+        self._last_query = (text, self._embedder, vector)
         return vector
 
     def _warm(self, mode: str) -> None:
@@ -539,6 +855,25 @@ class Vault:
                     target.write(line + "\n")
                     count += 1
         return count
+
+    @_edge
+    def hygiene(self, *, limit: int = 100, min_age_days: int = 7, **filters: Any) -> HygieneReport:
+        """Report the active memories that weaken a startup block, least actionable first, each with
+        its reasons (SPEC 5.7; rules in docs/hygiene.md). Read-only: nothing is reinforced.
+
+        ``filters``: ``type``, ``category``, ``topic_path``, ``agent_id``, ``workspace_hash``.
+        """
+        _int("limit", limit, low=1)
+        if limit > MAX_LIMIT:
+            raise InvalidInput("limit", f"must be at most {MAX_LIMIT}")
+        _int("min_age_days", min_age_days, low=0)
+        for name in filters:
+            if name not in hygiene.FILTERS:
+                raise InvalidInput(name, f"is not a hygiene filter (use {', '.join(hygiene.FILTERS)})")
+        f = validate(Filters, filters)
+        conn = self._conn()
+        with read_snapshot(conn):
+            return hygiene.hygiene(conn, f, self._now(), min_age_days, limit)
 
     # --- looking after the file --------------------------------------------------------------
 

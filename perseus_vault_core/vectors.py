@@ -65,6 +65,7 @@ def forget_model(conn: Any) -> None:
     """Drop every vector and the recorded model (before re-embedding with another one); every
     process's in-memory vector index learns of it through the change log and rebuilds."""
     conn.execute(f"DELETE FROM {TABLE}")
+    conn.execute("DELETE FROM trigger_vectors")
     conn.execute("DELETE FROM vault_meta WHERE key IN ('embedding_model', 'embedding_dimension')")
     log_changes(conn, [0], OP_VECTORS_RESET)
 
@@ -152,10 +153,15 @@ def candidates(conn: Any, query: np.ndarray, depth: int, agent_id: str | None, w
 def search(conn: Any, query: np.ndarray, view: View, pool: int) -> tuple[list[Hit], dict[int, np.ndarray]]:
     """The ``pool`` visible versions nearest to ``query`` (cosine similarity, best first, ties by id),
     with their vectors."""
+    rows = (
+        f"json_each(:only_ids) j CROSS JOIN entities e ON e.id = j.value CROSS JOIN entity_versions v "
+        f"ON v.entity_id = e.id CROSS JOIN {TABLE} x ON x.vid = v.vid"
+        if view.narrowed else
+        f"{TABLE} x CROSS JOIN entity_versions v ON v.vid = x.vid CROSS JOIN entities e ON e.id = v.entity_id"
+    )
     sql = (
         f"SELECT v.entity_id, v.vid, 1.0 - vec_distance_cosine(x.embedding, :query) AS similarity, x.embedding "
-        f"FROM {TABLE} x CROSS JOIN entity_versions v ON v.vid = x.vid CROSS JOIN entities e ON e.id = v.entity_id "
-        f"WHERE {view.where} "
+        f"FROM {rows} WHERE {view.where} "
         "ORDER BY similarity DESC, v.entity_id LIMIT :pool"
     )
     params = dict(view.params, query=blob(query), pool=pool)

@@ -304,3 +304,28 @@ def test_expansion_does_not_reveal_other_tenants_words(vault: Vault) -> None:
     assert r.items == [] and r.variants == 0
     assert vault.recall("zebracorp", agent_id="a", expansion=True).variants == 1
     assert mine.id
+
+
+def test_recall_among_given_entities_matches_filtering_the_full_answer(dense_vault: Vault) -> None:
+    """Global recall drills into a list of entities (``only``): the narrowed search must rank them
+    exactly as the full search does, in every mode, and never return anything else."""
+    from perseus_vault_core import recall as recall_module
+    from perseus_vault_core.models import RecallParams
+
+    ids = [dense_vault.remember("n", f"k{i}", f"storage note {i} about sqlite {'wal' if i % 3 else 'backup'} mode").id
+           for i in range(30)]
+    chosen = ids[::4]
+    arms = {}
+    for mode in ("fts5", "dense"):
+        params = RecallParams(query="sqlite wal backup", mode=mode, limit=100, reinforce=False)
+        full = dense_vault._recall(params)
+        narrow = dense_vault._recall(params, only=chosen)
+        assert [i.id for i in narrow.items] == [i.id for i in full.items if i.id in chosen]
+        arms[mode] = [i.id for i in narrow.items]
+    # Fusion works on ranks, and ranks among the chosen differ from ranks among all: the narrowed
+    # hybrid answer fuses the narrowed arms (each item's ranks are its places in them).
+    hybrid = dense_vault._recall(RecallParams(query="sqlite wal backup", mode="hybrid", limit=100, reinforce=False),
+                                 only=chosen)
+    assert {i.id for i in hybrid.items} == set(arms["fts5"]) | set(arms["dense"]) and set(arms["dense"]) <= set(chosen)
+    for item in hybrid.items:
+        assert item.ranks == {arm: ids_.index(item.id) + 1 for arm, ids_ in arms.items() if item.id in ids_}

@@ -1,0 +1,252 @@
+"""Communities of the link graph (SPEC 5.5): deterministic clusters with stable ids.
+
+The graph is the caller's view of the vault: the entities it may see (scope, status and time
+rules as for every read, summaries of communities left out) and the links open in that view
+whose two ends it may see. Links are undirected here; several links between one pair add
+their weights, and a pair whose weights sum to zero or less is not an edge.
+
+Determinism. The graph is rebuilt in a canonical order (nodes by id, edges by id pair) and
+clustered by label propagation (the default: networkx's semi-synchronous variant, which involves
+no randomness, run on each connected component) or by Louvain modularity with a fixed seed; a
+community's id is a hash of its sorted member ids. The same graph therefore gives
+the same communities and the same ids in every run and every process, whatever order the
+entities and links were written in. Links never join two scopes, so neither can a community.
+
+Incremental. With label propagation a component's clusters depend on that component alone, so
+they are memoised by a fingerprint of its nodes and edges: after a change only the components it
+touched are clustered again, and every other community keeps its members and its id. Modularity
+weighs every community against the whole graph, so that method clusters the graph as one unit
+(memoised by the whole graph's fingerprint) and any change can move any community. A whole partition
+is also kept until the graph changes (the links table, or any entity's current version) or
+the clock passes an expiry or validity boundary that could change who is visible.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict, defaultdict
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .filters import FROM, View
+
+Method = Literal["label_propagation", "modularity"]
+METHODS: tuple[str, ...] = ("label_propagation", "modularity")
+SUMMARY_TYPE = "community_summary"
+_MEMO_SIZE = 4_096
+_PARTITIONS_KEPT = 16
+
+
+@dataclass(frozen=True)
+class Group:
+    """One community: its id, scope, members (ascending) and each member's weighted degree inside it."""
+
+    id: str
+    agent_id: str
+    workspace_hash: str
+    members: tuple[int, ...]
+    centrality: dict[int, float]
+    edges: tuple[tuple[int, int, float], ...]  # inside the community, ascending
+
+    def neighbours(self) -> dict[int, list[int]]:
+        """Each member's neighbours inside the community, strongest link first, ties by id."""
+        out: dict[int, list[tuple[float, int]]] = defaultdict(list)
+        for a, b, w in self.edges:
+            out[a].append((-w, b))
+            out[b].append((-w, a))
+        return {m: [n for _, n in sorted(out[m])] for m in self.members}
+
+    def central(self, n: int) -> list[int]:
+        """The ``n`` most central members: highest weighted degree inside the community, ties by id."""
+        return sorted(self.members, key=lambda m: (-self.centrality[m], m))[:n]
+
+
+@dataclass(frozen=True)
+class Partition:
+    groups: tuple[Group, ...]  # largest first, ties by id
+    nodes: int
+    edges: int
+
+    def find(self, community_id: str) -> Group | None:
+        return next((g for g in self.groups if g.id == community_id), None)
+
+
+@dataclass
+class Graph:
+    nodes: dict[int, tuple[str, str]] = field(default_factory=dict)  # id -> (agent_id, workspace_hash)
+    edges: dict[tuple[int, int], float] = field(default_factory=dict)  # (low id, high id) -> weight
+    next_change_ms: int | None = None  # when time alone could next change who is visible
+
+
+def community_id(members: tuple[int, ...] | list[int]) -> str:
+    """A community's id: a hash of its sorted member ids (the same members, the same id)."""
+    digest = hashlib.sha256(",".join(str(m) for m in sorted(members)).encode()).hexdigest()
+    return "c" + digest[:16]
+
+
+# --- reading the graph -------------------------------------------------------------------------
+
+
+def _link_clause(view: View) -> tuple[str, dict[str, Any]]:
+    if view.historical:
+        at = view.params.get("believed", view.params.get("as_of"))
+        return "recorded_from_ms <= :link_at AND (recorded_to_ms IS NULL OR recorded_to_ms > :link_at)", {"link_at": at}
+    return "recorded_to_ms IS NULL", {}
+
+
+def load(conn: Any, view: View) -> Graph:
+    """The caller's view of the link graph (see the module's docstring)."""
+    graph = Graph()
+    boundary: list[int] = []
+    sql = (
+        f"SELECT e.id, e.agent_id, e.workspace_hash, v.expires_at_ms, v.valid_to_ms FROM {FROM} "
+        f"WHERE {view.where} AND v.type != '{SUMMARY_TYPE}'"
+    )
+    for entity_id, agent, workspace, expires, valid_to in conn.execute(sql, view.params):
+        graph.nodes[entity_id] = (agent, workspace)
+        boundary.extend(t for t in (expires, valid_to) if t is not None and t > view.instant)
+    if not view.historical:  # entities whose validity has not started yet appear when it does
+        row = conn.execute(
+            "SELECT min(valid_from_ms) FROM entity_versions WHERE recorded_to_ms IS NULL AND valid_from_ms > ?",
+            (view.instant,),
+        ).fetchone()
+        if row[0] is not None:
+            boundary.append(int(row[0]))
+    graph.next_change_ms = min(boundary) if boundary else None
+    clause, params = _link_clause(view)
+    nodes = graph.nodes
+    weights: dict[tuple[int, int], float] = defaultdict(float)
+    for a, b, weight in conn.execute(f"SELECT from_id, to_id, weight FROM links WHERE {clause}", params):
+        if a in nodes and b in nodes and nodes[a] == nodes[b]:
+            weights[(a, b) if a < b else (b, a)] += weight
+    graph.edges = {pair: w for pair, w in sorted(weights.items()) if w > 0}
+    return graph
+
+
+def stamp(conn: Any) -> tuple[int, ...]:
+    """Changes whenever a link or any entity's current version changes (cheap: three index reads)."""
+    links = conn.execute("SELECT count(*), coalesce(max(id), 0) FROM links").fetchone()
+    closed = conn.execute("SELECT count(*) FROM links WHERE recorded_to_ms IS NOT NULL").fetchone()
+    heads = conn.execute("SELECT coalesce(max(seq), 0) FROM head_changes").fetchone()
+    return (*(int(x) for x in links), int(closed[0]), int(heads[0]))
+
+
+# --- clustering ----------------------------------------------------------------------------------
+
+
+def components(graph: Graph) -> list[tuple[list[int], list[tuple[int, int, float]]]]:
+    """Connected components with at least one edge: (nodes ascending, edges ascending), ordered by first node."""
+    parent: dict[int, int] = {}
+
+    def root(x: int) -> int:
+        while parent.get(x, x) != x:
+            parent[x] = parent.get(parent[x], parent[x])
+            x = parent[x]
+        return x
+
+    for a, b in graph.edges:
+        ra, rb = root(a), root(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+    nodes: dict[int, list[int]] = defaultdict(list)
+    for n in sorted({n for pair in graph.edges for n in pair}):
+        nodes[root(n)].append(n)
+    edges: dict[int, list[tuple[int, int, float]]] = defaultdict(list)
+    for (a, b), w in graph.edges.items():  # already in ascending order
+        edges[root(a)].append((a, b, w))
+    return [(nodes[r], edges[r]) for r in sorted(nodes)]
+
+
+def fingerprint(method: str, nodes: list[int], edges: list[tuple[int, int, float]]) -> str:
+    h = hashlib.sha256(method.encode())
+    h.update(",".join(map(str, nodes)).encode())
+    h.update(";".join(f"{a}-{b}:{w!r}" for a, b, w in edges).encode())
+    return h.hexdigest()
+
+
+def cluster(method: str, nodes: list[int], edges: list[tuple[int, int, float]]) -> list[tuple[int, ...]]:
+    """Communities of one connected component, each as ascending member ids, sorted."""
+    import networkx as nx  # here, not at the top: importing it costs a fresh process ~0.2 s
+    from networkx.algorithms import community as nx_community
+
+    g = nx.Graph()
+    g.add_nodes_from(nodes)
+    g.add_weighted_edges_from(edges)
+    if method == "label_propagation":
+        groups = nx_community.label_propagation_communities(g)
+    else:
+        groups = nx_community.louvain_communities(g, weight="weight", seed=20_261_129)
+    return sorted(tuple(sorted(group)) for group in groups)
+
+
+def _groups(
+    found: list[tuple[int, ...]], edges: list[tuple[int, int, float]], scopes: dict[int, tuple[str, str]]
+) -> list[Group]:
+    """Groups of one unit: each community with its scope, inner edges and members' weighted degrees."""
+    home = {m: i for i, members in enumerate(found) for m in members}
+    inner: list[list[tuple[int, int, float]]] = [[] for _ in found]
+    for edge in edges:
+        if home[edge[0]] == home[edge[1]]:
+            inner[home[edge[0]]].append(edge)
+    out = []
+    for members, own in zip(found, inner):
+        degree = dict.fromkeys(members, 0.0)
+        for a, b, w in own:
+            degree[a] += w
+            degree[b] += w
+        centrality = {m: round(d, 9) for m, d in degree.items()}
+        agent, workspace = scopes[members[0]]  # links never join scopes, so neither do communities
+        out.append(Group(community_id(members), agent, workspace, members, centrality, tuple(own)))
+    return out
+
+
+class Communities:
+    """Clusters the graph and remembers what it found (per vault; thread-safe)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._memo: OrderedDict[str, list[tuple[int, ...]]] = OrderedDict()
+        self._partitions: OrderedDict[tuple[Any, ...], tuple[tuple[int, ...], int | None, Partition]] = OrderedDict()
+        self.clustered = 0  # components clustered (not served from the memo) since this object was made
+
+    def partition(self, conn: Any, view: View, method: str) -> Partition:
+        key = (method, view.where, tuple(sorted((k, v) for k, v in view.params.items() if k not in ("now", "instant"))))
+        current = stamp(conn)
+        with self._lock:
+            kept = self._partitions.get(key)
+        if kept is not None:
+            kept_stamp, next_change, partition = kept
+            if kept_stamp == current and (next_change is None or view.instant < next_change):
+                return partition
+        graph = load(conn, view)
+        partition = self._build(graph, method)
+        with self._lock:
+            self._partitions[key] = (current, graph.next_change_ms, partition)
+            self._partitions.move_to_end(key)
+            while len(self._partitions) > _PARTITIONS_KEPT:
+                self._partitions.popitem(last=False)
+        return partition
+
+    def _build(self, graph: Graph, method: str) -> Partition:
+        groups: list[Group] = []
+        parts = components(graph)
+        if method == "modularity" and parts:
+            # Modularity weighs each community against the whole graph, so the graph is one unit.
+            parts = [(sorted(n for nodes, _ in parts for n in nodes), [e for _, edges in parts for e in edges])]
+        for nodes, edges in parts:
+            print_ = fingerprint(method, nodes, edges)
+            with self._lock:
+                found = self._memo.get(print_)
+                if found is not None:
+                    self._memo.move_to_end(print_)
+            if found is None:
+                found = cluster(method, nodes, edges)
+                with self._lock:
+                    self.clustered += 1
+                    self._memo[print_] = found
+                    while len(self._memo) > _MEMO_SIZE:
+                        self._memo.popitem(last=False)
+            groups.extend(_groups(found, edges, graph.nodes))
+        groups.sort(key=lambda g: (-len(g.members), g.id))
+        return Partition(tuple(groups), nodes=len(graph.nodes), edges=len(graph.edges))

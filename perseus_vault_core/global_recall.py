@@ -1,0 +1,94 @@
+"""``global_recall`` (SPEC 5.5): breadth over community summaries, then depth into the best ones.
+
+1. Every community of at least ``min_size`` members has a summary entity (those missing are
+   written first; see summaries.py).
+2. Breadth: the summaries are recalled for the query like any memory (keyword and, when the
+   vault has vectors, meaning), and the best ``communities`` are chosen.
+3. Depth: the query is recalled again among the chosen communities' members only. Each
+   community's evidence is its members' hits in rank order; when fewer than ``per_community``
+   members matched, the members linked to those hits (one hop, then two, strongest link first)
+   follow, so an answer that sits a link or two away from what the words found still comes
+   back; a community where nothing matched gives its most central members.
+4. The answer context is markdown: per community its title, its summary and its evidence,
+   cut to the character budget.
+
+Everything here but the orchestration (in the facade) is a pure function.
+"""
+
+from __future__ import annotations
+
+from .communities import Group
+from .models import GlobalCommunity, RecallItem
+
+EVIDENCE_CHARS = 300
+
+
+def choose(summary_hits: list[RecallItem], groups: dict[str, Group], n: int) -> list[tuple[Group, RecallItem]]:
+    """The first ``n`` summary hits that belong to a current community of the caller's view."""
+    out: list[tuple[Group, RecallItem]] = []
+    for item in summary_hits:
+        group = groups.get(item.key)
+        if group is None or (group.agent_id, group.workspace_hash) != (item.agent_id or "", item.workspace_hash or ""):
+            continue
+        out.append((group, item))
+        if len(out) == n:
+            break
+    return out
+
+
+def plan_evidence(group: Group, hits: list[int], per_community: int) -> list[tuple[int, str, int]]:
+    """(member id, via, hops) for one community, in the order they should be shown."""
+    chosen: list[tuple[int, str, int]] = []
+    seen: set[int] = set()
+
+    def add(member: int, via: str, hops: int) -> bool:
+        if member not in seen and len(chosen) < per_community:
+            seen.add(member)
+            chosen.append((member, via, hops))
+        return len(chosen) >= per_community
+
+    for member in hits:
+        if add(member, "recall", 0):
+            return chosen
+    neighbours = group.neighbours()
+    frontier = [m for m, _, _ in chosen]
+    for hop in (1, 2):
+        following: list[int] = []
+        for node in frontier:
+            for other in neighbours.get(node, []):
+                if other not in seen:
+                    following.append(other)
+                    if add(other, "link", hop):
+                        return chosen
+        frontier = following
+    for member in group.central(per_community):
+        if add(member, "central", 0):
+            break
+    return chosen
+
+
+def _short(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def context(query: str, chosen: list[GlobalCommunity], max_chars: int) -> str:
+    """The answer material as markdown, within ``max_chars``: whole lines only, in order of
+    importance (each community's heading and summary before its evidence lines)."""
+    if not chosen:
+        return _short(f"No community of linked memories matches: {query}", max_chars)
+    lines = [f"# Communities for: {_short(query, 200)}"]
+    used = len(lines[0])
+    for n, gc in enumerate(chosen, start=1):
+        section = [
+            f"## {n}. {gc.title} ({gc.community.size} memories, {gc.community.id})",
+            gc.summary,
+            "Evidence:",
+        ]
+        section += [f"- [{e.category}/{e.key}] {_short(e.content, EVIDENCE_CHARS)} (#{e.id})" for e in gc.evidence]
+        for line in section:
+            if used + 1 + len(line) > max_chars:
+                break
+            lines.append(line)
+            used += 1 + len(line)
+    return "\n".join(lines)

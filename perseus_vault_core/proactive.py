@@ -1,0 +1,197 @@
+"""Proactive recall (SPEC 5.6): ``recall_when`` triggers matched against a context, and ``prepare``.
+
+An entity's ``recall_when`` phrases say when it should come back unasked ("choosing a
+database", "editing the audit-chain module"). ``recall_when(context)`` scores each visible
+entity by its best-matching phrase:
+
+- ``phrase`` (1.0): the phrase's words appear in the context in order and next to each other,
+  compared by Porter stem, so "edited the audit chain modules" matches "editing the audit-chain
+  module";
+- ``terms`` (0.75 x coverage): the phrase's content words (stopwords aside) appear anywhere in the
+  context, by stem; at least two-thirds of them, and at least two when the phrase has two or more;
+- ``meaning`` (0.7 x cosine): when the vault has vectors and an embedder, the cosine between the
+  context's embedding and the phrase's, if at least ``min_similarity`` (default 0.6).
+
+Phrases are embedded once per model and kept in the file (``trigger_vectors``), so a fresh process
+embeds only the context. Results are ranked by score, then id; scope and the other filters apply
+inside the query that reads the candidates, as for every read.
+
+``prepare(context)`` is the block an agent injects before a turn: the triggered entities first,
+then the entities ``recall`` finds most relevant to the context, as markdown within a character
+budget (1,500 by default). Each line names the entity so the agent can fetch it whole.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from . import store
+from .filters import FROM, View
+from .porter import stem
+from .query import STOPWORDS, tokenize
+
+PHRASE, TERMS, MEANING = 1.0, 0.75, 0.7
+LINE_CHARS = 400
+
+
+@dataclass(frozen=True)
+class Match:
+    entity_id: int
+    score: float
+    trigger: str
+    kind: str  # phrase | terms | meaning
+
+
+@dataclass(frozen=True)
+class Context:
+    """A context, tokenized once: its stem sequence and its set of content stems."""
+
+    sequence: tuple[str, ...]
+    content: frozenset[str]
+
+    @staticmethod
+    def of(text: str) -> Context:
+        tokens = tokenize(text)
+        return Context(tuple(stem(t) for t in tokens), frozenset(stem(t) for t in tokens if t not in STOPWORDS))
+
+
+def _contains(sequence: tuple[str, ...], part: list[str]) -> bool:
+    n = len(part)
+    if n == 0 or n > len(sequence):
+        return False
+    first = part[0]
+    return any(sequence[i] == first and list(sequence[i : i + n]) == part for i in range(len(sequence) - n + 1))
+
+
+def lexical(phrase: str, context: Context) -> tuple[float, str] | None:
+    """How ``phrase`` matches ``context`` by words: (score, kind), or None. Pure."""
+    tokens = tokenize(phrase)
+    content = list(dict.fromkeys(stem(t) for t in tokens if t not in STOPWORDS))
+    if not content:  # stopwords never match on their own
+        return None
+    if _contains(context.sequence, [stem(t) for t in tokens]):
+        return PHRASE, "phrase"
+    found = sum(1 for s in content if s in context.content)
+    coverage = found / len(content)
+    if coverage >= 2 / 3 and found >= min(2, len(content)):
+        return round(TERMS * coverage, 6), "terms"
+    return None
+
+
+def candidates(conn: Any, view: View) -> list[dict[str, Any]]:
+    """Visible entities that have trigger phrases (rows of ``store.ENTITY_COLUMNS``)."""
+    sql = f"SELECT {store.ENTITY_COLUMNS} FROM {FROM} WHERE {view.where} AND v.recall_when != '[]'"
+    return [store.row_dict(row) for row in conn.execute(sql, view.params)]
+
+
+def phrases(rows: Sequence[dict[str, Any]]) -> list[str]:
+    return sorted({p for row in rows for p in json.loads(row["recall_when"])})
+
+
+def match(
+    rows: Sequence[dict[str, Any]], context: Context, similarity: dict[str, float] | None, min_similarity: float
+) -> list[Match]:
+    """Each entity's best match (highest score; ties: phrase order as stored), ranked by score then id. Pure.
+
+    ``similarity``: cosine of the context to each phrase, when meaning is used."""
+    out = []
+    for row in rows:
+        best: Match | None = None
+        for phrase in json.loads(row["recall_when"]):
+            found = lexical(phrase, context)
+            if similarity is not None and phrase in similarity and similarity[phrase] >= min_similarity:
+                meaning = (round(MEANING * similarity[phrase], 6), "meaning")
+                if found is None or meaning[0] > found[0]:
+                    found = meaning
+            if found is not None and (best is None or found[0] > best.score):
+                best = Match(row["id"], found[0], phrase, found[1])
+        if best is not None:
+            out.append(best)
+    out.sort(key=lambda m: (-m.score, m.entity_id))
+    return out
+
+
+# --- stored phrase vectors -------------------------------------------------------------------------
+
+
+def stored_vectors(conn: Any, model: str, wanted: list[str]) -> dict[str, np.ndarray]:
+    out: dict[str, np.ndarray] = {}
+    sql = "SELECT phrase, embedding FROM json_each(:p) j CROSS JOIN trigger_vectors t ON t.model = :m AND t.phrase = j.value"
+    for phrase, blob in conn.execute(sql, {"p": json.dumps(wanted), "m": model}):
+        out[phrase] = np.frombuffer(blob, dtype=np.float32)
+    return out
+
+
+def store_vectors(conn: Any, model: str, vectors: dict[str, np.ndarray]) -> None:
+    conn.executemany(
+        "INSERT OR REPLACE INTO trigger_vectors (model, phrase, embedding) VALUES (?, ?, ?)",
+        [(model, p, np.asarray(v, dtype=np.float32).tobytes()) for p, v in sorted(vectors.items())],
+    )
+
+
+# --- prepare ---------------------------------------------------------------------------------------
+
+
+def _text(summary: str | None, content: str) -> str:
+    text = " ".join(content.split())
+    if summary and summary.strip() and summary.strip() not in text:
+        text = f"{' '.join(summary.split())}: {text}"
+    return text
+
+
+def _line(label: str, text: str, suffix: str, room: int) -> str | None:
+    """``- **label** text suffix`` cut to ``room`` characters (None when not even a stub fits)."""
+    head, tail = f"- **{label}** ", f" {suffix}"
+    space = min(room, LINE_CHARS) - len(head) - len(tail)
+    if space < 20:
+        return None
+    if len(text) > space:
+        text = text[: space - 1].rstrip() + "…"
+    return head + text + tail
+
+
+def block(triggered: Sequence[tuple[Any, str]], related: Sequence[Any], max_chars: int) -> tuple[str, list[int], list[int]]:
+    """The markdown block: (text, triggered ids shown, related ids shown). ``triggered``: (entity,
+    trigger phrase) pairs, best first; ``related``: entities, best first. Whole lines, in that order,
+    while they fit; a line that would overflow is shortened, or left out. Pure."""
+    lines: list[str] = []
+    used = 0
+    shown: tuple[list[int], list[int]] = ([], [])
+
+    def add(line: str) -> bool:
+        nonlocal used
+        cost = len(line) + (1 if lines else 0)
+        if used + cost > max_chars:
+            return False
+        lines.append(line)
+        used += cost
+        return True
+
+    sections = [
+        ("### Triggered", [(e, f'(#{e.id}; when: "{phrase}")') for e, phrase in triggered], shown[0]),
+        ("### Related", [(e, f"(#{e.id})") for e in related], shown[1]),
+    ]
+    if not triggered and not related:
+        return "", [], []
+    if not add("## Memory for this turn"):
+        return "", [], []
+    for heading, entries, ids in sections:
+        if not entries or not add(heading):
+            continue
+        for entity, suffix in entries:
+            room = max_chars - used - 1
+            line = _line(f"{entity.category}/{entity.key}", _text(entity.summary, entity.content), suffix, room)
+            if line is None or not add(line):
+                break
+            ids.append(entity.id)
+        if not ids:  # a heading with no line under it says nothing
+            used -= len(lines.pop()) + 1
+    if len(lines) == 1:
+        return "", [], []
+    text = "\n".join(lines)
+    return text, shown[0], shown[1]

@@ -1,0 +1,133 @@
+"""global_recall (SPEC 5.5): choose communities by their summaries, then drill into their members."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from perseus_vault_core import GlobalRecallResult, InvalidInput, Vault
+
+from .test_communities import build
+
+
+def chosen_members(result: GlobalRecallResult) -> list[list[int]]:
+    return [gc.community.members for gc in result.communities]
+
+
+def test_a_cluster_level_question_opens_the_right_cluster(vault: Vault) -> None:
+    ids = build(vault)
+    vault.unlink(ids["storage"][4], ids["billing"][4])
+    result = vault.global_recall("how do we run incidents and the on-call escalation?", communities=1)
+    assert result.search_mode == "fts5"
+    assert chosen_members(result) == [sorted(ids["oncall"])]
+    top = result.communities[0]
+    listed = {c.id: c.summary_id for c in vault.communities().communities}
+    assert top.summary_id == listed[top.community.id] and vault.get_entity(top.summary_id).type == "community_summary"
+    assert top.title.startswith("Community: ")
+    assert [e.via for e in top.evidence][:1] == ["recall"]
+    assert {e.id for e in top.evidence} <= set(ids["oncall"])
+    assert result.context.startswith("# Communities for: how do we run incidents")
+    assert "## 1. Community:" in result.context and "Evidence:" in result.context
+    billing = vault.global_recall("invoices, refunds and card payments", communities=1)
+    assert chosen_members(billing) == [sorted(ids["billing"])]
+
+
+def test_summaries_are_written_once_then_reused(vault: Vault) -> None:
+    ids = build(vault)
+    vault.unlink(ids["storage"][4], ids["billing"][4])
+    vault.global_recall("storage engine")
+    summaries = vault.recall("", type="community_summary", limit=100).items
+    assert len(summaries) == 3
+    versions = {s.id: s.version for s in summaries}
+    vault.global_recall("billing")
+    assert {s.id: s.version for s in vault.recall("", type="community_summary", limit=100).items} == versions
+
+
+def test_the_answer_two_links_from_the_best_keyword_hit_is_reached(vault: Vault) -> None:
+    """Plain recall finds the plan; the person who decides sits two links away and shares no word
+    with the question. traverse and global_recall both reach her; recall does not."""
+    plan = vault.remember("project", "migration", "The payments migration follows plan RFC-12.").id
+    rfc = vault.remember("doc", "rfc-12", "RFC-12 was drafted by the platform group.").id
+    lead = vault.remember("people", "dana", "Dana leads the platform group and has the final say.").id
+    vault.link(plan, rfc, relation="cites")
+    vault.link(rfc, lead, relation="authored_by")
+    other = [vault.remember("misc", f"m{i}", text).id for i, text in
+             enumerate(["Lunch orders go out at noon.", "The office plants need water on Fridays."])]
+    vault.link(other[0], other[1])
+    question = "who signs off the payments migration?"
+    plain = vault.recall(question, limit=10)
+    assert [i.id for i in plain.items] == [plan]
+    assert lead in [n.entity.id for n in vault.traverse(plan, depth=2).nodes]
+    result = vault.global_recall(question, communities=1)
+    evidence = [(e.id, e.via, e.hops) for e in result.communities[0].evidence]
+    assert evidence == [(plan, "recall", 0), (rfc, "link", 1), (lead, "link", 2)]
+    assert "Dana leads the platform group" in result.context
+
+
+def test_no_cross_tenant_leak(vault: Vault) -> None:
+    mine = build(vault, agent_id="alice")
+    theirs = build(vault, agent_id="bob")
+    result = vault.global_recall("storage backups and billing invoices", agent_id="alice", communities=5)
+    alice = set(sum(mine.values(), []))
+    bob = set(sum(theirs.values(), []))
+    for gc in result.communities:
+        assert gc.community.agent_id == "alice"
+        assert set(gc.community.members) <= alice
+        assert {e.id for e in gc.evidence} <= alice
+        assert vault.get_entity(gc.summary_id).agent_id == "alice"
+    assert not any(f"(#{b})" in result.context for b in bob)
+    theirs_result = vault.global_recall("storage backups and billing invoices", agent_id="bob", communities=5)
+    assert all(set(gc.community.members) <= bob for gc in theirs_result.communities)
+
+
+def test_budget_and_counts(vault: Vault) -> None:
+    ids = build(vault)
+    vault.unlink(ids["storage"][4], ids["billing"][4])
+    result = vault.global_recall("storage billing incidents", communities=3, per_community=2, max_chars=600)
+    assert len(result.communities) == 3
+    assert all(len(gc.evidence) == 2 for gc in result.communities)
+    assert len(result.context) <= 600
+    roomy = vault.global_recall("storage billing incidents", communities=3, per_community=2, max_chars=5000)
+    assert len(roomy.context) > 600 and roomy.context.startswith(result.context.split("\n")[0])
+
+
+def test_a_vault_without_links_has_no_communities(vault: Vault) -> None:
+    vault.remember("n", "a", "a lone note about storage")
+    result = vault.global_recall("storage")
+    assert result.communities == [] and result.search_mode == "none"
+    assert "No community" in result.context
+
+
+def test_evidence_is_reinforced_unless_asked_not_to(vault: Vault) -> None:
+    ids = build(vault)
+    vault.unlink(ids["storage"][4], ids["billing"][4])
+    vault.global_recall("incidents", communities=1, reinforce=False)
+    assert all(vault.get_entity(e).retrieval_count == 0 for e in ids["oncall"])
+    result = vault.global_recall("incidents", communities=1)
+    counted = {e.id for e in result.communities[0].evidence}
+    assert counted and all(vault.get_entity(e).retrieval_count == 1 for e in counted)
+
+
+@pytest.mark.parametrize(("bad", "field"), [
+    ({"query": ""}, "query"), ({"query": "x", "communities": 0}, "communities"),
+    ({"query": "x", "max_chars": 5}, "max_chars"), ({"query": "x", "mode": "magic"}, "mode"),
+    ({"query": "x", "per_community": 0}, "per_community"), ({"query": "x", "extra": 1}, "extra"),
+])
+def test_bad_arguments_name_the_field(vault: Vault, bad: dict[str, Any], field: str) -> None:
+    with pytest.raises(InvalidInput) as err:
+        vault.global_recall(**bad)
+    assert err.value.field == field
+
+
+def test_meaning_finds_the_cluster_when_no_word_matches(tmp_path: Any, real_embedder: Any) -> None:
+    """With the bundled model, a question that shares no word with a cluster still opens it."""
+    with Vault(tmp_path / "v.db", embedder=real_embedder) as v:
+        ids = build(v)
+        v.unlink(ids["storage"][4], ids["billing"][4])
+        result = v.global_recall("who gets woken up at night when production breaks", communities=1, mode="dense")
+        assert result.search_mode == "dense"
+        assert chosen_members(result) == [sorted(ids["oncall"])]
+        hybrid = v.global_recall("money owed by customers each month", communities=1)
+        assert hybrid.search_mode == "hybrid"
+        assert chosen_members(hybrid) == [sorted(ids["billing"])]

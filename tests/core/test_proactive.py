@@ -1,0 +1,180 @@
+"""Proactive recall (SPEC 5.6): recall_when triggers and the prepare block."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from perseus_vault_core import InvalidInput, NotSupported, Vault
+from perseus_vault_core.proactive import Context, block, lexical
+
+from ..conftest import Clock, FakeEmbedder
+
+
+def seed(vault: Vault, **scope: Any) -> dict[str, int]:
+    return {
+        "db": vault.remember("decision", "db", "We chose SQLite in WAL mode for the vault.",
+                             recall_when=["choosing a database"], **scope).id,
+        "audit": vault.remember("runbook", "audit", "Run scripts/rehash.py after any change to the audit chain.",
+                                recall_when=["editing the audit-chain module"], **scope).id,
+        "tea": vault.remember("preference", "tea", "Alice prefers green tea in meetings.",
+                              recall_when=["planning a meeting with Alice"], **scope).id,
+        "plain": vault.remember("note", "plain", "Postgres was considered for the vault and rejected.", **scope).id,
+    }
+
+
+def test_lexical_matching_rules() -> None:
+    ctx = Context.of("I edited the audit chain modules this morning")
+    assert lexical("editing the audit-chain module", ctx) == (1.0, "phrase")  # inflected, hyphen split
+    assert lexical("audit module", ctx) == (0.75, "terms")  # both words, not adjacent
+    assert lexical("audit chain migration", ctx) == (0.5, "terms")  # two of three
+    assert lexical("audit migration rollback", ctx) is None  # one of three
+    assert lexical("database", ctx) is None
+    assert lexical("the", ctx) is None  # stopwords never match on their own
+    assert lexical("this morning", ctx) == (1.0, "phrase")
+    assert lexical("!!!", ctx) is None
+
+
+def test_triggers_match_inflected_forms(vault: Vault) -> None:
+    ids = seed(vault)
+    cases = {
+        "I'm editing the audit chain modules today": ("audit", "phrase"),
+        "we are choosing databases for storage": ("db", "terms"),
+        "Alice meeting: planning next week": ("tea", "terms"),
+        "chose a database yesterday": None,  # "chose" is another stem than "choosing"
+    }
+    for context, expected in cases.items():
+        result = vault.recall_when(context)
+        assert result.semantic is False
+        if expected is None:
+            assert result.items == []
+            continue
+        assert [(i.id, i.match) for i in result.items] == [(ids[expected[0]], expected[1])]
+        item = result.items[0]
+        assert item.trigger in item.recall_when and item.ranks == {"recall_when": 1}
+
+
+def test_ranking_is_by_score_then_id(vault: Vault) -> None:
+    a = vault.remember("n", "a", "first", recall_when=["deploy service"]).id
+    b = vault.remember("n", "b", "second", recall_when=["deploying the payments service"]).id
+    c = vault.remember("n", "c", "third", recall_when=["deploy"]).id
+    result = vault.recall_when("we are deploying the payments service now")
+    assert [(i.id, i.score) for i in result.items] == [(b, 1.0), (c, 1.0), (a, 0.75)]
+    assert [i.id for i in vault.recall_when("deploying the payments service", limit=1).items] == [b]
+
+
+def test_scope_filters_and_status_apply(vault: Vault, clock: Clock) -> None:
+    mine = seed(vault, agent_id="alice")
+    theirs = seed(vault, agent_id="bob")
+    context = "choosing a database for the audit-chain module"
+    for agent, ids, other in (("alice", mine, theirs), ("bob", theirs, mine)):
+        found = {i.id for i in vault.recall_when(context, agent_id=agent).items}
+        assert found == {ids["db"], ids["audit"]} and not found & set(other.values())
+    assert {i.id for i in vault.recall_when(context, category="decision").items} == {mine["db"], theirs["db"]}
+    vault.forget(mine["db"])
+    assert {i.id for i in vault.recall_when(context, agent_id="alice").items} == {mine["audit"]}
+    vault.remember("runbook", "audit", "Run scripts/rehash.py after any change to the audit chain.",
+                   agent_id="alice", expires_at_ms=clock() + 10)
+    clock.advance(100)
+    assert vault.recall_when(context, agent_id="alice").items == []
+
+
+def test_recall_when_reads_only_unless_asked(vault: Vault) -> None:
+    ids = seed(vault)
+    vault.recall_when("choosing a database")
+    assert vault.get_entity(ids["db"]).retrieval_count == 0
+    vault.recall_when("choosing a database", reinforce=True)
+    assert vault.get_entity(ids["db"]).retrieval_count == 1
+
+
+def test_semantic_matching_needs_vectors(vault: Vault) -> None:
+    seed(vault)
+    with pytest.raises(NotSupported):
+        vault.recall_when("picking a datastore", semantic=True)
+    for bad, field in (({"limit": 0}, "limit"), ({"min_similarity": 2.0}, "min_similarity"), ({"x": 1}, "x")):
+        with pytest.raises(InvalidInput) as err:
+            vault.recall_when("context", **bad)
+        assert err.value.field == field
+
+
+def test_phrase_vectors_are_kept_in_the_file(db_path: Path, clock: Clock) -> None:
+    embedder = FakeEmbedder()
+    with Vault(db_path, clock=clock, embedder=embedder) as v:
+        seed(v)
+        result = v.recall_when("database choosing", min_similarity=0.99)
+        assert result.semantic is True
+        stored = v._conn().execute("SELECT count(*) FROM trigger_vectors").fetchone()[0]
+        assert stored == 3
+    fresh = FakeEmbedder()
+    with Vault(db_path, clock=clock, embedder=fresh) as v:
+        v.recall_when("database choosing")
+        assert fresh.texts == 1  # only the context was embedded: the phrases came from the file
+        v.embed(reembed=True)
+        assert v._conn().execute("SELECT count(*) FROM trigger_vectors").fetchone()[0] == 0
+
+
+def test_meaning_matches_a_paraphrase_with_the_bundled_model(tmp_path: Path, real_embedder: Any) -> None:
+    with Vault(tmp_path / "v.db", embedder=real_embedder) as v:
+        ids = seed(v)
+        result = v.recall_when("which DB engine should we pick for persistence?")
+        assert result.semantic is True
+        assert [(i.id, i.match) for i in result.items][:1] == [(ids["db"], "meaning")]
+        assert all(i.id != ids["tea"] for i in result.items)
+        assert v.recall_when("which DB engine should we pick for persistence?", semantic=False).items == []
+
+
+def test_block_is_pure_and_within_budget() -> None:
+    class E:
+        def __init__(self, i: int, text: str) -> None:
+            self.id, self.category, self.key, self.summary, self.content = i, "c", f"k{i}", None, text
+
+    trig = [(E(1, "x " * 300), "when one")]
+    rel = [E(2, "short related note"), E(3, "another related note")]
+    text, t, r = block(trig, rel, 1500)
+    assert text.startswith("## Memory for this turn\n### Triggered\n- **c/k1** ")
+    assert "### Related" in text and t == [1] and r == [2, 3] and len(text) <= 1500
+    for budget in (100, 150, 300, 500):
+        small, t, r = block(trig, rel, budget)
+        assert len(small) <= budget
+        assert all(f"(#{i}" in small for i in t + r)
+    assert block([], [], 1500) == ("", [], [])
+    assert block(trig, rel, 1500) == (text, [1], [2, 3])
+
+
+def test_prepare_puts_triggered_first_then_related(vault: Vault) -> None:
+    ids = seed(vault)
+    out = vault.prepare("we are choosing a database for the vault")
+    assert out.triggered == [ids["db"]]
+    assert out.related[0] == ids["plain"] and ids["db"] not in out.related
+    assert out.markdown.index("### Triggered") < out.markdown.index("### Related")
+    assert out.chars == len(out.markdown) <= 1500 and out.search_mode == "fts5"
+    tight = vault.prepare("we are choosing a database for the vault", max_chars=120)
+    assert len(tight.markdown) <= 120 and tight.triggered == [ids["db"]] and tight.related == []
+    assert vault.get_entity(ids["db"]).retrieval_count == 0  # prepare reads only, by default
+    nothing = vault.prepare("zzz qqq")
+    assert nothing.markdown == "" and nothing.chars == 0
+
+
+def test_prepare_never_crosses_tenants(vault: Vault) -> None:
+    seed(vault, agent_id="alice")
+    theirs = seed(vault, agent_id="bob")
+    out = vault.prepare("choosing a database for the vault; Postgres?", agent_id="alice")
+    assert out.triggered and out.related
+    assert not set(out.triggered + out.related) & set(theirs.values())
+    assert not any(f"(#{i}" in out.markdown for i in theirs.values())
+
+
+def test_cli_prepare_in_a_fresh_process(vault: Vault) -> None:
+    ids = seed(vault)
+    done = subprocess.run(
+        [sys.executable, "-m", "perseus_vault_core.cli", "prepare", "--db", vault.path, "--max-chars", "300",
+         "editing the audit-chain module"],
+        capture_output=True, text=True, timeout=120, check=True,
+        env={"PERSEUS_VAULT_EMBEDDER": "none", "PATH": "/usr/bin:/bin"},
+    )
+    assert done.stdout.startswith("## Memory for this turn\n### Triggered\n- **runbook/audit**")
+    assert f"(#{ids['audit']};" in done.stdout and len(done.stdout.rstrip("\n")) <= 300
