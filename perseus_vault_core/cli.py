@@ -532,5 +532,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def run() -> NoReturn:
+    """The console script: ``main``, then exit at once. The vault is closed by then and every
+    write committed; skipping the interpreter's teardown (unloading the model runtime, collecting
+    modules) saves about a tenth of a second per call, which ``prepare`` pays before every turn."""
+    code = main()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (BrokenPipeError, ValueError):
+            pass
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    run()

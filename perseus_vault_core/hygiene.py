@@ -14,7 +14,8 @@ passed but which nobody has archived) and flags each one for any of these reason
 - ``never retrieved``: ``retrieval_count`` is 0 and the memory is older than ``min_age_days``.
 
 A tenant is one (``agent_id``, ``workspace_hash``) pair: memories of two tenants are never
-compared. Nothing here writes (no reinforcement), and the same store gives the same report.
+compared. Community summaries (written by the vault, see summaries.py) are not examined. Nothing
+here writes (no reinforcement), and the same store gives the same report.
 
 Similar pairs are found without weighing every pair one by one: vectors by blocks of matrix
 products (a loose float32 pass, then the canonical float64 cosine of :mod:`vector_index` for the
@@ -35,6 +36,7 @@ import numpy as np
 from . import store, vectors
 from .actionability import actionability
 from .embed import embedding_text
+from .communities import SUMMARY_TYPE
 from .filters import FROM_VERSIONS_FIRST, view
 from .models import Filters, HygieneItem, HygieneReason, HygieneReport
 from .query import tokenize
@@ -84,7 +86,7 @@ def read(conn: Any, filters: Filters, now_ms: int) -> tuple[list[Memory], int]:
     sql = (
         f"SELECT {store.ENTITY_COLUMNS}, x.embedding FROM {FROM_VERSIONS_FIRST} "
         f"LEFT JOIN {vectors.TABLE} x ON x.vid = v.vid "
-        f"WHERE {v.where} AND v.status = 'active' ORDER BY v.entity_id"
+        f"WHERE {v.where} AND v.status = 'active' AND v.type != '{SUMMARY_TYPE}' ORDER BY v.entity_id"
     )
     out = []
     for row in conn.execute(sql, v.params):

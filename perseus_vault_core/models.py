@@ -497,7 +497,7 @@ class CommunitiesResult(_Out):
 class CommunitySummary(_Out):
     """A community's summary entity. ``materialized``: written (or rewritten) by this call;
     ``polished``: its content came from the caller's ``polish`` function (the extractive text is in
-    ``extractive``); ``superseded``: older summaries this one replaced."""
+    ``extractive``); ``replaced``: summaries of former communities this one replaced (now archived)."""
 
     community_id: str
     entity: Entity
@@ -506,7 +506,7 @@ class CommunitySummary(_Out):
     polished: bool
     materialized: bool
     members: list[int]
-    superseded: list[int]
+    replaced: list[int]
 
 
 class EvidenceItem(RecallItem):

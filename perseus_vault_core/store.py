@@ -357,9 +357,23 @@ def purge(conn: Any, entity_id: int, agent_id: str | None, workspace_hash: str |
     keyword.unindex_versions(conn, entity_id)
     vids = [row[0] for row in conn.execute("SELECT vid FROM entity_versions WHERE entity_id = ?", (entity_id,))]
     vectors.delete(conn, vids)
+    phrases = {p for (text,) in conn.execute(
+        "SELECT recall_when FROM entity_versions WHERE entity_id = ?", (entity_id,)) for p in json.loads(text)}
     versions = conn.execute("DELETE FROM entity_versions WHERE entity_id = ?", (entity_id,)).rowcount
     conn.execute("DELETE FROM entities WHERE id = ?", (entity_id,))
+    _forget_phrases(conn, phrases)
     return PurgeResult(id=entity_id, versions=versions, links=links)
+
+
+def _forget_phrases(conn: Any, phrases: set[str]) -> None:
+    """Drop the stored vectors of trigger phrases no remaining version uses (a purge leaves no text)."""
+    for phrase in sorted(phrases):
+        used = conn.execute(
+            "SELECT 1 FROM entity_versions v, json_each(v.recall_when) j WHERE v.recall_when != '[]' AND j.value = ? LIMIT 1",
+            (phrase,),
+        ).fetchone()
+        if used is None:
+            conn.execute("DELETE FROM trigger_vectors WHERE phrase = ?", (phrase,))
 
 
 def supersede(

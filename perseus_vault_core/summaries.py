@@ -14,7 +14,8 @@ It is stored as an entity of type ``community_summary`` whose ``key`` is the com
 the community's scope, with a ``summarizes`` link to every member. As the id is a hash of the
 members, an unchanged membership finds the summary already there and nothing is recomputed;
 when the membership changes, the new community gets a new summary, and older summaries of its
-members' communities that no longer exist are marked superseded by it. A caller may pass a
+members' communities that no longer exist are archived (if an old membership comes back, its
+summary is restored and rewritten). A caller may pass a
 ``polish`` function (any LLM): its text becomes the summary's content and the extractive text is
 kept in ``body.extractive`` as the evidence it was written from.
 """
@@ -142,8 +143,8 @@ def topic(conn: Any, group: Group) -> str | None:
 
 
 def attach(conn: Any, summary_id: int, group: Group, current_ids: set[str], now_ms: int) -> list[int]:
-    """Link a freshly written summary to its members and supersede the summaries it replaces
-    (those of its members' former communities). Returns the superseded summaries' ids."""
+    """Link a freshly written summary to its members and archive the summaries it replaces (those
+    of its members' former communities). Returns the archived summaries' ids."""
     graph.link_many(conn, summary_id, list(group.members), RELATION, now_ms)
     rows = conn.execute(
         "SELECT DISTINCT l.from_id FROM json_each(:ids) j CROSS JOIN links l ON l.to_id = j.value "
@@ -157,6 +158,8 @@ def attach(conn: Any, summary_id: int, group: Group, current_ids: set[str], now_
             continue
         if (old["agent_id"], old["workspace_hash"]) != (group.agent_id, group.workspace_hash):
             continue
-        store.supersede(conn, int(old_id), summary_id, None, None, now_ms)
+        # Archived, not superseded: should that membership come back, remembering its summary again
+        # restores it (a superseded entity cannot be updated).
+        store.forget(conn, int(old_id), None, None, now_ms)
         replaced.append(int(old_id))
     return replaced

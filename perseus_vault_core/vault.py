@@ -148,12 +148,12 @@ def _title(summary: str | None, content: str, limit: int = 100) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _summary_model(group: Group, entity: Entity, *, materialized: bool, superseded: list[int]) -> CommunitySummary:
+def _summary_model(group: Group, entity: Entity, *, materialized: bool, replaced: list[int]) -> CommunitySummary:
     extractive = entity.body.get("extractive", entity.content)
     return CommunitySummary(community_id=group.id, entity=entity, text=entity.content,
                             extractive=extractive if isinstance(extractive, str) else entity.content,
                             polished="extractive" in entity.body, materialized=materialized,
-                            members=list(group.members), superseded=superseded)
+                            members=list(group.members), replaced=replaced)
 
 
 class Vault:
@@ -424,7 +424,9 @@ class Vault:
             have = summaries.existing(conn, [group]).get(group.id)
             if have is not None and not p.refresh:
                 entity = store.to_entity(store.scoped_head(conn, have, None, None), now)
-                return _summary_model(group, entity, materialized=False, superseded=[])
+                # a polish asked of a summary that was never polished is a reason to rewrite it
+                if polish is None or "extractive" in entity.body:
+                    return _summary_model(group, entity, materialized=False, replaced=[])
         return self._summarize(part, [group], p.max_chars, polish, p.method)[0]
 
     def _summarize(self, part: Partition, groups: list[Group], max_chars: int,
@@ -466,7 +468,7 @@ class Vault:
         rows = store.head_rows(self._conn(), [eid for eid, _, _ in results])
         now = self._now()
         return [
-            _summary_model(g, store.to_entity(rows[eid], now), materialized=change != "unchanged", superseded=replaced)
+            _summary_model(g, store.to_entity(rows[eid], now), materialized=change != "unchanged", replaced=replaced)
             for g, (eid, change, replaced) in zip(groups, results)
         ]
 
@@ -515,6 +517,8 @@ class Vault:
             for g, item, plan in planned:
                 evidence = []
                 for m, via, hops in plan:
+                    if m not in hits and m not in extra:
+                        continue  # purged since the partition was read
                     base = hits[m] if m in hits else store.to_item(extra[m], now, score=0.0, ranks={})
                     evidence.append(EvidenceItem.model_validate({**base.model_dump(), "via": via, "hops": hops}))
                 out.append(GlobalCommunity(community=models[g.id], title=item.summary or g.id, summary=item.content,
@@ -617,10 +621,11 @@ class Vault:
         query = p.context[-MAX_QUERY_CHARS:]  # the end of a long context is the most recent part
         if p.related and tokenize(query):
             result = self._recall(validate(RecallParams, {
-                "query": query, "mode": p.mode, "limit": p.related + len(triggered), "reinforce": False, **scope}))
+                "query": query, "mode": p.mode, "limit": 2 * p.related + len(triggered), "reinforce": False, **scope}))
             mode = result.search_mode
             seen = {item.id for item, _ in triggered}
-            related = [item for item in result.items if item.id not in seen][: p.related]
+            # community summaries repeat their members' sentences: a turn's block wants the memories
+            related = [item for item in result.items if item.id not in seen and item.type != SUMMARY_TYPE][: p.related]
         text, shown_triggered, shown_related = proactive.block(triggered, related, p.max_chars)
         if p.reinforce and (shown_triggered or shown_related):
             self._reinforce(sorted(set(shown_triggered + shown_related)))

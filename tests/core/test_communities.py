@@ -201,3 +201,25 @@ def test_summary_entities_are_not_part_of_the_graph(vault: Vault) -> None:
     after = vault.communities()
     assert [(c.id, c.members) for c in after.communities] == [(c.id, c.members) for c in before.communities]
     assert all(c.summary_id is not None for c in after.communities)
+
+
+def test_an_earlier_query_time_is_not_served_a_later_partition(vault: Vault, clock: Clock) -> None:
+    ids = build(vault)
+    vault.unlink(ids["storage"][4], ids["billing"][4])
+    before_extra = clock()
+    clock.advance(DAY_MS)
+    extra = vault.remember("oncall", "oncall-5", "Pager alerts go to the on-call lead").id
+    vault.link(extra, ids["oncall"][0])
+    assert any(extra in c.members for c in vault.communities().communities)
+    earlier = vault.communities(query_time_unix_ms=before_extra)
+    assert all(extra not in c.members for c in earlier.communities)
+    assert tuple(sorted(ids["oncall"])) in {tuple(c.members) for c in earlier.communities}
+
+
+def test_weights_that_cancel_out_are_no_edge_whatever_their_order(vault: Vault) -> None:
+    a, b, c = (vault.remember("n", k, f"note {k}").id for k in "abc")
+    vault.link(a, b)
+    for relation, weight in (("r1", 0.1), ("r2", 0.2), ("r3", -0.3)):
+        vault.link(b, c, relation=relation, weight=weight)
+    result = vault.communities()
+    assert result.edges == 1 and [c_.members for c_ in result.communities] == [[a, b]]

@@ -353,3 +353,14 @@ def test_cli_hygiene(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
     assert main(["hygiene", "--db", str(db), "--limit", "0"]) == 1
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err == "error: limit: must be at least 1\n"
+
+
+def test_community_summaries_are_not_examined(vault: Vault, clock: Clock) -> None:
+    a = vault.remember("storage", "a", "We chose SQLite in WAL mode for storage.").id
+    b = vault.remember("storage", "b", "Backups copy the SQLite storage file nightly.").id
+    vault.link(a, b)
+    summary = vault.community_summary(vault.communities().communities[0].id).entity.id
+    clock.advance(30 * DAY_MS)
+    report = vault.hygiene()
+    assert summary not in {item.id for item in report.items}
+    assert report.scanned == 2

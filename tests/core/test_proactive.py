@@ -178,3 +178,27 @@ def test_cli_prepare_in_a_fresh_process(vault: Vault) -> None:
     )
     assert done.stdout.startswith("## Memory for this turn\n### Triggered\n- **runbook/audit**")
     assert f"(#{ids['audit']};" in done.stdout and len(done.stdout.rstrip("\n")) <= 300
+
+
+def test_purge_leaves_no_trigger_phrase_behind(db_path: Path, clock: Clock) -> None:
+    with Vault(db_path, clock=clock, embedder=FakeEmbedder()) as v:
+        ids = seed(v)
+        v.remember("note", "shared", "Another note that fires on the same phrase.", recall_when=["choosing a database"])
+        v.recall_when("choosing a database for the audit-chain module")
+        phrases = lambda: sorted(r[0] for r in v._conn().execute("SELECT phrase FROM trigger_vectors"))  # noqa: E731
+        assert phrases() == ["choosing a database", "editing the audit-chain module", "planning a meeting with Alice"]
+        for key in ("db", "audit"):
+            v.forget(ids[key])
+            v.purge(ids[key])
+        # "choosing a database" is still used by another memory; the audit phrase is gone with its memory
+        assert phrases() == ["choosing a database", "planning a meeting with Alice"]
+
+
+def test_community_summaries_stay_out_of_the_prepare_block(vault: Vault) -> None:
+    a = vault.remember("storage", "a", "We chose SQLite in WAL mode for storage.").id
+    b = vault.remember("storage", "b", "Backups copy the SQLite storage file nightly.").id
+    vault.link(a, b)
+    summary = vault.community_summary(vault.communities().communities[0].id)
+    assert vault.recall("sqlite storage").items[0].id in (a, b, summary.entity.id)
+    out = vault.prepare("sqlite storage backups", related=5)
+    assert set(out.related) == {a, b} and "community_summary" not in out.markdown

@@ -42,7 +42,7 @@ def test_summary_is_materialized_once_as_a_linked_entity(vault: Vault) -> None:
     ids = separate(vault)
     cid = community_of(vault, ids["storage"][0])
     first = vault.community_summary(cid)
-    assert first.materialized and not first.polished and first.superseded == []
+    assert first.materialized and not first.polished and first.replaced == []
     entity = first.entity
     assert (entity.type, entity.category, entity.key) == ("community_summary", "community_summary", cid)
     assert entity.body["community_id"] == cid and entity.body["size"] == 5
@@ -70,10 +70,45 @@ def test_membership_change_writes_a_new_summary_and_supersedes_the_old(vault: Va
     with pytest.raises(NotFound):
         vault.community_summary(old_id)  # that community no longer exists
     new = vault.community_summary(new_id)
-    assert new.materialized and new.superseded == [old.entity.id]
-    assert vault.get_entity(old.entity.id).status == "superseded"
-    assert vault.get_entity(old.entity.id).superseded_by == new.entity.id
+    assert new.materialized and new.replaced == [old.entity.id]
+    assert vault.get_entity(old.entity.id).status == "archived"
     assert extra in new.members
+
+
+def test_a_membership_that_comes_back_gets_its_summary_back(vault: Vault) -> None:
+    """A -> B -> A: the first summary is archived when B replaces it, and restored (not refused)
+    when A returns; switching methods back and forth works the same way."""
+    ids = separate(vault)
+    a_id = community_of(vault, ids["oncall"][0])
+    a = vault.global_recall("incidents", communities=1).communities[0]
+    assert a.community.id == a_id
+    extra = vault.remember("oncall", "oncall-5", "Pager alerts go to the on-call lead").id
+    vault.link(extra, ids["oncall"][0])
+    b = vault.global_recall("incidents", communities=1).communities[0]
+    assert b.community.id != a_id and vault.get_entity(a.summary_id).status == "archived"
+    vault.forget(extra)
+    back = vault.global_recall("incidents", communities=1).communities[0]
+    assert back.community.id == a_id and back.summary_id == a.summary_id
+    assert vault.get_entity(a.summary_id).status == "active"
+    assert vault.get_entity(b.summary_id).status == "archived"
+    for method in ("modularity", "label_propagation", "modularity"):
+        assert vault.global_recall("incidents", communities=1, method=method).communities
+
+
+def test_polish_rewrites_an_unpolished_summary_once(vault: Vault) -> None:
+    ids = separate(vault)
+    cid = community_of(vault, ids["oncall"][0])
+    plain = vault.community_summary(cid)
+    calls: list[str] = []
+
+    def llm(text: str) -> str:
+        calls.append(text)
+        return "On-call: weekly pager rotation, sev1 escalation, reviews within two days."
+
+    polished = vault.community_summary(cid, polish=llm)
+    assert polished.materialized and polished.polished and polished.entity.id == plain.entity.id
+    again = vault.community_summary(cid, polish=llm)
+    assert not again.materialized and again.polished and len(calls) == 1
 
 
 def test_refresh_rewrites_only_when_the_text_changed(vault: Vault) -> None:
