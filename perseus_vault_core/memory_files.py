@@ -1,0 +1,594 @@
+"""Markdown memory files (SPEC 5.9): one file's bytes in, sections and dated entries out.
+
+A memory file is what a user keeps in an Obsidian-style ``About Me/`` folder: ``##`` sections
+holding dated entries. ``parse`` reads it, ``add_entry`` and ``remove_entry`` edit it, and every
+other byte of the file stays as it was. Pure functions over bytes and frozen values; no I/O.
+
+How a file is read
+------------------
+- **Lines.** The bytes are split after every ``\\n``; a line's text drops its ``\\n`` or ``\\r\\n``
+  (a lone ``\\r`` is ordinary text). Each line is decoded as UTF-8 on its own. A line that is not
+  valid UTF-8 is reported in ``skipped`` ("not valid UTF-8"), ends any open entry and is never
+  part of an entry's text; its bytes stay in the file. All offsets are byte offsets into the data.
+  A UTF-8 byte order mark on line 1 is ignored when classifying that line.
+- **Front matter.** A first line ``---`` opens it and the next ``---`` line closes it; its
+  ``key: value`` lines fill ``front_matter`` (quotes around the value dropped, ``key:`` alone
+  kept as ``""``, the last duplicate wins, other lines ignored). Without a closing line the
+  opening line is reported ("front matter not closed") and everything after it is body.
+- **Headings** count only at column 0: one to six ``#`` then a space, a tab or the line's end.
+  ``#`` is the file's title and ``##`` starts a section; lines after either belong to that
+  section (section ``""`` after a title or before any ``##``). A section ends at the next ``#``
+  or ``##`` heading, or at the end of the file. A ``###``-``######`` heading whose text starts
+  with a date begins an entry; any other such heading is an ordinary line.
+- **Entries** begin at a list item (``-``, ``*``, ``+``, ``1.`` or ``1)`` then a space) or a
+  ``###``+ heading whose text starts with a date (``DATE_FORMS``). The date must be a real one
+  (month 1-12, a day that month has) and be followed by ``:``, a space, a tab or the line's end,
+  so ``2024-03-01 - x``, ``2024-03-01 — x`` and ``2024-03-01: x`` all qualify.
+- **List entries continue** over, in order of precedence:
+    - lines indented deeper than the entry's first line (nested bullets, dated or not, included);
+    - blank lines, only when the next non-blank line is indented deeper (they and it continue);
+    - any other non-blank line that is not a list item, heading or thematic break (``---``,
+      ``***``, ``___``), directly after the entry's previous line (markdown's lazy continuation).
+  Anything else ends the entry: a blank line not followed by deeper indentation, a list item
+  at the entry's indentation or shallower, a heading, a thematic break, a non-UTF-8 line.
+- **Heading entries continue** over every following line until a heading, a dated list item at
+  column 0 (it begins its own entry), a thematic break at column 0, or a non-UTF-8 line.
+- **Code fences.** A line starting (after indentation) with three backticks or ``~~~`` opens a
+  fence that runs to a line of at least as many of the same character. A fence opened inside an entry
+  belongs to it, blank lines and all; inside any fence nothing is a heading or an entry.
+- An entry never ends with blank lines; its ``end`` is just past its last line's newline.
+- **Skipped lines.** Every non-blank line that is neither in an entry, nor front matter, nor a
+  ``#``/``##`` heading, nor a thematic break is reported with its line number ("undated line
+  outside an entry"). Blank lines are never reported.
+
+How a file is edited
+--------------------
+``add_entry`` writes ``entry_line(text, date)`` as a new line right after the section's last
+entry, or right after its heading when it has none, using the file's own line ending (``\\r\\n``
+when its first line has one). It checks that the new bytes parse back to exactly that entry and
+that removing it restores the original bytes. Where the next line would join the new entry (a
+paragraph right under the heading, a sibling bullet after an indented entry) it tries the end
+of the section's text, then the section's end, and raises ``ValueError`` if no place works (an
+unclosed code fence running to the end of the file). Section ``""`` with no entries yet gets
+its first one at the end of the text before the first ``##``. A missing section is appended at
+the end of the file as ``## title`` after a blank line (none is added when the file is empty or
+already ends with one).
+
+``remove_entry`` cuts ``[start, end)``; when that is the file's unterminated last line it also
+takes the newline before it, so a file without a final newline keeps having none and an
+``add_entry`` at such an end is undone exactly.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = [
+    "DATE_FORMS",
+    "Entry",
+    "ParsedFile",
+    "Section",
+    "Skipped",
+    "add_entry",
+    "entry_line",
+    "parse",
+    "remove_entry",
+    "wikilinks",
+]
+
+DATE_FORMS: tuple[str, ...] = (
+    "2024-03-01",
+    "2024/03/01 (read as 2024-03-01)",
+    "2024-03 (a month; the date is 2024-03)",
+    "**2024-03-01** or **2024-03-01:** (bold, any of the forms above)",
+    "[[2024-03-01]] (a daily-note wikilink, any of the forms above)",
+    "_2024-03-01_ (italic, any of the forms above)",
+    "(2024-03-01) (in parentheses, any of the forms above)",
+)
+
+_UNDATED = "undated line outside an entry"
+_NOT_UTF8 = "not valid UTF-8"
+_FRONT_MATTER_NOT_CLOSED = "front matter not closed"
+
+# ASCII digits only: \d would also take other scripts' digits.
+_CORE_DATE = re.compile(r"([0-9]{4})(?:-([0-9]{2})(?:-([0-9]{2}))?|/([0-9]{2})/([0-9]{2}))")
+_WRAPPERS = (("**", "**"), ("[[", "]]"), ("_", "_"), ("(", ")"), ("", ""))
+_HEADING = re.compile(r"(#{1,6})(?:[ \t](.*))?$")
+_LIST_ITEM = re.compile(r"([ \t]*)(?:[-*+]|[0-9]{1,9}[.)])(?:[ \t]+(.*))?$")
+_THEMATIC_BREAK = re.compile(r"[ \t]{0,3}(?:(?:-[ \t]*){3,}|(?:\*[ \t]*){3,}|(?:_[ \t]*){3,})$")
+_FENCE = re.compile(r"[ \t]*(`{3,}|~{3,})")
+_FRONT_MATTER_PAIR = re.compile(r"([^\s:#-][^:]*?)[ \t]*:(?:[ \t]+(.*)|)$")
+_WIKILINK = re.compile(r"\[\[([^\[\]|#\n]*?)\\?(?:[|#][^\[\]\n]*)?\]\]")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One dated entry: its section title, normalized date and raw markdown lines."""
+
+    section: str
+    date: str | None
+    text: str
+    start: int
+    end: int
+    line: int
+
+
+@dataclass(frozen=True)
+class Section:
+    """A ``## `` section: from its heading line to the next ``#``/``##`` heading or the end."""
+
+    title: str
+    start: int
+    end: int
+    line: int
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A line that is in no entry, and why."""
+
+    line: int
+    text: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class ParsedFile:
+    """Everything ``parse`` found in one memory file."""
+
+    name: str
+    front_matter: dict[str, str]
+    sections: tuple[Section, ...]
+    entries: tuple[Entry, ...]
+    skipped: tuple[Skipped, ...]
+
+
+@dataclass(frozen=True)
+class _Line:
+    start: int
+    end: int  # just past the line's newline, if it has one
+    number: int
+    text: str | None  # None when the line is not valid UTF-8
+    raw: bytes  # the line without its line ending
+
+
+def _split(data: bytes) -> list[_Line]:
+    lines: list[_Line] = []
+    pos = 0
+    while pos < len(data):
+        newline = data.find(b"\n", pos)
+        if newline == -1:
+            end, raw = len(data), data[pos:]
+        else:
+            end, raw = newline + 1, data[pos:newline]
+            if raw.endswith(b"\r"):
+                raw = raw[:-1]
+        try:
+            text: str | None = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            text = None
+        lines.append(_Line(pos, end, len(lines) + 1, text, raw))
+        pos = end
+    return lines
+
+
+def _is_blank(text: str) -> bool:
+    return text.strip(" \t") == ""
+
+
+def _indent(text: str) -> int:
+    """Leading whitespace width, a tab advancing to the next multiple of four."""
+    width = 0
+    for char in text:
+        if char == " ":
+            width += 1
+        elif char == "\t":
+            width += 4 - width % 4
+        else:
+            break
+    return width
+
+
+def _days_in_month(year: int, month: int) -> int:
+    if month == 2:
+        leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+        return 29 if leap else 28
+    return 30 if month in (4, 6, 9, 11) else 31
+
+
+def _core_date(match: re.Match[str]) -> str | None:
+    """The normalized date of a ``_CORE_DATE`` match, or None when no such day exists."""
+    year, month, day, slash_month, slash_day = match.groups()
+    if slash_month is not None:
+        month, day = slash_month, slash_day
+    y, m = int(year), int(month)
+    if y < 1 or not 1 <= m <= 12:
+        return None
+    if day is None:
+        return f"{year}-{month}"
+    if not 1 <= int(day) <= _days_in_month(y, m):
+        return None
+    return f"{year}-{month}-{day}"
+
+
+def _leading_date(text: str) -> str | None:
+    """The date that ``text`` (an item's or heading's text) starts with, normalized, or None."""
+    for opening, closing in _WRAPPERS:
+        if not text.startswith(opening):
+            continue
+        match = _CORE_DATE.match(text, len(opening))
+        if match is None:
+            continue
+        pos = match.end()
+        if opening == "**" and text.startswith(":**", pos):
+            pos += 1  # "**2024-03-01:**" keeps its colon inside the bold
+        if not text.startswith(closing, pos):
+            continue
+        pos += len(closing)
+        if pos < len(text) and text[pos] not in ": \t":
+            continue
+        return _core_date(match)
+    return None
+
+
+def _heading(text: str) -> tuple[int, str] | None:
+    match = _HEADING.match(text)
+    if match is None:
+        return None
+    return len(match.group(1)), (match.group(2) or "").strip()
+
+
+def _list_item(text: str) -> tuple[int, str] | None:
+    """(indent width, item text) for a list item line, else None (thematic breaks are not items)."""
+    if _THEMATIC_BREAK.match(text):
+        return None
+    match = _LIST_ITEM.match(text)
+    if match is None:
+        return None
+    return _indent(match.group(1)), (match.group(2) or "")
+
+
+def _fence_opening(text: str) -> str | None:
+    match = _FENCE.match(text)
+    if match is None:
+        return None
+    marker = match.group(1)
+    if marker[0] == "`" and "`" in text[match.end() :]:
+        return None  # an inline code span, not a fence
+    return marker
+
+
+def _closes_fence(text: str, marker: str) -> bool:
+    stripped = text.strip(" \t")
+    return len(stripped) >= len(marker) and stripped == marker[0] * len(stripped)
+
+
+def _parse_front_matter(lines: list[_Line], skipped: list[Skipped]) -> tuple[dict[str, str], int]:
+    """The front matter's pairs and the index of the first body line."""
+    if not lines or lines[0].text is None or lines[0].text.lstrip("\ufeff").rstrip(" \t") != "---":
+        return {}, 0
+    for index in range(1, len(lines)):
+        text = lines[index].text
+        if text is not None and text.rstrip(" \t") == "---":
+            break
+    else:
+        skipped.append(Skipped(1, lines[0].text, _FRONT_MATTER_NOT_CLOSED))
+        return {}, 1
+    pairs: dict[str, str] = {}
+    for line in lines[1:index]:
+        if line.text is None:
+            skipped.append(Skipped(line.number, line.raw.decode("utf-8", "replace"), _NOT_UTF8))
+            continue
+        match = _FRONT_MATTER_PAIR.match(line.text)
+        if match is None:
+            continue
+        value = (match.group(2) or "").strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        pairs[match.group(1)] = value
+    return pairs, index + 1
+
+
+class _Parser:
+    """One pass over the body lines; holds the open section, entry and code fence."""
+
+    def __init__(self, data: bytes, lines: list[_Line], skipped: list[Skipped]) -> None:
+        self.data = data
+        self.lines = lines
+        self.skipped = skipped
+        self.sections: list[Section] = []
+        self.entries: list[Entry] = []
+        self.section = ""
+        self.open_section: tuple[str, int, int] | None = None  # title, start, line
+        self.entry_lines: list[int] = []  # indexes of the open entry's lines
+        self.entry_kind = ""  # "item" or "heading" while an entry is open
+        self.entry_indent = 0
+        self.entry_date = ""
+        self.entry_section = ""
+        self.fence: str | None = None
+        self.fence_owned = False
+
+    def run(self, first: int) -> None:
+        index = first
+        while index < len(self.lines):
+            index = self.step(index)
+        self.close_entry()
+        self.close_section(len(self.data))
+
+    def text_of(self, index: int) -> str | None:
+        text = self.lines[index].text
+        return text.lstrip("\ufeff") if index == 0 and text is not None else text
+
+    def step(self, index: int) -> int:
+        """Handle line ``index``; return the index of the next line to handle."""
+        line = self.lines[index]
+        text = self.text_of(index)
+        if text is None:
+            self.close_entry()
+            self.skipped.append(Skipped(line.number, line.raw.decode("utf-8", "replace"), _NOT_UTF8))
+            return index + 1
+        if self.fence is not None:
+            if self.fence_owned:
+                self.entry_lines.append(index)
+            elif not _is_blank(text):
+                self.skip(index)
+            if _closes_fence(text, self.fence):
+                self.fence = None
+            return index + 1
+        if self.entry_lines:
+            continued = self.continues(index, text)
+            if continued is not None:
+                return continued
+            self.close_entry()
+        return self.outside(index, text)
+
+    def continues(self, index: int, text: str) -> int | None:
+        """Take line ``index`` (and maybe more) into the open entry; None when it ends the entry."""
+        if self.entry_kind == "heading":
+            if _heading(text) or (_indent(text) == 0 and _THEMATIC_BREAK.match(text)):
+                return None
+            item = _list_item(text)
+            if item is not None and item[0] == 0 and _leading_date(item[1]):
+                return None
+            return self.take(index, text)
+        if _is_blank(text):
+            ahead = index + 1
+            while ahead < len(self.lines):
+                following = self.lines[ahead].text
+                if following is None or not _is_blank(following):
+                    break
+                ahead += 1
+            following = self.lines[ahead].text if ahead < len(self.lines) else None
+            if following is None or _indent(following) <= self.entry_indent:
+                return None
+            self.entry_lines.extend(range(index, ahead))
+            return ahead
+        if _indent(text) > self.entry_indent:
+            return self.take(index, text)
+        if _heading(text) or _list_item(text) or _THEMATIC_BREAK.match(text):
+            return None
+        return self.take(index, text)  # lazy continuation of the entry's last line
+
+    def take(self, index: int, text: str) -> int:
+        self.entry_lines.append(index)
+        marker = _fence_opening(text)
+        if marker is not None:
+            self.fence, self.fence_owned = marker, True
+        return index + 1
+
+    def outside(self, index: int, text: str) -> int:
+        """Handle a line that no open entry took."""
+        if _is_blank(text) or _THEMATIC_BREAK.match(text):
+            return index + 1
+        line = self.lines[index]
+        heading = _heading(text)
+        if heading is not None:
+            level, title = heading
+            if level <= 2:
+                self.close_section(line.start)
+                self.section = title if level == 2 else ""
+                if level == 2:
+                    self.open_section = (title, line.start, line.number)
+                return index + 1
+            date = _leading_date(title)
+            if date is not None:
+                self.open_entry(index, "heading", 0, date)
+            else:
+                self.skip(index)
+            return index + 1
+        item = _list_item(text)
+        if item is not None:
+            date = _leading_date(item[1])
+            if date is not None:
+                self.open_entry(index, "item", item[0], date)
+            else:
+                self.skip(index)
+            return index + 1
+        marker = _fence_opening(text)
+        if marker is not None:
+            self.fence, self.fence_owned = marker, False
+        self.skip(index)
+        return index + 1
+
+    def skip(self, index: int) -> None:
+        line = self.lines[index]
+        self.skipped.append(Skipped(line.number, line.text or "", _UNDATED))
+
+    def open_entry(self, index: int, kind: str, indent: int, date: str) -> None:
+        self.entry_lines = [index]
+        self.entry_kind, self.entry_indent, self.entry_date = kind, indent, date
+        self.entry_section = self.section
+
+    def close_entry(self) -> None:
+        if self.fence_owned:
+            self.fence, self.fence_owned = None, False
+        indexes = self.entry_lines
+        while len(indexes) > 1 and _is_blank(self.lines[indexes[-1]].text or ""):
+            indexes.pop()
+        if indexes:
+            first, last = self.lines[indexes[0]], self.lines[indexes[-1]]
+            text = "\n".join(self.lines[i].text or "" for i in indexes)
+            self.entries.append(Entry(self.entry_section, self.entry_date, text, first.start, last.end, first.number))
+        self.entry_lines = []
+        self.entry_kind = ""
+
+    def close_section(self, end: int) -> None:
+        if self.open_section is not None:
+            title, start, number = self.open_section
+            self.sections.append(Section(title, start, end, number))
+            self.open_section = None
+
+
+def parse(name: str, data: bytes) -> ParsedFile:
+    """Read one memory file (``name`` without ``.md``). Never raises; the module docstring has the rules."""
+    lines = _split(data)
+    skipped: list[Skipped] = []
+    front_matter, first = _parse_front_matter(lines, skipped)
+    parser = _Parser(data, lines, skipped)
+    parser.run(first)
+    skipped.sort(key=lambda item: item.line)
+    return ParsedFile(name, front_matter, tuple(parser.sections), tuple(parser.entries), tuple(skipped))
+
+
+def entry_line(text: str, date: str | None) -> str:
+    """The markdown ``add_entry`` writes: ``- DATE: text``, or ``- text`` without a date.
+
+    Line endings become ``\\n``, blank lines around the text are dropped, and every line after
+    the first is indented by two spaces so that it stays part of the entry (blank lines inside
+    stay empty). No trailing newline.
+    """
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    while lines and _is_blank(lines[0]):
+        lines.pop(0)
+    while lines and _is_blank(lines[-1]):
+        lines.pop()
+    head = lines[0].lstrip(" \t") if lines else ""
+    if date is None:
+        first = f"- {head}".rstrip(" ")
+    else:
+        first = f"- {date}: {head}" if head else f"- {date}"
+    rest = ["" if _is_blank(line) else "  " + line for line in lines[1:]]
+    return "\n".join([first, *rest])
+
+
+def _newline(data: bytes) -> bytes:
+    newline = data.find(b"\n")
+    return b"\r\n" if newline > 0 and data[newline - 1 : newline] == b"\r" else b"\n"
+
+
+def _blank_tail_start(lines: list[_Line], low: int, high: int) -> int:
+    """Where the run of blank lines ending at offset ``high`` starts (not before ``low``)."""
+    position = high
+    for line in reversed(lines):
+        if line.end > high or line.start < low:
+            if line.start < low:
+                break
+            continue
+        if line.text is None or not _is_blank(line.text):
+            break
+        position = line.start
+    return position
+
+
+def _insert(data: bytes, position: int, block: bytes, newline: bytes) -> tuple[bytes, int]:
+    if position == len(data) and data and not data.endswith(b"\n"):
+        return data + newline + block, len(data) + len(newline)
+    return data[:position] + block + newline + data[position:], position
+
+
+def add_entry(data: bytes, section: str, text: str, date: str | None) -> tuple[bytes, int]:
+    """Add one entry to ``section``; return the new bytes and the offset of the entry's first line.
+
+    Raises ``ValueError`` for a section title with a line break, a ``date`` that is not a real
+    ``YYYY-MM-DD`` or ``YYYY-MM``, an entry with no date (neither ``date`` nor a date starting
+    ``text``), or a file where the entry could not be placed without changing other lines.
+    """
+    title = section.strip()
+    if "\n" in section or "\r" in section:
+        raise ValueError(f"a section title cannot contain a line break: {section!r}")
+    if date is not None:
+        match = _CORE_DATE.fullmatch(date)
+        if match is None or "/" in date or _core_date(match) != date:
+            raise ValueError(f"date must be a real YYYY-MM-DD or YYYY-MM, got {date!r}")
+    line = entry_line(text, date)
+    item = _list_item(line.split("\n", 1)[0])
+    if item is None or _leading_date(item[1]) is None:
+        raise ValueError("an entry needs a date: pass date, or start text with one")
+    newline = _newline(data)
+    block = line.replace("\n", newline.decode()).encode("utf-8")
+    lines = _split(data)
+    parsed = parse("", data)
+
+    # The preferred place first, then the end of the section's text, then the section's end:
+    # the later ones help when the next line would join the new entry (a paragraph right
+    # under the heading, a sibling bullet after an indented entry).
+    own = [entry for entry in parsed.entries if entry.section == title]
+    matching = [candidate for candidate in parsed.sections if candidate.title == title]
+    if own:
+        last = own[-1]
+        low = last.end
+        enclosing = [s for s in parsed.sections if s.start <= last.start < s.end]
+        if title and enclosing:
+            high = enclosing[-1].end
+        else:
+            high = next((s.start for s in parsed.sections if s.start > last.start), len(data))
+        positions = [last.end]
+    elif matching:
+        heading = next(candidate for candidate in lines if candidate.start == matching[0].start)
+        low, high = heading.end, matching[0].end
+        positions = [heading.end]
+    elif title == "":
+        low, high = 0, parsed.sections[0].start if parsed.sections else len(data)
+        positions = []
+    else:
+        return _append_section(data, title, block, newline)
+    positions += [_blank_tail_start(lines, low, high), high]
+
+    for position in dict.fromkeys(positions):
+        new, offset = _insert(data, position, block, newline)
+        placed = next((entry for entry in parse("", new).entries if entry.start == offset), None)
+        if placed is not None and placed.section == title and remove_entry(new, placed) == data:
+            return new, offset
+    raise ValueError(f"cannot add an entry to section {title!r} without changing other lines")
+
+
+def _append_section(data: bytes, title: str, block: bytes, newline: bytes) -> tuple[bytes, int]:
+    if not data:
+        prefix = b""
+    elif not data.endswith(b"\n"):
+        prefix = newline + newline
+    else:
+        last = _split(data)[-1].text
+        prefix = b"" if last is not None and _is_blank(last) else newline
+    heading = f"## {title}".encode() + newline
+    new = data + prefix + heading + block + newline
+    offset = len(data) + len(prefix) + len(heading)
+    placed = next((entry for entry in parse("", new).entries if entry.start == offset), None)
+    if placed is None or placed.section != title or placed.end != len(new):
+        raise ValueError(f"cannot append section {title!r} to this file (an unclosed code fence?)")
+    return new, offset
+
+
+def remove_entry(data: bytes, entry: Entry) -> bytes:
+    """``data`` without the entry's bytes ``[start, end)``.
+
+    When the entry is the file's last line and has no newline, the newline before it goes too,
+    so the file still ends without one (and an ``add_entry`` there is undone exactly).
+    """
+    start, end = entry.start, entry.end
+    if end == len(data) and start < end and start > 0 and not data.endswith(b"\n"):
+        if data[start - 1 : start] == b"\n":
+            start -= 2 if data[start - 2 : start] == b"\r\n" else 1
+    return data[:start] + data[end:]
+
+
+def wikilinks(text: str) -> list[str]:
+    """Targets of ``[[Target]]``, ``[[Target|alias]]``, ``[[Target#heading]]`` (and ``![[embeds]]``),
+    in order of first appearance, without duplicates or empty targets."""
+    targets: dict[str, None] = {}
+    for match in _WIKILINK.finditer(text):
+        target = match.group(1).strip()
+        if target:
+            targets.setdefault(target, None)
+    return list(targets)
