@@ -120,6 +120,49 @@ def _given(args: argparse.Namespace, *names: str) -> dict[str, Any]:
     return {n: getattr(args, n) for n in names if getattr(args, n, None) is not None}
 
 
+def cmd_memory(vault: Vault, args: argparse.Namespace) -> None:
+    scope = _scope(args)
+    action = args.memory_action
+    if action == "import":
+        report = vault.memory_import(args.folder, memory_dir=args.memory_dir, bind=args.bind, **scope)
+        _emit(args, report, lambda r: "\n".join(
+            [f"{r.files} file(s): {r.entries_created} entries written, {r.entries_unchanged} unchanged, "
+             f"{r.entries_archived} archived; {r.notes} note(s), {r.links} link(s)"
+             + (f"; bound to {r.bound_folder}" if r.bound_folder else "")]
+            + [f"skipped {s.file}.md:{s.line}: {s.reason}: {_short(s.text, 60)}" for s in r.skipped]))
+    elif action == "export":
+        _emit(args, vault.memory_export(args.folder, **scope), lambda r: f"wrote {r.files} file(s) to {r.folder}")
+    elif action == "recall":
+        params = {**scope, **_given(args, "file", "limit")}
+        _emit(args, vault.memory_recall(args.query, **params), _memory_recall_text)
+    elif action == "get":
+        _emit(args, vault.get_memory(args.file, args.section, **scope), lambda r: r.text)
+    elif action == "list":
+        _emit(args, vault.list_memory_files(**scope), lambda r: "\n".join(
+            f"{f.file}  {f.entries} entries  [{', '.join(f.sections)}]" for f in r.files) or "no memory files")
+    elif action == "add":
+        change = vault.add_memory(args.file, args.section, args.text, args.date, **scope)
+        _emit(args, change, lambda r: f"added to {r.file} / {r.entry.section} ({r.entry.date})"
+              + (f"; rewrote {r.written}" if r.written else ""))
+    else:
+        change = vault.delete_memory(args.file, args.section, date=args.date, text=args.text, **scope)
+        _emit(args, change, lambda r: f"deleted from {r.file} / {r.entry.section} ({r.entry.date}): {_short(r.entry.text, 60)}"
+              + (f"; rewrote {r.written}" if r.written else ""))
+
+
+def _memory_recall_text(r: Any) -> str:
+    if not r.entries:
+        return "no matching entries"
+    head = f"{r.total} matching entr{'y' if r.total == 1 else 'ies'} ({r.search_mode}" + (
+        f", showing the {len(r.entries)} most relevant" if r.truncated else "") + "), oldest first:"
+    return "\n".join([head] + [f"{e.date}  {e.file} / {e.section}: {_short(e.text)}" for e in r.entries])
+
+
+def cmd_search(vault: Vault, args: argparse.Namespace) -> None:
+    params = {**_scope(args), **_given(args, "limit", "mode")}
+    _emit(args, vault.search(args.query, **params), _recall_text)
+
+
 def cmd_link(vault: Vault, args: argparse.Namespace) -> None:
     params = {**_scope(args), **_given(args, "weight", "source")}
     link = vault.link(args.from_id, args.to_id, args.relation, **params)
@@ -402,6 +445,48 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--all", action="store_true", help="follow the cursor to the end")
     _add_filters(p)
     p.set_defaults(func=cmd_scan)
+
+    p = sub.add_parser("memory", parents=[common], help="memory files: import, export, recall, get, list, add, delete")
+    actions = p.add_subparsers(dest="memory_action", required=True, parser_class=_Parser)
+    m = actions.add_parser("import", parents=[common], help="import a folder (its memory files and notes)")
+    m.add_argument("folder")
+    m.add_argument("--memory-dir", dest="memory_dir", default="About Me", help="subfolder of memory files (default: About Me)")
+    m.add_argument("--bind", action="store_true", help="let add/delete rewrite the files in that folder")
+    _add_scope(m)
+    m = actions.add_parser("export", parents=[common], help="write every memory file to a folder")
+    m.add_argument("folder")
+    _add_scope(m)
+    m = actions.add_parser("recall", parents=[common], help="entries about a topic, oldest first")
+    m.add_argument("query")
+    m.add_argument("--file", help="one memory file, exact letter case, without .md")
+    m.add_argument("--limit", type=int)
+    _add_scope(m)
+    m = actions.add_parser("get", parents=[common], help="a memory file or one section, verbatim")
+    m.add_argument("file")
+    m.add_argument("--section")
+    _add_scope(m)
+    m = actions.add_parser("list", parents=[common], help="the memory files")
+    _add_scope(m)
+    m = actions.add_parser("add", parents=[common], help="add a dated entry to a section")
+    m.add_argument("file")
+    m.add_argument("section")
+    m.add_argument("text")
+    m.add_argument("--date", help="YYYY-MM-DD (default: today, UTC)")
+    _add_scope(m)
+    m = actions.add_parser("delete", parents=[common], help="delete the one entry matching --date and/or --text")
+    m.add_argument("file")
+    m.add_argument("section")
+    m.add_argument("--date")
+    m.add_argument("--text")
+    _add_scope(m)
+    p.set_defaults(func=cmd_memory)
+
+    p = sub.add_parser("search", parents=[common], help="recall over an imported folder's notes")
+    p.add_argument("query")
+    p.add_argument("--limit", type=int)
+    p.add_argument("--mode", choices=["fts5", "dense", "hybrid"])
+    _add_scope(p)
+    p.set_defaults(func=cmd_search)
 
     p = sub.add_parser("link", parents=[common], help="link two memories (typed, weighted, directed)")
     p.add_argument("from_id", type=int)

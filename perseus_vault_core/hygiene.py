@@ -14,7 +14,8 @@ passed but which nobody has archived) and flags each one for any of these reason
 - ``never retrieved``: ``retrieval_count`` is 0 and the memory is older than ``min_age_days``.
 
 A tenant is one (``agent_id``, ``workspace_hash``) pair: memories of two tenants are never
-compared. Community summaries (written by the vault, see summaries.py) are not examined. Nothing
+compared. Community summaries and stored memory files (written by the vault, see summaries.py and
+memory.py) are not examined; memory-file entries are, like any memory. Nothing
 here writes (no reinforcement), and the same store gives the same report.
 
 Similar pairs are found without weighing every pair one by one: vectors by blocks of matrix
@@ -86,7 +87,7 @@ def read(conn: Any, filters: Filters, now_ms: int) -> tuple[list[Memory], int]:
     sql = (
         f"SELECT {store.ENTITY_COLUMNS}, x.embedding FROM {FROM_VERSIONS_FIRST} "
         f"LEFT JOIN {vectors.TABLE} x ON x.vid = v.vid "
-        f"WHERE {v.where} AND v.status = 'active' AND v.type != '{SUMMARY_TYPE}' ORDER BY v.entity_id"
+        f"WHERE {v.where} AND v.status = 'active' AND v.type NOT IN ('{SUMMARY_TYPE}', 'memory_file') ORDER BY v.entity_id"
     )
     out = []
     for row in conn.execute(sql, v.params):

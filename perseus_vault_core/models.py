@@ -563,6 +563,81 @@ class PrepareResult(_Out):
     search_mode: str
 
 
+class MemoryEntry(_Out):
+    """One dated entry of a memory file; ``text`` is its raw markdown (wikilinks intact, continuation lines included)."""
+
+    file: str
+    section: str
+    date: str | None
+    text: str
+
+
+class MemoryRecallResult(_Out):
+    """``entries`` oldest first; ``total`` counts every matched entry; ``truncated``: ``limit`` dropped the
+    least relevant matches (never a date range); ``search_mode``: ``hybrid`` when meaning contributed,
+    ``fts`` for keyword alone (the any-term fallback included); ``reranked``: a cross-encoder cut ran."""
+
+    entries: list[MemoryEntry]
+    total: int
+    truncated: bool
+    search_mode: str
+    reranked: bool
+
+
+class MemoryFileInfo(_Out):
+    file: str
+    entries: int
+    sections: list[str]
+    updated_at_ms: int
+
+
+class MemoryFiles(_Out):
+    files: list[MemoryFileInfo]
+    bound_folder: str | None
+
+
+class MemoryText(_Out):
+    """A memory file, or one of its sections, verbatim."""
+
+    file: str
+    section: str | None
+    text: str
+
+
+class SkippedLine(_Out):
+    file: str
+    line: int
+    text: str
+    reason: str
+
+
+class MemoryImportReport(_Out):
+    """What a folder import did; ``skipped`` lists every line that is not part of an entry (nothing
+    in the files is changed, so nothing is lost)."""
+
+    files: int
+    entries_created: int
+    entries_archived: int
+    entries_unchanged: int
+    notes: int
+    links: int
+    skipped: list[SkippedLine]
+    bound_folder: str | None
+
+
+class MemoryChange(_Out):
+    """The entry added or deleted, and the markdown file rewritten (when the vault is bound to a folder)."""
+
+    file: str
+    entry: MemoryEntry
+    written: str | None
+
+
+class MemoryExportReport(_Out):
+    folder: str
+    files: int
+
+
 class PurgeResult(_Out):
     id: int
     versions: int

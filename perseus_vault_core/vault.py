@@ -9,6 +9,7 @@ threads: each thread gets its own SQLite connection.
 from __future__ import annotations
 
 import functools
+import json
 import os
 import time
 from collections.abc import Callable, Iterable
@@ -20,6 +21,8 @@ import numpy as np
 from . import (
     global_recall,
     graph,
+    memory,
+    memory_files,
     hygiene,
     import_export,
     maintenance,
@@ -35,11 +38,12 @@ from . import (
 from .communities import SUMMARY_TYPE, Communities, Group, Partition
 from .connection import SQLITE_ERRORS, ConnectionPool, choose_driver, connect, read_snapshot, write_transaction
 from .embed import Embedder, LazyEmbedder, checked, embedding_text
-from .errors import InvalidInput, NotFound, NotSupported, StorageError, VaultError
-from .filters import view
+from .errors import Conflict, InvalidInput, NotFound, NotSupported, StorageError, VaultError
+from .filters import FROM, view
 from .fusion import Fusion
 from .keyword_index import KeywordIndex
 from .mirror import HeadMirror
+from .query import parse as parse_terms
 from .query import tokenize
 from .vector_index import VectorIndex
 from .models import (
@@ -59,6 +63,15 @@ from .models import (
     Entity,
     EvidenceItem,
     Filters,
+    MemoryChange,
+    MemoryEntry,
+    MemoryExportReport,
+    MemoryFileInfo,
+    MemoryFiles,
+    MemoryImportReport,
+    MemoryRecallResult,
+    MemoryText,
+    SkippedLine,
     GlobalCommunity,
     GlobalRecallParams,
     GlobalRecallResult,
@@ -168,7 +181,7 @@ class Vault:
     def __init__(self, path: str | os.PathLike[str] | None = None, *, clock: Clock | None = None,
                  synchronous: str = "FULL", keyword_index: bool = True, vector_index: bool = True,
                  embedder: Embedder | Literal[False] | None = None, threads: int | None = None,
-                 fusion: Fusion | dict[str, Any] | None = None) -> None:
+                 fusion: Fusion | dict[str, Any] | None = None, cross_encoder: Any = None) -> None:
         """Open (creating if needed) the vault at ``path``.
 
         ``embedder``: what embeds memories on write and queries for dense/hybrid recall. By default
@@ -178,6 +191,8 @@ class Vault:
         ``keyword_index`` / ``vector_index``: after the first recall, build the in-memory indexes in
         the background (same results, much faster on large stores); SQL answers until they are ready.
         ``fusion``: hybrid recall's default weights (see :class:`Fusion`).
+        ``cross_encoder``: an object with ``predict(pairs) -> scores`` that memory_recall uses to cut
+        weak matches (by default the operator's ``PERSEUS_VAULT_CROSS_ENCODER`` model, if set).
         ``synchronous``: SQLite's durability setting for writes (``FULL`` survives power loss).
         """
         self.path = str(path) if path is not None else default_path()
@@ -209,6 +224,10 @@ class Vault:
             raise InvalidInput("embedder", "must have identity, dimension and embed(texts), or be False")
         self._fusion = validate(Fusion, fusion, prefix="fusion") if fusion is not None else Fusion()
         self._clusters = Communities()
+        if cross_encoder is not None and not callable(getattr(cross_encoder, "predict", None)):
+            raise InvalidInput("cross_encoder", "must have predict(pairs) returning one score per pair")
+        self._cross_encoder = cross_encoder
+        self._entries: memory.EntryIndex | None = None
         self._trigger_vectors: dict[str, dict[str, np.ndarray]] = {}  # model -> phrase -> vector
         self._last_query: tuple[str, Embedder, np.ndarray] | None = None
 
@@ -624,13 +643,343 @@ class Vault:
                 "query": query, "mode": p.mode, "limit": 2 * p.related + len(triggered), "reinforce": False, **scope}))
             mode = result.search_mode
             seen = {item.id for item, _ in triggered}
-            # community summaries repeat their members' sentences: a turn's block wants the memories
-            related = [item for item in result.items if item.id not in seen and item.type != SUMMARY_TYPE][: p.related]
+            # community summaries and stored memory files repeat other memories: a turn's block wants those
+            related = [item for item in result.items
+                       if item.id not in seen and item.type not in (SUMMARY_TYPE, memory.FILE_TYPE)][: p.related]
         text, shown_triggered, shown_related = proactive.block(triggered, related, p.max_chars)
         if p.reinforce and (shown_triggered or shown_related):
             self._reinforce(sorted(set(shown_triggered + shown_related)))
         return PrepareResult(markdown=text, triggered=shown_triggered, related=shown_related, chars=len(text),
                              search_mode=mode)
+
+    # --- memory files --------------------------------------------------------------------------
+
+    @_edge
+    def memory_import(self, folder: str | os.PathLike[str], *, memory_dir: str = "About Me", bind: bool = False,
+                      agent_id: str | None = None, workspace_hash: str | None = None) -> MemoryImportReport:
+        """Import an Obsidian-style folder: the memory files in ``folder/memory_dir`` (or in ``folder``
+        itself when there is no such subfolder) entry by entry, and the folder's other markdown notes
+        with their wikilinks. Re-importing reconciles: unchanged entries are not written or embedded,
+        entries gone from a file are archived. ``bind=True`` makes ``add_memory`` / ``delete_memory``
+        rewrite the files there."""
+        _scope(agent_id, workspace_hash)
+        root = Path(folder)
+        if not root.is_dir():
+            raise InvalidInput("folder", f"{folder} is not a folder")
+        if not isinstance(memory_dir, str) or not isinstance(bind, bool):
+            raise InvalidInput("memory_dir" if not isinstance(memory_dir, str) else "bind", "has the wrong type")
+        directory = memory.memory_dir(root, memory_dir).resolve()
+        scope = {"agent_id": agent_id, "workspace_hash": workspace_hash}
+        try:
+            records = [memory.record(p.stem, p.read_bytes()) for p in memory.memory_paths(directory)]
+            notes = [memory.note_item(root, p, p.read_bytes(), scope) for p in memory.note_paths(root.resolve(), directory)]
+        except OSError as exc:
+            raise InvalidInput("folder", f"cannot read {exc.filename}: {exc.strerror}") from None
+        report = self._memory_sync(records, scope, prune=True, notes=notes, bind_to=directory if bind else None)
+        report.skipped = [SkippedLine(file=r.name, line=s.line, text=s.text, reason=s.reason)
+                          for r in records for s in r.parsed.skipped]
+        return report
+
+    def _memory_sync(self, records: list[memory.FileRecord], scope: dict[str, Any], *, prune: bool,
+                     notes: list[tuple[dict[str, Any], list[str]]] | None = None,
+                     bind_to: Path | None = None) -> MemoryImportReport:
+        """Make the vault's memory files (and notes) match ``records``, in one transaction: write what
+        changed, archive entries that are gone (with ``prune``, also files that are gone)."""
+        agent, workspace = scope["agent_id"] or "", scope["workspace_hash"] or ""
+        conn = self._conn()
+        with read_snapshot(conn):
+            rows = conn.execute(
+                "SELECT e.id, e.category, e.key, v.content, v.summary, v.body, v.status FROM entities e "
+                "JOIN entity_versions v ON v.entity_id = e.id AND v.recorded_to_ms IS NULL "
+                "WHERE e.agent_id = ? AND e.workspace_hash = ? AND (e.category = ? OR e.category = ? "
+                "OR substr(e.category, 1, 7) = 'memory:')",
+                (agent, workspace, memory.FILE_CATEGORY, memory.NOTE_CATEGORY),
+            ).fetchall()
+        existing = {(r[1], r[2]): r for r in rows}
+        names = {r.name for r in records}
+        items: list[dict[str, Any]] = []
+        for r in records:
+            items.append(r.file_item(scope))
+            items.extend(r.entry_items(scope))
+        note_items = [n for n, _ in (notes or [])]
+        wanted = {(it["category"], it["key"]) for it in items + note_items}
+        changed, unchanged = [], 0
+        for it in items + note_items:
+            row = existing.get((it["category"], it["key"]))
+            extras = {k: v for k, v in it["body"].items()}
+            if row is not None and row[6] == "active" and row[3] == it["content"] and row[4] == it.get("summary") \
+                    and json.loads(row[5]) == extras:
+                unchanged += it["type"] == memory.ENTRY_TYPE
+                continue
+            changed.append(it)
+        stale = []
+        for (category, key), row in existing.items():
+            if row[6] != "active" or (category, key) in wanted:
+                continue
+            in_file = category.startswith("memory:") and category[7:] in names
+            if in_file or (prune and (category.startswith("memory:") or category == memory.FILE_CATEGORY)):
+                stale.append((int(row[0]), category.startswith("memory:")))
+        checked_items = [validate(RememberInput, it, prefix=f"{it['category']}/{it['key']}") for it in changed]
+        links = [(n["key"], targets) for n, targets in (notes or []) if targets]
+        report = MemoryImportReport(
+            files=len(records), entries_created=sum(it["type"] == memory.ENTRY_TYPE for it in changed),
+            entries_archived=sum(is_entry for _, is_entry in stale), entries_unchanged=unchanged,
+            notes=len(note_items), links=0, skipped=[], bound_folder=str(bind_to) if bind_to else None)
+        if not (checked_items or stale or links or bind_to):
+            return report
+        plan = self._plan(lambda c: store.texts_to_embed(c, checked_items))
+
+        def work(c: Any) -> int:
+            now = self._now()
+            if checked_items:
+                store.remember_batch(c, checked_items, now, plan)
+            for entity_id, _ in stale:
+                store.forget(c, entity_id, None, None, now)
+            made = 0
+            if links:
+                by_name: dict[str, int] = {}
+                for entity_id, key in c.execute(
+                    "SELECT id, key FROM entities WHERE agent_id = ? AND workspace_hash = ? AND category = ? ORDER BY key",
+                    (agent, workspace, memory.NOTE_CATEGORY),
+                ):
+                    by_name.setdefault(key.rsplit("/", 1)[-1].casefold(), int(entity_id))
+                for key, targets in links:
+                    source = store.find_id(c, memory.NOTE_CATEGORY, key, agent, workspace)
+                    ids = [by_name[t.casefold()] for t in targets if t.casefold() in by_name]
+                    if source is not None and ids:
+                        made += graph.link_many(c, source, ids, memory.LINK_RELATION, now)
+            if bind_to is not None:
+                memory.bind(c, bind_to)
+            return made
+
+        report.links = self._write_planned(plan, work)
+        return report
+
+    def _memory_base(self, file: str, agent_id: str | None, workspace_hash: str | None) -> tuple[bytes, Path | None, bool]:
+        """The current bytes of a memory file (from the bound folder when there is one, else as
+        stored), the path to rewrite (when bound), and whether the file exists at all."""
+        conn = self._conn()
+        with read_snapshot(conn):
+            folder = memory.binding(conn)
+            entity_id = store.find_id(conn, memory.FILE_CATEGORY, file, agent_id, workspace_hash)
+            row = store.head_row(conn, entity_id) if entity_id is not None else None
+        path = folder / f"{file}.md" if folder is not None else None
+        if path is not None and path.exists():
+            try:
+                return path.read_bytes(), path, True
+            except OSError as exc:
+                raise StorageError(f"cannot read {path}: {exc.strerror}") from None
+        if row is not None and row["status"] == "active":
+            return memory.file_bytes(json.loads(row["body"])), path, True
+        return b"", path, False
+
+    def _memory_args(self, file: Any, section: Any) -> None:
+        if not isinstance(file, str) or memory.check_name(file):
+            raise InvalidInput("file", memory.check_name(file) if isinstance(file, str) else "must be a string")  # type: ignore[arg-type]
+        if not isinstance(section, str) or not section.strip() or "\n" in section or len(section) > 256:
+            raise InvalidInput("section", "must be a one-line heading text of at most 256 characters")
+
+    @_edge
+    def add_memory(self, file: str, section: str, text: str, date: str | None = None, *,
+                   agent_id: str | None = None, workspace_hash: str | None = None) -> MemoryChange:
+        """Add a dated entry (``date`` defaults to today, UTC) at the end of ``section`` of memory file
+        ``file`` (both created if missing). When the vault is bound to a folder, the markdown file is
+        rewritten atomically first, every other byte unchanged."""
+        self._memory_args(file, section)
+        _scope(agent_id, workspace_hash)
+        if not isinstance(text, str) or not text.strip() or len(text) > 65_536:
+            raise InvalidInput("text", "must be non-empty text of at most 65,536 characters")
+        if date is None:
+            date = time.strftime("%Y-%m-%d", time.gmtime(self._now() / 1000))
+        elif not isinstance(date, str) or not memory.valid_date(date):
+            raise InvalidInput("date", "must be a date as YYYY-MM-DD (or YYYY-MM)")
+        base, path, _ = self._memory_base(file, agent_id, workspace_hash)
+        try:
+            data, offset = memory_files.add_entry(base, section.strip(), text.strip(), date)
+        except ValueError as exc:  # the file's shape leaves no place where the entry would read back whole
+            raise InvalidInput("text", str(exc)) from None
+        rec = memory.record(file, data)
+        entry = next((e for e in rec.parsed.entries if e.start == offset), None)
+        if entry is None:
+            raise InvalidInput("text", "would not read back as one dated entry (check its first line)")
+        if path is not None:
+            memory.write_atomic(path, data)
+        self._memory_sync([rec], {"agent_id": agent_id, "workspace_hash": workspace_hash}, prune=False)
+        return MemoryChange(file=file, entry=MemoryEntry(file=file, section=entry.section, date=entry.date, text=entry.text),
+                            written=str(path) if path is not None else None)
+
+    @_edge
+    def delete_memory(self, file: str, section: str, *, date: str | None = None, text: str | None = None,
+                      agent_id: str | None = None, workspace_hash: str | None = None) -> MemoryChange:
+        """Delete the one entry of ``section`` matching ``date`` and/or ``text`` (the whole entry text,
+        or a part of it); refuses when none or several match. The entry stays in the vault's history;
+        when bound to a folder, the markdown file is rewritten atomically."""
+        self._memory_args(file, section)
+        _scope(agent_id, workspace_hash)
+        _text("date", date, max_chars=32)
+        _text("text", text, max_chars=65_536)
+        if date is None and text is None:
+            raise InvalidInput("date", "give the entry's date, its text, or both")
+        base, path, exists = self._memory_base(file, agent_id, workspace_hash)
+        if not exists:
+            raise NotFound(f"no memory file {file!r}")
+        parsed = memory_files.parse(file, base)
+        found = [e for e in parsed.entries if e.section == section.strip() and (date is None or e.date == date)
+                 and (text is None or text == e.text or text in e.text)]
+        if not found:
+            raise NotFound(f"no entry in {file} / {section} matches")
+        if len(found) > 1:
+            raise Conflict(f"{len(found)} entries in {file} / {section} match; give the date and more of the text")
+        data = memory_files.remove_entry(base, found[0])
+        if path is not None:
+            memory.write_atomic(path, data)
+        self._memory_sync([memory.record(file, data)], {"agent_id": agent_id, "workspace_hash": workspace_hash}, prune=False)
+        e = found[0]
+        return MemoryChange(file=file, entry=MemoryEntry(file=file, section=e.section, date=e.date, text=e.text),
+                            written=str(path) if path is not None else None)
+
+    @_edge
+    def get_memory(self, file: str, section: str | None = None, *, agent_id: str | None = None,
+                   workspace_hash: str | None = None) -> MemoryText:
+        """A memory file verbatim, or one of its ``##`` sections (heading included)."""
+        if not isinstance(file, str) or memory.check_name(file):
+            raise InvalidInput("file", "must be a memory file's name without .md")
+        _text("section", section, max_chars=256)
+        _scope(agent_id, workspace_hash)
+        base, _, exists = self._memory_base(file, agent_id, workspace_hash)
+        if not exists:
+            raise NotFound(f"no memory file {file!r} (list them with list_memory_files)")
+        text = base.decode("utf-8", errors="replace")
+        if section is None:
+            return MemoryText(file=file, section=None, text=text)
+        parsed = memory_files.parse(file, base)
+        match = next((s for s in parsed.sections if s.title == section.strip()), None)
+        if match is None:
+            raise NotFound(f"no section {section!r} in memory file {file!r}")
+        return MemoryText(file=file, section=match.title, text=base[match.start : match.end].decode("utf-8", errors="replace"))
+
+    @_edge
+    def list_memory_files(self, *, agent_id: str | None = None, workspace_hash: str | None = None) -> MemoryFiles:
+        """The memory files in scope, by name, with their entry counts and sections."""
+        _scope(agent_id, workspace_hash)
+        f = Filters(type=memory.FILE_TYPE, category=memory.FILE_CATEGORY, agent_id=agent_id, workspace_hash=workspace_hash)
+        v = view(f, self._now())
+        conn = self._conn()
+        with read_snapshot(conn):
+            rows = conn.execute(f"SELECT e.key, v.body, v.updated_at_ms FROM {FROM} WHERE {v.where} ORDER BY e.key",
+                                v.params).fetchall()
+            folder = memory.binding(conn)
+        files = []
+        for name, body, updated in rows:
+            parsed = memory_files.parse(name, memory.file_bytes(json.loads(body)))
+            files.append(MemoryFileInfo(file=name, entries=len(parsed.entries),
+                                        sections=[s.title for s in parsed.sections], updated_at_ms=updated))
+        return MemoryFiles(files=files, bound_folder=str(folder) if folder is not None else None)
+
+    @_edge
+    def memory_export(self, folder: str | os.PathLike[str], *, agent_id: str | None = None,
+                      workspace_hash: str | None = None) -> MemoryExportReport:
+        """Write every memory file in scope to ``folder/<file>.md`` (atomically, byte for byte as stored)."""
+        _scope(agent_id, workspace_hash)
+        target = Path(folder)
+        try:
+            target.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InvalidInput("folder", f"cannot create {folder}: {exc.strerror}") from None
+        f = Filters(type=memory.FILE_TYPE, category=memory.FILE_CATEGORY, agent_id=agent_id, workspace_hash=workspace_hash)
+        v = view(f, self._now())
+        conn = self._conn()
+        with read_snapshot(conn):
+            rows = conn.execute(f"SELECT e.key, v.body FROM {FROM} WHERE {v.where} ORDER BY e.key", v.params).fetchall()
+        for name, body in rows:
+            memory.write_atomic(target / f"{name}.md", memory.file_bytes(json.loads(body)))
+        return MemoryExportReport(folder=str(target), files=len(rows))
+
+    @_edge
+    def memory_recall(self, query: str, file: str | None = None, limit: int = 50, *, agent_id: str | None = None,
+                      workspace_hash: str | None = None) -> MemoryRecallResult:
+        """Entries of the memory files about ``query``, oldest first (SPEC 5.9; rules in docs/memory-files.md)."""
+        if not isinstance(query, str) or not query.strip() or len(query) > MAX_QUERY_CHARS:
+            raise InvalidInput("query", f"must be non-empty text of at most {MAX_QUERY_CHARS} characters")
+        _text("file", file, max_chars=4096)
+        _int("limit", limit, low=1)
+        if limit > MAX_LIMIT:
+            raise InvalidInput("limit", f"must be at most {MAX_LIMIT}")
+        _scope(agent_id, workspace_hash)
+        empty = MemoryRecallResult(entries=[], total=0, truncated=False, search_mode="fts", reranked=False)
+        if file is not None and memory.check_name(file):
+            return empty  # no memory file can have that name
+        index = self._entry_index()
+        rows = index.rows(agent_id, workspace_hash, file)
+        if not len(rows):
+            return empty
+        stems = list(parse_terms(query).stems)
+        share = index.coverage(stems, rows)
+        meaning = index.vectors is not None and self._embedder is not None
+        cos = index.cosines(self._embed_query(query), rows) if meaning else np.full(len(rows), np.nan)
+        if not stems:
+            share = np.zeros(len(rows))  # no content word: nothing can hold "every word"
+        matching = index.matching(cos, share)
+        cross = self._cross()
+        reranked = cross is not None
+        if cross is not None:  # the operator's cross-encoder judges each match against the query
+            matched = index.candidates(rows, cos, share, matching)
+            scores = [float(s) for s in cross.predict([(query, index.entry(c.entity_id)[3]) for c in matched])] if matched else []
+            kept, total = memory.rerank(matched, scores, limit)
+        else:
+            kept, total = index.top(rows, cos, share, matching, limit)
+        mode = "hybrid" if meaning else "fts"
+        if not kept and stems:  # below the relevance threshold: relax to any query word
+            kept, total = index.top(rows, cos, share, share > 0, limit)
+            mode = "fts"
+        entries = []
+        for c in kept:
+            f, section, date, text = index.entry(c.entity_id)
+            entries.append(MemoryEntry(file=f, section=section, date=date, text=text))
+        return MemoryRecallResult(entries=entries, total=total, truncated=total > len(entries), search_mode=mode,
+                                  reranked=reranked)
+
+    def _entry_index(self) -> memory.EntryIndex:
+        """The in-memory index of memory entries, rebuilt when the vault's current versions changed
+        (or an expiry or validity boundary passed)."""
+        conn = self._conn()
+        now = self._now()
+        with read_snapshot(conn):
+            seq = int(conn.execute("SELECT coalesce(max(seq), 0) FROM head_changes").fetchone()[0])
+            kept = self._entries
+            if kept is not None and kept.seq == seq and (kept.next_change is None or now < kept.next_change):
+                return kept
+            v = view(Filters(type=memory.ENTRY_TYPE), now)
+            rows = conn.execute(
+                f"SELECT e.id, e.agent_id, e.workspace_hash, v.content, v.body, x.embedding, v.expires_at_ms, "
+                f"v.valid_to_ms FROM {FROM} LEFT JOIN version_vectors x ON x.vid = v.vid WHERE {v.where} ORDER BY e.id",
+                v.params,
+            ).fetchall()
+            future = conn.execute(
+                "SELECT min(valid_from_ms) FROM entity_versions WHERE recorded_to_ms IS NULL AND valid_from_ms > ?", (now,)
+            ).fetchone()[0]
+            model = vectors.model(conn)
+        bounds = [t for r in rows for t in (r[6], r[7]) if t is not None and t > now] + ([future] if future else [])
+        index = memory.EntryIndex([r[:6] for r in rows], seq, min(bounds) if bounds else None,
+                                  model[1] if model is not None else None)
+        self._entries = index
+        return index
+
+    def _cross(self) -> Any:
+        """The cross-encoder for memory_recall: the one passed to the vault, else the operator's
+        ``PERSEUS_VAULT_CROSS_ENCODER`` model folder (loaded once), else None."""
+        if self._cross_encoder is None:
+            path = os.environ.get(memory.CROSS_ENCODER_ENV)
+            if path:
+                self._cross_encoder = memory.load_cross_encoder(path)
+        return self._cross_encoder
+
+    @_edge
+    def search(self, query: str, **params: Any) -> RecallResult:
+        """Recall over the notes of an imported folder (outside the memory layer); ``recall``'s parameters."""
+        if "type" in params:
+            raise InvalidInput("type", "search is over markdown notes; use recall for other types")
+        return self._recall(validate(RecallParams, {"query": query, "type": memory.NOTE_TYPE, **params}))
 
     # --- reading -----------------------------------------------------------------------------
 

@@ -1,0 +1,375 @@
+"""The memory-file layer (SPEC 5.9): named markdown files of sections and dated entries, recalled
+entry by entry so the evolution of a view is visible.
+
+How it is stored:
+
+- each memory file is an entity of type ``memory_file`` (category ``memory_file``, key = the file's
+  name without ``.md``) whose ``body.markdown`` holds the file's text verbatim (``get_memory`` and
+  export read it; every edit is a new version, so history keeps every state of the file);
+- each dated entry is an entity of type ``memory_entry`` in category ``memory:<file>`` (so the
+  ``file`` filter is an exact-case category match), keyed by a hash of its section and text (and a
+  counter when a section holds the same text twice), with ``file``, ``section`` and ``date`` in its
+  body. Re-importing reconciles by that key: unchanged entries are not written (nor embedded), new
+  ones are added, and entries gone from the file are archived (history keeps them);
+- other markdown notes of an imported folder are entities of type ``markdown_note`` (category
+  ``note``, key = their path without ``.md``), their ``[[wikilinks]]`` links (relation ``wikilink``);
+  ``search`` recalls over them.
+
+The parsing and byte-exact editing of one file are in :mod:`memory_files`; memory_recall's
+matching and ranking are in :class:`EntryIndex`.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import math
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .memory_files import Entry, ParsedFile, parse, wikilinks
+
+ENTRY_TYPE = "memory_entry"
+FILE_TYPE = "memory_file"
+FILE_CATEGORY = "memory_file"
+NOTE_TYPE = "markdown_note"
+NOTE_CATEGORY = "note"
+LINK_RELATION = "wikilink"
+MAX_FILE_NAME = 100
+BINDING_KEY = "memory_folder"
+
+# memory_recall's relevance rules (see docs/memory-files.md):
+# Calibrated with the bundled MiniLM on tests/fixtures/memory_vault: entries on the topic of a
+# question score 0.26-0.63, entries on other topics mostly under 0.25.
+MIN_COSINE = 0.25  # an entry at least this close to the query in meaning matches ...
+MARGIN = 0.40  # ... unless the best match is more than this much closer (then the bar rises with it)
+POOL = 300  # candidates weighed per query (at least 4 x limit)
+
+
+def valid_date(text: str) -> bool:
+    """``YYYY-MM-DD`` (a real day) or ``YYYY-MM``: the dates add_memory writes."""
+    import datetime as dt
+
+    for form in ("%Y-%m-%d", "%Y-%m"):
+        try:
+            parsed = dt.datetime.strptime(text, form)
+        except ValueError:
+            continue
+        return parsed.strftime(form) == text
+    return False
+
+
+def entry_category(file: str) -> str:
+    return f"memory:{file}"
+
+
+def entry_keys(entries: tuple[Entry, ...] | list[Entry]) -> list[str]:
+    """Stable keys: hash of (section, text), with a counter for repeats within a file."""
+    seen: dict[str, int] = {}
+    keys = []
+    for e in entries:
+        digest = hashlib.sha256(f"{e.section}\x00{e.text}".encode()).hexdigest()[:24]
+        seen[digest] = seen.get(digest, 0) + 1
+        keys.append(f"{digest}#{seen[digest]}")
+    return keys
+
+
+def check_name(name: str) -> str | None:
+    """Why ``name`` cannot be a memory file's name (None when it can)."""
+    if not name or not name.strip():
+        return "must not be empty"
+    if len(name) > MAX_FILE_NAME:
+        return f"must be at most {MAX_FILE_NAME} characters"
+    if any(c in name for c in '/\\:*?"<>|\x00') or name.startswith("."):
+        return "must be a plain file name without .md (no slashes, no leading dot)"
+    return None
+
+
+@dataclass(frozen=True)
+class FileRecord:
+    """One memory file as the vault will store it."""
+
+    name: str
+    parsed: ParsedFile
+    markdown: str
+    raw_b64: str | None  # the exact bytes, when they are not valid UTF-8
+
+    def file_item(self, scope: dict[str, Any]) -> dict[str, Any]:
+        body: dict[str, Any] = {"markdown": self.markdown, "sha256": hashlib.sha256(self.data).hexdigest()}
+        if self.raw_b64 is not None:
+            body["raw_b64"] = self.raw_b64
+        sections = [s.title for s in self.parsed.sections]
+        content = f"Memory file {self.name}: {len(self.parsed.entries)} entries" + (
+            f" in sections {', '.join(sections)}" if sections else "")
+        return {"category": FILE_CATEGORY, "key": self.name, "type": FILE_TYPE, "content": content,
+                "body": body, "provenance_class": "imported", **scope}
+
+    def entry_items(self, scope: dict[str, Any]) -> list[dict[str, Any]]:
+        out = []
+        for entry, key in zip(self.parsed.entries, entry_keys(self.parsed.entries)):
+            out.append({
+                "category": entry_category(self.name), "key": key, "type": ENTRY_TYPE, "content": entry.text,
+                "body": {"file": self.name, "section": entry.section, "date": entry.date},
+                "topic_path": "memory/" + self.name, "provenance_class": "imported", **scope,
+            })
+        return out
+
+    @property
+    def data(self) -> bytes:
+        return base64.b64decode(self.raw_b64) if self.raw_b64 is not None else self.markdown.encode("utf-8")
+
+
+def record(name: str, data: bytes) -> FileRecord:
+    try:
+        text, raw = data.decode("utf-8"), None
+    except UnicodeDecodeError:
+        text, raw = data.decode("utf-8", errors="replace"), base64.b64encode(data).decode("ascii")
+    return FileRecord(name, parse(name, data), text, raw)
+
+
+def file_bytes(body: dict[str, Any]) -> bytes:
+    """The exact bytes of a stored memory file."""
+    raw = body.get("raw_b64")
+    return base64.b64decode(raw) if isinstance(raw, str) else str(body.get("markdown", "")).encode("utf-8")
+
+
+# --- folders -----------------------------------------------------------------------------------
+
+
+def memory_dir(folder: Path, name: str) -> Path:
+    """The folder's memory files live in ``folder/name`` when it exists, else in ``folder`` itself."""
+    inner = folder / name
+    return inner if name and inner.is_dir() else folder
+
+
+def memory_paths(directory: Path) -> list[Path]:
+    return sorted(p for p in directory.glob("*.md") if p.is_file() and check_name(p.stem) is None)
+
+
+def note_paths(folder: Path, directory: Path) -> list[Path]:
+    """Markdown notes of ``folder`` outside the memory directory (hidden folders such as .obsidian skipped)."""
+    if directory == folder:
+        return []
+    out = []
+    for p in sorted(folder.rglob("*.md")):
+        rel = p.relative_to(folder)
+        if any(part.startswith(".") for part in rel.parts) or directory in p.parents:
+            continue
+        out.append(p)
+    return out
+
+
+def note_item(folder: Path, path: Path, data: bytes, scope: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """A note as a remember item, and the targets of its wikilinks."""
+    text = data.decode("utf-8", errors="replace")
+    front: dict[str, str] = {}
+    body_text = text
+    lines = text.splitlines(keepends=True)
+    if lines and lines[0].strip() == "---":
+        for i in range(1, len(lines)):
+            if lines[i].strip() == "---":
+                for line in lines[1:i]:
+                    if ":" in line:
+                        k, v = line.split(":", 1)
+                        front[k.strip()] = v.strip()
+                body_text = "".join(lines[i + 1 :])
+                break
+    rel = path.relative_to(folder).with_suffix("").as_posix()
+    title = next((ln.lstrip("#").strip() for ln in body_text.splitlines() if ln.startswith("# ")), path.stem)
+    item = {"category": NOTE_CATEGORY, "key": rel[:512], "type": NOTE_TYPE, "content": body_text,
+            "summary": title, "body": {"path": rel, "front_matter": front}, "provenance_class": "imported", **scope}
+    return item, wikilinks(body_text)
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same folder, then rename."""
+    handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(path.parent))
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def binding(conn: Any) -> Path | None:
+    row = conn.execute("SELECT value FROM vault_meta WHERE key = ?", (BINDING_KEY,)).fetchone()
+    return Path(row[0]) if row else None
+
+
+def bind(conn: Any, directory: Path | None) -> None:
+    if directory is None:
+        conn.execute("DELETE FROM vault_meta WHERE key = ?", (BINDING_KEY,))
+    else:
+        conn.execute("INSERT OR REPLACE INTO vault_meta (key, value) VALUES (?, ?)", (BINDING_KEY, str(directory)))
+
+
+# --- recall ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One entry weighed by memory_recall: its hybrid rank (0 = best), cosine to the query (None
+    without vectors), whether it holds every content word of the query, and its sort fields."""
+
+    rank: int
+    cosine: float | None
+    all_terms: bool
+    date: str
+    file: str
+    section: str
+    entity_id: int
+
+
+KEYWORD_WEIGHT = 0.5  # relevance = cosine + this x the share of the query's words an entry holds
+
+
+class EntryIndex:
+    """Every visible memory entry in memory, for memory_recall: ids, scope, file, section, date, text,
+    word stems (an inverted index) and vectors. Built from the file in one read and rebuilt when any
+    current version changes (the change log moves) or the clock passes an expiry or validity boundary.
+
+    A recall is then numpy over at most a few thousand rows: cosine to every entry in scope
+    (canonical float64 scoring, see vector_index.cosine), the share of the query's content words each
+    entry holds, and the relevance order cosine + ``KEYWORD_WEIGHT`` x that share."""
+
+    def __init__(self, rows: list[tuple[Any, ...]], seq: int, next_change: int | None, dimension: int | None) -> None:
+        from .porter import stem
+        from .query import tokenize
+
+        self.seq, self.next_change = seq, next_change
+        self.ids = np.array([r[0] for r in rows], dtype=np.int64)
+        self.texts = [r[3] for r in rows]
+        bodies = [json.loads(r[4]) for r in rows]
+        self.files = [str(b.get("file", "")) for b in bodies]
+        self.sections = [str(b.get("section", "")) for b in bodies]
+        self.dates = [str(b.get("date") or "") for b in bodies]
+        self.by_scope: dict[tuple[str, str], list[int]] = {}
+        self.by_file: dict[str, set[int]] = {}
+        postings: dict[str, list[int]] = {}
+        for i, r in enumerate(rows):
+            self.by_scope.setdefault((r[1], r[2]), []).append(i)
+            self.by_file.setdefault(self.files[i], set()).add(i)
+            for s in {stem(t) for t in tokenize(f"{self.texts[i]} {self.sections[i]}")}:
+                postings.setdefault(s, []).append(i)
+        self.postings = {s: np.array(ix, dtype=np.int64) for s, ix in postings.items()}
+        self.has_vector = np.array([r[5] is not None for r in rows], dtype=bool)
+        self.vectors: np.ndarray | None = None
+        if dimension is not None and self.has_vector.any():
+            matrix = np.zeros((len(rows), dimension), dtype=np.float32)
+            for i, r in enumerate(rows):
+                if r[5] is not None:
+                    matrix[i] = np.frombuffer(r[5], dtype=np.float32)
+            self.vectors = matrix
+
+    def rows(self, agent_id: str | None, workspace_hash: str | None, file: str | None) -> np.ndarray:
+        """Positions of the entries in scope (an omitted scope field is no filter) and in ``file``."""
+        picked: list[int] = []
+        for (agent, workspace), ix in self.by_scope.items():
+            if (agent_id is None or agent == agent_id) and (workspace_hash is None or workspace == workspace_hash):
+                picked.extend(ix)
+        if file is not None:
+            in_file = self.by_file.get(file, set())
+            picked = [i for i in picked if i in in_file]
+        return np.array(sorted(picked), dtype=np.int64)
+
+    def coverage(self, stems: list[str], rows: np.ndarray) -> np.ndarray:
+        """For each row, the share of ``stems`` its entry holds."""
+        counts = np.zeros(len(self.ids), dtype=np.float64)
+        for s in stems:
+            hit = self.postings.get(s)
+            if hit is not None:
+                counts[hit] += 1.0
+        share: np.ndarray = counts[rows] / max(1, len(stems))
+        return share
+
+    def cosines(self, query: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """Cosine of ``query`` to each row's vector (NaN where an entry has none)."""
+        from .vector_index import cosine
+
+        out = np.full(len(rows), np.nan)
+        if self.vectors is None or not len(rows):
+            return out
+        with_vector = self.has_vector[rows]
+        if with_vector.any():
+            out[with_vector] = cosine(self.vectors[rows[with_vector]], query)
+        return out
+
+    def candidates(self, rows: np.ndarray, cos: np.ndarray, share: np.ndarray, keep: np.ndarray) -> list[Candidate]:
+        """Candidate objects for the rows where ``keep`` holds, ranked by relevance (ties by id)."""
+        relevance = np.nan_to_num(cos, nan=0.0) + KEYWORD_WEIGHT * share
+        picked = [int(i) for i in np.flatnonzero(keep)]
+        picked.sort(key=lambda i: (-relevance[i], int(self.ids[rows[i]])))
+        out = []
+        for rank, i in enumerate(picked):
+            r = int(rows[i])
+            out.append(Candidate(rank=rank, cosine=None if math.isnan(cos[i]) else float(cos[i]),
+                                 all_terms=bool(share[i] >= 1.0), date=self.dates[r], file=self.files[r],
+                                 section=self.sections[r], entity_id=int(self.ids[r])))
+        return out
+
+    @staticmethod
+    def matching(cos: np.ndarray, share: np.ndarray, margin: float = MARGIN, min_cosine: float = MIN_COSINE) -> np.ndarray:
+        """Which rows match: every query word held, or a cosine of at least ``min_cosine`` and within
+        ``margin`` of the best (the score margin cut)."""
+        finite = cos[np.isfinite(cos)]
+        floor = max(min_cosine, float(finite.max()) - margin) if len(finite) else math.inf
+        mask: np.ndarray = (share >= 1.0) | (np.nan_to_num(cos, nan=-math.inf) >= floor)
+        return mask
+
+    def top(self, rows: np.ndarray, cos: np.ndarray, share: np.ndarray, mask: np.ndarray, limit: int
+            ) -> tuple[list[Candidate], int]:
+        """The ``limit`` most relevant rows where ``mask`` holds (ties by id), oldest first, and how many hold."""
+        held = np.flatnonzero(mask)
+        relevance = np.nan_to_num(cos[held], nan=0.0) + KEYWORD_WEIGHT * share[held]
+        order = np.lexsort((self.ids[rows[held]], -relevance))[:limit]
+        out = []
+        for rank, i in enumerate(held[order]):
+            r = int(rows[i])
+            out.append(Candidate(rank=rank, cosine=None if math.isnan(cos[i]) else float(cos[i]),
+                                 all_terms=bool(share[i] >= 1.0), date=self.dates[r], file=self.files[r],
+                                 section=self.sections[r], entity_id=int(self.ids[r])))
+        out.sort(key=lambda c: (c.date, c.file, c.section, c.entity_id))
+        return out, len(held)
+
+    def entry(self, entity_id: int) -> tuple[str, str, str | None, str]:
+        i = int(np.flatnonzero(self.ids == entity_id)[0])
+        return self.files[i], self.sections[i], self.dates[i] or None, self.texts[i]
+
+
+CROSS_ENCODER_ENV = "PERSEUS_VAULT_CROSS_ENCODER"
+CROSS_ENCODER_CUT = 0.5  # a match the cross-encoder scores below this is cut
+
+
+def load_cross_encoder(path: str) -> Any:
+    """The operator's local cross-encoder (a sentence-transformers CrossEncoder folder); none is bundled."""
+    from .errors import SetupError
+
+    if not Path(path).is_dir():
+        raise SetupError(f"{CROSS_ENCODER_ENV} is {path!r}, which is not a model folder")
+    from sentence_transformers import CrossEncoder
+
+    return CrossEncoder(path, device="cpu")
+
+
+def rerank(candidates: list[Candidate], scores: list[float], limit: int) -> tuple[list[Candidate], int]:
+    """The cross-encoder cut: matches scored at least ``CROSS_ENCODER_CUT``, the ``limit`` best by that
+    score, oldest first; and how many passed. Pure."""
+    passed = [(s, c) for s, c in zip(scores, candidates) if s >= CROSS_ENCODER_CUT]
+    best = [c for _, c in sorted(passed, key=lambda sc: (-sc[0], sc[1].rank))][:limit]
+    best.sort(key=lambda c: (c.date, c.file, c.section, c.entity_id))
+    return best, len(passed)
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
