@@ -39,7 +39,7 @@ ENTRY_TYPE = "memory_entry"
 FILE_TYPE = "memory_file"
 FILE_CATEGORY = "memory_file"
 NOTE_TYPE = "markdown_note"
-NOTE_CATEGORY = "note"
+NOTE_CATEGORY = "markdown_note"
 LINK_RELATION = "wikilink"
 MAX_FILE_NAME = 100
 BINDING_KEY = "memory_folder"
@@ -188,13 +188,17 @@ def note_item(folder: Path, path: Path, data: bytes, scope: dict[str, Any]) -> t
 
 
 def write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same folder, then rename."""
+    """Write ``data`` to ``path`` through a temporary file in the same folder, then rename (a symlink
+    is followed, and the file keeps its permissions)."""
+    path = path.resolve()
+    mode = path.stat().st_mode & 0o7777 if path.exists() else 0o644
     handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(path.parent))
     try:
         with os.fdopen(handle, "wb") as out:
             out.write(data)
             out.flush()
             os.fsync(out.fileno())
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -202,16 +206,22 @@ def write_atomic(path: Path, data: bytes) -> None:
         raise
 
 
-def binding(conn: Any) -> Path | None:
-    row = conn.execute("SELECT value FROM vault_meta WHERE key = ?", (BINDING_KEY,)).fetchone()
+def _binding_key(agent_id: str | None, workspace_hash: str | None) -> str:
+    return BINDING_KEY + ":" + json.dumps([agent_id or "", workspace_hash or ""])
+
+
+def binding(conn: Any, agent_id: str | None, workspace_hash: str | None) -> Path | None:
+    """The folder a scope's memory files are bound to (each scope binds its own)."""
+    row = conn.execute("SELECT value FROM vault_meta WHERE key = ?", (_binding_key(agent_id, workspace_hash),)).fetchone()
     return Path(row[0]) if row else None
 
 
-def bind(conn: Any, directory: Path | None) -> None:
+def bind(conn: Any, directory: Path | None, agent_id: str | None, workspace_hash: str | None) -> None:
+    key = _binding_key(agent_id, workspace_hash)
     if directory is None:
-        conn.execute("DELETE FROM vault_meta WHERE key = ?", (BINDING_KEY,))
+        conn.execute("DELETE FROM vault_meta WHERE key = ?", (key,))
     else:
-        conn.execute("INSERT OR REPLACE INTO vault_meta (key, value) VALUES (?, ?)", (BINDING_KEY, str(directory)))
+        conn.execute("INSERT OR REPLACE INTO vault_meta (key, value) VALUES (?, ?)", (key, str(directory)))
 
 
 # --- recall ------------------------------------------------------------------------------------
@@ -249,6 +259,7 @@ class EntryIndex:
 
         self.seq, self.next_change = seq, next_change
         self.ids = np.array([r[0] for r in rows], dtype=np.int64)
+        self.position = {int(r[0]): i for i, r in enumerate(rows)}
         self.texts = [r[3] for r in rows]
         bodies = [json.loads(r[4]) for r in rows]
         self.files = [str(b.get("file", "")) for b in bodies]
@@ -343,7 +354,7 @@ class EntryIndex:
         return out, len(held)
 
     def entry(self, entity_id: int) -> tuple[str, str, str | None, str]:
-        i = int(np.flatnonzero(self.ids == entity_id)[0])
+        i = self.position[entity_id]
         return self.files[i], self.sections[i], self.dates[i] or None, self.texts[i]
 
 
@@ -357,9 +368,12 @@ def load_cross_encoder(path: str) -> Any:
 
     if not Path(path).is_dir():
         raise SetupError(f"{CROSS_ENCODER_ENV} is {path!r}, which is not a model folder")
-    from sentence_transformers import CrossEncoder
+    try:
+        from sentence_transformers import CrossEncoder
 
-    return CrossEncoder(path, device="cpu")
+        return CrossEncoder(path, device="cpu")
+    except Exception as exc:  # a broken model folder, or sentence-transformers missing
+        raise SetupError(f"{CROSS_ENCODER_ENV}: cannot load a cross-encoder from {path}: {exc}") from exc
 
 
 def rerank(candidates: list[Candidate], scores: list[float], limit: int) -> tuple[list[Candidate], int]:

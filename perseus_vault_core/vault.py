@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -228,6 +229,7 @@ class Vault:
             raise InvalidInput("cross_encoder", "must have predict(pairs) returning one score per pair")
         self._cross_encoder = cross_encoder
         self._entries: memory.EntryIndex | None = None
+        self._memory_lock = threading.Lock()  # one add/delete at a time rewrites a file in this process
         self._trigger_vectors: dict[str, dict[str, np.ndarray]] = {}  # model -> phrase -> vector
         self._last_query: tuple[str, Embedder, np.ndarray] | None = None
 
@@ -663,7 +665,7 @@ class Vault:
         entries gone from a file are archived. ``bind=True`` makes ``add_memory`` / ``delete_memory``
         rewrite the files there."""
         _scope(agent_id, workspace_hash)
-        root = Path(folder)
+        root = Path(folder).expanduser().resolve()
         if not root.is_dir():
             raise InvalidInput("folder", f"{folder} is not a folder")
         if not isinstance(memory_dir, str) or not isinstance(bind, bool):
@@ -672,7 +674,7 @@ class Vault:
         scope = {"agent_id": agent_id, "workspace_hash": workspace_hash}
         try:
             records = [memory.record(p.stem, p.read_bytes()) for p in memory.memory_paths(directory)]
-            notes = [memory.note_item(root, p, p.read_bytes(), scope) for p in memory.note_paths(root.resolve(), directory)]
+            notes = [memory.note_item(root, p, p.read_bytes(), scope) for p in memory.note_paths(root, directory)]
         except OSError as exc:
             raise InvalidInput("folder", f"cannot read {exc.filename}: {exc.strerror}") from None
         report = self._memory_sync(records, scope, prune=True, notes=notes, bind_to=directory if bind else None)
@@ -682,7 +684,8 @@ class Vault:
 
     def _memory_sync(self, records: list[memory.FileRecord], scope: dict[str, Any], *, prune: bool,
                      notes: list[tuple[dict[str, Any], list[str]]] | None = None,
-                     bind_to: Path | None = None) -> MemoryImportReport:
+                     bind_to: Path | None = None, before_commit: Callable[[], None] | None = None
+                     ) -> MemoryImportReport:
         """Make the vault's memory files (and notes) match ``records``, in one transaction: write what
         changed, archive entries that are gone (with ``prune``, also files that are gone)."""
         agent, workspace = scope["agent_id"] or "", scope["workspace_hash"] or ""
@@ -717,7 +720,7 @@ class Vault:
             if row[6] != "active" or (category, key) in wanted:
                 continue
             in_file = category.startswith("memory:") and category[7:] in names
-            if in_file or (prune and (category.startswith("memory:") or category == memory.FILE_CATEGORY)):
+            if in_file or (prune and (category.startswith("memory:") or category in (memory.FILE_CATEGORY, memory.NOTE_CATEGORY))):
                 stale.append((int(row[0]), category.startswith("memory:")))
         checked_items = [validate(RememberInput, it, prefix=f"{it['category']}/{it['key']}") for it in changed]
         links = [(n["key"], targets) for n, targets in (notes or []) if targets]
@@ -725,7 +728,7 @@ class Vault:
             files=len(records), entries_created=sum(it["type"] == memory.ENTRY_TYPE for it in changed),
             entries_archived=sum(is_entry for _, is_entry in stale), entries_unchanged=unchanged,
             notes=len(note_items), links=0, skipped=[], bound_folder=str(bind_to) if bind_to else None)
-        if not (checked_items or stale or links or bind_to):
+        if not (checked_items or stale or links or bind_to or before_commit):
             return report
         plan = self._plan(lambda c: store.texts_to_embed(c, checked_items))
 
@@ -739,7 +742,9 @@ class Vault:
             if links:
                 by_name: dict[str, int] = {}
                 for entity_id, key in c.execute(
-                    "SELECT id, key FROM entities WHERE agent_id = ? AND workspace_hash = ? AND category = ? ORDER BY key",
+                    "SELECT e.id, e.key FROM entities e JOIN entity_versions v ON v.entity_id = e.id "
+                    "AND v.recorded_to_ms IS NULL WHERE e.agent_id = ? AND e.workspace_hash = ? AND e.category = ? "
+                    "AND v.status = 'active' ORDER BY e.key",
                     (agent, workspace, memory.NOTE_CATEGORY),
                 ):
                     by_name.setdefault(key.rsplit("/", 1)[-1].casefold(), int(entity_id))
@@ -749,7 +754,9 @@ class Vault:
                     if source is not None and ids:
                         made += graph.link_many(c, source, ids, memory.LINK_RELATION, now)
             if bind_to is not None:
-                memory.bind(c, bind_to)
+                memory.bind(c, bind_to, scope["agent_id"], scope["workspace_hash"])
+            if before_commit is not None:
+                before_commit()  # last: if it fails, the transaction rolls back
             return made
 
         report.links = self._write_planned(plan, work)
@@ -760,7 +767,7 @@ class Vault:
         stored), the path to rewrite (when bound), and whether the file exists at all."""
         conn = self._conn()
         with read_snapshot(conn):
-            folder = memory.binding(conn)
+            folder = memory.binding(conn, agent_id, workspace_hash)
             entity_id = store.find_id(conn, memory.FILE_CATEGORY, file, agent_id, workspace_hash)
             row = store.head_row(conn, entity_id) if entity_id is not None else None
         path = folder / f"{file}.md" if folder is not None else None
@@ -778,6 +785,17 @@ class Vault:
             raise InvalidInput("file", memory.check_name(file) if isinstance(file, str) else "must be a string")  # type: ignore[arg-type]
         if not isinstance(section, str) or not section.strip() or "\n" in section or len(section) > 256:
             raise InvalidInput("section", "must be a one-line heading text of at most 256 characters")
+
+    @_edge
+    def memory_unbind(self, *, agent_id: str | None = None, workspace_hash: str | None = None) -> bool:
+        """Stop rewriting a folder's files for this scope; True when there was a binding."""
+        _scope(agent_id, workspace_hash)
+        conn = self._conn()
+        with read_snapshot(conn):
+            had = memory.binding(conn, agent_id, workspace_hash) is not None
+        if had:
+            self._write(lambda c: memory.bind(c, None, agent_id, workspace_hash))
+        return had
 
     @_edge
     def add_memory(self, file: str, section: str, text: str, date: str | None = None, *,
@@ -802,9 +820,9 @@ class Vault:
         entry = next((e for e in rec.parsed.entries if e.start == offset), None)
         if entry is None:
             raise InvalidInput("text", "would not read back as one dated entry (check its first line)")
-        if path is not None:
-            memory.write_atomic(path, data)
-        self._memory_sync([rec], {"agent_id": agent_id, "workspace_hash": workspace_hash}, prune=False)
+        with self._memory_lock:
+            self._memory_sync([rec], {"agent_id": agent_id, "workspace_hash": workspace_hash}, prune=False,
+                              before_commit=(lambda: memory.write_atomic(path, data)) if path is not None else None)
         return MemoryChange(file=file, entry=MemoryEntry(file=file, section=entry.section, date=entry.date, text=entry.text),
                             written=str(path) if path is not None else None)
 
@@ -820,6 +838,8 @@ class Vault:
         _text("text", text, max_chars=65_536)
         if date is None and text is None:
             raise InvalidInput("date", "give the entry's date, its text, or both")
+        if text is not None and not text.strip():
+            raise InvalidInput("text", "must not be empty (it would match every entry)")
         base, path, exists = self._memory_base(file, agent_id, workspace_hash)
         if not exists:
             raise NotFound(f"no memory file {file!r}")
@@ -831,9 +851,9 @@ class Vault:
         if len(found) > 1:
             raise Conflict(f"{len(found)} entries in {file} / {section} match; give the date and more of the text")
         data = memory_files.remove_entry(base, found[0])
-        if path is not None:
-            memory.write_atomic(path, data)
-        self._memory_sync([memory.record(file, data)], {"agent_id": agent_id, "workspace_hash": workspace_hash}, prune=False)
+        with self._memory_lock:
+            self._memory_sync([memory.record(file, data)], {"agent_id": agent_id, "workspace_hash": workspace_hash},
+                              prune=False, before_commit=(lambda: memory.write_atomic(path, data)) if path is not None else None)
         e = found[0]
         return MemoryChange(file=file, entry=MemoryEntry(file=file, section=e.section, date=e.date, text=e.text),
                             written=str(path) if path is not None else None)
@@ -868,7 +888,7 @@ class Vault:
         with read_snapshot(conn):
             rows = conn.execute(f"SELECT e.key, v.body, v.updated_at_ms FROM {FROM} WHERE {v.where} ORDER BY e.key",
                                 v.params).fetchall()
-            folder = memory.binding(conn)
+            folder = memory.binding(conn, agent_id, workspace_hash)
         files = []
         for name, body, updated in rows:
             parsed = memory_files.parse(name, memory.file_bytes(json.loads(body)))
@@ -891,9 +911,15 @@ class Vault:
         conn = self._conn()
         with read_snapshot(conn):
             rows = conn.execute(f"SELECT e.key, v.body FROM {FROM} WHERE {v.where} ORDER BY e.key", v.params).fetchall()
+        names = [name for name, _ in rows]
+        if len(set(names)) < len(names):
+            raise InvalidInput("agent_id", "memory files of several scopes share a name; export one scope at a time")
+        written = 0
         for name, body in rows:
-            memory.write_atomic(target / f"{name}.md", memory.file_bytes(json.loads(body)))
-        return MemoryExportReport(folder=str(target), files=len(rows))
+            if memory.check_name(name) is None:  # a name that is not a plain file name is never a path
+                memory.write_atomic(target / f"{name}.md", memory.file_bytes(json.loads(body)))
+                written += 1
+        return MemoryExportReport(folder=str(target), files=written)
 
     @_edge
     def memory_recall(self, query: str, file: str | None = None, limit: int = 50, *, agent_id: str | None = None,
@@ -916,6 +942,10 @@ class Vault:
         stems = list(parse_terms(query).stems)
         share = index.coverage(stems, rows)
         meaning = index.vectors is not None and self._embedder is not None
+        if meaning:
+            conn = self._conn()
+            with read_snapshot(conn):
+                vectors.check_model(conn, *self._embedder_model())  # another model's query would rank noise
         cos = index.cosines(self._embed_query(query), rows) if meaning else np.full(len(rows), np.nan)
         if not stems:
             share = np.zeros(len(rows))  # no content word: nothing can hold "every word"
@@ -923,9 +953,11 @@ class Vault:
         cross = self._cross()
         reranked = cross is not None
         if cross is not None:  # the operator's cross-encoder judges each match against the query
-            matched = index.candidates(rows, cos, share, matching)
+            # the most relevant matches only (it judges one pair at a time): POOL, or 4 x limit
+            matched = index.candidates(rows, cos, share, matching)[: max(memory.POOL, 4 * limit)]
             scores = [float(s) for s in cross.predict([(query, index.entry(c.entity_id)[3]) for c in matched])] if matched else []
             kept, total = memory.rerank(matched, scores, limit)
+            reranked = bool(kept)
         else:
             kept, total = index.top(rows, cos, share, matching, limit)
         mode = "hybrid" if meaning else "fts"

@@ -289,3 +289,60 @@ def test_matching_rule_and_relevance_order() -> None:
     assert [k.entity_id for k in kept] == [2, 0] and passed == 2  # 0.2 is cut; oldest first
     kept, passed = rerank(c, [0.9, 0.8, 0.6], limit=1)
     assert [k.entity_id for k in kept] == [0] and passed == 3  # the best survives the limit
+
+
+def test_a_binding_belongs_to_the_scope_that_made_it(vault: Vault, folder: Path) -> None:
+    vault.memory_import(folder, bind=True, agent_id="alice")
+    path = folder / "About Me" / "Opinions.md"
+    original = path.read_bytes()
+    with pytest.raises(NotFound):
+        vault.get_memory("Opinions", agent_id="bob")  # bob never imported anything
+    out = vault.add_memory("Opinions", "Testing", "Bob's own note.", date="2026-01-02", agent_id="bob")
+    assert out.written is None and path.read_bytes() == original  # alice's file is untouched
+    assert vault.get_memory("Opinions", agent_id="bob").text == "## Testing\n- 2026-01-02: Bob's own note.\n"
+    assert all("Bob" not in e.text for e in vault.memory_recall("Bob's own note", agent_id="alice").entries)
+    assert [e.text for e in vault.memory_recall("Bob's own note", agent_id="bob").entries] == [
+        "- 2026-01-02: Bob's own note."]
+    assert vault.memory_unbind(agent_id="alice") is True and vault.memory_unbind(agent_id="alice") is False
+    assert vault.add_memory("Opinions", "Testing", "Unbound now.", date="2026-01-03", agent_id="alice").written is None
+    assert path.read_bytes() == original
+
+
+def test_a_failed_vault_write_leaves_the_file_as_it_was(vault: Vault, folder: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from perseus_vault_core import store
+
+    vault.memory_import(folder, bind=True)
+    path = folder / "About Me" / "Opinions.md"
+    original = path.read_bytes()
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(store, "remember_batch", broken)
+    with pytest.raises(RuntimeError):
+        vault.add_memory("Opinions", "Testing", "This must not reach the file.", date="2026-01-04")
+    assert path.read_bytes() == original
+
+
+def test_relative_folders_and_notes_that_leave(vault: Vault, folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(folder.parent)
+    report = vault.memory_import(Path(folder.name))
+    assert report.files == 3 and report.notes == 3
+    (folder / "Helix.md").unlink()
+    vault.memory_import(Path(folder.name))
+    assert [i.key for i in vault.search("modal editor").items] == []
+    with pytest.raises(InvalidInput) as err:
+        vault.delete_memory("Opinions", "Testing", text="  ")
+    assert err.value.field == "text"
+
+
+def test_a_query_with_another_model_is_refused(db_path: Path, clock: Clock, folder: Path) -> None:
+    with Vault(db_path, clock=clock, embedder=FakeEmbedder()) as v:
+        v.memory_import(folder)
+
+    class Other(FakeEmbedder):
+        identity = "another-model@1"
+
+    with Vault(db_path, clock=clock, embedder=Other()) as v, pytest.raises(Conflict):
+        v.memory_recall("testing")
