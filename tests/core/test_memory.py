@@ -141,6 +141,10 @@ def test_meaning_finds_paraphrased_early_entries(tmp_path: Path, folder: Path, r
         pacing = v.memory_recall("working hours and pacing")
         assert {"2018-11-20", "2021-02-14", "2023-09-01"} <= set(dates(pacing))
         assert "2019-05-01" not in dates(pacing)  # coffee is not about pacing
+        # nothing is close in meaning to "capacity quarks" and no entry holds both words: the
+        # any-term fallback still finds the entry that says "capacity"
+        rescued = v.memory_recall("capacity quarks")
+        assert (rescued.search_mode, dates(rescued)) == ("fts", ["2023-09-01"])
 
 
 def test_bad_arguments(imported: Vault) -> None:
