@@ -16,7 +16,7 @@ from typing import Any, NoReturn
 
 from pydantic import BaseModel
 
-from .errors import VaultError
+from .errors import SetupError, VaultError
 from .models import HygieneReport, RecallResult, ScanPage
 from .vault import Vault, default_path
 
@@ -161,6 +161,23 @@ def _memory_recall_text(r: Any) -> str:
 def cmd_search(vault: Vault, args: argparse.Namespace) -> None:
     params = {**_scope(args), **_given(args, "limit", "mode")}
     _emit(args, vault.search(args.query, **params), _recall_text)
+
+
+def cmd_serve(vault: Vault, args: argparse.Namespace) -> None:
+    try:
+        from perseus_vault_integrations import mcp_server
+    except ImportError as exc:
+        raise SetupError(f"the MCP server needs the mcp extra: pip install 'perseus-vault[mcp]' ({exc})") from None
+    scope = {"agent_id": args.agent, "workspace_hash": args.workspace}
+    if args.http is None:
+        mcp_server.serve_stdio(vault, **scope)
+        return
+    host, _, port = args.http.rpartition(":")
+    if not port.isdigit():
+        raise VaultError(f"--http: expected HOST:PORT, got {args.http!r}")
+    token = args.token or os.environ.get(mcp_server.TOKEN_ENV)
+    print(f"perseus-vault: MCP over streamable HTTP at http://{host or '127.0.0.1'}:{port}/mcp", file=sys.stderr, flush=True)
+    mcp_server.serve_http(vault, host or "127.0.0.1", int(port), token, **scope)
 
 
 def cmd_link(vault: Vault, args: argparse.Namespace) -> None:
@@ -446,6 +463,13 @@ def build_parser() -> argparse.ArgumentParser:
     _add_filters(p)
     p.set_defaults(func=cmd_scan)
 
+    p = sub.add_parser("serve", parents=[common], help="serve the vault over MCP (stdio, or streamable HTTP)")
+    p.add_argument("--http", metavar="HOST:PORT", help="streamable HTTP instead of stdio (loopback by default)")
+    p.add_argument("--token", help="bearer token HTTP clients must send (or $PERSEUS_VAULT_HTTP_TOKEN)")
+    p.add_argument("--agent", help="bind the server to this agent_id (no argument can escape it)")
+    p.add_argument("--workspace", help="bind the server to this workspace_hash")
+    p.set_defaults(func=cmd_serve)
+
     p = sub.add_parser("memory", parents=[common], help="memory files: import, export, recall, get, list, add, delete")
     actions = p.add_subparsers(dest="memory_action", required=True, parser_class=_Parser)
     m = actions.add_parser("import", parents=[common], help="import a folder (its memory files and notes)")
@@ -602,7 +626,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.json = getattr(args, "json", False)
     try:
         # A one-shot command answers with SQL; building the in-memory indexes would be wasted work.
-        with Vault(args.db, keyword_index=False, vector_index=False) as vault:
+        # A server is long-lived: it builds them.
+        oneshot = args.command != "serve"
+        with Vault(args.db, keyword_index=not oneshot, vector_index=not oneshot) as vault:
             args.func(vault, args)
     except VaultError as exc:
         print(f"error: {_one_line(str(exc))}", file=sys.stderr)

@@ -1,0 +1,114 @@
+"""``VaultClient``: a small async Python client for a running perseus-vault MCP server.
+
+    async with VaultClient.http("http://127.0.0.1:8765/mcp", token="...") as vault:
+        await vault.remember("decision", "db", "We chose SQLite.")
+        result = await vault.recall("which database")          # a RecallResult
+
+It speaks to any transport ``mcp.Client`` does (a stdio subprocess, streamable HTTP, or an in-process
+server in tests), returns the engine's own typed models, and raises :class:`VaultError` with the
+server's message when a tool fails.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from perseus_vault_core import Entity, RecallResult, ScanPage, VaultError
+from perseus_vault_core.models import MemoryRecallResult, PrepareResult
+
+PREFIX = "perseus_vault_"
+
+
+class VaultClient:
+    def __init__(self, server: Any) -> None:
+        """``server``: what ``mcp.Client`` accepts (a URL, ``StdioServerParameters``, a transport, or an
+        in-process server)."""
+        self._client = Client(server)
+        self._tools: set[str] | None = None
+
+    @classmethod
+    def stdio(cls, db: str, *, agent_id: str | None = None, workspace_hash: str | None = None,
+              env: dict[str, str] | None = None) -> VaultClient:
+        """Start ``perseus-vault serve --db DB`` as a subprocess and talk to it over stdio."""
+        args = ["-m", "perseus_vault_core.cli", "serve", "--db", db]
+        if agent_id is not None:
+            args += ["--agent", agent_id]
+        if workspace_hash is not None:
+            args += ["--workspace", workspace_hash]
+        return cls(StdioServerParameters(command=sys.executable, args=args, env=env))
+
+    @classmethod
+    def http(cls, url: str, token: str | None = None) -> VaultClient:
+        """Connect to ``perseus-vault serve --http`` at ``url`` (``.../mcp``), sending ``token`` if given."""
+        if token is None:
+            return cls(url)
+        import httpx2
+        from mcp.client.streamable_http import streamable_http_client
+
+        client = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60.0)
+        return cls(streamable_http_client(url, http_client=client))
+
+    async def __aenter__(self) -> VaultClient:
+        await self._client.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self._client.__aexit__(*exc)
+
+    async def tools(self) -> set[str]:
+        """The names of the tools the server lists."""
+        if self._tools is None:
+            self._tools = {t.name for t in (await self._client.list_tools()).tools}
+        return self._tools
+
+    async def call(self, verb: str, **arguments: Any) -> Any:
+        """Call ``perseus_vault_<verb>`` (or a tool by its full name); the structured result, or VaultError."""
+        name = verb if verb.startswith((PREFIX, "mimir_", "vault_")) else PREFIX + verb
+        result = await self._client.call_tool(name, {k: v for k, v in arguments.items() if v is not None})
+        if result.is_error:
+            text = " ".join(getattr(c, "text", "") for c in result.content)
+            raise VaultError(text.removeprefix(f"Error executing tool {name}: "))
+        data = result.structured_content
+        if isinstance(data, dict) and set(data) == {"result"}:
+            return data["result"]
+        return data
+
+    async def remember(self, category: str, key: str, content: str, **fields: Any) -> Entity:
+        return Entity.model_validate(await self.call("remember", category=category, key=key, content=content, **fields))
+
+    async def recall(self, query: str, **params: Any) -> RecallResult:
+        return RecallResult.model_validate(await self.call("recall", query=query, **params))
+
+    async def get_entity(self, id: int, **scope: Any) -> Entity:
+        return Entity.model_validate(await self.call("get_entity", id=id, **scope))
+
+    async def context(self, context: str, **params: Any) -> PrepareResult:
+        return PrepareResult.model_validate(await self.call("context", context=context, **params))
+
+    async def memory_recall(self, query: str, file: str | None = None, limit: int = 50) -> MemoryRecallResult:
+        return MemoryRecallResult.model_validate(await self.call("memory_recall", query=query, file=file, limit=limit))
+
+    async def scan(self, category: str | None = None, page: int = 100, **filters: Any) -> list[Entity]:
+        """Every entity in scope (of ``category``), walking the scan tool's pages to the end; on a
+        server without a scan tool, offset-paged recall of the empty query instead (which a server
+        caps at its offset limit)."""
+        out: list[Entity] = []
+        if PREFIX + "scan" in await self.tools():
+            cursor = None
+            while True:
+                p = ScanPage.model_validate(await self.call("scan", category=category, cursor=cursor, limit=page, **filters))
+                out.extend(p.items)
+                if not p.has_more:
+                    return out
+                cursor = p.next_cursor
+        offset = 0
+        while True:
+            r = await self.recall("", category=category, limit=page, offset=offset, reinforce=False, **filters)
+            out.extend(r.items)
+            if len(r.items) < page:
+                return out
+            offset += page

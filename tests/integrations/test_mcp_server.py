@@ -1,0 +1,236 @@
+"""The MCP server with real clients: in-process ``mcp.Client``, a ``perseus-vault serve`` subprocess
+over stdio, and streamable HTTP on loopback with a bearer token."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+
+from perseus_vault_core import RecallResult, SetupError, Vault, VaultError
+from perseus_vault_core.models import RecallParams
+from perseus_vault_integrations.mcp_client import VaultClient
+from perseus_vault_integrations.mcp_server import SPECS, build_server, http_app
+
+from ..conftest import FakeEmbedder
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "memory_vault"
+
+
+def run(fn: Callable[[], Awaitable[Any]]) -> Any:
+    return anyio.run(fn)
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Iterator[Vault]:
+    with Vault(tmp_path / "mcp.db", embedder=FakeEmbedder()) as v:
+        yield v
+
+
+def test_every_verb_is_a_tool_with_schemas_from_the_engine(vault: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
+    async def main() -> None:
+        async with Client(build_server(vault=vault)) as c:
+            tools = {t.name: t for t in (await c.list_tools()).tools}
+            assert set(tools) == {f"perseus_vault_{s.verb}" for s in SPECS}  # aliases are not listed
+            recall = tools["perseus_vault_recall"]
+            assert set(recall.input_schema["properties"]) == set(RecallParams.model_fields)
+            assert recall.input_schema["required"] == ["query"]
+            assert {"items", "total", "variants", "search_mode"} <= set(recall.output_schema["properties"])
+            assert recall.annotations.read_only_hint and not recall.annotations.destructive_hint
+            purge = tools["perseus_vault_purge"].annotations
+            assert purge.destructive_hint and not purge.read_only_hint and purge.open_world_hint is False
+            assert "perseus_vault_context" in tools and "perseus_vault_memory_recall" in tools
+
+    run(main)
+    monkeypatch.setenv("PERSEUS_VAULT_TOOL_ALIASES", "all")
+
+    async def listed() -> None:
+        async with Client(build_server(vault=vault)) as c:
+            names = {t.name for t in (await c.list_tools()).tools}
+            assert {"mimir_recall", "vault_memory_recall", "vault_search"} <= names
+
+    run(listed)
+
+
+def test_remember_recall_in_every_mode_scan_traverse_and_time(vault: Vault) -> None:
+    async def main() -> None:
+        async with VaultClient(build_server(vault=vault)) as c:
+            first = await c.remember("decision", "db", "We chose SQLite in WAL mode for the vault.")
+            second = await c.remember("evidence", "bench", "Benchmark: WAL mode doubles read throughput.")
+            await c.call("link", from_id=first.id, to_id=second.id, relation="supported_by")
+            for mode in ("fts5", "dense", "hybrid"):
+                result = await c.recall("sqlite wal", mode=mode)
+                assert isinstance(result, RecallResult) and result.search_mode == mode
+                assert result.items[0].id in (first.id, second.id)
+            direct = vault.recall("sqlite wal", mode="fts5", reinforce=False)
+            assert [i.id for i in (await c.recall("sqlite wal", mode="fts5", reinforce=False)).items] == [
+                i.id for i in direct.items]
+            for i in range(230):
+                await c.remember("bulk", f"k{i}", f"bulk memory number {i}")
+            every = await c.scan(category="bulk", page=100)
+            assert sorted(e.key for e in every) == sorted(f"k{i}" for i in range(230))
+            walk = await c.call("traverse", start=first.id, depth=1)
+            assert [n["entity"]["id"] for n in walk["nodes"]] == [first.id, second.id]
+            then = await c.call("as_of", category="decision", key="db", as_of_unix_ms=first.created_at_ms)
+            assert then["content"] == "We chose SQLite in WAL mode for the vault."
+            assert await c.call("as_of", category="decision", key="db", as_of_unix_ms=1) is None
+            block = await c.context("choosing sqlite for the vault")
+            assert block.markdown.startswith("## Memory for this turn")
+            batch = await c.call("remember_many", items=[{"category": "b", "key": "x", "content": "one"},
+                                                         {"category": "b", "key": "y", "content": "two"}])
+            assert [e["key"] for e in batch] == ["x", "y"]
+            report = await c.call("embed")
+            assert report["model"] == FakeEmbedder.identity and report["embedded"] == 0  # all had vectors
+
+    run(main)
+
+
+def test_memory_file_tools_and_aliases(vault: Vault, tmp_path: Path) -> None:
+    shutil.copytree(FIXTURE, tmp_path / "obsidian")
+    vault.memory_import(tmp_path / "obsidian")
+
+    async def main() -> None:
+        async with VaultClient(build_server(vault=vault)) as c:
+            result = await c.memory_recall("coffee", file="Preferences")
+            assert [e.date for e in result.entries] == ["2019-05-01", "2022-08-09"]
+            legacy = await c.call("vault_memory_recall", query="coffee", file="Preferences")
+            assert legacy == result.model_dump()
+            files = await c.call("list_memory_files")
+            assert [f["file"] for f in files["files"]] == ["Opinions", "People", "Preferences"]
+            text = await c.call("vault_get_memory", file="Preferences", section="Food")
+            assert text["text"].startswith("## Food\n")
+            old = await c.call("mimir_recall", query="coffee", reinforce=False)
+            assert old["items"]
+            notes = await c.call("vault_search", query="billing", mode="fts5")
+            assert {i["key"] for i in notes["items"]} == {"Payments", "Projects/Perseus"}
+
+    run(main)
+
+
+def test_bad_arguments_and_engine_errors_are_tool_errors(vault: Vault) -> None:
+    async def main() -> None:
+        async with VaultClient(build_server(vault=vault)) as c:
+            with pytest.raises(VaultError, match="limit"):
+                await c.recall("x", limit=0)
+            with pytest.raises(VaultError, match="query"):
+                await c.call("recall")
+            with pytest.raises(VaultError, match="no entity with id 999"):
+                await c.get_entity(999)
+            with pytest.raises(VaultError, match="category"):
+                await c.call("remember", category="", key="k", content="c")
+            assert (await c.recall("still fine")).items == []  # the server kept serving
+
+    run(main)
+
+
+def test_a_bound_server_cannot_be_escaped(vault: Vault) -> None:
+    vault.remember("note", "theirs", "bob's secret plan", agent_id="bob")
+
+    async def main() -> None:
+        async with VaultClient(build_server(vault=vault, agent_id="alice")) as c:
+            mine = await c.remember("note", "mine", "alice's plan")
+            assert mine.agent_id == "alice"
+            assert [i.key for i in (await c.recall("plan", reinforce=False)).items] == ["mine"]
+            with pytest.raises(VaultError, match="bound"):
+                await c.recall("plan", agent_id="bob")
+            assert "perseus_vault_stats" not in await c.tools()
+            assert [e.key for e in await c.scan()] == ["mine"]
+
+    run(main)
+
+
+# --- real transports -------------------------------------------------------------------------------
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PERSEUS_VAULT_EMBEDDER"] = "none"
+    return env
+
+
+def test_stdio_subprocess(tmp_path: Path) -> None:
+    async def main() -> None:
+        async with VaultClient.stdio(str(tmp_path / "stdio.db"), env=_env()) as c:
+            assert "perseus_vault_recall" in await c.tools()
+            saved = await c.remember("decision", "db", "We chose SQLite.")
+            found = await c.recall("sqlite")
+            assert [i.id for i in found.items] == [saved.id] and found.search_mode == "fts5"
+            with pytest.raises(VaultError, match="limit"):
+                await c.recall("x", limit=5000)
+
+    run(main)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def http_server(tmp_path: Path) -> Iterator[tuple[str, str, str]]:
+    port, token, db = _free_port(), "s3cret-token", str(tmp_path / "http.db")
+    proc = subprocess.Popen([sys.executable, "-m", "perseus_vault_core.cli", "serve", "--db", db, "--http",
+                             f"127.0.0.1:{port}", "--token", token], env=_env(), stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            time.sleep(0.1)
+    try:
+        yield f"http://127.0.0.1:{port}/mcp", token, db
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def test_http_with_a_token_and_concurrent_clients(http_server: tuple[str, str, str]) -> None:
+    import httpx2
+
+    url, token, db = http_server
+    refused = httpx2.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    assert refused.status_code == 401
+    wrong = httpx2.post(url, json={}, headers={"Authorization": "Bearer nope"})
+    assert wrong.status_code == 401
+
+    async def writer(n: int) -> None:
+        async with VaultClient.http(url, token) as c:
+            for i in range(15):
+                await c.remember("load", f"w{n}-{i}", f"memory {i} from writer {n}")
+                await c.recall(f"writer {n}", limit=5)
+
+    async def main() -> None:
+        async with anyio.create_task_group() as group:
+            for n in range(4):
+                group.start_soon(writer, n)
+        async with VaultClient.http(url, token) as c:
+            every = await c.scan(category="load")
+            assert sorted(e.key for e in every) == sorted(f"w{n}-{i}" for n in range(4) for i in range(15))
+
+    run(main)
+
+
+def test_http_elsewhere_than_loopback_needs_a_token(vault: Vault) -> None:
+    with pytest.raises(SetupError, match="token"):
+        http_app(vault, "0.0.0.0", None)
+    assert http_app(vault, "0.0.0.0", "t") is not None
+    assert http_app(vault, "127.0.0.1", None) is not None
+
+
+def test_the_tool_reference_in_the_docs_is_current() -> None:
+    from perseus_vault_integrations.mcp_server import reference
+
+    docs = Path(__file__).resolve().parents[2] / "docs" / "mcp-tools.md"
+    assert docs.read_text(encoding="utf-8") == reference(), "regenerate: python -m perseus_vault_integrations.mcp_server > docs/mcp-tools.md"
