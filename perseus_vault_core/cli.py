@@ -169,6 +169,9 @@ def cmd_serve(vault: Vault, args: argparse.Namespace) -> None:
     except ImportError as exc:
         raise SetupError(f"the MCP server needs the mcp extra: pip install 'perseus-vault[mcp]' ({exc})") from None
     scope = {"agent_id": args.agent, "workspace_hash": args.workspace}
+    # A server is long-lived: build the in-memory indexes now, in the background (SQL answers meanwhile).
+    vault.wait_for_keyword_index(timeout=0)
+    vault.wait_for_vector_index(timeout=0)
     if args.http is None:
         mcp_server.serve_stdio(vault, **scope)
         return

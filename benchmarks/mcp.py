@@ -1,0 +1,86 @@
+"""The MCP round trip's cost over the direct Python call, on stdio and streamable HTTP.
+
+A keyword-only store of 10,000 synthetic memories (see synthetic.py); the same agent-style queries are
+recalled directly through ``Vault.recall`` and through ``perseus-vault serve`` (a subprocess) over
+stdio and over HTTP, via ``VaultClient``. Each path is warmed first (its in-memory keyword index
+built); the overhead is the p50 of the MCP call minus the p50 of the direct call.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+
+import anyio
+
+from perseus_vault_core import Vault
+
+from .speed import percentiles, timed
+from .synthetic import memories, queries
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def _client_times(client: Any, qs: list[str]) -> dict[str, float]:
+    for q in qs[:20]:
+        await client.recall(q, reinforce=False)
+    await anyio.sleep(2)  # the server builds its in-memory index at start; let it finish
+    samples = []
+    for q in qs:
+        started = time.perf_counter()
+        await client.recall(q, reinforce=False)
+        samples.append((time.perf_counter() - started) * 1000)
+    return percentiles(samples)
+
+
+def run(n: int = 10_000, n_queries: int = 200) -> dict[str, Any]:
+    from perseus_vault_integrations.mcp_client import VaultClient
+
+    out: dict[str, Any] = {"entities": n}
+    qs = queries(n_queries, seed=53)
+    env = dict(os.environ, PERSEUS_VAULT_EMBEDDER="none")
+    with tempfile.TemporaryDirectory() as tmp:
+        db = os.path.join(tmp, "mcp.db")
+        with Vault(db, embedder=False) as vault:
+            vault.import_jsonl([json.dumps(m) for m in memories(n)])
+            vault.wait_for_keyword_index()
+            out["direct_ms"] = timed([lambda q=q: vault.recall(q, reinforce=False) for q in qs], warmup=20)
+
+        async def stdio() -> dict[str, float]:
+            async with VaultClient.stdio(db, env=env) as c:
+                return await _client_times(c, qs)
+
+        out["stdio_ms"] = anyio.run(stdio)
+        port, token = _free_port(), "bench-token"
+        proc = subprocess.Popen([sys.executable, "-m", "perseus_vault_core.cli", "serve", "--db", db, "--http",
+                                 f"127.0.0.1:{port}", "--token", token], env=env, stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                    break
+                except OSError:
+                    time.sleep(0.1)
+
+            async def http() -> dict[str, float]:
+                async with VaultClient.http(f"http://127.0.0.1:{port}/mcp", token) as c:
+                    return await _client_times(c, qs)
+
+            out["http_ms"] = anyio.run(http)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+    out["stdio_overhead_ms"] = out["stdio_ms"]["p50"] - out["direct_ms"]["p50"]
+    out["http_overhead_ms"] = out["http_ms"]["p50"] - out["direct_ms"]["p50"]
+    return out
