@@ -71,6 +71,7 @@ class Spec:
     params: type[BaseModel] | None = None  # input model; None: the method's own signature
     positional: tuple[str, ...] = ()  # parameters passed positionally (the method's leading ones)
     exclude: tuple[str, ...] = ()
+    filters: tuple[str, ...] = ()  # fields of the engine's Filters the method takes as **filters
     read_only: bool = True
     destructive: bool = False
     idempotent: bool = True
@@ -99,7 +100,7 @@ SPECS: tuple[Spec, ...] = (
     Spec("link", "link", "Link two memories of one scope with a typed, weighted, directed edge.", read_only=False),
     Spec("unlink", "unlink", "Close the link(s) from one memory to another.", read_only=False, destructive=True),
     Spec("traverse", "traverse", "Walk the link graph breadth-first from a memory; scope and time rules apply on "
-         "every hop."),
+         "every hop.", filters=tuple(m.Filters.model_fields)),
     Spec("communities", "communities", "Clusters (communities) of the link graph, largest first, with their most "
          "central members: the themes of the store.", m.CommunitiesParams),
     Spec("community_summary", "community_summary", "The extractive summary of one community (written once as a "
@@ -111,7 +112,8 @@ SPECS: tuple[Spec, ...] = (
          "should come back unasked.", m.RecallWhenParams, ("context",)),
     Spec("context", "prepare", "The markdown block to inject before an agent turn: triggered memories first, then "
          "the most relevant others, within a character budget.", m.PrepareParams, ("context",)),
-    Spec("hygiene", "hygiene", "Read-only report of vague, duplicate, expired and unused memories, with reasons."),
+    Spec("hygiene", "hygiene", "Read-only report of vague, duplicate, expired and unused memories, with reasons.",
+         filters=("type", "category", "topic_path", "agent_id", "workspace_hash")),
     Spec("embed", "embed", "Give every memory a vector with the configured model (backfill), or re-embed all after "
          "a model change (reembed=true).", read_only=False, destructive=False, idempotent=True, global_=True),
     Spec("stats", "stats", "Counts, sizes, versions, embedding coverage and model of the vault.", global_=True),
@@ -145,6 +147,10 @@ def _parameters(vault_method: Callable[..., Any], spec: Spec) -> list[inspect.Pa
         if p.kind in (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.VAR_POSITIONAL) or p.name in ("self", "progress", "polish"):
             continue
         out.append(p.replace(kind=kind))
+    for name in spec.filters:  # the method's **filters, as the engine's Filters model defines them
+        field = m.Filters.model_fields[name]
+        out.append(inspect.Parameter(name, kind, default=field.get_default(call_default_factory=True),
+                                     annotation=field.annotation))
     return out
 
 
@@ -203,6 +209,19 @@ def _tool(spec: Spec, method: Callable[..., Any], holder: dict[str, Vault], boun
                 if given is not None and given != value:
                     raise ToolError(f"{name}: this server is bound to {name}={value!r}")
                 kwargs[name] = value
+        if bound and "items" in kwargs:  # remember_many: each memory carries its own scope
+            items = []
+            for n, item in enumerate(kwargs["items"]):
+                item = dict(item) if isinstance(item, dict) else item.model_dump(exclude_unset=True)
+                for name, value in bound.items():
+                    if item.get(name) is not None and item[name] != value:
+                        raise ToolError(f"items.{n}.{name}: this server is bound to {name}={value!r}")
+                    item[name] = value
+                items.append(item)
+            kwargs["items"] = items
+        if spec.filters:  # **filters: pass only those given, so the engine applies its own defaults
+            kwargs = {k: v for k, v in kwargs.items()
+                      if k not in spec.filters or k in bound or v != m.Filters.model_fields[k].get_default()}
         args = [kwargs.pop(n) for n in spec.positional if n in kwargs]
         if spec.params is not None:  # pass only what the caller gave, so the engine applies its own defaults
             defaults = {p.name: p.default for p in params}

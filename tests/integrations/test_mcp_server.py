@@ -234,3 +234,37 @@ def test_the_tool_reference_in_the_docs_is_current() -> None:
 
     docs = Path(__file__).resolve().parents[2] / "docs" / "mcp-tools.md"
     assert docs.read_text(encoding="utf-8") == reference(), "regenerate: python -m perseus_vault_integrations.mcp_server > docs/mcp-tools.md"
+
+
+def test_a_bound_server_keeps_walks_batches_and_reports_in_its_scope(vault: Vault) -> None:
+    a = vault.remember("n", "a", "alice's note", agent_id="alice").id
+    b = vault.remember("n", "b", "bob's note", agent_id="bob").id
+
+    async def main() -> None:
+        async with VaultClient(build_server(vault=vault, agent_id="alice")) as c:
+            with pytest.raises(VaultError, match="no entity"):
+                await c.call("traverse", start=b, depth=1)  # bob's entity is not reachable
+            assert [n["entity"]["id"] for n in (await c.call("traverse", start=a, depth=1))["nodes"]] == [a]
+            with pytest.raises(VaultError, match="items.0.agent_id"):
+                await c.call("remember_many", items=[{"category": "n", "key": "x", "content": "x", "agent_id": "bob"}])
+            made = await c.call("remember_many", items=[{"category": "n", "key": "y", "content": "y"}])
+            assert made[0]["agent_id"] == "alice"
+            report = await c.call("hygiene", min_age_days=0)
+            assert report["scanned"] == 2  # alice's two memories, not bob's
+
+    run(main)
+
+
+def test_client_scan_falls_back_to_paged_recall_without_a_scan_tool(vault: Vault) -> None:
+    for i in range(25):
+        vault.remember("bulk", f"k{i}", f"memory {i}")
+    server = build_server(vault=vault)
+    server.remove_tool("perseus_vault_scan")
+
+    async def main() -> None:
+        async with VaultClient(server) as c:
+            assert "perseus_vault_scan" not in await c.tools()
+            every = await c.scan(category="bulk", page=10)
+            assert sorted(e.key for e in every) == sorted(f"k{i}" for i in range(25))
+
+    run(main)
