@@ -188,16 +188,20 @@ class Filters(BaseModel):
 
     model_config = _STRICT_IN
 
-    type: str | None = None
-    category: str | None = None
-    topic_path: str | None = None
-    agent_id: str | None = None
-    workspace_hash: str | None = None
-    include_archived: bool = False
-    min_decay: float | None = Field(default=None, ge=0.0, le=1.0)
-    as_of_unix_ms: int | None = Field(default=None, ge=0, le=MAX_INT)
-    valid_at_unix_ms: int | None = Field(default=None, ge=0, le=MAX_INT)
-    query_time_unix_ms: int | None = Field(default=None, ge=0, le=MAX_INT)
+    type: str | None = Field(default=None, description="Only entities of this type, e.g. 'decision' or 'insight'")
+    category: str | None = Field(default=None, description="Only entities of this category")
+    topic_path: str | None = Field(default=None, description="Only entities under this topic path, e.g. 'architecture'")
+    agent_id: str | None = Field(default=None, description="Only this agent's entities (omit: no agent filter)")
+    workspace_hash: str | None = Field(default=None, description="Only this workspace's entities (omit: no filter)")
+    include_archived: bool = Field(default=False, description="Also archived, expired and superseded entities")
+    min_decay: float | None = Field(default=None, ge=0.0, le=1.0,
+                                    description="Only entities at least this fresh (decay 0..1, 1 = fresh)")
+    as_of_unix_ms: int | None = Field(default=None, ge=0, le=MAX_INT,
+                                      description="What the vault believed at this instant (unix ms)")
+    valid_at_unix_ms: int | None = Field(default=None, ge=0, le=MAX_INT,
+                                         description="What was true in the world at this instant (unix ms)")
+    query_time_unix_ms: int | None = Field(default=None, ge=0, le=MAX_INT,
+                                           description="The 'now' that decay, recency and expiry are judged at (replay)")
 
     @field_validator("type", "category", "topic_path", "agent_id", "workspace_hash")
     @classmethod
@@ -212,21 +216,30 @@ class Filters(BaseModel):
 class RecallParams(Filters):
     """Every parameter of ``recall`` (SPEC 5.1), with its default."""
 
-    query: str = Field(max_length=MAX_QUERY_CHARS)
-    mode: Mode | None = None
-    limit: int = Field(default=10, ge=1, le=MAX_LIMIT)
-    offset: int = Field(default=0, ge=0, le=MAX_INT)
-    expansion: bool | Expansion | None = None
-    preview_cap: int | None = Field(default=None, ge=1)
-    trust_weight: float = Field(default=0.15, ge=0.0, le=10.0)
-    content_weight: float = Field(default=0.0, ge=0.0, le=10.0)
-    diversity_halving: float = Field(default=1.0, gt=0.0, le=1.0)
-    recency_half_life_secs: float | None = Field(default=None, gt=0.0)
-    startup: bool = False
-    profile: Literal["validity"] | None = None
-    validity_annotate: bool = False
-    reinforce: bool = True
-    fusion: Fusion | None = None
+    query: str = Field(max_length=MAX_QUERY_CHARS, description=(
+        "What to find; words are OR'd, stopwords never match alone; '' lists everything in scope"))
+    mode: Mode | None = Field(default=None, description=(
+        "fts5 (keyword), dense (meaning) or hybrid (both fused); omit for hybrid when the vault has vectors"))
+    limit: int = Field(default=10, ge=1, le=MAX_LIMIT, description="Most results to return")
+    offset: int = Field(default=0, ge=0, le=MAX_INT, description="Results to skip (clamped at 10,000)")
+    expansion: bool | Expansion | None = Field(default=None, description="Add indexed stem variants of query words")
+    preview_cap: int | None = Field(default=None, ge=1, description=(
+        "Cut each content at N characters, with a footer saying how to fetch the whole entity"))
+    trust_weight: float = Field(default=0.15, ge=0.0, le=10.0, description=(
+        "Boost for verified (full) or certain (scaled) provenance; never penalizes; 0 turns it off"))
+    content_weight: float = Field(default=0.0, ge=0.0, le=10.0, description=(
+        "Boost for content that literally contains query words, damped by length"))
+    diversity_halving: float = Field(default=1.0, gt=0.0, le=1.0, description=(
+        "Per-keyword quota factor: each distinct matched word gets ceil(N x h^n) slots (1.0 = off)"))
+    recency_half_life_secs: float | None = Field(default=None, gt=0.0, description=(
+        "Multiply scores by 0.5^(age / this), so recent memories outrank older similar ones"))
+    startup: bool = Field(default=False, description=(
+        "Re-rank by actionability (tickets, paths, decisions beat vague or date-only notes); adds 'actionability'"))
+    profile: Literal["validity"] | None = Field(default=None, description=(
+        "'validity': weigh freshness, scope, provenance, supersession and expiry; adds 'validity'"))
+    validity_annotate: bool = Field(default=False, description="Add the 'validity' block without re-ranking")
+    reinforce: bool = Field(default=True, description="Count this retrieval (retrieval_count, last_accessed_ms)")
+    fusion: Fusion | None = Field(default=None, description="Hybrid fusion weights for this call (k, weights)")
 
     @field_validator("query")
     @classmethod

@@ -28,13 +28,13 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Annotated, Any
 
 import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from perseus_vault_core import Vault, VaultError
 from perseus_vault_core import models as m
@@ -139,7 +139,7 @@ def _parameters(vault_method: Callable[..., Any], spec: Spec) -> list[inspect.Pa
             if name in spec.exclude:
                 continue
             default = inspect.Parameter.empty if field.is_required() else field.get_default(call_default_factory=True)
-            out.append(inspect.Parameter(name, kind, default=default, annotation=field.annotation))
+            out.append(inspect.Parameter(name, kind, default=default, annotation=_annotated(field)))
         return out
     signature = inspect.signature(vault_method, eval_str=True)
     out = []
@@ -150,8 +150,16 @@ def _parameters(vault_method: Callable[..., Any], spec: Spec) -> list[inspect.Pa
     for name in spec.filters:  # the method's **filters, as the engine's Filters model defines them
         field = m.Filters.model_fields[name]
         out.append(inspect.Parameter(name, kind, default=field.get_default(call_default_factory=True),
-                                     annotation=field.annotation))
+                                     annotation=_annotated(field)))
     return out
+
+
+def _annotated(field: Any) -> Any:
+    """A model field as a parameter annotation with its description. Its constraints stay with the
+    engine, which checks every call against the model itself and names the argument in one line."""
+    if not field.description:
+        return field.annotation
+    return Annotated[field.annotation, Field(description=field.description)]
 
 
 def _result(vault_method: Callable[..., Any]) -> Any:
@@ -329,10 +337,11 @@ def reference() -> str:
         props = tool.input_schema.get("properties", {})
         required = set(tool.input_schema.get("required", []))
         if props:
-            lines += ["| argument | type | required / default |", "|---|---|---|"]
+            lines += ["| argument | type | required / default | meaning |", "|---|---|---|---|"]
             for name, schema in props.items():
                 default = "required" if name in required else f"default `{schema.get('default')!r}`"
-                lines.append(f"| `{name}` | {_type(schema).replace('|', '&#124;')} | {default} |")
+                meaning = str(schema.get("description", "")).replace("|", "&#124;")
+                lines.append(f"| `{name}` | {_type(schema).replace('|', '&#124;')} | {default} | {meaning} |")
             lines.append("")
     aliases = ", ".join([f"`{LEGACY_PREFIX}<verb>` for every verb"] + [f"`{k}`" for k in SEED_ALIASES])
     lines += ["## Legacy names", "",
