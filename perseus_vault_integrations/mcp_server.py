@@ -21,6 +21,7 @@ request must carry it.
 from __future__ import annotations
 
 import hmac
+import json
 import inspect
 import ipaddress
 import os
@@ -33,7 +34,7 @@ from typing import Annotated, Any
 import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ToolAnnotations
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
 from perseus_vault_core import Vault, VaultError
@@ -235,12 +236,19 @@ def _tool(spec: Spec, method: Callable[..., Any], holder: dict[str, Vault], boun
             defaults = {p.name: p.default for p in params}
             kwargs = {k: v for k, v in kwargs.items() if k in spec.positional or v != defaults.get(k) or k in bound}
         try:
-            return await anyio.to_thread.run_sync(partial(getattr(holder["vault"], spec.method), *args, **kwargs))
+            result = await anyio.to_thread.run_sync(partial(getattr(holder["vault"], spec.method), *args, **kwargs))
         except VaultError as exc:
             raise ToolError(str(exc)) from exc
+        if direct:  # one serialization for both the text and the structured content
+            text = result.model_dump_json()
+            return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=json.loads(text))
+        return result
 
+    returns = _result(method)
+    direct = isinstance(returns, type) and issubclass(returns, BaseModel)
     call.__name__ = spec.verb
-    call.__signature__ = inspect.Signature(params, return_annotation=_result(method))  # type: ignore[attr-defined]
+    call.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        params, return_annotation=Annotated[CallToolResult, returns] if direct else returns)
     return call
 
 
