@@ -17,6 +17,7 @@ from typing import Any, NoReturn
 from pydantic import BaseModel
 
 from .errors import SetupError, VaultError
+from .ranking import one_line
 from .models import HygieneReport, RecallResult, ScanPage
 from .vault import Vault, default_path
 
@@ -42,8 +43,7 @@ def _emit(args: argparse.Namespace, value: Any, human: Callable[[Any], str]) -> 
 
 
 def _short(text: str, width: int = 100) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
+    return one_line(text, width)
 
 
 def _entity_line(e: Any) -> str:

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .filters import FROM, View
+from .graph import open_links
 
 Method = Literal["label_propagation", "modularity"]
 METHODS: tuple[str, ...] = ("label_propagation", "modularity")
@@ -90,13 +91,6 @@ def community_id(members: tuple[int, ...] | list[int]) -> str:
 # --- reading the graph -------------------------------------------------------------------------
 
 
-def _link_clause(view: View) -> tuple[str, dict[str, Any]]:
-    if view.historical:
-        at = view.params.get("believed", view.params.get("as_of"))
-        return "recorded_from_ms <= :link_at AND (recorded_to_ms IS NULL OR recorded_to_ms > :link_at)", {"link_at": at}
-    return "recorded_to_ms IS NULL", {}
-
-
 def load(conn: Any, view: View) -> Graph:
     """The caller's view of the link graph (see the module's docstring)."""
     graph = Graph()
@@ -116,10 +110,10 @@ def load(conn: Any, view: View) -> Graph:
         if row[0] is not None:
             boundary.append(int(row[0]))
     graph.next_change_ms = min(boundary) if boundary else None
-    clause, params = _link_clause(view)
+    clause, params = open_links(view)
     nodes = graph.nodes
     weights: dict[tuple[int, int], list[float]] = defaultdict(list)
-    for a, b, weight in conn.execute(f"SELECT from_id, to_id, weight FROM links WHERE {clause}", params):
+    for a, b, weight in conn.execute(f"SELECT l.from_id, l.to_id, l.weight FROM links l WHERE {clause}", params):
         if a in nodes and b in nodes and nodes[a] == nodes[b]:
             weights[(a, b) if a < b else (b, a)].append(weight)
     # fsum is exact (row order cannot change a sum) and rounding keeps 0.1 + 0.2 - 0.3 at zero

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from .communities import Group
 from .models import GlobalCommunity, RecallItem
+from .ranking import one_line
 
 EVIDENCE_CHARS = 300
 
@@ -67,17 +68,12 @@ def plan_evidence(group: Group, hits: list[int], per_community: int) -> list[tup
     return chosen
 
 
-def _short(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def context(query: str, chosen: list[GlobalCommunity], max_chars: int) -> str:
     """The answer material as markdown, within ``max_chars``: whole lines only, in order of
     importance (each community's heading and summary before its evidence lines)."""
     if not chosen:
-        return _short(f"No community of linked memories matches: {query}", max_chars)
-    lines = [f"# Communities for: {_short(query, 200)}"]
+        return one_line(f"No community of linked memories matches: {query}", max_chars)
+    lines = [f"# Communities for: {one_line(query, 200)}"]
     used = len(lines[0])
     for n, gc in enumerate(chosen, start=1):
         section = [
@@ -85,7 +81,7 @@ def context(query: str, chosen: list[GlobalCommunity], max_chars: int) -> str:
             gc.summary,
             "Evidence:",
         ]
-        section += [f"- [{e.category}/{e.key}] {_short(e.content, EVIDENCE_CHARS)} (#{e.id})" for e in gc.evidence]
+        section += [f"- [{e.category}/{e.key}] {one_line(e.content, EVIDENCE_CHARS)} (#{e.id})" for e in gc.evidence]
         for line in section:
             if used + 1 + len(line) > max_chars:
                 break

@@ -91,11 +91,13 @@ def unlink(
     return int(conn.execute(sql, params).rowcount)
 
 
-def _open_at(view: View) -> tuple[str, dict[str, Any]]:
+def open_links(view: View, alias: str = "l") -> tuple[str, dict[str, Any]]:
+    """The links open in ``view``: now, or at its point in time (a clause over ``links`` as ``alias``)."""
     if view.historical:
         at = view.params.get("believed", view.params.get("as_of"))
-        return "l.recorded_from_ms <= :link_at AND (l.recorded_to_ms IS NULL OR l.recorded_to_ms > :link_at)", {"link_at": at}
-    return "l.recorded_to_ms IS NULL", {}
+        return (f"{alias}.recorded_from_ms <= :link_at AND ({alias}.recorded_to_ms IS NULL "
+                f"OR {alias}.recorded_to_ms > :link_at)"), {"link_at": at}
+    return f"{alias}.recorded_to_ms IS NULL", {}
 
 
 def traverse(
@@ -115,7 +117,7 @@ def traverse(
     edges: list[Link] = []
     seen_edges: set[int] = set()
     frontier = [start]
-    link_clause, link_params = _open_at(view)
+    link_clause, link_params = open_links(view)
     for hop in range(1, depth + 1):
         if not frontier or len(nodes) >= MAX_NODES:
             break

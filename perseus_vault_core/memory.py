@@ -385,5 +385,3 @@ def rerank(candidates: list[Candidate], scores: list[float], limit: int) -> tupl
     return best, len(passed)
 
 
-def dumps(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, ensure_ascii=False)

@@ -319,12 +319,22 @@ class GlobalRecallParams(BaseModel):
         return _check_text(value)
 
 
-class RecallWhenParams(BaseModel):
-    """``recall_when``: the context to match triggers against, the filters, and how to match."""
+class _ContextInput(BaseModel):
+    """Inputs that match against a context (the agent's coming turn) rather than a query."""
 
     model_config = _STRICT_IN
 
     context: str = Field(max_length=MAX_CONTEXT_CHARS)
+
+    @field_validator("context")
+    @classmethod
+    def _context_text(cls, value: str) -> str:
+        return _check_text(value)
+
+
+class RecallWhenParams(_ContextInput):
+    """``recall_when``: the context to match triggers against, the filters, and how to match."""
+
     limit: int = Field(default=10, ge=1, le=MAX_LIMIT)
     type: str | None = None
     category: str | None = None
@@ -336,18 +346,10 @@ class RecallWhenParams(BaseModel):
     query_time_unix_ms: int | None = Field(default=None, ge=0, le=MAX_INT)
     reinforce: bool = False
 
-    @field_validator("context")
-    @classmethod
-    def _context_text(cls, value: str) -> str:
-        return _check_text(value)
 
-
-class PrepareParams(BaseModel):
+class PrepareParams(_ContextInput):
     """``prepare``: the context of the coming turn and the size of the block to inject."""
 
-    model_config = _STRICT_IN
-
-    context: str = Field(max_length=MAX_CONTEXT_CHARS)
     max_chars: int = Field(default=1_500, ge=100, le=100_000)
     triggered: int = Field(default=5, ge=0, le=100)
     related: int = Field(default=5, ge=0, le=100)
@@ -356,11 +358,6 @@ class PrepareParams(BaseModel):
     workspace_hash: str | None = None
     semantic: bool | None = None
     reinforce: bool = False
-
-    @field_validator("context")
-    @classmethod
-    def _context_text(cls, value: str) -> str:
-        return _check_text(value)
 
 
 # --- outputs -----------------------------------------------------------------------------------

@@ -106,6 +106,12 @@ def diversify(items: list[Scored], limit: int, halving: float) -> list[Scored]:
     return head + tail
 
 
+def one_line(text: str, limit: int) -> str:
+    """``text`` on one line (whitespace collapsed), cut to ``limit`` characters with an ellipsis."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def preview(content: str, cap: int, entity_id: int) -> str:
     """Cut ``content`` at ``cap`` characters, with a footer saying how to read the rest."""
     if len(content) <= cap:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from dataclasses import dataclass, field
 
@@ -68,9 +68,18 @@ def to_entity(row: Sequence[Any] | dict[str, Any], now_ms: int) -> Entity:
     return Entity.model_validate(_fields(row, now_ms))
 
 
+I = TypeVar("I", bound=RecallItem)
+
+
 def to_item(row: Sequence[Any] | dict[str, Any], now_ms: int, score: float, ranks: dict[str, int]) -> RecallItem:
     """A recall hit: the entity plus its score and its rank in each arm."""
-    return RecallItem.model_validate({**_fields(row, now_ms), "score": score, "ranks": ranks})
+    return to_hit(RecallItem, row, now_ms, score, ranks)
+
+
+def to_hit(model: type[I], row: Sequence[Any] | dict[str, Any], now_ms: int, score: float, ranks: dict[str, int],
+           **extra: Any) -> I:
+    """A hit as ``model`` (a RecallItem subclass), with that model's ``extra`` fields."""
+    return model.model_validate({**_fields(row, now_ms), "score": score, "ranks": ranks, **extra})
 
 
 def _fields(row: Sequence[Any] | dict[str, Any], now_ms: int) -> dict[str, Any]:

@@ -46,6 +46,7 @@ from .keyword_index import KeywordIndex
 from .mirror import HeadMirror
 from .query import parse as parse_terms
 from .query import tokenize
+from .ranking import one_line
 from .vector_index import VectorIndex
 from .models import (
     MAX_BATCH,
@@ -155,11 +156,6 @@ def _scope(agent_id: str | None, workspace_hash: str | None) -> None:
     for name, value in (("agent_id", agent_id), ("workspace_hash", workspace_hash)):
         if value is not None and not isinstance(value, str):
             raise InvalidInput(name, "must be a string")
-
-
-def _title(summary: str | None, content: str, limit: int = 100) -> str:
-    text = " ".join((summary or content).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _summary_model(group: Group, entity: Entity, *, materialized: bool, replaced: list[int]) -> CommunitySummary:
@@ -415,7 +411,7 @@ class Vault:
         for g in groups:
             members = [
                 CommunityMember(id=m, category=rows[m]["category"], key=rows[m]["key"],
-                                title=_title(rows[m]["summary"], rows[m]["content"]), centrality=g.centrality[m])
+                                title=one_line(rows[m]["summary"] or rows[m]["content"], 100), centrality=g.centrality[m])
                 for m in g.central(central) if m in rows
             ]
             out.append(Community(id=g.id, size=len(g.members), agent_id=g.agent_id or None,
@@ -540,8 +536,10 @@ class Vault:
                 for m, via, hops in plan:
                     if m not in hits and m not in extra:
                         continue  # purged since the partition was read
-                    base = hits[m] if m in hits else store.to_item(extra[m], now, score=0.0, ranks={})
-                    evidence.append(EvidenceItem.model_validate({**base.model_dump(), "via": via, "hops": hops}))
+                    if m in hits:
+                        evidence.append(EvidenceItem.model_validate({**hits[m].model_dump(), "via": via, "hops": hops}))
+                    else:
+                        evidence.append(store.to_hit(EvidenceItem, extra[m], now, 0.0, {}, via=via, hops=hops))
                 out.append(GlobalCommunity(community=models[g.id], title=item.summary or g.id, summary=item.content,
                                            summary_id=item.id, score=item.score, evidence=evidence))
         if p.reinforce:
@@ -586,10 +584,8 @@ class Vault:
         matches = proactive.match(rows, proactive.Context.of(p.context), similarity, p.min_similarity)[: p.limit]
         by_id = {row["id"]: row for row in rows}
         items = [
-            TriggeredItem.model_validate({
-                **store.to_item(by_id[m.entity_id], v.instant, score=m.score, ranks={"recall_when": n}).model_dump(),
-                "trigger": m.trigger, "match": m.kind,
-            })
+            store.to_hit(TriggeredItem, by_id[m.entity_id], v.instant, m.score, {"recall_when": n},
+                         trigger=m.trigger, match=m.kind)
             for n, m in enumerate(matches, start=1)
         ]
         if p.reinforce and items:
@@ -691,13 +687,18 @@ class Vault:
         agent, workspace = scope["agent_id"] or "", scope["workspace_hash"] or ""
         conn = self._conn()
         with read_snapshot(conn):
-            rows = conn.execute(
-                "SELECT e.id, e.category, e.key, v.content, v.summary, v.body, v.status FROM entities e "
-                "JOIN entity_versions v ON v.entity_id = e.id AND v.recorded_to_ms IS NULL "
-                "WHERE e.agent_id = ? AND e.workspace_hash = ? AND (e.category = ? OR e.category = ? "
-                "OR substr(e.category, 1, 7) = 'memory:')",
-                (agent, workspace, memory.FILE_CATEGORY, memory.NOTE_CATEGORY),
-            ).fetchall()
+            select = ("SELECT e.id, e.category, e.key, v.content, v.summary, v.body, v.status FROM entities e "
+                      "JOIN entity_versions v ON v.entity_id = e.id AND v.recorded_to_ms IS NULL "
+                      "WHERE e.agent_id = ? AND e.workspace_hash = ? AND ")
+            if prune:  # the whole folder: every memory file, entry and note of the scope
+                rows = conn.execute(
+                    select + "(e.category IN (?, ?) OR substr(e.category, 1, 7) = 'memory:')",
+                    (agent, workspace, memory.FILE_CATEGORY, memory.NOTE_CATEGORY),
+                ).fetchall()
+            else:  # an edit of some files: only their entries and file entities
+                categories = [memory.entry_category(r.name) for r in records] + [memory.FILE_CATEGORY]
+                rows = conn.execute(select + "e.category IN (SELECT value FROM json_each(?))",
+                                    (agent, workspace, json.dumps(categories))).fetchall()
         existing = {(r[1], r[2]): r for r in rows}
         names = {r.name for r in records}
         items: list[dict[str, Any]] = []
