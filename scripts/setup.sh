@@ -14,4 +14,4 @@ if ! .venv/bin/python -c "import torch" 2>/dev/null; then
       --index-url https://download.pytorch.org/whl/cpu "torch==2.13.0" 2>/dev/null \
     || .venv/bin/python -m pip install --quiet "torch==2.13.0"
 fi
-.venv/bin/python -m pip install --quiet -e ".[dev,mcp]"
+.venv/bin/python -m pip install --quiet -e ".[dev,all]"
