@@ -27,7 +27,7 @@ from . import keyword, store, vectors
 from .actionability import actionability, startup_score
 from .connection import read_snapshot
 from .embed import embedding_text
-from .errors import NotSupported
+from .errors import InvalidInput, NotSupported
 from .filters import FROM, FROM_VIDS, View, id_list, narrow, view
 from .fusion import Fusion, rrf
 from .keyword_index import KeywordIndex
@@ -82,16 +82,24 @@ class Arms:
 
 def recall(
     conn: Any, params: RecallParams, now_ms: int, reinforce: Callable[[list[int]], None], arms: Arms | None = None,
-    only: list[int] | None = None,
+    only: list[int] | None = None, vector: np.ndarray | None = None,
 ) -> RecallResult:
-    """``only``: when given, recall among those entities alone (still under every rule of the view)."""
+    """``only``: when given, recall among those entities alone (still under every rule of the view).
+    ``vector``: a query the caller embedded; the search is then dense, by that vector, and ``query``
+    is ignored."""
     arms = arms or Arms()
     v = view(params, now_ms)
     if only is not None:
         v = narrow(v, only)
     with read_snapshot(conn):
-        mode = _mode(conn, params, arms)
-        if is_enumeration(params.query):
+        if vector is not None:
+            _check_vector(conn, vector)
+            arms = Arms(vector_index=arms.vector_index, embed_query=lambda _text: vector)
+            params = params.model_copy(update={"mode": "dense", "query": "vector"})
+            mode = "dense"
+        else:
+            mode = _mode(conn, params, arms)
+        if vector is None and is_enumeration(params.query):
             items, variant_count, mode = _enumerate(conn, params, v), 0, "enumerate"
         else:
             items, variant_count = _search(conn, params, v, mode, arms)
@@ -118,6 +126,15 @@ def _mode(conn: Any, params: RecallParams, arms: Arms) -> str:
             )
         vectors.check_model(conn, *_model(arms))
     return params.mode
+
+
+def _check_vector(conn: Any, vector: np.ndarray) -> None:
+    recorded = vectors.model(conn)
+    if recorded is None:
+        raise NotSupported("a search by vector needs stored vectors and this vault has none yet")
+    if vector.shape != (recorded[1],):
+        raise InvalidInput("vector", f"has shape {vector.shape}; this vault's vectors have {recorded[1]} dimensions "
+                           f"({recorded[0]})")
 
 
 def _model(arms: Arms) -> tuple[str, int]:

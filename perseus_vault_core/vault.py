@@ -13,7 +13,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import IO, Any, Literal, TypeVar
 
@@ -1021,7 +1021,23 @@ class Vault:
         """Find memories for ``query`` (SPEC 5.1): keyword, dense or hybrid; every filter and knob by wire name."""
         return self._recall(validate(RecallParams, {"query": query, **params}))
 
-    def _recall(self, p: RecallParams, only: list[int] | None = None) -> RecallResult:
+    @_edge
+    def recall_by_vector(self, vector: Sequence[float] | np.ndarray, **params: Any) -> RecallResult:
+        """Dense recall with a query vector the caller embedded with the vault's model (framework
+        adapters that embed on their side); ``recall``'s filters and knobs, except ``query`` and ``mode``."""
+        for name in ("query", "mode"):
+            if name in params:
+                raise InvalidInput(name, "does not apply to recall_by_vector (the vector is the query)")
+        try:
+            query = np.asarray(vector, dtype=np.float32)
+        except (TypeError, ValueError) as exc:
+            raise InvalidInput("vector", f"must be a sequence of numbers ({exc})") from None
+        if query.ndim != 1 or not np.isfinite(query).all() or not np.any(query):
+            raise InvalidInput("vector", "must be one non-zero row of finite numbers")
+        query = query / np.linalg.norm(query)
+        return self._recall(validate(RecallParams, {"query": "", **params}), vector=query)
+
+    def _recall(self, p: RecallParams, only: list[int] | None = None, vector: np.ndarray | None = None) -> RecallResult:
         arms = recall.Arms(
             keyword_index=self._keyword_index,
             vector_index=self._vector_index,
@@ -1029,7 +1045,7 @@ class Vault:
             embedder_model=self._embedder_model if self._embedder is not None else None,
             fusion=self._fusion,
         )
-        result = recall.recall(self._conn(), p, self._now(), self._reinforce, arms, only=only)
+        result = recall.recall(self._conn(), p, self._now(), self._reinforce, arms, only=only, vector=vector)
         self._warm(result.search_mode)
         return result
 

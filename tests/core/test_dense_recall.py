@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from perseus_vault_core import Conflict, NotSupported, Vault, vectors
+from perseus_vault_core import Conflict, InvalidInput, NotSupported, Vault, vectors
 
 from typing import Any
 
@@ -463,3 +463,35 @@ def test_canonical_cosine_does_not_depend_on_row_position() -> None:
     order = rng.permutation(500)
     assert np.array_equal(cosine(rows, query)[order], cosine(rows[order], query))
     assert np.array_equal(cosine(rows[:3], query), cosine(rows, query)[:3])
+
+
+def test_recall_by_vector_matches_dense_recall_of_the_same_embedding(
+    dense_vault: Vault, notes: dict[str, int], fake_embedder: FakeEmbedder
+) -> None:
+    query = "billing ledger"
+    by_text = dense_vault.recall(query, mode="dense", limit=5, reinforce=False)
+    vector = fake_embedder.embed([query])[0]
+    by_vector = dense_vault.recall_by_vector(list(3.0 * vector), limit=5, reinforce=False)  # any length
+    assert by_vector.search_mode == "dense"
+    assert ids(by_vector) == ids(by_text)
+    assert [i.score for i in by_vector.items] == pytest.approx([i.score for i in by_text.items])
+    scoped = dense_vault.recall_by_vector(vector, category="filler", limit=3, reinforce=False)
+    assert scoped.items and all(i.category == "filler" for i in scoped.items)
+
+
+@pytest.mark.parametrize("bad, field", [
+    ([1.0, 2.0], "vector"), ([[0.1] * 8], "vector"), ([float("nan")] * 8, "vector"), ("text", "vector"),
+])
+def test_recall_by_vector_names_a_bad_vector(dense_vault: Vault, notes: dict[str, int], bad: Any, field: str) -> None:
+    with pytest.raises(InvalidInput) as err:
+        dense_vault.recall_by_vector(bad)
+    assert err.value.field == field
+    with pytest.raises(InvalidInput) as err:
+        dense_vault.recall_by_vector([0.1] * 8, mode="fts5")
+    assert err.value.field == "mode"
+
+
+def test_recall_by_vector_needs_stored_vectors(vault: Vault) -> None:
+    vault.remember("note", "a", "plain words")
+    with pytest.raises(NotSupported):
+        vault.recall_by_vector([0.5, 0.5])
