@@ -240,6 +240,13 @@ class Vault:
     def close(self) -> None:
         self._pool.close()
 
+    @property
+    def embedder(self) -> Embedder | None:
+        """The model this vault embeds with (``None`` when keyword-only). Adapters that embed on
+        their side (a query vector for ``recall_by_vector``, candidates for MMR) use this one, so
+        their vectors and the stored ones come from the same model."""
+        return self._embedder
+
     def _conn(self) -> Any:
         return self._pool.get()
 

@@ -6,6 +6,7 @@ import pytest
 
 from perseus_vault_core import Conflict, InvalidInput, NotSupported, Vault, vectors
 
+from pathlib import Path
 from typing import Any
 
 from ..conftest import DAY_MS, Clock, FakeEmbedder
@@ -495,3 +496,10 @@ def test_recall_by_vector_needs_stored_vectors(vault: Vault) -> None:
     vault.remember("note", "a", "plain words")
     with pytest.raises(NotSupported):
         vault.recall_by_vector([0.5, 0.5])
+
+
+def test_the_embedder_is_visible_to_adapters(dense_vault: Vault, fake_embedder: FakeEmbedder, tmp_path: Path) -> None:
+    # Adapters that embed on their side (query vectors, MMR candidates) must use the vault's own model.
+    assert dense_vault.embedder is fake_embedder
+    with Vault(tmp_path / "keyword-only.db", embedder=False) as keyword_only:
+        assert keyword_only.embedder is None
