@@ -1,0 +1,108 @@
+"""Embeddings across the LangChain boundary, both ways.
+
+- :class:`LangChainEmbedder` lets a vault embed with a LangChain ``Embeddings`` object (a hosted
+  model, or langchain-core's fakes in tests). The vault records its identity and dimension and, as
+  with any embedder, refuses to mix its vectors with another model's.
+- :class:`VaultEmbeddings` shows the vault's own embedder (the bundled MiniLM by default) to LangChain
+  code that wants an ``Embeddings`` (``VectorStore.embeddings``, semantic chunkers, ...).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+import numpy as np
+
+try:
+    from langchain_core.embeddings import Embeddings
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError("the LangChain adapters need langchain-core: install perseus-vault[langchain]") from exc
+
+from perseus_vault_core import InvalidInput
+from perseus_vault_core.embed import Embedder
+
+PROBE = "perseus vault dimension probe"
+
+
+class LangChainEmbedder:
+    """A vault embedder (``identity``, ``dimension``, ``embed``) over a LangChain ``Embeddings``.
+
+    ``identity`` defaults to ``langchain:<class name>:<dimension>``; pass your own when two
+    configurations of one class (two model names) must not share vectors. ``dimension`` comes from
+    one probe call, made the first time it is needed (or give it, to skip the call).
+    """
+
+    def __init__(self, embeddings: Embeddings, *, identity: str | None = None, dimension: int | None = None) -> None:
+        if not isinstance(embeddings, Embeddings):
+            raise InvalidInput("embedding", f"must be a LangChain Embeddings object, not {type(embeddings).__name__}")
+        if identity is not None and (not isinstance(identity, str) or not identity.strip()):
+            raise InvalidInput("identity", "must be a non-empty string")
+        if dimension is not None and (not isinstance(dimension, int) or isinstance(dimension, bool) or dimension < 1):
+            raise InvalidInput("dimension", "must be a positive whole number")
+        self.embeddings = embeddings
+        self._identity = identity
+        self._dimension = dimension
+        self._lock = threading.Lock()
+
+    @property
+    def dimension(self) -> int:
+        with self._lock:
+            if self._dimension is None:
+                self._dimension = len(self.embeddings.embed_query(PROBE))
+                if self._dimension < 1:
+                    raise InvalidInput("embedding", "returned an empty vector for a probe text")
+            return self._dimension
+
+    @property
+    def identity(self) -> str:
+        return self._identity or f"langchain:{type(self.embeddings).__name__}:{self.dimension}"
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return _unit_rows(self.embeddings.embed_documents(list(texts)))
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """The query side: LangChain models may embed a query unlike a document (an instruction prefix)."""
+        row: np.ndarray = _unit_rows([self.embeddings.embed_query(text)])[0]
+        return row
+
+
+class VaultEmbeddings(Embeddings):
+    """A vault embedder seen as a LangChain ``Embeddings`` (documents and queries embed alike)."""
+
+    def __init__(self, embedder: Embedder) -> None:
+        if not isinstance(embedder, Embedder):
+            raise InvalidInput("embedder", "must have identity, dimension and embed(texts)")
+        self.embedder = embedder
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        rows = self.embedder.embed(list(texts))
+        return [[float(x) for x in row] for row in np.asarray(rows, dtype=np.float32)]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_documents([text])[0]
+
+
+def _unit_rows(rows: Sequence[Sequence[float]] | np.ndarray) -> np.ndarray:
+    out = np.asarray(rows, dtype=np.float32)
+    if out.ndim != 2:
+        raise InvalidInput("embedding", f"returned an array of shape {out.shape}, expected one row per text")
+    norms = np.linalg.norm(out, axis=1, keepdims=True)
+    unit: np.ndarray = out / np.where(norms == 0, 1, norms)
+    return unit  # a zero row stays zero: the vault's own check refuses it
+
+
+def query_vector(embedder: Embedder, text: str) -> np.ndarray:
+    """Embed a query with ``embedder``, on its query side when it has one."""
+    if isinstance(embedder, LangChainEmbedder):
+        return embedder.embed_query(text)
+    row: np.ndarray = _unit_rows(embedder.embed([text]))[0]
+    return row
+
+
+def document_vectors(embedder: Embedder, texts: list[str]) -> np.ndarray:
+    if not texts:
+        return np.zeros((0, 0), dtype=np.float32)
+    return _unit_rows(embedder.embed(texts))

@@ -1,0 +1,322 @@
+"""``PerseusVaultVectorStore``: the vault as a LangChain ``VectorStore`` (SPEC 6.4), so chains built on
+``vectorstore.as_retriever()`` switch over unchanged.
+
+How documents map onto entities: a store owns one category (``collection``, default ``langchain``) in
+one scope (``agent_id`` / ``workspace_hash``). A document is the entity whose key is the document's
+string id (the caller's, or a fresh UUID), its ``page_content`` the entity's content and its metadata
+kept (as JSON) in the entity body under ``metadata``. Adding an id again writes a new version of that
+entity (the vault keeps the old one in its history); ``delete`` purges it for good, so no search, no
+``get_by_ids`` and no ``include_archived`` recall reaches it again.
+
+Embeddings: by default the vault's own model embeds documents and queries. Pass a LangChain
+``Embeddings`` with a path and the vault is opened with it (``LangChainEmbedder``); the vault records
+its identity and dimension and refuses to mix them with another model's vectors.
+
+Scores (``similarity_search_with_score``) are cosine similarities between the query and each document,
+in -1..1; relevance scores map them to 0..1 as ``(1 + cosine) / 2``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Literal
+
+import numpy as np
+
+try:
+    from langchain_core.documents import Document
+    from langchain_core.embeddings import Embeddings
+    from langchain_core.vectorstores import VectorStore
+    from langchain_core.vectorstores.utils import maximal_marginal_relevance
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError("the LangChain adapters need langchain-core: install perseus-vault[langchain]") from exc
+
+from perseus_vault_core import Entity, InvalidInput, NotFound, NotSupported, RecallItem, Vault
+from perseus_vault_core.embed import Embedder
+from perseus_vault_core.models import MAX_KEY_CHARS, MAX_LIMIT, MAX_OFFSET
+
+from .langchain_embeddings import LangChainEmbedder, VaultEmbeddings, document_vectors, query_vector
+
+DOCUMENT_TYPE = "document"
+MetadataFilter = dict[str, Any] | Callable[[Document], bool]
+
+
+class PerseusVaultVectorStore(VectorStore):
+    """A LangChain vector store whose documents are entities of one vault category.
+
+    ``vault``: an open :class:`Vault`, or a path (the store then opens the vault, with ``embedding``
+    when given, and closes it in :meth:`close`). ``mode``: how ``similarity_search`` ranks (``dense``
+    by default; ``hybrid`` or ``fts5`` use the vault's keyword arm too). ``recall_params``: any other
+    recall knob or filter (``trust_weight``, ``topic_path``, ``reinforce``, ...) for every search.
+    """
+
+    def __init__(self, vault: Vault | str | os.PathLike[str], embedding: Embeddings | None = None, *,
+                 collection: str = "langchain", agent_id: str | None = None, workspace_hash: str | None = None,
+                 mode: Literal["fts5", "dense", "hybrid"] = "dense", **recall_params: Any) -> None:
+        if isinstance(vault, Vault):
+            embedder = vault.embedder
+            if embedding is not None and not (isinstance(embedder, LangChainEmbedder) and embedder.embeddings is embedding):
+                raise InvalidInput("embedding", "this vault embeds with another model; pass a path instead, or open "
+                                   "the Vault with embedder=LangChainEmbedder(embedding)")
+            self.vault, self._owned = vault, False
+        elif isinstance(vault, (str, os.PathLike)):
+            opened = Vault(vault, embedder=LangChainEmbedder(embedding) if embedding is not None else None)
+            self.vault, self._owned = opened, True
+        else:
+            raise InvalidInput("vault", "must be a Vault or a path to one")
+        if not isinstance(collection, str) or not collection.strip():
+            raise InvalidInput("collection", "must be a non-empty string (it is the vault category of the documents)")
+        if mode not in ("fts5", "dense", "hybrid"):
+            raise InvalidInput("mode", "must be 'fts5', 'dense' or 'hybrid'")
+        for name in ("query", "limit", "category", "agent_id", "workspace_hash", "mode", "include_archived"):
+            if name in recall_params:
+                raise InvalidInput(name, "is set by the vector store itself")
+        self.collection = collection
+        self.agent_id = agent_id
+        self.workspace_hash = workspace_hash
+        self.mode = mode
+        self.recall_params = recall_params
+        self._embedding = embedding
+
+    # --- housekeeping ---------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the vault if this store opened it."""
+        if self._owned:
+            self.vault.close()
+
+    @property
+    def embeddings(self) -> Embeddings | None:
+        if self._embedding is not None:
+            return self._embedding
+        embedder = self.vault.embedder
+        if isinstance(embedder, LangChainEmbedder):
+            return embedder.embeddings
+        return VaultEmbeddings(embedder) if embedder is not None else None
+
+    def _embedder(self) -> Embedder:
+        embedder = self.vault.embedder
+        if embedder is None:
+            raise NotSupported("this vault was opened without an embedder (embedder=False): "
+                               "vector search needs one; use mode='fts5' for keyword search")
+        return embedder
+
+    def _scope(self) -> dict[str, Any]:
+        # '' is the unscoped scope itself: without it an unscoped store would read every scope.
+        return {"agent_id": self.agent_id or "", "workspace_hash": self.workspace_hash or "",
+                "category": self.collection}
+
+    def _select_relevance_score_fn(self) -> Callable[[float], float]:
+        return lambda cosine: max(0.0, min(1.0, (1.0 + cosine) / 2.0))
+
+    # --- writing --------------------------------------------------------------------------------
+
+    def add_texts(self, texts: Iterable[str], metadatas: list[dict[str, Any]] | None = None, *,
+                  ids: list[str] | None = None, **kwargs: Any) -> list[str]:
+        """Write the texts as entities in one transaction; returns their ids (the given ones kept)."""
+        if kwargs:
+            raise InvalidInput(next(iter(kwargs)), "is not an add_texts argument")
+        batch = list(texts)
+        if metadatas is not None and len(metadatas) != len(batch):
+            raise InvalidInput("metadatas", f"has {len(metadatas)} entries for {len(batch)} texts")
+        if ids is not None and len(ids) != len(batch):
+            raise InvalidInput("ids", f"has {len(ids)} entries for {len(batch)} texts")
+        keys = [self._id(ids[i] if ids else None, i) for i in range(len(batch))]
+        items = []
+        for i, (text, key) in enumerate(zip(batch, keys)):
+            if not isinstance(text, str):
+                raise InvalidInput(f"texts[{i}]", "must be a string")
+            metadata = _json_metadata(metadatas[i] if metadatas else {}, i)
+            items.append({"category": self.collection, "key": key, "content": text, "type": DOCUMENT_TYPE,
+                          "body": {"metadata": metadata}, "agent_id": self.agent_id,
+                          "workspace_hash": self.workspace_hash})
+        if items:
+            self.vault.remember_many(items)
+        return keys
+
+    @staticmethod
+    def _id(given: str | None, index: int) -> str:
+        if given is None:
+            return str(uuid.uuid4())
+        if not isinstance(given, str) or not given.strip() or len(given) > MAX_KEY_CHARS:
+            raise InvalidInput(f"ids[{index}]", f"must be a non-blank string of at most {MAX_KEY_CHARS} characters")
+        return given
+
+    def delete(self, ids: list[str] | None = None, **kwargs: Any) -> bool | None:
+        """Delete documents for good (purged from the vault with their history); unknown ids are skipped."""
+        if ids is None:
+            raise InvalidInput("ids", "name the documents to delete (deleting a whole collection is not offered)")
+        if kwargs:
+            raise InvalidInput(next(iter(kwargs)), "is not a delete argument")
+        for entity in self._entities(ids, active_only=False):
+            if entity.status != "archived":
+                self.vault.forget(entity.id)
+            self.vault.purge(entity.id)
+        return True
+
+    # --- reading by id --------------------------------------------------------------------------
+
+    def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
+        return [self._document(entity) for entity in self._entities(ids, active_only=True)]
+
+    def _entities(self, ids: Sequence[str], *, active_only: bool) -> list[Entity]:
+        out = []
+        for i, key in enumerate(ids):
+            if not isinstance(key, str):
+                raise InvalidInput(f"ids[{i}]", "must be a string")
+            if not key.strip() or len(key) > MAX_KEY_CHARS:
+                continue  # no document can have such an id
+            try:
+                head = self.vault.history(self.collection, key, agent_id=self.agent_id,
+                                          workspace_hash=self.workspace_hash, limit=1).items[0]
+            except NotFound:
+                continue
+            if not active_only or head.status == "active":
+                out.append(head)
+        return out
+
+    @staticmethod
+    def _document(entity: Entity) -> Document:
+        metadata = entity.body.get("metadata")
+        return Document(id=entity.key, page_content=entity.content,
+                        metadata=dict(metadata) if isinstance(metadata, dict) else {})
+
+    # --- searching ------------------------------------------------------------------------------
+
+    def _search(self, query: str | None, vector: np.ndarray | None, k: int, filter: MetadataFilter | None,
+                params: dict[str, Any]) -> list[RecallItem]:
+        """Up to ``k`` hits for a text query or a vector; a metadata ``filter`` pages through recall's
+        ranking until ``k`` documents pass (or the ranking ends, or recall's offset cap is reached)."""
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise InvalidInput("k", "must be a positive whole number")
+        if filter is not None and not callable(filter) and not isinstance(filter, dict):
+            raise InvalidInput("filter", "must be a dict of metadata values or a function of a Document")
+        for name in ("query", "limit", "offset", "mode", "category", "agent_id", "workspace_hash", "include_archived"):
+            if name in params:
+                raise InvalidInput(name, "is set by the vector store itself")
+        args = {**self.recall_params, **params, **self._scope()}
+        page = min(MAX_LIMIT, k if filter is None else max(4 * k, 50))
+        found: list[RecallItem] = []
+        offset = 0
+        while len(found) < k:
+            try:
+                if vector is not None:
+                    result = self.vault.recall_by_vector(vector, limit=page, offset=offset, **args)
+                else:
+                    assert query is not None
+                    result = self.vault.recall(query, mode=self.mode, limit=page, offset=offset, **args)
+            except NotSupported:
+                if not self.vault.scan(limit=1, **self._scope()).items:
+                    return []  # an empty collection has nothing to search yet, whatever the mode
+                raise
+            found.extend(item for item in result.items if _passes(filter, item))
+            offset += page
+            if len(result.items) < page or offset > MAX_OFFSET:
+                break
+        return found[:k]
+
+    def _with_scores(self, items: list[RecallItem], query: np.ndarray | None) -> list[tuple[Document, float]]:
+        docs = [_document_of(item) for item in items]
+        if query is None or not items:
+            return [(doc, item.score) for doc, item in zip(docs, items)]
+        rows = document_vectors(self._embedder(), [item.content for item in items])
+        return [(doc, float(np.dot(row, query))) for doc, row in zip(docs, rows)]
+
+    def _query_vector(self, query: str) -> np.ndarray | None:
+        return query_vector(self.vault.embedder, query) if self.vault.embedder is not None else None
+
+    def similarity_search(self, query: str, k: int = 4, filter: MetadataFilter | None = None,
+                          **kwargs: Any) -> list[Document]:
+        if self.mode == "dense":
+            return self.similarity_search_by_vector(list(self._vector_for(query)), k, filter=filter, **kwargs)
+        return [_document_of(item) for item in self._search(query, None, k, filter, kwargs)]
+
+    def _vector_for(self, query: str) -> np.ndarray:
+        if not isinstance(query, str):
+            raise InvalidInput("query", "must be a string")
+        return query_vector(self._embedder(), query)
+
+    def similarity_search_with_score(self, query: str, k: int = 4, filter: MetadataFilter | None = None,
+                                     **kwargs: Any) -> list[tuple[Document, float]]:
+        """Documents with their cosine similarity to ``query`` (the vault's recall score in a
+        keyword-only vault, which has no vectors to compare)."""
+        if self.mode == "dense":
+            vector = self._vector_for(query)
+            return self._with_scores(self._search(None, vector, k, filter, kwargs), vector)
+        items = self._search(query, None, k, filter, kwargs)
+        return self._with_scores(items, self._query_vector(query))
+
+    def similarity_search_by_vector(self, embedding: list[float], k: int = 4, filter: MetadataFilter | None = None,
+                                    **kwargs: Any) -> list[Document]:
+        vector = np.asarray(embedding, dtype=np.float32)
+        return [_document_of(item) for item in self._search(None, vector, k, filter, kwargs)]
+
+    def similarity_search_with_score_by_vector(self, embedding: list[float], k: int = 4,
+                                               filter: MetadataFilter | None = None,
+                                               **kwargs: Any) -> list[tuple[Document, float]]:
+        vector = np.asarray(embedding, dtype=np.float32)
+        items = self._search(None, vector, k, filter, kwargs)
+        norm = float(np.linalg.norm(vector))
+        return self._with_scores(items, vector / norm if norm else None)
+
+    def max_marginal_relevance_search(self, query: str, k: int = 4, fetch_k: int = 20, lambda_mult: float = 0.5,
+                                      filter: MetadataFilter | None = None, **kwargs: Any) -> list[Document]:
+        return self.max_marginal_relevance_search_by_vector(list(self._vector_for(query)), k, fetch_k, lambda_mult,
+                                                            filter=filter, **kwargs)
+
+    def max_marginal_relevance_search_by_vector(self, embedding: list[float], k: int = 4, fetch_k: int = 20,
+                                                lambda_mult: float = 0.5, filter: MetadataFilter | None = None,
+                                                **kwargs: Any) -> list[Document]:
+        """``fetch_k`` candidates by similarity, then ``k`` of them chosen for relevance and diversity."""
+        if isinstance(fetch_k, bool) or not isinstance(fetch_k, int) or fetch_k < 1:
+            raise InvalidInput("fetch_k", "must be a positive whole number")
+        if isinstance(lambda_mult, bool) or not isinstance(lambda_mult, (int, float)) or not 0 <= lambda_mult <= 1:
+            raise InvalidInput("lambda_mult", "must be a number from 0 to 1")
+        vector = np.asarray(embedding, dtype=np.float32)
+        candidates = self._search(None, vector, max(k, fetch_k), filter, kwargs)
+        if not candidates:
+            return []
+        rows = document_vectors(self._embedder(), [item.content for item in candidates])
+        chosen = maximal_marginal_relevance(vector, rows.tolist(), lambda_mult=float(lambda_mult), k=k)
+        return [_document_of(candidates[i]) for i in chosen]
+
+    # --- construction ---------------------------------------------------------------------------
+
+    @classmethod
+    def from_texts(cls, texts: list[str], embedding: Embeddings | None = None,
+                   metadatas: list[dict[str, Any]] | None = None, *, ids: list[str] | None = None,
+                   **kwargs: Any) -> PerseusVaultVectorStore:
+        """A store over ``kwargs["vault"]`` (a Vault or a path) holding ``texts``; other keyword
+        arguments go to the constructor."""
+        if "vault" not in kwargs:
+            raise InvalidInput("vault", "is required: the Vault, or the path of the file to keep the documents in")
+        store = cls(kwargs.pop("vault"), embedding, **kwargs)
+        store.add_texts(texts, metadatas, ids=ids)
+        return store
+
+
+def _json_metadata(metadata: Any, index: int) -> dict[str, Any]:
+    if not isinstance(metadata, dict):
+        raise InvalidInput(f"metadatas[{index}]", "must be a dict")
+    try:
+        json.dumps(metadata, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput(f"metadatas[{index}]", f"must be JSON (strings, numbers, lists, dicts): {exc}") from None
+    return metadata
+
+
+def _document_of(item: RecallItem) -> Document:
+    metadata = item.body.get("metadata")
+    return Document(id=item.key, page_content=item.content, metadata=dict(metadata) if isinstance(metadata, dict) else {})
+
+
+def _passes(filter: MetadataFilter | None, item: RecallItem) -> bool:
+    if filter is None:
+        return True
+    if callable(filter):
+        return bool(filter(_document_of(item)))
+    metadata = item.body.get("metadata") or {}
+    return all(metadata.get(name) == value for name, value in filter.items())
