@@ -1,0 +1,429 @@
+"""``PerseusVaultStore``: the vault as LangGraph's long-term memory, a ``BaseStore`` (SPEC 6.4).
+
+Plug it in where LangGraph takes a store: ``graph.compile(store=...)`` or ``create_agent(...,
+store=...)``. Its behaviour is checked op-for-op against LangGraph's ``InMemoryStore``.
+
+How items map onto entities: a store owns one vault category (``category``, default ``langgraph``)
+in one scope (``agent_id`` / ``workspace_hash``). An item is the entity whose topic path is its
+namespace (each label percent-encoded, so ``("users", "a/b")`` is two segments and a namespace prefix
+is a topic-path prefix), whose key is the JSON array of namespace and key, and whose body holds the
+value, the namespace and the key. Its content is the text of its indexed fields (``index["fields"]``,
+by default the whole value as JSON), which the vault searches by keyword and meaning; an item put
+with ``index=False`` has empty content and only fills up query searches after the hits, unscored,
+as in ``InMemoryStore``.
+
+- ``search`` without ``query``: items in the order they were first put (an update keeps its place;
+  a deleted and re-put item goes last), filtered by ``filter`` (``$eq $ne $gt $gte $lt $lte``, nested
+  dicts, exact lists), then ``offset`` / ``limit``.
+- ``search`` with ``query``: the vault's recall (``mode``: auto, i.e. hybrid when the vault has
+  vectors) within the namespace prefix, best first, each with its recall ``score``; a ``filter`` is
+  applied to recall's ranking, read in pages (up to recall's offset cap of 10,000 hits).
+- ``delete`` purges the entity (a LangGraph delete is a request to forget for good).
+- TTL (minutes): the vault's ``expires_at_ms``. An expired item reads as absent everywhere; reads
+  refresh the TTL (``refresh_ttl``, default from ``ttl`` config's ``refresh_on_read``) by writing a
+  new expiry, which the vault records as a new version.
+- A batch answers its reads first, then applies its writes (the last write to a key wins), as
+  ``InMemoryStore`` does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from collections.abc import Callable, Iterable, Iterator
+from datetime import datetime, timezone
+from typing import Any, Literal
+from urllib.parse import quote, unquote
+
+try:
+    from langchain_core.embeddings import Embeddings
+    from langgraph.store.base import (
+        BaseStore,
+        GetOp,
+        IndexConfig,
+        Item,
+        ListNamespacesOp,
+        MatchCondition,
+        Op,
+        PutOp,
+        Result,
+        SearchItem,
+        SearchOp,
+        TTLConfig,
+        ensure_embeddings,
+        get_text_at_path,
+        tokenize_path,
+        validate_op_namespace,
+    )
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError("the LangGraph store needs langgraph: install perseus-vault[langchain]") from exc
+
+from perseus_vault_core import Entity, InvalidInput, NotFound, RecallItem, Vault
+from perseus_vault_core.models import MAX_KEY_CHARS, MAX_LIMIT, MAX_OFFSET, MAX_TOPIC_PATH_CHARS
+
+from .langchain_embeddings import LangChainEmbedder
+
+ITEM_TYPE = "store_item"
+MINUTE_MS = 60_000
+Mode = Literal["fts5", "dense", "hybrid"]
+
+
+class PerseusVaultStore(BaseStore):
+    """LangGraph long-term memory kept in a vault.
+
+    ``vault``: an open :class:`Vault`, or a path (the store then opens it, embedding with
+    ``index["embed"]`` when given, and closes it in :meth:`close`). ``index``: LangGraph's index
+    config; ``fields`` picks the text that is searched (default ``["$"]``, the whole value), ``dims``
+    is checked against the embedder. ``ttl``: LangGraph's TTL config (``default_ttl``,
+    ``refresh_on_read``). ``mode``: the recall mode of query searches (default: the vault's auto).
+    ``clock``: unix milliseconds for TTLs; give the vault's own clock if it was opened with one.
+    """
+
+    supports_ttl: bool = True
+
+    def __init__(self, vault: Vault | str | os.PathLike[str], *, index: IndexConfig | None = None,
+                 ttl: TTLConfig | None = None, category: str = "langgraph", agent_id: str | None = None,
+                 workspace_hash: str | None = None, mode: Mode | None = None,
+                 clock: Callable[[], int] | None = None) -> None:
+        config: dict[str, Any] = dict(index or {})
+        unknown = set(config) - {"dims", "embed", "fields"}
+        if unknown:
+            raise InvalidInput(f"index.{sorted(unknown)[0]}", "is not an index setting (dims, embed, fields)")
+        embed = config.get("embed")
+        if isinstance(vault, Vault):
+            if embed is not None:
+                raise InvalidInput("index.embed", "an open Vault embeds with its own model; pass a path to embed "
+                                   "with this one, or open the Vault with embedder=LangChainEmbedder(...)")
+            self.vault, self._owned = vault, False
+        elif isinstance(vault, (str, os.PathLike)):
+            embedder = LangChainEmbedder(_embeddings(embed)) if embed is not None else None
+            self.vault, self._owned = Vault(vault, embedder=embedder), True
+        else:
+            raise InvalidInput("vault", "must be a Vault or a path to one")
+        dims = config.get("dims")
+        if dims is not None:
+            model = self.vault.embedder
+            if model is None or model.dimension != dims:
+                self.close()
+                raise InvalidInput("index.dims", f"is {dims}, but the vault's embedder makes "
+                                   f"{model.dimension if model else 'no'} dimensions")
+        fields = config.get("fields") or ["$"]
+        if not isinstance(fields, list) or not all(isinstance(f, str) and f for f in fields):
+            raise InvalidInput("index.fields", "must be a list of field paths")
+        if not isinstance(category, str) or not category.strip():
+            raise InvalidInput("category", "must be a non-empty string")
+        if mode not in (None, "fts5", "dense", "hybrid"):
+            raise InvalidInput("mode", "must be 'fts5', 'dense', 'hybrid' or None (auto)")
+        self.index_config = config or None
+        self.ttl_config = ttl
+        self.fields = [(f, tokenize_path(f) if f != "$" else f) for f in fields]
+        self.category = category
+        self.agent_id = agent_id
+        self.workspace_hash = workspace_hash
+        self.mode = mode
+        self._clock = clock or (lambda: time.time_ns() // 1_000_000)
+
+    def close(self) -> None:
+        """Close the vault if this store opened it."""
+        if self._owned:
+            self.vault.close()
+
+    # --- the batch --------------------------------------------------------------------------
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        ops = list(ops)
+        for op in ops:
+            if not isinstance(op, (GetOp, SearchOp, ListNamespacesOp, PutOp)):
+                raise InvalidInput("ops", f"{type(op).__name__} is not a store operation")
+            validate_op_namespace(op)
+        results: list[Result] = []
+        puts: dict[tuple[tuple[str, ...], str], PutOp] = {}
+        refresh: dict[int, Entity] = {}
+        for op in ops:
+            if isinstance(op, GetOp):
+                entity = self._find(op.namespace, op.key)
+                if entity is not None and op.refresh_ttl:
+                    refresh[entity.id] = entity
+                results.append(_item(entity) if entity is not None else None)
+            elif isinstance(op, SearchOp):
+                found = self._search(op)
+                if op.refresh_ttl:
+                    refresh.update((e.id, e) for e, _ in found)
+                results.append([_search_item(e, score) for e, score in found])
+            elif isinstance(op, ListNamespacesOp):
+                results.append(self._list_namespaces(op))
+            else:
+                puts[(tuple(op.namespace), op.key)] = op
+                results.append(None)
+        self._refresh(refresh.values(), {k for k in puts})
+        for op in puts.values():
+            self._put(op)
+        return results
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        # SQLite and the model block: a worker thread keeps the event loop free.
+        return await asyncio.to_thread(self.batch, list(ops))
+
+    # --- scope and addressing ---------------------------------------------------------------
+
+    def _filters(self, prefix: tuple[str, ...] = ()) -> dict[str, Any]:
+        # '' is the unscoped scope itself: without it an unscoped store would read every scope.
+        out: dict[str, Any] = {"category": self.category, "agent_id": self.agent_id or "",
+                               "workspace_hash": self.workspace_hash or ""}
+        if prefix:
+            out["topic_path"] = _topic(prefix)
+        return out
+
+    def _find(self, namespace: tuple[str, ...], key: str) -> Entity | None:
+        entity_key = _entity_key(namespace, key)
+        if len(entity_key) > MAX_KEY_CHARS:
+            return None  # no item can have been stored under such a long address
+        try:
+            head = self.vault.history(self.category, entity_key, agent_id=self.agent_id,
+                                      workspace_hash=self.workspace_hash, limit=1).items[0]
+        except NotFound:
+            return None
+        return head if head.status == "active" else None  # expired items read as absent
+
+    def _scan(self, prefix: tuple[str, ...]) -> Iterator[Entity]:
+        """Every live item under ``prefix``, in the order the items were first put (entity id)."""
+        cursor = None
+        while True:
+            page = self.vault.scan(cursor=cursor, limit=MAX_LIMIT, **self._filters(prefix))
+            yield from (e for e in page.items if e.type == ITEM_TYPE)
+            if not page.has_more:
+                return
+            cursor = page.next_cursor
+
+    # --- writes -----------------------------------------------------------------------------
+
+    def _put(self, op: PutOp) -> None:
+        namespace = tuple(op.namespace)
+        if op.value is None:
+            self._delete(namespace, op.key)
+            return
+        if not namespace:
+            raise InvalidInput("namespace", "must not be empty")
+        if not isinstance(op.key, str) or not op.key:
+            raise InvalidInput("key", "must be a non-empty string")
+        value = dict(op.value)
+        try:
+            json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise InvalidInput("value", f"must be JSON (strings, numbers, lists, dicts): {exc}") from None
+        entity_key = _entity_key(namespace, op.key)
+        topic = _topic(namespace)
+        if len(entity_key) > MAX_KEY_CHARS or len(topic) > MAX_TOPIC_PATH_CHARS:
+            raise InvalidInput("namespace", "and key are too long to address an item in the vault")
+        texts = self._texts(value, op.index)
+        body: dict[str, Any] = {"namespace": list(namespace), "key": op.key, "value": value, "indexed": bool(texts)}
+        expires = None
+        if op.ttl is not None:
+            if isinstance(op.ttl, bool) or not isinstance(op.ttl, (int, float)) or not op.ttl > 0:
+                raise InvalidInput("ttl", "must be a positive number of minutes, or None")
+            body["ttl_minutes"] = op.ttl
+            expires = self._now() + int(op.ttl * MINUTE_MS)
+        self.vault.remember(category=self.category, key=entity_key, content="\n".join(texts), type=ITEM_TYPE,
+                            topic_path=topic, body=body, agent_id=self.agent_id, workspace_hash=self.workspace_hash,
+                            expires_at_ms=expires)
+
+    def _texts(self, value: dict[str, Any], index: Literal[False] | list[str] | None) -> list[str]:
+        if index is False:
+            return []
+        paths = self.fields if index is None else [(p, tokenize_path(p) if p != "$" else p) for p in index]
+        out: list[str] = []
+        for _, tokens in paths:
+            out.extend(get_text_at_path(value, tokens))
+        return [t for t in out if t]
+
+    def _delete(self, namespace: tuple[str, ...], key: str) -> None:
+        entity_key = _entity_key(namespace, key)
+        if len(entity_key) > MAX_KEY_CHARS:
+            return
+        try:
+            head = self.vault.history(self.category, entity_key, agent_id=self.agent_id,
+                                      workspace_hash=self.workspace_hash, limit=1).items[0]
+        except NotFound:
+            return
+        if head.status != "archived":
+            self.vault.forget(head.id)
+        self.vault.purge(head.id)
+
+    def _refresh(self, entities: Iterable[Entity], overwritten: set[tuple[tuple[str, ...], str]]) -> None:
+        """Push back the expiry of items that were read (and are not rewritten by this batch)."""
+        now = self._now()
+        for entity in entities:
+            minutes = entity.body.get("ttl_minutes")
+            address = (tuple(entity.body["namespace"]), entity.body["key"])
+            if minutes is None or address in overwritten:
+                continue
+            self.vault.remember(category=self.category, key=entity.key, content=entity.content,
+                                agent_id=self.agent_id, workspace_hash=self.workspace_hash,
+                                expires_at_ms=now + int(minutes * MINUTE_MS))
+
+    def _now(self) -> int:
+        return int(self._clock())
+
+    # --- reads ------------------------------------------------------------------------------
+
+    def _search(self, op: SearchOp) -> list[tuple[Entity, float | None]]:
+        prefix = tuple(op.namespace_prefix)
+        if op.limit < 0 or op.offset < 0:
+            raise InvalidInput("limit" if op.limit < 0 else "offset", "must not be negative")
+        check_filter(op.filter)
+        wanted = op.offset + op.limit
+        if not op.query:
+            matched = (e for e in self._scan(prefix) if matches(e.body.get("value"), op.filter))
+            out: list[tuple[Entity, float | None]] = []
+            for entity in matched:
+                out.append((entity, None))
+                if len(out) >= wanted:
+                    break
+            return out[op.offset:]
+        hits: list[tuple[Entity, float | None]] = []
+        if wanted:
+            hits = self._recall(op.query, prefix, op.filter, wanted)
+        if len(hits) < wanted:  # as InMemoryStore: unindexed items fill up, unscored
+            hits.extend((e, None) for e in self._scan(prefix)
+                        if not e.body.get("indexed") and matches(e.body.get("value"), op.filter))
+        return hits[op.offset:wanted]
+
+    def _recall(self, query: str, prefix: tuple[str, ...], filter: dict[str, Any] | None,
+                wanted: int) -> list[tuple[Entity, float | None]]:
+        prefix_filters = self._filters(prefix)
+        page = min(MAX_LIMIT, max(wanted, 10) if filter is None else max(4 * wanted, 50))
+        out: list[tuple[Entity, float | None]] = []
+        offset = 0
+        while len(out) < wanted:
+            args = dict(prefix_filters, type=ITEM_TYPE, limit=page, offset=offset, reinforce=False)
+            if self.mode is not None:
+                args["mode"] = self.mode
+            result = self.vault.recall(query, **args)
+            out.extend((item, item.score) for item in result.items
+                       if item.body.get("indexed") and matches(item.body.get("value"), filter))
+            offset += page
+            if len(result.items) < page or offset > MAX_OFFSET:
+                break
+        return out[:wanted]
+
+    def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
+        if op.limit < 0 or op.offset < 0:
+            raise InvalidInput("limit" if op.limit < 0 else "offset", "must not be negative")
+        namespaces = {tuple(e.body["namespace"]) for e in self._scan(())}
+        conditions = op.match_conditions or ()
+        chosen = {ns for ns in namespaces if all(_matches_condition(c, ns) for c in conditions)}
+        if op.max_depth is not None:
+            chosen = {ns[: op.max_depth] for ns in chosen}
+        return sorted(chosen)[op.offset: op.offset + op.limit]
+
+
+# --- pure helpers ------------------------------------------------------------------------------
+
+
+def _embeddings(embed: Any) -> Embeddings:
+    made = ensure_embeddings(embed)
+    if not isinstance(made, Embeddings):  # pragma: no cover - ensure_embeddings always returns one
+        raise InvalidInput("index.embed", "must be an Embeddings object or an embedding function")
+    return made
+
+
+def _topic(namespace: tuple[str, ...]) -> str:
+    return "/".join(quote(label, safe="") for label in namespace)
+
+
+def _entity_key(namespace: tuple[str, ...], key: str) -> str:
+    return json.dumps([*namespace, key], ensure_ascii=False)
+
+
+def _when(ms: int) -> datetime:
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+
+
+def _item(entity: Entity) -> Item:
+    body = entity.body
+    return Item(value=body["value"], key=body["key"], namespace=tuple(body["namespace"]),
+                created_at=_when(entity.created_at_ms), updated_at=_when(entity.updated_at_ms))
+
+
+def _search_item(entity: Entity, score: float | None) -> SearchItem:
+    body = entity.body
+    return SearchItem(namespace=tuple(body["namespace"]), key=body["key"], value=body["value"],
+                      created_at=_when(entity.created_at_ms), updated_at=_when(entity.updated_at_ms), score=score)
+
+
+def _matches_condition(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
+    path = tuple(condition.path)
+    if len(namespace) < len(path):
+        return False
+    if condition.match_type == "prefix":
+        window = namespace[: len(path)]
+    elif condition.match_type == "suffix":
+        window = namespace[len(namespace) - len(path):]
+    else:
+        raise InvalidInput("match_type", f"must be 'prefix' or 'suffix', not {condition.match_type!r}")
+    return all(want in ("*", have) for want, have in zip(path, window))
+
+
+OPERATORS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")
+
+
+def matches(value: Any, filter: dict[str, Any] | None) -> bool:
+    """Whether a stored value passes a LangGraph store filter: each field must equal the given
+    value, or pass every ``$`` operator given for it; a dict without operators matches nested
+    fields; a list matches an equal list."""
+    if not filter:
+        return True
+    if not isinstance(value, dict):
+        return False
+    return all(_field_matches(value.get(name), wanted) for name, wanted in filter.items())
+
+
+def check_filter(filter: Any) -> None:
+    """Refuse a malformed filter before any item is read (an unknown operator, a non-dict)."""
+    if filter is None:
+        return
+    if not isinstance(filter, dict):
+        raise InvalidInput("filter", "must be a dict of field values")
+    stack = list(filter.values())
+    while stack:
+        wanted = stack.pop()
+        if isinstance(wanted, dict):
+            for name, inner in wanted.items():
+                if isinstance(name, str) and name.startswith("$") and name not in OPERATORS:
+                    raise InvalidInput("filter", f"unknown operator {name!r} (use {', '.join(OPERATORS)})")
+                stack.append(inner)
+        elif isinstance(wanted, (list, tuple)):
+            stack.extend(wanted)
+
+
+def _field_matches(have: Any, wanted: Any) -> bool:
+    if isinstance(wanted, dict):
+        if any(isinstance(k, str) and k.startswith("$") for k in wanted):
+            return all(_operator(have, op, operand) for op, operand in wanted.items())
+        return isinstance(have, dict) and all(_field_matches(have.get(k), v) for k, v in wanted.items())
+    if isinstance(wanted, (list, tuple)):
+        return (isinstance(have, (list, tuple)) and len(have) == len(wanted)
+                and all(_field_matches(h, w) for h, w in zip(have, wanted)))
+    return bool(have == wanted)
+
+
+def _operator(have: Any, op: str, operand: Any) -> bool:
+    if op == "$eq":
+        return bool(have == operand)
+    if op == "$ne":
+        return bool(have != operand)
+    if op not in OPERATORS:
+        raise InvalidInput("filter", f"unknown operator {op!r} (use {', '.join(OPERATORS)})")
+    try:
+        left, right = float(have), float(operand)
+    except (TypeError, ValueError):
+        return False  # a missing or non-numeric field is neither greater nor smaller than anything
+    if op == "$gt":
+        return left > right
+    if op == "$gte":
+        return left >= right
+    if op == "$lt":
+        return left < right
+    return left <= right
