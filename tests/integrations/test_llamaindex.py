@@ -49,7 +49,7 @@ def test_retrieve_returns_entities_as_scored_text_nodes(vault: Vault) -> None:
     assert (meta["id"], meta["category"], meta["key"], meta["topic_path"]) == (ids["db"], "decision", "db-engine",
                                                                               "architecture/storage")
     assert meta["summary"] == "Database engine" and meta["ranks"] == {"fts5": meta["ranks"]["fts5"]}
-    assert top.score == meta["score"] and top.score > 0
+    assert top.score is not None and top.score == meta["score"] and top.score > 0
     # the LLM sees the text with a few telling fields, not the bookkeeping
     llm_view = top.node.get_content(metadata_mode="llm")  # type: ignore[arg-type]
     assert "category: decision" in llm_view and "retrieval_count" not in llm_view
@@ -57,7 +57,10 @@ def test_retrieve_returns_entities_as_scored_text_nodes(vault: Vault) -> None:
 
 def test_filters_apply(vault: Vault) -> None:
     ids = seed(vault)
-    by = lambda **kw: [int(n.node.node_id) for n in PerseusVaultRetriever(vault, **kw).retrieve("sqlite postgres")]  # noqa: E731
+
+    def by(**filters: Any) -> list[int]:
+        return [int(n.node.node_id) for n in PerseusVaultRetriever(vault, **filters).retrieve("sqlite postgres")]
+
     assert set(by(category="decision")) == {ids["db"], ids["other"]}
     assert by(category="decision", agent_id="two") == [ids["other"]]
     assert by(topic_path="architecture") == [ids["db"]]
@@ -208,13 +211,22 @@ def test_block_get_and_put_directly(vault: Vault) -> None:
     assert asyncio.run(block.aget([ChatMessage(role="user", content="   ")])) == ""
 
 
+def test_block_recalls_by_meaning_with_the_bundled_model(db_path: Path, real_embedder: Any) -> None:
+    with Vault(db_path, embedder=real_embedder) as vault:
+        block = PerseusVaultMemoryBlock(vault=vault, limit=1, mode="dense")
+        asyncio.run(block.aput(conversation()[:2], session_id="s1"))
+        asyncio.run(block.aput(conversation()[2:4], session_id="s1"))
+        text = asyncio.run(block.aget([ChatMessage(role="user", content="Does my pet like household appliances?")]))
+        assert "Juniper" in text and "Lisbon" not in text
+
+
 def test_block_refuses_bad_settings(vault: Vault) -> None:
     with pytest.raises(ValueError, match="category"):
         PerseusVaultMemoryBlock(vault=vault, recall_params={"category": "x"})
     with pytest.raises(ValueError, match="trust_weight"):
         PerseusVaultMemoryBlock(vault=vault, recall_params={"trust_weight": -1})
     with pytest.raises(ValueError, match="vault"):
-        PerseusVaultMemoryBlock(vault="memory.db")
+        PerseusVaultMemoryBlock(vault="memory.db")  # type: ignore[arg-type]
 
 
 # --- the import boundary ----------------------------------------------------------------------------
