@@ -21,7 +21,6 @@ request must carry it.
 from __future__ import annotations
 
 import hmac
-import json
 import inspect
 import ipaddress
 import os
@@ -167,6 +166,13 @@ def _result(vault_method: Callable[..., Any]) -> Any:
     return inspect.signature(vault_method, eval_str=True).return_annotation
 
 
+def _direct(vault_method: Callable[..., Any]) -> bool:
+    """Whether the method returns one result model, which the tool then serializes itself (the
+    others, ``X | None`` or lists, go through the SDK's wrapped ``{"result": ...}`` output)."""
+    returns = _result(vault_method)
+    return isinstance(returns, type) and issubclass(returns, BaseModel)
+
+
 def build_server(path: str | None = None, *, agent_id: str | None = None, workspace_hash: str | None = None,
                  vault: Vault | None = None) -> MCPServer:
     """An MCP server over the vault at ``path`` (opened when the server starts, closed when it stops),
@@ -201,10 +207,21 @@ def build_server(path: str | None = None, *, agent_id: str | None = None, worksp
         for n, name in enumerate(names):
             text = spec.description if n == 0 else f"Legacy name of {PREFIX + spec.verb}. " + spec.description
             server.add_tool(fn, name=name, description=text, annotations=annotations)
+            if _direct(method):
+                _trust_output(server, name)
             if n:
                 aliases.add(name)
     server.aliases = frozenset(aliases)
     return server
+
+
+def _trust_output(server: MCPServer, name: str) -> None:
+    """Keep the tool's output schema advertised, but skip the SDK's re-validation of each result
+    against it: the engine built the result as that very model, and re-checking a recall page
+    costs more than the rest of the server's work on the call."""
+    tool = server._tool_manager.get_tool(name)
+    if tool is not None and tool.fn_metadata.output_schema is not None:
+        tool.fn_metadata.output_model = None
 
 
 def _tool(spec: Spec, method: Callable[..., Any], holder: dict[str, Vault], bound: dict[str, str]) -> Callable[..., Any]:
@@ -239,13 +256,13 @@ def _tool(spec: Spec, method: Callable[..., Any], holder: dict[str, Vault], boun
             result = await anyio.to_thread.run_sync(partial(getattr(holder["vault"], spec.method), *args, **kwargs))
         except VaultError as exc:
             raise ToolError(str(exc)) from exc
-        if direct:  # one serialization for both the text and the structured content
-            text = result.model_dump_json()
-            return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=json.loads(text))
+        if direct:  # the text block is the same JSON (for clients that read only text)
+            return CallToolResult(content=[TextContent(type="text", text=result.model_dump_json())],
+                                  structured_content=result.model_dump(mode="json"))
         return result
 
     returns = _result(method)
-    direct = isinstance(returns, type) and issubclass(returns, BaseModel)
+    direct = _direct(method)
     call.__name__ = spec.verb
     call.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
         params, return_annotation=Annotated[CallToolResult, returns] if direct else returns)
@@ -253,7 +270,16 @@ def _tool(spec: Spec, method: Callable[..., Any], holder: dict[str, Vault], boun
 
 
 def serve_stdio(vault: Vault, *, agent_id: str | None = None, workspace_hash: str | None = None) -> None:
-    build_server(vault=vault, agent_id=agent_id, workspace_hash=workspace_hash).run("stdio")
+    """Serve over stdin/stdout until the client closes them (see mcp_stdio.py for the transport)."""
+    from .mcp_stdio import stdio_streams
+
+    lowlevel = build_server(vault=vault, agent_id=agent_id, workspace_hash=workspace_hash)._lowlevel_server
+
+    async def main() -> None:
+        async with stdio_streams() as (read, write):
+            await lowlevel.run(read, write, lowlevel.create_initialization_options())
+
+    anyio.run(main)
 
 
 def is_loopback(host: str) -> bool:
