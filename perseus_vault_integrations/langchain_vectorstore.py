@@ -34,7 +34,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError("the LangChain adapters need langchain-core: install perseus-vault[langchain]") from exc
 
-from perseus_vault_core import Entity, InvalidInput, NotFound, NotSupported, RecallItem, Vault
+from perseus_vault_core import Conflict, Entity, InvalidInput, NotFound, NotSupported, RecallItem, Vault
 from perseus_vault_core.embed import Embedder
 from perseus_vault_core.models import MAX_KEY_CHARS, MAX_LIMIT, MAX_OFFSET
 
@@ -80,6 +80,7 @@ class PerseusVaultVectorStore(VectorStore):
         self.mode = mode
         self.recall_params = recall_params
         self._embedding = embedding
+        self._checked_model = False
 
     # --- housekeeping ---------------------------------------------------------------------------
 
@@ -108,6 +109,21 @@ class PerseusVaultVectorStore(VectorStore):
         # '' is the unscoped scope itself: without it an unscoped store would read every scope.
         return {"agent_id": self.agent_id or "", "workspace_hash": self.workspace_hash or "",
                 "category": self.collection}
+
+    def _guard(self) -> None:
+        """A query vector carries no model name: before searching with one, check that the vault's
+        vectors come from this store's embedder (as the vault itself does for text queries)."""
+        if self._checked_model or self.vault.embedder is None:
+            return
+        stats = self.vault.stats()
+        if stats.embedding_model is None:
+            return  # no vectors yet: nothing to mix with
+        embedder = self.vault.embedder
+        if (stats.embedding_model, stats.embedding_dimension) != (embedder.identity, embedder.dimension):
+            raise Conflict(f"this vault's vectors come from {stats.embedding_model} ({stats.embedding_dimension} "
+                           f"dimensions) but the store embeds with {embedder.identity} ({embedder.dimension} "
+                           "dimensions); run `perseus-vault embed --reembed` to switch models")
+        self._checked_model = True
 
     def _select_relevance_score_fn(self) -> Callable[[float], float]:
         return lambda cosine: max(0.0, min(1.0, (1.0 + cosine) / 2.0))
@@ -198,6 +214,8 @@ class PerseusVaultVectorStore(VectorStore):
             if name in params:
                 raise InvalidInput(name, "is set by the vector store itself")
         args = {**self.recall_params, **params, **self._scope()}
+        if vector is not None:
+            self._guard()
         page = min(MAX_LIMIT, k if filter is None else max(4 * k, 50))
         found: list[RecallItem] = []
         offset = 0

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_tests.integration_tests import VectorStoreIntegrationTests
 
-from perseus_vault_core import InvalidInput, Vault
+from perseus_vault_core import Conflict, InvalidInput, Vault
 from perseus_vault_integrations.langchain import LangChainEmbedder, PerseusVaultVectorStore
 
 
@@ -29,3 +30,134 @@ class TestStandardSuite(VectorStoreIntegrationTests):
         store = PerseusVaultVectorStore(tmp_path / "suite.db", self.get_embeddings())
         yield store
         store.close()
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[PerseusVaultVectorStore]:
+    s = PerseusVaultVectorStore(tmp_path / "vs.db", DeterministicFakeEmbedding(size=16))
+    s.add_texts(["the cat sat on the mat", "dogs chase cats", "stock markets fell today", "a kitten sleeps"],
+                [{"topic": "pets", "n": 1}, {"topic": "pets", "n": 2}, {"topic": "money", "n": 3}, {"topic": "pets", "n": 4}],
+                ids=["cat", "dog", "market", "kitten"])
+    yield s
+    s.close()
+
+
+def test_scores_are_cosine_similarities(store: PerseusVaultVectorStore) -> None:
+    hits = store.similarity_search_with_score("stock markets fell today", k=4)
+    assert hits[0][0].id == "market" and hits[0][1] == pytest.approx(1.0, abs=1e-5)  # the same text
+    assert all(-1.0 - 1e-6 <= score <= 1.0 + 1e-6 for _, score in hits)
+    assert [s for _, s in hits] == sorted((s for _, s in hits), reverse=True)
+    relevance = store.similarity_search_with_relevance_scores("stock markets fell today", k=4)
+    assert all(0.0 <= r <= 1.0 for _, r in relevance) and relevance[0][1] == pytest.approx(1.0, abs=1e-5)
+
+
+def test_search_by_vector_uses_the_callers_vector(store: PerseusVaultVectorStore) -> None:
+    vector = DeterministicFakeEmbedding(size=16).embed_query("dogs chase cats")
+    assert store.similarity_search_by_vector(vector, k=1)[0].id == "dog"
+    scored = store.similarity_search_with_score_by_vector(vector, k=2)
+    assert scored[0][0].id == "dog" and scored[0][1] == pytest.approx(1.0, abs=1e-5)
+    with pytest.raises(InvalidInput):
+        store.similarity_search_by_vector([0.1, 0.2], k=1)  # wrong dimension
+
+
+def test_metadata_filters(store: PerseusVaultVectorStore) -> None:
+    pets = store.similarity_search("stock markets fell today", k=4, filter={"topic": "pets"})
+    assert {d.id for d in pets} == {"cat", "dog", "kitten"}
+    late = store.similarity_search("anything", k=4, filter=lambda doc: doc.metadata["n"] >= 3)
+    assert {d.id for d in late} == {"market", "kitten"}
+    with pytest.raises(InvalidInput):
+        store.similarity_search("x", filter="topic = pets")  # type: ignore[arg-type]
+
+
+def test_mmr_prefers_diversity(tmp_path: Path) -> None:
+    s = PerseusVaultVectorStore(tmp_path / "mmr.db", DeterministicFakeEmbedding(size=16))
+    s.add_texts(["alpha", "alpha", "beta"], ids=["a1", "a2", "b"])  # a1 and a2 are the same vector
+    plain = s.similarity_search("alpha", k=2)
+    assert {d.id for d in plain} == {"a1", "a2"}
+    diverse = s.max_marginal_relevance_search("alpha", k=2, fetch_k=3, lambda_mult=0.3)
+    assert diverse[0].id in {"a1", "a2"} and diverse[1].id == "b"
+    s.close()
+
+
+def test_ids_map_to_entity_keys_and_delete_purges(store: PerseusVaultVectorStore) -> None:
+    vault = store.vault
+    entity = vault.history("langchain", "cat", limit=1).items[0]
+    assert entity.content == "the cat sat on the mat" and entity.body["metadata"] == {"topic": "pets", "n": 1}
+    store.add_texts(["the cat sat on the sofa"], ids=["cat"])  # same id: a new version of the entity
+    assert vault.history("langchain", "cat").total == 2
+    store.delete(["cat", "never-there"])
+    assert store.get_by_ids(["cat"]) == []
+    assert "cat" not in {d.id for d in store.similarity_search("the cat sat on the sofa", k=4)}
+    assert not [i for i in vault.recall("cat sofa", include_archived=True, mode="fts5").items if i.key == "cat"]
+    with pytest.raises(InvalidInput):
+        store.delete()
+
+
+def test_bad_input_is_named_and_nothing_is_written(store: PerseusVaultVectorStore) -> None:
+    before = store.vault.stats().entities
+    with pytest.raises(InvalidInput) as err:
+        store.add_texts(["a", "b"], [{"ok": 1}, {"bad": object()}])
+    assert err.value.field == "metadatas[1]"
+    with pytest.raises(InvalidInput) as err:
+        store.add_texts(["a"], ids=["  "])
+    assert err.value.field == "ids[0]"
+    with pytest.raises(InvalidInput):
+        store.add_texts(["a", "b"], ids=["only-one"])
+    assert store.vault.stats().entities == before
+
+
+def test_the_embedder_guard_holds(tmp_path: Path) -> None:
+    path = tmp_path / "guard.db"
+    first = PerseusVaultVectorStore(path, DeterministicFakeEmbedding(size=16))
+    first.add_texts(["hello"])
+    first.close()
+    other = PerseusVaultVectorStore(path, DeterministicFakeEmbedding(size=8))
+    with pytest.raises(Conflict):
+        other.add_texts(["mixing models"])  # 8 dimensions into a 16-dimension vault
+    with pytest.raises(Conflict):
+        other.similarity_search("hello")
+    other.close()
+    with Vault(tmp_path / "v.db", embedder=False) as vault:
+        with pytest.raises(InvalidInput) as err:
+            PerseusVaultVectorStore(vault, DeterministicFakeEmbedding(size=8))
+        assert err.value.field == "embedding"
+    with Vault(tmp_path / "w.db", embedder=LangChainEmbedder(DeterministicFakeEmbedding(size=8), identity="fake-8")) as v:
+        s = PerseusVaultVectorStore(v)
+        s.add_texts(["hello"], ids=["h"])
+        assert v.stats().embedding_model == "fake-8" and s.similarity_search("hello", k=1)[0].id == "h"
+
+
+def test_collections_and_scopes_are_separate(tmp_path: Path) -> None:
+    with Vault(tmp_path / "c.db", embedder=LangChainEmbedder(DeterministicFakeEmbedding(size=8))) as vault:
+        a = PerseusVaultVectorStore(vault, collection="a")
+        b = PerseusVaultVectorStore(vault, collection="b", agent_id="bob")
+        a.add_texts(["same text"], ids=["1"])
+        b.add_texts(["same text"], ids=["1"])
+        assert [d.id for d in a.similarity_search("same text", k=5)] == ["1"]
+        assert b.get_by_ids(["1"])[0].page_content == "same text"
+        a.delete(["1"])
+        assert b.get_by_ids(["1"]) and not a.get_by_ids(["1"])
+
+
+def test_as_retriever_and_from_texts(tmp_path: Path) -> None:
+    s = PerseusVaultVectorStore.from_texts(["red apples", "green pears"], DeterministicFakeEmbedding(size=8),
+                                           [{"c": "red"}, {"c": "green"}], ids=["r", "g"], vault=tmp_path / "ft.db")
+    docs = s.as_retriever(search_kwargs={"k": 1}).invoke("green pears")
+    assert docs == [Document(id="g", page_content="green pears", metadata={"c": "green"})]
+    keyword = PerseusVaultVectorStore(s.vault, mode="fts5")
+    assert [d.id for d in keyword.similarity_search("apples", k=2)] == ["r"]
+    s.close()
+    with pytest.raises(InvalidInput):
+        PerseusVaultVectorStore.from_texts(["x"], DeterministicFakeEmbedding(size=8))
+
+
+def test_the_bundled_model_is_the_default(tmp_path: Path, real_embedder: Any) -> None:
+    with Vault(tmp_path / "real.db", embedder=real_embedder) as vault:
+        s = PerseusVaultVectorStore(vault)
+        s.add_texts(["Ada has two cats called Pixel and Vector", "Ada maintains the billing service",
+                     "Ada is vegetarian"], ids=["pets", "job", "food"])
+        assert s.similarity_search("pets at home", k=1)[0].id == "pets"
+        scored = s.similarity_search_with_score("which payments system does she look after", k=3)
+        assert scored[0][0].id == "job" and 0.0 < scored[0][1] <= 1.0
+        assert [d.id for d in s.max_marginal_relevance_search("pets at home", k=2, fetch_k=3)][0] == "pets"
+        assert s.embeddings is not None and len(s.embeddings.embed_query("x")) == 384

@@ -297,17 +297,6 @@ def test_a_langgraph_graph_remembers_across_threads(store: PerseusVaultStore) ->
     assert store.list_namespaces(prefix=("users",)) == [("users", "ada", "facts"), ("users", "bob", "facts")]
 
 
-def test_importing_the_core_loads_no_framework() -> None:
-    import subprocess
-    import sys
-
-    code = ("import sys, perseus_vault_core; "
-            "bad = [m for m in sys.modules if m.split('.')[0] in ('langchain_core', 'langgraph', 'langchain')]; "
-            "print(bad); sys.exit(1 if bad else 0)")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stdout + result.stderr
-
-
 def test_ops_run_in_a_worker_thread_for_async(store: PerseusVaultStore) -> None:
     async def main() -> int:
         ticks = 0
