@@ -3,6 +3,8 @@ over stdio, and streamable HTTP on loopback with a bearer token."""
 
 from __future__ import annotations
 
+import re
+
 import os
 import shutil
 import socket
@@ -50,6 +52,10 @@ def test_every_verb_is_a_tool_with_schemas_from_the_engine(vault: Vault, monkeyp
             purge = tools["perseus_vault_purge"].annotations
             assert purge.destructive_hint and not purge.read_only_hint and purge.open_world_hint is False
             assert "perseus_vault_context" in tools and "perseus_vault_memory_recall" in tools
+            for tool in tools.values():  # an agent learns when to call it and what each argument means
+                assert re.search(r"\b(Use it|Call it|Prefer)\b", tool.description or ""), tool.name
+                undocumented = [a for a, schema in tool.input_schema["properties"].items() if not schema.get("description")]
+                assert not undocumented, (tool.name, undocumented)
 
     run(main)
     monkeypatch.setenv("PERSEUS_VAULT_TOOL_ALIASES", "all")
