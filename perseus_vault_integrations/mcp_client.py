@@ -20,6 +20,8 @@ from mcp.client.stdio import StdioServerParameters
 from perseus_vault_core import Entity, RecallResult, ScanPage, VaultError
 from perseus_vault_core.models import MemoryRecallResult, PrepareResult
 
+from .mcp_server import ENGINE_MS_META
+
 PREFIX = "perseus_vault_"
 
 
@@ -33,6 +35,7 @@ class VaultClient:
         in-process server)."""
         self._client = Client(server)
         self._tools: set[str] | None = None
+        self.engine_ms: float | None = None  # the server engine's own time for the last call, when it says
 
     @classmethod
     def stdio(cls, db: str, *, agent_id: str | None = None, workspace_hash: str | None = None,
@@ -77,6 +80,8 @@ class VaultClient:
         """Call ``perseus_vault_<verb>`` (or a tool by its full name); the structured result, or VaultError."""
         name = verb if verb.startswith((PREFIX, "mimir_", "vault_")) else PREFIX + verb
         result = await self._client.call_tool(name, {k: v for k, v in arguments.items() if v is not None})
+        engine_ms = (result.meta or {}).get(ENGINE_MS_META)
+        self.engine_ms = float(engine_ms) if isinstance(engine_ms, (int, float)) else None
         if result.is_error:
             text = " ".join(getattr(c, "text", "") for c in result.content)
             raise VaultError(text.removeprefix(f"Error executing tool {name}: "))

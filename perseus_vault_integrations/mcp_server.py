@@ -24,6 +24,7 @@ import hmac
 import inspect
 import ipaddress
 import os
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -47,6 +48,9 @@ SEED_ALIASES = {  # the memory-file seed's tool names
 }
 ALIASES_ENV = "PERSEUS_VAULT_TOOL_ALIASES"
 TOKEN_ENV = "PERSEUS_VAULT_HTTP_TOKEN"
+# Each result model's ``_meta`` carries the engine's own time for the call, so a client can tell the
+# vault's work from the protocol's (the MCP benchmark subtracts it).
+ENGINE_MS_META = "perseus-vault/engine_ms"
 
 
 class VaultServer(MCPServer):
@@ -363,12 +367,14 @@ def _tool(spec: Spec, method: Callable[..., Any], holder: dict[str, Vault], boun
             defaults = {p.name: p.default for p in params}
             kwargs = {k: v for k, v in kwargs.items() if k in spec.positional or v != defaults.get(k) or k in bound}
         try:
-            result = await anyio.to_thread.run_sync(partial(getattr(holder["vault"], spec.method), *args, **kwargs))
+            result, engine_ms = await anyio.to_thread.run_sync(
+                _timed, partial(getattr(holder["vault"], spec.method), *args, **kwargs))
         except VaultError as exc:
             raise ToolError(str(exc)) from exc
         if direct:  # the text block is the same JSON (for clients that read only text)
             return CallToolResult(content=[TextContent(type="text", text=result.model_dump_json())],
-                                  structured_content=result.model_dump(mode="json"))
+                                  structured_content=result.model_dump(mode="json"),
+                                  _meta={ENGINE_MS_META: round(engine_ms, 3)})
         return result
 
     returns = _result(method)
@@ -377,6 +383,13 @@ def _tool(spec: Spec, method: Callable[..., Any], holder: dict[str, Vault], boun
     call.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
         params, return_annotation=Annotated[CallToolResult, returns] if direct else returns)
     return call
+
+
+def _timed(work: Callable[[], Any]) -> tuple[Any, float]:
+    """The engine's answer and its own time in ms (measured where it runs, in the worker thread)."""
+    started = time.perf_counter()
+    result = work()
+    return result, (time.perf_counter() - started) * 1000
 
 
 def serve_stdio(vault: Vault, *, agent_id: str | None = None, workspace_hash: str | None = None) -> None:

@@ -81,6 +81,7 @@ def test_remember_recall_in_every_mode_scan_traverse_and_time(vault: Vault) -> N
             direct = vault.recall("sqlite wal", mode="fts5", reinforce=False)
             assert [i.id for i in (await c.recall("sqlite wal", mode="fts5", reinforce=False)).items] == [
                 i.id for i in direct.items]
+            assert c.engine_ms is not None and c.engine_ms > 0  # the engine's own time, from the result's _meta
             for i in range(230):
                 await c.remember("bulk", f"k{i}", f"bulk memory number {i}")
             every = await c.scan(category="bulk", page=100)
