@@ -17,6 +17,7 @@ test: $(STAMP)
 	$(VENV)/bin/python -m pytest
 
 bench: $(STAMP)
+	$(VENV)/bin/python -m pip install --quiet -e ".[bench]"
 	$(VENV)/bin/python -m benchmarks.run $(ARGS)
 
 clean:
