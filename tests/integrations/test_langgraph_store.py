@@ -10,6 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain.agents import create_agent
+from langchain.tools import ToolRuntime, tool
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage
 from langgraph.store.base import GetOp, InvalidNamespaceError, Item, ListNamespacesOp, MatchCondition, Op, PutOp, SearchOp
 from langgraph.store.memory import InMemoryStore
 
@@ -312,3 +316,43 @@ def test_ops_run_in_a_worker_thread_for_async(store: PerseusVaultStore) -> None:
 
     assert asyncio.run(main()) == 5
     assert len(store.search(("t",), limit=100)) == 30
+
+
+def test_create_agent_keeps_long_term_memory_in_the_vault(tmp_path: Path) -> None:
+    """LangChain's own agent loop, with the vault as its store: a tool writes a memory through the
+    runtime's store, and a new agent on the reopened file reads it back."""
+    class ScriptedModel(GenericFakeChatModel):
+        def bind_tools(self, tools: Any, **kwargs: Any) -> Any:  # the script already names the tool calls
+            return self
+
+    @tool
+    def save_preference(text: str, runtime: ToolRuntime) -> str:
+        """Save one of the user's preferences."""
+        assert runtime.store is not None
+        runtime.store.put(("users", "ada", "preferences"), "drink", {"text": text})
+        return "saved"
+
+    @tool
+    def read_preference(runtime: ToolRuntime) -> str:
+        """Read the user's drink preference."""
+        assert runtime.store is not None
+        item = runtime.store.get(("users", "ada", "preferences"), "drink")
+        return item.value["text"] if item else "nothing stored"
+
+    def agent(store: PerseusVaultStore, tool_name: str, args: dict[str, Any]) -> Any:
+        model = ScriptedModel(messages=iter([
+            AIMessage(content="", tool_calls=[{"name": tool_name, "args": args, "id": "call-1"}]),
+            AIMessage(content="done"),
+        ]))
+        return create_agent(model, tools=[save_preference, read_preference], store=store)
+
+    path = tmp_path / "agent.db"
+    with Vault(path, embedder=False) as vault:
+        out = agent(PerseusVaultStore(vault), "save_preference", {"text": "green tea, no sugar"}).invoke(
+            {"messages": [{"role": "user", "content": "I like green tea without sugar"}]})
+        assert out["messages"][-1].content == "done"
+    with Vault(path, embedder=False) as vault:
+        out = agent(PerseusVaultStore(vault), "read_preference", {}).invoke(
+            {"messages": [{"role": "user", "content": "what do I drink?"}]})
+        tool_answers = [m.content for m in out["messages"] if m.type == "tool"]
+        assert tool_answers == ["green tea, no sugar"]
