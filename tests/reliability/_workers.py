@@ -1,0 +1,59 @@
+"""Processes the reliability tests start, kill and watch: ``python -m tests.reliability._workers ...``.
+
+Each worker prints one line per acknowledged unit of work (flushed), so the parent knows exactly what
+the vault promised before it was killed or stopped. Kept out of the test modules so that a child
+imports only the vault, not pytest's collection of the tests.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+from perseus_vault_core import Vault
+
+from ..conftest import FakeEmbedder
+
+CATEGORY = "batch"
+
+
+def batch_items(writer: str, n: int, size: int) -> list[dict[str, Any]]:
+    """Batch ``n`` of ``writer``: ``size`` new memories, plus a new version of the writer's tally."""
+    items: list[dict[str, Any]] = [
+        {"category": CATEGORY, "key": f"{writer}-b{n}-i{j}",
+         "content": f"writer {writer} batch {n} item {j} durable memory about storage engines and sqlite",
+         "summary": f"{writer} {n} {j}", "agent_id": writer}
+        for j in range(size)
+    ]
+    items.append({"category": "tally", "key": writer, "content": f"writer {writer} acknowledged through batch {n}",
+                  "agent_id": writer})
+    return items
+
+
+def write_batches(db: str, writer: str, first: int, size: int, seconds: float) -> None:
+    """Write batches ``first, first+1, ...`` until killed (or for ``seconds``); print ``ack N`` after each commit."""
+    with Vault(db, embedder=FakeEmbedder()) as vault:
+        print("ready", flush=True)
+        deadline = time.monotonic() + seconds
+        n = first
+        while time.monotonic() < deadline:
+            vault.remember_many(batch_items(writer, n, size))
+            print(f"ack {n}", flush=True)
+            n += 1
+    print("done", flush=True)
+
+
+def main(argv: list[str]) -> None:
+    command, db, writer, first, size, seconds = argv
+    if command != "batches":
+        raise SystemExit(f"unknown command {command!r}")
+    try:
+        write_batches(db, writer, int(first), int(size), float(seconds))
+    except Exception as exc:  # the parent asserts on this line: any error surfaced to a caller fails the test
+        print(f"error {type(exc).__name__}: {exc}", flush=True)
+        raise SystemExit(1) from None
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
