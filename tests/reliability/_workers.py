@@ -44,7 +44,23 @@ def write_batches(db: str, writer: str, first: int, size: int, seconds: float) -
     print("done", flush=True)
 
 
+def serve(db: str, port: int, token: str, agent_id: str | None) -> None:
+    """One streamable-HTTP MCP server over ``db`` that embeds with the fake embedder, so its writes
+    carry vectors like the engine writers' (the CLI's ``serve`` would load the real model)."""
+    import uvicorn
+
+    from perseus_vault_integrations.mcp_server import http_app
+
+    with Vault(db, embedder=FakeEmbedder()) as vault:
+        app = http_app(vault, "127.0.0.1", token, agent_id=agent_id)
+        uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")).run()
+
+
 def main(argv: list[str]) -> None:
+    if argv[0] == "serve":
+        _, db, port, token, *agent = argv
+        serve(db, int(port), token, agent[0] if agent else None)
+        return
     command, db, writer, first, size, seconds = argv
     if command != "batches":
         raise SystemExit(f"unknown command {command!r}")

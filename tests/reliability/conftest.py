@@ -1,0 +1,55 @@
+"""A real streamable-HTTP MCP server process over a vault file, for the reliability tests."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+TOKEN = "reliability-token-0123456789"
+
+StartServer = Callable[..., str]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def start_server() -> Iterator[StartServer]:
+    """``start_server(db, agent_id=None) -> url``: serve ``db`` on loopback (bearer ``TOKEN``) until the test ends."""
+    procs: list[subprocess.Popen[bytes]] = []
+
+    def start(db: Path, agent_id: str | None = None) -> str:
+        port = _free_port()
+        args = [sys.executable, "-m", "tests.reliability._workers", "serve", str(db), str(port), TOKEN]
+        proc = subprocess.Popen(args + ([agent_id] if agent_id else []), cwd=ROOT,
+                                env=dict(os.environ, PERSEUS_VAULT_EMBEDDER="none"), stderr=subprocess.PIPE)
+        procs.append(proc)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                return f"http://127.0.0.1:{port}/mcp"
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"the server did not start: {proc.stderr.read() if proc.stderr else b''!r}")
+                time.sleep(0.1)
+
+    yield start
+    for proc in procs:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=30)
