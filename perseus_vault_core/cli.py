@@ -16,7 +16,8 @@ from typing import Any, NoReturn
 
 from pydantic import BaseModel
 
-from .errors import SetupError, VaultError
+from .connection import read_key_file
+from .errors import InvalidInput, SetupError, VaultError
 from .ranking import one_line
 from .models import HygieneReport, RecallResult, ScanPage
 from .vault import Vault, default_path
@@ -357,6 +358,22 @@ def cmd_backup(vault: Vault, args: argparse.Namespace) -> None:
     _emit(args, {"backup": target}, lambda r: f"backed up to {r['backup']}")
 
 
+NEW_KEY_ENV = "PERSEUS_VAULT_NEW_KEY"
+
+
+def cmd_rekey(vault: Vault, args: argparse.Namespace) -> None:
+    # Keys come from a file or the environment only: a key on the command line lands in shell history
+    # and in every process listing.
+    if args.new_key_file:
+        new_key = read_key_file(args.new_key_file, "--new-key-file")
+    elif os.environ.get(NEW_KEY_ENV):
+        new_key = os.environ[NEW_KEY_ENV]
+    else:
+        raise InvalidInput("new key", f"set {NEW_KEY_ENV} or pass --new-key-file PATH")
+    vault.rekey(new_key)
+    _emit(args, {"rekeyed": vault.path}, lambda r: f"rekeyed {r['rekeyed']}: from now on only the new key opens it")
+
+
 def cmd_hygiene(vault: Vault, args: argparse.Namespace) -> None:
     params = {n: getattr(args, n) for n in ("type", "category", "topic_path", "agent_id", "workspace_hash",
                                           "limit", "min_age_days") if getattr(args, n) is not None}
@@ -620,6 +637,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("backup", parents=[common], help="consistent copy of the vault (safe while writing)")
     p.add_argument("target")
     p.set_defaults(func=cmd_backup)
+
+    p = sub.add_parser("rekey", parents=[common], help="re-encrypt an encrypted vault under a new key")
+    p.add_argument("--new-key-file", dest="new_key_file",
+                   help=f"file holding the new key (default: ${NEW_KEY_ENV})")
+    p.set_defaults(func=cmd_rekey)
     return parser
 
 

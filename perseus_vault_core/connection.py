@@ -9,7 +9,13 @@ to a caller unless it stays busy past the retry budget.
 Driver choice: the standard library's ``sqlite3`` when it can load extensions; else
 the drop-in builds ``sqlean`` (package ``sqlean-py``) or ``pysqlite3``
 (``pysqlite3-binary``); else a :class:`SetupError` that names the fix.
-``PERSEUS_VAULT_SQLITE`` (``stdlib`` | ``sqlean`` | ``pysqlite3``) pins one.
+``PERSEUS_VAULT_SQLITE`` (``stdlib`` | ``sqlean`` | ``pysqlite3`` | ``sqlcipher``) pins one.
+
+Encryption at rest: when a key is configured (``PERSEUS_VAULT_KEY``, ``PERSEUS_VAULT_KEY_FILE``, or
+``Vault(path, key=...)``) the driver is SQLCipher (package ``sqlcipher3``), and the key is applied to
+every connection before any other statement, so no page reaches the disk (file, WAL) in plaintext.
+The cipher is SQLCipher's own (AES-256 with a per-page HMAC, PBKDF2 key derivation); nothing here
+encrypts anything itself.
 """
 
 from __future__ import annotations
@@ -17,12 +23,13 @@ from __future__ import annotations
 import importlib
 import os
 import random
+import stat
 import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from types import ModuleType
 from typing import Any, TypeVar
 
@@ -30,7 +37,12 @@ from .errors import InvalidInput, SetupError, StorageError
 
 T = TypeVar("T")
 
-_CANDIDATES = {"stdlib": "sqlite3", "sqlean": "sqlean", "pysqlite3": "pysqlite3.dbapi2"}
+# Auto-choice tries these in order; ``sqlcipher`` last (without a key it is a plain SQLite build).
+_CANDIDATES = {"stdlib": "sqlite3", "sqlean": "sqlean", "pysqlite3": "pysqlite3.dbapi2", "sqlcipher": "sqlcipher3.dbapi2"}
+KEY_ENV = "PERSEUS_VAULT_KEY"
+KEY_FILE_ENV = "PERSEUS_VAULT_KEY_FILE"
+_CIPHER_FIX = "encryption needs SQLCipher: pip install 'perseus-vault[encryption]' (package sqlcipher3)"
+_SQLITE_HEADER = b"SQLite format 3\x00"  # the first 16 bytes of every plaintext SQLite file
 _FIX = (
     "this Python's sqlite3 cannot load extensions; install a drop-in build with "
     "`pip install sqlean-py` (or `pip install pysqlite3-binary`)"
@@ -42,10 +54,15 @@ WRITE_RETRIES = 8
 
 @dataclass(frozen=True)
 class Driver:
-    """The DB-API module in use and what it was chosen as."""
+    """The DB-API module in use and what it was chosen as; ``key`` (SQLCipher only) opens every connection."""
 
     name: str
     module: ModuleType
+    key: str | None = field(default=None, repr=False, compare=False)  # never printed in a traceback
+
+    @property
+    def encrypted(self) -> bool:
+        return self.key is not None
 
     @property
     def sqlite_version(self) -> str:
@@ -75,10 +92,86 @@ _driver_lock = threading.Lock()
 _driver: Driver | None = None
 
 
-def choose_driver(preference: str | None = None) -> Driver:
-    """Pick the first SQLite module that can load sqlite-vec and has FTS5."""
+def read_key_file(path: str, source: str = KEY_FILE_ENV) -> str:
+    """The key held in the file at ``path`` (one trailing newline dropped).
+
+    A key file others can read is no secret: it is refused, like ssh refuses such a private key.
+    """
+    try:
+        info = os.stat(path)
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SetupError(f"{source}: cannot read the key file {path!r} ({exc})") from None
+    if os.name == "posix" and info.st_mode & (stat.S_IRWXO):
+        raise SetupError(f"{source}: the key file {path!r} is accessible to other users; "
+                         f"restrict it with `chmod 600 {path}` (or 640)")
+    if text.endswith("\n"):
+        text = text[:-2] if text.endswith("\r\n") else text[:-1]
+    return check_key(text, source)
+
+
+def check_key(key: object, source: str) -> str:
+    """A usable key: a non-empty passphrase, or a raw key written ``x'<64 hex digits>'``."""
+    if isinstance(key, bytes):
+        try:
+            key = key.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InvalidInput(source, "must be UTF-8 text (for a binary key use x'<64 hex digits>')") from None
+    if not isinstance(key, str) or not key:
+        raise InvalidInput(source, "must be a non-empty passphrase or x'<64 hex digits>'")
+    if "\x00" in key:
+        raise InvalidInput(source, "must not contain a NUL character")
+    if key[:2].lower() == "x'":
+        digits = key[2:-1] if key.endswith("'") else ""
+        if len(digits) not in (64, 96) or any(c not in "0123456789abcdefABCDEF" for c in digits):
+            raise InvalidInput(source, "a raw key is x' followed by 64 hex digits (96 with a salt) and '")
+    return key
+
+
+def resolve_key(key: str | bytes | None = None) -> str | None:
+    """The encryption key: ``key`` when given, else ``PERSEUS_VAULT_KEY`` or the file
+    ``PERSEUS_VAULT_KEY_FILE`` names; ``None`` when none is configured (a plaintext vault)."""
+    if key is not None:
+        return check_key(key, "key")
+    value, file = os.environ.get(KEY_ENV), os.environ.get(KEY_FILE_ENV)
+    if value and file:
+        raise SetupError(f"both {KEY_ENV} and {KEY_FILE_ENV} are set; set only one")
+    if file:
+        return read_key_file(file)
+    if value:
+        return check_key(value, KEY_ENV)
+    return None
+
+
+_cipher_lock = threading.Lock()
+_cipher: Driver | None = None
+
+
+def _cipher_driver(key: str, preference: str | None) -> Driver:
+    global _cipher
+    if preference not in (None, "sqlcipher"):
+        raise SetupError(f"an encryption key is set, which needs the sqlcipher driver, "
+                         f"but PERSEUS_VAULT_SQLITE={preference!r}; unset one of them")
+    with _cipher_lock:
+        if _cipher is None:
+            try:
+                module = importlib.import_module(_CANDIDATES["sqlcipher"])
+            except ImportError:
+                raise SetupError(f"an encryption key is set, but {_CIPHER_FIX}") from None
+            why = _usable(module)
+            if why is not None:
+                raise SetupError(f"SQLCipher cannot serve the vault ({why}); {_CIPHER_FIX}")
+            _cipher = Driver("sqlcipher", module)
+        return replace(_cipher, key=key)
+
+
+def choose_driver(preference: str | None = None, *, key: str | None = None) -> Driver:
+    """Pick the first SQLite module that can load sqlite-vec and has FTS5 (SQLCipher when ``key`` is set)."""
     global _driver
     preference = preference or os.environ.get("PERSEUS_VAULT_SQLITE") or None
+    if key is not None:
+        return _cipher_driver(key, preference)
     if preference is None and _driver is not None:
         return _driver
     if preference is not None and preference not in _CANDIDATES:
@@ -120,12 +213,15 @@ def connect(path: str, driver: Driver | None = None, *, synchronous: str = "FULL
         raise InvalidInput("synchronous", f"must be one of {', '.join(SYNCHRONOUS)}")
     driver = driver or choose_driver()
     mod = driver.module
+    _check_header(path, driver)
     try:
         conn = mod.connect(
             path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000
         )
     except mod.Error as exc:
         raise StorageError(f"cannot open database {path!r}: {exc}") from exc
+    if driver.key is not None:
+        _unlock(conn, path, driver.key)
     try:
         import sqlite_vec
 
@@ -144,6 +240,62 @@ def connect(path: str, driver: Driver | None = None, *, synchronous: str = "FULL
         conn.close()
         raise StorageError(f"cannot configure database {path!r}: {exc}") from exc
     return conn
+
+
+def _header(path: str) -> bytes | None:
+    """The first 16 bytes of an existing, non-empty file; ``None`` for a new or empty one."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(16)
+    except OSError:
+        return None  # new (or unreadable: SQLite will say so)
+    return head or None
+
+
+def _check_header(path: str, driver: Driver) -> None:
+    """Tell a missing or superfluous key apart from a wrong one before SQLite says "not a database"."""
+    if path == ":memory:" or path.startswith("file:"):
+        return
+    head = _header(path)
+    if head is None:
+        return
+    plaintext = head == _SQLITE_HEADER
+    if driver.key is None and not plaintext:
+        raise SetupError(f"{path!r} is encrypted (or is not a SQLite file): set {KEY_ENV} or {KEY_FILE_ENV} "
+                         f"to its key")
+    if driver.key is not None and plaintext:
+        raise SetupError(f"{path!r} is not encrypted, but an encryption key is set: unset {KEY_ENV} / "
+                         f"{KEY_FILE_ENV} to open it (docs/encryption.md shows how to make an encrypted copy)")
+
+
+def _unlock(conn: Any, path: str, key: str) -> None:
+    """Apply the key first (before any other statement), then prove it by reading page 1."""
+    try:
+        conn.set_key(key)
+        # SQLCipher logs a failed HMAC to stderr itself; the error below says it better.
+        conn.execute("PRAGMA cipher_log_level = NONE")
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except Exception as exc:
+        conn.close()
+        if "not a database" in str(exc):
+            raise SetupError(f"wrong encryption key for {path!r} (check {KEY_ENV} / {KEY_FILE_ENV})") from None
+        raise StorageError(f"cannot open encrypted database {path!r}: {exc}") from exc
+
+
+def rekey(conn: Any, new_key: str) -> None:
+    """Re-encrypt the whole file under ``new_key`` on ``conn`` (a SQLCipher connection opened with the
+    current key). Atomic: SQLCipher rewrites every page in one transaction; the WAL is emptied before
+    (its frames are under the old key) and after (so the main file alone holds every page)."""
+    new_key = check_key(new_key, "new key")
+    _checkpoint(conn)
+    conn.reset_key(new_key)
+    _checkpoint(conn)
+
+
+def _checkpoint(conn: Any) -> None:
+    busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+    if busy:
+        raise StorageError("another connection is using the vault; stop it and try again")
 
 
 def _driver_errors() -> tuple[type[BaseException], ...]:

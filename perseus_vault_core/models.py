@@ -678,6 +678,7 @@ class Stats(_Out):
     embedded: int
     embedding_coverage: float
     vector_index: str
+    encrypted: bool = False  # encrypted at rest (SQLCipher); see docs/encryption.md
 
 
 class EmbedReport(_Out):

@@ -37,7 +37,8 @@ from . import (
     vectors,
 )
 from .communities import SUMMARY_TYPE, Communities, Group, Partition
-from .connection import SQLITE_ERRORS, ConnectionPool, choose_driver, connect, read_snapshot, write_transaction
+from .connection import SQLITE_ERRORS, ConnectionPool, choose_driver, connect, read_snapshot, resolve_key, write_transaction
+from .connection import rekey as _rekey
 from .embed import Embedder, LazyEmbedder, checked, embedding_text
 from .errors import Conflict, InvalidInput, NotFound, NotSupported, StorageError, VaultError
 from .filters import FROM, view
@@ -178,7 +179,8 @@ class Vault:
     def __init__(self, path: str | os.PathLike[str] | None = None, *, clock: Clock | None = None,
                  synchronous: str = "FULL", keyword_index: bool = True, vector_index: bool = True,
                  embedder: Embedder | Literal[False] | None = None, threads: int | None = None,
-                 fusion: Fusion | dict[str, Any] | None = None, cross_encoder: Any = None) -> None:
+                 fusion: Fusion | dict[str, Any] | None = None, cross_encoder: Any = None,
+                 key: str | bytes | None = None) -> None:
         """Open (creating if needed) the vault at ``path``.
 
         ``embedder``: what embeds memories on write and queries for dense/hybrid recall. By default
@@ -191,6 +193,8 @@ class Vault:
         ``cross_encoder``: an object with ``predict(pairs) -> scores`` that memory_recall uses to cut
         weak matches (by default the operator's ``PERSEUS_VAULT_CROSS_ENCODER`` model, if set).
         ``synchronous``: SQLite's durability setting for writes (``FULL`` survives power loss).
+        ``key``: encrypt the file at rest with SQLCipher (a passphrase, or ``x'<64 hex digits>'``);
+        by default ``PERSEUS_VAULT_KEY`` or ``PERSEUS_VAULT_KEY_FILE``, else a plaintext vault.
         """
         self.path = str(path) if path is not None else default_path()
         if self.path == ":memory:" or self.path.startswith("file:"):
@@ -198,7 +202,7 @@ class Vault:
             raise InvalidInput("path", "must be a file path (for a throwaway vault use a temporary directory)")
         Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._clock = clock or _wall_clock
-        self._driver = choose_driver()
+        self._driver = choose_driver(key=resolve_key(key))
         self._pool = ConnectionPool(self.path, self._driver, synchronous=synchronous)
         schema.migrate(self._pool.get(), self._clock())
         for name, flag in (("keyword_index", keyword_index), ("vector_index", vector_index)):
@@ -239,6 +243,11 @@ class Vault:
 
     def close(self) -> None:
         self._pool.close()
+
+    @property
+    def encrypted(self) -> bool:
+        """Whether the file is encrypted at rest (opened with a key)."""
+        return self._driver.encrypted
 
     @property
     def embedder(self) -> Embedder | None:
@@ -1295,7 +1304,7 @@ class Vault:
             vector_index = self._vector_index.describe() if self._vector_index is not None else "off"
             return maintenance.stats(
                 conn, self.path, self._driver.name, self._driver.sqlite_version, keyword_index, vector_index
-            )
+            ).model_copy(update={"encrypted": self._driver.encrypted})
 
     @_edge
     def check(self) -> CheckReport:
@@ -1311,6 +1320,23 @@ class Vault:
             if index is not None:
                 index.reset()
         return self.check()
+
+    @_edge
+    def rekey(self, new_key: str | bytes) -> None:
+        """Re-encrypt the vault under ``new_key`` (no memory is lost); afterwards only ``new_key`` opens it.
+
+        Stop every other process using the file first: their connections still hold the old key.
+        """
+        if not self._driver.encrypted:
+            raise Conflict("the vault is not encrypted; rekey changes the key of an encrypted vault")
+        new = resolve_key(new_key)
+        assert new is not None
+        synchronous = self._pool.synchronous
+        _rekey(self._conn(), new)
+        # Every open connection (other threads, this one) holds the old key: start afresh.
+        self._pool.close()
+        self._driver = choose_driver(key=new)
+        self._pool = ConnectionPool(self.path, self._driver, synchronous=synchronous)
 
     @_edge
     def backup(self, target: str | os.PathLike[str]) -> str:
