@@ -283,19 +283,31 @@ def _unlock(conn: Any, path: str, key: str) -> None:
 
 
 def rekey(conn: Any, new_key: str) -> None:
-    """Re-encrypt the whole file under ``new_key`` on ``conn`` (a SQLCipher connection opened with the
-    current key). Atomic: SQLCipher rewrites every page in one transaction; the WAL is emptied before
-    (its frames are under the old key) and after (so the main file alone holds every page)."""
+    """Re-encrypt the whole file under ``new_key`` on ``conn``: a SQLCipher connection opened with the
+    current key, and the only one open on the file.
+
+    The WAL is emptied first (its frames are under the old key), and the rekey itself runs in the
+    rollback-journal mode, where SQLCipher rewrites every page in one transaction that a crash rolls
+    back whole (the conservative path; encrypting SQLite builds disagree on rekeying in WAL mode).
+    Leaving WAL needs the file to itself, so another process still using the vault is refused
+    rather than left holding a key that no longer works.
+    """
     new_key = check_key(new_key, "new key")
-    _checkpoint(conn)
-    conn.reset_key(new_key)
-    _checkpoint(conn)
-
-
-def _checkpoint(conn: Any) -> None:
+    busy_message = "another connection is using the vault; stop it (a server, another process) and try again"
     busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-    if busy:
-        raise StorageError("another connection is using the vault; stop it and try again")
+    try:
+        mode = conn.execute("PRAGMA journal_mode = DELETE").fetchone()[0]
+    except Exception as exc:
+        if is_busy(exc):
+            raise StorageError(busy_message) from None
+        raise
+    if busy or str(mode).lower() != "delete":
+        conn.execute("PRAGMA journal_mode = WAL")
+        raise StorageError(busy_message)
+    try:
+        conn.reset_key(new_key)
+    finally:
+        conn.execute("PRAGMA journal_mode = WAL")
 
 
 def _driver_errors() -> tuple[type[BaseException], ...]:

@@ -1325,18 +1325,24 @@ class Vault:
     def rekey(self, new_key: str | bytes) -> None:
         """Re-encrypt the vault under ``new_key`` (no memory is lost); afterwards only ``new_key`` opens it.
 
-        Stop every other process using the file first: their connections still hold the old key.
+        Refused (StorageError, nothing changed) while another process has the file open: it would keep
+        the old key.
         """
         if not self._driver.encrypted:
             raise Conflict("the vault is not encrypted; rekey changes the key of an encrypted vault")
         new = resolve_key(new_key)
         assert new is not None
         synchronous = self._pool.synchronous
-        _rekey(self._conn(), new)
-        # Every open connection (other threads, this one) holds the old key: start afresh.
+        # The rekey needs the file to itself, and every open connection holds the old key: close them
+        # all, rekey on a connection of its own, then start afresh (under the old key if it failed).
         self._pool.close()
-        self._driver = choose_driver(key=new)
-        self._pool = ConnectionPool(self.path, self._driver, synchronous=synchronous)
+        conn = connect(self.path, self._driver)
+        try:
+            _rekey(conn, new)
+            self._driver = choose_driver(key=new)
+        finally:
+            conn.close()
+            self._pool = ConnectionPool(self.path, self._driver, synchronous=synchronous)
 
     @_edge
     def backup(self, target: str | os.PathLike[str]) -> str:

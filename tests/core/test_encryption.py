@@ -256,6 +256,20 @@ def test_rekey_refuses_a_plaintext_vault_and_a_bad_new_key(tmp_path: Path, clock
         assert vault.get_entity(1).content == "kept"
 
 
+def test_rekey_is_refused_while_another_process_uses_the_vault(tmp_path: Path, clock: Clock) -> None:
+    """Another vault on the same file stands for another process: it would keep the old key."""
+    db = tmp_path / "v.db"
+    with open_vault(db, clock, KEY) as vault, open_vault(db, clock, KEY) as other:
+        vault.remember("note", "n", "kept")
+        assert other.get_entity(1).content == "kept"
+        with pytest.raises(VaultError, match="another connection is using the vault"):
+            vault.rekey(RAW_KEY)
+        assert vault.get_entity(1).content == "kept" and other.get_entity(1).content == "kept"
+    with open_vault(db, clock, KEY) as vault:  # nothing changed: the old key still opens it, in WAL mode
+        assert vault.get_entity(1).content == "kept"
+        assert vault._conn().execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
 def test_a_backup_of_an_encrypted_vault_is_encrypted(tmp_path: Path, clock: Clock) -> None:
     with open_vault(tmp_path / "v.db", clock, KEY) as vault:
         fill(vault)
