@@ -346,6 +346,7 @@ def test_cli_in_a_real_process_reads_the_key_file(tmp_path: Path) -> None:
     assert found_in(Path(db)) == {}
 
 
+@pytest.mark.slow  # starts the MCP server twice (about 5 s on a loaded machine)
 def test_mcp_server_over_an_encrypted_vault_takes_the_key_from_the_environment(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from mcp import Client
