@@ -13,6 +13,8 @@ Measured:
   exactly as one community;
 - ``global_recall``: the first call (which writes every community's summary) and then p50/p95 over
   agent-style questions, with the bundled model (hybrid: keyword and meaning);
+- ``traverse``: depth 2 along outgoing links from 100 random starts, interleaved call by call with
+  LlamaIndex's ``SimplePropertyGraphStore.get_rel_map`` holding the same links (see peers.py);
 - ``prepare``: ``perseus-vault prepare --db PATH "CONTEXT"`` in a new process, wall time, p50 of 5
   (after one run that stores the trigger phrases' vectors).
 """
@@ -31,14 +33,16 @@ from typing import Any
 from perseus_vault_core import Vault
 from perseus_vault_core import graph as graph_module
 
+from . import peers
 from .speed import percentiles, timed
 from .synthetic import memories, queries
 
 CLUSTER = 50
 
 
-def build_store(path: str, cached: Any, n: int = 10_000, links: int = 50_000, seed: int = 5) -> dict[int, list[int]]:
-    """Write the store; return the planted clusters (cluster number -> entity ids)."""
+def build_store(path: str, cached: Any, n: int = 10_000, links: int = 50_000,
+                seed: int = 5) -> tuple[dict[int, list[int]], list[tuple[int, int]]]:
+    """Write the store; return the planted clusters (cluster number -> entity ids) and the links."""
     rng = random.Random(seed)
     records = []
     for i, m in enumerate(memories(n)):
@@ -73,14 +77,17 @@ def build_store(path: str, cached: Any, n: int = 10_000, links: int = 50_000, se
             by_source.setdefault(a, []).append(b)
         now = int(time.time() * 1000)
         vault._write(lambda c: [graph_module.link_many(c, a, bs, "related", now) for a, bs in by_source.items()])
-    return planted
+    return planted, sorted(pairs)
 
 
 def run(model: Any, cached: Any, n_queries: int = 60) -> dict[str, Any]:
     out: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "graph.db")
-        planted = build_store(path, cached)
+        planted, pairs = build_store(path, cached)
+        # traverse (depth 2, outgoing links) interleaved with LlamaIndex's property graph on the same links.
+        starts = random.Random(3).sample(sorted({a for a, _ in pairs}), 103)
+        out["traverse"] = peers.graph_peer(path, model, pairs, starts)
         cold = []
         for _ in range(3):
             with Vault(path, embedder=model) as vault:

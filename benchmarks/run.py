@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from . import graphrag, mcp, memory_files, quality, speed
+from . import graphrag, mcp, memory_files, peers, plots, quality, speed
 
 ROOT = Path(__file__).resolve().parents[1]
 REPORT = ROOT / "docs" / "benchmarks.md"
@@ -52,7 +52,43 @@ def machine() -> dict[str, str]:
         "sqlite-vec": sqlite_vec.__version__ if hasattr(sqlite_vec, "__version__") else "?",
         "numpy": numpy.__version__,
         "platform": platform.platform(),
+        "memory": _memory_gb(),
+        "commit": _commit(),
+        "peers": ", ".join(f"{p} {_version(p)}" for p in (
+            "langgraph", "langgraph-checkpoint-sqlite", "chromadb", "llama-index-core", "bm25s", "rank-bm25", "nltk",
+            "matplotlib")),
     }
+
+
+def _version(package: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return "not installed"
+
+
+def _memory_gb() -> str:
+    try:
+        with open("/proc/meminfo", encoding="utf-8") as handle:
+            kb = int(next(line for line in handle if line.startswith("MemTotal")).split()[1])
+        return f"{kb / 1024 / 1024:.1f} GiB"
+    except (OSError, StopIteration, ValueError):
+        return "?"
+
+
+def _commit() -> str:
+    import subprocess
+
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                              check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                               capture_output=True, text=True, check=True).stdout.strip()
+        return head + (" (with uncommitted changes)" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "?"
 
 
 def verdict(value: float, target: float, higher_is_better: bool, unit: str) -> str:
@@ -237,6 +273,9 @@ def render_graph(g: dict[str, Any]) -> list[str]:
            f"| communities after one new link (its component clustered again) | {fmt(g['communities_after_link_ms'] / 1000)} s |",
            f"| global_recall, first call (writes {g['summaries_written']} community summaries, embedded) | {fmt(g['global_recall_first_s'])} s |",
            f"| global_recall p50 / p95 ({g['global_recall_mode']}, query embedding included) | {_pp(g['global_recall_ms'])} ms |",
+           *([f"| traverse depth 2 (outgoing), p50 / p95 over {g['traverse']['starts']} starts | {_pp(g['traverse']['vault_ms'])} ms;"
+              f" {g['traverse']['peer']} on the same links, interleaved: {_pp(g['traverse']['peer_ms'])} ms"
+              f" (**{g['traverse']['ratio_p50']:.1f}x** ours at p50) |"] if "traverse" in g else []),
            f"| `perseus-vault prepare` in a new process, wall time, p50 of {p['runs']} | {fmt(p['p50_s'])} s"
            f" (first run, storing trigger vectors: {fmt(p['first_s'])} s; block {p['chars']} chars, {p['triggered']} triggered) |",
            "", "### GraphRAG targets", "", "| target | figure | verdict |", "|---|---|---|",
@@ -248,10 +287,121 @@ def render_graph(g: dict[str, Any]) -> list[str]:
     return out
 
 
+ARM = {"fts5": "keyword", "dense": "dense", "hybrid": "hybrid"}
+
+
+def _ratio(r: float) -> str:
+    # Above 1: the peer is slower than the vault by that factor; below 1 the vault is behind.
+    return f"**{r:.2f}x**" if r >= 1 else f"{r:.2f}x (vault behind)"
+
+
+def render_peers(qual: list[dict[str, Any]], runs: list[dict[str, Any]], images: list[str], million: str) -> list[str]:
+    out = ["## Side by side with the stores a user would pick instead", "",
+           "Same process, same run, same data and the same MiniLM vectors for every system (from the vector cache,"
+           " keyed by model identity and text hash). Query vectors are computed before timing and handed to every"
+           " system alike (the vault through an embedder that looks them up), so the latencies below exclude query"
+           " embedding for everyone; add the speed section's query-embedding p50 for end to end. The vault is called"
+           " with `reinforce=False` (peers write nothing on a read). Keyword peers tokenize with lowercase words,"
+           " English stopwords and the Porter stemmer (nltk), as close to FTS5's porter tokenizer as they allow."
+           " The hybrid peer is what a user would assemble: bm25s and Chroma fused by reciprocal rank (k=60, depth"
+           " 100). See `benchmarks/peers.py`.", ""]
+    if qual:
+        out += ["### Quality per system", "",
+                "| collection | system | compared arm | nDCG@10 | R@10 | R@100 | MRR@10 | nDCG@10 minus the vault's same arm |",
+                "|---|---|---|---|---|---|---|---|"]
+        ours = {(r["collection"], r["arm"]): r["ndcg@10"] for r in qual if r["vault"]}
+        for r in qual:
+            delta = "-" if r["vault"] else f"{r['ndcg@10'] - ours[(r['collection'], r['arm'])]:+.4f}"
+            name = f"**{r['system']}**" if r["vault"] else r["system"]
+            out.append(f"| {r['collection']} | {name} | {ARM[r['arm']]} | {r['ndcg@10']:.4f} | {r['r@10']:.4f} | "
+                       f"{r['r@100']:.4f} | {r['mrr@10']:.4f} | {delta} |")
+        out.append("")
+        for image in images:
+            if image.startswith("img/recall_"):
+                out += [f"![recall@k]({image})", ""]
+    for run in runs:
+        n = run["entities"]
+        out += [f"### Latency at {n:,} synthetic memories (k = {run['k']}, interleaved)", "",
+                "| system | arm | queries | p50 ms | p95 ms | peer p50 / vault p50 | peer p95 / vault p95 | dense recall@10 vs exact |"
+                " ingest / s (vectors given) | disk MB |",
+                "|---|---|---|---|---|---|---|---|---|---|"]
+        for row in run["latency"]:
+            built = run["build"].get(row["system"]) or run["build"].get("Perseus Vault") or {}
+            if row["system"].startswith("Perseus Vault"):
+                built = run["build"]["Perseus Vault"]
+            ingest = fmt(built["ingest_per_s"], 0) if built.get("ingest_per_s") else "-"
+            disk = fmt(built["disk_mb"], 1) if built.get("disk_mb") is not None else "in memory"
+            name = f"**{row['system']}**" if row["system"].startswith("Perseus Vault") else row["system"]
+            out.append(f"| {name} | {ARM[row['arm']]} | {row['queries']} | {fmt(row['p50'])} | {fmt(row['p95'])} | "
+                       f"{_ratio(row['ratio_p50']) if 'ratio_p50' in row else '-'} | "
+                       f"{_ratio(row['ratio_p95']) if 'ratio_p95' in row else '-'} | "
+                       f"{format(row['recall_vs_exact'], '.3f') if 'recall_vs_exact' in row else '-'} | {ingest} | {disk} |")
+        slow = sorted({(r["system"], r["queries"]) for r in run["latency"] if r["queries"] < run["queries"]})
+        if slow:
+            out += ["", "Fewer queries for the slow peers (the same first queries of the list, interleaved with the vault's,"
+                    " and their ratio is taken over those queries only): " + ", ".join(f"{s} {q}" for s, q in slow) + "."]
+        out.append("")
+    if runs:
+        out += ["![p50 latency against store size](img/latency_by_size.png)", ""]
+        top = max(runs, key=lambda r: r["entities"])
+        out += [f"### Verdict at {top['entities']:,}" + (" (quick mode: 100k not run)" if top["entities"] < 100_000 else ""),
+                "", "| claim | figure | verdict |", "|---|---|---|"]
+        for arm in ("fts5", "dense", "hybrid"):
+            rows = [r for r in top["latency"] if r["arm"] == arm and "ratio_p50" in r]
+            if rows:
+                worst = min(rows, key=lambda r: r["ratio_p50"])
+                ok = worst["ratio_p50"] >= 1
+                out.append(f"| vault {ARM[arm]} p50 ahead of every peer | closest: {worst['system']}, ratio {worst['ratio_p50']:.2f} |"
+                           f" {'met' if ok else '**BEHIND** ' + worst['system'] + ' by ' + format(1 / worst['ratio_p50'], '.2f') + 'x (' + fmt(worst['p50']) + ' ms against our ' + fmt(worst['p50'] / worst['ratio_p50']) + ' ms)'} |")
+        for name in sorted({r["collection"] for r in qual}):
+            mine = next((r for r in qual if r["vault"] and r["collection"] == name and r["arm"] == "hybrid"), None)
+            others = [r for r in qual if not r["vault"] and r["collection"] == name]
+            if mine and others:
+                best = max(others, key=lambda r: r["ndcg@10"])
+                gap = mine["ndcg@10"] - best["ndcg@10"]
+                out.append(f"| {name}: vault hybrid nDCG@10 above every peer | {mine['ndcg@10']:.4f} vs {best['system']}"
+                           f" {best['ndcg@10']:.4f} | {'met' if gap >= 0 else '**BEHIND** by ' + format(-gap, '.4f')} |")
+        out.append("")
+    if million:
+        out += [million, ""]
+    return out
+
+
+def million_plan(cached: Any, ingest: dict[str, float], spent_s: float, budget_s: float) -> tuple[bool, str]:
+    """Whether 1M fits the full run: vectors missing from the cache to embed, plus 10x the 100k runs' time."""
+    import hashlib
+
+    from .synthetic import memories
+
+    # A synthetic memory has no summary, so the vault embeds its content alone (the cache's key).
+
+    texts = [str(m["content"]) for m in memories(1_000_000)]
+    keys = [hashlib.sha256(t.encode("utf-8", "surrogatepass")).digest() for t in texts]
+    have = 0
+    for start in range(0, len(keys), 500):
+        chunk = keys[start:start + 500]
+        have += cached.db.execute(f"SELECT count(*) FROM v WHERE model = ? AND hash IN ({','.join('?' * len(chunk))})",
+                                  (cached.identity, *chunk)).fetchone()[0]
+    missing = len(texts) - have
+    embed_s = missing / max(ingest.get("bare_per_s", 100.0), 1.0)
+    estimate = embed_s + 10 * spent_s
+    gb = 1_000_000 * 384 * 4 * 3 / 1e9  # vectors in the file, the vault's index and Chroma's HNSW: a floor
+    text = (f"**1M entities:** {missing:,} of the 1M texts are not in the vector cache; embedding them at"
+            f" {ingest.get('bare_per_s', 0):,.0f} texts/s takes about {embed_s / 60:,.0f} min, and the 100k runs took"
+            f" {spent_s / 60:,.1f} min (about {10 * spent_s / 60:,.0f} min at 10x), so 1M needs about"
+            f" {estimate / 60:,.0f} min and at least {gb:,.1f} GB of memory for vectors alone; the budget of a full run is"
+            f" {budget_s / 60:,.0f} min")
+    fits = estimate <= budget_s
+    return fits, text + (": run." if fits else ": **not run** (pass `--sizes 10000 100000 1000000` to force it;"
+                                                 " the slow and medium peers never run at 1M).")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Run every benchmark and write docs/benchmarks.md")
     parser.add_argument("--quick", action="store_true", help="10k entities only (minutes on a laptop)")
-    parser.add_argument("--sizes", type=int, nargs="*", help="override the store sizes")
+    parser.add_argument("--sizes", type=int, nargs="*", help="override the store sizes (1000000 forces 1M)")
+    parser.add_argument("--budget-min", type=float, default=30.0,
+                        help="full mode: run 1M only if its estimated time fits this many minutes")
     parser.add_argument("--output", type=Path, default=REPORT)
     args = parser.parse_args(argv)
     sizes = args.sizes or ([10_000] if args.quick else [10_000, 100_000])
@@ -259,31 +409,61 @@ def main(argv: list[str] | None = None) -> None:
 
     from .vector_cache import CachingEmbedder
 
+    def log(text: str) -> None:
+        print(text, file=sys.stderr, flush=True)
+
     info = machine()
     model = load()
-    print("quality ...", file=sys.stderr, flush=True)
+    cached = CachingEmbedder(model)
+    log("quality ...")
     qual = quality.run(["scifact", "cranfield"])
     for row in qual:
-        print(json.dumps(row), file=sys.stderr)
-    print("ingest with embedding ...", file=sys.stderr, flush=True)
+        log(json.dumps(row))
+    log("peers quality (same vectors) ...")
+    peer_qual = peers.quality(["scifact", "cranfield"], cached, log=log)
+    for row in peer_qual:
+        log(json.dumps({k: v for k, v in row.items() if k != "recall_curve"}))
+    log("ingest with embedding ...")
     ingest = speed.embedding_ingest(model)
-    print(json.dumps(ingest), file=sys.stderr)
-    results = []
+    log(json.dumps(ingest))
+    results, peer_runs = [], []
+    spent: dict[int, float] = {}
+
+    def at_size(n: int) -> None:
+        started = dt.datetime.now().timestamp()
+        log(f"speed at {n:,} entities ...")
+        results.append(speed.run_size(n, model, cached))
+        log(json.dumps(results[-1]))
+        log(f"peers at {n:,} entities ...")
+        peer_runs.append(peers.speed(n, model, cached, log=log))
+        log(json.dumps(peer_runs[-1]))
+        spent[n] = dt.datetime.now().timestamp() - started
+
     for n in sizes:
-        print(f"speed at {n:,} entities ...", file=sys.stderr, flush=True)
-        results.append(speed.run_size(n, model, CachingEmbedder(model)))
-        print(json.dumps(results[-1]), file=sys.stderr)
-    print("graphrag and prepare at 10,000 entities ...", file=sys.stderr, flush=True)
-    graph = graphrag.run(model, CachingEmbedder(model))
-    print(json.dumps(graph), file=sys.stderr)
-    print("memory files at 10,000 entries ...", file=sys.stderr, flush=True)
-    mem = memory_files.run(model, CachingEmbedder(model))
-    print(json.dumps(mem), file=sys.stderr)
-    print("MCP round trip ...", file=sys.stderr, flush=True)
+        at_size(n)
+    million = ""
+    if not args.quick and not args.sizes:
+        log("1M: estimating time and memory ...")
+        fits, million = million_plan(cached, ingest, spent.get(100_000, 0.0), args.budget_min * 60)
+        log(million)
+        if fits:
+            at_size(1_000_000)
+    elif args.quick:
+        million = "**1M entities:** not run (quick mode; the full mode runs it only if its estimate fits the budget)."
+    log("graphrag, traverse and prepare at 10,000 entities ...")
+    graph = graphrag.run(model, cached)
+    log(json.dumps(graph))
+    log("memory files at 10,000 entries ...")
+    mem = memory_files.run(model, cached)
+    log(json.dumps(mem))
+    log("MCP round trip ...")
     server = mcp.run()
-    print(json.dumps(server), file=sys.stderr)
-    args.output.write_text(render(info, results, qual, ingest, graph, mem, server) + "\n", encoding="utf-8")
-    print(f"wrote {args.output}", file=sys.stderr)
+    log(json.dumps(server))
+    images = [f"img/{p.name}" for p in plots.recall_curves(peer_qual)] + [f"img/{plots.latency_by_size(peer_runs).name}"]
+    report = render(info, results, qual, ingest, graph, mem, server)
+    report += "\n" + "\n".join(render_peers(peer_qual, peer_runs, images, million))
+    args.output.write_text(report + "\n", encoding="utf-8")
+    log(f"wrote {args.output} and {', '.join(images)}")
 
 
 if __name__ == "__main__":
