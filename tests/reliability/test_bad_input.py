@@ -1,0 +1,275 @@
+"""Bad input (SPEC 7), property-based: recall queries, filters, cursors, entity bodies, batches and
+MCP arguments drawn by hypothesis, hostile on purpose (deep nesting, huge strings, control characters,
+unpaired surrogates, NaN and infinities, wrong types, unknown names).
+
+Every call either answers or raises one of the vault's own errors (``InvalidInput`` names the field);
+nothing else escapes, and a refused call leaves the file byte-for-byte as it was (compared as a dump
+of every table a write touches). The MCP server answers a tool error and keeps serving.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import math
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from perseus_vault_core import InvalidInput, Vault, VaultError
+from perseus_vault_core.models import MAX_BATCH, MAX_BODY_BYTES, MAX_BODY_DEPTH, Filters
+
+from ..conftest import FakeEmbedder
+
+EXAMPLES = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                         HealthCheck.too_slow])
+
+# Text as hostile as Python strings get: every category, surrogates and controls included.
+any_char = st.characters(codec=None, exclude_categories=())
+hostile_text = st.one_of(
+    st.text(any_char, max_size=40),
+    st.text(st.sampled_from(list('"*:^-+()NEARANDORNOT{}[]\\\'\x00\x1b\u200b\ud800\udfff')), max_size=30),
+    st.sampled_from(["", " ", "\x00", "\ud800", "a\udfffb", "NEAR(a b)", '"unterminated', "a*", "-x", "col:x",
+                     "AND", "OR NOT", "^start", "\u202e\u0000\n\r\t"]),
+)
+numbers = st.one_of(st.integers(min_value=-(2**70), max_value=2**70), st.floats(allow_nan=True, allow_infinity=True),
+                    st.sampled_from([math.nan, math.inf, -math.inf, 2**63, -1, 0, True, False]))
+json_leaf = st.one_of(st.none(), st.booleans(), numbers, hostile_text)
+json_values = st.recursive(json_leaf, lambda inner: st.one_of(st.lists(inner, max_size=4),
+                                                               st.dictionaries(hostile_text, inner, max_size=4)),
+                           max_leaves=20)
+
+
+def deep(levels: int) -> dict[str, Any]:
+    value: dict[str, Any] = {"leaf": 1}
+    for _ in range(levels):
+        value = {"d": value}
+    return value
+
+
+bodies = st.one_of(
+    st.dictionaries(hostile_text, json_values, max_size=5),
+    st.integers(min_value=MAX_BODY_DEPTH - 2, max_value=MAX_BODY_DEPTH + 40).map(deep),
+    st.integers(min_value=MAX_BODY_BYTES - 64, max_value=MAX_BODY_BYTES + 4096).map(lambda n: {"big": "x" * n}),
+    json_values,  # not even an object, sometimes
+)
+
+
+def fingerprint(vault: Vault) -> str:
+    """A digest of every table a write can touch (reinforcement counters included)."""
+    digest = hashlib.sha256()
+    conn = vault._conn()
+    for table in ("entities", "entity_versions", "links", "version_vectors", "head_changes", "trigger_vectors",
+                  "vault_meta"):
+        for row in conn.execute(f"SELECT * FROM {table} ORDER BY 1"):
+            digest.update(repr(row).encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()
+
+
+@pytest.fixture(scope="module")
+def vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Vault]:
+    with Vault(tmp_path_factory.mktemp("bad") / "bad.db", embedder=FakeEmbedder()) as v:
+        a = v.remember("note", "db", "We chose SQLite for durable storage", agent_id="alice", recall_when=["database"])
+        b = v.remember("note", "cache", "The cache sits near the storage engine", agent_id="alice")
+        v.link(a.id, b.id, "related")
+        for i in range(12):
+            v.remember("bulk", f"k{i}", f"bulk memory number {i} about storage")
+        yield v
+
+
+def refused_cleanly(vault: Vault, before: str, exc: BaseException) -> None:
+    assert isinstance(exc, VaultError), f"{type(exc).__name__}: {exc}"
+    assert str(exc).strip()
+    if isinstance(exc, InvalidInput):
+        assert isinstance(exc.field, str) and exc.message  # the field is named (as the caller spelled it)
+    assert fingerprint(vault) == before, "a refused call changed the store"
+
+
+def attempt(vault: Vault, call: Any) -> Any:
+    """Run ``call``; a refusal must be a VaultError that changed nothing. Returns the answer or None."""
+    before = fingerprint(vault)
+    try:
+        return call()
+    except Exception as exc:  # the property: only the vault's own errors, store unchanged
+        refused_cleanly(vault, before, exc)
+        return None
+
+
+@EXAMPLES
+@given(query=hostile_text, mode=st.sampled_from([None, "fts5", "dense", "hybrid", "bogus", 3]),
+       limit=st.one_of(st.integers(min_value=-5, max_value=2000), numbers))
+def test_recall_queries(vault: Vault, query: str, mode: Any, limit: Any) -> None:
+    before = fingerprint(vault)
+    result = attempt(vault, lambda: vault.recall(query, mode=mode, limit=limit, reinforce=False))
+    if result is not None:
+        assert fingerprint(vault) == before  # reinforce=False: a read writes nothing
+        assert len(result.items) <= limit
+    attempt(vault, lambda: vault.recall_when(query, limit=5))
+    attempt(vault, lambda: vault.prepare(query))
+    attempt(vault, lambda: vault.memory_recall(query))
+
+
+FILTER_NAMES = [*Filters.model_fields, "bogus", "query", "limit", "cursor", "__class__", ""]
+
+
+@EXAMPLES
+@given(filters=st.dictionaries(st.sampled_from(FILTER_NAMES), json_values, max_size=4))
+def test_filters(vault: Vault, filters: dict[str, Any]) -> None:
+    for call in (lambda: vault.recall("storage", reinforce=False, **{k: v for k, v in filters.items() if k not in ("query",)}),
+                 lambda: vault.scan(**{k: v for k, v in filters.items() if k not in ("cursor", "limit")}),
+                 lambda: vault.traverse(1, **filters),
+                 lambda: vault.communities(**filters),
+                 lambda: vault.hygiene(**filters)):
+        before = fingerprint(vault)
+        try:
+            call()
+        except TypeError:
+            pass  # Python itself refuses a keyword the signature cannot take twice (e.g. limit=) before the vault runs
+        except Exception as exc:
+            refused_cleanly(vault, before, exc)
+
+
+@EXAMPLES
+@given(cursor=st.one_of(hostile_text, st.binary(max_size=60).map(lambda b: __import__("base64").urlsafe_b64encode(b).decode()),
+                        json_values),
+       scope=st.sampled_from([{}, {"agent_id": "alice"}, {"category": "bulk"}]))
+def test_cursors(vault: Vault, cursor: Any, scope: dict[str, Any]) -> None:
+    page = attempt(vault, lambda: vault.scan(cursor=cursor, limit=5, **scope))
+    if page is not None:  # only an empty cursor is a valid start; anything else was issued by the vault
+        assert cursor in (None, "")
+
+
+def test_cursors_are_bound_to_their_filters_and_tamper_evident(vault: Vault) -> None:
+    import base64
+    import json
+
+    first = vault.scan(limit=3, category="bulk")
+    assert first.next_cursor
+    with pytest.raises(InvalidInput, match="cursor"):
+        vault.scan(cursor=first.next_cursor, limit=3, agent_id="alice")  # a cursor cannot change the scope
+    data = json.loads(base64.urlsafe_b64decode(first.next_cursor + "=="))
+    for forged in ({**data, "f": "0" * 16}, {**data, "after": -1}, {**data, "after": 2**64}, {**data, "v": 99}):
+        token = base64.urlsafe_b64encode(json.dumps(forged).encode()).decode().rstrip("=")
+        with pytest.raises(InvalidInput, match="cursor"):
+            vault.scan(cursor=token, limit=3, category="bulk")
+
+
+KEYS = itertools.count()
+
+
+def test_a_body_past_the_recursion_limit_is_refused(vault: Vault) -> None:
+    before = fingerprint(vault)
+    with pytest.raises(InvalidInput, match="nested"):
+        vault.remember("note", "very-deep", "c", body={"deep": deep(5000)})  # deeper than Python walks naively
+    assert fingerprint(vault) == before
+
+
+@EXAMPLES
+@given(body=bodies, content=st.one_of(hostile_text, st.integers(0, 300_000).map(lambda n: "y" * n)),
+       summary=st.one_of(st.none(), hostile_text), category=st.one_of(hostile_text, st.just("note")),
+       extra=st.dictionaries(st.sampled_from(["certainty", "valid_from_ms", "recall_when", "verified", "bogus",
+                                              "expires_at_ms", "type", "topic_path"]), json_values, max_size=2))
+def test_entity_bodies(vault: Vault, body: Any, content: str, summary: Any, category: str, extra: dict[str, Any]) -> None:
+    key = f"k{next(KEYS)}"
+    saved = attempt(vault, lambda: vault.remember(category, key, content, summary=summary, body=body, **extra))
+    if saved is not None:  # accepted: it reads back as written, and the indexes took it
+        back = vault.get_entity(saved.id)
+        assert back.content == content and back.body == saved.body
+        assert {k: v for k, v in back.body.items() if k not in ("content", "summary")} == \
+               {k: v for k, v in body.items() if k not in ("content", "summary")}
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(items=st.lists(st.one_of(
+    st.fixed_dictionaries({"category": st.just("batch"), "key": st.uuids().map(str), "content": st.just("fine")}),
+    st.fixed_dictionaries({"category": hostile_text, "key": hostile_text, "content": hostile_text}),
+    st.fixed_dictionaries({"category": st.just("batch"), "key": st.uuids().map(str), "content": st.just("x"),
+                           "body": bodies}),
+    json_values), min_size=1, max_size=6))
+def test_batches_are_all_or_nothing(vault: Vault, items: list[Any]) -> None:
+    made = attempt(vault, lambda: vault.remember_many(items))
+    if made is not None:
+        assert len(made) == len(items)
+
+
+def test_a_batch_over_the_limit_is_refused_whole(vault: Vault) -> None:
+    before = fingerprint(vault)
+    items = [{"category": "over", "key": f"k{i}", "content": "c"} for i in range(MAX_BATCH + 1)]
+    with pytest.raises(InvalidInput, match=f"limit is {MAX_BATCH}"):
+        vault.remember_many(items)
+    assert fingerprint(vault) == before
+
+
+def test_limits_named_in_docs_are_the_enforced_ones(vault: Vault) -> None:
+    """docs/limits.md states each limit; each is enforced exactly there (one past it is refused)."""
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "limits.md").read_text(encoding="utf-8")
+    for stated in ("256 KiB", "32 levels", "10,000 items", "4,096 characters", "4 MiB"):
+        assert stated in docs, stated
+    content = "z" * (MAX_BODY_BYTES - 10)
+    vault.remember("limits", "at", content, body={"k": "1"})  # '{"k": "1"}' is 10 bytes: exactly at the limit
+    with pytest.raises(InvalidInput, match="body"):
+        vault.remember("limits", "over", content, body={"k": "12"})
+    vault.remember("limits", "deep-ok", "c", body=deep(MAX_BODY_DEPTH - 1))
+    with pytest.raises(InvalidInput, match="nested"):
+        vault.remember("limits", "deep-over", "c", body=deep(MAX_BODY_DEPTH))
+    with pytest.raises(InvalidInput, match="query"):
+        vault.recall("q" * 4097)
+
+
+# --- MCP arguments -------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def mcp(vault: Vault) -> Iterator[tuple[Any, Any, list[str]]]:
+    """An in-process MCP client on the vault, kept open across examples (a blocking portal runs it)."""
+    from anyio.from_thread import start_blocking_portal
+    from mcp import Client
+
+    from perseus_vault_integrations.mcp_server import build_server
+
+    with start_blocking_portal() as portal, portal.wrap_async_context_manager(Client(build_server(vault=vault))) as client:
+        names = [t.name for t in portal.call(client.list_tools).tools]
+        yield portal, client, names
+
+
+ARG_NAMES = ["query", "id", "limit", "mode", "cursor", "category", "key", "content", "body", "items", "start",
+             "depth", "agent_id", "workspace_hash", "context", "file", "section", "text", "as_of_unix_ms",
+             "relations", "direction", "from_id", "to_id", "old_id", "new_id", "community_id", "bogus", "reinforce"]
+
+
+# What a stack trace or a source path looks like in a message.
+LEAKS = re.compile(r'Traceback|File "|\.py[":]|site-packages|/perseus_vault_')
+
+
+def no_surrogates(value: Any) -> bool:
+    """JSON on the wire cannot carry an unpaired surrogate as UTF-8 (the client cannot even encode it);
+    the raw HTTP tests send them as ``\\ud800`` escapes instead."""
+    if isinstance(value, str):
+        return not any(0xD800 <= ord(c) <= 0xDFFF for c in value)
+    if isinstance(value, dict):
+        return all(no_surrogates(k) and no_surrogates(v) for k, v in value.items())
+    if isinstance(value, list):
+        return all(no_surrogates(v) for v in value)
+    return True
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_mcp_arguments(vault: Vault, mcp: tuple[Any, Any, list[str]], data: st.DataObject) -> None:
+    portal, client, names = mcp
+    name = data.draw(st.sampled_from([n for n in names if n != "perseus_vault_embed"]))
+    args = data.draw(st.dictionaries(st.sampled_from(ARG_NAMES), json_values, max_size=4).filter(no_surrogates))
+    args = {k: v for k, v in args.items() if not (isinstance(v, float) and not math.isfinite(v))}  # JSON has no NaN
+    before = fingerprint(vault)
+    result = portal.call(client.call_tool, name, args)  # a protocol-level exception here fails the test
+    if result.is_error:
+        text = " ".join(getattr(c, "text", "") for c in result.content)
+        assert text.strip() and not LEAKS.search(text), text
+        assert fingerprint(vault) == before, f"{name} refused {args!r} but changed the store"
+    alive = portal.call(client.call_tool, "perseus_vault_recall", {"query": "storage", "reinforce": False})
+    assert not alive.is_error  # the server keeps serving
