@@ -56,9 +56,23 @@ class LookupEmbedder:
         self.table = table
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        texts = [self._unwrap(t) for t in texts]
         if all(t in self.table for t in texts):
             return np.stack([self.table[t] for t in texts]) if texts else np.zeros((0, self.dimension), np.float32)
         return np.asarray(self.inner.embed(list(texts)), dtype=np.float32)
+
+    def _unwrap(self, text: str) -> str:
+        # LangGraph's SqliteStore (3.1.x) hands the embedder the field serialized as JSON,
+        # '{"text": "..."}', where InMemoryStore hands the text itself; unwrapping it gives SqliteStore
+        # the same vectors as every other system (the report says so).
+        if text not in self.table and text.startswith('{"text": '):
+            try:
+                inner = json.loads(text).get("text")
+            except ValueError:
+                return text
+            if isinstance(inner, str) and inner in self.table:
+                return inner
+        return text
 
     def lists(self, texts: Sequence[str]) -> list[list[float]]:
         return [[float(x) for x in row] for row in self.embed(texts)]

@@ -303,6 +303,9 @@ def render_peers(qual: list[dict[str, Any]], runs: list[dict[str, Any]], images:
            " embedding for everyone; add the speed section's query-embedding p50 for end to end. The vault is called"
            " with `reinforce=False` (peers write nothing on a read). Keyword peers tokenize with lowercase words,"
            " English stopwords and the Porter stemmer (nltk), as close to FTS5's porter tokenizer as they allow."
+           " LangGraph's SqliteStore (3.1.x) asks its embedder for the field serialized as JSON (`{\"text\": ...}`)"
+           " where InMemoryStore asks for the text; the benchmark's embedder unwraps it so that SqliteStore too gets the"
+           " same vectors (left as is, its recall@10 against an exact scan fell to about 0.63 on 2k memories)."
            " The hybrid peer is what a user would assemble: bm25s and Chroma fused by reciprocal rank (k=60, depth"
            " 100). See `benchmarks/peers.py`.", ""]
     if qual:
