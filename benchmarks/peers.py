@@ -172,8 +172,16 @@ class LangGraphInMemory(Peer):
         from langgraph.store.memory import InMemoryStore
 
         self.store = InMemoryStore(index={"dims": embed.dimension, "embed": embed.lists, "fields": ["text"]})
-        for start in range(0, len(ids), 2000):
-            self.store.batch([PutOp(("mem",), i, {"text": t}) for i, t in zip(ids[start:start + 2000], texts[start:start + 2000])])
+        # InMemoryStore (langgraph 1.x) fails a batch holding the same text twice (it embeds the
+        # distinct texts, then expects one vector per item): repeats go in a later batch.
+        pending = list(zip(ids, texts))
+        while pending:
+            batch, seen, later = [], set(), []
+            for i, t in pending:
+                (later if t in seen or len(batch) >= 2000 else batch).append((i, t))
+                seen.add(t)
+            self.store.batch([PutOp(("mem",), i, {"text": t}) for i, t in batch])
+            pending = later
 
     def search(self, text: str, vector: np.ndarray, k: int) -> list[str]:
         return [item.key for item in self.store.search(("mem",), query=text, limit=k)]

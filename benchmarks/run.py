@@ -333,7 +333,8 @@ def render_peers(qual: list[dict[str, Any]], runs: list[dict[str, Any]], images:
             if row["system"].startswith("Perseus Vault"):
                 built = run["build"]["Perseus Vault"]
             ingest = fmt(built["ingest_per_s"], 0) if built.get("ingest_per_s") else "-"
-            disk = fmt(built["disk_mb"], 1) if built.get("disk_mb") is not None else "in memory"
+            disk = (fmt(built["disk_mb"], 1) if built.get("disk_mb") is not None
+                    else "-" if row["arm"] == "hybrid" else "in memory")
             name = f"**{row['system']}**" if row["system"].startswith("Perseus Vault") else row["system"]
             out.append(f"| {name} | {ARM[row['arm']]} | {row['queries']} | {fmt(row['p50'])} | {fmt(row['p95'])} | "
                        f"{_ratio(row['ratio_p50']) if 'ratio_p50' in row else '-'} | "
