@@ -75,6 +75,17 @@ _INVARIANTS = [
 ]
 
 
+# Vectors that dense recall cannot use: one whose version is gone, or a blob whose size is not the
+# recorded model's (a foreign or torn write). Either makes sqlite-vec fail every dense query, so
+# ``check`` reports them and ``reindex`` drops them (``embed`` then refills the missing ones).
+_BAD_VECTORS = (
+    "SELECT x.vid FROM version_vectors x WHERE NOT EXISTS (SELECT 1 FROM entity_versions v WHERE v.vid = x.vid) "
+    "OR length(x.embedding) != 4 * coalesce((SELECT CAST(value AS INTEGER) FROM vault_meta "
+    "WHERE key = 'embedding_dimension'), length(x.embedding) / 4) "
+    "OR length(x.bits) != (length(x.embedding) / 4 + 7) / 8"
+)
+
+
 def check(conn: Any) -> CheckReport:
     """SQLite's integrity check, both keyword indexes against their rows, and the vault's invariants."""
     problems: list[str] = []
@@ -89,12 +100,17 @@ def check(conn: Any) -> CheckReport:
         count = conn.execute(sql).fetchone()[0]
         if count:
             problems.append(f"{count} {problem}")
+    bad = conn.execute(f"SELECT count(*) FROM ({_BAD_VECTORS})").fetchone()[0]
+    if bad:
+        problems.append(f"{bad} vectors match no version or are not the model's size (reindex drops them, embed refills)")
     return CheckReport(ok=not problems, problems=problems)
 
 
 def reindex(conn: Any) -> None:
-    """Rebuild both keyword indexes from the rows (the caller holds the write transaction)."""
-    keyword.rebuild(conn)
+    """Rebuild both keyword indexes from the rows and drop unusable vectors (the caller holds the
+    write transaction)."""
+    conn.execute(f"DELETE FROM version_vectors WHERE vid IN ({_BAD_VECTORS})")
+    keyword.rebuild(conn)  # logs a rebuild, which every process's keyword and vector mirrors follow
 
 
 def backup(conn: Any, target: str) -> str:
