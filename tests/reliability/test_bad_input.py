@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import math
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,7 +27,9 @@ from perseus_vault_core.models import MAX_BATCH, MAX_BODY_BYTES, MAX_BODY_DEPTH,
 
 from ..conftest import FakeEmbedder
 
-EXAMPLES = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+# PERSEUS_VAULT_FUZZ_EXAMPLES raises the count for a longer hunt (the suite's default stays quick).
+SCALE = max(1, int(os.environ.get("PERSEUS_VAULT_FUZZ_EXAMPLES", "60")) // 60)
+EXAMPLES = settings(max_examples=60 * SCALE, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                          HealthCheck.too_slow])
 
 # Text as hostile as Python strings get: every category, surrogates and controls included.
@@ -184,7 +187,7 @@ def test_entity_bodies(vault: Vault, body: Any, content: str, summary: Any, cate
                {k: v for k, v in body.items() if k not in ("content", "summary")}
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=25 * SCALE, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(items=st.lists(st.one_of(
     st.fixed_dictionaries({"category": st.just("batch"), "key": st.uuids().map(str), "content": st.just("fine")}),
     st.fixed_dictionaries({"category": hostile_text, "key": hostile_text, "content": hostile_text}),
@@ -258,7 +261,7 @@ def no_surrogates(value: Any) -> bool:
     return True
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=80 * SCALE, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_mcp_arguments(vault: Vault, mcp: tuple[Any, Any, list[str]], data: st.DataObject) -> None:
     portal, client, names = mcp
