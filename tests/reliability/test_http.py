@@ -8,6 +8,7 @@ path, the 401 for a missing or wrong token and ``http_app``'s refusal to bind re
 
 from __future__ import annotations
 
+import hmac
 import json
 import os
 import re
@@ -74,7 +75,7 @@ def test_the_token_is_checked_on_every_method_and_path(server: str) -> None:
     with httpx.Client(timeout=30) as client:
         for header in wrong:
             for method, url in (("POST", server), ("GET", server), ("DELETE", server), ("POST", base + "/other")):
-                headers = {} if header is None else {"Authorization": header}
+                headers = {} if header is None else {b"Authorization": header if isinstance(header, bytes) else header.encode()}
                 r = client.request(method, url, headers=headers, content=b"{}")
                 assert r.status_code == 401, (header, method, url, r.status_code)
                 assert r.headers.get("www-authenticate") == "Bearer"
@@ -89,13 +90,13 @@ def test_the_token_comparison_is_constant_time(monkeypatch: pytest.MonkeyPatch, 
     from perseus_vault_integrations import mcp_server
 
     compared: list[tuple[bytes, bytes]] = []
-    real = mcp_server.hmac.compare_digest
+    real = hmac.compare_digest
 
     def spy(a: bytes, b: bytes) -> bool:
         compared.append((a, b))
-        return real(a, b)
+        return bool(real(a, b))
 
-    monkeypatch.setattr(mcp_server.hmac, "compare_digest", spy)
+    monkeypatch.setattr(hmac, "compare_digest", spy)
     reached: list[str] = []
 
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:

@@ -15,7 +15,7 @@ import asyncio
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 import pytest
@@ -234,7 +234,7 @@ def test_memory_files_and_hygiene(world: World, scope: Scope) -> None:
 
 @scoped
 @pytest.mark.parametrize("mode", ["fts5", "dense", "hybrid"])
-def test_langchain_retriever(world: World, scope: Scope, mode: str) -> None:
+def test_langchain_retriever(world: World, scope: Scope, mode: Literal["fts5", "dense", "hybrid"]) -> None:
     from perseus_vault_integrations.langchain_retriever import PerseusVaultRetriever
 
     retriever = PerseusVaultRetriever(vault=world.vault, k=50, mode=mode, reinforce=False, **_kw(scope))
