@@ -94,15 +94,13 @@ def recall(
     with read_snapshot(conn):
         if vector is not None:
             _check_vector(conn, vector)
-            arms = Arms(vector_index=arms.vector_index, embed_query=lambda _text: vector)
-            params = params.model_copy(update={"mode": "dense", "query": "vector"})
             mode = "dense"
         else:
             mode = _mode(conn, params, arms)
         if vector is None and is_enumeration(params.query):
             items, variant_count, mode = _enumerate(conn, params, v), 0, "enumerate"
         else:
-            items, variant_count = _search(conn, params, v, mode, arms)
+            items, variant_count = _search(conn, params, v, mode, arms, vector)
     if params.reinforce and not v.historical and items:
         reinforce([item.id for item in items])
     return RecallResult(items=items, total=len(items), variants=variant_count, search_mode=mode)
@@ -187,14 +185,20 @@ def _dense_arm(conn: Any, query: np.ndarray, v: View, pool: int, arms: Arms) -> 
     return hits
 
 
-def _search(conn: Any, params: RecallParams, v: View, mode: str, arms: Arms) -> tuple[list[RecallItem], int]:
-    if not tokenize(params.query):
+def _search(
+    conn: Any, params: RecallParams, v: View, mode: str, arms: Arms, vector: np.ndarray | None = None,
+) -> tuple[list[RecallItem], int]:
+    """``vector``: the caller's query vector (dense only); the query text then has no words, so no
+    knob matches words against content."""
+    if vector is None and not tokenize(params.query):
         return [], 0  # no word at all ("*"): matches nothing, in every mode
     pool = max(POOL_FACTOR * (params.offset + params.limit), MIN_POOL)
     lists: dict[str, list[Hit]] = {}
     variant_count = 0
     embedding: Future[np.ndarray] | None = None
-    if mode in ("dense", "hybrid"):
+    if vector is not None:
+        lists["dense"] = _dense_arm(conn, vector, v, pool, arms)
+    elif mode in ("dense", "hybrid"):
         assert arms.embed_query is not None
         # The model runs outside the GIL: embed the query while the keyword arm searches.
         embedding = _executor().submit(arms.embed_query, params.query)

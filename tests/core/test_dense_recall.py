@@ -506,3 +506,14 @@ def test_the_embedder_is_visible_to_adapters(dense_vault: Vault, fake_embedder: 
     assert dense_vault.embedder is fake_embedder
     with Vault(tmp_path / "keyword-only.db", embedder=False) as keyword_only:
         assert keyword_only.embedder is None
+
+
+def test_recall_by_vector_has_no_query_words_for_the_knobs(
+    dense_vault: Vault, notes: dict[str, int], fake_embedder: FakeEmbedder
+) -> None:
+    dense_vault.remember("note", "word", "A vector of billing ledger numbers")  # a literal word no query holds
+    vector = fake_embedder.embed(["billing ledger"])[0]
+    plain = dense_vault.recall_by_vector(vector, limit=5, reinforce=False)
+    boosted = dense_vault.recall_by_vector(vector, limit=5, reinforce=False, content_weight=5.0)
+    assert ids(boosted) == ids(plain)
+    assert [i.score for i in boosted.items] == pytest.approx([i.score for i in plain.items])
