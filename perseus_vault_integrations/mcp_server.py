@@ -315,13 +315,14 @@ def build_server(path: str | None = None, *, agent_id: str | None = None, worksp
             continue
         method = getattr(Vault, spec.method)
         fn = _tool(spec, method, holder, bound)
+        trusted = _direct(method)
         annotations = ToolAnnotations(read_only_hint=spec.read_only, destructive_hint=spec.destructive,
                                       idempotent_hint=spec.idempotent, open_world_hint=False)
         names = [PREFIX + spec.verb, LEGACY_PREFIX + spec.verb] + ([seed[spec.verb]] if spec.verb in seed else [])
         for n, name in enumerate(names):
             text = spec.description if n == 0 else f"Legacy name of {PREFIX + spec.verb}. " + spec.description
             server.add_tool(fn, name=name, description=text, annotations=annotations)
-            if _direct(method):
+            if trusted:
                 _trust_output(server, name)
             if n:
                 aliases.add(name)
