@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+
 import hashlib
 import os
 from collections.abc import Iterator, Sequence
@@ -109,3 +111,20 @@ def shared_data() -> Path:
         if (path / "scifact" / "corpus.jsonl").exists():
             return path
     raise RuntimeError(f"evaluation data not found (looked in {candidates[0]}...); set PERSEUS_VAULT_DATA")
+
+
+def wait_for_port(port: int, proc: "subprocess.Popen[bytes]", timeout: float = 60.0) -> None:
+    """Wait until a server process listens on loopback ``port``; fail at once, with its stderr,
+    if it exits first (a server that cannot start should not cost the whole timeout)."""
+    import socket
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the server did not start: {proc.stderr.read() if proc.stderr else b''!r}")
+            time.sleep(0.1)

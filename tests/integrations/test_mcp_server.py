@@ -10,7 +10,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,7 @@ from perseus_vault_core.models import RecallParams
 from perseus_vault_integrations.mcp_client import VaultClient
 from perseus_vault_integrations.mcp_server import SPECS, build_server, http_app
 
-from ..conftest import FakeEmbedder
+from ..conftest import FakeEmbedder, wait_for_port
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "memory_vault"
 
@@ -189,14 +188,8 @@ def http_server(tmp_path: Path) -> Iterator[tuple[str, str, str]]:
     port, token, db = _free_port(), "s3cret-token", str(tmp_path / "http.db")
     proc = subprocess.Popen([sys.executable, "-m", "perseus_vault_core.cli", "serve", "--db", db, "--http",
                              f"127.0.0.1:{port}", "--token", token], env=_env(), stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            time.sleep(0.1)
     try:
+        wait_for_port(port, proc)
         yield f"http://127.0.0.1:{port}/mcp", token, db
     finally:
         proc.terminate()

@@ -6,11 +6,12 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+
+from ..conftest import wait_for_port
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "reliability-token-0123456789"
@@ -35,15 +36,8 @@ def start_server() -> Iterator[StartServer]:
         proc = subprocess.Popen(args + ([agent_id] if agent_id else []), cwd=ROOT,
                                 env=dict(os.environ, PERSEUS_VAULT_EMBEDDER="none"), stderr=subprocess.PIPE)
         procs.append(proc)
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                return f"http://127.0.0.1:{port}/mcp"
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"the server did not start: {proc.stderr.read() if proc.stderr else b''!r}")
-                time.sleep(0.1)
+        wait_for_port(port, proc)
+        return f"http://127.0.0.1:{port}/mcp"
 
     yield start
     for proc in procs:
