@@ -166,7 +166,7 @@ def cmd_search(vault: Vault, args: argparse.Namespace) -> None:
 
 def cmd_serve(vault: Vault, args: argparse.Namespace) -> None:
     try:
-        from perseus_vault_integrations import mcp_server
+        from perseus_vault_integrations import mcp_http, mcp_server
     except ImportError as exc:
         raise SetupError(f"the MCP server needs the mcp extra: pip install 'perseus-vault[mcp]' ({exc})") from None
     scope = {"agent_id": args.agent, "workspace_hash": args.workspace}
@@ -179,9 +179,9 @@ def cmd_serve(vault: Vault, args: argparse.Namespace) -> None:
     host, _, port = args.http.rpartition(":")
     if not port.isdigit():
         raise VaultError(f"--http: expected HOST:PORT, got {args.http!r}")
-    token = args.token or os.environ.get(mcp_server.TOKEN_ENV)
+    token = args.token or os.environ.get(mcp_http.TOKEN_ENV)
     print(f"perseus-vault: MCP over streamable HTTP at http://{host or '127.0.0.1'}:{port}/mcp", file=sys.stderr, flush=True)
-    mcp_server.serve_http(vault, host or "127.0.0.1", int(port), token, **scope)
+    mcp_http.serve_http(vault, host or "127.0.0.1", int(port), token, **scope)
 
 
 def cmd_link(vault: Vault, args: argparse.Namespace) -> None:

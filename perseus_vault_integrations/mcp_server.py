@@ -13,16 +13,12 @@ Legacy names stay callable but are listed only when ``PERSEUS_VAULT_TOOL_ALIASES
 ``mimir_<verb>`` for every verb, and the memory-file seed's ``vault_memory_recall``,
 ``vault_get_memory``, ``vault_list_memory_files``, ``vault_delete_memory`` and ``vault_search``.
 
-Transports: stdio, and streamable HTTP (``serve_http``), which binds to loopback unless told
-otherwise and, bound anywhere else, refuses to start without a bearer token; with a token, every
-request must carry it.
+Transports: stdio (``serve_stdio``, over :mod:`mcp_stdio`), and streamable HTTP (:mod:`mcp_http`).
 """
 
 from __future__ import annotations
 
-import hmac
 import inspect
-import ipaddress
 import os
 import time
 from collections.abc import AsyncIterator, Callable
@@ -47,7 +43,6 @@ SEED_ALIASES = {  # the memory-file seed's tool names
     "vault_list_memory_files": "list_memory_files", "vault_delete_memory": "delete_memory", "vault_search": "search",
 }
 ALIASES_ENV = "PERSEUS_VAULT_TOOL_ALIASES"
-TOKEN_ENV = "PERSEUS_VAULT_HTTP_TOKEN"
 # Each result model's ``_meta`` carries the engine's own time for the call, so a client can tell the
 # vault's work from the protocol's (the MCP benchmark subtracts it).
 ENGINE_MS_META = "perseus-vault/engine_ms"
@@ -404,55 +399,6 @@ def serve_stdio(vault: Vault, *, agent_id: str | None = None, workspace_hash: st
             await lowlevel.run(read, write, lowlevel.create_initialization_options())
 
     anyio.run(main)
-
-
-def is_loopback(host: str) -> bool:
-    if host in ("localhost", ""):
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-class BearerAuth:
-    """ASGI middleware: every HTTP request must carry ``Authorization: Bearer <token>``."""
-
-    def __init__(self, app: Any, token: str) -> None:
-        self.app, self.expected = app, f"Bearer {token}".encode()
-
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] == "http":
-            given = dict(scope.get("headers") or []).get(b"authorization", b"")
-            if not hmac.compare_digest(given, self.expected):
-                await send({"type": "http.response.start", "status": 401,
-                            "headers": [(b"content-type", b"text/plain"), (b"www-authenticate", b"Bearer")]})
-                await send({"type": "http.response.body", "body": b"missing or wrong bearer token\n"})
-                return
-        await self.app(scope, receive, send)
-
-
-def http_app(vault: Vault, host: str, token: str | None, *, agent_id: str | None = None,
-             workspace_hash: str | None = None) -> Any:
-    """The streamable-HTTP app (path ``/mcp``) over one open vault, behind the token check."""
-    from perseus_vault_core import SetupError
-
-    if not is_loopback(host) and not token:
-        raise SetupError(f"refusing to serve on {host} without a bearer token (set {TOKEN_ENV} or pass --token)")
-    server = build_server(vault=vault, agent_id=agent_id, workspace_hash=workspace_hash)
-    from mcp.server.transport_security import TransportSecuritySettings
-
-    security = None if is_loopback(host) else TransportSecuritySettings(enable_dns_rebinding_protection=False)
-    app = server.streamable_http_app(host=host, transport_security=security)
-    return BearerAuth(app, token) if token else app
-
-
-def serve_http(vault: Vault, host: str, port: int, token: str | None, *, agent_id: str | None = None,
-               workspace_hash: str | None = None) -> None:
-    import uvicorn
-
-    app = http_app(vault, host, token, agent_id=agent_id, workspace_hash=workspace_hash)
-    uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")).run()
 
 
 def _type(schema: dict[str, Any]) -> str:

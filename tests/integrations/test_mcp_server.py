@@ -21,7 +21,8 @@ from mcp import Client
 from perseus_vault_core import RecallResult, SetupError, Vault, VaultError
 from perseus_vault_core.models import RecallParams
 from perseus_vault_integrations.mcp_client import VaultClient
-from perseus_vault_integrations.mcp_server import SPECS, build_server, http_app
+from perseus_vault_integrations.mcp_http import http_app
+from perseus_vault_integrations.mcp_server import SPECS, build_server
 
 from ..conftest import FakeEmbedder, wait_for_port
 

@@ -49,7 +49,7 @@ def serve(db: str, port: int, token: str, agent_id: str | None) -> None:
     carry vectors like the engine writers' (the CLI's ``serve`` would load the real model)."""
     import uvicorn
 
-    from perseus_vault_integrations.mcp_server import http_app
+    from perseus_vault_integrations.mcp_http import http_app
 
     with Vault(db, embedder=FakeEmbedder()) as vault:
         app = http_app(vault, "127.0.0.1", token, agent_id=agent_id)

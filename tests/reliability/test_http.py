@@ -87,7 +87,7 @@ def test_the_token_comparison_is_constant_time(monkeypatch: pytest.MonkeyPatch, 
     the whole header, for right and wrong tokens alike."""
     import anyio
 
-    from perseus_vault_integrations import mcp_server
+    from perseus_vault_integrations import mcp_http
 
     compared: list[tuple[bytes, bytes]] = []
     real = hmac.compare_digest
@@ -104,7 +104,7 @@ def test_the_token_comparison_is_constant_time(monkeypatch: pytest.MonkeyPatch, 
         await send({"type": "http.response.start", "status": 204, "headers": []})
         await send({"type": "http.response.body", "body": b""})
 
-    guarded = mcp_server.BearerAuth(app, TOKEN)
+    guarded = mcp_http.BearerAuth(app, TOKEN)
 
     async def request(header: bytes | None) -> int:
         sent: list[dict[str, Any]] = []
@@ -216,7 +216,7 @@ def test_an_unexpected_engine_failure_is_answered_without_a_trace(tmp_path: Path
     RuntimeError naming a source file) reaches the client as an error, with no stack trace."""
     import uvicorn
 
-    from perseus_vault_integrations.mcp_server import http_app
+    from perseus_vault_integrations.mcp_http import http_app
 
     def broken(self: Vault, *args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("boom")
