@@ -134,7 +134,7 @@ def dense_recall_vs_exact(vault: Vault, model: Any, qs: list[str]) -> float:
     from perseus_vault_core import vectors
     from perseus_vault_core.connection import read_snapshot
     from perseus_vault_core.filters import view
-    from perseus_vault_core.models import Filters
+    from perseus_vault_core.params import Filters
 
     found = 0
     conn = vault._conn()

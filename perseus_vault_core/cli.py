@@ -16,10 +16,11 @@ from typing import Any, NoReturn
 
 from pydantic import BaseModel
 
+from . import __version__
 from .connection import read_key_file
 from .errors import InvalidInput, SetupError, VaultError
+from .models import Entity, HygieneReport, RecallResult, ScanPage
 from .ranking import one_line
-from .models import HygieneReport, RecallResult, ScanPage
 from .vault import Vault, default_path
 
 
@@ -39,6 +40,8 @@ def _emit(args: argparse.Namespace, value: Any, human: Callable[[Any], str]) -> 
             print(value.model_dump_json())
         else:
             print(json.dumps(value, ensure_ascii=False))
+    elif value is None:
+        print(human(value))
     else:
         print(human(value))
 
@@ -170,6 +173,9 @@ def cmd_serve(vault: Vault, args: argparse.Namespace) -> None:
     except ImportError as exc:
         raise SetupError(f"the MCP server needs the mcp extra: pip install 'perseus-vault[mcp]' ({exc})") from None
     scope = {"agent_id": args.agent, "workspace_hash": args.workspace}
+    if args.tools:  # the tool profile; an unknown one is refused before serving
+        mcp_server.served(args.tools, {})
+        os.environ[mcp_server.TOOLS_ENV] = args.tools
     # A server is long-lived: build the in-memory indexes now, in the background (SQL answers meanwhile).
     vault.wait_for_keyword_index(timeout=0)
     vault.wait_for_vector_index(timeout=0)
@@ -253,6 +259,55 @@ def cmd_prepare(vault: Vault, args: argparse.Namespace) -> None:
     if args.no_semantic:
         params["semantic"] = False
     _emit(args, vault.prepare(args.context, **params), lambda r: r.markdown)
+
+
+def cmd_init(vault: Vault, args: argparse.Namespace) -> None:
+    stats = vault.stats()
+    _emit(args, stats, lambda s: f"vault ready at {s.path} (schema {s.schema_version}, {s.entities} memories)")
+
+
+def cmd_get_entity(vault: Vault, args: argparse.Namespace) -> None:
+    _emit(args, vault.get_entity(args.id, **_scope(args)), _entity_text)
+
+
+def cmd_forget(vault: Vault, args: argparse.Namespace) -> None:
+    _emit(args, vault.forget(args.id, **_scope(args)), lambda e: f"archived #{e.id} [{e.category}/{e.key}]")
+
+
+def cmd_purge(vault: Vault, args: argparse.Namespace) -> None:
+    _emit(args, vault.purge(args.id, **_scope(args)),
+          lambda r: f"purged #{r.id}: {r.versions} version(s), {r.links} link(s)")
+
+
+def cmd_supersede(vault: Vault, args: argparse.Namespace) -> None:
+    _emit(args, vault.supersede(args.old_id, args.new_id, **_scope(args)),
+          lambda e: f"#{e.id} [{e.category}/{e.key}] is superseded by #{e.superseded_by}")
+
+
+def cmd_as_of(vault: Vault, args: argparse.Namespace) -> None:
+    found = vault.as_of(args.category, args.key, args.as_of_unix_ms, **_scope(args))
+    _emit(args, found, lambda e: _entity_text(e) if e else f"no version of {args.category}/{args.key} was "
+          f"believed at {args.as_of_unix_ms}")
+
+
+def cmd_valid_at(vault: Vault, args: argparse.Namespace) -> None:
+    found = vault.valid_at(args.category, args.key, args.valid_at_unix_ms, **_scope(args))
+    _emit(args, found, lambda e: _entity_text(e) if e else f"no version of {args.category}/{args.key} was "
+          f"true at {args.valid_at_unix_ms}")
+
+
+def cmd_bitemporal(vault: Vault, args: argparse.Namespace) -> None:
+    found = vault.bitemporal(args.category, args.key, args.as_of_unix_ms, args.valid_at_unix_ms, **_scope(args))
+    _emit(args, found, lambda e: _entity_text(e) if e else f"no version of {args.category}/{args.key} was "
+          f"believed at {args.as_of_unix_ms} to be true at {args.valid_at_unix_ms}")
+
+
+def _entity_text(e: Entity) -> str:
+    lines = [f"#{e.id} [{e.category}/{e.key}] {e.type}, version {e.version}, {e.status}"]
+    if e.summary:
+        lines.append(e.summary)
+    lines.append(e.content)
+    return "\n".join(lines)
 
 
 def cmd_scan(vault: Vault, args: argparse.Namespace) -> None:
@@ -403,14 +458,26 @@ def _add_filters(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workspace-hash", dest="workspace_hash")
     p.add_argument("--include-archived", action="store_true", help="also show archived, expired, superseded")
     p.add_argument("--min-decay", type=float, dest="min_decay")
-    p.add_argument("--as-of-unix-ms", type=int, dest="as_of_unix_ms", help="the store as believed at this instant")
-    p.add_argument("--valid-at-unix-ms", type=int, dest="valid_at_unix_ms", help="what was true at this instant")
-    p.add_argument("--query-time-unix-ms", type=int, dest="query_time_unix_ms", help="anchor 'now' (replay)")
+    p.add_argument("--as-of-unix-ms", "--as-of", type=_time, dest="as_of_unix_ms",
+                   help="the store as believed at this instant (unix ms or ISO 8601)")
+    p.add_argument("--valid-at-unix-ms", "--valid-at", type=_time, dest="valid_at_unix_ms",
+                   help="what was true at this instant")
+    p.add_argument("--query-time-unix-ms", type=_time, dest="query_time_unix_ms", help="anchor 'now' (replay)")
+
+
+def _time(text: str) -> int | str:
+    """A time argument: unix ms as an integer, anything else as ISO 8601 text for the vault to read."""
+    return int(text) if text.strip().isdigit() else text
 
 
 def _add_scope(p: argparse.ArgumentParser) -> None:
     p.add_argument("--agent-id", dest="agent_id")
     p.add_argument("--workspace-hash", dest="workspace_hash")
+
+
+def _hidden(sub: Any, alias: str, parser: argparse.ArgumentParser) -> None:
+    """Another name for a command, accepted but not listed (the same verb's name elsewhere)."""
+    sub._name_parser_map[alias] = parser
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -420,7 +487,36 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = _Parser(prog="perseus-vault", description="Long-term memory for AI agents in one SQLite file.",
                      parents=[common])
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    parser.add_argument("--version", action="version", version=f"perseus-vault {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="command")
+
+    p = sub.add_parser("init", parents=[common], help="create an empty vault (every other read needs one)")
+    p.set_defaults(func=cmd_init, creates=True)
+
+    for name, func, text in (("get-entity", cmd_get_entity, "one memory, whole, by id"),
+                             ("forget", cmd_forget, "archive a memory (reversible)"),
+                             ("purge", cmd_purge, "delete an archived memory for good")):
+        p = sub.add_parser(name, parents=[common], help=text, aliases=[name.replace("-", "_")] if "-" in name else [])
+        p.add_argument("id", type=int)
+        _add_scope(p)
+        p.set_defaults(func=func)
+
+    p = sub.add_parser("supersede", parents=[common], help="mark a memory replaced by a newer one")
+    p.add_argument("old_id", type=int)
+    p.add_argument("new_id", type=int)
+    _add_scope(p)
+    p.set_defaults(func=cmd_supersede)
+
+    for name, func, times in (("as-of", cmd_as_of, ("as_of_unix_ms",)),
+                              ("valid-at", cmd_valid_at, ("valid_at_unix_ms",)),
+                              ("bitemporal", cmd_bitemporal, ("as_of_unix_ms", "valid_at_unix_ms"))):
+        p = sub.add_parser(name, parents=[common], help=f"the version of a fact at {', '.join(times)}")
+        p.add_argument("category")
+        p.add_argument("key")
+        for t in times:
+            p.add_argument(t, type=_time, help="unix ms or ISO 8601 (e.g. 2026-01-31T09:30:00Z)")
+        _add_scope(p)
+        p.set_defaults(func=func)
 
     p = sub.add_parser("remember", parents=[common], help="create or update a memory by (category, key)")
     p.add_argument("category")
@@ -437,10 +533,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--provenance-class", dest="provenance_class")
     p.add_argument("--recall-when", dest="recall_when", action="append", help="trigger phrase (repeatable)")
     p.add_argument("--body", help="extra body fields as a JSON object")
-    p.add_argument("--valid-from-ms", type=int, dest="valid_from_ms")
-    p.add_argument("--valid-to-ms", type=int, dest="valid_to_ms")
-    p.add_argument("--expires-at-ms", type=int, dest="expires_at_ms")
-    p.set_defaults(func=cmd_remember)
+    p.add_argument("--valid-from-ms", type=_time, dest="valid_from_ms", help="unix ms or ISO 8601")
+    p.add_argument("--valid-to-ms", type=_time, dest="valid_to_ms", help="unix ms or ISO 8601")
+    p.add_argument("--expires-at-ms", type=_time, dest="expires_at_ms", help="unix ms or ISO 8601")
+    p.set_defaults(func=cmd_remember, creates=True)
 
     p = sub.add_parser("recall", parents=[common], help="find memories (keyword, meaning, or both)")
     p.add_argument("query", help='words to find ("" lists everything in the default order)')
@@ -484,6 +580,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_scan)
 
     p = sub.add_parser("serve", parents=[common], help="serve the vault over MCP (stdio, or streamable HTTP)")
+    p.set_defaults(creates=True)
+    p.add_argument("--tools", help="tool profile: core (default), all, or a comma-separated list of verbs")
     p.add_argument("--http", metavar="HOST:PORT", help="streamable HTTP instead of stdio (loopback by default)")
     p.add_argument("--token", help="bearer token HTTP clients must send (or $PERSEUS_VAULT_HTTP_TOKEN)")
     p.add_argument("--agent", help="bind the server to this agent_id (no argument can escape it)")
@@ -497,6 +595,7 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--memory-dir", dest="memory_dir", default="About Me", help="subfolder of memory files (default: About Me)")
     m.add_argument("--bind", action="store_true", help="let add/delete rewrite the files in that folder")
     _add_scope(m)
+    m.set_defaults(creates=True)
     m = actions.add_parser("export", parents=[common], help="write every memory file to a folder")
     m.add_argument("folder")
     _add_scope(m)
@@ -517,6 +616,7 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("text")
     m.add_argument("--date", help="YYYY-MM-DD (default: today, UTC)")
     _add_scope(m)
+    m.set_defaults(creates=True)
     m = actions.add_parser("delete", parents=[common], help="delete the one entry matching --date and/or --text")
     m.add_argument("file")
     m.add_argument("section")
@@ -557,6 +657,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_traverse)
 
     p = sub.add_parser("prepare", parents=[common], help="markdown block to inject before an agent turn")
+    _hidden(sub, "context", p)
     p.add_argument("context", help="what the agent is about to do (the coming turn)")
     p.add_argument("--max-chars", type=int, dest="max_chars", help="size budget (default 1500)")
     p.add_argument("--triggered", type=int, help="most triggered entities (default 5)")
@@ -615,6 +716,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_history)
 
     p = sub.add_parser("import", parents=[common], help="import JSONL (an export, or remember-shaped lines)")
+    p.set_defaults(creates=True)
     p.add_argument("file", help="JSONL file, or - for standard input")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--progress", action="store_true", help="show progress even when stderr is not a terminal")
@@ -642,6 +744,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--new-key-file", dest="new_key_file",
                    help=f"file holding the new key (default: ${NEW_KEY_ENV})")
     p.set_defaults(func=cmd_rekey)
+    for name in ("recall-when", "global-recall", "community-summary"):  # the MCP tools' names
+        _hidden(sub, name.replace("-", "_"), sub._name_parser_map[name])
     return parser
 
 
@@ -653,7 +757,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         # A one-shot command answers with SQL; building the in-memory indexes would be wasted work.
         # A server is long-lived: it builds them.
         oneshot = args.command != "serve"
-        with Vault(args.db, keyword_index=not oneshot, vector_index=not oneshot) as vault:
+        # Only a write (or init, import, serve) creates a vault; a read of a missing one is an error.
+        creates = bool(getattr(args, "creates", False))
+        with Vault(args.db, keyword_index=not oneshot, vector_index=not oneshot, create=creates) as vault:
             args.func(vault, args)
     except VaultError as exc:
         print(f"error: {_one_line(str(exc))}", file=sys.stderr)

@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .models import Filters
+from .params import Filters
 
 FROM = "entity_versions v JOIN entities e ON e.id = v.entity_id"
 # Join orders pinned with CROSS JOIN (SQLite keeps that order): otherwise a scope equality lets

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 class Fusion(BaseModel):
-    """How hybrid recall weighs its arms (``k`` is RRF's damping constant)."""
+    """Hybrid recall's arm weights; k is the rank damping constant."""
 
     model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 

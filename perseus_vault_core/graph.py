@@ -140,6 +140,8 @@ def traverse(
             nodes.append(TraverseNode(entity=store.to_entity(visible[other], view.instant), depth=hop, path=paths[other]))
             next_frontier.append(other)
         frontier = next_frontier
+    entities = store.fit([n.entity for n in nodes])  # a walk over huge memories: previews past the budget
+    nodes = [n.model_copy(update={"entity": e}) for n, e in zip(nodes, entities)]
     return TraverseResult(start=start, nodes=nodes, edges=edges)
 
 

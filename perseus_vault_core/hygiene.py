@@ -39,7 +39,8 @@ from .actionability import actionability
 from .embed import embedding_text
 from .communities import SUMMARY_TYPE
 from .filters import FROM_VERSIONS_FIRST, view
-from .models import Filters, HygieneItem, HygieneReason, HygieneReport
+from .models import HygieneItem, HygieneReason, HygieneReport
+from .params import Filters
 from .query import tokenize
 from .vector_index import cosine
 

@@ -27,7 +27,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from . import store, vectors
 from .embed import embedding_text
 from .errors import InvalidInput
-from .models import MAX_INT, ImportReport, Link, RememberInput, validate
+from .models import ImportReport, Link
+from .params import MAX_INT, RememberInput, validate
 
 FORMAT = 1
 Progress = Callable[[int, int], None]

@@ -13,7 +13,7 @@ from typing import Any
 from .filters import View
 from .keyword_index import KeywordIndex
 from .mirror import OP_GONE, OP_HEAD, OP_REBUILT, Hit, visible_hits
-from .models import Expansion
+from .params import Expansion
 from .porter import stem
 from .query import match_expression, quote
 from .schema import BM25_WEIGHTS

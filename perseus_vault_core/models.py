@@ -1,373 +1,36 @@
-"""Typed values that cross the vault's API: what callers pass in and what they get back.
+"""Typed values the vault returns: what every verb gives back.
 
-These pydantic models are the contract shared by the Python API, the CLI's ``--json``
-output and (later) the MCP tool schemas, so the three cannot drift. Field names are
-the wire names of SPEC section 2.
-
-Inputs are strict (no silent coercion of ``"5"`` to ``5``), forbid unknown fields and
-refuse NaN; :func:`validate` turns a pydantic failure into :class:`InvalidInput`
-naming the offending field.
+These pydantic models are the contract shared by the Python API, the CLI's ``--json`` output and
+the MCP tools' output schemas, so the three cannot drift. Field names are the wire names of
+docs/remember.md and docs/recall.md. What callers pass in is in :mod:`params`.
 """
 
 from __future__ import annotations
 
-import json
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    SerializerFunctionWrapHandler,
-    ValidationError,
-    ValidationInfo,
-    field_validator,
-    model_serializer,
-)
+from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer, model_validator
 
-from .errors import InvalidInput
-from .fusion import Fusion
 from .validity import Validity
 
-# --- documented size limits (docs/limits.md) -------------------------------------------------
-MAX_CATEGORY_CHARS = 128
-MAX_KEY_CHARS = 512
-MAX_TYPE_CHARS = 64
-MAX_TOPIC_PATH_CHARS = 512
-MAX_SCOPE_CHARS = 256
-MAX_BODY_BYTES = 256 * 1024  # content + summary + other body fields, as UTF-8 JSON
-MAX_BODY_DEPTH = 32
-MAX_RECALL_WHEN = 32
-MAX_TRIGGER_CHARS = 256
-MAX_BATCH = 10_000
-MAX_QUERY_CHARS = 4_096
-MAX_LIMIT = 1_000
-MAX_OFFSET = 10_000
-# Ids and unix-millisecond times: any JSON number a client can hold exactly (2**53 - 1).
-MAX_INT = 2**53 - 1
-
 Status = Literal["active", "archived", "expired", "superseded"]
-Mode = Literal["fts5", "dense", "hybrid"]
-Direction = Literal["out", "in", "both"]
-
-# Validators are built on first use (defer_build): a one-shot CLI call then pays only for the
-# models it touches, not for all of them at import.
-_STRICT_IN = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False, defer_build=True)
 
 
 class _Out(BaseModel):
     model_config = ConfigDict(defer_build=True)
 
 
-def _depth(value: Any) -> int:
-    """Nesting depth of JSON-like data, without recursion (hostile input may nest very deeply)."""
-    deepest = 0
-    stack = [(value, 0)]
-    while stack:
-        item, level = stack.pop()
-        if isinstance(item, dict):
-            stack.extend((v, level + 1) for v in item.values())
-            deepest = max(deepest, level + 1)
-        elif isinstance(item, list):
-            stack.extend((v, level + 1) for v in item)
-            deepest = max(deepest, level + 1)
-    return deepest
-
-
-def _check_text(value: str) -> str:
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise ValueError("contains an unpaired surrogate; text must be valid Unicode") from exc
-    return value
-
-
-# --- inputs ------------------------------------------------------------------------------------
-
-
-class RememberInput(BaseModel):
-    """One memory to create or update, addressed by (category, key) within its scope."""
-
-    model_config = _STRICT_IN
-
-    category: str = Field(min_length=1, max_length=MAX_CATEGORY_CHARS)
-    key: str = Field(min_length=1, max_length=MAX_KEY_CHARS)
-    content: str
-    summary: str | None = None
-    type: str = Field(default="note", min_length=1, max_length=MAX_TYPE_CHARS)
-    topic_path: str | None = Field(default=None, max_length=MAX_TOPIC_PATH_CHARS)
-    body: dict[str, Any] | None = Field(default=None, validate_default=True)
-    agent_id: str | None = Field(default=None, max_length=MAX_SCOPE_CHARS)
-    workspace_hash: str | None = Field(default=None, max_length=MAX_SCOPE_CHARS)
-    source: str | None = Field(default=None, max_length=1024)
-    verified: bool = False
-    certainty: float | None = Field(default=None, ge=0.0, le=1.0)
-    provenance_class: str | None = Field(default=None, max_length=64)
-    recall_when: list[str] = Field(default_factory=list, max_length=MAX_RECALL_WHEN)
-    valid_from_ms: int | None = Field(default=None, ge=0, le=MAX_INT)
-    valid_to_ms: int | None = Field(default=None, ge=0, le=MAX_INT)
-    expires_at_ms: int | None = Field(default=None, ge=0, le=MAX_INT)
-
-    @field_validator("category", "key", "type")
-    @classmethod
-    def _not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("must not be blank")
-        return _check_text(value)
-
-    @field_validator("content", "summary", "topic_path", "agent_id", "workspace_hash", "source", "provenance_class")
-    @classmethod
-    def _valid_text(cls, value: str | None) -> str | None:
-        return None if value is None else _check_text(value)
-
-    @field_validator("topic_path")
-    @classmethod
-    def _topic(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        value = value.strip().strip("/")
-        return value or None
-
-    @field_validator("recall_when")
-    @classmethod
-    def _triggers(cls, value: list[str]) -> list[str]:
-        out = []
-        for phrase in value:
-            _check_text(phrase)
-            if len(phrase) > MAX_TRIGGER_CHARS:
-                raise ValueError(f"a trigger phrase is longer than {MAX_TRIGGER_CHARS} characters")
-            if phrase.strip():
-                out.append(phrase.strip())
-        return out
-
-    @field_validator("body")
-    @classmethod
-    def _body(cls, value: dict[str, Any] | None, info: ValidationInfo) -> dict[str, Any] | None:
-        content = info.data.get("content") or ""
-        summary = info.data.get("summary") or ""
-        size = len(content.encode("utf-8", "surrogatepass")) + len(summary.encode("utf-8", "surrogatepass"))
-        if value:
-            if _depth(value) > MAX_BODY_DEPTH:
-                raise ValueError(f"is nested deeper than {MAX_BODY_DEPTH} levels")
-            for name in ("content", "summary"):
-                if name in value and value[name] != info.data.get(name):
-                    raise ValueError(f"body.{name} conflicts with the {name} argument; pass it once")
-            try:
-                size += len(json.dumps(value, allow_nan=False, ensure_ascii=False).encode("utf-8"))
-            except (TypeError, ValueError, UnicodeEncodeError) as exc:
-                raise ValueError(f"must be a JSON object of finite numbers and valid text ({exc})") from exc
-        if size > MAX_BODY_BYTES:
-            raise ValueError(f"is {size} bytes with content and summary; the limit is {MAX_BODY_BYTES}")
-        return value
-
-    @field_validator("valid_to_ms")
-    @classmethod
-    def _valid_window(cls, value: int | None, info: ValidationInfo) -> int | None:
-        start = info.data.get("valid_from_ms")
-        if value is not None and start is not None and value <= start:
-            raise ValueError("must be later than valid_from_ms")
-        return value
-
-    def extra_body(self) -> dict[str, Any]:
-        """Body fields other than content and summary (those have their own columns)."""
-        return {k: v for k, v in (self.body or {}).items() if k not in ("content", "summary")}
-
-
-class Expansion(BaseModel):
-    """Query expansion: add indexed words that extend a query word's stem (``connect`` -> ``connector``)."""
-
-    model_config = _STRICT_IN
-
-    enabled: bool = True
-    max_variants: int = Field(default=8, ge=0, le=64)
-    min_stem_chars: int = Field(default=4, ge=2, le=32)
-
-
-class Filters(BaseModel):
-    """Which entities a read may see: scope, attributes, status and the point in time."""
-
-    model_config = _STRICT_IN
-
-    type: str | None = Field(default=None, description="Only entities of this type, e.g. 'decision' or 'insight'")
-    category: str | None = Field(default=None, description="Only entities of this category")
-    topic_path: str | None = Field(default=None, description="Only entities under this topic path, e.g. 'architecture'")
-    agent_id: str | None = Field(default=None, description="Only this agent's entities (omit: no agent filter)")
-    workspace_hash: str | None = Field(default=None, description="Only this workspace's entities (omit: no filter)")
-    include_archived: bool = Field(default=False, description="Also archived, expired and superseded entities")
-    min_decay: float | None = Field(default=None, ge=0.0, le=1.0,
-                                    description="Only entities at least this fresh (decay 0..1, 1 = fresh)")
-    as_of_unix_ms: int | None = Field(default=None, ge=0, le=MAX_INT,
-                                      description="What the vault believed at this instant (unix ms)")
-    valid_at_unix_ms: int | None = Field(default=None, ge=0, le=MAX_INT,
-                                         description="What was true in the world at this instant (unix ms)")
-    query_time_unix_ms: int | None = Field(default=None, ge=0, le=MAX_INT,
-                                           description="The 'now' that decay, recency and expiry are judged at (replay)")
-
-    @field_validator("type", "category", "topic_path", "agent_id", "workspace_hash")
-    @classmethod
-    def _valid_text(cls, value: str | None) -> str | None:
-        return None if value is None else _check_text(value)
-
-    @property
-    def time_travel(self) -> bool:
-        return self.as_of_unix_ms is not None or self.valid_at_unix_ms is not None
-
-
-class RecallParams(Filters):
-    """Every parameter of ``recall`` (SPEC 5.1), with its default."""
-
-    query: str = Field(max_length=MAX_QUERY_CHARS, description=(
-        "What to find; words are OR'd, stopwords never match alone; '' lists everything in scope"))
-    mode: Mode | None = Field(default=None, description=(
-        "fts5 (keyword), dense (meaning) or hybrid (both fused); omit for hybrid when the vault has vectors"))
-    limit: int = Field(default=10, ge=1, le=MAX_LIMIT, description="Most results to return")
-    offset: int = Field(default=0, ge=0, le=MAX_INT, description="Results to skip (clamped at 10,000)")
-    expansion: bool | Expansion | None = Field(default=None, description="Add indexed stem variants of query words")
-    preview_cap: int | None = Field(default=None, ge=1, description=(
-        "Cut each content at N characters, with a footer saying how to fetch the whole entity"))
-    trust_weight: float = Field(default=0.15, ge=0.0, le=10.0, description=(
-        "Boost for verified (full) or certain (scaled) provenance; never penalizes; 0 turns it off"))
-    content_weight: float = Field(default=0.0, ge=0.0, le=10.0, description=(
-        "Boost for content that literally contains query words, damped by length"))
-    diversity_halving: float = Field(default=1.0, gt=0.0, le=1.0, description=(
-        "Per-keyword quota factor: each distinct matched word gets ceil(N x h^n) slots (1.0 = off)"))
-    recency_half_life_secs: float | None = Field(default=None, gt=0.0, description=(
-        "Multiply scores by 0.5^(age / this), so recent memories outrank older similar ones"))
-    startup: bool = Field(default=False, description=(
-        "Re-rank by actionability (tickets, paths, decisions beat vague or date-only notes); adds 'actionability'"))
-    profile: Literal["validity"] | None = Field(default=None, description=(
-        "'validity': weigh freshness, scope, provenance, supersession and expiry; adds 'validity'"))
-    validity_annotate: bool = Field(default=False, description="Add the 'validity' block without re-ranking")
-    reinforce: bool = Field(default=True, description="Count this retrieval (retrieval_count, last_accessed_ms)")
-    fusion: Fusion | None = Field(default=None, description="Hybrid fusion weights for this call (k, weights)")
-
-    @field_validator("query")
-    @classmethod
-    def _query_text(cls, value: str) -> str:
-        return _check_text(value)
-
-    @field_validator("offset")
-    @classmethod
-    def _clamp_offset(cls, value: int) -> int:
-        return min(value, MAX_OFFSET)
-
-    def expansion_config(self) -> Expansion | None:
-        if self.expansion is None or self.expansion is False:
-            return None
-        if self.expansion is True:
-            return Expansion()
-        return self.expansion if self.expansion.enabled else None
-
-
-class ScanParams(Filters):
-    cursor: str | None = None
-    limit: int = Field(default=100, ge=1, le=MAX_LIMIT)
-
-
-CommunityMethod = Literal["label_propagation", "modularity"]
-MAX_CONTEXT_CHARS = 32_768
-
-
-class CommunitiesParams(Filters):
-    """``communities``: which graph (the filters), how to cluster it, and how much to return."""
-
-    method: CommunityMethod = "label_propagation"
-    min_size: int = Field(default=2, ge=1, le=MAX_INT)
-    limit: int = Field(default=100, ge=1, le=MAX_LIMIT)
-    central: int = Field(default=5, ge=0, le=100)
-
-    @field_validator("min_decay")
-    @classmethod
-    def _no_decay(cls, value: float | None) -> float | None:
-        if value is not None:
-            raise ValueError("does not apply to communities (decay changes with every read)")
-        return value
-
-
-class CommunitySummaryParams(BaseModel):
-    model_config = _STRICT_IN
-
-    community_id: str = Field(min_length=1, max_length=64)
-    method: CommunityMethod = "label_propagation"
-    max_chars: int = Field(default=1_200, ge=200, le=20_000)
-    refresh: bool = False
-    agent_id: str | None = None
-    workspace_hash: str | None = None
-
-
-class GlobalRecallParams(BaseModel):
-    """``global_recall``: the question, how many communities to open and how deep, and the budget."""
-
-    model_config = _STRICT_IN
-
-    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
-    mode: Mode | None = None
-    communities: int = Field(default=3, ge=1, le=50)
-    per_community: int = Field(default=5, ge=1, le=100)
-    max_chars: int = Field(default=4_000, ge=200, le=100_000)
-    method: CommunityMethod = "label_propagation"
-    min_size: int = Field(default=2, ge=1, le=MAX_INT)
-    agent_id: str | None = None
-    workspace_hash: str | None = None
-    reinforce: bool = True
-
-    @field_validator("query")
-    @classmethod
-    def _query_text(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("must contain a word")
-        return _check_text(value)
-
-
-class _ContextInput(BaseModel):
-    """Inputs that match against a context (the agent's coming turn) rather than a query."""
-
-    model_config = _STRICT_IN
-
-    context: str = Field(max_length=MAX_CONTEXT_CHARS)
-
-    @field_validator("context")
-    @classmethod
-    def _context_text(cls, value: str) -> str:
-        return _check_text(value)
-
-
-class RecallWhenParams(_ContextInput):
-    """``recall_when``: the context to match triggers against, the filters, and how to match."""
-
-    limit: int = Field(default=10, ge=1, le=MAX_LIMIT)
-    type: str | None = None
-    category: str | None = None
-    topic_path: str | None = None
-    agent_id: str | None = None
-    workspace_hash: str | None = None
-    semantic: bool | None = None
-    min_similarity: float = Field(default=0.6, ge=-1.0, le=1.0)
-    query_time_unix_ms: int | None = Field(default=None, ge=0, le=MAX_INT)
-    reinforce: bool = False
-
-
-class PrepareParams(_ContextInput):
-    """``prepare``: the context of the coming turn and the size of the block to inject."""
-
-    max_chars: int = Field(default=1_500, ge=100, le=100_000)
-    triggered: int = Field(default=5, ge=0, le=100)
-    related: int = Field(default=5, ge=0, le=100)
-    mode: Mode | None = None
-    agent_id: str | None = None
-    workspace_hash: str | None = None
-    semantic: bool | None = None
-    reinforce: bool = False
-
-
-# --- outputs -----------------------------------------------------------------------------------
-
-
 class Entity(_Out):
     """One memory, as stored (or as it was at a past instant, for history and time travel).
 
-    Body fields other than ``content`` and ``summary`` are also returned at top level
-    (unless their name collides with an entity field); ``body`` holds all of them.
+    ``content`` and ``summary`` are its text; ``body`` holds its other stored fields. Each body
+    field is also an attribute at top level (``entity.model_extra``), unless its name is one of
+    the result fields of any item model (:data:`RESULT_FIELDS`: ``id``, ``score``, ``validity``,
+    ...): a stored field can never break or forge a result field.
+
+    On the wire (``model_dump``, JSON, MCP) every field appears once: a body field shown at top
+    level is not repeated inside ``body``, which keeps only the fields that could not be shown
+    there; reading such a dump back (``model_validate``) puts them together again.
     """
 
     model_config = ConfigDict(extra="allow", defer_build=True)
@@ -403,6 +66,40 @@ class Entity(_Out):
     recorded_from_ms: int
     recorded_to_ms: int | None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _gather_body(cls, data: Any) -> Any:
+        """A wire dump back into one ``body``: top-level fields the model does not define are body fields."""
+        if isinstance(data, dict):
+            extra = [k for k in data if k not in cls.model_fields]
+            if extra:
+                body = dict(data.get("body") or {})
+                for name in extra:
+                    body.setdefault(name, data[name])
+                data = {k: v for k, v in data.items() if k in cls.model_fields}
+                data["body"] = body
+        return data
+
+    @model_validator(mode="after")
+    def _spread_body(self) -> Entity:
+        extra = self.__pydantic_extra__
+        if extra is not None:
+            for name, value in self.body.items():
+                if name not in RESULT_FIELDS:
+                    extra[name] = value
+        return self
+
+    @model_serializer(mode="wrap")
+    def _wire(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        body = data.get("body")
+        if body:  # shown at top level already: not twice
+            data["body"] = {k: v for k, v in body.items() if k in RESULT_FIELDS}
+        for name in ("actionability", "validity"):  # a hit carries them only when asked
+            if name in data and data[name] is None:
+                del data[name]
+        return data
+
 
 class RecallItem(Entity):
     """A hit: the entity, its ``score``, and its rank in each arm that ran (``{"fts5": 3, "dense": 1}``).
@@ -415,14 +112,6 @@ class RecallItem(Entity):
     ranks: dict[str, int]
     actionability: float | None = None
     validity: Validity | None = None
-
-    @model_serializer(mode="wrap")
-    def _omit_unrequested(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        for name in ("actionability", "validity"):
-            if data.get(name) is None:
-                data.pop(name, None)
-        return data
 
 
 class RecallResult(_Out):
@@ -723,26 +412,6 @@ class CheckReport(_Out):
     problems: list[str]
 
 
-M = TypeVar("M", bound=BaseModel)
-
-
-def validate(model: type[M], data: Any, *, prefix: str = "") -> M:
-    """Validate ``data`` as ``model`` or raise :class:`InvalidInput` naming the first bad field."""
-    if isinstance(data, model):
-        return data
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        err = exc.errors(include_url=False)[0]
-        path = ".".join(str(p) for p in err.get("loc", ()) if p not in ("function-after",))
-        field = f"{prefix}{'.' if prefix and path else ''}{path}" or prefix or model.__name__
-        message = err.get("msg", "invalid value")
-        if err.get("type") == "extra_forbidden":
-            message = "unknown field"
-        elif err.get("type") == "missing":
-            message = "is required"
-        elif err.get("type") == "finite_number":
-            message = "must be a finite number (not NaN or infinity)"
-        message = message.removeprefix("Value error, ")
-        raise InvalidInput(field, message) from None
-
+# The names a stored body field can never take at top level: every field of every item model.
+RESULT_FIELDS: frozenset[str] = frozenset(
+    name for model in (Entity, RecallItem, TriggeredItem, EvidenceItem) for name in model.model_fields)

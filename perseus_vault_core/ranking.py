@@ -13,9 +13,11 @@ top. Ties break by entity id, ascending, so the same store and call give the sam
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 DAY_MS = 86_400_000
 DECAY_HALF_LIFE_DAYS = 30.0
@@ -112,12 +114,32 @@ def one_line(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def preview(content: str, cap: int, entity_id: int) -> str:
-    """Cut ``content`` at ``cap`` characters, with a footer saying how to read the rest."""
-    if len(content) <= cap:
+def preview(content: str, cap: int, entity_id: int, *, cut: bool = False) -> str:
+    """Cut ``content`` at ``cap`` characters, with a footer naming the tool that reads the whole
+    memory (also when only its other fields were cut: ``cut``)."""
+    if len(content) <= cap and not cut:
         return content
-    return (
-        content[:cap]
-        + f"\n[... truncated at {cap} of {len(content)} characters; "
-        + f"call get_entity(id={entity_id}) for the whole entity]"
-    )
+    what = f"truncated at {cap} of {len(content)} characters" if len(content) > cap else "its other fields cut"
+    return (content[:cap] + f"\n[... preview, {what}; the whole memory: "
+            f"perseus_vault_get_entity(id={entity_id}), or vault.get_entity({entity_id}) in Python]")
+
+
+def preview_body(body: dict[str, Any], cap: int) -> tuple[dict[str, Any], bool]:
+    """``body`` within about ``cap`` characters of JSON, and whether anything was cut: the fields
+    that fit whole are kept, in order; then text fields that did not fit are cut into the room
+    left; other fields that do not fit are left out. Pure."""
+    costs = {name: len(name) + 4 + len(json.dumps(value, ensure_ascii=False)) for name, value in body.items()}
+    kept: set[str] = set()
+    used = 2
+    for name, cost in costs.items():
+        if used + cost <= cap:
+            kept.add(name)
+            used += cost
+    cut: dict[str, str] = {}
+    for name, value in body.items():
+        room = cap - used - len(name) - 7
+        if name not in kept and isinstance(value, str) and room >= 20:
+            cut[name] = value[:room] + "…"
+            used = cap
+    out = {name: cut.get(name, value) for name, value in body.items() if name in kept or name in cut}
+    return out, len(kept) < len(body)

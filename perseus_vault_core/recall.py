@@ -32,10 +32,11 @@ from .filters import FROM, FROM_VIDS, View, id_list, narrow, view
 from .fusion import Fusion, rrf
 from .keyword_index import KeywordIndex
 from .mirror import Hit, examined, visible_hits
-from .models import RecallItem, RecallParams, RecallResult
+from .models import RecallItem, RecallResult
+from .params import RecallParams
 from .porter import stem
 from .query import is_enumeration, parse, tokenize
-from .ranking import Scored, diversify, normalize, order, preview, recency, trust, witness
+from .ranking import Scored, diversify, normalize, order, recency, trust, witness
 from .validity import Validity, validity
 from .vector_index import VectorIndex
 
@@ -101,6 +102,7 @@ def recall(
             items, variant_count, mode = _enumerate(conn, params, v), 0, "enumerate"
         else:
             items, variant_count = _search(conn, params, v, mode, arms, vector)
+        items = store.fit(items)
     if params.reinforce and not v.historical and items:
         reinforce([item.id for item in items])
     return RecallResult(items=items, total=len(items), variants=variant_count, search_mode=mode)
@@ -140,15 +142,57 @@ def _model(arms: Arms) -> tuple[str, int]:
     return arms.embedder_model()
 
 
+# Knobs that weigh query words: an enumeration has none, so asking for them is refused, not ignored.
+_WORD_KNOBS = ("content_weight", "diversity_halving", "expansion", "fusion")
+
+
 def _enumerate(conn: Any, params: RecallParams, v: View) -> list[RecallItem]:
-    """``query=""``: every visible entity in the default order (decay, then recency, then id)."""
+    """``query=""``: every visible entity in the default order (decay, then recency, then id), each
+    scored by its decay. The knobs that need no query words re-rank it as they re-rank a search:
+    ``startup``, ``profile="validity"``, ``recency_half_life_secs``, and ``trust_weight`` when given
+    (its default would reorder every listing, so it applies only when asked for)."""
+    for name in _WORD_KNOBS:
+        field = RecallParams.model_fields[name]
+        if getattr(params, name) not in (field.default, False):
+            raise InvalidInput(name, "weighs query words, and query='' has none (it lists everything in scope)")
+    trust_asked = "trust_weight" in params.model_fields_set and params.trust_weight > 0
+    reranked = params.startup or params.profile == "validity" or bool(params.recency_half_life_secs) or trust_asked
+    depth = max(POOL_FACTOR * (params.offset + params.limit), MIN_POOL) if reranked else params.limit
     sql = (
         f"SELECT {store.ENTITY_COLUMNS}, "
         "pv_decay(:decay_at, e.last_accessed_ms, v.updated_at_ms, e.retrieval_count) AS d "
         f"FROM {FROM} WHERE {v.where} ORDER BY d DESC, v.updated_at_ms DESC, e.id LIMIT :limit OFFSET :offset"
     )
-    rows = conn.execute(sql, dict(v.params, decay_at=v.instant, limit=params.limit, offset=params.offset))
-    return [_preview(store.to_item(row[:-1], v.instant, score=float(row[-1]), ranks={}), params) for row in rows]
+    offset = 0 if reranked else params.offset
+    rows = conn.execute(sql, dict(v.params, decay_at=v.instant, limit=depth, offset=offset)).fetchall()
+    annotate = params.profile == "validity" or params.validity_annotate
+    scored = [Scored(int(r[0]), float(r[-1]), float(r[-1])) for r in rows]
+    by_id = {int(r[0]): store.row_dict(r[:-1]) for r in rows}
+    validities: dict[int, Validity] = {}
+    actions: dict[int, float] = {}
+    for s in scored:
+        row = by_id[s.id]
+        if trust_asked:
+            s.score += params.trust_weight * trust(bool(row["verified"]), row["certainty"])
+        if params.recency_half_life_secs:
+            s.score *= recency(v.instant - row["created_at_ms"], params.recency_half_life_secs)
+        if annotate:
+            validities[s.id] = _validity(row, v, params)
+            if params.profile == "validity":
+                s.score *= validities[s.id].multiplier
+        if params.startup:
+            actions[s.id] = actionability(embedding_text(row["content"], row["summary"])).score
+            s.score = startup_score(s.score, actions[s.id])
+    page = order(scored)[params.offset : params.offset + params.limit] if reranked else scored
+    items = []
+    for s in page:
+        item = store.to_item(by_id[s.id], v.instant, score=s.score, ranks={})
+        if params.startup:
+            item.actionability = actions[s.id]
+        if annotate:
+            item.validity = validities[s.id]
+        items.append(_preview(item, params))
+    return items
 
 
 # --- the arms ------------------------------------------------------------------------------------
@@ -296,8 +340,4 @@ def _pool_rows(conn: Any, vids: list[int], text: bool) -> dict[int, dict[str, An
 
 
 def _preview(item: RecallItem, params: RecallParams) -> RecallItem:
-    if params.preview_cap is not None and len(item.content) > params.preview_cap:
-        cut = preview(item.content, params.preview_cap, item.id)
-        item.content = cut
-        item.body = dict(item.body, content=cut)
-    return item
+    return item if params.preview_cap is None else store.preview(item, params.preview_cap)

@@ -19,7 +19,8 @@ from typing import Any
 from . import store
 from .errors import InvalidInput
 from .filters import FROM_VERSIONS_FIRST, view
-from .models import ScanPage, ScanParams
+from .models import ScanPage
+from .params import ScanParams
 
 _CURSOR_VERSION = 1
 
@@ -58,8 +59,8 @@ def scan(conn: Any, params: ScanParams, now_ms: int) -> ScanPage:
         "ORDER BY v.entity_id LIMIT :n"
     )
     rows = conn.execute(sql, dict(v.params, after=after, n=params.limit + 1)).fetchall()
-    has_more = len(rows) > params.limit
-    rows = rows[: params.limit]
-    items = [store.to_entity(r, v.instant) for r in rows]
+    page = store.within_budget(rows[: params.limit])  # a page of huge memories ends early
+    has_more = len(rows) > len(page)
+    items = [store.to_entity(r, v.instant) for r in page]
     next_cursor = encode_cursor(items[-1].id, params) if has_more else None
     return ScanPage(items=items, next_cursor=next_cursor, has_more=has_more)

@@ -17,11 +17,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import keyword, vectors
+from . import keyword, ranking, vectors
 from .embed import embedding_text
 from .errors import Conflict, InvalidInput, NotFound
 from .filters import FROM, FROM_IDS, FROM_VIDS, id_list, scope_clauses
-from .models import Entity, PurgeResult, RecallItem, RememberInput
+from .models import Entity, PurgeResult, RecallItem
+from .params import OVERFLOW_PREVIEW_CHARS, RESPONSE_BUDGET_CHARS, RememberInput
 from .ranking import decay
 
 # Versioned fields, in entity_versions column order (after the bookkeeping columns).
@@ -51,7 +52,6 @@ ENTITY_COLUMNS = (
     + ", ".join(f"v.{f}" for f in STATE_FIELDS)
 )
 _ENTITY_NAMES = [c.strip().split(".")[1] for c in ENTITY_COLUMNS.split(",")]
-_RESERVED = set(Entity.model_fields) | {"score", "ranks"}
 
 
 def tags_text(category: str, key: str, topic_path: str | None) -> str:
@@ -82,16 +82,63 @@ def to_hit(model: type[I], row: Sequence[Any] | dict[str, Any], now_ms: int, sco
     return model.model_validate({**_fields(row, now_ms), "score": score, "ranks": ranks, **extra})
 
 
+E = TypeVar("E", bound=Entity)
+
+
+def preview(entity: E, cap: int) -> E:
+    """``entity`` cut to about ``cap`` characters: content and summary cut, body fields kept while
+    they fit; the content's footer names the tool that reads it whole. Unchanged when it fits."""
+    body, body_cut = ranking.preview_body(entity.body, cap)
+    summary = entity.summary
+    cut = body_cut or (summary is not None and len(summary) > cap)
+    if not cut and len(entity.content) <= cap:
+        return entity
+    data = entity.model_dump()
+    for name in entity.model_extra or {}:  # top-level copies of body fields: the new body decides
+        data.pop(name, None)
+    data.update(content=ranking.preview(entity.content, cap, entity.id, cut=cut), body=body,
+                summary=summary[:cap] if summary is not None else None)
+    return type(entity).model_validate(data)
+
+
+def size(entity: Entity) -> int:
+    """Characters of memory text an entity carries (content, summary, body as JSON)."""
+    body = len(json.dumps(entity.body, ensure_ascii=False)) if entity.body else 0
+    return len(entity.content) + len(entity.summary or "") + body
+
+
+def within_budget(rows: Sequence[Sequence[Any]], budget: int = RESPONSE_BUDGET_CHARS) -> Sequence[Sequence[Any]]:
+    """The leading rows (of :data:`ENTITY_COLUMNS`) whose text fits ``budget``, at least one: where a
+    page of whole memories ends early so that no answer grows without bound (docs/limits.md)."""
+    left = budget
+    for n, row in enumerate(rows):
+        fields = row_dict(row)
+        left -= len(fields["content"]) + len(fields["summary"] or "") + len(fields["body"])
+        if left < 0 and n:
+            return rows[:n]
+    return rows
+
+
+def fit(items: list[E], budget: int = RESPONSE_BUDGET_CHARS) -> list[E]:
+    """The response budget: items whole while their text fits ``budget``, previews after that
+    (at least the first item whole), so that no answer grows without bound (docs/limits.md)."""
+    left = budget
+    out = []
+    for n, item in enumerate(items):
+        cost = size(item)
+        if cost > left and n:
+            item = preview(item, OVERFLOW_PREVIEW_CHARS)
+            cost = size(item)
+        left -= cost
+        out.append(item)
+    return out
+
+
 def _fields(row: Sequence[Any] | dict[str, Any], now_ms: int) -> dict[str, Any]:
     """The wire fields of one row: body assembled, scope '' shown as null, status and decay judged at ``now_ms``."""
     fields = dict(row) if isinstance(row, dict) else dict(zip(_ENTITY_NAMES, row))
     del fields["vid"], fields["tags"]
-    extras = json.loads(fields["body"]) if fields["body"] != "{}" else {}
-    body: dict[str, Any] = {"content": fields["content"]}
-    if fields["summary"] is not None:
-        body["summary"] = fields["summary"]
-    body.update(extras)
-    fields["body"] = body
+    fields["body"] = json.loads(fields["body"]) if fields["body"] != "{}" else {}
     fields["agent_id"] = fields["agent_id"] or None
     fields["workspace_hash"] = fields["workspace_hash"] or None
     fields["verified"] = bool(fields["verified"])
@@ -99,9 +146,6 @@ def _fields(row: Sequence[Any] | dict[str, Any], now_ms: int) -> dict[str, Any]:
     if fields["status"] == "active" and fields["expires_at_ms"] is not None and fields["expires_at_ms"] <= now_ms:
         fields["status"] = "expired"
     fields["decay"] = decay(now_ms, fields["last_accessed_ms"], fields["updated_at_ms"], fields["retrieval_count"])
-    for name, value in extras.items():  # other body fields also at top level, unless the name is taken
-        if name not in _RESERVED:
-            fields[name] = value
     # Callers use model_validate (not model_construct): it is faster here, and it checks the row.
     return fields
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import IO, Any, Literal, TypeVar
 
 import numpy as np
+from pydantic import ValidationError
 
 from . import (
     global_recall,
@@ -50,22 +51,20 @@ from .query import tokenize
 from .ranking import one_line
 from .vector_index import VectorIndex
 from .models import (
-    MAX_BATCH,
-    MAX_INT,
-    MAX_LIMIT,
-    MAX_QUERY_CHARS,
     CheckReport,
-    CommunitiesParams,
     CommunitiesResult,
     Community,
     CommunityMember,
     CommunitySummary,
-    CommunitySummaryParams,
-    Direction,
     EmbedReport,
     Entity,
     EvidenceItem,
-    Filters,
+    GlobalCommunity,
+    GlobalRecallResult,
+    HistoryPage,
+    HygieneReport,
+    ImportReport,
+    Link,
     MemoryChange,
     MemoryEntry,
     MemoryExportReport,
@@ -74,28 +73,50 @@ from .models import (
     MemoryImportReport,
     MemoryRecallResult,
     MemoryText,
-    SkippedLine,
-    GlobalCommunity,
-    GlobalRecallParams,
-    GlobalRecallResult,
-    HistoryPage,
-    HygieneReport,
-    ImportReport,
-    Link,
-    PrepareParams,
     PrepareResult,
     PurgeResult,
     RecallItem,
-    RecallParams,
     RecallResult,
-    RecallWhenParams,
     RecallWhenResult,
-    RememberInput,
     ScanPage,
-    ScanParams,
+    SkippedLine,
     Stats,
     TraverseResult,
     TriggeredItem,
+)
+from .params import (
+    MAX_LIMIT,
+    MAX_QUERY_CHARS,
+    AddMemoryParams,
+    AsOfParams,
+    BitemporalParams,
+    CommunitiesParams,
+    CommunitySummaryParams,
+    DeleteMemoryParams,
+    Direction,
+    EmbedParams,
+    EntityParams,
+    FactParams,
+    Filters,
+    GetMemoryParams,
+    GlobalRecallParams,
+    HistoryParams,
+    HygieneParams,
+    LinkParams,
+    ListMemoryFilesParams,
+    MemoryRecallParams,
+    PrepareParams,
+    RecallParams,
+    RecallWhenParams,
+    RememberInput,
+    RememberManyParams,
+    ScanParams,
+    ScopeParams,
+    SupersedeParams,
+    TraverseParams,
+    UnlinkParams,
+    ValidAtParams,
+    invalid,
     validate,
 )
 
@@ -124,6 +145,8 @@ def _edge(method: F) -> F:
             raise InvalidInput("argument", "is nested too deeply") from None
         except OverflowError as exc:
             raise InvalidInput("argument", f"a number is out of range ({exc})") from None
+        except ValidationError as exc:  # a model built beneath the verb refused a value
+            raise invalid(exc) from None
 
     return wrapper  # type: ignore[return-value]
 
@@ -136,27 +159,9 @@ def _wall_clock() -> int:
     return time.time_ns() // 1_000_000
 
 
-def _int(name: str, value: Any, *, low: int | None = None) -> int:
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise InvalidInput(name, "must be an integer")
-    if low is not None and value < low:
-        raise InvalidInput(name, f"must be at least {low}")
-    if value > MAX_INT:
-        raise InvalidInput(name, f"must be at most {MAX_INT}")
-    return value
-
-
-def _text(name: str, value: Any, *, optional: bool = True, max_chars: int = 1024) -> None:
-    if value is None and optional:
-        return
-    if not isinstance(value, str) or len(value) > max_chars:
-        raise InvalidInput(name, f"must be a string of at most {max_chars} characters")
-
-
-def _scope(agent_id: str | None, workspace_hash: str | None) -> None:
-    for name, value in (("agent_id", agent_id), ("workspace_hash", workspace_hash)):
-        if value is not None and not isinstance(value, str):
-            raise InvalidInput(name, "must be a string")
+def _given(**values: Any) -> dict[str, Any]:
+    """Keyword arguments as a params dict, leaving out the optional ones not given (``None``)."""
+    return {k: v for k, v in values.items() if v is not None}
 
 
 def _summary_model(group: Group, entity: Entity, *, materialized: bool, replaced: list[int]) -> CommunitySummary:
@@ -180,8 +185,9 @@ class Vault:
                  synchronous: str = "FULL", keyword_index: bool = True, vector_index: bool = True,
                  embedder: Embedder | Literal[False] | None = None, threads: int | None = None,
                  fusion: Fusion | dict[str, Any] | None = None, cross_encoder: Any = None,
-                 key: str | bytes | None = None) -> None:
-        """Open (creating if needed) the vault at ``path``.
+                 key: str | bytes | None = None, create: bool = True) -> None:
+        """Open the vault at ``path``, creating it (and its folder) if needed; with ``create=False`` a
+        missing vault is :class:`NotFound` and nothing is created (what a read-only caller wants).
 
         ``embedder``: what embeds memories on write and queries for dense/hybrid recall. By default
         the bundled all-MiniLM-L6-v2 (or what ``PERSEUS_VAULT_EMBEDDER`` names), loaded on first use;
@@ -200,7 +206,12 @@ class Vault:
         if self.path == ":memory:" or self.path.startswith("file:"):
             # Each thread has its own connection, and each in-memory connection its own database.
             raise InvalidInput("path", "must be a file path (for a throwaway vault use a temporary directory)")
-        Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        if not isinstance(create, bool):
+            raise InvalidInput("create", "must be true or false")
+        if not create and not Path(self.path).is_file():
+            raise NotFound(f"no vault at {self.path} (create one with `perseus-vault init` or by remembering something)")
+        if create:
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._clock = clock or _wall_clock
         self._driver = choose_driver(key=resolve_key(key))
         self._pool = ConnectionPool(self.path, self._driver, synchronous=synchronous)
@@ -307,9 +318,7 @@ class Vault:
             batch = list(items)
         except TypeError:
             raise InvalidInput("items", "must be a list of memories") from None
-        if len(batch) > MAX_BATCH:
-            raise InvalidInput("items", f"has {len(batch)} entries; the limit is {MAX_BATCH} per call")
-        checked = [validate(RememberInput, item, prefix=f"items.{i}") for i, item in enumerate(batch)]
+        checked = validate(RememberManyParams, {"items": batch}).items
 
         plan = self._plan(lambda conn: store.texts_to_embed(conn, checked))
 
@@ -324,35 +333,31 @@ class Vault:
     @_edge
     def get_entity(self, id: int, *, agent_id: str | None = None, workspace_hash: str | None = None) -> Entity:
         """One entity, whole (current version). Scope arguments, when given, must match it."""
-        _int("id", id)
-        _scope(agent_id, workspace_hash)
-        return store.to_entity(store.scoped_head(self._conn(), id, agent_id, workspace_hash), self._now())
+        p = validate(EntityParams, _given(id=id, agent_id=agent_id, workspace_hash=workspace_hash))
+        return store.to_entity(store.scoped_head(self._conn(), p.id, p.agent_id, p.workspace_hash), self._now())
 
     @_edge
     def forget(self, id: int, *, agent_id: str | None = None, workspace_hash: str | None = None) -> Entity:
         """Archive an entity (reversible: remembering its (category, key) again restores it)."""
-        _int("id", id)
-        _scope(agent_id, workspace_hash)
-        self._write(lambda c: store.forget(c, id, agent_id, workspace_hash, self._now()))
-        return self._entity(id)
+        p = validate(EntityParams, _given(id=id, agent_id=agent_id, workspace_hash=workspace_hash))
+        self._write(lambda c: store.forget(c, p.id, p.agent_id, p.workspace_hash, self._now()))
+        return self._entity(p.id)
 
     @_edge
     def purge(self, id: int, *, agent_id: str | None = None, workspace_hash: str | None = None) -> PurgeResult:
         """Delete an archived entity, its history and its links for good."""
-        _int("id", id)
-        _scope(agent_id, workspace_hash)
-        result: PurgeResult = self._write(lambda c: store.purge(c, id, agent_id, workspace_hash))
+        p = validate(EntityParams, _given(id=id, agent_id=agent_id, workspace_hash=workspace_hash))
+        result: PurgeResult = self._write(lambda c: store.purge(c, p.id, p.agent_id, p.workspace_hash))
         return result
 
     @_edge
     def supersede(self, old_id: int, new_id: int, *, agent_id: str | None = None,
                   workspace_hash: str | None = None) -> Entity:
         """Mark ``old_id`` superseded by ``new_id``; returns the old entity as it now stands."""
-        _int("old_id", old_id)
-        _int("new_id", new_id)
-        _scope(agent_id, workspace_hash)
-        self._write(lambda c: store.supersede(c, old_id, new_id, agent_id, workspace_hash, self._now()))
-        return self._entity(old_id)
+        p = validate(SupersedeParams, _given(old_id=old_id, new_id=new_id, agent_id=agent_id,
+                                             workspace_hash=workspace_hash))
+        self._write(lambda c: store.supersede(c, p.old_id, p.new_id, p.agent_id, p.workspace_hash, self._now()))
+        return self._entity(p.old_id)
 
     # --- links -------------------------------------------------------------------------------
 
@@ -360,46 +365,31 @@ class Vault:
     def link(self, from_id: int, to_id: int, relation: str = "related", weight: float = 1.0, *,
              source: str | None = None, agent_id: str | None = None, workspace_hash: str | None = None) -> Link:
         """Add (or re-weight) a directed, typed edge between two entities of one scope."""
-        _int("from_id", from_id)
-        _int("to_id", to_id)
-        _scope(agent_id, workspace_hash)
-        if not isinstance(relation, str) or not relation.strip() or len(relation) > 128:
-            raise InvalidInput("relation", "must be a non-empty string of at most 128 characters")
-        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight != weight or abs(weight) == float("inf"):
-            raise InvalidInput("weight", "must be a finite number")
-        _text("source", source)
-        result: Link = self._write(
-            lambda c: graph.link(c, from_id, to_id, relation, float(weight), source, agent_id, workspace_hash, self._now())
-        )
+        p = validate(LinkParams, _given(from_id=from_id, to_id=to_id, relation=relation, weight=weight, source=source,
+                                        agent_id=agent_id, workspace_hash=workspace_hash))
+        result: Link = self._write(lambda c: graph.link(
+            c, p.from_id, p.to_id, p.relation, float(p.weight), p.source, p.agent_id, p.workspace_hash, self._now()))
         return result
 
     @_edge
     def unlink(self, from_id: int, to_id: int, relation: str | None = None, *,
                agent_id: str | None = None, workspace_hash: str | None = None) -> int:
         """Close the link(s) from ``from_id`` to ``to_id`` (one relation or all); returns how many closed."""
-        _int("from_id", from_id)
-        _int("to_id", to_id)
-        _scope(agent_id, workspace_hash)
-        _text("relation", relation, max_chars=128)
+        p = validate(UnlinkParams, _given(from_id=from_id, to_id=to_id, relation=relation, agent_id=agent_id,
+                                          workspace_hash=workspace_hash))
         closed: int = self._write(
-            lambda c: graph.unlink(c, from_id, to_id, relation, agent_id, workspace_hash, self._now())
-        )
+            lambda c: graph.unlink(c, p.from_id, p.to_id, p.relation, p.agent_id, p.workspace_hash, self._now()))
         return closed
 
     @_edge
     def traverse(self, start: int, depth: int = 2, relations: list[str] | None = None,
                  direction: Direction = "both", **filters: Any) -> TraverseResult:
         """Walk the link graph breadth-first from ``start``; scope and time rules apply on every hop."""
-        _int("start", start)
-        _int("depth", depth, low=0)
-        if direction not in ("out", "in", "both"):
-            raise InvalidInput("direction", "must be 'out', 'in' or 'both'")
-        if relations is not None and (not isinstance(relations, list) or not all(isinstance(r, str) for r in relations)):
-            raise InvalidInput("relations", "must be a list of strings")
-        f = validate(Filters, filters)
+        p = validate(TraverseParams, {**filters, **_given(start=start, depth=depth, relations=relations,
+                                                            direction=direction)})
         conn = self._conn()
         with read_snapshot(conn):
-            return graph.traverse(conn, start, depth, relations, direction, view(f, self._now()))
+            return graph.traverse(conn, p.start, p.depth, p.relations, p.direction, view(p, self._now()))
 
     # --- communities (GraphRAG) -----------------------------------------------------------------
 
@@ -444,7 +434,7 @@ class Vault:
         extractive text is kept as evidence. Other parameters: ``method``, ``max_chars`` (default
         1,200), ``agent_id``, ``workspace_hash``.
         """
-        p = validate(CommunitySummaryParams, {"community_id": community_id, **params})
+        p = validate(CommunitySummaryParams, {**params, "community_id": community_id})
         if polish is not None and not callable(polish):
             raise InvalidInput("polish", "must be a function that takes the extractive text and returns text")
         conn = self._conn()
@@ -514,7 +504,7 @@ class Vault:
         5), ``max_chars`` (default 4,000), ``mode`` (as recall), ``method``, ``min_size``,
         ``agent_id``, ``workspace_hash``, ``reinforce``. Summaries that do not exist yet are written first.
         """
-        p = validate(GlobalRecallParams, {"query": query, **params})
+        p = validate(GlobalRecallParams, {**params, "query": query})
         scope = {k: v for k, v in (("agent_id", p.agent_id), ("workspace_hash", p.workspace_hash)) if v is not None}
         conn = self._conn()
         with read_snapshot(conn):
@@ -577,7 +567,7 @@ class Vault:
         ``agent_id``, ``workspace_hash``, ``query_time_unix_ms``; ``limit`` (default 10);
         ``reinforce`` (default False: being offered is not being used).
         """
-        return self._recall_when(validate(RecallWhenParams, {"context": context, **params}))
+        return self._recall_when(validate(RecallWhenParams, {**params, "context": context}))
 
     def _recall_when(self, p: RecallWhenParams) -> RecallWhenResult:
         f = Filters(type=p.type, category=p.category, topic_path=p.topic_path, agent_id=p.agent_id,
@@ -642,7 +632,7 @@ class Vault:
         (default 1,500). Parameters: ``triggered`` and ``related`` (most of each, default 5),
         ``mode`` (the related recall's), ``semantic``, ``agent_id``, ``workspace_hash``, ``reinforce``.
         """
-        p = validate(PrepareParams, {"context": context, **params})
+        p = validate(PrepareParams, {**params, "context": context})
         scope = {k: v for k, v in (("agent_id", p.agent_id), ("workspace_hash", p.workspace_hash)) if v is not None}
         triggered: list[tuple[TriggeredItem, str]] = []
         if p.triggered:
@@ -676,7 +666,7 @@ class Vault:
         with their wikilinks. Re-importing reconciles: unchanged entries are not written or embedded,
         entries gone from a file are archived. ``bind=True`` makes ``add_memory`` / ``delete_memory``
         rewrite the files there."""
-        _scope(agent_id, workspace_hash)
+        validate(ScopeParams, _given(agent_id=agent_id, workspace_hash=workspace_hash))
         root = Path(folder).expanduser().resolve()
         if not root.is_dir():
             raise InvalidInput("folder", f"{folder} is not a folder")
@@ -797,16 +787,10 @@ class Vault:
             return memory.file_bytes(json.loads(row["body"])), path, True
         return b"", path, False
 
-    def _memory_args(self, file: Any, section: Any) -> None:
-        if not isinstance(file, str) or memory.check_name(file):
-            raise InvalidInput("file", memory.check_name(file) if isinstance(file, str) else "must be a string")  # type: ignore[arg-type]
-        if not isinstance(section, str) or not section.strip() or "\n" in section or len(section) > 256:
-            raise InvalidInput("section", "must be a one-line heading text of at most 256 characters")
-
     @_edge
     def memory_unbind(self, *, agent_id: str | None = None, workspace_hash: str | None = None) -> bool:
         """Stop rewriting a folder's files for this scope; True when there was a binding."""
-        _scope(agent_id, workspace_hash)
+        validate(ScopeParams, _given(agent_id=agent_id, workspace_hash=workspace_hash))
         conn = self._conn()
         with read_snapshot(conn):
             had = memory.binding(conn, agent_id, workspace_hash) is not None
@@ -820,14 +804,10 @@ class Vault:
         """Add a dated entry (``date`` defaults to today, UTC) at the end of ``section`` of memory file
         ``file`` (both created if missing). When the vault is bound to a folder, the markdown file is
         rewritten atomically first, every other byte unchanged."""
-        self._memory_args(file, section)
-        _scope(agent_id, workspace_hash)
-        if not isinstance(text, str) or not text.strip() or len(text) > 65_536:
-            raise InvalidInput("text", "must be non-empty text of at most 65,536 characters")
+        validate(AddMemoryParams, _given(file=file, section=section, text=text, date=date, agent_id=agent_id,
+                                         workspace_hash=workspace_hash))
         if date is None:
             date = time.strftime("%Y-%m-%d", time.gmtime(self._now() / 1000))
-        elif not isinstance(date, str) or not memory.valid_date(date):
-            raise InvalidInput("date", "must be a date as YYYY-MM-DD (or YYYY-MM)")
         base, path, _ = self._memory_base(file, agent_id, workspace_hash)
         try:
             data, offset = memory_files.add_entry(base, section.strip(), text.strip(), date)
@@ -849,14 +829,8 @@ class Vault:
         """Delete the one entry of ``section`` matching ``date`` and/or ``text`` (the whole entry text,
         or a part of it); refuses when none or several match. The entry stays in the vault's history;
         when bound to a folder, the markdown file is rewritten atomically."""
-        self._memory_args(file, section)
-        _scope(agent_id, workspace_hash)
-        _text("date", date, max_chars=32)
-        _text("text", text, max_chars=65_536)
-        if date is None and text is None:
-            raise InvalidInput("date", "give the entry's date, its text, or both")
-        if text is not None and not text.strip():
-            raise InvalidInput("text", "must not be empty (it would match every entry)")
+        validate(DeleteMemoryParams, _given(file=file, section=section, date=date, text=text, agent_id=agent_id,
+                                            workspace_hash=workspace_hash))
         base, path, exists = self._memory_base(file, agent_id, workspace_hash)
         if not exists:
             raise NotFound(f"no memory file {file!r}")
@@ -879,10 +853,7 @@ class Vault:
     def get_memory(self, file: str, section: str | None = None, *, agent_id: str | None = None,
                    workspace_hash: str | None = None) -> MemoryText:
         """A memory file verbatim, or one of its ``##`` sections (heading included)."""
-        if not isinstance(file, str) or memory.check_name(file):
-            raise InvalidInput("file", "must be a memory file's name without .md")
-        _text("section", section, max_chars=256)
-        _scope(agent_id, workspace_hash)
+        validate(GetMemoryParams, _given(file=file, section=section, agent_id=agent_id, workspace_hash=workspace_hash))
         base, _, exists = self._memory_base(file, agent_id, workspace_hash)
         if not exists:
             raise NotFound(f"no memory file {file!r} (list them with list_memory_files)")
@@ -898,7 +869,7 @@ class Vault:
     @_edge
     def list_memory_files(self, *, agent_id: str | None = None, workspace_hash: str | None = None) -> MemoryFiles:
         """The memory files in scope, by name, with their entry counts and sections."""
-        _scope(agent_id, workspace_hash)
+        validate(ListMemoryFilesParams, _given(agent_id=agent_id, workspace_hash=workspace_hash))
         f = Filters(type=memory.FILE_TYPE, category=memory.FILE_CATEGORY, agent_id=agent_id, workspace_hash=workspace_hash)
         v = view(f, self._now())
         conn = self._conn()
@@ -917,7 +888,7 @@ class Vault:
     def memory_export(self, folder: str | os.PathLike[str], *, agent_id: str | None = None,
                       workspace_hash: str | None = None) -> MemoryExportReport:
         """Write every memory file in scope to ``folder/<file>.md`` (atomically, byte for byte as stored)."""
-        _scope(agent_id, workspace_hash)
+        validate(ScopeParams, _given(agent_id=agent_id, workspace_hash=workspace_hash))
         target = Path(folder)
         try:
             target.mkdir(parents=True, exist_ok=True)
@@ -941,14 +912,9 @@ class Vault:
     @_edge
     def memory_recall(self, query: str, file: str | None = None, limit: int = 50, *, agent_id: str | None = None,
                       workspace_hash: str | None = None) -> MemoryRecallResult:
-        """Entries of the memory files about ``query``, oldest first (SPEC 5.9; rules in docs/memory-files.md)."""
-        if not isinstance(query, str) or not query.strip() or len(query) > MAX_QUERY_CHARS:
-            raise InvalidInput("query", f"must be non-empty text of at most {MAX_QUERY_CHARS} characters")
-        _text("file", file, max_chars=4096)
-        _int("limit", limit, low=1)
-        if limit > MAX_LIMIT:
-            raise InvalidInput("limit", f"must be at most {MAX_LIMIT}")
-        _scope(agent_id, workspace_hash)
+        """Entries of the memory files about ``query``, oldest first (rules in docs/memory-files.md)."""
+        validate(MemoryRecallParams, _given(query=query, file=file, limit=limit, agent_id=agent_id,
+                                            workspace_hash=workspace_hash))
         empty = MemoryRecallResult(entries=[], total=0, truncated=False, search_mode="fts", reranked=False)
         if file is not None and memory.check_name(file):
             return empty  # no memory file can have that name
@@ -1127,10 +1093,9 @@ class Vault:
     def embed(self, reembed: bool = False, progress: Callable[[int, int], None] | None = None) -> EmbedReport:
         """Give every version a vector: backfill the missing ones (current versions first), or, with
         ``reembed=True``, replace all of them with the configured embedder's (after a model change)."""
+        reembed = validate(EmbedParams, {"reembed": reembed}).reembed
         if self._embedder is None:
             raise NotSupported("this vault was opened without an embedder (embedder=False)")
-        if not isinstance(reembed, bool):
-            raise InvalidInput("reembed", "must be true or false")
         if progress is not None and not callable(progress):
             raise InvalidInput("progress", "must be a function taking (done, total)")
         embedder = self._embedder
@@ -1186,49 +1151,45 @@ class Vault:
     def history(self, category: str, key: str, *, agent_id: str | None = None, workspace_hash: str | None = None,
                 limit: int = 20, offset: int = 0) -> HistoryPage:
         """Every version of a fact, newest first, paginated, with ``total``."""
-        _int("limit", limit, low=1)
-        _int("offset", offset, low=0)
+        p = validate(HistoryParams, _given(category=category, key=key, agent_id=agent_id,
+                                           workspace_hash=workspace_hash, limit=limit, offset=offset))
         conn = self._conn()
         with read_snapshot(conn):
-            entity_id = self._resolve(conn, category, key, agent_id, workspace_hash)
-            return temporal.history(conn, entity_id, min(limit, 1000), offset, self._now())
+            return temporal.history(conn, self._resolve(conn, p), p.limit, p.offset, self._now())
 
     @_edge
     def as_of(self, category: str, key: str, as_of_unix_ms: int, *, agent_id: str | None = None,
               workspace_hash: str | None = None) -> Entity | None:
         """The version of a fact the vault believed at ``as_of_unix_ms`` (``None`` if it had none then)."""
-        _int("as_of_unix_ms", as_of_unix_ms, low=0)
+        p = validate(AsOfParams, _given(category=category, key=key, as_of_unix_ms=as_of_unix_ms, agent_id=agent_id,
+                                        workspace_hash=workspace_hash))
         conn = self._conn()
         with read_snapshot(conn):
-            return temporal.as_of(conn, self._resolve(conn, category, key, agent_id, workspace_hash), as_of_unix_ms)
+            return temporal.as_of(conn, self._resolve(conn, p), p.as_of_unix_ms)
 
     @_edge
     def valid_at(self, category: str, key: str, valid_at_unix_ms: int, *, agent_id: str | None = None,
                  workspace_hash: str | None = None) -> Entity | None:
         """The version of a fact true in the world at ``valid_at_unix_ms``, per current knowledge."""
-        _int("valid_at_unix_ms", valid_at_unix_ms, low=0)
+        p = validate(ValidAtParams, _given(category=category, key=key, valid_at_unix_ms=valid_at_unix_ms,
+                                           agent_id=agent_id, workspace_hash=workspace_hash))
         conn = self._conn()
         with read_snapshot(conn):
-            entity_id = self._resolve(conn, category, key, agent_id, workspace_hash)
-            return temporal.bitemporal(conn, entity_id, self._now(), valid_at_unix_ms)
+            return temporal.bitemporal(conn, self._resolve(conn, p), self._now(), p.valid_at_unix_ms)
 
     @_edge
     def bitemporal(self, category: str, key: str, as_of_unix_ms: int, valid_at_unix_ms: int, *,
                    agent_id: str | None = None, workspace_hash: str | None = None) -> Entity | None:
         """The version believed at ``as_of_unix_ms`` to be true at ``valid_at_unix_ms``."""
-        _int("as_of_unix_ms", as_of_unix_ms, low=0)
-        _int("valid_at_unix_ms", valid_at_unix_ms, low=0)
+        p = validate(BitemporalParams, _given(category=category, key=key, as_of_unix_ms=as_of_unix_ms,
+                                              valid_at_unix_ms=valid_at_unix_ms, agent_id=agent_id,
+                                              workspace_hash=workspace_hash))
         conn = self._conn()
         with read_snapshot(conn):
-            entity_id = self._resolve(conn, category, key, agent_id, workspace_hash)
-            return temporal.bitemporal(conn, entity_id, as_of_unix_ms, valid_at_unix_ms)
+            return temporal.bitemporal(conn, self._resolve(conn, p), p.as_of_unix_ms, p.valid_at_unix_ms)
 
-    def _resolve(self, conn: Any, category: str, key: str, agent_id: str | None, workspace_hash: str | None) -> int:
-        for name, value in (("category", category), ("key", key)):
-            if not isinstance(value, str) or not value:
-                raise InvalidInput(name, "must be a non-empty string")
-        _scope(agent_id, workspace_hash)
-        return temporal.resolve(conn, category, key, agent_id, workspace_hash)
+    def _resolve(self, conn: Any, p: FactParams) -> int:
+        return temporal.resolve(conn, p.category, p.key, p.agent_id, p.workspace_hash)
 
     # --- moving data in and out --------------------------------------------------------------
 
@@ -1255,7 +1216,7 @@ class Vault:
     def export_jsonl(self, target: str | os.PathLike[str] | IO[str], *, agent_id: str | None = None,
                      workspace_hash: str | None = None) -> int:
         """Write every entity (with its history) and link in scope as JSONL; returns the line count."""
-        _scope(agent_id, workspace_hash)
+        validate(ScopeParams, _given(agent_id=agent_id, workspace_hash=workspace_hash))
         conn = self._conn()
         count = 0
         with read_snapshot(conn):
@@ -1282,17 +1243,12 @@ class Vault:
 
         ``filters``: ``type``, ``category``, ``topic_path``, ``agent_id``, ``workspace_hash``.
         """
-        _int("limit", limit, low=1)
-        if limit > MAX_LIMIT:
-            raise InvalidInput("limit", f"must be at most {MAX_LIMIT}")
-        _int("min_age_days", min_age_days, low=0)
-        for name in filters:
-            if name not in hygiene.FILTERS:
-                raise InvalidInput(name, f"is not a hygiene filter (use {', '.join(hygiene.FILTERS)})")
-        f = validate(Filters, filters)
+        p = validate(HygieneParams, {**filters, "limit": limit, "min_age_days": min_age_days})
+        f = Filters(type=p.type, category=p.category, topic_path=p.topic_path, agent_id=p.agent_id,
+                    workspace_hash=p.workspace_hash)
         conn = self._conn()
         with read_snapshot(conn):
-            return hygiene.hygiene(conn, f, self._now(), min_age_days, limit)
+            return hygiene.hygiene(conn, f, self._now(), p.min_age_days, p.limit)
 
     # --- looking after the file --------------------------------------------------------------
 

@@ -25,7 +25,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     raise ImportError("the LangChain adapters need langchain-core: install perseus-vault[langchain]") from exc
 
 from perseus_vault_core import Entity, InvalidInput, Vault
-from perseus_vault_core.models import MAX_LIMIT
+from perseus_vault_core.params import MAX_LIMIT
 
 MESSAGE_TYPE = "chat_message"
 MAX_SESSION_CHARS = 256

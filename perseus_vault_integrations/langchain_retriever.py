@@ -21,7 +21,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     raise ImportError("the LangChain adapters need langchain-core: install perseus-vault[langchain]") from exc
 
 from perseus_vault_core import InvalidInput, RecallItem, RecallResult, Vault
-from perseus_vault_core.models import MAX_LIMIT, Expansion, RecallParams
+from perseus_vault_core.params import MAX_LIMIT, Expansion, RecallParams
 from perseus_vault_core.fusion import Fusion
 
 # The recall parameters the retriever carries as fields; ``k`` stands for ``limit``.

@@ -36,7 +36,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 from perseus_vault_core import Conflict, Entity, InvalidInput, NotFound, NotSupported, RecallItem, Vault
 from perseus_vault_core.embed import Embedder
-from perseus_vault_core.models import MAX_KEY_CHARS, MAX_LIMIT, MAX_OFFSET
+from perseus_vault_core.params import MAX_KEY_CHARS, MAX_LIMIT, MAX_OFFSET
 
 from .langchain_embeddings import LangChainEmbedder, VaultEmbeddings, document_vectors, query_vector
 

@@ -61,7 +61,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     raise ImportError("the LangGraph store needs langgraph: install perseus-vault[langchain]") from exc
 
 from perseus_vault_core import Entity, InvalidInput, NotFound, RecallItem, Vault
-from perseus_vault_core.models import MAX_KEY_CHARS, MAX_LIMIT, MAX_OFFSET, MAX_TOPIC_PATH_CHARS
+from perseus_vault_core.params import MAX_KEY_CHARS, MAX_LIMIT, MAX_OFFSET, MAX_TOPIC_PATH_CHARS
 
 from .langchain_embeddings import LangChainEmbedder
 

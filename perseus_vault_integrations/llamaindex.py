@@ -26,7 +26,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     raise ImportError("the LlamaIndex adapters need llama-index-core: install perseus-vault[llamaindex]") from exc
 
 from perseus_vault_core import InvalidInput, RecallItem, Vault
-from perseus_vault_core.models import MAX_KEY_CHARS, MAX_QUERY_CHARS, RecallParams, validate
+from perseus_vault_core.params import MAX_KEY_CHARS, MAX_QUERY_CHARS, RecallParams, validate
 
 __all__ = ["PerseusVaultMemoryBlock", "PerseusVaultRetriever"]
 

@@ -58,7 +58,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     raise ImportError("the LlamaIndex adapters need llama-index-core: install perseus-vault[llamaindex]") from exc
 
 from perseus_vault_core import Entity, InvalidInput, NotFound, NotSupported, Vault
-from perseus_vault_core.models import MAX_BATCH, MAX_KEY_CHARS
+from perseus_vault_core.params import MAX_BATCH, MAX_KEY_CHARS
 
 __all__ = ["LlamaIndexEmbedder", "PerseusVaultPropertyGraphStore", "VaultEmbedding"]
 

@@ -20,9 +20,22 @@ from mcp.client.stdio import StdioServerParameters
 from perseus_vault_core import Entity, RecallResult, ScanPage, VaultError
 from perseus_vault_core.models import MemoryRecallResult, PrepareResult
 
-from .mcp_server import ENGINE_MS_META
+from perseus_vault_core import verbs
+from perseus_vault_core.params import is_advanced
+from perseus_vault_core.verbs import ALIASES, BY_NAME
+
+from .mcp_server import ENGINE_MS_META, OPTIONS
 
 PREFIX = "perseus_vault_"
+
+
+def _grouped(v: verbs.Verb, arguments: dict[str, Any]) -> dict[str, Any]:
+    """``arguments`` with the verb's advanced knobs moved inside ``options``, as its tool takes them."""
+    fields = v.params.model_fields
+    options = dict(arguments.pop(OPTIONS, None) or {})
+    for name in [n for n in arguments if n in fields and is_advanced(fields[n])]:
+        options[name] = arguments.pop(name)
+    return {**arguments, OPTIONS: options} if options else arguments
 
 
 async def _trust_schema(name: str, result: Any) -> None:
@@ -77,14 +90,19 @@ class VaultClient:
         return self._tools
 
     async def call(self, verb: str, **arguments: Any) -> Any:
-        """Call ``perseus_vault_<verb>`` (or a tool by its full name); the structured result, or VaultError."""
+        """Call ``perseus_vault_<verb>`` (or a tool by its full name); the structured result, or VaultError.
+
+        Arguments go by their wire names, as to ``Vault``; the knobs a tool takes inside its ``options``
+        object are put there for you."""
         name = verb if verb.startswith((PREFIX, "mimir_", "vault_")) else PREFIX + verb
-        result = await self._client.call_tool(name, {k: v for k, v in arguments.items() if v is not None})
+        arguments = {k: v for k, v in arguments.items() if v is not None}
+        if name.startswith(PREFIX) and name.removeprefix(PREFIX) in ALIASES | BY_NAME.keys():
+            arguments = _grouped(verbs.verb(name.removeprefix(PREFIX)), arguments)
+        result = await self._client.call_tool(name, arguments)
         engine_ms = (result.meta or {}).get(ENGINE_MS_META)
         self.engine_ms = float(engine_ms) if isinstance(engine_ms, (int, float)) else None
         if result.is_error:
-            text = " ".join(getattr(c, "text", "") for c in result.content)
-            raise VaultError(text.removeprefix(f"Error executing tool {name}: "))
+            raise VaultError(" ".join(getattr(c, "text", "") for c in result.content))
         data = result.structured_content
         if isinstance(data, dict) and set(data) == {"result"}:
             return data["result"]
@@ -99,8 +117,10 @@ class VaultClient:
     async def get_entity(self, id: int, **scope: Any) -> Entity:
         return Entity.model_validate(await self.call("get_entity", id=id, **scope))
 
-    async def context(self, context: str, **params: Any) -> PrepareResult:
-        return PrepareResult.model_validate(await self.call("context", context=context, **params))
+    async def prepare(self, context: str, **params: Any) -> PrepareResult:
+        return PrepareResult.model_validate(await self.call("prepare", context=context, **params))
+
+    context = prepare  # the verb's other name
 
     async def memory_recall(self, query: str, file: str | None = None, limit: int = 50) -> MemoryRecallResult:
         return MemoryRecallResult.model_validate(await self.call("memory_recall", query=query, file=file, limit=limit))

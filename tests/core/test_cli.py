@@ -122,7 +122,7 @@ def test_remember_passes_fields(cli: Any, db: str) -> None:
     assert (e["agent_id"], e["workspace_hash"]) == ("agent-a", "ws-1")
     assert e["verified"] is True and e["certainty"] == 0.9 and e["provenance_class"] == "human"
     assert e["recall_when"] == ["choosing a database", "storage"]
-    assert e["body"]["ticket"] == "PV-7" and e["ticket"] == "PV-7"
+    assert e["ticket"] == "PV-7" and e["body"] == {}  # a body field once, at top level
     assert e["valid_from_ms"] == 1000 and e["expires_at_ms"] == 9999999999999
 
 
@@ -394,6 +394,7 @@ def test_backup(cli: Any, filled: str, tmp_path: Path) -> None:
     ],
 )
 def test_errors_are_one_line_exit_1(cli: Any, db: str, argv: list[str], mentions: str) -> None:
+    assert_ok(cli("--db", db, "init"))
     line = assert_one_line_error(cli("--db", db, *argv))
     assert mentions in line
 
@@ -405,7 +406,9 @@ def test_error_leaves_the_vault_unchanged(cli: Any, filled: str) -> None:
 
 
 def test_not_found_message_with_a_newline_in_the_key_is_still_one_line(cli: Any, db: str) -> None:
-    assert_one_line_error(cli("--db", db, "history", "fact", "two\nlines"))
+    assert_ok(cli("--db", db, "init"))
+    line = assert_one_line_error(cli("--db", db, "history", "fact", "two\nlines"))
+    assert "two\\nlines" in line
 
 
 def test_help_lists_the_commands(cli: Any) -> None:

@@ -116,7 +116,7 @@ def test_a_membership_change_changes_exactly_the_affected_ids(vault: Vault) -> N
 
 def test_only_the_changed_component_is_clustered_again(db_path: Path, clock: Clock) -> None:
     from perseus_vault_core.filters import view
-    from perseus_vault_core.models import Filters
+    from perseus_vault_core.params import Filters
 
     with Vault(db_path, clock=clock, embedder=False) as v:
         ids = build(v)

@@ -172,7 +172,7 @@ def test_a_reader_behind_the_mirror_gets_fts5_not_a_newer_snapshot(vault: Vault,
     assert index.search(reader, ["bill"]) is None  # the mirror is ahead: it stands aside
     from perseus_vault_core import keyword
     from perseus_vault_core.filters import view
-    from perseus_vault_core.models import Filters
+    from perseus_vault_core.params import Filters
 
     hits = keyword.search(reader, ["billing"], ["bill"], view(Filters(), clock.now), 100, index)
     assert len(hits) == 50  # the reader still sees k7's old content in its snapshot

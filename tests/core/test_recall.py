@@ -160,8 +160,7 @@ def test_preview_cap(vault: Vault) -> None:
     e = vault.remember("note", "long", "needle " + "x" * 500)
     item = vault.recall("needle", preview_cap=20).items[0]
     assert item.content.startswith("needle " + "x" * 13)
-    assert f"get_entity(id={e.id})" in item.content and "507" in item.content
-    assert item.body["content"] == item.content
+    assert f"perseus_vault_get_entity(id={e.id})" in item.content and "507" in item.content
     assert vault.get_entity(e.id).content == "needle " + "x" * 500
     short = vault.remember("note", "short", "needle short")
     assert next(i for i in vault.recall("needle", preview_cap=100).items if i.id == short.id).content == "needle short"
@@ -310,7 +309,7 @@ def test_recall_among_given_entities_matches_filtering_the_full_answer(dense_vau
     """Global recall drills into a list of entities (``only``): the narrowed search must rank them
     exactly as the full search does, in every mode, and never return anything else."""
     from perseus_vault_core import recall as recall_module
-    from perseus_vault_core.models import RecallParams
+    from perseus_vault_core.params import RecallParams
 
     ids = [dense_vault.remember("n", f"k{i}", f"storage note {i} about sqlite {'wal' if i % 3 else 'backup'} mode").id
            for i in range(30)]
@@ -329,3 +328,37 @@ def test_recall_among_given_entities_matches_filtering_the_full_answer(dense_vau
     assert {i.id for i in hybrid.items} == set(arms["fts5"]) | set(arms["dense"]) and set(arms["dense"]) <= set(chosen)
     for item in hybrid.items:
         assert item.ranks == {arm: ids_.index(item.id) + 1 for arm, ids_ in arms.items() if item.id in ids_}
+
+
+def test_preview_cap_cuts_every_field_of_the_body(vault: Vault) -> None:
+    e = vault.remember("note", "big", "needle in a short content", summary="s" * 300,
+                       body={"small": 1, "log": "y" * 5000, "later": {"deep": "z" * 5000}})
+    item = vault.recall("needle", preview_cap=200, reinforce=False).items[0]
+    wire = item.model_dump_json()
+    assert len(wire) < 2500, len(wire)  # the entity's own text is over 10,000 characters
+    assert item.body["small"] == 1 and item.body["log"].endswith("…") and "later" not in item.body
+    assert len(item.summary or "") <= 200
+    assert f"perseus_vault_get_entity(id={e.id})" in item.content  # the footer, though the content itself fits
+    assert vault.get_entity(e.id).body["later"] == {"deep": "z" * 5000}  # stored whole
+
+
+def test_an_enumeration_applies_the_knobs_that_need_no_query_words(vault: Vault, clock: Clock) -> None:
+    vague = vault.remember("note", "vague", "stuff happened")
+    concrete = vault.remember("note", "concrete", "Decided: deploy PV-42 via https://ci.example.com/pipelines/7")
+    clock.advance(1000)
+    vault.remember("note", "newest", "misc")
+    plain = vault.recall("", reinforce=False)
+    assert [i.key for i in plain.items][0] == "newest" and all(i.actionability is None for i in plain.items)
+    startup = vault.recall("", startup=True, reinforce=False)
+    assert startup.items[0].id == concrete.id and all(i.actionability is not None for i in startup.items)
+    valid = vault.recall("", profile="validity", reinforce=False)
+    assert all(i.validity is not None for i in valid.items)
+    annotated = vault.recall("", validity_annotate=True, reinforce=False)
+    assert [i.id for i in annotated.items] == [i.id for i in plain.items] and annotated.items[0].validity is not None
+    paged = vault.recall("", startup=True, limit=1, offset=1, reinforce=False)
+    assert [i.id for i in paged.items] == [startup.items[1].id]
+    assert vague.id in {i.id for i in startup.items}
+    for knob, value in (("content_weight", 1.0), ("diversity_halving", 0.5), ("expansion", True)):
+        with pytest.raises(InvalidInput) as err:
+            vault.recall("", **{knob: value})
+        assert err.value.field == knob

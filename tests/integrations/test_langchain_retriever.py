@@ -108,7 +108,7 @@ def test_k_and_any_recall_argument_per_call(vault: Vault) -> None:
 
 
 def test_every_recall_field_is_a_retriever_field() -> None:
-    from perseus_vault_core.models import RecallParams
+    from perseus_vault_core.params import RecallParams
 
     fields = set(PerseusVaultRetriever.model_fields)
     assert set(RecallParams.model_fields) - {"query", "limit"} <= fields

@@ -19,10 +19,11 @@ import pytest
 from mcp import Client
 
 from perseus_vault_core import RecallResult, SetupError, Vault, VaultError
-from perseus_vault_core.models import RecallParams
+from perseus_vault_core.params import RecallParams
 from perseus_vault_integrations.mcp_client import VaultClient
 from perseus_vault_integrations.mcp_http import http_app
-from perseus_vault_integrations.mcp_server import SPECS, build_server
+from perseus_vault_core.verbs import PROFILES, VERBS
+from perseus_vault_integrations.mcp_server import build_server
 
 from ..conftest import FakeEmbedder, wait_for_port
 
@@ -41,20 +42,26 @@ def vault(tmp_path: Path) -> Iterator[Vault]:
 
 def test_every_verb_is_a_tool_with_schemas_from_the_engine(vault: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
     async def main() -> None:
-        async with Client(build_server(vault=vault)) as c:
+        async with Client(build_server(vault=vault)) as c:  # the default profile
+            assert {t.name for t in (await c.list_tools()).tools} == {f"perseus_vault_{v}" for v in PROFILES["core"]}
+        async with Client(build_server(vault=vault, tools="all")) as c:
             tools = {t.name: t for t in (await c.list_tools()).tools}
-            assert set(tools) == {f"perseus_vault_{s.verb}" for s in SPECS}  # aliases are not listed
+            assert set(tools) == {f"perseus_vault_{v.name}" for v in VERBS}  # aliases are not listed
             recall = tools["perseus_vault_recall"]
-            assert set(recall.input_schema["properties"]) == set(RecallParams.model_fields)
+            schema = recall.input_schema
+            assert set(schema["properties"]) | set(schema["properties"]["options"]["properties"]) == (
+                set(RecallParams.model_fields) | {"options"})
             assert recall.input_schema["required"] == ["query"]
             assert {"items", "total", "variants", "search_mode"} <= set(recall.output_schema["properties"])
             assert recall.annotations.read_only_hint and not recall.annotations.destructive_hint
             purge = tools["perseus_vault_purge"].annotations
             assert purge.destructive_hint and not purge.read_only_hint and purge.open_world_hint is False
-            assert "perseus_vault_context" in tools and "perseus_vault_memory_recall" in tools
-            for tool in tools.values():  # an agent learns when to call it and what each argument means
-                assert re.search(r"\b(Use it|Call it|Prefer)\b", tool.description or ""), tool.name
-                undocumented = [a for a, schema in tool.input_schema["properties"].items() if not schema.get("description")]
+            assert "perseus_vault_prepare" in tools and "perseus_vault_memory_recall" in tools
+            for tool in tools.values():  # an agent learns what it returns and what each argument means
+                assert re.search(r"\bReturns\b", tool.description or ""), tool.name
+                props = dict(tool.input_schema["properties"])
+                props.update(props.get("options", {}).get("properties", {}))
+                undocumented = [a for a, schema in props.items() if not schema.get("description")]
                 assert not undocumented, (tool.name, undocumented)
 
     run(main)
@@ -63,14 +70,14 @@ def test_every_verb_is_a_tool_with_schemas_from_the_engine(vault: Vault, monkeyp
     async def listed() -> None:
         async with Client(build_server(vault=vault)) as c:
             names = {t.name for t in (await c.list_tools()).tools}
-            assert {"mimir_recall", "vault_memory_recall", "vault_search"} <= names
+            assert {"mimir_recall", "vault_memory_recall", "perseus_vault_context"} <= names
 
     run(listed)
 
 
 def test_remember_recall_in_every_mode_scan_traverse_and_time(vault: Vault) -> None:
     async def main() -> None:
-        async with VaultClient(build_server(vault=vault)) as c:
+        async with VaultClient(build_server(vault=vault, tools="all")) as c:
             first = await c.remember("decision", "db", "We chose SQLite in WAL mode for the vault.")
             second = await c.remember("evidence", "bench", "Benchmark: WAL mode doubles read throughput.")
             await c.call("link", from_id=first.id, to_id=second.id, relation="supported_by")
@@ -91,7 +98,7 @@ def test_remember_recall_in_every_mode_scan_traverse_and_time(vault: Vault) -> N
             then = await c.call("as_of", category="decision", key="db", as_of_unix_ms=first.created_at_ms)
             assert then["content"] == "We chose SQLite in WAL mode for the vault."
             assert await c.call("as_of", category="decision", key="db", as_of_unix_ms=1) is None
-            block = await c.context("choosing sqlite for the vault")
+            block = await c.prepare("choosing sqlite for the vault")
             assert block.markdown.startswith("## Memory for this turn")
             batch = await c.call("remember_many", items=[{"category": "b", "key": "x", "content": "one"},
                                                          {"category": "b", "key": "y", "content": "two"}])
@@ -107,7 +114,7 @@ def test_memory_file_tools_and_aliases(vault: Vault, tmp_path: Path) -> None:
     vault.memory_import(tmp_path / "obsidian")
 
     async def main() -> None:
-        async with VaultClient(build_server(vault=vault)) as c:
+        async with VaultClient(build_server(vault=vault, tools="all")) as c:
             result = await c.memory_recall("coffee", file="Preferences")
             assert [e.date for e in result.entries] == ["2019-05-01", "2022-08-09"]
             legacy = await c.call("vault_memory_recall", query="coffee", file="Preferences")
@@ -116,7 +123,7 @@ def test_memory_file_tools_and_aliases(vault: Vault, tmp_path: Path) -> None:
             assert [f["file"] for f in files["files"]] == ["Opinions", "People", "Preferences"]
             text = await c.call("vault_get_memory", file="Preferences", section="Food")
             assert text["text"].startswith("## Food\n")
-            old = await c.call("mimir_recall", query="coffee", reinforce=False)
+            old = await c.call("mimir_recall", query="coffee", reinforce=False)  # flat, as that name took it
             assert old["items"]
             notes = await c.call("vault_search", query="billing", mode="fts5")
             assert {i["key"] for i in notes["items"]} == {"Payments", "Projects/Perseus"}
@@ -242,7 +249,7 @@ def test_a_bound_server_keeps_walks_batches_and_reports_in_its_scope(vault: Vaul
     b = vault.remember("n", "b", "bob's note", agent_id="bob").id
 
     async def main() -> None:
-        async with VaultClient(build_server(vault=vault, agent_id="alice")) as c:
+        async with VaultClient(build_server(vault=vault, agent_id="alice", tools="all")) as c:
             with pytest.raises(VaultError, match="no entity"):
                 await c.call("traverse", start=b, depth=1)  # bob's entity is not reachable
             assert [n["entity"]["id"] for n in (await c.call("traverse", start=a, depth=1))["nodes"]] == [a]

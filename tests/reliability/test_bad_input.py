@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from perseus_vault_core import InvalidInput, Vault, VaultError
-from perseus_vault_core.models import MAX_BATCH, MAX_BODY_BYTES, MAX_BODY_DEPTH, Filters
+from perseus_vault_core.params import MAX_BATCH, MAX_BODY_BYTES, MAX_BODY_DEPTH, Filters
 
 from ..conftest import FakeEmbedder
 
