@@ -493,31 +493,6 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("init", parents=[common], help="create an empty vault (every other read needs one)")
     p.set_defaults(func=cmd_init, creates=True)
 
-    for name, func, text in (("get-entity", cmd_get_entity, "one memory, whole, by id"),
-                             ("forget", cmd_forget, "archive a memory (reversible)"),
-                             ("purge", cmd_purge, "delete an archived memory for good")):
-        p = sub.add_parser(name, parents=[common], help=text, aliases=[name.replace("-", "_")] if "-" in name else [])
-        p.add_argument("id", type=int)
-        _add_scope(p)
-        p.set_defaults(func=func)
-
-    p = sub.add_parser("supersede", parents=[common], help="mark a memory replaced by a newer one")
-    p.add_argument("old_id", type=int)
-    p.add_argument("new_id", type=int)
-    _add_scope(p)
-    p.set_defaults(func=cmd_supersede)
-
-    for name, func, times in (("as-of", cmd_as_of, ("as_of_unix_ms",)),
-                              ("valid-at", cmd_valid_at, ("valid_at_unix_ms",)),
-                              ("bitemporal", cmd_bitemporal, ("as_of_unix_ms", "valid_at_unix_ms"))):
-        p = sub.add_parser(name, parents=[common], help=f"the version of a fact at {', '.join(times)}")
-        p.add_argument("category")
-        p.add_argument("key")
-        for t in times:
-            p.add_argument(t, type=_time, help="unix ms or ISO 8601 (e.g. 2026-01-31T09:30:00Z)")
-        _add_scope(p)
-        p.set_defaults(func=func)
-
     p = sub.add_parser("remember", parents=[common], help="create or update a memory by (category, key)")
     p.add_argument("category")
     p.add_argument("key")
@@ -706,6 +681,31 @@ def build_parser() -> argparse.ArgumentParser:
     _add_scope(p)
     p.set_defaults(func=cmd_global_recall)
 
+    for name, func, text in (("get-entity", cmd_get_entity, "one memory, whole, by id"),
+                             ("forget", cmd_forget, "archive a memory (reversible)"),
+                             ("purge", cmd_purge, "delete an archived memory for good")):
+        p = sub.add_parser(name, parents=[common], help=text)
+        p.add_argument("id", type=int)
+        _add_scope(p)
+        p.set_defaults(func=func)
+
+    p = sub.add_parser("supersede", parents=[common], help="mark a memory replaced by a newer one")
+    p.add_argument("old_id", type=int)
+    p.add_argument("new_id", type=int)
+    _add_scope(p)
+    p.set_defaults(func=cmd_supersede)
+
+    for name, func, times in (("as-of", cmd_as_of, ("as_of_unix_ms",)),
+                              ("valid-at", cmd_valid_at, ("valid_at_unix_ms",)),
+                              ("bitemporal", cmd_bitemporal, ("as_of_unix_ms", "valid_at_unix_ms"))):
+        p = sub.add_parser(name, parents=[common], help=f"the version of a fact at {', '.join(times)}")
+        p.add_argument("category")
+        p.add_argument("key")
+        for t in times:
+            p.add_argument(t, type=_time, help="unix ms or ISO 8601 (e.g. 2026-01-31T09:30:00Z)")
+        _add_scope(p)
+        p.set_defaults(func=func)
+
     p = sub.add_parser("history", parents=[common], help="every version of a fact, newest first")
     p.add_argument("category")
     p.add_argument("key")
@@ -744,8 +744,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--new-key-file", dest="new_key_file",
                    help=f"file holding the new key (default: ${NEW_KEY_ENV})")
     p.set_defaults(func=cmd_rekey)
-    for name in ("recall-when", "global-recall", "community-summary"):  # the MCP tools' names
-        _hidden(sub, name.replace("-", "_"), sub._name_parser_map[name])
+    for name in list(sub._name_parser_map):  # the MCP tools' names for the same verbs
+        if "-" in name:
+            _hidden(sub, name.replace("-", "_"), sub._name_parser_map[name])
     return parser
 
 

@@ -14,8 +14,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from typing import Any
+
 from pydantic import BaseModel
 
+from . import models as m
 from . import params as p
 
 
@@ -25,6 +28,7 @@ class Verb:
 
     name: str
     params: type[BaseModel]
+    returns: Any  # the result type (a models class, or e.g. ``Entity | None``)
     summary: str  # one line, for lists and CLI help
     description: str  # for an agent: what it is for, when to prefer it or a neighbour, what it returns
     read_only: bool = True
@@ -37,98 +41,98 @@ class Verb:
 
 
 VERBS: tuple[Verb, ...] = (
-    Verb("recall", p.RecallParams, "find memories by keyword, meaning or both",
+    Verb("recall", p.RecallParams, m.RecallResult, "find memories by keyword, meaning or both",
          "Search memories (facts, decisions, notes) for a question or topic, best first. Use it before answering "
          "from memory. Prefer prepare at a turn's start, scan to list all, get_entity to read one whole. Returns "
          "items (memory, score, ranks) and search_mode.", core=True, idempotent=False),
-    Verb("prepare", p.PrepareParams, "the markdown block to read before acting on a turn",
+    Verb("prepare", p.PrepareParams, m.PrepareResult, "the markdown block to read before acting on a turn",
          "What to read before acting on a turn: memories whose recall_when triggers match it, then the most "
          "relevant others, as markdown within a budget. Call it first in each turn with the user's message. "
          "Returns the markdown block.",
          core=True, aliases=("context",)),
-    Verb("remember", p.RememberInput, "create or update a memory by (category, key)",
+    Verb("remember", p.RememberInput, m.Entity, "create or update a memory by (category, key)",
          "Store a fact, decision, preference or note under (category, key); the same key again stores a new "
          "version, history kept. Use it when something worth keeping is said or decided. Returns the memory.",
          read_only=False, core=True),
-    Verb("get_entity", p.EntityParams, "one memory, whole, by id",
+    Verb("get_entity", p.EntityParams, m.Entity, "one memory, whole, by id",
          "Read one memory whole by id (ids come from recall, scan or a preview footer). Returns the memory.",
          core=True),
-    Verb("forget", p.EntityParams, "archive a memory (reversible)",
+    Verb("forget", p.EntityParams, m.Entity, "archive a memory (reversible)",
          "Archive a wrong or unwanted memory (reversible; history kept). Prefer supersede when a newer memory "
          "replaces it. Returns the memory.",
          read_only=False, core=True),
-    Verb("scan", p.ScanParams, "every memory in scope, page by page",
+    Verb("scan", p.ScanParams, m.ScanPage, "every memory in scope, page by page",
          "List every memory in scope once, by id: pass next_cursor back until has_more is false. Use it to "
          "enumerate or export, recall to search. Returns items, next_cursor, has_more.", core=True),
-    Verb("history", p.HistoryParams, "every version of a fact, newest first",
+    Verb("history", p.HistoryParams, m.HistoryPage, "every version of a fact, newest first",
          "Every version of a fact (category, key), newest first: how and when it changed. Returns items, "
          "total, has_more.", core=True),
-    Verb("link", p.LinkParams, "link two memories (typed, weighted, directed)",
+    Verb("link", p.LinkParams, m.Link, "link two memories (typed, weighted, directed)",
          "Record how two memories relate: a typed, weighted, directed link (depends_on, caused_by, ...) used by "
          "traverse and communities. Returns the link.", read_only=False, core=True),
-    Verb("traverse", p.TraverseParams, "walk the link graph from a memory",
+    Verb("traverse", p.TraverseParams, m.TraverseResult, "walk the link graph from a memory",
          "What a memory is connected to: a breadth-first walk of its links up to depth hops. Returns nodes "
          "(memory, depth, path) and edges.", core=True),
-    Verb("memory_recall", p.MemoryRecallParams, "memory-file entries about a topic, oldest first",
+    Verb("memory_recall", p.MemoryRecallParams, m.MemoryRecallResult, "memory-file entries about a topic, oldest first",
          "Entries of the user's memory files (preferences, opinions, people) on a topic, oldest first, so a "
          "changed view shows. Use it for 'what do I think of X'; recall for other memories. Returns entries.", core=True),
-    Verb("add_memory", p.AddMemoryParams, "add a dated entry to a memory file",
+    Verb("add_memory", p.AddMemoryParams, m.MemoryChange, "add a dated entry to a memory file",
          "Add a dated entry to a section of a memory file (created if missing) when the user states a "
          "preference, opinion or fact about themselves. Returns the entry.",
          read_only=False, idempotent=False, core=True),
-    Verb("remember_many", p.RememberManyParams, "store a batch of memories in one transaction",
+    Verb("remember_many", p.RememberManyParams, list[m.Entity], "store a batch of memories in one transaction",
          "Store several memories in one transaction: all are written, or none. Returns the memories.",
          read_only=False, idempotent=False),
-    Verb("purge", p.EntityParams, "delete an archived memory for good",
+    Verb("purge", p.EntityParams, m.PurgeResult, "delete an archived memory for good",
          "Delete an archived memory, its history and its links for good (forget it first). Use it only when "
          "the data must be gone. Returns what was deleted.", read_only=False, destructive=True),
-    Verb("supersede", p.SupersedeParams, "mark a memory replaced by a newer one",
+    Verb("supersede", p.SupersedeParams, m.Entity, "mark a memory replaced by a newer one",
          "Mark an old memory as replaced by a newer one under another key; recall then prefers the new one. "
          "Returns the old memory.", read_only=False),
-    Verb("unlink", p.UnlinkParams, "close the links from one memory to another",
+    Verb("unlink", p.UnlinkParams, int, "close the links from one memory to another",
          "Close the link(s) from one memory to another (one relation, or all); history keeps them. Returns "
          "how many were closed.", read_only=False, destructive=True),
-    Verb("as_of", p.AsOfParams, "the version of a fact believed at an instant",
+    Verb("as_of", p.AsOfParams, m.Entity | None, "the version of a fact believed at an instant",
          "The version of a fact the vault believed at an instant, for 'what did we think on date D'. Returns "
          "the memory as it was, or null."),
-    Verb("valid_at", p.ValidAtParams, "the version of a fact true at an instant",
+    Verb("valid_at", p.ValidAtParams, m.Entity | None, "the version of a fact true at an instant",
          "The version of a fact that was true in the world at an instant (by its valid_from/valid_to). "
          "Returns the memory, or null."),
-    Verb("bitemporal", p.BitemporalParams, "the version believed at one instant to be true at another",
+    Verb("bitemporal", p.BitemporalParams, m.Entity | None, "the version believed at one instant to be true at another",
          "The version the vault believed at one instant (as_of) to be true at another (valid_at), to audit "
          "what was known when. Returns the memory, or null."),
-    Verb("global_recall", p.GlobalRecallParams, "answer a broad question from the best communities",
+    Verb("global_recall", p.GlobalRecallParams, m.GlobalRecallResult, "answer a broad question from the best communities",
          "Answer a broad question spanning many memories ('what are our main risks'): the best communities "
          "of the link graph by their summaries, evidence from their members, and an answer context. Prefer "
          "recall for a specific fact. Returns communities, evidence and context.",
          read_only=False, idempotent=False),
-    Verb("communities", p.CommunitiesParams, "clusters of the link graph (GraphRAG)",
+    Verb("communities", p.CommunitiesParams, m.CommunitiesResult, "clusters of the link graph (GraphRAG)",
          "The clusters (communities) of the link graph, largest first, with their central members: the "
          "themes of the store. Returns communities."),
-    Verb("community_summary", p.CommunitySummaryParams, "a community's extractive summary (written once)",
+    Verb("community_summary", p.CommunitySummaryParams, m.CommunitySummary, "a community's extractive summary (written once)",
          "The extractive summary of one community, kept as a memory linked to its members. Returns the "
          "summary.", read_only=False),
-    Verb("recall_when", p.RecallWhenParams, "memories whose triggers match a context",
+    Verb("recall_when", p.RecallWhenParams, m.RecallWhenResult, "memories whose triggers match a context",
          "Memories whose recall_when trigger phrases match a context: standing instructions and warnings "
          "that should come back unasked. prepare includes these. Returns items with the matching trigger."),
-    Verb("hygiene", p.HygieneParams, "low-signal memories and why (read-only)",
+    Verb("hygiene", p.HygieneParams, m.HygieneReport, "low-signal memories and why (read-only)",
          "Vague, duplicate, expired and unused memories, each with its reasons, to tidy the store (then "
          "forget or supersede them). Returns items, counts."),
-    Verb("search", p.RecallParams, "recall over an imported folder's notes",
+    Verb("search", p.RecallParams, m.RecallResult, "recall over an imported folder's notes",
          "Recall over the notes of an imported markdown folder (outside the memory files), with recall's "
          "modes. Returns recall's result.", exclude=("type",), idempotent=False),
-    Verb("get_memory", p.GetMemoryParams, "a memory file or one section, verbatim",
+    Verb("get_memory", p.GetMemoryParams, m.MemoryText, "a memory file or one section, verbatim",
          "A memory file, or one of its sections, verbatim. Returns the text."),
-    Verb("list_memory_files", p.ListMemoryFilesParams, "the memory files and their sections",
+    Verb("list_memory_files", p.ListMemoryFilesParams, m.MemoryFiles, "the memory files and their sections",
          "The memory files with their entry counts and sections. Returns files."),
-    Verb("delete_memory", p.DeleteMemoryParams, "delete one entry of a memory file",
+    Verb("delete_memory", p.DeleteMemoryParams, m.MemoryChange, "delete one entry of a memory file",
          "Delete exactly one entry of a memory file, chosen by date and/or text (refused when none or several "
          "match; history keeps it). Returns the entry deleted.", read_only=False, destructive=True),
-    Verb("embed", p.EmbedParams, "give every memory a vector (backfill or re-embed)",
+    Verb("embed", p.EmbedParams, m.EmbedReport, "give every memory a vector (backfill or re-embed)",
          "Give every memory a vector with the configured model, or re-embed all after a model change. Use it "
          "when stats shows embedding coverage below 1. Returns counts.",
          read_only=False, scoped=False),
-    Verb("stats", p.NoParams, "counts, sizes, embedding coverage and model",
+    Verb("stats", p.NoParams, m.Stats, "counts, sizes, embedding coverage and model",
          "The vault's counts, sizes, versions, embedding coverage and model. Returns the figures.", scoped=False),
 )
 

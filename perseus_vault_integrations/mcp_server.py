@@ -80,12 +80,12 @@ log = logging.getLogger("perseus_vault.mcp")
 _DROPPED = frozenset({"title", "minLength", "maxLength", "maxItems", ADVANCED})
 
 
-def _compact(schema: Any, defs: dict[str, Any]) -> Any:
+def _compact(schema: Any, defs: dict[str, Any], *, inputs: bool = True) -> Any:
     """A JSON schema without what costs a model tokens and tells it nothing (:data:`_DROPPED`, the
     ``null`` arms of optional values, ``default: null``, the integer range every id and time
     shares); references inlined."""
     if isinstance(schema, list):
-        return [_compact(s, defs) for s in schema]
+        return [_compact(s, defs, inputs=inputs) for s in schema]
     if not isinstance(schema, dict):
         return schema
     if "$ref" in schema:
@@ -96,11 +96,11 @@ def _compact(schema: Any, defs: dict[str, Any]) -> Any:
         if key in _DROPPED or (key == "default" and value is None) or (key == "maximum" and value == MAX_INT):
             continue
         if key == "properties":
-            out[key] = {name: _compact(prop, defs) for name, prop in value.items()}
+            out[key] = {name: _compact(prop, defs, inputs=inputs) for name, prop in value.items()}
         else:
-            out[key] = _compact(value, defs)
+            out[key] = _compact(value, defs, inputs=inputs)
     arms = out.get("anyOf")
-    if isinstance(arms, list):
+    if inputs and isinstance(arms, list):  # an omitted argument says it; a result's null is a value
         kept = [a for a in arms if a != {"type": "null"}]
         if len(kept) == 1:
             del out["anyOf"]
@@ -135,26 +135,16 @@ def input_schema(verb: Verb, *, grouped: bool, hidden: frozenset[str] = frozense
     return schema
 
 
-def _returns(verb: Verb) -> Any:
-    import inspect
-
-    return inspect.signature(getattr(Vault, verb.name), eval_str=True).return_annotation
-
-
-def _is_model(returns: Any) -> bool:
-    return isinstance(returns, type) and issubclass(returns, BaseModel)
-
-
 def output_schema(verb: Verb) -> dict[str, Any]:
-    returns = _returns(verb)
-    if _is_model(returns):
+    returns = verb.returns
+    if isinstance(returns, type) and issubclass(returns, BaseModel):
         raw = returns.model_json_schema(mode="serialization")
     else:  # X | None, lists, counts: wrapped as {"result": ...}, as the SDK wraps them
         inner = TypeAdapter(returns).json_schema(mode="serialization")
         raw = {"type": "object", "properties": {"result": {k: v for k, v in inner.items() if k != "$defs"}},
                "required": ["result"], "$defs": inner.get("$defs", {})}
     defs = raw.pop("$defs", {})
-    compact: dict[str, Any] = _compact(raw, defs)
+    compact: dict[str, Any] = _compact(raw, defs, inputs=False)
     return compact
 
 

@@ -233,7 +233,7 @@ def mcp(vault: Vault) -> Iterator[tuple[Any, Any, list[str]]]:
 
     from perseus_vault_integrations.mcp_server import build_server
 
-    with start_blocking_portal() as portal, portal.wrap_async_context_manager(Client(build_server(vault=vault))) as client:
+    with start_blocking_portal() as portal, portal.wrap_async_context_manager(Client(build_server(vault=vault, tools="all"))) as client:
         names = [t.name for t in portal.call(client.list_tools).tools]
         yield portal, client, names
 
@@ -272,5 +272,5 @@ def test_mcp_arguments(vault: Vault, mcp: tuple[Any, Any, list[str]], data: st.D
         text = " ".join(getattr(c, "text", "") for c in result.content)
         assert text.strip() and not LEAKS.search(text), text
         assert fingerprint(vault) == before, f"{name} refused {args!r} but changed the store"
-    alive = portal.call(client.call_tool, "perseus_vault_recall", {"query": "storage", "reinforce": False})
+    alive = portal.call(client.call_tool, "perseus_vault_recall", {"query": "storage", "options": {"reinforce": False}})
     assert not alive.is_error  # the server keeps serving

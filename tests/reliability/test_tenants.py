@@ -376,7 +376,7 @@ def test_a_server_bound_to_a_scope(world: World, scope: Scope) -> None:
     others = [s for s in [*SCOPES] if s != scope]
 
     async def main() -> None:
-        server = build_server(vault=world.vault, agent_id=scope[0], workspace_hash=scope[1])
+        server = build_server(vault=world.vault, agent_id=scope[0], workspace_hash=scope[1], tools="all")
         async with VaultClient(server) as c:
             for verb, args in READ_CALLS:
                 result = await c.call(verb, **args)
