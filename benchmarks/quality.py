@@ -53,15 +53,16 @@ def data_dir(collections: tuple[str, ...] | list[str] = COLLECTIONS, root: Path 
         roots, where = [Path(env)], f"PERSEUS_VAULT_DATA={env}"
     else:
         roots = [parent / "shared" / "data" for parent in Path(__file__).resolve().parents]
-        where = "shared/data beside the checkout or any folder above it"
+        where = "../shared/data (beside the checkout or any folder above it)"
     for folder in roots:
         if all(_complete(folder / name) for name in collections):
             return folder
     missing = [n for n in collections if not any(_complete(folder / n) for folder in roots)] or list(collections)
     plural = "s" if len(missing) > 1 else ""
     folders = ", ".join(f"{n}/" for n in missing)
-    how = (f"put {folders} there" if root is not None or env
-           else f"put {folders} in ../shared/data or set PERSEUS_VAULT_DATA to the folder holding {'them' if plural else 'it'}")
+    how = f"put {folders} there"
+    if root is None and not env:
+        how += f" or set PERSEUS_VAULT_DATA to the folder holding {'them' if plural else 'it'}"
     raise MissingData(f"evaluation collection{plural} {', '.join(missing)} not found in {where}"
                       f" (BEIR layout: {', '.join(BEIR_FILES)}): {how}")
 

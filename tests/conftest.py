@@ -113,6 +113,7 @@ def unavailable(need: Literal["data", "pg", "browser"], reason: str) -> NoReturn
     """End a test whose outside resource is absent: skip with ``reason``, or fail with it when the
     resource's ``REQUIRE`` variable is 1, so that a run which must test everything cannot pass by
     skipping. ``reason`` is one line: what is missing and how to provide it."""
+    __tracebackhide__ = True  # the report names the test's line, not this one
     variable = REQUIRE[need]
     if os.environ.get(variable) == "1":
         pytest.fail(f"{reason} ({variable}=1 requires it)", pytrace=False)
@@ -123,6 +124,7 @@ def shared_data(collection: str, *more: str) -> Path:
     """The folder holding the named evaluation collections (BEIR layout; read at run time, never
     copied into the repository): ``$PERSEUS_VAULT_DATA``, else ``shared/data`` beside the checkout or
     beside any folder above it. Without them the test skips (see ``unavailable``)."""
+    __tracebackhide__ = True
     try:
         return data_dir((collection, *more))
     except MissingData as error:
