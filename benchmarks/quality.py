@@ -53,7 +53,7 @@ def data_dir(collections: tuple[str, ...] | list[str] = COLLECTIONS, root: Path 
         roots, where = [Path(env)], f"PERSEUS_VAULT_DATA={env}"
     else:
         roots = [parent / "shared" / "data" for parent in Path(__file__).resolve().parents]
-        where = "../shared/data (beside the checkout or any folder above it)"
+        where = "../shared/data beside the checkout or any folder above it"
     for folder in roots:
         if all(_complete(folder / name) for name in collections):
             return folder

@@ -128,7 +128,8 @@ def shared_data(collection: str, *more: str) -> Path:
     try:
         return data_dir((collection, *more))
     except MissingData as error:
-        unavailable("data", str(error))
+        reason = str(error)
+    unavailable("data", reason)  # outside the except: the report is the one line, not a chain
 
 
 def wait_for_port(port: int, proc: "subprocess.Popen[bytes]", timeout: float = 60.0) -> None:
