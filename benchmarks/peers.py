@@ -13,7 +13,7 @@ Peers and the vault arm each is compared with:
 - dense: LangGraph ``InMemoryStore`` and ``SqliteStore`` (sqlite-vec), Chroma ``PersistentClient``
   (HNSW, cosine), LlamaIndex ``SimpleVectorStore`` against ``recall(mode="dense")``;
 - hybrid: what a user would assemble from the fastest arms, bm25s + Chroma fused by reciprocal
-  rank (k=60, depth 100, the reference fusion of ../shared/data/README.md), against ``recall()``;
+  rank (k=60, depth 100, as in SciFact's published hybrid reference figure), against ``recall()``;
 - graph: LlamaIndex ``SimplePropertyGraphStore.get_rel_map`` against ``traverse`` (see
   ``graph_peer``).
 

@@ -1,8 +1,9 @@
-"""Retrieval quality of `recall` on the BEIR collections in ../shared/data (read at run time).
+"""Retrieval quality of `recall` on the BEIR collections in ../shared/data (read at run time, never copied).
 
 Every document is remembered through the public API (title as summary, text as content) and
 every test query is answered by `Vault.recall`; nDCG@10, R@10, R@100 and MRR@10 are averaged
-over the judged queries.
+over the judged queries. Without a collection (see ``data_dir``) it stops at once with one line
+naming it.
 
     python -m benchmarks.quality [--data ../shared/data] [--collections scifact cranfield]
 """
@@ -33,15 +34,41 @@ REFERENCE = {
 }
 
 
-def data_dir() -> Path:
-    """``$PERSEUS_VAULT_DATA``, else ``shared/data`` beside the checkout or any folder above it."""
+COLLECTIONS = ("scifact", "cranfield")
+BEIR_FILES = ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv")
+
+
+class MissingData(LookupError):
+    """An evaluation collection is not where the benchmarks look; the message (one line) names it and
+    says how to provide it. The collections are never part of the repository (their licences forbid it)."""
+
+
+def data_dir(collections: tuple[str, ...] | list[str] = COLLECTIONS, root: Path | None = None) -> Path:
+    """The folder holding every one of ``collections`` in BEIR layout: ``root`` if given, else
+    ``$PERSEUS_VAULT_DATA``, else the first ``shared/data`` beside the checkout or beside any folder above it."""
     env = os.environ.get("PERSEUS_VAULT_DATA")
-    if env:
-        return Path(env)
-    for parent in Path(__file__).resolve().parents:
-        if (parent / "shared" / "data" / "scifact").is_dir():
-            return parent / "shared" / "data"
-    raise SystemExit("evaluation data not found: set PERSEUS_VAULT_DATA to the folder holding scifact/ and cranfield/")
+    if root is not None:
+        roots, where = [Path(root)], str(root)
+    elif env:
+        roots, where = [Path(env)], f"PERSEUS_VAULT_DATA={env}"
+    else:
+        roots = [parent / "shared" / "data" for parent in Path(__file__).resolve().parents]
+        where = "../shared/data beside the checkout or any folder above it"
+    for folder in roots:
+        if all(_complete(folder / name) for name in collections):
+            return folder
+    missing = [n for n in collections if not any(_complete(folder / n) for folder in roots)] or list(collections)
+    plural = "s" if len(missing) > 1 else ""
+    folders = ", ".join(f"{n}/" for n in missing)
+    how = f"put {folders} there"
+    if root is None and not env:
+        how += f" or set PERSEUS_VAULT_DATA to the folder holding {'them' if plural else 'it'}"
+    raise MissingData(f"evaluation collection{plural} {', '.join(missing)} not found in {where}"
+                      f" (BEIR layout: {', '.join(BEIR_FILES)}): {how}")
+
+
+def _complete(folder: Path) -> bool:
+    return all((folder / name).is_file() for name in BEIR_FILES)
 
 
 @dataclass
@@ -53,7 +80,7 @@ class Collection:
 
 
 def load(name: str, root: Path | None = None, max_queries: int | None = None) -> Collection:
-    base = (root or data_dir()) / name
+    base = data_dir([name], root) / name
     with open(base / "corpus.jsonl", encoding="utf-8") as handle:
         docs = [json.loads(line) for line in handle if line.strip()]
     qrels: dict[str, dict[str, int]] = {}
@@ -103,6 +130,7 @@ def run(collections: list[str], root: Path | None = None, modes: tuple[str, ...]
 
     from .vector_cache import CachingEmbedder
 
+    data_dir(collections, root)  # a missing collection fails now, not after the model has loaded
     embedder = CachingEmbedder(load_embedder()) if modes != ("fts5",) else None
     rows = []
     for name in collections:
@@ -130,11 +158,15 @@ def run(collections: list[str], root: Path | None = None, modes: tuple[str, ...]
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=None)
-    parser.add_argument("--collections", nargs="+", default=["scifact", "cranfield"])
+    parser.add_argument("--collections", nargs="+", default=list(COLLECTIONS))
     parser.add_argument("--modes", nargs="+", default=["fts5", "dense", "hybrid"])
     parser.add_argument("--fusion", type=json.loads, default=None, help='e.g. {"keyword_weight": 1.0, "dense_weight": 0.8}')
     args = parser.parse_args()
-    for row in run(args.collections, args.data, tuple(args.modes), args.fusion):
+    try:
+        rows = run(args.collections, args.data, tuple(args.modes), args.fusion)
+    except MissingData as error:
+        raise SystemExit(f"benchmarks.quality: {error}") from None
+    for row in rows:
         print(json.dumps(row))
 
 

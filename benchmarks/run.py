@@ -2,8 +2,9 @@
 
 Runs the quality benchmarks on ../shared/data (keyword, dense, hybrid), the ingest-with-embedding
 comparison, and the speed benchmarks at 10k and 100k synthetic memories (10k only with --quick), and
-writes the figures to docs/benchmarks.md with the machine, versions and date, and each target of the
-issues beside the figure it judges. Embeddings of the corpora are cached in benchmarks/.cache (keyed by
+writes the figures to docs/benchmarks.md with the machine, versions and date, and each target beside
+the figure it judges. Without the collections (see ``quality.data_dir``) it stops at once with one line
+naming the missing one. Embeddings of the corpora are cached in benchmarks/.cache (keyed by
 model identity and text hash): the first full run embeds about 110k texts (some 15 minutes on two
 cores), reruns take minutes.
 """
@@ -408,6 +409,10 @@ def main(argv: list[str] | None = None) -> None:
                         help="full mode: run 1M only if its estimated time fits this many minutes")
     parser.add_argument("--output", type=Path, default=REPORT)
     args = parser.parse_args(argv)
+    try:
+        quality.data_dir(quality.COLLECTIONS)  # before minutes of work: fail at once when a collection is missing
+    except quality.MissingData as error:
+        raise SystemExit(f"benchmarks.run: {error}") from None
     sizes = args.sizes or ([10_000] if args.quick else [10_000, 100_000])
     from perseus_vault_core.embed import load
 
@@ -420,11 +425,11 @@ def main(argv: list[str] | None = None) -> None:
     model = load()
     cached = CachingEmbedder(model)
     log("quality ...")
-    qual = quality.run(["scifact", "cranfield"])
+    qual = quality.run(list(quality.COLLECTIONS))
     for row in qual:
         log(json.dumps(row))
     log("peers quality (same vectors) ...")
-    peer_qual = peers.quality(["scifact", "cranfield"], cached, log=log)
+    peer_qual = peers.quality(list(quality.COLLECTIONS), cached, log=log)
     for row in peer_qual:
         log(json.dumps({k: v for k, v in row.items() if k != "recall_curve"}))
     log("ingest with embedding ...")

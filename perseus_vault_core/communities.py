@@ -1,4 +1,4 @@
-"""Communities of the link graph (SPEC 5.5): deterministic clusters with stable ids.
+"""Communities of the link graph: deterministic clusters with stable ids (docs/graphrag.md).
 
 The graph is the caller's view of the vault: the entities it may see (scope, status and time
 rules as for every read, summaries of communities left out) and the links open in that view

@@ -1,4 +1,4 @@
-"""``global_recall`` (SPEC 5.5): breadth over community summaries, then depth into the best ones.
+"""``global_recall``: breadth over community summaries, then depth into the best ones (docs/graphrag.md).
 
 1. Every community of at least ``min_size`` members has a summary entity (those missing are
    written first; see summaries.py).

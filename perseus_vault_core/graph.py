@@ -1,8 +1,8 @@
-"""Links between entities and walks over them (SPEC 5.4).
+"""Links between entities and walks over them (docs/graph.md).
 
 A link is a typed (``relation``), weighted, directed edge. Linking the same
-(from, to, relation) again with the same weight is a no-op; with another weight it closes
-the old row and opens a new one, and ``unlink`` closes rows. Closed rows are history:
+(from, to, relation) again with the same weight and source is a no-op; with another weight or
+source it closes the old row and opens a new one, and ``unlink`` closes rows. Closed rows are history:
 a walk ``as_of`` T follows the links that were open at T.
 
 Both ends of a link live in the same scope (agent and workspace), and ``traverse``

@@ -1,4 +1,4 @@
-"""``hygiene``: a read-only report of the low-signal memories that weaken a startup block (SPEC 5.7).
+"""``hygiene``: a read-only report of the low-signal memories that weaken a startup block (docs/hygiene.md).
 
 It examines the active memories in the caller's scope (including those whose ``expires_at_ms`` has
 passed but which nobody has archived) and flags each one for any of these reasons:

@@ -1,4 +1,4 @@
-"""Scoring knobs and decay: pure functions of their inputs (SPEC 5.1).
+"""Scoring knobs and decay: pure functions of their inputs (the knobs' contract: docs/recall.md).
 
 A recall arm yields candidates with a raw relevance (BM25 for keyword). The knobs turn
 that into the final order:

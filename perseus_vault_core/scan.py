@@ -1,4 +1,4 @@
-"""``scan``: enumerate every visible entity exactly once, in keyset pages by id (SPEC 5.2).
+"""``scan``: enumerate every visible entity exactly once, in keyset pages by id (docs/scan.md).
 
 Ids are assigned ascending at insert under SQLite's write lock, so they ascend in commit
 order: a scanner that has passed id N can never miss a later commit below N. Feeding

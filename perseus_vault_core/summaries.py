@@ -1,4 +1,4 @@
-"""Community summaries (SPEC 5.5): extractive text, materialized as an entity linked to its members.
+"""Community summaries: extractive text, materialized as an entity linked to its members (docs/graphrag.md).
 
 The summary of a community is built from its members alone, with no model:
 

@@ -1,4 +1,4 @@
-"""History and point-in-time lookups of one fact (SPEC 5.3).
+"""History and point-in-time lookups of one fact (docs/time.md).
 
 A fact is addressed by (category, key) within a scope; an omitted scope field means the
 unscoped fact. Transaction time says when the vault *believed* a version

@@ -1,6 +1,6 @@
 """Is a hit still valid for the asking context? Freshness, scope, provenance, supersession, expiry. Pure.
 
-The reference figures of SPEC 5.1:
+The figures (for users in docs/recall.md, "Startup ranking and the validity profile"):
 
     freshness   0.5 ^ (age since last update / 30 days)
     multiplier  freshness

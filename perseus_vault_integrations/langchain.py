@@ -1,4 +1,4 @@
-"""LangChain and LangGraph adapters (SPEC 6.4); install with ``pip install 'perseus-vault[langchain]'``.
+"""LangChain and LangGraph adapters (docs/langchain.md); install with ``pip install 'perseus-vault[langchain]'``.
 
 - :class:`PerseusVaultRetriever`: ``recall`` as a retriever (every mode, filter and knob a field).
 - :class:`PerseusVaultVectorStore`: a ``VectorStore`` over one vault category.

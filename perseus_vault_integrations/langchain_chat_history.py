@@ -1,4 +1,4 @@
-"""``PerseusVaultChatMessageHistory``: a chat transcript per session, kept in the vault (SPEC 6.4).
+"""``PerseusVaultChatMessageHistory``: a chat transcript per session, kept in the vault (docs/langchain.md).
 
 Each message is an entity of the history's category (``chat`` by default) whose topic path is the
 session id (percent-encoded, so any id is one path segment and sessions never overlap), content the

@@ -1,4 +1,4 @@
-"""``PerseusVaultRetriever``: the vault's ``recall`` as a LangChain retriever (SPEC 6.4).
+"""``PerseusVaultRetriever``: the vault's ``recall`` as a LangChain retriever (docs/langchain.md).
 
 Every recall mode, filter and knob is a field (``None`` keeps the vault's default), and any of them,
 ``k`` included, can be given per call: ``retriever.invoke("query", k=3, mode="dense")``. Each hit is a

@@ -1,4 +1,4 @@
-"""``PerseusVaultVectorStore``: the vault as a LangChain ``VectorStore`` (SPEC 6.4), so chains built on
+"""``PerseusVaultVectorStore``: the vault as a LangChain ``VectorStore`` (docs/langchain.md), so chains built on
 ``vectorstore.as_retriever()`` switch over unchanged.
 
 How documents map onto entities: a store owns one category (``collection``, default ``langchain``) in

@@ -1,4 +1,4 @@
-"""``PerseusVaultStore``: the vault as LangGraph's long-term memory, a ``BaseStore`` (SPEC 6.4).
+"""``PerseusVaultStore``: the vault as LangGraph's long-term memory, a ``BaseStore`` (docs/langchain.md).
 
 Plug it in where LangGraph takes a store: ``graph.compile(store=...)`` or ``create_agent(...,
 store=...)``. Its behaviour is checked op-for-op against LangGraph's ``InMemoryStore``.

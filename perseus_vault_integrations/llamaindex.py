@@ -1,4 +1,4 @@
-"""The vault in LlamaIndex (SPEC 6.5): a retriever for query engines and tools, and a memory block
+"""The vault in LlamaIndex (docs/llamaindex.md): a retriever for query engines and tools, and a memory block
 for ``llama_index.core.memory.Memory``. The property-graph store is in :mod:`.llamaindex_graph`.
 
 - :class:`PerseusVaultRetriever` answers a query with the vault's ``recall`` (every mode, filter

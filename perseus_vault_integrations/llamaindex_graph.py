@@ -1,4 +1,4 @@
-"""The vault as a LlamaIndex property-graph store (SPEC 6.5), so ``PropertyGraphIndex`` builds on it.
+"""The vault as a LlamaIndex property-graph store (docs/llamaindex.md), so ``PropertyGraphIndex`` builds on it.
 
 How a labelled property graph maps onto the vault (every part stored losslessly, every change
 kept in the vault's history):

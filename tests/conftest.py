@@ -1,18 +1,19 @@
-"""Shared fixtures: a real vault file per test, and a clock the test controls."""
+"""Shared fixtures: a real vault file per test, a clock the test controls; and the one way a test
+reaches for something outside the repository (``unavailable``, ``shared_data``)."""
 
 from __future__ import annotations
 
-import subprocess
-
 import hashlib
 import os
+import subprocess
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, NoReturn
 
 import numpy as np
 import pytest
 
+from benchmarks.quality import MissingData, data_dir
 from perseus_vault_core import Vault
 
 DAY_MS = 86_400_000
@@ -99,18 +100,36 @@ def real_embedder() -> Any:
     return load()
 
 
-def shared_data() -> Path:
-    """The evaluation collections (read at run time, never copied into the repo).
+# Things some tests need from outside the repository, each with the variable that turns its absence
+# from a skip into a failure (CI sets all of them to 1; see .ci/run).
+REQUIRE = {
+    "data": "PERSEUS_VAULT_REQUIRE_DATA",  # the evaluation collections (shared_data)
+    "pg": "PERSEUS_VAULT_REQUIRE_PG",  # a PostgreSQL server
+    "browser": "PERSEUS_VAULT_REQUIRE_BROWSER",  # a headless Chromium
+}
 
-    ``$PERSEUS_VAULT_DATA``, else ``shared/data`` beside the checkout or beside any folder above it.
-    """
-    env = os.environ.get("PERSEUS_VAULT_DATA")
-    here = Path(__file__).resolve()
-    candidates = [Path(env)] if env else [parent / "shared" / "data" for parent in here.parents]
-    for path in candidates:
-        if (path / "scifact" / "corpus.jsonl").exists():
-            return path
-    raise RuntimeError(f"evaluation data not found (looked in {candidates[0]}...); set PERSEUS_VAULT_DATA")
+
+def unavailable(need: Literal["data", "pg", "browser"], reason: str) -> NoReturn:
+    """End a test whose outside resource is absent: skip with ``reason``, or fail with it when the
+    resource's ``REQUIRE`` variable is 1, so that a run which must test everything cannot pass by
+    skipping. ``reason`` is one line: what is missing and how to provide it."""
+    __tracebackhide__ = True  # the report names the test's line, not this one
+    variable = REQUIRE[need]
+    if os.environ.get(variable) == "1":
+        pytest.fail(f"{reason} ({variable}=1 requires it)", pytrace=False)
+    pytest.skip(reason)
+
+
+def shared_data(collection: str, *more: str) -> Path:
+    """The folder holding the named evaluation collections (BEIR layout; read at run time, never
+    copied into the repository): ``$PERSEUS_VAULT_DATA``, else ``shared/data`` beside the checkout or
+    beside any folder above it. Without them the test skips (see ``unavailable``)."""
+    __tracebackhide__ = True
+    try:
+        return data_dir((collection, *more))
+    except MissingData as error:
+        reason = str(error)
+    unavailable("data", reason)  # outside the except: the report is the one line, not a chain
 
 
 def wait_for_port(port: int, proc: "subprocess.Popen[bytes]", timeout: float = 60.0) -> None:

@@ -23,7 +23,7 @@ TOLERANCE = 0.01
 
 @pytest.fixture(scope="module")
 def cranfield() -> quality.Collection:
-    collection = quality.load("cranfield", shared_data())
+    collection = quality.load("cranfield", shared_data("cranfield"))
     assert len(collection.docs) == 1400 and len(collection.queries) == 225
     return collection
 

@@ -1,4 +1,4 @@
-"""``perseus-vault``: the command line (SPEC 6.2), driven in-process and once as a real process.
+"""``perseus-vault``: the command line (docs/cli.md), driven in-process and once as a real process.
 
 Every failure must be exactly one line on stderr starting with ``error:``, exit status 1,
 and no traceback.

@@ -1,4 +1,4 @@
-"""Communities of the link graph (SPEC 5.5): deterministic, stable ids, scoped, incremental."""
+"""Communities of the link graph (docs/graphrag.md): deterministic, stable ids, scoped, incremental."""
 
 from __future__ import annotations
 

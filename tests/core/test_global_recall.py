@@ -1,4 +1,4 @@
-"""global_recall (SPEC 5.5): choose communities by their summaries, then drill into their members."""
+"""global_recall (docs/graphrag.md): choose communities by their summaries, then drill into their members."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Links and walks: link, unlink and traverse (SPEC 5.4)."""
+"""Links and walks: link, unlink and traverse (docs/graph.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``hygiene``: the read-only report of low-signal memories (SPEC 5.7).
+"""``hygiene``: the read-only report of low-signal memories (docs/hygiene.md).
 
 Each reason is provoked on its own and checked against what must not trigger it; the similarity search
 is checked against a brute-force comparison of every pair; the report must write nothing, never compare

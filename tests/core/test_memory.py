@@ -1,4 +1,4 @@
-"""The memory-file layer (SPEC 5.9): folder import and reconcile, memory_recall's contract,
+"""The memory-file layer (docs/memory-files.md): folder import and reconcile, memory_recall's contract,
 get/list/add/delete with byte-exact file rewrites, notes and search."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Markdown memory files: parsing sections and dated entries, and byte-exact edits (SPEC 5.9)."""
+"""Markdown memory files: parsing sections and dated entries, and byte-exact edits (docs/memory-files.md)."""
 
 from __future__ import annotations
 

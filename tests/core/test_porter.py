@@ -40,8 +40,9 @@ def test_classic_samples_match_fts5() -> None:
 
 def test_every_word_of_the_evaluation_corpora_matches_fts5() -> None:
     words: set[str] = set()
+    data = shared_data("scifact", "cranfield")
     for name in ("scifact", "cranfield"):
-        with open(shared_data() / name / "corpus.jsonl", encoding="utf-8") as handle:
+        with open(data / name / "corpus.jsonl", encoding="utf-8") as handle:
             for line in handle:
                 doc = json.loads(line)
                 words.update(w.lower() for w in re.findall(r"[A-Za-z0-9]+", f"{doc['title']} {doc['text']}"))

@@ -1,4 +1,4 @@
-"""``scan``: keyset pages by ascending id, every visible entity exactly once (SPEC 5.2).
+"""``scan``: keyset pages by ascending id, every visible entity exactly once (docs/scan.md).
 
 The central promise is "exactly once, even while other clients write and recall", so the
 last tests run a real writer (another process, then another thread) against the same file

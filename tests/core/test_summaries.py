@@ -1,4 +1,4 @@
-"""Community summaries (SPEC 5.5): extractive, materialized once, refreshed when membership changes."""
+"""Community summaries (docs/graphrag.md): extractive, materialized once, refreshed when membership changes."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""History and point-in-time reads of one fact: history, as_of, valid_at, bitemporal (SPEC 5.3),
-and recall's time-travel views (SPEC 4, 5.1)."""
+"""History and point-in-time reads of one fact: history, as_of, valid_at, bitemporal,
+and recall's time-travel views (docs/time.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The validity profile's figures (SPEC 5.1): freshness, scope, provenance, supersession, expiry."""
+"""The validity profile's figures (docs/recall.md): freshness, scope, provenance, supersession, expiry."""
 
 from __future__ import annotations
 

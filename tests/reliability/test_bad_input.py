@@ -1,4 +1,4 @@
-"""Bad input (SPEC 7), property-based: recall queries, filters, cursors, entity bodies, batches and
+"""Bad input (docs/limits.md), property-based: recall queries, filters, cursors, entity bodies, batches and
 MCP arguments drawn by hypothesis, hostile on purpose (deep nesting, huge strings, control characters,
 unpaired surrogates, NaN and infinities, wrong types, unknown names).
 

@@ -1,4 +1,4 @@
-"""Concurrency (SPEC 7): writers and readers on one file, through the engine (processes and threads)
+"""Concurrency (docs/operations.md): writers and readers on one file, through the engine (processes and threads)
 and through one HTTP MCP server, for a bounded time. No caller sees an error (busy waits stay in the
 engine), every acknowledged write is there afterwards, every scan pass sees each entity exactly once
 while writes land, and the keyword and vector indexes match the rows at the end.

@@ -1,4 +1,4 @@
-"""Crash safety (SPEC 7): a writer killed with SIGKILL mid-ingest loses nothing it acknowledged,
+"""Crash safety (docs/operations.md): a writer killed with SIGKILL mid-ingest loses nothing it acknowledged,
 shows no part of a batch it did not, and leaves a file whose indexes match its rows.
 
 One file takes every kill in turn (so later rounds recover a WAL that earlier rounds left behind);

@@ -1,4 +1,4 @@
-"""The HTTP server (SPEC 7): no remote binding without a token, a constant-time token check, a request
+"""The HTTP server (docs/mcp.md): no remote binding without a token, a constant-time token check, a request
 size limit, and no stack trace or source path in any response, whatever a client sends.
 
 A real server process on loopback (see ``conftest.start_server``), spoken to with raw HTTP so that

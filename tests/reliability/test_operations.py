@@ -1,4 +1,4 @@
-"""Operations (SPEC 7): ``check`` detects and ``reindex`` repairs drift in every index (both keyword
+"""Operations (docs/operations.md): ``check`` detects and ``reindex`` repairs drift in every index (both keyword
 indexes and the vectors), ``backup`` copies a consistent file while writer processes run, a newer
 schema is refused without touching the file, and every earlier schema version migrates.
 

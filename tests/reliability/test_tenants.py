@@ -1,4 +1,4 @@
-"""Tenants (SPEC 7): one matrix over every read path, with two agents and two workspaces holding
+"""Tenants: one matrix over every read path, with two agents and two workspaces holding
 near-identical content, proves zero cross-scope results, through the engine, every adapter and an
 MCP server bound to a scope (whose callers may pass another scope).
 
