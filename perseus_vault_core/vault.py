@@ -1262,7 +1262,7 @@ class Vault:
             lines = import_export.export_lines(conn, agent_id, workspace_hash)
             if isinstance(target, (str, os.PathLike)):
                 try:
-                    handle = open(target, "w", encoding="utf-8", newline="\n")
+                    handle = import_export.open_target(target, encrypted=self._driver.encrypted)
                 except OSError as exc:
                     raise InvalidInput("target", f"cannot write {target}: {exc.strerror or exc}") from None
                 with handle:
