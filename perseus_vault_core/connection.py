@@ -285,25 +285,32 @@ def _prove_key(path: str, driver: Driver) -> None:
         return  # SQLite will report it
     if size == 0:
         return
-    assert driver.key is not None
     for _attempt in range(2):  # a second copy, in case a checkpoint was rewriting page 1 as we read it
-        with tempfile.TemporaryDirectory(prefix="perseus-vault-key-") as folder:
-            copy = os.path.join(folder, "page1.db")
-            with open(path, "rb") as source, open(copy, "wb") as target:
-                target.write(source.read(_PAGE_ONE_BYTES))
-                target.truncate(size)  # sparse: the header's page count must fit in the file
-            conn = driver.module.connect(copy, isolation_level=None)
-            try:
-                conn.set_key(driver.key)
-                conn.execute("PRAGMA cipher_log_level = NONE")
-                conn.execute("PRAGMA schema_version").fetchone()  # reads page 1 only
+        try:
+            if _key_opens_page_one(path, size, driver):
                 return
-            except driver.module.Error as exc:
-                if "not a database" not in str(exc):
-                    return  # not about the key: the real open reports it
-            finally:
-                conn.close()
+        except OSError as exc:  # never skip the check: without it a wrong key could write
+            raise StorageError(f"cannot check the key for {path!r}: {exc.strerror or exc}") from None
     raise _wrong_key(path)
+
+
+def _key_opens_page_one(path: str, size: int, driver: Driver) -> bool:
+    """Whether ``driver.key`` decrypts page 1 of ``path``, tried on a copy in a private temporary folder."""
+    with tempfile.TemporaryDirectory(prefix="perseus-vault-key-") as folder:
+        copy = os.path.join(folder, "page1.db")
+        with open(path, "rb") as source, open(copy, "wb") as target:
+            target.write(source.read(_PAGE_ONE_BYTES))
+            target.truncate(size)  # sparse: the header's page count must fit in the file
+        conn = driver.module.connect(copy, isolation_level=None)
+        try:
+            conn.set_key(driver.key)
+            conn.execute("PRAGMA cipher_log_level = NONE")
+            conn.execute("PRAGMA schema_version").fetchone()  # reads page 1 only
+        except driver.module.Error as exc:
+            return "not a database" not in str(exc)  # anything else is not about the key: the real open says it
+        finally:
+            conn.close()
+    return True
 
 
 # Pools with an open connection, by file: a new connection with the same key to the same file needs no

@@ -313,6 +313,22 @@ def test_a_wrong_key_never_touches_a_vault_that_is_open_elsewhere(tmp_path: Path
         assert vault.get_entity(1).content.startswith("We chose SQLite")
 
 
+def test_a_key_that_cannot_be_checked_is_refused_not_trusted(tmp_path: Path, clock: Clock,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    db = tmp_path / "v.db"
+    with open_vault(db, clock, RAW_KEY) as vault:
+        vault.remember("note", "n", "kept")
+        before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+
+        def no_temporary_folder(*args: Any, **kwargs: Any) -> Any:
+            raise PermissionError(13, "Permission denied")
+
+        monkeypatch.setattr(factory.tempfile, "TemporaryDirectory", no_temporary_folder)
+        with pytest.raises(VaultError, match="cannot check the key.*Permission denied"):
+            open_vault(db, clock, "x'" + "11" * 32 + "'")
+        assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+
+
 def test_connections_after_the_first_need_no_private_key_check(tmp_path: Path, clock: Clock,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """The open connection proves the key: threads and index builds do not derive it twice."""
