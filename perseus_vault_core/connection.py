@@ -24,6 +24,7 @@ import importlib
 import os
 import random
 import stat
+import tempfile
 import threading
 import time
 import weakref
@@ -208,12 +209,19 @@ SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
 
 
 def connect(path: str, driver: Driver | None = None, *, synchronous: str = "FULL") -> Any:
-    """Open one configured connection to ``path`` (autocommit; transactions are explicit)."""
+    """Open one configured connection to ``path`` (autocommit; transactions are explicit).
+
+    A new file is created private (0600, less under a stricter umask); an existing one keeps its mode.
+    With a key, a wrong key is refused before SQLite touches the files (see :func:`_prove_key`).
+    """
     if synchronous not in SYNCHRONOUS:  # SQLite would silently read a typo as NORMAL
         raise InvalidInput("synchronous", f"must be one of {', '.join(SYNCHRONOUS)}")
     driver = driver or choose_driver()
     mod = driver.module
     _check_header(path, driver)
+    if driver.key is not None and not _key_proven(path, driver.key):
+        _prove_key(path, driver)
+    _create_private(path)
     try:
         conn = mod.connect(
             path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000
@@ -240,6 +248,85 @@ def connect(path: str, driver: Driver | None = None, *, synchronous: str = "FULL
         conn.close()
         raise StorageError(f"cannot configure database {path!r}: {exc}") from exc
     return conn
+
+
+def _create_private(path: str) -> None:
+    """Create a new database file 0600 before SQLite does: SQLite would make it 0644 (less the umask),
+    and it gives the -wal, -shm and -journal files the main file's mode, so they follow."""
+    if path == ":memory:" or path.startswith("file:"):
+        return
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except OSError:
+        pass  # it exists (its mode is its owner's choice), or SQLite will say why it cannot be created
+
+
+def _wrong_key(path: str) -> SetupError:
+    return SetupError(f"wrong encryption key for {path!r} (check {KEY_ENV} / {KEY_FILE_ENV})")
+
+
+_PAGE_ONE_BYTES = 65_536  # covers page 1 at any page size SQLite allows
+
+
+def _prove_key(path: str, driver: Driver) -> None:
+    """Refuse a wrong key before SQLite opens a vault that has a -wal file.
+
+    With a -wal file (the vault open elsewhere, or left by a crash) SQLite opens the WAL before it reads
+    page 1: it recovers the WAL index into -shm, and the last connection to close checkpoints the WAL
+    into the main file and deletes -wal and -shm, whatever the key check then says. So the key
+    is first tried on a private copy of page 1 in a temporary folder. Without a -wal file SQLite learns
+    the file is in WAL mode only from page 1, which a wrong key cannot read, and writes nothing.
+    """
+    if not os.path.exists(path + "-wal"):
+        return
+    try:
+        size = os.path.getsize(path)
+    except OSError:
+        return  # SQLite will report it
+    if size == 0:
+        return
+    for _attempt in range(2):  # a second copy, in case a checkpoint was rewriting page 1 as we read it
+        try:
+            if _key_opens_page_one(path, size, driver):
+                return
+        except OSError as exc:  # never skip the check: without it a wrong key could write
+            raise StorageError(f"cannot check the key for {path!r}: {exc.strerror or exc}") from None
+    raise _wrong_key(path)
+
+
+def _key_opens_page_one(path: str, size: int, driver: Driver) -> bool:
+    """Whether ``driver.key`` decrypts page 1 of ``path``, tried on a copy in a private temporary folder."""
+    with tempfile.TemporaryDirectory(prefix="perseus-vault-key-") as folder:
+        copy = os.path.join(folder, "page1.db")
+        with open(path, "rb") as source, open(copy, "wb") as target:
+            target.write(source.read(_PAGE_ONE_BYTES))
+            target.truncate(size)  # sparse: the header's page count must fit in the file
+        conn = driver.module.connect(copy, isolation_level=None)
+        try:
+            conn.set_key(driver.key)
+            conn.execute("PRAGMA cipher_log_level = NONE")
+            conn.execute("PRAGMA schema_version").fetchone()  # reads page 1 only
+        except driver.module.Error as exc:
+            return "not a database" not in str(exc)  # anything else is not about the key: the real open says it
+        finally:
+            conn.close()
+    return True
+
+
+# Pools with an open connection, by file: a new connection with the same key to the same file needs no
+# private key check (the open one proves the key, and a rekey cannot happen while it is open).
+_pools_lock = threading.Lock()
+_pools: weakref.WeakSet[ConnectionPool] = weakref.WeakSet()
+
+
+def _key_proven(path: str, key: str) -> bool:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return False
+    with _pools_lock:
+        pools = list(_pools)
+    return any(pool.proves(info, key) for pool in pools)
 
 
 def _header(path: str) -> bytes | None:
@@ -278,7 +365,7 @@ def _unlock(conn: Any, path: str, key: str) -> None:
     except Exception as exc:
         conn.close()
         if "not a database" in str(exc):
-            raise SetupError(f"wrong encryption key for {path!r} (check {KEY_ENV} / {KEY_FILE_ENV})") from None
+            raise _wrong_key(path) from None
         raise StorageError(f"cannot open encrypted database {path!r}: {exc}") from exc
 
 
@@ -389,6 +476,7 @@ class ConnectionPool:
         self._all: list[Any] = []
         self._lock = threading.Lock()
         self._closed = False
+        self._file: tuple[int, int] | None = None  # (device, inode) of the file its connections hold open
 
     def get(self) -> Any:
         conn = getattr(self._local, "conn", None)
@@ -399,6 +487,11 @@ class ConnectionPool:
             self._local.conn = conn
             with self._lock:
                 self._all.append(conn)
+                if self._file is None and self.driver.key is not None:
+                    info = os.stat(self.path)
+                    self._file = (info.st_dev, info.st_ino)
+                    with _pools_lock:
+                        _pools.add(self)
             # A server that runs each request on a new thread must not leak a connection (two file
             # descriptors) per thread: close it when its thread is gone.
             weakref.finalize(threading.current_thread(), self._release, conn)
@@ -414,6 +507,11 @@ class ConnectionPool:
     def open_connections(self) -> int:
         with self._lock:
             return len(self._all)
+
+    def proves(self, info: os.stat_result, key: str) -> bool:
+        """True while a connection of this pool, opened with ``key``, holds the file ``info`` describes."""
+        with self._lock:
+            return bool(self._all) and self.driver.key == key and self._file == (info.st_dev, info.st_ino)
 
     def close(self) -> None:
         with self._lock:

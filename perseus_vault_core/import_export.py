@@ -19,8 +19,10 @@ a file imports whole or not at all.
 from __future__ import annotations
 
 import json
+import os
+import stat
 from collections.abc import Callable, Iterable, Iterator
-from typing import Annotated, Any
+from typing import IO, Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -148,6 +150,23 @@ def export_lines(conn: Any, agent_id: str | None = None, workspace_hash: str | N
 
 
 # --- import ------------------------------------------------------------------------------------
+
+
+def open_target(path: str | os.PathLike[str], *, encrypted: bool) -> IO[str]:
+    """``path`` opened to write an export into: a new file is created 0600 (an export holds every
+    memory); an existing file keeps its mode, except that a plaintext export of an encrypted vault is
+    never left readable by group or others (it becomes 0600). A FIFO or device is written as it is."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISREG(info.st_mode):
+            if encrypted and info.st_mode & 0o077 and os.name == "posix":
+                os.fchmod(fd, 0o600)
+            os.ftruncate(fd, 0)  # only now: a refused chmod leaves the old content
+        return os.fdopen(fd, "w", encoding="utf-8", newline="\n")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def read_records(lines: Iterable[str]) -> list[tuple[int, dict[str, Any]]]:

@@ -114,12 +114,22 @@ def reindex(conn: Any) -> None:
 
 
 def backup(conn: Any, target: str) -> str:
-    """A consistent, compacted copy of the vault at ``target`` (which must not exist yet).
+    """A consistent, compacted copy of the vault at ``target`` (which must not exist yet), mode 0600.
 
-    ``VACUUM INTO`` reads one snapshot, so writers may keep writing meanwhile.
+    ``VACUUM INTO`` reads one snapshot, so writers may keep writing meanwhile. It accepts an empty
+    target, so the file is created first, exclusively and private: a backup holds every memory, and
+    no file or symlink that appears at ``target`` meanwhile is written through.
     """
     target = os.path.abspath(target)
-    if os.path.exists(target):
-        raise InvalidInput("target", f"{target} already exists; choose a new file")
-    conn.execute("VACUUM INTO ?", (target,))
+    try:
+        os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        raise InvalidInput("target", f"{target} already exists; choose a new file") from None
+    except OSError as exc:
+        raise InvalidInput("target", f"cannot create {target}: {exc.strerror}") from None
+    try:
+        conn.execute("VACUUM INTO ?", (target,))
+    except BaseException:
+        os.unlink(target)  # no half-written copy left behind
+        raise
     return target

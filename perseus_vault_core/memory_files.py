@@ -98,7 +98,6 @@ _HEADING = re.compile(r"(#{1,6})(?:[ \t](.*))?$")
 _LIST_ITEM = re.compile(r"([ \t]*)(?:[-*+]|[0-9]{1,9}[.)])(?:[ \t]+(.*))?$")
 _THEMATIC_BREAK = re.compile(r"[ \t]{0,3}(?:(?:-[ \t]*){3,}|(?:\*[ \t]*){3,}|(?:_[ \t]*){3,})$")
 _FENCE = re.compile(r"[ \t]*(`{3,}|~{3,})")
-_FRONT_MATTER_PAIR = re.compile(r"([^\s:#-][^:]*?)[ \t]*:(?:[ \t]+(.*)|)$")
 _WIKILINK = re.compile(r"\[\[([^\[\]|#\n]*?)\\?(?:[|#][^\[\]\n]*)?\]\]")
 
 
@@ -280,14 +279,29 @@ def _parse_front_matter(lines: list[_Line], skipped: list[Skipped]) -> tuple[dic
         if line.text is None:
             skipped.append(Skipped(line.number, line.raw.decode("utf-8", "replace"), _NOT_UTF8))
             continue
-        match = _FRONT_MATTER_PAIR.match(line.text)
-        if match is None:
-            continue
-        value = (match.group(2) or "").strip()
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-            value = value[1:-1]
-        pairs[match.group(1)] = value
+        pair = _front_matter_pair(line.text)
+        if pair is not None:
+            pairs[pair[0]] = pair[1]
     return pairs, index + 1
+
+
+def _front_matter_pair(text: str) -> tuple[str, str] | None:
+    """``key: value`` as (key, value): the key is the text before the first colon (blanks before the
+    colon dropped; it must not start with a blank, ``#`` or ``-``); the colon is followed by a blank
+    or ends the line; surrounding whitespace and one pair of matching quotes are dropped from the value.
+
+    String scanning, not a regular expression: the one this replaces backtracked quadratically on a
+    long line without a colon, and a front matter line can be as long as the file."""
+    colon = text.find(":")
+    if colon < 1 or text[0].isspace() or text[0] in "#-":
+        return None
+    rest = text[colon + 1 :]
+    if rest and rest[0] not in " \t":
+        return None
+    value = rest.strip()
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        value = value[1:-1]
+    return text[:colon].rstrip(" \t"), value
 
 
 class _Parser:

@@ -672,16 +672,12 @@ class Vault:
             raise InvalidInput("folder", f"{folder} is not a folder")
         if not isinstance(memory_dir, str) or not isinstance(bind, bool):
             raise InvalidInput("memory_dir" if not isinstance(memory_dir, str) else "bind", "has the wrong type")
-        directory = memory.memory_dir(root, memory_dir).resolve()
+        directory = memory.memory_dir(root, memory_dir)
         scope = {"agent_id": agent_id, "workspace_hash": workspace_hash}
-        try:
-            records = [memory.record(p.stem, p.read_bytes()) for p in memory.memory_paths(directory)]
-            notes = [memory.note_item(root, p, p.read_bytes(), scope) for p in memory.note_paths(root, directory)]
-        except OSError as exc:
-            raise InvalidInput("folder", f"cannot read {exc.filename}: {exc.strerror}") from None
-        report = self._memory_sync(records, scope, prune=True, notes=notes, bind_to=directory if bind else None)
-        report.skipped = [SkippedLine(file=r.name, line=s.line, text=s.text, reason=s.reason)
-                          for r in records for s in r.parsed.skipped]
+        found = memory.read_folder(root, directory, scope)  # symlinks out and control characters skipped
+        report = self._memory_sync(found.records, scope, prune=True, notes=found.notes, bind_to=directory if bind else None)
+        report.skipped = found.skipped + [SkippedLine(file=r.name, line=s.line, text=s.text, reason=s.reason)
+                                          for r in found.records for s in r.parsed.skipped]
         return report
 
     def _memory_sync(self, records: list[memory.FileRecord], scope: dict[str, Any], *, prune: bool,
@@ -769,7 +765,8 @@ class Vault:
         report.links = self._write_planned(plan, work)
         return report
 
-    def _memory_base(self, file: str, agent_id: str | None, workspace_hash: str | None) -> tuple[bytes, Path | None, bool]:
+    def _memory_base(self, file: str, agent_id: str | None, workspace_hash: str | None, *,
+                     adding: bool = False) -> tuple[bytes, Path | None, bool]:
         """The current bytes of a memory file (from the bound folder when there is one, else as
         stored), the path to rewrite (when bound), and whether the file exists at all."""
         conn = self._conn()
@@ -777,15 +774,8 @@ class Vault:
             folder = memory.binding(conn, agent_id, workspace_hash)
             entity_id = store.find_id(conn, memory.FILE_CATEGORY, file, agent_id, workspace_hash)
             row = store.head_row(conn, entity_id) if entity_id is not None else None
-        path = folder / f"{file}.md" if folder is not None else None
-        if path is not None and path.exists():
-            try:
-                return path.read_bytes(), path, True
-            except OSError as exc:
-                raise StorageError(f"cannot read {path}: {exc.strerror}") from None
-        if row is not None and row["status"] == "active":
-            return memory.file_bytes(json.loads(row["body"])), path, True
-        return b"", path, False
+        stored = memory.file_bytes(json.loads(row["body"])) if row is not None and row["status"] == "active" else None
+        return memory.current(folder, file, stored, adding=adding)  # only imported files, only inside the folder
 
     @_edge
     def memory_unbind(self, *, agent_id: str | None = None, workspace_hash: str | None = None) -> bool:
@@ -808,7 +798,7 @@ class Vault:
                                          workspace_hash=workspace_hash))
         if date is None:
             date = time.strftime("%Y-%m-%d", time.gmtime(self._now() / 1000))
-        base, path, _ = self._memory_base(file, agent_id, workspace_hash)
+        base, path, _ = self._memory_base(file, agent_id, workspace_hash, adding=True)
         try:
             data, offset = memory_files.add_entry(base, section.strip(), text.strip(), date)
         except ValueError as exc:  # the file's shape leaves no place where the entry would read back whole
@@ -902,11 +892,7 @@ class Vault:
         names = [name for name, _ in rows]
         if len(set(names)) < len(names):
             raise InvalidInput("agent_id", "memory files of several scopes share a name; export one scope at a time")
-        written = 0
-        for name, body in rows:
-            if memory.check_name(name) is None:  # a name that is not a plain file name is never a path
-                memory.write_atomic(target / f"{name}.md", memory.file_bytes(json.loads(body)))
-                written += 1
+        written = memory.export_files(target, [(name, memory.file_bytes(json.loads(body))) for name, body in rows])
         return MemoryExportReport(folder=str(target), files=written)
 
     @_edge
@@ -1223,7 +1209,7 @@ class Vault:
             lines = import_export.export_lines(conn, agent_id, workspace_hash)
             if isinstance(target, (str, os.PathLike)):
                 try:
-                    handle = open(target, "w", encoding="utf-8", newline="\n")
+                    handle = import_export.open_target(target, encrypted=self._driver.encrypted)
                 except OSError as exc:
                     raise InvalidInput("target", f"cannot write {target}: {exc.strerror or exc}") from None
                 with handle:

@@ -44,6 +44,21 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "vault.db"
 
 
+@pytest.fixture(params=[0o022, 0o077], ids=["umask022", "umask077"])
+def umask(request: pytest.FixtureRequest) -> Iterator[int]:
+    """Run the test under the usual umask and under a strict one (files the vault creates are 0600 under both)."""
+    old = os.umask(request.param)
+    try:
+        yield request.param
+    finally:
+        os.umask(old)
+
+
+def modes(folder: Path) -> dict[str, int]:
+    """Permission bits of every file in ``folder``, by name."""
+    return {p.name: p.stat().st_mode & 0o777 for p in sorted(folder.iterdir()) if p.is_file()}
+
+
 class FakeEmbedder:
     """A deterministic stand-in for the model in fast tests: hashed bag of stemmed words, unit length.
 

@@ -22,6 +22,8 @@ import pytest
 from perseus_vault_core import RecallResult, Vault
 from perseus_vault_core.cli import main
 
+from ..conftest import modes
+
 
 @pytest.fixture(autouse=True)
 def keyword_only(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -312,6 +314,14 @@ def test_export_stdout_and_file_round_trip(cli: Any, filled: str, tmp_path: Path
     report = assert_ok(cli("--db", fresh, "--json", "import", str(target))).json()
     assert report["created"] == 3 and report["links"] == 1
     assert assert_ok(cli("--db", fresh, "export")).out == to_stdout
+
+
+def test_export_and_backup_files_are_private(cli: Any, filled: str, tmp_path: Path, umask: int) -> None:
+    folder = tmp_path / "copies"
+    folder.mkdir()
+    assert_ok(cli("--db", filled, "export", str(folder / "out.jsonl")))
+    assert_ok(cli("--db", filled, "backup", str(folder / "copy.db")))
+    assert modes(folder) == {"copy.db": 0o600, "out.jsonl": 0o600}
 
 
 def test_export_scoped(cli: Any, db: str) -> None:

@@ -12,8 +12,10 @@ from typing import Any
 
 import pytest
 
-from perseus_vault_core import SetupError, StorageError
+from perseus_vault_core import SetupError, StorageError, Vault
 from perseus_vault_core import connection as factory
+
+from ..conftest import modes
 
 
 def test_default_driver_loads_sqlite_vec_and_fts5(tmp_path: Path) -> None:
@@ -137,3 +139,31 @@ def test_synchronous_must_be_a_real_setting(tmp_path: Path) -> None:
     with pytest.raises(InvalidInput) as err:
         factory.connect(str(tmp_path / "s.db"), synchronous="ful")
     assert err.value.field == "synchronous"
+
+
+# --- file modes ---------------------------------------------------------------------------------
+
+RAW_KEY = "x'" + "5c" * 32 + "'"
+
+
+@pytest.mark.parametrize("key", [None, RAW_KEY], ids=["plaintext", "encrypted"])
+def test_a_new_vault_and_its_wal_and_shm_are_private(tmp_path: Path, umask: int, key: str | None) -> None:
+    """SQLite would create the file 0644 (less the umask); the -wal and -shm files take its mode."""
+    if key is not None:
+        pytest.importorskip("sqlcipher3")
+    with Vault(tmp_path / "v.db", embedder=False, key=key) as vault:
+        vault.remember("note", "n", "private")
+        assert modes(tmp_path) == {"v.db": 0o600, "v.db-shm": 0o600, "v.db-wal": 0o600}
+
+
+def test_an_existing_vault_keeps_its_mode(tmp_path: Path, umask: int) -> None:
+    db = tmp_path / "v.db"
+    with Vault(db, embedder=False) as vault:
+        vault.remember("note", "n", "shared with the group")
+    db.chmod(0o640)  # the owner's choice, e.g. a group of service accounts
+    with Vault(db, embedder=False) as vault:
+        vault.remember("note", "m", "written again")
+        assert modes(tmp_path) == {"v.db": 0o640, "v.db-shm": 0o640, "v.db-wal": 0o640}
+    conn = factory.connect(str(tmp_path / "raw.db"))  # the factory itself, below the Vault
+    conn.close()
+    assert modes(tmp_path)["raw.db"] == 0o600

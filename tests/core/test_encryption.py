@@ -18,7 +18,7 @@ from perseus_vault_core import InvalidInput, SetupError, Vault, VaultError
 from perseus_vault_core import connection as factory
 from perseus_vault_core.cli import main
 
-from ..conftest import Clock, FakeEmbedder
+from ..conftest import Clock, FakeEmbedder, modes
 
 pytest.importorskip("sqlcipher3")
 
@@ -282,6 +282,68 @@ def test_a_backup_of_an_encrypted_vault_is_encrypted(tmp_path: Path, clock: Cloc
         open_vault(copy, clock, None)
     with open_vault(copy, clock, KEY) as restored:
         assert answers(restored) == before and restored.check().ok
+
+
+def test_a_plaintext_export_of_an_encrypted_vault_is_never_readable_by_others(tmp_path: Path, clock: Clock) -> None:
+    folder = tmp_path / "exports"
+    folder.mkdir()
+    (folder / "shared.jsonl").write_text("")
+    (folder / "shared.jsonl").chmod(0o644)
+    (folder / "group.jsonl").write_text("")
+    (folder / "group.jsonl").chmod(0o640)
+    with open_vault(tmp_path / "v.db", clock, RAW_KEY) as vault:
+        fill(vault)
+        for name in ("new.jsonl", "shared.jsonl", "group.jsonl"):
+            vault.export_jsonl(folder / name)
+    assert modes(folder) == {"group.jsonl": 0o600, "new.jsonl": 0o600, "shared.jsonl": 0o600}
+    assert {name for names in found(folder).values() for name in names} == {"group.jsonl", "new.jsonl", "shared.jsonl"}
+
+
+def test_a_wrong_key_never_touches_a_vault_that_is_open_elsewhere(tmp_path: Path, clock: Clock) -> None:
+    """With a -wal file present SQLite would open the WAL before it checks the key; the key is proven first."""
+    db = tmp_path / "v.db"
+    with open_vault(db, clock, RAW_KEY) as vault:
+        fill(vault)
+        before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+        assert {"v.db-wal", "v.db-shm"} <= set(before)
+        for wrong in ("not the key", "x'" + "11" * 32 + "'"):
+            with pytest.raises(SetupError, match="wrong encryption key"):
+                open_vault(db, clock, wrong)
+            assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+        assert vault.get_entity(1).content.startswith("We chose SQLite")
+
+
+def test_a_key_that_cannot_be_checked_is_refused_not_trusted(tmp_path: Path, clock: Clock,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    db = tmp_path / "v.db"
+    with open_vault(db, clock, RAW_KEY) as vault:
+        vault.remember("note", "n", "kept")
+        before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+
+        def no_temporary_folder(*args: Any, **kwargs: Any) -> Any:
+            raise PermissionError(13, "Permission denied")
+
+        monkeypatch.setattr(factory.tempfile, "TemporaryDirectory", no_temporary_folder)
+        with pytest.raises(VaultError, match="cannot check the key.*Permission denied"):
+            open_vault(db, clock, "x'" + "11" * 32 + "'")
+        assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+
+
+def test_connections_after_the_first_need_no_private_key_check(tmp_path: Path, clock: Clock,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """The open connection proves the key: threads and index builds do not derive it twice."""
+    proofs: list[str] = []
+    prove = factory._prove_key
+    monkeypatch.setattr(factory, "_prove_key", lambda path, driver: (proofs.append(path), prove(path, driver))[1])
+    with open_vault(tmp_path / "v.db", clock, KEY) as vault:
+        fill(vault)
+        assert vault.wait_for_keyword_index() and vault.wait_for_vector_index()
+        worker = threading.Thread(target=lambda: vault.recall("ledger"))
+        worker.start()
+        worker.join()
+        with open_vault(tmp_path / "v.db", clock, KEY) as twin:  # another Vault object, the same file and key
+            assert twin.get_entity(1).content.startswith("We chose SQLite")
+    assert len(proofs) == 1  # the vault's first connection, before any -wal file existed
 
 
 # --- the command line and the MCP server --------------------------------------------------------

@@ -11,7 +11,7 @@ import pytest
 
 from perseus_vault_core import ImportReport, InvalidInput, Vault
 
-from ..conftest import DAY_MS, T0, Clock
+from ..conftest import DAY_MS, T0, Clock, modes
 
 MAX_BODY_BYTES = 256 * 1024
 
@@ -107,6 +107,20 @@ def test_export_to_a_path_matches_export_to_a_stream(vault: Vault, clock: Clock,
     text = target.read_text(encoding="utf-8")
     assert count == len(text.splitlines())
     assert text == export_text(vault)
+
+
+def test_an_export_file_is_private_and_an_existing_one_keeps_its_mode(vault: Vault, clock: Clock, tmp_path: Path,
+                                                                       umask: int) -> None:
+    """An export holds every memory: a new file is 0600; a file the owner made is rewritten in its mode."""
+    populate(vault, clock)
+    folder = tmp_path / "exports"
+    folder.mkdir()
+    vault.export_jsonl(folder / "new.jsonl")
+    (folder / "shared.jsonl").write_text("old content, longer than nothing\n" * 1000)
+    (folder / "shared.jsonl").chmod(0o644)
+    vault.export_jsonl(str(folder / "shared.jsonl"))
+    assert modes(folder) == {"new.jsonl": 0o600, "shared.jsonl": 0o644}
+    assert (folder / "shared.jsonl").read_text(encoding="utf-8") == export_text(vault)  # truncated, then written
 
 
 def test_export_of_an_empty_vault_is_the_header(vault: Vault) -> None:

@@ -13,7 +13,7 @@ import pytest
 from perseus_vault_core import schema
 from perseus_vault_core import CheckReport, InvalidInput, Stats, Vault
 
-from ..conftest import Clock
+from ..conftest import Clock, modes
 
 
 def healthy(vault: Vault, clock: Clock) -> dict[str, int]:
@@ -347,3 +347,37 @@ def test_check_waits_out_a_brief_writer_instead_of_reporting_drift(vault: Vault)
     threading.Timer(0.5, lambda: holder.execute("COMMIT")).start()
     assert vault.check().ok
     holder.close()
+
+
+def test_a_backup_is_private(vault: Vault, clock: Clock, tmp_path: Path, umask: int) -> None:
+    """A backup holds every memory: 0600 whatever the umask (VACUUM INTO alone would make it 0644)."""
+    healthy(vault, clock)
+    folder = tmp_path / "backups"
+    folder.mkdir()
+    vault.backup(folder / "copy.db")
+    assert modes(folder) == {"copy.db": 0o600}
+    with Vault(folder / "copy.db", clock=clock, embedder=False) as copy:
+        assert copy.stats().entities == 6
+
+
+def test_a_backup_never_writes_through_a_symlink(vault: Vault, clock: Clock, tmp_path: Path) -> None:
+    healthy(vault, clock)
+    elsewhere = tmp_path / "elsewhere.db"
+    (tmp_path / "copy.db").symlink_to(elsewhere)  # dangling: the target does not exist yet
+    with pytest.raises(InvalidInput, match="already exists") as err:
+        vault.backup(tmp_path / "copy.db")
+    assert err.value.field == "target" and not elsewhere.exists()
+
+
+def test_a_failed_backup_leaves_no_file(tmp_path: Path) -> None:
+    import sqlite3
+
+    from perseus_vault_core import maintenance
+
+    class Failing:
+        def execute(self, sql: str, *args: Any) -> Any:
+            raise sqlite3.OperationalError("disk I/O error")
+
+    with pytest.raises(sqlite3.OperationalError):
+        maintenance.backup(Failing(), str(tmp_path / "copy.db"))
+    assert not (tmp_path / "copy.db").exists()  # the empty file made for VACUUM INTO is gone again

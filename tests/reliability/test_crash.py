@@ -116,3 +116,53 @@ def test_sigkill_during_batch_ingest_loses_nothing_acknowledged(tmp_path: Path) 
         next_batch = max(present) + 1 if present else next_batch
     assert len(acknowledged) >= KILLS  # the kills did land amid real work
     print(f"{KILLS} kills, {len(acknowledged)} batches acknowledged, {committed_unsaid} committed but unacknowledged")
+
+
+RAW_KEY = "x'" + "2d" * 32 + "'"
+
+
+def _snapshot(db: Path) -> dict[str, bytes | None]:
+    """The bytes of the main file, -wal and -shm (None: the file does not exist)."""
+    files = {suffix: Path(f"{db}{suffix}") for suffix in ("", "-wal", "-shm", "-journal")}
+    return {suffix: path.read_bytes() if path.exists() else None for suffix, path in files.items()}
+
+
+@pytest.mark.slow
+def test_a_wrong_key_never_touches_an_encrypted_vault_a_crash_left(tmp_path: Path) -> None:
+    """SIGKILL an encrypted writer mid-work, leaving a hot WAL. Opening with a wrong key used to recover
+    that WAL, checkpoint it into the main file and delete -wal and -shm before the key check failed;
+    now every byte of every file stays as it was, and the right key then finds every acknowledged batch."""
+    pytest.importorskip("sqlcipher3")
+    from perseus_vault_core import SetupError
+
+    db = tmp_path / "secret.db"
+    env = dict(os.environ, PERSEUS_VAULT_EMBEDDER="none", PERSEUS_VAULT_KEY=RAW_KEY)
+    env.pop("PERSEUS_VAULT_KEY_FILE", None)
+    proc = subprocess.Popen([sys.executable, "-m", "tests.reliability._workers", "batches", str(db), "w", "0",
+                             str(BATCH), "600"],
+                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out = Lines(proc)
+    assert out.ready.wait(60), proc.stderr.read() if proc.stderr else ""
+    deadline = time.monotonic() + 60
+    while sum(line.startswith("ack ") for line in out.lines) < 5 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(30)
+    acknowledged = {int(line.split()[1]) for line in out.join() if line.startswith("ack ")}
+    assert len(acknowledged) >= 5, out.lines
+
+    before = _snapshot(db)
+    assert before["-wal"] and before["-shm"] is not None  # a hot WAL: written, never checkpointed away
+    for wrong in ("x'" + "3e" * 32 + "'", "a wrong passphrase"):
+        with pytest.raises(SetupError, match="wrong encryption key"):
+            Vault(db, embedder=False, key=wrong)
+        assert _snapshot(db) == before  # bytes, sizes and existence of every file
+
+    with Vault(db, embedder=False, key=RAW_KEY) as vault:
+        keys = {key for (key,) in vault._conn().execute("SELECT key FROM entities WHERE category = ?", (CATEGORY,))}
+        assert vault.check().ok
+    present: dict[int, int] = {}
+    for key in keys:
+        n = int(key.split("-b")[1].split("-")[0])
+        present[n] = present.get(n, 0) + 1
+    assert all(present.get(n) == BATCH for n in acknowledged), (sorted(acknowledged), present)
