@@ -33,6 +33,10 @@ _COLUMN_WEIGHT = "CASE i.col " + " ".join(f"WHEN '{c}' THEN {w}" for c, w in zip
 
 # The change log keeps this many entries; a mirror further behind rebuilds.
 CHANGE_LOG_KEEP = 200_000
+# Expansion reads up to 4 x max_variants vocabulary rows per query stem and checks each candidate's
+# visibility with a MATCH: a 4,096-character query holds about a thousand stems, so one call is bounded.
+MAX_EXPANDED_STEMS = 32  # the query's first stems long enough to expand
+MAX_VARIANT_CHECKS = 256  # visibility checks in all
 
 
 def log_changes(conn: Any, vids: list[int], op: int) -> None:
@@ -189,7 +193,9 @@ def variants(conn: Any, stems: tuple[str, ...], config: Expansion, view: View) -
 
     Only terms that are their own stem are used, so that sending one back through the porter
     tokenizer finds exactly that term; and only terms that occur in an entity this caller may
-    see, so the count of variants says nothing about other tenants' words.
+    see, so the count of variants says nothing about other tenants' words. Only the first
+    ``MAX_EXPANDED_STEMS`` stems (of at least ``min_stem_chars``) are expanded, with at most
+    ``MAX_VARIANT_CHECKS`` visibility checks in all.
     """
     table = "versions_fts" if view.historical else "entities_fts"
     visible = (
@@ -197,18 +203,20 @@ def variants(conn: Any, stems: tuple[str, ...], config: Expansion, view: View) -
         f"CROSS JOIN entities e ON e.id = v.entity_id WHERE {table} MATCH :term AND {view.where} LIMIT 1"
     )
     found: list[str] = []
-    for s in stems:
-        if len(s) < config.min_stem_chars or len(found) >= config.max_variants:
-            continue
+    checks = 0
+    for s in [s for s in stems if len(s) >= config.min_stem_chars][:MAX_EXPANDED_STEMS]:
+        if len(found) >= config.max_variants or checks >= MAX_VARIANT_CHECKS:
+            break
         rows = conn.execute(
             f"SELECT term FROM {table}_vocab WHERE term > :s AND term < :end ORDER BY doc DESC, term LIMIT :n",
             {"s": s, "end": s + "\U0010ffff", "n": 4 * config.max_variants},
         ).fetchall()
         for (term,) in rows:
-            if len(found) >= config.max_variants:
+            if len(found) >= config.max_variants or checks >= MAX_VARIANT_CHECKS:
                 break
             if term in stems or term in found or stem(term) != term:
                 continue
+            checks += 1
             if conn.execute(visible, dict(view.params, term=quote(term))).fetchone() is not None:
                 found.append(term)
     return found

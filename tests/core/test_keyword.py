@@ -12,7 +12,7 @@ from perseus_vault_core import Vault, keyword
 from perseus_vault_core.connection import read_snapshot
 from perseus_vault_core.filters import view
 from perseus_vault_core.keyword_index import varints_total
-from perseus_vault_core.models import Filters
+from perseus_vault_core.models import Expansion, Filters
 from perseus_vault_core.query import parse
 
 from ..conftest import Clock
@@ -125,3 +125,56 @@ def test_varints_total_reads_size_records() -> None:
     values = [0, 1, 127, 128, 300, 16_383, 16_384, 2_097_152 + 5, 0]
     assert varints_total(b"".join(varint(v) for v in values)) == sum(values)
     assert varints_total(b"") == 0
+
+
+# --- expansion's bounds ------------------------------------------------------------------------------
+
+
+class _Counting:
+    """A connection that counts expansion's statements: vocabulary reads and visibility checks."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn, self.vocabulary, self.checks = conn, 0, 0
+
+    def execute(self, sql: str, params: Any = ()) -> Any:
+        if "_vocab" in sql:
+            self.vocabulary += 1
+        elif "MATCH" in sql:
+            self.checks += 1
+        return self.conn.execute(sql, params)
+
+
+def _letters(i: int, width: int) -> str:
+    """``i`` in consonants (no 's' or 'y'), a word the Porter stemmer leaves as it is."""
+    alphabet = "bcdfghjklmnpqrtvwxz"
+    out = ""
+    for _ in range(width):
+        i, r = divmod(i, len(alphabet))
+        out += alphabet[r]
+    return out
+
+
+def test_expansion_is_bounded_per_call(vault: Vault) -> None:
+    """Long queries of stems that each extend to words of another tenant (refused, being bob's):
+    expansion reads the vocabulary for the first MAX_EXPANDED_STEMS stems only, and checks at most
+    MAX_VARIANT_CHECKS terms in all. Uncapped, the first call would read 200 vocabularies and make
+    402 checks, the second 480 checks."""
+    few = ["zq" + _letters(i, 2) for i in range(200)]  # two of bob's words extend each
+    many = ["xw" + _letters(i, 2) for i in range(40)]  # twelve of bob's words extend each
+    words = [b + _letters(j, 2) for b in few for j in range(2)] + [b + _letters(j, 2) for b in many for j in range(12)]
+    for n in range(0, len(words), 200):
+        vault.remember("note", f"theirs{n}", " ".join(words[n : n + 200]), agent_id="bob")
+    vault.remember("note", "mine", f"{few[0]}kk {few[100]}kk", agent_id="alice")
+    conn = vault._conn()
+    alice = view(Filters(agent_id="alice"), vault._now())
+    for bases, reads, checks, found in (
+        (few, keyword.MAX_EXPANDED_STEMS, 2 * keyword.MAX_EXPANDED_STEMS + 1, [f"{few[0]}kk"]),
+        (many, -(-keyword.MAX_VARIANT_CHECKS // 12), keyword.MAX_VARIANT_CHECKS, []),
+    ):
+        counting = _Counting(conn)
+        with read_snapshot(conn):
+            assert keyword.variants(counting, parse(" ".join(bases)).stems, Expansion(), alice) == found
+        assert (counting.vocabulary, counting.checks) == (reads, checks)
+    # the 101st stem is past the cap: alice's own variant of it is not looked for
+    with read_snapshot(conn):
+        assert keyword.variants(conn, parse(few[100]).stems, Expansion(), alice) == [f"{few[100]}kk"]
