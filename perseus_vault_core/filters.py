@@ -1,4 +1,4 @@
-"""Which entity versions a read may see: the scope and time rules of SPEC section 4, as SQL.
+"""Which entity versions a read may see: the scope and time rules, as SQL.
 
 Every read path (recall, scan, traverse, ...) builds its WHERE clause here, so the tenancy
 and time rules live in one place and are applied inside each query, never after it.

@@ -92,7 +92,8 @@ def search(
 
     ``stems`` are the words' index terms, in the same order. When the in-memory ``index``
     can answer for this connection's snapshot, it ranks and SQL only filters; otherwise
-    FTS5 does both in one statement. The two give the same hits with the same scores.
+    FTS5 does both in one statement (unscoped), or :func:`scoped_search` does (scoped).
+    The paths give the same hits with the same scores.
     """
     if not words:
         return []

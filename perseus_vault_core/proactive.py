@@ -1,4 +1,4 @@
-"""Proactive recall (SPEC 5.6): ``recall_when`` triggers matched against a context, and ``prepare``.
+"""Proactive recall: ``recall_when`` triggers matched against a context, and ``prepare``.
 
 An entity's ``recall_when`` phrases say when it should come back unasked ("choosing a
 database", "editing the audit-chain module"). ``recall_when(context)`` scores each visible

@@ -1,4 +1,4 @@
-"""Proactive recall (SPEC 5.6): recall_when triggers and the prepare block."""
+"""Proactive recall: recall_when triggers and the prepare block."""
 
 from __future__ import annotations
 

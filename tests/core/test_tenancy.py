@@ -1,4 +1,4 @@
-"""Tenancy: no scope sees another's entities through any read or write path (SPEC 2, 4, 7).
+"""Tenancy: no scope sees another's entities through any read or write path.
 
 Two agents x two workspaces hold the same facts (same category, key and content) with the
 same links among them, plus one unscoped copy. Every read addressed to one scope must
