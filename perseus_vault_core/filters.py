@@ -61,6 +61,16 @@ class View:
     historical: bool = False
     narrowed: bool = False  # limited to a list of entities (``:only_ids``, see :func:`narrow`)
 
+    @property
+    def scope(self) -> tuple[str | None, str | None]:
+        """(agent_id, workspace_hash) as given; ``None`` is no filter on that field."""
+        return self.params.get("agent_id"), self.params.get("workspace_hash")
+
+    @property
+    def scoped(self) -> bool:
+        """Whether the view is limited to one agent or workspace (keyword statistics are then the scope's)."""
+        return self.scope != (None, None)
+
 
 def view(filters: Filters, now_ms: int) -> View:
     """Build the visibility clause for ``filters``, judging time at ``now_ms`` unless told otherwise."""

@@ -1,28 +1,42 @@
-"""The keyword arm: SQLite FTS5, Porter-stemmed, ranked by ``bm25()``.
+"""The keyword arm: SQLite FTS5, Porter-stemmed, ranked by BM25 as ``bm25()`` computes it.
 
 ``entities_fts`` indexes the current version of every entity; ``versions_fts`` every
-version, for point-in-time recall (its BM25 statistics are those of the whole history).
-Visibility (scope, status, time) is part of the same SQL statement as the MATCH, so
-the ``pool`` best rows are the best *visible* rows.
+version, for point-in-time recall. Visibility (scope, status, time) is part of the same
+SQL statement as the MATCH, so the ``pool`` best rows are the best *visible* rows.
+
+BM25's statistics (row count, average length, each word's document frequency) are a
+tenant's own: a scoped search (agent and/or workspace given) counts only the rows that
+scope admits, so another tenant's words and writes never move its scores. FTS5's
+``bm25()`` counts the whole table, so it ranks unscoped searches only; scoped ones are
+scored here from FTS5's own data (see :func:`scoped_search`), or by the in-memory mirror.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from .filters import View
-from .keyword_index import KeywordIndex
-from .mirror import OP_GONE, OP_HEAD, OP_REBUILT, Hit, visible_hits
+import numpy as np
+
+from .filters import View, scope_clauses
+from .keyword_index import KeywordIndex, avgdl, doc_length, idf, length_norm, phrase_of, phrase_scores, varints_total
+from .mirror import OP_GONE, OP_HEAD, OP_REBUILT, Hit, Ranking, visible_hits
 from .params import Expansion
 from .porter import stem
 from .query import match_expression, quote
 from .schema import BM25_WEIGHTS
 
 _WEIGHTS = ", ".join(str(w) for w in BM25_WEIGHTS)
+# Both FTS5 tables' columns, in order; an instance row's weight as SQL (``i.col`` is the column's name).
+_COLUMNS = ("content", "summary", "tags")
+_COLUMN_WEIGHT = "CASE i.col " + " ".join(f"WHEN '{c}' THEN {w}" for c, w in zip(_COLUMNS, BM25_WEIGHTS)) + " END"
 
 
 # The change log keeps this many entries; a mirror further behind rebuilds.
 CHANGE_LOG_KEEP = 200_000
+# Expansion reads up to 4 x max_variants vocabulary rows per query stem and checks each candidate's
+# visibility with a MATCH: a 4,096-character query holds about a thousand stems, so one call is bounded.
+MAX_EXPANDED_STEMS = 32  # the query's first stems long enough to expand
+MAX_VARIANT_CHECKS = 256  # visibility checks in all
 
 
 def log_changes(conn: Any, vids: list[int], op: int) -> None:
@@ -78,14 +92,17 @@ def search(
 
     ``stems`` are the words' index terms, in the same order. When the in-memory ``index``
     can answer for this connection's snapshot, it ranks and SQL only filters; otherwise
-    FTS5 does both in one statement. The two give the same hits with the same scores.
+    FTS5 does both in one statement (unscoped), or :func:`scoped_search` does (scoped).
+    The paths give the same hits with the same scores.
     """
     if not words:
         return []
     if index is not None and not view.historical and not view.narrowed and all(w.isascii() for w in words):
-        ranking = index.search(conn, stems, view.params.get("agent_id"), view.params.get("workspace_hash"))
+        ranking = index.search(conn, stems, *view.scope)
         if ranking is not None:
             return visible_hits(conn, ranking, view, pool)
+    if view.scoped:
+        return scoped_search(conn, words, view, pool)
     table = "versions_fts" if view.historical else "entities_fts"
     sql = (
         f"SELECT v.entity_id, v.vid, bm25({table}, {_WEIGHTS}) AS rank_score "
@@ -97,12 +114,89 @@ def search(
     return [Hit(int(eid), int(vid), -float(s)) for eid, vid, s in conn.execute(sql, params)]
 
 
+def scoped_search(conn: Any, words: list[str], view: View, pool: int) -> list[Hit]:
+    """The ``pool`` best visible matches for the OR of ``words``, scored with the scope's statistics.
+
+    Rows are counted as FTS5 counts them, but only the scope's: every head in it (every version of
+    its entities for the history index), whatever its status. Row count and token total come from
+    FTS5's ``<table>_docsize``; each word's rows and weighted frequency from FTS5's index itself (an
+    ``fts5vocab`` instance table), never from re-tokenizing; the arithmetic is the mirror's, so the
+    two paths give the same scores.
+    """
+    table = "versions_fts" if view.historical else "entities_fts"
+    scope = " AND ".join(scope_clauses(*view.scope, {}))
+    n_rows, n_tokens = _scope_totals(conn, table, scope, view.params)
+    counts: list[dict[int, float]] = []  # per word: in-scope row -> weighted frequency
+    visible: dict[int, tuple[int, bytes]] = {}  # row the view shows -> (entity id, size record)
+    for word in words:
+        freq: dict[int, float] = {}
+        for vid, entity_id, shown, size, f in _phrase_rows(conn, table, phrase_of(conn, word), scope, view):
+            freq[vid] = freq.get(vid, 0.0) + f
+            if shown:
+                visible[vid] = (entity_id, size)
+        counts.append(freq)
+    if not visible:
+        return []
+    vids = np.fromiter(visible, dtype=np.int64, count=len(visible))
+    slot = {vid: i for i, vid in enumerate(visible)}
+    lengths = np.array([doc_length(size) for _, size in visible.values()], dtype=np.float64)
+    mean = avgdl(n_rows, n_tokens)
+    score = np.zeros(len(vids), dtype=np.float64)
+    for freq in counts:  # words in query order, as FTS5 sums its phrases
+        held = [(slot[vid], f) for vid, f in freq.items() if vid in slot]
+        if held:
+            rows = np.array([i for i, _ in held], dtype=np.int64)
+            freqs = np.array([f for _, f in held], dtype=np.float64)
+            score[rows] += phrase_scores(freqs, length_norm(lengths[rows], mean), idf(n_rows, len(freq)))
+    entity_ids = np.array([entity_id for entity_id, _ in visible.values()], dtype=np.int64)
+    return [Hit(eid, vid, s) for eid, vid, s in Ranking(vids, entity_ids, score).top(pool)]
+
+
+def _scope_totals(conn: Any, table: str, scope: str, params: dict[str, Any]) -> tuple[int, int]:
+    """(rows, tokens) of ``table`` within the scope, as FTS5 would count them in a table of its own."""
+    heads = " AND v.recorded_to_ms IS NULL" if table == "entities_fts" else ""
+    n, sizes = conn.execute(  # one row back: the size records laid end to end, summed in numpy
+        f"SELECT count(*), group_concat(hex(d.sz), '') FROM entities e CROSS JOIN entity_versions v "
+        f"ON v.entity_id = e.id{heads} CROSS JOIN {table}_docsize d ON d.id = v.vid WHERE {scope}", params,
+    ).fetchone()
+    return int(n), varints_total(bytes.fromhex(sizes or ""))
+
+
+def _phrase_rows(conn: Any, table: str, phrase: tuple[str, ...], scope: str, view: View) -> list[tuple[Any, ...]]:
+    """``(vid, entity id, shown by the view, size record, weighted frequency)`` for every in-scope row
+    holding ``phrase``: FTS5's per-row phrase frequency; the number of rows is the phrase's document
+    frequency in the scope."""
+    if not phrase:
+        return []
+    conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.pv_{table}_i USING fts5vocab(main, {table}, 'instance')")
+    # v, e and d depend on i.doc alone, so they are the same on every row of a group.
+    base = (
+        f"FROM temp.pv_{table}_i i CROSS JOIN entity_versions v ON v.vid = i.doc CROSS JOIN entities e "
+        f"ON e.id = v.entity_id CROSS JOIN {table}_docsize d ON d.id = i.doc WHERE i.term = :term AND {scope}"
+    )
+    if len(phrase) == 1:
+        sql = f"SELECT i.doc, v.entity_id, ({view.where}), d.sz, sum({_COLUMN_WEIGHT}) {base} GROUP BY i.doc"
+        return list(conn.execute(sql, dict(view.params, term=phrase[0])))
+    # FTS5 split the word into several terms: count the places where they follow one another in a
+    # column (overlapping places count, as in FTS5).
+    sql = f'SELECT i.doc, i.col, i."offset", v.entity_id, ({view.where}), d.sz {base}'
+    places = [{(r[0], r[1], r[2]): r[3:] for r in conn.execute(sql, dict(view.params, term=term))} for term in phrase]
+    weight = dict(zip(_COLUMNS, BM25_WEIGHTS))
+    found: dict[int, list[Any]] = {}
+    for (doc, col, start), about in places[0].items():
+        if all((doc, col, start + k) in places[k] for k in range(1, len(phrase))):
+            found.setdefault(doc, [doc, *about, 0.0])[-1] += weight[col]
+    return [tuple(row) for row in found.values()]
+
+
 def variants(conn: Any, stems: tuple[str, ...], config: Expansion, view: View) -> list[str]:
     """Indexed terms that extend a query stem (``connect`` -> ``connector``), most common first.
 
     Only terms that are their own stem are used, so that sending one back through the porter
     tokenizer finds exactly that term; and only terms that occur in an entity this caller may
-    see, so the count of variants says nothing about other tenants' words.
+    see, so the count of variants says nothing about other tenants' words. Only the first
+    ``MAX_EXPANDED_STEMS`` stems (of at least ``min_stem_chars``) are expanded, with at most
+    ``MAX_VARIANT_CHECKS`` visibility checks in all.
     """
     table = "versions_fts" if view.historical else "entities_fts"
     visible = (
@@ -110,18 +204,20 @@ def variants(conn: Any, stems: tuple[str, ...], config: Expansion, view: View) -
         f"CROSS JOIN entities e ON e.id = v.entity_id WHERE {table} MATCH :term AND {view.where} LIMIT 1"
     )
     found: list[str] = []
-    for s in stems:
-        if len(s) < config.min_stem_chars or len(found) >= config.max_variants:
-            continue
+    checks = 0
+    for s in [s for s in stems if len(s) >= config.min_stem_chars][:MAX_EXPANDED_STEMS]:
+        if len(found) >= config.max_variants or checks >= MAX_VARIANT_CHECKS:
+            break
         rows = conn.execute(
             f"SELECT term FROM {table}_vocab WHERE term > :s AND term < :end ORDER BY doc DESC, term LIMIT :n",
             {"s": s, "end": s + "\U0010ffff", "n": 4 * config.max_variants},
         ).fetchall()
         for (term,) in rows:
-            if len(found) >= config.max_variants:
+            if len(found) >= config.max_variants or checks >= MAX_VARIANT_CHECKS:
                 break
             if term in stems or term in found or stem(term) != term:
                 continue
+            checks += 1
             if conn.execute(visible, dict(view.params, term=quote(term))).fetchone() is not None:
                 found.append(term)
     return found

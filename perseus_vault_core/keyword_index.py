@@ -19,6 +19,9 @@ How it stays true to the file:
   A reader whose snapshot is behind the mirror uses FTS5 directly for that query.
 - It only ranks. Scope, status and time filters stay in SQL (:mod:`filters`), applied to
   the ranked candidates in order until the pool is full.
+- A scoped search (agent and/or workspace given) uses the statistics of the rows in that scope
+  (rows, tokens, document frequencies), so that one tenant's scores say nothing about another's
+  words; an unscoped one uses the whole index's, as FTS5 does.
 """
 
 from __future__ import annotations
@@ -41,6 +44,32 @@ K1 = 1.2
 B = 0.75
 _ASCII_TOKEN = re.compile(r"[a-z0-9]+")
 Terms = dict[str, float]  # stem -> weighted frequency in one document
+
+
+# --- BM25 as FTS5's fts5Bm25Function computes it -------------------------------------------------
+
+
+def idf(n_rows: int, df: int) -> float:
+    """log((N - df + 0.5) / (df + 0.5)), and 1e-6 when that is not positive (a word in over half the rows)."""
+    value = math.log((n_rows - df + 0.5) / (df + 0.5))
+    return value if value > 0.0 else 1e-6
+
+
+def avgdl(n_rows: int, n_tokens: int) -> float:
+    return n_tokens / n_rows if n_rows else 1.0
+
+
+def length_norm(lengths: np.ndarray, mean: float) -> np.ndarray:
+    """k1 * (1 - b + b * D / avgdl) per row, in FTS5's order of operations."""
+    return K1 * (1 - B + B * lengths / mean)
+
+
+def phrase_scores(freqs: np.ndarray, norm: np.ndarray, weight: float) -> np.ndarray:
+    """One phrase's share of the score in each row holding it (``weight`` is its idf). A row's score
+    is the sum of its phrases' shares in query order, as FTS5 sums them."""
+    f = freqs.astype(np.float64)
+    shares: np.ndarray = weight * ((f * (K1 + 1.0)) / (f + norm))
+    return shares
 
 
 # --- tokenizing as FTS5 does -----------------------------------------------------------------
@@ -109,6 +138,23 @@ class _Fts5Tokenizer:
         self.conn.execute("DELETE FROM temp.pv_tok")
         return counts, length
 
+    def phrase(self, word: str) -> tuple[str, ...]:
+        """The index terms FTS5 makes of ``word`` (a quoted query word), in order: usually one, none
+        or several when FTS5's Unicode tables split differently from Python's."""
+        self.conn.execute("DELETE FROM temp.pv_tok")
+        self.conn.execute("INSERT INTO temp.pv_tok(rowid, c0) VALUES (1, ?)", (word,))
+        terms = tuple(t for (t,) in self.conn.execute("SELECT term FROM temp.pv_tok_i ORDER BY \"offset\""))
+        self.conn.execute("DELETE FROM temp.pv_tok")
+        return terms
+
+
+def phrase_of(conn: Any, word: str) -> tuple[str, ...]:
+    """The index terms of one query word: its stem when ASCII (the Python stemmer is FTS5's), else
+    FTS5's own tokenizing."""
+    if word.isascii():
+        return tuple(stem(t) for t in _ASCII_TOKEN.findall(word.lower()))
+    return _Fts5Tokenizer(conn).phrase(word)
+
 
 def fts5_totals(conn: Any, table: str = "entities_fts") -> tuple[int, int]:
     """(rows, tokens in all columns) as FTS5 itself stores them (its 'averages' record)."""
@@ -120,6 +166,24 @@ def fts5_totals(conn: Any, table: str = "entities_fts") -> tuple[int, int]:
         value, i = _varint(blob, i)
         values.append(value)
     return values[0], sum(values[1:])
+
+
+def varints_total(blob: bytes) -> int:
+    """The sum of SQLite varints laid end to end (FTS5's ``_docsize`` records: one per column).
+
+    A byte below 0x80 ends a varint; each byte's 7 bits are worth 128 ** (bytes to that end).
+    Token counts never need the ninth byte, whose 8 bits this would misread."""
+    b = np.frombuffer(blob, dtype=np.uint8)
+    ends = np.flatnonzero(b < 0x80)
+    at = np.arange(len(b))
+    place = ends[np.searchsorted(ends, at)] - at
+    return int(((b & 0x7F).astype(np.int64) << (7 * place)).sum())
+
+
+def doc_length(size: bytes) -> int:
+    """A row's length in tokens, all columns, from its ``_docsize`` record (one varint per column:
+    as many bytes as columns means every column is under 128 tokens, one byte each)."""
+    return sum(size) if len(size) == len(BM25_WEIGHTS) else varints_total(size)
 
 
 def _varint(blob: bytes, i: int) -> tuple[int, int]:
@@ -302,8 +366,7 @@ class KeywordIndex(HeadMirror):
         the row only, so computing it once per row gives the very same doubles."""
         key = (self.rows.n, self._n_rows, self._n_tokens)
         if key != self._norm_for:
-            avgdl = self._n_tokens / self._n_rows if self._n_rows else 1.0
-            self._norm = K1 * (1 - B + B * self._lengths[: self.rows.n] / avgdl)
+            self._norm = length_norm(self._lengths[: self.rows.n], avgdl(self._n_rows, self._n_tokens))
             self._norm_for = key
         return self._norm
 
@@ -311,13 +374,21 @@ class KeywordIndex(HeadMirror):
         """Every live head matching any of ``stems`` (within the scope, when given), scored as ``-bm25()``.
 
         The arithmetic follows FTS5's ``fts5Bm25Function`` operation by operation, summing the phrases
-        in query order, so with the same tokens and statistics the scores are FTS5's. Scope narrows
-        the candidates only; the statistics stay those of the whole index, as in FTS5.
+        in query order, so with the same tokens and statistics the scores are FTS5's. Unscoped, the
+        statistics are the whole index's, as in FTS5; scoped, they are those of the scope's rows
+        (every live head in it, whatever its status), so nothing outside the scope moves a score.
         """
         rows = self.rows
         n = rows.n
-        norm = self._length_norm()
-        alive = rows.alive[:n]
+        scoped = agent_id is not None or workspace_hash is not None
+        keep: np.ndarray | None
+        if scoped:
+            keep = self.in_scope(agent_id, workspace_hash)
+            n_rows = int(np.count_nonzero(keep))
+            mean = avgdl(n_rows, int(self._lengths[:n][keep].sum()))
+        else:
+            keep = rows.alive[:n] if self.dead else None
+            n_rows, norm = self._n_rows, self._length_norm()
         score = np.zeros(n, dtype=np.float64)
         matched = np.zeros(n, dtype=bool)
         for term in stems:
@@ -325,19 +396,17 @@ class KeywordIndex(HeadMirror):
             if postings is None:
                 continue
             slots, freqs = postings
-            if self.dead:
-                live = alive[slots]
-                slots, freqs = slots[live], freqs[live]
+            if keep is not None:
+                inside = keep[slots]
+                slots, freqs = slots[inside], freqs[inside]
             df = len(slots)
             if not df:
                 continue
-            idf = math.log((self._n_rows - df + 0.5) / (df + 0.5))
-            if idf <= 0.0:
-                idf = 1e-6
-            f = freqs.astype(np.float64)
-            score[slots] += idf * ((f * (K1 + 1.0)) / (f + norm[slots]))
+            row_norm = length_norm(self._lengths[slots], mean) if scoped else norm[slots]
+            score[slots] += phrase_scores(freqs, row_norm, idf(n_rows, df))
             matched[slots] = True
-        matched &= self.in_scope(agent_id, workspace_hash)
+        if not scoped:
+            matched &= self.in_scope(None, None)
         hits = np.flatnonzero(matched)
         return Ranking(rows.vids[hits], rows.entities[hits], score[hits])
 

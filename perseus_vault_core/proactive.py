@@ -1,4 +1,4 @@
-"""Proactive recall (SPEC 5.6): ``recall_when`` triggers matched against a context, and ``prepare``.
+"""Proactive recall: ``recall_when`` triggers matched against a context, and ``prepare``.
 
 An entity's ``recall_when`` phrases say when it should come back unasked ("choosing a
 database", "editing the audit-chain module"). ``recall_when(context)`` scores each visible
@@ -11,6 +11,11 @@ entity by its best-matching phrase:
   context, by stem; at least two-thirds of them, and at least two when the phrase has two or more;
 - ``meaning`` (0.7 x cosine): when the vault has vectors and an embedder, the cosine between the
   context's embedding and the phrase's, if at least ``min_similarity`` (default 0.6).
+
+Words are matched against the context's last ``MAX_CONTEXT_TOKENS`` tokens (its most recent part):
+the context is tokenized and indexed once (stem -> places), each distinct phrase is analysed once,
+and a phrase is looked for only where its rarest word occurs, so a long context and many phrases
+cost at most phrases x that many places.
 
 Phrases are embedded once per model and kept in the file (``trigger_vectors``), so a fresh process
 embeds only the context. Results are ranked by score, then id; scope and the other filters apply
@@ -25,7 +30,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -37,6 +43,9 @@ from .query import STOPWORDS, tokenize
 
 PHRASE, TERMS, MEANING = 1.0, 0.75, 0.7
 LINE_CHARS = 400
+# Words are matched in the context's most recent tokens only: a 32,768-character context holds about
+# 6,000, and every trigger phrase of every visible memory is looked for in them.
+MAX_CONTEXT_TOKENS = 2_048
 
 
 @dataclass(frozen=True)
@@ -49,32 +58,51 @@ class Match:
 
 @dataclass(frozen=True)
 class Context:
-    """A context, tokenized once: its stem sequence and its set of content stems."""
+    """A context, tokenized once: its stem sequence (the last ``MAX_CONTEXT_TOKENS`` tokens), its set of
+    content stems, and where each stem occurs in the sequence."""
 
     sequence: tuple[str, ...]
     content: frozenset[str]
+    positions: dict[str, tuple[int, ...]] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        where: dict[str, list[int]] = {}
+        for i, s in enumerate(self.sequence):
+            where.setdefault(s, []).append(i)
+        object.__setattr__(self, "positions", {s: tuple(places) for s, places in where.items()})
 
     @staticmethod
     def of(text: str) -> Context:
-        tokens = tokenize(text)
-        return Context(tuple(stem(t) for t in tokens), frozenset(stem(t) for t in tokens if t not in STOPWORDS))
+        tokens = tokenize(text)[-MAX_CONTEXT_TOKENS:]
+        sequence = tuple(stem(t) for t in tokens)
+        return Context(sequence, frozenset(s for t, s in zip(tokens, sequence) if t not in STOPWORDS))
 
 
-def _contains(sequence: tuple[str, ...], part: list[str]) -> bool:
+@lru_cache(maxsize=4096)
+def _analysed(phrase: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """A trigger phrase's stems in order, and its distinct content stems (stopwords aside). Pure."""
+    tokens = tokenize(phrase)
+    return tuple(stem(t) for t in tokens), tuple(dict.fromkeys(stem(t) for t in tokens if t not in STOPWORDS))
+
+
+def _contains(context: Context, part: tuple[str, ...]) -> bool:
+    """Whether ``part`` occurs in the context's sequence as consecutive stems; only the places of its
+    rarest stem are tried, so a phrase costs at most as many comparisons as that stem occurs."""
     n = len(part)
-    if n == 0 or n > len(sequence):
+    if n == 0 or n > len(context.sequence):
         return False
-    first = part[0]
-    return any(sequence[i] == first and list(sequence[i : i + n]) == part for i in range(len(sequence) - n + 1))
+    places = [context.positions.get(s, ()) for s in part]
+    k = min(range(n), key=lambda j: len(places[j]))
+    sequence = context.sequence
+    return any(sequence[i - k : i - k + n] == part for i in places[k] if i >= k)
 
 
 def lexical(phrase: str, context: Context) -> tuple[float, str] | None:
     """How ``phrase`` matches ``context`` by words: (score, kind), or None. Pure."""
-    tokens = tokenize(phrase)
-    content = list(dict.fromkeys(stem(t) for t in tokens if t not in STOPWORDS))
+    stems, content = _analysed(phrase)
     if not content:  # stopwords never match on their own
         return None
-    if _contains(context.sequence, [stem(t) for t in tokens]):
+    if _contains(context, stems):
         return PHRASE, "phrase"
     found = sum(1 for s in content if s in context.content)
     coverage = found / len(content)
@@ -100,10 +128,13 @@ def match(
 
     ``similarity``: cosine of the context to each phrase, when meaning is used."""
     out = []
+    by_words: dict[str, tuple[float, str] | None] = {}  # a phrase many memories share is matched once
     for row in rows:
         best: Match | None = None
         for phrase in json.loads(row["recall_when"]):
-            found = lexical(phrase, context)
+            if phrase not in by_words:
+                by_words[phrase] = lexical(phrase, context)
+            found = by_words[phrase]
             if similarity is not None and phrase in similarity and similarity[phrase] >= min_similarity:
                 meaning = (round(MEANING * similarity[phrase], 6), "meaning")
                 if found is None or meaning[0] > found[0]:

@@ -46,7 +46,19 @@ def compare_paths(vault: Vault, queries: list[str], **kw: object) -> None:
         vault._keyword_index = index
     for q, a, b in zip(queries, fast, slow):
         assert [i for i, _ in a] == [i for i, _ in b], q
-        assert [s for _, s in a] == pytest.approx([s for _, s in b], rel=1e-12, abs=0), q
+        if "agent_id" in kw or "workspace_hash" in kw:
+            assert a == b, q  # scoped: both paths score with the same arithmetic, to the last bit
+        else:
+            assert [s for _, s in a] == pytest.approx([s for _, s in b], rel=1e-12, abs=0), q
+
+
+SCOPES: list[dict[str, object]] = [{"agent_id": "a"}, {"workspace_hash": "w1"}, {"agent_id": "b", "workspace_hash": "w2"}]
+
+
+def compare_scoped(vault: Vault, rng: random.Random, n: int = 10) -> None:
+    for scope in SCOPES:
+        compare_paths(vault, queries(rng, n), **scope)
+        compare_paths(vault, queries(rng, n // 2), include_archived=True, **scope)
 
 
 @pytest.fixture
@@ -55,7 +67,7 @@ def corpus(vault: Vault, clock: Clock) -> random.Random:
     vault.remember_many(
         {"category": rng.choice(["fact", "decision"]), "key": f"k{i}", "content": sentence(rng, rng.randint(3, 30)),
          "summary": sentence(rng, 4) if rng.random() < 0.3 else None, "topic_path": rng.choice(["ops", "db/core", None]),
-         "agent_id": rng.choice(["a", "b", None])}
+         "agent_id": rng.choice(["a", "b", None]), "workspace_hash": rng.choice(["w1", "w2", None])}
         for i in range(400)
     )
     return rng
@@ -68,7 +80,7 @@ def queries(rng: random.Random, n: int = 60) -> list[str]:
 def test_same_ids_and_scores_as_fts5(vault: Vault, corpus: random.Random) -> None:
     assert vault.wait_for_keyword_index()
     compare_paths(vault, queries(corpus))
-    compare_paths(vault, queries(corpus, 20), agent_id="a")
+    compare_scoped(vault, corpus)
     compare_paths(vault, queries(corpus, 20), category="decision", topic_path="db")
 
 
@@ -97,6 +109,7 @@ def test_follows_updates_archives_and_purges(vault: Vault, corpus: random.Random
                 if action > 0.9:
                     vault.purge(found[0].id)
     compare_paths(vault, queries(rng))
+    compare_scoped(vault, rng)  # archived heads still count in their scope's statistics, purged ones no more
     index = vault._keyword_index
     assert index is not None and fts5_totals(vault._conn()) == (index._n_rows, index._n_tokens)
 
@@ -186,3 +199,4 @@ def test_recall_right_after_writes_stays_exact(vault: Vault, corpus: random.Rand
         clock.advance(5)
         vault.remember("fact", f"k{i}", sentence(corpus, 12))
         compare_paths(vault, queries(corpus, 3))
+        compare_paths(vault, queries(corpus, 2), **SCOPES[i % 3])

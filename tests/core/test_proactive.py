@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -9,8 +11,10 @@ from typing import Any
 
 import pytest
 
-from perseus_vault_core import InvalidInput, NotSupported, Vault
-from perseus_vault_core.proactive import Context, block, lexical
+from perseus_vault_core import InvalidInput, NotSupported, Vault, proactive
+from perseus_vault_core.porter import stem
+from perseus_vault_core.proactive import MAX_CONTEXT_TOKENS, Context, block, lexical, match
+from perseus_vault_core.query import STOPWORDS, tokenize
 
 from ..conftest import Clock, FakeEmbedder
 
@@ -37,6 +41,86 @@ def test_lexical_matching_rules() -> None:
     assert lexical("the", ctx) is None  # stopwords never match on their own
     assert lexical("this morning", ctx) == (1.0, "phrase")
     assert lexical("!!!", ctx) is None
+
+
+# --- bounded matching ------------------------------------------------------------------------------
+
+VOCABULARY = "deploy deploying the audit chain module modules database choosing alice meeting planning of a".split()
+
+
+def _reference(rows: list[dict[str, Any]], text: str) -> list[tuple[int, float, str, str]]:
+    """The straightforward algorithm: every phrase re-tokenized and slid along the whole token list."""
+    tokens = tokenize(text)
+    sequence = [stem(t) for t in tokens]
+    content = {stem(t) for t in tokens if t not in STOPWORDS}
+    out = []
+    for row in rows:
+        best = None
+        for phrase in json.loads(row["recall_when"]):
+            words = tokenize(phrase)
+            part = [stem(t) for t in words]
+            distinct = list(dict.fromkeys(stem(t) for t in words if t not in STOPWORDS))
+            if not distinct:
+                continue
+            found: tuple[float, str] | None = None
+            if any(sequence[i : i + len(part)] == part for i in range(len(sequence) - len(part) + 1)):
+                found = (1.0, "phrase")
+            else:
+                hits = sum(1 for st in distinct if st in content)
+                if hits / len(distinct) >= 2 / 3 and hits >= min(2, len(distinct)):
+                    found = (round(0.75 * hits / len(distinct), 6), "terms")
+            if found is not None and (best is None or found[0] > best[1]):
+                best = (row["id"], found[0], phrase, found[1])
+        if best is not None:
+            out.append(best)
+    return sorted(out, key=lambda m: (-m[1], m[0]))
+
+
+def _rows(rng: random.Random, n: int) -> list[dict[str, Any]]:
+    return [{"id": i, "recall_when": json.dumps([" ".join(rng.choices(VOCABULARY, k=rng.randint(1, 5)))
+                                                  for _ in range(rng.randint(1, 32))])} for i in range(n)]
+
+
+def _matched(rows: list[dict[str, Any]], text: str) -> list[tuple[int, float, str, str]]:
+    return [(m.entity_id, m.score, m.trigger, m.kind) for m in match(rows, Context.of(text), None, 0.6)]
+
+
+def test_matching_is_the_straightforward_algorithm() -> None:
+    rng = random.Random(3)
+    for _ in range(20):  # contexts within the cap: exactly the straightforward answer
+        rows = _rows(rng, 30)
+        text = " ".join(rng.choices(VOCABULARY, k=rng.randint(0, 60)))
+        assert _matched(rows, text) == _reference(rows, text)
+
+
+def test_a_hostile_context_is_matched_on_its_most_recent_tokens() -> None:
+    """A maximal context (32,768 characters, about 5,000 tokens) against many phrases: the answer is
+    the straightforward algorithm's on the context's last MAX_CONTEXT_TOKENS tokens."""
+    rng = random.Random(4)
+    rows = _rows(rng, 40) + [{"id": 1000, "recall_when": json.dumps(["zebra crossing"])},
+                             {"id": 1001, "recall_when": json.dumps(["final words"])}]
+    text = "zebra crossing " + " ".join(rng.choices(VOCABULARY, k=6000))
+    text = text[:32_768 - len(" final words")] + " final words"
+    tail = " ".join(tokenize(text)[-MAX_CONTEXT_TOKENS:])
+    got = _matched(rows, text)
+    assert got == _reference(rows, tail) and len(got) > 20
+    assert 1001 in [m[0] for m in got] and 1000 not in [m[0] for m in got]  # too early in the context
+
+
+def test_context_and_phrases_are_analysed_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    stems, tokenized = [], []
+    monkeypatch.setattr(proactive, "stem", lambda t: stems.append(t) or stem(t))
+    monkeypatch.setattr(proactive, "tokenize", lambda t: tokenized.append(t) or tokenize(t))
+    text = " ".join(["deploying the audit chain"] * 4000)  # 16,000 tokens
+    context = Context.of(text)
+    assert len(stems) == len(context.sequence) == MAX_CONTEXT_TOKENS  # only the most recent are examined
+    assert context.sequence == tuple(stem(t) for t in tokenize(text)[-MAX_CONTEXT_TOKENS:])
+    proactive._analysed.cache_clear()
+    shared = json.dumps(["editing the audit chain", "deploying the module", "the"])
+    rows = [{"id": i, "recall_when": shared} for i in range(300)]
+    tokenized.clear()
+    found = match(rows, context, None, 0.6)
+    assert len(found) == 300 and len(tokenized) == 3  # three phrases, each tokenized once
 
 
 def test_triggers_match_inflected_forms(vault: Vault) -> None:

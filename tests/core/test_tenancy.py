@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import io
 import json
+import random
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 
-from perseus_vault_core import InvalidInput, NotFound, Vault
+from perseus_vault_core import InvalidInput, NotFound, Vault, keyword
 
 from ..conftest import DAY_MS, T0, Clock
 
@@ -145,6 +146,66 @@ def test_omitted_scope_filters_mean_no_filter(vault: Vault, world: World) -> Non
     assert {i.id for i in vault.recall("", limit=1000).items} == everything
     assert {i.id for i in vault.recall("sqlite storage", limit=1000).items} == everything
     assert {e.id for e in vault.scan(limit=1000).items} == everything
+
+
+# --- keyword statistics ----------------------------------------------------------------------
+
+ALICE_WORDS = "billing ledger postgres replica backup restore cache latency deploy rollback queue worker".split()
+KEYWORD_QUERIES = ["billing ledger", "postgres replica backup", "cache latency deploy rollback", "queue"]
+
+
+@pytest.mark.parametrize("scope_kw", [{"agent_id": "alice"}, {"workspace_hash": "ws-a"},
+                                      {"agent_id": "alice", "workspace_hash": "ws-a"}], ids=["agent", "workspace", "both"])
+@pytest.mark.parametrize("mode", ["fts5", "hybrid"])
+@pytest.mark.parametrize("path", ["sql", "in-memory"])
+def test_other_tenants_writes_never_move_a_tenants_keyword_scores(
+    dense_vault: Vault, clock: Clock, monkeypatch: pytest.MonkeyPatch, path: str, mode: str, scope_kw: dict[str, str]
+) -> None:
+    """BM25's statistics are the scope's own: bob writing 100 memories, with and without alice's
+    words, changes neither the scores nor the order of alice's answers, now or at a past instant.
+    Unscoped answers do move (their statistics are the whole store's), so the writes had bite."""
+    vault, rng = dense_vault, random.Random(7)
+    alice = {"agent_id": "alice", "workspace_hash": "ws-a"}
+    bob = {"agent_id": "bob", "workspace_hash": "ws-b"}
+    vault.remember_many({"category": "note", "key": f"n{i}", "content": " ".join(rng.choices(ALICE_WORDS, k=rng.randint(3, 15))),
+                         **alice} for i in range(40))
+    for i in range(0, 40, 8):  # alice's own history, for the point in time
+        vault.remember("note", f"n{i}", " ".join(rng.choices(ALICE_WORDS, k=6)), **alice)
+    vault.remember_many({"category": "note", "key": f"b{i}", "content": "zebra quokka ledger", **bob} for i in range(5))
+    clock.advance(1000)
+    checkpoint = clock.now
+    clock.advance(1000)
+    if path == "sql":
+        vault._keyword_index = vault._vector_index = None
+    else:
+        assert vault.wait_for_keyword_index() and vault.wait_for_vector_index()
+    calls = {"n": 0}
+    scored = keyword.scoped_search
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        calls["n"] += 1
+        return scored(*args, **kwargs)
+
+    monkeypatch.setattr(keyword, "scoped_search", counting)
+
+    def answers(**filters: Any) -> list[list[tuple[int, float, dict[str, int]]]]:
+        return [[(i.id, i.score, i.ranks) for i in vault.recall(q, mode=mode, limit=20, reinforce=False, **filters).items]
+                for q in KEYWORD_QUERIES]
+
+    before = answers(**scope_kw)
+    assert calls["n"] == (len(KEYWORD_QUERIES) if path == "sql" else 0)  # the in-memory index answered
+    before_then = answers(as_of_unix_ms=checkpoint, **scope_kw)
+    unscoped = answers()
+    assert all(before) and all(before_then)
+    vault.remember_many({"category": "note", "key": f"bob{i}", "content": " ".join(
+        rng.choices(ALICE_WORDS[:4] if i % 2 else ["zebra", "quokka", "narwhal", "ocelot"], k=rng.randint(2, 12))), **bob}
+        for i in range(100))
+    for i in range(0, 100, 10):
+        vault.remember("note", f"bob{i}", "ledger ledger billing postgres", **bob)
+    vault.forget(vault.recall("ledger", limit=1, reinforce=False, **bob).items[0].id, **bob)
+    assert answers(**scope_kw) == before
+    assert answers(as_of_unix_ms=checkpoint, **scope_kw) == before_then
+    assert answers() != unscoped
 
 
 # --- scan --------------------------------------------------------------------------------------
