@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import socket
 import subprocess
 import sys
@@ -66,9 +67,10 @@ def run(n: int = 10_000, n_queries: int = 200) -> dict[str, Any]:
 
         stdio_times = anyio.run(stdio)
         out["stdio_ms"], out["stdio_over_engine_ms"] = stdio_times["round_trip"], stdio_times["over_engine"]
-        port, token = _free_port(), "bench-token"
+        port, token = _free_port(), secrets.token_urlsafe(24)
         proc = subprocess.Popen([sys.executable, "-m", "perseus_vault_core.cli", "serve", "--db", db, "--http",
-                                 f"127.0.0.1:{port}", "--token", token], env=env, stderr=subprocess.DEVNULL)
+                                 f"127.0.0.1:{port}"], env=dict(env, PERSEUS_VAULT_HTTP_TOKEN=token),
+                                stderr=subprocess.DEVNULL)
         try:
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline:

@@ -176,18 +176,39 @@ def cmd_serve(vault: Vault, args: argparse.Namespace) -> None:
     if args.tools:  # the tool profile; an unknown one is refused before serving
         mcp_server.served(args.tools, {})
         os.environ[mcp_server.TOOLS_ENV] = args.tools
+    if args.http is None and args.token_file is not None:
+        raise VaultError("--token-file: a token is for HTTP; add --http HOST:PORT")
+    address, token = None, None
+    if args.http is not None:  # checked before the indexes start building in the background
+        address, token = _http_address(args.http), mcp_http.resolve_token(args.token_file)
     # A server is long-lived: build the in-memory indexes now, in the background (SQL answers meanwhile).
     vault.wait_for_keyword_index(timeout=0)
     vault.wait_for_vector_index(timeout=0)
-    if args.http is None:
+    if address is None:
         mcp_server.serve_stdio(vault, **scope)
         return
-    host, _, port = args.http.rpartition(":")
-    if not port.isdigit():
-        raise VaultError(f"--http: expected HOST:PORT, got {args.http!r}")
-    token = args.token or os.environ.get(mcp_http.TOKEN_ENV)
-    print(f"perseus-vault: MCP over streamable HTTP at http://{host or '127.0.0.1'}:{port}/mcp", file=sys.stderr, flush=True)
-    mcp_http.serve_http(vault, host or "127.0.0.1", int(port), token, **scope)
+    host, port = address
+    print(f"perseus-vault: MCP over streamable HTTP at http://{host}:{port}/mcp", file=sys.stderr, flush=True)
+    mcp_http.serve_http(vault, host, port, token, **scope)
+
+
+def _http_address(text: str) -> tuple[str, int]:
+    """``HOST:PORT`` (an IPv6 host in brackets, ``[::1]:8765``; no host means 127.0.0.1)."""
+    host, _, port = text.rpartition(":")
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        raise VaultError(f"--http: expected HOST:PORT with a port from 1 to 65535, got {text!r}")
+    if ":" in host and not (host.startswith("[") and host.endswith("]")):
+        raise VaultError(f"--http: write an IPv6 address in brackets, e.g. [::1]:{port}, got {text!r}")
+    return host or "127.0.0.1", int(port)
+
+
+class _TokenOnCommandLine(argparse.Action):
+    """``--token`` is gone: any user on the machine can read a process's arguments (``ps``)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        parser.error("--token is no longer accepted, since the command line is visible to every user (ps); "
+                     "set PERSEUS_VAULT_HTTP_TOKEN, or put the token in a file and pass --token-file PATH")
 
 
 def cmd_link(vault: Vault, args: argparse.Namespace) -> None:
@@ -558,7 +579,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(creates=True)
     p.add_argument("--tools", help="tool profile: core (default), all, or a comma-separated list of verbs")
     p.add_argument("--http", metavar="HOST:PORT", help="streamable HTTP instead of stdio (loopback by default)")
-    p.add_argument("--token", help="bearer token HTTP clients must send (or $PERSEUS_VAULT_HTTP_TOKEN)")
+    p.add_argument("--token-file", dest="token_file", metavar="PATH",
+                   help="file holding the bearer token HTTP clients must send (default: $PERSEUS_VAULT_HTTP_TOKEN, "
+                        "or the file $PERSEUS_VAULT_HTTP_TOKEN_FILE names)")
+    p.add_argument("--token", action=_TokenOnCommandLine, help=argparse.SUPPRESS)
     p.add_argument("--agent", help="bind the server to this agent_id (no argument can escape it)")
     p.add_argument("--workspace", help="bind the server to this workspace_hash")
     p.set_defaults(func=cmd_serve)

@@ -1,20 +1,50 @@
-"""The MCP server over streamable HTTP (path ``/mcp``).
+"""The MCP server over streamable HTTP (path ``/mcp``), hardened as if every client were hostile.
 
-It binds to loopback unless told otherwise and, bound anywhere else, refuses to start without a
-bearer token; with a token, every request must carry it (compared in constant time).
+- **Token.** Bound anywhere but loopback, the server refuses to start without a bearer token; with a
+  token, every request must carry it (compared in constant time). The token comes from the
+  environment or a file, never the command line (where ``ps`` shows it), and is at least
+  ``MIN_TOKEN_CHARS`` long.
+- **DNS rebinding.** Bound to any loopback address, the Host header must name a loopback host with
+  the server's port, and an Origin header must be that same origin: a web page whose name an
+  attacker re-points at 127.0.0.1 cannot talk to the server through the victim's browser.
+- **Size.** A request body over ``MAX_MESSAGE_BYTES`` (shared with stdio) is answered 413 unread.
+- **Stalls.** uvicorn closes an idle keep-alive connection but sets no deadline before a request's
+  headers are complete, nor while its body trickles in; ``DeadlineH11Protocol`` adds both, so a
+  client cannot hold connections open by sending nothing, or a byte now and then.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import ipaddress
+import os
+import stat
 from typing import Any
 
-from perseus_vault_core import Vault
+import h11
+import uvicorn
+from mcp.server.transport_security import TransportSecuritySettings
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from perseus_vault_core import SetupError, Vault
 
 from .mcp_server import build_server
+from .mcp_stdio import max_message_bytes
 
 TOKEN_ENV = "PERSEUS_VAULT_HTTP_TOKEN"
+TOKEN_FILE_ENV = "PERSEUS_VAULT_HTTP_TOKEN_FILE"
+# 16 characters of a random URL-safe token are 96 bits: out of reach of guessing over the network.
+# Shorter tokens are refused, since they are most likely a word someone typed.
+MIN_TOKEN_CHARS = 16
+
+# Deadlines for a client that stalls (seconds). A response in progress has none: a tool call may
+# run long, and an open SSE stream of a live session may stay open for hours.
+HEADERS_TIMEOUT_S = 10.0  # a request's headers complete, from the connection's opening or the last response
+BODY_TIMEOUT_S = 10.0  # the longest pause while a request body arrives
+KEEP_ALIVE_TIMEOUT_S = 5  # an idle connection between requests (uvicorn's own timer)
+
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 
 
 def is_loopback(host: str) -> bool:
@@ -24,6 +54,67 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+def check_token(token: str, source: str) -> str:
+    """A usable bearer token: long enough not to be guessed, and printable ASCII (it travels in a header)."""
+    if len(token) < MIN_TOKEN_CHARS:
+        raise SetupError(f"{source}: the bearer token has {len(token)} characters, at least {MIN_TOKEN_CHARS} "
+                         "are needed (make one with: python -c 'import secrets; print(secrets.token_urlsafe(32))')")
+    if not all("!" <= c <= "~" for c in token):
+        raise SetupError(f"{source}: the bearer token must be printable ASCII without spaces")
+    return token
+
+
+def read_token_file(path: str, source: str) -> str:
+    """The token held in the file at ``path`` (one trailing newline dropped); refused when others can read it."""
+    try:
+        info = os.stat(path)
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SetupError(f"{source}: cannot read the token file {path!r} ({exc})") from None
+    if os.name == "posix" and info.st_mode & stat.S_IRWXO:
+        raise SetupError(f"{source}: the token file {path!r} is accessible to other users; "
+                         f"restrict it with `chmod 600 {path}` (or 640)")
+    if text.endswith("\n"):
+        text = text[:-2] if text.endswith("\r\n") else text[:-1]
+    return check_token(text, source)
+
+
+def resolve_token(token_file: str | None = None) -> str | None:
+    """The bearer token: from ``token_file`` when given, else ``PERSEUS_VAULT_HTTP_TOKEN`` or the file
+    ``PERSEUS_VAULT_HTTP_TOKEN_FILE`` names; ``None`` when none is configured. A variable that is set
+    but empty is refused, not read as "no token": it is most likely a secret that failed to arrive."""
+    if token_file is not None:
+        return read_token_file(token_file, "--token-file")
+    value, file = os.environ.get(TOKEN_ENV), os.environ.get(TOKEN_FILE_ENV)
+    if value is not None and file:
+        raise SetupError(f"both {TOKEN_ENV} and {TOKEN_FILE_ENV} are set; set only one")
+    if file:
+        return read_token_file(file, TOKEN_FILE_ENV)
+    return None if value is None else check_token(value, TOKEN_ENV)
+
+
+def transport_security(host: str, port: int) -> TransportSecuritySettings:
+    """The SDK's Host/Origin check for a server bound to ``host``:``port``.
+
+    The SDK turns it on by itself only for a host spelled exactly ``127.0.0.1``, ``localhost`` or
+    ``::1``, and then for any port; here it holds for every loopback address, for this port only.
+    Off loopback the check stays off: clients reach such a server under names we cannot know, and
+    the required token is what keeps a browser out.
+    """
+    if not is_loopback(host):
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    names = set(LOOPBACK_NAMES)
+    bare = host.strip("[]")
+    if bare not in ("", "localhost"):
+        address = ipaddress.ip_address(bare)
+        for spelling in {bare, address.compressed}:
+            names.add(f"[{spelling}]" if address.version == 6 else spelling)
+    hosts = sorted(f"{name}:{port}" for name in names) + (sorted(names) if port == 80 else [])
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts,
+                                     allowed_origins=[f"http://{h}" for h in hosts])
 
 
 class BearerAuth:
@@ -43,24 +134,88 @@ class BearerAuth:
         await self.app(scope, receive, send)
 
 
-def http_app(vault: Vault, host: str, token: str | None, *, agent_id: str | None = None,
+class DeadlineH11Protocol(H11Protocol):
+    """uvicorn's HTTP/1.1 protocol with deadlines on the client's side of each exchange.
+
+    While the server waits for a request's headers, they must be complete within
+    ``HEADERS_TIMEOUT_S`` of the wait's start (bytes trickling in do not extend it); while it
+    reads a body, the client may pause at most ``BODY_TIMEOUT_S``. Past either, the connection is
+    closed. Once a request is whole, nothing here limits the response.
+    """
+
+    _deadline: asyncio.TimerHandle | None = None
+    _waiting_for: object = None  # h11.IDLE (headers) or h11.SEND_BODY
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._watch()
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        self._watch()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self._watch()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._clear()
+        super().connection_lost(exc)
+
+    def _watch(self) -> None:
+        state = self.conn.their_state
+        if self.transport.is_closing() or self.transport.get_protocol() is not self:
+            self._clear()
+        elif state is h11.IDLE:
+            if self._waiting_for is not h11.IDLE:  # a new wait for headers: its deadline starts now
+                self._arm(h11.IDLE, HEADERS_TIMEOUT_S)
+        elif state is h11.SEND_BODY:
+            self._arm(h11.SEND_BODY, BODY_TIMEOUT_S)  # every read restarts the allowed pause
+        else:
+            self._clear()
+
+    def _arm(self, waiting_for: object, seconds: float) -> None:
+        self._clear()
+        self._waiting_for = waiting_for
+        self._deadline = self.loop.call_later(seconds, self._expire)
+
+    def _clear(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+        self._deadline = self._waiting_for = None
+
+    def _expire(self) -> None:
+        self._deadline = None
+        if self.flow.read_paused and self._waiting_for is h11.SEND_BODY:
+            # We stopped reading (the app has not taken the body yet), not the client: wait on.
+            self._deadline = self.loop.call_later(BODY_TIMEOUT_S, self._expire)
+            return
+        self._waiting_for = None
+        if not self.transport.is_closing():
+            self.transport.close()
+
+
+def http_app(vault: Vault, host: str, port: int, token: str | None, *, agent_id: str | None = None,
              workspace_hash: str | None = None) -> Any:
-    """The streamable-HTTP app (path ``/mcp``) over one open vault, behind the token check."""
-    from perseus_vault_core import SetupError
-
-    if not is_loopback(host) and not token:
-        raise SetupError(f"refusing to serve on {host} without a bearer token (set {TOKEN_ENV} or pass --token)")
+    """The streamable-HTTP app (path ``/mcp``) for a server at ``host``:``port``, behind the token check."""
+    if token is not None:
+        check_token(token, "token")
+    elif not is_loopback(host):
+        raise SetupError(f"refusing to serve on {host} without a bearer token "
+                         f"(set {TOKEN_ENV}, or {TOKEN_FILE_ENV} or --token-file to a file holding it)")
     server = build_server(vault=vault, agent_id=agent_id, workspace_hash=workspace_hash)
-    from mcp.server.transport_security import TransportSecuritySettings
-
-    security = None if is_loopback(host) else TransportSecuritySettings(enable_dns_rebinding_protection=False)
-    app = server.streamable_http_app(host=host, transport_security=security)
+    app = server.streamable_http_app(host=host, transport_security=transport_security(host, port),
+                                     max_request_body_size=max_message_bytes())
     return BearerAuth(app, token) if token else app
+
+
+def server_config(app: Any, host: str, port: int) -> uvicorn.Config:
+    """uvicorn's settings for ``app``: the stall deadlines, and no WebSocket upgrades (MCP uses none)."""
+    return uvicorn.Config(app, host=host.strip("[]") or "127.0.0.1", port=port, http=DeadlineH11Protocol,
+                          ws="none", timeout_keep_alive=KEEP_ALIVE_TIMEOUT_S, log_level="warning", lifespan="on")
 
 
 def serve_http(vault: Vault, host: str, port: int, token: str | None, *, agent_id: str | None = None,
                workspace_hash: str | None = None) -> None:
-    import uvicorn
-
-    app = http_app(vault, host, token, agent_id=agent_id, workspace_hash=workspace_hash)
-    uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")).run()
+    app = http_app(vault, host, port, token, agent_id=agent_id, workspace_hash=workspace_hash)
+    uvicorn.Server(server_config(app, host, port)).run()

@@ -24,6 +24,6 @@ cat <<JSON
     }
   }
 }
-== or connect over streamable HTTP: http://$ADDR/mcp  (serving now; Ctrl-C to stop)
+== or connect over streamable HTTP: http://$ADDR/mcp${PERSEUS_VAULT_HTTP_TOKEN:+ with the header Authorization: Bearer \$PERSEUS_VAULT_HTTP_TOKEN}  (serving now; Ctrl-C to stop)
 JSON
 exec .venv/bin/perseus-vault serve --db "$DB" --http "$ADDR"

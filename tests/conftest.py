@@ -147,16 +147,16 @@ def shared_data(collection: str, *more: str) -> Path:
     unavailable("data", reason)  # outside the except: the report is the one line, not a chain
 
 
-def wait_for_port(port: int, proc: "subprocess.Popen[bytes]", timeout: float = 60.0) -> None:
-    """Wait until a server process listens on loopback ``port``; fail at once, with its stderr,
-    if it exits first (a server that cannot start should not cost the whole timeout)."""
+def wait_for_port(port: int, proc: "subprocess.Popen[bytes]", timeout: float = 60.0, host: str = "127.0.0.1") -> None:
+    """Wait until a server process listens on ``host`` (loopback), ``port``; fail at once, with its
+    stderr, if it exits first (a server that cannot start should not cost the whole timeout)."""
     import socket
     import time
 
     deadline = time.monotonic() + timeout
     while True:
         try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            socket.create_connection((host, port), timeout=0.2).close()
             return
         except OSError:
             if proc.poll() is not None or time.monotonic() > deadline:

@@ -193,9 +193,9 @@ def _free_port() -> int:
 
 @pytest.fixture
 def http_server(tmp_path: Path) -> Iterator[tuple[str, str, str]]:
-    port, token, db = _free_port(), "s3cret-token", str(tmp_path / "http.db")
+    port, token, db = _free_port(), "s3cret-token-0123456789", str(tmp_path / "http.db")
     proc = subprocess.Popen([sys.executable, "-m", "perseus_vault_core.cli", "serve", "--db", db, "--http",
-                             f"127.0.0.1:{port}", "--token", token], env=_env(), stderr=subprocess.PIPE)
+                             f"127.0.0.1:{port}"], env=dict(_env(), PERSEUS_VAULT_HTTP_TOKEN=token), stderr=subprocess.PIPE)
     try:
         wait_for_port(port, proc)
         yield f"http://127.0.0.1:{port}/mcp", token, db
@@ -232,9 +232,12 @@ def test_http_with_a_token_and_concurrent_clients(http_server: tuple[str, str, s
 
 def test_http_elsewhere_than_loopback_needs_a_token(vault: Vault) -> None:
     with pytest.raises(SetupError, match="token"):
-        http_app(vault, "0.0.0.0", None)
-    assert http_app(vault, "0.0.0.0", "t") is not None
-    assert http_app(vault, "127.0.0.1", None) is not None
+        http_app(vault, "0.0.0.0", 8765, None)
+    for short in ("", "t", "x" * 15):  # refused on loopback too: a token set is a token meant to protect
+        with pytest.raises(SetupError, match="at least 16"):
+            http_app(vault, "127.0.0.1", 8765, short)
+    assert http_app(vault, "0.0.0.0", 8765, "t" * 16) is not None
+    assert http_app(vault, "127.0.0.1", 8765, None) is not None
 
 
 def test_the_tool_reference_in_the_docs_is_current() -> None:

@@ -44,22 +44,20 @@ def write_batches(db: str, writer: str, first: int, size: int, seconds: float) -
     print("done", flush=True)
 
 
-def serve(db: str, port: int, token: str, agent_id: str | None) -> None:
+def serve(db: str, port: int, agent_id: str | None) -> None:
     """One streamable-HTTP MCP server over ``db`` that embeds with the fake embedder, so its writes
-    carry vectors like the engine writers' (the CLI's ``serve`` would load the real model)."""
-    import uvicorn
-
-    from perseus_vault_integrations.mcp_http import http_app
+    carry vectors like the engine writers' (the CLI's ``serve`` would load the real model). The
+    token comes from the environment, as the CLI's does."""
+    from perseus_vault_integrations.mcp_http import resolve_token, serve_http
 
     with Vault(db, embedder=FakeEmbedder()) as vault:
-        app = http_app(vault, "127.0.0.1", token, agent_id=agent_id)
-        uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")).run()
+        serve_http(vault, "127.0.0.1", port, resolve_token(), agent_id=agent_id)
 
 
 def main(argv: list[str]) -> None:
     if argv[0] == "serve":
-        _, db, port, token, *agent = argv
-        serve(db, int(port), token, agent[0] if agent else None)
+        _, db, port, *agent = argv
+        serve(db, int(port), agent[0] if agent else None)
         return
     command, db, writer, first, size, seconds = argv
     if command != "batches":

@@ -32,9 +32,9 @@ def start_server() -> Iterator[StartServer]:
 
     def start(db: Path, agent_id: str | None = None) -> str:
         port = _free_port()
-        args = [sys.executable, "-m", "tests.reliability._workers", "serve", str(db), str(port), TOKEN]
-        proc = subprocess.Popen(args + ([agent_id] if agent_id else []), cwd=ROOT,
-                                env=dict(os.environ, PERSEUS_VAULT_EMBEDDER="none"), stderr=subprocess.PIPE)
+        args = [sys.executable, "-m", "tests.reliability._workers", "serve", str(db), str(port)]
+        env = dict(os.environ, PERSEUS_VAULT_EMBEDDER="none", PERSEUS_VAULT_HTTP_TOKEN=TOKEN)
+        proc = subprocess.Popen(args + ([agent_id] if agent_id else []), cwd=ROOT, env=env, stderr=subprocess.PIPE)
         procs.append(proc)
         wait_for_port(port, proc)
         return f"http://127.0.0.1:{port}/mcp"

@@ -1,9 +1,12 @@
-"""The HTTP server (docs/mcp.md): no remote binding without a token, a constant-time token check, a request
-size limit, and no stack trace or source path in any response, whatever a client sends.
+"""The HTTP server, probed as an attacker would: no remote binding without a token, a token never on
+the command line and never short, a constant-time token check, Host and Origin checked on every
+loopback address (DNS rebinding), a request size limit, stalled connections closed, and no stack
+trace or source path in any response, whatever a client sends.
 
-A real server process on loopback (see ``conftest.start_server``), spoken to with raw HTTP so that
-malformed requests reach it as sent. ``tests/integrations/test_mcp_server.py`` covers the happy
-path, the 401 for a missing or wrong token and ``http_app``'s refusal to bind remotely without one.
+Real server processes on loopback (``conftest.start_server``, or ``perseus-vault serve`` itself),
+spoken to with raw HTTP so that malformed and stalled requests reach them as sent.
+``tests/integrations/test_mcp_server.py`` covers the happy path, the 401 for a missing or wrong token
+and ``http_app``'s refusal to bind remotely without one.
 """
 
 from __future__ import annotations
@@ -12,11 +15,14 @@ import hmac
 import json
 import os
 import re
+import socket
+import stat
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +31,7 @@ import pytest
 
 from perseus_vault_core import Vault
 
-from ..conftest import FakeEmbedder
+from ..conftest import FakeEmbedder, wait_for_port
 from .conftest import ROOT, TOKEN, StartServer, _free_port
 
 LEAKS = re.compile(r'Traceback|File "|\.py[":]|site-packages|/perseus_vault_|/work/|/home/|/root/')
@@ -216,7 +222,7 @@ def test_an_unexpected_engine_failure_is_answered_without_a_trace(tmp_path: Path
     RuntimeError naming a source file) reaches the client as an error, with no stack trace."""
     import uvicorn
 
-    from perseus_vault_integrations.mcp_http import http_app
+    from perseus_vault_integrations.mcp_http import http_app, server_config
 
     def broken(self: Vault, *args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("boom")
@@ -225,8 +231,7 @@ def test_an_unexpected_engine_failure_is_answered_without_a_trace(tmp_path: Path
         monkeypatch.setattr(Vault, "recall", broken)
         monkeypatch.setattr(Vault, "scan", lambda *a, **k: 1 / 0)
         port = _free_port()
-        server = uvicorn.Server(uvicorn.Config(http_app(vault, "127.0.0.1", TOKEN), host="127.0.0.1", port=port,
-                                               log_level="critical", lifespan="on"))
+        server = uvicorn.Server(server_config(http_app(vault, "127.0.0.1", port, TOKEN), "127.0.0.1", port))
         thread = threading.Thread(target=server.run, daemon=True)
         thread.start()
         try:
@@ -243,3 +248,195 @@ def test_an_unexpected_engine_failure_is_answered_without_a_trace(tmp_path: Path
         finally:
             server.should_exit = True
             thread.join(30)
+
+
+def _has_ipv6_loopback() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6) as s:
+            s.bind(("::1", 0))
+        return True
+    except OSError:
+        return False
+
+
+def _port_on(address: str) -> int:
+    with socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET) as s:
+        s.bind((address, 0))
+        return int(s.getsockname()[1])
+
+
+TOKEN_VARS = ("PERSEUS_VAULT_HTTP_TOKEN", "PERSEUS_VAULT_HTTP_TOKEN_FILE")
+
+
+def _cli_env(**overrides: str) -> dict[str, str]:
+    """The environment of a ``perseus-vault serve``: no token but the ones given, no embedding model."""
+    env = {k: v for k, v in os.environ.items() if k not in TOKEN_VARS}
+    return {**env, "PERSEUS_VAULT_EMBEDDER": "none", **overrides}
+
+
+@contextmanager
+def _cli_server(tmp_path: Path, address: str, *args: str, env: dict[str, str] | None = None) -> Iterator[tuple[int, int]]:
+    """``perseus-vault serve --http ADDRESS:PORT`` (the bearer ``TOKEN`` from the environment unless
+    ``env`` says otherwise) until the block ends; yields (port, pid)."""
+    port = _port_on("127.0.0.1" if address == "localhost" else address)
+    named = f"[{address}]" if ":" in address else address
+    proc = subprocess.Popen([sys.executable, "-m", "perseus_vault_core.cli", "serve", "--db", str(tmp_path / "s.db"),
+                             "--http", f"{named}:{port}", *args], cwd=ROOT,
+                            env=_cli_env(PERSEUS_VAULT_HTTP_TOKEN=TOKEN) if env is None else env, stderr=subprocess.PIPE)
+    try:
+        wait_for_port(port, proc, host="127.0.0.1" if address == "localhost" else address)
+        yield port, proc.pid
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def _connect(address: str, port: int) -> socket.socket:
+    return socket.create_connection((address, port), timeout=30)
+
+
+def _status(address: str, port: int, host: str, origin: str | None = None, token: str | None = TOKEN) -> int:
+    """The status of an MCP initialize sent with these Host and Origin headers (the token, when given, is right)."""
+    body = json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}).encode()
+    head = ["POST /mcp HTTP/1.1", f"Host: {host}", "Accept: application/json, text/event-stream",
+            "Content-Type: application/json", f"Content-Length: {len(body)}", "Connection: close"]
+    head += [f"Authorization: Bearer {token}"] if token else []
+    head += [f"Origin: {origin}"] if origin is not None else []
+    with _connect(address, port) as sock:
+        sock.sendall("\r\n".join(head).encode() + b"\r\n\r\n" + body)
+        answer = b""
+        while b"\r\n" not in answer:
+            chunk = sock.recv(4096)
+            assert chunk, f"closed without an answer: {answer!r}"
+            answer += chunk
+    return int(answer.split(b" ", 2)[1])
+
+
+@pytest.mark.parametrize("address", ["127.0.0.1", "127.0.0.2", "localhost", "::1", "0:0:0:0:0:0:0:1"])
+def test_host_and_origin_are_checked_on_every_loopback_address(tmp_path: Path, address: str) -> None:
+    """A page on a name the attacker re-points at loopback (DNS rebinding) sends its own name as the
+    Host, and its own origin; the server answers neither, whichever loopback address it is bound to."""
+    if ":" in address and not _has_ipv6_loopback():
+        pytest.skip("this machine has no IPv6 loopback (::1)")
+    connect_to = "127.0.0.1" if address == "localhost" else address
+    with _cli_server(tmp_path, address) as (port, _):
+        own = f"[{address}]:{port}" if ":" in address else f"{address}:{port}"
+        for host, origin in ((own, None), (own, f"http://{own}"), (f"localhost:{port}", f"http://localhost:{port}"),
+                             (f"127.0.0.1:{port}", f"http://{own}")):
+            assert _status(connect_to, port, host, origin) == 200, (host, origin)
+        for host in (f"evil.example:{port}", "evil.example", f"{own.rsplit(':', 1)[0]}:{port + 1}", ""):
+            assert _status(connect_to, port, host) == 421, host  # the SDK's answer on 127.0.0.1
+        for origin in ("http://evil.example", f"http://evil.example:{port}", f"http://localhost:{port + 1}",
+                       f"https://{own}", "null"):
+            assert _status(connect_to, port, own, origin) == 403, origin
+        assert _status(connect_to, port, "evil.example", token=None) == 401  # the token is asked for first
+
+
+def test_an_ipv6_loopback_address_is_written_in_brackets(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "perseus_vault_core.cli", "serve", "--db", str(tmp_path / "b.db"),
+                           "--http", "::1:8765"], cwd=ROOT, env=_cli_env(), capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and done.stderr.count("\n") == 1 and "[::1]:8765" in done.stderr, done.stderr
+
+
+def _refusal(tmp_path: Path, *args: str, **env: str) -> str:
+    """The one line ``perseus-vault serve`` prints when it refuses to start (exit 1)."""
+    done = subprocess.run([sys.executable, "-m", "perseus_vault_core.cli", "serve", "--db", str(tmp_path / "t.db"),
+                           *args], cwd=ROOT, env=_cli_env(**env), capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1, (args, env, done.stderr)
+    assert done.stderr.startswith("error: ") and done.stderr.count("\n") == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    return done.stderr
+
+
+def test_the_token_never_comes_from_the_command_line_and_is_never_short(tmp_path: Path) -> None:
+    port = _port_on("127.0.0.1")
+    line = _refusal(tmp_path, "--http", f"127.0.0.1:{port}", "--token", TOKEN)
+    assert "PERSEUS_VAULT_HTTP_TOKEN" in line and "--token-file" in line and TOKEN not in line
+    for address, token in (("127.0.0.1", ""), ("0.0.0.0", "short"), ("127.0.0.1", TOKEN[:15])):
+        assert "at least 16" in _refusal(tmp_path, "--http", f"{address}:{port}", PERSEUS_VAULT_HTTP_TOKEN=token)
+    assert "printable ASCII" in _refusal(tmp_path, "--http", f"127.0.0.1:{port}", PERSEUS_VAULT_HTTP_TOKEN=TOKEN + " x")
+    loose = tmp_path / "loose-token"
+    loose.write_text(TOKEN + "\n", encoding="utf-8")
+    loose.chmod(0o644)
+    assert "accessible to other users" in _refusal(tmp_path, "--http", f"127.0.0.1:{port}", "--token-file", str(loose))
+    assert "accessible to other users" in _refusal(tmp_path, "--http", f"127.0.0.1:{port}",
+                                                   PERSEUS_VAULT_HTTP_TOKEN_FILE=str(loose))
+    assert "cannot read" in _refusal(tmp_path, "--http", f"127.0.0.1:{port}", "--token-file", str(tmp_path / "none"))
+    assert "only one" in _refusal(tmp_path, "--http", f"127.0.0.1:{port}", PERSEUS_VAULT_HTTP_TOKEN=TOKEN,
+                                  PERSEUS_VAULT_HTTP_TOKEN_FILE=str(loose))
+    assert "--http" in _refusal(tmp_path, "--token-file", str(loose))
+
+
+def test_the_token_can_come_from_a_private_file(tmp_path: Path) -> None:
+    secret = tmp_path / "token"
+    secret.write_text(TOKEN + "\n", encoding="utf-8")
+    secret.chmod(stat.S_IRUSR | stat.S_IWUSR)
+    for args, env in ((("--token-file", str(secret)), _cli_env()),
+                      ((), _cli_env(PERSEUS_VAULT_HTTP_TOKEN_FILE=str(secret)))):
+        with _cli_server(tmp_path, "127.0.0.1", *args, env=env) as (port, pid):
+            own = f"127.0.0.1:{port}"
+            assert _status("127.0.0.1", port, own) == 200
+            assert _status("127.0.0.1", port, own, token=None) == 401
+            assert _status("127.0.0.1", port, own, token=TOKEN + "x") == 401
+            cmdline = Path(f"/proc/{pid}/cmdline")
+            if cmdline.exists():
+                assert TOKEN.encode() not in cmdline.read_bytes()
+
+
+def _closed(sock: socket.socket) -> bool:
+    """Whether the server has closed ``sock`` (what it sent meanwhile is read and dropped)."""
+    sock.setblocking(False)
+    try:
+        while True:
+            data = sock.recv(65536)
+            if not data:
+                return True
+    except BlockingIOError:
+        return False
+    except OSError:  # reset
+        return True
+
+
+def test_stalled_connections_are_closed_and_live_streams_are_not(tmp_path: Path) -> None:
+    """A client that connects and says nothing, trickles its headers, stops mid-body or idles
+    between requests loses its connection; an open SSE stream of a live session keeps its own."""
+    with _cli_server(tmp_path, "127.0.0.1") as (port, _):
+        url, host = f"http://127.0.0.1:{port}/mcp", f"Host: 127.0.0.1:{port}\r\n".encode()
+        with httpx.Client(timeout=30) as client:
+            session = _session(client, url)
+        stream = _connect("127.0.0.1", port)
+        stream.sendall(b"GET /mcp HTTP/1.1\r\n" + host + b"Accept: text/event-stream\r\n" + "".join(
+            f"{k}: {v}\r\n" for k, v in session.items() if k.lower() not in ("accept", "content-type")).encode() + b"\r\n")
+        opened = stream.recv(4096)
+        assert opened.startswith(b"HTTP/1.1 200"), opened
+
+        stalled = {name: _connect("127.0.0.1", port) for name in ("silent", "trickled headers", "stalled body", "idle")}
+        stalled["trickled headers"].sendall(b"POST /mcp HTTP/1.1\r\n" + host)
+        stalled["stalled body"].sendall(b"POST /mcp HTTP/1.1\r\n" + host + f"Authorization: Bearer {TOKEN}\r\n"
+                                        "Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"jsonrpc\"".encode())
+        stalled["idle"].sendall(b"GET /elsewhere HTTP/1.1\r\n" + host + b"\r\n")  # answered 401, then kept alive
+        assert stalled["idle"].recv(4096).startswith(b"HTTP/1.1 401")
+
+        started, closed = time.monotonic(), {}
+        while len(closed) < len(stalled) and time.monotonic() - started < 120:
+            time.sleep(0.5)
+            for name, sock in stalled.items():
+                if name in closed:
+                    continue
+                if name == "trickled headers":
+                    try:
+                        sock.send(b"X")  # one more byte of a header line that never ends
+                    except OSError:
+                        pass
+                if _closed(sock):
+                    closed[name] = round(time.monotonic() - started, 1)
+        assert set(closed) == set(stalled), f"still open after 120 s: {set(stalled) - set(closed)} ({closed})"
+        print(f"closed after (s): {closed}")
+        assert not _closed(stream), "the live SSE stream was cut"
+        stream.close()
+        for sock in stalled.values():
+            sock.close()
+        with httpx.Client(timeout=30) as client:  # and the server serves on
+            assert "perseus_vault_recall" in _call(client, url, _session(client, url),
+                                                   json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
