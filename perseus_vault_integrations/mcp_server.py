@@ -93,7 +93,9 @@ def _compact(schema: Any, defs: dict[str, Any], *, inputs: bool = True) -> Any:
         schema = {**target, **{k: v for k, v in schema.items() if k != "$ref"}}
     out: dict[str, Any] = {}
     for key, value in schema.items():
-        if key in _DROPPED or (key == "default" and value is None) or (key == "maximum" and value == MAX_INT):
+        if key in _DROPPED or (key == "maximum" and value == MAX_INT):
+            continue
+        if key == "default" and (value is None or (value is False and inputs)):  # what omitting it means anyway
             continue
         if key == "properties":
             out[key] = {name: _compact(prop, defs, inputs=inputs) for name, prop in value.items()}
@@ -369,8 +371,9 @@ def serve_stdio(vault: Vault, *, agent_id: str | None = None, workspace_hash: st
 
 
 def tool_size(tool: Tool) -> int:
-    """What a listed tool costs a model in characters: its name, description and input schema."""
-    return len(tool.name) + len(tool.description or "") + len(json.dumps(tool.input_schema, separators=(",", ":")))
+    """What a listed tool costs a model in characters: its name, description and input schema (as
+    ``json.dumps`` writes it by default, with a space after each separator)."""
+    return len(tool.name) + len(tool.description or "") + len(json.dumps(tool.input_schema))
 
 
 def _type(schema: dict[str, Any]) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -458,3 +459,51 @@ def test_real_process(tmp_path: Path) -> None:
     assert done.stderr.startswith("error:") and "Traceback" not in done.stderr
     done = _spawn(["recall", "x", "--mode", "dense"], db)
     assert done.returncode == 1 and done.stderr.startswith("error:") and len(done.stderr.splitlines()) == 1
+
+
+# --- reads never create; names shared with the MCP tools; versions and times --------------------
+
+
+def test_a_read_of_a_missing_vault_is_one_line_and_creates_nothing(cli: Any, tmp_path: Path) -> None:
+    missing = tmp_path / "no" / "such" / "dir" / "x.db"
+    for argv in (["recall", "foo"], ["scan"], ["stats"], ["prepare", "a turn"], ["export"], ["check"],
+                 ["memory", "list"], ["get-entity", "1"], ["history", "note", "k"]):
+        line = assert_one_line_error(cli("--db", str(missing), *argv))
+        assert "no vault at" in line, argv
+        assert not (tmp_path / "no").exists(), argv
+    assert_ok(cli("--db", str(missing), "init"))
+    assert missing.is_file()
+    assert assert_ok(cli("--db", str(missing), "recall", "foo")).out.startswith("no matches")
+    other = tmp_path / "other" / "y.db"
+    assert_ok(cli("--db", str(other), "remember", "note", "k", "a write creates the vault"))
+    assert other.is_file()
+
+
+def test_version(cli: Any) -> None:
+    from importlib.metadata import version
+
+    run = cli("--version")
+    assert run.code == 0 and run.out.strip() == f"perseus-vault {version('perseus-vault')}"
+
+
+def test_the_mcp_names_of_verbs_are_accepted_but_not_listed(cli: Any, db: str) -> None:
+    assert_ok(cli("--db", db, "remember", "decision", "db", "We chose SQLite.", "--recall-when", "choosing a database"))
+    prepared = assert_ok(cli("--db", db, "prepare", "we are choosing a database")).out
+    assert assert_ok(cli("--db", db, "context", "we are choosing a database")).out == prepared
+    assert assert_ok(cli("--db", db, "recall_when", "we are choosing a database")).out == assert_ok(
+        cli("--db", db, "recall-when", "we are choosing a database")).out
+    assert assert_ok(cli("--db", db, "--json", "get_entity", "1")).json()["key"] == "db"
+    listed = re.findall(r"^    (\S+)", assert_ok(cli("--help")).out, flags=re.M)
+    assert "prepare" in listed and "recall-when" in listed
+    assert not {"context", "recall_when", "get_entity"} & set(listed)
+
+
+def test_times_on_the_command_line_are_unix_ms_or_iso_8601(cli: Any, db: str) -> None:
+    made = assert_ok(cli("--db", db, "--json", "remember", "note", "k", "text", "--valid-from-ms",
+                         "2026-01-01T00:00:00Z")).json()
+    assert made["valid_from_ms"] == 1_767_225_600_000
+    assert assert_ok(cli("--db", db, "--json", "as-of", "note", "k", "2100-01-01")).json()["id"] == made["id"]
+    assert assert_ok(cli("--db", db, "as-of", "note", "k", "1")).out.startswith("no version of note/k")
+    assert "as_of_unix_ms" in assert_one_line_error(cli("--db", db, "as-of", "note", "k", "soon"))
+    found = assert_ok(cli("--db", db, "--json", "recall", "", "--as-of", "2100-01-01T00:00:00Z")).json()
+    assert [i["id"] for i in found["items"]] == [made["id"]]

@@ -126,3 +126,46 @@ def test_connections_of_finished_threads_are_released(db_path: Path) -> None:
             t.join()
         gc.collect()
         assert vault._pool.open_connections <= 3
+
+
+def test_create_false_never_makes_a_vault(tmp_path: Path) -> None:
+    from perseus_vault_core import NotFound
+
+    path = tmp_path / "missing" / "x.db"
+    with pytest.raises(NotFound, match="no vault at"):
+        Vault(path, create=False, embedder=False)
+    assert not (tmp_path / "missing").exists()
+    with Vault(path, embedder=False):
+        pass
+    with Vault(path, create=False, embedder=False) as vault:
+        assert vault.stats().entities == 0
+
+
+def test_the_version_is_the_package_version() -> None:
+    from importlib.metadata import version
+
+    assert perseus_vault_core.__version__ == version("perseus-vault")
+
+
+def test_any_other_exception_beneath_a_verb_leaves_as_a_vault_error(vault: Vault,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from pydantic import BaseModel, ValidationError
+
+    from perseus_vault_core import InvalidInput, temporal
+
+    class Strict(BaseModel):
+        n: int
+
+    def invalid(*args: object) -> None:
+        Strict.model_validate({"n": "x"})
+
+    def overflow(*args: object) -> None:
+        raise OverflowError("int too large to convert")
+
+    vault.remember("note", "k", "x")
+    for broken, field in ((invalid, "n"), (overflow, "argument")):
+        monkeypatch.setattr(temporal, "history", broken)
+        with pytest.raises(InvalidInput) as err:
+            vault.history("note", "k")
+        assert err.value.field == field and "\n" not in str(err.value)
+    assert issubclass(InvalidInput, perseus_vault_core.VaultError) and ValidationError is not None

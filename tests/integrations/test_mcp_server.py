@@ -279,3 +279,222 @@ def test_client_scan_falls_back_to_paged_recall_without_a_scan_tool(vault: Vault
             assert sorted(e.key for e in every) == sorted(f"k{i}" for i in range(25))
 
     run(main)
+
+
+# --- the strict boundary ---------------------------------------------------------------------------
+
+# A valid value for every required argument of every tool, so that only the one wrong argument fails.
+VALID = {"query": "storage", "context": "choosing storage", "category": "note", "key": "db", "content": "x",
+         "id": 1, "old_id": 1, "new_id": 2, "from_id": 1, "to_id": 2, "start": 1, "items": [],
+         "community_id": "c0", "file": "Prefs", "section": "Food", "text": "tea", "as_of_unix_ms": 1,
+         "valid_at_unix_ms": 1}
+ERROR_NOISE = re.compile(r"Error executing tool|pydantic|https?://|Traceback|validation error", re.I)
+
+
+def _store(vault: Vault) -> str:
+    """Everything the vault holds, as its export: equal before and after means nothing was written."""
+    import io
+
+    out = io.StringIO()
+    vault.export_jsonl(out)
+    return out.getvalue()
+
+
+def _misspelled(properties: dict[str, Any]) -> str:
+    for right, wrong in (("agent_id", "agentId"), ("topic_path", "topic_pth"), ("limit", "limt")):
+        if right in properties:
+            return wrong
+    return "bogus"
+
+
+async def _error(c: Any, name: str, arguments: dict[str, Any]) -> str:
+    result = await c.call_tool(name, arguments)
+    text = " ".join(getattr(block, "text", "") for block in result.content)
+    assert result.is_error, (name, arguments, text)
+    assert "\n" not in text and not ERROR_NOISE.search(text), text  # one line, in the engine's words
+    return text
+
+
+def test_every_tool_and_alias_refuses_a_misspelled_argument_and_writes_nothing(
+        vault: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
+    vault.remember("note", "db", "We chose SQLite for storage.")
+    monkeypatch.setenv("PERSEUS_VAULT_TOOL_ALIASES", "all")
+
+    async def main() -> None:
+        async with Client(build_server(vault=vault, tools="all")) as c:
+            tools = (await c.list_tools()).tools
+            assert len(tools) > 2 * len(VERBS)  # every verb, its mimir_ name, and the other compatibility names
+            for tool in tools:
+                props = tool.input_schema["properties"]
+                arguments = {n: VALID[n] for n in tool.input_schema.get("required", [])}
+                wrong = _misspelled(props)
+                arguments[wrong] = "alice"
+                before = _store(vault)
+                text = await _error(c, tool.name, arguments)
+                assert text.startswith(f"{wrong}: unknown argument"), (tool.name, text)
+                assert _store(vault) == before, tool.name
+
+    run(main)
+
+
+def test_the_reported_escapes_are_refused(vault: Vault) -> None:
+    vault.remember("note", "theirs", "hello from bob", agent_id="bob")
+
+    async def main() -> None:
+        async with Client(build_server(vault=vault)) as c:
+            text = await _error(c, "perseus_vault_recall", {"query": "hello", "agentId": "alice"})
+            assert text == "agentId: unknown argument (did you mean agent_id?)"
+            before = _store(vault)
+            text = await _error(c, "perseus_vault_remember", {"category": "n", "key": "k", "content": "c",
+                                                              "topic_pth": "a/b"})
+            assert text.startswith("topic_pth: unknown argument") and _store(vault) == before
+
+    run(main)
+
+
+def _wrong_type(schema: dict[str, Any]) -> Any:
+    kind = schema.get("type")
+    return {"integer": "5", "number": "0.5", "boolean": "true", "string": 5, "array": "x", "object": "x"}.get(
+        kind if isinstance(kind, str) else "", None)
+
+
+def test_every_tool_refuses_a_wrongly_typed_argument_without_coercion(vault: Vault) -> None:
+    vault.remember("note", "db", "We chose SQLite for storage.")
+
+    async def main() -> None:
+        async with Client(build_server(vault=vault, tools="all")) as c:
+            for tool in (await c.list_tools()).tools:
+                props = tool.input_schema["properties"]
+                typed = [(n, _wrong_type(s)) for n, s in props.items() if n != "options" and _wrong_type(s) is not None]
+                if not typed:
+                    continue
+                for name, value in typed:
+                    arguments = {n: VALID[n] for n in tool.input_schema.get("required", []) if n != name}
+                    arguments[name] = value
+                    before = _store(vault)
+                    text = await _error(c, tool.name, arguments)
+                    assert text.startswith(f"{name}: must be"), (tool.name, name, text)
+                    assert _store(vault) == before
+
+    run(main)
+
+
+def _objects(schema: Any) -> Iterator[dict[str, Any]]:
+    if isinstance(schema, dict):
+        if "properties" in schema:
+            yield schema
+        for value in schema.values():
+            yield from _objects(value)
+    elif isinstance(schema, list):
+        for value in schema:
+            yield from _objects(value)
+
+
+def test_input_schemas_forbid_other_properties_and_group_rare_knobs(vault: Vault) -> None:
+    async def main() -> None:
+        async with Client(build_server(vault=vault, tools="all")) as c:
+            for tool in (await c.list_tools()).tools:
+                for obj in _objects(tool.input_schema):
+                    assert obj.get("additionalProperties") is False, (tool.name, list(obj["properties"]))
+            recall = next(t for t in (await c.list_tools()).tools if t.name == "perseus_vault_recall")
+            assert {"trust_weight", "fusion", "as_of_unix_ms"} <= set(recall.input_schema["properties"]["options"]["properties"])
+            assert "trust_weight" not in recall.input_schema["properties"]
+            text = await _error(c, "perseus_vault_recall", {"query": "x", "trust_weight": 0})
+            assert text == "trust_weight: is an option: pass it inside options"
+            text = await _error(c, "perseus_vault_recall", {"query": "x", "options": {"trust_wieght": 0}})
+            assert text == "options.trust_wieght: unknown option"
+            ok = await c.call_tool("perseus_vault_recall", {"query": "x", "options": {"trust_weight": 0}})
+            assert not ok.is_error
+
+    run(main)
+
+
+def test_the_default_profile_is_compact_and_every_verb_stays_reachable(vault: Vault) -> None:
+    from perseus_vault_integrations.mcp_server import tool_size
+
+    async def main() -> None:
+        async with Client(build_server(vault=vault)) as c:
+            core = (await c.list_tools()).tools
+            assert sum(map(tool_size, core)) <= 16_000  # names, descriptions and input schemas
+            text = await _error(c, "perseus_vault_stats", {})
+            assert "--tools all" in text
+        async with Client(build_server(vault=vault, tools="all")) as c:
+            everything = {t.name for t in (await c.list_tools()).tools}
+            assert everything == {f"perseus_vault_{v.name}" for v in VERBS}
+            assert not (await c.call_tool("perseus_vault_stats", {})).is_error
+        async with Client(build_server(vault=vault, tools="recall,stats")) as c:
+            assert {t.name for t in (await c.list_tools()).tools} == {"perseus_vault_recall", "perseus_vault_stats"}
+        with pytest.raises(VaultError, match="tools"):
+            build_server(vault=vault, tools="recall,bogus")
+
+    run(main)
+
+
+def test_times_are_unix_ms_or_iso_8601_everywhere(vault: Vault, tmp_path: Path) -> None:
+    first = vault.remember("note", "db", "We chose SQLite.", valid_from_ms="2026-01-01T00:00:00Z")
+    assert first.valid_from_ms == 1_767_225_600_000
+    assert vault.as_of("note", "db", "2100-01-01").id == first.id
+    assert vault.recall("", as_of_unix_ms="2100-01-01T00:00:00+00:00", reinforce=False).items[0].id == first.id
+    with pytest.raises(VaultError, match="as_of_unix_ms: must be unix milliseconds, or an ISO 8601 time"):
+        vault.as_of("note", "db", "yesterday")
+
+    async def main() -> None:
+        async with VaultClient(build_server(vault=vault, tools="all")) as c:
+            by_ms = await c.call("as_of", category="note", key="db", as_of_unix_ms=4_102_444_800_000)
+            by_iso = await c.call("as_of", category="note", key="db", as_of_unix_ms="2100-01-01T00:00:00Z")
+            assert by_ms == by_iso and by_iso["id"] == first.id
+            made = await c.remember("note", "later", "x", expires_at_ms="2030-06-01")
+            assert made.expires_at_ms == 1_906_502_400_000
+            with pytest.raises(VaultError, match="^valid_at_unix_ms: must be"):
+                await c.call("valid_at", category="note", key="db", valid_at_unix_ms="next tuesday")
+
+    run(main)
+
+
+def test_server_info_carries_the_package_version(vault: Vault) -> None:
+    from importlib.metadata import version
+
+    async def main() -> None:
+        async with Client(build_server(vault=vault)) as c:
+            assert c.server_info is not None and c.server_info.version == version("perseus-vault")
+
+    run(main)
+
+
+def test_text_content_is_written_for_a_model(vault: Vault) -> None:
+    vault.remember("decision", "db", "We chose SQLite in WAL mode.", recall_when=["choosing a database"])
+
+    async def main() -> None:
+        async with Client(build_server(vault=vault, tools="all")) as c:
+            block = await c.call_tool("perseus_vault_prepare", {"context": "we are choosing a database"})
+            assert block.content[0].text.startswith("## Memory for this turn\n")  # markdown, not JSON
+            assert block.structured_content["markdown"] == block.content[0].text
+            nothing = await c.call_tool("perseus_vault_prepare", {"context": "zebra migration", "mode": "fts5"})
+            assert nothing.content[0].text == "No stored memory matches this turn."
+            missing = await c.call_tool("perseus_vault_as_of", {"category": "decision", "key": "db", "as_of_unix_ms": 1})
+            assert not missing.is_error and missing.structured_content == {"result": None}
+            assert missing.content[0].text.startswith("No version of decision/db was believed at 1970-01-01T00:00:00.001Z")
+            same = await c.call_tool("perseus_vault_context", {"context": "we are choosing a database"})
+            assert same.content[0].text == block.content[0].text  # prepare's other name
+
+    run(main)
+
+
+def test_body_fields_named_like_result_fields_never_break_or_forge_a_result(vault: Vault) -> None:
+    forged = {"validity": "confirmed", "score": 99.0, "ranks": "top", "actionability": "high", "id": 7,
+              "trigger": "x", "via": "link", "hops": -1, "status": "active", "body": "nested"}
+    planted = vault.remember("note", "forged", "SQLite storage decision", body=forged, recall_when=["storage"])
+    vault.remember("note", "plain", "storage in SQLite, plainly")
+
+    async def main() -> None:
+        async with VaultClient(build_server(vault=vault, agent_id=None, tools="all")) as c:
+            result = await c.recall("sqlite storage", profile="validity", startup=True, reinforce=False)
+            item = next(i for i in result.items if i.id == planted.id)
+            assert item.body == forged and item.score != 99.0 and item.id == planted.id
+            assert item.validity is not None and item.validity.grade in ("valid", "stale", "context_invalid")
+            assert isinstance(item.actionability, float)
+            triggered = await c.call("recall_when", context="about storage")
+            assert triggered["items"][0]["trigger"] == "storage" and triggered["items"][0]["body"]["trigger"] == "x"
+
+    run(main)
+    assert vault.get_entity(planted.id).body == forged

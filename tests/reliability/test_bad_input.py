@@ -274,3 +274,51 @@ def test_mcp_arguments(vault: Vault, mcp: tuple[Any, Any, list[str]], data: st.D
         assert fingerprint(vault) == before, f"{name} refused {args!r} but changed the store"
     alive = portal.call(client.call_tool, "perseus_vault_recall", {"query": "storage", "options": {"reinforce": False}})
     assert not alive.is_error  # the server keeps serving
+
+
+# --- bounded cost --------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_a_recall_or_scan_of_a_thousand_large_memories_stays_within_the_response_budget(tmp_path: Path) -> None:
+    """1,000 memories of 100 KB each (100 MB): a recall or scan of all of them must not build a
+    response of that size. Recall gives whole memories up to the budget and previews after it (each
+    naming the tool that reads it whole); scan ends its page early, and its pages still return every
+    memory exactly once; the answer over MCP is bounded the same way."""
+    import anyio
+    from mcp import Client
+
+    from perseus_vault_core.params import OVERFLOW_PREVIEW_CHARS, RESPONSE_BUDGET_CHARS
+    from perseus_vault_integrations.mcp_server import build_server
+
+    blob = "x" * 100_000
+    with Vault(tmp_path / "big.db", embedder=False) as vault:
+        for start in range(0, 1000, 100):
+            vault.remember_many([{"category": "big", "key": f"k{i}", "content": f"memory {i} about storage",
+                                  "body": {"blob": blob}} for i in range(start, start + 100)])
+        result = vault.recall("storage", limit=1000, reinforce=False)
+        wire = result.model_dump_json()
+        assert len(result.items) == 1000 and len(wire) < RESPONSE_BUDGET_CHARS + 1000 * (OVERFLOW_PREVIEW_CHARS + 2000)
+        whole = [i for i in result.items if i.body.get("blob") == blob]
+        assert 1 <= len(whole) <= RESPONSE_BUDGET_CHARS // 100_000
+        assert all("perseus_vault_get_entity" in i.content for i in result.items if i.body.get("blob") != blob)
+        assert len(vault.recall("", limit=1000, reinforce=False).model_dump_json()) < len(wire) * 1.1
+        page = vault.scan(limit=1000)
+        assert page.has_more and 1 <= len(page.items) <= RESPONSE_BUDGET_CHARS // 100_000
+        assert all(e.body["blob"] == blob for e in page.items)  # a page holds whole memories only
+        seen, cursor = [], None
+        while True:
+            page = vault.scan(limit=1000, cursor=cursor)
+            seen += [e.key for e in page.items]
+            if not page.has_more:
+                break
+            cursor = page.next_cursor
+        assert sorted(seen) == sorted(f"k{i}" for i in range(1000))
+
+        async def main() -> None:
+            async with Client(build_server(vault=vault)) as c:
+                answer = await c.call_tool("perseus_vault_recall", {"query": "storage", "limit": 1000,
+                                                                   "options": {"reinforce": False}})
+                assert not answer.is_error and len(answer.content[0].text) < len(wire) * 1.1
+
+        anyio.run(main)
