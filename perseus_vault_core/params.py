@@ -453,7 +453,7 @@ class TraverseParams(Filters):
     """``traverse``: a breadth-first walk of the link graph; scope and time rules apply on every hop."""
 
     start: Id = Field(description="The memory to walk from")
-    depth: int = Field(default=2, ge=0, le=1_000, description="How many hops to walk")
+    depth: int = Field(default=2, ge=0, le=10, description="How many hops to walk")
     relations: list[Annotated[str, Field(max_length=MAX_RELATION_CHARS)]] | None = Field(
         default=None, max_length=100, description="Follow only links of these types (omit for all)")
     direction: Direction = Field(default="both", description="Follow links out of, into, or both ways")
