@@ -48,10 +48,28 @@ async def _client_times(client: Any, qs: list[str]) -> dict[str, dict[str, float
     return {"round_trip": percentiles(samples), "over_engine": percentiles(overheads)}
 
 
+# What tools/list cost before the tool profiles and the grouped options (29 tools, every knob flat):
+# measured on the server as it was then, in the same way (json.dumps of each input schema).
+FLAT_SURFACE_BEFORE = {"tools": 29, "chars": 49_672}
+
+
+def surface() -> dict[str, Any]:
+    """What a model reads in every session: characters of names, descriptions and input schemas of
+    the listed tools (``tool_size``), per profile, and per tool in the default one."""
+    from perseus_vault_integrations.mcp_server import build_server, tool_size
+
+    out: dict[str, Any] = {"before": FLAT_SURFACE_BEFORE}
+    for profile in ("core", "all"):
+        tools = anyio.run(build_server(vault=None, tools=profile).list_tools)
+        out[profile] = {"tools": len(tools), "chars": sum(map(tool_size, tools)),
+                        "per_tool": {t.name: tool_size(t) for t in tools}}
+    return out
+
+
 def run(n: int = 10_000, n_queries: int = 200) -> dict[str, Any]:
     from perseus_vault_integrations.mcp_client import VaultClient
 
-    out: dict[str, Any] = {"entities": n}
+    out: dict[str, Any] = {"entities": n, "surface": surface()}
     qs = queries(n_queries, seed=53)
     env = dict(os.environ, PERSEUS_VAULT_EMBEDDER="none")
     with tempfile.TemporaryDirectory() as tmp:

@@ -238,7 +238,25 @@ def render_mcp(s: dict[str, Any]) -> list[str]:
             f"{_pp(s['http_over_engine_ms'])} ms |",
             "", "### MCP target", "", "| target | figure | verdict |", "|---|---|---|",
             f"| stdio round trip over the engine's own time, recall p50 | {fmt(s['stdio_over_engine_ms']['p50'])} ms | "
-            f"{verdict(s['stdio_over_engine_ms']['p50'], 5, False, 'ms')} |", ""]
+            f"{verdict(s['stdio_over_engine_ms']['p50'], 5, False, 'ms')} |", ""] + render_surface(s["surface"])
+
+
+def render_surface(t: dict[str, Any]) -> list[str]:
+    core, every, before = t["core"], t["all"], t["before"]
+    out = ["### What a model reads in every session", "",
+           "Characters of the listed tools' names, descriptions and input schemas (each schema as `json.dumps`"
+           " writes it), which an MCP client hands the model in every session (about 4 characters a token). The"
+           " default profile lists a core set; `--tools all` lists every verb; rarely needed knobs sit inside each"
+           " tool's `options` argument. See `benchmarks/mcp.py` and docs/mcp.md.", "",
+           "| tools listed | tools | characters | vs. before profiles |", "|---|---|---|---|",
+           f"| before profiles and options (every verb, every knob flat) | {before['tools']} | {before['chars']:,} | 1.00x |",
+           f"| `core` (default) | {core['tools']} | {core['chars']:,} | {core['chars'] / before['chars']:.2f}x |",
+           f"| `all` | {every['tools']} | {every['chars']:,} | {every['chars'] / before['chars']:.2f}x |", "",
+           "| target | figure | verdict |", "|---|---|---|",
+           f"| default profile at most 16,000 characters | {core['chars']:,} | {verdict(core['chars'], 16_000, False, 'characters')} |",
+           "", "| `core` tool | characters |", "|---|---|"]
+    out += [f"| `{name}` | {size:,} |" for name, size in sorted(core["per_tool"].items(), key=lambda kv: -kv[1])]
+    return out + [""]
 
 
 def render_memory(m: dict[str, Any]) -> list[str]:

@@ -1,4 +1,4 @@
-"""The memory-file layer (SPEC 5.9): named markdown files of sections and dated entries, recalled
+"""The memory-file layer (docs/memory-files.md): named markdown files of sections and dated entries, recalled
 entry by entry so the evolution of a view is visible.
 
 How it is stored:

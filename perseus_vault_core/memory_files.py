@@ -1,4 +1,4 @@
-"""Markdown memory files (SPEC 5.9): one file's bytes in, sections and dated entries out.
+"""Markdown memory files (docs/memory-files.md): one file's bytes in, sections and dated entries out.
 
 A memory file is what a user keeps in an Obsidian-style ``About Me/`` folder: ``##`` sections
 holding dated entries. ``parse`` reads it, ``add_entry`` and ``remove_entry`` edit it, and every

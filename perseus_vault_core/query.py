@@ -1,6 +1,6 @@
 """Turning a user's query text into keyword terms, safely. Pure functions.
 
-The contract (SPEC 5.1):
+The contract (docs/recall.md):
 
 - Words are OR'd: any matching word finds an entity; BM25 ranks entities that match
   more, and rarer, words higher.

@@ -1,4 +1,4 @@
-"""``recall``: choose the mode, run its arms, fuse, rank with the knobs, page, reinforce (SPEC 5.1).
+"""``recall``: choose the mode, run its arms, fuse, rank with the knobs, page, reinforce (docs/recall.md).
 
 The order of work:
 

@@ -1,4 +1,4 @@
-"""``Vault``: the one object a user meets. Every verb of SPEC 6.1 is a method here.
+"""``Vault``: the one object a user meets. Every verb is a method here.
 
 The facade validates arguments into the typed models, opens the right transaction and
 delegates to the module that owns the concept (``store``, ``recall``, ``scan``,
@@ -395,7 +395,7 @@ class Vault:
 
     @_edge
     def communities(self, **params: Any) -> CommunitiesResult:
-        """Clusters of the link graph in the caller's view, largest first (SPEC 5.5).
+        """Clusters of the link graph in the caller's view, largest first (docs/graphrag.md).
 
         ``method``: ``label_propagation`` (default) or ``modularity`` (Louvain); ``min_size``
         (default 2), ``limit`` (default 100), ``central`` (most central members listed, default 5),
@@ -497,7 +497,7 @@ class Vault:
 
     @_edge
     def global_recall(self, query: str, **params: Any) -> GlobalRecallResult:
-        """Answer a question that spans clusters (SPEC 5.5): the best communities by their summaries,
+        """Answer a question that spans clusters (docs/graphrag.md): the best communities by their summaries,
         then the best evidence among their members, and an answer context within ``max_chars``.
 
         Parameters: ``communities`` (how many, default 3), ``per_community`` (evidence items, default
@@ -559,7 +559,7 @@ class Vault:
 
     @_edge
     def recall_when(self, context: str, **params: Any) -> RecallWhenResult:
-        """Entities whose ``recall_when`` trigger phrases match ``context`` (SPEC 5.6), best first.
+        """Entities whose ``recall_when`` trigger phrases match ``context`` (docs/proactive.md), best first.
 
         Matching is by phrase and by stemmed terms, and by meaning when the vault has vectors and
         an embedder (``semantic``: None = when available, True = required, False = off;
@@ -627,7 +627,7 @@ class Vault:
 
     @_edge
     def prepare(self, context: str, **params: Any) -> PrepareResult:
-        """The markdown block to inject before an agent turn (SPEC 5.6): entities triggered by
+        """The markdown block to inject before an agent turn (docs/proactive.md): entities triggered by
         ``context`` first, then those ``recall`` finds most relevant to it, within ``max_chars``
         (default 1,500). Parameters: ``triggered`` and ``related`` (most of each, default 5),
         ``mode`` (the related recall's), ``semantic``, ``agent_id``, ``workspace_hash``, ``reinforce``.
@@ -986,7 +986,7 @@ class Vault:
 
     @_edge
     def recall(self, query: str, **params: Any) -> RecallResult:
-        """Find memories for ``query`` (SPEC 5.1): keyword, dense or hybrid; every filter and knob by wire name."""
+        """Find memories for ``query`` (docs/recall.md): keyword, dense or hybrid; every filter and knob by wire name."""
         return self._recall(validate(RecallParams, {"query": query, **params}))
 
     @_edge
@@ -1225,7 +1225,7 @@ class Vault:
     @_edge
     def hygiene(self, *, limit: int = 100, min_age_days: int = 7, **filters: Any) -> HygieneReport:
         """Report the active memories that weaken a startup block, least actionable first, each with
-        its reasons (SPEC 5.7; rules in docs/hygiene.md). Read-only: nothing is reinforced.
+        its reasons (rules in docs/hygiene.md). Read-only: nothing is reinforced.
 
         ``filters``: ``type``, ``category``, ``topic_path``, ``agent_id``, ``workspace_hash``.
         """

@@ -53,7 +53,7 @@ from perseus_vault_core.verbs import PROFILES, VERBS, Verb
 
 PREFIX = "perseus_vault_"
 LEGACY_PREFIX = "mimir_"
-SEED_ALIASES = {  # the memory-file tools' names in an earlier generation of servers
+MEMORY_FILE_ALIASES = {  # the memory-file tools' names in an earlier generation of servers
     "vault_memory_recall": "memory_recall", "vault_get_memory": "get_memory",
     "vault_list_memory_files": "list_memory_files", "vault_delete_memory": "delete_memory", "vault_search": "search",
 }
@@ -334,7 +334,7 @@ def build_server(path: str | None = None, *, agent_id: str | None = None, worksp
 
     server = VaultServer(holder=holder, bound=bound, profile=profile, name="perseus-vault", version=__version__,
                          instructions=INSTRUCTIONS, lifespan=lifespan, log_level="WARNING")
-    seed = {verb: alias for alias, verb in SEED_ALIASES.items()}
+    older = {verb: alias for alias, verb in MEMORY_FILE_ALIASES.items()}
     hidden = frozenset(bound)
     for verb in served(profile, bound):
         annotations = ToolAnnotations(read_only_hint=verb.read_only, destructive_hint=verb.destructive,
@@ -343,7 +343,7 @@ def build_server(path: str | None = None, *, agent_id: str | None = None, worksp
         shapes = {grouped: input_schema(verb, grouped=grouped, hidden=hidden) for grouped in (True, False)}
         names = [(PREFIX + verb.name, True, True)] + [(PREFIX + a, True, False) for a in verb.aliases]
         names += [(LEGACY_PREFIX + n, False, False) for n in (verb.name, *verb.aliases)]
-        names += [(seed[verb.name], False, False)] if verb.name in seed else []
+        names += [(older[verb.name], False, False)] if verb.name in older else []
         for name, grouped, listed in names:
             text = verb.description if listed else f"Compatibility name of {PREFIX + verb.name}. {verb.description}"
             tool = Tool(name=name, description=text, input_schema=shapes[grouped], output_schema=out,
@@ -435,7 +435,7 @@ def reference() -> str:
             lines += _rows(props, set(tool.input_schema.get("required", [])))
             lines.append("")
     aliases = ", ".join([f"`{LEGACY_PREFIX}<verb>` for every verb (flat arguments)", f"`{PREFIX}context`"]
-                        + [f"`{k}`" for k in SEED_ALIASES])
+                        + [f"`{k}`" for k in MEMORY_FILE_ALIASES])
     lines += ["## Compatibility names", "",
               f"Callable but listed only with `{ALIASES_ENV}=all`: {aliases} (docs/mcp.md).", ""]
     return "\n".join(lines)
