@@ -23,7 +23,7 @@ async def main() -> None:
         found = await vault.recall("which database did we pick", limit=1)
         print(found.search_mode, [(i.key, round(i.score, 3)) for i in found.items])
         assert found.items[0].key == "db-engine"
-        block = await vault.context("we are choosing a database")
+        block = await vault.prepare("we are choosing a database")
         print(block.markdown)
         print("every memory:", [e.key for e in await vault.scan()])
 

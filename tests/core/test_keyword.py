@@ -12,7 +12,7 @@ from perseus_vault_core import Vault, keyword
 from perseus_vault_core.connection import read_snapshot
 from perseus_vault_core.filters import view
 from perseus_vault_core.keyword_index import varints_total
-from perseus_vault_core.models import Expansion, Filters
+from perseus_vault_core.params import Expansion, Filters
 from perseus_vault_core.query import parse
 
 from ..conftest import Clock

@@ -237,3 +237,14 @@ def test_a_superseded_memory_stays_superseded_after_archive(vault: Vault) -> Non
     vault.forget(old.id)
     with pytest.raises(Conflict):
         vault.remember("fact", "old", "v1 again")
+
+
+def test_an_item_carries_each_text_once(vault: Vault) -> None:
+    content, note = "c" * 5000, "n" * 3000
+    vault.remember("note", "k", content, summary="short", body={"note": note, "score": 5})
+    item = vault.recall("", reinforce=False).items[0]
+    wire = item.model_dump_json()
+    assert wire.count(content) == 1 and wire.count(note) == 1  # not again inside body
+    data = item.model_dump()
+    assert data["note"] == note and data["body"] == {"score": 5}  # a result-field name stays in body
+    assert type(item).model_validate(data).body == {"note": note, "score": 5}  # and reads back whole

@@ -146,7 +146,7 @@ def test_malformed_lines_get_json_rpc_errors_and_the_server_serves_on(tmp_path: 
         pipe.send(b"\n" + line + b"\n")  # a blank line is no message, and is not answered
         answer = pipe.answer()
         assert (answer["id"], answer["error"]["code"]) == (request_id, code), (line, answer)
-    listed = pipe.call(11, "perseus_vault_stats")
+    listed = pipe.call(11, "perseus_vault_recall", query="anything")
     assert listed["id"] == 11 and listed["result"]["isError"] is False
     stderr = pipe.close()
     assert "Traceback" not in stderr, stderr
