@@ -93,23 +93,28 @@ _driver_lock = threading.Lock()
 _driver: Driver | None = None
 
 
-def read_key_file(path: str, source: str = KEY_FILE_ENV) -> str:
-    """The key held in the file at ``path`` (one trailing newline dropped).
+def read_secret_file(path: str, source: str, what: str = "key") -> str:
+    """The secret held in the file at ``path`` (one trailing newline dropped).
 
-    A key file others can read is no secret: it is refused, like ssh refuses such a private key.
+    A secret file others can read is no secret: it is refused, like ssh refuses such a private key.
     """
     try:
         info = os.stat(path)
         with open(path, encoding="utf-8") as handle:
             text = handle.read()
     except (OSError, UnicodeDecodeError) as exc:
-        raise SetupError(f"{source}: cannot read the key file {path!r} ({exc})") from None
+        raise SetupError(f"{source}: cannot read the {what} file {path!r} ({exc})") from None
     if os.name == "posix" and info.st_mode & (stat.S_IRWXO):
-        raise SetupError(f"{source}: the key file {path!r} is accessible to other users; "
+        raise SetupError(f"{source}: the {what} file {path!r} is accessible to other users; "
                          f"restrict it with `chmod 600 {path}` (or 640)")
     if text.endswith("\n"):
         text = text[:-2] if text.endswith("\r\n") else text[:-1]
-    return check_key(text, source)
+    return text
+
+
+def read_key_file(path: str, source: str = KEY_FILE_ENV) -> str:
+    """The encryption key held in the file at ``path`` (see :func:`read_secret_file`)."""
+    return check_key(read_secret_file(path, source), source)
 
 
 def check_key(key: object, source: str) -> str:

@@ -25,6 +25,7 @@ import json
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -562,13 +563,37 @@ class PrepareParams(_ContextInput):
 def _file_name(value: str) -> str:
     from .memory import check_name  # the memory layer owns what a file name may be
 
-    why = check_name(value)
+    why = check_name(check_text(value))
     if why is not None:
         raise ValueError(why)
     return value
 
 
+def _section_title(value: str) -> str:
+    if not value.strip() or "\n" in value or "\r" in value:
+        raise ValueError("must be a one-line heading text")
+    return check_text(value)
+
+
+def _entry_date(value: str | None) -> str | None:
+    from .memory import valid_date
+
+    if value is not None and not valid_date(value):
+        raise ValueError("must be a date as YYYY-MM-DD (or YYYY-MM)")
+    return value
+
+
+def _entry_text(value: str | None) -> str | None:
+    if value is not None and not value.strip():
+        raise ValueError("must not be empty")
+    return _optional_text(value)
+
+
+FileName = Annotated[str, AfterValidator(_file_name)]
+SectionTitle = Annotated[str, Field(max_length=MAX_SECTION_CHARS), AfterValidator(_section_title)]
+EntryDate = Annotated[str | None, Field(max_length=32), AfterValidator(_entry_date)]
 _FILE = "The memory file's name without .md (list_memory_files names them)"
+_SECTION = "The section's heading text (without ##)"
 
 
 class MemoryRecallParams(ScopeParams):
@@ -595,14 +620,9 @@ class ListMemoryFilesParams(ScopeParams):
 
 
 class GetMemoryParams(ScopeParams):
-    file: str = Field(description=_FILE)
+    file: FileName = Field(description=_FILE)
     section: str | None = Field(default=None, max_length=MAX_SECTION_CHARS, description=(
         "One section's heading text (without ##); omit for the whole file"))
-
-    @field_validator("file")
-    @classmethod
-    def _file(cls, value: str) -> str:
-        return _file_name(check_text(value))
 
     @field_validator("section")
     @classmethod
@@ -610,68 +630,19 @@ class GetMemoryParams(ScopeParams):
         return _optional_text(value)
 
 
-def _section_title(value: str) -> str:
-    if not value.strip() or "\n" in value or "\r" in value:
-        raise ValueError("must be a one-line heading text")
-    return check_text(value)
-
-
 class AddMemoryParams(ScopeParams):
-    file: str = Field(description=_FILE + "; created if missing")
-    section: str = Field(max_length=MAX_SECTION_CHARS, description="The section's heading text (without ##)")
-    text: str = Field(max_length=MAX_ENTRY_CHARS, description="The entry's text")
-    date: str | None = Field(default=None, max_length=32, description="The entry's date, YYYY-MM-DD (default today, UTC)")
-
-    @field_validator("file")
-    @classmethod
-    def _file(cls, value: str) -> str:
-        return _file_name(check_text(value))
-
-    @field_validator("section")
-    @classmethod
-    def _section(cls, value: str) -> str:
-        return _section_title(value)
-
-    @field_validator("text")
-    @classmethod
-    def _text(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("must not be empty")
-        return check_text(value)
-
-    @field_validator("date")
-    @classmethod
-    def _date(cls, value: str | None) -> str | None:
-        from .memory import valid_date
-
-        if value is not None and not valid_date(value):
-            raise ValueError("must be a date as YYYY-MM-DD (or YYYY-MM)")
-        return value
+    file: FileName = Field(description=_FILE + "; created if missing")
+    section: SectionTitle = Field(description=_SECTION)
+    text: Annotated[str, AfterValidator(_entry_text)] = Field(max_length=MAX_ENTRY_CHARS, description="The entry's text")
+    date: EntryDate = Field(default=None, description="The entry's date, YYYY-MM-DD (default today, UTC)")
 
 
 class DeleteMemoryParams(ScopeParams):
-    file: str = Field(description=_FILE)
-    section: str = Field(max_length=MAX_SECTION_CHARS, description="The section's heading text (without ##)")
+    file: FileName = Field(description=_FILE)
+    section: SectionTitle = Field(description=_SECTION)
     date: str | None = Field(default=None, max_length=32, description="The entry's date, YYYY-MM-DD")
-    text: str | None = Field(default=None, max_length=MAX_ENTRY_CHARS, description=(
-        "The entry's text, or a part of it that only that entry contains"))
-
-    @field_validator("file")
-    @classmethod
-    def _file(cls, value: str) -> str:
-        return _file_name(check_text(value))
-
-    @field_validator("section")
-    @classmethod
-    def _section(cls, value: str) -> str:
-        return _section_title(value)
-
-    @field_validator("text")
-    @classmethod
-    def _text(cls, value: str | None) -> str | None:
-        if value is not None and not value.strip():
-            raise ValueError("must not be empty (it would match every entry)")
-        return _optional_text(value)
+    text: Annotated[str | None, AfterValidator(_entry_text)] = Field(default=None, max_length=MAX_ENTRY_CHARS, description=(
+        "The entry's text, or a part of it that only that entry contains (not empty: that would match every entry)"))
 
     @model_validator(mode="after")
     def _chosen(self) -> DeleteMemoryParams:

@@ -18,7 +18,7 @@ import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -165,34 +165,45 @@ def _enumerate(conn: Any, params: RecallParams, v: View) -> list[RecallItem]:
     )
     offset = 0 if reranked else params.offset
     rows = conn.execute(sql, dict(v.params, decay_at=v.instant, limit=depth, offset=offset)).fetchall()
-    annotate = params.profile == "validity" or params.validity_annotate
     scored = [Scored(int(r[0]), float(r[-1]), float(r[-1])) for r in rows]
     by_id = {int(r[0]): store.row_dict(r[:-1]) for r in rows}
-    validities: dict[int, Validity] = {}
-    actions: dict[int, float] = {}
+    marks = _Marks()
     for s in scored:
-        row = by_id[s.id]
-        if trust_asked:
-            s.score += params.trust_weight * trust(bool(row["verified"]), row["certainty"])
-        if params.recency_half_life_secs:
-            s.score *= recency(v.instant - row["created_at_ms"], params.recency_half_life_secs)
-        if annotate:
-            validities[s.id] = _validity(row, v, params)
-            if params.profile == "validity":
-                s.score *= validities[s.id].multiplier
-        if params.startup:
-            actions[s.id] = actionability(embedding_text(row["content"], row["summary"])).score
-            s.score = startup_score(s.score, actions[s.id])
+        _weigh(s, by_id[s.id], params, v, marks, trust_on=trust_asked, rerank_validity=True)
     page = order(scored)[params.offset : params.offset + params.limit] if reranked else scored
-    items = []
-    for s in page:
-        item = store.to_item(by_id[s.id], v.instant, score=s.score, ranks={})
-        if params.startup:
-            item.actionability = actions[s.id]
-        if annotate:
-            item.validity = validities[s.id]
-        items.append(_preview(item, params))
-    return items
+    return [_item(by_id[s.id], s, {}, params, v, marks) for s in page]
+
+
+@dataclass
+class _Marks:
+    """What the knobs found about each candidate, for its item."""
+
+    validities: dict[int, Validity] = field(default_factory=dict)
+    actions: dict[int, float] = field(default_factory=dict)
+
+
+def _weigh(s: Scored, row: dict[str, Any], params: RecallParams, v: View, marks: _Marks, *, trust_on: bool,
+           rerank_validity: bool) -> None:
+    """The knobs that need no query words, on one candidate: trust, recency, validity, startup."""
+    if trust_on:
+        s.score += params.trust_weight * trust(bool(row["verified"]), row["certainty"])
+    if params.recency_half_life_secs:
+        s.score *= recency(v.instant - row["created_at_ms"], params.recency_half_life_secs)
+    if params.profile == "validity" or params.validity_annotate:
+        marks.validities[s.id] = _validity(row, v, params)
+        if rerank_validity and params.profile == "validity":
+            s.score *= marks.validities[s.id].multiplier
+    if params.startup:
+        marks.actions[s.id] = actionability(embedding_text(row["content"], row["summary"])).score
+        s.score = startup_score(s.score, marks.actions[s.id])
+
+
+def _item(row: dict[str, Any], s: Scored, ranks: dict[str, int], params: RecallParams, v: View,
+          marks: _Marks) -> RecallItem:
+    item = store.to_item(row, v.instant, score=s.score, ranks=ranks)
+    item.actionability = marks.actions.get(s.id)
+    item.validity = marks.validities.get(s.id)
+    return _preview(item, params)
 
 
 # --- the arms ------------------------------------------------------------------------------------
@@ -279,9 +290,7 @@ def _rank(
         params.content_weight or params.diversity_halving < 1.0 or params.startup))
     stems = parse(params.query).stems
     needs_text = bool(params.content_weight or params.diversity_halving < 1.0)
-    validities: dict[int, Validity] = {}
-    actions: dict[int, float] = {}
-    annotate = params.profile == "validity" or params.validity_annotate
+    marks = _Marks()
     for s in scored:
         row = rows[s.id]
         s.score += params.trust_weight * trust(bool(row["verified"]), row["certainty"])
@@ -291,27 +300,11 @@ def _rank(
                 s.score += params.content_weight * witness(stems, content_stems, len(row["content"]))
             matched = content_stems | {stem(t) for t in tokenize(f"{row['summary'] or ''} {row['tags']}")}
             s.keyword = next((i for i, st in enumerate(stems) if st in matched), None)
-        if params.recency_half_life_secs:
-            s.score *= recency(v.instant - row["created_at_ms"], params.recency_half_life_secs)
-        if annotate:
-            validities[s.id] = _validity(row, v, params)
-            if mode == "hybrid" and params.profile == "validity":
-                s.score *= validities[s.id].multiplier
-        if params.startup:
-            actions[s.id] = actionability(embedding_text(row["content"], row["summary"])).score
-            s.score = startup_score(s.score, actions[s.id])
+        _weigh(s, row, params, v, marks, trust_on=False, rerank_validity=mode == "hybrid")
     ranked = diversify(order(scored), params.offset + params.limit, params.diversity_halving)
     page = ranked[params.offset : params.offset + params.limit]
     full = store.version_rows(conn, [vids[s.id] for s in page])
-    items = []
-    for s in page:
-        item = store.to_item(full[s.id], v.instant, score=s.score, ranks=ranks[s.id])
-        if params.startup:
-            item.actionability = actions[s.id]
-        if annotate:
-            item.validity = validities[s.id]
-        items.append(_preview(item, params))
-    return items
+    return [_item(full[s.id], s, ranks[s.id], params, v, marks) for s in page]
 
 
 def _validity(row: dict[str, Any], v: View, params: RecallParams) -> Validity:

@@ -19,7 +19,6 @@ import asyncio
 import hmac
 import ipaddress
 import os
-import stat
 from typing import Any
 
 import h11
@@ -28,6 +27,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from perseus_vault_core import SetupError, Vault
+from perseus_vault_core.connection import read_secret_file
 
 from .mcp_server import build_server
 from .mcp_stdio import max_message_bytes
@@ -68,18 +68,7 @@ def check_token(token: str, source: str) -> str:
 
 def read_token_file(path: str, source: str) -> str:
     """The token held in the file at ``path`` (one trailing newline dropped); refused when others can read it."""
-    try:
-        info = os.stat(path)
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SetupError(f"{source}: cannot read the token file {path!r} ({exc})") from None
-    if os.name == "posix" and info.st_mode & stat.S_IRWXO:
-        raise SetupError(f"{source}: the token file {path!r} is accessible to other users; "
-                         f"restrict it with `chmod 600 {path}` (or 640)")
-    if text.endswith("\n"):
-        text = text[:-2] if text.endswith("\r\n") else text[:-1]
-    return check_token(text, source)
+    return check_token(read_secret_file(path, source, "token"), source)
 
 
 def resolve_token(token_file: str | None = None) -> str | None:
