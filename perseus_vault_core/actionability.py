@@ -73,6 +73,7 @@ def actionability(text: str) -> Actionability:
     return Actionability(round(min(1.0, max(0.0, score)), 4), tuple(reasons))
 
 
-def startup_score(relevance: float, action: float) -> float:
-    """The startup order: relevance weighed by actionability (a vague hit keeps a quarter of its score)."""
-    return relevance * (0.25 + 0.75 * action)
+def startup_factor(action: float, low: float = 0.8, high: float = 1.25) -> float:
+    """The startup knob's factor: actionability 0..1 spread over the knobs' range (``low`` to
+    ``high``), so that among near-ties the concrete memory comes first."""
+    return low + (high - low) * action

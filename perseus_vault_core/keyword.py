@@ -18,7 +18,18 @@ from typing import Any
 import numpy as np
 
 from .filters import View, scope_clauses
-from .keyword_index import KeywordIndex, avgdl, doc_length, idf, length_norm, phrase_of, phrase_scores, varints_total
+from .keyword_index import (
+    KeywordIndex,
+    avgdl,
+    ceiling,
+    doc_length,
+    fts5_totals,
+    idf,
+    length_norm,
+    phrase_of,
+    phrase_scores,
+    varints_total,
+)
 from .mirror import OP_GONE, OP_HEAD, OP_REBUILT, Hit, Ranking, visible_hits
 from .params import Expansion
 from .porter import stem
@@ -87,8 +98,10 @@ def unindex_versions(conn: Any, entity_id: int) -> None:
 
 def search(
     conn: Any, words: list[str], stems: list[str], view: View, pool: int, index: KeywordIndex | None = None
-) -> list[Hit]:
-    """The ``pool`` best visible matches for the OR of ``words``, best first, ties by id.
+) -> tuple[list[Hit], float]:
+    """The ``pool`` best visible matches for the OR of ``words``, best first, ties by id, scored by
+    BM25; and the query's ceiling, the most its words could score under the same statistics
+    (:func:`keyword_index.ceiling`), which turns a BM25 score into an absolute one.
 
     ``stems`` are the words' index terms, in the same order. When the in-memory ``index``
     can answer for this connection's snapshot, it ranks and SQL only filters; otherwise
@@ -96,11 +109,11 @@ def search(
     The paths give the same hits with the same scores.
     """
     if not words:
-        return []
+        return [], 0.0
     if index is not None and not view.historical and not view.narrowed and all(w.isascii() for w in words):
         ranking = index.search(conn, stems, *view.scope)
         if ranking is not None:
-            return visible_hits(conn, ranking, view, pool)
+            return visible_hits(conn, ranking, view, pool), ranking.ceiling
     if view.scoped:
         return scoped_search(conn, words, view, pool)
     table = "versions_fts" if view.historical else "entities_fts"
@@ -111,10 +124,14 @@ def search(
         "ORDER BY rank_score, v.entity_id LIMIT :pool"
     )
     params = dict(view.params, match=match_expression(words), pool=pool)
-    return [Hit(int(eid), int(vid), -float(s)) for eid, vid, s in conn.execute(sql, params)]
+    hits = [Hit(int(eid), int(vid), -float(s)) for eid, vid, s in conn.execute(sql, params)]
+    # FTS5's own statistics: its row count, and each word's rows as its MATCH counts them.
+    dfs = [int(conn.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (quote(w),)).fetchone()[0])
+           for w in words]
+    return hits, ceiling(fts5_totals(conn, table)[0], dfs)
 
 
-def scoped_search(conn: Any, words: list[str], view: View, pool: int) -> list[Hit]:
+def scoped_search(conn: Any, words: list[str], view: View, pool: int) -> tuple[list[Hit], float]:
     """The ``pool`` best visible matches for the OR of ``words``, scored with the scope's statistics.
 
     Rows are counted as FTS5 counts them, but only the scope's: every head in it (every version of
@@ -135,8 +152,9 @@ def scoped_search(conn: Any, words: list[str], view: View, pool: int) -> list[Hi
             if shown:
                 visible[vid] = (entity_id, size)
         counts.append(freq)
+    top = ceiling(n_rows, [len(freq) for freq in counts])
     if not visible:
-        return []
+        return [], top
     vids = np.fromiter(visible, dtype=np.int64, count=len(visible))
     slot = {vid: i for i, vid in enumerate(visible)}
     lengths = np.array([doc_length(size) for _, size in visible.values()], dtype=np.float64)
@@ -149,7 +167,7 @@ def scoped_search(conn: Any, words: list[str], view: View, pool: int) -> list[Hi
             freqs = np.array([f for _, f in held], dtype=np.float64)
             score[rows] += phrase_scores(freqs, length_norm(lengths[rows], mean), idf(n_rows, len(freq)))
     entity_ids = np.array([entity_id for entity_id, _ in visible.values()], dtype=np.int64)
-    return [Hit(eid, vid, s) for eid, vid, s in Ranking(vids, entity_ids, score).top(pool)]
+    return [Hit(eid, vid, s) for eid, vid, s in Ranking(vids, entity_ids, score).top(pool)], top
 
 
 def _scope_totals(conn: Any, table: str, scope: str, params: dict[str, Any]) -> tuple[int, int]:

@@ -55,6 +55,12 @@ def idf(n_rows: int, df: int) -> float:
     return value if value > 0.0 else 1e-6
 
 
+def ceiling(n_rows: int, dfs: Sequence[int]) -> float:
+    """The most a query of words with these document frequencies could score: each word's idf times
+    (K1 + 1), which its share of a row's score approaches as its frequency there grows."""
+    return sum(idf(n_rows, df) for df in dfs) * (K1 + 1.0)
+
+
 def avgdl(n_rows: int, n_tokens: int) -> float:
     return n_tokens / n_rows if n_rows else 1.0
 
@@ -391,15 +397,18 @@ class KeywordIndex(HeadMirror):
             n_rows, norm = self._n_rows, self._length_norm()
         score = np.zeros(n, dtype=np.float64)
         matched = np.zeros(n, dtype=bool)
+        dfs: list[int] = []
         for term in stems:
             postings = self._postings(term)
             if postings is None:
+                dfs.append(0)
                 continue
             slots, freqs = postings
             if keep is not None:
                 inside = keep[slots]
                 slots, freqs = slots[inside], freqs[inside]
             df = len(slots)
+            dfs.append(df)
             if not df:
                 continue
             row_norm = length_norm(self._lengths[slots], mean) if scoped else norm[slots]
@@ -408,7 +417,7 @@ class KeywordIndex(HeadMirror):
         if not scoped:
             matched &= self.in_scope(None, None)
         hits = np.flatnonzero(matched)
-        return Ranking(rows.vids[hits], rows.entities[hits], score[hits])
+        return Ranking(rows.vids[hits], rows.entities[hits], score[hits], ceiling(n_rows, dfs))
 
     def describe(self) -> str:
         text = super().describe()

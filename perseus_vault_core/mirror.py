@@ -301,10 +301,11 @@ class HeadMirror:
 
 
 class Ranking:
-    """Scored candidates of one query, ordered on demand (best first, ties by entity id)."""
+    """Scored candidates of one query, ordered on demand (best first, ties by entity id).
+    ``ceiling``: for a keyword ranking, the most the query's words could score (see fusion.py)."""
 
-    def __init__(self, vids: np.ndarray, entity_ids: np.ndarray, scores: np.ndarray) -> None:
-        self.vids, self.entity_ids, self.scores = vids, entity_ids, scores
+    def __init__(self, vids: np.ndarray, entity_ids: np.ndarray, scores: np.ndarray, ceiling: float = 0.0) -> None:
+        self.vids, self.entity_ids, self.scores, self.ceiling = vids, entity_ids, scores, ceiling
 
     def __len__(self) -> int:
         return len(self.scores)

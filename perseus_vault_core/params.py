@@ -111,6 +111,9 @@ def to_unix_ms(value: Any) -> Any:
     return value
 
 
+# A relevance threshold: a score (absolute, see docs/recall.md), or "auto" for the mode's own.
+MinScore = Annotated[float, Field(ge=-1.0, le=2.0)] | Literal["auto"] | None
+
 # A point in time: unix ms, or ISO 8601 text (converted to unix ms on the way in).
 UnixMs = Annotated[int, Field(ge=0, le=MAX_INT), BeforeValidator(to_unix_ms),
                    WithJsonSchema({"type": ["integer", "string"]})]
@@ -380,6 +383,8 @@ class RecallParams(Filters):
         "fts5 (keyword), dense (meaning) or hybrid (both); default: hybrid when the vault has vectors"))
     limit: int = Field(default=10, ge=1, le=MAX_LIMIT, description="Most results to return")
     offset: int = Field(default=0, ge=0, le=MAX_INT, description="Results to skip (clamped at 10,000)")
+    min_score: MinScore = Field(default=None, description=(
+        "Leave out memories scoring below this; 'auto': the mode's threshold for unrelated memories"))
     preview_cap: int | None = Field(default=None, ge=1, le=MAX_INT, description=(
         "Cut each memory to about N characters (a footer says how to read it whole)"))
     startup: bool = advanced(False, description="Re-rank by actionability (concrete beats vague); adds actionability")
@@ -509,6 +514,7 @@ class GlobalRecallParams(ScopeParams):
     communities: int = Field(default=3, ge=1, le=50, description="How many communities to open")
     per_community: int = Field(default=5, ge=1, le=100, description="Most evidence memories per community")
     max_chars: int = Field(default=4_000, ge=200, le=100_000, description="Size budget of the answer context")
+    min_score: MinScore = advanced(description="Evidence scoring below this is left out ('auto': the mode's threshold)")
     method: CommunityMethod = advanced("label_propagation", description="Clustering method")
     min_size: int = advanced(2, ge=1, le=MAX_INT, description="Smallest community considered")
     reinforce: bool = advanced(True, description="Count the evidence as retrieved")
@@ -553,6 +559,8 @@ class PrepareParams(_ContextInput):
     triggered: int = Field(default=5, ge=0, le=100, description="Most triggered memories in the block")
     related: int = Field(default=5, ge=0, le=100, description="Most other relevant memories in the block")
     mode: Mode | None = Field(default=None, description="How related memories are found (as recall's mode)")
+    min_score: MinScore = advanced("auto", description=(
+        "Related memories scoring below this are left out; 'auto': the mode's threshold"))
     semantic: bool | None = advanced(description="Also match trigger phrases by meaning (default: when possible)")
     reinforce: bool = advanced(False, description="Count the memories shown as retrieved")
 

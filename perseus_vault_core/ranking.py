@@ -1,13 +1,13 @@
-"""Scoring knobs and decay: pure functions of their inputs (the knobs' contract: docs/recall.md).
+"""Scoring knobs and decay: pure functions of their inputs (docs/recall.md).
 
-A recall arm yields candidates with a raw relevance (BM25 for keyword). The knobs turn
-that into the final order:
+A recall arm yields candidates with an absolute relevance (see fusion.py: the keyword score, the
+cosine, or their weighted sum). The knobs then weigh it, each as a factor:
 
-    score = relevance / best relevance in the pool            (1.0 for the top candidate)
-          + trust_weight   * trust(verified, certainty)       (provenance; never negative)
-          + content_weight * witness(query words, content)    (literal presence, length-damped)
+    score = relevance x bounded(trust factor x content factor x recency x validity x startup)
 
-then ``diversity_halving`` caps how many slots each matched keyword may take at the
+where ``bounded`` holds the product to ``KNOB_RANGE`` (0.8 to 1.25): a knob re-orders near-ties
+(memories within about a third of each other's relevance) but never lifts an off-topic memory over
+an on-topic one. ``diversity_halving`` then caps how many slots each matched keyword may take at the
 top. Ties break by entity id, ascending, so the same store and call give the same order.
 """
 
@@ -64,7 +64,7 @@ def recency(age_ms: int, half_life_secs: float) -> float:
 
 @dataclass
 class Scored:
-    """A candidate moving through the knobs."""
+    """A candidate moving through the knobs: its absolute ``relevance`` and the ``score`` it ranks by."""
 
     id: int
     relevance: float
@@ -72,17 +72,18 @@ class Scored:
     keyword: int | None = None  # index of the first query word it matches, for diversity
 
 
+# How far the knobs together may move a relevance: a factor in this range (docs/recall.md).
+KNOB_RANGE = (0.8, 1.25)
+
+
+def bounded(factor: float) -> float:
+    """The knobs' combined factor held to :data:`KNOB_RANGE`."""
+    return min(KNOB_RANGE[1], max(KNOB_RANGE[0], factor))
+
+
 def order(items: list[Scored]) -> list[Scored]:
     """Highest score first; equal scores by ascending id (determinism)."""
     return sorted(items, key=lambda s: (-s.score, s.id))
-
-
-def normalize(items: list[Scored]) -> None:
-    """Set each score to relevance / the best relevance (so knobs add on a 0..1 scale). When no
-    relevance is positive (a dense query opposite to everything), scores stay as they are."""
-    best = max((s.relevance for s in items), default=0.0)
-    for s in items:
-        s.score = s.relevance / best if best > 0 else s.relevance
 
 
 def diversify(items: list[Scored], limit: int, halving: float) -> list[Scored]:

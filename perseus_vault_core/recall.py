@@ -24,19 +24,19 @@ from typing import Any
 import numpy as np
 
 from . import keyword, store, vectors
-from .actionability import actionability, startup_score
+from .actionability import actionability, startup_factor
 from .connection import read_snapshot
 from .embed import embedding_text
 from .errors import InvalidInput, NotSupported
 from .filters import FROM, FROM_VIDS, View, id_list, narrow, view
-from .fusion import Fusion, rrf
+from .fusion import Fusion, combine, keyword_score
 from .keyword_index import KeywordIndex
 from .mirror import Hit, examined, visible_hits
 from .models import RecallItem, RecallResult
 from .params import RecallParams
 from .porter import stem
 from .query import is_enumeration, parse, tokenize
-from .ranking import Scored, diversify, normalize, order, recency, trust, witness
+from .ranking import KNOB_RANGE, Scored, bounded, diversify, order, recency, trust, witness
 from .validity import Validity, validity
 from .vector_index import VectorIndex
 
@@ -60,6 +60,12 @@ def _forget_executor() -> None:
 
 os.register_at_fork(after_in_child=_forget_executor)
 
+
+# min_score="auto": the score below which a hit is most likely unrelated to the query, per mode.
+# Measured with the bundled model (docs/recall.md): about 90% of the judged relevant hits of the
+# evaluation collections score above these, and 90 to 99% of the best hits of another collection's
+# questions (unrelated by construction) below them.
+MIN_SCORE = {"fts5": 0.1, "dense": 0.35, "hybrid": 0.22}
 
 # The knobs re-rank a pool deeper than the page, so a boosted item can climb into it.
 POOL_FACTOR = 4
@@ -143,7 +149,7 @@ def _model(arms: Arms) -> tuple[str, int]:
 
 
 # Knobs that weigh query words: an enumeration has none, so asking for them is refused, not ignored.
-_WORD_KNOBS = ("content_weight", "diversity_halving", "expansion", "fusion")
+_WORD_KNOBS = ("content_weight", "diversity_halving", "expansion", "fusion", "min_score")
 
 
 def _enumerate(conn: Any, params: RecallParams, v: View) -> list[RecallItem]:
@@ -183,19 +189,25 @@ class _Marks:
 
 
 def _weigh(s: Scored, row: dict[str, Any], params: RecallParams, v: View, marks: _Marks, *, trust_on: bool,
-           rerank_validity: bool) -> None:
-    """The knobs that need no query words, on one candidate: trust, recency, validity, startup."""
+           rerank_validity: bool, witnessed: float = 0.0) -> None:
+    """The knobs on one candidate: trust, content witness, recency, validity and startup each
+    multiply its relevance, and their product is held to :data:`ranking.KNOB_RANGE`, so a knob
+    re-orders near-ties but never lifts an off-topic memory over an on-topic one."""
+    factor = 1.0
     if trust_on:
-        s.score += params.trust_weight * trust(bool(row["verified"]), row["certainty"])
+        factor *= 1.0 + params.trust_weight * trust(bool(row["verified"]), row["certainty"])
+    if params.content_weight:
+        factor *= 1.0 + params.content_weight * witnessed
     if params.recency_half_life_secs:
-        s.score *= recency(v.instant - row["created_at_ms"], params.recency_half_life_secs)
+        factor *= recency(v.instant - row["created_at_ms"], params.recency_half_life_secs)
     if params.profile == "validity" or params.validity_annotate:
         marks.validities[s.id] = _validity(row, v, params)
         if rerank_validity and params.profile == "validity":
-            s.score *= marks.validities[s.id].multiplier
+            factor *= marks.validities[s.id].multiplier
     if params.startup:
         marks.actions[s.id] = actionability(embedding_text(row["content"], row["summary"])).score
-        s.score = startup_score(s.score, marks.actions[s.id])
+        factor *= startup_factor(marks.actions[s.id], *KNOB_RANGE)
+    s.score = s.relevance * bounded(factor)
 
 
 def _item(row: dict[str, Any], s: Scored, ranks: dict[str, int], params: RecallParams, v: View,
@@ -210,13 +222,15 @@ def _item(row: dict[str, Any], s: Scored, ranks: dict[str, int], params: RecallP
 
 
 def _keyword_arm(conn: Any, params: RecallParams, v: View, pool: int, arms: Arms) -> tuple[list[Hit], int]:
+    """Keyword hits scored on the absolute scale (:func:`fusion.keyword_score`), and how many
+    expansion variants the search used."""
     terms = parse(params.query)
     if terms.empty:
         return [], 0
     config = params.expansion_config()
     extra = keyword.variants(conn, terms.stems, config, v) if config else []
-    hits = keyword.search(conn, list(terms.words) + extra, list(terms.stems) + extra, v, pool, arms.keyword_index)
-    return hits, len(extra)
+    hits, top = keyword.search(conn, list(terms.words) + extra, list(terms.stems) + extra, v, pool, arms.keyword_index)
+    return [Hit(h.entity_id, h.vid, keyword_score(h.score, top)) for h in hits], len(extra)
 
 
 def _dense_arm(conn: Any, query: np.ndarray, v: View, pool: int, arms: Arms) -> list[Hit]:
@@ -259,8 +273,10 @@ def _search(
         embedding = _executor().submit(arms.embed_query, params.query)
     if mode in ("fts5", "hybrid"):
         lists["fts5"], variant_count = _keyword_arm(conn, params, v, pool, arms)
+    query_vector = vector
     if embedding is not None:
-        lists["dense"] = _dense_arm(conn, embedding.result(), v, pool, arms)
+        query_vector = embedding.result()
+        lists["dense"] = _dense_arm(conn, query_vector, v, pool, arms)
     vids: dict[int, int] = {}
     ranks: dict[int, dict[str, int]] = {}
     for arm, hits in lists.items():
@@ -268,10 +284,17 @@ def _search(
             vids.setdefault(hit.entity_id, hit.vid)
             ranks.setdefault(hit.entity_id, {})[arm] = rank
     if mode == "hybrid":
-        fused = rrf({arm: [h.entity_id for h in hits] for arm, hits in lists.items()}, params.fusion or arms.fusion or Fusion())
-        scored = [Scored(eid, score) for eid, score in fused[:pool]]
+        assert query_vector is not None
+        kw = {h.entity_id: h.score for h in lists["fts5"]}
+        cos = {h.entity_id: h.score for h in lists["dense"]}
+        # A keyword hit the dense pool did not reach still has a cosine: every candidate is weighed by both.
+        unseen = [vids[e] for e in kw if e not in cos]
+        by_vid = vectors.cosines(conn, unseen, query_vector) if unseen else {}
+        cos.update({e: by_vid[vids[e]] for e in kw if e not in cos and vids[e] in by_vid})
+        fused = combine(kw, cos, params.fusion or arms.fusion or Fusion())
+        scored = [Scored(eid, score, score) for eid, score in fused[:pool]]
     else:
-        scored = [Scored(h.entity_id, h.score) for h in lists[mode]]
+        scored = [Scored(h.entity_id, h.score, h.score) for h in lists[mode]]
     if not scored:
         return [], variant_count
     items = _rank(conn, params, v, mode, scored, vids, ranks)
@@ -285,7 +308,6 @@ def _rank(
     conn: Any, params: RecallParams, v: View, mode: str, scored: list[Scored],
     vids: dict[int, int], ranks: dict[int, dict[str, int]],
 ) -> list[RecallItem]:
-    normalize(scored)
     rows = _pool_rows(conn, [vids[s.id] for s in scored], text=bool(
         params.content_weight or params.diversity_halving < 1.0 or params.startup))
     stems = parse(params.query).stems
@@ -293,14 +315,16 @@ def _rank(
     marks = _Marks()
     for s in scored:
         row = rows[s.id]
-        s.score += params.trust_weight * trust(bool(row["verified"]), row["certainty"])
+        witnessed = 0.0
         if needs_text:
             content_stems = {stem(t) for t in tokenize(row["content"])}
-            if params.content_weight:
-                s.score += params.content_weight * witness(stems, content_stems, len(row["content"]))
+            witnessed = witness(stems, content_stems, len(row["content"]))
             matched = content_stems | {stem(t) for t in tokenize(f"{row['summary'] or ''} {row['tags']}")}
             s.keyword = next((i for i, st in enumerate(stems) if st in matched), None)
-        _weigh(s, row, params, v, marks, trust_on=False, rerank_validity=mode == "hybrid")
+        _weigh(s, row, params, v, marks, trust_on=True, rerank_validity=mode == "hybrid", witnessed=witnessed)
+    if params.min_score is not None:
+        floor = MIN_SCORE[mode] if params.min_score == "auto" else params.min_score
+        scored = [s for s in scored if s.score >= floor]
     ranked = diversify(order(scored), params.offset + params.limit, params.diversity_halving)
     page = ranked[params.offset : params.offset + params.limit]
     full = store.version_rows(conn, [vids[s.id] for s in page])

@@ -526,7 +526,7 @@ class Vault:
         chosen = global_recall.choose(found.items, groups, p.communities)
         members = sorted({m for g, _ in chosen for m in g.members})
         drill = self._recall(validate(RecallParams, {
-            "query": p.query, "mode": p.mode, "reinforce": False, **scope,
+            "query": p.query, "mode": p.mode, "reinforce": False, "min_score": p.min_score, **scope,
             "limit": min(MAX_LIMIT, max(p.per_community * len(chosen) * 4, 10))}), only=members) if members else None
         hits = {item.id: item for item in drill.items} if drill else {}
         conn = self._conn()
@@ -644,7 +644,8 @@ class Vault:
         query = p.context[-MAX_QUERY_CHARS:]  # the end of a long context is the most recent part
         if p.related and tokenize(query):
             result = self._recall(validate(RecallParams, {
-                "query": query, "mode": p.mode, "limit": 2 * p.related + len(triggered), "reinforce": False, **scope}))
+                "query": query, "mode": p.mode, "limit": 2 * p.related + len(triggered), "reinforce": False,
+                "min_score": p.min_score, **scope}))
             mode = result.search_mode
             seen = {item.id for item, _ in triggered}
             # community summaries and stored memory files repeat other memories: a turn's block wants those

@@ -183,6 +183,21 @@ def rescore(hits: list[Hit], found: dict[int, np.ndarray], query: np.ndarray) ->
     return sorted(rescored, key=lambda h: (-h.score, h.entity_id))
 
 
+def cosines(conn: Any, vids: Sequence[int], query: np.ndarray) -> dict[int, float]:
+    """The cosine of ``query`` to each of these versions' vectors, scored the canonical way (a version
+    without a vector is absent)."""
+    from .vector_index import cosine
+
+    rows = conn.execute(
+        f"SELECT x.vid, x.embedding FROM json_each(?) j CROSS JOIN {TABLE} x ON x.vid = j.value",
+        ("[" + ",".join(str(int(v)) for v in vids) + "]",),
+    ).fetchall()
+    if not rows:
+        return {}
+    scores = cosine(np.stack([np.frombuffer(blob, dtype=np.float32) for _, blob in rows]), query)
+    return {int(vid): float(score) for (vid, _), score in zip(rows, scores)}
+
+
 def existing(conn: Any, vids: Sequence[int]) -> set[int]:
     """Which of these versions still exist (a purge may have removed some meanwhile)."""
     rows = conn.execute(

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from perseus_vault_core.actionability import actionability, startup_score
+import pytest
+
+from perseus_vault_core.actionability import actionability, startup_factor
 
 
 def test_anchors_raise_the_score() -> None:
@@ -25,6 +27,6 @@ def test_url_and_ref_count_and_score_is_bounded() -> None:
     assert 0.0 <= result.score <= 1.0 and "url" in result.reasons and "#ref" in result.reasons
 
 
-def test_startup_score_keeps_a_quarter_for_vague_hits() -> None:
-    assert startup_score(1.0, 0.0) == 0.25
-    assert startup_score(1.0, 1.0) == 1.0
+def test_startup_factor_spans_the_knobs_range() -> None:
+    assert startup_factor(0.0) == 0.8 and startup_factor(1.0) == 1.25
+    assert startup_factor(0.5) == pytest.approx(1.025)

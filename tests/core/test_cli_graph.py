@@ -61,7 +61,7 @@ def test_recall_when_and_prepare(cli: Any, linked: str) -> None:  # noqa: F811
     hits = assert_ok(cli("--db", linked, "--json", "recall-when", "we are choosing databases")).json()
     assert [(i["key"], i["match"]) for i in hits["items"]] == [("db", "terms")]
     assert assert_ok(cli("--db", linked, "recall-when", "nothing relevant")).lines() == ["no trigger matches"]
-    block = assert_ok(cli("--db", linked, "prepare", "choosing a database for storage", "--max-chars", "400"))
+    block = assert_ok(cli("--db", linked, "prepare", "choosing a database for storage: is WAL mode safe?", "--max-chars", "400"))
     text = block.out.rstrip("\n")
     assert text.startswith("## Memory for this turn\n### Triggered\n- **decision/db**") and len(text) <= 400
     assert "### Related" in text

@@ -1,27 +1,45 @@
-"""Reciprocal-rank fusion: deterministic, ties by id, empty arms dropped, weights honoured."""
+"""Hybrid fusion: absolute arm scores, weighted and summed; deterministic, ties by id."""
 
 from __future__ import annotations
 
 import pytest
 
-from perseus_vault_core.fusion import Fusion, rrf
+from perseus_vault_core import InvalidInput, Vault
+from perseus_vault_core.fusion import Fusion, combine, keyword_score
+from perseus_vault_core.keyword_index import ceiling, idf
 
 
-def test_rrf_sums_weighted_reciprocal_ranks() -> None:
-    fused = dict(rrf({"fts5": [1, 2, 3], "dense": [3, 1]}, Fusion(k=20)))
-    assert fused[1] == pytest.approx(1 / 21 + 1 / 22)
-    assert fused[3] == pytest.approx(1 / 23 + 1 / 21)
-    assert fused[2] == pytest.approx(1 / 22)
+def test_the_weighted_sum_of_the_arms_scores() -> None:
+    fused = dict(combine({1: 0.5, 2: 0.2}, {1: 0.1, 2: 0.9, 3: 0.4}, Fusion()))
+    assert fused[1] == pytest.approx(0.6 * 0.5 + 0.4 * 0.1)
+    assert fused[2] == pytest.approx(0.6 * 0.2 + 0.4 * 0.9)
+    assert fused[3] == pytest.approx(0.4 * 0.4)  # not found by the keyword arm: 0 there
 
 
 def test_order_and_ties_by_id() -> None:
-    assert [i for i, _ in rrf({"fts5": [5, 4], "dense": [4, 5]}, Fusion())] == [4, 5]
-    assert [i for i, _ in rrf({"fts5": [9], "dense": [2]}, Fusion())] == [2, 9]
+    assert [i for i, _ in combine({5: 0.3, 4: 0.3}, {}, Fusion())] == [4, 5]
+    assert [i for i, _ in combine({9: 0.5}, {2: 0.75}, Fusion())] == [2, 9]
 
 
-def test_empty_arm_is_dropped_and_weights_apply() -> None:
-    alone = rrf({"fts5": [], "dense": [7, 8]}, Fusion())
-    assert [i for i, _ in alone] == [7, 8]
-    heavy_keyword = rrf({"fts5": [1], "dense": [2]}, Fusion(keyword_weight=2.0, dense_weight=1.0))
-    assert [i for i, _ in heavy_keyword] == [1, 2]
-    assert rrf({"fts5": [1], "dense": [2]}, Fusion(keyword_weight=0.0))[0][0] == 2
+def test_weights_apply_and_cannot_both_be_zero() -> None:
+    assert combine({1: 0.9}, {2: 0.9}, Fusion(keyword_weight=0.0, dense_weight=1.0))[0][0] == 2
+    assert combine({1: 0.9}, {2: 0.9}, Fusion(keyword_weight=1.0, dense_weight=0.0))[0][0] == 1
+    with pytest.raises(ValueError, match="both be 0"):
+        Fusion(keyword_weight=0.0, dense_weight=0.0)
+
+
+def test_keyword_score_is_bm25_over_the_ceiling_of_the_query_words() -> None:
+    top = ceiling(1000, [10, 0])  # a word in 10 rows, and a word in none
+    assert top == pytest.approx((idf(1000, 10) + idf(1000, 0)) * 2.2)
+    assert keyword_score(top / 4, top) == pytest.approx(0.25)
+    assert keyword_score(top * 2, top) == 1.0 and keyword_score(1.0, 0.0) == 0.0
+
+
+def test_fusion_weights_are_checked_on_the_vault_and_per_call(tmp_path: object) -> None:
+    from pathlib import Path
+
+    with pytest.raises(InvalidInput, match="fusion"):
+        Vault(Path(str(tmp_path)) / "v.db", embedder=False, fusion={"k": 60})
+    with Vault(Path(str(tmp_path)) / "w.db", embedder=False) as vault:
+        with pytest.raises(InvalidInput, match="fusion.keyword_weight"):
+            vault.recall("x", fusion={"keyword_weight": 2.0})

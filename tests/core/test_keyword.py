@@ -63,15 +63,16 @@ def _replay(vault: Vault, clock: Clock, steps: list[tuple[str, dict[str, Any]]],
 
 
 def _hits(vault: Vault, query: str, use_index: bool, **filters: Any) -> list[tuple[str, float]]:
-    """Raw BM25 hits (key, score), best first, from keyword.search on one path."""
+    """Raw BM25 hits (key, score), best first, from keyword.search on one path; and last, the
+    query's ceiling, as ("", ceiling), which the paths must agree on too."""
     conn = vault._conn()
     terms = parse(query)
     v = view(Filters(**filters), vault._now())
     with read_snapshot(conn):
-        hits = keyword.search(conn, list(terms.words), list(terms.stems), v, 1000,
-                              vault._keyword_index if use_index else None)
+        hits, top = keyword.search(conn, list(terms.words), list(terms.stems), v, 1000,
+                                   vault._keyword_index if use_index else None)
         keys = dict(conn.execute("SELECT id, key FROM entities").fetchall())
-    return [(keys[h.entity_id], h.score) for h in hits]
+    return [(keys[h.entity_id], h.score) for h in hits] + [("", top)]
 
 
 QUERIES = ["billing ledger", "postgres replica backup restore", "cache", "café naïve", SPLIT, f"{REPEAT} canary",

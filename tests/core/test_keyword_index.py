@@ -187,7 +187,7 @@ def test_a_reader_behind_the_mirror_gets_fts5_not_a_newer_snapshot(vault: Vault,
     from perseus_vault_core.filters import view
     from perseus_vault_core.params import Filters
 
-    hits = keyword.search(reader, ["billing"], ["bill"], view(Filters(), clock.now), 100, index)
+    hits, _ = keyword.search(reader, ["billing"], ["bill"], view(Filters(), clock.now), 100, index)
     assert len(hits) == 50  # the reader still sees k7's old content in its snapshot
     reader.execute("COMMIT")
     reader.close()

@@ -231,7 +231,7 @@ def test_block_is_pure_and_within_budget() -> None:
 
 def test_prepare_puts_triggered_first_then_related(vault: Vault) -> None:
     ids = seed(vault)
-    out = vault.prepare("we are choosing a database for the vault")
+    out = vault.prepare("we are choosing a database for the vault: was Postgres considered?")
     assert out.triggered == [ids["db"]]
     assert out.related[0] == ids["plain"] and ids["db"] not in out.related
     assert out.markdown.index("### Triggered") < out.markdown.index("### Related")
@@ -246,7 +246,7 @@ def test_prepare_puts_triggered_first_then_related(vault: Vault) -> None:
 def test_prepare_never_crosses_tenants(vault: Vault) -> None:
     seed(vault, agent_id="alice")
     theirs = seed(vault, agent_id="bob")
-    out = vault.prepare("choosing a database for the vault; Postgres?", agent_id="alice")
+    out = vault.prepare("choosing a database for the vault: was Postgres considered?", agent_id="alice")
     assert out.triggered and out.related
     assert not set(out.triggered + out.related) & set(theirs.values())
     assert not any(f"(#{i}" in out.markdown for i in theirs.values())

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from perseus_vault_core.ranking import (
-    DAY_MS, Scored, decay, diversify, normalize, order, preview, recency, trust, witness,
+    DAY_MS, KNOB_RANGE, Scored, bounded, decay, diversify, order, preview, preview_body, recency, trust, witness,
 )
 
 
@@ -36,11 +36,21 @@ def test_recency_multiplier() -> None:
     assert recency(10_000, 10) == pytest.approx(0.5)
 
 
-def test_normalize_and_order_break_ties_by_id() -> None:
-    items = [Scored(3, 2.0), Scored(1, 4.0), Scored(2, 2.0)]
-    normalize(items)
-    assert [s.score for s in items] == [0.5, 1.0, 0.5]
+def test_order_breaks_ties_by_id() -> None:
+    items = [Scored(3, 0.5, 0.5), Scored(1, 1.0, 1.0), Scored(2, 0.5, 0.5)]
     assert [s.id for s in order(items)] == [1, 2, 3]
+
+
+def test_the_knobs_factor_is_bounded() -> None:
+    assert bounded(1.1) == 1.1 and bounded(0.9) == 0.9
+    assert bounded(4.0) == KNOB_RANGE[1] and bounded(0.01) == KNOB_RANGE[0]
+
+
+def test_preview_body_keeps_whole_fields_then_cuts_text() -> None:
+    body, cut = preview_body({"a": 1, "long": "x" * 500, "nested": {"k": "y" * 500}, "b": 2}, 100)
+    assert cut and body["a"] == 1 and body["b"] == 2 and "nested" not in body
+    assert body["long"].endswith("…") and len(body["long"]) < 100
+    assert preview_body({"a": 1}, 100) == ({"a": 1}, False)
 
 
 def test_diversify_quota_per_keyword() -> None:

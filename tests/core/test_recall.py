@@ -45,7 +45,7 @@ def test_more_and_rarer_terms_rank_higher(vault: Vault, notes: dict[str, int]) -
     r = vault.recall("zanzibar billing", reinforce=False)
     assert r.items[0].id == notes["rare"]
     scores = [i.score for i in r.items]
-    assert scores == sorted(scores, reverse=True) and r.items[0].score == pytest.approx(1.0)
+    assert scores == sorted(scores, reverse=True) and all(0.0 < x < 1.0 for x in scores)  # absolute: a share of the ceiling
     assert [i.ranks for i in r.items] == [{"fts5": n} for n in range(1, len(r.items) + 1)]
 
 
@@ -56,9 +56,13 @@ def test_bm25_order_is_fts5_bm25(vault: Vault, notes: dict[str, int]) -> None:
         "SELECT v.entity_id, -bm25(entities_fts, 1.0, 1.0, 0.5) FROM entities_fts "
         "JOIN entity_versions v ON v.vid = entities_fts.rowid WHERE entities_fts MATCH '\"billing\" OR \"postgres\"'"
     ).fetchall()
-    best = max(s for _, s in expected)
+    # The absolute score: bm25 over the most the query's words could score, sum(idf x (k1 + 1)).
+    n = conn.execute("SELECT count(*) FROM entities_fts").fetchone()[0]
+    dfs = [conn.execute("SELECT count(*) FROM entities_fts WHERE entities_fts MATCH ?", (w,)).fetchone()[0]
+           for w in ("billing", "postgres")]
+    top = sum(max(math.log((n - df + 0.5) / (df + 0.5)), 1e-6) for df in dfs) * 2.2
     got = {i.id: i.score for i in vault.recall("billing postgres", reinforce=False, trust_weight=0.0).items}
-    assert got == pytest.approx({eid: s / best for eid, s in expected})
+    assert got == pytest.approx({eid: s / top for eid, s in expected})
 
 
 def test_stemming_matches_inflections(vault: Vault) -> None:
@@ -167,18 +171,32 @@ def test_preview_cap(vault: Vault) -> None:
 
 
 def test_trust_weight_lifts_verified_never_penalises(vault: Vault) -> None:
-    plain = vault.remember("note", "plain", "rotation policy rotation policy")
+    plain = vault.remember("note", "plain", "rotation policy for tokens")
     verified = vault.remember("note", "verified", "rotation policy for keys", verified=True)
     unsure = vault.remember("note", "unsure", "rotation policy for secrets", certainty=0.5)
     off = vault.recall("rotation policy", trust_weight=0.0, reinforce=False)
-    assert off.items[0].id == plain.id
+    assert off.items[0].id == plain.id  # a three-way tie: by id
     on = vault.recall("rotation policy", trust_weight=0.5, reinforce=False)
-    assert on.items[0].id == verified.id
+    assert [i.id for i in on.items] == [verified.id, unsure.id, plain.id]
     by_id = {i.id: i.score for i in on.items}
     base = {i.id: i.score for i in off.items}
     assert by_id[plain.id] == pytest.approx(base[plain.id])
-    assert by_id[unsure.id] == pytest.approx(base[unsure.id] + 0.25)
-    assert by_id[verified.id] == pytest.approx(base[verified.id] + 0.5)
+    assert by_id[unsure.id] == pytest.approx(base[unsure.id] * 1.25)  # x (1 + 0.5 x certainty 0.5)
+    assert by_id[verified.id] == pytest.approx(base[verified.id] * 1.25)  # x 1.5, held to the knob range
+
+
+def test_a_boost_never_lifts_an_off_topic_memory_over_an_on_topic_one(vault: Vault, clock: Clock) -> None:
+    on_topic = vault.remember("note", "db", "Postgres replication lag: the replica falls behind on bulk imports")
+    off_topic = vault.remember("note", "deploys", "Deploys go out on Tuesdays, replica count checked after",
+                               verified=True, recall_when=["deploys"])
+    clock.advance(400 * DAY_MS)
+    fresh = vault.remember("note", "fresh", "Lunch order for the team: replica of last week's")
+    query = "postgres replication lag replica"
+    for knobs in ({"trust_weight": 10.0}, {"recency_half_life_secs": 86_400.0}, {"profile": "validity"},
+                  {"startup": True}, {"content_weight": 10.0}):
+        got = [i.id for i in vault.recall(query, reinforce=False, **knobs).items]  # type: ignore[arg-type]
+        assert got.index(on_topic.id) < got.index(off_topic.id), knobs
+        assert got.index(on_topic.id) < got.index(fresh.id), knobs
 
 
 def test_content_weight_rewards_literal_witness(vault: Vault) -> None:
@@ -257,7 +275,8 @@ def test_recency_half_life(vault: Vault, clock: Clock) -> None:
     assert ids(plain) == [old.id, new.id]  # same score: ties by id
     timed = vault.recall("deploy checklist", recency_half_life_secs=DAY_MS / 1000, reinforce=False)
     assert ids(timed) == [new.id, old.id]
-    assert timed.items[1].score == pytest.approx(timed.items[0].score * 0.5**10)
+    # 0.5 ** 10 for the older one, held to the knob range: a near-tie re-ordered, not a memory buried
+    assert timed.items[1].score == pytest.approx(timed.items[0].score * 0.8)
 
 
 def test_same_call_same_bytes(vault: Vault, notes: dict[str, int]) -> None:
