@@ -21,8 +21,10 @@ with Vault(Path(tempfile.mkdtemp()) / "memory.db", embedder=False) as vault:  # 
     vault.remember("decision", "job-queue", "We chose Redis streams for background jobs.", topic_path="architecture/jobs")
     vault.remember("note", "lunch", "Friday lunch is at the Thai place.")
 
-    # every recall mode, filter and knob is a keyword argument; here: decisions only, two hits
-    retriever = PerseusVaultRetriever(vault, k=2, category="decision", mode="fts5")
+    # every recall mode, filter and knob is a keyword argument; here: decisions only, two hits. By
+    # default hits scoring below the mode's relevance threshold are left out; in a three-memory
+    # keyword-only vault, word statistics say little, so min_score=None keeps the k best as they are.
+    retriever = PerseusVaultRetriever(vault, k=2, category="decision", mode="fts5", min_score=None)
     engine = RetrieverQueryEngine.from_args(retriever, llm=MockLLM())
 
     response = engine.query("Which database engine did we choose?")

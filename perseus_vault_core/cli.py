@@ -30,6 +30,10 @@ def _one_line(text: str) -> str:
 
 
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # No abbreviated options: "--lim" is refused as a misspelling, as an MCP tool refuses it.
+        super().__init__(*args, **{"allow_abbrev": False, **kwargs})
+
     def error(self, message: str) -> NoReturn:  # one line, exit 1, like every other failure
         self.exit(1, f"error: {message} (see {self.prog} --help)\n")
 
@@ -188,7 +192,6 @@ def cmd_serve(vault: Vault, args: argparse.Namespace) -> None:
         mcp_server.serve_stdio(vault, **scope)
         return
     host, port = address
-    print(f"perseus-vault: MCP over streamable HTTP at http://{host}:{port}/mcp", file=sys.stderr, flush=True)
     mcp_http.serve_http(vault, host, port, token, **scope)
 
 

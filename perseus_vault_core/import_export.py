@@ -30,7 +30,7 @@ from . import store, vectors
 from .embed import embedding_text
 from .errors import InvalidInput
 from .models import ImportReport, Link
-from .params import MAX_INT, RememberInput, validate
+from .params import MAX_INT, MAX_WEIGHT, RememberInput, validate
 
 FORMAT = 1
 Progress = Callable[[int, int], None]
@@ -92,6 +92,7 @@ class LinkRecord(Link):
     id: Id
     from_id: Id
     to_id: Id
+    weight: float = Field(ge=-MAX_WEIGHT, le=MAX_WEIGHT)
     created_at_ms: Millis
     recorded_from_ms: Millis
     recorded_to_ms: Millis | None

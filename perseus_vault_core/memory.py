@@ -28,6 +28,7 @@ import math
 import os
 import stat
 import tempfile
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -155,13 +156,19 @@ def file_bytes(body: dict[str, Any]) -> bytes:
 OUTSIDE = "a symlink that leads outside the folder: not read"
 
 
+def _control(c: str) -> bool:
+    """A control or formatting character (C0, DEL, C1 such as NEL), a line or paragraph separator,
+    or an invisible format character such as a right-to-left override: none belongs in a file name."""
+    return unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp")
+
+
 def _has_control(text: str) -> bool:
-    return any(ord(c) < 0x20 or c == "\x7f" for c in text)
+    return any(_control(c) for c in text)
 
 
 def _shown(name: str) -> str:
     """``name`` with control characters escaped, so a report line stays one line."""
-    return "".join(f"\\x{ord(c):02x}" if ord(c) < 0x20 or c == "\x7f" else c for c in name)
+    return "".join((f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}") if _control(c) else c for c in name)
 
 
 def inside(path: Path, folder: Path) -> bool:

@@ -115,7 +115,7 @@ class RecallItem(Entity):
 
 
 class RecallResult(_Out):
-    """``total`` counts the items returned (as the seed's schema defines it); ``variants`` the expansion terms used."""
+    """``total`` counts the items returned; ``variants`` the expansion terms used."""
 
     items: list[RecallItem]
     total: int

@@ -56,6 +56,7 @@ MAX_CONTEXT_CHARS = 32_768
 MAX_LIMIT = 1_000
 MAX_OFFSET = 10_000
 MAX_RELATION_CHARS = 128
+MAX_WEIGHT = 1_000_000.0
 MAX_SECTION_CHARS = 256
 MAX_ENTRY_CHARS = 65_536
 # The response budget: characters of memory text one answer carries whole; items past it come as
@@ -183,7 +184,7 @@ class Filters(ScopeParams):
                                    description="Only under this topic path prefix")
     include_archived: bool = advanced(False, description="Also archived, expired and superseded memories")
     min_decay: float | None = advanced(ge=0.0, le=1.0, description="Only memories at least this fresh (0..1)")
-    as_of_unix_ms: UnixMs | None = advanced(description="The store as believed at this time (unix ms or ISO 8601)")
+    as_of_unix_ms: UnixMs | None = advanced(description="The store as believed then (unix ms or ISO 8601)")
     valid_at_unix_ms: UnixMs | None = advanced(description="What was true in the world at this time")
     query_time_unix_ms: UnixMs | None = advanced(description="The 'now' for decay and expiry (replay)")
 
@@ -206,15 +207,15 @@ class RememberInput(BaseModel):
     model_config = _STRICT_IN
 
     category: str = Field(min_length=1, max_length=MAX_CATEGORY_CHARS,
-                          description="The memory's category, e.g. 'decision', 'preference', 'architecture'")
+                          description="e.g. decision, preference, architecture")
     key: str = Field(min_length=1, max_length=MAX_KEY_CHARS,
-                     description="Its stable name within the category, e.g. 'db-engine'; the same key updates it")
+                     description="Its stable name in the category, e.g. 'db-engine'; the same key updates it")
     content: str = Field(description="What to remember, in a sentence or a few")
     summary: str | None = Field(default=None, description="A one-line summary (searched with the content)")
     type: str = Field(default="note", min_length=1, max_length=MAX_TYPE_CHARS,
                       description="e.g. note, fact, decision, insight, reference")
     topic_path: str | None = Field(default=None, max_length=MAX_TOPIC_PATH_CHARS,
-                                   description="Slash path such as 'architecture/storage' (filters match by prefix)")
+                                   description="Slash path, e.g. architecture/storage (filters match by prefix)")
     body: dict[str, Any] | None = Field(default=None, validate_default=True,
                                         description="Other structured fields to keep with it (a JSON object)")
     agent_id: str | None = Field(default=None, max_length=MAX_SCOPE_CHARS, description="The agent it belongs to")
@@ -279,6 +280,8 @@ class RememberInput(BaseModel):
             except (TypeError, ValueError, UnicodeEncodeError) as exc:
                 raise ValueError(f"must be a JSON object of finite numbers and valid text ({exc})") from exc
         if size > MAX_BODY_BYTES:
+            if not value:  # no body given: the text alone is too long (InvalidInput names its field)
+                raise InvalidInput("content", f"is {size} bytes with the summary; the limit is {MAX_BODY_BYTES}")
             raise ValueError(f"is {size} bytes with content and summary; the limit is {MAX_BODY_BYTES}")
         return value
 
@@ -307,7 +310,7 @@ class RememberManyParams(BaseModel):
 class EntityParams(ScopeParams):
     """One memory by id (``get_entity``, ``forget``, ``purge``); scope fields, when given, must match it."""
 
-    id: Id = Field(description="The memory's id (from recall, scan or remember)")
+    id: Id = Field(description="The memory's id")
 
 
 class SupersedeParams(ScopeParams):
@@ -320,7 +323,9 @@ class LinkParams(ScopeParams):
     to_id: Id = Field(description="The memory the link points to")
     relation: str = Field(default="related", min_length=1, max_length=MAX_RELATION_CHARS,
                           description="The link's type, e.g. related, depends_on, caused_by")
-    weight: float = Field(default=1.0, description="The link's strength (communities and traverse use it)")
+    # Bounded: a stored weight feeds sums (centrality, community edges) that must stay finite for every reader.
+    weight: float = Field(default=1.0, ge=-MAX_WEIGHT, le=MAX_WEIGHT,
+                          description="The link's strength (communities and traverse use it)")
     source: str | None = Field(default=None, max_length=1024, description="Where the link came from")
 
     @field_validator("relation")
@@ -380,13 +385,13 @@ class RecallParams(Filters):
     query: str = Field(max_length=MAX_QUERY_CHARS, description=(
         "What to find (words are OR'd); '' lists everything in scope"))
     mode: Mode | None = Field(default=None, description=(
-        "fts5 (keyword), dense (meaning) or hybrid (both); default: hybrid when the vault has vectors"))
+        "fts5 (keyword), dense (meaning) or hybrid (both; the default with vectors)"))
     limit: int = Field(default=10, ge=1, le=MAX_LIMIT, description="Most results to return")
     offset: int = Field(default=0, ge=0, le=MAX_INT, description="Results to skip (clamped at 10,000)")
     min_score: MinScore = Field(default=None, description=(
-        "Leave out memories scoring below this; 'auto': the mode's threshold for unrelated memories"))
+        "Leave out memories scoring below this ('auto': the mode's threshold)"))
     preview_cap: int | None = Field(default=None, ge=1, le=MAX_INT, description=(
-        "Cut each memory to about N characters (a footer says how to read it whole)"))
+        "Cut each memory to about N characters"))
     startup: bool = advanced(False, description="Re-rank by actionability (concrete beats vague); adds actionability")
     profile: Literal["validity"] | None = advanced(description=(
         "validity: re-rank by freshness, provenance and expiry; adds validity"))
@@ -529,7 +534,7 @@ class _ContextInput(ScopeParams):
     """Inputs that match against a context (the agent's coming turn) rather than a query."""
 
     context: str = Field(max_length=MAX_CONTEXT_CHARS, description=(
-        "The agent's coming turn: the user's message and what the agent is about to do"))
+        "The coming turn: the user's message and what you are about to do"))
 
     @field_validator("context")
     @classmethod
@@ -560,7 +565,7 @@ class PrepareParams(_ContextInput):
     related: int = Field(default=5, ge=0, le=100, description="Most other relevant memories in the block")
     mode: Mode | None = Field(default=None, description="How related memories are found (as recall's mode)")
     min_score: MinScore = advanced("auto", description=(
-        "Related memories scoring below this are left out; 'auto': the mode's threshold"))
+        "Leave out related memories scoring below this ('auto': the mode's)"))
     semantic: bool | None = advanced(description="Also match trigger phrases by meaning (default: when possible)")
     reinforce: bool = advanced(False, description="Count the memories shown as retrieved")
 
@@ -606,11 +611,11 @@ _SECTION = "The section's heading text (without ##)"
 
 class MemoryRecallParams(ScopeParams):
     query: str = Field(max_length=MAX_QUERY_CHARS, description=(
-        "The topic; content words ('testing philosophy') rank better than framing ('opinions on testing')"))
+        "The topic, in content words ('testing philosophy')"))
     file: str | None = Field(default=None, max_length=4_096, description=(
         "Only this memory file (exact case, without .md); omit for all files"))
     limit: int = Field(default=50, ge=1, le=MAX_LIMIT, description=(
-        "Most entries to return (the least relevant are dropped, never a date range)"))
+        "Most entries (the least relevant are dropped)"))
 
     @field_validator("query")
     @classmethod
@@ -639,7 +644,7 @@ class GetMemoryParams(ScopeParams):
 
 
 class AddMemoryParams(ScopeParams):
-    file: FileName = Field(description=_FILE + "; created if missing")
+    file: FileName = Field(description="The memory file's name without .md; created if missing")
     section: SectionTitle = Field(description=_SECTION)
     text: Annotated[str, AfterValidator(_entry_text)] = Field(max_length=MAX_ENTRY_CHARS, description="The entry's text")
     date: EntryDate = Field(default=None, description="The entry's date, YYYY-MM-DD (default today, UTC)")
@@ -676,16 +681,29 @@ def validate(model: type[M], data: Any, *, prefix: str = "") -> M:
 
 def invalid(exc: ValidationError, *, prefix: str = "", model: type[BaseModel] | None = None) -> InvalidInput:
     """The first error of a pydantic failure as one :class:`InvalidInput` line naming the field
-    (for a misspelled argument, with the closest valid name)."""
-    err = exc.errors(include_url=False)[0]
-    loc = [str(p) for p in err.get("loc", ()) if p not in ("function-after", "function-before")]
+    (for a misspelled argument, with the closest valid name). For a value that may take several
+    forms (``expansion``: true/false or an object), the most specific reason: a constraint the
+    value broke in the form it has, else the forms it may take."""
+    errors = exc.errors(include_url=False)
+    loc = _path(errors[0].get("loc", ()))
+    alternatives = [e for e in errors if _path(e.get("loc", ())) [: len(loc)] == loc and _is_union(e)]
+    err = errors[0]
+    if len(alternatives) > 1:
+        broke = [e for e in alternatives if e.get("type") not in _TYPE_ERRORS]
+        if broke:
+            err = max(broke, key=lambda e: len(e.get("loc", ())))
+            loc = _path(err.get("loc", ()))
     path = ".".join(loc)
     field = f"{prefix}{'.' if prefix and path else ''}{path}" or prefix or "argument"
     message = err.get("msg", "invalid value")
     kind = err.get("type")
     cause = (err.get("ctx") or {}).get("error")
-    if isinstance(cause, InvalidInput):  # a model-level rule that names its own field
+    if isinstance(cause, InvalidInput):  # a rule that names its own field
         return InvalidInput(f"{prefix}{'.' if prefix else ''}{cause.field}", cause.message)
+    if len(alternatives) > 1 and kind in _TYPE_ERRORS:
+        forms = [_MESSAGES.get(str(e.get("type")), "").removeprefix("must be ").format(**(e.get("ctx") or {}))
+                 for e in alternatives]
+        return InvalidInput(field, "must be " + " or ".join(f for f in forms if f))
     if kind == "extra_forbidden":
         message = "unknown argument" if len(loc) == 1 else "unknown field"
         if model is not None and len(loc) == 1:
@@ -696,6 +714,25 @@ def invalid(exc: ValidationError, *, prefix: str = "", model: type[BaseModel] | 
         message = _MESSAGES[kind].format(**(err.get("ctx") or {}))
     message = message.removeprefix("Value error, ").removeprefix("Assertion failed, ")
     return InvalidInput(field, message)
+
+
+def _is_tag(part: Any) -> bool:
+    """A part of an error's location that names a form of a union (``bool``, ``Expansion``,
+    ``literal['auto']``, ``constrained-float``), not a field."""
+    return isinstance(part, str) and (part[:1].isupper() or any(c in part for c in "[]-'") or part in _TYPE_TAGS)
+
+
+def _path(loc: Any) -> list[str]:
+    return [str(p) for p in loc if not _is_tag(p) and p not in ("function-after", "function-before")]
+
+
+def _is_union(err: Any) -> bool:
+    return any(_is_tag(p) for p in err.get("loc", ()))
+
+
+_TYPE_TAGS = frozenset({"bool", "int", "str", "float", "dict", "list", "none"})
+_TYPE_ERRORS = frozenset({"bool_type", "int_type", "float_type", "string_type", "list_type", "dict_type",
+                          "model_type", "literal_error", "none_required"})
 
 
 # pydantic's messages, in the engine's words ("limit: must be at least 1").
@@ -716,5 +753,6 @@ _MESSAGES = {
     "list_type": "must be a list",
     "dict_type": "must be a JSON object",
     "model_type": "must be a JSON object",
+    "none_required": "must be null",
     "literal_error": "must be {expected}",
 }

@@ -34,9 +34,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-import numpy as np
 
-from . import store
 from .filters import FROM, View
 from .porter import stem
 from .query import STOPWORDS, tokenize
@@ -112,9 +110,10 @@ def lexical(phrase: str, context: Context) -> tuple[float, str] | None:
 
 
 def candidates(conn: Any, view: View) -> list[dict[str, Any]]:
-    """Visible entities that have trigger phrases (rows of ``store.ENTITY_COLUMNS``)."""
-    sql = f"SELECT {store.ENTITY_COLUMNS} FROM {FROM} WHERE {view.where} AND v.recall_when != '[]'"
-    return [store.row_dict(row) for row in conn.execute(sql, view.params)]
+    """Visible entities that have trigger phrases: ``id``, ``vid`` and ``recall_when`` (their texts are
+    read later, for the matches only: see ``store.rows_in_order``)."""
+    sql = f"SELECT e.id, v.vid, v.recall_when FROM {FROM} WHERE {view.where} AND v.recall_when != '[]'"
+    return [{"id": i, "vid": vid, "recall_when": phrases} for i, vid, phrases in conn.execute(sql, view.params)]
 
 
 def phrases(rows: Sequence[dict[str, Any]]) -> list[str]:
@@ -145,24 +144,6 @@ def match(
             out.append(best)
     out.sort(key=lambda m: (-m.score, m.entity_id))
     return out
-
-
-# --- stored phrase vectors -------------------------------------------------------------------------
-
-
-def stored_vectors(conn: Any, model: str, wanted: list[str]) -> dict[str, np.ndarray]:
-    out: dict[str, np.ndarray] = {}
-    sql = "SELECT phrase, embedding FROM json_each(:p) j CROSS JOIN trigger_vectors t ON t.model = :m AND t.phrase = j.value"
-    for phrase, blob in conn.execute(sql, {"p": json.dumps(wanted), "m": model}):
-        out[phrase] = np.frombuffer(blob, dtype=np.float32)
-    return out
-
-
-def store_vectors(conn: Any, model: str, vectors: dict[str, np.ndarray]) -> None:
-    conn.executemany(
-        "INSERT OR REPLACE INTO trigger_vectors (model, phrase, embedding) VALUES (?, ?, ?)",
-        [(model, p, np.asarray(v, dtype=np.float32).tobytes()) for p, v in sorted(vectors.items())],
-    )
 
 
 # --- prepare ---------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,7 +26,7 @@ import numpy as np
 from . import keyword, store, vectors
 from .actionability import actionability, startup_factor
 from .connection import read_snapshot
-from .embed import embedding_text
+from .embed import BUNDLED_IDENTITY, embedding_text
 from .errors import InvalidInput, NotSupported
 from .filters import FROM, FROM_VIDS, View, id_list, narrow, view
 from .fusion import Fusion, combine, keyword_score
@@ -61,11 +61,10 @@ def _forget_executor() -> None:
 os.register_at_fork(after_in_child=_forget_executor)
 
 
-# min_score="auto": the score below which a hit is most likely unrelated to the query, per mode.
-# Measured with the bundled model (docs/recall.md): about 90% of the judged relevant hits of the
-# evaluation collections score above these, and 90 to 99% of the best hits of another collection's
-# questions (unrelated by construction) below them.
-MIN_SCORE = {"fts5": 0.1, "dense": 0.35, "hybrid": 0.22}
+# min_score="auto": below these an arm's score most likely means an unrelated memory (see _related).
+# Measured with the bundled model (docs/recall.md): on the evaluation collections they keep 99 to 100%
+# of the relevant hits in the top ten, and cut most best hits of another collection's questions.
+MIN_SCORE = {"fts5": 0.1, "dense": 0.25}
 
 # The knobs re-rank a pool deeper than the page, so a boosted item can climb into it.
 POOL_FACTOR = 4
@@ -104,11 +103,12 @@ def recall(
             mode = "dense"
         else:
             mode = _mode(conn, params, arms)
+        found: Iterable[RecallItem]
         if vector is None and is_enumeration(params.query):
-            items, variant_count, mode = _enumerate(conn, params, v), 0, "enumerate"
+            found, variant_count, mode = _enumerate(conn, params, v), 0, "enumerate"
         else:
-            items, variant_count = _search(conn, params, v, mode, arms, vector)
-        items = store.fit(items)
+            found, variant_count = _search(conn, params, v, mode, arms, vector)
+        items = store.fit(found)
     if params.reinforce and not v.historical and items:
         reinforce([item.id for item in items])
     return RecallResult(items=items, total=len(items), variants=variant_count, search_mode=mode)
@@ -152,7 +152,7 @@ def _model(arms: Arms) -> tuple[str, int]:
 _WORD_KNOBS = ("content_weight", "diversity_halving", "expansion", "fusion", "min_score")
 
 
-def _enumerate(conn: Any, params: RecallParams, v: View) -> list[RecallItem]:
+def _enumerate(conn: Any, params: RecallParams, v: View) -> Iterator[RecallItem]:
     """``query=""``: every visible entity in the default order (decay, then recency, then id), each
     scored by its decay. The knobs that need no query words re-rank it as they re-rank a search:
     ``startup``, ``profile="validity"``, ``recency_half_life_secs``, and ``trust_weight`` when given
@@ -170,14 +170,21 @@ def _enumerate(conn: Any, params: RecallParams, v: View) -> list[RecallItem]:
         f"FROM {FROM} WHERE {v.where} ORDER BY d DESC, v.updated_at_ms DESC, e.id LIMIT :limit OFFSET :offset"
     )
     offset = 0 if reranked else params.offset
-    rows = conn.execute(sql, dict(v.params, decay_at=v.instant, limit=depth, offset=offset)).fetchall()
-    scored = [Scored(int(r[0]), float(r[-1]), float(r[-1])) for r in rows]
-    by_id = {int(r[0]): store.row_dict(r[:-1]) for r in rows}
+    rows = conn.execute(sql, dict(v.params, decay_at=v.instant, limit=depth, offset=offset))
     marks = _Marks()
+    if not reranked:  # the default order: items made one row at a time, as the response budget takes them
+        for r in rows:
+            s, row = Scored(int(r[0]), float(r[-1]), float(r[-1])), store.row_dict(r[:-1])
+            _weigh(s, row, params, v, marks, trust_on=False, rerank_validity=False)
+            yield _item(row, s, {}, params, v, marks)
+        return
+    fetched = rows.fetchall()
+    scored = [Scored(int(r[0]), float(r[-1]), float(r[-1])) for r in fetched]
+    by_id = {int(r[0]): store.row_dict(r[:-1]) for r in fetched}
     for s in scored:
         _weigh(s, by_id[s.id], params, v, marks, trust_on=trust_asked, rerank_validity=True)
-    page = order(scored)[params.offset : params.offset + params.limit] if reranked else scored
-    return [_item(by_id[s.id], s, {}, params, v, marks) for s in page]
+    for s in order(scored)[params.offset : params.offset + params.limit]:
+        yield _item(by_id[s.id], s, {}, params, v, marks)
 
 
 @dataclass
@@ -256,7 +263,7 @@ def _dense_arm(conn: Any, query: np.ndarray, v: View, pool: int, arms: Arms) -> 
 
 def _search(
     conn: Any, params: RecallParams, v: View, mode: str, arms: Arms, vector: np.ndarray | None = None,
-) -> tuple[list[RecallItem], int]:
+) -> tuple[Iterable[RecallItem], int]:
     """``vector``: the caller's query vector (dense only); the query text then has no words, so no
     knob matches words against content."""
     if vector is None and not tokenize(params.query):
@@ -283,10 +290,10 @@ def _search(
         for rank, hit in enumerate(hits, start=1):
             vids.setdefault(hit.entity_id, hit.vid)
             ranks.setdefault(hit.entity_id, {})[arm] = rank
+    kw = {h.entity_id: h.score for h in lists.get("fts5", [])}
+    cos = {h.entity_id: h.score for h in lists.get("dense", [])}
     if mode == "hybrid":
         assert query_vector is not None
-        kw = {h.entity_id: h.score for h in lists["fts5"]}
-        cos = {h.entity_id: h.score for h in lists["dense"]}
         # A keyword hit the dense pool did not reach still has a cosine: every candidate is weighed by both.
         unseen = [vids[e] for e in kw if e not in cos]
         by_vid = vectors.cosines(conn, unseen, query_vector) if unseen else {}
@@ -295,6 +302,8 @@ def _search(
         scored = [Scored(eid, score, score) for eid, score in fused[:pool]]
     else:
         scored = [Scored(h.entity_id, h.score, h.score) for h in lists[mode]]
+    if params.min_score == "auto":
+        scored = [s for s in scored if _related(kw.get(s.id), cos.get(s.id), mode, arms)]
     if not scored:
         return [], variant_count
     items = _rank(conn, params, v, mode, scored, vids, ranks)
@@ -307,7 +316,7 @@ def _search(
 def _rank(
     conn: Any, params: RecallParams, v: View, mode: str, scored: list[Scored],
     vids: dict[int, int], ranks: dict[int, dict[str, int]],
-) -> list[RecallItem]:
+) -> Iterator[RecallItem]:
     rows = _pool_rows(conn, [vids[s.id] for s in scored], text=bool(
         params.content_weight or params.diversity_halving < 1.0 or params.startup))
     stems = parse(params.query).stems
@@ -322,13 +331,27 @@ def _rank(
             matched = content_stems | {stem(t) for t in tokenize(f"{row['summary'] or ''} {row['tags']}")}
             s.keyword = next((i for i, st in enumerate(stems) if st in matched), None)
         _weigh(s, row, params, v, marks, trust_on=True, rerank_validity=mode == "hybrid", witnessed=witnessed)
-    if params.min_score is not None:
-        floor = MIN_SCORE[mode] if params.min_score == "auto" else params.min_score
+    if params.min_score is not None and params.min_score != "auto":
+        floor = float(params.min_score)
         scored = [s for s in scored if s.score >= floor]
     ranked = diversify(order(scored), params.offset + params.limit, params.diversity_halving)
-    page = ranked[params.offset : params.offset + params.limit]
-    full = store.version_rows(conn, [vids[s.id] for s in page])
-    return [_item(full[s.id], s, ranks[s.id], params, v, marks) for s in page]
+    page = {s.id: s for s in ranked[params.offset : params.offset + params.limit]}
+    for row in store.rows_in_order(conn, [vids[i] for i in page]):  # a chunk at a time: see store.fit
+        s = page[row["id"]]
+        yield _item(row, s, ranks[s.id], params, v, marks)
+
+
+def _related(keyword: float | None, cosine: float | None, mode: str, arms: Arms) -> bool:
+    """``min_score="auto"``: a hit is kept when an arm that ran judges it related, its keyword score at
+    least MIN_SCORE["fts5"] or its cosine at least MIN_SCORE["dense"]. The cosine threshold was measured
+    on the bundled model; another model's cosines spread differently, so its meaning hits are all kept."""
+    if keyword is not None and keyword >= MIN_SCORE["fts5"]:
+        return True
+    if mode == "fts5":
+        return False
+    if arms.embedder_model is None or arms.embedder_model()[0] != BUNDLED_IDENTITY:
+        return cosine is not None
+    return cosine is not None and cosine >= MIN_SCORE["dense"]
 
 
 def _validity(row: dict[str, Any], v: View, params: RecallParams) -> Validity:

@@ -10,7 +10,7 @@ version (``recorded_to_ms``) and inserts a new one; the keyword indexes are upda
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from dataclasses import dataclass, field
@@ -86,18 +86,27 @@ E = TypeVar("E", bound=Entity)
 
 
 def preview(entity: E, cap: int) -> E:
-    """``entity`` cut to about ``cap`` characters: content and summary cut, body fields kept while
-    they fit; the content's footer names the tool that reads it whole. Unchanged when it fits."""
+    """``entity`` cut to about ``cap`` characters: content, summary and source cut, trigger phrases and
+    body fields kept while they fit; the content's footer names the tool that reads it whole.
+    Unchanged when it fits. (Its address, category, key and topic path, is never cut.)"""
     body, body_cut = ranking.preview_body(entity.body, cap)
-    summary = entity.summary
-    cut = body_cut or (summary is not None and len(summary) > cap)
+    summary, source = entity.summary, entity.source
+    triggers, room = [], cap
+    for phrase in entity.recall_when:  # whole phrases while they fit
+        if len(phrase) > room:
+            break
+        triggers.append(phrase)
+        room -= len(phrase)
+    cut = body_cut or len(triggers) < len(entity.recall_when) or any(
+        text is not None and len(text) > cap for text in (summary, source))
     if not cut and len(entity.content) <= cap:
         return entity
     data = entity.model_dump()
     for name in entity.model_extra or {}:  # top-level copies of body fields: the new body decides
         data.pop(name, None)
-    data.update(content=ranking.preview(entity.content, cap, entity.id, cut=cut), body=body,
-                summary=summary[:cap] if summary is not None else None)
+    data.update(content=ranking.preview(entity.content, cap, entity.id, cut=cut), body=body, recall_when=triggers,
+                summary=summary[:cap] if summary is not None else None,
+                source=source[:cap] if source is not None else None)
     return type(entity).model_validate(data)
 
 
@@ -119,9 +128,10 @@ def within_budget(rows: Sequence[Sequence[Any]], budget: int = RESPONSE_BUDGET_C
     return rows
 
 
-def fit(items: list[E], budget: int = RESPONSE_BUDGET_CHARS) -> list[E]:
+def fit(items: Iterable[E], budget: int = RESPONSE_BUDGET_CHARS) -> list[E]:
     """The response budget: items whole while their text fits ``budget``, previews after that
-    (at least the first item whole), so that no answer grows without bound (docs/limits.md)."""
+    (at least the first item whole), so that no answer grows without bound (docs/limits.md).
+    ``items`` may be a generator: each is cut as it comes, so the whole ones never pile up."""
     left = budget
     out = []
     for n, item in enumerate(items):
@@ -170,6 +180,16 @@ def version_rows(conn: Any, vids: Sequence[int]) -> dict[int, dict[str, Any]]:
     """Rows for specific versions, keyed by entity id (one version per entity in a view)."""
     sql = f"SELECT {ENTITY_COLUMNS} FROM {FROM_VIDS}"
     return {r["id"]: r for r in map(row_dict, conn.execute(sql, {"vids": id_list(list(vids))}))}
+
+
+def rows_in_order(conn: Any, vids: Sequence[int], chunk: int = 64) -> Iterator[dict[str, Any]]:
+    """Rows for these versions, in this order, read a chunk at a time (a page of large memories is
+    never all in memory at once; see :func:`fit`)."""
+    for start in range(0, len(vids), chunk):
+        part = list(vids[start : start + chunk])
+        found = {r["vid"]: r for r in map(row_dict, conn.execute(
+            f"SELECT {ENTITY_COLUMNS} FROM {FROM_VIDS}", {"vids": id_list(part)}))}
+        yield from (found[vid] for vid in part if vid in found)
 
 
 def find_id(conn: Any, category: str, key: str, agent_id: str | None, workspace_hash: str | None) -> int | None:
@@ -246,6 +266,7 @@ class VectorPlan:
     identity: str
     dimension: int
     by_text: dict[str, np.ndarray] = field(default_factory=dict)
+    phrases: dict[str, np.ndarray] = field(default_factory=dict)  # new trigger phrases, written with the batch
 
 
 class MissingVectors(Exception):
@@ -350,6 +371,8 @@ def remember_batch(
         vectors.write(conn, vector_rows)
     for i, existing in later:
         results[i] = _update(conn, items[i], now_ms, existing, plan)
+    if plan is not None and plan.phrases:  # so the first recall_when or prepare after it embeds only its context
+        vectors.write_phrase_vectors(conn, plan.identity, plan.phrases)
     return [r for r in results if r is not None]
 
 
@@ -457,6 +480,15 @@ def reinforce(conn: Any, ids: Iterable[int], now_ms: int) -> None:
             f"UPDATE entities SET retrieval_count = retrieval_count + 1, last_accessed_ms = ? WHERE id IN ({marks})",
             (now_ms, *ids),
         )
+
+
+def phrases_to_embed(conn: Any, items: Sequence[RememberInput], model: str) -> list[str]:
+    """The trigger phrases of a batch that have no stored vector for ``model`` yet."""
+    wanted = sorted({p for item in items for p in item.recall_when})
+    if not wanted:
+        return []
+    known = vectors.phrase_vectors(conn, model, wanted)
+    return [p for p in wanted if p not in known]
 
 
 def texts_to_embed(conn: Any, items: Sequence[RememberInput]) -> list[str]:

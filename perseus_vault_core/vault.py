@@ -122,6 +122,7 @@ from .params import (
 
 DEFAULT_PATH = "perseus_vault.db"
 EMBED_BATCH = 256  # texts per embedder call when writing
+MAX_LAZY_PHRASES = 256  # trigger phrases a read may embed (those written before they were embedded on write)
 Clock = Callable[[], int]
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -208,7 +209,8 @@ class Vault:
             raise InvalidInput("path", "must be a file path (for a throwaway vault use a temporary directory)")
         if not isinstance(create, bool):
             raise InvalidInput("create", "must be true or false")
-        if not create and not Path(self.path).is_file():
+        if not create and (not Path(self.path).is_file() or Path(self.path).stat().st_size == 0):
+            # An empty file is no vault either: SQLite would make one of it, and a read must not write.
             raise NotFound(f"no vault at {self.path} (create one with `perseus-vault init` or by remembering something)")
         if create:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
@@ -307,7 +309,7 @@ class Vault:
         required = {"category": category, "key": key, "content": content}
         # Missing required arguments are reported by the model (naming the field), not by Python.
         item = validate(RememberInput, {**{k: v for k, v in required.items() if v is not None}, **fields})
-        plan = self._plan(lambda conn: store.texts_to_embed(conn, [item]))
+        plan = self._plan(lambda conn: store.texts_to_embed(conn, [item]), [item])
         entity_id, _ = self._write_planned(plan, lambda c: store.remember(c, item, self._now(), plan))
         return self._entity(entity_id)
 
@@ -320,7 +322,7 @@ class Vault:
             raise InvalidInput("items", "must be a list of memories") from None
         checked = validate(RememberManyParams, {"items": batch}).items
 
-        plan = self._plan(lambda conn: store.texts_to_embed(conn, checked))
+        plan = self._plan(lambda conn: store.texts_to_embed(conn, checked), checked)
 
         def work(conn: Any) -> list[int]:
             return [entity_id for entity_id, _ in store.remember_batch(conn, checked, self._now(), plan)]
@@ -548,6 +550,8 @@ class Vault:
                         evidence.append(store.to_hit(EvidenceItem, extra[m], now, 0.0, {}, via=via, hops=hops))
                 out.append(GlobalCommunity(community=models[g.id], title=item.summary or g.id, summary=item.content,
                                            summary_id=item.id, score=item.score, evidence=evidence))
+        fitted = iter(store.fit([e for gc in out for e in gc.evidence]))  # the response budget, over all evidence
+        out = [gc.model_copy(update={"evidence": [next(fitted) for _ in gc.evidence]}) for gc in out]
         if p.reinforce:
             ids = sorted({e.id for gc in out for e in gc.evidence})
             if ids:
@@ -588,12 +592,13 @@ class Vault:
         if semantic and rows and tokenize(p.context):
             similarity = self._trigger_similarity(proactive.phrases(rows), p.context)
         matches = proactive.match(rows, proactive.Context.of(p.context), similarity, p.min_similarity)[: p.limit]
-        by_id = {row["id"]: row for row in rows}
-        items = [
-            store.to_hit(TriggeredItem, by_id[m.entity_id], v.instant, m.score, {"recall_when": n},
-                         trigger=m.trigger, match=m.kind)
-            for n, m in enumerate(matches, start=1)
-        ]
+        vid_of = {row["id"]: row["vid"] for row in rows}
+        with read_snapshot(conn):
+            full = store.rows_in_order(conn, [vid_of[m.entity_id] for m in matches])
+            items = store.fit(
+                store.to_hit(TriggeredItem, row, v.instant, m.score, {"recall_when": n}, trigger=m.trigger, match=m.kind)
+                for n, (m, row) in enumerate(zip(matches, full), start=1)
+            )
         if p.reinforce and items:
             self._reinforce([item.id for item in items])
         return RecallWhenResult(items=items, total=len(items), semantic=semantic)
@@ -611,8 +616,10 @@ class Vault:
         wanted = [ph for ph in phrases if ph not in known]
         if wanted:
             with read_snapshot(conn):
-                known.update(proactive.stored_vectors(conn, identity, wanted))
-            fresh = [ph for ph in wanted if ph not in known]
+                known.update(vectors.phrase_vectors(conn, identity, wanted))
+            # Phrases are embedded when written; these predate that (or came by import). Embed a
+            # bounded number per call, in order: the rest match by words only until a later call.
+            fresh = [ph for ph in wanted if ph not in known][:MAX_LAZY_PHRASES]
             made: dict[str, np.ndarray] = {}
             for start in range(0, len(fresh), EMBED_BATCH):
                 chunk = fresh[start : start + EMBED_BATCH]
@@ -620,10 +627,10 @@ class Vault:
             if made:
                 known.update(made)
                 try:  # a cache: a read-only file or a busy writer costs only the next process's time
-                    self._write(lambda c: proactive.store_vectors(c, identity, made))
+                    self._write(lambda c: vectors.write_phrase_vectors(c, identity, made))
                 except VaultError:
                     pass
-        return {ph: float(np.dot(known[ph].astype(np.float64), query)) for ph in phrases}
+        return {ph: float(np.dot(known[ph].astype(np.float64), query)) for ph in phrases if ph in known}
 
     @_edge
     def prepare(self, context: str, **params: Any) -> PrepareResult:
@@ -1062,18 +1069,27 @@ class Vault:
 
     # --- embeddings ------------------------------------------------------------------------------
 
-    def _plan(self, texts_of: Callable[[Any], list[str]]) -> store.VectorPlan | None:
-        """Embed, before the write transaction, the texts a write will store (none without an embedder)."""
+    def _plan(self, texts_of: Callable[[Any], list[str]], items: Sequence[RememberInput] = ()) -> store.VectorPlan | None:
+        """Embed, before the write transaction, the texts a write will store, and the trigger phrases
+        of ``items`` not embedded yet (none without an embedder): embedding a phrase once, when it is
+        written, keeps the reads that match triggers (``prepare``, every turn) to embedding their context."""
         if self._embedder is None:
             return None
         conn = self._conn()
+        identity = self._embedder.identity
         with read_snapshot(conn):
-            vectors.check_model(conn, self._embedder.identity, self._embedder.dimension)
+            vectors.check_model(conn, identity, self._embedder.dimension)
             texts = texts_of(conn)
-        plan = store.VectorPlan(self._embedder.identity, self._embedder.dimension)
-        for start in range(0, len(texts), EMBED_BATCH):
-            chunk = texts[start : start + EMBED_BATCH]
-            plan.by_text.update(zip(chunk, checked(self._embedder, chunk)))
+            phrases = store.phrases_to_embed(conn, items, identity) if items else []
+        plan = store.VectorPlan(identity, self._embedder.dimension)
+        work = list(dict.fromkeys(texts + phrases))  # one model call for both, where they fit a batch
+        made: dict[str, np.ndarray] = {}
+        for start in range(0, len(work), EMBED_BATCH):
+            chunk = work[start : start + EMBED_BATCH]
+            made.update(zip(chunk, checked(self._embedder, chunk)))
+        plan.by_text.update((t, made[t]) for t in texts)
+        plan.phrases.update((p, made[p]) for p in phrases)
+        self._trigger_vectors.setdefault(identity, {}).update(plan.phrases)
         return plan
 
     @_edge

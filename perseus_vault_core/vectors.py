@@ -18,6 +18,7 @@ For the current view, :func:`candidates` takes the same two steps as the in-memo
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -196,6 +197,25 @@ def cosines(conn: Any, vids: Sequence[int], query: np.ndarray) -> dict[int, floa
         return {}
     scores = cosine(np.stack([np.frombuffer(blob, dtype=np.float32) for _, blob in rows]), query)
     return {int(vid): float(score) for (vid, _), score in zip(rows, scores)}
+
+
+# --- trigger phrases (recall_when): embedded once per model, kept in the file -----------------------
+
+
+def phrase_vectors(conn: Any, model: str, wanted: Sequence[str]) -> dict[str, np.ndarray]:
+    """The stored vectors of these trigger phrases for ``model`` (phrases without one are absent)."""
+    out: dict[str, np.ndarray] = {}
+    sql = "SELECT phrase, embedding FROM json_each(:p) j CROSS JOIN trigger_vectors t ON t.model = :m AND t.phrase = j.value"
+    for phrase, vector in conn.execute(sql, {"p": json.dumps(list(wanted)), "m": model}):
+        out[phrase] = np.frombuffer(vector, dtype=np.float32)
+    return out
+
+
+def write_phrase_vectors(conn: Any, model: str, vectors: dict[str, np.ndarray]) -> None:
+    conn.executemany(
+        "INSERT OR REPLACE INTO trigger_vectors (model, phrase, embedding) VALUES (?, ?, ?)",
+        [(model, p, np.asarray(v, dtype=np.float32).tobytes()) for p, v in sorted(vectors.items())],
+    )
 
 
 def existing(conn: Any, vids: Sequence[int]) -> set[int]:

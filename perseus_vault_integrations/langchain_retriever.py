@@ -48,6 +48,8 @@ class PerseusVaultRetriever(BaseRetriever):
     vault: Vault
     k: int = Field(default=4, ge=1, le=MAX_LIMIT, description="Documents to return (recall's limit)")
     mode: Literal["fts5", "dense", "hybrid"] | None = None
+    # Unrelated memories are left out by default: "auto" is the mode's threshold (docs/recall.md).
+    min_score: float | Literal["auto"] | None = "auto"
     offset: int | None = None
     type: str | None = None
     category: str | None = None

@@ -17,7 +17,9 @@ as in ``InMemoryStore``.
   dicts, exact lists), then ``offset`` / ``limit``.
 - ``search`` with ``query``: the vault's recall (``mode``: auto, i.e. hybrid when the vault has
   vectors) within the namespace prefix, best first, each with its recall ``score``; a ``filter`` is
-  applied to recall's ranking, read in pages (up to recall's offset cap of 10,000 hits).
+  applied to recall's ranking, read in pages (up to recall's offset cap of 10,000 hits). Items
+  scoring below ``min_score`` are left out ("auto", the default: the mode's threshold for unrelated
+  memories; ``None`` returns every indexed item, best first, as ``InMemoryStore`` does).
 - ``delete`` purges the entity (a LangGraph delete is a request to forget for good).
 - TTL (minutes): the vault's ``expires_at_ms``. An expired item reads as absent everywhere; reads
   refresh the TTL (``refresh_ttl``, default from ``ttl`` config's ``refresh_on_read``) by writing a
@@ -35,7 +37,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime, timezone
 from typing import Any, Literal
-from urllib.parse import quote, unquote
+from urllib.parse import quote
 
 try:
     from langchain_core.embeddings import Embeddings
@@ -60,7 +62,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError("the LangGraph store needs langgraph: install perseus-vault[langchain]") from exc
 
-from perseus_vault_core import Entity, InvalidInput, NotFound, RecallItem, Vault
+from perseus_vault_core import Entity, InvalidInput, NotFound, Vault
 from perseus_vault_core.params import MAX_KEY_CHARS, MAX_LIMIT, MAX_OFFSET, MAX_TOPIC_PATH_CHARS
 
 from .langchain_embeddings import LangChainEmbedder
@@ -86,6 +88,7 @@ class PerseusVaultStore(BaseStore):
     def __init__(self, vault: Vault | str | os.PathLike[str], *, index: IndexConfig | None = None,
                  ttl: TTLConfig | None = None, category: str = "langgraph", agent_id: str | None = None,
                  workspace_hash: str | None = None, mode: Mode | None = None,
+                 min_score: float | Literal["auto"] | None = "auto",
                  clock: Callable[[], int] | None = None) -> None:
         config: dict[str, Any] = dict(index or {})
         unknown = set(config) - {"dims", "embed", "fields"}
@@ -123,6 +126,7 @@ class PerseusVaultStore(BaseStore):
         self.agent_id = agent_id
         self.workspace_hash = workspace_hash
         self.mode = mode
+        self.min_score = min_score
         self._clock = clock or (lambda: time.time_ns() // 1_000_000)
 
     def close(self) -> None:
@@ -297,7 +301,8 @@ class PerseusVaultStore(BaseStore):
         out: list[tuple[Entity, float | None]] = []
         offset = 0
         while len(out) < wanted:
-            args = dict(prefix_filters, type=ITEM_TYPE, limit=page, offset=offset, reinforce=False)
+            args = dict(prefix_filters, type=ITEM_TYPE, limit=page, offset=offset, reinforce=False,
+                        min_score=self.min_score)
             if self.mode is not None:
                 args["mode"] = self.mode
             result = self.vault.recall(query, **args)

@@ -79,7 +79,8 @@ class PerseusVaultRetriever(BaseRetriever):
         validate(RecallParams, {"query": "", "limit": k})  # a bad k is named as limit's bounds
         self.vault = vault
         self.k = k
-        self.recall_params = _check_params(dict(recall_params))
+        # Unrelated memories are left out by default: "auto" is the mode's threshold (docs/recall.md).
+        self.recall_params = _check_params({"min_score": "auto", **recall_params})
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
     def _recall(self, query: str) -> list[NodeWithScore]:
@@ -153,7 +154,7 @@ class PerseusVaultMemoryBlock(BaseMemoryBlock[str]):
         )
 
     def _recall(self, query: str, session_id: str | None) -> str:
-        params = dict(self.recall_params)
+        params = {"min_score": "auto", **self.recall_params}  # no unrelated memory injected by default
         if self.session_only and session_id:
             params["topic_path"] = self._session_topic(session_id)
         result = self.vault.recall(query, limit=self.limit, mode=self.mode, category=self.category,

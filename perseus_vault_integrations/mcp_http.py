@@ -19,6 +19,7 @@ import asyncio
 import hmac
 import ipaddress
 import os
+import sys
 from typing import Any
 
 import h11
@@ -206,5 +207,7 @@ def server_config(app: Any, host: str, port: int) -> uvicorn.Config:
 
 def serve_http(vault: Vault, host: str, port: int, token: str | None, *, agent_id: str | None = None,
                workspace_hash: str | None = None) -> None:
-    app = http_app(vault, host, port, token, agent_id=agent_id, workspace_hash=workspace_hash)
+    app = http_app(vault, host, port, token, agent_id=agent_id, workspace_hash=workspace_hash)  # refuses first
+    shown = f"[{host}]" if ":" in host else host
+    print(f"perseus-vault: MCP over streamable HTTP at http://{shown}:{port}/mcp", file=sys.stderr, flush=True)
     uvicorn.Server(server_config(app, host, port)).run()

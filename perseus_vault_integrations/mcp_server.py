@@ -49,7 +49,7 @@ from pydantic import BaseModel, TypeAdapter
 from perseus_vault_core import Vault, VaultError, __version__
 from perseus_vault_core.errors import InvalidInput
 from perseus_vault_core.params import ADVANCED, MAX_INT, is_advanced, validate
-from perseus_vault_core.verbs import PROFILES, VERBS, Verb
+from perseus_vault_core.verbs import BY_NAME, PROFILES, VERBS, Verb
 
 PREFIX = "perseus_vault_"
 LEGACY_PREFIX = "mimir_"
@@ -75,9 +75,10 @@ log = logging.getLogger("perseus_vault.mcp")
 # --- schemas -------------------------------------------------------------------------------------
 
 
-# Keys a model does not need to call a tool well: titles repeat the names, length limits are
-# documented (docs/limits.md) and refused with an error naming them, ``advanced`` is our marker.
-_DROPPED = frozenset({"title", "minLength", "maxLength", "maxItems", ADVANCED})
+# Keys a model does not need to call a tool well: titles repeat the names; length limits and lower
+# bounds are documented (docs/limits.md) and refused with an error naming them (upper bounds stay:
+# they tell a model how much it may ask for); ``advanced`` is our marker.
+_DROPPED = frozenset({"title", "minLength", "maxLength", "maxItems", "minimum", "exclusiveMinimum", ADVANCED})
 
 
 def _compact(schema: Any, defs: dict[str, Any], *, inputs: bool = True) -> Any:
@@ -175,7 +176,7 @@ def _arguments(tool: VaultTool, given: Any, bound: dict[str, str]) -> dict[str, 
         raise InvalidInput("arguments", "must be a JSON object")
     args = dict(given)
     advanced = tool.advanced
-    if tool.grouped:
+    if tool.grouped and advanced:
         for name in args:
             if name in advanced:
                 raise InvalidInput(name, f"is an option: pass it inside {OPTIONS}")
@@ -275,6 +276,15 @@ class VaultServer(MCPServer):
         tool = self.tools.get(name)
         return None if tool is None else tool.tool.input_schema
 
+    def _unknown(self, name: str) -> str:
+        verb = name.removeprefix(PREFIX)
+        if verb in BY_NAME and not BY_NAME[verb].scoped and self.bound:
+            return f"{name} is not offered by a server bound to a scope (it reaches past the scope)"
+        if verb in BY_NAME:
+            return (f"{name} is not in this server's tool profile {self.profile!r} (start it with --tools all "
+                    "for every tool)")
+        return f"no tool named {_one_line(name)[:100]!r} on this server"
+
     def remove_tool(self, name: str) -> None:
         if self.tools.pop(name, None) is None:
             raise ToolError(f"unknown tool: {name}")
@@ -282,11 +292,16 @@ class VaultServer(MCPServer):
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> CallToolResult:
         tool = self.tools.get(name)
         if tool is None:
-            raise ToolError(f"no tool named {_one_line(name)[:100]!r} on this server (tool profile "
-                            f"{self.profile!r}; start it with --tools all for every tool)")
+            raise ToolError(self._unknown(name))
         try:
             args = _arguments(tool, arguments, self.bound)
-            p = validate(tool.verb.params, args)
+            try:
+                p = validate(tool.verb.params, args)
+            except InvalidInput as exc:  # name a knob given inside options as the caller wrote it
+                given = arguments.get(OPTIONS) if isinstance(arguments, dict) else None
+                if tool.grouped and isinstance(given, dict) and exc.field.split(".")[0] in given:
+                    raise InvalidInput(f"{OPTIONS}.{exc.field}", exc.message) from None
+                raise
             call = partial(getattr(self.holder["vault"], tool.verb.name), **p.model_dump(exclude_unset=True))
             result, engine_ms = await anyio.to_thread.run_sync(_timed, call)
         except VaultError as exc:
@@ -294,7 +309,10 @@ class VaultServer(MCPServer):
         except Exception as exc:  # never a trace or a path to the caller; the server's log has it
             log.exception("tool %s failed", name)
             raise ToolError(f"internal error ({type(exc).__name__}); the server's log has the details") from exc
-        structured = result.model_dump(mode="json") if isinstance(result, BaseModel) else {"result": _jsonable(result)}
+        # The result's shape is the verb's, not the value's: an Entity-or-null result is always wrapped.
+        returns = tool.verb.returns
+        direct = isinstance(returns, type) and issubclass(returns, BaseModel)
+        structured = result.model_dump(mode="json") if direct else {"result": _jsonable(result)}
         return CallToolResult(content=[TextContent(type="text", text=_text(tool.verb, p.model_dump(), result))],
                               structured_content=structured, _meta={ENGINE_MS_META: round(engine_ms, 3)})
 

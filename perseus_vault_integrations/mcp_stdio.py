@@ -87,12 +87,15 @@ def _refusal(line: bytes) -> tuple[int | str | None, int, str]:
     """Why ``line``, which is no valid message, is refused: (id if any, JSON-RPC code, message)."""
     try:
         data = json.loads(line)
+    except RecursionError:  # a few kilobytes of brackets: refused, never a crash
+        return _leading_id(line[:_HEAD_BYTES]), PARSE_ERROR, "Parse error: the message is nested too deeply"
     except ValueError:
         return None, PARSE_ERROR, "Parse error: the message is not valid UTF-8 JSON"
     request_id = data.get("id") if isinstance(data, dict) else None
     if isinstance(request_id, bool) or not isinstance(request_id, (int, str)):
         request_id = None
-    return request_id, INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 request, notification or response"
+    return request_id, INVALID_REQUEST, ("Invalid Request: not a JSON-RPC 2.0 request, notification or response "
+                                         "(or nested deeper than the server reads)")
 
 
 async def _skip_line(reader: asyncio.StreamReader) -> None:
@@ -127,7 +130,7 @@ async def _read_messages(reader: asyncio.StreamReader, limit: int, wire: _Wire,
                 continue
             try:
                 message = jsonrpc_message_adapter.validate_json(line, by_name=False)
-            except ValueError:
+            except (ValueError, RecursionError):
                 await wire.refuse(*_refusal(line))
                 continue
             await sink.send(SessionMessage(message))

@@ -327,7 +327,6 @@ def test_expansion_does_not_reveal_other_tenants_words(vault: Vault) -> None:
 def test_recall_among_given_entities_matches_filtering_the_full_answer(dense_vault: Vault) -> None:
     """Global recall drills into a list of entities (``only``): the narrowed search must rank them
     exactly as the full search does, in every mode, and never return anything else."""
-    from perseus_vault_core import recall as recall_module
     from perseus_vault_core.params import RecallParams
 
     ids = [dense_vault.remember("n", f"k{i}", f"storage note {i} about sqlite {'wal' if i % 3 else 'backup'} mode").id

@@ -107,7 +107,7 @@ def test_remember_many_rolls_back_on_a_conflict_midway(vault: Vault) -> None:
         ({"key": "k", "content": "x", "certainty": 1.5}, "certainty"),
         ({"key": "k", "content": "x", "certainty": float("nan")}, "certainty"),
         ({"key": "  ", "content": "x"}, "key"),
-        ({"key": "k", "content": "x" * (256 * 1024 + 1)}, "body"),
+        ({"key": "k", "content": "x" * (256 * 1024 + 1)}, "content"),  # too long, with no body given
         ({"key": "k", "content": "x", "body": {"v": float("inf")}}, "body"),
         ({"key": "k", "content": "x", "body": {"content": "other"}}, "body"),
         ({"key": "k", "content": "bad \ud800 text"}, "content"),
