@@ -479,6 +479,11 @@ def test_a_read_of_a_missing_vault_is_one_line_and_creates_nothing(cli: Any, tmp
     assert other.is_file()
 
 
+def test_options_are_never_abbreviated(cli: Any, db: str) -> None:
+    assert_ok(cli("--db", db, "init"))
+    assert "--lim" in assert_one_line_error(cli("--db", db, "recall", "x", "--lim", "1"))
+
+
 def test_version(cli: Any) -> None:
     from importlib.metadata import version
 

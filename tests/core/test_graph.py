@@ -489,3 +489,13 @@ def test_traverse_as_of_sees_a_node_archived_since(vault: Vault, clock: Clock) -
     vault.forget(b)
     assert shape(vault.traverse(a, 1)) == [(a, 0, [a])]
     assert [n.entity.id for n in vault.traverse(a, 1, as_of_unix_ms=archived_at - 1).nodes] == [a, b]
+
+
+def test_a_link_weight_is_bounded_so_every_sum_over_it_stays_finite(vault: Vault) -> None:
+    a = vault.remember("n", "a", "a").id
+    b = vault.remember("n", "b", "b").id
+    for weight in (1.7e308, -1e7):
+        with pytest.raises(InvalidInput) as err:
+            vault.link(a, b, weight=weight)
+        assert err.value.field == "weight"
+    assert vault.link(a, b, weight=1_000_000.0).weight == 1_000_000.0

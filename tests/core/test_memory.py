@@ -504,3 +504,11 @@ def test_a_file_that_cannot_be_written_is_a_storage_error_and_changes_nothing(va
     with pytest.raises(StorageError, match="cannot write"):
         vault.add_memory("Opinions", "Testing", "nowhere to go", date="2026-01-02")
     assert "nowhere to go" not in vault.get_memory("Opinions").text  # the vault's write rolled back
+
+
+def test_file_names_refuse_every_control_and_format_character(vault: Vault) -> None:
+    for name in ("a\x85b", "a\u2028b", "a\u2029b", "a\u202eb", "a\tb"):  # NEL, line/paragraph separators, RLO
+        with pytest.raises(InvalidInput) as err:
+            vault.add_memory(name, "S", "text")
+        assert err.value.field == "file"
+    assert vault.add_memory("Café", "S", "text").file == "Café"

@@ -286,3 +286,17 @@ def test_community_summaries_stay_out_of_the_prepare_block(vault: Vault) -> None
     assert vault.recall("sqlite storage").items[0].id in (a, b, summary.entity.id)
     out = vault.prepare("sqlite storage backups", related=5)
     assert set(out.related) == {a, b} and "community_summary" not in out.markdown
+
+
+def test_trigger_phrases_are_embedded_when_written_so_a_read_embeds_only_its_context(
+        db_path: Any, clock: Any) -> None:
+    from ..conftest import FakeEmbedder
+
+    embedder = FakeEmbedder()
+    with Vault(db_path, clock=clock, embedder=embedder) as vault:
+        vault.remember_many([{"category": "rule", "key": f"r{i}", "content": f"rule {i}",
+                              "recall_when": [f"phrase {i} {j}" for j in range(32)]} for i in range(20)])
+    with Vault(db_path, clock=clock, embedder=embedder) as fresh:  # a new process: no phrase cached in memory
+        before = embedder.texts
+        fresh.recall_when("phrase 3 7 is what we are doing", semantic=True)
+        assert embedder.texts - before == 1  # the context; the 640 phrases were embedded on write

@@ -358,6 +358,10 @@ def test_preview_cap_cuts_every_field_of_the_body(vault: Vault) -> None:
     assert len(item.summary or "") <= 200
     assert f"perseus_vault_get_entity(id={e.id})" in item.content  # the footer, though the content itself fits
     assert vault.get_entity(e.id).body["later"] == {"deep": "z" * 5000}  # stored whole
+    sourced = vault.remember("note", "sourced", "needle too", source="s" * 1000,
+                             recall_when=[f"trigger number {i} " + "t" * 200 for i in range(8)])
+    cut = next(i for i in vault.recall("needle", preview_cap=300, reinforce=False).items if i.id == sourced.id)
+    assert len(cut.source or "") <= 300 and len(cut.recall_when) == 1 and "get_entity" in cut.content
 
 
 def test_an_enumeration_applies_the_knobs_that_need_no_query_words(vault: Vault, clock: Clock) -> None:

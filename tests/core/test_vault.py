@@ -139,6 +139,11 @@ def test_create_false_never_makes_a_vault(tmp_path: Path) -> None:
         pass
     with Vault(path, create=False, embedder=False) as vault:
         assert vault.stats().entities == 0
+    empty = tmp_path / "empty.db"
+    empty.touch()
+    with pytest.raises(NotFound):  # an empty file is no vault, and a read does not make it one
+        Vault(empty, create=False, embedder=False)
+    assert empty.stat().st_size == 0
 
 
 def test_the_version_is_the_package_version() -> None:

@@ -498,3 +498,53 @@ def test_body_fields_named_like_result_fields_never_break_or_forge_a_result(vaul
 
     run(main)
     assert vault.get_entity(planted.id).body == forged
+
+
+def test_results_validate_against_the_advertised_output_schemas(vault: Vault) -> None:
+    """The official client checks every structured result against the tool's output schema: a found
+    version from the time-travel tools must be wrapped as the schema says, as a missing one is."""
+    first = vault.remember("fact", "db", "We chose SQLite.", recall_when=["choosing a database"])
+    second = vault.remember("fact", "cache", "Redis caches sessions.")
+    vault.link(first.id, second.id)
+    calls = [
+        ("perseus_vault_as_of", {"category": "fact", "key": "db", "as_of_unix_ms": "2100-01-01"}),
+        ("perseus_vault_as_of", {"category": "fact", "key": "db", "as_of_unix_ms": 1}),
+        ("perseus_vault_valid_at", {"category": "fact", "key": "db", "valid_at_unix_ms": "2100-01-01"}),
+        ("perseus_vault_bitemporal", {"category": "fact", "key": "db", "as_of_unix_ms": "2100-01-01",
+                                      "valid_at_unix_ms": "2100-01-01"}),
+        ("perseus_vault_get_entity", {"id": first.id}), ("perseus_vault_history", {"category": "fact", "key": "db"}),
+        ("perseus_vault_recall", {"query": "sqlite"}), ("perseus_vault_scan", {}),
+        ("perseus_vault_traverse", {"start": first.id}), ("perseus_vault_stats", {}),
+        ("perseus_vault_recall_when", {"context": "choosing a database"}), ("perseus_vault_hygiene", {}),
+        ("perseus_vault_communities", {}), ("perseus_vault_prepare", {"context": "choosing a database"}),
+        ("perseus_vault_remember_many", {"items": [{"category": "fact", "key": "x", "content": "x"}]}),
+        ("perseus_vault_unlink", {"from_id": first.id, "to_id": second.id}),
+        ("perseus_vault_list_memory_files", {}),
+    ]
+
+    async def main() -> None:
+        async with Client(build_server(vault=vault, tools="all")) as c:  # validates results, unlike VaultClient
+            for name, arguments in calls:
+                result = await c.call_tool(name, arguments)
+                assert not result.is_error, (name, result.content)
+            found = await c.call_tool("perseus_vault_as_of", calls[0][1])
+            assert found.structured_content["result"]["id"] == first.id
+
+    run(main)
+
+
+def test_options_are_refused_where_a_tool_has_none_and_errors_inside_them_are_named(vault: Vault) -> None:
+    async def main() -> None:
+        async with Client(build_server(vault=vault, tools="all")) as c:
+            assert (await _error(c, "perseus_vault_get_entity", {"id": 1, "options": {}})).startswith("options: unknown")
+            assert await _error(c, "perseus_vault_recall", {"query": "x", "options": {"startup": "yes"}}) == (
+                "options.startup: must be true or false")
+            assert await _error(c, "perseus_vault_recall", {"query": "x", "options": {"expansion": {"max_variants": 100}}}) == (
+                "options.expansion.max_variants: must be at most 64")
+            text = await _error(c, "perseus_vault_remember", {"category": "c", "key": "k", "content": "x" * 300_000})
+            assert text.startswith("content: is 300000 bytes")
+        async with Client(build_server(vault=vault, agent_id="alice", tools="all")) as c:
+            text = await _error(c, "perseus_vault_stats", {})
+            assert "bound to a scope" in text
+
+    run(main)

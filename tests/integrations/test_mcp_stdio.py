@@ -141,6 +141,11 @@ def test_malformed_lines_get_json_rpc_errors_and_the_server_serves_on(tmp_path: 
         (b'{"jsonrpc": "1.0", "id": 6, "method": "tools/list"}', 6, -32600),
         (b"[1, 2]", None, -32600),
         (b"null", None, -32600),
+        # a few kilobytes of brackets: deeper than any parser here reads, refused rather than a crash
+        (b'{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": ' + b"[" * 5000 + b"]" * 5000 + b"}",
+         7, -32700),
+        (b'{"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": ' + b"[" * 300 + b"]" * 300 + b"}",
+         8, -32600),
     ]
     for line, request_id, code in cases:
         pipe.send(b"\n" + line + b"\n")  # a blank line is no message, and is not answered

@@ -322,3 +322,16 @@ def test_a_recall_or_scan_of_a_thousand_large_memories_stays_within_the_response
                 assert not answer.is_error and len(answer.content[0].text) < len(wire) * 1.1
 
         anyio.run(main)
+
+
+def test_recall_when_and_global_recall_answers_stay_within_the_response_budget(tmp_path: Path) -> None:
+    from perseus_vault_core.params import OVERFLOW_PREVIEW_CHARS, RESPONSE_BUDGET_CHARS
+
+    blob = "y" * 50_000
+    with Vault(tmp_path / "triggers.db", embedder=False) as vault:
+        vault.remember_many([{"category": "rule", "key": f"r{i}", "content": f"rule {i}: {blob}",
+                              "recall_when": ["deploy the service"]} for i in range(100)])  # 5 MB of rules
+        found = vault.recall_when("we deploy the service now", limit=1000)
+        assert len(found.items) == 100
+        assert len(found.model_dump_json()) < RESPONSE_BUDGET_CHARS + 100 * (OVERFLOW_PREVIEW_CHARS + 2000)
+        assert "perseus_vault_get_entity" in found.items[-1].content
