@@ -5,11 +5,18 @@ the speed benchmark's synthetic sentences (see synthetic.py). It is imported wit
 vector cache, then ``memory_recall`` answers agent-style questions (hybrid: keyword and meaning, query
 embedding included), p50/p95; and the same on a keyword-only vault. A re-import of the unchanged
 folder is timed too (it writes and embeds nothing).
+
+``recall_quality`` measures what the speed figures cannot: whether ``memory_recall`` returns every entry
+on the asked topic and little else. It imports the labelled folder in tests/fixtures/memory_recall (an
+``About Me`` folder of 60 dated entries and 20 agent questions, each with every relevant entry) with the
+given embedder, asks each question with the default limit and reports recall and precision per question
+and their means; ``render_recall_quality`` turns that into markdown for docs/benchmarks.md.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import tempfile
 import time
@@ -22,6 +29,7 @@ from .speed import timed
 from .synthetic import memories, queries
 
 FILES, SECTIONS, PER_SECTION = 20, 5, 100
+LABELLED = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "memory_recall"
 
 
 def write_folder(root: Path) -> int:
@@ -66,3 +74,44 @@ def run(model: Any, cached: Any, n_queries: int = 100) -> dict[str, Any]:
         with Vault(path, embedder=False) as vault:
             out["keyword_ms"] = timed([lambda q=q: vault.memory_recall(q) for q in qs])
     return out
+
+
+def score(returned: list[str], relevant: set[str]) -> tuple[float, float]:
+    """(recall, precision) of one answer. An empty answer has precision 0 when something was relevant
+    (it found nothing it should have), 1 when nothing was. Pure."""
+    hits = len(set(returned) & relevant)
+    recall = hits / len(relevant) if relevant else 1.0
+    precision = hits / len(returned) if returned else float(not relevant)
+    return recall, precision
+
+
+def recall_quality(model: Any, folder: Path = LABELLED) -> dict[str, Any]:
+    """Recall and precision of ``memory_recall`` (default limit) on a labelled folder, per question and
+    averaged (macro: each question counts once). An entry is named ``file/section/date``, as in the labels."""
+    labels = json.loads((folder / "labels.json").read_text(encoding="utf-8"))
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp, Vault(os.path.join(tmp, "labelled.db"), embedder=model) as vault:
+        report = vault.memory_import(folder)
+        for q in labels["questions"]:
+            relevant = set(q["relevant"])
+            got = [f"{e.file}/{e.section}/{e.date}" for e in vault.memory_recall(q["query"]).entries]
+            recall, precision = score(got, relevant)
+            rows.append({"id": q["id"], "query": q["query"], "relevant": len(relevant), "returned": len(got),
+                         "recall": recall, "precision": precision, "missed": sorted(relevant - set(got)),
+                         "extra": sorted(set(got) - relevant)})
+    n = max(1, len(rows))
+    return {"entries": report.entries_created, "files": report.files, "questions": rows,
+            "recall": sum(r["recall"] for r in rows) / n, "precision": sum(r["precision"] for r in rows) / n}
+
+
+def render_recall_quality(q: dict[str, Any]) -> list[str]:
+    """Markdown lines for docs/benchmarks.md: one row per question, then the means."""
+    out = ["## Memory files: recall and precision", "",
+           f"{q['entries']} dated entries in {q['files']} memory files of an `About Me` folder kept over ten years"
+           f" (tests/fixtures/memory_recall), {len(q['questions'])} agent questions, each labelled with every"
+           " relevant entry; `memory_recall` with the default limit and the bundled model. See"
+           " `benchmarks/memory_files.py`.", "",
+           "| question | relevant | returned | recall | precision |", "|---|---|---|---|---|"]
+    out += [f"| {r['query']} | {r['relevant']} | {r['returned']} | {r['recall']:.2f} | {r['precision']:.2f} |"
+            for r in q["questions"]]
+    return out + [f"| **mean** | | | **{q['recall']:.3f}** | **{q['precision']:.3f}** |", ""]
