@@ -52,8 +52,9 @@ BINDING_KEY = "memory_folder"
 # to the question's topic plus its heading's: a section titled "Remote work" makes every entry under it
 # about remote work, whatever words the entry uses. Calibrated with the bundled MiniLM on the labelled
 # folder tests/fixtures/memory_recall (benchmarks/memory_files.recall_quality): entries on the asked topic
-# score about 0.5-1.5, entries on other topics mostly under 0.4, and nonsense questions under 0.25. Both
-# values sit mid-plateau there (recall holds from a margin of 0.40 to 0.55 and a floor of 0.25 to 0.40).
+# score a median 0.99 (10th percentile 0.44), entries on other topics a median 0.21 (90th percentile
+# 0.40), and the best entry for a question on nothing in the folder about 0.1-0.4. Both values sit
+# mid-plateau there: recall holds for margins of 0.40 to 0.50 and floors of 0.30 to 0.40.
 MIN_MEANING = 0.35  # an entry scoring at least this matches ...
 MARGIN = 0.45  # ... unless the best match scores more than this much higher (then the bar rises with it)
 POOL = 300  # candidates weighed per query (at least 4 x limit)

@@ -10,7 +10,6 @@ extra ones (docs/memory-files.md).
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 from benchmarks.memory_files import LABELLED, recall_quality, render_recall_quality, shared_words
