@@ -46,7 +46,6 @@ from .filters import FROM, view
 from .fusion import Fusion
 from .keyword_index import KeywordIndex
 from .mirror import HeadMirror
-from .query import parse as parse_terms
 from .query import tokenize
 from .ranking import one_line
 from .vector_index import VectorIndex
