@@ -5,11 +5,18 @@ the speed benchmark's synthetic sentences (see synthetic.py). It is imported wit
 vector cache, then ``memory_recall`` answers agent-style questions (hybrid: keyword and meaning, query
 embedding included), p50/p95; and the same on a keyword-only vault. A re-import of the unchanged
 folder is timed too (it writes and embeds nothing).
+
+``recall_quality`` measures what the speed figures cannot: whether ``memory_recall`` returns every entry
+on the asked topic and little else. It imports the labelled folder in tests/fixtures/memory_recall (an
+``About Me`` folder of 60 dated entries and 20 agent questions, each with every relevant entry) with the
+given embedder, asks each question with the default limit and reports recall and precision per question
+and their means; ``render_recall_quality`` turns that into markdown for docs/benchmarks.md.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import tempfile
 import time
@@ -17,11 +24,16 @@ from pathlib import Path
 from typing import Any
 
 from perseus_vault_core import Vault
+from perseus_vault_core.memory_files import parse
+from perseus_vault_core.porter import stem
+from perseus_vault_core.query import parse as parse_terms
+from perseus_vault_core.query import tokenize
 
 from .speed import timed
 from .synthetic import memories, queries
 
 FILES, SECTIONS, PER_SECTION = 20, 5, 100
+LABELLED = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "memory_recall"
 
 
 def write_folder(root: Path) -> int:
@@ -65,4 +77,69 @@ def run(model: Any, cached: Any, n_queries: int = 100) -> dict[str, Any]:
             out["mean_total"] = sum(vault.memory_recall(q).total for q in qs[:20]) / 20
         with Vault(path, embedder=False) as vault:
             out["keyword_ms"] = timed([lambda q=q: vault.memory_recall(q) for q in qs])
+    return out
+
+
+def score(returned: list[str], relevant: set[str]) -> tuple[float, float]:
+    """(recall, precision) of one answer. An empty answer has precision 0 when something was relevant
+    (it found nothing it should have), 1 when nothing was. Pure."""
+    hits = len(set(returned) & relevant)
+    recall = hits / len(relevant) if relevant else 1.0
+    precision = hits / len(returned) if returned else float(not relevant)
+    return recall, precision
+
+
+def shared_words(question: str, text: str) -> int:
+    """How many of the question's words (stopwords aside, by stem) ``text`` holds. Pure."""
+    held = {stem(t) for t in tokenize(text)}
+    return sum(s in held for s in parse_terms(question).stems)
+
+
+def recall_quality(model: Any, folder: Path = LABELLED) -> dict[str, Any]:
+    """Recall and precision of ``memory_recall`` (default limit) on a labelled folder, per question and
+    averaged (macro: each question counts once). An entry is named ``file/section/date``, as in the labels.
+    A relevant entry that shares at most one word with its question is a paraphrase; how many of those
+    came back is reported on its own (``paraphrase_recall``, over all of them), since words alone miss them."""
+    labels = json.loads((folder / "labels.json").read_text(encoding="utf-8"))
+    texts = {}
+    for path in sorted((folder / "About Me").glob("*.md")):
+        for e in parse(path.stem, path.read_bytes()).entries:
+            texts[f"{path.stem}/{e.section}/{e.date}"] = e.text
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp, Vault(os.path.join(tmp, "labelled.db"), embedder=model) as vault:
+        report = vault.memory_import(folder)
+        for q in labels["questions"]:
+            relevant = set(q["relevant"])
+            got = [f"{e.file}/{e.section}/{e.date}" for e in vault.memory_recall(q["query"]).entries]
+            recall, precision = score(got, relevant)
+            paraphrases = {r for r in relevant if shared_words(q["query"], texts[r]) <= 1}
+            rows.append({"id": q["id"], "query": q["query"], "relevant": len(relevant), "returned": len(got),
+                         "recall": recall, "precision": precision, "missed": sorted(relevant - set(got)),
+                         "extra": sorted(set(got) - relevant), "paraphrases": len(paraphrases),
+                         "paraphrases_found": len(paraphrases & set(got))})
+    n = max(1, len(rows))
+    paraphrases = sum(r["paraphrases"] for r in rows)
+    return {"entries": report.entries_created, "files": report.files, "questions": rows,
+            "recall": sum(r["recall"] for r in rows) / n, "precision": sum(r["precision"] for r in rows) / n,
+            "paraphrases": paraphrases,
+            "paraphrase_recall": sum(r["paraphrases_found"] for r in rows) / max(1, paraphrases)}
+
+
+def render_recall_quality(q: dict[str, Any]) -> list[str]:
+    """Markdown lines for docs/benchmarks.md: one row per question, then the means."""
+    out = ["## Memory files: recall and precision", "",
+           f"{q['entries']} dated entries in {q['files']} memory files of an `About Me` folder kept over ten years"
+           f" (tests/fixtures/memory_recall), {len(q['questions'])} agent questions, each labelled with every"
+           " relevant entry; `memory_recall` with the default limit and the bundled model. See"
+           " `benchmarks/memory_files.py`.", "",
+           "| question | relevant (paraphrases) | returned | recall | precision |", "|---|---|---|---|---|"]
+    out += [f"| {r['query']} | {r['relevant']} ({r['paraphrases']}) | {r['returned']} | {r['recall']:.2f} |"
+            f" {r['precision']:.2f} |" for r in q["questions"]]
+    out += [f"| **mean** | | | **{q['recall']:.3f}** | **{q['precision']:.3f}** |", "",
+            f"Paraphrases (relevant entries sharing at most one word with their question): {q['paraphrases']},"
+            f" of which {q['paraphrase_recall']:.0%} came back.", "",
+            "### Memory-file recall targets", "", "| target | figure | verdict |", "|---|---|---|",
+            f"| mean recall | {q['recall']:.3f} | {'met' if q['recall'] >= 0.95 else '**MISSED**'} (target >= 0.95) |",
+            f"| mean precision | {q['precision']:.3f} | {'met' if q['precision'] >= 0.6 else '**MISSED**'} (target >= 0.6) |",
+            ""]
     return out

@@ -46,7 +46,6 @@ from .filters import FROM, view
 from .fusion import Fusion
 from .keyword_index import KeywordIndex
 from .mirror import HeadMirror
-from .query import parse as parse_terms
 from .query import tokenize
 from .ranking import one_line
 from .vector_index import VectorIndex
@@ -244,6 +243,7 @@ class Vault:
         self._entries: memory.EntryIndex | None = None
         self._memory_lock = threading.Lock()  # one add/delete at a time rewrites a file in this process
         self._trigger_vectors: dict[str, dict[str, np.ndarray]] = {}  # model -> phrase -> vector
+        self._heading_vectors: dict[str, dict[str, np.ndarray]] = {}  # model -> memory-file heading -> vector
         self._last_query: tuple[str, Embedder, np.ndarray] | None = None
 
     # --- lifecycle ---------------------------------------------------------------------------
@@ -916,30 +916,38 @@ class Vault:
         rows = index.rows(agent_id, workspace_hash, file)
         if not len(rows):
             return empty
-        stems = list(parse_terms(query).stems)
+        topic = memory.topic(query)  # content words: "what do I think about X" is asked about X
+        stems = list(topic.stems)
         share = index.coverage(stems, rows)
         meaning = index.vectors is not None and self._embedder is not None
         if meaning:
             conn = self._conn()
             with read_snapshot(conn):
-                vectors.check_model(conn, *self._embedder_model())  # another model's query would rank noise
-        cos = index.cosines(self._embed_query(query), rows) if meaning else np.full(len(rows), np.nan)
+                identity, dimension = self._embedder_model()
+                vectors.check_model(conn, identity, dimension)  # another model's query would rank noise
+            embedder = self._embedder
+            assert embedder is not None
+            known = self._heading_vectors.setdefault(identity, {})
+            headings = index.heading_vectors(lambda texts: checked(embedder, texts), known)
+            scores = index.meaning(self._embed_query(topic.text), headings, rows)
+        else:
+            scores = np.full(len(rows), np.nan)
         if not stems:
             share = np.zeros(len(rows))  # no content word: nothing can hold "every word"
-        matching = index.matching(cos, share)
+        matching = index.matching(scores, share)
         cross = self._cross()
         reranked = cross is not None
         if cross is not None:  # the operator's cross-encoder judges each match against the query
             # the most relevant matches only (it judges one pair at a time): POOL, or 4 x limit
-            matched = index.candidates(rows, cos, share, matching)[: max(memory.POOL, 4 * limit)]
-            scores = [float(s) for s in cross.predict([(query, index.entry(c.entity_id)[3]) for c in matched])] if matched else []
-            kept, total = memory.rerank(matched, scores, limit)
+            matched = index.candidates(rows, scores, share, matching)[: max(memory.POOL, 4 * limit)]
+            judged = [float(s) for s in cross.predict([(query, index.entry(c.entity_id)[3]) for c in matched])] if matched else []
+            kept, total = memory.rerank(matched, judged, limit)
             reranked = bool(kept)
         else:
-            kept, total = index.top(rows, cos, share, matching, limit)
+            kept, total = index.top(rows, scores, share, matching, limit)
         mode = "hybrid" if meaning else "fts"
-        if not kept and stems:  # below the relevance threshold: relax to any query word
-            kept, total = index.top(rows, cos, share, share > 0, limit)
+        if not kept and stems:  # below the relevance threshold: relax to any topic word
+            kept, total = index.top(rows, scores, share, share > 0, limit)
             mode = "fts"
         entries = []
         for c in kept:

@@ -276,23 +276,63 @@ def test_non_utf8_files_are_kept_byte_for_byte(vault: Vault, tmp_path: Path) -> 
 
 
 def test_matching_rule_and_relevance_order() -> None:
-    """The score margin cut over arrays: every word held, or a cosine >= 0.25 within 0.40 of the best."""
+    """The score margin cut over arrays: every topic word held, or a meaning score >= 0.35 within 0.45
+    of the best."""
     import numpy as np
 
     from perseus_vault_core.memory import Candidate, EntryIndex, rerank
 
-    cos = np.array([0.70, 0.31, 0.29, 0.10, np.nan, 0.26])
+    scores = np.array([1.20, 0.76, 0.74, 0.10, np.nan, 0.30])
     share = np.array([0.0, 0.0, 0.5, 1.0, 1.0, 0.0])
-    assert EntryIndex.matching(cos, share).tolist() == [True, True, False, True, True, False]
-    low = np.array([0.27, 0.20, np.nan])
+    assert EntryIndex.matching(scores, share).tolist() == [True, True, False, True, True, False]
+    low = np.array([0.37, 0.30, np.nan])
     assert EntryIndex.matching(low, np.zeros(3)).tolist() == [True, False, False]
     assert EntryIndex.matching(np.full(2, np.nan), np.array([1.0, 0.5])).tolist() == [True, False]
-    c = [Candidate(rank=i, cosine=None, all_terms=True, date=d, file="F", section="S", entity_id=i)
+    c = [Candidate(rank=i, meaning=None, all_terms=True, date=d, file="F", section="S", entity_id=i)
          for i, d in enumerate(["2024-01-01", "2019-01-01", "2021-01-01"])]
     kept, passed = rerank(c, [0.9, 0.2, 0.6], limit=5)
     assert [k.entity_id for k in kept] == [2, 0] and passed == 2  # 0.2 is cut; oldest first
     kept, passed = rerank(c, [0.9, 0.8, 0.6], limit=1)
     assert [k.entity_id for k in kept] == [0] and passed == 3  # the best survives the limit
+
+
+def test_a_question_is_matched_on_its_topic_not_its_framing() -> None:
+    from perseus_vault_core.memory import Topic, heading, topic
+
+    assert topic("How has my view on remote work changed?") == Topic(("remot", "work"), "remote work")
+    assert topic("What's my opinion on meetings?") == Topic(("meet",), "meetings")  # no "s" to hold
+    assert topic("How is Dad's health?") == Topic(("dad", "health"), "dad health")
+    assert topic("my opinions") == Topic(("opinion",), "opinions")  # nothing else: the framing is the topic
+    assert topic("what is it") == Topic((), "what is it")  # stopwords only: the query is embedded as asked
+    assert heading("People", "Dad") == "Dad (People)" and heading("Journal", "") == "Journal"
+
+
+def test_framing_words_need_not_be_held(vault: Vault, tmp_path: Path) -> None:
+    (tmp_path / "Opinions.md").write_text(
+        "## Remote work\n- 2019-01-01: I think remote work is lonely.\n- 2022-01-01: Back at the office three days a week.\n"
+        "## Teams\n- 2021-01-01: I think the new team is great.\n")
+    vault.memory_import(tmp_path)
+    # "think" is how the question is asked, not what it is about: the section's other entry holds
+    # "remote work" through its heading, and the entry that only says "think" stays out
+    asked = vault.memory_recall("What do I think about remote work?")
+    assert (asked.search_mode, dates(asked)) == ("fts", ["2019-01-01", "2022-01-01"])
+
+
+def test_an_entry_is_read_under_its_heading(db_path: Path, clock: Clock, folder: Path) -> None:
+    embedder = FakeEmbedder()
+    with Vault(db_path, clock=clock, embedder=embedder) as v:
+        v.memory_import(folder)
+        # no entry holds "people" (file names are not keywords), but "Mentors (People)" is their heading
+        people = v.memory_recall("people")
+        assert people.search_mode == "hybrid"
+        assert {(e.file, e.section) for e in people.entries} == {("People", "Mentors")}
+        texts = embedder.texts
+        v.memory_recall("opinions on testing")
+        assert embedder.texts == texts + 1  # the question; every heading was embedded once, before
+        v.add_memory("Opinions", "Testing", "Property-based tests find what I would not think of.")
+        texts = embedder.texts
+        v.memory_recall("testing philosophy")  # the index is rebuilt, and its headings are known
+        assert embedder.texts == texts + 1
 
 
 def test_a_binding_belongs_to_the_scope_that_made_it(vault: Vault, folder: Path) -> None:
