@@ -291,3 +291,20 @@ def test_a_session_lives_in_one_scope(vault: Vault, clock: Clock) -> None:
     clock.advance(DAY_MS)
     assert vault.remember_conversation("daily", CHAT[:1], agent_id="alice").last_turn == 3
     assert clock.now == T0 + DAY_MS
+
+
+def test_answers_stay_within_the_response_budget(vault: Vault) -> None:
+    from perseus_vault_core.params import MAX_MESSAGE_CHARS, RESPONSE_BUDGET_CHARS
+
+    size = MAX_MESSAGE_CHARS
+    count = RESPONSE_BUDGET_CHARS // size + 5
+    made = vault.remember_conversation("long", [{"speaker": "Ann", "text": f"{n} " + "x" * (size - 8)} for n in range(count)])
+    page = vault.conversation("long", limit=count)
+    assert 1 < len(page.turns) < count and page.next_turn == len(page.turns) + 1  # ends early, whole turns only
+    assert all(len(t.entity.content) > size - 10 for t in page.turns)
+    rest = vault.conversation("long", from_turn=page.next_turn, limit=count)
+    assert [t.turn for t in page.turns + rest.turns] == list(range(1, count + 1)) and rest.next_turn is None
+    around = vault.conversation("long", around=made.turns[-1].id, before=count, after=0)
+    assert [t.turn for t in around.turns] == list(range(1, count + 1))  # every turn there, the later ones as previews
+    assert "perseus_vault_get_entity" in around.turns[-1].entity.content and around.turns[-1].speaker == "Ann"
+    assert len(around.turns[0].entity.content) > size - 10
