@@ -170,7 +170,8 @@ def cmd_search(vault: Vault, args: argparse.Namespace) -> None:
 def cmd_remember_conversation(vault: Vault, args: argparse.Namespace) -> None:
     report = vault.remember_conversation(args.session, _read_messages(args.file), **_scope(args))
     _emit(args, report, lambda r: f"conversation {r.session}: {r.created} new, {r.updated} updated, "
-          f"{r.unchanged} unchanged turn(s); last turn {r.last_turn}")
+          f"{r.unchanged} unchanged" + (f", {r.skipped} forgotten (left so)" if r.skipped else "")
+          + f" turn(s); last turn {r.last_turn}")
 
 
 def _read_messages(source: str) -> list[Any]:

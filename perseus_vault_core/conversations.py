@@ -10,7 +10,8 @@ path ``conversation/<session>``, and body ``{session, turn, speaker, role, at_ms
 Turn numbers are given inside the write transaction (after the highest number the session ever
 had, archived turns included), so writers appending to one session never share a number. A
 message with an ``id`` is found again by it: sent again it keeps its turn, and changes nothing
-unless its text, speaker, role or time changed (then the turn is updated, history kept).
+unless its text, speaker, role or time changed (then the turn is updated, history kept); a turn
+that was forgotten (or superseded) stays so, since a resent log must not undo a deliberate forget.
 """
 
 from __future__ import annotations
@@ -62,12 +63,18 @@ def iso(ms: int) -> str | None:
 
 @dataclass
 class Batch:
-    """The memories that store a call's messages as turns, each message's turn number, and the
-    session's last turn number once they are written."""
+    """A call's messages numbered as turns: the memories to write (one per message, or None for a
+    message whose turn was forgotten), each message's turn number and, for a forgotten one, its id,
+    and the session's last turn number once they are written."""
 
-    items: list[RememberInput]
+    items: list[RememberInput | None]
     turns: list[int]
+    kept: dict[int, int]  # message index -> the forgotten turn's entity id
     last: int
+
+    @property
+    def writes(self) -> list[RememberInput]:
+        return [item for item in self.items if item is not None]
 
 
 def batch(conn: Any, p: RememberConversationParams) -> Batch:
@@ -75,27 +82,37 @@ def batch(conn: Any, p: RememberConversationParams) -> Batch:
     inside the write transaction, so that the numbers it gives are still free when they are written."""
     lo, hi = key_range(p.session)
     rows = conn.execute(
-        "SELECT e.key, v.type, json_extract(v.body, '$.message_id') FROM entities e "
+        "SELECT e.id, e.key, v.type, v.status, json_extract(v.body, '$.message_id') FROM entities e "
         "JOIN entity_versions v ON v.entity_id = e.id AND v.recorded_to_ms IS NULL "
         "WHERE e.agent_id = ? AND e.workspace_hash = ? AND e.category = ? AND e.key >= ? AND e.key < ?",
         (p.agent_id or "", p.workspace_hash or "", CATEGORY, lo, hi),
     ).fetchall()
     last = 0
-    by_id: dict[str, int] = {}
-    for k, kind, message_id in rows:
+    by_id: dict[str, tuple[int, int, str]] = {}  # message id -> (turn, entity id, status)
+    for entity_id, k, kind, status, message_id in rows:
         suffix = k[len(lo):]
-        if suffix.isascii() and suffix.isdigit():  # whatever memory sits at a turn's key, its number is taken
+        # Whatever memory sits at a turn's key, its number is taken (a number past 15 digits is no turn's).
+        if suffix.isascii() and suffix.isdigit() and len(suffix) <= 15:
             last = max(last, int(suffix))
             if kind == TYPE and isinstance(message_id, str):
-                by_id[message_id] = int(suffix)
-    turns = []
-    for message in p.messages:
-        turn = by_id.get(message.id) if message.id is not None else None
-        if turn is None:
+                by_id[message_id] = (int(suffix), int(entity_id), status)
+    items: list[RememberInput | None] = []
+    turns, kept = [], {}
+    for n, message in enumerate(p.messages):
+        known = by_id.get(message.id) if message.id is not None else None
+        if known is None:
             last += 1
             turn = last
+        else:
+            turn = known[0]
+        if known is not None and known[2] != "active":
+            # Forgotten (or superseded) on purpose: sending the log again must not bring it back.
+            kept[n] = known[1]
+            items.append(None)
+        else:
+            items.append(_item(p, message, turn))
         turns.append(turn)
-    return Batch([_item(p, m, t) for m, t in zip(p.messages, turns)], turns, last)
+    return Batch(items, turns, kept, last)
 
 
 def _item(p: RememberConversationParams, message: MessageInput, turn: int) -> RememberInput:
@@ -117,10 +134,14 @@ def _item(p: RememberConversationParams, message: MessageInput, turn: int) -> Re
 
 
 def report(p: RememberConversationParams, b: Batch, changes: list[tuple[int, str]]) -> ConversationWrite:
-    turns = [TurnWritten.model_validate({"id": entity_id, "turn": turn, "speaker": m.who, "message_id": m.id,
-                                         "change": change})
-             for m, turn, (entity_id, change) in zip(p.messages, b.turns, changes)]
-    counts = {c: sum(t.change == c for t in turns) for c in ("created", "updated", "unchanged")}
+    """What the call did to each message (``changes``: what the written ones became, in order)."""
+    written = iter(changes)
+    turns = []
+    for n, (m, turn) in enumerate(zip(p.messages, b.turns)):
+        entity_id, change = (b.kept[n], "skipped") if n in b.kept else next(written)
+        turns.append(TurnWritten.model_validate({"id": entity_id, "turn": turn, "speaker": m.who, "message_id": m.id,
+                                                 "change": change}))
+    counts = {c: sum(t.change == c for t in turns) for c in ("created", "updated", "unchanged", "skipped")}
     return ConversationWrite(session=p.session, agent_id=p.agent_id, workspace_hash=p.workspace_hash, turns=turns,
                              last_turn=b.last, **counts)
 
@@ -140,19 +161,20 @@ def read(conn: Any, p: ConversationParams, now_ms: int) -> ConversationResult:
             hit = store.scoped_head(conn, p.around, p.agent_id, p.workspace_hash)
         except NotFound as exc:
             raise NotFound(f"around: {exc}") from None
-        if hit["category"] != CATEGORY or hit["type"] != TYPE or not lo <= hit["key"] < hi:
+        at = _turn_of(hit)
+        if at is None or hit["category"] != CATEGORY or hit["type"] != TYPE or not lo <= hit["key"] < hi:
             raise NotFound(f"around: entity {p.around} is not a turn of conversation {p.session!r} in this scope")
         scope = (hit["agent_id"], hit["workspace_hash"])
     else:
         scope = (p.agent_id or "", p.workspace_hash or "")
     # '' is the default scope itself (an omitted field would be no filter at all).
     v = view(Filters(agent_id=scope[0], workspace_hash=scope[1], category=CATEGORY, type=TYPE), now_ms)
-    where = f"{v.where} AND e.key >= :lo AND e.key < :hi"
+    # Only memories this module wrote as turns: a hand-made one at a turn's key has no turn number.
+    where = f"{v.where} AND e.key >= :lo AND e.key < :hi AND json_type(v.body, '$.turn') = 'integer'"
     args = dict(v.params, lo=lo, hi=hi)
     total = int(conn.execute(f"SELECT count(*) FROM {FROM} WHERE {where}", args).fetchone()[0])
     select = f"SELECT {store.ENTITY_COLUMNS} FROM {FROM} WHERE {where}"
     if hit is not None:
-        at = _turn_of(hit)
         earlier = conn.execute(f"{select} AND {_TURN} < :at ORDER BY {_TURN} DESC, e.id DESC LIMIT :n",
                                dict(args, at=at, n=p.before)).fetchall()
         later = conn.execute(f"{select} AND {_TURN} > :at ORDER BY {_TURN}, e.id LIMIT :n",
@@ -173,8 +195,9 @@ def read(conn: Any, p: ConversationParams, now_ms: int) -> ConversationResult:
                               turns=turns, total=total, next_turn=next_turn)
 
 
-def _turn_of(row: dict[str, Any]) -> int:
-    return int(json.loads(row["body"])["turn"])
+def _turn_of(row: dict[str, Any]) -> int | None:
+    turn = json.loads(row["body"]).get("turn")
+    return turn if type(turn) is int else None
 
 
 def _turns(entities: list[Entity], *, fit: bool) -> list[ConversationTurn]:

@@ -364,13 +364,14 @@ class ConversationResult(_Out):
 
 class TurnWritten(_Out):
     """A message as ``remember_conversation`` stored it: its turn's memory ``id`` and number, and what
-    the call did to it (``unchanged``: a message id already stored with this text)."""
+    the call did to it (``unchanged``: its message id was already stored just so; ``skipped``: its
+    message id is a turn that was forgotten or superseded, which a resend leaves as it is)."""
 
     id: int
     turn: int
     speaker: str
     message_id: str | None
-    change: Literal["created", "updated", "unchanged"]
+    change: Literal["created", "updated", "unchanged", "skipped"]
 
 
 class ConversationWrite(_Out):
@@ -384,6 +385,7 @@ class ConversationWrite(_Out):
     created: int
     updated: int
     unchanged: int
+    skipped: int
     last_turn: int
 
 

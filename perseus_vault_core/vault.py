@@ -672,7 +672,8 @@ class Vault:
 
         Each turn is an ordinary memory (category ``conversation``, type ``turn``, summary the speaker,
         content the text), embedded on write, so recall finds it. A message with an ``id`` already
-        stored in the session keeps its turn: unchanged when it is the same, updated when it changed.
+        stored in the session keeps its turn: unchanged when it is the same, updated when it changed,
+        and left as it is when that turn was forgotten.
         """
         if isinstance(messages, (str, bytes, dict)):
             raise InvalidInput("messages", "must be a list of messages")
@@ -682,11 +683,11 @@ class Vault:
             raise InvalidInput("messages", "must be a list of messages") from None
         p = validate(RememberConversationParams, _given(session=session, messages=batch, agent_id=agent_id,
                                                         workspace_hash=workspace_hash))
-        plan = self._plan(lambda conn: store.texts_to_embed(conn, conversations.batch(conn, p).items))
+        plan = self._plan(lambda conn: store.texts_to_embed(conn, conversations.batch(conn, p).writes))
 
         def work(conn: Any) -> ConversationWrite:
             b = conversations.batch(conn, p)  # numbered inside the transaction: no other writer shares a number
-            return conversations.report(p, b, store.remember_batch(conn, b.items, self._now(), plan))
+            return conversations.report(p, b, store.remember_batch(conn, b.writes, self._now(), plan))
 
         result: ConversationWrite = self._write_planned(plan, work)
         return result

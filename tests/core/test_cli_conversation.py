@@ -47,6 +47,10 @@ def test_a_json_array_from_stdin_and_the_turns_around_a_hit(cli: Any, db: str,  
     page = assert_ok(cli("--db", db, "--json", "conversation", "s", "--from-turn", "2", "--limit", "1")).json()
     assert [t["turn"] for t in page["turns"]] == [2] and page["next_turn"] == 3 and page["total"] == 3
     assert page["turns"][0]["entity"]["content"] == "That sounds great!\nHow did it go?"  # JSON keeps the text as it is
+    assert_ok(cli("--db", db, "forget", "3"))
+    monkeypatch.setattr(sys, "stdin", io.StringIO(json.dumps(CHAT[2:])))
+    kept = assert_ok(cli("--db", db, "remember-conversation", "s", "-")).lines()
+    assert kept == ["conversation s: 0 new, 0 updated, 0 unchanged, 1 forgotten (left so) turn(s); last turn 3"]
 
 
 def test_scope_and_errors_are_one_line(cli: Any, db: str, tmp_path: Path) -> None:  # noqa: F811

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from perseus_vault_core import Conflict, InvalidInput, NotFound, Vault
+from perseus_vault_core import InvalidInput, NotFound, Vault
 from perseus_vault_core.conversations import transcript
 
 from ..conftest import DAY_MS, T0, Clock, FakeEmbedder
@@ -121,15 +121,35 @@ def test_a_bad_message_is_refused_naming_it_and_nothing_is_written(vault: Vault)
     assert store(vault) == before
 
 
-def test_a_write_that_fails_midway_writes_no_turn(vault: Vault) -> None:
-    made = vault.remember_conversation("s", [{"speaker": "Ann", "text": "first draft", "id": "m1"}])
-    newer = vault.remember("note", "n", "replacement")
-    vault.supersede(made.turns[0].id, newer.id)
+def test_a_write_that_fails_midway_writes_no_turn(vault: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
+    from perseus_vault_core import conversations
+
+    vault.remember_conversation("s", [{"speaker": "Ann", "text": "first", "id": "m1"}])
     before = store(vault)
-    with pytest.raises(Conflict, match="superseded"):  # the edit of message m1 comes after two new turns
+
+    def fail(*args: Any) -> Any:  # after every turn of the batch is written, inside the transaction
+        raise RuntimeError("the disk is gone")
+
+    monkeypatch.setattr(conversations, "report", fail)
+    with pytest.raises(RuntimeError):
         vault.remember_conversation("s", [{"speaker": "Ann", "text": "new one"}, {"speaker": "Bob", "text": "new two"},
-                                          {"speaker": "Ann", "text": "edited draft", "id": "m1"}])
+                                          {"speaker": "Ann", "text": "first, edited", "id": "m1"}])
     assert store(vault) == before
+
+
+def test_a_forgotten_turn_stays_forgotten_when_the_log_is_sent_again(vault: Vault) -> None:
+    chat = [{"id": f"m{n}", **m} for n, m in enumerate(CHAT)]
+    made = vault.remember_conversation("s", chat)
+    vault.forget(made.turns[1].id)
+    newer = vault.remember("note", "n", "replacement")
+    vault.supersede(made.turns[2].id, newer.id)
+    before = store(vault)
+    again = vault.remember_conversation("s", [{**m, "text": m["text"] + " (edited)"} for m in chat[1:3]])
+    assert [(t.id, t.turn, t.change) for t in again.turns] == [(made.turns[1].id, 2, "skipped"),
+                                                               (made.turns[2].id, 3, "skipped")]
+    assert (again.skipped, again.last_turn) == (2, 4) and store(vault) == before
+    assert [t.turn for t in vault.conversation("s").turns] == [1, 4]
+    assert vault.remember_conversation("s", chat).skipped == 2
 
 
 def test_writers_appending_to_one_session_never_share_a_turn_number(db_path: Path) -> None:
@@ -308,3 +328,13 @@ def test_answers_stay_within_the_response_budget(vault: Vault) -> None:
     assert [t.turn for t in around.turns] == list(range(1, count + 1))  # every turn there, the later ones as previews
     assert "perseus_vault_get_entity" in around.turns[-1].entity.content and around.turns[-1].speaker == "Ann"
     assert len(around.turns[0].entity.content) > size - 10
+
+
+def test_a_hand_made_memory_at_a_turns_key_is_no_turn_but_takes_its_number(vault: Vault) -> None:
+    made = vault.remember_conversation("s", CHAT[:1])
+    odd = vault.remember("conversation", "s#000002", "written by hand", type="turn")
+    assert vault.remember_conversation("s", CHAT[1:2]).turns[0].turn == 3  # number 2 is taken
+    assert [t.turn for t in vault.conversation("s").turns] == [1, 3] and vault.conversation("s").total == 2
+    with pytest.raises(NotFound, match=f"^around: entity {odd.id} is not a turn"):
+        vault.conversation("s", around=odd.id)
+    assert [t.turn for t in vault.conversation("s", around=made.turns[0].id).turns] == [1, 3]
