@@ -11,6 +11,9 @@ from .models import (
     Community,
     CommunityMember,
     CommunitySummary,
+    ConversationResult,
+    ConversationTurn,
+    ConversationWrite,
     Entity,
     EvidenceItem,
     GlobalCommunity,
@@ -30,6 +33,7 @@ from .models import (
     TraverseNode,
     TraverseResult,
     TriggeredItem,
+    TurnWritten,
 )
 from .vault import Vault
 
@@ -42,6 +46,9 @@ __all__ = [
     "CommunityMember",
     "CommunitySummary",
     "Conflict",
+    "ConversationResult",
+    "ConversationTurn",
+    "ConversationWrite",
     "Entity",
     "EvidenceItem",
     "GlobalCommunity",
@@ -66,6 +73,7 @@ __all__ = [
     "TraverseNode",
     "TraverseResult",
     "TriggeredItem",
+    "TurnWritten",
     "Vault",
     "VaultError",
 ]

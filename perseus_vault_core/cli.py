@@ -16,7 +16,7 @@ from typing import Any, NoReturn
 
 from pydantic import BaseModel
 
-from . import __version__
+from . import __version__, conversations
 from .connection import read_key_file
 from .errors import InvalidInput, SetupError, VaultError
 from .models import Entity, HygieneReport, RecallResult, ScanPage
@@ -169,6 +169,45 @@ def _memory_recall_text(r: Any) -> str:
 def cmd_search(vault: Vault, args: argparse.Namespace) -> None:
     params = {**_scope(args), **_given(args, "limit", "mode")}
     _emit(args, vault.search(args.query, **params), _recall_text)
+
+
+def cmd_remember_conversation(vault: Vault, args: argparse.Namespace) -> None:
+    report = vault.remember_conversation(args.session, _read_messages(args.file), **_scope(args))
+    _emit(args, report, lambda r: f"conversation {r.session}: {r.created} new, {r.updated} updated, "
+          f"{r.unchanged} unchanged" + (f", {r.skipped} forgotten (left so)" if r.skipped else "")
+          + f" turn(s); last turn {r.last_turn}")
+
+
+def _read_messages(source: str) -> list[Any]:
+    """Messages from a file (or ``-``, standard input): a JSON array, or JSON Lines (one object a line)."""
+    try:
+        if source == "-":
+            text = sys.stdin.read()
+        else:
+            with open(source, encoding="utf-8") as handle:
+                text = handle.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidInput("file", f"cannot read {source}: {getattr(exc, 'strerror', None) or exc}") from None
+    if text.lstrip().startswith("["):
+        try:
+            messages: list[Any] = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InvalidInput("messages", f"is not a valid JSON array ({exc.msg}, line {exc.lineno})") from None
+        return messages
+    out = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.strip():
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise InvalidInput("messages", f"line {number} is not valid JSON ({exc.msg})") from None
+    return out
+
+
+def cmd_conversation(vault: Vault, args: argparse.Namespace) -> None:
+    params = {**_scope(args), **_given(args, "around", "before", "after", "from_turn", "limit")}
+    result = vault.conversation(args.session, **params)
+    _emit(args, result, lambda r: conversations.transcript(r, around=args.around))
 
 
 def cmd_serve(vault: Vault, args: argparse.Namespace) -> None:
@@ -633,6 +672,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mode", choices=["fts5", "dense", "hybrid"])
     _add_scope(p)
     p.set_defaults(func=cmd_search)
+
+    p = sub.add_parser("remember-conversation", parents=[common], help="store chat messages as a session's next turns")
+    p.add_argument("session", help="the conversation's name (no '#')")
+    p.add_argument("file", help="messages as a JSON array or JSON Lines ({speaker, text, time, role, id}), or - for stdin")
+    _add_scope(p)
+    p.set_defaults(func=cmd_remember_conversation, creates=True)
+
+    p = sub.add_parser("conversation", parents=[common], help="a session's turns in order, or around one turn")
+    p.add_argument("session")
+    p.add_argument("--around", type=int, help="a turn's id (e.g. a recall hit): show it with its neighbours")
+    p.add_argument("--before", type=int, help="with --around: turns before it (default 3)")
+    p.add_argument("--after", type=int, help="with --around: turns after it (default 3)")
+    p.add_argument("--from-turn", type=int, dest="from_turn", help="without --around: the first turn (default 1)")
+    p.add_argument("--limit", type=int, help="without --around: most turns (default 100)")
+    _add_scope(p)
+    p.set_defaults(func=cmd_conversation)
 
     p = sub.add_parser("link", parents=[common], help="link two memories (typed, weighted, directed)")
     p.add_argument("from_id", type=int)

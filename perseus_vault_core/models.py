@@ -337,6 +337,58 @@ class MemoryExportReport(_Out):
     files: int
 
 
+class ConversationTurn(_Out):
+    """One turn of a conversation: its number in the session (from 1), who said it and when (``at_ms``:
+    the message's time, else when it was remembered), and the memory that holds it (its text is the
+    memory's ``content``)."""
+
+    turn: int
+    speaker: str
+    role: str | None
+    at_ms: int
+    message_id: str | None
+    entity: Entity
+
+
+class ConversationResult(_Out):
+    """Turns of one session in order. ``total`` counts the session's turns; ``next_turn`` is the number
+    of the first turn after those returned (pass it as ``from_turn`` to read on), null at the end."""
+
+    session: str
+    agent_id: str | None
+    workspace_hash: str | None
+    turns: list[ConversationTurn]
+    total: int
+    next_turn: int | None
+
+
+class TurnWritten(_Out):
+    """A message as ``remember_conversation`` stored it: its turn's memory ``id`` and number, and what
+    the call did to it (``unchanged``: its message id was already stored just so; ``skipped``: its
+    message id is a turn that was forgotten or superseded, which a resend leaves as it is)."""
+
+    id: int
+    turn: int
+    speaker: str
+    message_id: str | None
+    change: Literal["created", "updated", "unchanged", "skipped"]
+
+
+class ConversationWrite(_Out):
+    """What ``remember_conversation`` did: each message's turn, in the order given, the counts, and the
+    session's last turn number after the call."""
+
+    session: str
+    agent_id: str | None
+    workspace_hash: str | None
+    turns: list[TurnWritten]
+    created: int
+    updated: int
+    unchanged: int
+    skipped: int
+    last_turn: int
+
+
 class PurgeResult(_Out):
     id: int
     versions: int

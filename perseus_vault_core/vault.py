@@ -21,6 +21,7 @@ import numpy as np
 from pydantic import ValidationError
 
 from . import (
+    conversations,
     global_recall,
     graph,
     memory,
@@ -55,6 +56,8 @@ from .models import (
     Community,
     CommunityMember,
     CommunitySummary,
+    ConversationResult,
+    ConversationWrite,
     EmbedReport,
     Entity,
     EvidenceItem,
@@ -91,6 +94,7 @@ from .params import (
     BitemporalParams,
     CommunitiesParams,
     CommunitySummaryParams,
+    ConversationParams,
     DeleteMemoryParams,
     Direction,
     EmbedParams,
@@ -104,9 +108,11 @@ from .params import (
     LinkParams,
     ListMemoryFilesParams,
     MemoryRecallParams,
+    MessageInput,
     PrepareParams,
     RecallParams,
     RecallWhenParams,
+    RememberConversationParams,
     RememberInput,
     RememberManyParams,
     ScanParams,
@@ -663,6 +669,54 @@ class Vault:
             self._reinforce(sorted(set(shown_triggered + shown_related)))
         return PrepareResult(markdown=text, triggered=shown_triggered, related=shown_related, chars=len(text),
                              search_mode=mode)
+
+    # --- conversations -------------------------------------------------------------------------
+
+    @_edge
+    def remember_conversation(self, session: str, messages: Iterable[dict[str, Any] | MessageInput], *,
+                              agent_id: str | None = None, workspace_hash: str | None = None) -> ConversationWrite:
+        """Store ``messages`` (each ``{speaker and/or role, text, time?, id?}``) as the next turns of
+        ``session``, in order, in one transaction: all of them, or none (docs/conversations.md).
+
+        Each turn is an ordinary memory (category ``conversation``, type ``turn``, summary the speaker,
+        content the text), embedded on write, so recall finds it. A message with an ``id`` already
+        stored in the session keeps its turn: unchanged when it is the same, updated when it changed,
+        and left as it is when that turn was forgotten.
+        """
+        if isinstance(messages, (str, bytes, dict)):
+            raise InvalidInput("messages", "must be a list of messages")
+        try:
+            batch = list(messages)
+        except TypeError:
+            raise InvalidInput("messages", "must be a list of messages") from None
+        p = validate(RememberConversationParams, _given(session=session, messages=batch, agent_id=agent_id,
+                                                        workspace_hash=workspace_hash))
+        plan = self._plan(lambda conn: store.texts_to_embed(conn, conversations.batch(conn, p).writes))
+
+        def work(conn: Any) -> ConversationWrite:
+            b = conversations.batch(conn, p)  # numbered inside the transaction: no other writer shares a number
+            return conversations.report(p, b, store.remember_batch(conn, b.writes, self._now(), plan))
+
+        result: ConversationWrite = self._write_planned(plan, work)
+        return result
+
+    @_edge
+    def conversation(self, session: str, around: int | None = None, before: int | None = None,
+                     after: int | None = None, *, from_turn: int | None = None, limit: int | None = None,
+                     agent_id: str | None = None, workspace_hash: str | None = None) -> ConversationResult:
+        """The turns of ``session`` in order (docs/conversations.md).
+
+        With ``around`` (a turn's id, e.g. a recall hit): that turn with up to ``before`` turns before it
+        and ``after`` after it (3 each by default), in the hit's scope. Without it: a page of up to
+        ``limit`` turns (default 100) from turn number ``from_turn`` (default 1), in the scope given
+        (the default scope when omitted); ``next_turn`` continues it. Read-only.
+        """
+        p = validate(ConversationParams, _given(session=session, around=around, before=before, after=after,
+                                                from_turn=from_turn, limit=limit, agent_id=agent_id,
+                                                workspace_hash=workspace_hash))
+        conn = self._conn()
+        with read_snapshot(conn):
+            return conversations.read(conn, p, self._now())
 
     # --- memory files --------------------------------------------------------------------------
 

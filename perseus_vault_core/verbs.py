@@ -128,6 +128,16 @@ VERBS: tuple[Verb, ...] = (
     Verb("delete_memory", p.DeleteMemoryParams, m.MemoryChange, "delete one entry of a memory file",
          "Delete exactly one entry of a memory file, chosen by date and/or text (refused when none or several "
          "match; history keeps it). Returns the entry deleted.", read_only=False, destructive=True),
+    Verb("remember_conversation", p.RememberConversationParams, m.ConversationWrite,
+         "store chat messages as the next turns of a session",
+         "Store the messages of a chat session (speaker or role, text, time) as its next turns, in order, in one "
+         "transaction; recall then finds each turn by its words or its speaker. Give each message its id to make "
+         "sending it again harmless. Returns each message's turn id and number.",
+         read_only=False, idempotent=False),
+    Verb("conversation", p.ConversationParams, m.ConversationResult, "a session's turns in order, or around one turn",
+         "Read a chat session's turns in order: around a turn (e.g. a recall hit) with the turns before and after "
+         "it, to see what was said in context; or page by page from a turn number. Returns turns (turn, speaker, "
+         "time, memory), total and next_turn."),
     Verb("embed", p.EmbedParams, m.EmbedReport, "give every memory a vector (backfill or re-embed)",
          "Give every memory a vector with the configured model, or re-embed all after a model change. Use it "
          "when stats shows embedding coverage below 1. Returns counts.",

@@ -18,7 +18,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from perseus_vault_core import Entity, RecallResult, ScanPage, VaultError
-from perseus_vault_core.models import MemoryRecallResult, PrepareResult
+from perseus_vault_core.models import ConversationResult, ConversationWrite, MemoryRecallResult, PrepareResult
 
 from perseus_vault_core import verbs
 from perseus_vault_core.params import is_advanced
@@ -124,6 +124,14 @@ class VaultClient:
 
     async def memory_recall(self, query: str, file: str | None = None, limit: int = 50) -> MemoryRecallResult:
         return MemoryRecallResult.model_validate(await self.call("memory_recall", query=query, file=file, limit=limit))
+
+    async def remember_conversation(self, session: str, messages: list[dict[str, Any]], **scope: Any) -> ConversationWrite:
+        return ConversationWrite.model_validate(
+            await self.call("remember_conversation", session=session, messages=messages, **scope))
+
+    async def conversation(self, session: str, **params: Any) -> ConversationResult:
+        """The turns of ``session``: ``around=id`` (with ``before``, ``after``), or a page (``from_turn``, ``limit``)."""
+        return ConversationResult.model_validate(await self.call("conversation", session=session, **params))
 
     async def scan(self, category: str | None = None, page: int = 100, **filters: Any) -> list[Entity]:
         """Every entity in scope (of ``category``), walking the scan tool's pages to the end; on a

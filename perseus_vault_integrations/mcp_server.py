@@ -13,9 +13,9 @@ registry's ``core`` profile (``--tools all``, or ``PERSEUS_VAULT_TOOLS=all``, se
 and each tool groups the knobs an agent rarely needs under one ``options`` argument.
 
 Text content is written for a model: ``prepare`` answers with its markdown block, ``get_memory``
-with the file's text, ``global_recall`` with its answer context, a time-travel lookup that finds
-nothing says so; other tools answer with their result as JSON. Structured content always carries
-the engine's result model.
+with the file's text, ``global_recall`` with its answer context, ``conversation`` with its turns as a
+transcript, a time-travel lookup that finds nothing says so; other tools answer with their result as
+JSON. Structured content always carries the engine's result model.
 
 A server bound to a scope (``agent_id`` / ``workspace_hash``) applies it to every call: a call naming
 another scope is refused, the scope arguments leave the schemas, and verbs that would reach past the
@@ -47,6 +47,7 @@ from mcp.types import CallToolResult, TextContent, Tool, ToolAnnotations
 from pydantic import BaseModel, TypeAdapter
 
 from perseus_vault_core import Vault, VaultError, __version__
+from perseus_vault_core.conversations import transcript
 from perseus_vault_core.errors import InvalidInput
 from perseus_vault_core.params import ADVANCED, MAX_INT, is_advanced, validate
 from perseus_vault_core.verbs import BY_NAME, PROFILES, VERBS, Verb
@@ -223,6 +224,8 @@ def _text(verb: Verb, args: dict[str, Any], result: Any) -> str:
         return str(result.text)
     if verb.name == "global_recall":
         return str(result.context)
+    if verb.name == "conversation":
+        return transcript(result, around=args.get("around"))
     if result is None and verb.name in ("as_of", "valid_at", "bitemporal"):
         believed, true = _when(args.get("as_of_unix_ms")), _when(args.get("valid_at_unix_ms"))
         when = {"as_of": f"was believed at {believed}", "valid_at": f"was true in the world at {true}",

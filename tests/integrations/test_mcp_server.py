@@ -163,6 +163,48 @@ def test_a_bound_server_cannot_be_escaped(vault: Vault) -> None:
     run(main)
 
 
+def test_conversation_tools_round_trip_and_keep_a_bound_scope(vault: Vault) -> None:
+    theirs = vault.remember_conversation("daily", [{"speaker": "Bob", "text": "bob's launch plan"}], agent_id="bob")
+    chat = [{"speaker": "Caroline", "text": "I went to the support group yesterday.", "time": "2023-05-08T13:56:00Z",
+             "id": "m1"},
+            {"speaker": "Melanie", "text": "How did it go?", "time": 1_683_554_220_000, "id": "m2"},
+            {"role": "user", "text": "It was powerful.", "id": "m3"}]
+
+    async def main() -> None:
+        async with VaultClient(build_server(vault=vault, tools="all")) as c:
+            made = await c.remember_conversation("daily", chat)
+            assert [(t.turn, t.speaker, t.change) for t in made.turns] == [
+                (1, "Caroline", "created"), (2, "Melanie", "created"), (3, "user", "created")]
+            assert (await c.remember_conversation("daily", chat)).unchanged == 3  # message ids: harmless again
+            hit = (await c.recall("support group", reinforce=False)).items[0]
+            assert hit.summary == "Caroline" and hit.key == "daily#000001"
+            around = await c.conversation("daily", around=hit.id, after=1)
+            assert [t.turn for t in around.turns] == [1, 2] and around.next_turn == 3
+            assert around.turns[1].at_ms == 1_683_554_220_000
+            with pytest.raises(VaultError, match="^messages.0.text: must not be empty"):
+                await c.remember_conversation("daily", [{"speaker": "Ann", "text": ""}])
+            with pytest.raises(VaultError, match="^before: applies only with around"):
+                await c.conversation("daily", before=1)
+        async with Client(build_server(vault=vault, tools="all")) as c:  # the text a model reads: a transcript
+            answer = await c.call_tool("perseus_vault_conversation", {"session": "daily", "around": hit.id, "after": 1})
+            assert answer.content[0].text.splitlines() == [
+                f"> #{hit.id} 1 Caroline (2023-05-08T13:56Z): I went to the support group yesterday.",
+                f"  #{around.turns[1].entity.id} 2 Melanie (2023-05-08T13:57Z): How did it go?",
+                "(more from turn 3; 3 turns in all)"]
+            assert answer.structured_content["turns"][0]["entity"]["id"] == hit.id
+        async with VaultClient(build_server(vault=vault, agent_id="alice", tools="all")) as c:
+            mine = await c.remember_conversation("daily", chat[:1])
+            assert mine.agent_id == "alice" and mine.turns[0].turn == 1  # alice's own session of that name
+            read = await c.conversation("daily")
+            assert [(t.turn, t.entity.agent_id) for t in read.turns] == [(1, "alice")]
+            with pytest.raises(VaultError, match="^around: no entity"):
+                await c.conversation("daily", around=theirs.turns[0].id)
+            with pytest.raises(VaultError, match="bound"):
+                await c.remember_conversation("daily", chat, agent_id="bob")
+
+    run(main)
+
+
 # --- real transports -------------------------------------------------------------------------------
 
 
@@ -287,7 +329,7 @@ def test_client_scan_falls_back_to_paged_recall_without_a_scan_tool(vault: Vault
 VALID = {"query": "storage", "context": "choosing storage", "category": "note", "key": "db", "content": "x",
          "id": 1, "old_id": 1, "new_id": 2, "from_id": 1, "to_id": 2, "start": 1, "items": [],
          "community_id": "c0", "file": "Prefs", "section": "Food", "text": "tea", "as_of_unix_ms": 1,
-         "valid_at_unix_ms": 1}
+         "valid_at_unix_ms": 1, "session": "chat", "messages": [{"speaker": "Ann", "text": "hello"}]}
 ERROR_NOISE = re.compile(r"Error executing tool|pydantic|https?://|Traceback|validation error", re.I)
 
 

@@ -222,6 +222,21 @@ def test_limits_named_in_docs_are_the_enforced_ones(vault: Vault) -> None:
         vault.recall("q" * 4097)
 
 
+@settings(max_examples=40 * SCALE, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(session=st.one_of(st.just("chat"), hostile_text), messages=st.lists(st.one_of(
+    st.fixed_dictionaries({"speaker": st.just("Ann"), "text": st.just("fine")}),
+    st.fixed_dictionaries({"speaker": hostile_text, "text": hostile_text},
+                          optional={"role": hostile_text, "time": st.one_of(numbers, hostile_text), "id": hostile_text}),
+    json_values), min_size=1, max_size=5))
+def test_conversations_are_all_or_nothing(vault: Vault, session: Any, messages: list[Any]) -> None:
+    made = attempt(vault, lambda: vault.remember_conversation(session, messages))
+    if made is not None:  # accepted: every message is a turn that reads back as sent; new turns follow in order
+        assert [vault.get_entity(t.id).content for t in made.turns] == [m["text"] for m in messages]
+        new = [t.turn for t in made.turns if t.change == "created"]
+        assert new == sorted(new) and len(set(new)) == len(new)
+    attempt(vault, lambda: vault.conversation(session, around=1))
+
+
 # --- MCP arguments -------------------------------------------------------------------------------
 
 
@@ -240,7 +255,8 @@ def mcp(vault: Vault) -> Iterator[tuple[Any, Any, list[str]]]:
 
 ARG_NAMES = ["query", "id", "limit", "mode", "cursor", "category", "key", "content", "body", "items", "start",
              "depth", "agent_id", "workspace_hash", "context", "file", "section", "text", "as_of_unix_ms",
-             "relations", "direction", "from_id", "to_id", "old_id", "new_id", "community_id", "bogus", "reinforce"]
+             "relations", "direction", "from_id", "to_id", "old_id", "new_id", "community_id", "bogus", "reinforce",
+             "session", "messages", "around", "before"]
 
 
 # What a stack trace or a source path looks like in a message.
