@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from . import graphrag, mcp, memory_files, peers, plots, quality, speed
+from . import conversation, graphrag, mcp, memory_files, peers, plots, quality, speed
 
 ROOT = Path(__file__).resolve().parents[1]
 REPORT = ROOT / "docs" / "benchmarks.md"
@@ -126,7 +126,7 @@ def render(info: dict[str, str], sizes: list[dict[str, Any]], qual: list[dict[st
     out += ["", "Each document is remembered with its title as `summary` and its text as `content` (the bundled model embeds"
             " both, as BEIR does); each query is one `recall(query, mode=..., limit=100, reinforce=False)`. Metrics follow"
             " BEIR / pytrec_eval (linear gain, log2 discount, ideal DCG over the judged documents). Hybrid uses the default"
-            " fusion (reciprocal rank, k=20, equal weights).", ""]
+            " fusion (0.6 x the keyword score + 0.4 x the cosine, docs/recall.md).", ""]
     by = {(q["collection"], q["mode"]): q["ndcg@10"] for q in qual}
     out += ["### Quality targets", "", "| target | figure | verdict |", "|---|---|---|"]
     if ("scifact", "fts5") in by:
@@ -428,7 +428,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--output", type=Path, default=REPORT)
     args = parser.parse_args(argv)
     try:
-        quality.data_dir(quality.COLLECTIONS)  # before minutes of work: fail at once when a collection is missing
+        quality.data_dir([*quality.COLLECTIONS, conversation.NAME])  # fail at once when a collection is missing
     except quality.MissingData as error:
         raise SystemExit(f"benchmarks.run: {error}") from None
     sizes = args.sizes or ([10_000] if args.quick else [10_000, 100_000])
@@ -483,11 +483,18 @@ def main(argv: list[str] | None = None) -> None:
     log("memory files at 10,000 entries ...")
     mem = memory_files.run(model, cached)
     log(json.dumps(mem))
+    log("memory-file recall on the labelled folder ...")
+    labelled = memory_files.recall_quality(model)
+    log(json.dumps({k: v for k, v in labelled.items() if k != "questions"}))
+    log("conversational memory (locomo-dev) ...")
+    chats = conversation.run(cached)
+    log(json.dumps({p: {m: round(s["r@10"], 4) for m, s in modes.items()} for p, modes in chats["paths"].items()}))
     log("MCP round trip ...")
     server = mcp.run()
     log(json.dumps(server))
     images = [f"img/{p.name}" for p in plots.recall_curves(peer_qual)] + [f"img/{plots.latency_by_size(peer_runs).name}"]
     report = render(info, results, qual, ingest, graph, mem, server)
+    report += "\n" + "\n".join(conversation.render(chats) + memory_files.render_recall_quality(labelled))
     report += "\n" + "\n".join(render_peers(peer_qual, peer_runs, images, million))
     args.output.write_text(report + "\n", encoding="utf-8")
     log(f"wrote {args.output} and {', '.join(images)}")

@@ -103,7 +103,7 @@ def cmd_remember(vault: Vault, args: argparse.Namespace) -> None:
 
 def cmd_recall(vault: Vault, args: argparse.Namespace) -> None:
     params = _filters(args)
-    for name in ("mode", "limit", "offset", "preview_cap", "trust_weight", "content_weight",
+    for name in ("mode", "limit", "offset", "min_score", "preview_cap", "trust_weight", "content_weight",
                  "diversity_halving", "recency_half_life_secs"):
         if getattr(args, name) is not None:
             params[name] = getattr(args, name)
@@ -318,7 +318,7 @@ def cmd_recall_when(vault: Vault, args: argparse.Namespace) -> None:
 
 
 def cmd_prepare(vault: Vault, args: argparse.Namespace) -> None:
-    params = {**_scope(args), **_given(args, "max_chars", "triggered", "related", "mode")}
+    params = {**_scope(args), **_given(args, "max_chars", "triggered", "related", "mode", "min_score")}
     if args.no_semantic:
         params["semantic"] = False
     _emit(args, vault.prepare(args.context, **params), lambda r: r.markdown)
@@ -528,6 +528,16 @@ def _add_filters(p: argparse.ArgumentParser) -> None:
     p.add_argument("--query-time-unix-ms", type=_time, dest="query_time_unix_ms", help="anchor 'now' (replay)")
 
 
+def _min_score(text: str) -> float | str:
+    """A relevance threshold: a number, or ``auto``."""
+    if text == "auto":
+        return text
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number or auto, got {text!r}") from None
+
+
 def _time(text: str) -> int | str:
     """A time argument: unix ms as an integer, anything else as ISO 8601 text for the vault to read."""
     return int(text) if text.strip().isdigit() else text
@@ -582,6 +592,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int)
     p.add_argument("--offset", type=int)
     _add_filters(p)
+    p.add_argument("--min-score", type=_min_score, dest="min_score",
+                   help="leave out memories scoring below this (a number, or auto: the mode's threshold)")
     p.add_argument("--expansion", action="store_true", help="add stem variants from the index")
     p.add_argument("--preview-cap", type=int, dest="preview_cap")
     p.add_argument("--trust-weight", type=float, dest="trust_weight")
@@ -720,6 +732,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--triggered", type=int, help="most triggered entities (default 5)")
     p.add_argument("--related", type=int, help="most related entities (default 5)")
     p.add_argument("--mode", choices=["fts5", "dense", "hybrid"], help="how related entities are found")
+    p.add_argument("--min-score", type=_min_score, dest="min_score",
+                   help="related memories scoring below this are left out (default auto)")
     p.add_argument("--no-semantic", action="store_true", dest="no_semantic", help="match triggers by words only")
     _add_scope(p)
     p.set_defaults(func=cmd_prepare)

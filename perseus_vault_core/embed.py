@@ -59,8 +59,14 @@ class Embedder(Protocol):
 
 
 def embedding_text(content: str, summary: str | None) -> str:
-    """The text a memory is embedded by: its summary (a title) and its content, as BEIR does."""
-    return f"{summary} {content}".strip() if summary else content
+    """The text a memory is embedded by: its summary (a title, a speaker) and its content, joined as
+    ``summary: content``. The colon tells the model which is which: on conversation turns (the speaker as
+    summary) it lifted dense R@10 from 0.442 to 0.512 over a plain space, and it moved SciFact and
+    Cranfield by under 0.003 nDCG@10 (docs/embeddings.md)."""
+    if not summary or not summary.strip():
+        return content
+    summary = summary.strip()
+    return f"{summary} {content}".strip() if summary[-1] in ".:!?" else f"{summary}: {content}".strip()
 
 
 def checked(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
