@@ -518,3 +518,20 @@ def test_recall_by_vector_has_no_query_words_for_the_knobs(
     boosted = dense_vault.recall_by_vector(vector, limit=5, reinforce=False, content_weight=5.0)
     assert ids(boosted) == ids(plain)
     assert [i.score for i in boosted.items] == pytest.approx([i.score for i in plain.items])
+
+
+def test_absolute_scores_leave_unrelated_memories_out_with_the_bundled_model(tmp_path: Any,
+                                                                               real_embedder: Any) -> None:
+    with Vault(tmp_path / "real.db", embedder=real_embedder) as vault:
+        deploys = vault.remember("ops", "deploys", "Deploys go out on Tuesdays after the standup.", verified=True)
+        db = vault.remember("decision", "db-engine", "We chose Postgres for multi-writer scaling.")
+        vault.remember("note", "lunch", "Team lunch is on Fridays at the Thai place.")
+        # A boost never outranks meaning: the verified deploy note stays below the answer.
+        assert [i.id for i in vault.recall("which database did we pick", reinforce=False).items][0] == db.id
+        # A nonsense query over an unrelated store: nothing above the threshold prepare uses.
+        assert vault.recall("kubernetes helm chart", min_score="auto", reinforce=False).items == []
+        assert vault.prepare("kubernetes helm chart").related == []
+        # Scores mean the same in every query: a real answer scores above the best of nonsense.
+        answer = vault.recall("which database did we pick", reinforce=False).items[0].score
+        nonsense = vault.recall("kubernetes helm chart", reinforce=False).items[0].score
+        assert answer > 2 * nonsense and deploys.id != db.id
