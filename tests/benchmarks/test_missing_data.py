@@ -31,7 +31,7 @@ def test_run_stops_before_any_work(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(run, "machine", lambda: pytest.fail("ran past the missing data"))
     with pytest.raises(SystemExit) as stopped:
         run.main(["--quick", "--output", str(tmp_path / "report.md")])
-    assert str(stopped.value).startswith("benchmarks.run: evaluation collections scifact, cranfield not found")
+    assert str(stopped.value).startswith("benchmarks.run: evaluation collections scifact, cranfield, locomo-dev not found")
     assert not (tmp_path / "report.md").exists()
 
 

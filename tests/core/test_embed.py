@@ -99,7 +99,9 @@ class _Fixed:
 
 def test_embedding_text_joins_summary_and_content() -> None:
     assert E.embedding_text("body", None) == "body"
-    assert E.embedding_text("body", "Title") == "Title body"
+    assert E.embedding_text("body", "Title") == "Title: body"  # the colon says which part is which
+    assert E.embedding_text("body", "A title.") == "A title. body"
+    assert E.embedding_text("body", "  ") == "body"
 
 
 # --- operator-configured providers, against a real local HTTP server ----------------------------
