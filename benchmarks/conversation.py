@@ -207,7 +207,7 @@ def render(r: dict[str, Any]) -> list[str]:
 
 
 def main() -> None:
-    from perseus_vault_core.embed import load as load_model
+    from perseus_vault_core.embeddings import load as load_model
 
     from .vector_cache import CachingEmbedder
 

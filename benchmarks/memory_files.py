@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from perseus_vault_core import Vault
-from perseus_vault_core.memory_files import parse
+from perseus_vault_core.memory.parser import parse
 from perseus_vault_core.porter import stem
 from perseus_vault_core.query import parse as parse_terms
 from perseus_vault_core.query import tokenize

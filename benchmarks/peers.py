@@ -196,7 +196,7 @@ class LangGraphSqlite(Peer):
 
         self.path = os.path.join(folder, "langgraph.sqlite")
         # The same SQLite module the vault runs on (the interpreter's own cannot load sqlite-vec here).
-        from perseus_vault_core.connection import choose_driver
+        from perseus_vault_core.storage.sqlite.connection import choose_driver
 
         self.conn = choose_driver().module.connect(self.path, check_same_thread=False, isolation_level=None)
         self.store = SqliteStore(self.conn, index={"dims": embed.dimension, "embed": embed.lists, "fields": ["text"]})
@@ -495,7 +495,7 @@ def graph_peer(path: str, model: Any, pairs: list[tuple[int, int]], starts: list
 if __name__ == "__main__":
     import sys
 
-    from perseus_vault_core.embed import load
+    from perseus_vault_core.embeddings import load
 
     from .vector_cache import CachingEmbedder
 

@@ -126,7 +126,7 @@ def evaluate(vault: Vault, collection: Collection, mode: str = "fts5", **params:
 
 def run(collections: list[str], root: Path | None = None, modes: tuple[str, ...] = ("fts5", "dense", "hybrid"),
         fusion: dict[str, Any] | None = None) -> list[dict[str, object]]:
-    from perseus_vault_core.embed import load as load_embedder
+    from perseus_vault_core.embeddings import load as load_embedder
 
     from .vector_cache import CachingEmbedder
 

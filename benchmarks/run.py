@@ -30,7 +30,7 @@ def machine() -> dict[str, str]:
     import numpy
     import sqlite_vec
 
-    from perseus_vault_core.connection import choose_driver
+    from perseus_vault_core.storage.sqlite.connection import choose_driver
 
     driver = choose_driver()
     cpu = platform.processor() or platform.machine()
@@ -432,7 +432,7 @@ def main(argv: list[str] | None = None) -> None:
     except quality.MissingData as error:
         raise SystemExit(f"benchmarks.run: {error}") from None
     sizes = args.sizes or ([10_000] if args.quick else [10_000, 100_000])
-    from perseus_vault_core.embed import load
+    from perseus_vault_core.embeddings import load
 
     from .vector_cache import CachingEmbedder
 

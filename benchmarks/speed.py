@@ -72,11 +72,11 @@ def run_size(n: int, model: Any, cached: Any, n_queries: int = 300, seed: int = 
             out["import_cached_vectors_per_s"] = n / (time.perf_counter() - started)
         with Vault(path, embedder=model) as vault:
             # A fresh process answers with SQL until its in-memory indexes are built.
-            indexes = vault._keyword_index, vault._vector_index
-            vault._keyword_index = vault._vector_index = None
+            indexes = vault._engine.keyword_index, vault._engine.vector_index
+            vault._engine.keyword_index = vault._engine.vector_index = None
             out["recall_fts5_sql"] = timed([lambda q=q: vault.recall(q, mode="fts5") for q in qs[:60]], warmup=3)
             out["recall_dense_sql"] = timed([lambda q=q: vault.recall(q, mode="dense") for q in qs[:30]], warmup=3)
-            vault._keyword_index, vault._vector_index = indexes
+            vault._engine.keyword_index, vault._engine.vector_index = indexes
             started = time.perf_counter()
             assert vault.wait_for_keyword_index(), "keyword index did not build"
             out["keyword_index_build_s"] = time.perf_counter() - started
@@ -131,13 +131,13 @@ def run_size(n: int, model: Any, cached: Any, n_queries: int = 300, seed: int = 
 
 def dense_recall_vs_exact(vault: Vault, model: Any, qs: list[str]) -> float:
     """Share of the exact top 10 (a full cosine scan in SQL) that dense recall returns."""
-    from perseus_vault_core import vectors
-    from perseus_vault_core.connection import read_snapshot
     from perseus_vault_core.filters import view
     from perseus_vault_core.params import Filters
+    from perseus_vault_core.storage.sqlite import vectors
+    from perseus_vault_core.storage.sqlite.connection import read_snapshot
 
     found = 0
-    conn = vault._conn()
+    conn = vault._engine.conn()
     for q in qs:
         got = {i.id for i in vault.recall(q, mode="dense", limit=10, reinforce=False).items}
         with read_snapshot(conn):
@@ -218,7 +218,7 @@ def peak_memory(path: str, qs: list[str]) -> float:
 
 
 if __name__ == "__main__":
-    from perseus_vault_core.embed import load
+    from perseus_vault_core.embeddings import load
 
     from .vector_cache import CachingEmbedder
 

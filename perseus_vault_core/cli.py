@@ -17,10 +17,10 @@ from typing import Any, NoReturn
 from pydantic import BaseModel
 
 from . import __version__, conversations
-from .connection import read_key_file
 from .errors import InvalidInput, SetupError, VaultError
 from .models import Entity, HygieneReport, RecallResult, ScanPage
 from .ranking import one_line
+from .storage.sqlite.connection import read_key_file
 from .vault import Vault, default_path
 
 

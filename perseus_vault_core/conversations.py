@@ -19,13 +19,17 @@ from __future__ import annotations
 import datetime as dt
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import store
 from .errors import NotFound
 from .filters import FROM, view
 from .models import ConversationResult, ConversationTurn, ConversationWrite, Entity, TurnWritten
 from .params import ConversationParams, Filters, MessageInput, RememberConversationParams, RememberInput
+from .storage import Connection
+
+if TYPE_CHECKING:
+    from .engine import Engine
 
 CATEGORY = "conversation"
 TYPE = "turn"
@@ -234,3 +238,14 @@ def transcript(result: ConversationResult, around: int | None = None) -> str:
     if result.next_turn is not None:
         lines.append(f"(more from turn {result.next_turn}; {result.total} turns in all)")
     return "\n".join(lines)
+
+
+def remember(engine: Engine, p: RememberConversationParams) -> ConversationWrite:
+    """Store ``p.messages`` as the session's next turns, in one transaction."""
+    plan = engine.plan(lambda conn: store.texts_to_embed(conn, batch(conn, p).writes))
+
+    def work(conn: Connection) -> ConversationWrite:
+        b = batch(conn, p)  # numbered inside the transaction: no other writer shares a number
+        return report(p, b, store.remember_batch(engine.backend, conn, b.writes, engine.now(), plan))
+
+    return engine.write_planned(plan, work)

@@ -30,19 +30,19 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
 
 import numpy as np
 
-from . import store, vectors
+from . import store
 from .actionability import actionability
-from .embed import embedding_text
-from .communities import SUMMARY_TYPE
+from .dense import cosine
+from .embeddings import embedding_text
 from .filters import FROM_VERSIONS_FIRST, view
+from .graphrag.communities import SUMMARY_TYPE
 from .models import HygieneItem, HygieneReason, HygieneReport
 from .params import Filters
 from .query import tokenize
-from .vector_index import cosine
+from .storage import Backend, Connection
 
 REASONS: tuple[HygieneReason, ...] = (
     "vague", "date-only", "very short", "duplicate", "near-duplicate", "expired", "never retrieved",
@@ -73,21 +73,22 @@ class Memory:
     vector: np.ndarray | None
 
 
-def hygiene(conn: Any, filters: Filters, now_ms: int, min_age_days: int, limit: int) -> HygieneReport:
+def hygiene(backend: Backend, conn: Connection, filters: Filters, now_ms: int, min_age_days: int, limit: int
+            ) -> HygieneReport:
     """The report for the memories ``filters`` select (call inside a read snapshot)."""
-    memories, now = read(conn, filters, now_ms)
+    memories, now = read(backend, conn, filters, now_ms)
     return report(memories, now, min_age_days, limit)
 
 
-def read(conn: Any, filters: Filters, now_ms: int) -> tuple[list[Memory], int]:
+def read(backend: Backend, conn: Connection, filters: Filters, now_ms: int) -> tuple[list[Memory], int]:
     """The active memories ``filters`` select (expired ones included), by id, with their stored
     vectors; and the instant they were judged at."""
     v = view(filters.model_copy(update={"include_archived": True}), now_ms)
-    recorded = vectors.model(conn)
+    recorded = backend.vectors.model(conn)
     vector_bytes = 4 * recorded[1] if recorded is not None else -1
     sql = (
         f"SELECT {store.ENTITY_COLUMNS}, x.embedding FROM {FROM_VERSIONS_FIRST} "
-        f"LEFT JOIN {vectors.TABLE} x ON x.vid = v.vid "
+        f"LEFT JOIN {backend.vectors.TABLE} x ON x.vid = v.vid "
         f"WHERE {v.where} AND v.status = 'active' AND v.type NOT IN ('{SUMMARY_TYPE}', 'memory_file') ORDER BY v.entity_id"
     )
     out = []

@@ -22,15 +22,20 @@ import json
 import os
 import stat
 from collections.abc import Callable, Iterable, Iterator
-from typing import IO, Annotated, Any
+from typing import IO, TYPE_CHECKING, Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from . import store, vectors
-from .embed import embedding_text
+from . import store
+from .embeddings import embedding_text
 from .errors import InvalidInput
 from .models import ImportReport, Link
 from .params import MAX_INT, MAX_WEIGHT, RememberInput, validate
+from .graph import LINK_COLUMNS
+from .storage import Backend, Connection
+
+if TYPE_CHECKING:
+    from .engine import Engine
 
 FORMAT = 1
 Progress = Callable[[int, int], None]
@@ -140,7 +145,6 @@ def export_lines(conn: Any, agent_id: str | None = None, workspace_hash: str | N
             "workspace_hash": workspace or None, "created_at_ms": created, "retrieval_count": count,
             "last_accessed_ms": last, "versions": versions,
         })
-    from .graph import LINK_COLUMNS
 
     link_names = [c.strip() for c in LINK_COLUMNS.split(",")]
     link_where = (
@@ -230,7 +234,8 @@ def texts(entities: list[tuple[int, EntityRecord]], plain: list[tuple[int, Remem
 
 
 def import_records(
-    conn: Any,
+    backend: Backend,
+    conn: Connection,
     parsed: tuple[list[tuple[int, EntityRecord]], list[tuple[int, LinkRecord]], list[tuple[int, RememberInput]]],
     now_ms: int,
     progress: Progress | None = None,
@@ -239,7 +244,7 @@ def import_records(
     """Write validated records; the caller holds the write transaction (all or nothing)."""
     entities, links, plain = parsed
     if plan is not None and plan.by_text:
-        vectors.claim(conn, plan.identity, plan.dimension)
+        backend.vectors.claim(conn, plan.identity, plan.dimension)
     total = len(entities) + len(links) + len(plain)
     report = ImportReport()
     done = 0
@@ -250,17 +255,17 @@ def import_records(
         if progress is not None and (done % 500 == 0 or done == total):
             progress(done, total)
 
-    id_map = _place_entities(conn, entities, report)
+    id_map = _place_entities(backend, conn, entities, report)
     for _, rec in sorted(entities, key=lambda pair: pair[1].id):
-        _write_entity(conn, rec, id_map, now_ms, report, plan)
+        _write_entity(backend, conn, rec, id_map, now_ms, report, plan)
         tick()
-    top_link = store.next_id(conn, "links") - 1
+    top_link = backend.next_id(conn, "links") - 1
     for number, link in sorted(links, key=lambda pair: pair[1].id):
         top_link = _write_link(conn, link, id_map, number, top_link, report)
         tick()
     for start in range(0, len(plain), 1000):
         chunk = [item for _, item in plain[start : start + 1000]]
-        for _, outcome in store.remember_batch(conn, chunk, now_ms, plan):
+        for _, outcome in store.remember_batch(backend, conn, chunk, now_ms, plan):
             setattr(report, outcome, getattr(report, outcome) + 1)
             tick()
     return report
@@ -297,14 +302,14 @@ def _check_version(rec: EntityRecord, ver: VersionRecord, where: str) -> None:
         raise InvalidInput(f"{where}.status", f"unknown status {ver.status!r}")
 
 
-def _place_entities(conn: Any, entities: list[tuple[int, EntityRecord]], report: ImportReport) -> dict[int, int]:
+def _place_entities(backend: Backend, conn: Connection, entities: list[tuple[int, EntityRecord]], report: ImportReport) -> dict[int, int]:
     """Decide every imported entity's id in this vault, creating identity rows for new ones.
 
     An exported id is kept when it is above every id here (always so in an empty vault);
     otherwise the entity gets a new id, so ids still ascend in commit order for scanners.
     """
     id_map: dict[int, int] = {}
-    top = store.next_id(conn, "entities") - 1  # never an id used before, even a purged one
+    top = backend.next_id(conn, "entities") - 1  # never an id used before, even a purged one
     for _, rec in sorted(entities, key=lambda pair: pair[1].id):
         existing = store.find_id(conn, rec.category, rec.key, rec.agent_id, rec.workspace_hash)
         if existing is not None:
@@ -317,6 +322,7 @@ def _place_entities(conn: Any, entities: list[tuple[int, EntityRecord]], report:
             (explicit, rec.agent_id or "", rec.workspace_hash or "", rec.category, rec.key, rec.created_at_ms,
              rec.retrieval_count, rec.last_accessed_ms),
         )
+        assert cur.lastrowid is not None
         id_map[rec.id] = int(cur.lastrowid)
         top = max(top, id_map[rec.id])
         report.created += 1
@@ -336,7 +342,7 @@ def _state(rec: EntityRecord, ver: VersionRecord, id_map: dict[int, int]) -> dic
 
 
 def _write_entity(
-    conn: Any, rec: EntityRecord, id_map: dict[int, int], now_ms: int, report: ImportReport,
+    backend: Backend, conn: Connection, rec: EntityRecord, id_map: dict[int, int], now_ms: int, report: ImportReport,
     plan: store.VectorPlan | None,
 ) -> None:
     eid = id_map[rec.id]
@@ -344,20 +350,20 @@ def _write_entity(
     if prior is None:  # placed just now: restore the whole history as it was
         for ver in rec.versions:
             vid = store.insert_version(
-                conn, eid, ver.version, ver.change, ver.recorded_from_ms, ver.updated_at_ms,
+                backend, conn, eid, ver.version, ver.change, ver.recorded_from_ms, ver.updated_at_ms,
                 _state(rec, ver, id_map), recorded_to_ms=ver.recorded_to_ms,
             )
             text = embedding_text(ver.content, ver.summary)
             if plan is not None:
                 if text not in plan.by_text:
                     raise store.MissingVectors([text])
-                vectors.write(conn, [(vid, plan.by_text[text])])
+                backend.vectors.write(conn, [(vid, plan.by_text[text])])
         return
     newest = _state(rec, rec.versions[-1], id_map)
     if all(prior[f] == newest[f] for f in store.STATE_FIELDS):
         report.unchanged += 1
         return
-    store.new_version(conn, prior, newest, "import", now_ms, plan)
+    store.new_version(backend, conn, prior, newest, "import", now_ms, plan)
     report.updated += 1
 
 
@@ -406,3 +412,44 @@ def _write_link(
     )
     report.links += 1
     return max(top, int(cur.lastrowid))
+
+
+# --- the verbs -----------------------------------------------------------------------------------
+
+
+def import_jsonl(engine: Engine, source: str | os.PathLike[str] | IO[str] | Iterable[str],
+                 progress: Progress | None) -> ImportReport:
+    """Import a JSONL file (an export, or lines shaped like ``remember`` arguments) in one transaction."""
+    if isinstance(source, (str, os.PathLike)):
+        try:
+            with open(source, encoding="utf-8") as handle:
+                records = read_records(handle)
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InvalidInput("source", f"cannot read {source}: {exc}") from None
+    else:
+        records = read_records(source)
+    parsed = parse_records(records)
+    plan = engine.plan(lambda conn: texts(parsed[0], parsed[2]))
+    return engine.write_planned(plan, lambda c: import_records(engine.backend, c, parsed, engine.now(), progress, plan))
+
+
+def export_jsonl(engine: Engine, target: str | os.PathLike[str] | IO[str], agent_id: str | None,
+                 workspace_hash: str | None) -> int:
+    """Write every entity (with its history) and link in scope as JSONL; the line count."""
+    count = 0
+    with engine.reading() as conn:
+        lines = export_lines(conn, agent_id, workspace_hash)
+        if isinstance(target, (str, os.PathLike)):
+            try:
+                handle = open_target(target, encrypted=engine.backend.encrypted)
+            except OSError as exc:
+                raise InvalidInput("target", f"cannot write {target}: {exc.strerror or exc}") from None
+            with handle:
+                for line in lines:
+                    handle.write(line + "\n")
+                    count += 1
+        else:
+            for line in lines:
+                target.write(line + "\n")
+                count += 1
+    return count

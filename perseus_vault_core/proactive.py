@@ -32,12 +32,22 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import numpy as np
 
-from .filters import FROM, View
+from . import store
+from .errors import NotSupported, VaultError
+from .filters import FROM, View, view
+from .graphrag.communities import SUMMARY_TYPE
+from .models import PrepareResult, RecallItem, RecallWhenResult, TriggeredItem
+from .params import MAX_QUERY_CHARS, Filters, PrepareParams, RecallParams, RecallWhenParams, validate
 from .porter import stem
 from .query import STOPWORDS, tokenize
+from .storage import Connection
+
+if TYPE_CHECKING:
+    from .engine import Engine
 
 PHRASE, TERMS, MEANING = 1.0, 0.75, 0.7
 LINE_CHARS = 400
@@ -109,7 +119,7 @@ def lexical(phrase: str, context: Context) -> tuple[float, str] | None:
     return None
 
 
-def candidates(conn: Any, view: View) -> list[dict[str, Any]]:
+def candidates(conn: Connection, view: View) -> list[dict[str, Any]]:
     """Visible entities that have trigger phrases: ``id``, ``vid`` and ``recall_when`` (their texts are
     read later, for the matches only: see ``store.rows_in_order``)."""
     sql = f"SELECT e.id, v.vid, v.recall_when FROM {FROM} WHERE {view.where} AND v.recall_when != '[]'"
@@ -207,3 +217,91 @@ def block(triggered: Sequence[tuple[Any, str]], related: Sequence[Any], max_char
         return "", [], []
     text = "\n".join(lines)
     return text, shown[0], shown[1]
+
+
+# --- the verbs -----------------------------------------------------------------------------------
+
+MAX_LAZY_PHRASES = 256  # trigger phrases a read may embed (those written before they were embedded on write)
+# Files and community summaries repeat other memories: a turn's block leaves them out.
+NOT_IN_PREPARE = (SUMMARY_TYPE, "memory_file")
+
+
+def recall_when(engine: Engine, p: RecallWhenParams) -> RecallWhenResult:
+    """Entities whose trigger phrases match ``p.context``, best first (the module docstring's rules)."""
+    f = Filters(type=p.type, category=p.category, topic_path=p.topic_path, agent_id=p.agent_id,
+                workspace_hash=p.workspace_hash, query_time_unix_ms=p.query_time_unix_ms)
+    v = view(f, engine.now())
+    with engine.reading() as conn:
+        rows = candidates(conn, v)
+        stored_model = engine.backend.vectors.model(conn)
+    usable = stored_model is not None and engine.embedder is not None
+    if p.semantic and not usable:
+        raise NotSupported(
+            "semantic trigger matching needs an embedding model and stored vectors "
+            "(run `perseus-vault embed`), or pass semantic=False"
+        )
+    semantic = usable if p.semantic is None else p.semantic
+    similarity = None
+    if semantic and rows and tokenize(p.context):
+        similarity = trigger_similarity(engine, phrases(rows), p.context)
+    matches = match(rows, Context.of(p.context), similarity, p.min_similarity)[: p.limit]
+    vid_of = {row["id"]: row["vid"] for row in rows}
+    with engine.reading() as conn:
+        full = store.rows_in_order(conn, [vid_of[m.entity_id] for m in matches])
+        items = store.fit(
+            store.to_hit(TriggeredItem, row, v.instant, m.score, {"recall_when": n}, trigger=m.trigger, match=m.kind)
+            for n, (m, row) in enumerate(zip(matches, full), start=1)
+        )
+    if p.reinforce and items:
+        engine.reinforce([item.id for item in items])
+    return RecallWhenResult(items=items, total=len(items), semantic=semantic)
+
+
+def trigger_similarity(engine: Engine, wanted_phrases: list[str], context: str) -> dict[str, float]:
+    """Cosine of ``context`` to each phrase. Phrase vectors come from this process's cache, then the
+    file, then the embedder (and are then kept in the file for the next process)."""
+    identity, dimension = engine.embedder_model()
+    vectors = engine.backend.vectors
+    with engine.reading() as conn:
+        vectors.check_model(conn, identity, dimension)
+    query = engine.embed_query(context).astype(np.float64)
+    known = engine.trigger_vectors.setdefault(identity, {})
+    wanted = [ph for ph in wanted_phrases if ph not in known]
+    if wanted:
+        with engine.reading() as conn:
+            known.update(vectors.phrase_vectors(conn, identity, wanted))
+        # Phrases are embedded when written; these predate that (or came by import). Embed a
+        # bounded number per call, in order: the rest match by words only until a later call.
+        made = engine.embed_texts([ph for ph in wanted if ph not in known][:MAX_LAZY_PHRASES])
+        if made:
+            known.update(made)
+            try:  # a cache: a read-only file or a busy writer costs only the next process's time
+                engine.write(lambda c: vectors.write_phrase_vectors(c, identity, made))
+            except VaultError:
+                pass
+    return {ph: float(np.dot(known[ph].astype(np.float64), query)) for ph in wanted_phrases if ph in known}
+
+
+def prepare(engine: Engine, p: PrepareParams) -> PrepareResult:
+    """The markdown block for a turn: triggered entities first, then related ones, within ``p.max_chars``."""
+    scope = {k: v for k, v in (("agent_id", p.agent_id), ("workspace_hash", p.workspace_hash)) if v is not None}
+    triggered: list[tuple[TriggeredItem, str]] = []
+    if p.triggered:
+        found = recall_when(engine, validate(RecallWhenParams, {
+            "context": p.context, "limit": p.triggered, "semantic": p.semantic, **scope}))
+        triggered = [(item, item.trigger) for item in found.items]
+    related: list[RecallItem] = []
+    mode = "none"
+    query = p.context[-MAX_QUERY_CHARS:]  # the end of a long context is the most recent part
+    if p.related and tokenize(query):
+        result = engine.recall(validate(RecallParams, {
+            "query": query, "mode": p.mode, "limit": 2 * p.related + len(triggered), "reinforce": False,
+            "min_score": p.min_score, **scope}))
+        mode = result.search_mode
+        seen = {item.id for item, _ in triggered}
+        related = [item for item in result.items if item.id not in seen and item.type not in NOT_IN_PREPARE][: p.related]
+    text, shown_triggered, shown_related = block(triggered, related, p.max_chars)
+    if p.reinforce and (shown_triggered or shown_related):
+        engine.reinforce(sorted(set(shown_triggered + shown_related)))
+    return PrepareResult(markdown=text, triggered=shown_triggered, related=shown_related, chars=len(text),
+                         search_mode=mode)

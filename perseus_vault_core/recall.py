@@ -5,7 +5,8 @@ The order of work:
 1. the mode: ``fts5`` (keyword), ``dense`` (meaning) or ``hybrid`` (both, fused); omitted, the
    vault uses hybrid when it holds vectors and has an embedder, else fts5 (``search_mode`` says);
 2. each arm returns a pool of visible candidates (scope, status and time applied inside its
-   query): keyword through :mod:`keyword`, dense through :mod:`vector_index` or :mod:`vectors`;
+   query): keyword and dense through the backend's search (:mod:`storage`), or its in-memory
+   indexes (:mod:`indexes`) when they are ready;
 3. hybrid fuses the arms' ranks (:mod:`fusion`); every item keeps its rank in each arm;
 4. the knobs (:mod:`ranking`, :mod:`validity`, :mod:`actionability`) re-score the pool, then
    ``offset``/``limit`` cut the page, whose rows are fetched whole;
@@ -23,22 +24,22 @@ from typing import Any
 
 import numpy as np
 
-from . import keyword, store, vectors
+from . import store
 from .actionability import actionability, startup_factor
-from .connection import read_snapshot
-from .embed import BUNDLED_IDENTITY, embedding_text
+from .embeddings import BUNDLED_IDENTITY, embedding_text
 from .errors import InvalidInput, NotSupported
 from .filters import FROM, FROM_VIDS, View, id_list, narrow, view
 from .fusion import Fusion, combine, keyword_score
-from .keyword_index import KeywordIndex
-from .mirror import Hit, examined, visible_hits
+from .indexes.keyword import KeywordIndex
+from .indexes.mirror import Hit, examined, visible_hits
+from .indexes.vector import VectorIndex
 from .models import RecallItem, RecallResult
 from .params import RecallParams
 from .porter import stem
 from .query import is_enumeration, parse, tokenize
 from .ranking import KNOB_RANGE, Scored, bounded, diversify, order, recency, trust, witness
+from .storage import Backend, Connection
 from .validity import Validity, validity
-from .vector_index import VectorIndex
 
 _EXECUTOR: ThreadPoolExecutor | None = None
 _EXECUTOR_LOCK = threading.Lock()
@@ -69,7 +70,7 @@ MIN_SCORE = {"fts5": 0.1, "dense": 0.25}
 # The knobs re-rank a pool deeper than the page, so a boosted item can climb into it.
 POOL_FACTOR = 4
 MIN_POOL = 100
-# Dense candidates taken by sign-bit distance before exact scoring (see vector_index.py):
+# Dense candidates taken by sign-bit distance before exact scoring (see indexes/vector.py):
 # at least DENSE_DEPTH, and DEPTH_PER_POOL per pool slot.
 DENSE_DEPTH = 2_000
 DEPTH_PER_POOL = 20
@@ -77,8 +78,10 @@ DEPTH_PER_POOL = 20
 
 @dataclass
 class Arms:
-    """What the vault lends recall: its in-memory indexes and, if it has one, a query embedder."""
+    """What the vault lends recall: its storage backend, its in-memory indexes and, if it has one, a
+    query embedder."""
 
+    backend: Backend
     keyword_index: KeywordIndex | None = None
     vector_index: VectorIndex | None = None
     embed_query: Callable[[str], np.ndarray] | None = None
@@ -87,19 +90,18 @@ class Arms:
 
 
 def recall(
-    conn: Any, params: RecallParams, now_ms: int, reinforce: Callable[[list[int]], None], arms: Arms | None = None,
+    conn: Connection, params: RecallParams, now_ms: int, reinforce: Callable[[list[int]], None], arms: Arms,
     only: list[int] | None = None, vector: np.ndarray | None = None,
 ) -> RecallResult:
     """``only``: when given, recall among those entities alone (still under every rule of the view).
     ``vector``: a query the caller embedded; the search is then dense, by that vector, and ``query``
     is ignored."""
-    arms = arms or Arms()
     v = view(params, now_ms)
     if only is not None:
         v = narrow(v, only)
-    with read_snapshot(conn):
+    with arms.backend.read_snapshot(conn):
         if vector is not None:
-            _check_vector(conn, vector)
+            _check_vector(conn, vector, arms)
             mode = "dense"
         else:
             mode = _mode(conn, params, arms)
@@ -115,6 +117,7 @@ def recall(
 
 
 def _mode(conn: Any, params: RecallParams, arms: Arms) -> str:
+    vectors = arms.backend.vectors
     has_vectors = vectors.model(conn) is not None
     if params.mode is None:
         if not (has_vectors and arms.embed_query is not None):
@@ -134,13 +137,26 @@ def _mode(conn: Any, params: RecallParams, arms: Arms) -> str:
     return params.mode
 
 
-def _check_vector(conn: Any, vector: np.ndarray) -> None:
-    recorded = vectors.model(conn)
+def _check_vector(conn: Connection, vector: np.ndarray, arms: Arms) -> None:
+    recorded = arms.backend.vectors.model(conn)
     if recorded is None:
         raise NotSupported("a search by vector needs stored vectors and this vault has none yet")
     if vector.shape != (recorded[1],):
         raise InvalidInput("vector", f"has shape {vector.shape}; this vault's vectors have {recorded[1]} dimensions "
                            f"({recorded[0]})")
+
+
+def query_vector(vector: Any) -> np.ndarray:
+    """A caller's query vector as one unit float32 row (recall_by_vector); refused unless it is one
+    non-zero row of finite numbers."""
+    try:
+        query = np.asarray(vector, dtype=np.float32)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput("vector", f"must be a sequence of numbers ({exc})") from None
+    if query.ndim != 1 or not np.isfinite(query).all() or not np.any(query):
+        raise InvalidInput("vector", "must be one non-zero row of finite numbers")
+    unit: np.ndarray = query / np.linalg.norm(query)
+    return unit
 
 
 def _model(arms: Arms) -> tuple[str, int]:
@@ -235,15 +251,17 @@ def _keyword_arm(conn: Any, params: RecallParams, v: View, pool: int, arms: Arms
     if terms.empty:
         return [], 0
     config = params.expansion_config()
+    keyword = arms.backend.keyword
     extra = keyword.variants(conn, terms.stems, config, v) if config else []
     hits, top = keyword.search(conn, list(terms.words) + extra, list(terms.stems) + extra, v, pool, arms.keyword_index)
     return [Hit(h.entity_id, h.vid, keyword_score(h.score, top)) for h in hits], len(extra)
 
 
 def _dense_arm(conn: Any, query: np.ndarray, v: View, pool: int, arms: Arms) -> list[Hit]:
-    """Dense candidates (see vector_index.py): scope is applied while choosing them; when the view's
+    """Dense candidates (see indexes/vector.py): scope is applied while choosing them; when the view's
     other filters reject many, the search goes deeper until as many visible candidates have been
     weighed as an unfiltered search weighs."""
+    vectors = arms.backend.vectors
     if v.historical or v.narrowed:  # a point in time, or a list of entities: an exact scan of those
         hits, found = vectors.search(conn, query, v, pool)
         return vectors.rescore(hits, found, query)
@@ -296,7 +314,7 @@ def _search(
         assert query_vector is not None
         # A keyword hit the dense pool did not reach still has a cosine: every candidate is weighed by both.
         unseen = [vids[e] for e in kw if e not in cos]
-        by_vid = vectors.cosines(conn, unseen, query_vector) if unseen else {}
+        by_vid = arms.backend.vectors.cosines(conn, unseen, query_vector) if unseen else {}
         cos.update({e: by_vid[vids[e]] for e in kw if e not in cos and vids[e] in by_vid})
         fused = combine(kw, cos, params.fusion or arms.fusion or Fusion())
         scored = [Scored(eid, score, score) for eid, score in fused[:pool]]

@@ -4,26 +4,26 @@ Writes take a connection that is already inside a write transaction (see
 :func:`connection.write_transaction`), so a caller can compose several of them into one
 atomic unit (``remember_many``, import). A change never edits history: it closes the head
 version (``recorded_to_ms``) and inserts a new one; the keyword indexes are updated
-(``keyword.index_version`` / ``unindex_head``) in the same transaction.
+(the backend's ``keyword.index_versions`` / ``unindex_head``) in the same transaction.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, TypeVar
-
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 import numpy as np
 
-from . import keyword, ranking, vectors
-from .embed import embedding_text
+from . import ranking
+from .embeddings import embedding_text
 from .errors import Conflict, InvalidInput, NotFound
 from .filters import FROM, FROM_IDS, FROM_VIDS, id_list, scope_clauses
 from .models import Entity, PurgeResult, RecallItem
 from .params import OVERFLOW_PREVIEW_CHARS, RESPONSE_BUDGET_CHARS, RememberInput
 from .ranking import decay
+from .storage import Backend, Connection
 
 # Versioned fields, in entity_versions column order (after the bookkeeping columns).
 STATE_FIELDS = (
@@ -245,7 +245,7 @@ def _state_from_input(item: RememberInput, prior: dict[str, Any] | None) -> dict
 
 
 def insert_version(
-    conn: Any, entity_id: int, version: int, change: str, recorded_from_ms: int, updated_at_ms: int,
+    backend: Backend, conn: Connection, entity_id: int, version: int, change: str, recorded_from_ms: int, updated_at_ms: int,
     state: dict[str, Any], recorded_to_ms: int | None = None,
 ) -> int:
     cols = ("entity_id", "version", "change", "recorded_from_ms", "recorded_to_ms", "updated_at_ms", *STATE_FIELDS)
@@ -254,8 +254,10 @@ def insert_version(
     cur = conn.execute(
         f"INSERT INTO entity_versions ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})", values
     )
+    assert cur.lastrowid is not None
     vid = int(cur.lastrowid)
-    keyword.index_versions(conn, [(vid, state["content"], state["summary"], state["tags"])], heads=recorded_to_ms is None)
+    backend.keyword.index_versions(conn, [(vid, state["content"], state["summary"], state["tags"])],
+                                   heads=recorded_to_ms is None)
     return vid
 
 
@@ -279,41 +281,31 @@ class MissingVectors(Exception):
         self.texts = texts
 
 
-def _vectorize(conn: Any, vid: int, state: dict[str, Any], prior: dict[str, Any] | None, plan: VectorPlan | None) -> None:
+def _vectorize(backend: Backend, conn: Connection, vid: int, state: dict[str, Any], prior: dict[str, Any] | None, plan: VectorPlan | None) -> None:
     """Give a new version its vector: the planned one for its text, else its predecessor's when
     the text did not change (a status or field change keeps the meaning)."""
     text = embedding_text(state["content"], state["summary"])
     if prior is not None and text == embedding_text(prior["content"], prior["summary"]):
-        vectors.copy(conn, prior["vid"], vid)
+        backend.vectors.copy(conn, prior["vid"], vid)
     elif plan is not None:
         if text not in plan.by_text:
             raise MissingVectors([text])
-        vectors.write(conn, [(vid, plan.by_text[text])])
+        backend.vectors.write(conn, [(vid, plan.by_text[text])])
 
 
 def new_version(
-    conn: Any, prior: dict[str, Any], state: dict[str, Any], change: str, now_ms: int, plan: VectorPlan | None = None
+    backend: Backend, conn: Connection, prior: dict[str, Any], state: dict[str, Any], change: str, now_ms: int, plan: VectorPlan | None = None
 ) -> None:
     """Close ``prior`` (the head) and make ``state`` the new head of the same entity."""
     at = max(now_ms, prior["recorded_from_ms"])  # never record before the version we close
     conn.execute("UPDATE entity_versions SET recorded_to_ms = ? WHERE vid = ?", (at, prior["vid"]))
-    keyword.unindex_head(conn, prior["vid"], prior["content"], prior["summary"], prior["tags"])
-    vid = insert_version(conn, prior["id"], prior["version"] + 1, change, at, at, state)
-    _vectorize(conn, vid, state, prior, plan)
+    backend.keyword.unindex_head(conn, prior["vid"], prior["content"], prior["summary"], prior["tags"])
+    vid = insert_version(backend, conn, prior["id"], prior["version"] + 1, change, at, at, state)
+    _vectorize(backend, conn, vid, state, prior, plan)
 
 
 def _same(prior: dict[str, Any], state: dict[str, Any]) -> bool:
     return all(prior[f] == state[f] for f in STATE_FIELDS)
-
-
-def next_id(conn: Any, table: str, column: str = "id") -> int:
-    """The id AUTOINCREMENT would give the next row (never reusing one, even after a purge)."""
-    row = conn.execute(
-        f"SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = ?), 0), "
-        f"coalesce((SELECT max({column}) FROM {table}), 0)) + 1",
-        (table,),
-    ).fetchone()
-    return int(row[0])
 
 
 _ENTITY_INSERT = "INSERT INTO entities (id, agent_id, workspace_hash, category, key, created_at_ms) VALUES (?, ?, ?, ?, ?, ?)"
@@ -324,7 +316,7 @@ _VERSION_INSERT = (
 
 
 def remember_batch(
-    conn: Any, items: Sequence[RememberInput], now_ms: int, plan: VectorPlan | None = None
+    backend: Backend, conn: Connection, items: Sequence[RememberInput], now_ms: int, plan: VectorPlan | None = None
 ) -> list[tuple[int, str]]:
     """Create or update each item by (scope, category, key), in order, as if one by one.
 
@@ -334,7 +326,7 @@ def remember_batch(
     exists by then.
     """
     if plan is not None and plan.by_text:
-        vectors.claim(conn, plan.identity, plan.dimension)  # refuses another model before anything is written
+        backend.vectors.claim(conn, plan.identity, plan.dimension)  # refuses another model before anything is written
     results: list[tuple[int, str] | None] = [None] * len(items)
     fresh: dict[tuple[str, str, str, str], int] = {}
     later: list[tuple[int, int | None]] = []  # (item index, its entity id when it already exists)
@@ -346,8 +338,8 @@ def remember_batch(
         else:
             fresh[address] = i
     if fresh:
-        first_id = next_id(conn, "entities")
-        first_vid = next_id(conn, "entity_versions", "vid")
+        first_id = backend.next_id(conn, "entities")
+        first_vid = backend.next_id(conn, "entity_versions", "vid")
         entity_rows, version_rows, index_rows, vector_rows = [], [], [], []
         for n, (address, i) in enumerate(fresh.items()):
             item = items[i]
@@ -367,18 +359,19 @@ def remember_batch(
             results[i] = (eid, "created")
         conn.executemany(_ENTITY_INSERT, entity_rows)
         conn.executemany(_VERSION_INSERT, version_rows)
-        keyword.index_versions(conn, index_rows, heads=True)
-        vectors.write(conn, vector_rows)
+        backend.keyword.index_versions(conn, index_rows, heads=True)
+        backend.vectors.write(conn, vector_rows)
     for i, existing in later:
-        results[i] = _update(conn, items[i], now_ms, existing, plan)
+        results[i] = _update(backend, conn, items[i], now_ms, existing, plan)
     if plan is not None and plan.phrases:  # so the first recall_when or prepare after it embeds only its context
-        vectors.write_phrase_vectors(conn, plan.identity, plan.phrases)
+        backend.vectors.write_phrase_vectors(conn, plan.identity, plan.phrases)
     return [r for r in results if r is not None]
 
 
-def remember(conn: Any, item: RememberInput, now_ms: int, plan: VectorPlan | None = None) -> tuple[int, str]:
+def remember(backend: Backend, conn: Connection, item: RememberInput, now_ms: int, plan: VectorPlan | None = None
+             ) -> tuple[int, str]:
     """Create or update one memory by (scope, category, key)."""
-    return remember_batch(conn, [item], now_ms, plan)[0]
+    return remember_batch(backend, conn, [item], now_ms, plan)[0]
 
 
 def _check_window(state: dict[str, Any]) -> None:
@@ -389,7 +382,7 @@ def _check_window(state: dict[str, Any]) -> None:
 
 
 def _update(
-    conn: Any, item: RememberInput, now_ms: int, entity_id: int | None, plan: VectorPlan | None
+    backend: Backend, conn: Connection, item: RememberInput, now_ms: int, entity_id: int | None, plan: VectorPlan | None
 ) -> tuple[int, str]:
     if entity_id is None:  # created earlier in the same batch
         entity_id = find_id(conn, item.category, item.key, item.agent_id, item.workspace_hash)
@@ -406,7 +399,7 @@ def _update(
     if _same(prior, state):
         return entity_id, "unchanged"
     change = "restore" if prior["status"] != "active" else "update"
-    new_version(conn, prior, state, change, now_ms, plan)
+    new_version(backend, conn, prior, state, change, now_ms, plan)
     return entity_id, "updated"
 
 
@@ -416,23 +409,23 @@ def _restate(prior: dict[str, Any], **changes: Any) -> dict[str, Any]:
     return state
 
 
-def forget(conn: Any, entity_id: int, agent_id: str | None, workspace_hash: str | None, now_ms: int) -> None:
+def forget(backend: Backend, conn: Connection, entity_id: int, agent_id: str | None, workspace_hash: str | None, now_ms: int) -> None:
     """Archive (soft-delete): reversible by remembering the same (category, key) again."""
     prior = scoped_head(conn, entity_id, agent_id, workspace_hash)
     if prior["status"] == "archived":
         return
-    new_version(conn, prior, _restate(prior, status="archived"), "archive", now_ms)
+    new_version(backend, conn, prior, _restate(prior, status="archived"), "archive", now_ms)
 
 
-def purge(conn: Any, entity_id: int, agent_id: str | None, workspace_hash: str | None) -> PurgeResult:
+def purge(backend: Backend, conn: Connection, entity_id: int, agent_id: str | None, workspace_hash: str | None) -> PurgeResult:
     """Delete an archived entity with its whole history and links. The only way to lose data."""
     prior = scoped_head(conn, entity_id, agent_id, workspace_hash)
     if prior["status"] != "archived":
         raise Conflict(f"entity {entity_id} is {prior['status']}; forget (archive) it before purging")
     links = conn.execute("DELETE FROM links WHERE from_id = ? OR to_id = ?", (entity_id, entity_id)).rowcount
-    keyword.unindex_versions(conn, entity_id)
+    backend.keyword.unindex_versions(conn, entity_id)
     vids = [row[0] for row in conn.execute("SELECT vid FROM entity_versions WHERE entity_id = ?", (entity_id,))]
-    vectors.delete(conn, vids)
+    backend.vectors.delete(conn, vids)
     phrases = {p for (text,) in conn.execute(
         "SELECT recall_when FROM entity_versions WHERE entity_id = ?", (entity_id,)) for p in json.loads(text)}
     versions = conn.execute("DELETE FROM entity_versions WHERE entity_id = ?", (entity_id,)).rowcount
@@ -453,7 +446,7 @@ def _forget_phrases(conn: Any, phrases: set[str]) -> None:
 
 
 def supersede(
-    conn: Any, old_id: int, new_id: int, agent_id: str | None, workspace_hash: str | None, now_ms: int
+    backend: Backend, conn: Connection, old_id: int, new_id: int, agent_id: str | None, workspace_hash: str | None, now_ms: int
 ) -> None:
     """Mark ``old_id`` as superseded by ``new_id`` (both versioned; the chain is kept both ways)."""
     if old_id == new_id:
@@ -466,9 +459,9 @@ def supersede(
         if old["superseded_by"] == new_id:
             return
         raise Conflict(f"entity {old_id} is already superseded by entity {old['superseded_by']}")
-    new_version(conn, old, _restate(old, status="superseded", superseded_by=new_id), "supersede", now_ms)
+    new_version(backend, conn, old, _restate(old, status="superseded", superseded_by=new_id), "supersede", now_ms)
     if new["supersedes"] != old_id:
-        new_version(conn, new, _restate(new, supersedes=old_id), "supersede", now_ms)
+        new_version(backend, conn, new, _restate(new, supersedes=old_id), "supersede", now_ms)
 
 
 def reinforce(conn: Any, ids: Iterable[int], now_ms: int) -> None:
@@ -482,12 +475,12 @@ def reinforce(conn: Any, ids: Iterable[int], now_ms: int) -> None:
         )
 
 
-def phrases_to_embed(conn: Any, items: Sequence[RememberInput], model: str) -> list[str]:
+def phrases_to_embed(backend: Backend, conn: Connection, items: Sequence[RememberInput], model: str) -> list[str]:
     """The trigger phrases of a batch that have no stored vector for ``model`` yet."""
     wanted = sorted({p for item in items for p in item.recall_when})
     if not wanted:
         return []
-    known = vectors.phrase_vectors(conn, model, wanted)
+    known = backend.vectors.phrase_vectors(conn, model, wanted)
     return [p for p in wanted if p not in known]
 
 

@@ -20,7 +20,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     raise ImportError("the LangChain adapters need langchain-core: install perseus-vault[langchain]") from exc
 
 from perseus_vault_core import InvalidInput
-from perseus_vault_core.embed import Embedder
+from perseus_vault_core.embeddings import Embedder
 
 PROBE = "perseus vault dimension probe"
 

@@ -35,7 +35,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     raise ImportError("the LangChain adapters need langchain-core: install perseus-vault[langchain]") from exc
 
 from perseus_vault_core import Conflict, Entity, InvalidInput, NotFound, NotSupported, RecallItem, Vault
-from perseus_vault_core.embed import Embedder
+from perseus_vault_core.embeddings import Embedder
 from perseus_vault_core.params import MAX_KEY_CHARS, MAX_LIMIT, MAX_OFFSET
 
 from .langchain_embeddings import LangChainEmbedder, VaultEmbeddings, document_vectors, query_vector

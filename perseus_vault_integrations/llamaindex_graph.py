@@ -505,7 +505,7 @@ class VaultEmbedding(BaseEmbedding):
 
     def __init__(self, embedder: Any = None, **kwargs: Any) -> None:
         if embedder is None:
-            from perseus_vault_core.embed import LazyEmbedder
+            from perseus_vault_core.embeddings import LazyEmbedder
 
             embedder = LazyEmbedder()
         for name in ("identity", "dimension", "embed"):

@@ -28,7 +28,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from perseus_vault_core import SetupError, Vault
-from perseus_vault_core.connection import read_secret_file
+from perseus_vault_core.storage.sqlite.connection import read_secret_file
 
 from .mcp_server import build_server
 from .mcp_stdio import max_message_bytes

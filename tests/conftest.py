@@ -110,7 +110,7 @@ def dense_vault(db_path: Path, clock: Clock, fake_embedder: FakeEmbedder) -> Ite
 @pytest.fixture(scope="session")
 def real_embedder() -> Any:
     """The bundled all-MiniLM-L6-v2 on its default (ONNX) runtime, loaded once per test run."""
-    from perseus_vault_core.embed import load
+    from perseus_vault_core.embeddings import load
 
     return load()
 

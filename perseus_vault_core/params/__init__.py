@@ -88,6 +88,7 @@ from .reading import (
     TraverseParams,
     ValidAtParams,
 )
+from .opening import OpenParams, Synchronous
 from .memory import (
     AddMemoryParams,
     DeleteMemoryParams,
@@ -160,6 +161,7 @@ __all__ = [
     "Mode",
     "NoParams",
     "OVERFLOW_PREVIEW_CHARS",
+    "OpenParams",
     "OptionalName",
     "PrepareParams",
     "RESPONSE_BUDGET_CHARS",
@@ -173,6 +175,7 @@ __all__ = [
     "SectionTitle",
     "SessionName",
     "SupersedeParams",
+    "Synchronous",
     "TraverseParams",
     "UnixMs",
     "UnlinkParams",

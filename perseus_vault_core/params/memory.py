@@ -12,6 +12,7 @@ from pydantic import (
 )
 
 from ..errors import InvalidInput
+from ..memory.names import check_name, valid_date  # the memory layer owns what a file name may be
 from .base import (
     MAX_ENTRY_CHARS,
     MAX_LIMIT,
@@ -27,8 +28,6 @@ from .base import (
 
 
 def _file_name(value: str) -> str:
-    from ..memory import check_name  # the memory layer owns what a file name may be
-
     why = check_name(check_text(value))
     if why is not None:
         raise ValueError(why)
@@ -42,8 +41,6 @@ def _section_title(value: str) -> str:
 
 
 def _entry_date(value: str | None) -> str | None:
-    from ..memory import valid_date
-
     if value is not None and not valid_date(value):
         raise ValueError("must be a date as YYYY-MM-DD (or YYYY-MM)")
     return value

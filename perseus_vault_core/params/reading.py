@@ -158,6 +158,11 @@ class HygieneParams(ScopeParams):
     def _filter_text(cls, value: str | None) -> str | None:
         return _optional_text(value)
 
+    def filters(self) -> Filters:
+        """The memories to examine, as recall's filters."""
+        return Filters(type=self.type, category=self.category, topic_path=self.topic_path, agent_id=self.agent_id,
+                       workspace_hash=self.workspace_hash)
+
 
 class CommunitiesParams(Filters):
     """``communities``: which graph (the filters), how to cluster it, and how much to return."""

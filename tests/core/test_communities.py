@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from perseus_vault_core import InvalidInput, Vault
-from perseus_vault_core.communities import Communities, community_id
+from perseus_vault_core.graphrag.communities import Communities, community_id
 
 from ..conftest import DAY_MS, Clock
 
@@ -122,7 +122,7 @@ def test_only_the_changed_component_is_clustered_again(db_path: Path, clock: Clo
         ids = build(v)
         v.unlink(ids["storage"][4], ids["billing"][4])
         clusters = Communities()
-        conn = v._conn()
+        conn = v._engine.conn()
         clusters.partition(conn, view(Filters(), clock()), "label_propagation")
         assert clusters.clustered == 3
         clusters.partition(conn, view(Filters(), clock()), "label_propagation")

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from perseus_vault_core import SetupError, StorageError, Vault
-from perseus_vault_core import connection as factory
+from perseus_vault_core.storage.sqlite import connection as factory
 
 from ..conftest import modes
 

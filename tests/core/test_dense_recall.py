@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import pytest
-
-from perseus_vault_core import Conflict, InvalidInput, NotSupported, Vault, vectors
-
 from pathlib import Path
 from typing import Any
+
+import pytest
+
+from perseus_vault_core import Conflict, InvalidInput, NotSupported, Vault
+from perseus_vault_core.storage.sqlite import vectors
 
 from ..conftest import DAY_MS, Clock, FakeEmbedder
 
@@ -87,10 +88,10 @@ def test_mirror_and_sql_paths_agree(dense_vault: Vault, notes: dict[str, int], c
     dense_vault.remember("note", "db", "The billing ledger moved to sqlite")  # the mirror follows the write
     fast = [(i.id, i.score) for i in dense_vault.recall("billing ledger sqlite", mode="dense", limit=20,
                                                         reinforce=False).items]
-    index, dense_vault._vector_index = dense_vault._vector_index, None
+    index, dense_vault._engine.vector_index = dense_vault._engine.vector_index, None
     slow = [(i.id, i.score) for i in dense_vault.recall("billing ledger sqlite", mode="dense", limit=20,
                                                         reinforce=False).items]
-    dense_vault._vector_index = index
+    dense_vault._engine.vector_index = index
     assert [i for i, _ in fast] == [i for i, _ in slow]
     assert [s for _, s in fast] == pytest.approx([s for _, s in slow], abs=1e-5)
 
@@ -212,7 +213,7 @@ def test_unchanged_text_keeps_its_vector(dense_vault: Vault, fake_embedder: Fake
     assert dense_vault.stats().embedding_coverage == 1.0
     dense_vault.forget(e.id)
     dense_vault.purge(e.id)
-    conn = dense_vault._conn()
+    conn = dense_vault._engine.conn()
     assert conn.execute("SELECT count(*) FROM version_vectors").fetchone()[0] == 0
 
 
@@ -245,10 +246,10 @@ def test_vector_index_follows_another_process(db_path, fake_embedder: FakeEmbedd
         proc.join(120)
         assert proc.exitcode == 0
         fast = [(i.id, i.score) for i in vault.recall("zebra stripes", mode="dense", limit=30, reinforce=False).items]
-        assert vault._vector_index is not None and vault._vector_index.ready
-        index, vault._vector_index = vault._vector_index, None
+        assert vault._engine.vector_index is not None and vault._engine.vector_index.ready
+        index, vault._engine.vector_index = vault._engine.vector_index, None
         slow = [(i.id, i.score) for i in vault.recall("zebra stripes", mode="dense", limit=30, reinforce=False).items]
-        vault._vector_index = index
+        vault._engine.vector_index = index
         assert fast == slow and len([1 for i, _ in fast]) >= 19
 
 
@@ -341,7 +342,7 @@ def test_a_broken_embedder_cannot_start_a_reembed(dense_vault: Vault) -> None:
         def embed(self, texts):  # type: ignore[no-untyped-def]
             return super().embed(texts)[:, :10]  # the wrong width
 
-    dense_vault._embedder = Broken()
+    dense_vault._engine.embedder = Broken()
     with pytest.raises(InvalidInput, match="embedder"):
         dense_vault.embed(reembed=True)
     assert dense_vault.stats().embedded == 5 and dense_vault.stats().embedding_model == FakeEmbedder.identity
@@ -356,7 +357,7 @@ def test_no_version_goes_without_its_vector(dense_vault: Vault) -> None:
     import json as _json
 
     dense_vault.import_jsonl([_json.dumps({"category": "note", "key": "s", "content": "three"})])
-    conn = dense_vault._conn()
+    conn = dense_vault._engine.conn()
     unvectored = conn.execute(
         "SELECT count(*) FROM entity_versions v WHERE NOT EXISTS (SELECT 1 FROM version_vectors x WHERE x.vid = v.vid)"
     ).fetchone()[0]
@@ -406,7 +407,7 @@ def test_bad_settings_are_refused(db_path, monkeypatch: pytest.MonkeyPatch, fake
         with pytest.raises(InvalidInput):
             vault.embed(progress=5)  # type: ignore[arg-type]
     monkeypatch.setenv("PERSEUS_VAULT_THREADS", "abc")
-    from perseus_vault_core.embed import _threads
+    from perseus_vault_core.embeddings.minilm import _threads
 
     with pytest.raises(SetupError, match="PERSEUS_VAULT_THREADS"):
         _threads(None)
@@ -415,7 +416,7 @@ def test_bad_settings_are_refused(db_path, monkeypatch: pytest.MonkeyPatch, fake
 def test_the_vector_index_waits_for_the_first_vector(db_path, fake_embedder: FakeEmbedder) -> None:  # type: ignore[no-untyped-def]
     with Vault(db_path, embedder=fake_embedder) as vault:
         assert not vault.wait_for_vector_index(timeout=5)
-        assert vault._vector_index is not None and not vault._vector_index.disabled
+        assert vault._engine.vector_index is not None and not vault._engine.vector_index.disabled
         vault.remember("note", "k", "now there is a vector")
         assert vault.wait_for_vector_index()
 
@@ -425,7 +426,7 @@ def test_a_vector_backfill_does_not_rebuild_the_keyword_index(db_path, clock: Cl
         plain.remember_many({"category": "note", "key": f"k{i}", "content": f"billing note {i}"} for i in range(50))
     with Vault(db_path, clock=clock, embedder=fake_embedder) as vault:
         assert vault.wait_for_keyword_index()
-        index = vault._keyword_index
+        index = vault._engine.keyword_index
         assert index is not None
         rows_before = index.rows
         vault.embed()
@@ -460,7 +461,7 @@ def test_hybrid_recall_works_in_a_forked_child(db_path, fake_embedder: FakeEmbed
 def test_canonical_cosine_does_not_depend_on_row_position() -> None:
     import numpy as np
 
-    from perseus_vault_core.vector_index import cosine
+    from perseus_vault_core.dense import cosine
 
     rng = np.random.default_rng(3)
     rows = rng.standard_normal((500, 384)).astype(np.float32)

@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 
 from perseus_vault_core import SetupError, StorageError, Vault
-from perseus_vault_core import embed as E
-from perseus_vault_core.embed_providers import OllamaEmbedder, OpenAICompatibleEmbedder, from_spec
+from perseus_vault_core import embeddings as E
+from perseus_vault_core.embeddings import minilm as M
+from perseus_vault_core.embeddings.providers import OllamaEmbedder, OpenAICompatibleEmbedder, from_spec
 
 SENTENCES = [
     "We chose SQLite in WAL mode for the vault.",
@@ -33,11 +34,11 @@ SENTENCES = [
 @pytest.fixture(scope="module")
 def reference() -> np.ndarray:
     """sentence-transformers' own embeddings of SENTENCES: the reference any runtime must reproduce."""
-    return E.MiniLMTorch(threads=2).embed(SENTENCES)
+    return M.MiniLMTorch(threads=2).embed(SENTENCES)
 
 
 def test_default_runtime_reproduces_sentence_transformers(real_embedder: Any, reference: np.ndarray) -> None:
-    assert isinstance(real_embedder, E.MiniLMOnnx)
+    assert isinstance(real_embedder, M.MiniLMOnnx)
     assert real_embedder.identity == E.BUNDLED_IDENTITY and real_embedder.dimension == 384
     got = real_embedder.embed(SENTENCES)
     assert got.dtype == np.float32 and got.shape == (len(SENTENCES), 384)
@@ -47,7 +48,7 @@ def test_default_runtime_reproduces_sentence_transformers(real_embedder: Any, re
 
 
 def test_single_thread_runtime_agrees(reference: np.ndarray) -> None:
-    one = E.MiniLMOnnx(threads=1).embed(SENTENCES[:3])
+    one = M.MiniLMOnnx(threads=1).embed(SENTENCES[:3])
     assert (one * reference[:3]).sum(axis=1).min() >= 0.999
 
 
@@ -59,8 +60,8 @@ def test_loads_and_exports_with_the_network_blocked(tmp_path: Path, monkeypatch:
     monkeypatch.setattr(socket.socket, "connect", refuse)
     monkeypatch.setattr(socket, "create_connection", refuse)
     monkeypatch.setenv("PERSEUS_VAULT_CACHE", str(tmp_path / "cache"))  # nothing cached: export from scratch
-    model = E.MiniLMOnnx()
-    assert E.onnx_path().exists()
+    model = M.MiniLMOnnx()
+    assert M.onnx_path().exists()
     assert (model.embed(SENTENCES[:2]) * reference[:2]).sum(axis=1).min() >= 0.999
     with Vault(tmp_path / "offline.db") as vault:  # the default embedder, end to end
         vault.remember("note", "k", "offline memories stay offline")
@@ -70,14 +71,14 @@ def test_loads_and_exports_with_the_network_blocked(tmp_path: Path, monkeypatch:
 def test_corrupt_weights_are_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PERSEUS_VAULT_CACHE", str(tmp_path / "cache"))
     copy = tmp_path / "model"
-    shutil.copytree(E.model_dir(), copy)
+    shutil.copytree(M.model_dir(), copy)
     weights = copy / "model.safetensors"
     data = bytearray(weights.read_bytes())
     data[-1] ^= 0xFF
     weights.write_bytes(bytes(data))
     with pytest.raises(SetupError, match="checksum"):
-        E.verify_weights(copy)
-    assert E.verify_weights(E.model_dir()).name == "model.safetensors"
+        M.verify_weights(copy)
+    assert M.verify_weights(M.model_dir()).name == "model.safetensors"
 
 
 def test_lazy_embedder_loads_only_when_used(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -6,7 +6,7 @@ import pytest
 
 from perseus_vault_core import InvalidInput, Vault
 from perseus_vault_core.fusion import Fusion, combine, keyword_score
-from perseus_vault_core.keyword_index import ceiling, idf
+from perseus_vault_core.indexes.keyword import ceiling, idf
 
 
 def test_the_weighted_sum_of_the_arms_scores() -> None:

@@ -435,7 +435,7 @@ def test_another_agents_entity_never_appears_in_a_walk(vault: Vault) -> None:
     beyond = note(vault, "beyond", agent_id="a")
     vault.link(x, y)
     # A link across scopes cannot be made through the API; simulate a tampered file.
-    conn = vault._conn()
+    conn = vault._engine.conn()
     for frm, to in ((y, z), (z, beyond)):
         conn.execute(
             "INSERT INTO links (from_id, to_id, relation, weight, created_at_ms, recorded_from_ms) "

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from perseus_vault_core import Vault
-from perseus_vault_core.keyword_index import KeywordIndex, fts5_totals
+from perseus_vault_core.indexes.keyword import KeywordIndex
+from perseus_vault_core.storage.sqlite.keyword import fts5_totals
 
 from ..conftest import Clock
 
@@ -36,14 +37,14 @@ def results(vault: Vault, query: str, **kw: object) -> list[tuple[int, float]]:
 
 
 def compare_paths(vault: Vault, queries: list[str], **kw: object) -> None:
-    index = vault._keyword_index
+    index = vault._engine.keyword_index
     assert index is not None and index.ready, index.describe() if index else "no index"
     fast = [results(vault, q, **kw) for q in queries]
-    vault._keyword_index = None
+    vault._engine.keyword_index = None
     try:
         slow = [results(vault, q, **kw) for q in queries]
     finally:
-        vault._keyword_index = index
+        vault._engine.keyword_index = index
     for q, a, b in zip(queries, fast, slow):
         assert [i for i, _ in a] == [i for i, _ in b], q
         if "agent_id" in kw or "workspace_hash" in kw:
@@ -86,9 +87,9 @@ def test_same_ids_and_scores_as_fts5(vault: Vault, corpus: random.Random) -> Non
 
 def test_statistics_match_fts5(vault: Vault, corpus: random.Random) -> None:
     assert vault.wait_for_keyword_index()
-    index = vault._keyword_index
+    index = vault._engine.keyword_index
     assert index is not None
-    assert fts5_totals(vault._conn()) == (index._n_rows, index._n_tokens)
+    assert fts5_totals(vault._engine.conn()) == (index._n_rows, index._n_tokens)
 
 
 def test_follows_updates_archives_and_purges(vault: Vault, corpus: random.Random, clock: Clock) -> None:
@@ -110,8 +111,8 @@ def test_follows_updates_archives_and_purges(vault: Vault, corpus: random.Random
                     vault.purge(found[0].id)
     compare_paths(vault, queries(rng))
     compare_scoped(vault, rng)  # archived heads still count in their scope's statistics, purged ones no more
-    index = vault._keyword_index
-    assert index is not None and fts5_totals(vault._conn()) == (index._n_rows, index._n_tokens)
+    index = vault._engine.keyword_index
+    assert index is not None and fts5_totals(vault._engine.conn()) == (index._n_rows, index._n_tokens)
 
 
 def _writer(path: str, start: int) -> None:
@@ -144,8 +145,8 @@ def test_reindex_makes_mirrors_rebuild(vault: Vault, corpus: random.Random) -> N
 
 
 def test_disables_itself_when_tokens_disagree(vault: Vault, corpus: random.Random) -> None:
-    index = KeywordIndex()
-    conn = vault._conn()
+    index = KeywordIndex(vault._engine.backend)
+    conn = vault._engine.conn()
     # Simulate drift between the rows and FTS5: remove one head from FTS5 behind the vault's back.
     vid, content, summary, tags = conn.execute(
         "SELECT vid, content, summary, tags FROM entity_versions WHERE recorded_to_ms IS NULL LIMIT 1"
@@ -164,9 +165,9 @@ def test_a_reader_behind_the_mirror_gets_fts5_not_a_newer_snapshot(vault: Vault,
     answered by FTS5 for its own snapshot, never by a mirror that moved on."""
     vault.remember_many({"category": "fact", "key": f"k{i}", "content": f"billing note {i}"} for i in range(50))
     assert vault.wait_for_keyword_index()
-    index = vault._keyword_index
+    index = vault._engine.keyword_index
     assert index is not None
-    from perseus_vault_core.connection import connect
+    from perseus_vault_core.storage.sqlite.connection import connect
 
     reader = connect(vault.path)
     reader.execute("BEGIN")
@@ -183,9 +184,9 @@ def test_a_reader_behind_the_mirror_gets_fts5_not_a_newer_snapshot(vault: Vault,
     t.start()
     t.join()
     assert index.search(reader, ["bill"]) is None  # the mirror is ahead: it stands aside
-    from perseus_vault_core import keyword
     from perseus_vault_core.filters import view
     from perseus_vault_core.params import Filters
+    from perseus_vault_core.storage.sqlite import keyword
 
     hits, _ = keyword.search(reader, ["billing"], ["bill"], view(Filters(), clock.now), 100, index)
     assert len(hits) == 50  # the reader still sees k7's old content in its snapshot

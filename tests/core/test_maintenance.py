@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from perseus_vault_core import schema
 from perseus_vault_core import CheckReport, InvalidInput, Stats, Vault
+from perseus_vault_core.storage.sqlite import schema
 
 from ..conftest import Clock, modes
 
@@ -39,7 +39,7 @@ def healthy(vault: Vault, clock: Clock) -> dict[str, int]:
 
 
 def head(vault: Vault, entity_id: int) -> tuple[Any, ...]:
-    return vault._conn().execute(
+    return vault._engine.conn().execute(
         "SELECT vid, content, summary, tags FROM entity_versions WHERE entity_id = ? AND recorded_to_ms IS NULL",
         (entity_id,),
     ).fetchone()
@@ -72,7 +72,7 @@ def test_check_is_ok_on_a_healthy_vault(vault: Vault, clock: Clock) -> None:
 
 
 def drop_from_keyword_index(vault: Vault, entity_id: int) -> None:
-    vault._conn().execute(
+    vault._engine.conn().execute(
         "INSERT INTO entities_fts(entities_fts, rowid, content, summary, tags) VALUES ('delete', ?, ?, ?, ?)",
         head(vault, entity_id),
     )
@@ -115,7 +115,7 @@ def test_reindex_brings_back_a_mirror_disabled_by_drift(vault: Vault, clock: Clo
 
 def test_check_finds_a_bogus_row_in_the_keyword_index(vault: Vault, clock: Clock) -> None:
     healthy(vault, clock)
-    vault._conn().execute(
+    vault._engine.conn().execute(
         "INSERT INTO entities_fts(rowid, content, summary, tags) VALUES (987654, 'phantom axolotl', NULL, 'x')"
     )
     report = vault.check()
@@ -128,10 +128,10 @@ def test_check_finds_a_bogus_row_in_the_keyword_index(vault: Vault, clock: Clock
 
 def test_check_finds_drift_in_the_history_index(vault: Vault, clock: Clock) -> None:
     ids = healthy(vault, clock)
-    first = vault._conn().execute(
+    first = vault._engine.conn().execute(
         "SELECT vid, content, summary, tags FROM entity_versions WHERE entity_id = ? AND version = 1", (ids["beta"],)
     ).fetchone()
-    vault._conn().execute(
+    vault._engine.conn().execute(
         "INSERT INTO versions_fts(versions_fts, rowid, content, summary, tags) VALUES ('delete', ?, ?, ?, ?)", first
     )
     report = vault.check()
@@ -145,7 +145,7 @@ def test_check_finds_drift_in_the_history_index(vault: Vault, clock: Clock) -> N
 
 def test_check_finds_an_entity_without_a_current_version(vault: Vault, clock: Clock) -> None:
     ids = healthy(vault, clock)
-    conn = vault._conn()
+    conn = vault._engine.conn()
     # Close the head without a successor (and keep the keyword index consistent with it).
     vid, content, summary, tags = head(vault, ids["alpha"])
     conn.execute(
@@ -160,7 +160,7 @@ def test_check_finds_an_entity_without_a_current_version(vault: Vault, clock: Cl
 
 def test_check_finds_a_link_to_a_missing_entity(vault: Vault, clock: Clock) -> None:
     ids = healthy(vault, clock)
-    conn = vault._conn()
+    conn = vault._engine.conn()
     conn.execute("PRAGMA foreign_keys = OFF")
     try:
         conn.execute(
@@ -331,7 +331,7 @@ def test_check_finds_overlapping_versions(vault: Vault, clock: Clock) -> None:
     e = vault.remember("fact", "k", "first")
     clock.advance(100)
     vault.remember("fact", "k", "second")
-    vault._conn().execute("UPDATE entity_versions SET recorded_to_ms = recorded_to_ms + 50 WHERE entity_id = ? AND version = 1", (e.id,))
+    vault._engine.conn().execute("UPDATE entity_versions SET recorded_to_ms = recorded_to_ms + 50 WHERE entity_id = ? AND version = 1", (e.id,))
     report = vault.check()
     assert not report.ok and any("overlap" in p for p in report.problems)
 
@@ -339,7 +339,7 @@ def test_check_finds_overlapping_versions(vault: Vault, clock: Clock) -> None:
 def test_check_waits_out_a_brief_writer_instead_of_reporting_drift(vault: Vault) -> None:
     import threading
 
-    from perseus_vault_core.connection import connect
+    from perseus_vault_core.storage.sqlite.connection import connect
 
     vault.remember("fact", "k", "content")
     holder = connect(vault.path)
@@ -372,7 +372,7 @@ def test_a_backup_never_writes_through_a_symlink(vault: Vault, clock: Clock, tmp
 def test_a_failed_backup_leaves_no_file(tmp_path: Path) -> None:
     import sqlite3
 
-    from perseus_vault_core import maintenance
+    from perseus_vault_core.storage.sqlite import maintenance
 
     class Failing:
         def execute(self, sql: str, *args: Any) -> Any:

@@ -280,7 +280,7 @@ def test_matching_rule_and_relevance_order() -> None:
     of the best."""
     import numpy as np
 
-    from perseus_vault_core.memory import Candidate, EntryIndex, rerank
+    from perseus_vault_core.memory.index import Candidate, EntryIndex, rerank
 
     scores = np.array([1.20, 0.76, 0.74, 0.10, np.nan, 0.30])
     share = np.array([0.0, 0.0, 0.5, 1.0, 1.0, 0.0])
@@ -297,7 +297,7 @@ def test_matching_rule_and_relevance_order() -> None:
 
 
 def test_a_question_is_matched_on_its_topic_not_its_framing() -> None:
-    from perseus_vault_core.memory import Topic, heading, topic
+    from perseus_vault_core.memory.index import Topic, heading, topic
 
     assert topic("How has my view on remote work changed?") == Topic(("remot", "work"), "remote work")
     assert topic("What's my opinion on meetings?") == Topic(("meet",), "meetings")  # no "s" to hold

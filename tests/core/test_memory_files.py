@@ -8,19 +8,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from perseus_vault_core.memory_files import (
+from perseus_vault_core.memory.edits import add_entry, entry_line, remove_entry
+from perseus_vault_core.memory.parser import (
     DATE_FORMS,
     Entry,
     ParsedFile,
     Section,
     Skipped,
-    add_entry,
-    entry_line,
+    _front_matter_pair,
     parse,
-    remove_entry,
     wikilinks,
 )
-from perseus_vault_core.memory_files import _front_matter_pair
 
 OPINIONS = """\
 ---

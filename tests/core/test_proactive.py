@@ -191,14 +191,14 @@ def test_phrase_vectors_are_kept_in_the_file(db_path: Path, clock: Clock) -> Non
         seed(v)
         result = v.recall_when("database choosing", min_similarity=0.99)
         assert result.semantic is True
-        stored = v._conn().execute("SELECT count(*) FROM trigger_vectors").fetchone()[0]
+        stored = v._engine.conn().execute("SELECT count(*) FROM trigger_vectors").fetchone()[0]
         assert stored == 3
     fresh = FakeEmbedder()
     with Vault(db_path, clock=clock, embedder=fresh) as v:
         v.recall_when("database choosing")
         assert fresh.texts == 1  # only the context was embedded: the phrases came from the file
         v.embed(reembed=True)
-        assert v._conn().execute("SELECT count(*) FROM trigger_vectors").fetchone()[0] == 0
+        assert v._engine.conn().execute("SELECT count(*) FROM trigger_vectors").fetchone()[0] == 0
 
 
 def test_meaning_matches_a_paraphrase_with_the_bundled_model(tmp_path: Path, real_embedder: Any) -> None:
@@ -269,7 +269,7 @@ def test_purge_leaves_no_trigger_phrase_behind(db_path: Path, clock: Clock) -> N
         ids = seed(v)
         v.remember("note", "shared", "Another note that fires on the same phrase.", recall_when=["choosing a database"])
         v.recall_when("choosing a database for the audit-chain module")
-        phrases = lambda: sorted(r[0] for r in v._conn().execute("SELECT phrase FROM trigger_vectors"))  # noqa: E731
+        phrases = lambda: sorted(r[0] for r in v._engine.conn().execute("SELECT phrase FROM trigger_vectors"))  # noqa: E731
         assert phrases() == ["choosing a database", "editing the audit-chain module", "planning a meeting with Alice"]
         for key in ("db", "audit"):
             v.forget(ids[key])

@@ -7,17 +7,18 @@ from typing import Any
 
 import pytest
 
-from perseus_vault_core import SetupError, Vault, schema
-from perseus_vault_core.connection import connect
+from perseus_vault_core import SetupError, Vault
+from perseus_vault_core.storage.sqlite import schema
+from perseus_vault_core.storage.sqlite.connection import connect
 
 
 def test_fresh_file_is_at_the_latest_version(db_path: Path) -> None:
     with Vault(db_path) as vault:
-        conn = vault._conn()
+        conn = vault._engine.conn()
         assert schema.current_version(conn) == schema.LATEST
         assert conn.execute("SELECT version FROM _migrations").fetchall() == [(v,) for v, _, _ in schema.MIGRATIONS]
     with Vault(db_path) as vault:  # reopening applies nothing twice
-        assert vault._conn().execute("SELECT count(*) FROM _migrations").fetchone()[0] == len(schema.MIGRATIONS)
+        assert vault._engine.conn().execute("SELECT count(*) FROM _migrations").fetchone()[0] == len(schema.MIGRATIONS)
 
 
 def test_newer_schema_is_refused(db_path: Path) -> None:

@@ -10,7 +10,7 @@ from ..conftest import DAY_MS, Clock
 
 
 def count_rows(vault: Vault, table: str) -> int:
-    return int(vault._conn().execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+    return int(vault._engine.conn().execute(f"SELECT count(*) FROM {table}").fetchone()[0])
 
 
 def test_remember_creates_with_every_field(vault: Vault, clock: Clock) -> None:

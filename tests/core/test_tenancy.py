@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from perseus_vault_core import InvalidInput, NotFound, Vault, keyword
+from perseus_vault_core import InvalidInput, NotFound, Vault
+from perseus_vault_core.storage.sqlite import keyword
 
 from ..conftest import DAY_MS, T0, Clock
 
@@ -176,7 +177,7 @@ def test_other_tenants_writes_never_move_a_tenants_keyword_scores(
     checkpoint = clock.now
     clock.advance(1000)
     if path == "sql":
-        vault._keyword_index = vault._vector_index = None
+        vault._engine.keyword_index = vault._engine.vector_index = None
     else:
         assert vault.wait_for_keyword_index() and vault.wait_for_vector_index()
     calls = {"n": 0}

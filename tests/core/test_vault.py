@@ -125,7 +125,7 @@ def test_connections_of_finished_threads_are_released(db_path: Path) -> None:
             t.start()
             t.join()
         gc.collect()
-        assert vault._pool.open_connections <= 3
+        assert vault._engine.backend.pool.open_connections <= 3
 
 
 def test_create_false_never_makes_a_vault(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from perseus_vault_core import Vault
-from perseus_vault_core.connection import connect
+from perseus_vault_core.storage.sqlite.connection import connect
 
 
 def index_problems(db: Path | str, word: str = "durable") -> list[str]:

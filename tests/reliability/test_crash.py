@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from perseus_vault_core import Vault
-from perseus_vault_core.connection import connect
+from perseus_vault_core.storage.sqlite.connection import connect
 
 from ._checks import index_problems
 from ._workers import CATEGORY
@@ -159,7 +159,7 @@ def test_a_wrong_key_never_touches_an_encrypted_vault_a_crash_left(tmp_path: Pat
         assert _snapshot(db) == before  # bytes, sizes and existence of every file
 
     with Vault(db, embedder=False, key=RAW_KEY) as vault:
-        keys = {key for (key,) in vault._conn().execute("SELECT key FROM entities WHERE category = ?", (CATEGORY,))}
+        keys = {key for (key,) in vault._engine.conn().execute("SELECT key FROM entities WHERE category = ?", (CATEGORY,))}
         assert vault.check().ok
     present: dict[int, int] = {}
     for key in keys:

@@ -19,8 +19,9 @@ from typing import Any
 
 import pytest
 
-from perseus_vault_core import SetupError, Vault, schema
-from perseus_vault_core.connection import connect
+from perseus_vault_core import SetupError, Vault
+from perseus_vault_core.storage.sqlite import schema
+from perseus_vault_core.storage.sqlite.connection import connect
 
 from ..conftest import Clock, FakeEmbedder
 from ._checks import index_problems
@@ -84,7 +85,7 @@ def test_check_detects_and_reindex_repairs_drift(db_path: Path, clock: Clock, ki
     with Vault(db_path, clock=clock, embedder=FakeEmbedder()) as vault:
         ids = _fill(vault)
         assert vault.check().ok
-        conn = vault._conn()
+        conn = vault._engine.conn()
         conn.execute("PRAGMA foreign_keys = OFF")
         conn.execute("BEGIN IMMEDIATE")
         damage(conn)
@@ -111,7 +112,7 @@ def test_check_detects_and_reindex_repairs_drift(db_path: Path, clock: Clock, ki
 def test_check_by_cli_exits_1_on_drift_and_reindex_fixes_it(db_path: Path) -> None:
     with Vault(db_path, embedder=False) as vault:
         _fill(vault)
-        conn = vault._conn()
+        conn = vault._engine.conn()
         conn.execute("BEGIN IMMEDIATE")
         _drop_head_from_fts(conn)
         conn.execute("COMMIT")
@@ -225,7 +226,7 @@ def test_every_earlier_schema_version_migrates(db_path: Path, clock: Clock, vers
     conn.close()
 
     with Vault(db_path, clock=clock, embedder=FakeEmbedder()) as vault:
-        conn = vault._conn()
+        conn = vault._engine.conn()
         assert schema.current_version(conn) == schema.LATEST
         assert [v for (v,) in conn.execute("SELECT version FROM _migrations ORDER BY version")] == \
                list(range(1, schema.LATEST + 1))

@@ -1,8 +1,7 @@
 """Markdown memory files (docs/memory-files.md): one file's bytes in, sections and dated entries out.
 
 A memory file is what a user keeps in an Obsidian-style ``About Me/`` folder: ``##`` sections
-holding dated entries. ``parse`` reads it, ``add_entry`` and ``remove_entry`` edit it, and every
-other byte of the file stays as it was. Pure functions over bytes and frozen values; no I/O.
+holding dated entries. ``parse`` reads it (:mod:`.edits` changes it, every other byte of the file as it was). Pure functions over bytes and frozen values; no I/O.
 
 How a file is read
 ------------------
@@ -70,10 +69,7 @@ __all__ = [
     "ParsedFile",
     "Section",
     "Skipped",
-    "add_entry",
-    "entry_line",
     "parse",
-    "remove_entry",
     "wikilinks",
 ]
 
@@ -92,7 +88,7 @@ _NOT_UTF8 = "not valid UTF-8"
 _FRONT_MATTER_NOT_CLOSED = "front matter not closed"
 
 # ASCII digits only: \d would also take other scripts' digits.
-_CORE_DATE = re.compile(r"([0-9]{4})(?:-([0-9]{2})(?:-([0-9]{2}))?|/([0-9]{2})/([0-9]{2}))")
+CORE_DATE = re.compile(r"([0-9]{4})(?:-([0-9]{2})(?:-([0-9]{2}))?|/([0-9]{2})/([0-9]{2}))")
 _WRAPPERS = (("**", "**"), ("[[", "]]"), ("_", "_"), ("(", ")"), ("", ""))
 _HEADING = re.compile(r"(#{1,6})(?:[ \t](.*))?$")
 _LIST_ITEM = re.compile(r"([ \t]*)(?:[-*+]|[0-9]{1,9}[.)])(?:[ \t]+(.*))?$")
@@ -144,7 +140,7 @@ class ParsedFile:
 
 
 @dataclass(frozen=True)
-class _Line:
+class Line:
     start: int
     end: int  # just past the line's newline, if it has one
     number: int
@@ -152,8 +148,8 @@ class _Line:
     raw: bytes  # the line without its line ending
 
 
-def _split(data: bytes) -> list[_Line]:
-    lines: list[_Line] = []
+def split_lines(data: bytes) -> list[Line]:
+    lines: list[Line] = []
     pos = 0
     while pos < len(data):
         newline = data.find(b"\n", pos)
@@ -167,12 +163,12 @@ def _split(data: bytes) -> list[_Line]:
             text: str | None = raw.decode("utf-8")
         except UnicodeDecodeError:
             text = None
-        lines.append(_Line(pos, end, len(lines) + 1, text, raw))
+        lines.append(Line(pos, end, len(lines) + 1, text, raw))
         pos = end
     return lines
 
 
-def _is_blank(text: str) -> bool:
+def is_blank(text: str) -> bool:
     return text.strip(" \t") == ""
 
 
@@ -196,8 +192,8 @@ def _days_in_month(year: int, month: int) -> int:
     return 30 if month in (4, 6, 9, 11) else 31
 
 
-def _core_date(match: re.Match[str]) -> str | None:
-    """The normalized date of a ``_CORE_DATE`` match, or None when no such day exists."""
+def core_date(match: re.Match[str]) -> str | None:
+    """The normalized date of a ``CORE_DATE`` match, or None when no such day exists."""
     year, month, day, slash_month, slash_day = match.groups()
     if slash_month is not None:
         month, day = slash_month, slash_day
@@ -211,12 +207,12 @@ def _core_date(match: re.Match[str]) -> str | None:
     return f"{year}-{month}-{day}"
 
 
-def _leading_date(text: str) -> str | None:
+def leading_date(text: str) -> str | None:
     """The date that ``text`` (an item's or heading's text) starts with, normalized, or None."""
     for opening, closing in _WRAPPERS:
         if not text.startswith(opening):
             continue
-        match = _CORE_DATE.match(text, len(opening))
+        match = CORE_DATE.match(text, len(opening))
         if match is None:
             continue
         pos = match.end()
@@ -227,7 +223,7 @@ def _leading_date(text: str) -> str | None:
         pos += len(closing)
         if pos < len(text) and text[pos] not in ": \t":
             continue
-        return _core_date(match)
+        return core_date(match)
     return None
 
 
@@ -238,7 +234,7 @@ def _heading(text: str) -> tuple[int, str] | None:
     return len(match.group(1)), (match.group(2) or "").strip()
 
 
-def _list_item(text: str) -> tuple[int, str] | None:
+def list_item(text: str) -> tuple[int, str] | None:
     """(indent width, item text) for a list item line, else None (thematic breaks are not items)."""
     if _THEMATIC_BREAK.match(text):
         return None
@@ -263,7 +259,7 @@ def _closes_fence(text: str, marker: str) -> bool:
     return len(stripped) >= len(marker) and stripped == marker[0] * len(stripped)
 
 
-def _parse_front_matter(lines: list[_Line], skipped: list[Skipped]) -> tuple[dict[str, str], int]:
+def _parse_front_matter(lines: list[Line], skipped: list[Skipped]) -> tuple[dict[str, str], int]:
     """The front matter's pairs and the index of the first body line."""
     if not lines or lines[0].text is None or lines[0].text.lstrip("\ufeff").rstrip(" \t") != "---":
         return {}, 0
@@ -307,7 +303,7 @@ def _front_matter_pair(text: str) -> tuple[str, str] | None:
 class _Parser:
     """One pass over the body lines; holds the open section, entry and code fence."""
 
-    def __init__(self, data: bytes, lines: list[_Line], skipped: list[Skipped]) -> None:
+    def __init__(self, data: bytes, lines: list[Line], skipped: list[Skipped]) -> None:
         self.data = data
         self.lines = lines
         self.skipped = skipped
@@ -345,7 +341,7 @@ class _Parser:
         if self.fence is not None:
             if self.fence_owned:
                 self.entry_lines.append(index)
-            elif not _is_blank(text):
+            elif not is_blank(text):
                 self.skip(index)
             if _closes_fence(text, self.fence):
                 self.fence = None
@@ -362,15 +358,15 @@ class _Parser:
         if self.entry_kind == "heading":
             if _heading(text) or (_indent(text) == 0 and _THEMATIC_BREAK.match(text)):
                 return None
-            item = _list_item(text)
-            if item is not None and item[0] == 0 and _leading_date(item[1]):
+            item = list_item(text)
+            if item is not None and item[0] == 0 and leading_date(item[1]):
                 return None
             return self.take(index, text)
-        if _is_blank(text):
+        if is_blank(text):
             ahead = index + 1
             while ahead < len(self.lines):
                 following = self.lines[ahead].text
-                if following is None or not _is_blank(following):
+                if following is None or not is_blank(following):
                     break
                 ahead += 1
             following = self.lines[ahead].text if ahead < len(self.lines) else None
@@ -380,7 +376,7 @@ class _Parser:
             return ahead
         if _indent(text) > self.entry_indent:
             return self.take(index, text)
-        if _heading(text) or _list_item(text) or _THEMATIC_BREAK.match(text):
+        if _heading(text) or list_item(text) or _THEMATIC_BREAK.match(text):
             return None
         return self.take(index, text)  # lazy continuation of the entry's last line
 
@@ -393,7 +389,7 @@ class _Parser:
 
     def outside(self, index: int, text: str) -> int:
         """Handle a line that no open entry took."""
-        if _is_blank(text) or _THEMATIC_BREAK.match(text):
+        if is_blank(text) or _THEMATIC_BREAK.match(text):
             return index + 1
         line = self.lines[index]
         heading = _heading(text)
@@ -405,15 +401,15 @@ class _Parser:
                 if level == 2:
                     self.open_section = (title, line.start, line.number)
                 return index + 1
-            date = _leading_date(title)
+            date = leading_date(title)
             if date is not None:
                 self.open_entry(index, "heading", 0, date)
             else:
                 self.skip(index)
             return index + 1
-        item = _list_item(text)
+        item = list_item(text)
         if item is not None:
-            date = _leading_date(item[1])
+            date = leading_date(item[1])
             if date is not None:
                 self.open_entry(index, "item", item[0], date)
             else:
@@ -438,7 +434,7 @@ class _Parser:
         if self.fence_owned:
             self.fence, self.fence_owned = None, False
         indexes = self.entry_lines
-        while len(indexes) > 1 and _is_blank(self.lines[indexes[-1]].text or ""):
+        while len(indexes) > 1 and is_blank(self.lines[indexes[-1]].text or ""):
             indexes.pop()
         if indexes:
             first, last = self.lines[indexes[0]], self.lines[indexes[-1]]
@@ -456,145 +452,13 @@ class _Parser:
 
 def parse(name: str, data: bytes) -> ParsedFile:
     """Read one memory file (``name`` without ``.md``). Never raises; the module docstring has the rules."""
-    lines = _split(data)
+    lines = split_lines(data)
     skipped: list[Skipped] = []
     front_matter, first = _parse_front_matter(lines, skipped)
     parser = _Parser(data, lines, skipped)
     parser.run(first)
     skipped.sort(key=lambda item: item.line)
     return ParsedFile(name, front_matter, tuple(parser.sections), tuple(parser.entries), tuple(skipped))
-
-
-def entry_line(text: str, date: str | None) -> str:
-    """The markdown ``add_entry`` writes: ``- DATE: text``, or ``- text`` without a date.
-
-    Line endings become ``\\n``, blank lines around the text are dropped, and every line after
-    the first is indented by two spaces so that it stays part of the entry (blank lines inside
-    stay empty). No trailing newline.
-    """
-    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    while lines and _is_blank(lines[0]):
-        lines.pop(0)
-    while lines and _is_blank(lines[-1]):
-        lines.pop()
-    head = lines[0].lstrip(" \t") if lines else ""
-    if date is None:
-        first = f"- {head}".rstrip(" ")
-    else:
-        first = f"- {date}: {head}" if head else f"- {date}"
-    rest = ["" if _is_blank(line) else "  " + line for line in lines[1:]]
-    return "\n".join([first, *rest])
-
-
-def _newline(data: bytes) -> bytes:
-    newline = data.find(b"\n")
-    return b"\r\n" if newline > 0 and data[newline - 1 : newline] == b"\r" else b"\n"
-
-
-def _blank_tail_start(lines: list[_Line], low: int, high: int) -> int:
-    """Where the run of blank lines ending at offset ``high`` starts (not before ``low``)."""
-    position = high
-    for line in reversed(lines):
-        if line.end > high or line.start < low:
-            if line.start < low:
-                break
-            continue
-        if line.text is None or not _is_blank(line.text):
-            break
-        position = line.start
-    return position
-
-
-def _insert(data: bytes, position: int, block: bytes, newline: bytes) -> tuple[bytes, int]:
-    if position == len(data) and data and not data.endswith(b"\n"):
-        return data + newline + block, len(data) + len(newline)
-    return data[:position] + block + newline + data[position:], position
-
-
-def add_entry(data: bytes, section: str, text: str, date: str | None) -> tuple[bytes, int]:
-    """Add one entry to ``section``; return the new bytes and the offset of the entry's first line.
-
-    Raises ``ValueError`` for a section title with a line break, a ``date`` that is not a real
-    ``YYYY-MM-DD`` or ``YYYY-MM``, an entry with no date (neither ``date`` nor a date starting
-    ``text``), or a file where the entry could not be placed without changing other lines.
-    """
-    title = section.strip()
-    if "\n" in section or "\r" in section:
-        raise ValueError(f"a section title cannot contain a line break: {section!r}")
-    if date is not None:
-        match = _CORE_DATE.fullmatch(date)
-        if match is None or "/" in date or _core_date(match) != date:
-            raise ValueError(f"date must be a real YYYY-MM-DD or YYYY-MM, got {date!r}")
-    line = entry_line(text, date)
-    item = _list_item(line.split("\n", 1)[0])
-    if item is None or _leading_date(item[1]) is None:
-        raise ValueError("an entry needs a date: pass date, or start text with one")
-    newline = _newline(data)
-    block = line.replace("\n", newline.decode()).encode("utf-8")
-    lines = _split(data)
-    parsed = parse("", data)
-
-    # The preferred place first, then the end of the section's text, then the section's end:
-    # the later ones help when the next line would join the new entry (a paragraph right
-    # under the heading, a sibling bullet after an indented entry).
-    own = [entry for entry in parsed.entries if entry.section == title]
-    matching = [candidate for candidate in parsed.sections if candidate.title == title]
-    if own:
-        last = own[-1]
-        low = last.end
-        enclosing = [s for s in parsed.sections if s.start <= last.start < s.end]
-        if title and enclosing:
-            high = enclosing[-1].end
-        else:
-            high = next((s.start for s in parsed.sections if s.start > last.start), len(data))
-        positions = [last.end]
-    elif matching:
-        heading = next(candidate for candidate in lines if candidate.start == matching[0].start)
-        low, high = heading.end, matching[0].end
-        positions = [heading.end]
-    elif title == "":
-        low, high = 0, parsed.sections[0].start if parsed.sections else len(data)
-        positions = []
-    else:
-        return _append_section(data, title, block, newline)
-    positions += [_blank_tail_start(lines, low, high), high]
-
-    for position in dict.fromkeys(positions):
-        new, offset = _insert(data, position, block, newline)
-        placed = next((entry for entry in parse("", new).entries if entry.start == offset), None)
-        if placed is not None and placed.section == title and remove_entry(new, placed) == data:
-            return new, offset
-    raise ValueError(f"cannot add an entry to section {title!r} without changing other lines")
-
-
-def _append_section(data: bytes, title: str, block: bytes, newline: bytes) -> tuple[bytes, int]:
-    if not data:
-        prefix = b""
-    elif not data.endswith(b"\n"):
-        prefix = newline + newline
-    else:
-        last = _split(data)[-1].text
-        prefix = b"" if last is not None and _is_blank(last) else newline
-    heading = f"## {title}".encode() + newline
-    new = data + prefix + heading + block + newline
-    offset = len(data) + len(prefix) + len(heading)
-    placed = next((entry for entry in parse("", new).entries if entry.start == offset), None)
-    if placed is None or placed.section != title or placed.end != len(new):
-        raise ValueError(f"cannot append section {title!r} to this file (an unclosed code fence?)")
-    return new, offset
-
-
-def remove_entry(data: bytes, entry: Entry) -> bytes:
-    """``data`` without the entry's bytes ``[start, end)``.
-
-    When the entry is the file's last line and has no newline, the newline before it goes too,
-    so the file still ends without one (and an ``add_entry`` there is undone exactly).
-    """
-    start, end = entry.start, entry.end
-    if end == len(data) and start < end and start > 0 and not data.endswith(b"\n"):
-        if data[start - 1 : start] == b"\n":
-            start -= 2 if data[start - 2 : start] == b"\r\n" else 1
-    return data[:start] + data[end:]
 
 
 def wikilinks(text: str) -> list[str]:

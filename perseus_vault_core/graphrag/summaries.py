@@ -28,11 +28,12 @@ import re
 from collections import Counter, defaultdict
 from typing import Any
 
-from . import graph, store
+from .. import graph, store
+from ..filters import id_list
+from ..porter import stem
+from ..query import STOPWORDS, tokenize
+from ..storage import Backend, Connection
 from .communities import SUMMARY_TYPE, Group
-from .filters import id_list
-from .query import STOPWORDS, tokenize
-from .porter import stem
 
 SUMMARY_CATEGORY = "community_summary"
 RELATION = "summarizes"
@@ -142,7 +143,7 @@ def topic(conn: Any, group: Group) -> str | None:
     return str(min(rows, key=lambda r: (-r[1], len(r[0]), r[0]))[0])
 
 
-def attach(conn: Any, summary_id: int, group: Group, current_ids: set[str], now_ms: int) -> list[int]:
+def attach(backend: Backend, conn: Connection, summary_id: int, group: Group, current_ids: set[str], now_ms: int) -> list[int]:
     """Link a freshly written summary to its members and archive the summaries it replaces (those
     of its members' former communities). Returns the archived summaries' ids."""
     graph.link_many(conn, summary_id, list(group.members), RELATION, now_ms)
@@ -160,6 +161,6 @@ def attach(conn: Any, summary_id: int, group: Group, current_ids: set[str], now_
             continue
         # Archived, not superseded: should that membership come back, remembering its summary again
         # restores it (a superseded entity cannot be updated).
-        store.forget(conn, int(old_id), None, None, now_ms)
+        store.forget(backend, conn, int(old_id), None, None, now_ms)
         replaced.append(int(old_id))
     return replaced

@@ -24,10 +24,11 @@ from typing import Any
 
 import numpy as np
 
-from .errors import Conflict
-from .filters import View, scope_clauses
+from ...dense import cosine, sign_bits
+from ...errors import Conflict
+from ...filters import View, scope_clauses
+from ...indexes.mirror import OP_VECTOR, OP_VECTORS_RESET, Hit, Ranking
 from .keyword import log_changes
-from .mirror import OP_VECTOR, OP_VECTORS_RESET, Hit, Ranking
 
 TABLE = "version_vectors"
 
@@ -73,12 +74,6 @@ def forget_model(conn: Any) -> None:
 
 def blob(vector: np.ndarray) -> bytes:
     return np.asarray(vector, dtype=np.float32).tobytes()
-
-
-def sign_bits(vector: np.ndarray) -> bytes:
-    """One bit per dimension, set where the component is > 0 (padded to whole bytes): the dense
-    pre-filter's code. The in-memory index packs the same bits (vector_index.sign_words)."""
-    return np.packbits(np.asarray(vector) > 0).tobytes()
 
 
 def write(conn: Any, rows: Sequence[tuple[int, np.ndarray]], heads: Sequence[int] = ()) -> None:
@@ -143,8 +138,6 @@ def candidates(conn: Any, query: np.ndarray, depth: int, agent_id: str | None, w
     ).fetchall()
     if not rows:
         return Ranking(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0)), True
-    from .vector_index import cosine
-
     scores = cosine(np.stack([np.frombuffer(r[2], dtype=np.float32) for r in rows]), query)
     ranking = Ranking(np.asarray([r[1] for r in rows], dtype=np.int64), np.asarray([r[0] for r in rows], dtype=np.int64),
                       scores)
@@ -174,9 +167,7 @@ def search(conn: Any, query: np.ndarray, view: View, pool: int) -> tuple[list[Hi
 
 
 def rescore(hits: list[Hit], found: dict[int, np.ndarray], query: np.ndarray) -> list[Hit]:
-    """The exact scan's hits scored the canonical way (see vector_index.cosine)."""
-    from .vector_index import cosine
-
+    """The exact scan's hits scored the canonical way (see dense.cosine)."""
     if not hits:
         return hits
     scores = cosine(np.stack([found[h.vid] for h in hits]), query)
@@ -187,8 +178,6 @@ def rescore(hits: list[Hit], found: dict[int, np.ndarray], query: np.ndarray) ->
 def cosines(conn: Any, vids: Sequence[int], query: np.ndarray) -> dict[int, float]:
     """The cosine of ``query`` to each of these versions' vectors, scored the canonical way (a version
     without a vector is absent)."""
-    from .vector_index import cosine
-
     rows = conn.execute(
         f"SELECT x.vid, x.embedding FROM json_each(?) j CROSS JOIN {TABLE} x ON x.vid = j.value",
         ("[" + ",".join(str(int(v)) for v in vids) + "]",),

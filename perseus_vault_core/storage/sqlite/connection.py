@@ -34,7 +34,8 @@ from dataclasses import dataclass, field, replace
 from types import ModuleType
 from typing import Any, TypeVar
 
-from .errors import InvalidInput, SetupError, StorageError
+from ...errors import InvalidInput, SetupError, StorageError
+from ...ranking import decay
 
 T = TypeVar("T")
 
@@ -205,8 +206,6 @@ def choose_driver(preference: str | None = None, *, key: str | None = None) -> D
 
 def decay_sql(now_ms: int | None, last_ms: int | None, updated_ms: int | None, count: int | None) -> float:
     """SQL function ``pv_decay``: the documented decay of :mod:`ranking`, callable inside queries."""
-    from .ranking import decay
-
     return decay(now_ms or 0, last_ms, updated_ms or 0, count or 0)
 
 

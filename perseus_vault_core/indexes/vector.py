@@ -4,7 +4,7 @@ The file (``version_vectors``) is the source of truth; this mirror keeps the hea
 as a float32 matrix plus their sign bits (one bit per dimension), following the same change log
 as the keyword index (see :mod:`mirror`).
 
-A query is answered in two steps, the same two steps the SQL path takes (:mod:`vectors`), so
+A query is answered in two steps, the same two steps the SQL path takes (:mod:`storage.sqlite.vectors`), so
 both give the same answer:
 
 1. candidates: the ``depth`` live heads in the caller's scope nearest to the query by Hamming
@@ -20,22 +20,25 @@ the search repeats deeper (see recall._dense_arm).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import vectors
+from ..dense import cosine, nearest, sign_words, words
 from .mirror import OP_REBUILT, OP_VECTORS_RESET, HeadMirror, NotYet, Ranking, grow
+
+if TYPE_CHECKING:
+    from ..storage.base import Backend
 
 
 class VectorIndex(HeadMirror):
-    COLUMNS = f"(SELECT x.embedding FROM {vectors.TABLE} x WHERE x.vid = v.vid)"
+    FEED = "vector"
     NAME = "vector-index"
     HANDLES_VECTORS = True
     REBUILD_ON = (OP_REBUILT, OP_VECTORS_RESET)
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, backend: Backend) -> None:
+        super().__init__(backend)
         self._clear()
 
     def _clear(self) -> None:
@@ -46,7 +49,7 @@ class VectorIndex(HeadMirror):
         self._bits: list[np.ndarray] = []  # sign bits, one uint64 column per 64 dimensions
 
     def _prepare(self, conn: Any) -> None:
-        recorded = vectors.model(conn)
+        recorded = self.backend.vectors.model(conn)
         if recorded is None:
             raise NotYet("this vault has no vectors yet")
         self.identity, self.dimension = recorded
@@ -102,36 +105,3 @@ class VectorIndex(HeadMirror):
 
     def memory_bytes(self) -> int:
         return int(self._matrix.nbytes)
-
-
-def cosine(rows: np.ndarray, query: np.ndarray) -> np.ndarray:
-    """Cosine of unit rows to a unit query, one canonical way: each row summed on its own in float64
-    by einsum's own loop (no BLAS), so a row's score never depends on its neighbours or on blocking
-    (BLAS float32 results did). Both dense paths score with this and give byte-identical answers."""
-    scores: np.ndarray = np.einsum("ij,j->i", rows, np.asarray(query, dtype=np.float32), dtype=np.float64)
-    return scores
-
-
-def words(dimension: int) -> int:
-    return (dimension + 63) // 64
-
-
-def sign_words(vector: np.ndarray) -> list[np.uint64]:
-    """A vector's sign bits (bit set where the component is > 0), as 64-bit words: the bits stored
-    beside each vector (vectors.sign_bits), so Hamming distances agree with SQL's."""
-    bits = np.packbits(np.asarray(vector) > 0)
-    padded = np.zeros(words(len(vector)) * 8, dtype=np.uint8)
-    padded[: len(bits)] = bits
-    return list(padded.view(np.uint64))
-
-
-def nearest(distance: np.ndarray, entity_ids: np.ndarray, depth: int) -> np.ndarray:
-    """Indexes of the ``depth`` smallest distances, ties by entity id: the same rows as SQL's
-    ``ORDER BY distance, entity_id LIMIT depth``."""
-    if len(distance) <= depth:
-        return np.arange(len(distance))
-    cut = np.partition(distance, depth - 1)[depth - 1]
-    below = np.flatnonzero(distance < cut)
-    at = np.flatnonzero(distance == cut)
-    at = at[np.argsort(entity_ids[at], kind="stable")][: depth - len(below)]
-    return np.concatenate([below, at])

@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from ...errors import InvalidInput
+from ...models import CheckReport, Stats
 from . import keyword, schema, vectors
 from .connection import SQLITE_ERRORS, write_transaction
-from .errors import InvalidInput
-from .models import CheckReport, Stats
 
 
 def stats(

@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from .embed import normalize
-from .errors import SetupError, StorageError
+from ..errors import SetupError, StorageError
+from .base import normalize
 
 TIMEOUT_S = 60.0
 BATCH = 64

@@ -26,183 +26,29 @@ How it stays true to the file:
 
 from __future__ import annotations
 
-import math
-import re
-import unicodedata
 from array import array
-from collections import Counter
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..bm25 import (
+    ASCII_TOKEN,
+    WEIGHTS,
+    Terms,
+    ascii_columns,
+    ascii_terms,
+    avgdl,
+    ceiling,
+    idf,
+    length_norm,
+    phrase_scores,
+)
+from ..porter import stem
 from .mirror import HeadMirror, Ranking, grow
-from .porter import stem
-from .schema import BM25_WEIGHTS, TOKENIZE
 
-K1 = 1.2
-B = 0.75
-_ASCII_TOKEN = re.compile(r"[a-z0-9]+")
-Terms = dict[str, float]  # stem -> weighted frequency in one document
-
-
-# --- BM25 as FTS5's fts5Bm25Function computes it -------------------------------------------------
-
-
-def idf(n_rows: int, df: int) -> float:
-    """log((N - df + 0.5) / (df + 0.5)), and 1e-6 when that is not positive (a word in over half the rows)."""
-    value = math.log((n_rows - df + 0.5) / (df + 0.5))
-    return value if value > 0.0 else 1e-6
-
-
-def ceiling(n_rows: int, dfs: Sequence[int]) -> float:
-    """The most a query of words with these document frequencies could score: each word's idf times
-    (K1 + 1), which its share of a row's score approaches as its frequency there grows."""
-    return sum(idf(n_rows, df) for df in dfs) * (K1 + 1.0)
-
-
-def avgdl(n_rows: int, n_tokens: int) -> float:
-    return n_tokens / n_rows if n_rows else 1.0
-
-
-def length_norm(lengths: np.ndarray, mean: float) -> np.ndarray:
-    """k1 * (1 - b + b * D / avgdl) per row, in FTS5's order of operations."""
-    return K1 * (1 - B + B * lengths / mean)
-
-
-def phrase_scores(freqs: np.ndarray, norm: np.ndarray, weight: float) -> np.ndarray:
-    """One phrase's share of the score in each row holding it (``weight`` is its idf). A row's score
-    is the sum of its phrases' shares in query order, as FTS5 sums them."""
-    f = freqs.astype(np.float64)
-    shares: np.ndarray = weight * ((f * (K1 + 1.0)) / (f + norm))
-    return shares
-
-
-# --- tokenizing as FTS5 does -----------------------------------------------------------------
-
-
-def _separators_only(text: str) -> bool:
-    """True when every non-ASCII character is one that unicode61 treats as a separator.
-
-    unicode61's token characters are the categories L*, N* and Co; everything else separates.
-    """
-    for ch in text:
-        if ord(ch) > 127:
-            category = unicodedata.category(ch)
-            if category[0] in "LN" or category == "Co":
-                return False
-    return True
-
-
-def _ascii_columns(columns: Sequence[str | None]) -> list[str] | None:
-    """The columns lower-cased, with separator-only non-ASCII blanked; ``None`` if FTS5 must tokenize."""
-    out = []
-    for text in columns:
-        if text and not text.isascii():
-            if not _separators_only(text):
-                return None
-            text = "".join(ch if ord(ch) < 128 else " " for ch in text)
-        out.append(text.lower() if text else "")
-    return out
-
-
-def _ascii_terms(columns: Sequence[str | None]) -> tuple[Terms, int] | None:
-    """Weighted term frequencies and total length, or ``None`` if FTS5 must tokenize this text."""
-    texts = _ascii_columns(columns)
-    if texts is None:
-        return None
-    counts: Terms = {}
-    length = 0
-    for text, weight in zip(texts, BM25_WEIGHTS):
-        tokens = _ASCII_TOKEN.findall(text)
-        length += len(tokens)
-        for token, n in Counter(tokens).items():
-            term = stem(token)
-            counts[term] = counts.get(term, 0.0) + n * weight
-    return counts, length
-
-
-class _Fts5Tokenizer:
-    """FTS5's own tokenizer, through a scratch table on one connection (for non-ASCII text)."""
-
-    def __init__(self, conn: Any) -> None:
-        self.conn = conn
-        conn.execute(
-            f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.pv_tok USING fts5(c0, c1, c2, tokenize='{TOKENIZE}')"
-        )
-        conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.pv_tok_i USING fts5vocab(temp, pv_tok, 'instance')")
-
-    def terms(self, columns: Sequence[str | None]) -> tuple[Terms, int]:
-        self.conn.execute("DELETE FROM temp.pv_tok")
-        self.conn.execute("INSERT INTO temp.pv_tok(rowid, c0, c1, c2) VALUES (1, ?, ?, ?)", tuple(columns))
-        counts: Terms = {}
-        length = 0
-        for term, col in self.conn.execute("SELECT term, col FROM temp.pv_tok_i"):
-            weight = BM25_WEIGHTS[["c0", "c1", "c2"].index(col)]
-            counts[term] = counts.get(term, 0.0) + weight
-            length += 1
-        self.conn.execute("DELETE FROM temp.pv_tok")
-        return counts, length
-
-    def phrase(self, word: str) -> tuple[str, ...]:
-        """The index terms FTS5 makes of ``word`` (a quoted query word), in order: usually one, none
-        or several when FTS5's Unicode tables split differently from Python's."""
-        self.conn.execute("DELETE FROM temp.pv_tok")
-        self.conn.execute("INSERT INTO temp.pv_tok(rowid, c0) VALUES (1, ?)", (word,))
-        terms = tuple(t for (t,) in self.conn.execute("SELECT term FROM temp.pv_tok_i ORDER BY \"offset\""))
-        self.conn.execute("DELETE FROM temp.pv_tok")
-        return terms
-
-
-def phrase_of(conn: Any, word: str) -> tuple[str, ...]:
-    """The index terms of one query word: its stem when ASCII (the Python stemmer is FTS5's), else
-    FTS5's own tokenizing."""
-    if word.isascii():
-        return tuple(stem(t) for t in _ASCII_TOKEN.findall(word.lower()))
-    return _Fts5Tokenizer(conn).phrase(word)
-
-
-def fts5_totals(conn: Any, table: str = "entities_fts") -> tuple[int, int]:
-    """(rows, tokens in all columns) as FTS5 itself stores them (its 'averages' record)."""
-    row = conn.execute(f"SELECT block FROM {table}_data WHERE id = 1").fetchone()
-    if row is None or not row[0]:
-        return 0, 0
-    values, blob, i = [], bytes(row[0]), 0
-    while i < len(blob):
-        value, i = _varint(blob, i)
-        values.append(value)
-    return values[0], sum(values[1:])
-
-
-def varints_total(blob: bytes) -> int:
-    """The sum of SQLite varints laid end to end (FTS5's ``_docsize`` records: one per column).
-
-    A byte below 0x80 ends a varint; each byte's 7 bits are worth 128 ** (bytes to that end).
-    Token counts never need the ninth byte, whose 8 bits this would misread."""
-    b = np.frombuffer(blob, dtype=np.uint8)
-    ends = np.flatnonzero(b < 0x80)
-    at = np.arange(len(b))
-    place = ends[np.searchsorted(ends, at)] - at
-    return int(((b & 0x7F).astype(np.int64) << (7 * place)).sum())
-
-
-def doc_length(size: bytes) -> int:
-    """A row's length in tokens, all columns, from its ``_docsize`` record (one varint per column:
-    as many bytes as columns means every column is under 128 tokens, one byte each)."""
-    return sum(size) if len(size) == len(BM25_WEIGHTS) else varints_total(size)
-
-
-def _varint(blob: bytes, i: int) -> tuple[int, int]:
-    """SQLite's varint: big-endian 7-bit groups, the ninth byte carrying 8 bits."""
-    value = 0
-    for n in range(9):
-        byte = blob[i + n]
-        if n == 8:
-            return (value << 8) | byte, i + 9
-        value = (value << 7) | (byte & 0x7F)
-        if byte < 0x80:
-            return value, i + n + 1
-    raise ValueError("bad varint")  # pragma: no cover
+if TYPE_CHECKING:
+    from ..storage.base import Backend, Tokenizer
 
 
 # --- the index -----------------------------------------------------------------------------------
@@ -236,7 +82,7 @@ def _csr(
 class KeywordIndex(HeadMirror):
     """The keyword mirror. Thread-safe; one per :class:`Vault`."""
 
-    COLUMNS = "v.content, v.summary, v.tags"
+    FEED = "text"
     NAME = "keyword-index"
 
     def _clear(self) -> None:
@@ -255,11 +101,11 @@ class KeywordIndex(HeadMirror):
         # While building: every token as (term id, slot, column weight), summed by _csr at the end.
         self._flat: tuple[array[int], array[int], array[float]] | None = (array("i"), array("i"), array("f"))
         self._tid_of_token: dict[str, int] = {}
-        self._tokenizer: _Fts5Tokenizer | None = None
+        self._tokenizer: Tokenizer | None = None
         self._conn: Any = None
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, backend: Backend) -> None:
+        super().__init__(backend)
         self._clear()
 
     def _prepare(self, conn: Any) -> None:
@@ -267,18 +113,18 @@ class KeywordIndex(HeadMirror):
 
     def _fts5_terms(self, columns: Sequence[str | None]) -> tuple[Terms, int]:
         if self._tokenizer is None:
-            self._tokenizer = _Fts5Tokenizer(self._conn)
+            self._tokenizer = self.backend.keyword.tokenizer(self._conn)
         return self._tokenizer.terms(columns)
 
     def _index(self, slot: int, values: Sequence[Any]) -> None:
         columns = (values[0], values[1], values[2])
-        texts = _ascii_columns(columns)
+        texts = ascii_columns(columns)
         length = 0
         if self._flat is not None and texts is not None:
             # Building: the vectorised twin of _ascii_terms (token ids into flat arrays).
             tids, slots, weights = self._flat
-            for text, weight in zip(texts, BM25_WEIGHTS):
-                tokens = _ASCII_TOKEN.findall(text)
+            for text, weight in zip(texts, WEIGHTS):
+                tokens = ASCII_TOKEN.findall(text)
                 ids = [self._tid_of_token.get(t, -1) for t in tokens]
                 if -1 in ids:
                     ids = [i if i >= 0 else self._token_tid(t) for i, t in zip(ids, tokens)]
@@ -287,7 +133,7 @@ class KeywordIndex(HeadMirror):
                 weights.extend([weight] * len(ids))
                 length += len(ids)
         else:
-            terms, length = _ascii_terms(columns) or self._fts5_terms(columns)
+            terms, length = ascii_terms(columns) or self._fts5_terms(columns)
             for term, freq in terms.items():
                 tid = self._tid.setdefault(term, len(self._tid))
                 if self._flat is not None:
@@ -318,7 +164,7 @@ class KeywordIndex(HeadMirror):
         tids, slots, weights = self._flat
         self._indptr, self._slots, self._freqs = _csr(tids, slots, weights, self.rows.n, len(self._tid))
         self._flat, self._tid_of_token, self._conn, self._tokenizer = None, {}, None, None
-        expected = fts5_totals(conn)
+        expected = self.backend.keyword.totals(conn)
         if (self._n_rows, self._n_tokens) != expected:
             return (
                 f"tokenization differs from FTS5 (rows/tokens {self._n_rows}/{self._n_tokens}, "

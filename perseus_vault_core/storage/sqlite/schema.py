@@ -32,11 +32,10 @@ import sqlite3
 from collections.abc import Callable
 from typing import Any
 
-from .errors import SetupError
+from ...errors import SetupError
+from .connection import write_transaction
 
-TOKENIZE = "porter unicode61 remove_diacritics 2"
-# bm25() column weights for (content, summary, tags); the in-memory keyword index uses the same.
-BM25_WEIGHTS = (1.0, 1.0, 0.5)
+TOKENIZE = "porter unicode61 remove_diacritics 2"  # bm25() weighs the columns by bm25.WEIGHTS
 
 
 def run_script(conn: Any, script: str) -> None:
@@ -55,10 +54,7 @@ def run_script(conn: Any, script: str) -> None:
         conn.execute(pending)
 
 
-def _v1(conn: Any) -> None:
-    run_script(
-        conn,
-        f"""
+V1 = f"""
         CREATE TABLE vault_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 
         CREATE TABLE entities (
@@ -136,8 +132,11 @@ def _v1(conn: Any) -> None:
         CREATE UNIQUE INDEX links_alive ON links(from_id, to_id, relation) WHERE recorded_to_ms IS NULL;
         CREATE INDEX links_from ON links(from_id, recorded_from_ms);
         CREATE INDEX links_to ON links(to_id, recorded_from_ms);
-        """
-    )
+"""
+
+
+def _v1(conn: Any) -> None:
+    run_script(conn, V1)
 
 
 def _v2(conn: Any) -> None:
@@ -176,8 +175,6 @@ def current_version(conn: Any) -> int:
 
 def migrate(conn: Any, now_ms: int) -> int:
     """Bring the schema up to :data:`LATEST`, one transaction per step; return the version."""
-    from .connection import write_transaction
-
     found = current_version(conn)
     if found > LATEST:
         raise SetupError(
@@ -202,3 +199,13 @@ def migrate(conn: Any, now_ms: int) -> int:
 
         write_transaction(conn, apply)
     return current_version(conn)
+
+
+def next_id(conn: Any, table: str, column: str = "id") -> int:
+    """The id AUTOINCREMENT would give the next row (never reusing one, even after a purge)."""
+    row = conn.execute(
+        f"SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = ?), 0), "
+        f"coalesce((SELECT max({column}) FROM {table}), 0)) + 1",
+        (table,),
+    ).fetchone()
+    return int(row[0])

@@ -23,11 +23,14 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .filters import FROM_VIDS, View, id_list
+from ..filters import FROM_VIDS, View, id_list
+
+if TYPE_CHECKING:
+    from ..storage.base import Backend
 
 OP_HEAD = 1
 OP_GONE = -1
@@ -79,7 +82,7 @@ class HeadMirror:
 
     Subclass hooks (all called with the lock held, or before the mirror is published):
 
-    - ``COLUMNS``: extra SQL expressions per head, over ``entity_versions v`` / ``entities e``;
+    - ``FEED``: which columns each head comes with (the change log's ``text`` or ``vector`` feed);
     - ``_clear()``: set up empty indexed state (the constructor calls it);
     - ``_index(slot, values)``: index one new head (``values`` are the ``COLUMNS`` values);
     - ``_forget(slot)``: a head stopped being one (its ``alive`` flag is already cleared);
@@ -87,12 +90,13 @@ class HeadMirror:
     - ``_vector_written(slot, values)``: a head's vector changed (op 2); default ignores it.
     """
 
-    COLUMNS = ""
+    FEED = "text"
     NAME = "mirror"
     HANDLES_VECTORS = False  # whether op 2 concerns this mirror
     REBUILD_ON: tuple[int, ...] = (OP_REBUILT,)
 
-    def __init__(self) -> None:
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
         self._lock = threading.Lock()
         self.ready = False
         self.disabled: str | None = None
@@ -152,26 +156,17 @@ class HeadMirror:
 
         threading.Thread(target=run, name=f"perseus-vault-{self.NAME}", daemon=True).start()
 
-    def _head_sql(self, where: str) -> str:
-        extra = f", {self.COLUMNS}" if self.COLUMNS else ""
-        return (
-            f"SELECT v.vid, v.entity_id, e.agent_id, e.workspace_hash{extra} "
-            f"FROM entity_versions v JOIN entities e ON e.id = v.entity_id {where}"
-        )
-
     def build(self, conn: Any) -> None:
         """Read every head in one snapshot and index it, into a fresh object (queries keep being
         answered meanwhile, by SQL); publish it only if the subclass vouches for it."""
-        fresh = type(self)()
+        fresh = type(self)(self.backend)
         fresh._prepare(conn)
-        conn.execute("BEGIN")
-        try:
-            seq = int(conn.execute("SELECT coalesce(max(seq), 0) FROM head_changes").fetchone()[0])
-            for row in conn.execute(fresh._head_sql("WHERE v.recorded_to_ms IS NULL ORDER BY v.vid")):
+        changes = self.backend.changes
+        with self.backend.read_snapshot(conn):
+            seq = changes.position(conn)
+            for row in changes.heads(conn, fresh.FEED):
                 fresh._add(row)
             problem = fresh._finish(conn, seq)
-        finally:
-            conn.execute("COMMIT")
         with self._lock:
             state = {k: v for k, v in fresh.__dict__.items() if k not in ("_lock", "_building")}
             self.__dict__.update(state)
@@ -196,20 +191,13 @@ class HeadMirror:
 
     def _apply(self, conn: Any, upto: int) -> bool:
         """Apply logged changes in (seq, upto]. False when a rebuild is the better way."""
-        first = conn.execute("SELECT min(seq) FROM head_changes").fetchone()[0]
+        log = self.backend.changes
+        first = log.first(conn)
         if first is not None and first > self.seq + 1:
             return False  # the log was trimmed past our position
-        ops = f"op <> {OP_VECTOR}" if not self.HANDLES_VECTORS else "1"
-        pending = conn.execute(
-            f"SELECT count(*) FROM head_changes WHERE seq > ? AND seq <= ? AND {ops}", (self.seq, upto)
-        ).fetchone()[0]
-        if pending > max(10_000, self.rows.n // 5):
+        if log.pending(conn, self.seq, upto, self.HANDLES_VECTORS) > max(10_000, self.rows.n // 5):
             return False  # cheaper to rebuild than to replay
-        changes = conn.execute(
-            f"SELECT c.vid, c.op FROM head_changes c WHERE c.seq > ? AND c.seq <= ? AND {ops} ORDER BY c.seq",
-            (self.seq, upto),
-        ).fetchall()
-        for vid, op in changes:
+        for vid, op in log.entries(conn, self.seq, upto, self.HANDLES_VECTORS):
             if op in self.REBUILD_ON:
                 return False
             if op == OP_GONE:
@@ -219,11 +207,11 @@ class HeadMirror:
                     self.dead += 1
                     self._forget(slot)
             elif op == OP_HEAD and vid not in self._slot_of:
-                row = conn.execute(self._head_sql("WHERE v.vid = ?"), (vid,)).fetchone()
+                row = log.head(conn, self.FEED, vid)
                 if row is not None:  # None: added and purged again within this window
                     self._add(row)
             elif op == OP_VECTOR and vid in self._slot_of:
-                row = conn.execute(self._head_sql("WHERE v.vid = ?"), (vid,)).fetchone()
+                row = log.head(conn, self.FEED, vid)
                 if row is not None:
                     self._vector_written(self._slot_of[vid], row[4:])
         self.seq = upto
@@ -232,7 +220,7 @@ class HeadMirror:
 
     def _sync(self, conn: Any) -> bool:
         """Bring the mirror to the snapshot ``conn`` reads (lock held, ``conn`` in a transaction)."""
-        upto = int(conn.execute("SELECT coalesce(max(seq), 0) FROM head_changes").fetchone()[0])
+        upto = self.backend.changes.position(conn)
         if upto == self.seq:
             return True
         if upto < self.seq or not self._apply(conn, upto):
@@ -266,10 +254,7 @@ class HeadMirror:
         """A mirror that gave up may try again once someone has rebuilt the indexes."""
         if self._disabled_at is None or self._building:
             return
-        rebuilt = conn.execute(
-            "SELECT 1 FROM head_changes WHERE seq > ? AND op = 0 LIMIT 1", (self._disabled_at,)
-        ).fetchone()
-        if rebuilt is not None:
+        if self.backend.changes.rebuilt_since(conn, self._disabled_at):
             with self._lock:
                 self.disabled = None
                 self._disabled_at = None

@@ -13,33 +13,125 @@ scored here from FTS5's own data (see :func:`scoped_search`), or by the in-memor
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .filters import View, scope_clauses
-from .keyword_index import (
-    KeywordIndex,
-    avgdl,
-    ceiling,
-    doc_length,
-    fts5_totals,
-    idf,
-    length_norm,
-    phrase_of,
-    phrase_scores,
-    varints_total,
-)
-from .mirror import OP_GONE, OP_HEAD, OP_REBUILT, Hit, Ranking, visible_hits
-from .params import Expansion
-from .porter import stem
-from .query import match_expression, quote
-from .schema import BM25_WEIGHTS
+from ...bm25 import ASCII_TOKEN, WEIGHTS, Terms, avgdl, ceiling, idf, length_norm, phrase_scores
+from ...filters import View, scope_clauses
+from ...indexes.mirror import OP_GONE, OP_HEAD, OP_REBUILT, Hit, Ranking, visible_hits
+from ...params import Expansion
+from ...porter import stem
+from ...query import match_expression, quote
+from ..base import Connection
+from .schema import TOKENIZE
 
-_WEIGHTS = ", ".join(str(w) for w in BM25_WEIGHTS)
+if TYPE_CHECKING:
+    from ...indexes.keyword import KeywordIndex
+
+_WEIGHTS = ", ".join(str(w) for w in WEIGHTS)
 # Both FTS5 tables' columns, in order; an instance row's weight as SQL (``i.col`` is the column's name).
 _COLUMNS = ("content", "summary", "tags")
-_COLUMN_WEIGHT = "CASE i.col " + " ".join(f"WHEN '{c}' THEN {w}" for c, w in zip(_COLUMNS, BM25_WEIGHTS)) + " END"
+_COLUMN_WEIGHT = "CASE i.col " + " ".join(f"WHEN '{c}' THEN {w}" for c, w in zip(_COLUMNS, WEIGHTS)) + " END"
+
+
+# --- FTS5's own tokenizing and statistics -----------------------------------------------------
+
+
+class Fts5Tokenizer:
+    """FTS5's own tokenizer, through a scratch table on one connection (for non-ASCII text)."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+        conn.execute(
+            f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.pv_tok USING fts5(c0, c1, c2, tokenize='{TOKENIZE}')"
+        )
+        conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.pv_tok_i USING fts5vocab(temp, pv_tok, 'instance')")
+
+    def terms(self, columns: Sequence[str | None]) -> tuple[Terms, int]:
+        self.conn.execute("DELETE FROM temp.pv_tok")
+        self.conn.execute("INSERT INTO temp.pv_tok(rowid, c0, c1, c2) VALUES (1, ?, ?, ?)", tuple(columns))
+        counts: Terms = {}
+        length = 0
+        for term, col in self.conn.execute("SELECT term, col FROM temp.pv_tok_i"):
+            weight = WEIGHTS[["c0", "c1", "c2"].index(col)]
+            counts[term] = counts.get(term, 0.0) + weight
+            length += 1
+        self.conn.execute("DELETE FROM temp.pv_tok")
+        return counts, length
+
+    def phrase(self, word: str) -> tuple[str, ...]:
+        """The index terms FTS5 makes of ``word`` (a quoted query word), in order: usually one, none
+        or several when FTS5's Unicode tables split differently from Python's."""
+        self.conn.execute("DELETE FROM temp.pv_tok")
+        self.conn.execute("INSERT INTO temp.pv_tok(rowid, c0) VALUES (1, ?)", (word,))
+        terms = tuple(t for (t,) in self.conn.execute("SELECT term FROM temp.pv_tok_i ORDER BY \"offset\""))
+        self.conn.execute("DELETE FROM temp.pv_tok")
+        return terms
+
+
+def phrase_of(conn: Any, word: str) -> tuple[str, ...]:
+    """The index terms of one query word: its stem when ASCII (the Python stemmer is FTS5's), else
+    FTS5's own tokenizing."""
+    if word.isascii():
+        return tuple(stem(t) for t in ASCII_TOKEN.findall(word.lower()))
+    return Fts5Tokenizer(conn).phrase(word)
+
+
+def fts5_totals(conn: Any, table: str = "entities_fts") -> tuple[int, int]:
+    """(rows, tokens in all columns) as FTS5 itself stores them (its 'averages' record)."""
+    row = conn.execute(f"SELECT block FROM {table}_data WHERE id = 1").fetchone()
+    if row is None or not row[0]:
+        return 0, 0
+    values, blob, i = [], bytes(row[0]), 0
+    while i < len(blob):
+        value, i = _varint(blob, i)
+        values.append(value)
+    return values[0], sum(values[1:])
+
+
+def varints_total(blob: bytes) -> int:
+    """The sum of SQLite varints laid end to end (FTS5's ``_docsize`` records: one per column).
+
+    A byte below 0x80 ends a varint; each byte's 7 bits are worth 128 ** (bytes to that end).
+    Token counts never need the ninth byte, whose 8 bits this would misread."""
+    b = np.frombuffer(blob, dtype=np.uint8)
+    ends = np.flatnonzero(b < 0x80)
+    at = np.arange(len(b))
+    place = ends[np.searchsorted(ends, at)] - at
+    return int(((b & 0x7F).astype(np.int64) << (7 * place)).sum())
+
+
+def doc_length(size: bytes) -> int:
+    """A row's length in tokens, all columns, from its ``_docsize`` record (one varint per column:
+    as many bytes as columns means every column is under 128 tokens, one byte each)."""
+    return sum(size) if len(size) == len(WEIGHTS) else varints_total(size)
+
+
+def _varint(blob: bytes, i: int) -> tuple[int, int]:
+    """SQLite's varint: big-endian 7-bit groups, the ninth byte carrying 8 bits."""
+    value = 0
+    for n in range(9):
+        byte = blob[i + n]
+        if n == 8:
+            return (value << 8) | byte, i + 9
+        value = (value << 7) | (byte & 0x7F)
+        if byte < 0x80:
+            return value, i + n + 1
+    raise ValueError("bad varint")  # pragma: no cover
+
+
+
+
+def tokenizer(conn: Connection) -> Fts5Tokenizer:
+    """FTS5's own tokenizer on ``conn`` (the keyword mirror uses it for non-ASCII text)."""
+    return Fts5Tokenizer(conn)
+
+
+def totals(conn: Connection) -> tuple[int, int]:
+    """(rows, tokens) of the current-versions index, as FTS5 stores them."""
+    return fts5_totals(conn)
 
 
 # The change log keeps this many entries; a mirror further behind rebuilds.
@@ -199,7 +291,7 @@ def _phrase_rows(conn: Any, table: str, phrase: tuple[str, ...], scope: str, vie
     # column (overlapping places count, as in FTS5).
     sql = f'SELECT i.doc, i.col, i."offset", v.entity_id, ({view.where}), d.sz {base}'
     places = [{(r[0], r[1], r[2]): r[3:] for r in conn.execute(sql, dict(view.params, term=term))} for term in phrase]
-    weight = dict(zip(_COLUMNS, BM25_WEIGHTS))
+    weight = dict(zip(_COLUMNS, WEIGHTS))
     found: dict[int, list[Any]] = {}
     for (doc, col, start), about in places[0].items():
         if all((doc, col, start + k) in places[k] for k in range(1, len(phrase))):

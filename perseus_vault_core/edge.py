@@ -1,0 +1,64 @@
+"""The API's edge: how a call enters the engine and how what goes wrong leaves it.
+
+Every ``Vault`` verb is wrapped in :func:`edge`, so a caller only ever handles the one error tree of
+:mod:`errors`; the helpers turn Python arguments into the params dicts the models validate.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from pydantic import ValidationError
+
+from .engine import DRIVER_ERRORS
+from .errors import InvalidInput, StorageError, VaultError
+from .params import invalid
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def edge(method: F) -> F:
+    """The API's edge: whatever the database or the runtime raises beneath a verb leaves as a VaultError.
+
+    The modules below raise the vault's own errors on purpose; this catches what slips past them
+    (an I/O error, a corrupt page), so callers only ever handle one error tree.
+    """
+
+    @functools.wraps(method)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(*args, **kwargs)
+        except VaultError:
+            raise
+        except DRIVER_ERRORS as exc:
+            raise StorageError(f"SQLite failed: {exc}") from exc
+        except RecursionError:
+            raise InvalidInput("argument", "is nested too deeply") from None
+        except OverflowError as exc:
+            raise InvalidInput("argument", f"a number is out of range ({exc})") from None
+        except ValidationError as exc:  # a model built beneath the verb refused a value
+            raise invalid(exc) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def given(**values: Any) -> dict[str, Any]:
+    """Keyword arguments as a params dict, leaving out the optional ones not given (``None``)."""
+    return {k: v for k, v in values.items() if v is not None}
+
+
+def listed(name: str, values: Any, what: str) -> list[Any]:
+    """An iterable argument as a list (a string or a mapping is refused, not read item by item)."""
+    if isinstance(values, (str, bytes, dict)):
+        raise InvalidInput(name, f"must be a list of {what}")
+    try:
+        return list(values)
+    except TypeError:
+        raise InvalidInput(name, f"must be a list of {what}") from None
+
+
+def one_of(name: str, value: Any, kinds: tuple[type, ...], what: str) -> None:
+    if not isinstance(value, kinds):
+        raise InvalidInput(name, f"must be {what}")

@@ -1,0 +1,232 @@
+"""The engine: what every verb shares, held once per open vault.
+
+A :class:`Vault` is a thin facade: each verb validates its arguments into a params model and hands
+them to the module that owns the concept. Those modules are given this object, which holds the
+parts they share and the few operations built on them:
+
+- the storage backend (:mod:`storage`): connections (one per thread), read snapshots and write
+  transactions, the driver (plaintext or encrypted);
+- the clock, the embedder and hybrid recall's default fusion weights;
+- the in-memory indexes (:mod:`indexes`) and the caches (cluster partitions, trigger-phrase and
+  memory-file heading vectors, the memory-entry index, the last query's vector);
+- writes that need vectors (:meth:`plan` embeds before the transaction, :meth:`write_planned`
+  retries when the transaction meets a text its plan did not foresee), reinforcement, and the
+  wiring of recall to its arms.
+
+Nothing here is a verb; nothing here knows about MCP, the CLI or a framework.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+
+from . import recall, store
+from .graphrag.communities import Communities
+from .embeddings import Embedder, LazyEmbedder, checked
+from .errors import InvalidInput, NotFound, StorageError
+from .fusion import Fusion
+from .indexes import HeadMirror, KeywordIndex, VectorIndex
+from .models import Entity, RecallResult
+from .params import OpenParams, RecallParams, RememberInput
+from .storage import Connection
+from .storage.sqlite import SQLiteBackend
+
+T = TypeVar("T")
+DRIVER_ERRORS = SQLiteBackend.errors  # what a backend's driver raises (the API edge maps them to StorageError)
+EMBED_BATCH = 256  # texts per embedder call when writing
+Clock = Callable[[], int]
+
+
+def wall_clock() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class Engine:
+    """The shared state of one open vault (see the module docstring)."""
+
+    def __init__(self, options: OpenParams, *, clock: Clock | None, embedder: Embedder | None,
+                 fusion: Fusion, cross_encoder: Any) -> None:
+        self.path = options.path
+        if not options.create and (not Path(self.path).is_file() or Path(self.path).stat().st_size == 0):
+            # An empty file is no vault either: SQLite would make one of it, and a read must not write.
+            raise NotFound(f"no vault at {self.path} (create one with `perseus-vault init` or by remembering something)")
+        if options.create:
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self.clock = clock or wall_clock
+        self.backend = SQLiteBackend(self.path, key=options.key, synchronous=options.synchronous)
+        self.backend.migrate(self.clock())
+        self.keyword_index = KeywordIndex(self.backend) if options.keyword_index else None
+        self.vector_index = VectorIndex(self.backend) if options.vector_index else None
+        self.embedder: Embedder | None = embedder
+        self.fusion = fusion
+        self.clusters = Communities()
+        self.cross_encoder = cross_encoder
+        self.memory_lock = threading.Lock()  # one add/delete at a time rewrites a memory file in this process
+        self.caches: dict[str, Any] = {}  # owned by the modules that fill them (memory entries, ...)
+        self.trigger_vectors: dict[str, dict[str, np.ndarray]] = {}  # model -> phrase -> vector
+        self.heading_vectors: dict[str, dict[str, np.ndarray]] = {}  # model -> memory-file heading -> vector
+        self._last_query: tuple[str, Embedder, np.ndarray] | None = None
+
+    @classmethod
+    def open(cls, options: OpenParams, *, clock: Clock | None, embedder: Embedder | bool | None,
+             fusion: Fusion | None, cross_encoder: Any) -> Engine:
+        """Resolve the embedder choice (None: the configured default, False: keyword-only) and open."""
+        if embedder is None and os.environ.get("PERSEUS_VAULT_EMBEDDER") == "none":
+            embedder = False  # the operator runs this vault keyword-only
+        chosen: Embedder | None
+        if embedder is False:
+            chosen = None
+        elif embedder is None:
+            chosen = LazyEmbedder(threads=options.threads)
+        elif isinstance(embedder, Embedder):
+            chosen = embedder
+        else:
+            raise InvalidInput("embedder", "must have identity, dimension and embed(texts), or be False")
+        if cross_encoder is not None and not callable(getattr(cross_encoder, "predict", None)):
+            raise InvalidInput("cross_encoder", "must have predict(pairs) returning one score per pair")
+        return cls(options, clock=clock, embedder=chosen, fusion=fusion or Fusion(), cross_encoder=cross_encoder)
+
+    def close(self) -> None:
+        self.backend.close()
+
+    # --- connections and transactions -----------------------------------------------------------
+
+    def conn(self) -> Connection:
+        """This thread's connection."""
+        return self.backend.conn()
+
+    def now(self) -> int:
+        return self.clock()
+
+    @contextmanager
+    def reading(self) -> Iterator[Connection]:
+        """This thread's connection inside one read snapshot."""
+        conn = self.conn()
+        with self.backend.read_snapshot(conn):
+            yield conn
+
+    def read(self, work: Callable[[Connection], T]) -> T:
+        with self.reading() as conn:
+            return work(conn)
+
+    def write(self, work: Callable[[Connection], T]) -> T:
+        """``work`` in one write transaction (retried on a busy file), committed before returning."""
+        return self.backend.write(self.conn(), work)
+
+    def write_planned(self, plan: store.VectorPlan | None, work: Callable[[Connection], T]) -> T:
+        """A write whose new versions need vectors: when the transaction meets a text its plan did
+        not foresee, it rolls back, the text is embedded, and it runs again (a few times at most)."""
+        for _ in range(5):
+            try:
+                return self.write(work)
+            except store.MissingVectors as missing:
+                assert plan is not None and self.embedder is not None
+                plan.by_text.update(zip(missing.texts, checked(self.embedder, missing.texts)))
+        raise StorageError("the vault kept changing under this write; try again")
+
+    def entity(self, entity_id: int) -> Entity:
+        """The current version of an entity that exists (just written or checked)."""
+        row = store.head_row(self.conn(), entity_id)
+        assert row is not None
+        return store.to_entity(row, self.now())
+
+    def entities(self, ids: Sequence[int]) -> list[Entity]:
+        rows = store.head_rows(self.conn(), list(ids))
+        now = self.now()
+        return [store.to_entity(rows[i], now) for i in ids]
+
+    def reinforce(self, ids: list[int]) -> None:
+        """Count a retrieval of ``ids``. Usage counters are not user data: no fsync for them."""
+        self.backend.write_unsynced(self.conn(), lambda c: store.reinforce(c, ids, self.now()))
+
+    # --- embedding -------------------------------------------------------------------------------
+
+    def plan(self, texts_of: Callable[[Connection], list[str]], items: Sequence[RememberInput] = ()
+             ) -> store.VectorPlan | None:
+        """Embed, before the write transaction, the texts a write will store, and the trigger phrases
+        of ``items`` not embedded yet (none without an embedder): embedding a phrase once, when it is
+        written, keeps the reads that match triggers (``prepare``, every turn) to embedding their context."""
+        if self.embedder is None:
+            return None
+        identity = self.embedder.identity
+        with self.reading() as conn:
+            self.backend.vectors.check_model(conn, identity, self.embedder.dimension)
+            texts = texts_of(conn)
+            phrases = store.phrases_to_embed(self.backend, conn, items, identity) if items else []
+        plan = store.VectorPlan(identity, self.embedder.dimension)
+        made = self.embed_texts(list(dict.fromkeys(texts + phrases)))  # one model call for both, where they fit
+        plan.by_text.update((t, made[t]) for t in texts)
+        plan.phrases.update((p, made[p]) for p in phrases)
+        self.trigger_vectors.setdefault(identity, {}).update(plan.phrases)
+        return plan
+
+    def embed_texts(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
+        """``texts`` embedded in batches of EMBED_BATCH, by text."""
+        assert self.embedder is not None
+        made: dict[str, np.ndarray] = {}
+        for start in range(0, len(texts), EMBED_BATCH):
+            chunk = list(texts[start : start + EMBED_BATCH])
+            made.update(zip(chunk, checked(self.embedder, chunk)))
+        return made
+
+    def embedder_model(self) -> tuple[str, int]:
+        """(identity, dimension) of the embedder, read only when a mode needs it (a remote provider
+        answers this with a network call)."""
+        assert self.embedder is not None
+        return self.embedder.identity, self.embedder.dimension
+
+    def embed_query(self, text: str) -> np.ndarray:
+        assert self.embedder is not None
+        last = self._last_query
+        if last is not None and last[0] == text and last[1] is self.embedder:
+            return last[2]  # prepare embeds its context for triggers, then recall asks again
+        vector: np.ndarray = checked(self.embedder, [text])[0]
+        self._last_query = (text, self.embedder, vector)
+        return vector
+
+    # --- recall and the indexes ------------------------------------------------------------------
+
+    def recall(self, p: RecallParams, only: list[int] | None = None, vector: np.ndarray | None = None) -> RecallResult:
+        """Recall (:mod:`recall`) with this vault's arms, then warm the indexes the mode could use."""
+        arms = recall.Arms(
+            backend=self.backend,
+            keyword_index=self.keyword_index,
+            vector_index=self.vector_index,
+            embed_query=self.embed_query if self.embedder is not None else None,
+            embedder_model=self.embedder_model if self.embedder is not None else None,
+            fusion=self.fusion,
+        )
+        result = recall.recall(self.conn(), p, self.now(), self.reinforce, arms, only=only, vector=vector)
+        self.warm(result.search_mode)
+        return result
+
+    def warm(self, mode: str) -> None:
+        """After a recall, build the in-memory indexes it could use (in the background)."""
+        build = self.backend.connect
+        if self.keyword_index is not None and not self.keyword_index.ready and mode in ("fts5", "hybrid"):
+            self.keyword_index.start_background_build(build)
+        if self.vector_index is not None and not self.vector_index.ready and mode in ("dense", "hybrid"):
+            self.vector_index.start_background_build(build)
+
+    def wait(self, index: HeadMirror | None, timeout: float) -> bool:
+        """Build ``index`` now (if not yet built) and wait for it; True when ready."""
+        if index is None:
+            return False
+        deadline = time.monotonic() + timeout
+        index.start_background_build(self.backend.connect)
+        while not index.ready and not index.disabled and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return index.ready
+
+    def reset_indexes(self) -> None:
+        for index in (self.keyword_index, self.vector_index):
+            if index is not None:
+                index.reset()

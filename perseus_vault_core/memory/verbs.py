@@ -1,0 +1,210 @@
+"""The memory-file verbs: import and export a folder, read, add and delete entries, recall by topic
+(docs/memory-files.md). Each takes the engine and validated arguments from the facade."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..embeddings import checked
+from ..errors import Conflict, InvalidInput, NotFound
+from ..models import (
+    MemoryChange,
+    MemoryEntry,
+    MemoryExportReport,
+    MemoryFileInfo,
+    MemoryFiles,
+    MemoryImportReport,
+    MemoryRecallResult,
+    MemoryText,
+    SkippedLine,
+)
+from ..params import AddMemoryParams, DeleteMemoryParams, GetMemoryParams, MemoryRecallParams
+from . import edits, files, index, sync
+from .names import check_name
+from .parser import parse
+
+if TYPE_CHECKING:
+    from ..engine import Engine
+
+
+def _scope(agent_id: str | None, workspace_hash: str | None) -> dict[str, Any]:
+    return {"agent_id": agent_id, "workspace_hash": workspace_hash}
+
+
+def memory_import(engine: Engine, folder: str | os.PathLike[str], memory_dir: str, bind: bool,
+                  agent_id: str | None, workspace_hash: str | None) -> MemoryImportReport:
+    """Import the memory files of ``folder/memory_dir`` (or of ``folder``) and the folder's notes."""
+    root = Path(folder).expanduser().resolve()
+    if not root.is_dir():
+        raise InvalidInput("folder", f"{folder} is not a folder")
+    directory = files.memory_dir(root, memory_dir)
+    scope = _scope(agent_id, workspace_hash)
+    found = files.read_folder(root, directory, scope)  # symlinks out and control characters skipped
+    report = sync.sync(engine, found.records, scope, prune=True, notes=found.notes, bind_to=directory if bind else None)
+    report.skipped = found.skipped + [SkippedLine(file=r.name, line=s.line, text=s.text, reason=s.reason)
+                                      for r in found.records for s in r.parsed.skipped]
+    return report
+
+
+def memory_unbind(engine: Engine, agent_id: str | None, workspace_hash: str | None) -> bool:
+    with engine.reading() as conn:
+        had = sync.binding(conn, agent_id, workspace_hash) is not None
+    if had:
+        engine.write(lambda c: sync.bind(c, None, agent_id, workspace_hash))
+    return had
+
+
+def _base(engine: Engine, file: str, agent_id: str | None, workspace_hash: str | None, *,
+          adding: bool = False) -> tuple[bytes, Path | None, bool]:
+    """The current bytes of a memory file (from the bound folder when there is one, else as
+    stored), the path to rewrite (when bound), and whether the file exists at all."""
+    with engine.reading() as conn:
+        folder = sync.binding(conn, agent_id, workspace_hash)
+        stored = sync.stored_bytes(conn, file, agent_id, workspace_hash)
+    return files.current(folder, file, stored, adding=adding)  # only imported files, only inside the folder
+
+
+def _rewrite(engine: Engine, p: AddMemoryParams | DeleteMemoryParams, data: bytes, path: Path | None) -> None:
+    """Store the file's new bytes (and, when bound, rewrite the markdown file atomically first)."""
+    with engine.memory_lock:
+        sync.sync(engine, [files.record(p.file, data)], _scope(p.agent_id, p.workspace_hash), prune=False,
+                  before_commit=(lambda: files.write_atomic(path, data)) if path is not None else None)
+
+
+def add_memory(engine: Engine, p: AddMemoryParams) -> MemoryChange:
+    date = p.date or time.strftime("%Y-%m-%d", time.gmtime(engine.now() / 1000))
+    base, path, _ = _base(engine, p.file, p.agent_id, p.workspace_hash, adding=True)
+    try:
+        data, offset = edits.add_entry(base, p.section.strip(), p.text.strip(), date)
+    except ValueError as exc:  # the file's shape leaves no place where the entry would read back whole
+        raise InvalidInput("text", str(exc)) from None
+    entry = next((e for e in files.record(p.file, data).parsed.entries if e.start == offset), None)
+    if entry is None:
+        raise InvalidInput("text", "would not read back as one dated entry (check its first line)")
+    _rewrite(engine, p, data, path)
+    return MemoryChange(file=p.file, entry=MemoryEntry(file=p.file, section=entry.section, date=entry.date,
+                                                       text=entry.text), written=str(path) if path is not None else None)
+
+
+def delete_memory(engine: Engine, p: DeleteMemoryParams) -> MemoryChange:
+    base, path, exists = _base(engine, p.file, p.agent_id, p.workspace_hash)
+    if not exists:
+        raise NotFound(f"no memory file {p.file!r}")
+    found = [e for e in parse(p.file, base).entries
+             if e.section == p.section.strip() and (p.date is None or e.date == p.date)
+             and (p.text is None or p.text == e.text or p.text in e.text)]
+    if not found:
+        raise NotFound(f"no entry in {p.file} / {p.section} matches")
+    if len(found) > 1:
+        raise Conflict(f"{len(found)} entries in {p.file} / {p.section} match; give the date and more of the text")
+    _rewrite(engine, p, edits.remove_entry(base, found[0]), path)
+    e = found[0]
+    return MemoryChange(file=p.file, entry=MemoryEntry(file=p.file, section=e.section, date=e.date, text=e.text),
+                        written=str(path) if path is not None else None)
+
+
+def get_memory(engine: Engine, p: GetMemoryParams) -> MemoryText:
+    base, _, exists = _base(engine, p.file, p.agent_id, p.workspace_hash)
+    if not exists:
+        raise NotFound(f"no memory file {p.file!r} (list them with list_memory_files)")
+    text = base.decode("utf-8", errors="replace")
+    if p.section is None:
+        return MemoryText(file=p.file, section=None, text=text)
+    match = next((s for s in parse(p.file, base).sections if s.title == p.section.strip()), None)
+    if match is None:
+        raise NotFound(f"no section {p.section!r} in memory file {p.file!r}")
+    return MemoryText(file=p.file, section=match.title, text=base[match.start : match.end].decode("utf-8", errors="replace"))
+
+
+def list_memory_files(engine: Engine, agent_id: str | None, workspace_hash: str | None) -> MemoryFiles:
+    v = sync.file_view(engine, agent_id, workspace_hash)
+    with engine.reading() as conn:
+        stored = sync.stored_files(conn, v)
+        folder = sync.binding(conn, agent_id, workspace_hash)
+    out = []
+    for name, body, updated in stored:
+        parsed = parse(name, files.file_bytes(body))
+        out.append(MemoryFileInfo(file=name, entries=len(parsed.entries), sections=[s.title for s in parsed.sections],
+                                  updated_at_ms=updated))
+    return MemoryFiles(files=out, bound_folder=str(folder) if folder is not None else None)
+
+
+def memory_export(engine: Engine, folder: str | os.PathLike[str], agent_id: str | None,
+                  workspace_hash: str | None) -> MemoryExportReport:
+    target = Path(folder)
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InvalidInput("folder", f"cannot create {folder}: {exc.strerror}") from None
+    v = sync.file_view(engine, agent_id, workspace_hash)
+    with engine.reading() as conn:
+        stored = sync.stored_files(conn, v)
+    names = [name for name, _, _ in stored]
+    if len(set(names)) < len(names):
+        raise InvalidInput("agent_id", "memory files of several scopes share a name; export one scope at a time")
+    written = files.export_files(target, [(name, files.file_bytes(body)) for name, body, _ in stored])
+    return MemoryExportReport(folder=str(target), files=written)
+
+
+def _cross(engine: Engine) -> Any:
+    """The cross-encoder for memory_recall: the one passed to the vault, else the operator's
+    ``PERSEUS_VAULT_CROSS_ENCODER`` model folder (loaded once), else None."""
+    if engine.cross_encoder is None:
+        path = os.environ.get(index.CROSS_ENCODER_ENV)
+        if path:
+            engine.cross_encoder = index.load_cross_encoder(path)
+    return engine.cross_encoder
+
+
+def _meaning(engine: Engine, entries: index.EntryIndex, topic: index.Topic, rows: np.ndarray) -> np.ndarray | None:
+    """Each row's meaning score (its cosine to the topic plus its heading's), or None without vectors."""
+    if entries.vectors is None or engine.embedder is None:
+        return None
+    identity, dimension = engine.embedder_model()
+    with engine.reading() as conn:
+        engine.backend.vectors.check_model(conn, identity, dimension)  # another model's query would rank noise
+    embedder = engine.embedder
+    known = engine.heading_vectors.setdefault(identity, {})
+    headings = entries.heading_vectors(lambda texts: checked(embedder, texts), known)
+    return entries.meaning(engine.embed_query(topic.text), headings, rows)
+
+
+def memory_recall(engine: Engine, p: MemoryRecallParams) -> MemoryRecallResult:
+    """Entries of the memory files about ``p.query``, oldest first (rules in docs/memory-files.md)."""
+    empty = MemoryRecallResult(entries=[], total=0, truncated=False, search_mode="fts", reranked=False)
+    if p.file is not None and check_name(p.file):
+        return empty  # no memory file can have that name
+    entries = sync.entry_index(engine)
+    rows = entries.rows(p.agent_id, p.workspace_hash, p.file)
+    if not len(rows):
+        return empty
+    topic = index.topic(p.query)  # content words: "what do I think about X" is asked about X
+    stems = list(topic.stems)
+    share = entries.coverage(stems, rows) if stems else np.zeros(len(rows))  # no content word: none holds "every word"
+    meaning = _meaning(engine, entries, topic, rows)
+    scores = meaning if meaning is not None else np.full(len(rows), np.nan)
+    matching = entries.matching(scores, share)
+    cross = _cross(engine)
+    reranked = False
+    if cross is not None:  # the operator's cross-encoder judges each match against the query
+        # the most relevant matches only (it judges one pair at a time): POOL, or 4 x limit
+        matched = entries.candidates(rows, scores, share, matching)[: max(index.POOL, 4 * p.limit)]
+        judged = [float(s) for s in cross.predict([(p.query, entries.entry(c.entity_id)[3]) for c in matched])] \
+            if matched else []
+        kept, total = index.rerank(matched, judged, p.limit)
+        reranked = bool(kept)
+    else:
+        kept, total = entries.top(rows, scores, share, matching, p.limit)
+    mode = "hybrid" if meaning is not None else "fts"
+    if not kept and stems:  # below the relevance threshold: relax to any topic word
+        kept, total = entries.top(rows, scores, share, share > 0, p.limit)
+        mode = "fts"
+    out = [MemoryEntry(file=f, section=section, date=date, text=text)
+           for f, section, date, text in (entries.entry(c.entity_id) for c in kept)]
+    return MemoryRecallResult(entries=out, total=total, truncated=total > len(out), search_mode=mode,
+                              reranked=reranked)

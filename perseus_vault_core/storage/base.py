@@ -1,0 +1,217 @@
+"""What a storage backend provides: the seam between the engine and one database (docs/architecture.md).
+
+The engine's services (writing, recall, graph, time, GraphRAG, memory files) issue their own SQL
+over the vault's tables (``entities``, ``entity_versions``, ``links``, ``version_vectors``,
+``head_changes``, ``meta``) in a portable subset: ``?`` and ``:name`` parameters, ``json_each``,
+``ON CONFLICT``, window-free SELECTs. What is specific to one database sits behind these protocols,
+in the backend's own subpackage (:mod:`.sqlite` for the embedded file):
+
+- connections, read snapshots, write transactions and their retries (:class:`Backend`);
+- the schema and its migrations;
+- keyword search: an inverted index, BM25 scores and the query's ceiling (:class:`KeywordStore`);
+- vectors: their storage, the model they belong to, and nearest-neighbour search (:class:`VectorStore`);
+- the change log that in-memory indexes follow (:class:`ChangeLog`);
+- looking after the file: stats, check, reindex, backup, rekey.
+
+A second backend implements the same protocols in a sibling subpackage; recall, ranking, fusion
+and the verbs do not change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ..filters import View
+    from ..bm25 import Terms
+    from ..indexes.keyword import KeywordIndex
+    from ..indexes.mirror import Hit, Ranking
+    from ..models import CheckReport, Stats
+    from ..params import Expansion
+
+T = TypeVar("T")
+
+
+class Cursor(Protocol):
+    """A DB-API cursor, as far as the vault uses one."""
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+    def __iter__(self) -> Iterator[Any]: ...
+
+    @property
+    def rowcount(self) -> int: ...
+
+    @property
+    def lastrowid(self) -> int | None: ...
+
+
+class Connection(Protocol):
+    """A DB-API connection, as far as the vault uses one (one per thread; see :class:`Backend`)."""
+
+    def execute(self, sql: str, parameters: Any = ..., /) -> Cursor: ...
+
+    def executemany(self, sql: str, parameters: Iterable[Any], /) -> Cursor: ...
+
+    def close(self) -> None: ...
+
+    @property
+    def in_transaction(self) -> bool: ...
+
+
+class Tokenizer(Protocol):
+    """The keyword index's own tokenizing, for text the pure-Python path does not cover."""
+
+    def terms(self, columns: Sequence[str | None]) -> tuple[Terms, int]: ...
+
+
+class KeywordStore(Protocol):
+    """Keyword search: the persistent inverted index, written in the writer's transaction."""
+
+    def index_versions(self, conn: Connection, rows: list[tuple[int, str, str | None, str]], heads: bool) -> None:
+        """Index versions (vid, content, summary, tags); ``heads``: they are current versions."""
+
+    def unindex_head(self, conn: Connection, vid: int, content: str, summary: str | None, tags: str) -> None:
+        """A version stopped being current (it stays in the all-versions index)."""
+
+    def unindex_versions(self, conn: Connection, entity_id: int) -> None:
+        """Every version of a purged entity leaves both indexes."""
+
+    def log_changes(self, conn: Connection, vids: list[int], op: int) -> None:
+        """Append to the change log (see :class:`ChangeLog`), in the writer's transaction."""
+
+    def rebuild(self, conn: Connection) -> None:
+        """Rebuild the keyword index from the rows (and log a rebuild)."""
+
+    def search(self, conn: Connection, words: list[str], stems: list[str], view: View, pool: int,
+               index: KeywordIndex | None = None) -> tuple[list[Hit], float]:
+        """The ``pool`` best visible matches for the OR of ``words`` (BM25, best first, ties by id),
+        and the query's ceiling: the most its words could score under the same statistics."""
+
+    def variants(self, conn: Connection, stems: tuple[str, ...], config: Expansion, view: View) -> list[str]:
+        """Index terms that extend the query's stems (query expansion)."""
+
+    def tokenizer(self, conn: Connection) -> Tokenizer:
+        """The index's own tokenizer on ``conn`` (the in-memory mirror scores exactly as the index)."""
+
+    def totals(self, conn: Connection) -> tuple[int, int]:
+        """(rows, tokens) of the current-versions index, as its BM25 counts them."""
+
+
+class VectorStore(Protocol):
+    """Vectors: one per version, all of one model, and nearest-neighbour search over them."""
+
+    TABLE: str
+
+    def model(self, conn: Connection) -> tuple[str, int] | None: ...
+
+    def check_model(self, conn: Connection, identity: str, dimension: int) -> None: ...
+
+    def claim(self, conn: Connection, identity: str, dimension: int) -> None: ...
+
+    def forget_model(self, conn: Connection) -> None: ...
+
+    def write(self, conn: Connection, rows: Sequence[tuple[int, np.ndarray]], heads: Sequence[int] = ()) -> None: ...
+
+    def copy(self, conn: Connection, from_vid: int, to_vid: int) -> None: ...
+
+    def delete(self, conn: Connection, vids: Sequence[int]) -> None: ...
+
+    def existing(self, conn: Connection, vids: Sequence[int]) -> set[int]: ...
+
+    def coverage(self, conn: Connection) -> tuple[int, int]: ...
+
+    def missing_count(self, conn: Connection) -> int: ...
+
+    def missing(self, conn: Connection, limit: int) -> list[tuple[int, str, str | None, bool]]: ...
+
+    def candidates(self, conn: Connection, query: np.ndarray, depth: int, agent_id: str | None,
+                   workspace_hash: str | None) -> tuple[Ranking, bool]: ...
+
+    def search(self, conn: Connection, query: np.ndarray, view: View, pool: int
+               ) -> tuple[list[Hit], dict[int, np.ndarray]]: ...
+
+    def rescore(self, hits: list[Hit], found: dict[int, np.ndarray], query: np.ndarray) -> list[Hit]: ...
+
+    def cosines(self, conn: Connection, vids: Sequence[int], query: np.ndarray) -> dict[int, float]: ...
+
+    def phrase_vectors(self, conn: Connection, model: str, wanted: Sequence[str]) -> dict[str, np.ndarray]: ...
+
+    def write_phrase_vectors(self, conn: Connection, model: str, vectors: dict[str, np.ndarray]) -> None: ...
+
+
+
+class ChangeLog(Protocol):
+    """The log of changes to the set of current versions, which in-memory indexes follow.
+
+    Every write appends, in its own transaction, one entry per version that became current (+1) or
+    stopped being current (-1), per vector written for a current version (2), per index rebuild (0)
+    and per model switch (3). Positions only grow; old entries may be trimmed."""
+
+    def position(self, conn: Connection) -> int: ...
+
+    def first(self, conn: Connection) -> int | None: ...
+
+    def pending(self, conn: Connection, after: int, upto: int, vectors: bool) -> int: ...
+
+    def entries(self, conn: Connection, after: int, upto: int, vectors: bool) -> list[tuple[int, int]]: ...
+
+    def rebuilt_since(self, conn: Connection, position: int) -> bool: ...
+
+    def heads(self, conn: Connection, feed: str) -> Iterable[Sequence[Any]]:
+        """Every current version as (vid, entity id, agent, workspace, *the feed's columns), by vid.
+        ``feed``: ``text`` (content, summary, tags) or ``vector`` (the stored vector, or null)."""
+
+    def head(self, conn: Connection, feed: str, vid: int) -> Sequence[Any] | None: ...
+
+
+class Backend(Protocol):
+    """One open database: what the engine holds (see the module docstring)."""
+
+    name: str
+    path: str
+    keyword: KeywordStore
+    vectors: VectorStore
+    changes: ChangeLog
+    errors: tuple[type[BaseException], ...]  # what the driver raises (the API edge turns them into StorageError)
+
+    @property
+    def encrypted(self) -> bool: ...
+
+    def conn(self) -> Connection:
+        """This thread's connection (opened on first use)."""
+
+    def connect(self) -> Connection:
+        """A new connection of its own (for a background index build); the caller closes it."""
+
+    def read_snapshot(self, conn: Connection) -> AbstractContextManager[Connection]:
+        """Every read inside sees one consistent snapshot."""
+
+    def write(self, conn: Connection, work: Callable[[Connection], T]) -> T:
+        """``work`` in one write transaction, retried while the database is busy; all or nothing."""
+
+    def write_unsynced(self, conn: Connection, work: Callable[[Connection], T]) -> T:
+        """A write that need not survive a power loss (usage counters)."""
+
+    def next_id(self, conn: Connection, table: str, column: str = "id") -> int:
+        """The id the table's next row gets: never one a purged row had."""
+
+    def migrate(self, now_ms: int) -> None: ...
+
+    def stats(self, conn: Connection, keyword_index: str, vector_index: str) -> Stats: ...
+
+    def check(self) -> CheckReport: ...
+
+    def reindex(self) -> None: ...
+
+    def backup(self, target: str) -> str: ...
+
+    def rekey(self, new_key: str | bytes) -> None: ...
+
+    def close(self) -> None: ...

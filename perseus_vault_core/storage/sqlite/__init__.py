@@ -1,0 +1,105 @@
+"""The embedded SQLite backend: one file, FTS5 for keywords, sqlite-vec for vectors.
+
+- :mod:`.connection`: choosing a driver that can load extensions (or encrypt), opening connections
+  (WAL, busy timeout, private file mode), read snapshots and write transactions with retries;
+- :mod:`.schema`: the tables, the FTS5 indexes and the migrations;
+- :mod:`.keyword`: FTS5 search, BM25 as ``bm25()`` computes it, and the writes that keep FTS5 in step;
+- :mod:`.vectors`: vectors as blobs with their sign bits, and sqlite-vec's distance functions;
+- :mod:`.changes`: the change log the in-memory indexes follow;
+- :mod:`.maintenance`: stats, check, reindex, backup.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import TypeVar
+
+from ...models import CheckReport, Stats
+from ..base import ChangeLog, Connection, KeywordStore, VectorStore
+from . import changes, keyword, maintenance, schema, vectors
+from .connection import SQLITE_ERRORS, ConnectionPool, choose_driver, connect, read_snapshot, resolve_key, write_transaction
+from .connection import rekey as _rekey
+
+T = TypeVar("T")
+
+__all__ = ["SQLITE_ERRORS", "SQLiteBackend"]
+
+
+class SQLiteBackend:
+    """One SQLite file: a connection per thread, and the SQLite implementations of the storage protocols."""
+
+    name = "sqlite"
+    keyword: KeywordStore = keyword
+    vectors: VectorStore = vectors
+    changes: ChangeLog = changes
+    errors = SQLITE_ERRORS
+
+    def __init__(self, path: str, *, key: str | bytes | None = None, synchronous: str = "FULL") -> None:
+        self.path = path
+        self.driver = choose_driver(key=resolve_key(key))
+        self.pool = ConnectionPool(path, self.driver, synchronous=synchronous)
+
+    @property
+    def encrypted(self) -> bool:
+        return self.driver.encrypted
+
+    def conn(self) -> Connection:
+        conn: Connection = self.pool.get()
+        return conn
+
+    def connect(self) -> Connection:
+        conn: Connection = connect(self.path, self.driver)
+        return conn
+
+    def read_snapshot(self, conn: Connection) -> AbstractContextManager[Connection]:
+        return read_snapshot(conn)
+
+    def write(self, conn: Connection, work: Callable[[Connection], T]) -> T:
+        return write_transaction(conn, work)
+
+    def write_unsynced(self, conn: Connection, work: Callable[[Connection], T]) -> T:
+        conn.execute("PRAGMA synchronous = NORMAL")  # no fsync for this one
+        try:
+            return write_transaction(conn, work)
+        finally:
+            conn.execute(f"PRAGMA synchronous = {self.pool.synchronous}")
+
+    def next_id(self, conn: Connection, table: str, column: str = "id") -> int:
+        return schema.next_id(conn, table, column)
+
+    def migrate(self, now_ms: int) -> None:
+        schema.migrate(self.conn(), now_ms)
+
+    def stats(self, conn: Connection, keyword_index: str, vector_index: str) -> Stats:
+        return maintenance.stats(conn, self.path, self.driver.name, self.driver.sqlite_version, keyword_index,
+                                 vector_index).model_copy(update={"encrypted": self.driver.encrypted})
+
+    def check(self) -> CheckReport:
+        # No snapshot: FTS5's integrity-check is issued as a write statement.
+        return maintenance.check(self.conn())
+
+    def reindex(self) -> None:
+        write_transaction(self.conn(), maintenance.reindex)
+
+    def backup(self, target: str) -> str:
+        return maintenance.backup(self.conn(), target)
+
+    def rekey(self, new_key: str | bytes) -> None:
+        """Re-encrypt under ``new_key``. The rekey needs the file to itself, and every open connection
+        holds the old key: close them all, rekey on a connection of its own, then start afresh (under
+        the old key if it failed)."""
+        key = resolve_key(new_key)
+        assert key is not None
+        synchronous = self.pool.synchronous
+        self.pool.close()
+        conn = connect(self.path, self.driver)
+        try:
+            _rekey(conn, key)
+            self.driver = choose_driver(key=key)
+        finally:
+            conn.close()
+            self.pool = ConnectionPool(self.path, self.driver, synchronous=synchronous)
+
+    def close(self) -> None:
+        self.pool.close()

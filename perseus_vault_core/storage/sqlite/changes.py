@@ -1,0 +1,69 @@
+"""The change log (``head_changes``) as the in-memory indexes read it (see :mod:`indexes.mirror`).
+
+The writer appends to it in its own transaction (:func:`keyword.log_changes`); a reader follows
+it up to its own snapshot. Positions are SQLite's AUTOINCREMENT sequence: they only grow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from ...indexes.mirror import OP_VECTOR
+from ..base import Connection
+from .vectors import TABLE
+
+# What each feed adds to (vid, entity id, agent, workspace) per current version.
+_FEEDS = {
+    "text": "v.content, v.summary, v.tags",
+    "vector": f"(SELECT x.embedding FROM {TABLE} x WHERE x.vid = v.vid)",
+}
+
+
+def _head_sql(feed: str, where: str) -> str:
+    return (f"SELECT v.vid, v.entity_id, e.agent_id, e.workspace_hash, {_FEEDS[feed]} "
+            f"FROM entity_versions v JOIN entities e ON e.id = v.entity_id {where}")
+
+
+def position(conn: Connection) -> int:
+    """The latest entry's position (0 for an empty log)."""
+    return int(conn.execute("SELECT coalesce(max(seq), 0) FROM head_changes").fetchone()[0])
+
+
+def first(conn: Connection) -> int | None:
+    """The oldest entry still kept (older ones were trimmed), or None."""
+    value = conn.execute("SELECT min(seq) FROM head_changes").fetchone()[0]
+    return int(value) if value is not None else None
+
+
+def _ops(vectors: bool) -> str:
+    return "1" if vectors else f"op <> {OP_VECTOR}"
+
+
+def pending(conn: Connection, after: int, upto: int, vectors: bool) -> int:
+    """How many entries lie in (after, upto]; ``vectors``: count vector writes too."""
+    return int(conn.execute(f"SELECT count(*) FROM head_changes WHERE seq > ? AND seq <= ? AND {_ops(vectors)}",
+                            (after, upto)).fetchone()[0])
+
+
+def entries(conn: Connection, after: int, upto: int, vectors: bool) -> list[tuple[int, int]]:
+    """The entries in (after, upto] as (vid, op), in order."""
+    return [(int(vid), int(op)) for vid, op in conn.execute(
+        f"SELECT c.vid, c.op FROM head_changes c WHERE c.seq > ? AND c.seq <= ? AND {_ops(vectors)} ORDER BY c.seq",
+        (after, upto))]
+
+
+def rebuilt_since(conn: Connection, after: int) -> bool:
+    """Whether the indexes were rebuilt after position ``after``."""
+    return conn.execute("SELECT 1 FROM head_changes WHERE seq > ? AND op = 0 LIMIT 1", (after,)).fetchone() is not None
+
+
+def heads(conn: Connection, feed: str) -> Iterable[Sequence[Any]]:
+    """Every current version with the feed's columns, by vid."""
+    return conn.execute(_head_sql(feed, "WHERE v.recorded_to_ms IS NULL ORDER BY v.vid"))
+
+
+def head(conn: Connection, feed: str, vid: int) -> Sequence[Any] | None:
+    """One version with the feed's columns (None when it was purged since)."""
+    row: Sequence[Any] | None = conn.execute(_head_sql(feed, "WHERE v.vid = ?"), (vid,)).fetchone()
+    return row
