@@ -19,17 +19,15 @@ from __future__ import annotations
 import datetime as dt
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from . import store
+from .engine import Engine
 from .errors import NotFound
 from .filters import FROM, view
 from .models import ConversationResult, ConversationTurn, ConversationWrite, Entity, TurnWritten
 from .params import ConversationParams, Filters, MessageInput, RememberConversationParams, RememberInput
 from .storage import Connection
-
-if TYPE_CHECKING:
-    from .engine import Engine
 
 CATEGORY = "conversation"
 TYPE = "turn"
@@ -81,7 +79,7 @@ class Batch:
         return [item for item in self.items if item is not None]
 
 
-def batch(conn: Any, p: RememberConversationParams) -> Batch:
+def batch(conn: Connection, p: RememberConversationParams) -> Batch:
     """Number ``p.messages`` as turns of their session, as the session stands on ``conn``: call it
     inside the write transaction, so that the numbers it gives are still free when they are written."""
     lo, hi = key_range(p.session)
@@ -153,7 +151,7 @@ def report(p: RememberConversationParams, b: Batch, changes: list[tuple[int, str
 # --- reading -------------------------------------------------------------------------------------
 
 
-def read(conn: Any, p: ConversationParams, now_ms: int) -> ConversationResult:
+def read(conn: Connection, p: ConversationParams, now_ms: int) -> ConversationResult:
     """The session's turns in order: a page from ``p.from_turn``, or the turns around ``p.around``.
 
     Without ``around`` the session is the one in the scope given (the default scope for an omitted

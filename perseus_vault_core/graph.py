@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import store
+from .dbapi import Connection
 from .errors import InvalidInput, NotFound
 from .filters import FROM_IDS, View, id_list
 from .models import Link, TraverseNode, TraverseResult
@@ -30,7 +31,7 @@ def _link(row: Any) -> Link:
 
 
 def link(
-    conn: Any, from_id: int, to_id: int, relation: str, weight: float, source: str | None,
+    conn: Connection, from_id: int, to_id: int, relation: str, weight: float, source: str | None,
     agent_id: str | None, workspace_hash: str | None, now_ms: int,
 ) -> Link:
     if from_id == to_id:
@@ -60,7 +61,7 @@ def link(
     return _link(row)
 
 
-def link_many(conn: Any, from_id: int, to_ids: list[int], relation: str, now_ms: int, weight: float = 1.0) -> int:
+def link_many(conn: Connection, from_id: int, to_ids: list[int], relation: str, now_ms: int, weight: float = 1.0) -> int:
     """Open a link from ``from_id`` to each of ``to_ids`` that lacks one (for links the vault makes
     itself between entities it knows share a scope). Returns how many were opened."""
     open_now = {
@@ -77,7 +78,7 @@ def link_many(conn: Any, from_id: int, to_ids: list[int], relation: str, now_ms:
 
 
 def unlink(
-    conn: Any, from_id: int, to_id: int, relation: str | None,
+    conn: Connection, from_id: int, to_id: int, relation: str | None,
     agent_id: str | None, workspace_hash: str | None, now_ms: int,
 ) -> int:
     """Close the open link(s) from ``from_id`` to ``to_id`` (one relation, or all). Returns how many."""
@@ -101,7 +102,7 @@ def open_links(view: View, alias: str = "l") -> tuple[str, dict[str, Any]]:
 
 
 def traverse(
-    conn: Any, start: int, depth: int, relations: list[str] | None, direction: str, view: View,
+    conn: Connection, start: int, depth: int, relations: list[str] | None, direction: str, view: View,
 ) -> TraverseResult:
     """Breadth-first walk from ``start`` to ``depth`` hops; each node once, at its shortest depth.
 
@@ -150,7 +151,7 @@ def _other(edge: Link, node: int) -> int:
 
 
 def _edges(
-    conn: Any, node: int, relations: list[str] | None, direction: str, clause: str, params: dict[str, Any]
+    conn: Connection, node: int, relations: list[str] | None, direction: str, clause: str, params: dict[str, Any]
 ) -> list[Link]:
     sides = {"out": ["from_id"], "in": ["to_id"], "both": ["from_id", "to_id"]}[direction]
     out: list[Link] = []
@@ -166,7 +167,7 @@ def _edges(
     return out
 
 
-def _visible(conn: Any, ids: list[int], view: View) -> dict[int, dict[str, Any]]:
+def _visible(conn: Connection, ids: list[int], view: View) -> dict[int, dict[str, Any]]:
     """Rows of those ``ids`` that the view lets the caller see."""
     out: dict[int, dict[str, Any]] = {}
     sql = f"SELECT {store.ENTITY_COLUMNS} FROM {FROM_IDS} WHERE {view.where}"

@@ -22,20 +22,18 @@ import json
 import os
 import stat
 from collections.abc import Callable, Iterable, Iterator
-from typing import IO, TYPE_CHECKING, Annotated, Any
+from typing import IO, Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from . import store
 from .embeddings import embedding_text
+from .engine import Engine
 from .errors import InvalidInput
+from .graph import LINK_COLUMNS
 from .models import ImportReport, Link
 from .params import MAX_INT, MAX_WEIGHT, RememberInput, validate
-from .graph import LINK_COLUMNS
 from .storage import Backend, Connection
-
-if TYPE_CHECKING:
-    from .engine import Engine
 
 FORMAT = 1
 Progress = Callable[[int, int], None]
@@ -110,7 +108,7 @@ def _dump(obj: dict[str, Any]) -> str:
 # --- export ------------------------------------------------------------------------------------
 
 
-def export_lines(conn: Any, agent_id: str | None = None, workspace_hash: str | None = None) -> Iterator[str]:
+def export_lines(conn: Connection, agent_id: str | None = None, workspace_hash: str | None = None) -> Iterator[str]:
     """Every entity (all statuses, all versions) and link in scope, as JSONL lines."""
     yield _dump({"record": "vault", "format": FORMAT})
     clauses, params = [], []
@@ -368,7 +366,7 @@ def _write_entity(
 
 
 def _write_link(
-    conn: Any, link: LinkRecord, id_map: dict[int, int], number: int, top: int, report: ImportReport
+    conn: Connection, link: LinkRecord, id_map: dict[int, int], number: int, top: int, report: ImportReport
 ) -> int:
     """Insert one link row (keeping its id when it is above every link id here); return the top id.
 
@@ -411,6 +409,7 @@ def _write_link(
          link.recorded_from_ms, link.recorded_to_ms),
     )
     report.links += 1
+    assert cur.lastrowid is not None
     return max(top, int(cur.lastrowid))
 
 

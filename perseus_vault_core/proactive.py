@@ -32,11 +32,12 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from . import store
+from .engine import Engine
 from .errors import NotSupported, VaultError
 from .filters import FROM, View, view
 from .graphrag.communities import SUMMARY_TYPE
@@ -45,9 +46,6 @@ from .params import MAX_QUERY_CHARS, Filters, PrepareParams, RecallParams, Recal
 from .porter import stem
 from .query import STOPWORDS, tokenize
 from .storage import Connection
-
-if TYPE_CHECKING:
-    from .engine import Engine
 
 PHRASE, TERMS, MEANING = 1.0, 0.75, 0.7
 LINE_CHARS = 400

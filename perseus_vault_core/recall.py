@@ -30,8 +30,8 @@ from .embeddings import BUNDLED_IDENTITY, embedding_text
 from .errors import InvalidInput, NotSupported
 from .filters import FROM, FROM_VIDS, View, id_list, narrow, view
 from .fusion import Fusion, combine, keyword_score
+from .hits import Hit, examined, visible_hits
 from .indexes.keyword import KeywordIndex
-from .indexes.mirror import Hit, examined, visible_hits
 from .indexes.vector import VectorIndex
 from .models import RecallItem, RecallResult
 from .params import RecallParams
@@ -116,7 +116,7 @@ def recall(
     return RecallResult(items=items, total=len(items), variants=variant_count, search_mode=mode)
 
 
-def _mode(conn: Any, params: RecallParams, arms: Arms) -> str:
+def _mode(conn: Connection, params: RecallParams, arms: Arms) -> str:
     vectors = arms.backend.vectors
     has_vectors = vectors.model(conn) is not None
     if params.mode is None:
@@ -168,7 +168,7 @@ def _model(arms: Arms) -> tuple[str, int]:
 _WORD_KNOBS = ("content_weight", "diversity_halving", "expansion", "fusion", "min_score")
 
 
-def _enumerate(conn: Any, params: RecallParams, v: View) -> Iterator[RecallItem]:
+def _enumerate(conn: Connection, params: RecallParams, v: View) -> Iterator[RecallItem]:
     """``query=""``: every visible entity in the default order (decay, then recency, then id), each
     scored by its decay. The knobs that need no query words re-rank it as they re-rank a search:
     ``startup``, ``profile="validity"``, ``recency_half_life_secs``, and ``trust_weight`` when given
@@ -244,7 +244,7 @@ def _item(row: dict[str, Any], s: Scored, ranks: dict[str, int], params: RecallP
 # --- the arms ------------------------------------------------------------------------------------
 
 
-def _keyword_arm(conn: Any, params: RecallParams, v: View, pool: int, arms: Arms) -> tuple[list[Hit], int]:
+def _keyword_arm(conn: Connection, params: RecallParams, v: View, pool: int, arms: Arms) -> tuple[list[Hit], int]:
     """Keyword hits scored on the absolute scale (:func:`fusion.keyword_score`), and how many
     expansion variants the search used."""
     terms = parse(params.query)
@@ -257,7 +257,7 @@ def _keyword_arm(conn: Any, params: RecallParams, v: View, pool: int, arms: Arms
     return [Hit(h.entity_id, h.vid, keyword_score(h.score, top)) for h in hits], len(extra)
 
 
-def _dense_arm(conn: Any, query: np.ndarray, v: View, pool: int, arms: Arms) -> list[Hit]:
+def _dense_arm(conn: Connection, query: np.ndarray, v: View, pool: int, arms: Arms) -> list[Hit]:
     """Dense candidates (see indexes/vector.py): scope is applied while choosing them; when the view's
     other filters reject many, the search goes deeper until as many visible candidates have been
     weighed as an unfiltered search weighs."""
@@ -280,7 +280,7 @@ def _dense_arm(conn: Any, query: np.ndarray, v: View, pool: int, arms: Arms) -> 
 
 
 def _search(
-    conn: Any, params: RecallParams, v: View, mode: str, arms: Arms, vector: np.ndarray | None = None,
+    conn: Connection, params: RecallParams, v: View, mode: str, arms: Arms, vector: np.ndarray | None = None,
 ) -> tuple[Iterable[RecallItem], int]:
     """``vector``: the caller's query vector (dense only); the query text then has no words, so no
     knob matches words against content."""
@@ -332,7 +332,7 @@ def _search(
 
 
 def _rank(
-    conn: Any, params: RecallParams, v: View, mode: str, scored: list[Scored],
+    conn: Connection, params: RecallParams, v: View, mode: str, scored: list[Scored],
     vids: dict[int, int], ranks: dict[int, dict[str, int]],
 ) -> Iterator[RecallItem]:
     rows = _pool_rows(conn, [vids[s.id] for s in scored], text=bool(
@@ -388,7 +388,7 @@ _POOL_COLUMNS = (
 _TEXT_COLUMNS = ("v.content", "v.summary", "v.tags")
 
 
-def _pool_rows(conn: Any, vids: list[int], text: bool) -> dict[int, dict[str, Any]]:
+def _pool_rows(conn: Connection, vids: list[int], text: bool) -> dict[int, dict[str, Any]]:
     """The columns the knobs need, for every pool candidate, in one statement (texts only when a
     knob reads them)."""
     columns = _POOL_COLUMNS + (_TEXT_COLUMNS if text else ())

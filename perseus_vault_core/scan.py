@@ -14,9 +14,9 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from typing import Any
 
 from . import store
+from .dbapi import Connection
 from .errors import InvalidInput
 from .filters import FROM_VERSIONS_FIRST, view
 from .models import ScanPage
@@ -51,7 +51,7 @@ def decode_cursor(cursor: str, params: ScanParams) -> int:
     return int(after)
 
 
-def scan(conn: Any, params: ScanParams, now_ms: int) -> ScanPage:
+def scan(conn: Connection, params: ScanParams, now_ms: int) -> ScanPage:
     after = decode_cursor(params.cursor, params) if params.cursor else 0
     v = view(params, now_ms)
     sql = (

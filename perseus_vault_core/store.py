@@ -163,26 +163,26 @@ def _fields(row: Sequence[Any] | dict[str, Any], now_ms: int) -> dict[str, Any]:
 # --- reads -------------------------------------------------------------------------------------
 
 
-def head_row(conn: Any, entity_id: int) -> dict[str, Any] | None:
+def head_row(conn: Connection, entity_id: int) -> dict[str, Any] | None:
     row = conn.execute(
         f"SELECT {ENTITY_COLUMNS} FROM {FROM} WHERE e.id = ? AND v.recorded_to_ms IS NULL", (entity_id,)
     ).fetchone()
     return None if row is None else row_dict(row)
 
 
-def head_rows(conn: Any, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
+def head_rows(conn: Connection, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
     """Head rows for ``ids`` (missing ids are simply absent)."""
     sql = f"SELECT {ENTITY_COLUMNS} FROM {FROM_IDS} WHERE v.recorded_to_ms IS NULL"
     return {r["id"]: r for r in map(row_dict, conn.execute(sql, {"ids": id_list(list(ids))}))}
 
 
-def version_rows(conn: Any, vids: Sequence[int]) -> dict[int, dict[str, Any]]:
+def version_rows(conn: Connection, vids: Sequence[int]) -> dict[int, dict[str, Any]]:
     """Rows for specific versions, keyed by entity id (one version per entity in a view)."""
     sql = f"SELECT {ENTITY_COLUMNS} FROM {FROM_VIDS}"
     return {r["id"]: r for r in map(row_dict, conn.execute(sql, {"vids": id_list(list(vids))}))}
 
 
-def rows_in_order(conn: Any, vids: Sequence[int], chunk: int = 64) -> Iterator[dict[str, Any]]:
+def rows_in_order(conn: Connection, vids: Sequence[int], chunk: int = 64) -> Iterator[dict[str, Any]]:
     """Rows for these versions, in this order, read a chunk at a time (a page of large memories is
     never all in memory at once; see :func:`fit`)."""
     for start in range(0, len(vids), chunk):
@@ -192,7 +192,7 @@ def rows_in_order(conn: Any, vids: Sequence[int], chunk: int = 64) -> Iterator[d
         yield from (found[vid] for vid in part if vid in found)
 
 
-def find_id(conn: Any, category: str, key: str, agent_id: str | None, workspace_hash: str | None) -> int | None:
+def find_id(conn: Connection, category: str, key: str, agent_id: str | None, workspace_hash: str | None) -> int | None:
     row = conn.execute(
         "SELECT id FROM entities WHERE agent_id = ? AND workspace_hash = ? AND category = ? AND key = ?",
         (agent_id or "", workspace_hash or "", category, key),
@@ -200,7 +200,7 @@ def find_id(conn: Any, category: str, key: str, agent_id: str | None, workspace_
     return None if row is None else int(row[0])
 
 
-def scoped_head(conn: Any, entity_id: int, agent_id: str | None, workspace_hash: str | None) -> dict[str, Any]:
+def scoped_head(conn: Connection, entity_id: int, agent_id: str | None, workspace_hash: str | None) -> dict[str, Any]:
     """The head row of ``entity_id`` if it exists in the caller's scope, else :class:`NotFound`."""
     params: dict[str, Any] = {"id": entity_id}
     clauses = ["e.id = :id", "v.recorded_to_ms IS NULL", *scope_clauses(agent_id, workspace_hash, params)]
@@ -434,7 +434,7 @@ def purge(backend: Backend, conn: Connection, entity_id: int, agent_id: str | No
     return PurgeResult(id=entity_id, versions=versions, links=links)
 
 
-def _forget_phrases(conn: Any, phrases: set[str]) -> None:
+def _forget_phrases(conn: Connection, phrases: set[str]) -> None:
     """Drop the stored vectors of trigger phrases no remaining version uses (a purge leaves no text)."""
     for phrase in sorted(phrases):
         used = conn.execute(
@@ -464,7 +464,7 @@ def supersede(
         new_version(backend, conn, new, _restate(new, supersedes=old_id), "supersede", now_ms)
 
 
-def reinforce(conn: Any, ids: Iterable[int], now_ms: int) -> None:
+def reinforce(conn: Connection, ids: Iterable[int], now_ms: int) -> None:
     """Count a retrieval: usage state only, never a new version."""
     ids = list(ids)
     if ids:
@@ -484,7 +484,7 @@ def phrases_to_embed(backend: Backend, conn: Connection, items: Sequence[Remembe
     return [p for p in wanted if p not in known]
 
 
-def texts_to_embed(conn: Any, items: Sequence[RememberInput]) -> list[str]:
+def texts_to_embed(conn: Connection, items: Sequence[RememberInput]) -> list[str]:
     """The texts a batch will store that no current version already carries (read before writing:
     embedding happens outside the write transaction, which stays short)."""
     needed: dict[str, None] = {}

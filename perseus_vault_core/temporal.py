@@ -18,15 +18,14 @@ before it was first recorded); an unknown fact is :class:`NotFound`.
 
 from __future__ import annotations
 
-from typing import Any
-
 from . import store
+from .dbapi import Connection
 from .errors import NotFound
 from .filters import FROM
 from .models import Entity, HistoryPage
 
 
-def resolve(conn: Any, category: str, key: str, agent_id: str | None, workspace_hash: str | None) -> int:
+def resolve(conn: Connection, category: str, key: str, agent_id: str | None, workspace_hash: str | None) -> int:
     entity_id = store.find_id(conn, category, key, agent_id, workspace_hash)
     if entity_id is None:
         scope = f" (agent_id={agent_id!r}, workspace_hash={workspace_hash!r})" if agent_id or workspace_hash else ""
@@ -34,7 +33,7 @@ def resolve(conn: Any, category: str, key: str, agent_id: str | None, workspace_
     return entity_id
 
 
-def history(conn: Any, entity_id: int, limit: int, offset: int, now_ms: int) -> HistoryPage:
+def history(conn: Connection, entity_id: int, limit: int, offset: int, now_ms: int) -> HistoryPage:
     total = int(conn.execute("SELECT count(*) FROM entity_versions WHERE entity_id = ?", (entity_id,)).fetchone()[0])
     rows = conn.execute(
         f"SELECT {store.ENTITY_COLUMNS} FROM {FROM} WHERE v.entity_id = ? ORDER BY v.version DESC LIMIT ? OFFSET ?",
@@ -44,7 +43,7 @@ def history(conn: Any, entity_id: int, limit: int, offset: int, now_ms: int) -> 
     return HistoryPage(items=items, total=total, has_more=offset + len(items) < total)
 
 
-def as_of(conn: Any, entity_id: int, as_of_ms: int) -> Entity | None:
+def as_of(conn: Connection, entity_id: int, as_of_ms: int) -> Entity | None:
     row = conn.execute(
         f"SELECT {store.ENTITY_COLUMNS} FROM {FROM} WHERE v.entity_id = ? AND v.recorded_from_ms <= ? "
         "AND (v.recorded_to_ms IS NULL OR v.recorded_to_ms > ?) ORDER BY v.version DESC LIMIT 1",
@@ -53,7 +52,7 @@ def as_of(conn: Any, entity_id: int, as_of_ms: int) -> Entity | None:
     return None if row is None else store.to_entity(row, as_of_ms)
 
 
-def bitemporal(conn: Any, entity_id: int, as_of_ms: int, valid_at_ms: int) -> Entity | None:
+def bitemporal(conn: Connection, entity_id: int, as_of_ms: int, valid_at_ms: int) -> Entity | None:
     row = conn.execute(
         f"SELECT {store.ENTITY_COLUMNS} FROM {FROM} WHERE v.entity_id = ? AND v.recorded_from_ms <= ? "
         "AND (v.valid_from_ms IS NULL OR v.valid_from_ms <= ?) ORDER BY v.version DESC LIMIT 1",

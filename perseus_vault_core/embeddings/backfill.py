@@ -7,15 +7,12 @@ so a long backfill can be stopped and resumed, and writers interleave with it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
+from ..engine import Engine
 from ..errors import NotSupported
 from ..models import EmbedReport
 from ..storage import Connection
 from .base import checked, embedding_text
-
-if TYPE_CHECKING:
-    from ..engine import Engine
 
 BATCH_ROWS = 2_048  # versions read per batch (embedded EMBED_BATCH texts per model call)
 Progress = Callable[[int, int], None]

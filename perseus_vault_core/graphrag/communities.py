@@ -31,6 +31,7 @@ from collections import OrderedDict, defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..dbapi import Connection
 from ..filters import FROM, View
 from ..graph import open_links
 
@@ -91,7 +92,7 @@ def community_id(members: tuple[int, ...] | list[int]) -> str:
 # --- reading the graph -------------------------------------------------------------------------
 
 
-def load(conn: Any, view: View) -> Graph:
+def load(conn: Connection, view: View) -> Graph:
     """The caller's view of the link graph (see the module's docstring)."""
     graph = Graph()
     boundary: list[int] = []
@@ -122,7 +123,7 @@ def load(conn: Any, view: View) -> Graph:
     return graph
 
 
-def stamp(conn: Any) -> tuple[int, ...]:
+def stamp(conn: Connection) -> tuple[int, ...]:
     """Changes whenever a link or any entity's current version changes (a few milliseconds at 50k
     links: it counts them, and reads the closed ones and the change log by index)."""
     links = conn.execute("SELECT count(*), coalesce(max(id), 0) FROM links").fetchone()
@@ -210,7 +211,7 @@ class Communities:
         self._partitions: OrderedDict[tuple[Any, ...], tuple[tuple[int, ...], int, int | None, Partition]] = OrderedDict()
         self.clustered = 0  # components clustered (not served from the memo) since this object was made
 
-    def partition(self, conn: Any, view: View, method: str) -> Partition:
+    def partition(self, conn: Connection, view: View, method: str) -> Partition:
         key = (method, view.where, tuple(sorted((k, v) for k, v in view.params.items() if k not in ("now", "instant"))))
         current = stamp(conn)
         with self._lock:

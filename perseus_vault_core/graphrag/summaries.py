@@ -26,7 +26,6 @@ import json
 import math
 import re
 from collections import Counter, defaultdict
-from typing import Any
 
 from .. import graph, store
 from ..filters import id_list
@@ -104,7 +103,7 @@ def _best_sentence(summary: str | None, content: str, df: Counter[str]) -> str:
 # --- in the file ---------------------------------------------------------------------------------
 
 
-def existing(conn: Any, groups: list[Group]) -> dict[str, int]:
+def existing(conn: Connection, groups: list[Group]) -> dict[str, int]:
     """Community id -> id of its summary entity, for the groups whose summary exists and is active."""
     if not groups:
         return {}
@@ -119,7 +118,7 @@ def existing(conn: Any, groups: list[Group]) -> dict[str, int]:
     return {key: int(entity_id) for key, entity_id in conn.execute(sql, {"wanted": wanted, "category": SUMMARY_CATEGORY})}
 
 
-def member_texts(conn: Any, group: Group) -> list[tuple[int, str | None, str]]:
+def member_texts(conn: Connection, group: Group) -> list[tuple[int, str | None, str]]:
     """(id, summary, content) of the group's most central members, most central first."""
     central = group.central(MEMBERS_READ)
     rows = conn.execute(
@@ -131,7 +130,7 @@ def member_texts(conn: Any, group: Group) -> list[tuple[int, str | None, str]]:
     return [by_id[i] for i in central if i in by_id]
 
 
-def topic(conn: Any, group: Group) -> str | None:
+def topic(conn: Connection, group: Group) -> str | None:
     """The members' most common topic path (ties: the shortest, then alphabetical)."""
     rows = conn.execute(
         "SELECT v.topic_path, count(*) FROM json_each(:ids) j CROSS JOIN entity_versions v "

@@ -8,9 +8,10 @@ into the chosen communities' members (:mod:`.global_recall` holds its pure steps
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .. import store
+from ..engine import Engine
 from ..errors import InvalidInput, NotFound
 from ..filters import view
 from ..models import (
@@ -38,9 +39,6 @@ from ..ranking import one_line
 from ..storage import Connection
 from . import global_recall, summaries
 from .communities import SUMMARY_TYPE, Group, Partition
-
-if TYPE_CHECKING:
-    from ..engine import Engine
 
 Polish = Callable[[str], str]
 

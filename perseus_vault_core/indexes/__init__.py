@@ -5,7 +5,7 @@ snapshot a reader sees; when one cannot, the backend's own search answers instea
 """
 
 from .keyword import KeywordIndex
-from .mirror import HeadMirror, Hit, Ranking
+from .mirror import HeadMirror
 from .vector import VectorIndex
 
-__all__ = ["HeadMirror", "Hit", "KeywordIndex", "Ranking", "VectorIndex"]
+__all__ = ["HeadMirror", "KeywordIndex", "VectorIndex"]

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -44,12 +44,11 @@ from ..bm25 import (
     length_norm,
     phrase_scores,
 )
+from ..dbapi import Connection
+from ..hits import Ranking
 from ..porter import stem
-from .mirror import HeadMirror, Ranking, grow
-
-if TYPE_CHECKING:
-    from ..storage.base import Backend, Tokenizer
-
+from ..storage.base import Backend, Tokenizer
+from .mirror import HeadMirror, grow
 
 # --- the index -----------------------------------------------------------------------------------
 
@@ -108,7 +107,7 @@ class KeywordIndex(HeadMirror):
         super().__init__(backend)
         self._clear()
 
-    def _prepare(self, conn: Any) -> None:
+    def _prepare(self, conn: Connection) -> None:
         self._conn, self._tokenizer = conn, None
 
     def _fts5_terms(self, columns: Sequence[str | None]) -> tuple[Terms, int]:
@@ -159,7 +158,7 @@ class KeywordIndex(HeadMirror):
         self._n_rows -= 1
         self._n_tokens -= int(self._lengths[slot])
 
-    def _finish(self, conn: Any, seq: int) -> str | None:
+    def _finish(self, conn: Connection, seq: int) -> str | None:
         assert self._flat is not None
         tids, slots, weights = self._flat
         self._indptr, self._slots, self._freqs = _csr(tids, slots, weights, self.rows.n, len(self._tid))
@@ -195,7 +194,7 @@ class KeywordIndex(HeadMirror):
     # -- ranking --
 
     def search(
-        self, conn: Any, stems: Sequence[str], agent_id: str | None = None, workspace_hash: str | None = None
+        self, conn: Connection, stems: Sequence[str], agent_id: str | None = None, workspace_hash: str | None = None
     ) -> Ranking | None:
         """Rank for the snapshot ``conn`` is reading, or ``None`` when the mirror cannot vouch for it."""
 

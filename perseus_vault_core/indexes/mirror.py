@@ -22,21 +22,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from ..filters import FROM_VIDS, View, id_list
-
-if TYPE_CHECKING:
-    from ..storage.base import Backend
-
-OP_HEAD = 1
-OP_GONE = -1
-OP_REBUILT = 0
-OP_VECTOR = 2
-OP_VECTORS_RESET = 3
+from ..dbapi import Connection
+from ..storage.base import OP_GONE, OP_HEAD, OP_REBUILT, OP_VECTOR, Backend
 
 
 class NotYet(Exception):
@@ -120,13 +111,13 @@ class HeadMirror:
     def _forget(self, slot: int) -> None:
         pass
 
-    def _finish(self, conn: Any, seq: int) -> str | None:
+    def _finish(self, conn: Connection, seq: int) -> str | None:
         return None
 
     def _vector_written(self, slot: int, values: Sequence[Any]) -> None:
         pass
 
-    def _prepare(self, conn: Any) -> None:
+    def _prepare(self, conn: Connection) -> None:
         """Anything to set up on the building connection before its snapshot starts."""
 
     # -- building --
@@ -156,7 +147,7 @@ class HeadMirror:
 
         threading.Thread(target=run, name=f"perseus-vault-{self.NAME}", daemon=True).start()
 
-    def build(self, conn: Any) -> None:
+    def build(self, conn: Connection) -> None:
         """Read every head in one snapshot and index it, into a fresh object (queries keep being
         answered meanwhile, by SQL); publish it only if the subclass vouches for it."""
         fresh = type(self)(self.backend)
@@ -189,7 +180,7 @@ class HeadMirror:
 
     # -- following the log --
 
-    def _apply(self, conn: Any, upto: int) -> bool:
+    def _apply(self, conn: Connection, upto: int) -> bool:
         """Apply logged changes in (seq, upto]. False when a rebuild is the better way."""
         log = self.backend.changes
         first = log.first(conn)
@@ -218,7 +209,7 @@ class HeadMirror:
         # Dead rows still cost in every scan: past a quarter, rebuild.
         return not (self.dead > 1000 and self.dead > self.rows.n // 4)
 
-    def _sync(self, conn: Any) -> bool:
+    def _sync(self, conn: Connection) -> bool:
         """Bring the mirror to the snapshot ``conn`` reads (lock held, ``conn`` in a transaction)."""
         upto = self.backend.changes.position(conn)
         if upto == self.seq:
@@ -229,7 +220,7 @@ class HeadMirror:
             return False
         return True
 
-    def answer(self, conn: Any, compute: Callable[[], Any]) -> Any:
+    def answer(self, conn: Connection, compute: Callable[[], Any]) -> Any:
         """``compute()`` for the snapshot ``conn`` reads, or ``None`` when the mirror cannot vouch for it.
 
         Following the log and computing happen under one lock, so another thread cannot move
@@ -250,7 +241,7 @@ class HeadMirror:
             self.disabled = None
             self._disabled_at = None
 
-    def _retry_after_rebuild(self, conn: Any) -> None:
+    def _retry_after_rebuild(self, conn: Connection) -> None:
         """A mirror that gave up may try again once someone has rebuilt the indexes."""
         if self._disabled_at is None or self._building:
             return
@@ -283,65 +274,3 @@ class HeadMirror:
         if self.ready:
             return f"ready ({self.rows.n - self.dead} rows)"
         return "building" if self._building else "not built"
-
-
-class Ranking:
-    """Scored candidates of one query, ordered on demand (best first, ties by entity id).
-    ``ceiling``: for a keyword ranking, the most the query's words could score (see fusion.py)."""
-
-    def __init__(self, vids: np.ndarray, entity_ids: np.ndarray, scores: np.ndarray, ceiling: float = 0.0) -> None:
-        self.vids, self.entity_ids, self.scores, self.ceiling = vids, entity_ids, scores, ceiling
-
-    def __len__(self) -> int:
-        return len(self.scores)
-
-    def top(self, k: int) -> list[tuple[int, int, float]]:
-        """The best ``k`` as (entity id, vid, score); exact at the cut, where ties go by id."""
-        scores = self.scores
-        if k < len(scores):
-            cut = np.partition(scores, len(scores) - k)[len(scores) - k]
-            pick = np.flatnonzero(scores >= cut)
-        else:
-            pick = np.arange(len(scores))
-        order = pick[np.lexsort((self.entity_ids[pick], -scores[pick]))][:k]
-        return list(zip(self.entity_ids[order].tolist(), self.vids[order].tolist(), scores[order].tolist()))
-
-
-@dataclass(frozen=True)
-class Hit:
-    """One match of a recall arm: the entity, the version that matched, and its score (higher is better)."""
-
-    entity_id: int
-    vid: int
-    score: float
-
-
-def visible_hits(conn: Any, ranking: Ranking, view: View, pool: int) -> list[Hit]:
-    """Walk a ranking best first, keeping the candidates the view lets this caller see.
-
-    Batches grow with the share of candidates the filters rejected so far, so a narrow view
-    costs a few statements, not one per page of candidates. ``visible_hits.examined`` after a
-    call: how many candidates were looked at (for callers that judge the filters' bite).
-    """
-    hits: list[Hit] = []
-    want = pool + pool // 4 + 8
-    taken = 0
-    sql = f"SELECT v.vid FROM {FROM_VIDS} WHERE {view.where}"
-    while len(hits) < pool and taken < len(ranking):
-        batch = ranking.top(taken + want)[taken:]
-        taken += len(batch)
-        params = dict(view.params, vids=id_list([vid for _, vid, _ in batch]))
-        visible = {row[0] for row in conn.execute(sql, params)}
-        hits.extend(Hit(eid, vid, score) for eid, vid, score in batch if vid in visible)
-        rate = max(len(hits) / taken, 0.01)
-        want = min(int((pool - len(hits)) / rate * 1.25) + 8, 20_000)
-    _last_walk.examined = taken
-    return hits[:pool]
-
-
-_last_walk = threading.local()
-
-
-def examined() -> int:
-    """Candidates the last :func:`visible_hits` on this thread looked at."""
-    return int(getattr(_last_walk, "examined", 0))

@@ -20,15 +20,15 @@ the search repeats deeper (see recall._dense_arm).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
+from ..dbapi import Connection
 from ..dense import cosine, nearest, sign_words, words
-from .mirror import OP_REBUILT, OP_VECTORS_RESET, HeadMirror, NotYet, Ranking, grow
-
-if TYPE_CHECKING:
-    from ..storage.base import Backend
+from ..hits import Ranking
+from ..storage.base import OP_REBUILT, OP_VECTORS_RESET, Backend
+from .mirror import HeadMirror, NotYet, grow
 
 
 class VectorIndex(HeadMirror):
@@ -48,7 +48,7 @@ class VectorIndex(HeadMirror):
         self._has = np.zeros(0, dtype=bool)
         self._bits: list[np.ndarray] = []  # sign bits, one uint64 column per 64 dimensions
 
-    def _prepare(self, conn: Any) -> None:
+    def _prepare(self, conn: Connection) -> None:
         recorded = self.backend.vectors.model(conn)
         if recorded is None:
             raise NotYet("this vault has no vectors yet")
@@ -80,7 +80,7 @@ class VectorIndex(HeadMirror):
         self._has[slot] = False
 
     def search(
-        self, conn: Any, query: np.ndarray, depth: int, agent_id: str | None = None, workspace_hash: str | None = None
+        self, conn: Connection, query: np.ndarray, depth: int, agent_id: str | None = None, workspace_hash: str | None = None
     ) -> tuple[Ranking, bool] | None:
         """The ``depth`` nearest live heads in scope by sign-bit Hamming distance (ties by entity id),
         scored by exact cosine; and whether that was every candidate there is. ``None`` if the mirror

@@ -13,9 +13,10 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .. import graph, store
+from ..engine import Engine
 from ..filters import FROM, View, view
 from ..models import MemoryImportReport
 from ..params import Filters, RememberInput, validate
@@ -23,9 +24,6 @@ from ..storage import Connection
 from .files import FileRecord, file_bytes
 from .index import EntryIndex
 from .names import ENTRY_TYPE, FILE_CATEGORY, FILE_TYPE, LINK_RELATION, NOTE_CATEGORY, entry_category
-
-if TYPE_CHECKING:
-    from ..engine import Engine
 
 BINDING_KEY = "memory_folder"
 Note = tuple[dict[str, Any], list[str]]  # a note's memory item, and the names its wikilinks point at

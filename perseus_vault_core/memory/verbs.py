@@ -6,11 +6,12 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from ..embeddings import checked
+from ..engine import Engine
 from ..errors import Conflict, InvalidInput, NotFound
 from ..models import (
     MemoryChange,
@@ -27,9 +28,6 @@ from ..params import AddMemoryParams, DeleteMemoryParams, GetMemoryParams, Memor
 from . import edits, files, index, sync
 from .names import check_name
 from .parser import parse
-
-if TYPE_CHECKING:
-    from ..engine import Engine
 
 
 def _scope(agent_id: str | None, workspace_hash: str | None) -> dict[str, Any]:

@@ -3,6 +3,6 @@
 :mod:`.sqlite` is the embedded file, the default and today the only backend.
 """
 
-from .base import Backend, ChangeLog, Connection, Cursor, KeywordStore, Tokenizer, VectorStore
+from .base import Backend, ChangeLog, Connection, Cursor, KeywordMirror, KeywordStore, Tokenizer, VectorStore
 
-__all__ = ["Backend", "ChangeLog", "Connection", "Cursor", "KeywordStore", "Tokenizer", "VectorStore"]
+__all__ = ["Backend", "ChangeLog", "Connection", "Cursor", "KeywordMirror", "KeywordStore", "Tokenizer", "VectorStore"]

@@ -19,56 +19,42 @@ and the verbs do not change.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
-if TYPE_CHECKING:
-    import numpy as np
+import numpy as np
 
-    from ..filters import View
-    from ..bm25 import Terms
-    from ..indexes.keyword import KeywordIndex
-    from ..indexes.mirror import Hit, Ranking
-    from ..models import CheckReport, Stats
-    from ..params import Expansion
+from ..bm25 import Terms
+from ..dbapi import Connection as Connection  # re-exported: the backend hands these out
+from ..dbapi import Cursor as Cursor
+from ..filters import View
+from ..hits import Hit, Ranking
+from ..models import CheckReport, Stats
+from ..params import Expansion
 
 T = TypeVar("T")
 
-
-class Cursor(Protocol):
-    """A DB-API cursor, as far as the vault uses one."""
-
-    def fetchone(self) -> Any: ...
-
-    def fetchall(self) -> list[Any]: ...
-
-    def __iter__(self) -> Iterator[Any]: ...
-
-    @property
-    def rowcount(self) -> int: ...
-
-    @property
-    def lastrowid(self) -> int | None: ...
-
-
-class Connection(Protocol):
-    """A DB-API connection, as far as the vault uses one (one per thread; see :class:`Backend`)."""
-
-    def execute(self, sql: str, parameters: Any = ..., /) -> Cursor: ...
-
-    def executemany(self, sql: str, parameters: Iterable[Any], /) -> Cursor: ...
-
-    def close(self) -> None: ...
-
-    @property
-    def in_transaction(self) -> bool: ...
+# Change-log operations (see :class:`ChangeLog`).
+OP_HEAD = 1  # a version became current
+OP_GONE = -1  # a version stopped being current
+OP_REBUILT = 0  # the indexes were rebuilt: followers rebuild too
+OP_VECTOR = 2  # a current version's vector was (re)written
+OP_VECTORS_RESET = 3  # every vector was dropped for a re-embed: vector followers rebuild
 
 
 class Tokenizer(Protocol):
     """The keyword index's own tokenizing, for text the pure-Python path does not cover."""
 
     def terms(self, columns: Sequence[str | None]) -> tuple[Terms, int]: ...
+
+
+class KeywordMirror(Protocol):
+    """An in-memory keyword index the backend's search may rank with (:class:`indexes.KeywordIndex`)."""
+
+    def search(self, conn: Connection, stems: Sequence[str], agent_id: str | None = None,
+               workspace_hash: str | None = None) -> Ranking | None:
+        """A ranking for the snapshot ``conn`` reads, or None when the index cannot vouch for it."""
 
 
 class KeywordStore(Protocol):
@@ -90,7 +76,7 @@ class KeywordStore(Protocol):
         """Rebuild the keyword index from the rows (and log a rebuild)."""
 
     def search(self, conn: Connection, words: list[str], stems: list[str], view: View, pool: int,
-               index: KeywordIndex | None = None) -> tuple[list[Hit], float]:
+               index: KeywordMirror | None = None) -> tuple[list[Hit], float]:
         """The ``pool`` best visible matches for the OR of ``words`` (BM25, best first, ties by id),
         and the query's ceiling: the most its words could score under the same statistics."""
 

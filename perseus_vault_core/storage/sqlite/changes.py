@@ -9,8 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ...indexes.mirror import OP_VECTOR
-from ..base import Connection
+from ..base import OP_VECTOR, Connection
 from .vectors import TABLE
 
 # What each feed adds to (vid, entity id, agent, workspace) per current version.

@@ -14,21 +14,18 @@ scored here from FTS5's own data (see :func:`scoped_search`), or by the in-memor
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from ...bm25 import ASCII_TOKEN, WEIGHTS, Terms, avgdl, ceiling, idf, length_norm, phrase_scores
 from ...filters import View, scope_clauses
-from ...indexes.mirror import OP_GONE, OP_HEAD, OP_REBUILT, Hit, Ranking, visible_hits
+from ...hits import Hit, Ranking, visible_hits
 from ...params import Expansion
 from ...porter import stem
 from ...query import match_expression, quote
-from ..base import Connection
+from ..base import OP_GONE, OP_HEAD, OP_REBUILT, Connection, KeywordMirror
 from .schema import TOKENIZE
-
-if TYPE_CHECKING:
-    from ...indexes.keyword import KeywordIndex
 
 _WEIGHTS = ", ".join(str(w) for w in WEIGHTS)
 # Both FTS5 tables' columns, in order; an instance row's weight as SQL (``i.col`` is the column's name).
@@ -42,7 +39,7 @@ _COLUMN_WEIGHT = "CASE i.col " + " ".join(f"WHEN '{c}' THEN {w}" for c, w in zip
 class Fts5Tokenizer:
     """FTS5's own tokenizer, through a scratch table on one connection (for non-ASCII text)."""
 
-    def __init__(self, conn: Any) -> None:
+    def __init__(self, conn: Connection) -> None:
         self.conn = conn
         conn.execute(
             f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.pv_tok USING fts5(c0, c1, c2, tokenize='{TOKENIZE}')"
@@ -71,7 +68,7 @@ class Fts5Tokenizer:
         return terms
 
 
-def phrase_of(conn: Any, word: str) -> tuple[str, ...]:
+def phrase_of(conn: Connection, word: str) -> tuple[str, ...]:
     """The index terms of one query word: its stem when ASCII (the Python stemmer is FTS5's), else
     FTS5's own tokenizing."""
     if word.isascii():
@@ -79,7 +76,7 @@ def phrase_of(conn: Any, word: str) -> tuple[str, ...]:
     return Fts5Tokenizer(conn).phrase(word)
 
 
-def fts5_totals(conn: Any, table: str = "entities_fts") -> tuple[int, int]:
+def fts5_totals(conn: Connection, table: str = "entities_fts") -> tuple[int, int]:
     """(rows, tokens in all columns) as FTS5 itself stores them (its 'averages' record)."""
     row = conn.execute(f"SELECT block FROM {table}_data WHERE id = 1").fetchone()
     if row is None or not row[0]:
@@ -142,7 +139,7 @@ MAX_EXPANDED_STEMS = 32  # the query's first stems long enough to expand
 MAX_VARIANT_CHECKS = 256  # visibility checks in all
 
 
-def log_changes(conn: Any, vids: list[int], op: int) -> None:
+def log_changes(conn: Connection, vids: list[int], op: int) -> None:
     """Record changes for the in-memory mirrors (see mirror.py), in the writer's transaction."""
     conn.executemany("INSERT INTO head_changes (vid, op) VALUES (?, ?)", [(vid, op) for vid in vids])
     top = conn.execute("SELECT max(seq) FROM head_changes").fetchone()[0]
@@ -150,7 +147,7 @@ def log_changes(conn: Any, vids: list[int], op: int) -> None:
         conn.execute("DELETE FROM head_changes WHERE seq <= ?", (top - CHANGE_LOG_KEEP,))
 
 
-def index_versions(conn: Any, rows: list[tuple[int, str, str | None, str]], heads: bool) -> None:
+def index_versions(conn: Connection, rows: list[tuple[int, str, str | None, str]], heads: bool) -> None:
     """Index new versions ``(vid, content, summary, tags)``: always in ``versions_fts``; in
     ``entities_fts`` too when they are heads."""
     conn.executemany("INSERT INTO versions_fts(rowid, content, summary, tags) VALUES (?, ?, ?, ?)", rows)
@@ -159,7 +156,7 @@ def index_versions(conn: Any, rows: list[tuple[int, str, str | None, str]], head
         log_changes(conn, [row[0] for row in rows], OP_HEAD)
 
 
-def unindex_head(conn: Any, vid: int, content: str, summary: str | None, tags: str) -> None:
+def unindex_head(conn: Connection, vid: int, content: str, summary: str | None, tags: str) -> None:
     """A head was closed: it leaves the current index (it stays in the history index)."""
     conn.execute(
         "INSERT INTO entities_fts(entities_fts, rowid, content, summary, tags) VALUES ('delete', ?, ?, ?, ?)",
@@ -168,14 +165,14 @@ def unindex_head(conn: Any, vid: int, content: str, summary: str | None, tags: s
     log_changes(conn, [vid], OP_GONE)
 
 
-def rebuild(conn: Any) -> None:
+def rebuild(conn: Connection) -> None:
     """Rebuild both indexes from the rows; mirrors rebuild too."""
     conn.execute("INSERT INTO entities_fts(entities_fts) VALUES ('rebuild')")
     conn.execute("INSERT INTO versions_fts(versions_fts) VALUES ('rebuild')")
     log_changes(conn, [0], OP_REBUILT)
 
 
-def unindex_versions(conn: Any, entity_id: int) -> None:
+def unindex_versions(conn: Connection, entity_id: int) -> None:
     """Remove every version of an entity from both indexes (purge), before the rows go."""
     for vid, content, summary, tags, closed in conn.execute(
         "SELECT vid, content, summary, tags, recorded_to_ms FROM entity_versions WHERE entity_id = ?", (entity_id,)
@@ -189,7 +186,7 @@ def unindex_versions(conn: Any, entity_id: int) -> None:
 
 
 def search(
-    conn: Any, words: list[str], stems: list[str], view: View, pool: int, index: KeywordIndex | None = None
+    conn: Connection, words: list[str], stems: list[str], view: View, pool: int, index: KeywordMirror | None = None
 ) -> tuple[list[Hit], float]:
     """The ``pool`` best visible matches for the OR of ``words``, best first, ties by id, scored by
     BM25; and the query's ceiling, the most its words could score under the same statistics
@@ -223,7 +220,7 @@ def search(
     return hits, ceiling(fts5_totals(conn, table)[0], dfs)
 
 
-def scoped_search(conn: Any, words: list[str], view: View, pool: int) -> tuple[list[Hit], float]:
+def scoped_search(conn: Connection, words: list[str], view: View, pool: int) -> tuple[list[Hit], float]:
     """The ``pool`` best visible matches for the OR of ``words``, scored with the scope's statistics.
 
     Rows are counted as FTS5 counts them, but only the scope's: every head in it (every version of
@@ -262,7 +259,7 @@ def scoped_search(conn: Any, words: list[str], view: View, pool: int) -> tuple[l
     return [Hit(eid, vid, s) for eid, vid, s in Ranking(vids, entity_ids, score).top(pool)], top
 
 
-def _scope_totals(conn: Any, table: str, scope: str, params: dict[str, Any]) -> tuple[int, int]:
+def _scope_totals(conn: Connection, table: str, scope: str, params: dict[str, Any]) -> tuple[int, int]:
     """(rows, tokens) of ``table`` within the scope, as FTS5 would count them in a table of its own."""
     heads = " AND v.recorded_to_ms IS NULL" if table == "entities_fts" else ""
     n, sizes = conn.execute(  # one row back: the size records laid end to end, summed in numpy
@@ -272,7 +269,7 @@ def _scope_totals(conn: Any, table: str, scope: str, params: dict[str, Any]) -> 
     return int(n), varints_total(bytes.fromhex(sizes or ""))
 
 
-def _phrase_rows(conn: Any, table: str, phrase: tuple[str, ...], scope: str, view: View) -> list[tuple[Any, ...]]:
+def _phrase_rows(conn: Connection, table: str, phrase: tuple[str, ...], scope: str, view: View) -> list[tuple[Any, ...]]:
     """``(vid, entity id, shown by the view, size record, weighted frequency)`` for every in-scope row
     holding ``phrase``: FTS5's per-row phrase frequency; the number of rows is the phrase's document
     frequency in the scope."""
@@ -299,7 +296,7 @@ def _phrase_rows(conn: Any, table: str, phrase: tuple[str, ...], scope: str, vie
     return [tuple(row) for row in found.values()]
 
 
-def variants(conn: Any, stems: tuple[str, ...], config: Expansion, view: View) -> list[str]:
+def variants(conn: Connection, stems: tuple[str, ...], config: Expansion, view: View) -> list[str]:
     """Indexed terms that extend a query stem (``connect`` -> ``connector``), most common first.
 
     Only terms that are their own stem are used, so that sending one back through the porter

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import os
-from typing import Any
 
+from ...dbapi import Connection
 from ...errors import InvalidInput
 from ...models import CheckReport, Stats
 from . import keyword, schema, vectors
@@ -12,7 +12,7 @@ from .connection import SQLITE_ERRORS, write_transaction
 
 
 def stats(
-    conn: Any, path: str, driver_name: str, sqlite_version: str, keyword_index: str, vector_index: str
+    conn: Connection, path: str, driver_name: str, sqlite_version: str, keyword_index: str, vector_index: str
 ) -> Stats:
     by_status = {
         status: count
@@ -48,7 +48,7 @@ def stats(
     )
 
 
-def _fts_in_sync(conn: Any, table: str) -> str | None:
+def _fts_in_sync(conn: Connection, table: str) -> str | None:
     # FTS5's integrity-check is issued as a write: run it as one, so a busy file is waited out
     # (and reported as busy if it stays so) instead of being mistaken for drift.
     try:
@@ -86,7 +86,7 @@ _BAD_VECTORS = (
 )
 
 
-def check(conn: Any) -> CheckReport:
+def check(conn: Connection) -> CheckReport:
     """SQLite's integrity check, both keyword indexes against their rows, and the vault's invariants."""
     problems: list[str] = []
     result = [r[0] for r in conn.execute("PRAGMA integrity_check")]
@@ -106,14 +106,14 @@ def check(conn: Any) -> CheckReport:
     return CheckReport(ok=not problems, problems=problems)
 
 
-def reindex(conn: Any) -> None:
+def reindex(conn: Connection) -> None:
     """Rebuild both keyword indexes from the rows and drop unusable vectors (the caller holds the
     write transaction)."""
     conn.execute(f"DELETE FROM version_vectors WHERE vid IN ({_BAD_VECTORS})")
     keyword.rebuild(conn)  # logs a rebuild, which every process's keyword and vector mirrors follow
 
 
-def backup(conn: Any, target: str) -> str:
+def backup(conn: Connection, target: str) -> str:
     """A consistent, compacted copy of the vault at ``target`` (which must not exist yet), mode 0600.
 
     ``VACUUM INTO`` reads one snapshot, so writers may keep writing meanwhile. It accepts an empty

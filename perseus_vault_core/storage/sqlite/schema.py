@@ -32,13 +32,14 @@ import sqlite3
 from collections.abc import Callable
 from typing import Any
 
+from ...dbapi import Connection
 from ...errors import SetupError
 from .connection import write_transaction
 
 TOKENIZE = "porter unicode61 remove_diacritics 2"  # bm25() weighs the columns by bm25.WEIGHTS
 
 
-def run_script(conn: Any, script: str) -> None:
+def run_script(conn: Connection, script: str) -> None:
     """Execute ``script`` statement by statement inside the caller's transaction.
 
     ``executescript`` would commit the open transaction first, breaking a migration's atomicity.
@@ -135,11 +136,11 @@ V1 = f"""
 """
 
 
-def _v1(conn: Any) -> None:
+def _v1(conn: Connection) -> None:
     run_script(conn, V1)
 
 
-def _v2(conn: Any) -> None:
+def _v2(conn: Connection) -> None:
     # One vector per version (sqlite-vec float32 blobs) and its sign bits (one per dimension), kept
     # so that the dense pre-filter compares 48 bytes per row instead of re-quantizing 1.5 KB.
     # The model is recorded in vault_meta.
@@ -149,7 +150,7 @@ def _v2(conn: Any) -> None:
     )
 
 
-def _v3(conn: Any) -> None:
+def _v3(conn: Connection) -> None:
     # Vectors of recall_when trigger phrases, by model, computed when proactive recall first needs
     # them (see proactive.py): a fresh process then embeds only the context.
     conn.execute(
@@ -169,11 +170,11 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
 LATEST = MIGRATIONS[-1][0]
 
 
-def current_version(conn: Any) -> int:
+def current_version(conn: Connection) -> int:
     return int(conn.execute("PRAGMA user_version").fetchone()[0])
 
 
-def migrate(conn: Any, now_ms: int) -> int:
+def migrate(conn: Connection, now_ms: int) -> int:
     """Bring the schema up to :data:`LATEST`, one transaction per step; return the version."""
     found = current_version(conn)
     if found > LATEST:
@@ -185,7 +186,7 @@ def migrate(conn: Any, now_ms: int) -> int:
         if version <= found:
             continue
 
-        def apply(c: Any, version: int = version, name: str = name, step: Migration = step) -> None:
+        def apply(c: Connection, version: int = version, name: str = name, step: Migration = step) -> None:
             # Re-read inside the write lock: another process may have migrated meanwhile.
             if current_version(c) >= version:
                 return
@@ -201,7 +202,7 @@ def migrate(conn: Any, now_ms: int) -> int:
     return current_version(conn)
 
 
-def next_id(conn: Any, table: str, column: str = "id") -> int:
+def next_id(conn: Connection, table: str, column: str = "id") -> int:
     """The id AUTOINCREMENT would give the next row (never reusing one, even after a purge)."""
     row = conn.execute(
         f"SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = ?), 0), "

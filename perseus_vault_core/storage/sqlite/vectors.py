@@ -24,16 +24,18 @@ from typing import Any
 
 import numpy as np
 
+from ...dbapi import Connection
 from ...dense import cosine, sign_bits
 from ...errors import Conflict
 from ...filters import View, scope_clauses
-from ...indexes.mirror import OP_VECTOR, OP_VECTORS_RESET, Hit, Ranking
+from ...hits import Hit, Ranking
+from ..base import OP_VECTOR, OP_VECTORS_RESET
 from .keyword import log_changes
 
 TABLE = "version_vectors"
 
 
-def model(conn: Any) -> tuple[str, int] | None:
+def model(conn: Connection) -> tuple[str, int] | None:
     """(identity, dimension) of the vectors in this vault, or ``None`` before the first one."""
     rows = dict(conn.execute(
         "SELECT key, value FROM vault_meta WHERE key IN ('embedding_model', 'embedding_dimension')"
@@ -43,7 +45,7 @@ def model(conn: Any) -> tuple[str, int] | None:
     return rows["embedding_model"], int(rows["embedding_dimension"])
 
 
-def check_model(conn: Any, identity: str, dimension: int) -> None:
+def check_model(conn: Connection, identity: str, dimension: int) -> None:
     """Refuse to mix models: the vault's vectors must all come from one embedder."""
     recorded = model(conn)
     if recorded is not None and recorded != (identity, dimension):
@@ -53,7 +55,7 @@ def check_model(conn: Any, identity: str, dimension: int) -> None:
         )
 
 
-def claim(conn: Any, identity: str, dimension: int) -> None:
+def claim(conn: Connection, identity: str, dimension: int) -> None:
     """Inside a write transaction: record the model with the first vector, or refuse another one."""
     check_model(conn, identity, dimension)
     if model(conn) is None:
@@ -63,7 +65,7 @@ def claim(conn: Any, identity: str, dimension: int) -> None:
         )
 
 
-def forget_model(conn: Any) -> None:
+def forget_model(conn: Connection) -> None:
     """Drop every vector and the recorded model (before re-embedding with another one); every
     process's in-memory vector index learns of it through the change log and rebuilds."""
     conn.execute(f"DELETE FROM {TABLE}")
@@ -76,7 +78,7 @@ def blob(vector: np.ndarray) -> bytes:
     return np.asarray(vector, dtype=np.float32).tobytes()
 
 
-def write(conn: Any, rows: Sequence[tuple[int, np.ndarray]], heads: Sequence[int] = ()) -> None:
+def write(conn: Connection, rows: Sequence[tuple[int, np.ndarray]], heads: Sequence[int] = ()) -> None:
     """Store vectors for versions; ``heads`` lists those that already were heads (the mirrors
     learn of new heads' vectors with the head itself)."""
     if rows:
@@ -86,7 +88,7 @@ def write(conn: Any, rows: Sequence[tuple[int, np.ndarray]], heads: Sequence[int
         log_changes(conn, list(heads), OP_VECTOR)
 
 
-def copy(conn: Any, from_vid: int, to_vid: int) -> None:
+def copy(conn: Connection, from_vid: int, to_vid: int) -> None:
     """A new version with the same text as its predecessor keeps its vector."""
     conn.execute(
         f"INSERT OR REPLACE INTO {TABLE} (vid, embedding, bits) SELECT ?, embedding, bits FROM {TABLE} WHERE vid = ?",
@@ -94,12 +96,12 @@ def copy(conn: Any, from_vid: int, to_vid: int) -> None:
     )
 
 
-def delete(conn: Any, vids: Sequence[int]) -> None:
+def delete(conn: Connection, vids: Sequence[int]) -> None:
     if vids:
         conn.executemany(f"DELETE FROM {TABLE} WHERE vid = ?", [(v,) for v in vids])
 
 
-def coverage(conn: Any) -> tuple[int, int]:
+def coverage(conn: Connection) -> tuple[int, int]:
     """(current versions with a vector, current versions)."""
     heads = int(conn.execute("SELECT count(*) FROM entity_versions WHERE recorded_to_ms IS NULL").fetchone()[0])
     embedded = int(conn.execute(
@@ -108,13 +110,13 @@ def coverage(conn: Any) -> tuple[int, int]:
     return embedded, heads
 
 
-def missing_count(conn: Any) -> int:
+def missing_count(conn: Connection) -> int:
     return int(conn.execute(
         f"SELECT count(*) FROM entity_versions v WHERE NOT EXISTS (SELECT 1 FROM {TABLE} x WHERE x.vid = v.vid)"
     ).fetchone()[0])
 
 
-def missing(conn: Any, limit: int) -> list[tuple[int, str, str | None, bool]]:
+def missing(conn: Connection, limit: int) -> list[tuple[int, str, str | None, bool]]:
     """Versions without a vector, current ones first: (vid, content, summary, is_head)."""
     sql = (f"SELECT v.vid, v.content, v.summary, v.recorded_to_ms IS NULL FROM entity_versions v "
            f"WHERE NOT EXISTS (SELECT 1 FROM {TABLE} x WHERE x.vid = v.vid)")
@@ -122,7 +124,7 @@ def missing(conn: Any, limit: int) -> list[tuple[int, str, str | None, bool]]:
     return [(int(vid), content, summary, bool(head)) for vid, content, summary, head in rows]
 
 
-def candidates(conn: Any, query: np.ndarray, depth: int, agent_id: str | None, workspace_hash: str | None
+def candidates(conn: Connection, query: np.ndarray, depth: int, agent_id: str | None, workspace_hash: str | None
                ) -> tuple[Ranking, bool]:
     """The current view's first step (see :mod:`vector_index`): the ``depth`` current versions in scope
     nearest to ``query`` by sign-bit Hamming distance (ties by entity id), with exact cosine scores;
@@ -144,7 +146,7 @@ def candidates(conn: Any, query: np.ndarray, depth: int, agent_id: str | None, w
     return ranking, len(rows) < depth
 
 
-def search(conn: Any, query: np.ndarray, view: View, pool: int) -> tuple[list[Hit], dict[int, np.ndarray]]:
+def search(conn: Connection, query: np.ndarray, view: View, pool: int) -> tuple[list[Hit], dict[int, np.ndarray]]:
     """The ``pool`` visible versions nearest to ``query`` (cosine similarity, best first, ties by id),
     with their vectors."""
     rows = (
@@ -175,7 +177,7 @@ def rescore(hits: list[Hit], found: dict[int, np.ndarray], query: np.ndarray) ->
     return sorted(rescored, key=lambda h: (-h.score, h.entity_id))
 
 
-def cosines(conn: Any, vids: Sequence[int], query: np.ndarray) -> dict[int, float]:
+def cosines(conn: Connection, vids: Sequence[int], query: np.ndarray) -> dict[int, float]:
     """The cosine of ``query`` to each of these versions' vectors, scored the canonical way (a version
     without a vector is absent)."""
     rows = conn.execute(
@@ -191,7 +193,7 @@ def cosines(conn: Any, vids: Sequence[int], query: np.ndarray) -> dict[int, floa
 # --- trigger phrases (recall_when): embedded once per model, kept in the file -----------------------
 
 
-def phrase_vectors(conn: Any, model: str, wanted: Sequence[str]) -> dict[str, np.ndarray]:
+def phrase_vectors(conn: Connection, model: str, wanted: Sequence[str]) -> dict[str, np.ndarray]:
     """The stored vectors of these trigger phrases for ``model`` (phrases without one are absent)."""
     out: dict[str, np.ndarray] = {}
     sql = "SELECT phrase, embedding FROM json_each(:p) j CROSS JOIN trigger_vectors t ON t.model = :m AND t.phrase = j.value"
@@ -200,14 +202,14 @@ def phrase_vectors(conn: Any, model: str, wanted: Sequence[str]) -> dict[str, np
     return out
 
 
-def write_phrase_vectors(conn: Any, model: str, vectors: dict[str, np.ndarray]) -> None:
+def write_phrase_vectors(conn: Connection, model: str, vectors: dict[str, np.ndarray]) -> None:
     conn.executemany(
         "INSERT OR REPLACE INTO trigger_vectors (model, phrase, embedding) VALUES (?, ?, ?)",
         [(model, p, np.asarray(v, dtype=np.float32).tobytes()) for p, v in sorted(vectors.items())],
     )
 
 
-def existing(conn: Any, vids: Sequence[int]) -> set[int]:
+def existing(conn: Connection, vids: Sequence[int]) -> set[int]:
     """Which of these versions still exist (a purge may have removed some meanwhile)."""
     rows = conn.execute(
         "SELECT vid FROM entity_versions WHERE vid IN (SELECT value FROM json_each(?))",

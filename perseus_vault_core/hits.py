@@ -1,0 +1,77 @@
+"""What a recall arm returns: candidates as a :class:`Ranking` (from an index) or :class:`Hit` s (visible,
+best first), and the walk that turns one into the other under the caller's view.
+
+Shared by the backend's searches (:mod:`storage`) and the in-memory indexes (:mod:`indexes`).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+
+from .filters import FROM_VIDS, View, id_list
+from .dbapi import Connection
+
+
+class Ranking:
+    """Scored candidates of one query, ordered on demand (best first, ties by entity id).
+    ``ceiling``: for a keyword ranking, the most the query's words could score (see fusion.py)."""
+
+    def __init__(self, vids: np.ndarray, entity_ids: np.ndarray, scores: np.ndarray, ceiling: float = 0.0) -> None:
+        self.vids, self.entity_ids, self.scores, self.ceiling = vids, entity_ids, scores, ceiling
+
+    def __len__(self) -> int:
+        return len(self.scores)
+
+    def top(self, k: int) -> list[tuple[int, int, float]]:
+        """The best ``k`` as (entity id, vid, score); exact at the cut, where ties go by id."""
+        scores = self.scores
+        if k < len(scores):
+            cut = np.partition(scores, len(scores) - k)[len(scores) - k]
+            pick = np.flatnonzero(scores >= cut)
+        else:
+            pick = np.arange(len(scores))
+        order = pick[np.lexsort((self.entity_ids[pick], -scores[pick]))][:k]
+        return list(zip(self.entity_ids[order].tolist(), self.vids[order].tolist(), scores[order].tolist()))
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One match of a recall arm: the entity, the version that matched, and its score (higher is better)."""
+
+    entity_id: int
+    vid: int
+    score: float
+
+
+def visible_hits(conn: Connection, ranking: Ranking, view: View, pool: int) -> list[Hit]:
+    """Walk a ranking best first, keeping the candidates the view lets this caller see.
+
+    Batches grow with the share of candidates the filters rejected so far, so a narrow view
+    costs a few statements, not one per page of candidates. ``visible_hits.examined`` after a
+    call: how many candidates were looked at (for callers that judge the filters' bite).
+    """
+    hits: list[Hit] = []
+    want = pool + pool // 4 + 8
+    taken = 0
+    sql = f"SELECT v.vid FROM {FROM_VIDS} WHERE {view.where}"
+    while len(hits) < pool and taken < len(ranking):
+        batch = ranking.top(taken + want)[taken:]
+        taken += len(batch)
+        params = dict(view.params, vids=id_list([vid for _, vid, _ in batch]))
+        visible = {row[0] for row in conn.execute(sql, params)}
+        hits.extend(Hit(eid, vid, score) for eid, vid, score in batch if vid in visible)
+        rate = max(len(hits) / taken, 0.01)
+        want = min(int((pool - len(hits)) / rate * 1.25) + 8, 20_000)
+    _last_walk.examined = taken
+    return hits[:pool]
+
+
+_last_walk = threading.local()
+
+
+def examined() -> int:
+    """Candidates the last :func:`visible_hits` on this thread looked at."""
+    return int(getattr(_last_walk, "examined", 0))

@@ -1,0 +1,80 @@
+"""The verb registry against the Python API: one params model per verb, and every signature agrees with it."""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+from pydantic_core import PydanticUndefined
+
+from perseus_vault_core import Vault
+from perseus_vault_core.params import signatures
+from perseus_vault_core.verbs import VERBS, Verb, fields
+
+# Arguments only Python can pass (functions), which no params model describes.
+PYTHON_ONLY = {"community_summary": {"polish"}, "embed": {"progress"}}
+# Methods that are not verbs of the registry: the lifecycle, and what only Python callers use.
+NOT_VERBS = {"close", "recall_by_vector", "wait_for_keyword_index", "wait_for_vector_index", "memory_import",
+             "memory_export", "memory_unbind", "import_jsonl", "export_jsonl", "check", "reindex", "rekey", "backup"}
+
+
+def _method(verb: Verb) -> Any:
+    return getattr(Vault, verb.name)
+
+
+@pytest.mark.parametrize("verb", VERBS, ids=lambda v: v.name)
+def test_each_verb_takes_exactly_its_models_fields(verb: Verb) -> None:
+    named, options = signatures.signature_fields(_method(verb))
+    taken = set(named) | options
+    expected = set(fields(verb)) | PYTHON_ONLY.get(verb.name, set())
+    assert taken == expected, f"{verb.name}: missing {expected - taken}, not in the model {taken - expected}"
+    assert not set(named) & options, f"{verb.name}: {set(named) & options} both named and in **options"
+
+
+@pytest.mark.parametrize("verb", VERBS, ids=lambda v: v.name)
+def test_named_defaults_are_the_models(verb: Verb) -> None:
+    """A default written in a signature must be the model's (None means 'not given': the model decides)."""
+    named, _ = signatures.signature_fields(_method(verb))
+    model: type[BaseModel] = verb.params
+    for name, default in named.items():
+        if name in PYTHON_ONLY.get(verb.name, set()) or default is inspect.Parameter.empty or default is None:
+            continue
+        field = model.model_fields[name]
+        assert field.default is not PydanticUndefined, f"{verb.name}({name}=...) defaults a required field"
+        assert default == field.default, f"{verb.name}({name}={default!r}) but the model says {field.default!r}"
+
+
+def test_every_public_method_is_a_verb_or_known() -> None:
+    public = {name for name, _ in inspect.getmembers(Vault, inspect.isfunction) if not name.startswith("_")}
+    verbs = {v.name for v in VERBS}
+    assert public - verbs == NOT_VERBS, f"unlisted: {public - verbs - NOT_VERBS}; gone: {NOT_VERBS - public}"
+
+
+def test_option_typeddicts_are_generated_from_the_models() -> None:
+    committed = Path(signatures.__file__).with_name("options.py").read_text(encoding="utf-8")
+    assert committed == signatures.render(), (
+        "regenerate: python -m perseus_vault_core.params.signatures > perseus_vault_core/params/options.py")
+
+
+def test_each_options_typeddict_holds_its_models_other_fields() -> None:
+    from perseus_vault_core.params import options
+
+    for name, (model, named) in signatures.OPTIONS.items():
+        typed = getattr(options, name)
+        assert set(typed.__annotations__) == set(model.model_fields) - set(named), name
+
+
+def test_type_text_covers_times_models_and_literals() -> None:
+    from perseus_vault_core.params import RecallParams, RememberInput
+
+    models: set[type[BaseModel]] = set()
+    assert signatures.type_text(RememberInput.model_fields["valid_from_ms"].annotation, models) == \
+        "int | str | dt.datetime | None"
+    assert signatures.type_text(RecallParams.model_fields["mode"].annotation, models) == \
+        "Literal['fts5', 'dense', 'hybrid'] | None"
+    assert signatures.type_text(RecallParams.model_fields["fusion"].annotation, models) == \
+        "Fusion | dict[str, Any] | None"
+    assert {m.__name__ for m in models} == {"Fusion"}
