@@ -14,6 +14,7 @@ demo: $(STAMP)
 	./scripts/demo.sh
 
 test: $(STAMP)
+	$(VENV)/bin/python -m mypy
 	$(VENV)/bin/python -m pytest
 
 bench: $(STAMP)

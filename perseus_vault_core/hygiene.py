@@ -14,12 +14,12 @@ passed but which nobody has archived) and flags each one for any of these reason
 - ``never retrieved``: ``retrieval_count`` is 0 and the memory is older than ``min_age_days``.
 
 A tenant is one (``agent_id``, ``workspace_hash``) pair: memories of two tenants are never
-compared. Community summaries and stored memory files (written by the vault, see summaries.py and
-memory.py) are not examined; memory-file entries are, like any memory. Nothing
+compared. Community summaries and stored memory files (written by the vault, see graphrag/summaries.py and
+memory/files.py) are not examined; memory-file entries are, like any memory. Nothing
 here writes (no reinforcement), and the same store gives the same report.
 
 Similar pairs are found without weighing every pair one by one: vectors by blocks of matrix
-products (a loose float32 pass, then the canonical float64 cosine of :mod:`vector_index` for the
+products (a loose float32 pass, then the canonical float64 cosine of :mod:`dense` for the
 few candidates, so the answer does not hang on BLAS rounding); words by prefix filtering (two word
 sets with Jaccard >= t must share one of their rarest tokens, see :func:`_jaccard_matches`).
 """

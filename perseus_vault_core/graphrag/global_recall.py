@@ -1,7 +1,7 @@
 """``global_recall``: breadth over community summaries, then depth into the best ones (docs/graphrag.md).
 
 1. Every community of at least ``min_size`` members has a summary entity (those missing are
-   written first; see summaries.py).
+   written first; see :mod:`.summaries`).
 2. Breadth: the summaries are recalled for the query like any memory (keyword and, when the
    vault has vectors, meaning), and the best ``communities`` are chosen.
 3. Depth: the query is recalled again among the chosen communities' members only. Each

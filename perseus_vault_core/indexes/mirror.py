@@ -1,6 +1,6 @@
 """In-memory mirrors of the current heads, kept true to the file through the ``head_changes`` log.
 
-The keyword index (:mod:`keyword_index`) and the vector index (:mod:`vector_index`) are both
+The keyword index (:mod:`.keyword`) and the vector index (:mod:`.vector`) are both
 mirrors: answers computed in memory for speed, about data whose source of truth is the SQLite
 file. This module is what they share:
 

@@ -2,7 +2,7 @@
 
 The file (``version_vectors``) is the source of truth; this mirror keeps the heads' unit vectors
 as a float32 matrix plus their sign bits (one bit per dimension), following the same change log
-as the keyword index (see :mod:`mirror`).
+as the keyword index (see :mod:`.mirror`).
 
 A query is answered in two steps, the same two steps the SQL path takes (:mod:`storage.sqlite.vectors`), so
 both give the same answer:

@@ -140,7 +140,7 @@ MAX_VARIANT_CHECKS = 256  # visibility checks in all
 
 
 def log_changes(conn: Connection, vids: list[int], op: int) -> None:
-    """Record changes for the in-memory mirrors (see mirror.py), in the writer's transaction."""
+    """Record changes for the in-memory mirrors (see indexes/mirror.py), in the writer's transaction."""
     conn.executemany("INSERT INTO head_changes (vid, op) VALUES (?, ?)", [(vid, op) for vid in vids])
     top = conn.execute("SELECT max(seq) FROM head_changes").fetchone()[0]
     if top is not None and top % 10_000 < len(vids):  # crossed a multiple of 10,000: trim

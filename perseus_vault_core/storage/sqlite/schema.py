@@ -14,15 +14,15 @@ Layout (version 1):
   for closing ``recorded_to_ms`` when a newer version arrives.
 - ``entities_fts``: FTS5 over the heads only (the live corpus, so BM25 statistics are the
   current store's); ``versions_fts``: FTS5 over every version, for point-in-time recall.
-  Both are external-content tables written by ``keyword.py`` in the same transaction as
+  Both are external-content tables written by :mod:`.keyword` in the same transaction as
   the row, so an index can never lag its data. (Not by triggers: an FTS5 write inside a
   trigger runs in a savepoint that flushes FTS5's pending terms on every row, which made
   writes about twice as slow.) ``check`` proves the sync and ``reindex`` rebuilds it.
 - ``head_changes``: a log of heads added and removed, so the in-memory keyword index
-  (``keyword_index.py``) of any process can follow writes made by any other.
+  (:mod:`indexes`) of any process can follow writes made by any other.
 - ``links``: typed, weighted, directed edges with their own transaction-time history.
 
-Version 2 adds ``version_vectors``: one embedding per version (see ``vectors.py``); version 3
+Version 2 adds ``version_vectors``: one embedding per version (see :mod:`.vectors`); version 3
 ``trigger_vectors``: embeddings of ``recall_when`` phrases (see ``proactive.py``).
 """
 

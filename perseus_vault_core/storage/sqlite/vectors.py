@@ -12,7 +12,7 @@ the visible rows either way; and vec0 hands rows out about ten times slower than
 index's loading do. The blobs are sqlite-vec's own float32 format.
 
 For the current view, :func:`candidates` takes the same two steps as the in-memory
-:mod:`vector_index` (sign-bit Hamming pre-filter, then exact cosine), with sqlite-vec's
+:mod:`indexes.vector` (sign-bit Hamming pre-filter, then exact cosine), with sqlite-vec's
 ``vec_distance_hamming`` over the stored bits, so a fresh process answers exactly as a warm one. :func:`search` is the exact scan, for point-in-time queries.
 """
 
@@ -126,7 +126,7 @@ def missing(conn: Connection, limit: int) -> list[tuple[int, str, str | None, bo
 
 def candidates(conn: Connection, query: np.ndarray, depth: int, agent_id: str | None, workspace_hash: str | None
                ) -> tuple[Ranking, bool]:
-    """The current view's first step (see :mod:`vector_index`): the ``depth`` current versions in scope
+    """The current view's first step (see :mod:`indexes.vector`): the ``depth`` current versions in scope
     nearest to ``query`` by sign-bit Hamming distance (ties by entity id), with exact cosine scores;
     and whether that was every candidate there is."""
     params: dict[str, Any] = {"bits": sign_bits(query), "depth": depth}
