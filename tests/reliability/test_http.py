@@ -5,7 +5,7 @@ trace or source path in any response, whatever a client sends.
 
 Real server processes on loopback (``conftest.start_server``, or ``perseus-vault serve`` itself),
 spoken to with raw HTTP so that malformed and stalled requests reach them as sent.
-``tests/integrations/test_mcp_server.py`` covers the happy path, the 401 for a missing or wrong token
+``tests/integrations/mcp/test_server.py`` covers the happy path, the 401 for a missing or wrong token
 and ``http_app``'s refusal to bind remotely without one.
 """
 
