@@ -31,33 +31,48 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
-def open_vault(vault: VaultLike, *, embedder: Embedder | None = None) -> tuple[Vault, bool]:
-    """The vault an adapter uses, and whether the adapter owns it (opened it here, with ``embedder``
-    when given)."""
+class OwnsItsVault:
+    """Mixed into every adapter over a vault: :meth:`close` closes the vault the adapter opened from a
+    path (``_owned_vault``); a Vault it was given stays open, for its caller to close."""
+
+    # Set by every constructor; no class default, which would hide a pydantic adapter's private attribute.
+    _owned_vault: Vault | None
+
+    def close(self) -> None:
+        """Close the vault if this adapter opened it (from a path)."""
+        if self._owned_vault is not None:
+            self._owned_vault.close()
+
+
+def open_vault(vault: VaultLike, *, embedder: Embedder | None = None) -> tuple[Vault, Vault | None]:
+    """The vault an adapter uses, and again when the adapter owns it (opened it here, with ``embedder``
+    when given), else ``None``: what goes in ``_owned_vault``."""
     if isinstance(vault, Vault):
-        return vault, False
+        return vault, None
     if not isinstance(vault, (str, os.PathLike)):
         raise InvalidInput("vault", f"must be a Vault or a path to one, not {type(vault).__name__}")
-    return Vault(vault, embedder=embedder), True
+    opened = Vault(vault, embedder=embedder)
+    return opened, opened
 
 
 @contextmanager
-def vault_from(vault: VaultLike, *, embedder: Embedder | None = None) -> Iterator[tuple[Vault, bool]]:
+def vault_from(vault: VaultLike, *, embedder: Embedder | None = None) -> Iterator[tuple[Vault, Vault | None]]:
     """:func:`open_vault` for a constructor with more checks to come: a vault opened here is closed
     again if the ``with`` body fails."""
     opened, owned = open_vault(vault, embedder=embedder)
     try:
         yield opened, owned
     except BaseException:
-        if owned:
-            opened.close()
+        if owned is not None:
+            owned.close()
         raise
 
 
-def init_model(init: Callable[..., None], model: type[BaseModel], vault: VaultLike, fields: dict[str, Any]) -> bool:
+def init_model(init: Callable[..., None], model: type[BaseModel], vault: VaultLike,
+               fields: dict[str, Any]) -> Vault | None:
     """Construct a pydantic adapter with ``init``, its base's ``__init__``: unknown ``fields`` refused,
     the vault given as its ``vault`` field (opened here from a path, and closed again if the fields
-    fail validation). Whether the adapter owns the vault."""
+    fail validation). The vault the adapter owns, if any."""
     refuse_unknown(fields, model.model_fields, model.__name__)
     with vault_from(vault) as (opened, owned):
         init(vault=opened, **fields)
@@ -73,7 +88,7 @@ def embedder_of(vault: VaultLike | None, embedder: Embedder | None) -> tuple[Emb
         with vault_from(vault) as (opened, owned):
             if opened.embedder is None:
                 raise InvalidInput("vault", "was opened without an embedder (embedder=False): it has no model")
-            return opened.embedder, opened if owned else None
+            return opened.embedder, owned
     if embedder is None:
         return LazyEmbedder(), None
     if not isinstance(embedder, Embedder):

@@ -23,13 +23,13 @@ from langchain_core.messages import BaseMessage, message_to_dict, messages_from_
 
 from perseus_vault_core import MAX_LIMIT, Entity, InvalidInput
 
-from ..arguments import VaultLike, open_vault, strict
+from ..arguments import OwnsItsVault, VaultLike, open_vault, strict
 
 MESSAGE_TYPE = "chat_message"
 MAX_SESSION_CHARS = 256
 
 
-class PerseusVaultChatMessageHistory(BaseChatMessageHistory):
+class PerseusVaultChatMessageHistory(OwnsItsVault, BaseChatMessageHistory):
     """The messages of one ``session_id``, persisted in ``vault`` (in its scope, when given).
 
     ``vault``: a Vault, or a path (the history then opens the vault, and closes it in :meth:`close`).
@@ -42,17 +42,12 @@ class PerseusVaultChatMessageHistory(BaseChatMessageHistory):
             raise InvalidInput("session_id", f"must be a non-blank string of at most {MAX_SESSION_CHARS} characters")
         if not isinstance(category, str) or not category.strip():
             raise InvalidInput("category", "must be a non-empty string")
-        self.vault, self._owned = open_vault(vault)
+        self.vault, self._owned_vault = open_vault(vault)
         self.session_id = session_id
         self.category = category
         self.agent_id = agent_id
         self.workspace_hash = workspace_hash
         self.topic_path = quote(session_id, safe="")
-
-    def close(self) -> None:
-        """Close the vault if this history opened it."""
-        if self._owned:
-            self.vault.close()
 
     def _entities(self) -> list[Entity]:
         """This session's live messages, oldest first (every page of a scan in id order)."""

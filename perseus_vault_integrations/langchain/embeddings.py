@@ -17,7 +17,7 @@ from langchain_core.embeddings import Embeddings
 
 from perseus_vault_core import Embedder, InvalidInput
 
-from ..arguments import VaultLike, embedder_of, strict
+from ..arguments import OwnsItsVault, VaultLike, embedder_of, strict
 
 PROBE = "perseus vault dimension probe"
 
@@ -65,7 +65,7 @@ class LangChainEmbedder:
         return row
 
 
-class PerseusVaultEmbeddings(Embeddings):
+class PerseusVaultEmbeddings(OwnsItsVault, Embeddings):
     """A vault's embedder seen as a LangChain ``Embeddings`` (documents and queries embed alike).
 
     ``vault``: the Vault (or the path of one, opened here until :meth:`close`) whose model embeds,
@@ -75,12 +75,7 @@ class PerseusVaultEmbeddings(Embeddings):
 
     @strict
     def __init__(self, vault: VaultLike | None = None, *, embedder: Embedder | None = None) -> None:
-        self.embedder, self._vault = embedder_of(vault, embedder)
-
-    def close(self) -> None:
-        """Close the vault if this object opened it."""
-        if self._vault is not None:
-            self._vault.close()
+        self.embedder, self._owned_vault = embedder_of(vault, embedder)
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         if not texts:

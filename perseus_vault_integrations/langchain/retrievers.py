@@ -18,7 +18,7 @@ from pydantic import ConfigDict, Field, PrivateAttr
 
 from perseus_vault_core import MAX_LIMIT, Expansion, Fusion, InvalidInput, RecallItem, RecallParams, RecallResult, Vault
 
-from ..arguments import VaultLike, init_model
+from ..arguments import OwnsItsVault, VaultLike, init_model
 
 # The recall parameters the retriever carries as fields; ``k`` stands for ``limit``.
 RECALL_FIELDS = tuple(name for name in RecallParams.model_fields if name not in ("query", "limit"))
@@ -32,7 +32,7 @@ def to_document(item: RecallItem, search_mode: str) -> Document:
     return Document(id=str(item.id), page_content=item.content, metadata=metadata)
 
 
-class PerseusVaultRetriever(BaseRetriever):
+class PerseusVaultRetriever(OwnsItsVault, BaseRetriever):
     """Recall memories from a :class:`~perseus_vault_core.Vault` as LangChain documents.
 
     ``vault``: a Vault, or a path (the retriever then opens the vault, and closes it in :meth:`close`).
@@ -71,15 +71,10 @@ class PerseusVaultRetriever(BaseRetriever):
     validity_annotate: bool | None = None
     reinforce: bool | None = None
     fusion: Fusion | None = None
-    _owned: bool = PrivateAttr(default=False)
+    _owned_vault: Vault | None = PrivateAttr(default=None)
 
     def __init__(self, vault: VaultLike, **fields: Any) -> None:
-        self._owned = init_model(super().__init__, type(self), vault, fields)
-
-    def close(self) -> None:
-        """Close the vault if this retriever opened it."""
-        if self._owned:
-            self.vault.close()
+        self._owned_vault = init_model(super().__init__, type(self), vault, fields)
 
     def recall_arguments(self, overrides: dict[str, Any]) -> dict[str, Any]:
         """``recall``'s keyword arguments: the fields set here, then the call's own (the vault

@@ -69,7 +69,7 @@ from perseus_vault_core import (
     Vault,
 )
 
-from ..arguments import VaultLike, strict, vault_from
+from ..arguments import OwnsItsVault, VaultLike, strict, vault_from
 from .embeddings import LangChainEmbedder
 
 ITEM_TYPE = "store_item"
@@ -77,7 +77,7 @@ MINUTE_MS = 60_000
 Mode = Literal["fts5", "dense", "hybrid"]
 
 
-class PerseusVaultStore(BaseStore):
+class PerseusVaultStore(OwnsItsVault, BaseStore):
     """LangGraph long-term memory kept in a vault.
 
     ``vault``: an open :class:`Vault`, or a path (the store then opens it, embedding with
@@ -111,7 +111,7 @@ class PerseusVaultStore(BaseStore):
             raise InvalidInput("index.embed", "an open Vault embeds with its own model; pass a path to embed "
                                "with this one, or open the Vault with embedder=LangChainEmbedder(...)")
         embedder = LangChainEmbedder(_embeddings(embed)) if embed is not None else None
-        with vault_from(vault, embedder=embedder) as (self.vault, self._owned):
+        with vault_from(vault, embedder=embedder) as (self.vault, self._owned_vault):
             dims = config.get("dims")
             model = self.vault.embedder
             if dims is not None and (model is None or model.dimension != dims):
@@ -126,11 +126,6 @@ class PerseusVaultStore(BaseStore):
         self.mode = mode
         self.min_score = min_score
         self._clock = clock or (lambda: time.time_ns() // 1_000_000)
-
-    def close(self) -> None:
-        """Close the vault if this store opened it."""
-        if self._owned:
-            self.vault.close()
 
     # --- the batch --------------------------------------------------------------------------
 

@@ -43,7 +43,7 @@ from perseus_vault_core import (
     Vault,
 )
 
-from ..arguments import VaultLike, check_recall_params, open_vault
+from ..arguments import OwnsItsVault, VaultLike, check_recall_params, open_vault
 from .embeddings import LangChainEmbedder, PerseusVaultEmbeddings, document_vectors, query_vector
 
 DOCUMENT_TYPE = "document"
@@ -52,7 +52,7 @@ SET_HERE = ("query", "limit", "offset", "mode", "category", "agent_id", "workspa
 MetadataFilter = dict[str, Any] | Callable[[Document], bool]
 
 
-class PerseusVaultVectorStore(VectorStore):
+class PerseusVaultVectorStore(OwnsItsVault, VectorStore):
     """A LangChain vector store whose documents are entities of one vault category.
 
     ``vault``: an open :class:`Vault`, or a path (the store then opens the vault, with ``embedding``
@@ -75,7 +75,7 @@ class PerseusVaultVectorStore(VectorStore):
                 raise InvalidInput("embedding", "this vault embeds with another model; pass a path instead, or open "
                                    "the Vault with embedder=LangChainEmbedder(embedding)")
         embedder = LangChainEmbedder(embedding) if embedding is not None else None
-        self.vault, self._owned = open_vault(vault, embedder=embedder)
+        self.vault, self._owned_vault = open_vault(vault, embedder=embedder)
         self.collection = collection
         self.agent_id = agent_id
         self.workspace_hash = workspace_hash
@@ -85,11 +85,6 @@ class PerseusVaultVectorStore(VectorStore):
         self._checked_model = False
 
     # --- housekeeping ---------------------------------------------------------------------------
-
-    def close(self) -> None:
-        """Close the vault if this store opened it."""
-        if self._owned:
-            self.vault.close()
 
     @property
     def embeddings(self) -> Embeddings | None:

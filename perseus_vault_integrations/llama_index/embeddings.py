@@ -17,10 +17,10 @@ from llama_index.core.bridge.pydantic import ConfigDict, PrivateAttr
 
 from perseus_vault_core import Embedder, InvalidInput, Vault
 
-from ..arguments import VaultLike, embedder_of, refuse_unknown, strict
+from ..arguments import OwnsItsVault, VaultLike, embedder_of, refuse_unknown, strict
 
 
-class PerseusVaultEmbedding(BaseEmbedding):
+class PerseusVaultEmbedding(OwnsItsVault, BaseEmbedding):
     """A LlamaIndex embedding model that embeds with a vault's model, so LlamaIndex's query vectors
     match the vault's stored ones.
 
@@ -33,7 +33,7 @@ class PerseusVaultEmbedding(BaseEmbedding):
     model_config = ConfigDict(extra="forbid")
 
     _embedder: Embedder = PrivateAttr()
-    _vault: Vault | None = PrivateAttr(default=None)
+    _owned_vault: Vault | None = PrivateAttr(default=None)
 
     def __init__(self, vault: VaultLike | None = None, *, embedder: Embedder | None = None, **fields: Any) -> None:
         refuse_unknown(fields, set(type(self).model_fields) - {"model_name"}, type(self).__name__)
@@ -44,12 +44,7 @@ class PerseusVaultEmbedding(BaseEmbedding):
             if owned is not None:
                 owned.close()
             raise
-        self._embedder, self._vault = model, owned
-
-    def close(self) -> None:
-        """Close the vault if this model opened it."""
-        if self._vault is not None:
-            self._vault.close()
+        self._embedder, self._owned_vault = model, owned
 
     @classmethod
     def class_name(cls) -> str:

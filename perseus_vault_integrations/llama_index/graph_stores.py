@@ -53,7 +53,7 @@ from llama_index.core.vector_stores.types import VectorStoreQuery
 
 from perseus_vault_core import MAX_BATCH, MAX_KEY_CHARS, Entity, InvalidInput, NotFound, NotSupported, Vault
 
-from ..arguments import VaultLike, open_vault, strict
+from ..arguments import OwnsItsVault, VaultLike, open_vault, strict
 
 ENTITY_TYPE = "kg_entity"
 CHUNK_TYPE = "kg_chunk"
@@ -81,7 +81,7 @@ def _properties_match(props: dict[str, Any], wanted: dict[str, Any]) -> bool:
     return any(k in props and props[k] == v for k, v in wanted.items())
 
 
-class PerseusVaultPropertyGraphStore(PropertyGraphStore):
+class PerseusVaultPropertyGraphStore(OwnsItsVault, PropertyGraphStore):
     """A ``PropertyGraphStore`` on the vault's entities and links (see the module docstring).
 
     >>> store = PerseusVaultPropertyGraphStore(Vault("memory.db"))              # doctest: +SKIP
@@ -102,7 +102,7 @@ class PerseusVaultPropertyGraphStore(PropertyGraphStore):
         if as_of_unix_ms is not None and (not isinstance(as_of_unix_ms, int) or isinstance(as_of_unix_ms, bool)
                                           or as_of_unix_ms < 0):
             raise InvalidInput("as_of_unix_ms", "must be a non-negative integer (unix milliseconds)")
-        self.vault, self._owned = open_vault(vault)
+        self.vault, self._owned_vault = open_vault(vault)
         self.node_category = f"{namespace}:node"
         self.relation_category = f"{namespace}:relation"
         self.as_of_unix_ms = as_of_unix_ms
@@ -116,11 +116,6 @@ class PerseusVaultPropertyGraphStore(PropertyGraphStore):
     @property
     def client(self) -> Vault:
         return self.vault
-
-    def close(self) -> None:
-        """Close the vault if this store opened it."""
-        if self._owned:
-            self.vault.close()
 
     # --- reading ------------------------------------------------------------------------------
 

@@ -18,7 +18,7 @@ from llama_index.core.memory.memory import BaseMemoryBlock
 
 from perseus_vault_core import MAX_KEY_CHARS, MAX_QUERY_CHARS, Vault
 
-from ..arguments import VaultLike, check_recall_params, init_model
+from ..arguments import OwnsItsVault, VaultLike, check_recall_params, init_model
 
 # Recall parameters the block sets from its own fields (or the query, from the messages).
 SET_HERE = ("category", "agent_id", "workspace_hash", "mode", "limit", "query", "topic_path")
@@ -28,7 +28,7 @@ def _text(message: ChatMessage) -> str:
     return message.content or ""
 
 
-class PerseusVaultMemoryBlock(BaseMemoryBlock[str]):
+class PerseusVaultMemoryBlock(OwnsItsVault, BaseMemoryBlock[str]):
     """Long-term memory for ``llama_index.core.memory.Memory``, kept in a vault.
 
     On a flush, the messages ``Memory`` ejects from its short-term queue are remembered as one
@@ -58,15 +58,10 @@ class PerseusVaultMemoryBlock(BaseMemoryBlock[str]):
     retrieval_context_window: int = Field(default=5, ge=1, description="Latest messages that form the query.")
     session_only: bool = Field(default=False, description="Recall only the current session's memories.")
     recall_params: dict[str, Any] = Field(default_factory=dict, description="Other recall filters and knobs.")
-    _owned: bool = PrivateAttr(default=False)
+    _owned_vault: Vault | None = PrivateAttr(default=None)
 
     def __init__(self, vault: VaultLike, **fields: Any) -> None:
-        self._owned = init_model(super().__init__, type(self), vault, fields)
-
-    def close(self) -> None:
-        """Close the vault if this block opened it."""
-        if self._owned:
-            self.vault.close()
+        self._owned_vault = init_model(super().__init__, type(self), vault, fields)
 
     @field_validator("recall_params")
     @classmethod

@@ -17,7 +17,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from perseus_vault_core import RecallItem, RecallParams, validate
 
-from ..arguments import VaultLike, check_recall_params, open_vault
+from ..arguments import OwnsItsVault, VaultLike, check_recall_params, open_vault
 
 # What the LLM reads beside a memory's text; the other fields stay in metadata for code.
 LLM_METADATA = ("category", "key", "topic_path", "summary")
@@ -37,7 +37,7 @@ def to_node(item: RecallItem) -> NodeWithScore:
     return NodeWithScore(node=node, score=item.score)
 
 
-class PerseusVaultRetriever(BaseRetriever):
+class PerseusVaultRetriever(OwnsItsVault, BaseRetriever):
     """Retrieve memories from a vault: ``k`` hits of ``recall`` per query.
 
     ``recall_params`` are recall's by their wire names: ``mode`` (``fts5`` | ``dense`` | ``hybrid``,
@@ -62,12 +62,7 @@ class PerseusVaultRetriever(BaseRetriever):
         self.recall_params = check_recall_params(params, ("query", "limit"), why)
         self.k = k
         super().__init__(callback_manager=callback_manager, verbose=verbose)
-        self.vault, self._owned = open_vault(vault)
-
-    def close(self) -> None:
-        """Close the vault if this retriever opened it."""
-        if self._owned:
-            self.vault.close()
+        self.vault, self._owned_vault = open_vault(vault)
 
     def _recall(self, query: str) -> list[NodeWithScore]:
         result = self.vault.recall(query, limit=self.k, **self.recall_params)
