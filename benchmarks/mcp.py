@@ -56,7 +56,7 @@ FLAT_SURFACE_BEFORE = {"tools": 29, "chars": 49_672}
 def surface() -> dict[str, Any]:
     """What a model reads in every session: characters of names, descriptions and input schemas of
     the listed tools (``tool_size``), per profile, and per tool in the default one."""
-    from perseus_vault_integrations.mcp_server import build_server, tool_size
+    from perseus_vault_integrations.mcp import build_server, tool_size
 
     out: dict[str, Any] = {"before": FLAT_SURFACE_BEFORE}
     for profile in ("core", "all"):
@@ -67,7 +67,7 @@ def surface() -> dict[str, Any]:
 
 
 def run(n: int = 10_000, n_queries: int = 200) -> dict[str, Any]:
-    from perseus_vault_integrations.mcp_client import VaultClient
+    from perseus_vault_integrations.mcp import VaultClient
 
     out: dict[str, Any] = {"entities": n, "surface": surface()}
     qs = queries(n_queries, seed=53)

@@ -16,7 +16,7 @@ from langchain_core.messages import AIMessage, SystemMessage
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.store.base import BaseStore
 
-from perseus_vault_integrations.langgraph_store import PerseusVaultStore
+from perseus_vault_integrations.langchain import PerseusVaultStore
 
 path = Path(tempfile.mkdtemp()) / "agent.db"
 model = GenericFakeChatModel(messages=iter([

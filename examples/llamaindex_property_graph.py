@@ -16,7 +16,7 @@ from llama_index.core.embeddings import MockEmbedding
 from llama_index.core.llms import MockLLM
 
 from perseus_vault_core import Vault
-from perseus_vault_integrations.llamaindex_graph import LlamaIndexEmbedder, PerseusVaultPropertyGraphStore
+from perseus_vault_integrations.llama_index import LlamaIndexEmbedder, PerseusVaultPropertyGraphStore
 
 path = Path(tempfile.mkdtemp()) / "graph.db"
 embed_model = MockEmbedding(embed_dim=8)

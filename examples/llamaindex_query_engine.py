@@ -14,7 +14,7 @@ from llama_index.core.llms import MockLLM
 from llama_index.core.query_engine import RetrieverQueryEngine
 
 from perseus_vault_core import Vault
-from perseus_vault_integrations.llamaindex import PerseusVaultRetriever
+from perseus_vault_integrations.llama_index import PerseusVaultRetriever
 
 with Vault(Path(tempfile.mkdtemp()) / "memory.db", embedder=False) as vault:  # keyword-only: no model to load
     vault.remember("decision", "db-engine", "We chose SQLite in WAL mode for the vault.", topic_path="architecture/storage")

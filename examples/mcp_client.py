@@ -9,7 +9,7 @@ from pathlib import Path
 
 import anyio
 
-from perseus_vault_integrations.mcp_client import VaultClient
+from perseus_vault_integrations.mcp import VaultClient
 
 DB = str(Path(tempfile.mkdtemp()) / "mcp.db")
 

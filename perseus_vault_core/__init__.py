@@ -1,10 +1,15 @@
 """Perseus Vault: long-term memory for AI agents in one SQLite file.
 
 The one object to use is :class:`Vault`; everything it returns is a typed value from
-:mod:`perseus_vault_core.models`, and everything it raises is a :class:`VaultError`.
+:mod:`perseus_vault_core.models`, and everything it raises is a :class:`VaultError`. The other
+names here (limits, params models, the verb registry, the embedder protocol) are what the adapters
+in ``perseus_vault_integrations`` build on: they import nothing else from the core.
 """
 
+from .conversations import transcript
+from .embeddings import Embedder, LazyEmbedder
 from .errors import Conflict, InvalidInput, NotFound, NotSupported, SetupError, StorageError, VaultError
+from .fusion import Fusion
 from .models import (
     CheckReport,
     CommunitiesResult,
@@ -23,6 +28,7 @@ from .models import (
     HygieneReport,
     ImportReport,
     Link,
+    MemoryRecallResult,
     PrepareResult,
     PurgeResult,
     RecallItem,
@@ -35,11 +41,40 @@ from .models import (
     TriggeredItem,
     TurnWritten,
 )
+from .params import (
+    ADVANCED,
+    MAX_BATCH,
+    MAX_INT,
+    MAX_KEY_CHARS,
+    MAX_LIMIT,
+    MAX_OFFSET,
+    MAX_QUERY_CHARS,
+    MAX_TOPIC_PATH_CHARS,
+    Expansion,
+    RecallParams,
+    is_advanced,
+    validate,
+)
+from .storage.sqlite.connection import read_secret_file
 from .vault import Vault
+from .verbs import ALIASES, BY_NAME, PROFILES, VERBS, Verb
 
 __version__ = "0.1.0"
 
+# The adapters may import exactly these names (tests/test_architecture.py holds them to it).
 __all__ = [
+    "ADVANCED",
+    "ALIASES",
+    "BY_NAME",
+    "MAX_BATCH",
+    "MAX_INT",
+    "MAX_KEY_CHARS",
+    "MAX_LIMIT",
+    "MAX_OFFSET",
+    "MAX_QUERY_CHARS",
+    "MAX_TOPIC_PATH_CHARS",
+    "PROFILES",
+    "VERBS",
     "CheckReport",
     "CommunitiesResult",
     "Community",
@@ -49,8 +84,11 @@ __all__ = [
     "ConversationResult",
     "ConversationTurn",
     "ConversationWrite",
+    "Embedder",
     "Entity",
     "EvidenceItem",
+    "Expansion",
+    "Fusion",
     "GlobalCommunity",
     "GlobalRecallResult",
     "HistoryPage",
@@ -58,12 +96,15 @@ __all__ = [
     "HygieneReport",
     "ImportReport",
     "InvalidInput",
+    "LazyEmbedder",
     "Link",
+    "MemoryRecallResult",
     "NotFound",
     "NotSupported",
     "PrepareResult",
     "PurgeResult",
     "RecallItem",
+    "RecallParams",
     "RecallResult",
     "RecallWhenResult",
     "ScanPage",
@@ -76,4 +117,10 @@ __all__ = [
     "TurnWritten",
     "Vault",
     "VaultError",
+    "Verb",
+    "__version__",
+    "is_advanced",
+    "read_secret_file",
+    "transcript",
+    "validate",
 ]

@@ -212,7 +212,7 @@ def cmd_conversation(vault: Vault, args: argparse.Namespace) -> None:
 
 def cmd_serve(vault: Vault, args: argparse.Namespace) -> None:
     try:
-        from perseus_vault_integrations import mcp_http, mcp_server
+        from perseus_vault_integrations.mcp import http as mcp_http, server as mcp_server
     except ImportError as exc:
         raise SetupError(f"the MCP server needs the mcp extra: pip install 'perseus-vault[mcp]' ({exc})") from None
     scope = {"agent_id": args.agent, "workspace_hash": args.workspace}

@@ -413,8 +413,7 @@ def test_mcp_server_over_an_encrypted_vault_takes_the_key_from_the_environment(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from mcp import Client
 
-    from perseus_vault_integrations.mcp_client import VaultClient
-    from perseus_vault_integrations.mcp_server import build_server
+    from perseus_vault_integrations.mcp import VaultClient, build_server
 
     monkeypatch.setenv("PERSEUS_VAULT_EMBEDDER", "none")
     monkeypatch.setenv(factory.KEY_ENV, KEY)

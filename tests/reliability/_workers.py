@@ -48,7 +48,7 @@ def serve(db: str, port: int, agent_id: str | None) -> None:
     """One streamable-HTTP MCP server over ``db`` that embeds with the fake embedder, so its writes
     carry vectors like the engine writers' (the CLI's ``serve`` would load the real model). The
     token comes from the environment, as the CLI's does."""
-    from perseus_vault_integrations.mcp_http import resolve_token, serve_http
+    from perseus_vault_integrations.mcp import resolve_token, serve_http
 
     with Vault(db, embedder=FakeEmbedder()) as vault:
         serve_http(vault, "127.0.0.1", port, resolve_token(), agent_id=agent_id)

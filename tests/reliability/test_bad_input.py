@@ -246,7 +246,7 @@ def mcp(vault: Vault) -> Iterator[tuple[Any, Any, list[str]]]:
     from anyio.from_thread import start_blocking_portal
     from mcp import Client
 
-    from perseus_vault_integrations.mcp_server import build_server
+    from perseus_vault_integrations.mcp import build_server
 
     with start_blocking_portal() as portal, portal.wrap_async_context_manager(Client(build_server(vault=vault, tools="all"))) as client:
         names = [t.name for t in portal.call(client.list_tools).tools]
@@ -305,7 +305,7 @@ def test_a_recall_or_scan_of_a_thousand_large_memories_stays_within_the_response
     from mcp import Client
 
     from perseus_vault_core.params import OVERFLOW_PREVIEW_CHARS, RESPONSE_BUDGET_CHARS
-    from perseus_vault_integrations.mcp_server import build_server
+    from perseus_vault_integrations.mcp import build_server
 
     blob = "x" * 100_000
     with Vault(tmp_path / "big.db", embedder=False) as vault:

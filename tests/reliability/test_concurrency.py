@@ -18,7 +18,7 @@ import anyio
 import pytest
 
 from perseus_vault_core import Vault
-from perseus_vault_integrations.mcp_client import VaultClient
+from perseus_vault_integrations.mcp import VaultClient
 
 from ..conftest import FakeEmbedder
 from ._checks import index_problems

@@ -5,7 +5,7 @@ trace or source path in any response, whatever a client sends.
 
 Real server processes on loopback (``conftest.start_server``, or ``perseus-vault serve`` itself),
 spoken to with raw HTTP so that malformed and stalled requests reach them as sent.
-``tests/integrations/test_mcp_server.py`` covers the happy path, the 401 for a missing or wrong token
+``tests/integrations/mcp/test_server.py`` covers the happy path, the 401 for a missing or wrong token
 and ``http_app``'s refusal to bind remotely without one.
 """
 
@@ -93,7 +93,7 @@ def test_the_token_comparison_is_constant_time(monkeypatch: pytest.MonkeyPatch, 
     the whole header, for right and wrong tokens alike."""
     import anyio
 
-    from perseus_vault_integrations import mcp_http
+    from perseus_vault_integrations.mcp import http as mcp_http
 
     compared: list[tuple[bytes, bytes]] = []
     real = hmac.compare_digest
@@ -222,7 +222,7 @@ def test_an_unexpected_engine_failure_is_answered_without_a_trace(tmp_path: Path
     RuntimeError naming a source file) reaches the client as an error, with no stack trace."""
     import uvicorn
 
-    from perseus_vault_integrations.mcp_http import http_app, server_config
+    from perseus_vault_integrations.mcp.http import http_app, server_config
 
     def broken(self: Vault, *args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("boom")

@@ -234,7 +234,7 @@ def test_memory_files_and_hygiene(world: World, scope: Scope) -> None:
 @scoped
 @pytest.mark.parametrize("mode", ["fts5", "dense", "hybrid"])
 def test_langchain_retriever(world: World, scope: Scope, mode: Literal["fts5", "dense", "hybrid"]) -> None:
-    from perseus_vault_integrations.langchain_retriever import PerseusVaultRetriever
+    from perseus_vault_integrations.langchain import PerseusVaultRetriever
 
     retriever = PerseusVaultRetriever(vault=world.vault, k=50, mode=mode, reinforce=False, **_kw(scope))
     docs = retriever.invoke(QUERY)
@@ -248,7 +248,7 @@ def test_langchain_retriever(world: World, scope: Scope, mode: Literal["fts5", "
 @scoped
 @pytest.mark.parametrize("mode", ["fts5", "dense", "hybrid"])
 def test_llamaindex_retriever(world: World, scope: Scope, mode: str) -> None:
-    from perseus_vault_integrations.llamaindex import PerseusVaultRetriever
+    from perseus_vault_integrations.llama_index import PerseusVaultRetriever
 
     nodes = PerseusVaultRetriever(world.vault, k=50, mode=mode, reinforce=False, **_kw(scope)).retrieve(QUERY)
     _only(world, scope, [int(n.node.node_id) for n in nodes])
@@ -266,7 +266,7 @@ def adapter_vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Vault]:
 
 
 def test_langchain_vector_store(adapter_vault: Vault) -> None:
-    from perseus_vault_integrations.langchain_vectorstore import PerseusVaultVectorStore
+    from perseus_vault_integrations.langchain import PerseusVaultVectorStore
 
     stores = {s: PerseusVaultVectorStore(adapter_vault, collection="lc", **_kw(s)) for s in [*SCOPES, None]}
     ids = {s: set(store.add_texts([f"{t} {marker(s)}" for t in TEXTS], ids=["a", "b", "c"]))
@@ -288,7 +288,7 @@ def test_langchain_vector_store(adapter_vault: Vault) -> None:
 
 
 def test_langgraph_store(adapter_vault: Vault) -> None:
-    from perseus_vault_integrations.langgraph_store import PerseusVaultStore
+    from perseus_vault_integrations.langchain import PerseusVaultStore
 
     stores = {s: PerseusVaultStore(adapter_vault, category="lg", **_kw(s)) for s in [*SCOPES, None]}
     for s, store in stores.items():
@@ -310,7 +310,7 @@ def test_llamaindex_property_graph_store(adapter_vault: Vault) -> None:
     from llama_index.core.graph_stores.types import EntityNode, Relation
     from llama_index.core.vector_stores.types import VectorStoreQuery
 
-    from perseus_vault_integrations.llamaindex_graph import PerseusVaultPropertyGraphStore
+    from perseus_vault_integrations.llama_index import PerseusVaultPropertyGraphStore
 
     stores = {s: PerseusVaultPropertyGraphStore(adapter_vault, **_kw(s)) for s in [*SCOPES, None]}
     vector = FakeEmbedder().embed(["storage engine"])[0].tolist()
@@ -369,8 +369,7 @@ def _ids_in(value: Any) -> set[int]:
 
 @scoped
 def test_a_server_bound_to_a_scope(world: World, scope: Scope) -> None:
-    from perseus_vault_integrations.mcp_client import VaultClient
-    from perseus_vault_integrations.mcp_server import build_server
+    from perseus_vault_integrations.mcp import VaultClient, build_server
 
     others = [s for s in [*SCOPES] if s != scope]
 

@@ -18,31 +18,31 @@ import uuid
 from collections.abc import Sequence
 from urllib.parse import quote
 
-try:
-    from langchain_core.chat_history import BaseChatMessageHistory
-    from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError("the LangChain adapters need langchain-core: install perseus-vault[langchain]") from exc
+from langchain_core.chat_history import BaseChatMessageHistory
+from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
 
-from perseus_vault_core import Entity, InvalidInput, Vault
-from perseus_vault_core.params import MAX_LIMIT
+from perseus_vault_core import MAX_LIMIT, Entity, InvalidInput
+
+from ..arguments import OwnsItsVault, VaultLike, open_vault, strict
 
 MESSAGE_TYPE = "chat_message"
 MAX_SESSION_CHARS = 256
 
 
-class PerseusVaultChatMessageHistory(BaseChatMessageHistory):
-    """The messages of one ``session_id``, persisted in ``vault`` (in its scope, when given)."""
+class PerseusVaultChatMessageHistory(OwnsItsVault, BaseChatMessageHistory):
+    """The messages of one ``session_id``, persisted in ``vault`` (in its scope, when given).
 
-    def __init__(self, vault: Vault, session_id: str, *, category: str = "chat", agent_id: str | None = None,
+    ``vault``: a Vault, or a path (the history then opens the vault, and closes it in :meth:`close`).
+    """
+
+    @strict
+    def __init__(self, vault: VaultLike, session_id: str, *, category: str = "chat", agent_id: str | None = None,
                  workspace_hash: str | None = None) -> None:
-        if not isinstance(vault, Vault):
-            raise InvalidInput("vault", "must be a Vault")
         if not isinstance(session_id, str) or not session_id.strip() or len(session_id) > MAX_SESSION_CHARS:
             raise InvalidInput("session_id", f"must be a non-blank string of at most {MAX_SESSION_CHARS} characters")
         if not isinstance(category, str) or not category.strip():
             raise InvalidInput("category", "must be a non-empty string")
-        self.vault = vault
+        self.vault, self._owned_vault = open_vault(vault)
         self.session_id = session_id
         self.category = category
         self.agent_id = agent_id

@@ -19,15 +19,15 @@ import pytest
 from mcp import Client
 
 from perseus_vault_core import RecallResult, SetupError, Vault, VaultError
-from perseus_vault_core.params import RecallParams
-from perseus_vault_integrations.mcp_client import VaultClient
-from perseus_vault_integrations.mcp_http import http_app
-from perseus_vault_core.verbs import PROFILES, VERBS
-from perseus_vault_integrations.mcp_server import build_server
+from perseus_vault_core import RecallParams
+from perseus_vault_integrations.mcp import VaultClient
+from perseus_vault_integrations.mcp.http import http_app
+from perseus_vault_core import PROFILES, VERBS
+from perseus_vault_integrations.mcp import build_server
 
-from ..conftest import FakeEmbedder, wait_for_port
+from ...conftest import FakeEmbedder, wait_for_port
 
-FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "memory_vault"
+FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "memory_vault"
 
 
 def run(fn: Callable[[], Awaitable[Any]]) -> Any:
@@ -283,10 +283,10 @@ def test_http_elsewhere_than_loopback_needs_a_token(vault: Vault) -> None:
 
 
 def test_the_tool_reference_in_the_docs_is_current() -> None:
-    from perseus_vault_integrations.mcp_server import reference
+    from perseus_vault_integrations.mcp.reference import reference
 
-    docs = Path(__file__).resolve().parents[2] / "docs" / "mcp-tools.md"
-    assert docs.read_text(encoding="utf-8") == reference(), "regenerate: python -m perseus_vault_integrations.mcp_server > docs/mcp-tools.md"
+    docs = Path(__file__).resolve().parents[3] / "docs" / "mcp-tools.md"
+    assert docs.read_text(encoding="utf-8") == reference(), "regenerate: python -m perseus_vault_integrations.mcp.reference > docs/mcp-tools.md"
 
 
 def test_a_bound_server_keeps_walks_batches_and_reports_in_its_scope(vault: Vault) -> None:
@@ -452,7 +452,7 @@ def test_input_schemas_forbid_other_properties_and_group_rare_knobs(vault: Vault
 
 
 def test_the_default_profile_is_compact_and_every_verb_stays_reachable(vault: Vault) -> None:
-    from perseus_vault_integrations.mcp_server import tool_size
+    from perseus_vault_integrations.mcp import tool_size
 
     async def main() -> None:
         async with Client(build_server(vault=vault)) as c:

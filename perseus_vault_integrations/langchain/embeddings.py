@@ -3,8 +3,8 @@
 - :class:`LangChainEmbedder` lets a vault embed with a LangChain ``Embeddings`` object (a hosted
   model, or langchain-core's fakes in tests). The vault records its identity and dimension and, as
   with any embedder, refuses to mix its vectors with another model's.
-- :class:`VaultEmbeddings` shows the vault's own embedder (the bundled MiniLM by default) to LangChain
-  code that wants an ``Embeddings`` (``VectorStore.embeddings``, semantic chunkers, ...).
+- :class:`PerseusVaultEmbeddings` shows a vault's own embedder (the bundled MiniLM by default) to
+  LangChain code that wants an ``Embeddings`` (``VectorStore.embeddings``, semantic chunkers, ...).
 """
 
 from __future__ import annotations
@@ -13,14 +13,11 @@ import threading
 from collections.abc import Sequence
 
 import numpy as np
+from langchain_core.embeddings import Embeddings
 
-try:
-    from langchain_core.embeddings import Embeddings
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError("the LangChain adapters need langchain-core: install perseus-vault[langchain]") from exc
+from perseus_vault_core import Embedder, InvalidInput
 
-from perseus_vault_core import InvalidInput
-from perseus_vault_core.embeddings import Embedder
+from ..arguments import OwnsItsVault, VaultLike, embedder_of, strict
 
 PROBE = "perseus vault dimension probe"
 
@@ -33,6 +30,7 @@ class LangChainEmbedder:
     one probe call, made the first time it is needed (or give it, to skip the call).
     """
 
+    @strict
     def __init__(self, embeddings: Embeddings, *, identity: str | None = None, dimension: int | None = None) -> None:
         if not isinstance(embeddings, Embeddings):
             raise InvalidInput("embedding", f"must be a LangChain Embeddings object, not {type(embeddings).__name__}")
@@ -67,13 +65,17 @@ class LangChainEmbedder:
         return row
 
 
-class VaultEmbeddings(Embeddings):
-    """A vault embedder seen as a LangChain ``Embeddings`` (documents and queries embed alike)."""
+class PerseusVaultEmbeddings(OwnsItsVault, Embeddings):
+    """A vault's embedder seen as a LangChain ``Embeddings`` (documents and queries embed alike).
 
-    def __init__(self, embedder: Embedder) -> None:
-        if not isinstance(embedder, Embedder):
-            raise InvalidInput("embedder", "must have identity, dimension and embed(texts)")
-        self.embedder = embedder
+    ``vault``: the Vault (or the path of one, opened here until :meth:`close`) whose model embeds,
+    so that vectors made here match the ones it stores; without one, ``embedder`` (any vault
+    embedder), or else the bundled model, loaded on first use.
+    """
+
+    @strict
+    def __init__(self, vault: VaultLike | None = None, *, embedder: Embedder | None = None) -> None:
+        self.embedder, self._owned_vault = embedder_of(vault, embedder)
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         if not texts:

@@ -17,19 +17,28 @@ from typing import Any
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from perseus_vault_core import Entity, RecallResult, ScanPage, VaultError
-from perseus_vault_core.models import ConversationResult, ConversationWrite, MemoryRecallResult, PrepareResult
+from perseus_vault_core import (
+    ALIASES,
+    BY_NAME,
+    ConversationResult,
+    ConversationWrite,
+    Entity,
+    MemoryRecallResult,
+    PrepareResult,
+    RecallResult,
+    ScanPage,
+    VaultError,
+    Verb,
+    is_advanced,
+)
 
-from perseus_vault_core import verbs
-from perseus_vault_core.params import is_advanced
-from perseus_vault_core.verbs import ALIASES, BY_NAME
-
-from .mcp_server import ENGINE_MS_META, OPTIONS
+from ..arguments import strict
+from .server import ENGINE_MS_META, OPTIONS
 
 PREFIX = "perseus_vault_"
 
 
-def _grouped(v: verbs.Verb, arguments: dict[str, Any]) -> dict[str, Any]:
+def _grouped(v: Verb, arguments: dict[str, Any]) -> dict[str, Any]:
     """``arguments`` with the verb's advanced knobs moved inside ``options``, as its tool takes them."""
     fields = v.params.model_fields
     options = dict(arguments.pop(OPTIONS, None) or {})
@@ -43,6 +52,7 @@ async def _trust_schema(name: str, result: Any) -> None:
 
 
 class VaultClient:
+    @strict
     def __init__(self, server: Any) -> None:
         """``server``: what ``mcp.Client`` accepts (a URL, ``StdioServerParameters``, a transport, or an
         in-process server)."""
@@ -96,8 +106,9 @@ class VaultClient:
         object are put there for you."""
         name = verb if verb.startswith((PREFIX, "mimir_", "vault_")) else PREFIX + verb
         arguments = {k: v for k, v in arguments.items() if v is not None}
-        if name.startswith(PREFIX) and name.removeprefix(PREFIX) in ALIASES | BY_NAME.keys():
-            arguments = _grouped(verbs.verb(name.removeprefix(PREFIX)), arguments)
+        short = name.removeprefix(PREFIX)
+        if name.startswith(PREFIX) and short in ALIASES | BY_NAME.keys():
+            arguments = _grouped(BY_NAME[ALIASES.get(short, short)], arguments)
         result = await self._client.call_tool(name, arguments)
         engine_ms = (result.meta or {}).get(ENGINE_MS_META)
         self.engine_ms = float(engine_ms) if isinstance(engine_ms, (int, float)) else None

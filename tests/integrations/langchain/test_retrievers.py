@@ -17,7 +17,7 @@ from langchain_tests.integration_tests import RetrieversIntegrationTests
 from perseus_vault_core import InvalidInput, NotSupported, Vault
 from perseus_vault_integrations.langchain import PerseusVaultRetriever
 
-from ..conftest import Clock, FakeEmbedder
+from ...conftest import Clock, FakeEmbedder
 
 pytestmark = [
     pytest.mark.asyncio,
@@ -117,7 +117,7 @@ def test_k_and_any_recall_argument_per_call(vault: Vault) -> None:
 
 
 def test_every_recall_field_is_a_retriever_field() -> None:
-    from perseus_vault_core.params import RecallParams
+    from perseus_vault_core import RecallParams
 
     fields = set(PerseusVaultRetriever.model_fields)
     assert set(RecallParams.model_fields) - {"query", "limit"} <= fields

@@ -26,7 +26,7 @@ SERVER = textwrap.dedent("""
     import os, sys
     import anyio
     from mcp.server.mcpserver import MCPServer
-    from perseus_vault_integrations.mcp_stdio import stdio_streams
+    from perseus_vault_integrations.mcp.stdio import stdio_streams
 
     server = MCPServer(name="noisy")
 
@@ -53,7 +53,8 @@ def test_stray_output_and_large_messages_do_not_break_frames(tmp_path: Path) -> 
     async def session() -> list[str]:
         out = []
         with errors.open("w") as err:
-            params = StdioServerParameters(command=sys.executable, args=[str(script)])
+            # the SDK hands a child only a few "safe" variables: PYTHONPATH too, to find this checkout
+            params = StdioServerParameters(command=sys.executable, args=[str(script)], env=dict(os.environ))
             async with Client(stdio_client(params, errlog=err)) as client:
                 for size in (10, 300_000):  # a line far beyond asyncio's default 64 KiB limit
                     result = await client.call_tool("noisy", {"text": "x" * (size - 5) + "tail!"})
@@ -159,7 +160,7 @@ def test_malformed_lines_get_json_rpc_errors_and_the_server_serves_on(tmp_path: 
 
 def test_the_message_limit_is_one_setting_for_both_transports(monkeypatch: pytest.MonkeyPatch) -> None:
     from perseus_vault_core import SetupError
-    from perseus_vault_integrations import mcp_stdio
+    from perseus_vault_integrations.mcp import stdio as mcp_stdio
 
     assert mcp_stdio.max_message_bytes() == mcp_stdio.MAX_MESSAGE_BYTES == DEFAULT_MAX_REQUEST_BODY_SIZE
     monkeypatch.setenv("PERSEUS_VAULT_MAX_MESSAGE_BYTES", "1000")

@@ -19,32 +19,40 @@ in -1..1; relevance scores map them to 0..1 as ``(1 + cosine) / 2``.
 from __future__ import annotations
 
 import json
-import os
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal
 
 import numpy as np
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+from langchain_core.vectorstores import VectorStore
+from langchain_core.vectorstores.utils import maximal_marginal_relevance
 
-try:
-    from langchain_core.documents import Document
-    from langchain_core.embeddings import Embeddings
-    from langchain_core.vectorstores import VectorStore
-    from langchain_core.vectorstores.utils import maximal_marginal_relevance
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError("the LangChain adapters need langchain-core: install perseus-vault[langchain]") from exc
+from perseus_vault_core import (
+    MAX_KEY_CHARS,
+    MAX_LIMIT,
+    MAX_OFFSET,
+    Conflict,
+    Embedder,
+    Entity,
+    InvalidInput,
+    NotFound,
+    NotSupported,
+    RecallItem,
+    Vault,
+)
 
-from perseus_vault_core import Conflict, Entity, InvalidInput, NotFound, NotSupported, RecallItem, Vault
-from perseus_vault_core.embeddings import Embedder
-from perseus_vault_core.params import MAX_KEY_CHARS, MAX_LIMIT, MAX_OFFSET
-
-from .langchain_embeddings import LangChainEmbedder, VaultEmbeddings, document_vectors, query_vector
+from ..arguments import OwnsItsVault, VaultLike, check_recall_params, open_vault
+from .embeddings import LangChainEmbedder, PerseusVaultEmbeddings, document_vectors, query_vector
 
 DOCUMENT_TYPE = "document"
+# Recall parameters the store sets itself: its collection and scope, and the hit count of each search.
+SET_HERE = ("query", "limit", "offset", "mode", "category", "agent_id", "workspace_hash", "include_archived")
 MetadataFilter = dict[str, Any] | Callable[[Document], bool]
 
 
-class PerseusVaultVectorStore(VectorStore):
+class PerseusVaultVectorStore(OwnsItsVault, VectorStore):
     """A LangChain vector store whose documents are entities of one vault category.
 
     ``vault``: an open :class:`Vault`, or a path (the store then opens the vault, with ``embedding``
@@ -53,27 +61,21 @@ class PerseusVaultVectorStore(VectorStore):
     recall knob or filter (``trust_weight``, ``topic_path``, ``reinforce``, ...) for every search.
     """
 
-    def __init__(self, vault: Vault | str | os.PathLike[str], embedding: Embeddings | None = None, *,
-                 collection: str = "langchain", agent_id: str | None = None, workspace_hash: str | None = None,
+    def __init__(self, vault: VaultLike, embedding: Embeddings | None = None, *, collection: str = "langchain",
+                 agent_id: str | None = None, workspace_hash: str | None = None,
                  mode: Literal["fts5", "dense", "hybrid"] = "dense", **recall_params: Any) -> None:
-        if isinstance(vault, Vault):
-            embedder = vault.embedder
-            if embedding is not None and not (isinstance(embedder, LangChainEmbedder) and embedder.embeddings is embedding):
-                raise InvalidInput("embedding", "this vault embeds with another model; pass a path instead, or open "
-                                   "the Vault with embedder=LangChainEmbedder(embedding)")
-            self.vault, self._owned = vault, False
-        elif isinstance(vault, (str, os.PathLike)):
-            opened = Vault(vault, embedder=LangChainEmbedder(embedding) if embedding is not None else None)
-            self.vault, self._owned = opened, True
-        else:
-            raise InvalidInput("vault", "must be a Vault or a path to one")
         if not isinstance(collection, str) or not collection.strip():
             raise InvalidInput("collection", "must be a non-empty string (it is the vault category of the documents)")
         if mode not in ("fts5", "dense", "hybrid"):
             raise InvalidInput("mode", "must be 'fts5', 'dense' or 'hybrid'")
-        for name in ("query", "limit", "category", "agent_id", "workspace_hash", "mode", "include_archived"):
-            if name in recall_params:
-                raise InvalidInput(name, "is set by the vector store itself")
+        check_recall_params(recall_params, SET_HERE, "is set by the vector store itself")
+        if isinstance(vault, Vault) and embedding is not None:
+            own = vault.embedder
+            if not (isinstance(own, LangChainEmbedder) and own.embeddings is embedding):
+                raise InvalidInput("embedding", "this vault embeds with another model; pass a path instead, or open "
+                                   "the Vault with embedder=LangChainEmbedder(embedding)")
+        embedder = LangChainEmbedder(embedding) if embedding is not None else None
+        self.vault, self._owned_vault = open_vault(vault, embedder=embedder)
         self.collection = collection
         self.agent_id = agent_id
         self.workspace_hash = workspace_hash
@@ -84,11 +86,6 @@ class PerseusVaultVectorStore(VectorStore):
 
     # --- housekeeping ---------------------------------------------------------------------------
 
-    def close(self) -> None:
-        """Close the vault if this store opened it."""
-        if self._owned:
-            self.vault.close()
-
     @property
     def embeddings(self) -> Embeddings | None:
         if self._embedding is not None:
@@ -96,7 +93,7 @@ class PerseusVaultVectorStore(VectorStore):
         embedder = self.vault.embedder
         if isinstance(embedder, LangChainEmbedder):
             return embedder.embeddings
-        return VaultEmbeddings(embedder) if embedder is not None else None
+        return PerseusVaultEmbeddings(embedder=embedder) if embedder is not None else None
 
     def _embedder(self) -> Embedder:
         embedder = self.vault.embedder
@@ -210,7 +207,7 @@ class PerseusVaultVectorStore(VectorStore):
             raise InvalidInput("k", "must be a positive whole number")
         if filter is not None and not callable(filter) and not isinstance(filter, dict):
             raise InvalidInput("filter", "must be a dict of metadata values or a function of a Document")
-        for name in ("query", "limit", "offset", "mode", "category", "agent_id", "workspace_hash", "include_archived"):
+        for name in SET_HERE:
             if name in params:
                 raise InvalidInput(name, "is set by the vector store itself")
         args = {**self.recall_params, **params, **self._scope()}

@@ -18,12 +18,12 @@ from llama_index.core.schema import NodeRelationship, RelatedNodeInfo, TextNode
 from llama_index.core.vector_stores.types import MetadataFilter, MetadataFilters, VectorStoreQuery
 
 from perseus_vault_core import InvalidInput, NotSupported, Vault
-from perseus_vault_integrations.llamaindex_graph import (
+from perseus_vault_integrations.llama_index import (
     LlamaIndexEmbedder,
+    PerseusVaultEmbedding,
     PerseusVaultPropertyGraphStore,
-    VaultEmbedding,
-    node_key,
 )
+from perseus_vault_integrations.llama_index.graph_stores import node_key
 from tests.conftest import Clock, FakeEmbedder
 
 
@@ -315,7 +315,7 @@ def test_bad_input_names_the_problem_and_writes_nothing(g: PerseusVaultPropertyG
     with pytest.raises(InvalidInput, match="namespace"):
         PerseusVaultPropertyGraphStore(vault, namespace="a:b")
     with pytest.raises(InvalidInput, match="vault"):
-        PerseusVaultPropertyGraphStore("memory.db")  # type: ignore[arg-type]
+        PerseusVaultPropertyGraphStore(42)  # type: ignore[arg-type]
 
 
 def test_structured_query_is_not_supported(g: PerseusVaultPropertyGraphStore) -> None:
@@ -335,7 +335,7 @@ def test_vector_query_finds_the_nearest_entity_nodes(dense_vault: Vault, fake_em
     assert g.vector_query(VectorStoreQuery(query_embedding=[1.0] * 64)) == ([], [])  # empty graph
     g.upsert_nodes([EntityNode(name="solar panels"), EntityNode(name="wind turbines"),
                     EntityNode(name="coffee beans"), ChunkNode(text="solar panels on the roof", id_="c1")])
-    embed = VaultEmbedding(fake_embedder)
+    embed = PerseusVaultEmbedding(embedder=fake_embedder)
     query = VectorStoreQuery(query_embedding=embed.get_query_embedding("solar panels"), similarity_top_k=2)
     nodes, scores = g.vector_query(query)
     assert [n.id for n in nodes][0] == "solar panels"
@@ -381,16 +381,16 @@ DOCS = [Document(text="Alice works at Acme. Acme builds rockets in Berkeley.", i
 def test_property_graph_index_builds_and_retrieves(dense_vault: Vault, fake_embedder: FakeEmbedder) -> None:
     g = PerseusVaultPropertyGraphStore(dense_vault)
     # MockLLM echoes its prompt, so the default extractor finds the prompt's own example triplets.
-    index = PropertyGraphIndex.from_documents(DOCS, property_graph_store=g, llm=MockLLM(),
-                                              embed_model=VaultEmbedding(fake_embedder), use_async=False)
+    embed = PerseusVaultEmbedding(embedder=fake_embedder)
+    index = PropertyGraphIndex.from_documents(DOCS, property_graph_store=g, llm=MockLLM(), embed_model=embed,
+                                              use_async=False)
     names = {n.id for n in g.get()}
     assert {"Alice", "Philz", "Berkeley"} <= names
     chunk = [n for n in g.get() if isinstance(n, ChunkNode)]
     assert [c.text for c in chunk] == [DOCS[0].text]
     assert g.get_triplets(entity_names=["Philz"])
     # the vector-context retriever, through vector_query and get_rel_map
-    vector = VectorContextRetriever(g, embed_model=VaultEmbedding(fake_embedder), include_text=False,
-                                    similarity_top_k=2)
+    vector = VectorContextRetriever(g, embed_model=embed, include_text=False, similarity_top_k=2)
     found = vector.retrieve("Philz coffee shop")
     assert any("Philz" in n.text for n in found)
     # the synonym retriever, through get and get_rel_map (MockLLM's echo carries the query words)
@@ -401,7 +401,7 @@ def test_property_graph_index_builds_and_retrieves(dense_vault: Vault, fake_embe
     nodes = index.as_retriever(include_text=True).retrieve("Philz")
     assert any(DOCS[0].text in n.text for n in nodes)
     # reopened from the same store: nothing rebuilt, same answers
-    again = PropertyGraphIndex.from_existing(g, llm=MockLLM(), embed_model=VaultEmbedding(fake_embedder))
+    again = PropertyGraphIndex.from_existing(g, llm=MockLLM(), embed_model=embed)
     assert any(DOCS[0].text in n.text for n in again.as_retriever(include_text=True).retrieve("Philz"))
 
 
@@ -410,13 +410,13 @@ def test_property_graph_index_with_the_bundled_model(db_path: Path, real_embedde
         g = PerseusVaultPropertyGraphStore(vault)
         g.upsert_nodes([EntityNode(name=n) for n in ("automobile", "banana", "violin")])
         g.upsert_relations([Relation(label="PARKED_AT", source_id="automobile", target_id="garage")])
-        embed = VaultEmbedding(real_embedder)
+        embed = PerseusVaultEmbedding(embedder=real_embedder)
         retriever = VectorContextRetriever(g, embed_model=embed, include_text=False, similarity_top_k=1)
         found = retriever.retrieve("a car")  # by meaning: no shared word
         assert [n.text for n in found] == ["automobile -> PARKED_AT -> garage"]
 
 
 def test_vault_embedding_defaults_to_the_bundled_model() -> None:
-    embed = VaultEmbedding()
+    embed = PerseusVaultEmbedding()
     assert embed.model_name.startswith("sentence-transformers/all-MiniLM-L6-v2")
     assert embed.class_name() == "PerseusVaultEmbedding"

@@ -32,47 +32,52 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import time
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime, timezone
 from typing import Any, Literal
 from urllib.parse import quote
 
-try:
-    from langchain_core.embeddings import Embeddings
-    from langgraph.store.base import (
-        BaseStore,
-        GetOp,
-        IndexConfig,
-        Item,
-        ListNamespacesOp,
-        MatchCondition,
-        Op,
-        PutOp,
-        Result,
-        SearchItem,
-        SearchOp,
-        TTLConfig,
-        ensure_embeddings,
-        get_text_at_path,
-        tokenize_path,
-        validate_op_namespace,
-    )
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError("the LangGraph store needs langgraph: install perseus-vault[langchain]") from exc
+from langchain_core.embeddings import Embeddings
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    IndexConfig,
+    Item,
+    ListNamespacesOp,
+    MatchCondition,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+    TTLConfig,
+    ensure_embeddings,
+    get_text_at_path,
+    tokenize_path,
+    validate_op_namespace,
+)
 
-from perseus_vault_core import Entity, InvalidInput, NotFound, Vault
-from perseus_vault_core.params import MAX_KEY_CHARS, MAX_LIMIT, MAX_OFFSET, MAX_TOPIC_PATH_CHARS
+from perseus_vault_core import (
+    MAX_KEY_CHARS,
+    MAX_LIMIT,
+    MAX_OFFSET,
+    MAX_TOPIC_PATH_CHARS,
+    Entity,
+    InvalidInput,
+    NotFound,
+    Vault,
+)
 
-from .langchain_embeddings import LangChainEmbedder
+from ..arguments import OwnsItsVault, VaultLike, strict, vault_from
+from .embeddings import LangChainEmbedder
 
 ITEM_TYPE = "store_item"
 MINUTE_MS = 60_000
 Mode = Literal["fts5", "dense", "hybrid"]
 
 
-class PerseusVaultStore(BaseStore):
+class PerseusVaultStore(OwnsItsVault, BaseStore):
     """LangGraph long-term memory kept in a vault.
 
     ``vault``: an open :class:`Vault`, or a path (the store then opens it, embedding with
@@ -85,33 +90,15 @@ class PerseusVaultStore(BaseStore):
 
     supports_ttl: bool = True
 
-    def __init__(self, vault: Vault | str | os.PathLike[str], *, index: IndexConfig | None = None,
-                 ttl: TTLConfig | None = None, category: str = "langgraph", agent_id: str | None = None,
-                 workspace_hash: str | None = None, mode: Mode | None = None,
-                 min_score: float | Literal["auto"] | None = "auto",
+    @strict
+    def __init__(self, vault: VaultLike, *, index: IndexConfig | None = None, ttl: TTLConfig | None = None,
+                 category: str = "langgraph", agent_id: str | None = None, workspace_hash: str | None = None,
+                 mode: Mode | None = None, min_score: float | Literal["auto"] | None = "auto",
                  clock: Callable[[], int] | None = None) -> None:
         config: dict[str, Any] = dict(index or {})
         unknown = set(config) - {"dims", "embed", "fields"}
         if unknown:
             raise InvalidInput(f"index.{sorted(unknown)[0]}", "is not an index setting (dims, embed, fields)")
-        embed = config.get("embed")
-        if isinstance(vault, Vault):
-            if embed is not None:
-                raise InvalidInput("index.embed", "an open Vault embeds with its own model; pass a path to embed "
-                                   "with this one, or open the Vault with embedder=LangChainEmbedder(...)")
-            self.vault, self._owned = vault, False
-        elif isinstance(vault, (str, os.PathLike)):
-            embedder = LangChainEmbedder(_embeddings(embed)) if embed is not None else None
-            self.vault, self._owned = Vault(vault, embedder=embedder), True
-        else:
-            raise InvalidInput("vault", "must be a Vault or a path to one")
-        dims = config.get("dims")
-        if dims is not None:
-            model = self.vault.embedder
-            if model is None or model.dimension != dims:
-                self.close()
-                raise InvalidInput("index.dims", f"is {dims}, but the vault's embedder makes "
-                                   f"{model.dimension if model else 'no'} dimensions")
         fields = config.get("fields") or ["$"]
         if not isinstance(fields, list) or not all(isinstance(f, str) and f for f in fields):
             raise InvalidInput("index.fields", "must be a list of field paths")
@@ -119,6 +106,17 @@ class PerseusVaultStore(BaseStore):
             raise InvalidInput("category", "must be a non-empty string")
         if mode not in (None, "fts5", "dense", "hybrid"):
             raise InvalidInput("mode", "must be 'fts5', 'dense', 'hybrid' or None (auto)")
+        embed = config.get("embed")
+        if isinstance(vault, Vault) and embed is not None:
+            raise InvalidInput("index.embed", "an open Vault embeds with its own model; pass a path to embed "
+                               "with this one, or open the Vault with embedder=LangChainEmbedder(...)")
+        embedder = LangChainEmbedder(_embeddings(embed)) if embed is not None else None
+        with vault_from(vault, embedder=embedder) as (self.vault, self._owned_vault):
+            dims = config.get("dims")
+            model = self.vault.embedder
+            if dims is not None and (model is None or model.dimension != dims):
+                raise InvalidInput("index.dims", f"is {dims}, but the vault's embedder makes "
+                                   f"{model.dimension if model else 'no'} dimensions")
         self.index_config = config or None
         self.ttl_config = ttl
         self.fields = [(f, tokenize_path(f) if f != "$" else f) for f in fields]
@@ -128,11 +126,6 @@ class PerseusVaultStore(BaseStore):
         self.mode = mode
         self.min_score = min_score
         self._clock = clock or (lambda: time.time_ns() // 1_000_000)
-
-    def close(self) -> None:
-        """Close the vault if this store opened it."""
-        if self._owned:
-            self.vault.close()
 
     # --- the batch --------------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""The MCP server over streamable HTTP (path ``/mcp``), hardened as if every client were hostile.
+"""The MCP server over streamable HTTP (path ``/mcp``, ``serve_http``), hardened as if every client were hostile.
 
 - **Token.** Bound anywhere but loopback, the server refuses to start without a bearer token; with a
   token, every request must carry it (compared in constant time). The token comes from the
@@ -27,11 +27,11 @@ import uvicorn
 from mcp.server.transport_security import TransportSecuritySettings
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from perseus_vault_core import SetupError, Vault
-from perseus_vault_core.storage.sqlite.connection import read_secret_file
+from perseus_vault_core import SetupError, read_secret_file
 
-from .mcp_server import build_server
-from .mcp_stdio import max_message_bytes
+from ..arguments import VaultLike
+from .server import build_server
+from .stdio import max_message_bytes
 
 TOKEN_ENV = "PERSEUS_VAULT_HTTP_TOKEN"
 TOKEN_FILE_ENV = "PERSEUS_VAULT_HTTP_TOKEN_FILE"
@@ -185,7 +185,7 @@ class DeadlineH11Protocol(H11Protocol):
             self.transport.close()
 
 
-def http_app(vault: Vault, host: str, port: int, token: str | None, *, agent_id: str | None = None,
+def http_app(vault: VaultLike, host: str, port: int, token: str | None, *, agent_id: str | None = None,
              workspace_hash: str | None = None) -> Any:
     """The streamable-HTTP app (path ``/mcp``) for a server at ``host``:``port``, behind the token check."""
     if token is not None:
@@ -193,7 +193,7 @@ def http_app(vault: Vault, host: str, port: int, token: str | None, *, agent_id:
     elif not is_loopback(host):
         raise SetupError(f"refusing to serve on {host} without a bearer token "
                          f"(set {TOKEN_ENV}, or {TOKEN_FILE_ENV} or --token-file to a file holding it)")
-    server = build_server(vault=vault, agent_id=agent_id, workspace_hash=workspace_hash)
+    server = build_server(vault, agent_id=agent_id, workspace_hash=workspace_hash)
     app = server.streamable_http_app(host=host, transport_security=transport_security(host, port),
                                      max_request_body_size=max_message_bytes())
     return BearerAuth(app, token) if token else app
@@ -205,7 +205,7 @@ def server_config(app: Any, host: str, port: int) -> uvicorn.Config:
                           ws="none", timeout_keep_alive=KEEP_ALIVE_TIMEOUT_S, log_level="warning", lifespan="on")
 
 
-def serve_http(vault: Vault, host: str, port: int, token: str | None, *, agent_id: str | None = None,
+def serve_http(vault: VaultLike, host: str, port: int, token: str | None, *, agent_id: str | None = None,
                workspace_hash: str | None = None) -> None:
     app = http_app(vault, host, port, token, agent_id=agent_id, workspace_hash=workspace_hash)  # refuses first
     shown = f"[{host}]" if ":" in host else host

@@ -12,7 +12,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from perseus_vault_core import InvalidInput, Vault
 from perseus_vault_integrations.langchain import PerseusVaultChatMessageHistory
 
-from ..conftest import FakeEmbedder
+from ...conftest import FakeEmbedder
 
 
 def test_the_transcript_survives_closing_and_reopening(tmp_path: Path) -> None:

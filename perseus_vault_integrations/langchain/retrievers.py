@@ -11,18 +11,14 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field
+from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+from pydantic import ConfigDict, Field, PrivateAttr
 
-try:
-    from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
-    from langchain_core.documents import Document
-    from langchain_core.retrievers import BaseRetriever
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError("the LangChain adapters need langchain-core: install perseus-vault[langchain]") from exc
+from perseus_vault_core import MAX_LIMIT, Expansion, Fusion, InvalidInput, RecallItem, RecallParams, RecallResult, Vault
 
-from perseus_vault_core import InvalidInput, RecallItem, RecallResult, Vault
-from perseus_vault_core.params import MAX_LIMIT, Expansion, RecallParams
-from perseus_vault_core.fusion import Fusion
+from ..arguments import OwnsItsVault, VaultLike, init_model
 
 # The recall parameters the retriever carries as fields; ``k`` stands for ``limit``.
 RECALL_FIELDS = tuple(name for name in RecallParams.model_fields if name not in ("query", "limit"))
@@ -36,14 +32,17 @@ def to_document(item: RecallItem, search_mode: str) -> Document:
     return Document(id=str(item.id), page_content=item.content, metadata=metadata)
 
 
-class PerseusVaultRetriever(BaseRetriever):
+class PerseusVaultRetriever(OwnsItsVault, BaseRetriever):
     """Recall memories from a :class:`~perseus_vault_core.Vault` as LangChain documents.
 
-    >>> retriever = PerseusVaultRetriever(vault=vault, k=5, mode="hybrid", topic_path="architecture")
-    >>> retriever.invoke("which database did we pick", k=3)                   # doctest: +SKIP
+    ``vault``: a Vault, or a path (the retriever then opens the vault, and closes it in :meth:`close`).
+    Every other argument is a field, by name; an unknown one is refused.
+
+    >>> retriever = PerseusVaultRetriever(vault, k=5, mode="hybrid", topic_path="architecture")  # doctest: +SKIP
+    >>> retriever.invoke("which database did we pick", k=3)                                    # doctest: +SKIP
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     vault: Vault
     k: int = Field(default=4, ge=1, le=MAX_LIMIT, description="Documents to return (recall's limit)")
@@ -72,6 +71,10 @@ class PerseusVaultRetriever(BaseRetriever):
     validity_annotate: bool | None = None
     reinforce: bool | None = None
     fusion: Fusion | None = None
+    _owned_vault: Vault | None = PrivateAttr(default=None)
+
+    def __init__(self, vault: VaultLike, **fields: Any) -> None:
+        self._owned_vault = init_model(super().__init__, type(self), vault, fields)
 
     def recall_arguments(self, overrides: dict[str, Any]) -> dict[str, Any]:
         """``recall``'s keyword arguments: the fields set here, then the call's own (the vault

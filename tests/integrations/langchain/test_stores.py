@@ -18,9 +18,10 @@ from langgraph.store.base import GetOp, InvalidNamespaceError, Item, ListNamespa
 from langgraph.store.memory import InMemoryStore
 
 from perseus_vault_core import InvalidInput, Vault
-from perseus_vault_integrations.langgraph_store import PerseusVaultStore, matches
+from perseus_vault_integrations.langchain import PerseusVaultStore
+from perseus_vault_integrations.langchain.stores import matches
 
-from ..conftest import Clock, FakeEmbedder
+from ...conftest import Clock, FakeEmbedder
 
 NAMESPACES = [("a",), ("a", "b"), ("a", "c"), ("b",), ("a", "b", "c"), ("users", "u1", "memories"), ("x/y", "z z")]
 KEYS = ["k0", "k1", "k2", "k3", "key with spaces", "ключ"]

@@ -27,9 +27,10 @@ Vectors: the vault keeps one vector per entity, made by its own embedder from th
 (``vector_query`` searches entity nodes by them with ``Vault.recall_by_vector``). LlamaIndex's
 ``node.embedding`` is therefore not stored twice; for the scores to mean anything, the vault's
 embedder and the index's ``embed_model`` must be the same model: bridge them with
-:class:`VaultEmbedding` (LlamaIndex embeds with the vault's model) or :class:`LlamaIndexEmbedder`
-(the vault embeds with LlamaIndex's model). A query vector of another length is refused by the
-vault; one of the same length from another model cannot be detected, and would rank noise.
+:class:`~.embeddings.PerseusVaultEmbedding` (LlamaIndex embeds with the vault's model) or
+:class:`~.embeddings.LlamaIndexEmbedder` (the vault embeds with LlamaIndex's model). A query vector
+of another length is refused by the vault; one of the same length from another model cannot be
+detected, and would rank noise.
 """
 
 from __future__ import annotations
@@ -40,27 +41,19 @@ import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-import numpy as np
+from llama_index.core.graph_stores.types import (
+    ChunkNode,
+    EntityNode,
+    LabelledNode,
+    PropertyGraphStore,
+    Relation,
+    Triplet,
+)
+from llama_index.core.vector_stores.types import VectorStoreQuery
 
-try:
-    from llama_index.core.base.embeddings.base import BaseEmbedding
-    from llama_index.core.bridge.pydantic import PrivateAttr
-    from llama_index.core.graph_stores.types import (
-        ChunkNode,
-        EntityNode,
-        LabelledNode,
-        PropertyGraphStore,
-        Relation,
-        Triplet,
-    )
-    from llama_index.core.vector_stores.types import VectorStoreQuery
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError("the LlamaIndex adapters need llama-index-core: install perseus-vault[llamaindex]") from exc
+from perseus_vault_core import MAX_BATCH, MAX_KEY_CHARS, Entity, InvalidInput, NotFound, NotSupported, Vault
 
-from perseus_vault_core import Entity, InvalidInput, NotFound, NotSupported, Vault
-from perseus_vault_core.params import MAX_BATCH, MAX_KEY_CHARS
-
-__all__ = ["LlamaIndexEmbedder", "PerseusVaultPropertyGraphStore", "VaultEmbedding"]
+from ..arguments import OwnsItsVault, VaultLike, open_vault, strict
 
 ENTITY_TYPE = "kg_entity"
 CHUNK_TYPE = "kg_chunk"
@@ -88,7 +81,7 @@ def _properties_match(props: dict[str, Any], wanted: dict[str, Any]) -> bool:
     return any(k in props and props[k] == v for k, v in wanted.items())
 
 
-class PerseusVaultPropertyGraphStore(PropertyGraphStore):
+class PerseusVaultPropertyGraphStore(OwnsItsVault, PropertyGraphStore):
     """A ``PropertyGraphStore`` on the vault's entities and links (see the module docstring).
 
     >>> store = PerseusVaultPropertyGraphStore(Vault("memory.db"))              # doctest: +SKIP
@@ -98,10 +91,9 @@ class PerseusVaultPropertyGraphStore(PropertyGraphStore):
     supports_structured_queries: bool = False
     supports_vector_queries: bool = True
 
-    def __init__(self, vault: Vault, *, namespace: str = "llamaindex", agent_id: str | None = None,
+    @strict
+    def __init__(self, vault: VaultLike, *, namespace: str = "llamaindex", agent_id: str | None = None,
                  workspace_hash: str | None = None, as_of_unix_ms: int | None = None) -> None:
-        if not isinstance(vault, Vault):
-            raise InvalidInput("vault", "must be a perseus_vault_core.Vault")
         if not isinstance(namespace, str) or not namespace.strip() or ":" in namespace or len(namespace) > 64:
             raise InvalidInput("namespace", "must be a non-blank name of at most 64 characters without ':'")
         for name, value in (("agent_id", agent_id), ("workspace_hash", workspace_hash)):
@@ -110,7 +102,7 @@ class PerseusVaultPropertyGraphStore(PropertyGraphStore):
         if as_of_unix_ms is not None and (not isinstance(as_of_unix_ms, int) or isinstance(as_of_unix_ms, bool)
                                           or as_of_unix_ms < 0):
             raise InvalidInput("as_of_unix_ms", "must be a non-negative integer (unix milliseconds)")
-        self.vault = vault
+        self.vault, self._owned_vault = open_vault(vault)
         self.node_category = f"{namespace}:node"
         self.relation_category = f"{namespace}:relation"
         self.as_of_unix_ms = as_of_unix_ms
@@ -494,78 +486,3 @@ class _Reader:
 def _mark(entity: Entity) -> dict[str, Any]:
     data = entity.body.get(MARK)
     return data if isinstance(data, dict) else {}
-
-
-class VaultEmbedding(BaseEmbedding):
-    """A LlamaIndex embedding model that embeds with a vault embedder, so LlamaIndex's query vectors
-    match the vault's stored ones. ``VaultEmbedding()`` is the vault's bundled model (loaded on first
-    use); ``VaultEmbedding(embedder)`` takes any object the vault accepts as ``embedder``."""
-
-    _embedder: Any = PrivateAttr(default=None)
-
-    def __init__(self, embedder: Any = None, **kwargs: Any) -> None:
-        if embedder is None:
-            from perseus_vault_core.embeddings import LazyEmbedder
-
-            embedder = LazyEmbedder()
-        for name in ("identity", "dimension", "embed"):
-            if not hasattr(embedder, name):
-                raise InvalidInput("embedder", "must have identity, dimension and embed(texts)")
-        super().__init__(model_name=str(embedder.identity), **kwargs)
-        self._embedder = embedder
-
-    @classmethod
-    def class_name(cls) -> str:
-        return "PerseusVaultEmbedding"
-
-    def _rows(self, texts: list[str]) -> list[list[float]]:
-        rows = np.asarray(self._embedder.embed(texts), dtype=np.float32)
-        return [[float(x) for x in row] for row in rows]
-
-    def _get_query_embedding(self, query: str) -> list[float]:
-        return self._rows([query])[0]
-
-    def _get_text_embedding(self, text: str) -> list[float]:
-        return self._rows([text])[0]
-
-    def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
-        return self._rows(texts)
-
-    async def _aget_query_embedding(self, query: str) -> list[float]:
-        return (await asyncio.to_thread(self._rows, [query]))[0]
-
-    async def _aget_text_embedding(self, text: str) -> list[float]:
-        return (await asyncio.to_thread(self._rows, [text]))[0]
-
-    async def _aget_text_embeddings(self, texts: list[str]) -> list[list[float]]:
-        return await asyncio.to_thread(self._rows, texts)
-
-
-class LlamaIndexEmbedder:
-    """A vault embedder backed by a LlamaIndex embedding model: ``Vault(path,
-    embedder=LlamaIndexEmbedder(embed_model))`` stores vectors of the model the index queries with.
-
-    The identity recorded in the vault is the model's class, name and dimension (the vault refuses
-    to mix it with another); the dimension is read from one probe embedding."""
-
-    def __init__(self, embed_model: BaseEmbedding) -> None:
-        if not isinstance(embed_model, BaseEmbedding):
-            raise InvalidInput("embed_model", "must be a llama_index BaseEmbedding")
-        self.embed_model = embed_model
-        self._dimension: int | None = None
-
-    @property
-    def dimension(self) -> int:
-        if self._dimension is None:
-            self._dimension = len(self.embed_model.get_text_embedding("dimension probe"))
-        return self._dimension
-
-    @property
-    def identity(self) -> str:
-        return f"llamaindex:{self.embed_model.class_name()}:{self.embed_model.model_name}:{self.dimension}"
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        rows = np.asarray(self.embed_model.get_text_embedding_batch(list(texts)), dtype=np.float32)
-        norms = np.linalg.norm(rows, axis=1, keepdims=True) if rows.size else np.ones((0, 1), dtype=np.float32)
-        result: np.ndarray = rows / np.where(norms == 0, 1, norms)  # a zero row stays zero: the vault refuses it
-        return result

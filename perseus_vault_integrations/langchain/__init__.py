@@ -1,0 +1,37 @@
+"""LangChain and LangGraph adapters (docs/langchain.md); install with ``pip install "perseus-vault[langchain]"``.
+
+One module per LangChain component, named as LangChain names its own:
+
+- :class:`PerseusVaultRetriever` (``retrievers``): ``recall`` as a retriever (every mode, filter and knob a field).
+- :class:`PerseusVaultVectorStore` (``vectorstores``): a ``VectorStore`` over one vault category.
+- :class:`PerseusVaultChatMessageHistory` (``chat_message_histories``): a persisted transcript per session
+  whose messages are memories.
+- :class:`PerseusVaultStore` (``stores``): LangGraph's long-term memory, a ``BaseStore``.
+- :class:`PerseusVaultEmbeddings` / :class:`LangChainEmbedder` (``embeddings``): embeddings across the
+  boundary, both ways.
+
+Each takes the vault first, as a :class:`~perseus_vault_core.Vault` or a path, and refuses an unknown
+argument with :class:`~perseus_vault_core.InvalidInput`.
+"""
+
+from __future__ import annotations
+
+from ..extras import require
+
+# First, so that a missing framework is named once, here, before the modules below import it.
+require("langchain", "the LangChain adapters", "langchain_core", "langgraph.store.base")
+
+from .chat_message_histories import PerseusVaultChatMessageHistory
+from .embeddings import LangChainEmbedder, PerseusVaultEmbeddings
+from .retrievers import PerseusVaultRetriever
+from .stores import PerseusVaultStore
+from .vectorstores import PerseusVaultVectorStore
+
+__all__ = [
+    "LangChainEmbedder",
+    "PerseusVaultChatMessageHistory",
+    "PerseusVaultEmbeddings",
+    "PerseusVaultRetriever",
+    "PerseusVaultStore",
+    "PerseusVaultVectorStore",
+]
