@@ -115,13 +115,24 @@ COMMANDS: tuple[Command, ...] = (
     Command("scan", f.scan, handler=admin.scan, flags=admin.scan_flags,
             about="One page of memories by ascending id (prints the next cursor), or every page with --all (one "
                   "line, or one JSON object, per memory). The same filters as recall. See docs/scan.md."),
-    Command("memory_import", f.memory_import, words="memory import", creates=True),
-    Command("memory_export", f.line("wrote {files} file(s) to {folder}"), words="memory export"),
-    Command("memory_recall", f.memory_recall, words="memory recall"),
-    Command("get_memory", f.line("{text}"), words="memory get"),
-    Command("list_memory_files", f.memory_files, words="memory list"),
-    Command("add_memory", f.memory_change("added to"), words="memory add", creates=True),
-    Command("delete_memory", f.memory_change("deleted from"), words="memory delete"),
+    Command("memory_import", f.memory_import, words="memory import", creates=True,
+            about="Import a folder: its memory files entry by entry (from --memory-dir, or the folder itself when "
+                  "there is none) and its other notes with their wikilinks. Importing again reconciles: unchanged "
+                  "entries are left alone, entries gone from a file are archived. Lines it cannot read are listed as "
+                  "skipped. --bind lets memory add and memory delete rewrite the files there."),
+    Command("memory_export", f.line("wrote {files} file(s) to {folder}"), words="memory export",
+            about="Write every memory file to a folder, byte for byte as stored."),
+    Command("memory_recall", f.memory_recall, words="memory recall",
+            about="The entries about a topic, oldest first, so that a changed view shows (what do I think of X)."),
+    Command("get_memory", f.line("{text}"), words="memory get", about="A memory file, or one of its sections, verbatim."),
+    Command("list_memory_files", f.memory_files, words="memory list",
+            about="The memory files, with their entry counts and sections."),
+    Command("add_memory", f.memory_change("added to"), words="memory add", creates=True,
+            about="Add a dated entry to a section of a memory file (both created if missing); in a bound folder the "
+                  "file is rewritten too."),
+    Command("delete_memory", f.memory_change("deleted from"), words="memory delete",
+            about="Delete the one entry of a section that --date and/or --text match (refused when none or several "
+                  "do; history keeps it)."),
     Command("search", f.recall, about="Recall over an imported folder's notes (outside the memory files)."),
     Command("remember_conversation", f.conversation_write, creates=True, handler=admin.remember_conversation,
             flags=admin.messages_file, skip=("messages",),

@@ -3,7 +3,8 @@
 - A required field is a positional argument, in the model's order; any other field is an option
   ``--field-name``.
 - A bool is a switch: ``--x`` when it defaults to false, ``--no-x`` when it defaults to true, and
-  both when its default (None) means "decide for me".
+  both when its default (None) means "decide for me". A field that is a bool or an object
+  (recall's ``expansion``) is a switch too; the object form is for the API and the MCP tools.
 - A ``Literal`` gives the choices; a number-or-word field (``min_score``: a number or ``auto``)
   takes either; a list repeats its option; a dict or a model is JSON text; a time is unix
   milliseconds or ISO 8601 text (the model converts it).
@@ -37,10 +38,6 @@ class Shape:
     bounds: str = ""  # "1 to 1000", "at least 0", ...
 
 
-KIND_WORDS = {  # the value column of docs/cli.md
-    "switch": "switch", "int": "integer", "float": "number", "str": "text", "time": "time (unix ms or ISO 8601)",
-    "json": "JSON object", "list": "text, repeatable", "number_or": "number",
-}
 _METAVARS = {"int": "N", "float": "X", "time": "TIME", "json": "JSON"}
 
 
@@ -114,7 +111,7 @@ def help_text(field: FieldInfo, s: Shape, flag: str) -> str:
     if s.kind == "switch":
         if value is True:
             notes.append(f"on unless {flag}")
-    elif value not in (None, [], "") and not field.is_required():
+    elif value not in (None, [], ""):
         notes.append(f"default {_num(value)}")
     if s.bounds:
         notes.append(s.bounds + (f", or {' or '.join(s.choices)}" if s.choices else ""))
@@ -137,21 +134,26 @@ def json_value(text: str) -> Any:
         raise argparse.ArgumentTypeError(f"is not valid JSON ({exc.msg})") from None
 
 
-def _number_or(words: tuple[str, ...]) -> Any:
-    def number_or(text: str) -> float | str:
-        if text in words:
+class NumberOr:
+    """A number, or one of a few words (``min_score``: a number or ``auto``)."""
+
+    def __init__(self, words: tuple[str, ...]) -> None:
+        self.words = words
+
+    def __call__(self, text: str) -> float | str:
+        if text in self.words:
             return text
         try:
             return float(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a number or {' or '.join(words)}, got {text!r}") from None
-
-    return number_or
+            raise argparse.ArgumentTypeError(f"expected a number or {' or '.join(self.words)}, got {text!r}") from None
 
 
 def _type(s: Shape) -> Any:
-    return {"int": int, "float": float, "time": time_value, "json": json_value}.get(s.kind) or (
-        _number_or(s.choices) if s.kind == "number_or" else None)
+    """The function argparse reads the text with (None: keep it as text)."""
+    if s.kind == "number_or":
+        return NumberOr(s.choices)
+    return {"int": int, "float": float, "time": time_value, "json": json_value}.get(s.kind)
 
 
 # --- arguments -------------------------------------------------------------------------------------
@@ -169,7 +171,7 @@ def add_field(parser: argparse.ArgumentParser, name: str, field: FieldInfo, *, p
     if positional:
         kwargs["help"] = help_text(field, s, name)
         if optional is not None:
-            kwargs |= {"nargs": "?", "default": optional}
+            kwargs |= {"nargs": "?", "default": optional, "help": f"{kwargs['help']} (default {optional})"}
         return parser.add_argument(name, **kwargs)
     value = default(field)
     flags = [option(name), *aliases]
