@@ -46,8 +46,8 @@ def _command_word(argv: Sequence[str]) -> str | None:
 def _parser_for(argv: Sequence[str]) -> argparse.ArgumentParser:
     """The parser ``argv`` needs: the built-in commands, and the plugins' only when it names none
     of those (reading entry points costs every one-shot call time)."""
-    built: Commands = builtins()
     word = _command_word(argv)
+    built: Commands = builtins(word or "")
     if word is None or not built.knows(word):
         built.add_plugins()
         if word in MISSING and not built.knows(word):

@@ -65,6 +65,14 @@ class Command:
         model = self.spec.params.model_fields
         return [n for n in self.fields if model[n].is_required()]
 
+    @property
+    def called(self) -> tuple[str, ...]:
+        """The words that name it first on a command line: its own (or its group's), the MCP
+        tool's spelling, its verb's aliases."""
+        word = self.name.split()[0]
+        aliases = self.spec.aliases if self.spec is not None and word == self.name else ()
+        return tuple(dict.fromkeys((word, word.replace("-", "_"), *aliases)))
+
     def option_aliases(self) -> dict[str, tuple[str, ...]]:
         return {**SHORT, **self.aliases}
 

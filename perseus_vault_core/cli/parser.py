@@ -49,25 +49,24 @@ class Commands:
     def knows(self, word: str) -> bool:
         return word in self.sub.choices
 
-    def add(self, command: Command) -> argparse.ArgumentParser:
+    def add(self, command: Command, *, arguments: bool = True) -> None:
+        """The command's parser; with ``arguments`` off, only its name and help (enough to list it,
+        and all a call naming another command needs: generating arguments costs every call time)."""
         *group, word = command.name.split()
         spec = command.spec
         summary = command.summary or (spec.summary if spec is not None else "")
         about = command.about or (spec.description if spec is not None else summary)
         p: argparse.ArgumentParser = self._under(group).add_parser(word, parents=[self.common], help=summary,
                                                                    description=about)
-        if spec is not None:
+        if arguments and spec is not None:
             add_fields(p, spec.params, command.fields, positional=command.positional,
                        aliases=command.option_aliases(), optional=command.optional)
-        if command.flags is not None:
+        if arguments and command.flags is not None:
             command.flags(p)
         p.set_defaults(func=partial(commands.run, command), creates=command.creates, serves=False)
         if not group:
-            names = [word.replace("-", "_")] + list(spec.aliases if spec is not None else ())
-            for alias in names:
-                if alias != word:
-                    self.sub._name_parser_map[alias] = p  # accepted, not listed
-        return p
+            for alias in command.called[1:]:
+                self.sub._name_parser_map[alias] = p  # accepted, not listed
 
     def _under(self, group: list[str]) -> Any:
         if not group:
@@ -90,10 +89,12 @@ class Commands:
             self.plugins.append(plugin)
 
 
-def builtins() -> Commands:
+def builtins(word: str | None = None) -> Commands:
+    """The built-in commands; given the command ``word`` a call names, only that command's
+    arguments are generated (``None``: every command's)."""
     built = Commands()
     for command in COMMANDS:
-        built.add(command)
+        built.add(command, arguments=word is None or word in command.called)
     return built
 
 

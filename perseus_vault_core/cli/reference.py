@@ -13,7 +13,7 @@ import re
 
 from .commands import COMMANDS, GROUPS, SHORT
 from .flags import NumberOr, json_value, time_value
-from .parser import PROG, Commands, listed
+from .parser import PROG, builtins, listed
 
 _GLOBAL = ("help", "db", "json")  # every command's; the page's head describes them
 _WIDTH = 100
@@ -109,9 +109,7 @@ def _section(level: str, words: str, parser: argparse.ArgumentParser, example: s
 
 def reference() -> str:
     """docs/cli.md, from the parser with every command (built-in, then the plugins')."""
-    built = Commands()
-    for command in COMMANDS:
-        built.add(command)
+    built = builtins()
     built.add_plugins()
     parsers = listed(built.parser)
     creators = [f"`{c.name}`" for c in COMMANDS if c.creates] + [f"`{p.name}`" for p in built.plugins if p.creates]
