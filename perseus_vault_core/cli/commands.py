@@ -80,7 +80,7 @@ class Command:
 REGISTRY: Mapping[str, verbs.Verb] = MappingProxyType({v.name: v for v in verbs.VERBS + verbs.ADMIN_VERBS})
 
 
-def run(command: Command, vault: Vault, args: argparse.Namespace) -> None:
+def invoke(command: Command, vault: Vault, args: argparse.Namespace) -> None:
     """Call the command's verb with the arguments the user gave and print the result."""
     given = {name: getattr(args, name) for name in command.fields if hasattr(args, name)}
     if command.handler is not None:

@@ -92,6 +92,11 @@ def test_every_command_takes_exactly_its_verbs_fields(command: Any) -> None:
     assert drift(command.name, parser, command.spec.params, command.spec.exclude) == []
 
 
+def test_no_field_takes_a_name_the_command_line_uses_itself() -> None:
+    reserved = {"help", "db", "json", "command", "func", "creates", "serves", "memory_action"}
+    assert not {n for c in COMMANDS for n in c.fields} & reserved
+
+
 def test_the_drift_check_names_a_field_the_command_line_lacks() -> None:
     class Wider(RecallParams):
         shiny: int = Field(default=3, description="A knob added to the model")
