@@ -55,6 +55,7 @@ from .params import (
     is_advanced,
     validate,
 )
+from .plugins import INSTALL_HINTS, Plugin
 from .storage.sqlite.connection import read_secret_file
 from .vault import Vault
 from .verbs import ALIASES, BY_NAME, PROFILES, VERBS, Verb
@@ -63,6 +64,8 @@ __version__ = "0.1.0"
 
 # The adapters may import exactly these names (tests/test_architecture.py holds them to it).
 __all__ = [
+    "INSTALL_HINTS",
+    "Plugin",
     "ADVANCED",
     "ALIASES",
     "BY_NAME",

@@ -7,6 +7,7 @@ Every ``Vault`` verb is wrapped in :func:`edge`, so a caller only ever handles t
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -59,6 +60,7 @@ def listed(name: str, values: Any, what: str) -> list[Any]:
         raise InvalidInput(name, f"must be a list of {what}") from None
 
 
-def one_of(name: str, value: Any, kinds: tuple[type, ...], what: str) -> None:
-    if not isinstance(value, kinds):
-        raise InvalidInput(name, f"must be {what}")
+def path_text(name: str, value: Any) -> Any:
+    """A path argument (text or ``os.PathLike``) as text for its params model; anything else is left for
+    the model to refuse, naming ``name``."""
+    return os.fspath(value) if isinstance(value, os.PathLike) else value

@@ -27,7 +27,7 @@ import numpy as np
 
 from . import conversations, graph, hygiene, import_export, proactive, recall, scan, store, temporal
 from .embeddings import Embedder, backfill
-from .edge import edge, given, listed, one_of
+from .edge import edge, given, listed, path_text
 from .engine import Clock, Engine
 from .errors import Conflict, InvalidInput
 from .filters import view
@@ -42,11 +42,12 @@ from .models import (  # noqa: I001
     RecallWhenResult, ScanPage, Stats, TraverseResult,
 )
 from .params import (  # noqa: I001
-    AddMemoryParams, AsOfParams, BitemporalParams, CommunitiesParams, CommunitySummaryParams, ConversationParams,
-    DeleteMemoryParams, Direction, EmbedParams, EntityParams, FactParams, GetMemoryParams, GlobalRecallParams,
-    HistoryParams, HygieneParams, LinkParams, ListMemoryFilesParams, MemoryRecallParams, MessageInput, OpenParams,
-    PrepareParams, RecallParams, RecallWhenParams, RememberConversationParams, RememberInput, RememberManyParams,
-    ScanParams, ScopeParams, SupersedeParams, Synchronous, TraverseParams, UnlinkParams, ValidAtParams, validate,
+    AddMemoryParams, AsOfParams, BackupParams, BitemporalParams, CommunitiesParams, CommunitySummaryParams,
+    ConversationParams, DeleteMemoryParams, Direction, EmbedParams, EntityParams, FactParams, GetMemoryParams,
+    GlobalRecallParams, HistoryParams, HygieneParams, LinkParams, ListMemoryFilesParams, MemoryExportParams,
+    MemoryImportParams, MemoryRecallParams, MessageInput, OpenParams, PrepareParams, RecallParams, RecallWhenParams,
+    RememberConversationParams, RememberInput, RememberManyParams, ScanParams, ScopeParams, SupersedeParams,
+    Synchronous, TraverseParams, UnlinkParams, ValidAtParams, validate,
 )
 from .params.options import (  # noqa: I001
     CommunitiesOptions, CommunitySummaryOptions, GlobalRecallOptions, HygieneOptions, PrepareOptions,
@@ -280,10 +281,9 @@ class Vault:
         itself when there is no such subfolder) entry by entry, and the folder's other markdown notes
         with their wikilinks. Re-importing reconciles. ``bind=True`` makes ``add_memory`` /
         ``delete_memory`` rewrite the files there."""
-        validate(ScopeParams, given(agent_id=agent_id, workspace_hash=workspace_hash))
-        one_of("memory_dir", memory_dir, (str,), "text")
-        one_of("bind", bind, (bool,), "true or false")
-        return memory.memory_import(self._engine, folder, memory_dir, bind, agent_id, workspace_hash)
+        p = validate(MemoryImportParams, given(folder=path_text("folder", folder), memory_dir=memory_dir, bind=bind,
+                                               agent_id=agent_id, workspace_hash=workspace_hash))
+        return memory.memory_import(self._engine, p.folder, p.memory_dir, p.bind, p.agent_id, p.workspace_hash)
 
     @edge
     def memory_unbind(self, *, agent_id: str | None = None, workspace_hash: str | None = None) -> bool:
@@ -324,8 +324,9 @@ class Vault:
     def memory_export(self, folder: str | os.PathLike[str], *, agent_id: str | None = None,
                       workspace_hash: str | None = None) -> MemoryExportReport:
         """Write every memory file in scope to ``folder/<file>.md`` (atomically, byte for byte as stored)."""
-        validate(ScopeParams, given(agent_id=agent_id, workspace_hash=workspace_hash))
-        return memory.memory_export(self._engine, folder, agent_id, workspace_hash)
+        p = validate(MemoryExportParams, given(folder=path_text("folder", folder), agent_id=agent_id,
+                                               workspace_hash=workspace_hash))
+        return memory.memory_export(self._engine, p.folder, p.agent_id, p.workspace_hash)
 
     @edge
     def memory_recall(self, query: str, file: str | None = None, limit: int = 50, *, agent_id: str | None = None,
@@ -477,10 +478,11 @@ class Vault:
     @edge
     def backup(self, target: str | os.PathLike[str]) -> str:
         """A consistent copy of the vault at ``target`` while others keep writing."""
-        folder = Path(target).resolve().parent
+        p = validate(BackupParams, {"target": path_text("target", target)})
+        folder = Path(p.target).resolve().parent
         if not folder.is_dir():
             raise InvalidInput("target", f"folder {folder} does not exist")
-        return self._engine.backend.backup(str(target))
+        return self._engine.backend.backup(p.target)
 
 
 def _resolve(conn: Connection, p: FactParams) -> int:

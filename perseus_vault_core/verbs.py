@@ -8,6 +8,11 @@ a test checks that every verb is a ``Vault`` method taking exactly its params mo
 
 Tool profiles: a model pays for every tool description in every session, so the server lists a
 compact ``core`` set by default and every verb with ``all`` (docs/mcp.md).
+
+:data:`ADMIN_VERBS` are the operator's: moving data in and out of the file and looking after it.
+The command line offers them (its flags and docs/cli.md come from their params models, as for
+every verb); the MCP server does not, since they name paths on the server's disk or change the
+whole file, and they are in no tool profile.
 """
 
 from __future__ import annotations
@@ -144,6 +149,30 @@ VERBS: tuple[Verb, ...] = (
          read_only=False, scoped=False),
     Verb("stats", p.NoParams, m.Stats, "counts, sizes, embedding coverage and model",
          "The vault's counts, sizes, versions, embedding coverage and model. Returns the figures.", scoped=False),
+)
+
+ADMIN_VERBS: tuple[Verb, ...] = (
+    Verb("import_jsonl", p.ImportParams, m.ImportReport, "import JSONL (an export, or remember-shaped lines)",
+         "Import a JSONL file, an export or one memory a line, in one transaction: all of it, or nothing. "
+         "Returns counts.", read_only=False, scoped=False),
+    Verb("export_jsonl", p.ExportParams, int, "export memories, history and links as JSONL",
+         "Write every memory in scope with its history, and every link, as JSONL, losslessly. Returns the "
+         "number of lines."),
+    Verb("memory_import", p.MemoryImportParams, m.MemoryImportReport, "import a folder (its memory files and notes)",
+         "Import an Obsidian-style folder: its memory files entry by entry, and its other notes with their "
+         "wikilinks. Importing again reconciles. Returns counts and the lines skipped.", read_only=False),
+    Verb("memory_export", p.MemoryExportParams, m.MemoryExportReport, "write every memory file to a folder",
+         "Write every memory file in scope to a folder, byte for byte as stored. Returns the files written."),
+    Verb("check", p.NoParams, m.CheckReport, "integrity and index sync (exit 1 on problems)",
+         "Check the file's integrity, the keyword indexes against their rows, and the vault's invariants. "
+         "Returns ok and the problems.", scoped=False),
+    Verb("reindex", p.NoParams, m.CheckReport, "rebuild the keyword indexes, then check",
+         "Rebuild both keyword indexes from the rows, then check. Returns the check.", read_only=False, scoped=False),
+    Verb("backup", p.BackupParams, str, "consistent copy of the vault (safe while writing)",
+         "Copy the vault consistently while others keep writing. Returns the copy's path.", scoped=False),
+    Verb("rekey", p.RekeyParams, type(None), "re-encrypt an encrypted vault under a new key",
+         "Re-encrypt an encrypted vault under a new key, losing nothing; afterwards only the new key opens it. "
+         "Refused while another process has the vault open.", read_only=False, idempotent=False, scoped=False),
 )
 
 BY_NAME: dict[str, Verb] = {v.name: v for v in VERBS}

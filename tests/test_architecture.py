@@ -191,7 +191,6 @@ def test_the_adapters_use_only_the_core_s_public_names() -> None:
     assert not bad, "\n".join(bad)
 
 
-@pytest.mark.xfail(strict=False, reason="cli serve moves to an entry point (in progress)")
 def test_the_core_never_imports_an_adapter() -> None:
     bad = core_imports_of_integrations(ROOT)
     assert not bad, "\n".join(bad)

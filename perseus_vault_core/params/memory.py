@@ -15,6 +15,7 @@ from ..errors import InvalidInput
 from ..memory.names import check_name, valid_date  # the memory layer owns what a file name may be
 from .base import (
     MAX_ENTRY_CHARS,
+    MAX_SCOPE_CHARS,
     MAX_LIMIT,
     MAX_QUERY_CHARS,
     MAX_SECTION_CHARS,
@@ -112,3 +113,21 @@ class DeleteMemoryParams(ScopeParams):
         if self.date is None and self.text is None:  # InvalidInput names its field (see invalid())
             raise InvalidInput("date", "give the entry's date, its text, or both")
         return self
+
+
+class MemoryImportParams(ScopeParams):
+    """``memory_import``: a folder's memory files and notes, reconciled with the vault's."""
+
+    folder: str = Field(description="The folder to import: its memory files and its other markdown notes")
+    memory_dir: str = Field(default="About Me", description=(
+        "The subfolder holding the memory files (the folder itself when there is none)"))
+    bind: bool = Field(default=False, description="Let add_memory and delete_memory rewrite the files there")
+    agent_id: str | None = Field(default=None, max_length=MAX_SCOPE_CHARS, description="The agent the entries belong to")
+    workspace_hash: str | None = Field(default=None, max_length=MAX_SCOPE_CHARS,
+                                       description="The workspace the entries belong to")
+
+
+class MemoryExportParams(ScopeParams):
+    """``memory_export``: every memory file in scope, written byte for byte as stored."""
+
+    folder: str = Field(description="The folder to write each memory file to, as <file>.md (created if missing)")

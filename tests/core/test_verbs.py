@@ -12,20 +12,19 @@ from pydantic_core import PydanticUndefined
 
 from perseus_vault_core import Vault
 from perseus_vault_core.params import signatures
-from perseus_vault_core.verbs import VERBS, Verb, fields
+from perseus_vault_core.verbs import ADMIN_VERBS, BY_NAME, PROFILES, VERBS, Verb, fields
 
 # Arguments only Python can pass (functions), which no params model describes.
-PYTHON_ONLY = {"community_summary": {"polish"}, "embed": {"progress"}}
+PYTHON_ONLY = {"community_summary": {"polish"}, "embed": {"progress"}, "import_jsonl": {"progress"}}
 # Methods that are not verbs of the registry: the lifecycle, and what only Python callers use.
-NOT_VERBS = {"close", "recall_by_vector", "wait_for_keyword_index", "wait_for_vector_index", "memory_import",
-             "memory_export", "memory_unbind", "import_jsonl", "export_jsonl", "check", "reindex", "rekey", "backup"}
+NOT_VERBS = {"close", "recall_by_vector", "wait_for_keyword_index", "wait_for_vector_index", "memory_unbind"}
 
 
 def _method(verb: Verb) -> Any:
     return getattr(Vault, verb.name)
 
 
-@pytest.mark.parametrize("verb", VERBS, ids=lambda v: v.name)
+@pytest.mark.parametrize("verb", VERBS + ADMIN_VERBS, ids=lambda v: v.name)
 def test_each_verb_takes_exactly_its_models_fields(verb: Verb) -> None:
     named, options = signatures.signature_fields(_method(verb))
     taken = set(named) | options
@@ -34,7 +33,7 @@ def test_each_verb_takes_exactly_its_models_fields(verb: Verb) -> None:
     assert not set(named) & options, f"{verb.name}: {set(named) & options} both named and in **options"
 
 
-@pytest.mark.parametrize("verb", VERBS, ids=lambda v: v.name)
+@pytest.mark.parametrize("verb", VERBS + ADMIN_VERBS, ids=lambda v: v.name)
 def test_named_defaults_are_the_models(verb: Verb) -> None:
     """A default written in a signature must be the model's (None means 'not given': the model decides)."""
     named, _ = signatures.signature_fields(_method(verb))
@@ -49,8 +48,15 @@ def test_named_defaults_are_the_models(verb: Verb) -> None:
 
 def test_every_public_method_is_a_verb_or_known() -> None:
     public = {name for name, _ in inspect.getmembers(Vault, inspect.isfunction) if not name.startswith("_")}
-    verbs = {v.name for v in VERBS}
+    verbs = {v.name for v in VERBS + ADMIN_VERBS}
     assert public - verbs == NOT_VERBS, f"unlisted: {public - verbs - NOT_VERBS}; gone: {NOT_VERBS - public}"
+
+
+def test_the_operators_verbs_are_in_no_tool_profile() -> None:
+    admin = {v.name for v in ADMIN_VERBS}
+    assert not admin & set(BY_NAME)
+    assert all(not admin & names for names in PROFILES.values())
+    assert len({v.name for v in VERBS + ADMIN_VERBS}) == len(VERBS) + len(ADMIN_VERBS)
 
 
 def test_option_typeddicts_are_generated_from_the_models() -> None:

@@ -1,5 +1,5 @@
 """The CLI's conversation commands: remember-conversation and conversation (keyword-only, like
-tests/core/test_cli.py)."""
+tests/core/cli/test_cli.py)."""
 
 from __future__ import annotations
 

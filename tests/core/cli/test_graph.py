@@ -1,5 +1,5 @@
 """The CLI's graph and proactive verbs: link, unlink, traverse, communities, community-summary,
-global-recall, recall-when, prepare (keyword-only, like tests/core/test_cli.py)."""
+global-recall, recall-when, prepare (keyword-only, like tests/core/cli/test_cli.py)."""
 
 from __future__ import annotations
 

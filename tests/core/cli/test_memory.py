@@ -1,4 +1,4 @@
-"""The CLI's memory verbs and search (keyword-only, like tests/core/test_cli.py)."""
+"""The CLI's memory verbs and search (keyword-only, like tests/core/cli/test_cli.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from .test_cli import _clean_env, assert_ok, assert_one_line_error, cli, db, keyword_only  # noqa: F401
-from .test_memory import FIXTURE
+from ..test_memory import FIXTURE
 
 
 def test_memory_verbs(cli: Any, db: str, tmp_path: Path) -> None:  # noqa: F811

@@ -23,13 +23,13 @@ import pytest
 from perseus_vault_core import RecallResult, Vault
 from perseus_vault_core.cli import main
 
-from ..conftest import modes
+from ...conftest import modes
 
 
 @pytest.fixture(autouse=True)
 def keyword_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """These tests are about the CLI's contract, not embeddings: run it keyword-only (the operator
-    setting), so they are fast and their rankings are BM25's. tests/core/test_cli_embed.py runs the
+    setting), so they are fast and their rankings are BM25's. tests/core/cli/test_embed.py runs the
     CLI with the bundled model."""
     monkeypatch.setenv("PERSEUS_VAULT_EMBEDDER", "none")
 

@@ -1,0 +1,5 @@
+"""``python -m perseus_vault_core.cli``: the command line, as the console script runs it."""
+
+from . import run
+
+run()

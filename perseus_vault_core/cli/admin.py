@@ -1,0 +1,170 @@
+"""The commands that do more than hand their flags to the vault: standard input or a file of
+messages in, standard output or a progress bar out, a key from a file, an exit status from a check.
+
+Each handler takes the vault, the parsed arguments and the verb's arguments as given (``given``),
+and returns what to print, or :data:`PRINTED` when it has printed already.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from ..storage.sqlite.connection import read_key_file
+from ..errors import InvalidInput
+from ..vault import Vault
+from . import format
+
+PRINTED = object()  # a handler's answer when it has printed its output itself
+NEW_KEY_ENV = "PERSEUS_VAULT_NEW_KEY"
+
+
+# --- flags of the command line's own ---------------------------------------------------------------
+
+
+def progress_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--progress", action="store_true", help="show progress even when stderr is not a terminal")
+
+
+def scan_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--all", action="store_true", help="follow the cursor to the end: one line (or JSON object) a memory")
+
+
+def rekey_flags(p: argparse.ArgumentParser) -> None:
+    # Keys come from a file or the environment only: a key on the command line lands in shell
+    # history and in every process listing.
+    p.add_argument("--new-key-file", dest="new_key_file", metavar="PATH",
+                   help=f"file holding the new key (default: ${NEW_KEY_ENV})")
+
+
+def messages_file(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", help="the messages as a JSON array or JSON Lines ({speaker, text, time, role, id}), "
+                                "or - for standard input")
+
+
+# --- handlers --------------------------------------------------------------------------------------
+
+
+@contextmanager
+def _progress_bar(args: argparse.Namespace, unit: str, desc: str) -> Iterator[Callable[[int, int], None]]:
+    """A progress callback drawing on stderr (on a terminal, or with --progress; never with --quiet)."""
+    from tqdm import tqdm
+
+    bar = tqdm(total=0, unit=unit, desc=desc, disable=args.quiet or not sys.stderr.isatty() and not args.progress)
+
+    def progress(done: int, total: int) -> None:
+        bar.total = total
+        bar.n = done
+        bar.refresh()
+
+    try:
+        yield progress
+    finally:
+        bar.close()
+
+
+def init(vault: Vault, args: argparse.Namespace, given: dict[str, Any]) -> Any:
+    return vault.stats()  # opening it created it
+
+
+def import_jsonl(vault: Vault, args: argparse.Namespace, given: dict[str, Any]) -> Any:
+    source = given["source"]
+    with _progress_bar(args, "rec", "import") as progress:
+        return vault.import_jsonl(sys.stdin if source == "-" else source, progress=progress)
+
+
+def export_jsonl(vault: Vault, args: argparse.Namespace, given: dict[str, Any]) -> Any:
+    target = given.pop("target")
+    if target == "-":
+        vault.export_jsonl(sys.stdout, **given)
+        return PRINTED
+    return {"file": target, "lines": vault.export_jsonl(target, **given)}
+
+
+def embed(vault: Vault, args: argparse.Namespace, given: dict[str, Any]) -> Any:
+    with _progress_bar(args, "vec", "embed") as progress:
+        return vault.embed(**given, progress=progress)
+
+
+def scan(vault: Vault, args: argparse.Namespace, given: dict[str, Any]) -> Any:
+    if not args.all:
+        return vault.scan(**given)
+    given.pop("cursor", None)
+    cursor = None
+    while True:  # --all streams every page: one JSON object (or line) per memory
+        page = vault.scan(cursor=cursor, **given)
+        for e in page.items:
+            print(e.model_dump_json() if args.json else format.entity_line(e))
+        if not page.has_more:
+            return PRINTED
+        cursor = page.next_cursor
+
+
+def check(vault: Vault, args: argparse.Namespace, given: dict[str, Any]) -> Any:
+    return _exit_1_unless_ok(args, vault.check(), format.check)
+
+
+def reindex(vault: Vault, args: argparse.Namespace, given: dict[str, Any]) -> Any:
+    return _exit_1_unless_ok(args, vault.reindex(), format.reindex)
+
+
+def _exit_1_unless_ok(args: argparse.Namespace, report: Any, show: format.Show) -> Any:
+    format.emit(args, report, show)
+    if not report.ok:
+        raise SystemExit(1)
+    return PRINTED
+
+
+def backup(vault: Vault, args: argparse.Namespace, given: dict[str, Any]) -> Any:
+    return {"backup": vault.backup(**given)}
+
+
+def unlink(vault: Vault, args: argparse.Namespace, given: dict[str, Any]) -> Any:
+    return {"closed": vault.unlink(**given)}
+
+
+def rekey(vault: Vault, args: argparse.Namespace, given: dict[str, Any]) -> Any:
+    if args.new_key_file:
+        new_key = read_key_file(args.new_key_file, "--new-key-file")
+    elif os.environ.get(NEW_KEY_ENV):
+        new_key = os.environ[NEW_KEY_ENV]
+    else:
+        raise InvalidInput("new key", f"set {NEW_KEY_ENV} or pass --new-key-file PATH")
+    vault.rekey(new_key)
+    return {"rekeyed": vault.path}
+
+
+def remember_conversation(vault: Vault, args: argparse.Namespace, given: dict[str, Any]) -> Any:
+    return vault.remember_conversation(messages=read_messages(args.file), **given)
+
+
+def read_messages(source: str) -> list[Any]:
+    """Messages from a file (or ``-``, standard input): a JSON array, or JSON Lines (one object a line)."""
+    try:
+        if source == "-":
+            text = sys.stdin.read()
+        else:
+            with open(source, encoding="utf-8") as handle:
+                text = handle.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidInput("file", f"cannot read {source}: {getattr(exc, 'strerror', None) or exc}") from None
+    if text.lstrip().startswith("["):
+        try:
+            messages: list[Any] = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InvalidInput("messages", f"is not a valid JSON array ({exc.msg}, line {exc.lineno})") from None
+        return messages
+    out = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.strip():
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise InvalidInput("messages", f"line {number} is not valid JSON ({exc.msg})") from None
+    return out

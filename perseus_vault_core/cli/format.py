@@ -1,0 +1,186 @@
+"""What a person sees: each command's result as text (``--json`` prints the result model instead).
+
+Every function takes the result and the parsed arguments (some lines name what was asked for).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel
+
+from .. import conversations
+from ..models import (
+    CommunitiesResult,
+    Entity,
+    HistoryPage,
+    HygieneReport,
+    MemoryImportReport,
+    MemoryRecallResult,
+    RecallResult,
+    RecallWhenResult,
+    ScanPage,
+    TraverseResult,
+)
+from ..ranking import one_line
+
+Show = Callable[[Any, argparse.Namespace], str]
+
+
+def emit(args: argparse.Namespace, value: Any, show: Show) -> None:
+    """Print ``value``: as JSON with ``--json``, else as ``show`` writes it."""
+    if args.json:
+        print(value.model_dump_json() if isinstance(value, BaseModel) else json.dumps(value, ensure_ascii=False))
+    else:
+        print(show(value, args))
+
+
+def short(text: str, width: int = 100) -> str:
+    return one_line(text, width)
+
+
+def entity_line(e: Any) -> str:
+    return f"#{e.id} [{e.category}/{e.key}] {short(e.content)}"
+
+
+def entity(e: Entity, _: argparse.Namespace | None = None) -> str:
+    lines = [f"#{e.id} [{e.category}/{e.key}] {e.type}, version {e.version}, {e.status}"]
+    if e.summary:
+        lines.append(e.summary)
+    lines.append(e.content)
+    return "\n".join(lines)
+
+
+def recall(result: RecallResult, _: argparse.Namespace) -> str:
+    if not result.items:
+        return f"no matches ({result.search_mode})"
+    lines = [f"{len(result.items)} result(s), {result.search_mode}:"]
+    for item in result.items:
+        extra = f"  [actionability {item.actionability:.2f}]" if item.actionability is not None else ""
+        if item.validity is not None:
+            extra += f"  [{item.validity.grade}, x{item.validity.multiplier:.2f}]"
+        lines.append(f"{item.score:7.3f}  {entity_line(item)}{extra}")
+    return "\n".join(lines)
+
+
+def scan(page: ScanPage, _: argparse.Namespace) -> str:
+    lines = [entity_line(e) for e in page.items]
+    lines.append(f"next cursor: {page.next_cursor}" if page.has_more else "(end)")
+    return "\n".join(lines)
+
+
+def history(page: HistoryPage, args: argparse.Namespace) -> str:
+    lines = [f"{page.total} version(s) of {args.category}/{args.key}, newest first:"]
+    lines += [f"v{e.version} {e.change:<9} {e.status:<10} from {e.recorded_from_ms}: {short(e.content, 80)}"
+              for e in page.items]
+    return "\n".join(lines)
+
+
+def as_of(e: Entity | None, args: argparse.Namespace) -> str:
+    return entity(e) if e else f"no version of {args.category}/{args.key} was believed at {args.as_of_unix_ms}"
+
+
+def valid_at(e: Entity | None, args: argparse.Namespace) -> str:
+    return entity(e) if e else f"no version of {args.category}/{args.key} was true at {args.valid_at_unix_ms}"
+
+
+def bitemporal(e: Entity | None, args: argparse.Namespace) -> str:
+    return entity(e) if e else (f"no version of {args.category}/{args.key} was believed at {args.as_of_unix_ms} "
+                                f"to be true at {args.valid_at_unix_ms}")
+
+
+def hygiene(report: HygieneReport, _: argparse.Namespace) -> str:
+    if not report.total:
+        return f"nothing to flag among {report.scanned} active memories"
+    tally = ", ".join(f"{reason} {n}" for reason, n in report.counts.items() if n)
+    lines = [f"{report.total} of {report.scanned} active memories flagged, showing {len(report.items)}: {tally}"]
+    for item in report.items:
+        reasons = ", ".join(f"{r} of #{item.duplicate_of}" if r.endswith("duplicate") else r for r in item.reasons)
+        lines.append(f"#{item.id} [{item.category}/{item.key}] actionability {item.actionability:.2f}: {reasons}"
+                     f"  {short(item.preview)}")
+    return "\n".join(lines)
+
+
+def traverse(walk: TraverseResult, _: argparse.Namespace) -> str:
+    lines = [f"{'  ' * n.depth}{entity_line(n.entity)}" for n in walk.nodes]
+    return "\n".join(lines + [f"{len(walk.nodes)} node(s), {len(walk.edges)} link(s)"])
+
+
+def communities(r: CommunitiesResult, _: argparse.Namespace) -> str:
+    lines = [f"{r.total} communit{'y' if r.total == 1 else 'ies'} ({r.method}; {r.nodes} entities, {r.edges} links)"]
+    for c in r.communities:
+        central = "; ".join(f"#{m.id} {short(m.title, 40)}" for m in c.central[:3])
+        summary = f"  summary #{c.summary_id}" if c.summary_id is not None else ""
+        lines.append(f"{c.id}  {c.size:5d} members  {central}{summary}")
+    return "\n".join(lines)
+
+
+def recall_when(r: RecallWhenResult, _: argparse.Namespace) -> str:
+    if not r.items:
+        return "no trigger matches"
+    return "\n".join(f"{i.score:6.3f}  {i.match:8s} \"{i.trigger}\"  {entity_line(i)}" for i in r.items)
+
+
+def memory_import(r: MemoryImportReport, _: argparse.Namespace) -> str:
+    head = (f"{r.files} file(s): {r.entries_created} entries written, {r.entries_unchanged} unchanged, "
+            f"{r.entries_archived} archived; {r.notes} note(s), {r.links} link(s)"
+            + (f"; bound to {r.bound_folder}" if r.bound_folder else ""))
+    return "\n".join([head] + [f"skipped {s.file}.md:{s.line}: {s.reason}: {short(s.text, 60)}" for s in r.skipped])
+
+
+def memory_recall(r: MemoryRecallResult, _: argparse.Namespace) -> str:
+    if not r.entries:
+        return "no matching entries"
+    head = f"{r.total} matching entr{'y' if r.total == 1 else 'ies'} ({r.search_mode}" + (
+        f", showing the {len(r.entries)} most relevant" if r.truncated else "") + "), oldest first:"
+    return "\n".join([head] + [f"{e.date}  {e.file} / {e.section}: {short(e.text)}" for e in r.entries])
+
+
+def memory_change(verb: str) -> Show:
+    """An entry added or deleted: where, and which file was rewritten."""
+    def show(r: Any, _: argparse.Namespace) -> str:
+        what = f": {short(r.entry.text, 60)}" if verb == "deleted from" else ""
+        return (f"{verb} {r.file} / {r.entry.section} ({r.entry.date}){what}"
+                + (f"; rewrote {r.written}" if r.written else ""))
+
+    return show
+
+
+def conversation(r: Any, args: argparse.Namespace) -> str:
+    return conversations.transcript(r, around=getattr(args, "around", None))
+
+
+def conversation_write(r: Any, _: argparse.Namespace) -> str:
+    return (f"conversation {r.session}: {r.created} new, {r.updated} updated, {r.unchanged} unchanged"
+            + (f", {r.skipped} forgotten (left so)" if r.skipped else "") + f" turn(s); last turn {r.last_turn}")
+
+
+def check(r: Any, _: argparse.Namespace) -> str:
+    return "ok" if r.ok else "problems:\n" + "\n".join(f"- {p}" for p in r.problems)
+
+
+def reindex(r: Any, _: argparse.Namespace) -> str:
+    return "reindexed; check ok" if r.ok else "reindexed; problems remain:\n" + "\n".join(f"- {p}" for p in r.problems)
+
+
+def stats(s: Any, _: argparse.Namespace) -> str:
+    return "\n".join(f"{k}: {v}" for k, v in s.model_dump().items())
+
+
+def line(template: str) -> Show:
+    """A one-line answer: ``template`` formatted with the result's fields (a model's or a dict's)."""
+    def show(r: Any, _: argparse.Namespace) -> str:
+        return template.format_map(r if isinstance(r, dict) else r.__dict__ | {"r": r})
+
+    return show
+
+
+def memory_files(r: Any, _: argparse.Namespace) -> str:
+    return "\n".join(f"{f.file}  {f.entries} entries  [{', '.join(f.sections)}]" for f in r.files) or "no memory files"
+
+
+def community_summary(r: Any, _: argparse.Namespace) -> str:
+    return f"#{r.entity.id} {r.entity.summary} ({'written' if r.materialized else 'unchanged'})\n{r.text}"
