@@ -56,7 +56,7 @@ from .params import (
     validate,
 )
 from .plugins import INSTALL_HINTS, Plugin
-from .storage.sqlite.connection import read_secret_file
+from .keys import read_secret_file
 from .vault import Vault
 from .verbs import ALIASES, BY_NAME, PROFILES, VERBS, Verb
 

@@ -13,9 +13,9 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
-from .engine import DRIVER_ERRORS
 from .errors import InvalidInput, StorageError, VaultError
 from .params import invalid
+from .storage import DRIVER_ERRORS
 
 F = TypeVar("F", bound=Callable[..., Any])
 

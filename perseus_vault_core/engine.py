@@ -34,13 +34,12 @@ from .embeddings import Embedder, LazyEmbedder, checked
 from .errors import InvalidInput, NotFound, StorageError
 from .fusion import Fusion
 from .indexes import HeadMirror, KeywordIndex, VectorIndex
+from .memory.index import EntryIndex
 from .models import Entity, RecallResult
 from .params import OpenParams, RecallParams, RememberInput
-from .storage import Connection
-from .storage.sqlite import SQLiteBackend
+from .storage import Connection, open_backend
 
 T = TypeVar("T")
-DRIVER_ERRORS = SQLiteBackend.errors  # what a backend's driver raises (the API edge maps them to StorageError)
 EMBED_BATCH = 256  # texts per embedder call when writing
 Clock = Callable[[], int]
 
@@ -61,16 +60,16 @@ class Engine:
         if options.create:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self.clock = clock or wall_clock
-        self.backend = SQLiteBackend(self.path, key=options.key, synchronous=options.synchronous)
+        self.backend = open_backend(self.path, key=options.key, synchronous=options.synchronous)
         self.backend.migrate(self.clock())
         self.keyword_index = KeywordIndex(self.backend) if options.keyword_index else None
         self.vector_index = VectorIndex(self.backend) if options.vector_index else None
         self.embedder: Embedder | None = embedder
         self.fusion = fusion
-        self.clusters = Communities()
+        self.clusters = Communities(self.backend.changes)
         self.cross_encoder = cross_encoder
         self.memory_lock = threading.Lock()  # one add/delete at a time rewrites a memory file in this process
-        self.caches: dict[str, Any] = {}  # owned by the modules that fill them (memory entries, ...)
+        self.memory_entries: EntryIndex | None = None  # memory_recall's index, rebuilt when the heads change
         self.trigger_vectors: dict[str, dict[str, np.ndarray]] = {}  # model -> phrase -> vector
         self.heading_vectors: dict[str, dict[str, np.ndarray]] = {}  # model -> memory-file heading -> vector
         self._last_query: tuple[str, Embedder, np.ndarray] | None = None

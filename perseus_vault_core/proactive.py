@@ -41,6 +41,7 @@ from .engine import Engine
 from .errors import NotSupported, VaultError
 from .filters import FROM, View, view
 from .graphrag.communities import SUMMARY_TYPE
+from .memory.names import FILE_TYPE
 from .models import PrepareResult, RecallItem, RecallWhenResult, TriggeredItem
 from .params import MAX_QUERY_CHARS, Filters, PrepareParams, RecallParams, RecallWhenParams, validate
 from .porter import stem
@@ -221,7 +222,7 @@ def block(triggered: Sequence[tuple[Any, str]], related: Sequence[Any], max_char
 
 MAX_LAZY_PHRASES = 256  # trigger phrases a read may embed (those written before they were embedded on write)
 # Files and community summaries repeat other memories: a turn's block leaves them out.
-NOT_IN_PREPARE = (SUMMARY_TYPE, "memory_file")
+NOT_IN_PREPARE = (SUMMARY_TYPE, FILE_TYPE)
 
 
 def recall_when(engine: Engine, p: RecallWhenParams) -> RecallWhenResult:

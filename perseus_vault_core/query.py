@@ -6,8 +6,9 @@ The contract (docs/recall.md):
   more, and rarer, words higher.
 - Stopwords never match on their own: they are dropped from the query, so a query made
   only of stopwords matches nothing.
-- User text is data, never FTS5 syntax: the query is split into word tokens the way
-  FTS5's ``unicode61`` tokenizer splits text, and each token is sent as a quoted string.
+- User text is data, never search syntax: the query is split into word tokens the way
+  FTS5's ``unicode61`` tokenizer splits text, and the backend sends each token as a quoted string
+  (:func:`storage.sqlite.keyword.match_expression`).
   ``"``, ``NEAR(``, ``col:x``, ``AND``, ``*``, ``-`` and unbalanced parentheses are
   therefore just separators or ordinary words.
 - ``""`` (or only whitespace) enumerates; ``"*"`` has no word in it and matches nothing.
@@ -77,13 +78,3 @@ def parse(text: str) -> Terms:
 def is_enumeration(text: str) -> bool:
     """The query contract's match-all path: an empty (or all-whitespace) query."""
     return not text.strip()
-
-
-def quote(token: str) -> str:
-    """One FTS5 string literal; a doubled quote is how FTS5 escapes a quote inside it."""
-    return '"' + token.replace('"', '""') + '"'
-
-
-def match_expression(words: tuple[str, ...] | list[str]) -> str:
-    """An FTS5 MATCH expression OR-ing ``words`` as literal strings."""
-    return " OR ".join(quote(w) for w in words)

@@ -368,12 +368,6 @@ def remember_batch(
     return [r for r in results if r is not None]
 
 
-def remember(backend: Backend, conn: Connection, item: RememberInput, now_ms: int, plan: VectorPlan | None = None
-             ) -> tuple[int, str]:
-    """Create or update one memory by (scope, category, key)."""
-    return remember_batch(backend, conn, [item], now_ms, plan)[0]
-
-
 def _check_window(state: dict[str, Any]) -> None:
     """valid_to must follow valid_from, also when one of them was defaulted or kept from before."""
     start, end = state["valid_from_ms"], state["valid_to_ms"]

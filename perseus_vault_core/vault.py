@@ -18,6 +18,7 @@ It is safe to share between threads: each thread gets its own connection.
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -44,10 +45,10 @@ from .models import (  # noqa: I001
 from .params import (  # noqa: I001
     AddMemoryParams, AsOfParams, BackupParams, BitemporalParams, CommunitiesParams, CommunitySummaryParams,
     ConversationParams, DeleteMemoryParams, Direction, EmbedParams, EntityParams, FactParams, GetMemoryParams,
-    GlobalRecallParams, HistoryParams, HygieneParams, LinkParams, ListMemoryFilesParams, MemoryExportParams,
-    MemoryImportParams, MemoryRecallParams, MessageInput, OpenParams, PrepareParams, RecallParams, RecallWhenParams,
-    RememberConversationParams, RememberInput, RememberManyParams, ScanParams, ScopeParams, SupersedeParams,
-    Synchronous, TraverseParams, UnlinkParams, ValidAtParams, validate,
+    GlobalRecallParams, HistoryParams, HygieneParams, ImportParams, LinkParams, ListMemoryFilesParams,
+    MemoryExportParams, MemoryImportParams, MemoryRecallParams, MessageInput, OpenParams, PrepareParams,
+    RecallParams, RecallWhenParams, RekeyParams, RememberConversationParams, RememberInput, RememberManyParams,
+    ScanParams, ScopeParams, SupersedeParams, Synchronous, TraverseParams, UnlinkParams, ValidAtParams, validate,
 )
 from .params.options import (  # noqa: I001
     CommunitiesOptions, CommunitySummaryOptions, GlobalRecallOptions, HygieneOptions, PrepareOptions,
@@ -57,6 +58,7 @@ from .params.options import (  # noqa: I001
 from .storage import Connection
 
 DEFAULT_PATH = "perseus_vault.db"
+Instant = int | str | dt.datetime  # unix ms, ISO 8601 text, or a datetime (see params.UnixMs)
 T = TypeVar("T")
 
 
@@ -94,9 +96,9 @@ class Vault:
         ``key``: encrypt the file at rest with SQLCipher (a passphrase, or ``x'<64 hex digits>'``);
         by default ``PERSEUS_VAULT_KEY`` or ``PERSEUS_VAULT_KEY_FILE``, else a plaintext vault.
         """
-        options = validate(OpenParams, given(
-            path=str(path) if path is not None else default_path(), create=create, synchronous=synchronous,
-            keyword_index=keyword_index, vector_index=vector_index, threads=threads, key=key))
+        options = validate(OpenParams, {
+            "path": str(path) if path is not None else default_path(), "create": create, "synchronous": synchronous,
+            "keyword_index": keyword_index, "vector_index": vector_index, **given(threads=threads, key=key)})
         self.path = options.path
         weights = validate(Fusion, fusion, prefix="fusion") if fusion is not None else None
         self._engine = Engine.open(options, clock=clock, embedder=embedder, fusion=weights, cross_encoder=cross_encoder)
@@ -232,7 +234,7 @@ class Vault:
         """Answer a question that spans clusters: the best communities by their summaries, then the best
         evidence among their members, and an answer context within ``max_chars``. Summaries that do
         not exist yet are written first."""
-        return graphrag.global_recall_verb(self._engine, validate(GlobalRecallParams, {**options, "query": query}))
+        return graphrag.global_recall(self._engine, validate(GlobalRecallParams, {**options, "query": query}))
 
     # --- proactive recall (docs/proactive.md) --------------------------------------------------
 
@@ -394,7 +396,7 @@ class Vault:
         return self._read(lambda c, now: temporal.history(c, _resolve(c, p), p.limit, p.offset, now))
 
     @edge
-    def as_of(self, category: str, key: str, as_of_unix_ms: int, *, agent_id: str | None = None,
+    def as_of(self, category: str, key: str, as_of_unix_ms: Instant, *, agent_id: str | None = None,
               workspace_hash: str | None = None) -> Entity | None:
         """The version of a fact the vault believed at ``as_of_unix_ms`` (``None`` if it had none then)."""
         p = validate(AsOfParams, given(category=category, key=key, as_of_unix_ms=as_of_unix_ms, agent_id=agent_id,
@@ -402,7 +404,7 @@ class Vault:
         return self._read(lambda c, now: temporal.as_of(c, _resolve(c, p), p.as_of_unix_ms))
 
     @edge
-    def valid_at(self, category: str, key: str, valid_at_unix_ms: int, *, agent_id: str | None = None,
+    def valid_at(self, category: str, key: str, valid_at_unix_ms: Instant, *, agent_id: str | None = None,
                  workspace_hash: str | None = None) -> Entity | None:
         """The version of a fact true in the world at ``valid_at_unix_ms``, per current knowledge."""
         p = validate(ValidAtParams, given(category=category, key=key, valid_at_unix_ms=valid_at_unix_ms,
@@ -410,7 +412,7 @@ class Vault:
         return self._read(lambda c, now: temporal.bitemporal(c, _resolve(c, p), now, p.valid_at_unix_ms))
 
     @edge
-    def bitemporal(self, category: str, key: str, as_of_unix_ms: int, valid_at_unix_ms: int, *,
+    def bitemporal(self, category: str, key: str, as_of_unix_ms: Instant, valid_at_unix_ms: Instant, *,
                    agent_id: str | None = None, workspace_hash: str | None = None) -> Entity | None:
         """The version believed at ``as_of_unix_ms`` to be true at ``valid_at_unix_ms``."""
         p = validate(BitemporalParams, given(category=category, key=key, as_of_unix_ms=as_of_unix_ms,
@@ -434,6 +436,8 @@ class Vault:
     def import_jsonl(self, source: str | os.PathLike[str] | IO[str] | Iterable[str],
                      progress: Callable[[int, int], None] | None = None) -> ImportReport:
         """Import a JSONL file (an export, or lines shaped like ``remember`` arguments) in one transaction."""
+        if isinstance(source, (str, os.PathLike)):  # a path: what the wire's model describes (an open file is not)
+            source = validate(ImportParams, {"source": path_text("source", source)}).source
         return import_export.import_jsonl(self._engine, source, progress)
 
     @edge
@@ -471,6 +475,8 @@ class Vault:
         Refused (StorageError, nothing changed) while another process has the file open: it would keep
         the old key.
         """
+        if isinstance(new_key, str):  # bytes are for Python callers only
+            validate(RekeyParams, {"new_key": new_key})
         if not self._engine.backend.encrypted:
             raise Conflict("the vault is not encrypted; rekey changes the key of an encrypted vault")
         self._engine.backend.rekey(new_key)

@@ -4,7 +4,10 @@
   imported as ``from perseus_vault_core import ...``;
 - the core never imports an adapter, not even inside a function;
 - neither package has an import cycle among its modules (an import under ``if TYPE_CHECKING:`` is
-  no edge: it never runs).
+  no edge: it never runs);
+- SQLite stays behind the storage seam: outside ``perseus_vault_core/storage/``, no module imports
+  the SQLite backend (the package's ``open_backend`` picks it) and no SQL names an SQLite-only thing
+  (FTS5 tables, sqlite-vec functions, pragmas, the change log, ``INSERT OR``).
 
 And, at run time, importing the core loads no framework and no adapter.
 """
@@ -12,12 +15,12 @@ And, at run time, importing the core loads no framework and no adapter.
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 CORE = "perseus_vault_core"
@@ -103,6 +106,36 @@ def non_public_uses(root: Path) -> list[str]:
             else:
                 bad += [f"{where} imports {name} from {CORE}, which is not in its __all__"
                         for name in imp.names if name not in allowed]
+    return bad
+
+
+SQL = re.compile(r"\b(SELECT|INSERT|UPDATE|DELETE|CREATE|PRAGMA)\b")
+SQLITE_ONLY = re.compile(r"(?i)\bfts5\b|_fts\b|\bvec_\w+\(|\bPRAGMA\b|\bhead_changes\b|\bsqlite_\w+|\bMATCH\b|"
+                         r"\bINSERT OR \w+|\bbm25\(")
+BACKEND = f"{CORE}.storage.sqlite"
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    return {id(node.body[0].value) for node in ast.walk(tree)
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body
+            and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+
+
+def sqlite_outside_storage(root: Path) -> list[str]:
+    """Modules of the core outside ``storage/`` that import the SQLite backend or issue SQLite-only SQL."""
+    bad = []
+    for module, path in package_modules(root, CORE).items():
+        if module == f"{CORE}.storage" or module.startswith(f"{CORE}.storage."):
+            continue
+        bad += [f"{module}:{imp.line} imports {imp.module}" for imp in imports_of(module, path)
+                if imp.module == BACKEND or imp.module.startswith(BACKEND + ".")
+                or (imp.module == f"{CORE}.storage" and "sqlite" in (imp.names or ()))]
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docs = _docstrings(tree)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs \
+                    and SQL.search(node.value) and (found := SQLITE_ONLY.search(node.value)):
+                bad.append(f"{module}:{node.lineno} SQL uses {found.group(0)!r}")
     return bad
 
 
@@ -196,6 +229,11 @@ def test_the_core_never_imports_an_adapter() -> None:
     assert not bad, "\n".join(bad)
 
 
+def test_sqlite_stays_behind_the_storage_seam() -> None:
+    bad = sqlite_outside_storage(ROOT)
+    assert not bad, "\n".join(bad)
+
+
 def test_the_adapters_have_no_import_cycle() -> None:
     found = cycles(import_graph(ROOT, INTEGRATIONS))
     assert not found, f"import cycles: {described(found)}"
@@ -257,3 +295,21 @@ def test_a_cycle_is_found_through_relative_imports_but_not_type_checking_ones(tm
     graph = import_graph(root, "pkg")
     assert graph["pkg.a"] == {"pkg.b"} and graph["pkg.sub.c"] == {"pkg.a"} and graph["pkg.d"] == set()
     assert described(cycles(graph)) == "pkg.a -> pkg.b -> pkg.sub.c -> pkg.a"
+
+
+def test_the_seam_check_names_each_leak(tmp_path: Path) -> None:
+    root = write(tmp_path, {
+        f"{CORE}/__init__.py": "",
+        f"{CORE}/storage/__init__.py": "from .sqlite import Backend\n",
+        f"{CORE}/storage/sqlite/__init__.py": 'SQL = "SELECT bm25(entities_fts) FROM entities_fts WHERE entities_fts MATCH ?"\n',
+        f"{CORE}/recall.py": ('"""Keyword recall: FTS5 MATCH, as the docs say."""\n'
+                              "from .storage.sqlite import keyword\n"
+                              'MODE = "fts5"\n'
+                              'Q = "SELECT vid FROM entities_fts WHERE entities_fts MATCH :q"\n'),
+        f"{CORE}/memory.py": 'SET = "INSERT OR REPLACE INTO vault_meta (key, value) VALUES (?, ?)"\n',
+    })
+    assert sqlite_outside_storage(root) == [
+        f"{CORE}.memory:1 SQL uses 'INSERT OR REPLACE'",
+        f"{CORE}.recall:2 imports {CORE}.storage.sqlite",
+        f"{CORE}.recall:4 SQL uses '_fts'",
+    ]

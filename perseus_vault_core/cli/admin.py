@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ..storage.sqlite.connection import read_key_file
+from ..keys import read_key_file
 from ..errors import InvalidInput
 from ..vault import Vault
 from . import format

@@ -39,7 +39,8 @@ def embed(engine: Engine, reembed: bool, progress: Progress | None) -> EmbedRepo
         if not batch:
             break
         texts = [embedding_text(content, summary) for _, content, summary, _ in batch]
-        by_text = engine.embed_texts(list(dict.fromkeys(texts)))
+        unique = list(dict.fromkeys(texts))
+        by_text = dict(zip(unique, checked(embedder, unique)))
 
         def work(c: Connection, batch: list[tuple[int, str, str | None, bool]] = batch, texts: list[str] = texts) -> None:
             vectors.claim(c, embedder.identity, embedder.dimension)

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..dbapi import Connection
+from ..storage.base import ChangeLog
 from ..filters import FROM, View
 from ..graph import open_links
 
@@ -123,13 +124,12 @@ def load(conn: Connection, view: View) -> Graph:
     return graph
 
 
-def stamp(conn: Connection) -> tuple[int, ...]:
+def stamp(conn: Connection, changes: ChangeLog) -> tuple[int, ...]:
     """Changes whenever a link or any entity's current version changes (a few milliseconds at 50k
-    links: it counts them, and reads the closed ones and the change log by index)."""
+    links: it counts them, and reads the closed ones and the change log's position by index)."""
     links = conn.execute("SELECT count(*), coalesce(max(id), 0) FROM links").fetchone()
     closed = conn.execute("SELECT count(*) FROM links WHERE recorded_to_ms IS NOT NULL").fetchone()
-    heads = conn.execute("SELECT coalesce(max(seq), 0) FROM head_changes").fetchone()
-    return (*(int(x) for x in links), int(closed[0]), int(heads[0]))
+    return (*(int(x) for x in links), int(closed[0]), changes.position(conn))
 
 
 # --- clustering ----------------------------------------------------------------------------------
@@ -204,7 +204,8 @@ def _groups(
 class Communities:
     """Clusters the graph and remembers what it found (per vault; thread-safe)."""
 
-    def __init__(self) -> None:
+    def __init__(self, changes: ChangeLog) -> None:
+        self._changes = changes  # the backend's change log: a new position means new current versions
         self._lock = threading.Lock()
         self._memo: OrderedDict[str, list[tuple[int, ...]]] = OrderedDict()
         # view -> (stamp, built at, valid until, partition)
@@ -213,7 +214,7 @@ class Communities:
 
     def partition(self, conn: Connection, view: View, method: str) -> Partition:
         key = (method, view.where, tuple(sorted((k, v) for k, v in view.params.items() if k not in ("now", "instant"))))
-        current = stamp(conn)
+        current = stamp(conn, self._changes)
         with self._lock:
             kept = self._partitions.get(key)
         if kept is not None:

@@ -12,7 +12,7 @@
 4. The answer context is markdown: per community its title, its summary and its evidence,
    cut to the character budget.
 
-Everything here but the orchestration (in the facade) is a pure function.
+Everything here is a pure function; the orchestration is :func:`graphrag.verbs.global_recall`.
 """
 
 from __future__ import annotations

@@ -37,14 +37,15 @@ from ..params import (
 )
 from ..ranking import one_line
 from ..storage import Connection
-from . import global_recall, summaries
+from . import summaries
+from .global_recall import choose, context, plan_evidence
 from .communities import SUMMARY_TYPE, Group, Partition
 
 Polish = Callable[[str], str]
 
 
-def _partition(engine: Engine, conn: Connection, f: Filters, method: str) -> Partition:
-    return engine.clusters.partition(conn, view(f, engine.now()), method)
+def _partition(engine: Engine, conn: Connection, f: Filters, method: str, now: int) -> Partition:
+    return engine.clusters.partition(conn, view(f, now), method)
 
 
 def _scope(f: Filters) -> Filters:
@@ -54,7 +55,7 @@ def _scope(f: Filters) -> Filters:
 def communities(engine: Engine, p: CommunitiesParams) -> CommunitiesResult:
     """Clusters of the link graph in the caller's view, largest first."""
     with engine.reading() as conn:
-        part = _partition(engine, conn, p, p.method)
+        part = _partition(engine, conn, p, p.method, engine.now())
         groups = [g for g in part.groups if len(g.members) >= p.min_size]
         shown = describe(conn, groups[: p.limit], p.central)
     return CommunitiesResult(communities=shown, total=len(groups), method=p.method, nodes=part.nodes, edges=part.edges)
@@ -90,7 +91,7 @@ def community_summary(engine: Engine, p: CommunitySummaryParams, polish: Polish 
     """The summary of one community: read when it exists (and needs no polish), else written."""
     now = engine.now()
     with engine.reading() as conn:
-        part = _partition(engine, conn, Filters(agent_id=p.agent_id, workspace_hash=p.workspace_hash), p.method)
+        part = _partition(engine, conn, Filters(agent_id=p.agent_id, workspace_hash=p.workspace_hash), p.method, now)
         group = part.find(p.community_id)
         if group is None:
             raise NotFound(f"no community {p.community_id!r} in this scope now (list the current ones with communities)")
@@ -157,7 +158,8 @@ def _ensure_summaries(engine: Engine, p: GlobalRecallParams) -> tuple[dict[str, 
     """The communities of the caller's view with at least ``min_size`` members, and their summaries'
     ids (those missing are written first)."""
     with engine.reading() as conn:
-        part = _partition(engine, conn, Filters(agent_id=p.agent_id, workspace_hash=p.workspace_hash), p.method)
+        part = _partition(engine, conn, Filters(agent_id=p.agent_id, workspace_hash=p.workspace_hash), p.method,
+                          engine.now())
         groups = {g.id: g for g in part.groups if len(g.members) >= p.min_size}
         have = summaries.existing(conn, list(groups.values()))
     missing = [g for g in groups.values() if g.id not in have]
@@ -173,7 +175,7 @@ def _evidence(engine: Engine, chosen: list[tuple[Group, RecallItem]], hits: dict
     now = engine.now()
     with engine.reading() as conn:
         models = {c.id: c for c in describe(conn, [g for g, _ in chosen], 5)}
-        planned = [(g, item, global_recall.plan_evidence(g, [i for i in hits if i in set(g.members)], per_community))
+        planned = [(g, item, plan_evidence(g, [i for i in hits if i in set(g.members)], per_community))
                    for g, item in chosen]
         extra = store.head_rows(conn, sorted({m for _, _, plan in planned for m, _, _ in plan if m not in hits}))
     out: list[GlobalCommunity] = []
@@ -190,18 +192,18 @@ def _evidence(engine: Engine, chosen: list[tuple[Group, RecallItem]], hits: dict
     return [gc.model_copy(update={"evidence": [next(fitted) for _ in gc.evidence]}) for gc in out]
 
 
-def global_recall_verb(engine: Engine, p: GlobalRecallParams) -> GlobalRecallResult:
+def global_recall(engine: Engine, p: GlobalRecallParams) -> GlobalRecallResult:
     """The best communities for ``p.query`` by their summaries, then the best evidence among their members."""
     scope = {k: v for k, v in (("agent_id", p.agent_id), ("workspace_hash", p.workspace_hash)) if v is not None}
     groups, have = _ensure_summaries(engine, p)
     if not groups:
-        return GlobalRecallResult(query=p.query, communities=[], context=global_recall.context(p.query, [], p.max_chars),
+        return GlobalRecallResult(query=p.query, communities=[], context=context(p.query, [], p.max_chars),
                                   search_mode="none")
     found = engine.recall(validate(RecallParams, {
         "query": p.query, "mode": p.mode, "type": SUMMARY_TYPE, "category": summaries.SUMMARY_CATEGORY,
         "limit": min(MAX_LIMIT, max(50, 10 * p.communities)), "reinforce": False, **scope}),
         only=sorted(have[g] for g in groups if g in have))
-    chosen = global_recall.choose(found.items, groups, p.communities)
+    chosen = choose(found.items, groups, p.communities)
     members = sorted({m for g, _ in chosen for m in g.members})
     drill = engine.recall(validate(RecallParams, {
         "query": p.query, "mode": p.mode, "reinforce": False, "min_score": p.min_score, **scope,
@@ -211,5 +213,5 @@ def global_recall_verb(engine: Engine, p: GlobalRecallParams) -> GlobalRecallRes
         ids = sorted({e.id for gc in out for e in gc.evidence})
         if ids:
             engine.reinforce(ids)
-    return GlobalRecallResult(query=p.query, communities=out, context=global_recall.context(p.query, out, p.max_chars),
+    return GlobalRecallResult(query=p.query, communities=out, context=context(p.query, out, p.max_chars),
                               search_mode=found.search_mode)

@@ -36,18 +36,16 @@ def _binding_key(agent_id: str | None, workspace_hash: str | None) -> str:
     return BINDING_KEY + ":" + json.dumps([agent_id or "", workspace_hash or ""])
 
 
-def binding(conn: Connection, agent_id: str | None, workspace_hash: str | None) -> Path | None:
+def binding(engine: Engine, conn: Connection, agent_id: str | None, workspace_hash: str | None) -> Path | None:
     """The folder a scope's memory files are bound to (each scope binds its own)."""
-    row = conn.execute("SELECT value FROM vault_meta WHERE key = ?", (_binding_key(agent_id, workspace_hash),)).fetchone()
-    return Path(row[0]) if row else None
+    value = engine.backend.get_meta(conn, _binding_key(agent_id, workspace_hash))
+    return Path(value) if value is not None else None
 
 
-def bind(conn: Connection, directory: Path | None, agent_id: str | None, workspace_hash: str | None) -> None:
-    key = _binding_key(agent_id, workspace_hash)
-    if directory is None:
-        conn.execute("DELETE FROM vault_meta WHERE key = ?", (key,))
-    else:
-        conn.execute("INSERT OR REPLACE INTO vault_meta (key, value) VALUES (?, ?)", (key, str(directory)))
+def bind(engine: Engine, conn: Connection, directory: Path | None, agent_id: str | None,
+         workspace_hash: str | None) -> None:
+    """Bind a scope's memory files to ``directory`` (None: unbind), in the caller's write."""
+    engine.backend.set_meta(conn, _binding_key(agent_id, workspace_hash), str(directory) if directory else None)
 
 
 # --- reads ---------------------------------------------------------------------------------------
@@ -78,7 +76,7 @@ def entry_index(engine: Engine) -> EntryIndex:
     now = engine.now()
     with engine.reading() as conn:
         seq = engine.backend.changes.position(conn)
-        kept: EntryIndex | None = engine.caches.get("memory_entries")
+        kept = engine.memory_entries
         if kept is not None and kept.seq == seq and (kept.next_change is None or now < kept.next_change):
             return kept
         v = view(Filters(type=ENTRY_TYPE), now)
@@ -94,7 +92,7 @@ def entry_index(engine: Engine) -> EntryIndex:
     bounds = [t for r in rows for t in (r[6], r[7]) if t is not None and t > now] + ([future] if future else [])
     index = EntryIndex([r[:6] for r in rows], seq, min(bounds) if bounds else None,
                        model[1] if model is not None else None)
-    engine.caches["memory_entries"] = index
+    engine.memory_entries = index
     return index
 
 
@@ -200,7 +198,7 @@ def sync(engine: Engine, records: list[FileRecord], scope: dict[str, Any], *, pr
             store.forget(engine.backend, c, entity_id, None, None, now)
         made = _link_notes(c, links, agent, workspace, now) if links else 0
         if bind_to is not None:
-            bind(c, bind_to, scope["agent_id"], scope["workspace_hash"])
+            bind(engine, c, bind_to, scope["agent_id"], scope["workspace_hash"])
         if before_commit is not None:
             before_commit()  # last: if it fails, the transaction rolls back
         return made

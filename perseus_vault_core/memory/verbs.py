@@ -51,9 +51,9 @@ def memory_import(engine: Engine, folder: str | os.PathLike[str], memory_dir: st
 
 def memory_unbind(engine: Engine, agent_id: str | None, workspace_hash: str | None) -> bool:
     with engine.reading() as conn:
-        had = sync.binding(conn, agent_id, workspace_hash) is not None
+        had = sync.binding(engine, conn, agent_id, workspace_hash) is not None
     if had:
-        engine.write(lambda c: sync.bind(c, None, agent_id, workspace_hash))
+        engine.write(lambda c: sync.bind(engine, c, None, agent_id, workspace_hash))
     return had
 
 
@@ -62,15 +62,17 @@ def _base(engine: Engine, file: str, agent_id: str | None, workspace_hash: str |
     """The current bytes of a memory file (from the bound folder when there is one, else as
     stored), the path to rewrite (when bound), and whether the file exists at all."""
     with engine.reading() as conn:
-        folder = sync.binding(conn, agent_id, workspace_hash)
+        folder = sync.binding(engine, conn, agent_id, workspace_hash)
         stored = sync.stored_bytes(conn, file, agent_id, workspace_hash)
     return files.current(folder, file, stored, adding=adding)  # only imported files, only inside the folder
 
 
-def _rewrite(engine: Engine, p: AddMemoryParams | DeleteMemoryParams, data: bytes, path: Path | None) -> None:
+def _rewrite(engine: Engine, p: AddMemoryParams | DeleteMemoryParams, record: files.FileRecord,
+             path: Path | None) -> None:
     """Store the file's new bytes (and, when bound, rewrite the markdown file atomically first)."""
+    data = record.data
     with engine.memory_lock:
-        sync.sync(engine, [files.record(p.file, data)], _scope(p.agent_id, p.workspace_hash), prune=False,
+        sync.sync(engine, [record], _scope(p.agent_id, p.workspace_hash), prune=False,
                   before_commit=(lambda: files.write_atomic(path, data)) if path is not None else None)
 
 
@@ -81,10 +83,11 @@ def add_memory(engine: Engine, p: AddMemoryParams) -> MemoryChange:
         data, offset = edits.add_entry(base, p.section.strip(), p.text.strip(), date)
     except ValueError as exc:  # the file's shape leaves no place where the entry would read back whole
         raise InvalidInput("text", str(exc)) from None
-    entry = next((e for e in files.record(p.file, data).parsed.entries if e.start == offset), None)
+    record = files.record(p.file, data)
+    entry = next((e for e in record.parsed.entries if e.start == offset), None)
     if entry is None:
         raise InvalidInput("text", "would not read back as one dated entry (check its first line)")
-    _rewrite(engine, p, data, path)
+    _rewrite(engine, p, record, path)
     return MemoryChange(file=p.file, entry=MemoryEntry(file=p.file, section=entry.section, date=entry.date,
                                                        text=entry.text), written=str(path) if path is not None else None)
 
@@ -100,7 +103,7 @@ def delete_memory(engine: Engine, p: DeleteMemoryParams) -> MemoryChange:
         raise NotFound(f"no entry in {p.file} / {p.section} matches")
     if len(found) > 1:
         raise Conflict(f"{len(found)} entries in {p.file} / {p.section} match; give the date and more of the text")
-    _rewrite(engine, p, edits.remove_entry(base, found[0]), path)
+    _rewrite(engine, p, files.record(p.file, edits.remove_entry(base, found[0])), path)
     e = found[0]
     return MemoryChange(file=p.file, entry=MemoryEntry(file=p.file, section=e.section, date=e.date, text=e.text),
                         written=str(path) if path is not None else None)
@@ -123,7 +126,7 @@ def list_memory_files(engine: Engine, agent_id: str | None, workspace_hash: str 
     v = sync.file_view(engine, agent_id, workspace_hash)
     with engine.reading() as conn:
         stored = sync.stored_files(conn, v)
-        folder = sync.binding(conn, agent_id, workspace_hash)
+        folder = sync.binding(engine, conn, agent_id, workspace_hash)
     out = []
     for name, body, updated in stored:
         parsed = parse(name, files.file_bytes(body))

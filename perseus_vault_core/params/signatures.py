@@ -20,6 +20,7 @@ import typing
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel
+from pydantic.fields import FieldInfo
 
 from .base import to_unix_ms
 from .reading import (
@@ -74,12 +75,22 @@ def type_text(tp: Any, models: set[type[BaseModel]]) -> str:
         return "Literal[" + ", ".join(repr(a) for a in get_args(tp)) + "]"
     if origin in (list, dict, tuple):
         return f"{origin.__name__}[{', '.join(type_text(a, models) for a in get_args(tp))}]"
+    if tp is dt.datetime:
+        return "dt.datetime"
     if inspect.isclass(tp) and issubclass(tp, BaseModel):
         models.add(tp)
         return f"{tp.__name__} | dict[str, Any]"
     if inspect.isclass(tp):
         return tp.__name__
     raise TypeError(f"no source text for {tp!r}")
+
+
+def field_text(field: FieldInfo, models: set[type[BaseModel]]) -> str:
+    """Source text for a model field's type (pydantic keeps a required field's validators apart from its
+    annotation, in ``metadata``)."""
+    if _is_time(tuple(field.metadata)):
+        return "int | str | dt.datetime"
+    return type_text(field.annotation, models)
 
 
 def _import(model: type[BaseModel]) -> str:
@@ -98,7 +109,7 @@ def render() -> str:
                  f'    """{model.__name__}\'s fields{" but " + ", ".join(named) if named else ""}."""', ""]
         for field, info in model.model_fields.items():
             if field not in named:
-                lines.append(f"    {field}: {type_text(info.annotation, models)}")
+                lines.append(f"    {field}: {field_text(info, models)}")
         classes.append("\n".join(lines))
     imports = sorted(_import(m) for m in models)
     return "\n".join([
@@ -136,7 +147,7 @@ def signature_fields(method: Any) -> tuple[dict[str, Any], set[str]]:
     return named, options
 
 
-__all__ = ["OPTIONS", "dt", "render", "signature_fields", "type_text"]
+__all__ = ["OPTIONS", "dt", "field_text", "render", "signature_fields", "type_text"]
 
 if __name__ == "__main__":
     print(render(), end="")

@@ -1,10 +1,9 @@
 """What a storage backend provides: the seam between the engine and one database (docs/architecture.md).
 
 The engine's services (writing, recall, graph, time, GraphRAG, memory files) issue their own SQL
-over the vault's tables (``entities``, ``entity_versions``, ``links``, ``version_vectors``,
-``head_changes``, ``meta``) in a portable subset: ``?`` and ``:name`` parameters, ``json_each``,
-``ON CONFLICT``, window-free SELECTs. What is specific to one database sits behind these protocols,
-in the backend's own subpackage (:mod:`.sqlite` for the embedded file):
+over the vault's shared tables (``entities``, ``entity_versions``, ``links``, ``version_vectors``,
+``trigger_vectors``) in the subset docs/architecture.md lists. What is specific to one database
+sits behind these protocols, in the backend's own subpackage (:mod:`.sqlite` for the embedded file):
 
 - connections, read snapshots, write transactions and their retries (:class:`Backend`);
 - the schema and its migrations;
@@ -132,7 +131,6 @@ class VectorStore(Protocol):
     def write_phrase_vectors(self, conn: Connection, model: str, vectors: dict[str, np.ndarray]) -> None: ...
 
 
-
 class ChangeLog(Protocol):
     """The log of changes to the set of current versions, which in-memory indexes follow.
 
@@ -184,6 +182,12 @@ class Backend(Protocol):
 
     def write_unsynced(self, conn: Connection, work: Callable[[Connection], T]) -> T:
         """A write that need not survive a power loss (usage counters)."""
+
+    def get_meta(self, conn: Connection, key: str) -> str | None:
+        """A vault-wide setting (``vault_meta``), or None."""
+
+    def set_meta(self, conn: Connection, key: str, value: str | None) -> None:
+        """Set a vault-wide setting in the caller's write (None removes it)."""
 
     def next_id(self, conn: Connection, table: str, column: str = "id") -> int:
         """The id the table's next row gets: never one a purged row had."""

@@ -84,3 +84,30 @@ def test_type_text_covers_times_models_and_literals() -> None:
     assert signatures.type_text(RecallParams.model_fields["fusion"].annotation, models) == \
         "Fusion | dict[str, Any] | None"
     assert {m.__name__ for m in models} == {"Fusion"}
+
+
+# Named arguments Python may pass in more shapes than the wire (a path object, an open file, any iterable),
+# which the facade turns into the model's type before validating.
+WIDER = {("import_jsonl", "source"), ("export_jsonl", "target"), ("memory_import", "folder"),
+         ("memory_export", "folder"), ("backup", "target"), ("rekey", "new_key"), ("remember_many", "items"),
+         ("remember_conversation", "messages")}
+
+
+@pytest.mark.parametrize("verb", VERBS + ADMIN_VERBS, ids=lambda v: v.name)
+def test_named_arguments_have_their_models_types(verb: Verb) -> None:
+    """A time is annotated as the model takes it (unix ms, ISO text or a datetime), a mode as its Literal..."""
+    import typing
+
+    method = _method(verb)
+    hints = typing.get_type_hints(method)
+    named, _ = signatures.signature_fields(method)
+    for name in named:
+        if name in PYTHON_ONLY.get(verb.name, set()) or (verb.name, name) in WIDER:
+            continue
+        field = verb.params.model_fields[name]
+        want = set(signatures.field_text(field, set()).split(" | "))
+        have = set(signatures.type_text(hints[name], set()).split(" | "))
+        # None in the signature may only mean "not given" (its default), and the model's own None must be there
+        assert "None" in have or "None" not in want, f"{verb.name}({name}) refuses None, which the model takes"
+        have.discard("None"), want.discard("None")
+        assert have == want, f"{verb.name}({name}: {' | '.join(sorted(have))}) but the model takes {' | '.join(sorted(want))}"

@@ -18,7 +18,8 @@ from typing import TypeVar
 from ...models import CheckReport, Stats
 from ..base import ChangeLog, Connection, KeywordStore, VectorStore
 from . import changes, keyword, maintenance, schema, vectors
-from .connection import SQLITE_ERRORS, ConnectionPool, choose_driver, connect, read_snapshot, resolve_key, write_transaction
+from ...keys import resolve_key
+from .connection import SQLITE_ERRORS, ConnectionPool, choose_driver, connect, read_snapshot, write_transaction
 from .connection import rekey as _rekey
 
 T = TypeVar("T")
@@ -64,6 +65,12 @@ class SQLiteBackend:
             return write_transaction(conn, work)
         finally:
             conn.execute(f"PRAGMA synchronous = {self.pool.synchronous}")
+
+    def get_meta(self, conn: Connection, key: str) -> str | None:
+        return schema.get_meta(conn, key)
+
+    def set_meta(self, conn: Connection, key: str, value: str | None) -> None:
+        schema.set_meta(conn, key, value)
 
     def next_id(self, conn: Connection, table: str, column: str = "id") -> int:
         return schema.next_id(conn, table, column)

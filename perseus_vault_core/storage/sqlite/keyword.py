@@ -23,7 +23,6 @@ from ...filters import View, scope_clauses
 from ...hits import Hit, Ranking, visible_hits
 from ...params import Expansion
 from ...porter import stem
-from ...query import match_expression, quote
 from ..base import OP_GONE, OP_HEAD, OP_REBUILT, Connection, KeywordMirror
 from .schema import TOKENIZE
 
@@ -31,6 +30,16 @@ _WEIGHTS = ", ".join(str(w) for w in WEIGHTS)
 # Both FTS5 tables' columns, in order; an instance row's weight as SQL (``i.col`` is the column's name).
 _COLUMNS = ("content", "summary", "tags")
 _COLUMN_WEIGHT = "CASE i.col " + " ".join(f"WHEN '{c}' THEN {w}" for c, w in zip(_COLUMNS, WEIGHTS)) + " END"
+
+
+def quote(token: str) -> str:
+    """One FTS5 string literal; a doubled quote is how FTS5 escapes a quote inside it."""
+    return '"' + token.replace('"', '""') + '"'
+
+
+def match_expression(words: tuple[str, ...] | list[str]) -> str:
+    """An FTS5 MATCH expression OR-ing ``words`` as literal strings."""
+    return " OR ".join(quote(w) for w in words)
 
 
 # --- FTS5's own tokenizing and statistics -----------------------------------------------------
@@ -117,8 +126,6 @@ def _varint(blob: bytes, i: int) -> tuple[int, int]:
         if byte < 0x80:
             return value, i + n + 1
     raise ValueError("bad varint")  # pragma: no cover
-
-
 
 
 def tokenizer(conn: Connection) -> Fts5Tokenizer:

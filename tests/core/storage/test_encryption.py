@@ -16,9 +16,10 @@ import pytest
 
 from perseus_vault_core import InvalidInput, SetupError, Vault, VaultError
 from perseus_vault_core.cli import main
+from perseus_vault_core import keys
 from perseus_vault_core.storage.sqlite import connection as factory
 
-from ..conftest import Clock, FakeEmbedder, modes
+from ...conftest import Clock, FakeEmbedder, modes
 
 pytest.importorskip("sqlcipher3")
 
@@ -37,7 +38,7 @@ MARKERS = {
 
 @pytest.fixture(autouse=True)
 def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in (factory.KEY_ENV, factory.KEY_FILE_ENV, "PERSEUS_VAULT_NEW_KEY", "PERSEUS_VAULT_SQLITE"):
+    for name in (keys.KEY_ENV, keys.KEY_FILE_ENV, "PERSEUS_VAULT_NEW_KEY", "PERSEUS_VAULT_SQLITE"):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -160,21 +161,21 @@ def test_wrong_missing_and_superfluous_keys_fail_clearly(tmp_path: Path, clock: 
 
 def test_key_from_the_environment_or_a_key_file(tmp_path: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
     db = tmp_path / "v.db"
-    monkeypatch.setenv(factory.KEY_ENV, RAW_KEY)  # a raw 256-bit key skips the passphrase derivation
+    monkeypatch.setenv(keys.KEY_ENV, RAW_KEY)  # a raw 256-bit key skips the passphrase derivation
     with Vault(db, clock=clock, embedder=False) as vault:
         vault.remember("note", "n", "from the environment")
         assert vault.encrypted and vault.stats().sqlite_driver == "sqlcipher"
     key_file = tmp_path / "vault.key"
     key_file.write_text(RAW_KEY + "\n")  # editors add a newline: it is not part of the key
     key_file.chmod(0o600)
-    monkeypatch.delenv(factory.KEY_ENV)
-    monkeypatch.setenv(factory.KEY_FILE_ENV, str(key_file))
+    monkeypatch.delenv(keys.KEY_ENV)
+    monkeypatch.setenv(keys.KEY_FILE_ENV, str(key_file))
     with Vault(db, clock=clock, embedder=False) as vault:
         assert vault.get_entity(1).content == "from the environment"
-    monkeypatch.setenv(factory.KEY_ENV, RAW_KEY)
+    monkeypatch.setenv(keys.KEY_ENV, RAW_KEY)
     with pytest.raises(SetupError, match="set only one"):
         Vault(db, clock=clock, embedder=False)
-    monkeypatch.delenv(factory.KEY_ENV)
+    monkeypatch.delenv(keys.KEY_ENV)
     if os.name == "posix":
         key_file.chmod(0o644)
         with pytest.raises(SetupError, match="accessible to other users.*chmod 600"):
@@ -183,7 +184,7 @@ def test_key_from_the_environment_or_a_key_file(tmp_path: Path, clock: Clock, mo
     key_file.write_text("\n")
     with pytest.raises(InvalidInput, match="non-empty"):
         Vault(db, clock=clock, embedder=False)
-    monkeypatch.setenv(factory.KEY_FILE_ENV, str(tmp_path / "missing.key"))
+    monkeypatch.setenv(keys.KEY_FILE_ENV, str(tmp_path / "missing.key"))
     with pytest.raises(SetupError, match="cannot read the key file"):
         Vault(db, clock=clock, embedder=False)
 
@@ -359,7 +360,7 @@ def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 def test_cli_rekey(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("PERSEUS_VAULT_EMBEDDER", "none")
     db = str(tmp_path / "v.db")
-    monkeypatch.setenv(factory.KEY_ENV, KEY)
+    monkeypatch.setenv(keys.KEY_ENV, KEY)
     assert cli(capsys, "--db", db, "remember", "decision", "db", f"SQLite {MARKERS['content']}")[0] == 0
     code, _, err = cli(capsys, "--db", db, "rekey")
     assert code == 1 and err.count("\n") == 1 and "PERSEUS_VAULT_NEW_KEY or pass --new-key-file" in err
@@ -370,17 +371,17 @@ def test_cli_rekey(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pyte
     assert code == 0 and "rekeyed" in out, err
     code, _, err = cli(capsys, "--db", db, "stats")
     assert code == 1 and err.startswith("error: wrong encryption key") and err.count("\n") == 1
-    monkeypatch.delenv(factory.KEY_ENV)
-    monkeypatch.setenv(factory.KEY_FILE_ENV, str(new_key))
+    monkeypatch.delenv(keys.KEY_ENV)
+    monkeypatch.setenv(keys.KEY_FILE_ENV, str(new_key))
     code, out, _ = cli(capsys, "--db", db, "--json", "stats")
     assert code == 0 and '"encrypted":true' in out
     monkeypatch.setenv("PERSEUS_VAULT_NEW_KEY", RAW_KEY)  # the other source of the new key
     assert cli(capsys, "--db", db, "rekey")[0] == 0
-    monkeypatch.delenv(factory.KEY_FILE_ENV)
-    monkeypatch.setenv(factory.KEY_ENV, RAW_KEY)
+    monkeypatch.delenv(keys.KEY_FILE_ENV)
+    monkeypatch.setenv(keys.KEY_ENV, RAW_KEY)
     code, out, _ = cli(capsys, "--db", db, "recall", MARKERS["content"])
     assert code == 0 and MARKERS["content"] in out
-    monkeypatch.delenv(factory.KEY_ENV)
+    monkeypatch.delenv(keys.KEY_ENV)
     code, _, err = cli(capsys, "--db", db, "recall", "SQLite")
     assert code == 1 and "is encrypted" in err
     plain = str(tmp_path / "plain.db")
@@ -394,8 +395,8 @@ def test_cli_in_a_real_process_reads_the_key_file(tmp_path: Path) -> None:
     key_file = tmp_path / "vault.key"
     key_file.write_text(KEY)
     key_file.chmod(0o600)
-    env = {**os.environ, factory.KEY_FILE_ENV: str(key_file), "PERSEUS_VAULT_EMBEDDER": "none"}
-    env.pop(factory.KEY_ENV, None)
+    env = {**os.environ, keys.KEY_FILE_ENV: str(key_file), "PERSEUS_VAULT_EMBEDDER": "none"}
+    env.pop(keys.KEY_ENV, None)
     db = str(tmp_path / "v.db")
 
     def run(*argv: str) -> subprocess.CompletedProcess[str]:
@@ -416,7 +417,7 @@ def test_mcp_server_over_an_encrypted_vault_takes_the_key_from_the_environment(
     from perseus_vault_integrations.mcp import VaultClient, build_server
 
     monkeypatch.setenv("PERSEUS_VAULT_EMBEDDER", "none")
-    monkeypatch.setenv(factory.KEY_ENV, KEY)
+    monkeypatch.setenv(keys.KEY_ENV, KEY)
     db = tmp_path / "mcp.db"
 
     async def session() -> None:
@@ -434,6 +435,6 @@ def test_mcp_server_over_an_encrypted_vault_takes_the_key_from_the_environment(
 
     anyio.run(session)
     assert found_in(db) == {}
-    monkeypatch.delenv(factory.KEY_ENV)
+    monkeypatch.delenv(keys.KEY_ENV)
     with pytest.raises(SetupError, match="is encrypted"):
         Vault(db, embedder=False)

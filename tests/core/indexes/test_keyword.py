@@ -12,7 +12,7 @@ from perseus_vault_core import Vault
 from perseus_vault_core.indexes.keyword import KeywordIndex
 from perseus_vault_core.storage.sqlite.keyword import fts5_totals
 
-from ..conftest import Clock
+from ...conftest import Clock
 
 WORDS = (
     "billing ledger invoice postgres sqlite replica backup restore cache latency throughput queue worker "

@@ -14,7 +14,7 @@ import pytest
 from perseus_vault_core import InvalidInput, Vault
 from perseus_vault_core.graphrag.communities import Communities, community_id
 
-from ..conftest import DAY_MS, Clock
+from ...conftest import DAY_MS, Clock
 
 THEMES = {
     "storage": ["SQLite in WAL mode keeps writes durable", "We chose SQLite for the storage engine",
@@ -121,7 +121,7 @@ def test_only_the_changed_component_is_clustered_again(db_path: Path, clock: Clo
     with Vault(db_path, clock=clock, embedder=False) as v:
         ids = build(v)
         v.unlink(ids["storage"][4], ids["billing"][4])
-        clusters = Communities()
+        clusters = Communities(v._engine.backend.changes)
         conn = v._engine.conn()
         clusters.partition(conn, view(Filters(), clock()), "label_propagation")
         assert clusters.clustered == 3
