@@ -450,6 +450,7 @@ def test_import_merges_by_scope_category_and_key(vault: Vault, clock: Clock, tmp
         assert [e.content for e in other.scan(limit=1000, category="local").items] == [
             f"a note only the other vault has, {i}" for i in range(12)
         ]
+        assert [e.id for e in other.scan(limit=1000, category="local").items] == mine  # its own ids untouched
         # New entities got fresh ids above the vault's own, ascending in the export's order.
         everything = other.scan(limit=1000, include_archived=True).items
         imported = [e for e in everything if e.id > top_before]

@@ -182,7 +182,7 @@ def test_entity_bodies(vault: Vault, body: Any, content: str, summary: Any, cate
         back = vault.get_entity(saved.id)
         assert back.content == content and back.body == saved.body
         assert {k: v for k, v in back.body.items() if k not in ("content", "summary")} == \
-               {k: v for k, v in body.items() if k not in ("content", "summary")}
+               {k: v for k, v in (body or {}).items() if k not in ("content", "summary")}  # None: no body
 
 
 @settings(max_examples=25 * SCALE, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -250,7 +250,7 @@ def test_rekey_refuses_a_plaintext_vault_and_a_bad_new_key(tmp_path: Path, clock
             vault.rekey(KEY)
     with open_vault(tmp_path / "e.db", clock, KEY) as vault:
         vault.remember("note", "n", "kept")
-        with pytest.raises(InvalidInput, match="non-empty"):
+        with pytest.raises(InvalidInput, match="new_key: must be at least 1 character"):
             vault.rekey("")
         assert vault.get_entity(1).content == "kept"
     with open_vault(tmp_path / "e.db", clock, KEY) as vault:  # the old key still works: nothing changed
