@@ -148,20 +148,23 @@ class Engine:
 
     # --- embedding -------------------------------------------------------------------------------
 
-    def plan(self, texts_of: Callable[[Connection], list[str]], items: Sequence[RememberInput] = ()
-             ) -> store.VectorPlan | None:
+    def plan(self, texts_of: Callable[[Connection], list[str]], items: Sequence[RememberInput] = (),
+             known: Callable[[Connection, list[str]], dict[str, np.ndarray]] | None = None) -> store.VectorPlan | None:
         """Embed, before the write transaction, the texts a write will store, and the trigger phrases
         of ``items`` not embedded yet (none without an embedder): embedding a phrase once, when it is
-        written, keeps the reads that match triggers (``prepare``, every turn) to embedding their context."""
+        written, keeps the reads that match triggers (``prepare``, every turn) to embedding their context.
+        ``known`` may supply vectors for some of the texts from the same snapshot (the model embeds the rest)."""
         if self.embedder is None:
             return None
         identity = self.embedder.identity
         with self.reading() as conn:
             self.backend.vectors.check_model(conn, identity, self.embedder.dimension)
             texts = texts_of(conn)
+            given = known(conn, texts) if known is not None and texts else {}
             phrases = store.phrases_to_embed(self.backend, conn, items, identity) if items else []
         plan = store.VectorPlan(identity, self.embedder.dimension)
-        made = self.embed_texts(list(dict.fromkeys(texts + phrases)))  # one model call for both, where they fit
+        made = self.embed_texts(list(dict.fromkeys([t for t in texts if t not in given] + phrases)))
+        made.update(given)
         plan.by_text.update((t, made[t]) for t in texts)
         plan.phrases.update((p, made[p]) for p in phrases)
         self.trigger_vectors.setdefault(identity, {}).update(plan.phrases)

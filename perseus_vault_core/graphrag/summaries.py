@@ -26,6 +26,9 @@ import json
 import math
 import re
 from collections import Counter, defaultdict
+from collections.abc import Mapping
+
+import numpy as np
 
 from .. import graph, store
 from ..filters import id_list
@@ -163,3 +166,15 @@ def attach(backend: Backend, conn: Connection, summary_id: int, group: Group, cu
         store.forget(backend, conn, int(old_id), None, None, now_ms)
         replaced.append(int(old_id))
     return replaced
+
+
+def centroid(group: Group, vectors: Mapping[int, np.ndarray]) -> np.ndarray | None:
+    """The summary's vector: the unit mean of its members' vectors, so that a community is found by
+    what any of its members means, with no model call (a community of hundreds costs one mean, where
+    embedding its summary cost the model a long text). ``None`` when a member has no vector yet (the
+    model then embeds the summary's text) or the mean vanishes."""
+    if not group.members or any(m not in vectors for m in group.members):
+        return None
+    mean: np.ndarray = np.stack([vectors[m] for m in group.members]).astype(np.float64).mean(axis=0)
+    norm = float(np.linalg.norm(mean))
+    return (mean / norm).astype(np.float32) if norm > 1e-6 else None

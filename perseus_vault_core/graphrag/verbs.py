@@ -10,7 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from .. import store
+from ..embeddings import embedding_text
 from ..engine import Engine
 from ..errors import InvalidInput, NotFound
 from ..filters import view
@@ -130,6 +133,21 @@ def _summary_item(group: Group, n: int, draft: tuple[str, str, list[str], str | 
     }, prefix="polish" if polish is not None else f"summary.{n}")
 
 
+def _centroids(engine: Engine, conn: Connection, items: list[RememberInput], groups: list[Group],
+               texts: list[str]) -> dict[str, np.ndarray]:
+    """The vectors of the summaries about to be written, from their members' stored vectors."""
+    wanted = set(texts)
+    chosen = [(embedding_text(i.content, i.summary), g) for i, g in zip(items, groups)]
+    chosen = [(t, g) for t, g in chosen if t in wanted]
+    stored = engine.backend.vectors.head_vectors(conn, sorted({m for _, g in chosen for m in g.members}))
+    out: dict[str, np.ndarray] = {}
+    for text, group in chosen:
+        vector = summaries.centroid(group, stored)
+        if vector is not None:
+            out[text] = vector
+    return out
+
+
 def summarize(engine: Engine, part: Partition, groups: list[Group], max_chars: int, polish: Polish | None,
               method: str) -> list[CommunitySummary]:
     """Write the summaries of ``groups`` (one transaction), each linked to its members."""
@@ -138,7 +156,8 @@ def summarize(engine: Engine, part: Partition, groups: list[Group], max_chars: i
                    summaries.topic(conn, g)) for g in groups]
     items = [_summary_item(g, n, draft, method, polish) for n, (g, draft) in enumerate(zip(groups, drafts))]
     current = {g.id for g in part.groups}
-    plan = engine.plan(lambda c: store.texts_to_embed(c, items))
+    plan = engine.plan(lambda c: store.texts_to_embed(c, items),
+                       known=lambda c, texts: _centroids(engine, c, items, groups, texts))
 
     def work(c: Connection) -> list[tuple[int, str, list[int]]]:
         now = engine.now()

@@ -190,6 +190,16 @@ def cosines(conn: Connection, vids: Sequence[int], query: np.ndarray) -> dict[in
     return {int(vid): float(score) for (vid, _), score in zip(rows, scores)}
 
 
+def head_vectors(conn: Connection, entity_ids: Sequence[int]) -> dict[int, np.ndarray]:
+    """The current version's vector of each of these entities, by entity id (one without a vector is absent)."""
+    rows = conn.execute(
+        f"SELECT v.entity_id, x.embedding FROM json_each(?) j CROSS JOIN entity_versions v "
+        f"ON v.entity_id = j.value AND v.recorded_to_ms IS NULL CROSS JOIN {TABLE} x ON x.vid = v.vid",
+        ("[" + ",".join(str(int(i)) for i in entity_ids) + "]",),
+    ).fetchall()
+    return {int(eid): np.frombuffer(blob, dtype=np.float32) for eid, blob in rows}
+
+
 # --- trigger phrases (recall_when): embedded once per model, kept in the file -----------------------
 
 

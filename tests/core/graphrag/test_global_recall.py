@@ -131,3 +131,36 @@ def test_meaning_finds_the_cluster_when_no_word_matches(tmp_path: Any, real_embe
         hybrid = v.global_recall("money owed by customers each month", communities=1)
         assert hybrid.search_mode == "hybrid"
         assert chosen_members(hybrid) == [sorted(ids["billing"])]
+
+
+def test_summary_vectors_are_their_members_centroid_with_no_model_call(dense_vault: Vault, fake_embedder: Any) -> None:
+    """A summary's vector is the unit mean of its members' vectors: the first global_recall embeds only
+    its question, however many communities it summarizes."""
+    import numpy as np
+
+    ids = build(dense_vault)
+    dense_vault.unlink(ids["storage"][4], ids["billing"][4])
+    before = fake_embedder.texts
+    result = dense_vault.global_recall("invoices and refunds", communities=1, mode="dense")
+    assert fake_embedder.texts - before == 1  # the question; three summaries written without the model
+    assert chosen_members(result) == [sorted(ids["billing"])]
+    vectors = dense_vault._engine.backend.vectors
+    conn = dense_vault._engine.conn()
+    for community in dense_vault.communities().communities:
+        members = vectors.head_vectors(conn, community.members)
+        mean = np.mean([members[m] for m in community.members], axis=0)
+        stored = vectors.head_vectors(conn, [community.summary_id])[community.summary_id]
+        assert np.allclose(stored, mean / np.linalg.norm(mean), atol=1e-6)
+
+
+def test_a_summary_is_embedded_by_the_model_when_a_member_has_no_vector() -> None:
+    import numpy as np
+
+    from perseus_vault_core.graphrag.communities import Group
+    from perseus_vault_core.graphrag.summaries import centroid
+
+    group = Group(id="c", agent_id="", workspace_hash="", members=(1, 2), centrality={}, edges=())
+    assert centroid(group, {1: np.array([1.0, 0.0], dtype=np.float32)}) is None  # member 2 not embedded yet
+    assert centroid(group, {1: np.array([1.0, 0.0]), 2: np.array([-1.0, 0.0])}) is None  # opposite: no direction
+    both = centroid(group, {1: np.array([1.0, 0.0]), 2: np.array([0.0, 1.0])})
+    assert both is not None and np.allclose(both, [2 ** -0.5, 2 ** -0.5]) and both.dtype == np.float32
