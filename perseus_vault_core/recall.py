@@ -15,7 +15,6 @@ The order of work:
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -29,6 +28,7 @@ from .actionability import actionability, startup_factor
 from .embeddings import BUNDLED_IDENTITY, embedding_text
 from .errors import InvalidInput, NotSupported
 from .filters import FROM, FROM_VIDS, View, id_list, narrow, view
+from .forking import GATE, in_child
 from .fusion import Fusion, combine, keyword_score
 from .hits import Hit, examined, visible_hits
 from .indexes.keyword import KeywordIndex
@@ -53,13 +53,18 @@ def _executor() -> ThreadPoolExecutor:
         return _EXECUTOR
 
 
+@in_child
 def _forget_executor() -> None:
     # A forked child inherits the pool's bookkeeping but none of its threads: start a new pool there.
     global _EXECUTOR, _EXECUTOR_LOCK
     _EXECUTOR, _EXECUTOR_LOCK = None, threading.Lock()
 
 
-os.register_at_fork(after_in_child=_forget_executor)
+def _embed_in_gate(embed: Callable[[str], np.ndarray], text: str) -> np.ndarray:
+    """The query embedding, on the pool's thread: inside the fork gate, so a fork never copies the
+    model's locks mid-call (forking.py)."""
+    with GATE.inside():
+        return embed(text)
 
 
 # min_score="auto": below these an arm's score most likely means an unrelated memory (see _related).
@@ -295,7 +300,7 @@ def _search(
     elif mode in ("dense", "hybrid"):
         assert arms.embed_query is not None
         # The model runs outside the GIL: embed the query while the keyword arm searches.
-        embedding = _executor().submit(arms.embed_query, params.query)
+        embedding = _executor().submit(_embed_in_gate, arms.embed_query, params.query)
     if mode in ("fts5", "hybrid"):
         lists["fts5"], variant_count = _keyword_arm(conn, params, v, pool, arms)
     query_vector = vector

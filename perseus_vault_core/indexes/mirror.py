@@ -21,13 +21,30 @@ dropped for a re-embed (vector mirrors rebuild).
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from ..dbapi import Connection
+from ..forking import GATE, in_child
 from ..storage.base import OP_GONE, OP_HEAD, OP_REBUILT, OP_VECTOR, Backend
+
+
+CHECKPOINT_ROWS = 1024  # a fork waits for at most this many rows of a build
+
+_MIRRORS: weakref.WeakSet[HeadMirror] = weakref.WeakSet()
+
+
+@in_child
+def _forget_builds() -> None:
+    """In a forked child: no build thread exists, and a lock may have been held by a thread that is
+    gone (a query following the log). Every mirror starts over: the SQL path answers, then a build."""
+    for mirror in list(_MIRRORS):
+        mirror._lock = threading.Lock()
+        mirror._building = False
+        mirror.ready = False
 
 
 class NotYet(Exception):
@@ -87,6 +104,7 @@ class HeadMirror:
     REBUILD_ON: tuple[int, ...] = (OP_REBUILT,)
 
     def __init__(self, backend: Backend) -> None:
+        _MIRRORS.add(self)
         self.backend = backend
         self._lock = threading.Lock()
         self.ready = False
@@ -130,20 +148,21 @@ class HeadMirror:
             self._building = True
 
         def run() -> None:
-            conn = None
-            try:
-                conn = connect()
-                self.build(conn)
-            except NotYet:
-                pass  # nothing to mirror yet; a later recall tries again
-            except Exception as exc:  # the SQL path keeps answering; stats() shows why
-                with self._lock:
-                    self.disabled = f"build failed: {type(exc).__name__}: {exc}"
-                    self._disabled_at = 0  # retry after the next reindex
-            finally:
-                self._building = False
-                if conn is not None:
-                    conn.close()
+            with GATE.inside():  # a fork waits for this build to reach a checkpoint (forking.py)
+                conn = None
+                try:
+                    conn = connect()
+                    self.build(conn)
+                except NotYet:
+                    pass  # nothing to mirror yet; a later recall tries again
+                except Exception as exc:  # the SQL path keeps answering; stats() shows why
+                    with self._lock:
+                        self.disabled = f"build failed: {type(exc).__name__}: {exc}"
+                        self._disabled_at = 0  # retry after the next reindex
+                finally:
+                    self._building = False
+                    if conn is not None:
+                        conn.close()
 
         threading.Thread(target=run, name=f"perseus-vault-{self.NAME}", daemon=True).start()
 
@@ -155,8 +174,10 @@ class HeadMirror:
         changes = self.backend.changes
         with self.backend.read_snapshot(conn):
             seq = changes.position(conn)
-            for row in changes.heads(conn, fresh.FEED):
+            for n, row in enumerate(changes.heads(conn, fresh.FEED), 1):
                 fresh._add(row)
+                if n % CHECKPOINT_ROWS == 0:
+                    GATE.checkpoint()  # between two rows: no SQLite call in progress, no lock held
             problem = fresh._finish(conn, seq)
         with self._lock:
             state = {k: v for k, v in fresh.__dict__.items() if k not in ("_lock", "_building")}

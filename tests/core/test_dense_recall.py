@@ -447,9 +447,7 @@ def test_hybrid_recall_works_in_a_forked_child(db_path, fake_embedder: FakeEmbed
     with Vault(db_path, embedder=fake_embedder) as vault:
         vault.remember("note", "k", "billing ledger")
         assert vault.recall("billing", mode="hybrid").items  # the parent starts its embedding pool
-        # No background index build may be running when the process forks: a thread caught holding
-        # a lock (an import, SQLite's) would leave the child waiting on it forever.
-        assert vault.wait_for_keyword_index(30) and vault.wait_for_vector_index(30)
+        # and its index builds, which may still run as it forks (tests/core/test_forking.py)
     ctx = multiprocessing.get_context("fork")
     out = ctx.Queue()
     child = ctx.Process(target=_child_recall, args=(str(db_path), out))

@@ -34,6 +34,7 @@ from types import ModuleType
 from typing import Any, TypeVar
 
 from ...errors import InvalidInput, SetupError, StorageError
+from ...forking import in_child
 from ...keys import KEY_ENV, KEY_FILE_ENV, check_key
 from ...ranking import decay
 
@@ -262,6 +263,7 @@ def _key_opens_page_one(path: str, size: int, driver: Driver) -> bool:
 # private key check (the open one proves the key, and a rekey cannot happen while it is open).
 _pools_lock = threading.Lock()
 _pools: weakref.WeakSet[ConnectionPool] = weakref.WeakSet()
+_pools_all: weakref.WeakSet[ConnectionPool] = weakref.WeakSet()  # every open pool (a forked child resets them)
 
 
 def _key_proven(path: str, key: str) -> bool:
@@ -422,6 +424,7 @@ class ConnectionPool:
         self._lock = threading.Lock()
         self._closed = False
         self._file: tuple[int, int] | None = None  # (device, inode) of the file its connections hold open
+        _pools_all.add(self)
 
     def get(self) -> Any:
         conn = getattr(self._local, "conn", None)
@@ -465,6 +468,24 @@ class ConnectionPool:
                 _close_quietly(conn)
             self._all.clear()
         self._local = threading.local()
+
+
+# Connections a forked child inherited: never used there, and never closed either (closing one could
+# checkpoint and remove the WAL under the parent: "carrying an open connection across a fork" is
+# the way SQLite's own documentation lists to corrupt a database).
+_INHERITED: list[Any] = []
+
+
+@in_child
+def _fresh_after_fork() -> None:
+    """In a forked child: fresh module locks, and every pool opens new connections."""
+    global _driver_lock, _cipher_lock, _pools_lock
+    _driver_lock, _cipher_lock, _pools_lock = threading.Lock(), threading.Lock(), threading.Lock()
+    for pool in list(_pools_all):
+        _INHERITED.extend(pool._all)
+        pool._all = []
+        pool._local = threading.local()
+        pool._lock = threading.Lock()
 
 
 def _close_quietly(conn: Any) -> None:
