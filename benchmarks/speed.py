@@ -26,6 +26,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from perseus_vault_core import Vault
 
 from .synthetic import memories, queries
@@ -125,6 +127,7 @@ def run_size(n: int, model: Any, cached: Any, n_queries: int = 300, seed: int = 
             out["history"] = timed([lambda i=i: history(i) for i in picks])
         out["db_mb"] = os.path.getsize(path) / 1e6
         out["cold_start"] = cold_start(path, qs[0])
+        out["first_recall"] = first_recall(path, qs[0], model.embed([qs[0]])[0])
         out["peak_memory_mb"] = peak_memory(path, qs[:50])
     return out
 
@@ -210,6 +213,42 @@ def cold_start(path: str, query: str, runs: int = 3) -> dict[str, float]:
         "first_answer_s_p50": statistics.median(r["first_answer_s"] for r in results),
         "process_s_p50": statistics.median(r["process_s"] for r in results),
     }
+
+
+_FIRST = """
+import sys, time, json
+import numpy as np
+started = time.perf_counter()
+from perseus_vault_core import Vault
+imported = time.perf_counter()
+vault = Vault(sys.argv[1])
+opened = time.perf_counter()
+vault.recall(sys.argv[2], mode="fts5", reinforce=False)
+keyword = time.perf_counter()
+vault.recall_by_vector(np.load(sys.argv[3]), reinforce=False)
+dense = time.perf_counter()
+stats = vault.stats()
+print(json.dumps({"import_s": imported - started, "open_s": opened - imported, "keyword_ms": (keyword - opened) * 1000,
+                  "dense_ms": (dense - keyword) * 1000, "from_snapshot": "from a snapshot" in stats.keyword_index
+                  and "from a snapshot" in stats.vector_index}))
+"""
+
+
+def first_recall(path: str, query: str, vector: Any, runs: int = 5) -> dict[str, Any]:
+    """A new process on a vault whose indexes were saved: its first keyword recall, then its first dense
+    recall with the query vector given, each timed after opening (p50 of ``runs`` processes)."""
+    with tempfile.NamedTemporaryFile(suffix=".npy", delete=False) as handle:
+        np.save(handle, np.asarray(vector, dtype=np.float32))
+    try:
+        results = []
+        for _ in range(runs):
+            done = subprocess.run([sys.executable, "-c", _FIRST, path, query, handle.name], capture_output=True,
+                                  text=True, check=True, cwd=ROOT)
+            results.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    finally:
+        os.unlink(handle.name)
+    return {key: statistics.median(r[key] for r in results) for key in ("import_s", "open_s", "keyword_ms", "dense_ms")} | {
+        "from_snapshot": all(r["from_snapshot"] for r in results)}
 
 
 def peak_memory(path: str, qs: list[str]) -> float:

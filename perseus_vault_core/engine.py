@@ -64,6 +64,9 @@ class Engine:
         self.backend.migrate(self.clock())
         self.keyword_index = KeywordIndex(self.backend) if options.keyword_index else None
         self.vector_index = VectorIndex(self.backend) if options.vector_index else None
+        for index in (self.keyword_index, self.vector_index):
+            if index is not None:  # saved beside the file, opened by the next process (indexes/snapshot.py)
+                index.snapshot_path = self.backend.mirror_file(index.NAME)
         self.embedder: Embedder | None = embedder
         self.fusion = fusion
         self.clusters = Communities(self.backend.changes)
@@ -211,12 +214,24 @@ class Engine:
         return result
 
     def warm(self, mode: str) -> None:
-        """After a recall, build the in-memory indexes it could use (in the background)."""
+        """After a recall, build the in-memory indexes it could use (in the background), or save a
+        snapshot of one that moved far past its last (also in the background)."""
         build = self.backend.connect
-        if self.keyword_index is not None and not self.keyword_index.ready and mode in ("fts5", "hybrid"):
-            self.keyword_index.start_background_build(build)
-        if self.vector_index is not None and not self.vector_index.ready and mode in ("dense", "hybrid"):
-            self.vector_index.start_background_build(build)
+        for index, modes in ((self.keyword_index, ("fts5", "hybrid")), (self.vector_index, ("dense", "hybrid"))):
+            if index is None or mode not in modes:
+                continue
+            if index.ready:
+                index.save_if_behind(build)
+            else:
+                index.start_background_build(build)
+
+    def forget_snapshots(self) -> None:
+        """After a purge: saved snapshots may hold the purged memory's words and vector; delete them
+        (the next build saves new ones, without it)."""
+        position = self.backend.changes.position(self.conn())
+        for index in (self.keyword_index, self.vector_index):
+            if index is not None:
+                index.forget_snapshot(position)
 
     def wait(self, index: HeadMirror | None, timeout: float) -> bool:
         """Build ``index`` now (if not yet built) and wait for it; True when ready."""

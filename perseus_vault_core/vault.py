@@ -171,7 +171,9 @@ class Vault:
     def purge(self, id: int, *, agent_id: str | None = None, workspace_hash: str | None = None) -> PurgeResult:
         """Delete an archived entity, its history and its links for good."""
         p, e = validate(EntityParams, given(id=id, agent_id=agent_id, workspace_hash=workspace_hash)), self._engine
-        return e.write(lambda c: store.purge(e.backend, c, p.id, p.agent_id, p.workspace_hash))
+        result = e.write(lambda c: store.purge(e.backend, c, p.id, p.agent_id, p.workspace_hash))
+        e.forget_snapshots()
+        return result
 
     @edge
     def supersede(self, old_id: int, new_id: int, *, agent_id: str | None = None,

@@ -48,7 +48,9 @@ from ..dbapi import Connection
 from ..hits import Ranking
 from ..porter import stem
 from ..storage.base import Backend, Tokenizer
-from .mirror import HeadMirror, grow
+from . import vocabulary
+from .mirror import HeadMirror, fit, grow
+from .vocabulary import Vocabulary
 
 # --- the index -----------------------------------------------------------------------------------
 
@@ -83,10 +85,11 @@ class KeywordIndex(HeadMirror):
 
     FEED = "text"
     NAME = "keyword-index"
+    LOCAL = (*HeadMirror.LOCAL, "_conn", "_tokenizer")  # the connection of the query being answered
 
     def _clear(self) -> None:
         # Postings: a CSR block from the last build, plus per-term lists for rows added since.
-        self._tid: dict[str, int] = {}
+        self._tid: dict[str, int] | Vocabulary = {}  # a Vocabulary once loaded from a snapshot
         self._indptr = np.zeros(1, dtype=np.int64)
         self._slots = _EMPTY_I
         self._freqs = _EMPTY_F
@@ -191,6 +194,44 @@ class KeywordIndex(HeadMirror):
             self._merged[tid] = merged
         return merged
 
+    # -- snapshots --
+
+    def _own_state(self, room: int) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        n = self.rows.n
+        indptr, slots, freqs = self._compacted()
+        lengths = fit(self._lengths[:n], room)
+        lengths[:n][~self.rows.alive[:n]] = 0
+        meta = {"n_rows": self._n_rows, "n_tokens": self._n_tokens}
+        return meta, {"indptr": indptr, "slots": slots, "freqs": freqs, "lengths": lengths,
+                      **vocabulary.pack(list(self._tid.items()))}
+
+    def _compacted(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The postings as one CSR block of live rows only: the build's block with the rows added since
+        merged in, and the rows that stopped being heads left out (a purged memory's words are not saved)."""
+        n_terms = len(self._tid)
+        counts = np.diff(self._indptr)
+        tids = [np.repeat(np.arange(len(counts), dtype=np.int64), counts)]
+        slots, freqs = [self._slots], [self._freqs]
+        for tid, (more_slots, more_freqs) in self._extra.items():
+            tids.append(np.full(len(more_slots), tid, dtype=np.int64))
+            slots.append(np.asarray(more_slots, dtype=np.int32))
+            freqs.append(np.asarray(more_freqs, dtype=np.float32))
+        t, sl, fr = np.concatenate(tids), np.concatenate(slots), np.concatenate(freqs)
+        live = self.rows.alive[: self.rows.n][sl] if len(sl) else np.zeros(0, dtype=bool)
+        t, sl, fr = t[live], sl[live], fr[live]
+        order = np.lexsort((sl, t))
+        indptr = np.zeros(n_terms + 1, dtype=np.int64)
+        np.cumsum(np.bincount(t, minlength=n_terms), out=indptr[1:])
+        return indptr, sl[order].astype(np.int32), fr[order].astype(np.float32)
+
+    def _restore_own(self, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+        self._tid = vocabulary.Vocabulary(arrays["terms"], arrays["term_offsets"], arrays["term_ids"])
+        self._indptr, self._slots, self._freqs = arrays["indptr"], arrays["slots"], arrays["freqs"]
+        self._lengths = arrays["lengths"]
+        self._n_rows, self._n_tokens = int(meta["n_rows"]), int(meta["n_tokens"])
+        self._flat, self._extra, self._merged, self._tid_of_token = None, {}, {}, {}
+        self._norm_for = (-1, -1, -1)
+
     # -- ranking --
 
     def search(
@@ -266,4 +307,4 @@ class KeywordIndex(HeadMirror):
 
     def describe(self) -> str:
         text = super().describe()
-        return text.replace(" rows)", f" rows, {len(self._tid)} terms)") if self.ready else text
+        return text.replace(" rows", f" rows, {len(self._tid)} terms", 1) if self.ready else text

@@ -29,10 +29,12 @@ import numpy as np
 
 from ..dbapi import Connection
 from ..forking import GATE, in_child
+from . import snapshot
 from ..storage.base import OP_GONE, OP_HEAD, OP_REBUILT, OP_VECTOR, Backend
 
 
 CHECKPOINT_ROWS = 1024  # a fork waits for at most this many rows of a build
+SAVE_AFTER = 5_000  # log entries past the saved snapshot (or a tenth of the rows) before saving again
 
 _MIRRORS: weakref.WeakSet[HeadMirror] = weakref.WeakSet()
 
@@ -76,6 +78,13 @@ class Rows:
         return slot
 
 
+def fit(array: np.ndarray, room: int) -> np.ndarray:
+    """``array`` (its first rows) padded with zeros to ``room`` rows along axis 0."""
+    out = np.zeros((room, *array.shape[1:]), dtype=array.dtype)
+    out[: len(array)] = array
+    return out
+
+
 def grow(array: np.ndarray, needed: int) -> np.ndarray:
     """``array`` with room for ``needed`` rows along axis 0 (doubling), contents kept."""
     if needed <= len(array):
@@ -102,6 +111,9 @@ class HeadMirror:
     NAME = "mirror"
     HANDLES_VECTORS = False  # whether op 2 concerns this mirror
     REBUILD_ON: tuple[int, ...] = (OP_REBUILT,)
+    # Fields that belong to this object, never taken from a fresh build or a loaded snapshot.
+    LOCAL: tuple[str, ...] = ("_lock", "_building", "snapshot_path", "_snapshot_tried", "_saving", "_purged_at",
+                              "snapshot_note")
 
     def __init__(self, backend: Backend) -> None:
         _MIRRORS.add(self)
@@ -113,10 +125,18 @@ class HeadMirror:
         self._building = False
         self.seq = 0
         self.rows = Rows()
-        self._slot_of: dict[int, int] = {}
+        self._slot_of: dict[int, int] | None = {}  # None: built from the rows when first needed
         self._agent_code: dict[str, int] = {}
         self._workspace_code: dict[str, int] = {}
         self.dead = 0
+        # Snapshots on disk (snapshot.py): where, whether this process tried loading one, what it holds.
+        self.snapshot_path: str | None = None
+        self.origin = "built"
+        self.snapshot_note: str | None = None  # why the last save or load did not happen
+        self._snapshot_tried = False
+        self._saved_seq = -1
+        self._saving = False
+        self._purged_at = 0  # log position of this process's last purge: no older state may be saved
 
     # -- hooks --
 
@@ -179,14 +199,150 @@ class HeadMirror:
                 if n % CHECKPOINT_ROWS == 0:
                     GATE.checkpoint()  # between two rows: no SQLite call in progress, no lock held
             problem = fresh._finish(conn, seq)
+            marker = changes.marker(conn, seq) if self.snapshot_path and problem is None else None
+        fresh.seq = seq
+        if marker is not None and self._save(fresh._state(), seq, marker):  # ``fresh`` is private still
+            fresh._saved_seq = seq
         with self._lock:
-            state = {k: v for k, v in fresh.__dict__.items() if k not in ("_lock", "_building")}
+            state = {k: v for k, v in fresh.__dict__.items() if k not in self.LOCAL}
             self.__dict__.update(state)
             self.seq = seq
             if problem is not None:
                 self.disabled, self._disabled_at, self.ready = problem, seq, False
                 return
             self.ready = True
+
+    # -- snapshots on disk (snapshot.py) --
+
+    def _slot_map(self) -> dict[int, int]:
+        """Slot of each live head's version id (after a load, built when the log first needs it)."""
+        if self._slot_of is None:
+            live = np.flatnonzero(self.rows.alive[: self.rows.n])
+            self._slot_of = dict(zip(self.rows.vids[live].tolist(), live.tolist()))
+        return self._slot_of
+
+    def _state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """What a snapshot holds: the rows with room to grow (appending after a load then writes into
+        the mapping, not a copy of it), the scope codes, and the subclass's own state."""
+        n = self.rows.n
+        room = n + max(1024, n // 8)
+        meta = {"name": self.NAME, "seq": self.seq, "n": n, "dead": self.dead,
+                "agents": sorted(self._agent_code, key=self._agent_code.__getitem__),
+                "workspaces": sorted(self._workspace_code, key=self._workspace_code.__getitem__)}
+        arrays = {name: fit(getattr(self.rows, name)[:n], room)
+                  for name in ("vids", "entities", "agents", "workspaces", "alive")}
+        extra_meta, extra_arrays = self._own_state(room)
+        return {**meta, **extra_meta}, {**arrays, **extra_arrays}
+
+    def _own_state(self, room: int) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """The subclass's state; arrays that change in place are returned as copies (``fit``)."""
+        raise NotImplementedError
+
+    def _restore(self, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+        rows = Rows(0)
+        rows.n = int(meta["n"])
+        for name in ("vids", "entities", "agents", "workspaces", "alive"):
+            setattr(rows, name, arrays[name])
+        self.rows, self.seq, self.dead = rows, int(meta["seq"]), int(meta["dead"])
+        self._agent_code = {value: code for code, value in enumerate(meta["agents"])}
+        self._workspace_code = {value: code for code, value in enumerate(meta["workspaces"])}
+        self._slot_of = None
+        self._restore_own(meta, arrays)
+
+    def _restore_own(self, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+        raise NotImplementedError
+
+    def _save(self, state: tuple[dict[str, Any], dict[str, np.ndarray]], seq: int, marker: str) -> bool:
+        """Save ``state`` (the mirror at log position ``seq``) unless this process purged a memory since."""
+        meta, arrays = state
+        path = self.snapshot_path
+        if path is None:
+            return False
+        try:
+            temporary = snapshot.write(path, {**meta, "marker": marker}, arrays, self.backend.file_mode())
+        except OSError as exc:  # a read-only folder, a full disk: the mirror still serves, unsaved
+            self.snapshot_note = f"not saved: {type(exc).__name__}: {exc}"
+            return False
+        with self._lock:
+            if seq < self._purged_at:  # it may hold what a purge removed: a later save replaces it
+                snapshot.discard(temporary)
+                return False
+            snapshot.commit(temporary, path)
+            self.snapshot_note = None
+        return True
+
+    def load_snapshot(self, conn: Connection) -> bool:
+        """Once per process, before its first build: take the saved snapshot when it is one of this
+        vault's log (its position still logged, with the same entry) and not ahead of ``conn``'s view."""
+        if self._snapshot_tried or self.snapshot_path is None or self.ready or self.disabled:
+            return False
+        self._snapshot_tried = True
+        found = snapshot.load(self.snapshot_path)
+        if found is None:
+            return False
+        meta, arrays = found
+        log = self.backend.changes
+        seq = int(meta.get("seq", -1))
+        if meta.get("name") != self.NAME or not 0 <= seq <= log.position(conn) or \
+                meta.get("marker") != log.marker(conn, seq) or not self._compatible(conn, meta):
+            self.snapshot_note = "snapshot not used: it belongs to another state of this file"
+            return False
+        fresh = type(self)(self.backend)
+        try:
+            fresh._restore(meta, arrays)
+        except (KeyError, IndexError, TypeError, ValueError) as exc:  # not a snapshot this code wrote
+            self.snapshot_note = f"snapshot not used: {type(exc).__name__}: {exc}"
+            return False
+        fresh.origin, fresh._saved_seq = "snapshot", seq
+        with self._lock:
+            if self.ready:  # a build finished meanwhile: keep it
+                return False
+            self.__dict__.update({k: v for k, v in fresh.__dict__.items() if k not in self.LOCAL})
+            self.ready = True
+        return True
+
+    def _compatible(self, conn: Connection, meta: dict[str, Any]) -> bool:
+        return True
+
+    def forget_snapshot(self, position: int) -> None:
+        """A purge committed at log ``position``: delete the saved snapshot, and save no state older."""
+        with self._lock:
+            self._purged_at = max(self._purged_at, position)
+            self._saved_seq = -1
+            if self.snapshot_path is not None:
+                snapshot.remove(self.snapshot_path)
+
+    def save_if_behind(self, connect: Callable[[], Any]) -> None:
+        """When the mirror has moved far past its saved snapshot, save it again on a background thread
+        (a copy taken under the lock, written outside it), so new processes replay little of the log."""
+        if self.snapshot_path is None or not self.ready or self._saving:
+            return
+        if self.seq - self._saved_seq < max(SAVE_AFTER, self.rows.n // 10):
+            return
+        self._saving = True
+
+        def run() -> None:
+            with GATE.inside():
+                conn = None
+                try:
+                    with self._lock:  # _state copies what changes in place: written outside the lock
+                        if not self.ready or self.seq < self._purged_at:
+                            return  # a purge this mirror has not applied yet: after the next query
+                        state, seq = self._state(), self.seq
+                    conn = connect()
+                    with self.backend.read_snapshot(conn):
+                        marker = self.backend.changes.marker(conn, seq)
+                    if marker is not None and self._save(state, seq, marker):
+                        with self._lock:
+                            self._saved_seq = max(self._saved_seq, seq)
+                except Exception as exc:  # saving is best effort: the mirror keeps serving
+                    self.snapshot_note = f"not saved: {type(exc).__name__}: {exc}"
+                finally:
+                    self._saving = False
+                    if conn is not None:
+                        conn.close()
+
+        threading.Thread(target=run, name=f"perseus-vault-{self.NAME}-save", daemon=True).start()
 
     def _add(self, row: Sequence[Any]) -> int:
         vid, entity, agent, workspace = row[:4]
@@ -195,7 +351,7 @@ class HeadMirror:
             self._agent_code.setdefault(agent, len(self._agent_code)),
             self._workspace_code.setdefault(workspace, len(self._workspace_code)),
         )
-        self._slot_of[vid] = slot
+        self._slot_map()[vid] = slot
         self._index(slot, row[4:])
         return slot
 
@@ -209,23 +365,26 @@ class HeadMirror:
             return False  # the log was trimmed past our position
         if log.pending(conn, self.seq, upto, self.HANDLES_VECTORS) > max(10_000, self.rows.n // 5):
             return False  # cheaper to rebuild than to replay
-        for vid, op in log.entries(conn, self.seq, upto, self.HANDLES_VECTORS):
-            if op in self.REBUILD_ON:
-                return False
+        entries = log.entries(conn, self.seq, upto, self.HANDLES_VECTORS)
+        if any(op in self.REBUILD_ON for _, op in entries):
+            return False
+        # The rows the entries need, read in one statement (a new process replays thousands at once).
+        fetched = log.rows(conn, self.FEED, sorted({vid for vid, op in entries if op in (OP_HEAD, OP_VECTOR)}))
+        for vid, op in entries:
             if op == OP_GONE:
-                slot = self._slot_of.pop(vid, None)
+                slot = self._slot_map().pop(vid, None)
                 if slot is not None and self.rows.alive[slot]:
                     self.rows.alive[slot] = False
                     self.dead += 1
                     self._forget(slot)
-            elif op == OP_HEAD and vid not in self._slot_of:
-                row = log.head(conn, self.FEED, vid)
+            elif op == OP_HEAD and vid not in self._slot_map():
+                row = fetched.get(vid)
                 if row is not None:  # None: added and purged again within this window
                     self._add(row)
-            elif op == OP_VECTOR and vid in self._slot_of:
-                row = log.head(conn, self.FEED, vid)
+            elif op == OP_VECTOR and vid in self._slot_map():
+                row = fetched.get(vid)
                 if row is not None:
-                    self._vector_written(self._slot_of[vid], row[4:])
+                    self._vector_written(self._slot_map()[vid], row[4:])
         self.seq = upto
         # Dead rows still cost in every scan: past a quarter, rebuild.
         return not (self.dead > 1000 and self.dead > self.rows.n // 4)
@@ -250,6 +409,8 @@ class HeadMirror:
         if self.disabled:
             self._retry_after_rebuild(conn)
             return None
+        if not self.ready and not self._snapshot_tried:
+            self.load_snapshot(conn)  # a new process: open the saved index instead of building one
         with self._lock:
             if not self.ready or not self._sync(conn):
                 return None
@@ -293,5 +454,5 @@ class HeadMirror:
         if self.disabled:
             return f"disabled: {self.disabled}"
         if self.ready:
-            return f"ready ({self.rows.n - self.dead} rows)"
+            return f"ready ({self.rows.n - self.dead} rows{', from a snapshot' if self.origin == 'snapshot' else ''})"
         return "building" if self._building else "not built"

@@ -28,7 +28,7 @@ from ..dbapi import Connection
 from ..dense import cosine, nearest, sign_words, words
 from ..hits import Ranking
 from ..storage.base import OP_REBUILT, OP_VECTORS_RESET, Backend
-from .mirror import HeadMirror, NotYet, grow
+from .mirror import HeadMirror, NotYet, fit, grow
 
 
 class VectorIndex(HeadMirror):
@@ -102,6 +102,27 @@ class VectorIndex(HeadMirror):
 
         result: tuple[Ranking, bool] | None = self.answer(conn, compute)
         return result
+
+    # -- snapshots --
+
+    def _own_state(self, room: int) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        n = self.rows.n
+        gone = ~(self.rows.alive[:n] & self._has[:n])
+        matrix = fit(self._matrix[:n], room)
+        matrix[:n][gone] = 0.0  # a purged memory's vector is not saved
+        bits = np.stack([fit(column[:n], room) for column in self._bits]) if self._bits else \
+            np.zeros((0, room), dtype=np.uint64)
+        bits[:, :n][:, gone] = 0
+        return ({"identity": self.identity, "dimension": self.dimension},
+                {"matrix": matrix, "has": fit(self._has[:n] & self.rows.alive[:n], room), "bits": bits})
+
+    def _restore_own(self, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+        self.identity, self.dimension = str(meta["identity"]), int(meta["dimension"])
+        self._matrix, self._has = arrays["matrix"], arrays["has"]
+        self._bits = [arrays["bits"][w] for w in range(arrays["bits"].shape[0])]
+
+    def _compatible(self, conn: Connection, meta: dict[str, Any]) -> bool:
+        return self.backend.vectors.model(conn) == (meta.get("identity"), meta.get("dimension"))
 
     def memory_bytes(self) -> int:
         return int(self._matrix.nbytes)

@@ -150,11 +150,13 @@ class ChangeLog(Protocol):
 
     def rebuilt_since(self, conn: Connection, position: int) -> bool: ...
 
+    def marker(self, conn: Connection, seq: int) -> str | None: ...
+
     def heads(self, conn: Connection, feed: str) -> Iterable[Sequence[Any]]:
         """Every current version as (vid, entity id, agent, workspace, *the feed's columns), by vid.
         ``feed``: ``text`` (content, summary, tags) or ``vector`` (the stored vector, or null)."""
 
-    def head(self, conn: Connection, feed: str, vid: int) -> Sequence[Any] | None: ...
+    def rows(self, conn: Connection, feed: str, vids: Sequence[int]) -> dict[int, Sequence[Any]]: ...
 
 
 class Backend(Protocol):
@@ -172,6 +174,15 @@ class Backend(Protocol):
 
     def conn(self) -> Connection:
         """This thread's connection (opened on first use)."""
+
+    def mirror_file(self, name: str) -> str | None:
+        """Where the in-memory index ``name`` may save its snapshot, or ``None`` to keep it in memory
+        only (an encrypted vault: a snapshot would be plaintext)."""
+        ...
+
+    def file_mode(self) -> int:
+        """Permission bits for files saved beside the data (those of the data file)."""
+        ...
 
     def connect(self) -> Connection:
         """A new connection of its own (for a background index build); the caller closes it."""

@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+import os
+
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import TypeVar
@@ -52,6 +54,17 @@ class SQLiteBackend:
     def connect(self) -> Connection:
         conn: Connection = connect(self.path, self.driver)
         return conn
+
+    def mirror_file(self, name: str) -> str | None:
+        if self.encrypted or self.path == ":memory:" or self.path.startswith("file:"):
+            return None
+        return f"{self.path}-{name}.pvidx"
+
+    def file_mode(self) -> int:
+        try:
+            return os.stat(self.path).st_mode & 0o666
+        except OSError:
+            return 0o600
 
     def read_snapshot(self, conn: Connection) -> AbstractContextManager[Connection]:
         return read_snapshot(conn)

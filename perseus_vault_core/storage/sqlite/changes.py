@@ -29,6 +29,17 @@ def position(conn: Connection) -> int:
     return int(conn.execute("SELECT coalesce(max(seq), 0) FROM head_changes").fetchone()[0])
 
 
+def marker(conn: Connection, seq: int) -> str | None:
+    """What identifies the entry at ``seq`` in this file's history: its version and op, and when that
+    version was recorded (another history of the file, say a restored backup written on since, has a
+    different entry there). "0" for the empty log; ``None`` when no entry at ``seq`` is kept."""
+    if seq == 0:
+        return "0"
+    row = conn.execute("SELECT c.vid, c.op, v.recorded_from_ms FROM head_changes c LEFT JOIN entity_versions v "
+                       "ON v.vid = c.vid WHERE c.seq = ?", (seq,)).fetchone()
+    return None if row is None else f"{seq}:{row[0]}:{row[1]}:{row[2]}"
+
+
 def first(conn: Connection) -> int | None:
     """The oldest entry still kept (older ones were trimmed), or None."""
     value = conn.execute("SELECT min(seq) FROM head_changes").fetchone()[0]
@@ -62,7 +73,10 @@ def heads(conn: Connection, feed: str) -> Iterable[Sequence[Any]]:
     return conn.execute(_head_sql(feed, "WHERE v.recorded_to_ms IS NULL ORDER BY v.vid"))
 
 
-def head(conn: Connection, feed: str, vid: int) -> Sequence[Any] | None:
-    """One version with the feed's columns (None when it was purged since)."""
-    row: Sequence[Any] | None = conn.execute(_head_sql(feed, "WHERE v.vid = ?"), (vid,)).fetchone()
-    return row
+def rows(conn: Connection, feed: str, vids: Sequence[int]) -> dict[int, Sequence[Any]]:
+    """Versions with the feed's columns, by vid (those purged since are absent)."""
+    if not vids:
+        return {}
+    found = conn.execute(_head_sql(feed, "WHERE v.vid IN (SELECT value FROM json_each(?))"),
+                         ("[" + ",".join(str(int(v)) for v in vids) + "]",))
+    return {int(row[0]): row for row in found}

@@ -80,8 +80,12 @@ def test_no_body_or_index_text_in_any_file(tmp_path: Path, clock: Clock, key: st
     with open_vault(folder / "v.db", clock, key) as vault:
         fill(vault)
         vault.recall("ledger", mode="hybrid")
+        assert vault.wait_for_keyword_index(30) and vault.wait_for_vector_index(30)
         open_files = {p.name for p in folder.iterdir()}
         assert {"v.db-wal", "v.db-shm"} <= open_files  # the WAL holds the writes, not yet checkpointed
+        # The indexes' snapshots are saved beside a plaintext vault only: an encrypted one keeps them in memory.
+        assert {p for p in open_files if p.endswith(".pvidx")} == (
+            set() if key else {"v.db-keyword-index.pvidx", "v.db-vector-index.pvidx"})
         while_open = found(folder)
         assert vault.stats().encrypted is (key is not None)
     after_close = found(folder)
