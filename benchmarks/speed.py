@@ -85,6 +85,8 @@ def run_size(n: int, model: Any, cached: Any, n_queries: int = 300, seed: int = 
             started = time.perf_counter()
             assert vault.wait_for_vector_index(), "vector index did not build"
             out["vector_index_build_s"] = time.perf_counter() - started
+            # Both indexes were just saved: a new process opens them with nothing to replay.
+            out["first_recall_saved"] = first_recall(path, qs[0], model.embed([qs[0]])[0])
 
             for mode in ("fts5", "dense", "hybrid"):
                 out[f"recall_{mode}"] = timed([lambda q=q, m=mode: vault.recall(q, mode=m) for q in qs])

@@ -34,7 +34,7 @@ from ..storage.base import OP_GONE, OP_HEAD, OP_REBUILT, OP_VECTOR, Backend
 
 
 CHECKPOINT_ROWS = 1024  # a fork waits for at most this many rows of a build
-SAVE_AFTER = 5_000  # log entries past the saved snapshot (or a tenth of the rows) before saving again
+SAVE_AFTER = 1_000  # log entries past the saved snapshot (or a hundredth of the rows) before saving again
 
 _MIRRORS: weakref.WeakSet[HeadMirror] = weakref.WeakSet()
 
@@ -317,7 +317,7 @@ class HeadMirror:
         (a copy taken under the lock, written outside it), so new processes replay little of the log."""
         if self.snapshot_path is None or not self.ready or self._saving:
             return
-        if self.seq - self._saved_seq < max(SAVE_AFTER, self.rows.n // 10):
+        if self.seq - self._saved_seq < max(SAVE_AFTER, self.rows.n // 100):
             return
         self._saving = True
 
