@@ -192,6 +192,20 @@ def render(info: dict[str, str], sizes: list[dict[str, Any]], qual: list[dict[st
             out.append(f"| {s['entities']:,} | {label} | {fmt(f['import_s'])} s | {fmt(f['open_s'] * 1000)} ms | "
                        f"{fmt(f['keyword_ms'])} ms | {fmt(f['dense_ms'])} ms | {'yes' if f['from_snapshot'] else '**no**'} |")
     out.append("")
+    shared = [s for s in sizes if s.get("shared_readers")]
+    if shared:
+        out += ["Reader processes on one vault, each answering 20 keyword and 20 dense recalls (query vectors given)"
+                " from the saved indexes, all held open while their proportional set size (PSS: a page shared by k"
+                " processes counts 1/k in each) is read from `/proc/<pid>/smaps_rollup`. The indexes are mapped"
+                " copy-on-write, so their pages are shared; the rest of each process (Python, numpy, pydantic,"
+                " SQLite's cache) is its own.", "",
+                "| entities | one reader alone | readers at once | their summed PSS | ratio to one | from the snapshot |",
+                "|---|---|---|---|---|---|"]
+        for s in shared:
+            r = s["shared_readers"]
+            out.append(f"| {s['entities']:,} | {fmt(r['one_mb'], 0)} MB | {r['readers']} | {fmt(r['sum_mb'], 0)} MB | "
+                       f"{r['ratio']:.2f}x | {'yes' if r['from_snapshot'] else '**no**'} |")
+        out.append("")
     if ingest:
         out += ["### Ingest with embedding", "",
                 f"On {int(ingest['texts']):,} new memories: the bare model embeds {fmt(ingest['bare_per_s'], 0)} texts/s;"
@@ -221,6 +235,9 @@ def render(info: dict[str, str], sizes: list[dict[str, Any]], qual: list[dict[st
     worst_scan = max(s["scan_page_100"]["p50"] for s in sizes)
     out.append(f"| 100-item scan page | p50 {fmt(worst_scan)} ms | {verdict(worst_scan, 5, False, 'ms')} |")
     out.append(f"| cold start to the first dense answer | {fmt(big['cold_start']['first_answer_s_p50'])} s at {n} | reported (no target) |")
+    if big.get("shared_readers"):
+        r = big["shared_readers"]
+        at_100k(f"{r['readers']} readers' summed PSS, as a multiple of one reader's", r["ratio"], 2, "x")
     for label, key in (("snapshot just saved", "first_recall_saved"), ("300 writes to replay", "first_recall")):
         at_100k(f"a new process's first keyword recall after opening, {label}", big[key]["keyword_ms"], 15, "ms")
         at_100k(f"a new process's first dense recall (query vector given), {label}", big[key]["dense_ms"], 20, "ms")

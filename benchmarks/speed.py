@@ -130,6 +130,7 @@ def run_size(n: int, model: Any, cached: Any, n_queries: int = 300, seed: int = 
         out["db_mb"] = os.path.getsize(path) / 1e6
         out["cold_start"] = cold_start(path, qs[0])
         out["first_recall"] = first_recall(path, qs[0], model.embed([qs[0]])[0])
+        out["shared_readers"] = shared_readers(path, qs[:20], model.embed(qs[:20]))
         out["peak_memory_mb"] = peak_memory(path, qs[:50])
     return out
 
@@ -251,6 +252,58 @@ def first_recall(path: str, query: str, vector: Any, runs: int = 5) -> dict[str,
         os.unlink(handle.name)
     return {key: statistics.median(r[key] for r in results) for key in ("import_s", "open_s", "keyword_ms", "dense_ms")} | {
         "from_snapshot": all(r["from_snapshot"] for r in results)}
+
+
+_READER = """
+import sys, json
+import numpy as np
+from perseus_vault_core import Vault
+vault = Vault(sys.argv[1])
+vectors = np.load(sys.argv[2])
+for q, v in zip(json.loads(sys.argv[3]), vectors):
+    vault.recall(q, mode="fts5", reinforce=False)
+    vault.recall_by_vector(v, reinforce=False)
+stats = vault.stats()
+print(json.dumps({"from_snapshot": "from a snapshot" in stats.keyword_index and "from a snapshot" in stats.vector_index}),
+      flush=True)
+sys.stdin.readline()
+"""
+
+
+def _pss_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/smaps_rollup") as rollup:
+        for line in rollup:
+            if line.startswith("Pss:"):
+                return int(line.split()[1]) / 1024
+    raise RuntimeError("no Pss line")
+
+
+def shared_readers(path: str, qs: list[str], vectors: Any, readers: int = 4) -> dict[str, Any] | None:
+    """Proportional set size of reader processes on one vault, each answering keyword and dense recalls
+    (query vectors given) from the saved indexes: one alone, then ``readers`` at once, all held open while
+    their PSS is read. ``None`` where /proc has no smaps_rollup (not Linux)."""
+    if not os.path.exists(f"/proc/{os.getpid()}/smaps_rollup"):
+        return None
+    with tempfile.NamedTemporaryFile(suffix=".npy", delete=False) as handle:
+        np.save(handle, np.asarray(vectors, dtype=np.float32))
+
+    def run(n: int) -> tuple[list[float], bool]:
+        procs = [subprocess.Popen([sys.executable, "-c", _READER, path, handle.name, json.dumps(qs)], cwd=ROOT,
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) for _ in range(n)]
+        try:
+            ready = [json.loads(p.stdout.readline()) for p in procs if p.stdout is not None]
+            return [_pss_mb(p.pid) for p in procs], all(r["from_snapshot"] for r in ready)
+        finally:
+            for p in procs:
+                p.communicate("\n", timeout=60)
+
+    try:
+        one, alone_ok = run(1)
+        many, many_ok = run(readers)
+    finally:
+        os.unlink(handle.name)
+    return {"readers": readers, "one_mb": one[0], "sum_mb": sum(many), "each_mb": many,
+            "ratio": sum(many) / one[0], "from_snapshot": alone_ok and many_ok}
 
 
 def peak_memory(path: str, qs: list[str]) -> float:
