@@ -24,8 +24,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import subprocess
-import sys
 import tempfile
 import time
 from typing import Any
@@ -34,7 +32,7 @@ from perseus_vault_core import Vault
 from perseus_vault_core import graph as graph_module
 
 from . import peers
-from .speed import percentiles, timed
+from .speed import percentiles, prepare_fresh, timed
 from .synthetic import memories, queries
 
 CLUSTER = 50
@@ -123,21 +121,3 @@ def run(model: Any, cached: Any, n_queries: int = 60) -> dict[str, Any]:
             out["global_recall_mode"] = first.search_mode
         out["prepare"] = prepare_fresh(path, "I am working on the billing pipeline: why is the invoices queue slow?")
     return out
-
-
-def prepare_fresh(path: str, context: str, runs: int = 5) -> dict[str, Any]:
-    """Wall time of `perseus-vault prepare` in a new process (the default bundled model)."""
-    env = dict(os.environ)
-    env.pop("PERSEUS_VAULT_EMBEDDER", None)
-    command = [sys.executable, "-m", "perseus_vault_core.cli", "prepare", "--db", path, context]
-
-    def once() -> tuple[float, str]:
-        started = time.perf_counter()
-        done = subprocess.run(command, capture_output=True, text=True, env=env, check=True, timeout=300)
-        return time.perf_counter() - started, done.stdout
-
-    first, text = once()
-    times = [once()[0] for _ in range(runs)]
-    times.sort()
-    return {"first_s": first, "p50_s": times[len(times) // 2], "runs": runs, "chars": len(text.rstrip("\n")),
-            "triggered": text.count("when: ")}

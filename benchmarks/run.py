@@ -235,6 +235,9 @@ def render(info: dict[str, str], sizes: list[dict[str, Any]], qual: list[dict[st
     worst_scan = max(s["scan_page_100"]["p50"] for s in sizes)
     out.append(f"| 100-item scan page | p50 {fmt(worst_scan)} ms | {verdict(worst_scan, 5, False, 'ms')} |")
     out.append(f"| cold start to the first dense answer | {fmt(big['cold_start']['first_answer_s_p50'])} s at {n} | reported (no target) |")
+    if "prepare" in big:
+        at_100k("`perseus-vault prepare` in a new process, with the model, p50 of 5", big["prepare"]["p50_s"], 1.0, "s")
+        at_100k("`perseus-vault prepare` in a new process, keyword-only, p50 of 5", big["prepare_keyword"]["p50_s"], 0.35, "s")
     if big.get("shared_readers"):
         r = big["shared_readers"]
         at_100k(f"{r['readers']} readers' summed PSS, as a multiple of one reader's", r["ratio"], 2, "x")

@@ -131,6 +131,9 @@ def run_size(n: int, model: Any, cached: Any, n_queries: int = 300, seed: int = 
         out["cold_start"] = cold_start(path, qs[0])
         out["first_recall"] = first_recall(path, qs[0], model.embed([qs[0]])[0])
         out["shared_readers"] = shared_readers(path, qs[:20], model.embed(qs[:20]))
+        context = "I am working on the billing pipeline: why is the invoices queue slow?"
+        out["prepare"] = prepare_fresh(path, context)
+        out["prepare_keyword"] = prepare_fresh(path, context, keyword_only=True)
         out["peak_memory_mb"] = peak_memory(path, qs[:50])
     return out
 
@@ -304,6 +307,27 @@ def shared_readers(path: str, qs: list[str], vectors: Any, readers: int = 4) -> 
         os.unlink(handle.name)
     return {"readers": readers, "one_mb": one[0], "sum_mb": sum(many), "each_mb": many,
             "ratio": sum(many) / one[0], "from_snapshot": alone_ok and many_ok}
+
+
+def prepare_fresh(path: str, context: str, runs: int = 5, keyword_only: bool = False) -> dict[str, Any]:
+    """Wall time of `perseus-vault prepare` in a new process: the default bundled model, or keyword-only
+    (``PERSEUS_VAULT_EMBEDDER=none``, as a hook that must not load a model would run it)."""
+    env = dict(os.environ)
+    env.pop("PERSEUS_VAULT_EMBEDDER", None)
+    if keyword_only:
+        env["PERSEUS_VAULT_EMBEDDER"] = "none"
+    command = [sys.executable, "-m", "perseus_vault_core.cli", "prepare", "--db", path, context]
+
+    def once() -> tuple[float, str]:
+        started = time.perf_counter()
+        done = subprocess.run(command, capture_output=True, text=True, env=env, check=True, timeout=300)
+        return time.perf_counter() - started, done.stdout
+
+    first, text = once()
+    times = [once()[0] for _ in range(runs)]
+    times.sort()
+    return {"first_s": first, "p50_s": times[len(times) // 2], "runs": runs, "chars": len(text.rstrip("\n")),
+            "triggered": text.count("when: ")}
 
 
 def peak_memory(path: str, qs: list[str]) -> float:
