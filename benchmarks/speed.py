@@ -240,19 +240,25 @@ print(json.dumps({"import_s": imported - started, "open_s": opened - imported, "
 """
 
 
+def _vector_file(vectors: Any) -> str:
+    """Query vectors in a temporary .npy file, for a child process (the caller deletes it)."""
+    with tempfile.NamedTemporaryFile(suffix=".npy", delete=False) as handle:
+        np.save(handle, np.asarray(vectors, dtype=np.float32))
+    return handle.name
+
+
 def first_recall(path: str, query: str, vector: Any, runs: int = 5) -> dict[str, Any]:
     """A new process on a vault whose indexes were saved: its first keyword recall, then its first dense
     recall with the query vector given, each timed after opening (p50 of ``runs`` processes)."""
-    with tempfile.NamedTemporaryFile(suffix=".npy", delete=False) as handle:
-        np.save(handle, np.asarray(vector, dtype=np.float32))
+    vectors = _vector_file(vector)
     try:
         results = []
         for _ in range(runs):
-            done = subprocess.run([sys.executable, "-c", _FIRST, path, query, handle.name], capture_output=True,
+            done = subprocess.run([sys.executable, "-c", _FIRST, path, query, vectors], capture_output=True,
                                   text=True, check=True, cwd=ROOT)
             results.append(json.loads(done.stdout.strip().splitlines()[-1]))
     finally:
-        os.unlink(handle.name)
+        os.unlink(vectors)
     return {key: statistics.median(r[key] for r in results) for key in ("import_s", "open_s", "keyword_ms", "dense_ms")} | {
         "from_snapshot": all(r["from_snapshot"] for r in results)}
 
@@ -287,11 +293,10 @@ def shared_readers(path: str, qs: list[str], vectors: Any, readers: int = 4) -> 
     their PSS is read. ``None`` where /proc has no smaps_rollup (not Linux)."""
     if not os.path.exists(f"/proc/{os.getpid()}/smaps_rollup"):
         return None
-    with tempfile.NamedTemporaryFile(suffix=".npy", delete=False) as handle:
-        np.save(handle, np.asarray(vectors, dtype=np.float32))
+    given = _vector_file(vectors)
 
     def run(n: int) -> tuple[list[float], bool]:
-        procs = [subprocess.Popen([sys.executable, "-c", _READER, path, handle.name, json.dumps(qs)], cwd=ROOT,
+        procs = [subprocess.Popen([sys.executable, "-c", _READER, path, given, json.dumps(qs)], cwd=ROOT,
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) for _ in range(n)]
         try:
             ready = [json.loads(p.stdout.readline()) for p in procs if p.stdout is not None]
@@ -304,7 +309,7 @@ def shared_readers(path: str, qs: list[str], vectors: Any, readers: int = 4) -> 
         one, alone_ok = run(1)
         many, many_ok = run(readers)
     finally:
-        os.unlink(handle.name)
+        os.unlink(given)
     return {"readers": readers, "one_mb": one[0], "sum_mb": sum(many), "each_mb": many,
             "ratio": sum(many) / one[0], "from_snapshot": alone_ok and many_ok}
 

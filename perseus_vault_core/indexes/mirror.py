@@ -204,9 +204,7 @@ class HeadMirror:
         if marker is not None and self._save(fresh._state(), seq, marker):  # ``fresh`` is private still
             fresh._saved_seq = seq
         with self._lock:
-            state = {k: v for k, v in fresh.__dict__.items() if k not in self.LOCAL}
-            self.__dict__.update(state)
-            self.seq = seq
+            self._take(fresh)
             if problem is not None:
                 self.disabled, self._disabled_at, self.ready = problem, seq, False
                 return
@@ -297,9 +295,13 @@ class HeadMirror:
         with self._lock:
             if self.ready:  # a build finished meanwhile: keep it
                 return False
-            self.__dict__.update({k: v for k, v in fresh.__dict__.items() if k not in self.LOCAL})
+            self._take(fresh)
             self.ready = True
         return True
+
+    def _take(self, fresh: HeadMirror) -> None:
+        """Publish a built or loaded state (lock held): everything but this object's own fields."""
+        self.__dict__.update({k: v for k, v in fresh.__dict__.items() if k not in self.LOCAL})
 
     def _compatible(self, conn: Connection, meta: dict[str, Any]) -> bool:
         return True

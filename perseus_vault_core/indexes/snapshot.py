@@ -75,11 +75,6 @@ def discard(temporary: str) -> None:
         pass
 
 
-def save(path: str, meta: dict[str, Any], arrays: dict[str, np.ndarray], mode: int = 0o600) -> None:
-    """Write and commit a snapshot (a crash leaves the old file or the new one)."""
-    commit(write(path, meta, arrays, mode), path)
-
-
 def load(path: str) -> tuple[dict[str, Any], dict[str, np.ndarray]] | None:
     """``(meta, arrays)``, the arrays mapped copy-on-write; ``None`` when there is no usable snapshot
     (missing, truncated, another format). Header and arrays come from one open file, so a snapshot
