@@ -7,7 +7,8 @@ Shared by the backend's searches (:mod:`storage`) and the in-memory indexes (:mo
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -37,13 +38,24 @@ class Ranking:
         return list(zip(self.entity_ids[order].tolist(), self.vids[order].tolist(), scores[order].tolist()))
 
 
+# What recall's knobs read of every pool candidate (recall._rank). The walk below reads them in the
+# statement that checks visibility, so the pool costs no second statement.
+POOL_COLUMNS = (
+    "v.entity_id", "v.verified", "v.certainty", "e.created_at_ms", "v.updated_at_ms", "v.status",
+    "v.superseded_by", "v.expires_at_ms", "v.provenance_class", "e.workspace_hash",
+)
+POOL_NAMES = tuple(c.split(".")[1] for c in POOL_COLUMNS)
+
+
 @dataclass(frozen=True)
 class Hit:
-    """One match of a recall arm: the entity, the version that matched, and its score (higher is better)."""
+    """One match of a recall arm: the entity, the version that matched, and its score (higher is better);
+    ``row``: its :data:`POOL_COLUMNS` when the search read them already."""
 
     entity_id: int
     vid: int
     score: float
+    row: tuple[Any, ...] | None = field(default=None, compare=False, repr=False)
 
 
 def visible_hits(conn: Connection, ranking: Ranking, view: View, pool: int) -> list[Hit]:
@@ -56,13 +68,13 @@ def visible_hits(conn: Connection, ranking: Ranking, view: View, pool: int) -> l
     hits: list[Hit] = []
     want = pool + pool // 4 + 8
     taken = 0
-    sql = f"SELECT v.vid FROM {FROM_VIDS} WHERE {view.where}"
+    sql = f"SELECT v.vid, {', '.join(POOL_COLUMNS)} FROM {FROM_VIDS} WHERE {view.where}"
     while len(hits) < pool and taken < len(ranking):
         batch = ranking.top(taken + want)[taken:]
         taken += len(batch)
         params = dict(view.params, vids=id_list([vid for _, vid, _ in batch]))
-        visible = {row[0] for row in conn.execute(sql, params)}
-        hits.extend(Hit(eid, vid, score) for eid, vid, score in batch if vid in visible)
+        visible = {row[0]: row[1:] for row in conn.execute(sql, params)}
+        hits.extend(Hit(eid, vid, score, visible[vid]) for eid, vid, score in batch if vid in visible)
         rate = max(len(hits) / taken, 0.01)
         want = min(int((pool - len(hits)) / rate * 1.25) + 8, 20_000)
     _last_walk.examined = taken

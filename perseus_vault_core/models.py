@@ -71,12 +71,13 @@ class Entity(_Out):
     def _gather_body(cls, data: Any) -> Any:
         """A wire dump back into one ``body``: top-level fields the model does not define are body fields."""
         if isinstance(data, dict):
-            extra = [k for k in data if k not in cls.model_fields]
+            fields = cls.__pydantic_fields__  # (``model_fields`` is a descriptor: slow in a loop)
+            extra = [k for k in data if k not in fields]
             if extra:
                 body = dict(data.get("body") or {})
                 for name in extra:
                     body.setdefault(name, data[name])
-                data = {k: v for k, v in data.items() if k in cls.model_fields}
+                data = {k: v for k, v in data.items() if k in fields}
                 data["body"] = body
         return data
 

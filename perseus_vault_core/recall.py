@@ -30,7 +30,7 @@ from .errors import InvalidInput, NotSupported
 from .filters import FROM, FROM_VIDS, View, id_list, narrow, view
 from .forking import GATE, in_child
 from .fusion import Fusion, combine, keyword_score
-from .hits import Hit, examined, visible_hits
+from .hits import POOL_COLUMNS, POOL_NAMES, Hit, examined, visible_hits
 from .indexes.keyword import KeywordIndex
 from .indexes.vector import VectorIndex
 from .models import RecallItem, RecallResult
@@ -259,7 +259,7 @@ def _keyword_arm(conn: Connection, params: RecallParams, v: View, pool: int, arm
     keyword = arms.backend.keyword
     extra = keyword.variants(conn, terms.stems, config, v) if config else []
     hits, top = keyword.search(conn, list(terms.words) + extra, list(terms.stems) + extra, v, pool, arms.keyword_index)
-    return [Hit(h.entity_id, h.vid, keyword_score(h.score, top)) for h in hits], len(extra)
+    return [Hit(h.entity_id, h.vid, keyword_score(h.score, top), h.row) for h in hits], len(extra)
 
 
 def _dense_arm(conn: Connection, query: np.ndarray, v: View, pool: int, arms: Arms) -> list[Hit]:
@@ -309,10 +309,13 @@ def _search(
         lists["dense"] = _dense_arm(conn, query_vector, v, pool, arms)
     vids: dict[int, int] = {}
     ranks: dict[int, dict[str, int]] = {}
+    known: dict[int, tuple[Any, ...]] = {}  # pool columns the arms read already, by entity id
     for arm, hits in lists.items():
         for rank, hit in enumerate(hits, start=1):
             vids.setdefault(hit.entity_id, hit.vid)
             ranks.setdefault(hit.entity_id, {})[arm] = rank
+            if hit.row is not None:
+                known.setdefault(hit.entity_id, hit.row)
     kw = {h.entity_id: h.score for h in lists.get("fts5", [])}
     cos = {h.entity_id: h.score for h in lists.get("dense", [])}
     if mode == "hybrid":
@@ -329,7 +332,7 @@ def _search(
         scored = [s for s in scored if _related(kw.get(s.id), cos.get(s.id), mode, arms)]
     if not scored:
         return [], variant_count
-    items = _rank(conn, params, v, mode, scored, vids, ranks)
+    items = _rank(conn, params, v, mode, scored, vids, ranks, known)
     return items, variant_count
 
 
@@ -338,10 +341,13 @@ def _search(
 
 def _rank(
     conn: Connection, params: RecallParams, v: View, mode: str, scored: list[Scored],
-    vids: dict[int, int], ranks: dict[int, dict[str, int]],
+    vids: dict[int, int], ranks: dict[int, dict[str, int]], known: dict[int, tuple[Any, ...]],
 ) -> Iterator[RecallItem]:
-    rows = _pool_rows(conn, [vids[s.id] for s in scored], text=bool(
-        params.content_weight or params.diversity_halving < 1.0 or params.startup))
+    text = bool(params.content_weight or params.diversity_halving < 1.0 or params.startup)
+    rows = {} if text else {i: dict(zip(POOL_NAMES, known[i])) for i in (s.id for s in scored) if i in known}
+    missing = [vids[s.id] for s in scored if s.id not in rows]
+    if missing:
+        rows.update(_pool_rows(conn, missing, text))
     stems = parse(params.query).stems
     needs_text = bool(params.content_weight or params.diversity_halving < 1.0)
     marks = _Marks()
@@ -386,17 +392,13 @@ def _validity(row: dict[str, Any], v: View, params: RecallParams) -> Validity:
     )
 
 
-_POOL_COLUMNS = (
-    "v.entity_id", "v.verified", "v.certainty", "e.created_at_ms", "v.updated_at_ms", "v.status",
-    "v.superseded_by", "v.expires_at_ms", "v.provenance_class", "e.workspace_hash",
-)
 _TEXT_COLUMNS = ("v.content", "v.summary", "v.tags")
 
 
 def _pool_rows(conn: Connection, vids: list[int], text: bool) -> dict[int, dict[str, Any]]:
     """The columns the knobs need, for every pool candidate, in one statement (texts only when a
     knob reads them)."""
-    columns = _POOL_COLUMNS + (_TEXT_COLUMNS if text else ())
+    columns = POOL_COLUMNS + (_TEXT_COLUMNS if text else ())
     names = [c.split(".")[1] for c in columns]
     sql = f"SELECT {', '.join(columns)} FROM {FROM_VIDS}"
     return {row[0]: dict(zip(names, row)) for row in conn.execute(sql, {"vids": id_list(vids)})}

@@ -78,6 +78,48 @@ class Rows:
         return slot
 
 
+class SlotMap:
+    """The slot of each live head's version id.
+
+    After a load it starts from the saved rows as two sorted arrays (a binary search per lookup), so
+    a new process does not build a dict of every row before its first answer; heads that come and go
+    afterwards live in a small dict and a set beside them."""
+
+    def __init__(self, rows: Rows | None = None) -> None:
+        self._keys = np.zeros(0, dtype=np.int64)
+        self._slots = np.zeros(0, dtype=np.int64)
+        if rows is not None:
+            live = np.flatnonzero(rows.alive[: rows.n])
+            keys = np.asarray(rows.vids[live])
+            if len(keys) > 1 and not bool(np.all(keys[1:] > keys[:-1])):
+                order = np.argsort(keys, kind="stable")
+                keys, live = keys[order], live[order]
+            self._keys, self._slots = keys, live
+        self._added: dict[int, int] = {}
+        self._removed: set[int] = set()
+
+    def get(self, vid: int) -> int | None:
+        slot = self._added.get(vid)
+        if slot is not None or vid in self._removed:
+            return slot
+        i = int(np.searchsorted(self._keys, vid))
+        return int(self._slots[i]) if i < len(self._keys) and self._keys[i] == vid else None
+
+    def __contains__(self, vid: int) -> bool:
+        return self.get(vid) is not None
+
+    def __setitem__(self, vid: int, slot: int) -> None:
+        self._added[vid] = slot
+        self._removed.discard(vid)
+
+    def pop(self, vid: int) -> int | None:
+        slot = self.get(vid)
+        if slot is not None:
+            self._added.pop(vid, None)
+            self._removed.add(vid)
+        return slot
+
+
 def fit(array: np.ndarray, room: int) -> np.ndarray:
     """``array`` (its first rows) padded with zeros to ``room`` rows along axis 0."""
     out = np.zeros((room, *array.shape[1:]), dtype=array.dtype)
@@ -125,7 +167,7 @@ class HeadMirror:
         self._building = False
         self.seq = 0
         self.rows = Rows()
-        self._slot_of: dict[int, int] | None = {}  # None: built from the rows when first needed
+        self._slot_of: SlotMap | None = SlotMap()  # None: made from the rows when first needed
         self._agent_code: dict[str, int] = {}
         self._workspace_code: dict[str, int] = {}
         self.dead = 0
@@ -212,11 +254,10 @@ class HeadMirror:
 
     # -- snapshots on disk (snapshot.py) --
 
-    def _slot_map(self) -> dict[int, int]:
-        """Slot of each live head's version id (after a load, built when the log first needs it)."""
+    def _slot_map(self) -> SlotMap:
+        """Slot of each live head's version id (after a load, made when the log first needs it)."""
         if self._slot_of is None:
-            live = np.flatnonzero(self.rows.alive[: self.rows.n])
-            self._slot_of = dict(zip(self.rows.vids[live].tolist(), live.tolist()))
+            self._slot_of = SlotMap(self.rows)
         return self._slot_of
 
     def _state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
@@ -374,7 +415,7 @@ class HeadMirror:
         fetched = log.rows(conn, self.FEED, sorted({vid for vid, op in entries if op in (OP_HEAD, OP_VECTOR)}))
         for vid, op in entries:
             if op == OP_GONE:
-                slot = self._slot_map().pop(vid, None)
+                slot = self._slot_map().pop(vid)
                 if slot is not None and self.rows.alive[slot]:
                     self.rows.alive[slot] = False
                     self.dead += 1
@@ -383,10 +424,10 @@ class HeadMirror:
                 row = fetched.get(vid)
                 if row is not None:  # None: added and purged again within this window
                     self._add(row)
-            elif op == OP_VECTOR and vid in self._slot_map():
+            elif op == OP_VECTOR and (slot := self._slot_map().get(vid)) is not None:
                 row = fetched.get(vid)
                 if row is not None:
-                    self._vector_written(self._slot_map()[vid], row[4:])
+                    self._vector_written(slot, row[4:])
         self.seq = upto
         # Dead rows still cost in every scan: past a quarter, rebuild.
         return not (self.dead > 1000 and self.dead > self.rows.n // 4)

@@ -105,8 +105,10 @@ def _read(handle: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]] | None:
         nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
         if offset + nbytes > size:
             return None  # truncated
-        arrays[spec["name"]] = (np.memmap(handle, dtype=dtype, mode="c", offset=offset, shape=shape) if nbytes
-                                else np.zeros(shape, dtype=dtype))
+        # A plain ndarray over the mapping (it keeps the mapping alive): np.memmap's own indexing costs
+        # microseconds per call, paid on every query.
+        arrays[spec["name"]] = (np.memmap(handle, dtype=dtype, mode="c", offset=offset, shape=shape).view(np.ndarray)
+                                if nbytes else np.zeros(shape, dtype=dtype))
     return header.get("meta", {}), arrays
 
 
