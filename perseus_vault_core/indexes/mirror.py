@@ -30,6 +30,7 @@ import numpy as np
 from ..dbapi import Connection
 from ..forking import GATE, in_child
 from . import snapshot
+from .snapshot import Saved
 from ..storage.base import OP_GONE, OP_HEAD, OP_REBUILT, OP_VECTOR, Backend
 
 
@@ -63,6 +64,15 @@ class Rows:
         self.agents = np.zeros(capacity, dtype=np.int32)
         self.workspaces = np.zeros(capacity, dtype=np.int32)
         self.alive = np.zeros(capacity, dtype=bool)
+
+    def reserve(self, capacity: int) -> None:
+        """Room for ``capacity`` rows at once (a build that knows its size grows nothing)."""
+        if capacity > len(self.vids):
+            for name in ("vids", "entities", "agents", "workspaces", "alive"):
+                old = getattr(self, name)
+                grown = np.zeros(capacity, dtype=old.dtype)
+                grown[: len(old)] = old
+                setattr(self, name, grown)
 
     def append(self, vid: int, entity: int, agent: int, workspace: int) -> int:
         if self.n == len(self.vids):
@@ -125,6 +135,12 @@ def fit(array: np.ndarray, room: int) -> np.ndarray:
     out = np.zeros((room, *array.shape[1:]), dtype=array.dtype)
     out[: len(array)] = array
     return out
+
+
+def padded(array: np.ndarray, room: int, private: bool) -> Saved:
+    """``array`` padded with zeros to ``room`` rows, for a snapshot: a copy (:func:`fit`) unless ``private``,
+    when the file is written from the array itself (:class:`snapshot.Padded`)."""
+    return snapshot.Padded(array, room) if private else fit(array, room)
 
 
 def grow(array: np.ndarray, needed: int) -> np.ndarray:
@@ -200,6 +216,11 @@ class HeadMirror:
     def _prepare(self, conn: Connection) -> None:
         """Anything to set up on the building connection before its snapshot starts."""
 
+    def _reserve(self, rows: int) -> None:
+        """Room for about ``rows`` heads before a build reads them (a build at a million rows then copies
+        no array to grow it: the vector matrix alone is 1.5 GB there)."""
+        self.rows.reserve(rows + 1024)
+
     # -- building --
 
     def start_background_build(self, connect: Callable[[], Any]) -> None:
@@ -236,6 +257,7 @@ class HeadMirror:
         changes = self.backend.changes
         with self.backend.read_snapshot(conn):
             seq = changes.position(conn)
+            fresh._reserve(self.backend.keyword.totals(conn)[0])  # the number of heads, as FTS5 counts them
             for n, row in enumerate(changes.heads(conn, fresh.FEED), 1):
                 fresh._add(row)
                 if n % CHECKPOINT_ROWS == 0:
@@ -243,7 +265,7 @@ class HeadMirror:
             problem = fresh._finish(conn, seq)
             marker = changes.marker(conn, seq) if self.snapshot_path and problem is None else None
         fresh.seq = seq
-        if marker is not None and self._save(fresh._state(), seq, marker):  # ``fresh`` is private still
+        if marker is not None and self._save(fresh._state(private=True), seq, marker):  # ``fresh`` is private still
             fresh._saved_seq = seq
         with self._lock:
             self._take(fresh)
@@ -260,21 +282,24 @@ class HeadMirror:
             self._slot_of = SlotMap(self.rows)
         return self._slot_of
 
-    def _state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    def _state(self, private: bool = False) -> tuple[dict[str, Any], dict[str, Saved]]:
         """What a snapshot holds: the rows with room to grow (appending after a load then writes into
-        the mapping, not a copy of it), the scope codes, and the subclass's own state."""
+        the mapping, not a copy of it), the scope codes, and the subclass's own state. ``private``: no
+        other thread can change this object (a build not yet published), so its arrays are written as
+        they are, not copied first."""
         n = self.rows.n
         room = n + max(1024, n // 8)
         meta = {"name": self.NAME, "seq": self.seq, "n": n, "dead": self.dead,
                 "agents": sorted(self._agent_code, key=self._agent_code.__getitem__),
                 "workspaces": sorted(self._workspace_code, key=self._workspace_code.__getitem__)}
-        arrays = {name: fit(getattr(self.rows, name)[:n], room)
+        arrays = {name: padded(getattr(self.rows, name)[:n], room, private)
                   for name in ("vids", "entities", "agents", "workspaces", "alive")}
-        extra_meta, extra_arrays = self._own_state(room)
+        extra_meta, extra_arrays = self._own_state(room, private)
         return {**meta, **extra_meta}, {**arrays, **extra_arrays}
 
-    def _own_state(self, room: int) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        """The subclass's state; arrays that change in place are returned as copies (``fit``)."""
+    def _own_state(self, room: int, private: bool) -> tuple[dict[str, Any], dict[str, Saved]]:
+        """The subclass's state; arrays that change in place are returned as copies (``padded``) unless
+        ``private``."""
         raise NotImplementedError
 
     def _restore(self, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
@@ -291,7 +316,7 @@ class HeadMirror:
     def _restore_own(self, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
         raise NotImplementedError
 
-    def _save(self, state: tuple[dict[str, Any], dict[str, np.ndarray]], seq: int, marker: str) -> bool:
+    def _save(self, state: tuple[dict[str, Any], dict[str, Saved]], seq: int, marker: str) -> bool:
         """Save ``state`` (the mirror at log position ``seq``) unless this process purged a memory since."""
         meta, arrays = state
         path = self.snapshot_path

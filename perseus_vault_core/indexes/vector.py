@@ -29,6 +29,7 @@ from ..dense import cosine, nearest, sign_words, words
 from ..hits import Ranking
 from ..storage.base import OP_REBUILT, OP_VECTORS_RESET, Backend
 from .mirror import HeadMirror, NotYet, fit, grow
+from .snapshot import Padded, Saved
 
 
 class VectorIndex(HeadMirror):
@@ -56,6 +57,12 @@ class VectorIndex(HeadMirror):
         self._matrix = np.zeros((1024, self.dimension), dtype=np.float32)
         self._has = np.zeros(1024, dtype=bool)
         self._bits = [np.zeros(1024, dtype=np.uint64) for _ in range(words(self.dimension))]
+
+    def _reserve(self, rows: int) -> None:
+        super()._reserve(rows)
+        self._matrix = grow(self._matrix, rows + 1024)
+        self._has = grow(self._has, rows + 1024)
+        self._bits = [grow(column, rows + 1024) for column in self._bits]
 
     def _store(self, slot: int, value: Any) -> None:
         self._matrix = grow(self._matrix, slot + 1)
@@ -105,11 +112,15 @@ class VectorIndex(HeadMirror):
 
     # -- snapshots --
 
-    def _own_state(self, room: int) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    def _own_state(self, room: int, private: bool) -> tuple[dict[str, Any], dict[str, Saved]]:
         n = self.rows.n
         gone = ~(self.rows.alive[:n] & self._has[:n])
-        matrix = fit(self._matrix[:n], room)
-        matrix[:n][gone] = 0.0  # a purged memory's vector is not saved
+        if private:  # nobody else holds this matrix: clear the gone rows in place and write it as it is
+            matrix: Saved = Padded(self._matrix[:n], room)
+            self._matrix[:n][gone] = 0.0
+        else:
+            matrix = fit(self._matrix[:n], room)
+            matrix[:n][gone] = 0.0  # a purged memory's vector is not saved
         bits = np.stack([fit(column[:n], room) for column in self._bits]) if self._bits else \
             np.zeros((0, room), dtype=np.uint64)
         bits[:, :n][:, gone] = 0

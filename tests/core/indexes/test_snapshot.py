@@ -205,3 +205,17 @@ def test_the_vocabulary_finds_every_term_by_binary_search_and_takes_new_ones() -
     assert dict(vocabulary.items()) == {**terms, "new": 6}
     empty = pack([])
     assert Vocabulary(empty["terms"], empty["term_offsets"], empty["term_ids"]).get("a") is None
+
+
+def test_a_padded_array_is_saved_as_its_zero_padded_copy_would_be(tmp_path: Path) -> None:
+    matrix = np.arange(12, dtype=np.float32).reshape(4, 3) + 1
+    flags = np.ones(4, dtype=bool)
+    direct = snapshot.write(str(tmp_path / "a"), {"k": 1}, {"m": snapshot.Padded(matrix, 7), "f": snapshot.Padded(flags, 9)})
+    copied = snapshot.write(str(tmp_path / "b"), {"k": 1}, {"m": np.vstack([matrix, np.zeros((3, 3), np.float32)]),
+                                                            "f": np.concatenate([flags, np.zeros(5, bool)])})
+    assert Path(direct).read_bytes() == Path(copied).read_bytes()
+    snapshot.commit(direct, str(tmp_path / "a"))
+    found = snapshot.load(str(tmp_path / "a"))
+    assert found is not None
+    assert found[1]["m"].shape == (7, 3) and (found[1]["m"][:4] == matrix).all() and not found[1]["m"][4:].any()
+    assert found[1]["f"].tolist() == [True] * 4 + [False] * 5
