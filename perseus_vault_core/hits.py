@@ -18,10 +18,15 @@ from .dbapi import Connection
 
 class Ranking:
     """Scored candidates of one query, ordered on demand (best first, ties by entity id).
-    ``ceiling``: for a keyword ranking, the most the query's words could score (see fusion.py)."""
+    ``ceiling``: for a keyword ranking, the most the query's words could score (see fusion.py).
+    ``exact``: when given, rows that could not reach the best ``exact`` were left out (``partial``), so
+    only that many are in the store's own order; a walk that needs more asks for the whole ranking."""
 
-    def __init__(self, vids: np.ndarray, entity_ids: np.ndarray, scores: np.ndarray, ceiling: float = 0.0) -> None:
+    def __init__(self, vids: np.ndarray, entity_ids: np.ndarray, scores: np.ndarray, ceiling: float = 0.0,
+                 exact: int | None = None) -> None:
         self.vids, self.entity_ids, self.scores, self.ceiling = vids, entity_ids, scores, ceiling
+        self.partial = exact is not None
+        self.exact = len(scores) if exact is None else min(exact, len(scores))
 
     def __len__(self) -> int:
         return len(self.scores)
@@ -59,7 +64,8 @@ class Hit:
 
 
 def visible_hits(conn: Connection, ranking: Ranking, view: View, pool: int) -> list[Hit]:
-    """Walk a ranking best first, keeping the candidates the view lets this caller see.
+    """Walk a ranking best first, keeping the candidates the view lets this caller see (a partial
+    ranking: its exact part only).
 
     Batches grow with the share of candidates the filters rejected so far, so a narrow view
     costs a few statements, not one per page of candidates. ``visible_hits.examined`` after a
@@ -69,8 +75,8 @@ def visible_hits(conn: Connection, ranking: Ranking, view: View, pool: int) -> l
     want = pool + pool // 4 + 8
     taken = 0
     sql = f"SELECT v.vid, {', '.join(POOL_COLUMNS)} FROM {FROM_VIDS} WHERE {view.where}"
-    while len(hits) < pool and taken < len(ranking):
-        batch = ranking.top(taken + want)[taken:]
+    while len(hits) < pool and taken < ranking.exact:
+        batch = ranking.top(min(taken + want, ranking.exact))[taken:]
         taken += len(batch)
         params = dict(view.params, vids=id_list([vid for _, vid, _ in batch]))
         visible = {row[0]: row[1:] for row in conn.execute(sql, params)}

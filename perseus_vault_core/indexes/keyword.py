@@ -27,13 +27,14 @@ How it stays true to the file:
 from __future__ import annotations
 
 from array import array
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from ..bm25 import (
     ASCII_TOKEN,
+    K1,
     WEIGHTS,
     Terms,
     ascii_columns,
@@ -50,6 +51,7 @@ from ..porter import stem
 from ..storage.base import Backend, Tokenizer
 from . import vocabulary
 from .mirror import HeadMirror, fit, grow
+from .snapshot import Saved
 from .vocabulary import Vocabulary
 
 # --- the index -----------------------------------------------------------------------------------
@@ -78,6 +80,38 @@ def _csr(
     indptr = np.zeros(n_terms + 1, dtype=np.int64)
     np.cumsum(np.bincount(terms, minlength=n_terms), out=indptr[1:])
     return indptr, (unique % max(n_slots, 1)).astype(np.int32), freqs.astype(np.float32)
+
+
+class Word(NamedTuple):
+    """One query word's live postings (slots ascending) and its idf."""
+
+    slots: np.ndarray
+    freqs: np.ndarray
+    weight: float
+
+
+def _essential(words: Sequence[Word | None], shares: dict[int, np.ndarray],
+               row_norm: Callable[[np.ndarray], np.ndarray], depth: int) -> set[int] | None:
+    """Which words a row must hold to reach the best ``depth`` (max-score pruning).
+
+    The words are taken rarest first, each one's shares computed (into ``shares``), until some taken
+    word's ``depth``-th best share, a floor under the ``depth``-th best score, is more than all the
+    words not taken could add to any row (each word's share is below its idf times K1 + 1). A row
+    holding none of the words taken then scores below the best ``depth`` and may be left out. Returns
+    the words taken, or ``None`` when all of them had to be."""
+    present = {i: w for i, w in enumerate(words) if w is not None}
+    order = sorted(present, key=lambda i: len(present[i].slots))
+    left = sum(w.weight for w in present.values()) * (K1 + 1.0)
+    floor = 0.0
+    for taken, i in enumerate(order[:-1], start=1):
+        word = present[i]
+        shares[i] = phrase_scores(word.freqs, row_norm(word.slots), word.weight)
+        left -= word.weight * (K1 + 1.0)
+        if len(word.slots) >= depth:
+            floor = max(floor, float(np.partition(shares[i], len(word.slots) - depth)[len(word.slots) - depth]))
+        if left < floor * (1.0 - 1e-9):  # a margin for rounding (the shares are exact to far better)
+            return set(order[:taken])
+    return None
 
 
 class KeywordIndex(HeadMirror):
@@ -196,7 +230,7 @@ class KeywordIndex(HeadMirror):
 
     # -- snapshots --
 
-    def _own_state(self, room: int) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    def _own_state(self, room: int, private: bool) -> tuple[dict[str, Any], dict[str, Saved]]:
         n = self.rows.n
         indptr, slots, freqs = self._compacted()
         lengths = fit(self._lengths[:n], room)
@@ -209,6 +243,8 @@ class KeywordIndex(HeadMirror):
         """The postings as one CSR block of live rows only: the build's block with the rows added since
         merged in, and the rows that stopped being heads left out (a purged memory's words are not saved)."""
         n_terms = len(self._tid)
+        if not self._extra and bool(self.rows.alive[: self.rows.n].all()) and len(self._indptr) == n_terms + 1:
+            return self._indptr, self._slots, self._freqs  # as built (never changed in place): no copy
         counts = np.diff(self._indptr)
         tids = [np.repeat(np.arange(len(counts), dtype=np.int64), counts)]
         slots, freqs = [self._slots], [self._freqs]
@@ -235,14 +271,16 @@ class KeywordIndex(HeadMirror):
     # -- ranking --
 
     def search(
-        self, conn: Connection, stems: Sequence[str], agent_id: str | None = None, workspace_hash: str | None = None
+        self, conn: Connection, stems: Sequence[str], agent_id: str | None = None, workspace_hash: str | None = None,
+        depth: int | None = None,
     ) -> Ranking | None:
-        """Rank for the snapshot ``conn`` is reading, or ``None`` when the mirror cannot vouch for it."""
+        """Rank for the snapshot ``conn`` is reading, or ``None`` when the mirror cannot vouch for it.
+        ``depth``: only the best ``depth`` need be exact (see :meth:`_ranked`); ``None``: every match."""
 
         def compute() -> Ranking:
             self._conn = conn  # for tokenizing non-ASCII rows added by the log, if any
             try:
-                return self._ranked(stems, agent_id, workspace_hash)
+                return self._ranked(stems, agent_id, workspace_hash, depth)
             finally:
                 self._conn, self._tokenizer = None, None
 
@@ -262,13 +300,18 @@ class KeywordIndex(HeadMirror):
             self._norm_for = key
         return self._norm
 
-    def _ranked(self, stems: Sequence[str], agent_id: str | None, workspace_hash: str | None) -> Ranking:
-        """Every live head matching any of ``stems`` (within the scope, when given), scored as ``-bm25()``.
+    def _ranked(self, stems: Sequence[str], agent_id: str | None, workspace_hash: str | None,
+                depth: int | None = None) -> Ranking:
+        """Live heads matching any of ``stems`` (within the scope, when given), scored as ``-bm25()``.
 
         The arithmetic follows FTS5's ``fts5Bm25Function`` operation by operation, summing the phrases
         in query order, so with the same tokens and statistics the scores are FTS5's. Unscoped, the
         statistics are the whole index's, as in FTS5; scoped, they are those of the scope's rows
         (every live head in it, whatever its status), so nothing outside the scope moves a score.
+
+        With a ``depth``, rows that cannot reach the best ``depth`` are left out unscored (:func:`_essential`):
+        the ranking then holds every row matching one of the query's rarer words, exactly scored,
+        and its best ``depth`` are the best of all (``Ranking.exact``).
         """
         rows = self.rows
         n = rows.n
@@ -281,29 +324,57 @@ class KeywordIndex(HeadMirror):
         else:
             keep = rows.alive[:n] if self.dead else None
             n_rows, norm = self._n_rows, self._length_norm()
-        score = np.zeros(n, dtype=np.float64)
-        matched = np.zeros(n, dtype=bool)
+
+        def row_norm(slots: np.ndarray) -> np.ndarray:
+            return length_norm(self._lengths[slots], mean) if scoped else norm[slots]
+
         dfs: list[int] = []
+        terms: list[Word | None] = []  # per query word
         for term in stems:
             postings = self._postings(term)
-            if postings is None:
-                dfs.append(0)
-                continue
-            slots, freqs = postings
-            if keep is not None:
-                inside = keep[slots]
-                slots, freqs = slots[inside], freqs[inside]
-            df = len(slots)
+            if postings is not None and keep is not None:
+                inside = keep[postings[0]]
+                postings = postings[0][inside], postings[1][inside]
+            df = 0 if postings is None else len(postings[0])
             dfs.append(df)
-            if not df:
+            terms.append(Word(postings[0], postings[1], idf(n_rows, df)) if postings is not None and df else None)
+        top = ceiling(n_rows, dfs)
+        shares: dict[int, np.ndarray] = {}  # each word's share in each row holding it, once computed
+        taken = _essential(terms, shares, row_norm, depth) if depth is not None else None
+        score = np.zeros(n, dtype=np.float64)
+        if taken is None:  # every matching row
+            matched = np.zeros(n, dtype=bool)
+            for i, word in enumerate(terms):
+                if word is not None:
+                    share = shares[i] if i in shares else phrase_scores(word.freqs, row_norm(word.slots), word.weight)
+                    score[word.slots] += share
+                    matched[word.slots] = True
+            if not scoped:
+                matched &= self.in_scope(None, None)
+            hits = np.flatnonzero(matched)
+            return Ranking(rows.vids[hits], rows.entities[hits], score[hits], top)
+        # The rows holding a word taken, exactly scored: each word's share added in query order, as FTS5
+        # adds them (a word not taken is looked up in those rows only).
+        held = np.zeros(n, dtype=bool)
+        for i in taken:
+            held[terms[i].slots] = True  # type: ignore[union-attr]
+        candidates = np.flatnonzero(held)
+        for i, word in enumerate(terms):
+            if word is None:
                 continue
-            row_norm = length_norm(self._lengths[slots], mean) if scoped else norm[slots]
-            score[slots] += phrase_scores(freqs, row_norm, idf(n_rows, df))
-            matched[slots] = True
-        if not scoped:
-            matched &= self.in_scope(None, None)
-        hits = np.flatnonzero(matched)
-        return Ranking(rows.vids[hits], rows.entities[hits], score[hits], ceiling(n_rows, dfs))
+            if i in taken:
+                score[word.slots] += shares[i]
+                continue
+            if len(candidates) * 16 < len(word.slots):  # few candidates: look each up in the word's postings
+                at = np.minimum(np.searchsorted(word.slots, candidates), len(word.slots) - 1)
+                holds = word.slots[at] == candidates
+                rows_held, freqs = candidates[holds], word.freqs[at[holds]]
+            else:  # many: keep the word's postings that are candidates
+                inside = held[word.slots]
+                rows_held, freqs = word.slots[inside], word.freqs[inside]
+            score[rows_held] += phrase_scores(freqs, row_norm(rows_held), word.weight)
+        assert depth is not None
+        return Ranking(rows.vids[candidates], rows.entities[candidates], score[candidates], top, exact=depth)
 
     def describe(self) -> str:
         text = super().describe()

@@ -52,8 +52,9 @@ class KeywordMirror(Protocol):
     """An in-memory keyword index the backend's search may rank with (:class:`indexes.KeywordIndex`)."""
 
     def search(self, conn: Connection, stems: Sequence[str], agent_id: str | None = None,
-               workspace_hash: str | None = None) -> Ranking | None:
-        """A ranking for the snapshot ``conn`` reads, or None when the index cannot vouch for it."""
+               workspace_hash: str | None = None, depth: int | None = None) -> Ranking | None:
+        """A ranking for the snapshot ``conn`` reads, or None when the index cannot vouch for it;
+        ``depth``: only the best ``depth`` rows need be in order (``Ranking.exact``)."""
 
 
 class KeywordStore(Protocol):

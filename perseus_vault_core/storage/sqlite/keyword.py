@@ -207,9 +207,17 @@ def search(
     if not words:
         return [], 0.0
     if index is not None and not view.historical and not view.narrowed and all(w.isascii() for w in words):
-        ranking = index.search(conn, stems, *view.scope)
+        # The best rows only (pruned: see indexes/keyword.py), deep enough for the pool in most views;
+        # when the view's filters hide many of them, every match is ranked.
+        ranking = index.search(conn, stems, *view.scope, depth=2 * pool + 64)
         if ranking is not None:
-            return visible_hits(conn, ranking, view, pool), ranking.ceiling
+            hits = visible_hits(conn, ranking, view, pool)
+            if len(hits) < pool and ranking.partial:
+                ranking = index.search(conn, stems, *view.scope)
+                if ranking is not None:
+                    hits = visible_hits(conn, ranking, view, pool)
+            if ranking is not None:
+                return hits, ranking.ceiling
     if view.scoped:
         return scoped_search(conn, words, view, pool)
     table = "versions_fts" if view.historical else "entities_fts"

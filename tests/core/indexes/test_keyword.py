@@ -5,6 +5,7 @@ from __future__ import annotations
 import multiprocessing
 import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -201,3 +202,61 @@ def test_recall_right_after_writes_stays_exact(vault: Vault, corpus: random.Rand
         vault.remember("fact", f"k{i}", sentence(corpus, 12))
         compare_paths(vault, queries(corpus, 3))
         compare_paths(vault, queries(corpus, 2), **SCOPES[i % 3])
+
+
+@pytest.fixture
+def zipf(vault: Vault) -> list[str]:
+    """3,000 rows over a skewed vocabulary (a few words in most rows, most words in few), where a query's
+    rare words decide its best rows and its common ones only nudge them: what pruning leaves out."""
+    rng = random.Random(7)
+    vocabulary = [f"w{i}" for i in range(400)]
+    weights = [1.0 / (rank + 1) ** 1.1 for rank in range(400)]
+    vault.remember_many(
+        {"category": rng.choice(["fact", "decision"]), "key": f"z{i}", "topic_path": "few" if i % 40 == 0 else "many",
+         "content": " ".join(rng.choices(vocabulary, weights, k=rng.randint(5, 40)))} for i in range(3000))
+    return [" ".join([rng.choice(vocabulary[100:]), *rng.sample(vocabulary[:6], rng.randint(1, 3))])
+            for _ in range(40)] + [" ".join(rng.sample(vocabulary[:30], 3)) for _ in range(20)]
+
+
+def test_pruned_rankings_keep_the_best_rows_and_their_exact_scores(vault: Vault, zipf: list[str]) -> None:
+    from perseus_vault_core.query import parse
+
+    assert vault.wait_for_keyword_index()
+    index = vault._engine.keyword_index
+    assert index is not None
+    pruned_any = 0
+    for query in zipf:
+        stems = list(parse(query).stems)
+        full = index._ranked(stems, None, None)
+        for depth in (5, 20, 60):
+            pruned = index._ranked(stems, None, None, depth)
+            pruned_any += pruned.partial
+            assert pruned.ceiling == full.ceiling
+            assert pruned.top(depth) == full.top(depth), (query, depth)  # ids, versions and scores to the bit
+            assert len(pruned) <= len(full)
+    assert pruned_any > 30  # the corpus does prune: the comparison above is not of two full rankings
+
+
+def test_recall_with_pruning_matches_fts5_even_when_filters_hide_most_rows(
+        vault: Vault, zipf: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    assert vault.wait_for_keyword_index()
+    asked: list[int | None] = []
+    search = KeywordIndex.search
+
+    def spy(self: KeywordIndex, *args: Any, depth: int | None = None) -> Any:
+        asked.append(depth)
+        return search(self, *args, depth=depth)
+
+    monkeypatch.setattr(KeywordIndex, "search", spy)
+    for kw in ({}, {"category": "decision"}, {"topic_path": "few"}):
+        index = vault._engine.keyword_index
+        fast = [[(i.id, i.score) for i in vault.recall(q, reinforce=False, limit=5, **kw).items] for q in zipf]
+        vault._engine.keyword_index = None
+        try:
+            slow = [[(i.id, i.score) for i in vault.recall(q, reinforce=False, limit=5, **kw).items] for q in zipf]
+        finally:
+            vault._engine.keyword_index = index
+        for q, a, b in zip(zipf, fast, slow):
+            assert [i for i, _ in a] == [i for i, _ in b], q
+            assert [s for _, s in a] == pytest.approx([s for _, s in b], rel=1e-12, abs=0), q
+    assert None in asked  # a filter hid most of a pruned ranking's best rows: every match was ranked then
