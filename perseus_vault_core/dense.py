@@ -5,7 +5,12 @@ byte-identical answers.
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
+
+from .forking import GATE, in_child
 
 
 def cosine(rows: np.ndarray, query: np.ndarray) -> np.ndarray:
@@ -27,6 +32,63 @@ def sign_words(vector: np.ndarray) -> list[np.uint64]:
     padded = np.zeros(words(len(vector)) * 8, dtype=np.uint8)
     padded[: len(bits)] = bits
     return list(padded.view(np.uint64))
+
+
+_BLOCK = 1 << 15  # rows per step of a scan: its temporaries stay in the CPU's cache
+SHARED_SCAN_ROWS = 200_000  # from this many rows, a second thread scans half
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="perseus-vault-scan")
+        return _POOL
+
+
+@in_child
+def _forget_pool() -> None:
+    global _POOL, _POOL_LOCK  # a forked child has none of the pool's threads
+    _POOL, _POOL_LOCK = None, threading.Lock()
+
+
+def hamming(columns: list[np.ndarray], query: list[np.uint64], n: int) -> np.ndarray:
+    """Hamming distances between the query's sign bits and rows [0, n) of ``columns`` (one uint64 column
+    per 64 dimensions), as uint16: a block at a time, and on two threads past SHARED_SCAN_ROWS rows (numpy
+    lets go of the GIL while it counts), which halves the scan's 8 ms at a million rows."""
+    out = np.empty(n, dtype=np.uint16)
+    if n < SHARED_SCAN_ROWS:
+        _scan(columns, query, 0, n, out)
+        return out
+    half = n // 2 // _BLOCK * _BLOCK
+    other = _pool().submit(_scan_in_gate, columns, query, half, n, out)
+    _scan(columns, query, 0, half, out)
+    other.result()
+    return out
+
+
+def _scan_in_gate(columns: list[np.ndarray], query: list[np.uint64], start: int, stop: int, out: np.ndarray) -> None:
+    with GATE.inside():  # a fork waits for the half-scan (forking.py)
+        _scan(columns, query, start, stop, out)
+
+
+def _scan(columns: list[np.ndarray], query: list[np.uint64], start: int, stop: int, out: np.ndarray) -> None:
+    bits, counts, total = np.empty(_BLOCK, np.uint64), np.empty(_BLOCK, np.uint8), np.empty(_BLOCK, np.uint8)
+    for a in range(start, stop, _BLOCK):
+        b = min(a + _BLOCK, stop)
+        x, c, t, dest = bits[: b - a], counts[: b - a], total[: b - a], out[a:b]
+        for group in range(0, len(columns), 3):  # three words' counts (at most 192) fit one byte
+            for k in range(group, min(group + 3, len(columns))):
+                np.bitwise_xor(columns[k][a:b], query[k], out=x)
+                np.bitwise_count(x, out=t if k == group else c)
+                if k != group:
+                    np.add(t, c, out=t)
+            if group == 0:
+                np.copyto(dest, t)
+            else:
+                np.add(dest, t, out=dest)
 
 
 def nearest(distance: np.ndarray, entity_ids: np.ndarray, depth: int) -> np.ndarray:

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..dbapi import Connection
-from ..dense import cosine, nearest, sign_words, words
+from ..dense import cosine, hamming, nearest, sign_words, words
 from ..hits import Ranking
 from ..storage.base import OP_REBUILT, OP_VECTORS_RESET, Backend
 from .mirror import HeadMirror, NotYet, fit, grow
@@ -96,16 +96,20 @@ class VectorIndex(HeadMirror):
         def compute() -> tuple[Ranking, bool]:
             n = self.rows.n
             mask = self._has[:n] & self.in_scope(agent_id, workspace_hash)
-            everyone = bool(mask.all())  # the common case: no gather, scan the columns as they are
-            candidates = np.arange(n) if everyone else np.flatnonzero(mask)
             q = np.asarray(query, dtype=np.float32)
-            distance = np.zeros(len(candidates), dtype=np.uint16)
-            for column, word in zip(self._bits, sign_words(q)):
-                distance += np.bitwise_count((column[:n] if everyone else column[candidates]) ^ word)
-            chosen = nearest(distance, self.rows.entities[candidates], depth)
-            slots = candidates[chosen]
+            if mask.all():  # the common case: scan the columns as they are, no gather
+                distance = hamming(self._bits, sign_words(q), n)
+                slots = nearest(distance, self.rows.entities[:n], depth)
+                complete = n <= depth
+            else:
+                candidates = np.flatnonzero(mask)
+                distance = np.zeros(len(candidates), dtype=np.uint16)
+                for column, word in zip(self._bits, sign_words(q)):
+                    distance += np.bitwise_count(column[candidates] ^ word)
+                slots = candidates[nearest(distance, self.rows.entities[candidates], depth)]
+                complete = len(candidates) <= depth
             scores = cosine(self._matrix[slots], q)
-            return Ranking(self.rows.vids[slots], self.rows.entities[slots], scores), len(candidates) <= depth
+            return Ranking(self.rows.vids[slots], self.rows.entities[slots], scores), complete
 
         result: tuple[Ranking, bool] | None = self.answer(conn, compute)
         return result
