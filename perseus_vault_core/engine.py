@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -34,10 +34,12 @@ from .embeddings import Embedder, LazyEmbedder, checked
 from .errors import InvalidInput, NotFound, StorageError
 from .fusion import Fusion
 from .indexes import HeadMirror, KeywordIndex, VectorIndex
-from .memory.index import EntryIndex
 from .models import Entity, RecallResult
 from .params import OpenParams, RecallParams, RememberInput
 from .storage import Connection, open_backend
+
+if TYPE_CHECKING:  # built by memory_recall, whose module imports it on first use
+    from .memory.index import EntryIndex
 
 T = TypeVar("T")
 EMBED_BATCH = 256  # texts per embedder call when writing

@@ -44,10 +44,13 @@ def _command_word(argv: Sequence[str]) -> str | None:
 
 
 def _parser_for(argv: Sequence[str]) -> argparse.ArgumentParser:
-    """The parser ``argv`` needs: the built-in commands, and the plugins' only when it names none
-    of those (reading entry points costs every one-shot call time)."""
+    """The parser ``argv`` needs: the built-in command it names, or every built-in command and the
+    plugins' when it names none of those (reading entry points costs every one-shot call time)."""
     word = _command_word(argv)
-    built: Commands = builtins(word or "")
+    # A call naming a built-in command gets that command's parser alone, unless it first asks the
+    # top level for its help (``-h recall`` lists every command).
+    head = argv[: argv.index(word)] if word is not None else []
+    built: Commands = builtins(word or "", only=not {"-h", "--help"} & set(head))
     if word is None or not built.knows(word):
         built.add_plugins()
         if word in INSTALL_HINTS and not built.knows(word):

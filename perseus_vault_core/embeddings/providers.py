@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import urllib.error
-import urllib.request
 from collections.abc import Sequence
 from typing import Any
 
@@ -28,6 +26,11 @@ BATCH = 64
 
 
 def _post(url: str, payload: dict[str, Any], headers: dict[str, str] | None = None) -> Any:
+    # Imported here: urllib.request brings http.client, email and ssl (~17 ms), which only a
+    # configured remote provider needs; every keyword-only or bundled-model process would pay it.
+    import urllib.error
+    import urllib.request
+
     request = urllib.request.Request(
         url, data=json.dumps(payload).encode(), headers={"Content-Type": "application/json", **(headers or {})}
     )

@@ -430,6 +430,31 @@ def test_help_lists_the_commands(cli: Any) -> None:
         assert command in run.out
 
 
+def test_a_call_naming_a_command_builds_its_parser_alone(cli: Any, db: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A one-shot call pays for its own command's parser (its group's, for a grouped one), not the
+    forty others'; asking the top level for help first still lists every command."""
+    from perseus_vault_core.cli import parser as cli_parser
+
+    added: list[str] = []
+    real = cli_parser.Commands.add
+
+    def add(self: Any, command: Any, *, arguments: bool = True) -> None:
+        added.append(command.name)
+        real(self, command, arguments=arguments)
+
+    monkeypatch.setattr(cli_parser.Commands, "add", add)
+    assert_ok(cli("--db", db, "init"))
+    assert added == ["init"]
+    added.clear()
+    assert_ok(cli("--db", db, "--json", "context", "a turn"))
+    assert added == ["prepare"]
+    added.clear()
+    assert_ok(cli("--db", db, "memory", "list"))
+    assert added and all(name.startswith("memory ") for name in added)
+    listed = re.findall(r"^    (\S+)", cli("-h", "prepare").out, flags=re.M)
+    assert {"init", "recall", "prepare", "memory", "rekey"} <= set(listed)
+
+
 # --- as a real process -------------------------------------------------------------------------
 
 

@@ -186,3 +186,14 @@ def test_dense_finds_paraphrases_keyword_recall_misses(tmp_path: Path, real_embe
             assert dense.items[0].id == keys[key], query
             hybrid = vault.recall(query, reinforce=False)
             assert hybrid.search_mode == "hybrid" and hybrid.items[0].id == keys[key], query
+
+
+def test_the_command_line_does_not_import_urllib() -> None:
+    """Only a configured remote provider talks HTTP: urllib.request (with http.client, email and
+    ssl, ~17 ms) is not imported by a process that runs the command line, as before every turn."""
+    import subprocess
+    import sys
+
+    code = "import sys, perseus_vault_core.cli; print(sorted(m for m in sys.modules if m.startswith('urllib.req')))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.strip() == "[]"
