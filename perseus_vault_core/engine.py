@@ -33,7 +33,7 @@ from .graphrag.communities import Communities
 from .embeddings import Embedder, LazyEmbedder, checked
 from .errors import InvalidInput, NotFound, StorageError
 from .fusion import Fusion
-from .indexes import HeadMirror, KeywordIndex, VectorIndex
+from .indexes import HeadMirror, KeywordIndex, VectorIndex, snapshot
 from .models import Entity, RecallResult
 from .params import OpenParams, RecallParams, RememberInput
 from .storage import Connection, open_backend
@@ -66,9 +66,10 @@ class Engine:
         self.backend.migrate(self.clock())
         self.keyword_index = KeywordIndex(self.backend) if options.keyword_index else None
         self.vector_index = VectorIndex(self.backend) if options.vector_index else None
-        for index in (self.keyword_index, self.vector_index):
+        for index, wanted in ((self.keyword_index, options.keyword_index), (self.vector_index, options.vector_index)):
             if index is not None:  # saved beside the file, opened by the next process (indexes/snapshot.py)
                 index.snapshot_path = self.backend.mirror_file(index.NAME)
+                index.saved_only = wanted == "saved"
         self.embedder: Embedder | None = embedder
         self.fusion = fusion
         self.clusters = Communities(self.backend.changes)
@@ -220,7 +221,7 @@ class Engine:
         snapshot of one that moved far past its last (also in the background)."""
         build = self.backend.connect
         for index, modes in ((self.keyword_index, ("fts5", "hybrid")), (self.vector_index, ("dense", "hybrid"))):
-            if index is None or mode not in modes:
+            if index is None or mode not in modes or index.saved_only:
                 continue
             if index.ready:
                 index.save_if_behind(build)
@@ -231,14 +232,18 @@ class Engine:
         """After a purge: saved snapshots may hold the purged memory's words and vector; delete them
         (the next build saves new ones, without it)."""
         position = self.backend.changes.position(self.conn())
-        for index in (self.keyword_index, self.vector_index):
+        for index, kind in ((self.keyword_index, KeywordIndex), (self.vector_index, VectorIndex)):
             if index is not None:
                 index.forget_snapshot(position)
+            elif (path := self.backend.mirror_file(kind.NAME)) is not None:
+                snapshot.remove(path)  # saved by another process: this one keeps no index, but the file goes
 
     def wait(self, index: HeadMirror | None, timeout: float) -> bool:
         """Build ``index`` now (if not yet built) and wait for it; True when ready."""
         if index is None:
             return False
+        if index.saved_only:  # never built here: ready when a saved one was opened
+            return index.ready
         deadline = time.monotonic() + timeout
         index.start_background_build(self.backend.connect)
         while not index.ready and not index.disabled and time.monotonic() < deadline:

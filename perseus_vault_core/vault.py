@@ -76,7 +76,8 @@ class Vault:
 
     @edge
     def __init__(self, path: str | os.PathLike[str] | None = None, *, clock: Clock | None = None,
-                 synchronous: Synchronous = "FULL", keyword_index: bool = True, vector_index: bool = True,
+                 synchronous: Synchronous = "FULL", keyword_index: bool | Literal["saved"] = True,
+                 vector_index: bool | Literal["saved"] = True,
                  embedder: Embedder | Literal[False] | None = None, threads: int | None = None,
                  fusion: Fusion | dict[str, Any] | None = None, cross_encoder: Any = None,
                  key: str | bytes | None = None, create: bool = True) -> None:
@@ -89,6 +90,8 @@ class Vault:
         ``embed(texts)``. ``threads``: the embedding runtime's thread count.
         ``keyword_index`` / ``vector_index``: after the first recall, build the in-memory indexes in
         the background (same results, much faster on large stores); SQL answers until they are ready.
+        ``"saved"``: open the indexes saved beside the vault when current, never build or save one (a
+        one-shot process, such as the CLI; ``wait_for_*_index()`` then says whether a saved one was opened).
         ``fusion``: hybrid recall's default weights (see :class:`Fusion`).
         ``cross_encoder``: an object with ``predict(pairs) -> scores`` that memory_recall uses to cut
         weak matches (by default the operator's ``PERSEUS_VAULT_CROSS_ENCODER`` model, if set).

@@ -17,7 +17,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Literal, NoReturn
 
 from ..errors import SetupError, VaultError
 from ..vault import Vault, default_path
@@ -67,7 +67,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         # A one-shot command answers with SQL; building the in-memory indexes would be wasted work.
         # A server is long-lived: it builds them. Only a write (or init, import, serve) creates a
         # vault; a read of a missing one is an error.
-        with Vault(args.db, keyword_index=args.serves, vector_index=args.serves, create=args.creates) as vault:
+        # A server builds and saves its indexes; a one-shot call opens the saved ones, if any (a build
+        # would die with the process, and a snapshot cut short by its exit would be wasted work).
+        indexes: bool | Literal["saved"] = True if args.serves else "saved"
+        with Vault(args.db, keyword_index=indexes, vector_index=indexes, create=args.creates) as vault:
             args.func(vault, args)
     except VaultError as exc:
         print(f"error: {_one_line(str(exc))}", file=sys.stderr)

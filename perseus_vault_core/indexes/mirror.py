@@ -20,6 +20,7 @@ dropped for a re-embed (vector mirrors rebuild).
 
 from __future__ import annotations
 
+import os
 import threading
 import weakref
 from collections.abc import Callable, Sequence
@@ -195,6 +196,7 @@ class HeadMirror:
         self._saved_seq = -1
         self._saving = False
         self._purged_at = 0  # log position of this process's last purge: no older state may be saved
+        self.saved_only = False  # use a saved snapshot when there is one; never build or save (engine.warm)
 
     # -- hooks --
 
@@ -523,4 +525,7 @@ class HeadMirror:
             return f"disabled: {self.disabled}"
         if self.ready:
             return f"ready ({self.rows.n - self.dead} rows{', from a snapshot' if self.origin == 'snapshot' else ''})"
+        if self.saved_only:  # a one-shot process: it opens a saved index at its first recall, or uses SQL
+            saved = self.snapshot_path is not None and os.path.exists(self.snapshot_path)
+            return f"not loaded ({'saved beside the vault' if saved else 'none saved'})"
         return "building" if self._building else "not built"

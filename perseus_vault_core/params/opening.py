@@ -20,8 +20,11 @@ class OpenParams(BaseModel):
                                                    "vault is NotFound and nothing is written")
     synchronous: Synchronous = Field(default="FULL", description="SQLite's durability for writes (FULL survives "
                                                                  "power loss)")
-    keyword_index: bool = Field(default=True, description="Build the in-memory keyword index after the first recall")
-    vector_index: bool = Field(default=True, description="Build the in-memory vector index after the first recall")
+    keyword_index: bool | Literal["saved"] = Field(default=True, description=(
+        "Build the in-memory keyword index after the first recall; 'saved': use the one saved beside the vault "
+        "when it is there, never build or save one (a one-shot process)"))
+    vector_index: bool | Literal["saved"] = Field(default=True, description=(
+        "Build the in-memory vector index after the first recall; 'saved': as for keyword_index"))
     threads: int | None = Field(default=None, ge=1, description="The embedding runtime's thread count")
     key: str | bytes | None = Field(default=None, repr=False, description=(
         "Encrypt the file at rest (a passphrase, or x'<64 hex digits>'); by default PERSEUS_VAULT_KEY or "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+import time
 from pathlib import Path
 from typing import Any
 
@@ -219,3 +220,41 @@ def test_a_padded_array_is_saved_as_its_zero_padded_copy_would_be(tmp_path: Path
     assert found is not None
     assert found[1]["m"].shape == (7, 3) and (found[1]["m"][:4] == matrix).all() and not found[1]["m"][4:].any()
     assert found[1]["f"].tolist() == [True] * 4 + [False] * 5
+
+
+def test_a_purge_by_a_process_without_indexes_deletes_the_saved_ones(db_path: Path) -> None:
+    embedder = FakeEmbedder()
+    with Vault(db_path, embedder=embedder) as vault:
+        fill(vault, 50)
+        secret = vault.remember("note", "secret", "zanzibar quokka").id
+    built(db_path, embedder)
+    assert len(files(db_path)) == 2
+    with Vault(db_path, embedder=embedder, keyword_index=False, vector_index=False) as vault:
+        vault.forget(secret)
+        vault.purge(secret)
+    assert files(db_path) == []
+
+
+def test_saved_only_opens_a_saved_index_and_never_builds_or_saves_one(db_path: Path) -> None:
+    embedder = FakeEmbedder()
+    with Vault(db_path, embedder=embedder) as vault:
+        fill(vault, 300)
+    with Vault(db_path, embedder=embedder, keyword_index="saved", vector_index="saved") as one_shot:
+        assert one_shot.stats().keyword_index == "not loaded (none saved)"
+        sql_answers = {mode: answers(one_shot, mode) for mode in ("fts5", "dense")}  # by SQL: nothing saved
+        time.sleep(0.2)
+        assert one_shot.stats().keyword_index == "not loaded (none saved)"
+        assert not one_shot.wait_for_keyword_index(0.5)  # and nothing is built, even when asked
+    assert files(db_path) == []
+    built(db_path, embedder)
+    with Vault(db_path, embedder=embedder, keyword_index="saved", vector_index="saved") as one_shot:
+        assert one_shot.stats().keyword_index == "not loaded (saved beside the vault)"
+        fill(one_shot, 10, start=300)  # replayed from the log at the first recall
+        assert answers(one_shot, "fts5")[:2] != []
+        assert one_shot.stats().keyword_index.endswith("from a snapshot)")
+        assert answers(one_shot, "dense") and one_shot.stats().vector_index.endswith("from a snapshot)")
+    with Vault(db_path, embedder=embedder, keyword_index=False, vector_index=False) as sql_only:
+        assert {mode: answers(sql_only, mode) for mode in ("fts5", "dense")} != sql_answers  # 10 more memories
+        expected = {mode: answers(sql_only, mode) for mode in ("fts5", "dense")}
+    with Vault(db_path, embedder=embedder, keyword_index="saved", vector_index="saved") as one_shot:
+        assert {mode: answers(one_shot, mode) for mode in ("fts5", "dense")} == expected
