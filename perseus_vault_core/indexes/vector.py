@@ -97,17 +97,19 @@ class VectorIndex(HeadMirror):
             n = self.rows.n
             mask = self._has[:n] & self.in_scope(agent_id, workspace_hash)
             q = np.asarray(query, dtype=np.float32)
-            if mask.all():  # the common case: scan the columns as they are, no gather
+            kept = int(np.count_nonzero(mask))
+            if kept > depth and kept * 2 > n:  # most rows count (dead versions aside): scan all, no gather
                 distance = hamming(self._bits, sign_words(q), n)
+                distance[~mask] = np.iinfo(np.uint16).max  # farther than any row's (at most the dimension)
                 slots = nearest(distance, self.rows.entities[:n], depth)
-                complete = n <= depth
+                complete = False
             else:
                 candidates = np.flatnonzero(mask)
                 distance = np.zeros(len(candidates), dtype=np.uint16)
                 for column, word in zip(self._bits, sign_words(q)):
                     distance += np.bitwise_count(column[candidates] ^ word)
                 slots = candidates[nearest(distance, self.rows.entities[candidates], depth)]
-                complete = len(candidates) <= depth
+                complete = kept <= depth
             scores = cosine(self._matrix[slots], q)
             return Ranking(self.rows.vids[slots], self.rows.entities[slots], scores), complete
 
