@@ -1,7 +1,8 @@
 """One command for every benchmark: `python -m benchmarks.run [--quick]` (or `make bench`).
 
 Runs the quality benchmarks on ../shared/data (keyword, dense, hybrid), the ingest-with-embedding
-comparison, and the speed benchmarks at 10k and 100k synthetic memories (10k only with --quick), and
+comparison, the speed benchmarks at 10k and 100k synthetic memories (10k only with --quick), one million
+memories (million.py; not with --quick), and
 writes the figures to docs/benchmarks.md with the machine, versions and date, and each target beside
 the figure it judges. Without the collections (see ``quality.data_dir``) it stops at once with one line
 naming the missing one. Embeddings of the corpora are cached in benchmarks/.cache (keyed by
@@ -20,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from . import conversation, graphrag, mcp, memory_files, peers, plots, quality, speed
+from . import conversation, graphrag, mcp, memory_files, million, peers, plots, quality, speed
 
 ROOT = Path(__file__).resolve().parents[1]
 REPORT = ROOT / "docs" / "benchmarks.md"
@@ -352,7 +353,7 @@ def _ratio(r: float) -> str:
     return f"**{r:.2f}x**" if r >= 1 else f"{r:.2f}x (vault behind)"
 
 
-def render_peers(qual: list[dict[str, Any]], runs: list[dict[str, Any]], images: list[str], million: str) -> list[str]:
+def render_peers(qual: list[dict[str, Any]], runs: list[dict[str, Any]], images: list[str]) -> list[str]:
     out = ["## Side by side with the stores a user would pick instead", "",
            "Same process, same run, same data and the same MiniLM vectors for every system (from the vector cache,"
            " keyed by model identity and text hash). Query vectors are computed before timing and handed to every"
@@ -423,46 +424,14 @@ def render_peers(qual: list[dict[str, Any]], runs: list[dict[str, Any]], images:
                 out.append(f"| {name}: vault hybrid nDCG@10 above every peer | {mine['ndcg@10']:.4f} vs {best['system']}"
                            f" {best['ndcg@10']:.4f} | {'met' if gap >= 0 else '**BEHIND** by ' + format(-gap, '.4f')} |")
         out.append("")
-    if million:
-        out += [million, ""]
     return out
-
-
-def million_plan(cached: Any, ingest: dict[str, float], spent_s: float, budget_s: float) -> tuple[bool, str]:
-    """Whether 1M fits the full run: vectors missing from the cache to embed, plus 10x the 100k runs' time."""
-    import hashlib
-
-    from .synthetic import memories
-
-    # A synthetic memory has no summary, so the vault embeds its content alone (the cache's key).
-
-    texts = [str(m["content"]) for m in memories(1_000_000)]
-    keys = [hashlib.sha256(t.encode("utf-8", "surrogatepass")).digest() for t in texts]
-    have = 0
-    for start in range(0, len(keys), 500):
-        chunk = keys[start:start + 500]
-        have += cached.db.execute(f"SELECT count(*) FROM v WHERE model = ? AND hash IN ({','.join('?' * len(chunk))})",
-                                  (cached.identity, *chunk)).fetchone()[0]
-    missing = len(texts) - have
-    embed_s = missing / max(ingest.get("bare_per_s", 100.0), 1.0)
-    estimate = embed_s + 10 * spent_s
-    gb = 1_000_000 * 384 * 4 * 3 / 1e9  # vectors in the file, the vault's index and Chroma's HNSW: a floor
-    text = (f"**1M entities:** {missing:,} of the 1M texts are not in the vector cache; embedding them at"
-            f" {ingest.get('bare_per_s', 0):,.0f} texts/s takes about {embed_s / 60:,.0f} min, and the 100k runs took"
-            f" {spent_s / 60:,.1f} min (about {10 * spent_s / 60:,.0f} min at 10x), so 1M needs about"
-            f" {estimate / 60:,.0f} min and at least {gb:,.1f} GB of memory for vectors alone; the budget of a full run is"
-            f" {budget_s / 60:,.0f} min")
-    fits = estimate <= budget_s
-    return fits, text + (": run." if fits else ": **not run** (pass `--sizes 10000 100000 1000000` to force it;"
-                                                 " the slow and medium peers never run at 1M).")
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Run every benchmark and write docs/benchmarks.md")
     parser.add_argument("--quick", action="store_true", help="10k entities only (minutes on a laptop)")
-    parser.add_argument("--sizes", type=int, nargs="*", help="override the store sizes (1000000 forces 1M)")
-    parser.add_argument("--budget-min", type=float, default=30.0,
-                        help="full mode: run 1M only if its estimated time fits this many minutes")
+    parser.add_argument("--sizes", type=int, nargs="*", help="override the store sizes of the speed and peer runs")
+    parser.add_argument("--no-million", action="store_true", help="skip the 1M run (the full mode runs it)")
     parser.add_argument("--output", type=Path, default=REPORT)
     args = parser.parse_args(argv)
     try:
@@ -492,29 +461,26 @@ def main(argv: list[str] | None = None) -> None:
     ingest = speed.embedding_ingest(model)
     log(json.dumps(ingest))
     results, peer_runs = [], []
-    spent: dict[int, float] = {}
 
     def at_size(n: int) -> None:
-        started = dt.datetime.now().timestamp()
         log(f"speed at {n:,} entities ...")
         results.append(speed.run_size(n, model, cached))
         log(json.dumps(results[-1]))
         log(f"peers at {n:,} entities ...")
         peer_runs.append(peers.speed(n, model, cached, log=log))
         log(json.dumps(peer_runs[-1]))
-        spent[n] = dt.datetime.now().timestamp() - started
 
     for n in sizes:
         at_size(n)
-    million = ""
-    if not args.quick and not args.sizes:
-        log("1M: estimating time and memory ...")
-        fits, million = million_plan(cached, ingest, spent.get(100_000, 0.0), args.budget_min * 60)
-        log(million)
-        if fits:
-            at_size(1_000_000)
-    elif args.quick:
-        million = "**1M entities:** not run (quick mode; the full mode runs it only if its estimate fits the budget)."
+    if args.quick or args.no_million:
+        million_report = ["## One million memories", "", "Not run (" + ("quick mode" if args.quick else "--no-million")
+                          + "; the full mode runs it).", ""]
+    else:
+        log("1M memories (import, indexes, recall, a new process, memory) ...")
+        started = dt.datetime.now().timestamp()
+        big = million.run(model)
+        log(json.dumps(big))
+        million_report = million.render(big, (dt.datetime.now().timestamp() - started) / 60)
     log("graphrag, traverse and prepare at 10,000 entities ...")
     graph = graphrag.run(model, cached)
     log(json.dumps(graph))
@@ -533,7 +499,7 @@ def main(argv: list[str] | None = None) -> None:
     images = [f"img/{p.name}" for p in plots.recall_curves(peer_qual)] + [f"img/{plots.latency_by_size(peer_runs).name}"]
     report = render(info, results, qual, ingest, graph, mem, server)
     report += "\n" + "\n".join(conversation.render(chats) + memory_files.render_recall_quality(labelled))
-    report += "\n" + "\n".join(render_peers(peer_qual, peer_runs, images, million))
+    report += "\n" + "\n".join(render_peers(peer_qual, peer_runs, images) + million_report)
     args.output.write_text(report + "\n", encoding="utf-8")
     log(f"wrote {args.output} and {', '.join(images)}")
 

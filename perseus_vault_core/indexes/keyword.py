@@ -27,6 +27,7 @@ How it stays true to the file:
 from __future__ import annotations
 
 from array import array
+from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -82,6 +83,20 @@ def _csr(
     return indptr, (unique % max(n_slots, 1)).astype(np.int32), freqs.astype(np.float32)
 
 
+DEFER_OVER = 64  # a replay of more log entries than this queues its rows (_pending)
+FLUSH_ROWS = 64  # queued rows indexed at each later sync
+
+
+def _token_terms(columns: list[list[str]]) -> Terms:
+    """Weighted term frequencies of tokenized columns, as :func:`bm25.ascii_terms` counts them."""
+    counts: Terms = {}
+    for tokens, weight in zip(columns, WEIGHTS):
+        for token, n in Counter(tokens).items():
+            term = stem(token)
+            counts[term] = counts.get(term, 0.0) + n * weight
+    return counts
+
+
 class Word(NamedTuple):
     """One query word's live postings (slots ascending) and its idf."""
 
@@ -129,6 +144,11 @@ class KeywordIndex(HeadMirror):
         self._freqs = _EMPTY_F
         self._extra: dict[int, tuple[list[int], list[float]]] = {}
         self._merged: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        # Rows a large replay brought (a new process catching up with its snapshot), not yet in the
+        # postings: (slot, each column's tokens) for ASCII text, (slot, terms) otherwise. A query scans
+        # them for its own words alone; each later sync indexes a batch (see _sync).
+        self._pending: deque[tuple[int, list[list[str]] | Terms]] = deque()
+        self._defer = False
         self._lengths = np.zeros(1024, dtype=np.float64)
         self._n_rows = 0  # live rows, as FTS5 counts them
         self._n_tokens = 0
@@ -168,23 +188,73 @@ class KeywordIndex(HeadMirror):
                 slots.extend([slot] * len(ids))
                 weights.extend([weight] * len(ids))
                 length += len(ids)
+        elif self._flat is None and (self._defer or self._pending):  # queued, in slot order (see _pending)
+            if texts is not None:
+                tokens = [ASCII_TOKEN.findall(text) for text in texts]
+                self._pending.append((slot, tokens))
+                length = sum(len(t) for t in tokens)
+            else:
+                terms, length = self._fts5_terms(columns)
+                self._pending.append((slot, terms))
         else:
             terms, length = ascii_terms(columns) or self._fts5_terms(columns)
-            for term, freq in terms.items():
-                tid = self._tid.setdefault(term, len(self._tid))
-                if self._flat is not None:
-                    self._flat[0].append(tid)
-                    self._flat[1].append(slot)
-                    self._flat[2].append(freq)
-                    continue
-                more_slots, more_freqs = self._extra.setdefault(tid, ([], []))
-                more_slots.append(slot)
-                more_freqs.append(freq)
-                self._merged.pop(tid, None)
+            self._insert(slot, terms)
         self._lengths = grow(self._lengths, slot + 1)
         self._lengths[slot] = length
         self._n_rows += 1
         self._n_tokens += length
+
+    def _insert(self, slot: int, terms: Terms) -> None:
+        for term, freq in terms.items():
+            tid = self._tid.setdefault(term, len(self._tid))
+            if self._flat is not None:
+                self._flat[0].append(tid)
+                self._flat[1].append(slot)
+                self._flat[2].append(freq)
+                continue
+            more_slots, more_freqs = self._extra.setdefault(tid, ([], []))
+            more_slots.append(slot)
+            more_freqs.append(freq)
+            self._merged.pop(tid, None)
+
+    def _apply(self, conn: Connection, upto: int) -> bool:
+        # A large replay (a new process catching up with its snapshot) queues its rows instead of
+        # indexing every word of each before the first answer; small ones index as they come.
+        self._defer = self.backend.changes.pending(conn, self.seq, upto, self.HANDLES_VECTORS) > DEFER_OVER
+        try:
+            return super()._apply(conn, upto)
+        finally:
+            self._defer = False
+
+    def _sync(self, conn: Connection) -> bool:
+        self._index_pending(FLUSH_ROWS)  # a batch at a time, oldest first, so that slots stay in order
+        return super()._sync(conn)
+
+    def _index_pending(self, rows: int | None = None) -> None:
+        """Index up to ``rows`` queued rows (all when ``None``) into the postings, oldest first."""
+        for _ in range(len(self._pending) if rows is None else min(rows, len(self._pending))):
+            slot, queued = self._pending.popleft()
+            self._insert(slot, queued if isinstance(queued, dict) else _token_terms(queued))
+
+    def _pending_postings(self, terms: set[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """The queued rows' postings for these words only (slots ascending, after every indexed one)."""
+        found: dict[str, tuple[list[int], list[float]]] = {}
+        for slot, queued in self._pending:
+            if isinstance(queued, dict):
+                counts = {term: freq for term, freq in queued.items() if term in terms}
+            else:
+                counts = {}
+                for tokens, weight in zip(queued, WEIGHTS):
+                    for token in tokens:
+                        term = stem(token)
+                        if term in terms:
+                            counts[term] = counts.get(term, 0.0) + weight
+            for term, freq in counts.items():
+                slots, freqs = found.setdefault(term, ([], []))
+                slots.append(slot)
+                freqs.append(freq)
+        return {term: (np.asarray(slots, dtype=np.int32), np.asarray(freqs, dtype=np.float32))
+                for term, (slots, freqs) in found.items()}
 
     def _token_tid(self, token: str) -> int:
         tid = self._tid.setdefault(stem(token), len(self._tid))
@@ -231,6 +301,7 @@ class KeywordIndex(HeadMirror):
     # -- snapshots --
 
     def _own_state(self, room: int, private: bool) -> tuple[dict[str, Any], dict[str, Saved]]:
+        self._index_pending()  # a snapshot holds every row's words
         n = self.rows.n
         indptr, slots, freqs = self._compacted()
         lengths = fit(self._lengths[:n], room)
@@ -330,8 +401,13 @@ class KeywordIndex(HeadMirror):
 
         dfs: list[int] = []
         terms: list[Word | None] = []  # per query word
+        queued = self._pending_postings(set(stems)) if self._pending else {}
         for term in stems:
             postings = self._postings(term)
+            if term in queued:
+                more = queued[term]
+                postings = more if postings is None else (
+                    np.concatenate([postings[0], more[0]]), np.concatenate([postings[1], more[1]]))
             if postings is not None and keep is not None:
                 inside = keep[postings[0]]
                 postings = postings[0][inside], postings[1][inside]

@@ -237,7 +237,8 @@ class HeadMirror:
                 conn = None
                 try:
                     conn = connect()
-                    self.build(conn)
+                    if not self.load_snapshot(conn):  # a saved one not tried yet (a query the index could not answer)
+                        self.build(conn)
                 except NotYet:
                     pass  # nothing to mirror yet; a later recall tries again
                 except Exception as exc:  # the SQL path keeps answering; stats() shows why

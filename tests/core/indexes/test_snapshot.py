@@ -258,3 +258,31 @@ def test_saved_only_opens_a_saved_index_and_never_builds_or_saves_one(db_path: P
         expected = {mode: answers(sql_only, mode) for mode in ("fts5", "dense")}
     with Vault(db_path, embedder=embedder, keyword_index="saved", vector_index="saved") as one_shot:
         assert {mode: answers(one_shot, mode) for mode in ("fts5", "dense")} == expected
+
+
+def test_a_large_replay_is_queued_and_answers_exactly_while_it_is_indexed(db_path: Path, clock: Clock) -> None:
+    from perseus_vault_core.indexes import keyword
+
+    with Vault(db_path, embedder=False, clock=clock) as vault:
+        fill(vault, 300)
+    with Vault(db_path, embedder=False, clock=clock) as vault:
+        vault.recall("billing")
+        assert vault.wait_for_keyword_index(30)
+    with Vault(db_path, embedder=False, clock=clock, keyword_index=False) as writer:
+        fill(writer, 150, start=300)  # 150 new heads, ascii and not
+        writer.remember("note", "n7", "billing ledger rewritten: café ünïcode straße")  # a new version of an old head
+        writer.forget(3)
+        first = writer.recall("note billing ledger", mode="fts5", limit=10, reinforce=False).items
+        expected = [answers(writer, "fts5")] + [[(i.id, round(i.score, 9)) for i in writer.recall(
+            q, limit=10, reinforce=False, agent_id="x").items] for q in QUERIES]
+    with Vault(db_path, embedder=False, clock=clock) as vault:
+        index = vault._engine.keyword_index
+        assert index is not None
+        assert vault.recall("note billing ledger", mode="fts5", limit=10, reinforce=False).items == first
+        assert len(index._pending) >= 150 > keyword.FLUSH_ROWS  # the first answer scanned the queue
+        for round_ in range(2):  # each later answer indexes a batch of it first
+            got = [answers(vault, "fts5")] + [[(i.id, round(i.score, 9)) for i in vault.recall(
+                q, limit=10, reinforce=False, agent_id="x").items] for q in QUERIES]
+            assert got == expected, round_
+        assert not index._pending  # all indexed by now
+        assert "from a snapshot" in vault.stats().keyword_index
