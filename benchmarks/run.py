@@ -183,8 +183,9 @@ def render(info: dict[str, str], sizes: list[dict[str, Any]], qual: list[dict[st
     out += ["A new process on a vault whose in-memory indexes were saved (indexes/snapshot.py) opens them instead of"
             " building: its first recall, timed from an open vault (p50 of 5 processes; the dense one is given its"
             " query vector). Right after the save there is nothing to replay; after 300 writes (900 log entries, below"
-            " the re-save threshold) the new process first replays them from the change log, tokenizing each new"
-            " version.", "",
+            " the re-save threshold) the new process first replays them from the change log: the vector index stores"
+            " each new vector; the keyword index queues the new versions, and its first answer scans the queue for the"
+            " query's own words (docs/recall.md).", "",
             "| entities | snapshot | import of the package | opening the vault | first keyword recall | first dense recall | from the snapshot |",
             "|---|---|---|---|---|---|---|"]
     for s in sizes:

@@ -239,6 +239,7 @@ class KeywordIndex(HeadMirror):
     def _pending_postings(self, terms: set[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         """The queued rows' postings for these words only (slots ascending, after every indexed one)."""
         found: dict[str, tuple[list[int], list[float]]] = {}
+        firsts = {term[0] for term in terms if term}  # stemming keeps a token's first letter (porter.py)
         for slot, queued in self._pending:
             if isinstance(queued, dict):
                 counts = {term: freq for term, freq in queued.items() if term in terms}
@@ -246,6 +247,8 @@ class KeywordIndex(HeadMirror):
                 counts = {}
                 for tokens, weight in zip(queued, WEIGHTS):
                     for token in tokens:
+                        if token[0] not in firsts:
+                            continue  # cannot stem to a query word: no need to stem it (a new process's cache is cold)
                         term = stem(token)
                         if term in terms:
                             counts[term] = counts.get(term, 0.0) + weight

@@ -56,3 +56,15 @@ def test_long_and_short_tokens_pass_through() -> None:
     long = "x" * 65 + "ing"
     assert stem(long) == long
     assert stem("is") == "is"
+
+
+def test_stemming_keeps_a_tokens_first_letter() -> None:
+    """The keyword index's queued replay skips stemming tokens whose first letter no query word has
+    (indexes/keyword.py): every rule replaces a suffix and leaves a non-empty stem before it."""
+    import itertools
+
+    letters = "aeiouybcdlmnrstz"
+    short = ["".join(p) for n in (3, 4) for p in itertools.product(letters, repeat=n)]  # every rule's edge
+    for token in SAMPLES + short + [w + s for w in ("ies", "sses", "y", "e", "a") for s in ("", "s", "ing", "ed")]:
+        if len(token) >= 3:
+            assert stem(token)[0] == token[0], token
