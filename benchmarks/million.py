@@ -65,7 +65,8 @@ class DerivedVectors:
 
 
 def peak_rss_mb() -> float:
-    """This process's own peak resident memory (VmHWM; Linux), or -1."""
+    """This process's own peak resident memory: VmHWM on Linux (ru_maxrss also counts the parent's memory
+    at fork), else ru_maxrss."""
     try:
         with open("/proc/self/status") as status:
             for line in status:
@@ -73,7 +74,9 @@ def peak_rss_mb() -> float:
                     return int(line.split()[1]) / 1024
     except OSError:
         pass
-    return -1.0
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def fill(path: str, n: int) -> dict[str, float]:

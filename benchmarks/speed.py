@@ -176,7 +176,7 @@ def embedding_ingest(model: Any, n: int = 2_000, rounds: int = 2) -> dict[str, f
 
 
 _CHILD = """
-import sys, time, json, resource
+import sys, time, json
 started = time.perf_counter()
 from perseus_vault_core import Vault
 vault = Vault(sys.argv[1])
@@ -189,16 +189,7 @@ if len(queries) > 1:
     for q in queries:
         for m in ("fts5", "dense", "hybrid"):
             vault.recall(q, mode=m)
-def peak_rss_mb():
-    # VmHWM is this process image's own peak; ru_maxrss also counts the parent's memory at fork.
-    try:
-        with open("/proc/self/status") as status:
-            for line in status:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+from benchmarks.million import peak_rss_mb
 print(json.dumps({"first_answer_s": first_s, "items": len(first.items), "peak_rss_mb": peak_rss_mb()}))
 """
 

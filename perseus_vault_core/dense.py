@@ -5,12 +5,9 @@ byte-identical answers.
 
 from __future__ import annotations
 
-import threading
-from concurrent.futures import ThreadPoolExecutor
-
 import numpy as np
 
-from .forking import GATE, in_child
+from .forking import GATE, Pool
 
 
 def cosine(rows: np.ndarray, query: np.ndarray) -> np.ndarray:
@@ -36,22 +33,7 @@ def sign_words(vector: np.ndarray) -> list[np.uint64]:
 
 _BLOCK = 1 << 15  # rows per step of a scan: its temporaries stay in the CPU's cache
 SHARED_SCAN_ROWS = 200_000  # from this many rows, a second thread scans half
-_POOL: ThreadPoolExecutor | None = None
-_POOL_LOCK = threading.Lock()
-
-
-def _pool() -> ThreadPoolExecutor:
-    global _POOL
-    with _POOL_LOCK:
-        if _POOL is None:
-            _POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="perseus-vault-scan")
-        return _POOL
-
-
-@in_child
-def _forget_pool() -> None:
-    global _POOL, _POOL_LOCK  # a forked child has none of the pool's threads
-    _POOL, _POOL_LOCK = None, threading.Lock()
+_SCAN_POOL = Pool(1, "perseus-vault-scan")
 
 
 def hamming(columns: list[np.ndarray], query: list[np.uint64], n: int) -> np.ndarray:
@@ -63,7 +45,7 @@ def hamming(columns: list[np.ndarray], query: list[np.uint64], n: int) -> np.nda
         _scan(columns, query, 0, n, out)
         return out
     half = n // 2 // _BLOCK * _BLOCK
-    other = _pool().submit(_scan_in_gate, columns, query, half, n, out)
+    other = _SCAN_POOL.get().submit(_scan_in_gate, columns, query, half, n, out)
     _scan(columns, query, 0, half, out)
     other.result()
     return out

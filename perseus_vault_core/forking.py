@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
 
@@ -98,6 +99,25 @@ def in_child(hook: Callable[[], None]) -> Callable[[], None]:
     """Run ``hook`` in every forked child, after the gate is reset (usable as a decorator)."""
     _CHILD_HOOKS.append(hook)
     return hook
+
+
+class Pool:
+    """A thread pool started on first use; a forked child, which has none of its threads, starts anew."""
+
+    def __init__(self, workers: int, name: str) -> None:
+        self.workers, self.name = workers, name
+        self._executor: ThreadPoolExecutor | None = None
+        self._lock = threading.Lock()
+        in_child(self._forget)
+
+    def get(self) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix=self.name)
+            return self._executor
+
+    def _forget(self) -> None:
+        self._executor, self._lock = None, threading.Lock()
 
 
 def _after_fork_in_child() -> None:

@@ -15,9 +15,8 @@ The order of work:
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,7 +27,7 @@ from .actionability import actionability, startup_factor
 from .embeddings import BUNDLED_IDENTITY, embedding_text
 from .errors import InvalidInput, NotSupported
 from .filters import FROM, FROM_VIDS, View, id_list, narrow, view
-from .forking import GATE, in_child
+from .forking import GATE, Pool
 from .fusion import Fusion, combine, keyword_score
 from .hits import POOL_COLUMNS, POOL_NAMES, Hit, examined, visible_hits
 from .indexes.keyword import KeywordIndex
@@ -41,23 +40,7 @@ from .ranking import KNOB_RANGE, Scored, bounded, diversify, order, recency, tru
 from .storage import Backend, Connection
 from .validity import Validity, validity
 
-_EXECUTOR: ThreadPoolExecutor | None = None
-_EXECUTOR_LOCK = threading.Lock()
-
-
-def _executor() -> ThreadPoolExecutor:
-    global _EXECUTOR
-    with _EXECUTOR_LOCK:
-        if _EXECUTOR is None:
-            _EXECUTOR = ThreadPoolExecutor(max_workers=4, thread_name_prefix="perseus-vault-embed")
-        return _EXECUTOR
-
-
-@in_child
-def _forget_executor() -> None:
-    # A forked child inherits the pool's bookkeeping but none of its threads: start a new pool there.
-    global _EXECUTOR, _EXECUTOR_LOCK
-    _EXECUTOR, _EXECUTOR_LOCK = None, threading.Lock()
+_EMBED_POOL = Pool(4, "perseus-vault-embed")
 
 
 def _embed_in_gate(embed: Callable[[str], np.ndarray], text: str) -> np.ndarray:
@@ -300,7 +283,7 @@ def _search(
     elif mode in ("dense", "hybrid"):
         assert arms.embed_query is not None
         # The model runs outside the GIL: embed the query while the keyword arm searches.
-        embedding = _executor().submit(_embed_in_gate, arms.embed_query, params.query)
+        embedding = _EMBED_POOL.get().submit(_embed_in_gate, arms.embed_query, params.query)
     if mode in ("fts5", "hybrid"):
         lists["fts5"], variant_count = _keyword_arm(conn, params, v, pool, arms)
     query_vector = vector

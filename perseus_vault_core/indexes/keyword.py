@@ -217,10 +217,12 @@ class KeywordIndex(HeadMirror):
             more_freqs.append(freq)
             self._merged.pop(tid, None)
 
-    def _apply(self, conn: Connection, upto: int) -> bool:
+    def _replaying(self, entries: int) -> None:
         # A large replay (a new process catching up with its snapshot) queues its rows instead of
         # indexing every word of each before the first answer; small ones index as they come.
-        self._defer = self.backend.changes.pending(conn, self.seq, upto, self.HANDLES_VECTORS) > DEFER_OVER
+        self._defer = entries > DEFER_OVER
+
+    def _apply(self, conn: Connection, upto: int) -> bool:
         try:
             return super()._apply(conn, upto)
         finally:

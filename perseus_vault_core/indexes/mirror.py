@@ -218,6 +218,9 @@ class HeadMirror:
     def _prepare(self, conn: Connection) -> None:
         """Anything to set up on the building connection before its snapshot starts."""
 
+    def _replaying(self, entries: int) -> None:
+        """A replay of ``entries`` log entries is about to be applied."""
+
     def _reserve(self, rows: int) -> None:
         """Room for about ``rows`` heads before a build reads them (a build at a million rows then copies
         no array to grow it: the vector matrix alone is 1.5 GB there)."""
@@ -434,8 +437,10 @@ class HeadMirror:
         first = log.first(conn)
         if first is not None and first > self.seq + 1:
             return False  # the log was trimmed past our position
-        if log.pending(conn, self.seq, upto, self.HANDLES_VECTORS) > max(10_000, self.rows.n // 5):
+        count = log.pending(conn, self.seq, upto, self.HANDLES_VECTORS)
+        if count > max(10_000, self.rows.n // 5):
             return False  # cheaper to rebuild than to replay
+        self._replaying(count)
         entries = log.entries(conn, self.seq, upto, self.HANDLES_VECTORS)
         if any(op in self.REBUILD_ON for _, op in entries):
             return False
