@@ -66,6 +66,8 @@ class Engine:
         self.backend.migrate(self.clock())
         self.keyword_index = KeywordIndex(self.backend) if options.keyword_index else None
         self.vector_index = VectorIndex(self.backend) if options.vector_index else None
+        if self.keyword_index is not None and self.vector_index is not None:
+            self.vector_index.heads = self.keyword_index.heads  # one memory of the heads for both arms
         for index, wanted in ((self.keyword_index, options.keyword_index), (self.vector_index, options.vector_index)):
             if index is not None:  # saved beside the file, opened by the next process (indexes/snapshot.py)
                 index.snapshot_path = self.backend.mirror_file(index.NAME)
@@ -225,6 +227,8 @@ class Engine:
                 continue
             if index.ready:
                 index.save_if_behind(build)
+                if index.heads is not None:
+                    index.heads.fill_in_background(build)  # the walk's columns in memory (indexes/heads.py)
             else:
                 index.start_background_build(build)
 

@@ -26,6 +26,7 @@ future hides the entity until then, even though the older version is still true 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,15 +52,29 @@ def _valid_at(alias: str, param: str) -> str:
     )
 
 
+# What the current view's rule reads of a head, in this order: the columns of :attr:`View.rule`.
+RULE_COLUMNS = (
+    "v.valid_from_ms", "v.valid_to_ms", "v.status", "v.expires_at_ms", "e.agent_id", "e.workspace_hash",
+    "e.category", "v.type", "v.topic_path",
+)
+Rule = Callable[[Sequence[Any]], bool]
+
+
 @dataclass
 class View:
-    """A WHERE clause over ``v``/``e`` with its named parameters."""
+    """A WHERE clause over ``v``/``e`` with its named parameters.
+
+    ``rule``: the same clause as a test of one head version's :data:`RULE_COLUMNS`, for the current view
+    (no time travel, no ``min_decay``: everything it reads is fixed once a version is written); ``None``
+    for the others. A search whose candidates are all heads (an index's) checks them with it in memory
+    instead of a statement (:func:`hits.visible_hits`); a test holds it to the SQL."""
 
     where: str
     params: dict[str, Any] = field(default_factory=dict)
     instant: int = 0  # the view's "now": validity, expiry and decay are judged here
     historical: bool = False
     narrowed: bool = False  # limited to a list of entities (``:only_ids``, see :func:`narrow`)
+    rule: Rule | None = None
 
     @property
     def scope(self) -> tuple[str | None, str | None]:
@@ -121,7 +136,32 @@ def view(filters: Filters, now_ms: int) -> View:
             "pv_decay(:decay_now, e.last_accessed_ms, v.updated_at_ms, e.retrieval_count) >= :min_decay"
         )
         params.update(decay_now=now, min_decay=filters.min_decay)
-    return View(" AND ".join(clauses), params, instant, historical=filters.time_travel)
+    current = not filters.time_travel and filters.min_decay is None
+    return View(" AND ".join(clauses), params, instant, historical=filters.time_travel,
+                rule=head_rule(filters, now) if current else None)
+
+
+def head_rule(filters: Filters, now: int) -> Rule:
+    """The current view's clause (above) as a test of a head's :data:`RULE_COLUMNS`, operation for
+    operation; a NULL compares false, as in SQL."""
+    archived, agent, workspace = filters.include_archived, filters.agent_id, filters.workspace_hash
+    category, kind = filters.category, filters.type
+    prefix = (filters.topic_path or "").strip().strip("/") or None
+    under = f"{prefix}/" if prefix else ""
+
+    def rule(row: Sequence[Any]) -> bool:
+        valid_from, valid_to, status, expires, agent_id, workspace_hash, cat, typ, topic = row
+        if (valid_from is not None and valid_from > now) or (valid_to is not None and valid_to <= now):
+            return False
+        if not archived and (status != "active" or (expires is not None and expires <= now)):
+            return False
+        if (agent is not None and agent_id != agent) or (workspace is not None and workspace_hash != workspace):
+            return False
+        if (category is not None and cat != category) or (kind is not None and typ != kind):
+            return False
+        return prefix is None or (topic is not None and (topic == prefix or topic[: len(under)] == under))
+
+    return rule
 
 
 def narrow(v: View, ids: list[int]) -> View:

@@ -8,25 +8,31 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .filters import FROM_VIDS, View, id_list
 from .dbapi import Connection
 
+if TYPE_CHECKING:
+    from .indexes.heads import Heads
+
 
 class Ranking:
     """Scored candidates of one query, ordered on demand (best first, ties by entity id).
     ``ceiling``: for a keyword ranking, the most the query's words could score (see fusion.py).
     ``exact``: when given, rows that could not reach the best ``exact`` were left out (``partial``), so
-    only that many are in the store's own order; a walk that needs more asks for the whole ranking."""
+    only that many are in the store's own order; a walk that needs more asks for the whole ranking.
+    ``heads``: given by an index whose candidates are all current heads of the snapshot being read;
+    the walk then reads what it needs of them from that memory (:mod:`indexes.heads`)."""
 
     def __init__(self, vids: np.ndarray, entity_ids: np.ndarray, scores: np.ndarray, ceiling: float = 0.0,
-                 exact: int | None = None) -> None:
+                 exact: int | None = None, heads: Heads | None = None) -> None:
         self.vids, self.entity_ids, self.scores, self.ceiling = vids, entity_ids, scores, ceiling
         self.partial = exact is not None
         self.exact = len(scores) if exact is None else min(exact, len(scores))
+        self.heads = heads
 
     def __len__(self) -> int:
         return len(self.scores)
@@ -75,12 +81,18 @@ def visible_hits(conn: Connection, ranking: Ranking, view: View, pool: int) -> l
     want = pool + pool // 4 + 8
     taken = 0
     sql = f"SELECT v.vid, {', '.join(POOL_COLUMNS)} FROM {FROM_VIDS} WHERE {view.where}"
+    heads, rule = ranking.heads, view.rule
     while len(hits) < pool and taken < ranking.exact:
         batch = ranking.top(min(taken + want, ranking.exact))[taken:]
         taken += len(batch)
-        params = dict(view.params, vids=id_list([vid for _, vid, _ in batch]))
-        visible = {row[0]: row[1:] for row in conn.execute(sql, params)}
-        hits.extend(Hit(eid, vid, score, visible[vid]) for eid, vid, score in batch if vid in visible)
+        if heads is not None and rule is not None:  # heads of this snapshot: the rule decides, in memory
+            for (eid, vid, score), known in zip(batch, heads.rows(conn, [vid for _, vid, _ in batch])):
+                if known is not None and rule(known[1]):
+                    hits.append(Hit(eid, vid, score, known[0]))
+        else:
+            params = dict(view.params, vids=id_list([vid for _, vid, _ in batch]))
+            visible = {row[0]: row[1:] for row in conn.execute(sql, params)}
+            hits.extend(Hit(eid, vid, score, visible[vid]) for eid, vid, score in batch if vid in visible)
         rate = max(len(hits) / taken, 0.01)
         want = min(int((pool - len(hits)) / rate * 1.25) + 8, 20_000)
     _last_walk.examined = taken

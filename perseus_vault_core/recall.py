@@ -280,7 +280,10 @@ def _search(
     embedding: Future[np.ndarray] | None = None
     if vector is not None:
         lists["dense"] = _dense_arm(conn, vector, v, pool, arms)
-    elif mode in ("dense", "hybrid"):
+    elif mode == "dense":
+        assert arms.embed_query is not None
+        lists["dense"] = _dense_arm(conn, arms.embed_query(params.query), v, pool, arms)  # nothing to overlap
+    elif mode == "hybrid":
         assert arms.embed_query is not None
         # The model runs outside the GIL: embed the query while the keyword arm searches.
         embedding = _EMBED_POOL.get().submit(_embed_in_gate, arms.embed_query, params.query)
@@ -305,7 +308,7 @@ def _search(
         assert query_vector is not None
         # A keyword hit the dense pool did not reach still has a cosine: every candidate is weighed by both.
         unseen = [vids[e] for e in kw if e not in cos]
-        by_vid = arms.backend.vectors.cosines(conn, unseen, query_vector) if unseen else {}
+        by_vid = _cosines(conn, unseen, query_vector, arms, v) if unseen else {}
         cos.update({e: by_vid[vids[e]] for e in kw if e not in cos and vids[e] in by_vid})
         fused = combine(kw, cos, params.fusion or arms.fusion or Fusion())
         scored = [Scored(eid, score, score) for eid, score in fused[:pool]]
@@ -317,6 +320,16 @@ def _search(
         return [], variant_count
     items = _rank(conn, params, v, mode, scored, vids, ranks, known)
     return items, variant_count
+
+
+def _cosines(conn: Connection, vids: list[int], query: np.ndarray, arms: Arms, v: View) -> dict[int, float]:
+    """The cosine of each of these versions: from the vector index's memory when it can answer for this
+    snapshot and the versions are heads (the current view's), else from the file; the same scores."""
+    if arms.vector_index is not None and not v.historical:
+        found = arms.vector_index.cosines(conn, vids, query)
+        if found is not None:
+            return found
+    return arms.backend.vectors.cosines(conn, vids, query)
 
 
 # --- the knobs -----------------------------------------------------------------------------------

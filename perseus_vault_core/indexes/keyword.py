@@ -153,6 +153,7 @@ class KeywordIndex(HeadMirror):
         self._n_rows = 0  # live rows, as FTS5 counts them
         self._n_tokens = 0
         self._norm = np.zeros(0)
+        self._place = np.zeros(0, dtype=np.int64)  # scratch for _ranked: a candidate's place by slot, else -1
         self._norm_for: tuple[int, int, int] = (-1, -1, -1)
         # While building: every token as (term id, slot, column weight), summed by _csr at the end.
         self._flat: tuple[array[int], array[int], array[float]] | None = (array("i"), array("i"), array("f"))
@@ -422,8 +423,8 @@ class KeywordIndex(HeadMirror):
         top = ceiling(n_rows, dfs)
         shares: dict[int, np.ndarray] = {}  # each word's share in each row holding it, once computed
         taken = _essential(terms, shares, row_norm, depth) if depth is not None else None
-        score = np.zeros(n, dtype=np.float64)
         if taken is None:  # every matching row
+            score = np.zeros(n, dtype=np.float64)
             matched = np.zeros(n, dtype=bool)
             for i, word in enumerate(terms):
                 if word is not None:
@@ -433,29 +434,53 @@ class KeywordIndex(HeadMirror):
             if not scoped:
                 matched &= self.in_scope(None, None)
             hits = np.flatnonzero(matched)
-            return Ranking(rows.vids[hits], rows.entities[hits], score[hits], top)
-        # The rows holding a word taken, exactly scored: each word's share added in query order, as FTS5
-        # adds them (a word not taken is looked up in those rows only).
-        held = np.zeros(n, dtype=bool)
-        for i in taken:
-            held[terms[i].slots] = True  # type: ignore[union-attr]
-        candidates = np.flatnonzero(held)
-        for i, word in enumerate(terms):
-            if word is None:
-                continue
-            if i in taken:
-                score[word.slots] += shares[i]
-                continue
-            if len(candidates) * 16 < len(word.slots):  # few candidates: look each up in the word's postings
-                at = np.minimum(np.searchsorted(word.slots, candidates), len(word.slots) - 1)
-                holds = word.slots[at] == candidates
-                rows_held, freqs = candidates[holds], word.freqs[at[holds]]
-            else:  # many: keep the word's postings that are candidates
-                inside = held[word.slots]
-                rows_held, freqs = word.slots[inside], word.freqs[inside]
-            score[rows_held] += phrase_scores(freqs, row_norm(rows_held), word.weight)
+            return Ranking(rows.vids[hits], rows.entities[hits], score[hits], top, heads=self.heads)
         assert depth is not None
-        return Ranking(rows.vids[candidates], rows.entities[candidates], score[candidates], top, exact=depth)
+        candidates, score = self._pruned(terms, taken, shares, row_norm)
+        return Ranking(rows.vids[candidates], rows.entities[candidates], score, top, exact=depth, heads=self.heads)
+
+    def _pruned(self, terms: Sequence[Word | None], taken: set[int], shares: dict[int, np.ndarray],
+                row_norm: Callable[[np.ndarray], np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """The rows holding a word taken, each exactly scored: every word's share added in query order, as
+        FTS5 adds them (a word not taken is looked up in those rows only). Returns (slots, scores)."""
+        n = self.rows.n
+        # Only the candidates are touched (a few thousand rows, not every row of the store): a scratch
+        # array maps each candidate's slot to its place (-1 elsewhere, restored before returning; the
+        # mirror's lock is held), so a word's postings find their candidates by one gather.
+        held = [terms[i].slots for i in sorted(taken)]  # type: ignore[union-attr]
+        if len(held) == 1:
+            candidates = held[0]
+        elif sum(len(h) for h in held) * 8 < n:  # a few rows: sort them
+            candidates = np.unique(np.concatenate(held))
+        else:
+            mask = np.zeros(n, dtype=bool)
+            for h in held:
+                mask[h] = True
+            candidates = np.flatnonzero(mask)
+        if len(self._place) < n:
+            self._place = np.full(n + 1024, -1, dtype=np.int64)
+        place = self._place
+        place[candidates] = np.arange(len(candidates))
+        try:
+            score = np.zeros(len(candidates), dtype=np.float64)
+            for i, word in enumerate(terms):
+                if word is None:
+                    continue
+                if i in taken:
+                    score[place[word.slots]] += shares[i]
+                    continue
+                if len(candidates) * 16 < len(word.slots):  # few candidates: look each up in the word's postings
+                    at = np.minimum(np.searchsorted(word.slots, candidates), len(word.slots) - 1)
+                    holds = word.slots[at] == candidates
+                    where, rows_held, freqs = np.flatnonzero(holds), candidates[holds], word.freqs[at[holds]]
+                else:  # many: keep the word's postings that are candidates
+                    at = place[word.slots]
+                    inside = at >= 0
+                    where, rows_held, freqs = at[inside], word.slots[inside], word.freqs[inside]
+                score[where] += phrase_scores(freqs, row_norm(rows_held), word.weight)
+        finally:
+            place[candidates] = -1
+        return candidates, score
 
     def describe(self) -> str:
         text = super().describe()

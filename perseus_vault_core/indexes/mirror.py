@@ -32,6 +32,7 @@ from ..dbapi import Connection
 from ..forking import GATE, in_child
 from . import snapshot
 from .snapshot import Saved
+from .heads import Heads
 from ..storage.base import OP_GONE, OP_HEAD, OP_REBUILT, OP_VECTOR, Backend
 
 
@@ -119,6 +120,21 @@ class SlotMap:
     def __contains__(self, vid: int) -> bool:
         return self.get(vid) is not None
 
+    def many(self, vids: Sequence[int]) -> np.ndarray:
+        """The slot of each of ``vids`` (-1 where none), one binary search for them all."""
+        keys = np.asarray(vids, dtype=np.int64)
+        out = np.full(len(keys), -1, dtype=np.int64)
+        if len(self._keys) and len(keys):
+            i = np.minimum(np.searchsorted(self._keys, keys), len(self._keys) - 1)
+            hit = self._keys[i] == keys
+            out[hit] = self._slots[i[hit]]
+        if self._added or self._removed:
+            for j, vid in enumerate(keys.tolist()):
+                if vid in self._added or vid in self._removed:
+                    slot = self._added.get(vid)
+                    out[j] = -1 if slot is None else slot
+        return out
+
     def __setitem__(self, vid: int, slot: int) -> None:
         self._added[vid] = slot
         self._removed.discard(vid)
@@ -172,7 +188,7 @@ class HeadMirror:
     REBUILD_ON: tuple[int, ...] = (OP_REBUILT,)
     # Fields that belong to this object, never taken from a fresh build or a loaded snapshot.
     LOCAL: tuple[str, ...] = ("_lock", "_building", "snapshot_path", "_snapshot_tried", "_saving", "_purged_at",
-                              "snapshot_note")
+                              "snapshot_note", "heads")
 
     def __init__(self, backend: Backend) -> None:
         _MIRRORS.add(self)
@@ -197,6 +213,9 @@ class HeadMirror:
         self._saving = False
         self._purged_at = 0  # log position of this process's last purge: no older state may be saved
         self.saved_only = False  # use a saved snapshot when there is one; never build or save (engine.warm)
+        # What the walk reads of the heads this mirror ranks, remembered by vid (hits.Heads); the engine
+        # lends its keyword and vector mirrors one between them. None: none kept (the walk asks the file).
+        self.heads: Heads | None = Heads()
 
     # -- hooks --
 

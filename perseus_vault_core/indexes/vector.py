@@ -48,6 +48,8 @@ class VectorIndex(HeadMirror):
         self._matrix = np.zeros((0, 0), dtype=np.float32)
         self._has = np.zeros(0, dtype=bool)
         self._bits: list[np.ndarray] = []  # sign bits, one uint64 column per 64 dimensions
+        self._changed = 0  # bumped by every change to which rows hold a live vector
+        self._live: tuple[tuple[int, int], np.ndarray, int] | None = None  # (when, mask, rows set) unscoped
 
     def _prepare(self, conn: Connection) -> None:
         recorded = self.backend.vectors.model(conn)
@@ -65,6 +67,7 @@ class VectorIndex(HeadMirror):
         self._bits = [grow(column, rows + 1024) for column in self._bits]
 
     def _store(self, slot: int, value: Any) -> None:
+        self._changed += 1
         self._matrix = grow(self._matrix, slot + 1)
         self._has = grow(self._has, slot + 1)
         self._bits = [grow(column, slot + 1) for column in self._bits]
@@ -84,7 +87,38 @@ class VectorIndex(HeadMirror):
         self._store(slot, values[0])
 
     def _forget(self, slot: int) -> None:
+        self._changed += 1
         self._has[slot] = False
+
+    def _live_mask(self, agent_id: str | None, workspace_hash: str | None) -> tuple[np.ndarray, int]:
+        """Rows with a live vector in scope, and how many; unscoped, kept until a row changes (a query
+        then costs no pass over every row to make it)."""
+        n = self.rows.n
+        if agent_id is not None or workspace_hash is not None:
+            mask = self._has[:n] & self.in_scope(agent_id, workspace_hash)
+            return mask, int(np.count_nonzero(mask))
+        when = (self._changed, n)
+        if self._live is None or self._live[0] != when:
+            mask = self._has[:n] & self.rows.alive[:n]
+            self._live = (when, mask, int(np.count_nonzero(mask)))
+        return self._live[1], self._live[2]
+
+    def cosines(self, conn: Connection, vids: Sequence[int], query: np.ndarray) -> dict[int, float] | None:
+        """The cosine of ``query`` to each of these heads' vectors, scored the canonical way, as
+        ``vectors.cosines`` scores them from the file (a version without a vector is absent); ``None``
+        if the mirror cannot answer for the snapshot ``conn`` reads."""
+
+        def compute() -> dict[int, float]:
+            slots = self._slot_map().many(vids)
+            held = slots >= 0
+            held[held] = self._has[slots[held]]
+            if not held.any():
+                return {}
+            scores = cosine(self._matrix[slots[held]], np.asarray(query, dtype=np.float32))
+            return dict(zip(np.asarray(vids, dtype=np.int64)[held].tolist(), scores.tolist()))
+
+        result: dict[int, float] | None = self.answer(conn, compute)
+        return result
 
     def search(
         self, conn: Connection, query: np.ndarray, depth: int, agent_id: str | None = None, workspace_hash: str | None = None
@@ -95,13 +129,13 @@ class VectorIndex(HeadMirror):
 
         def compute() -> tuple[Ranking, bool]:
             n = self.rows.n
-            mask = self._has[:n] & self.in_scope(agent_id, workspace_hash)
+            mask, kept = self._live_mask(agent_id, workspace_hash)
             q = np.asarray(query, dtype=np.float32)
-            kept = int(np.count_nonzero(mask))
             if kept > depth and kept * 2 > n:  # most rows count (dead versions aside): scan all, no gather
                 distance = hamming(self._bits, sign_words(q), n)
-                distance[~mask] = np.iinfo(np.uint16).max  # farther than any row's (at most the dimension)
-                slots = nearest(distance, self.rows.entities[:n], depth)
+                if kept < n:
+                    distance[~mask] = np.iinfo(np.uint16).max  # farther than any row's (at most the dimension)
+                slots = np.sort(nearest(distance, self.rows.entities[:n], depth))  # in file order: a gentler gather
                 complete = False
             else:
                 candidates = np.flatnonzero(mask)
@@ -111,7 +145,7 @@ class VectorIndex(HeadMirror):
                 slots = candidates[nearest(distance, self.rows.entities[candidates], depth)]
                 complete = kept <= depth
             scores = cosine(self._matrix[slots], q)
-            return Ranking(self.rows.vids[slots], self.rows.entities[slots], scores), complete
+            return Ranking(self.rows.vids[slots], self.rows.entities[slots], scores, heads=self.heads), complete
 
         result: tuple[Ranking, bool] | None = self.answer(conn, compute)
         return result

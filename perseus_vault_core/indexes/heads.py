@@ -1,0 +1,132 @@
+"""What recall's walk reads of the current heads, kept in memory by version id.
+
+An index ranks candidates; before they become hits, the walk (:func:`hits.visible_hits`) checks each
+against the caller's view and reads the columns the knobs weigh (:data:`hits.POOL_COLUMNS`). By SQL
+that is one statement over ~130 random rows per recall: about 0.4 ms at 100k, a third of a warm keyword
+recall. A long-running process keeps those columns (and :data:`filters.RULE_COLUMNS`) here instead,
+filled by one pass over the heads in the background once an index is ready, and by the walk itself
+for anything newer; the view's rule (:attr:`filters.View.rule`) then decides in memory.
+
+Sound because none of it changes once a version is written: the schema refuses updates of a
+version's columns (only ``recorded_to_ms`` is set, when the version is closed, and this memory never
+holds it: whether a version is the head is the index's to say, for the snapshot being read); an
+entity's scope, category and creation time are fixed; ids are never reused (AUTOINCREMENT). What a
+purge deletes is never a candidate again. Bounded: past :attr:`Heads.LIMIT` versions it starts over.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import weakref
+from collections.abc import Callable, Sequence
+from itertools import islice
+from typing import Any
+
+from ..dbapi import Connection
+from ..filters import FROM_VIDS, RULE_COLUMNS, id_list
+from ..forking import GATE, in_child
+from ..hits import POOL_COLUMNS
+
+Known = tuple[tuple[Any, ...], tuple[Any, ...]]  # (pool columns, rule columns)
+
+_COLUMNS = ", ".join(POOL_COLUMNS + RULE_COLUMNS)
+_CUT = len(POOL_COLUMNS) + 1
+_ALL: weakref.WeakSet[Heads] = weakref.WeakSet()
+_FILL_BATCH = 4_096  # rows per step of the background pass: a fork waits for one step at most
+
+
+@in_child
+def _forget_fills() -> None:
+    """In a forked child the filling thread does not exist: let a later recall start one."""
+    for heads in list(_ALL):
+        heads._filling = False
+
+
+class Heads:
+    """Versions' pool and rule columns by vid. Thread-safe: readers and the filling pass touch the dict
+    by single operations only."""
+
+    LIMIT = 262_144  # about 60 MB of tuples
+
+    def __init__(self) -> None:
+        self._rows: dict[int, Known] = {}
+        self._lock = threading.Lock()
+        self._filling = False
+        self.filled = False
+        _ALL.add(self)
+
+    def rows(self, conn: Connection, vids: Sequence[int]) -> list[Known | None]:
+        """(pool columns, rule columns) of each version; ``None`` for one that does not exist. Versions not
+        held yet are read in one statement and kept."""
+        known = self._rows
+        out = [known.get(vid) for vid in vids]
+        missing = [vid for vid, got in zip(vids, out) if got is None]
+        if not missing:
+            return out
+        sql = f"SELECT v.vid, {_COLUMNS} FROM {FROM_VIDS}"
+        fetched = {row[0]: _known(row) for row in conn.execute(sql, {"vids": id_list(missing)})}
+        if len(known) + len(fetched) > self.LIMIT:
+            self._evict(len(known) + len(fetched) - self.LIMIT + self.LIMIT // 8)
+        known.update(list(fetched.items())[: self.LIMIT])
+        return [got if got is not None else fetched.get(vid) for vid, got in zip(vids, out)]
+
+    def fill_in_background(self, connect: Callable[[], Any]) -> None:
+        """Read every head's columns on a thread of its own (its own connection), once: the newest first,
+        up to :attr:`LIMIT`."""
+        with self._lock:
+            if self.filled or self._filling:
+                return
+            self._filling = True
+
+        def run() -> None:
+            with GATE.inside():
+                conn = None
+                try:
+                    conn = connect()
+                    last = None
+                    while len(self._rows) < self.LIMIT:
+                        after = "" if last is None else "AND v.vid < :last "
+                        rows = conn.execute(
+                            f"SELECT v.vid, {_COLUMNS} FROM entity_versions v CROSS JOIN entities e ON e.id = v.entity_id "
+                            f"WHERE v.recorded_to_ms IS NULL {after}ORDER BY v.vid DESC LIMIT :n",
+                            {"last": last, "n": min(_FILL_BATCH, self.LIMIT - len(self._rows))}).fetchall()
+                        for row in rows:
+                            self._rows.setdefault(row[0], _known(row))
+                        if len(rows) < _FILL_BATCH:
+                            break
+                        last = rows[-1][0]
+                        GATE.checkpoint()  # between two statements: a fork may happen now
+                    self.filled = True
+                except Exception:  # best effort: the walk reads what it misses
+                    pass
+                finally:
+                    self._filling = False
+                    if conn is not None:
+                        conn.close()
+
+        threading.Thread(target=run, name="perseus-vault-heads", daemon=True).start()
+
+    def _evict(self, count: int) -> None:
+        """Drop the ``count`` versions held longest (a dict keeps insertion order)."""
+        try:
+            for vid in list(islice(self._rows, count)):
+                self._rows.pop(vid, None)
+        except RuntimeError:  # another thread changed the dict meanwhile: start over instead
+            self._rows.clear()
+
+    def clear(self) -> None:
+        self._rows.clear()
+        self.filled = False
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+
+def _known(row: Sequence[Any]) -> Known:
+    return tuple(_shared(x) for x in row[1:_CUT]), tuple(_shared(x) for x in row[_CUT:])
+
+
+def _shared(value: Any) -> Any:
+    """One copy of each repeated text (status, category, scope ...) however many rows hold it."""
+    return sys.intern(value) if type(value) is str and len(value) <= 64 else value
