@@ -46,6 +46,11 @@ EMBED_BATCH = 256  # texts per embedder call when writing
 Clock = Callable[[], int]
 
 
+# Recalls a process answers before it keeps every head's columns in memory (indexes/heads.py): that memory
+# is the process's own (about 60 MB at most), worth it to a server, not to a one-shot reader or a CLI call.
+HEADS_AFTER = 100
+
+
 def wall_clock() -> int:
     return time.time_ns() // 1_000_000
 
@@ -66,6 +71,7 @@ class Engine:
         self.backend.migrate(self.clock())
         self.keyword_index = KeywordIndex(self.backend) if options.keyword_index else None
         self.vector_index = VectorIndex(self.backend) if options.vector_index else None
+        self.recalls = 0  # answered by this process: past HEADS_AFTER it is a long-running one
         if self.keyword_index is not None and self.vector_index is not None:
             self.vector_index.heads = self.keyword_index.heads  # one memory of the heads for both arms
         for index, wanted in ((self.keyword_index, options.keyword_index), (self.vector_index, options.vector_index)):
@@ -215,6 +221,7 @@ class Engine:
             fusion=self.fusion,
         )
         result = recall.recall(self.conn(), p, self.now(), self.reinforce, arms, only=only, vector=vector)
+        self.recalls += 1
         self.warm(result.search_mode)
         return result
 
@@ -227,7 +234,7 @@ class Engine:
                 continue
             if index.ready:
                 index.save_if_behind(build)
-                if index.heads is not None:
+                if index.heads is not None and self.recalls >= HEADS_AFTER:
                     index.heads.fill_in_background(build)  # the walk's columns in memory (indexes/heads.py)
             else:
                 index.start_background_build(build)

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from perseus_vault_core import Vault
+from perseus_vault_core.engine import HEADS_AFTER
 from perseus_vault_core.filters import FROM, RULE_COLUMNS, view
 from perseus_vault_core.hits import POOL_COLUMNS
 from perseus_vault_core.indexes.heads import Heads
@@ -103,9 +104,12 @@ def test_the_background_pass_holds_every_head(db_path: Path, clock: Clock) -> No
         _varied(vault, clock, n=80)
         engine = vault._engine
         assert engine.keyword_index is not None
-        vault.recall("ledger")  # builds the index; the next recall starts the pass
+        vault.recall("ledger")  # builds the index
         assert vault.wait_for_keyword_index()
-        vault.recall("ledger")
+        for _ in range(HEADS_AFTER - 2):
+            vault.recall("ledger")
+        assert not engine.keyword_index.heads.filled and not engine.keyword_index.heads._filling  # a short-lived process
+        vault.recall("ledger")  # the HEADS_AFTER-th: a long-running process, the pass starts
         deadline = time.monotonic() + 10
         while not engine.keyword_index.heads.filled and time.monotonic() < deadline:
             time.sleep(0.01)
