@@ -65,6 +65,7 @@ def write(path: str, meta: dict[str, Any], arrays: dict[str, Saved], mode: int =
         offset = _aligned(offset + int(np.prod(shape, dtype=np.int64)) * dtype.itemsize)
     header = json.dumps({"format": FORMAT, "meta": meta, "arrays": specs}, separators=(",", ":")).encode()
     start = _aligned(len(MAGIC) + _LENGTH.size + len(header))
+    sweep(path)
     temporary = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:
@@ -133,8 +134,46 @@ def _read(handle: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]] | None:
 
 
 def remove(path: str) -> None:
-    """Delete a snapshot if there is one (a purge must not leave the purged memory in it)."""
+    """Delete a snapshot if there is one (a purge must not leave the purged memory in it), and what
+    killed saves left of one."""
+    sweep(path)
     try:
         os.unlink(path)
     except FileNotFoundError:
         pass
+
+
+def sweep(path: str) -> int:
+    """Delete the temporaries (``<path>.<pid>.<thread>.tmp``) of saves whose process is gone, killed mid-save:
+    nothing reads them, and they hold a mirror's words and vectors. Returns how many went."""
+    folder, base = os.path.split(os.path.abspath(path))
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return 0
+    removed = 0
+    for name in names:
+        if not (name.startswith(base + ".") and name.endswith(".tmp")):
+            continue
+        pid = name[len(base) + 1 : -len(".tmp")].split(".")[0]
+        if not pid.isdigit() or _alive(int(pid)):
+            continue
+        try:
+            os.unlink(os.path.join(folder, name))
+            removed += 1
+        except OSError:
+            pass
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (where that cannot be asked, it is taken to: its file stays)."""
+    if pid == os.getpid() or os.name == "nt":
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: alive
+        return True
+    return True

@@ -54,7 +54,22 @@ def serve(db: str, port: int, agent_id: str | None) -> None:
         serve_http(vault, "127.0.0.1", port, resolve_token(), agent_id=agent_id)
 
 
+def save_indexes(db: str, rounds: int) -> None:
+    """Rebuild and save the keyword index over and over (each round a reindex, so each save is a whole
+    new snapshot); print ``saved N`` after each. The parent kills it at a random moment, often mid-save."""
+    with Vault(db, embedder=False) as vault:
+        print("ready", flush=True)
+        for n in range(rounds):
+            vault.reindex()
+            vault.recall("storage engines")
+            assert vault.wait_for_keyword_index()
+            print(f"saved {n}", flush=True)
+
+
 def main(argv: list[str]) -> None:
+    if argv[0] == "saves":
+        save_indexes(argv[1], int(argv[2]))
+        return
     if argv[0] == "serve":
         _, db, port, *agent = argv
         serve(db, int(port), agent[0] if agent else None)

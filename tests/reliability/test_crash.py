@@ -8,6 +8,7 @@ then inspects the file from this process.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -22,6 +23,7 @@ import pytest
 from perseus_vault_core import Vault
 from perseus_vault_core.storage.sqlite.connection import connect
 
+from ..conftest import FakeEmbedder
 from ._checks import index_problems
 from ._workers import CATEGORY
 
@@ -166,3 +168,51 @@ def test_a_wrong_key_never_touches_an_encrypted_vault_a_crash_left(tmp_path: Pat
         n = int(key.split("-b")[1].split("-")[0])
         present[n] = present.get(n, 0) + 1
     assert all(present.get(n) == BATCH for n in acknowledged), (sorted(acknowledged), present)
+
+
+SAVE_KILLS = 6
+
+
+def _temporaries(db: Path) -> list[str]:
+    return [name for name in os.listdir(db.parent) if name.startswith(db.name + "-") and name.endswith(".tmp")]
+
+
+def _page(db: Path, query: str, saved: bool) -> list[tuple[int, float]]:
+    """A one-shot process's answer: from the saved keyword index when ``saved`` (and one is usable), else FTS5."""
+    options: dict[str, object] = {"keyword_index": "saved"} if saved else {"keyword_index": False}
+    with Vault(db, embedder=False, **options) as vault:  # type: ignore[arg-type]
+        return [(item.id, item.score) for item in vault.recall(query, limit=20, reinforce=False).items]
+
+
+@pytest.mark.slow
+def test_sigkill_mid_save_leaves_a_usable_index_or_none_and_no_stray_file(tmp_path: Path) -> None:
+    """Kill a process while it writes a keyword-index snapshot (the moment its temporary file appears):
+    the next process opens the old snapshot or the new one, answers exactly as FTS5 does, finds the
+    indexes and rows in agreement, and the next save deletes what the killed one left."""
+    db = tmp_path / "saves.db"
+    with Vault(db, embedder=FakeEmbedder()) as vault:  # vectors too: the checks expect one per version
+        vault.import_jsonl(json.dumps({"category": "note", "key": f"k{i}", "content":
+                           f"durable memory {i} about storage engines, sqlite pages and index {i % 97} snapshots"})
+                           for i in range(20_000))
+    env = dict(os.environ, PERSEUS_VAULT_EMBEDDER="none")
+    mid_save = 0
+    for round_ in range(SAVE_KILLS):
+        proc = subprocess.Popen([sys.executable, "-m", "tests.reliability._workers", "saves", str(db), "50"],
+                                cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while not _temporaries(db) and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.0005)
+        mid_save += bool(_temporaries(db))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(30)
+        assert proc.returncode == -signal.SIGKILL, proc.stderr.read() if proc.stderr else ""
+        assert index_problems(db) == [], f"after kill {round_ + 1}"
+        for query in ("storage engines", "index 42 snapshots", "sqlite pages"):
+            assert _page(db, query, saved=True) == _page(db, query, saved=False), (round_, query)
+    assert mid_save >= SAVE_KILLS - 1, mid_save  # the kills did land mid-save
+    assert _temporaries(db)  # what the last kill left, until a save sweeps it
+    with Vault(db, embedder=False) as vault:
+        vault.reindex()
+        vault.recall("storage engines")
+        assert vault.wait_for_keyword_index()
+    assert _temporaries(db) == []
