@@ -282,7 +282,7 @@ def _search(
         lists["dense"] = _dense_arm(conn, vector, v, pool, arms)
     elif mode == "dense":
         assert arms.embed_query is not None
-        lists["dense"] = _dense_arm(conn, arms.embed_query(params.query), v, pool, arms)  # nothing to overlap
+        lists["dense"] = _dense_arm(conn, _embed_in_gate(arms.embed_query, params.query), v, pool, arms)  # inline
     elif mode == "hybrid":
         assert arms.embed_query is not None
         # The model runs outside the GIL: embed the query while the keyword arm searches.

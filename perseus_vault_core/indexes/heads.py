@@ -7,8 +7,9 @@ recall. A long-running process keeps those columns (and :data:`filters.RULE_COLU
 filled by one pass over the heads in the background once an index is ready, and by the walk itself
 for anything newer; the view's rule (:attr:`filters.View.rule`) then decides in memory.
 
-Sound because none of it changes once a version is written: the schema refuses updates of a
-version's columns (only ``recorded_to_ms`` is set, when the version is closed, and this memory never
+Sound because none of it changes once a version is written: the engine never updates a version's
+columns (the schema's trigger refuses it for the texts, status and type; a test holds every UPDATE
+statement to ``recorded_to_ms`` and the usage counters) (only ``recorded_to_ms`` is set, when the version is closed, and this memory never
 holds it: whether a version is the head is the index's to say, for the snapshot being read); an
 entity's scope, category and creation time are fixed; ids are never reused (AUTOINCREMENT). What a
 purge deletes is never a candidate again. Bounded: past :attr:`Heads.LIMIT` versions it starts over.
@@ -41,6 +42,7 @@ def _forget_fills() -> None:
     """In a forked child the filling thread does not exist: let a later recall start one."""
     for heads in list(_ALL):
         heads._filling = False
+        heads._lock = threading.Lock()  # a thread that is gone here may have held it
 
 
 class Heads:

@@ -158,3 +158,20 @@ def test_the_vector_index_scores_heads_as_the_file_does(db_path: Path, clock: Cl
         by_index = engine.vector_index.cosines(conn, vids + [10**9], query)
         assert by_index == by_file and len(by_file) == len(vids)  # every score bit for bit
         assert isinstance(next(iter(by_index.values())), float) and not isinstance(next(iter(by_index)), np.integer)
+
+
+def test_no_write_changes_a_column_the_memory_holds() -> None:
+    """The memory is sound only while nothing rewrites what it holds: every UPDATE in the engine sets
+    ``recorded_to_ms`` (closing a version) or the entity's usage counters, and nothing else."""
+    import re
+
+    root = Path(__file__).resolve().parents[3] / "perseus_vault_core"
+    held = {c.split(".")[1] for c in POOL_COLUMNS + RULE_COLUMNS} | {"agent_id", "workspace_hash", "category"}
+    updates = []
+    for path in root.rglob("*.py"):
+        for match in re.finditer(r"UPDATE\s+(entity_versions|entities)\s+SET\s+(.*?)(?:WHERE|\"|$)",
+                                 path.read_text(encoding="utf-8"), flags=re.S):
+            columns = set(re.findall(r"(\w+)\s*=", match.group(2)))
+            updates.append((path.name, match.group(1), columns))
+            assert not columns & held, (path.name, columns & held)
+    assert updates  # the pattern finds the engine's updates (closing a version, reinforcement)
