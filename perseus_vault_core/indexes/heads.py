@@ -7,10 +7,10 @@ recall. A long-running process keeps those columns (and :data:`filters.RULE_COLU
 filled by one pass over the heads in the background once an index is ready, and by the walk itself
 for anything newer; the view's rule (:attr:`filters.View.rule`) then decides in memory.
 
-Sound because none of it changes once a version is written: the engine never updates a version's
-columns (the schema's trigger refuses it for the texts, status and type; a test holds every UPDATE
-statement to ``recorded_to_ms`` and the usage counters) (only ``recorded_to_ms`` is set, when the version is closed, and this memory never
-holds it: whether a version is the head is the index's to say, for the snapshot being read); an
+Sound because none of it changes once a version is written: the engine updates only a version's
+``recorded_to_ms`` (when it is closed; this memory never holds it, since whether a version is the head
+is the index's to say, for the snapshot being read) and an entity's usage counters (a test holds every
+UPDATE statement to those; the schema's trigger refuses the texts, status and type outright). An
 entity's scope, category and creation time are fixed; ids are never reused (AUTOINCREMENT). What a
 purge deletes is never a candidate again. Bounded: past :attr:`Heads.LIMIT` versions it starts over.
 """
