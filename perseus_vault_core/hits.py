@@ -39,6 +39,10 @@ class Ranking:
 
     def top(self, k: int) -> list[tuple[int, int, float]]:
         """The best ``k`` as (entity id, vid, score); exact at the cut, where ties go by id."""
+        return list(zip(*self.best(k)))
+
+    def best(self, k: int) -> tuple[list[int], list[int], list[float]]:
+        """The best ``k`` as three lists, entity ids, vids and scores (the order of :meth:`top`)."""
         scores = self.scores
         if k < len(scores):
             cut = np.partition(scores, len(scores) - k)[len(scores) - k]
@@ -46,7 +50,7 @@ class Ranking:
         else:
             pick = np.arange(len(scores))
         order = pick[np.lexsort((self.entity_ids[pick], -scores[pick]))][:k]
-        return list(zip(self.entity_ids[order].tolist(), self.vids[order].tolist(), scores[order].tolist()))
+        return self.entity_ids[order].tolist(), self.vids[order].tolist(), scores[order].tolist()
 
 
 # What recall's knobs read of every pool candidate (recall._rank). The walk below reads them in the
@@ -58,10 +62,11 @@ POOL_COLUMNS = (
 POOL_NAMES = tuple(c.split(".")[1] for c in POOL_COLUMNS)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Hit:
     """One match of a recall arm: the entity, the version that matched, and its score (higher is better);
-    ``row``: its :data:`POOL_COLUMNS` when the search read them already."""
+    ``row``: its :data:`POOL_COLUMNS` when the search read them already. (Not frozen: a recall makes a
+    few hundred, and a frozen dataclass costs seven times as much to make.)"""
 
     entity_id: int
     vid: int
@@ -83,16 +88,17 @@ def visible_hits(conn: Connection, ranking: Ranking, view: View, pool: int) -> l
     sql = f"SELECT v.vid, {', '.join(POOL_COLUMNS)} FROM {FROM_VIDS} WHERE {view.where}"
     heads, rule = ranking.heads, view.rule
     while len(hits) < pool and taken < ranking.exact:
-        batch = ranking.top(min(taken + want, ranking.exact))[taken:]
-        taken += len(batch)
+        eids, vids, scores = ranking.best(min(taken + want, ranking.exact))
+        eids, vids, scores = eids[taken:], vids[taken:], scores[taken:]
+        taken += len(vids)
         if heads is not None and rule is not None:  # heads of this snapshot: the rule decides, in memory
-            for (eid, vid, score), known in zip(batch, heads.rows(conn, [vid for _, vid, _ in batch])):
+            for eid, vid, score, known in zip(eids, vids, scores, heads.rows(conn, vids)):
                 if known is not None and rule(known[1]):
                     hits.append(Hit(eid, vid, score, known[0]))
         else:
-            params = dict(view.params, vids=id_list([vid for _, vid, _ in batch]))
-            visible = {row[0]: row[1:] for row in conn.execute(sql, params)}
-            hits.extend(Hit(eid, vid, score, visible[vid]) for eid, vid, score in batch if vid in visible)
+            visible = {row[0]: row[1:] for row in conn.execute(sql, dict(view.params, vids=id_list(vids)))}
+            hits.extend(Hit(eid, vid, score, visible[vid]) for eid, vid, score in zip(eids, vids, scores)
+                        if vid in visible)
         rate = max(len(hits) / taken, 0.01)
         want = min(int((pool - len(hits)) / rate * 1.25) + 8, 20_000)
     _last_walk.examined = taken

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from .porter import stem
 
@@ -60,8 +61,10 @@ class Terms:
         return not self.words
 
 
+@lru_cache(maxsize=1024)
 def parse(text: str) -> Terms:
-    """Content words of ``text``: tokens minus stopwords, de-duplicated by stem, in order."""
+    """Content words of ``text``: tokens minus stopwords, de-duplicated by stem, in order. (Pure, and
+    asked for twice by every recall: the last thousand answers are kept.)"""
     words: list[str] = []
     stems: list[str] = []
     for token in tokenize(text):

@@ -62,7 +62,7 @@ def recency(age_ms: int, half_life_secs: float) -> float:
     return float(0.5 ** (max(0, age_ms) / 1000.0 / half_life_secs))
 
 
-@dataclass
+@dataclass(slots=True)
 class Scored:
     """A candidate moving through the knobs: its absolute ``relevance`` and the ``score`` it ranks by."""
 

@@ -221,6 +221,12 @@ def _weigh(s: Scored, row: dict[str, Any], params: RecallParams, v: View, marks:
     s.score = s.relevance * bounded(factor)
 
 
+def _trust_only(params: RecallParams) -> bool:
+    """Whether trust is the only knob that weighs a search's candidates (the defaults)."""
+    return not (params.content_weight or params.recency_half_life_secs or params.startup
+                or params.profile == "validity" or params.validity_annotate)
+
+
 def _item(row: dict[str, Any], s: Scored, ranks: dict[str, int], params: RecallParams, v: View,
           marks: _Marks) -> RecallItem:
     item = store.to_item(row, v.instant, score=s.score, ranks=ranks)
@@ -242,7 +248,9 @@ def _keyword_arm(conn: Connection, params: RecallParams, v: View, pool: int, arm
     keyword = arms.backend.keyword
     extra = keyword.variants(conn, terms.stems, config, v) if config else []
     hits, top = keyword.search(conn, list(terms.words) + extra, list(terms.stems) + extra, v, pool, arms.keyword_index)
-    return [Hit(h.entity_id, h.vid, keyword_score(h.score, top), h.row) for h in hits], len(extra)
+    for h in hits:  # the arm's own hits: scored in place, on the absolute scale
+        h.score = keyword_score(h.score, top)
+    return hits, len(extra)
 
 
 def _dense_arm(conn: Connection, query: np.ndarray, v: View, pool: int, arms: Arms) -> list[Hit]:
@@ -347,15 +355,21 @@ def _rank(
     stems = parse(params.query).stems
     needs_text = bool(params.content_weight or params.diversity_halving < 1.0)
     marks = _Marks()
-    for s in scored:
-        row = rows[s.id]
-        witnessed = 0.0
-        if needs_text:
-            content_stems = {stem(t) for t in tokenize(row["content"])}
-            witnessed = witness(stems, content_stems, len(row["content"]))
-            matched = content_stems | {stem(t) for t in tokenize(f"{row['summary'] or ''} {row['tags']}")}
-            s.keyword = next((i for i, st in enumerate(stems) if st in matched), None)
-        _weigh(s, row, params, v, marks, trust_on=True, rerank_validity=mode == "hybrid", witnessed=witnessed)
+    if _trust_only(params) and not needs_text:  # the defaults: _weigh's arithmetic, its branches decided once
+        weight = params.trust_weight
+        for s in scored:
+            row = rows[s.id]
+            s.score = s.relevance * bounded(1.0 + weight * trust(bool(row["verified"]), row["certainty"]))
+    else:
+        for s in scored:
+            row = rows[s.id]
+            witnessed = 0.0
+            if needs_text:
+                content_stems = {stem(t) for t in tokenize(row["content"])}
+                witnessed = witness(stems, content_stems, len(row["content"]))
+                matched = content_stems | {stem(t) for t in tokenize(f"{row['summary'] or ''} {row['tags']}")}
+                s.keyword = next((i for i, st in enumerate(stems) if st in matched), None)
+            _weigh(s, row, params, v, marks, trust_on=True, rerank_validity=mode == "hybrid", witnessed=witnessed)
     if params.min_score is not None and params.min_score != "auto":
         floor = float(params.min_score)
         scored = [s for s in scored if s.score >= floor]

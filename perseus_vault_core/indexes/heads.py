@@ -62,10 +62,10 @@ class Heads:
         """(pool columns, rule columns) of each version; ``None`` for one that does not exist. Versions not
         held yet are read in one statement and kept."""
         known = self._rows
-        out = [known.get(vid) for vid in vids]
-        missing = [vid for vid, got in zip(vids, out) if got is None]
-        if not missing:
+        out = list(map(known.get, vids))
+        if None not in out:
             return out
+        missing = [vid for vid, got in zip(vids, out) if got is None]
         sql = f"SELECT v.vid, {_COLUMNS} FROM {FROM_VIDS}"
         fetched = {row[0]: _known(row) for row in conn.execute(sql, {"vids": id_list(missing)})}
         if len(known) + len(fetched) > self.LIMIT:

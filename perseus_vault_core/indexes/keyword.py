@@ -475,7 +475,7 @@ class KeywordIndex(HeadMirror):
                     where, rows_held, freqs = np.flatnonzero(holds), candidates[holds], word.freqs[at[holds]]
                 else:  # many: keep the word's postings that are candidates
                     at = place[word.slots]
-                    inside = at >= 0
+                    inside = np.flatnonzero(at >= 0)  # once, then three gathers (not three boolean masks)
                     where, rows_held, freqs = at[inside], word.slots[inside], word.freqs[inside]
                 score[where] += phrase_scores(freqs, row_norm(rows_held), word.weight)
         finally:

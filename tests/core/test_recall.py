@@ -185,6 +185,22 @@ def test_trust_weight_lifts_verified_never_penalises(vault: Vault) -> None:
     assert by_id[verified.id] == pytest.approx(base[verified.id] * 1.25)  # x 1.5, held to the knob range
 
 
+def test_the_default_knobs_shortcut_scores_as_the_general_weighing(vault: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
+    # recall._rank weighs with trust alone in a loop of its own when no other knob is on: the same
+    # scores, to the bit, as _weigh's general path.
+    from perseus_vault_core import recall as recall_module
+
+    for n in range(30):
+        vault.remember("note", f"n{n}", f"rotation policy {'tokens keys' if n % 3 else 'secrets'} note {n}",
+                       verified=n % 4 == 0, certainty=None if n % 5 == 0 else (n % 7) / 7)
+    queries = [("rotation policy", {}), ("keys secrets", {"trust_weight": 0.7}), ("policy note", {"trust_weight": 0.0})]
+    fast = [vault.recall(q, reinforce=False, **o).model_dump() for q, o in queries]  # type: ignore[arg-type]
+    monkeypatch.setattr(recall_module, "_trust_only", lambda params: False)
+    general = [vault.recall(q, reinforce=False, **o).model_dump() for q, o in queries]  # type: ignore[arg-type]
+    assert fast == general
+    assert fast[0] != vault.recall("rotation policy", reinforce=False, trust_weight=0.0).model_dump()  # trust weighed
+
+
 def test_a_boost_never_lifts_an_off_topic_memory_over_an_on_topic_one(vault: Vault, clock: Clock) -> None:
     on_topic = vault.remember("note", "db", "Postgres replication lag: the replica falls behind on bulk imports")
     off_topic = vault.remember("note", "deploys", "Deploys go out on Tuesdays, replica count checked after",
