@@ -301,15 +301,12 @@ def _search(
     if embedding is not None:
         query_vector = embedding.result()
         lists["dense"] = _dense_arm(conn, query_vector, v, pool, arms)
+    ranks = {arm: {h.entity_id: rank for rank, h in enumerate(hits, start=1)} for arm, hits in lists.items()}
     vids: dict[int, int] = {}
-    ranks: dict[int, dict[str, int]] = {}
     known: dict[int, tuple[Any, ...]] = {}  # pool columns the arms read already, by entity id
-    for arm, hits in lists.items():
-        for rank, hit in enumerate(hits, start=1):
-            vids.setdefault(hit.entity_id, hit.vid)
-            ranks.setdefault(hit.entity_id, {})[arm] = rank
-            if hit.row is not None:
-                known.setdefault(hit.entity_id, hit.row)
+    for hits in reversed(lists.values()):  # the first arm to hold an entity says its version and columns
+        vids.update({h.entity_id: h.vid for h in hits})
+        known.update({h.entity_id: h.row for h in hits if h.row is not None})
     kw = {h.entity_id: h.score for h in lists.get("fts5", [])}
     cos = {h.entity_id: h.score for h in lists.get("dense", [])}
     if mode == "hybrid":
@@ -345,22 +342,25 @@ def _cosines(conn: Connection, vids: list[int], query: np.ndarray, arms: Arms, v
 
 def _rank(
     conn: Connection, params: RecallParams, v: View, mode: str, scored: list[Scored],
-    vids: dict[int, int], ranks: dict[int, dict[str, int]], known: dict[int, tuple[Any, ...]],
+    vids: dict[int, int], ranks: dict[str, dict[int, int]], known: dict[int, tuple[Any, ...]],
 ) -> Iterator[RecallItem]:
+    """``ranks``: each arm's rank of each entity it found, in the order the arms ran."""
     text = bool(params.content_weight or params.diversity_halving < 1.0 or params.startup)
-    rows = {} if text else {i: dict(zip(POOL_NAMES, known[i])) for i in (s.id for s in scored) if i in known}
-    missing = [vids[s.id] for s in scored if s.id not in rows]
+    columns = {} if text else {i: known[i] for i in (s.id for s in scored) if i in known}
+    missing = [vids[s.id] for s in scored if s.id not in columns]
     if missing:
-        rows.update(_pool_rows(conn, missing, text))
+        columns.update(_pool_rows(conn, missing, text))
     stems = parse(params.query).stems
     needs_text = bool(params.content_weight or params.diversity_halving < 1.0)
     marks = _Marks()
     if _trust_only(params) and not needs_text:  # the defaults: _weigh's arithmetic, its branches decided once
         weight = params.trust_weight
         for s in scored:
-            row = rows[s.id]
-            s.score = s.relevance * bounded(1.0 + weight * trust(bool(row["verified"]), row["certainty"]))
+            held = columns[s.id]
+            s.score = s.relevance * bounded(1.0 + weight * trust(bool(held[_VERIFIED]), held[_CERTAINTY]))
     else:
+        names = POOL_NAMES + (_TEXT_NAMES if text else ())
+        rows = {i: dict(zip(names, row)) for i, row in columns.items()}
         for s in scored:
             row = rows[s.id]
             witnessed = 0.0
@@ -377,7 +377,7 @@ def _rank(
     page = {s.id: s for s in ranked[params.offset : params.offset + params.limit]}
     for row in store.rows_in_order(conn, [vids[i] for i in page]):  # a chunk at a time: see store.fit
         s = page[row["id"]]
-        yield _item(row, s, ranks[s.id], params, v, marks)
+        yield _item(row, s, {arm: at[s.id] for arm, at in ranks.items() if s.id in at}, params, v, marks)
 
 
 def _related(keyword: float | None, cosine: float | None, mode: str, arms: Arms) -> bool:
@@ -403,15 +403,15 @@ def _validity(row: dict[str, Any], v: View, params: RecallParams) -> Validity:
 
 
 _TEXT_COLUMNS = ("v.content", "v.summary", "v.tags")
+_TEXT_NAMES = tuple(c.split(".")[1] for c in _TEXT_COLUMNS)
+_VERIFIED, _CERTAINTY = POOL_NAMES.index("verified"), POOL_NAMES.index("certainty")
 
 
-def _pool_rows(conn: Connection, vids: list[int], text: bool) -> dict[int, dict[str, Any]]:
-    """The columns the knobs need, for every pool candidate, in one statement (texts only when a
-    knob reads them)."""
-    columns = POOL_COLUMNS + (_TEXT_COLUMNS if text else ())
-    names = [c.split(".")[1] for c in columns]
-    sql = f"SELECT {', '.join(columns)} FROM {FROM_VIDS}"
-    return {row[0]: dict(zip(names, row)) for row in conn.execute(sql, {"vids": id_list(vids)})}
+def _pool_rows(conn: Connection, vids: list[int], text: bool) -> dict[int, tuple[Any, ...]]:
+    """The columns the knobs need (:data:`POOL_COLUMNS`, then the texts when a knob reads them), for
+    every pool candidate, in one statement, by entity id."""
+    sql = f"SELECT {', '.join(POOL_COLUMNS + (_TEXT_COLUMNS if text else ()))} FROM {FROM_VIDS}"
+    return {row[0]: tuple(row) for row in conn.execute(sql, {"vids": id_list(vids)})}
 
 
 def _preview(item: RecallItem, params: RecallParams) -> RecallItem:

@@ -46,6 +46,9 @@ def _varied(vault: Vault, clock: Clock, n: int = 120, seed: int = 3) -> None:
     for entity in rng.sample(heads, 15):
         vault.forget(entity.id, agent_id=entity.agent_id, workspace_hash=entity.workspace_hash)
     clock.advance(100)  # some of the expiring ones have expired now
+    at = clock.now  # and some start, end or expire at the very instant the views below are judged
+    for i, window in enumerate([{"valid_from_ms": at}, {"valid_to_ms": at, "valid_from_ms": at - 5}, {"expires_at_ms": at}]):
+        vault.remember(category="note", key=f"edge{i}", content=" ".join(WORDS[:3]), **window)  # type: ignore[arg-type]
 
 
 FILTERS = [
@@ -62,7 +65,7 @@ def test_the_rule_sees_exactly_the_heads_the_sql_clause_sees(db_path: Path, cloc
         conn = vault._engine.conn()
         heads = {row[0]: row[1:] for row in conn.execute(
             f"SELECT v.vid, {', '.join(RULE_COLUMNS)} FROM {FROM} WHERE v.recorded_to_ms IS NULL")}
-        assert len(heads) == 120
+        assert len(heads) == 123
         seen_some = 0
         for given in FILTERS:
             v = view(RecallParams(query="x", **given), clock.now)
