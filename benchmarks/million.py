@@ -119,7 +119,7 @@ def answer(path: str, n_queries: int) -> dict[str, Any]:
     from perseus_vault_core import Vault
     from perseus_vault_core.embeddings import load
 
-    from .speed import timed
+    from .speed import timed, write_cost
 
     model = load()
     qs = queries(n_queries)
@@ -147,6 +147,7 @@ def answer(path: str, n_queries: int) -> dict[str, Any]:
             found += len(got & set(entities[top].tolist()))
         out["dense_recall_at_10_vs_exact"] = found / (10 * len(checked))
         out["percentiles_of"] = len(qs)
+    out["writes"] = write_cost(path, model, qs)
     return out
 
 

@@ -110,6 +110,33 @@ def _pp(stat: dict[str, float]) -> str:
     return f"{fmt(stat['p50'])} / {fmt(stat['p95'])}"
 
 
+def render_writes(sizes: list[dict[str, Any]], big: dict[str, Any] | None) -> list[str]:
+    """One write at every size: the figure that says whether writes stay incremental as the store grows."""
+    from .speed import WRITES
+
+    rows = [(s["entities"], s["writes"]) for s in sizes if "writes" in s]
+    if big is not None and "writes" in big["reader"]:
+        rows.append((big["entities"], big["reader"]["writes"]))
+    if not rows:
+        return []
+    out = ["## Writes as the store grows", "",
+           f"{WRITES} new memories written one at a time (`remember`, each with its vector given, so the model's time"
+           " is left out) into the benchmark's vault of each size, in a process whose saved indexes are open; each"
+           " write is followed by a keyword recall, which first brings both indexes up to that write (the"
+           " indexes' share of a write's cost lands there). Snapshots are re-saved in the background as usual"
+           " (every 1,000 log entries, or a hundredth of the rows). See `write_cost` in `benchmarks/speed.py`.", "",
+           "| entities | write p50 / p95 | keyword recall right after it, p50 / p95 | answered by the index |",
+           "|---|---|---|---|"]
+    for n, w in rows:
+        out.append(f"| {n:,} | {_pp(w['write'])} ms | {_pp(w['recall_after'])} ms | {'yes' if w['from_index'] else '**no**'} |")
+    if len(rows) > 1:
+        (n0, w0), (n1, w1) = rows[0], rows[-1]
+        out += ["", f"At {n1:,} a write's p50 is {w1['write']['p50'] / w0['write']['p50']:.2f}x its p50 at {n0:,},"
+                f" and the recall right after it {w1['recall_after']['p50'] / w0['recall_after']['p50']:.2f}x"
+                f" ({n1 // n0:,}x the memories)."]
+    return out + [""]
+
+
 def render(info: dict[str, str], sizes: list[dict[str, Any]], qual: list[dict[str, Any]],
            ingest: dict[str, float], graph: dict[str, Any] | None = None, mem: dict[str, Any] | None = None,
            server: dict[str, Any] | None = None) -> str:
@@ -473,6 +500,7 @@ def main(argv: list[str] | None = None) -> None:
 
     for n in sizes:
         at_size(n)
+    big = None
     if args.quick or args.no_million:
         million_report = ["## One million memories", "", "Not run (" + ("quick mode" if args.quick else "--no-million")
                           + "; the full mode runs it).", ""]
@@ -500,7 +528,7 @@ def main(argv: list[str] | None = None) -> None:
     images = [f"img/{p.name}" for p in plots.recall_curves(peer_qual)] + [f"img/{plots.latency_by_size(peer_runs).name}"]
     report = render(info, results, qual, ingest, graph, mem, server)
     report += "\n" + "\n".join(conversation.render(chats) + memory_files.render_recall_quality(labelled))
-    report += "\n" + "\n".join(render_peers(peer_qual, peer_runs, images) + million_report)
+    report += "\n" + "\n".join(render_peers(peer_qual, peer_runs, images) + million_report + render_writes(results, big))
     args.output.write_text(report + "\n", encoding="utf-8")
     log(f"wrote {args.output} and {', '.join(images)}")
 

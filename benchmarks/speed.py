@@ -23,7 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -53,6 +53,49 @@ def timed(calls: list[Callable[[], Any]], warmup: int = 10) -> dict[str, float]:
         call()
         samples.append((time.perf_counter() - started) * 1000)
     return percentiles(samples)
+
+
+class GivenVectors:
+    """The model's identity, answering only from vectors computed before timing: a write's figure is
+    then the vault's own work, not the model's (a text it was not given is an error, not a slow call)."""
+
+    def __init__(self, model: Any, table: dict[str, np.ndarray]) -> None:
+        self.identity, self.dimension, self.table = model.identity, model.dimension, table
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return np.stack([self.table[t] for t in texts])
+
+
+WRITES = 200
+
+
+def fresh_memories(count: int = WRITES) -> list[dict[str, Any]]:
+    """``count`` memories none of the benchmark's vaults holds yet (their keys are new)."""
+    return [dict(m, key=f"{m['key']}-written", content=f"{m['content']} (written later)")
+            for m in memories(count, seed=13)]
+
+
+def write_cost(path: str, model: Any, qs: list[str]) -> dict[str, Any]:
+    """New memories one at a time, each with its vector given, in a process whose indexes are loaded; each
+    followed by a keyword recall, which first brings the indexes up to the write. The write's p50/p95 and
+    the recall's: what a write costs at this size, index upkeep included."""
+    from perseus_vault_core.embeddings import embedding_text
+
+    fresh = fresh_memories()
+    texts = [embedding_text(str(m["content"]), m.get("summary")) for m in fresh]  # type: ignore[arg-type]
+    table = dict(zip(texts, model.embed(texts)))
+    writes, after = [], []
+    with Vault(path, embedder=GivenVectors(model, table)) as vault:
+        vault.recall(qs[0], mode="fts5")  # open the saved indexes and bring them up to date first
+        for m, q in zip(fresh, qs):
+            started = time.perf_counter()
+            vault.remember(**m)
+            writes.append((time.perf_counter() - started) * 1000)
+            started = time.perf_counter()
+            vault.recall(q, mode="fts5", reinforce=False)
+            after.append((time.perf_counter() - started) * 1000)
+        served = "ready" in vault.stats().keyword_index
+    return {"write": percentiles(writes), "recall_after": percentiles(after), "from_index": served}
 
 
 def run_size(n: int, model: Any, cached: Any, n_queries: int = 300, seed: int = 7) -> dict[str, Any]:
@@ -135,6 +178,7 @@ def run_size(n: int, model: Any, cached: Any, n_queries: int = 300, seed: int = 
         out["prepare"] = prepare_fresh(path, context)
         out["prepare_keyword"] = prepare_fresh(path, context, keyword_only=True)
         out["peak_memory_mb"] = peak_memory(path, qs[:50])
+        out["writes"] = write_cost(path, model, qs)
     return out
 
 
