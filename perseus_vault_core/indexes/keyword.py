@@ -153,7 +153,7 @@ class KeywordIndex(HeadMirror):
         self._n_rows = 0  # live rows, as FTS5 counts them
         self._n_tokens = 0
         self._norm = np.zeros(0)
-        self._place = np.zeros(0, dtype=np.int32)  # scratch for _ranked: a candidate's place by slot, else -1
+        self._place = np.zeros(0, dtype=np.int64)  # scratch for _ranked: a candidate's place by slot, else -1
         self._norm_for: tuple[int, int, int] = (-1, -1, -1)
         # While building: every token as (term id, slot, column weight), summed by _csr at the end.
         self._flat: tuple[array[int], array[int], array[float]] | None = (array("i"), array("i"), array("f"))
@@ -458,7 +458,7 @@ class KeywordIndex(HeadMirror):
                 mask[h] = True
             candidates = np.flatnonzero(mask)
         if len(self._place) < n:
-            self._place = np.full(n + 1024, -1, dtype=np.int32)  # int32: half the memory a query touches at random
+            self._place = np.full(n + 1024, -1, dtype=np.int64)
         place = self._place
         place[candidates] = np.arange(len(candidates))
         try:

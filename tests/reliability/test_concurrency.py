@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -81,8 +82,8 @@ def test_writers_and_readers_through_the_engine_and_http(db_path: Path, start_se
                 counts["engine scans"] += 1
                 vault.recall("durable memory storage", mode=modes[counts["engine recalls"] % 3], limit=5)
                 counts["engine recalls"] += 1
-        except Exception as exc:
-            errors.append(f"engine reader {n}: {type(exc).__name__}: {exc}")
+        except Exception as exc:  # with where it came from: a rare failure here must say which statement
+            errors.append(f"engine reader {n}: {type(exc).__name__}: {exc}\n{traceback.format_exc(limit=-8)}")
 
     async def http_writer(n: int) -> None:
         async with VaultClient.http(url, TOKEN) as c:
