@@ -149,15 +149,6 @@ def head_rule(filters: Filters, now: int) -> Rule:
     prefix = (filters.topic_path or "").strip().strip("/") or None
     under = f"{prefix}/" if prefix else ""
 
-    if not archived and category is None and kind is None and prefix is None:
-        def current(row: Sequence[Any]) -> bool:  # the usual view (no filter but the scope): the same test, shorter
-            valid_from, valid_to, status, expires, agent_id, workspace_hash, _, _, _ = row
-            return ((valid_from is None or valid_from <= now) and (valid_to is None or valid_to > now)
-                    and status == "active" and (expires is None or expires > now)
-                    and (agent is None or agent_id == agent) and (workspace is None or workspace_hash == workspace))
-
-        return current
-
     def rule(row: Sequence[Any]) -> bool:
         valid_from, valid_to, status, expires, agent_id, workspace_hash, cat, typ, topic = row
         if (valid_from is not None and valid_from > now) or (valid_to is not None and valid_to <= now):
