@@ -188,7 +188,7 @@ class HeadMirror:
     REBUILD_ON: tuple[int, ...] = (OP_REBUILT,)
     # Fields that belong to this object, never taken from a fresh build or a loaded snapshot.
     LOCAL: tuple[str, ...] = ("_lock", "_building", "snapshot_path", "_snapshot_tried", "_saving", "_purged_at",
-                              "snapshot_note", "heads")
+                              "load_note", "save_note", "heads")
 
     def __init__(self, backend: Backend) -> None:
         _MIRRORS.add(self)
@@ -207,7 +207,8 @@ class HeadMirror:
         # Snapshots on disk (snapshot.py): where, whether this process tried loading one, what it holds.
         self.snapshot_path: str | None = None
         self.origin = "built"
-        self.snapshot_note: str | None = None  # why the last save or load did not happen
+        self.load_note: str | None = None  # why this process did not take the saved snapshot
+        self.save_note: str | None = None  # why the last save did not happen (cleared by one that did)
         self._snapshot_tried = False
         self._saved_seq = -1
         self._saving = False
@@ -350,14 +351,14 @@ class HeadMirror:
         try:
             temporary = snapshot.write(path, {**meta, "marker": marker}, arrays, self.backend.file_mode())
         except OSError as exc:  # a read-only folder, a full disk: the mirror still serves, unsaved
-            self.snapshot_note = f"not saved: {type(exc).__name__}: {exc}"
+            self.save_note = f"not saved: {type(exc).__name__}: {exc}"
             return False
         with self._lock:
             if seq < self._purged_at:  # it may hold what a purge removed: a later save replaces it
                 snapshot.discard(temporary)
                 return False
             snapshot.commit(temporary, path)
-            self.snapshot_note = None
+            self.save_note = None
         return True
 
     def load_snapshot(self, conn: Connection) -> bool:
@@ -374,13 +375,13 @@ class HeadMirror:
         seq = int(meta.get("seq", -1))
         if meta.get("name") != self.NAME or not 0 <= seq <= log.position(conn) or \
                 meta.get("marker") != log.marker(conn, seq) or not self._compatible(conn, meta):
-            self.snapshot_note = "snapshot not used: it belongs to another state of this file"
+            self.load_note = "snapshot not used: it belongs to another state of this file"
             return False
         fresh = type(self)(self.backend)
         try:
             fresh._restore(meta, arrays)
         except (KeyError, IndexError, TypeError, ValueError) as exc:  # not a snapshot this code wrote
-            self.snapshot_note = f"snapshot not used: {type(exc).__name__}: {exc}"
+            self.load_note = f"snapshot not used: {type(exc).__name__}: {exc}"
             return False
         fresh.origin, fresh._saved_seq = "snapshot", seq
         with self._lock:
@@ -429,7 +430,7 @@ class HeadMirror:
                         with self._lock:
                             self._saved_seq = max(self._saved_seq, seq)
                 except Exception as exc:  # saving is best effort: the mirror keeps serving
-                    self.snapshot_note = f"not saved: {type(exc).__name__}: {exc}"
+                    self.save_note = f"not saved: {type(exc).__name__}: {exc}"
                 finally:
                     self._saving = False
                     if conn is not None:
@@ -549,7 +550,9 @@ class HeadMirror:
         if self.disabled:
             return f"disabled: {self.disabled}"
         if self.ready:
-            return f"ready ({self.rows.n - self.dead} rows{', from a snapshot' if self.origin == 'snapshot' else ''})"
+            notes = [f"{self.rows.n - self.dead} rows"] + (["from a snapshot"] if self.origin == "snapshot" else []) \
+                + [note for note in (self.load_note, self.save_note) if note]
+            return f"ready ({', '.join(notes)})"
         if self.saved_only:  # a one-shot process: it opens a saved index at its first recall, or uses SQL
             saved = self.snapshot_path is not None and os.path.exists(self.snapshot_path)
             return f"not loaded ({'saved beside the vault' if saved else 'none saved'})"
