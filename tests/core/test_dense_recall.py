@@ -467,6 +467,14 @@ def test_canonical_cosine_does_not_depend_on_row_position() -> None:
     order = rng.permutation(500)
     assert np.array_equal(cosine(rows, query)[order], cosine(rows[order], query))
     assert np.array_equal(cosine(rows[:3], query), cosine(rows, query)[:3])
+    for shift in (1, 2, 3, 5):  # rows that start at any 4-byte boundary, as a blob or a mapped file gives them
+        buffer = np.zeros(rows.size + 16, dtype=np.float32)
+        moved = buffer[shift : shift + rows.size].reshape(rows.shape)
+        moved[:] = rows
+        assert np.array_equal(cosine(moved, query), cosine(rows, query))
+        held = np.zeros(400, dtype=np.float32)
+        held[shift : shift + 384] = query
+        assert np.array_equal(cosine(rows, held[shift : shift + 384]), cosine(rows, query))
 
 
 def test_recall_by_vector_matches_dense_recall_of_the_same_embedding(
