@@ -451,7 +451,7 @@ class KeywordIndex(HeadMirror):
         if len(held) == 1:
             candidates = held[0]
         elif sum(len(h) for h in held) * 8 < n:  # a few rows: sort them
-            candidates = np.unique(np.concatenate(held))
+            candidates = sorted_union(held)
         else:
             mask = np.zeros(n, dtype=bool)
             for h in held:
@@ -485,3 +485,15 @@ class KeywordIndex(HeadMirror):
     def describe(self) -> str:
         text = super().describe()
         return text.replace(" rows", f" rows, {len(self._tid)} terms", 1) if self.ready else text
+
+
+def sorted_union(arrays: Sequence[np.ndarray]) -> np.ndarray:
+    """The distinct values of ``arrays``, ascending. (numpy 2.4's ``np.unique`` hashes integers: 0.66 ms for
+    8,000 slots against 0.02 ms for a sort and a comparison of neighbours.)"""
+    values = np.sort(np.concatenate(arrays))
+    if len(values) < 2:
+        return values
+    first = np.empty(len(values), dtype=bool)
+    first[0] = True
+    np.not_equal(values[1:], values[:-1], out=first[1:])
+    return values[first]

@@ -260,3 +260,15 @@ def test_recall_with_pruning_matches_fts5_even_when_filters_hide_most_rows(
             assert [i for i, _ in a] == [i for i, _ in b], q
             assert [s for _, s in a] == pytest.approx([s for _, s in b], rel=1e-12, abs=0), q
     assert None in asked  # a filter hid most of a pruned ranking's best rows: every match was ranked then
+
+
+@pytest.mark.parametrize("sizes", [(0,), (1,), (5, 0), (40, 40, 3), (300, 7, 300)])
+def test_sorted_union_is_the_distinct_slots_ascending(sizes: tuple[int, ...]) -> None:
+    import numpy as np
+
+    from perseus_vault_core.indexes.keyword import sorted_union
+
+    rng = np.random.default_rng(sum(sizes))
+    arrays = [np.sort(rng.choice(500, size, replace=False)).astype(np.int32) for size in sizes]
+    union = sorted_union(arrays)
+    assert union.dtype == np.int32 and union.tolist() == sorted(set().union(*(a.tolist() for a in arrays)))
