@@ -312,6 +312,21 @@ class VaultArm:
         return [i.key for i in self.vault.recall(text, mode=self.mode, limit=k, reinforce=False).items]
 
 
+class VaultArmAfresh(VaultArm):
+    """The keyword arm with no word's shares kept between queries (benchmarks.speed.words_afresh): every
+    query scores its words as the first one after a write does."""
+
+    def __init__(self, vault: Vault) -> None:
+        super().__init__(vault, "fts5")
+        self.name = "Perseus Vault fts5, words scored afresh"
+
+    def search(self, text: str, vector: np.ndarray, k: int) -> list[str]:
+        from .speed import words_afresh
+
+        with words_afresh(self.vault):
+            return super().search(text, vector, k)
+
+
 def build_all(peers: list[Peer], ids: list[str], texts: list[str], vectors: np.ndarray, folder: str,
               embed: LookupEmbedder, log: Callable[[str], None]) -> dict[str, dict[str, float | None]]:
     """Build every peer; its ingest rate (items/s, vectors given) and its size on disk."""
@@ -409,7 +424,7 @@ def speed(n: int, model: Any, cached: Any, n_queries: int = 300, k: int = 10,
         built["Perseus Vault"] = {"ingest_per_s": vault_ingest, "disk_mb": os.path.getsize(path) / 1e6}
         out["build"] = built
         arms = {m: VaultArm(vault, m) for m in ("fts5", "dense", "hybrid")}
-        systems: list[Any] = list(arms.values()) + peers
+        systems: list[Any] = list(arms.values()) + [VaultArmAfresh(vault)] + peers
         budget = {s.name: query_budget(getattr(s, "cost", "fast"), n, n_queries) for s in systems}
         samples: dict[str, dict[int, float]] = {s.name: {} for s in systems}
         results: dict[str, dict[int, list[str]]] = {s.name: {} for s in systems}

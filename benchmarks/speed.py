@@ -23,12 +23,14 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 
 from perseus_vault_core import Vault
+from perseus_vault_core.indexes.shares import Shares
 
 from .synthetic import memories, queries
 
@@ -98,6 +100,18 @@ def write_cost(path: str, model: Any, qs: list[str]) -> dict[str, Any]:
     return {"write": percentiles(writes), "recall_after": percentiles(after), "from_index": served}
 
 
+@contextmanager
+def words_afresh(vault: Vault) -> Iterator[None]:
+    """Within: the keyword index keeps no word's shares (indexes/shares.py), so every query scores its
+    words as the first query after a write does; what it kept before is back after."""
+    index = vault._engine.keyword_index
+    kept, index._shares = index._shares, Shares(budget=0)
+    try:
+        yield
+    finally:
+        index._shares = kept
+
+
 def run_size(n: int, model: Any, cached: Any, n_queries: int = 300, seed: int = 7) -> dict[str, Any]:
     """``model``: the real embedder (queries); ``cached``: the same model behind the vector cache (bulk)."""
     out: dict[str, Any] = {"entities": n}
@@ -134,6 +148,10 @@ def run_size(n: int, model: Any, cached: Any, n_queries: int = 300, seed: int = 
             for mode in ("fts5", "dense", "hybrid"):
                 out[f"recall_{mode}"] = timed([lambda q=q, m=mode: vault.recall(q, mode=m) for q in qs])
             out["recall_fts5_no_reinforce"] = timed([lambda q=q: vault.recall(q, mode="fts5", reinforce=False) for q in qs])
+            # The keyword index keeps each word's shares until the next write (indexes/shares.py); with
+            # nothing kept, every query scores its words afresh, as the first query after a write does.
+            with words_afresh(vault):
+                out["recall_fts5_words_afresh"] = timed([lambda q=q: vault.recall(q, mode="fts5", reinforce=False) for q in qs])
             out["recall_hybrid_agent_filter"] = timed([lambda q=q: vault.recall(q, agent_id="agent-1") for q in qs])
             out["embed_query"] = timed([lambda q=q: model.embed([q]) for q in qs])
             out["dense_recall_at_10_vs_exact"] = dense_recall_vs_exact(vault, model, qs[:100])

@@ -60,8 +60,8 @@ POOL_FACTOR = 4
 MIN_POOL = 100
 # Dense candidates taken by sign-bit distance before exact scoring (see indexes/vector.py):
 # at least DENSE_DEPTH, and DEPTH_PER_POOL per pool slot.
-DENSE_DEPTH = 2_000
-DEPTH_PER_POOL = 20
+DENSE_DEPTH = 1_500
+DEPTH_PER_POOL = 15
 
 
 @dataclass
@@ -355,9 +355,14 @@ def _rank(
     marks = _Marks()
     if _trust_only(params) and not needs_text:  # the defaults: _weigh's arithmetic, its branches decided once
         weight = params.trust_weight
+        factors: dict[tuple[Any, Any], float] = {}  # few distinct (verified, certainty) pairs: each weighed once
         for s in scored:
             held = columns[s.id]
-            s.score = s.relevance * bounded(1.0 + weight * trust(bool(held[_VERIFIED]), held[_CERTAINTY]))
+            key = (held[_VERIFIED], held[_CERTAINTY])
+            factor = factors.get(key)
+            if factor is None:
+                factor = factors[key] = bounded(1.0 + weight * trust(bool(key[0]), key[1]))
+            s.score = s.relevance * factor
     else:
         names = POOL_NAMES + (_TEXT_NAMES if text else ())
         rows = {i: dict(zip(names, row)) for i, row in columns.items()}

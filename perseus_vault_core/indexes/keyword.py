@@ -52,6 +52,7 @@ from ..porter import stem
 from ..storage.base import Backend, Tokenizer
 from . import vocabulary
 from .mirror import HeadMirror, fit, grow
+from .shares import Known, Shares
 from .snapshot import Saved
 from .vocabulary import Vocabulary
 
@@ -106,24 +107,30 @@ class Word(NamedTuple):
 
 
 def _essential(words: Sequence[Word | None], shares: dict[int, np.ndarray],
-               row_norm: Callable[[np.ndarray], np.ndarray], depth: int) -> set[int] | None:
+               row_norm: Callable[[np.ndarray], np.ndarray], depth: int,
+               floors: dict[int, float] | None = None) -> set[int] | None:
     """Which words a row must hold to reach the best ``depth`` (max-score pruning).
 
-    The words are taken rarest first, each one's shares computed (into ``shares``), until some taken
-    word's ``depth``-th best share, a floor under the ``depth``-th best score, is more than all the
-    words not taken could add to any row (each word's share is below its idf times K1 + 1). A row
-    holding none of the words taken then scores below the best ``depth`` and may be left out. Returns
-    the words taken, or ``None`` when all of them had to be."""
+    The words are taken rarest first, each one's shares computed (into ``shares``, unless known
+    there already), until some taken word's ``depth``-th best share (into ``floors``, unless known),
+    a floor under the ``depth``-th best score, is more than all the words not taken could add to any
+    row (each word's share is below its idf times K1 + 1). A row holding none of the words taken then
+    scores below the best ``depth`` and may be left out. Returns the words taken, or ``None`` when all
+    of them had to be."""
+    floors = {} if floors is None else floors
     present = {i: w for i, w in enumerate(words) if w is not None}
     order = sorted(present, key=lambda i: len(present[i].slots))
     left = sum(w.weight for w in present.values()) * (K1 + 1.0)
     floor = 0.0
     for taken, i in enumerate(order[:-1], start=1):
         word = present[i]
-        shares[i] = phrase_scores(word.freqs, row_norm(word.slots), word.weight)
+        if i not in shares:
+            shares[i] = phrase_scores(word.freqs, row_norm(word.slots), word.weight)
         left -= word.weight * (K1 + 1.0)
         if len(word.slots) >= depth:
-            floor = max(floor, float(np.partition(shares[i], len(word.slots) - depth)[len(word.slots) - depth]))
+            if i not in floors:
+                floors[i] = float(np.partition(shares[i], len(word.slots) - depth)[len(word.slots) - depth])
+            floor = max(floor, floors[i])
         if left < floor * (1.0 - 1e-9):  # a margin for rounding (the shares are exact to far better)
             return set(order[:taken])
     return None
@@ -154,6 +161,7 @@ class KeywordIndex(HeadMirror):
         self._n_tokens = 0
         self._norm = np.zeros(0)
         self._place = np.zeros(0, dtype=np.int64)  # scratch for _ranked: a candidate's place by slot, else -1
+        self._shares = Shares()  # words' shares kept between unscoped queries (shares.py)
         self._norm_for: tuple[int, int, int] = (-1, -1, -1)
         # While building: every token as (term id, slot, column weight), summed by _csr at the end.
         self._flat: tuple[array[int], array[int], array[float]] | None = (array("i"), array("i"), array("f"))
@@ -407,8 +415,20 @@ class KeywordIndex(HeadMirror):
 
         dfs: list[int] = []
         terms: list[Word | None] = []  # per query word
+        shares: dict[int, np.ndarray] = {}  # each word's share in each row holding it, once computed
+        floors: dict[int, float] = {}  # each word's depth-th best share, once computed
+        known = None if scoped or self._pending else \
+            self._shares.at((self.seq, n, self.dead, self._n_rows, self._n_tokens))
         queued = self._pending_postings(set(stems)) if self._pending else {}
-        for term in stems:
+        for i, term in enumerate(stems):
+            held = known.get(term) if known is not None else None
+            if held is not None:  # scored by an earlier query of this very state
+                terms.append(held.word)
+                dfs.append(len(held.word.slots))
+                shares[i] = held.shares
+                if depth is not None and depth in held.floors:
+                    floors[i] = held.floors[depth]
+                continue
             postings = self._postings(term)
             if term in queued:
                 more = queued[term]
@@ -421,23 +441,42 @@ class KeywordIndex(HeadMirror):
             dfs.append(df)
             terms.append(Word(postings[0], postings[1], idf(n_rows, df)) if postings is not None and df else None)
         top = ceiling(n_rows, dfs)
-        shares: dict[int, np.ndarray] = {}  # each word's share in each row holding it, once computed
-        taken = _essential(terms, shares, row_norm, depth) if depth is not None else None
-        if taken is None:  # every matching row
-            score = np.zeros(n, dtype=np.float64)
-            matched = np.zeros(n, dtype=bool)
-            for i, word in enumerate(terms):
-                if word is not None:
-                    share = shares[i] if i in shares else phrase_scores(word.freqs, row_norm(word.slots), word.weight)
-                    score[word.slots] += share
-                    matched[word.slots] = True
-            if not scoped:
-                matched &= self.in_scope(None, None)
-            hits = np.flatnonzero(matched)
-            return Ranking(rows.vids[hits], rows.entities[hits], score[hits], top, heads=self.heads)
-        assert depth is not None
-        candidates, score = self._pruned(terms, taken, shares, row_norm)
-        return Ranking(rows.vids[candidates], rows.entities[candidates], score, top, exact=depth, heads=self.heads)
+        try:
+            taken = _essential(terms, shares, row_norm, depth, floors) if depth is not None else None
+            if taken is None:  # every matching row
+                score = np.zeros(n, dtype=np.float64)
+                matched = np.zeros(n, dtype=bool)
+                for i, word in enumerate(terms):
+                    if word is not None:
+                        if i not in shares:
+                            shares[i] = phrase_scores(word.freqs, row_norm(word.slots), word.weight)
+                        score[word.slots] += shares[i]
+                        matched[word.slots] = True
+                if not scoped:
+                    matched &= self.in_scope(None, None)
+                hits = np.flatnonzero(matched)
+                return Ranking(rows.vids[hits], rows.entities[hits], score[hits], top, heads=self.heads)
+            assert depth is not None
+            candidates, score = self._pruned(terms, taken, shares, row_norm)
+            return Ranking(rows.vids[candidates], rows.entities[candidates], score, top, exact=depth, heads=self.heads)
+        finally:
+            if known is not None:
+                self._keep_shares(known, stems, terms, shares, floors, depth)
+
+    @staticmethod
+    def _keep_shares(known: Shares, stems: Sequence[str], terms: Sequence[Word | None], shares: dict[int, np.ndarray],
+                     floors: dict[int, float], depth: int | None) -> None:
+        """Hold what this query computed for its words, for the next query of the same state."""
+        for i, share in shares.items():
+            word = terms[i]
+            if word is None:
+                continue
+            held = known.get(stems[i])
+            if held is None:
+                held = Known(word, share)
+                known.put(stems[i], held)
+            if depth is not None and i in floors:
+                held.floors[depth] = floors[i]
 
     def _pruned(self, terms: Sequence[Word | None], taken: set[int], shares: dict[int, np.ndarray],
                 row_norm: Callable[[np.ndarray], np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -472,12 +511,15 @@ class KeywordIndex(HeadMirror):
                 if len(candidates) * 16 < len(word.slots):  # few candidates: look each up in the word's postings
                     at = np.minimum(np.searchsorted(word.slots, candidates), len(word.slots) - 1)
                     holds = word.slots[at] == candidates
-                    where, rows_held, freqs = np.flatnonzero(holds), candidates[holds], word.freqs[at[holds]]
+                    where, postings = np.flatnonzero(holds), at[holds]
                 else:  # many: keep the word's postings that are candidates
                     at = place[word.slots]
-                    inside = np.flatnonzero(at >= 0)  # once, then three gathers (not three boolean masks)
-                    where, rows_held, freqs = at[inside], word.slots[inside], word.freqs[inside]
-                score[where] += phrase_scores(freqs, row_norm(rows_held), word.weight)
+                    postings = np.flatnonzero(at >= 0)  # once, then gathers (not boolean masks)
+                    where = at[postings]
+                if i in shares:  # known from an earlier query: the very same doubles, gathered
+                    score[where] += shares[i][postings]
+                else:
+                    score[where] += phrase_scores(word.freqs[postings], row_norm(word.slots[postings]), word.weight)
         finally:
             place[candidates] = -1
         return candidates, score
