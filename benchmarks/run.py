@@ -396,7 +396,9 @@ def render_peers(qual: list[dict[str, Any]], runs: list[dict[str, Any]], images:
            " where InMemoryStore asks for the text; the benchmark's embedder unwraps it so that SqliteStore too gets the"
            " same vectors (left as is, its recall@10 against an exact scan fell to about 0.63 on 2k memories)."
            " The hybrid peer is what a user would assemble: bm25s and Chroma fused by reciprocal rank (k=60, depth"
-           " 100). See `benchmarks/peers.py`.", ""]
+           " 100). Latency is interleaved: each query is answered by every system in turn, in an order shuffled anew"
+           " for each query (seeded), so that no system always runs right after the same one (a system behind another"
+           " that answered the same query finds that query's data warm). See `benchmarks/peers.py`.", ""]
     if qual:
         out += ["### Quality per system", "",
                 "| collection | system | compared arm | nDCG@10 | R@10 | R@100 | MRR@10 | nDCG@10 minus the vault's same arm |",
