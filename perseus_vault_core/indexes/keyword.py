@@ -441,27 +441,34 @@ class KeywordIndex(HeadMirror):
             dfs.append(df)
             terms.append(Word(postings[0], postings[1], idf(n_rows, df)) if postings is not None and df else None)
         top = ceiling(n_rows, dfs)
-        try:
-            taken = _essential(terms, shares, row_norm, depth, floors) if depth is not None else None
-            if taken is None:  # every matching row
-                score = np.zeros(n, dtype=np.float64)
-                matched = np.zeros(n, dtype=bool)
-                for i, word in enumerate(terms):
-                    if word is not None:
-                        if i not in shares:
-                            shares[i] = phrase_scores(word.freqs, row_norm(word.slots), word.weight)
-                        score[word.slots] += shares[i]
-                        matched[word.slots] = True
-                if not scoped:
-                    matched &= self.in_scope(None, None)
-                hits = np.flatnonzero(matched)
-                return Ranking(rows.vids[hits], rows.entities[hits], score[hits], top, heads=self.heads)
-            assert depth is not None
-            candidates, score = self._pruned(terms, taken, shares, row_norm)
-            return Ranking(rows.vids[candidates], rows.entities[candidates], score, top, exact=depth, heads=self.heads)
-        finally:
-            if known is not None:
-                self._keep_shares(known, stems, terms, shares, floors, depth)
+        taken = _essential(terms, shares, row_norm, depth, floors) if depth is not None else None
+        if taken is None:  # every matching row
+            slots, score = self._matching(terms, shares, row_norm, scoped)
+            ranking = Ranking(rows.vids[slots], rows.entities[slots], score, top, heads=self.heads)
+        else:
+            slots, score = self._pruned(terms, taken, shares, row_norm)
+            ranking = Ranking(rows.vids[slots], rows.entities[slots], score, top, exact=depth, heads=self.heads)
+        if known is not None:
+            self._keep_shares(known, stems, terms, shares, floors, depth)
+        return ranking
+
+    def _matching(self, terms: Sequence[Word | None], shares: dict[int, np.ndarray],
+                  row_norm: Callable[[np.ndarray], np.ndarray], scoped: bool) -> tuple[np.ndarray, np.ndarray]:
+        """Every row holding a word, exactly scored (each word's share added in query order; computed into
+        ``shares`` unless known there). Returns (slots, scores)."""
+        n = self.rows.n
+        score = np.zeros(n, dtype=np.float64)
+        matched = np.zeros(n, dtype=bool)
+        for i, word in enumerate(terms):
+            if word is not None:
+                if i not in shares:
+                    shares[i] = phrase_scores(word.freqs, row_norm(word.slots), word.weight)
+                score[word.slots] += shares[i]
+                matched[word.slots] = True
+        if not scoped:
+            matched &= self.in_scope(None, None)
+        hits = np.flatnonzero(matched)
+        return hits, score[hits]
 
     @staticmethod
     def _keep_shares(known: Shares, stems: Sequence[str], terms: Sequence[Word | None], shares: dict[int, np.ndarray],
