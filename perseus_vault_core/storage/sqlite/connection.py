@@ -183,7 +183,7 @@ def connect(path: str, driver: Driver | None = None, *, synchronous: str = "FULL
         sqlite_vec.load(conn)
         conn.enable_load_extension(False)
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        mode = _switch_to_wal(conn)
         if str(mode).lower() != "wal" and path != ":memory:":
             raise StorageError(f"cannot switch {path!r} to WAL mode (got {mode!r})")
         conn.execute(f"PRAGMA synchronous = {synchronous}")
@@ -194,6 +194,26 @@ def connect(path: str, driver: Driver | None = None, *, synchronous: str = "FULL
         conn.close()
         raise StorageError(f"cannot configure database {path!r}: {exc}") from exc
     return conn
+
+
+def _switch_to_wal(conn: Any) -> str:
+    """Put the file in WAL mode (it stays so: every later open finds it already there) and return the mode.
+
+    Only a file's first opening switches it, and two first openings at once can deadlock: each holds a
+    shared lock and wants the exclusive one, so SQLite answers one of them "database is locked" at once,
+    without waiting out the busy timeout. That one tries again, until the busy timeout has passed.
+    """
+    mode = str(conn.execute("PRAGMA journal_mode").fetchone()[0])
+    if mode.lower() == "wal":
+        return mode
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            return str(conn.execute("PRAGMA journal_mode = WAL").fetchone()[0])
+        except SQLITE_ERRORS as exc:
+            if not is_busy(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.005)
 
 
 def _create_private(path: str) -> None:
