@@ -220,7 +220,17 @@ class LangGraphSqlite(Peer):
 
 
 class Chroma(Peer):
+    """Chroma as a user creates it (its HNSW at its defaults, ef_search 100), or with ``ef_search`` raised:
+    at its default its recall@10 against an exact scan is about 0.92 to 0.96 on the synthetic memories, and
+    the vault's dense arm is held to 0.99, so the table also shows Chroma searching deep enough to reach
+    that recall (ef_search 800 gave 0.993 at 100k), at the cost in time that recall has for it."""
+
     name, persistent = "Chroma PersistentClient (HNSW)", True
+
+    def __init__(self, ef_search: int | None = None) -> None:
+        self.ef_search = ef_search
+        if ef_search is not None:
+            self.name = f"Chroma PersistentClient (HNSW, ef_search {ef_search})"
 
     def build(self, ids: list[str], texts: list[str], vectors: np.ndarray, folder: str, embed: LookupEmbedder) -> None:
         import chromadb
@@ -245,10 +255,15 @@ class Chroma(Peer):
             def build_from_config(config: dict[str, Any]) -> SameVectors:
                 return SameVectors()
 
-        self.path = os.path.join(folder, "chroma")
+        self.path = os.path.join(folder, "chroma" if self.ef_search is None else f"chroma-ef{self.ef_search}")
         self.client = chromadb.PersistentClient(path=self.path, settings=chromadb.Settings(anonymized_telemetry=False))
-        self.collection = self.client.create_collection("mem", embedding_function=SameVectors(),
-                                                        metadata={"hnsw:space": "cosine"})
+        if self.ef_search is None:
+            self.collection = self.client.create_collection("mem", embedding_function=SameVectors(),
+                                                            metadata={"hnsw:space": "cosine"})
+        else:
+            self.collection = self.client.create_collection(
+                "mem", embedding_function=SameVectors(),
+                configuration={"hnsw": {"space": "cosine", "ef_search": self.ef_search}})
         step = min(5000, self.client.get_max_batch_size())
         for start in range(0, len(ids), step):
             self.collection.add(ids=ids[start:start + step], documents=texts[start:start + step],
@@ -302,8 +317,11 @@ class FusedBm25sChroma(Peer):
 
 def make_peers() -> list[Peer]:
     keyword, dense = Bm25s(), Chroma()
-    return [keyword, RankBm25(), dense, LangGraphSqlite(), LangGraphInMemory(), LlamaSimpleVector(),
-            FusedBm25sChroma(keyword, dense)]
+    return [keyword, RankBm25(), dense, Chroma(ef_search=CHROMA_DEEP_EF), LangGraphSqlite(), LangGraphInMemory(),
+            LlamaSimpleVector(), FusedBm25sChroma(keyword, dense)]
+
+
+CHROMA_DEEP_EF = 800  # Chroma's ef_search for recall@10 at or above 0.99 at 100k (0.993 measured; 600 gave 0.988)
 
 
 # --- the vault as one more system ---------------------------------------------------------------

@@ -1,0 +1,38 @@
+"""The peer report's verdicts (benchmarks/run.py render_peers): the dense arm judged against every peer, and
+against the peers that reach the recall the vault's dense arm is held to."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from benchmarks.run import render_peers
+
+
+def _run(deep_ratio: float, deep_recall: float) -> dict[str, Any]:
+    vault = {"system": "Perseus Vault dense", "arm": "dense", "queries": 300, "p50": 2.0, "p95": 3.0,
+             "recall_vs_exact": 0.997}
+    shallow = {"system": "Chroma (HNSW)", "arm": "dense", "queries": 300, "p50": 1.5, "p95": 2.0,
+               "ratio_p50": 0.75, "ratio_p95": 0.7, "recall_vs_exact": 0.92}
+    deep = {"system": "Chroma (HNSW, ef_search 800)", "arm": "dense", "queries": 300, "p50": 2.0 * deep_ratio,
+            "p95": 3.0, "ratio_p50": deep_ratio, "ratio_p95": 1.0, "recall_vs_exact": deep_recall}
+    return {"entities": 100_000, "queries": 300, "k": 10, "latency": [vault, shallow, deep],
+            "build": {"Perseus Vault": {"ingest_per_s": 1.0, "disk_mb": 1.0}}}
+
+
+def _verdicts(run: dict[str, Any]) -> list[str]:
+    return [line for line in render_peers([], [run], []) if line.startswith("| vault dense")]
+
+
+def test_dense_is_judged_against_every_peer_and_against_those_at_its_recall() -> None:
+    every, at_recall = _verdicts(_run(deep_ratio=1.3, deep_recall=0.993))
+    assert "BEHIND" in every and "Chroma (HNSW)," in every  # the fastest peer, whatever its recall
+    assert at_recall.endswith("| met |") and "ef_search 800" in at_recall and "0.993" in at_recall
+
+
+def test_a_deep_peer_that_is_faster_is_reported_behind() -> None:
+    _, at_recall = _verdicts(_run(deep_ratio=0.8, deep_recall=0.995))
+    assert "**BEHIND** by 1.25x" in at_recall
+
+
+def test_no_row_at_the_recall_target_when_no_peer_reaches_it() -> None:
+    assert len(_verdicts(_run(deep_ratio=1.3, deep_recall=0.98))) == 1
