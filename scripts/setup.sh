@@ -15,3 +15,6 @@ if ! .venv/bin/python -c "import torch" 2>/dev/null; then
     || .venv/bin/python -m pip install --quiet "torch==2.13.0"
 fi
 .venv/bin/python -m pip install --quiet -e ".[dev,all]"
+# Byte-compile the checkout as pip does an installed wheel: an editable install is not compiled, and where
+# PYTHONDONTWRITEBYTECODE is set every new process (a CLI call, a prepare hook) would compile it again.
+.venv/bin/python -m compileall -q perseus_vault_core perseus_vault_integrations > /dev/null
