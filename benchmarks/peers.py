@@ -45,7 +45,7 @@ import numpy as np
 from perseus_vault_core import Vault
 
 from .metrics import mrr_at, ndcg_at, recall_at
-from .speed import percentiles
+from .speed import percentiles, words_afresh
 from .synthetic import memories, queries
 
 CURVE_K = (1, 3, 5, 10, 20, 50, 100)
@@ -344,8 +344,6 @@ class VaultArmAfresh(VaultArm):
         self.name = "Perseus Vault fts5, words scored afresh"
 
     def search(self, text: str, vector: np.ndarray, k: int) -> list[str]:
-        from .speed import words_afresh
-
         with words_afresh(self.vault):
             return super().search(text, vector, k)
 

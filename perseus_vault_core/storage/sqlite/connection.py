@@ -201,19 +201,20 @@ def _switch_to_wal(conn: Any) -> str:
 
     Only a file's first opening switches it, and two first openings at once can deadlock: each holds a
     shared lock and wants the exclusive one, so SQLite answers one of them "database is locked" at once,
-    without waiting out the busy timeout. That one tries again, until the busy timeout has passed.
+    without waiting out the busy timeout. That one tries again, paced as a busy write is (:func:`_pause`).
     """
     mode = str(conn.execute("PRAGMA journal_mode").fetchone()[0])
     if mode.lower() == "wal":
         return mode
-    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
-    while True:
+    delay = _FIRST_PAUSE
+    for attempt in range(WRITE_RETRIES + 1):
         try:
             return str(conn.execute("PRAGMA journal_mode = WAL").fetchone()[0])
         except SQLITE_ERRORS as exc:
-            if not is_busy(exc) or time.monotonic() >= deadline:
+            if not is_busy(exc) or attempt == WRITE_RETRIES:
                 raise
-            time.sleep(0.005)
+            delay = _pause(delay)
+    raise StorageError("database stayed busy")  # pragma: no cover - loop always returns or raises
 
 
 def _create_private(path: str) -> None:
@@ -403,14 +404,13 @@ def write_transaction(conn: Any, work: Callable[[Any], T], *, retries: int = WRI
     Nothing is committed until ``work`` returns, so a retry never repeats a partial write,
     and any exception rolls back everything ``work`` did.
     """
-    delay = 0.01
+    delay = _FIRST_PAUSE
     for attempt in range(retries + 1):
         try:
             conn.execute("BEGIN IMMEDIATE")
         except Exception as exc:
             if is_busy(exc) and attempt < retries:
-                time.sleep(delay * (1 + random.random()))
-                delay = min(delay * 2, 0.5)
+                delay = _pause(delay)
                 continue
             raise StorageError(f"database stayed busy after {attempt + 1} attempts: {exc}") from exc
         try:
@@ -421,11 +421,20 @@ def write_transaction(conn: Any, work: Callable[[Any], T], *, retries: int = WRI
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             if is_busy(exc) and attempt < retries:
-                time.sleep(delay * (1 + random.random()))
-                delay = min(delay * 2, 0.5)
+                delay = _pause(delay)
                 continue
             raise
     raise StorageError("database stayed busy")  # pragma: no cover - loop always returns or raises
+
+
+_FIRST_PAUSE = 0.01  # seconds before the first retry of a busy statement; doubled each time, up to 0.5
+
+
+def _pause(delay: float) -> float:
+    """Wait ``delay`` to twice that (the jitter spreads out connections retrying together) and return
+    the next, longer delay."""
+    time.sleep(delay * (1 + random.random()))
+    return min(delay * 2, 0.5)
 
 
 class ConnectionPool:
