@@ -87,6 +87,27 @@ def nearest(distance: np.ndarray, entity_ids: np.ndarray, depth: int) -> np.ndar
     return np.concatenate([below, at])
 
 
+def sign_scores(codes: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """For rows' sign bits (one row of packed bytes each, as :func:`sign_bits` packs them, padding
+    allowed), the sum of the query's components over the dimensions whose bit is set: the query's
+    dot product with each row's sign vector, up to a constant. A finer guess than Hamming distance
+    (the query keeps its magnitudes), at a fraction of a cosine's cost: 48 bytes read per row instead
+    of 1,536. Summed by einsum's own float32 loop, per row, like :func:`cosine`: a row's score never
+    depends on its neighbours, so both dense paths agree."""
+    q = np.asarray(query, dtype=np.float32)
+    unpacked = np.unpackbits(np.asarray(codes, dtype=np.uint8), axis=1, count=len(q)).astype(np.float32)
+    scores: np.ndarray = np.einsum("ij,j->i", unpacked, q)
+    return scores
+
+
+def shortlist(codes: np.ndarray, query: np.ndarray, entity_ids: np.ndarray, keep: int) -> np.ndarray:
+    """Indexes of the ``keep`` rows with the highest :func:`sign_scores` (ties by entity id): the
+    candidates worth an exact cosine. On the 100k benchmark store, 1,500 by Hamming distance cut to
+    400 this way keep recall@10 against an exact scan at 0.997, as 1,500 scored exactly do, for a
+    quarter of the float reads (docs/benchmarks.md)."""
+    return nearest(-sign_scores(codes, query), entity_ids, keep)
+
+
 def sign_bits(vector: np.ndarray) -> bytes:
     """One bit per dimension, set where the component is > 0 (padded to whole bytes): the dense
     pre-filter's code, stored beside each vector. :func:`sign_words` packs the same bits."""

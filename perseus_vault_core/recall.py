@@ -58,10 +58,13 @@ MIN_SCORE = {"fts5": 0.1, "dense": 0.25}
 # The knobs re-rank a pool deeper than the page, so a boosted item can climb into it.
 POOL_FACTOR = 4
 MIN_POOL = 100
-# Dense candidates taken by sign-bit distance before exact scoring (see indexes/vector.py):
-# at least DENSE_DEPTH, and DEPTH_PER_POOL per pool slot.
+# Dense candidates taken by sign-bit distance (see indexes/vector.py): at least DENSE_DEPTH, and
+# DEPTH_PER_POOL per pool slot; of those, a shortlist scored exactly: SHORTLIST_PER_POOL per pool
+# slot, and at least a SHORTLIST_SHARE of the depth when the search goes deeper.
 DENSE_DEPTH = 1_500
 DEPTH_PER_POOL = 15
+SHORTLIST_PER_POOL = 4
+SHORTLIST_SHARE = 4
 
 
 @dataclass
@@ -265,8 +268,10 @@ def _dense_arm(conn: Connection, query: np.ndarray, v: View, pool: int, arms: Ar
     target = max(DENSE_DEPTH, DEPTH_PER_POOL * pool)
     depth = target
     for _ in range(6):
-        answer = arms.vector_index.search(conn, query, depth, agent, workspace) if arms.vector_index else None
-        ranking, complete = answer if answer is not None else vectors.candidates(conn, query, depth, agent, workspace)
+        keep = max(SHORTLIST_PER_POOL * pool, depth // SHORTLIST_SHARE)
+        answer = arms.vector_index.search(conn, query, depth, agent, workspace, keep) if arms.vector_index else None
+        ranking, complete = answer if answer is not None else vectors.candidates(conn, query, depth, agent, workspace,
+                                                                                  keep)
         hits = visible_hits(conn, ranking, v, pool)
         accepted = len(hits) / max(1, examined())
         if complete or (len(hits) >= pool and accepted * depth >= target / 2):

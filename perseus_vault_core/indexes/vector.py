@@ -8,13 +8,15 @@ A query is answered in two steps, the same two steps the SQL path takes (:mod:`s
 both give the same answer:
 
 1. candidates: the ``depth`` live heads in the caller's scope nearest to the query by Hamming
-   distance between sign bits (ties by entity id): about 1 ms at 100k heads, against 10 to 16 ms
+   distance between sign bits (ties by entity id): about 0.4 ms at 100k heads, against 10 to 16 ms
    for a float32 scan of every vector (150 MB of memory traffic);
-2. exact cosine for those candidates; status and time filters then apply in SQL, best first.
+2. a shortlist of the ``keep`` best of those by the query's own components summed over each
+   candidate's set bits (:func:`dense.shortlist`: it reads the same bits again, not the floats);
+3. exact cosine for the shortlist; status and time filters then apply, best first.
 
-At the default depth (2,000, or 20 x the pool) recall@10 against an exact scan is 0.999 or better
-on the 100k benchmark store (measured in docs/benchmarks.md); when filters reject many candidates,
-the search repeats deeper (see recall._dense_arm).
+At the default depth (1,500 cut to 400, or 15 and 4 x the pool) recall@10 against an exact scan is
+0.997 on the 100k benchmark store (measured in docs/benchmarks.md); when filters reject many
+candidates, the search repeats deeper (see recall._dense_arm).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from ..dbapi import Connection
-from ..dense import cosine, hamming, nearest, sign_words, words
+from ..dense import cosine, hamming, nearest, shortlist, sign_words, words
 from ..hits import Ranking
 from ..storage.base import OP_REBUILT, OP_VECTORS_RESET, Backend
 from .mirror import HeadMirror, NotYet, fit, grow
@@ -121,11 +123,13 @@ class VectorIndex(HeadMirror):
         return result
 
     def search(
-        self, conn: Connection, query: np.ndarray, depth: int, agent_id: str | None = None, workspace_hash: str | None = None
+        self, conn: Connection, query: np.ndarray, depth: int, agent_id: str | None = None,
+        workspace_hash: str | None = None, keep: int | None = None,
     ) -> tuple[Ranking, bool] | None:
         """The ``depth`` nearest live heads in scope by sign-bit Hamming distance (ties by entity id),
-        scored by exact cosine; and whether that was every candidate there is. ``None`` if the mirror
-        cannot answer for the snapshot ``conn`` reads."""
+        cut to the ``keep`` best by :func:`dense.shortlist` when that was not every candidate, scored by
+        exact cosine; and whether that was every candidate there is. ``None`` if the mirror cannot
+        answer for the snapshot ``conn`` reads."""
 
         def compute() -> tuple[Ranking, bool]:
             n = self.rows.n
@@ -144,6 +148,9 @@ class VectorIndex(HeadMirror):
                     distance += np.bitwise_count(column[candidates] ^ word)
                 slots = candidates[nearest(distance, self.rows.entities[candidates], depth)]
                 complete = kept <= depth
+            if not complete and keep is not None and keep < len(slots):
+                codes = np.stack([column[slots] for column in self._bits], axis=1).view(np.uint8)
+                slots = np.sort(slots[shortlist(codes, q, self.rows.entities[slots], keep)])
             scores = cosine(self._matrix[slots], q)
             return Ranking(self.rows.vids[slots], self.rows.entities[slots], scores, heads=self.heads), complete
 

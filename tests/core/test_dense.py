@@ -32,3 +32,35 @@ def test_a_scan_of_sign_bits_counts_the_dimensions_whose_signs_differ() -> None:
     columns = [np.asarray(c, dtype=np.uint64) for c in zip(*(dense.sign_words(v) for v in vectors))]
     got = dense.hamming(columns, dense.sign_words(query), 50)
     assert got.tolist() == [int(np.count_nonzero((v > 0) != (query > 0))) for v in vectors]
+
+
+@pytest.mark.parametrize("dimension", [48, 100, 384])
+def test_sign_scores_sum_the_query_over_each_rows_set_bits(dimension: int) -> None:
+    rng = np.random.default_rng(dimension)
+    vectors = rng.standard_normal((30, dimension)).astype(np.float32)
+    query = rng.standard_normal(dimension).astype(np.float32)
+    packed = np.stack([np.frombuffer(dense.sign_bits(v), dtype=np.uint8) for v in vectors])
+    padded = np.stack([np.asarray(dense.sign_words(v), dtype=np.uint64) for v in vectors]).view(np.uint8)
+    expected = [float(query[v > 0].astype(np.float64).sum()) for v in vectors]
+    for codes in (packed, padded):  # the file's bytes and the index's 64-bit words read alike
+        assert dense.sign_scores(codes, query) == pytest.approx(expected, abs=1e-4)
+
+
+def test_a_rows_sign_score_does_not_depend_on_its_neighbours() -> None:
+    rng = np.random.default_rng(9)
+    vectors = rng.standard_normal((500, 384)).astype(np.float32)
+    query = rng.standard_normal(384).astype(np.float32)
+    codes = np.stack([np.frombuffer(dense.sign_bits(v), dtype=np.uint8) for v in vectors])
+    order = rng.permutation(500)
+    assert dense.sign_scores(codes[order], query).tobytes() == dense.sign_scores(codes, query)[order].tobytes()
+
+
+def test_the_shortlist_keeps_the_best_sign_scores_ties_by_entity_id() -> None:
+    query = np.asarray([1.0, 0.5, 0.25, 0.0, 0.0, 0.0, 0.0, 0.0], dtype=np.float32)
+    bits = ["10000000", "01000000", "11000000", "11000000", "00100000", "00000000"]
+    codes = np.asarray([[int(b, 2)] for b in bits], dtype=np.uint8)
+    entity_ids = np.asarray([10, 11, 12, 5, 13, 14])
+    picked = dense.shortlist(codes, query, entity_ids, 3)
+    # rows 2 and 3 score 1.5 (tie: entity 5 first), row 0 scores 1.0, the rest less
+    assert sorted(picked.tolist()) == [0, 2, 3]
+    assert sorted(dense.shortlist(codes, query, entity_ids, 1).tolist()) == [3]

@@ -253,20 +253,29 @@ def test_vector_index_follows_another_process(db_path, fake_embedder: FakeEmbedd
         assert fast == slow and len([1 for i, _ in fast]) >= 19
 
 
-def test_shallow_prefilter_same_answer_in_memory_and_in_sql(dense_vault: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
-    """With a pre-filter far shallower than the store, both paths take the same candidates, and a
-    filter that rejects most of them makes the search look deeper rather than return short."""
+@pytest.mark.parametrize("shortlisted", [False, True])
+def test_shallow_prefilter_same_answer_in_memory_and_in_sql(
+        dense_vault: Vault, monkeypatch: pytest.MonkeyPatch, shortlisted: bool) -> None:
+    """With a pre-filter far shallower than the store, both paths take the same candidates (cut to the
+    same shortlist when one is taken), and a filter that rejects most of them makes the search look
+    deeper rather than return short."""
     from perseus_vault_core import recall as recall_module
 
     monkeypatch.setattr(recall_module, "DENSE_DEPTH", 5)
     monkeypatch.setattr(recall_module, "DEPTH_PER_POOL", 1)
     monkeypatch.setattr(recall_module, "MIN_POOL", 4)
+    if shortlisted:  # a shortlist of a quarter of the depth: half the pool, so it must look deeper
+        monkeypatch.setattr(recall_module, "SHORTLIST_PER_POOL", 0)
+        monkeypatch.setattr(recall_module, "SHORTLIST_SHARE", 2)
     depths: list[int] = []
+    kept: list[int] = []
     original = vectors.candidates
 
-    def spy(conn, query, depth, agent, workspace):  # type: ignore[no-untyped-def]
+    def spy(conn, query, depth, agent, workspace, keep):  # type: ignore[no-untyped-def]
         depths.append(depth)
-        return original(conn, query, depth, agent, workspace)
+        ranking, complete = original(conn, query, depth, agent, workspace, keep)
+        kept.append(len(ranking))
+        return ranking, complete
 
     monkeypatch.setattr(vectors, "candidates", spy)
     for i in range(60):
@@ -276,6 +285,7 @@ def test_shallow_prefilter_same_answer_in_memory_and_in_sql(dense_vault: Vault, 
     query = dict(mode="dense", limit=4, reinforce=False)
     sql_answer = dense_vault.recall("billing invoices ledger", **query).model_dump_json()
     assert depths[0] == 16 and len(depths) > 1  # the pool is 16; two in three rejected: it looked deeper
+    assert kept[0] == (8 if shortlisted else 16)
     assert dense_vault.wait_for_vector_index()
     memory_answer = dense_vault.recall("billing invoices ledger", **query).model_dump_json()
     assert memory_answer == sql_answer

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from ...dbapi import Connection
-from ...dense import cosine, sign_bits
+from ...dense import cosine, shortlist, sign_bits
 from ...errors import Conflict
 from ...filters import View, scope_clauses
 from ...hits import Hit, Ranking
@@ -124,15 +124,16 @@ def missing(conn: Connection, limit: int) -> list[tuple[int, str, str | None, bo
     return [(int(vid), content, summary, bool(head)) for vid, content, summary, head in rows]
 
 
-def candidates(conn: Connection, query: np.ndarray, depth: int, agent_id: str | None, workspace_hash: str | None
-               ) -> tuple[Ranking, bool]:
-    """The current view's first step (see :mod:`indexes.vector`): the ``depth`` current versions in scope
-    nearest to ``query`` by sign-bit Hamming distance (ties by entity id), with exact cosine scores;
-    and whether that was every candidate there is."""
+def candidates(conn: Connection, query: np.ndarray, depth: int, agent_id: str | None, workspace_hash: str | None,
+               keep: int | None = None) -> tuple[Ranking, bool]:
+    """The current view's first steps (see :mod:`indexes.vector`): the ``depth`` current versions in scope
+    nearest to ``query`` by sign-bit Hamming distance (ties by entity id), cut to the ``keep`` best by
+    :func:`dense.shortlist` when that was not every candidate, with exact cosine scores; and whether that
+    was every candidate there is."""
     params: dict[str, Any] = {"bits": sign_bits(query), "depth": depth}
     where = " AND ".join(["v.recorded_to_ms IS NULL", *scope_clauses(agent_id, workspace_hash, params)])
     rows = conn.execute(
-        f"SELECT v.entity_id, v.vid, x.embedding FROM {TABLE} x CROSS JOIN entity_versions v ON v.vid = x.vid "
+        f"SELECT v.entity_id, v.vid, x.embedding, x.bits FROM {TABLE} x CROSS JOIN entity_versions v ON v.vid = x.vid "
         f"CROSS JOIN entities e ON e.id = v.entity_id WHERE {where} "
         "ORDER BY vec_distance_hamming(vec_bit(x.bits), vec_bit(:bits)), v.entity_id "
         "LIMIT :depth",
@@ -140,10 +141,15 @@ def candidates(conn: Connection, query: np.ndarray, depth: int, agent_id: str | 
     ).fetchall()
     if not rows:
         return Ranking(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0)), True
+    complete = len(rows) < depth
+    if not complete and keep is not None and keep < len(rows):
+        codes = np.stack([np.frombuffer(r[3], dtype=np.uint8) for r in rows])
+        picked = shortlist(codes, query, np.asarray([r[0] for r in rows], dtype=np.int64), keep)
+        rows = [rows[i] for i in np.sort(picked)]
     scores = cosine(np.stack([np.frombuffer(r[2], dtype=np.float32) for r in rows]), query)
     ranking = Ranking(np.asarray([r[1] for r in rows], dtype=np.int64), np.asarray([r[0] for r in rows], dtype=np.int64),
                       scores)
-    return ranking, len(rows) < depth
+    return ranking, complete
 
 
 def search(conn: Connection, query: np.ndarray, view: View, pool: int) -> tuple[list[Hit], dict[int, np.ndarray]]:
