@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from perseus_vault_core.recall import DENSE_DEPTH
+from perseus_vault_core.recall import DENSE_DEPTH, MIN_POOL, SHORTLIST_PER_POOL
 
 from . import conversation, graphrag, mcp, memory_files, million, peers, plots, quality, speed
 
@@ -282,7 +282,8 @@ def render(info: dict[str, str], sizes: list[dict[str, Any]], qual: list[dict[st
         at_100k(f"a new process's first dense recall (query vector given), {label}", big[key]["dense_ms"], 20, "ms")
     for s in sizes:
         out.append(f"| dense recall@10 against an exact scan, {s['entities']:,} entities | "
-                   f"{s['dense_recall_at_10_vs_exact']:.3f} | reported (sign-bit pre-filter, depth {DENSE_DEPTH:,}) |")
+                   f"{s['dense_recall_at_10_vs_exact']:.3f} | reported (sign-bit pre-filter, depth {DENSE_DEPTH:,}, "
+                   f"shortlist {SHORTLIST_PER_POOL * MIN_POOL:,}) |")
     out.append("")
     if graph:
         out += render_graph(graph)
