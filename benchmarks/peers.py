@@ -295,6 +295,24 @@ class LlamaSimpleVector(Peer):
         return list(self.store.query(VectorStoreQuery(query_embedding=vector.tolist(), similarity_top_k=k)).ids or [])
 
 
+class ChromaDocuments(Peer):
+    """The same Chroma collection queried as a user queries it, with the default ``include`` (documents,
+    metadatas and distances): the work the vault does too, since every recall returns its memories
+    whole. The plain Chroma arm asks for ids only (``include=[]``), which is less work than the vault's."""
+
+    name, persistent = "Chroma PersistentClient (HNSW), documents returned", True
+
+    def __init__(self, chroma: Chroma) -> None:
+        self.chroma = chroma
+
+    def build(self, ids: list[str], texts: list[str], vectors: np.ndarray, folder: str, embed: LookupEmbedder) -> None:
+        pass  # shares the collection built already
+
+    def search(self, text: str, vector: np.ndarray, k: int) -> list[str]:
+        found = self.chroma.collection.query(query_texts=[text], n_results=k)
+        return list(found["ids"][0])
+
+
 class FusedBm25sChroma(Peer):
     """Hybrid as a user would assemble it: bm25s and Chroma, reciprocal-rank fusion (k=60, depth 100)."""
 
@@ -317,8 +335,8 @@ class FusedBm25sChroma(Peer):
 
 def make_peers() -> list[Peer]:
     keyword, dense = Bm25s(), Chroma()
-    return [keyword, RankBm25(), dense, Chroma(ef_search=CHROMA_DEEP_EF), LangGraphSqlite(), LangGraphInMemory(),
-            LlamaSimpleVector(), FusedBm25sChroma(keyword, dense)]
+    return [keyword, RankBm25(), dense, ChromaDocuments(dense), Chroma(ef_search=CHROMA_DEEP_EF), LangGraphSqlite(),
+            LangGraphInMemory(), LlamaSimpleVector(), FusedBm25sChroma(keyword, dense)]
 
 
 CHROMA_DEEP_EF = 800  # Chroma's ef_search for recall@10 at or above 0.99 at 100k (0.993 measured; 600 gave 0.988)

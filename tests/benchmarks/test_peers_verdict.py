@@ -36,3 +36,16 @@ def test_a_deep_peer_that_is_faster_is_reported_behind() -> None:
 
 def test_no_row_at_the_recall_target_when_no_peer_reaches_it() -> None:
     assert len(_verdicts(_run(deep_ratio=1.3, deep_recall=0.98))) == 1
+
+
+def test_the_like_for_like_row_judges_chroma_returning_its_documents() -> None:
+    from benchmarks.peers import ChromaDocuments
+
+    run = _run(deep_ratio=1.3, deep_recall=0.993)
+    run["latency"].append({"system": ChromaDocuments.name, "arm": "dense", "queries": 300, "p50": 2.2, "p95": 3.0,
+                           "ratio_p50": 1.1, "ratio_p95": 1.0, "recall_vs_exact": 0.92})
+    every, _, whole = _verdicts(run)
+    assert "BEHIND" in every  # the ids-only arm still decides the verdict against every peer
+    assert "returning the documents" in whole and "ratio 1.10" in whole and whole.endswith("| met |")
+    run["latency"][-1]["ratio_p50"] = 0.9
+    assert "**BEHIND** by 1.11x" in _verdicts(run)[2]
