@@ -116,6 +116,7 @@ class Peer:
     arm = "dense"  # the vault mode it is compared with: fts5, dense or hybrid
     cost = "fast"  # fast / medium / slow: how many queries it answers at large sizes
     persistent = False
+    builds = True  # False where it queries what another peer built: no ingest rate of its own
 
     def build(self, ids: list[str], texts: list[str], vectors: np.ndarray, folder: str, embed: LookupEmbedder) -> None:
         raise NotImplementedError
@@ -300,10 +301,13 @@ class ChromaDocuments(Peer):
     metadatas and distances): the work the vault does too, since every recall returns its memories
     whole. The plain Chroma arm asks for ids only (``include=[]``), which is less work than the vault's."""
 
-    name, persistent = "Chroma PersistentClient (HNSW), documents returned", True
+    name, persistent, builds = "Chroma PersistentClient (HNSW), documents returned", True, False
 
     def __init__(self, chroma: Chroma) -> None:
         self.chroma = chroma
+
+    def disk_bytes(self) -> int | None:
+        return self.chroma.disk_bytes()
 
     def build(self, ids: list[str], texts: list[str], vectors: np.ndarray, folder: str, embed: LookupEmbedder) -> None:
         pass  # shares the collection built already
@@ -316,7 +320,7 @@ class ChromaDocuments(Peer):
 class FusedBm25sChroma(Peer):
     """Hybrid as a user would assemble it: bm25s and Chroma, reciprocal-rank fusion (k=60, depth 100)."""
 
-    name, arm = "bm25s + Chroma, RRF k=60", "hybrid"
+    name, arm, builds = "bm25s + Chroma, RRF k=60", "hybrid", False
 
     def __init__(self, keyword: Bm25s, dense: Chroma) -> None:
         self.keyword, self.dense = keyword, dense
@@ -376,7 +380,7 @@ def build_all(peers: list[Peer], ids: list[str], texts: list[str], vectors: np.n
         peer.build(ids, texts, vectors, folder, embed)
         elapsed = time.perf_counter() - started
         size = peer.disk_bytes()
-        out[peer.name] = {"ingest_per_s": len(ids) / elapsed if peer.arm != "hybrid" else None,
+        out[peer.name] = {"ingest_per_s": len(ids) / elapsed if peer.builds else None,
                           "disk_mb": size / 1e6 if size is not None else None}
     return out
 

@@ -49,3 +49,26 @@ def test_the_like_for_like_row_judges_chroma_returning_its_documents() -> None:
     assert "returning the documents" in whole and "ratio 1.10" in whole and whole.endswith("| met |")
     run["latency"][-1]["ratio_p50"] = 0.9
     assert "**BEHIND** by 1.11x" in _verdicts(run)[2]
+
+
+def test_a_peer_that_queries_another_peers_build_reports_no_ingest_rate_of_its_own() -> None:
+    import numpy as np
+
+    from benchmarks.peers import ChromaDocuments, FusedBm25sChroma, Peer, build_all
+
+    class Built(Peer):
+        name = "built"
+
+        def build(self, *args: Any) -> None:
+            pass
+
+        def disk_bytes(self) -> int | None:
+            return 5_000_000
+
+    built = Built()
+    shared = ChromaDocuments(built)  # type: ignore[arg-type]
+    figures = build_all([built, shared, FusedBm25sChroma(built, built)], ["a"], ["text"],  # type: ignore[arg-type]
+                        np.zeros((1, 4), dtype=np.float32), "", None, lambda _: None)  # type: ignore[arg-type]
+    assert figures["built"]["ingest_per_s"] is not None
+    assert figures[shared.name] == {"ingest_per_s": None, "disk_mb": 5.0}  # the collection it queries
+    assert figures["bm25s + Chroma, RRF k=60"]["ingest_per_s"] is None
