@@ -3,11 +3,14 @@ fusion weights, cross-encoder)."""
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator
 
 from .base import _STRICT_IN
+
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")  # postgresql://..., sqlite://..., and the like
 
 Synchronous = Literal["OFF", "NORMAL", "FULL", "EXTRA"]
 
@@ -36,4 +39,8 @@ class OpenParams(BaseModel):
         if value == ":memory:" or value.startswith("file:"):
             # Each thread has its own connection, and each in-memory connection its own database.
             raise ValueError("must be a file path (for a throwaway vault use a temporary directory)")
+        if _URL.match(value):
+            # Taken as a path, a URL would quietly become folders and a SQLite file named after it.
+            raise ValueError(f"is a URL ({value.split('://')[0]}://...); this version keeps a vault in one SQLite "
+                             "file only: give the file's path")
         return value

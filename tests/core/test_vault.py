@@ -79,6 +79,17 @@ def test_in_memory_paths_are_refused() -> None:
     assert err.value.field == "path"
 
 
+@pytest.mark.parametrize("url", ["postgresql://user@localhost:5432/db", "sqlite:///tmp/v.db", "s3://bucket/v.db"])
+def test_a_database_url_is_refused_not_made_into_folders(url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from perseus_vault_core import InvalidInput
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InvalidInput, match="is a URL") as err:
+        Vault(url)
+    assert err.value.field == "path"
+    assert list(tmp_path.iterdir()) == []  # nothing created, relative to where a path would have gone
+
+
 def test_bad_arguments_never_escape_as_other_errors(db_path: Path, tmp_path: Path) -> None:
     from perseus_vault_core import InvalidInput, VaultError
 
