@@ -22,9 +22,6 @@ class Cursor(Protocol):
     @property
     def rowcount(self) -> int: ...
 
-    @property
-    def lastrowid(self) -> int | None: ...
-
 
 class Connection(Protocol):
     """A DB-API connection, as far as the vault uses one (one per thread; see :class:`Backend`)."""

@@ -52,12 +52,11 @@ def link(
         at = max(now_ms, current.recorded_from_ms)
         conn.execute("UPDATE links SET recorded_to_ms = ? WHERE id = ?", (at, current.id))
         created, now_ms = current.created_at_ms, at
-    cur = conn.execute(
+    (row,) = conn.execute(
         "INSERT INTO links (from_id, to_id, relation, weight, source, created_at_ms, recorded_from_ms) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        f"VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING {LINK_COLUMNS}",
         (from_id, to_id, relation, weight, source, created, now_ms),
-    )
-    row = conn.execute(f"SELECT {LINK_COLUMNS} FROM links WHERE id = ?", (cur.lastrowid,)).fetchone()
+    ).fetchall()
     return _link(row)
 
 

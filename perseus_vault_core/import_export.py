@@ -314,14 +314,13 @@ def _place_entities(backend: Backend, conn: Connection, entities: list[tuple[int
             id_map[rec.id] = existing
             continue
         explicit = rec.id if rec.id > top else None
-        cur = conn.execute(
+        ((new_id,),) = conn.execute(
             "INSERT INTO entities (id, agent_id, workspace_hash, category, key, created_at_ms, retrieval_count, "
-            "last_accessed_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "last_accessed_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
             (explicit, rec.agent_id or "", rec.workspace_hash or "", rec.category, rec.key, rec.created_at_ms,
              rec.retrieval_count, rec.last_accessed_ms),
-        )
-        assert cur.lastrowid is not None
-        id_map[rec.id] = int(cur.lastrowid)
+        ).fetchall()
+        id_map[rec.id] = int(new_id)
         top = max(top, id_map[rec.id])
         report.created += 1
     return id_map
@@ -402,15 +401,14 @@ def _write_link(
         ).fetchone()
     if same is not None:
         return top
-    cur = conn.execute(
+    ((new_id,),) = conn.execute(
         "INSERT INTO links (id, from_id, to_id, relation, weight, source, created_at_ms, recorded_from_ms, "
-        "recorded_to_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "recorded_to_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
         (link.id if link.id > top else None, a, b, link.relation, link.weight, link.source, link.created_at_ms,
          link.recorded_from_ms, link.recorded_to_ms),
-    )
+    ).fetchall()
     report.links += 1
-    assert cur.lastrowid is not None
-    return max(top, int(cur.lastrowid))
+    return max(top, int(new_id))
 
 
 # --- the verbs -----------------------------------------------------------------------------------

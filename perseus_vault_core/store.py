@@ -251,14 +251,12 @@ def insert_version(
     cols = ("entity_id", "version", "change", "recorded_from_ms", "recorded_to_ms", "updated_at_ms", *STATE_FIELDS)
     values = (entity_id, version, change, recorded_from_ms, recorded_to_ms, updated_at_ms,
               *(state[f] for f in STATE_FIELDS))
-    cur = conn.execute(
-        f"INSERT INTO entity_versions ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})", values
-    )
-    assert cur.lastrowid is not None
-    vid = int(cur.lastrowid)
+    ((vid,),) = conn.execute(
+        f"INSERT INTO entity_versions ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))}) RETURNING vid", values
+    ).fetchall()
     backend.keyword.index_versions(conn, [(vid, state["content"], state["summary"], state["tags"])],
                                    heads=recorded_to_ms is None)
-    return vid
+    return int(vid)
 
 
 @dataclass

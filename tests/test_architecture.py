@@ -136,6 +136,8 @@ def sqlite_outside_storage(root: Path) -> list[str]:
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs \
                     and SQL.search(node.value) and (found := SQLITE_ONLY.search(node.value)):
                 bad.append(f"{module}:{node.lineno} SQL uses {found.group(0)!r}")
+            if isinstance(node, ast.Attribute) and node.attr == "lastrowid":  # Postgres has none
+                bad.append(f"{module}:{node.lineno} reads cursor.lastrowid (use INSERT ... RETURNING)")
     return bad
 
 
@@ -306,10 +308,13 @@ def test_the_seam_check_names_each_leak(tmp_path: Path) -> None:
                               "from .storage.sqlite import keyword\n"
                               'MODE = "fts5"\n'
                               'Q = "SELECT vid FROM entities_fts WHERE entities_fts MATCH :q"\n'),
-        f"{CORE}/memory.py": 'SET = "INSERT OR REPLACE INTO vault_meta (key, value) VALUES (?, ?)"\n',
+        f"{CORE}/memory.py": ('SET = "INSERT OR REPLACE INTO vault_meta (key, value) VALUES (?, ?)"\n'
+                              "def add(conn):\n"
+                              "    return conn.execute('INSERT INTO links (from_id) VALUES (1)').lastrowid\n"),
     })
     assert sqlite_outside_storage(root) == [
         f"{CORE}.memory:1 SQL uses 'INSERT OR REPLACE'",
+        f"{CORE}.memory:3 reads cursor.lastrowid (use INSERT ... RETURNING)",
         f"{CORE}.recall:2 imports {CORE}.storage.sqlite",
         f"{CORE}.recall:4 SQL uses '_fts'",
     ]
