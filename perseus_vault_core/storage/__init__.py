@@ -1,6 +1,7 @@
 """Storage backends behind one seam (:mod:`.base` says what a backend provides; docs/architecture.md).
 
-:mod:`.sqlite` is the embedded file, the default and today the only backend.
+:mod:`.sqlite` is the embedded file, the default and today the only backend that opens a vault;
+:mod:`.postgres` (PostgreSQL with pgvector) is being built beside it.
 """
 
 from .base import Backend, ChangeLog, Connection, Cursor, KeywordMirror, KeywordStore, Tokenizer, VectorStore

@@ -1,0 +1,140 @@
+"""psycopg 3 connections shaped as the vault's DB-API :class:`~perseus_vault_core.dbapi.Connection`.
+
+The engine's services write their SQL with SQLite's parameter styles, ``?`` and ``:name``
+(docs/architecture.md, the shared subset). psycopg takes ``%s`` and ``%(name)s`` and reads every ``%``
+as the start of one, so :func:`translate` rewrites a statement once (and remembers it): parameters
+become psycopg's, a literal ``%`` becomes ``%%``, and string literals, quoted identifiers and
+Postgres's own ``::`` casts are left as they are. A statement that mixes the two styles, or whose
+parameters do not match its style, is refused with an error that names the mismatch.
+
+Connections run in autocommit mode, as the SQLite backend's do (``isolation_level=None``): the backend
+opens its read snapshots and write transactions itself, with explicit ``BEGIN``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from functools import lru_cache
+from typing import Any
+
+from ...errors import InvalidInput
+
+_TOKEN = re.compile(r"""
+      '(?:[^']|'')*'            # a string literal ('' is a quote inside it)
+    | "(?:[^"]|"")*"            # a quoted identifier
+    | ::                        # a cast, Postgres's own syntax: never a parameter
+    | :([A-Za-z_][A-Za-z0-9_]*) # a named parameter
+    | \?                        # a positional parameter
+    | %                         # psycopg's placeholder sign, meant literally here
+""", re.VERBOSE)
+
+
+@lru_cache(maxsize=1024)
+def translate(sql: str) -> tuple[str, str | None]:
+    """``sql`` with its parameters in psycopg's style, and that style: ``"named"``, ``"positional"``, or
+    ``None`` for a statement with no parameters. A ``%`` anywhere (string literals included, since
+    psycopg reads those too) is doubled."""
+    styles: set[str] = set()
+
+    def one(match: re.Match[str]) -> str:
+        token = match.group(0)
+        if token[0] == "'":
+            return token.replace("%", "%%")
+        if token[0] == '"' or token == "::":
+            return token
+        if token == "%":
+            return "%%"
+        if token == "?":
+            styles.add("positional")
+            return "%s"
+        styles.add("named")
+        return f"%({match.group(1)})s"
+
+    out = _TOKEN.sub(one, sql)
+    if len(styles) > 1:
+        raise InvalidInput("sql", f"a statement mixes ? and :name parameters: {sql[:200]}")
+    return out, next(iter(styles), None)
+
+
+def _bind(sql: str, parameters: Any) -> tuple[str, Any]:
+    """The statement and parameters as psycopg takes them."""
+    text, style = translate(sql)
+    if style is None:
+        if parameters not in (None, (), [], {}):
+            raise InvalidInput("parameters", f"parameters given to a statement that takes none: {sql[:200]}")
+        return sql, None  # without parameters psycopg reads no placeholder: the statement as written
+    if style == "named" and not isinstance(parameters, Mapping):
+        raise InvalidInput("parameters", f"a statement with :name parameters needs a mapping, got {type(parameters).__name__}")
+    if style == "positional" and (isinstance(parameters, (Mapping, str, bytes)) or not isinstance(parameters, Sequence)):
+        raise InvalidInput("parameters", f"a statement with ? parameters needs a sequence, got {type(parameters).__name__}")
+    return text, parameters
+
+
+class PgCursor:
+    """A psycopg cursor as the vault reads one (``dbapi.Cursor``). It has no ``lastrowid`` (Postgres has
+    none): the shared SQL reads a new row's id with ``INSERT ... RETURNING``."""
+
+    def __init__(self, cursor: Any) -> None:
+        self._cursor = cursor
+
+    def fetchone(self) -> Any:
+        return self._cursor.fetchone() if self._cursor.description is not None else None
+
+    def fetchall(self) -> list[Any]:
+        return list(self._cursor.fetchall()) if self._cursor.description is not None else []
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.fetchall())
+
+    @property
+    def rowcount(self) -> int:
+        return int(self._cursor.rowcount)
+
+
+class PgConnection:
+    """One psycopg connection (one per thread, as :class:`~perseus_vault_core.storage.base.Backend`
+    hands them out), taking the shared SQL in SQLite's parameter styles."""
+
+    def __init__(self, raw: Any) -> None:
+        self.raw = raw
+
+    def execute(self, sql: str, parameters: Any = None, /) -> PgCursor:
+        text, bound = _bind(sql, parameters)
+        return PgCursor(self.raw.execute(text, bound, prepare=None))
+
+    def executemany(self, sql: str, parameters: Iterable[Any], /) -> PgCursor:
+        rows = list(parameters)
+        if not rows:
+            return PgCursor(self.raw.cursor())
+        text, _ = _bind(sql, rows[0])
+        for row in rows[1:]:
+            _bind(sql, row)  # every row in the statement's style, before anything runs
+        cursor = self.raw.cursor()
+        cursor.executemany(text, rows)
+        return PgCursor(cursor)
+
+    def close(self) -> None:
+        self.raw.close()
+
+    @property
+    def in_transaction(self) -> bool:
+        from psycopg.pq import TransactionStatus
+
+        return bool(self.raw.info.transaction_status in (TransactionStatus.INTRANS, TransactionStatus.INERROR))
+
+
+def connect(url: str) -> PgConnection:
+    """A new autocommit connection to the database at ``url`` (a ``postgresql://`` URL or a libpq
+    ``key=value`` string). psycopg is the ``postgres`` extra: without it, a :class:`SetupError` says what
+    to install."""
+    try:
+        import psycopg
+    except ImportError as error:
+        from ...errors import SetupError
+
+        raise SetupError("PostgreSQL needs psycopg: pip install 'perseus-vault[postgres]'") from error
+    return PgConnection(psycopg.connect(url, autocommit=True))
+
+
+__all__ = ["PgConnection", "PgCursor", "connect", "translate"]

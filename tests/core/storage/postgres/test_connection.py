@@ -1,0 +1,73 @@
+"""The Postgres connection layer (storage/postgres/connection.py): the shared SQL's parameter styles
+rewritten for psycopg, checked as text and then run on a real PostgreSQL server with pgvector."""
+
+from __future__ import annotations
+
+import pytest
+
+from perseus_vault_core.errors import InvalidInput
+from perseus_vault_core.storage.postgres.connection import PgConnection, connect, translate
+
+
+@pytest.mark.parametrize(("sql", "expected", "style"), [
+    ("SELECT 1", "SELECT 1", None),
+    ("SELECT * FROM t WHERE a = ? AND b = ?", "SELECT * FROM t WHERE a = %s AND b = %s", "positional"),
+    ("SELECT * FROM t WHERE a = :a AND b = :b_2", "SELECT * FROM t WHERE a = %(a)s AND b = %(b_2)s", "named"),
+    ("SELECT x FROM t WHERE y LIKE 'a%' AND z = :z", "SELECT x FROM t WHERE y LIKE 'a%%' AND z = %(z)s", "named"),
+    ("SELECT ':no', '?', 'it''s :x' FROM t WHERE a = ?", "SELECT ':no', '?', 'it''s :x' FROM t WHERE a = %s", "positional"),
+    ('SELECT "odd:name?" FROM t WHERE a = :a', 'SELECT "odd:name?" FROM t WHERE a = %(a)s', "named"),
+    ("SELECT :v::vector <=> e.embedding", "SELECT %(v)s::vector <=> e.embedding", "named"),
+    ("SELECT a % 7 FROM t WHERE b = ?", "SELECT a %% 7 FROM t WHERE b = %s", "positional"),
+])
+def test_parameters_are_rewritten_and_literals_kept(sql: str, expected: str, style: str | None) -> None:
+    assert translate(sql) == (expected, style)
+
+
+def test_a_statement_mixing_the_two_styles_is_refused() -> None:
+    with pytest.raises(InvalidInput, match="mixes"):
+        translate("SELECT * FROM t WHERE a = ? AND b = :b")
+
+
+def test_parameters_must_match_the_statements_style(pg_url: str) -> None:
+    conn = connect(pg_url)
+    try:
+        with pytest.raises(InvalidInput, match="needs a mapping"):
+            conn.execute("SELECT :a", (1,))
+        with pytest.raises(InvalidInput, match="needs a sequence"):
+            conn.execute("SELECT ?", {"a": 1})
+        with pytest.raises(InvalidInput, match="takes none"):
+            conn.execute("SELECT 1", (1,))
+    finally:
+        conn.close()
+
+
+def test_the_shared_sql_runs_on_postgres(pg_url: str) -> None:
+    conn = connect(pg_url)
+    try:
+        conn.execute("CREATE TABLE t (id bigserial PRIMARY KEY, name text NOT NULL, share real)")
+        conn.executemany("INSERT INTO t (name, share) VALUES (?, ?)", [("50% off", 0.5), ("it's", None)])
+        assert conn.execute("INSERT INTO t (name) VALUES (:name) RETURNING id", {"name": "third"}).fetchone() == (3,)
+        rows = conn.execute("SELECT id, name FROM t WHERE name LIKE '%' || :word || '%' ORDER BY id",
+                            {"word": "off"}).fetchall()
+        assert rows == [(1, "50% off")]
+        assert conn.execute("SELECT count(*) FROM t WHERE name LIKE '%s'").fetchone() == (1,)  # 'it''s' aside
+        cur = conn.execute("UPDATE t SET share = ? WHERE share IS NULL", (0.25,))
+        assert cur.rowcount == 2 and cur.fetchall() == []
+        assert [r[0] for r in conn.execute("SELECT name FROM t ORDER BY id")] == ["50% off", "it's", "third"]
+        assert conn.execute("SELECT '[1,0]'::vector <=> :q::vector", {"q": "[0,1]"}).fetchone() == (1.0,)  # pgvector
+    finally:
+        conn.close()
+
+
+def test_a_transaction_is_the_backends_to_open(pg_url: str) -> None:
+    conn = connect(pg_url)
+    try:
+        assert isinstance(conn, PgConnection) and not conn.in_transaction  # autocommit, as SQLite's connections
+        conn.execute("BEGIN")
+        assert conn.in_transaction
+        conn.execute("CREATE TABLE gone (a int)")
+        conn.execute("ROLLBACK")
+        assert not conn.in_transaction
+        assert conn.execute("SELECT to_regclass('gone')").fetchone() == (None,)
+    finally:
+        conn.close()
