@@ -33,7 +33,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ...dbapi import Connection
-from ...errors import SetupError
+from ..migrations import run
 from .connection import write_transaction
 
 TOKENIZE = "porter unicode61 remove_diacritics 2"  # bm25() weighs the columns by bm25.WEIGHTS
@@ -176,30 +176,10 @@ def current_version(conn: Connection) -> int:
 
 def migrate(conn: Connection, now_ms: int) -> int:
     """Bring the schema up to :data:`LATEST`, one transaction per step; return the version."""
-    found = current_version(conn)
-    if found > LATEST:
-        raise SetupError(
-            f"this database has schema version {found}, newer than this perseus-vault supports ({LATEST}); "
-            "upgrade perseus-vault to open it"
-        )
-    for version, name, step in MIGRATIONS:
-        if version <= found:
-            continue
-
-        def apply(c: Connection, version: int = version, name: str = name, step: Migration = step) -> None:
-            # Re-read inside the write lock: another process may have migrated meanwhile.
-            if current_version(c) >= version:
-                return
-            c.execute(
-                "CREATE TABLE IF NOT EXISTS _migrations "
-                "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at_ms INTEGER NOT NULL)"
-            )
-            step(c)
-            c.execute("INSERT INTO _migrations VALUES (?, ?, ?)", (version, name, now_ms))
-            c.execute(f"PRAGMA user_version = {version}")
-
-        write_transaction(conn, apply)
-    return current_version(conn)
+    return run(conn, MIGRATIONS, current=current_version, transaction=write_transaction, now_ms=now_ms,
+               table="CREATE TABLE IF NOT EXISTS _migrations "
+                     "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at_ms INTEGER NOT NULL)",
+               mark=lambda c, version: c.execute(f"PRAGMA user_version = {int(version)}"))
 
 
 def next_id(conn: Connection, table: str, column: str = "id") -> int:
