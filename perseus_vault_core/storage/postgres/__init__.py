@@ -1,6 +1,13 @@
 """PostgreSQL with pgvector, the second backend: being built behind the storage seam (:mod:`..base`).
 
-Built so far: :mod:`.connection`, psycopg 3 connections that take the shared SQL in SQLite's parameter
-styles. The schema, keyword and vector search, the change log and maintenance follow; until they are
-in, a ``postgresql://`` path is refused when a vault is opened (params/opening.py), never taken for a file.
+Built so far:
+
+- :mod:`.connection`: psycopg 3 connections that take the shared SQL in SQLite's parameter styles, and
+  SERIALIZABLE write transactions retried whole when Postgres cancels one for a conflict;
+- :mod:`.schema`: the shared tables with the SQLite schema's columns, the change log, ``pv_decay`` and the
+  versions' immutability, as numbered migrations that hosts opening one database at once apply once.
+
+Keyword search (BM25), vector search (pgvector), the change log's reads and maintenance follow; until
+they are in, a ``postgresql://`` path is refused when a vault is opened (params/opening.py), never taken
+for a file.
 """

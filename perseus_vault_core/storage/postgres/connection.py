@@ -8,26 +8,36 @@ Postgres's own ``::`` casts are left as they are. A statement that mixes the two
 parameters do not match its style, is refused with an error that names the mismatch.
 
 Connections run in autocommit mode, as the SQLite backend's do (``isolation_level=None``): the backend
-opens its read snapshots and write transactions itself, with explicit ``BEGIN``.
+opens its read snapshots and write transactions itself, with explicit ``BEGIN``. A write transaction
+(:func:`write_transaction`) is SERIALIZABLE, and the whole unit is retried when Postgres cancels it for
+a conflict with a concurrent one (SQLSTATE 40001, or 40P01 for a deadlock), as the SQLite backend retries
+while the file is busy: nothing is committed until the work returns, so a retry never repeats half a write.
 """
 
 from __future__ import annotations
 
+import random
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import lru_cache
-from typing import Any
+from typing import Any, Literal, TypeVar
 
-from ...errors import InvalidInput
+from ...errors import InvalidInput, StorageError
+
+T = TypeVar("T")
 
 _TOKEN = re.compile(r"""
       '(?:[^']|'')*'            # a string literal ('' is a quote inside it)
+    | \$\$.*?\$\$              # a dollar-quoted body (a function's)
+    | --[^\n]*                  # a comment to the end of the line
+    | /\*.*?\*/                 # a block comment
     | "(?:[^"]|"")*"            # a quoted identifier
     | ::                        # a cast, Postgres's own syntax: never a parameter
     | :([A-Za-z_][A-Za-z0-9_]*) # a named parameter
     | \?                        # a positional parameter
     | %                         # psycopg's placeholder sign, meant literally here
-""", re.VERBOSE)
+""", re.VERBOSE | re.DOTALL)
 
 
 @lru_cache(maxsize=1024)
@@ -39,7 +49,7 @@ def translate(sql: str) -> tuple[str, str | None]:
 
     def one(match: re.Match[str]) -> str:
         token = match.group(0)
-        if token[0] == "'":
+        if token[0] in "'$-/":  # literals and comments: psycopg still reads a % in them
             return token.replace("%", "%%")
         if token[0] == '"' or token == "::":
             return token
@@ -59,11 +69,13 @@ def translate(sql: str) -> tuple[str, str | None]:
 
 def _bind(sql: str, parameters: Any) -> tuple[str, Any]:
     """The statement and parameters as psycopg takes them."""
+    if parameters is None:
+        return sql, None  # without parameters psycopg reads no placeholder: the statement as written
     text, style = translate(sql)
     if style is None:
-        if parameters not in (None, (), [], {}):
+        if parameters not in ((), [], {}):
             raise InvalidInput("parameters", f"parameters given to a statement that takes none: {sql[:200]}")
-        return sql, None  # without parameters psycopg reads no placeholder: the statement as written
+        return sql, None
     if style == "named" and not isinstance(parameters, Mapping):
         raise InvalidInput("parameters", f"a statement with :name parameters needs a mapping, got {type(parameters).__name__}")
     if style == "positional" and (isinstance(parameters, (Mapping, str, bytes)) or not isinstance(parameters, Sequence)):
@@ -124,6 +136,37 @@ class PgConnection:
         return bool(self.raw.info.transaction_status in (TransactionStatus.INTRANS, TransactionStatus.INERROR))
 
 
+RETRIED = frozenset({"40001", "40P01"})  # serialization failure, deadlock detected
+WRITE_RETRIES = 8
+_FIRST_PAUSE = 0.01  # seconds before the first retry; doubled each time (with jitter), up to 0.5
+
+
+def write_transaction(conn: PgConnection, work: Callable[[PgConnection], T], *, retries: int = WRITE_RETRIES,
+                      isolation: Literal["SERIALIZABLE", "READ COMMITTED"] = "SERIALIZABLE") -> T:
+    """Run ``work(conn)`` in one transaction; run it again, whole, while Postgres cancels it for a conflict
+    with a concurrent transaction; any other exception rolls back everything it did. ``READ COMMITTED``
+    is for work that serialises itself with a lock (a migration): each statement then sees what was
+    committed before it, where SERIALIZABLE would keep the snapshot taken before the lock was granted."""
+    delay = _FIRST_PAUSE
+    for attempt in range(retries + 1):
+        conn.execute(f"BEGIN ISOLATION LEVEL {isolation}")
+        try:
+            result = work(conn)
+            conn.execute("COMMIT")
+            return result
+        except BaseException as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            if getattr(exc, "sqlstate", None) in RETRIED:
+                if attempt < retries:
+                    time.sleep(delay * (1 + random.random()))  # the jitter spreads out writers retrying together
+                    delay = min(delay * 2, 0.5)
+                    continue
+                raise StorageError(f"a write still conflicted after {attempt + 1} attempts: {exc}") from exc
+            raise
+    raise StorageError("a write kept conflicting")  # pragma: no cover - the loop returns or raises
+
+
 def connect(url: str) -> PgConnection:
     """A new autocommit connection to the database at ``url`` (a ``postgresql://`` URL or a libpq
     ``key=value`` string). psycopg is the ``postgres`` extra: without it, a :class:`SetupError` says what
@@ -137,4 +180,4 @@ def connect(url: str) -> PgConnection:
     return PgConnection(psycopg.connect(url, autocommit=True))
 
 
-__all__ = ["PgConnection", "PgCursor", "connect", "translate"]
+__all__ = ["PgConnection", "PgCursor", "connect", "translate", "write_transaction"]

@@ -18,6 +18,8 @@ from perseus_vault_core.storage.postgres.connection import PgConnection, connect
     ('SELECT "odd:name?" FROM t WHERE a = :a', 'SELECT "odd:name?" FROM t WHERE a = %(a)s', "named"),
     ("SELECT :v::vector <=> e.embedding", "SELECT %(v)s::vector <=> e.embedding", "named"),
     ("SELECT a % 7 FROM t WHERE b = ?", "SELECT a %% 7 FROM t WHERE b = %s", "positional"),
+    ("SELECT a -- it's 5% :not ?\nFROM t WHERE b = ?", "SELECT a -- it's 5%% :not ?\nFROM t WHERE b = %s", "positional"),
+    ("SELECT /* :x ? */ $$ :y ? $$ || :z", "SELECT /* :x ? */ $$ :y ? $$ || %(z)s", "named"),
 ])
 def test_parameters_are_rewritten_and_literals_kept(sql: str, expected: str, style: str | None) -> None:
     assert translate(sql) == (expected, style)
@@ -55,6 +57,61 @@ def test_the_shared_sql_runs_on_postgres(pg_url: str) -> None:
         assert cur.rowcount == 2 and cur.fetchall() == []
         assert [r[0] for r in conn.execute("SELECT name FROM t ORDER BY id")] == ["50% off", "it's", "third"]
         assert conn.execute("SELECT '[1,0]'::vector <=> :q::vector", {"q": "[0,1]"}).fetchone() == (1.0,)  # pgvector
+    finally:
+        conn.close()
+
+
+def test_a_write_that_conflicts_is_run_again_whole(pg_url: str) -> None:
+    import threading
+
+    from perseus_vault_core.storage.postgres.connection import write_transaction
+
+    setup = connect(pg_url)
+    setup.execute("CREATE TABLE counter (n bigint NOT NULL)")
+    setup.execute("INSERT INTO counter VALUES (0)")
+    runs: list[str] = []
+    both_read = threading.Barrier(2, timeout=30)
+
+    def writer(name: str) -> None:
+        conn = connect(pg_url)
+        try:
+            def bump(c: PgConnection) -> None:
+                first = name not in runs
+                runs.append(name)
+                (n,) = c.execute("SELECT n FROM counter").fetchone()
+                if first:
+                    both_read.wait()  # both have read 0: the second to write must be cancelled
+                c.execute("UPDATE counter SET n = ?", (n + 1,))
+            write_transaction(conn, bump)
+        finally:
+            conn.close()
+
+    threads = [threading.Thread(target=writer, args=(name,)) for name in ("a", "b")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    try:
+        assert setup.execute("SELECT n FROM counter").fetchone() == (2,)  # no increment lost
+        assert sorted(runs) in (["a", "a", "b"], ["a", "b", "b"])  # one of them ran again, once
+    finally:
+        setup.close()
+
+
+def test_a_failed_write_leaves_nothing(pg_url: str) -> None:
+    from perseus_vault_core.storage.postgres.connection import write_transaction
+
+    conn = connect(pg_url)
+    try:
+        conn.execute("CREATE TABLE t (a int)")
+
+        def half(c: PgConnection) -> None:
+            c.execute("INSERT INTO t VALUES (1)")
+            raise RuntimeError("stop")
+
+        with pytest.raises(RuntimeError, match="stop"):
+            write_transaction(conn, half)
+        assert not conn.in_transaction and conn.execute("SELECT count(*) FROM t").fetchone() == (0,)
     finally:
         conn.close()
 
