@@ -40,6 +40,9 @@ OP_GONE = -1  # a version stopped being current
 OP_REBUILT = 0  # the indexes were rebuilt: followers rebuild too
 OP_VECTOR = 2  # a current version's vector was (re)written
 OP_VECTORS_RESET = 3  # every vector was dropped for a re-embed: vector followers rebuild
+# The change log keeps this many entries (trimmed each time it crosses a multiple of 10,000); a mirror
+# further behind rebuilds.
+CHANGE_LOG_KEEP = 200_000
 
 
 class Tokenizer(Protocol):

@@ -1,82 +1,27 @@
 """The change log (``head_changes``) as the in-memory indexes read it (see :mod:`indexes.mirror`).
 
 The writer appends to it in its own transaction (:func:`keyword.log_changes`); a reader follows
-it up to its own snapshot. Positions are SQLite's AUTOINCREMENT sequence: they only grow.
+it up to its own snapshot. Positions are SQLite's AUTOINCREMENT sequence: they only grow, and with one
+writer at a time they commit in order. The readers are the shared ones (:mod:`..changelog`); this
+module adds how a list of versions is passed to SQLite.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from ..base import OP_VECTOR, Connection
-from .vectors import TABLE
-
-# What each feed adds to (vid, entity id, agent, workspace) per current version.
-_FEEDS = {
-    "text": "v.content, v.summary, v.tags",
-    "vector": f"(SELECT x.embedding FROM {TABLE} x WHERE x.vid = v.vid)",
-}
-
-
-def _head_sql(feed: str, where: str) -> str:
-    return (f"SELECT v.vid, v.entity_id, e.agent_id, e.workspace_hash, {_FEEDS[feed]} "
-            f"FROM entity_versions v JOIN entities e ON e.id = v.entity_id {where}")
-
-
-def position(conn: Connection) -> int:
-    """The latest entry's position (0 for an empty log)."""
-    return int(conn.execute("SELECT coalesce(max(seq), 0) FROM head_changes").fetchone()[0])
-
-
-def marker(conn: Connection, seq: int) -> str | None:
-    """What identifies the entry at ``seq`` in this file's history: its version and op, and when that
-    version was recorded (another history of the file, say a restored backup written on since, has a
-    different entry there). "0" for the empty log; ``None`` when no entry at ``seq`` is kept."""
-    if seq == 0:
-        return "0"
-    row = conn.execute("SELECT c.vid, c.op, v.recorded_from_ms FROM head_changes c LEFT JOIN entity_versions v "
-                       "ON v.vid = c.vid WHERE c.seq = ?", (seq,)).fetchone()
-    return None if row is None else f"{seq}:{row[0]}:{row[1]}:{row[2]}"
-
-
-def first(conn: Connection) -> int | None:
-    """The oldest entry still kept (older ones were trimmed), or None."""
-    value = conn.execute("SELECT min(seq) FROM head_changes").fetchone()[0]
-    return int(value) if value is not None else None
-
-
-def _ops(vectors: bool) -> str:
-    return "1" if vectors else f"op <> {OP_VECTOR}"
-
-
-def pending(conn: Connection, after: int, upto: int, vectors: bool) -> int:
-    """How many entries lie in (after, upto]; ``vectors``: count vector writes too."""
-    return int(conn.execute(f"SELECT count(*) FROM head_changes WHERE seq > ? AND seq <= ? AND {_ops(vectors)}",
-                            (after, upto)).fetchone()[0])
-
-
-def entries(conn: Connection, after: int, upto: int, vectors: bool) -> list[tuple[int, int]]:
-    """The entries in (after, upto] as (vid, op), in order."""
-    return [(int(vid), int(op)) for vid, op in conn.execute(
-        f"SELECT c.vid, c.op FROM head_changes c WHERE c.seq > ? AND c.seq <= ? AND {_ops(vectors)} ORDER BY c.seq",
-        (after, upto))]
-
-
-def rebuilt_since(conn: Connection, after: int) -> bool:
-    """Whether the indexes were rebuilt after position ``after``."""
-    return conn.execute("SELECT 1 FROM head_changes WHERE seq > ? AND op = 0 LIMIT 1", (after,)).fetchone() is not None
-
-
-def heads(conn: Connection, feed: str) -> Iterable[Sequence[Any]]:
-    """Every current version with the feed's columns, by vid."""
-    return conn.execute(_head_sql(feed, "WHERE v.recorded_to_ms IS NULL ORDER BY v.vid"))
+from ..base import Connection
+from ..changelog import entries, first, head_sql, heads, marker, pending, position, rebuilt_since
 
 
 def rows(conn: Connection, feed: str, vids: Sequence[int]) -> dict[int, Sequence[Any]]:
     """Versions with the feed's columns, by vid (those purged since are absent)."""
     if not vids:
         return {}
-    found = conn.execute(_head_sql(feed, "WHERE v.vid IN (SELECT value FROM json_each(?))"),
+    found = conn.execute(head_sql(feed, "WHERE v.vid IN (SELECT value FROM json_each(?))"),
                          ("[" + ",".join(str(int(v)) for v in vids) + "]",))
     return {int(row[0]): row for row in found}
+
+
+__all__ = ["entries", "first", "heads", "marker", "pending", "position", "rebuilt_since", "rows"]

@@ -23,7 +23,7 @@ from ...filters import View, scope_clauses
 from ...hits import Hit, Ranking, visible_hits
 from ...params import Expansion
 from ...porter import stem
-from ..base import OP_GONE, OP_HEAD, OP_REBUILT, Connection, KeywordMirror
+from ..base import CHANGE_LOG_KEEP, OP_GONE, OP_HEAD, OP_REBUILT, Connection, KeywordMirror
 from .schema import TOKENIZE
 
 _WEIGHTS = ", ".join(str(w) for w in WEIGHTS)
@@ -138,8 +138,6 @@ def totals(conn: Connection) -> tuple[int, int]:
     return fts5_totals(conn)
 
 
-# The change log keeps this many entries; a mirror further behind rebuilds.
-CHANGE_LOG_KEEP = 200_000
 # Expansion reads up to 4 x max_variants vocabulary rows per query stem and checks each candidate's
 # visibility with a MATCH: a 4,096-character query holds about a thousand stems, so one call is bounded.
 MAX_EXPANDED_STEMS = 32  # the query's first stems long enough to expand
