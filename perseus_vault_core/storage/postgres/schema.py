@@ -165,4 +165,30 @@ _MIGRATIONS_TABLE = ("CREATE TABLE IF NOT EXISTS _migrations "
                      "(version bigint PRIMARY KEY, name text NOT NULL, applied_at_ms bigint NOT NULL)")
 
 
-__all__ = ["LATEST", "MIGRATIONS", "current_version", "migrate"]
+def next_id(conn: PgConnection, table: str, column: str = "id") -> int:
+    """An id above every one ``table`` has given (never reusing one, even after a purge): past both its
+    identity sequence and its largest id. A row inserted with its own id (an import) does not move the
+    sequence, so the largest id counts too."""
+    row = conn.execute(
+        f"SELECT greatest((SELECT coalesce(last_value, 0) FROM pg_sequences WHERE schemaname = current_schema() "
+        f"AND sequencename = split_part(pg_get_serial_sequence(?, ?), '.', 2)), "
+        f"(SELECT coalesce(max({column}), 0) FROM {table})) + 1",
+        (table, column),
+    ).fetchone()
+    return int(row[0])
+
+
+def get_meta(conn: PgConnection, key: str) -> str | None:
+    row = conn.execute("SELECT value FROM vault_meta WHERE key = ?", (key,)).fetchone()
+    return str(row[0]) if row else None
+
+
+def set_meta(conn: PgConnection, key: str, value: str | None) -> None:
+    if value is None:
+        conn.execute("DELETE FROM vault_meta WHERE key = ?", (key,))
+    else:
+        conn.execute("INSERT INTO vault_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = "
+                     "excluded.value", (key, value))
+
+
+__all__ = ["LATEST", "MIGRATIONS", "current_version", "get_meta", "migrate", "next_id", "set_meta"]

@@ -12,7 +12,7 @@ import pytest
 from perseus_vault_core.errors import SetupError
 from perseus_vault_core.ranking import decay
 from perseus_vault_core.storage.postgres.connection import PgConnection, connect
-from perseus_vault_core.storage.postgres.schema import LATEST, current_version, migrate
+from perseus_vault_core.storage.postgres.schema import LATEST, current_version, get_meta, migrate, next_id, set_meta
 
 SHARED = ("vault_meta", "entities", "entity_versions", "links", "version_vectors", "trigger_vectors")
 
@@ -130,3 +130,25 @@ def test_pv_decay_is_ranking_decay(conn: PgConnection, now: int | None, last: in
     migrate(conn, 1_000)
     (got,) = conn.execute("SELECT pv_decay(?, ?, ?, ?)", (now, last, updated, count)).fetchone()
     assert got == pytest.approx(decay(now or 0, last, updated or 0, count or 0), rel=1e-12, abs=1e-300)
+
+
+def test_settings_are_kept_replaced_and_removed(conn: PgConnection) -> None:
+    migrate(conn, 1_000)
+    assert get_meta(conn, "model") is None
+    set_meta(conn, "model", "a")
+    set_meta(conn, "model", "b")
+    assert get_meta(conn, "model") == "b"
+    set_meta(conn, "model", None)
+    assert get_meta(conn, "model") is None
+
+
+def test_next_id_is_past_every_id_given_even_after_a_purge_or_an_import(conn: PgConnection) -> None:
+    migrate(conn, 1_000)
+    assert next_id(conn, "entities") == 1
+    vid = _version(conn)
+    assert next_id(conn, "entities") == 2 and next_id(conn, "entity_versions", "vid") == vid + 1
+    conn.execute("DELETE FROM entity_versions")
+    conn.execute("DELETE FROM entities")
+    assert next_id(conn, "entities") == 2  # the sequence remembers the purged id
+    conn.execute("INSERT INTO entities (id, category, key, created_at_ms) VALUES (40, 'fact', 'imported', 1)")
+    assert next_id(conn, "entities") == 41  # an explicit id leaves the sequence behind it
