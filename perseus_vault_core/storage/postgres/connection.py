@@ -16,14 +16,13 @@ while the file is busy: nothing is committed until the work returns, so a retry 
 
 from __future__ import annotations
 
-import random
 import re
-import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import lru_cache
 from typing import Any, Literal, TypeVar
 
-from ...errors import InvalidInput, StorageError
+from ...errors import InvalidInput
+from ..retry import WRITE_RETRIES, transaction
 
 T = TypeVar("T")
 
@@ -137,34 +136,21 @@ class PgConnection:
 
 
 RETRIED = frozenset({"40001", "40P01"})  # serialization failure, deadlock detected
-WRITE_RETRIES = 8
-_FIRST_PAUSE = 0.01  # seconds before the first retry; doubled each time (with jitter), up to 0.5
+
+
+def conflicted(exc: BaseException) -> bool:
+    """True for Postgres cancelling a transaction for a conflict with a concurrent one: a retry cures it."""
+    return getattr(exc, "sqlstate", None) in RETRIED
 
 
 def write_transaction(conn: PgConnection, work: Callable[[PgConnection], T], *, retries: int = WRITE_RETRIES,
                       isolation: Literal["SERIALIZABLE", "READ COMMITTED"] = "SERIALIZABLE") -> T:
-    """Run ``work(conn)`` in one transaction; run it again, whole, while Postgres cancels it for a conflict
-    with a concurrent transaction; any other exception rolls back everything it did. ``READ COMMITTED``
-    is for work that serialises itself with a lock (a migration): each statement then sees what was
-    committed before it, where SERIALIZABLE would keep the snapshot taken before the lock was granted."""
-    delay = _FIRST_PAUSE
-    for attempt in range(retries + 1):
-        conn.execute(f"BEGIN ISOLATION LEVEL {isolation}")
-        try:
-            result = work(conn)
-            conn.execute("COMMIT")
-            return result
-        except BaseException as exc:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            if getattr(exc, "sqlstate", None) in RETRIED:
-                if attempt < retries:
-                    time.sleep(delay * (1 + random.random()))  # the jitter spreads out writers retrying together
-                    delay = min(delay * 2, 0.5)
-                    continue
-                raise StorageError(f"a write still conflicted after {attempt + 1} attempts: {exc}") from exc
-            raise
-    raise StorageError("a write kept conflicting")  # pragma: no cover - the loop returns or raises
+    """Run ``work(conn)`` in one transaction, run again whole while Postgres cancels it for a conflict
+    (:func:`..retry.transaction`). ``READ COMMITTED`` is for work that serialises itself with a lock (a
+    migration): each statement then sees what was committed before it, where SERIALIZABLE would keep the
+    snapshot taken before the lock was granted."""
+    return transaction(conn, work, begin=f"BEGIN ISOLATION LEVEL {isolation}", retryable=conflicted,
+                       gave_up="a write kept conflicting", retries=retries)
 
 
 def connect(url: str) -> PgConnection:

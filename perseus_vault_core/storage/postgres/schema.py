@@ -178,17 +178,4 @@ def next_id(conn: PgConnection, table: str, column: str = "id") -> int:
     return int(row[0])
 
 
-def get_meta(conn: PgConnection, key: str) -> str | None:
-    row = conn.execute("SELECT value FROM vault_meta WHERE key = ?", (key,)).fetchone()
-    return str(row[0]) if row else None
-
-
-def set_meta(conn: PgConnection, key: str, value: str | None) -> None:
-    if value is None:
-        conn.execute("DELETE FROM vault_meta WHERE key = ?", (key,))
-    else:
-        conn.execute("INSERT INTO vault_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = "
-                     "excluded.value", (key, value))
-
-
-__all__ = ["LATEST", "MIGRATIONS", "current_version", "get_meta", "migrate", "next_id", "set_meta"]
+__all__ = ["LATEST", "MIGRATIONS", "current_version", "migrate", "next_id"]

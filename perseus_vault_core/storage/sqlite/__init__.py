@@ -18,6 +18,7 @@ from contextlib import AbstractContextManager
 from typing import TypeVar
 
 from ...models import CheckReport, Stats
+from .. import meta
 from ..base import ChangeLog, Connection, KeywordStore, VectorStore
 from . import changes, keyword, maintenance, schema, vectors
 from ...keys import resolve_key
@@ -80,10 +81,10 @@ class SQLiteBackend:
             conn.execute(f"PRAGMA synchronous = {self.pool.synchronous}")
 
     def get_meta(self, conn: Connection, key: str) -> str | None:
-        return schema.get_meta(conn, key)
+        return meta.get_meta(conn, key)
 
     def set_meta(self, conn: Connection, key: str, value: str | None) -> None:
-        schema.set_meta(conn, key, value)
+        meta.set_meta(conn, key, value)
 
     def next_id(self, conn: Connection, table: str, column: str = "id") -> int:
         return schema.next_id(conn, table, column)

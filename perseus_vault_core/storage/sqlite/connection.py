@@ -22,10 +22,8 @@ from __future__ import annotations
 
 import importlib
 import os
-import random
 import tempfile
 import threading
-import time
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -37,6 +35,7 @@ from ...errors import InvalidInput, SetupError, StorageError
 from ...forking import in_child
 from ...keys import KEY_ENV, KEY_FILE_ENV, check_key
 from ...ranking import decay
+from ..retry import FIRST_PAUSE, WRITE_RETRIES, pause, transaction
 
 T = TypeVar("T")
 
@@ -50,7 +49,6 @@ _FIX = (
 )
 
 BUSY_TIMEOUT_MS = 5_000
-WRITE_RETRIES = 8
 
 
 @dataclass(frozen=True)
@@ -201,19 +199,19 @@ def _switch_to_wal(conn: Any) -> str:
 
     Only a file's first opening switches it, and two first openings at once can deadlock: each holds a
     shared lock and wants the exclusive one, so SQLite answers one of them "database is locked" at once,
-    without waiting out the busy timeout. That one tries again, paced as a busy write is (:func:`_pause`).
+    without waiting out the busy timeout. That one tries again, paced as a busy write is (:func:`..retry.pause`).
     """
     mode = str(conn.execute("PRAGMA journal_mode").fetchone()[0])
     if mode.lower() == "wal":
         return mode
-    delay = _FIRST_PAUSE
+    delay = FIRST_PAUSE
     for attempt in range(WRITE_RETRIES + 1):
         try:
             return str(conn.execute("PRAGMA journal_mode = WAL").fetchone()[0])
         except SQLITE_ERRORS as exc:
             if not is_busy(exc) or attempt == WRITE_RETRIES:
                 raise
-            delay = _pause(delay)
+            delay = pause(delay)
     raise StorageError("database stayed busy")  # pragma: no cover - loop always returns or raises
 
 
@@ -399,42 +397,10 @@ def read_snapshot(conn: Any) -> Iterator[Any]:
 
 
 def write_transaction(conn: Any, work: Callable[[Any], T], *, retries: int = WRITE_RETRIES) -> T:
-    """Run ``work(conn)`` inside ``BEGIN IMMEDIATE``; retry the whole unit while SQLite is busy.
-
-    Nothing is committed until ``work`` returns, so a retry never repeats a partial write,
-    and any exception rolls back everything ``work`` did.
-    """
-    delay = _FIRST_PAUSE
-    for attempt in range(retries + 1):
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-        except Exception as exc:
-            if is_busy(exc) and attempt < retries:
-                delay = _pause(delay)
-                continue
-            raise StorageError(f"database stayed busy after {attempt + 1} attempts: {exc}") from exc
-        try:
-            result = work(conn)
-            conn.execute("COMMIT")
-            return result
-        except BaseException as exc:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            if is_busy(exc) and attempt < retries:
-                delay = _pause(delay)
-                continue
-            raise
-    raise StorageError("database stayed busy")  # pragma: no cover - loop always returns or raises
-
-
-_FIRST_PAUSE = 0.01  # seconds before the first retry of a busy statement; doubled each time, up to 0.5
-
-
-def _pause(delay: float) -> float:
-    """Wait ``delay`` to twice that (the jitter spreads out connections retrying together) and return
-    the next, longer delay."""
-    time.sleep(delay * (1 + random.random()))
-    return min(delay * 2, 0.5)
+    """Run ``work(conn)`` inside ``BEGIN IMMEDIATE``; retry the whole unit while SQLite is busy
+    (:func:`..retry.transaction`)."""
+    return transaction(conn, work, begin="BEGIN IMMEDIATE", retryable=is_busy,
+                       gave_up="database stayed busy", retries=retries)
 
 
 class ConnectionPool:

@@ -192,13 +192,3 @@ def next_id(conn: Connection, table: str, column: str = "id") -> int:
     return int(row[0])
 
 
-def get_meta(conn: Any, key: str) -> str | None:
-    row = conn.execute("SELECT value FROM vault_meta WHERE key = ?", (key,)).fetchone()
-    return str(row[0]) if row else None
-
-
-def set_meta(conn: Any, key: str, value: str | None) -> None:
-    if value is None:
-        conn.execute("DELETE FROM vault_meta WHERE key = ?", (key,))
-    else:
-        conn.execute("INSERT OR REPLACE INTO vault_meta (key, value) VALUES (?, ?)", (key, value))

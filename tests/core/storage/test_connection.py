@@ -123,7 +123,9 @@ def test_the_vaults_own_errors_are_never_retried(tmp_path: Path, monkeypatch: py
 
     conn = factory.connect(str(tmp_path / "c.db"))
     sleeps: list[float] = []
-    monkeypatch.setattr(factory.time, "sleep", sleeps.append)
+    from perseus_vault_core.storage import retry
+
+    monkeypatch.setattr(retry.time, "sleep", sleeps.append)  # the retry's pause
 
     def work(c: Any) -> None:
         raise Conflict("key 'database is locked' is superseded")

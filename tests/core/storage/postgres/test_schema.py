@@ -12,7 +12,8 @@ import pytest
 from perseus_vault_core.errors import SetupError
 from perseus_vault_core.ranking import decay
 from perseus_vault_core.storage.postgres.connection import PgConnection, connect
-from perseus_vault_core.storage.postgres.schema import LATEST, current_version, get_meta, migrate, next_id, set_meta
+from perseus_vault_core.storage.meta import get_meta, set_meta
+from perseus_vault_core.storage.postgres.schema import LATEST, current_version, migrate, next_id
 
 SHARED = ("vault_meta", "entities", "entity_versions", "links", "version_vectors", "trigger_vectors")
 

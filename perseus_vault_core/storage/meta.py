@@ -1,0 +1,20 @@
+"""Vault-wide settings (``vault_meta``: the embedding model, index markers ...), by key: the same SQL on
+every backend (an upsert both SQLite and Postgres take)."""
+
+from __future__ import annotations
+
+from ..dbapi import Connection
+
+
+def get_meta(conn: Connection, key: str) -> str | None:
+    row = conn.execute("SELECT value FROM vault_meta WHERE key = ?", (key,)).fetchone()
+    return str(row[0]) if row else None
+
+
+def set_meta(conn: Connection, key: str, value: str | None) -> None:
+    """Set ``key`` to ``value``; ``None`` removes it."""
+    if value is None:
+        conn.execute("DELETE FROM vault_meta WHERE key = ?", (key,))
+    else:
+        conn.execute("INSERT INTO vault_meta (key, value) VALUES (?, ?) "
+                     "ON CONFLICT (key) DO UPDATE SET value = excluded.value", (key, value))
