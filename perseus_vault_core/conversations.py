@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import store
+from .dialect import Dialect, dialect
 from .engine import Engine
 from .errors import NotFound
 from .filters import FROM, view
@@ -33,7 +34,11 @@ CATEGORY = "conversation"
 TYPE = "turn"
 PAD = 6  # digits of the turn number in a key: keys sort in turn order up to 999,999 turns
 
-_TURN = "CAST(json_extract(v.body, '$.turn') AS INTEGER)"
+
+
+def _turn(d: Dialect) -> str:
+    """A turn's number, from its body, as SQL."""
+    return f"CAST({d.field('v.body', 'turn')} AS INTEGER)"
 
 
 def key(session: str, turn: int) -> str:
@@ -84,7 +89,7 @@ def batch(conn: Connection, p: RememberConversationParams) -> Batch:
     inside the write transaction, so that the numbers it gives are still free when they are written."""
     lo, hi = key_range(p.session)
     rows = conn.execute(
-        "SELECT e.id, e.key, v.type, v.status, json_extract(v.body, '$.message_id') FROM entities e "
+        f"SELECT e.id, e.key, v.type, v.status, {dialect(conn).field('v.body', 'message_id')} FROM entities e "
         "JOIN entity_versions v ON v.entity_id = e.id AND v.recorded_to_ms IS NULL "
         "WHERE e.agent_id = ? AND e.workspace_hash = ? AND e.category = ? AND e.key >= ? AND e.key < ?",
         (p.agent_id or "", p.workspace_hash or "", CATEGORY, lo, hi),
@@ -172,14 +177,16 @@ def read(conn: Connection, p: ConversationParams, now_ms: int) -> ConversationRe
     # '' is the default scope itself (an omitted field would be no filter at all).
     v = view(Filters(agent_id=scope[0], workspace_hash=scope[1], category=CATEGORY, type=TYPE), now_ms)
     # Only memories this module wrote as turns: a hand-made one at a turn's key has no turn number.
-    where = f"{v.where} AND e.key >= :lo AND e.key < :hi AND json_type(v.body, '$.turn') = 'integer'"
+    d = dialect(conn)
+    where = f"{v.where} AND e.key >= :lo AND e.key < :hi AND {d.integer_field('v.body', 'turn')}"
+    turn = _turn(d)
     args = dict(v.params, lo=lo, hi=hi)
     total = int(conn.execute(f"SELECT count(*) FROM {FROM} WHERE {where}", args).fetchone()[0])
     select = f"SELECT {store.ENTITY_COLUMNS} FROM {FROM} WHERE {where}"
     if hit is not None:
-        earlier = conn.execute(f"{select} AND {_TURN} < :at ORDER BY {_TURN} DESC, e.id DESC LIMIT :n",
+        earlier = conn.execute(f"{select} AND {turn} < :at ORDER BY {turn} DESC, e.id DESC LIMIT :n",
                                dict(args, at=at, n=p.before)).fetchall()
-        later = conn.execute(f"{select} AND {_TURN} > :at ORDER BY {_TURN}, e.id LIMIT :n",
+        later = conn.execute(f"{select} AND {turn} > :at ORDER BY {turn}, e.id LIMIT :n",
                              dict(args, at=at, n=p.after + 1)).fetchall()
         entities = [store.to_entity(r, v.instant) for r in earlier[::-1]]
         entities.append(store.to_entity(hit, v.instant))
@@ -187,7 +194,7 @@ def read(conn: Connection, p: ConversationParams, now_ms: int) -> ConversationRe
         following = later[p.after] if len(later) > p.after else None
         turns = _turns(entities, fit=True)
     else:
-        rows = conn.execute(f"{select} AND {_TURN} >= :start ORDER BY {_TURN}, e.id LIMIT :n",
+        rows = conn.execute(f"{select} AND {turn} >= :start ORDER BY {turn}, e.id LIMIT :n",
                             dict(args, start=p.from_turn, n=p.limit + 1)).fetchall()
         page = store.within_budget(rows[: p.limit])  # a page of huge turns ends early; next_turn goes on
         following = rows[len(page)] if len(rows) > len(page) else None

@@ -34,7 +34,7 @@ def edge(method: F) -> F:
         except VaultError:
             raise
         except DRIVER_ERRORS as exc:
-            raise StorageError(f"SQLite failed: {exc}") from exc
+            raise StorageError(f"the database failed: {exc}") from exc
         except RecursionError:
             raise InvalidInput("argument", "is nested too deeply") from None
         except OverflowError as exc:

@@ -9,7 +9,7 @@ and pydantic errors are mapped here, at the engine's edge.
     ├── NotFound         the entity, fact or link asked for does not exist in that scope
     ├── Conflict         the request is well formed but the store's state forbids it
     ├── NotSupported     a mode or feature this build does not provide
-    ├── StorageError     SQLite failed beneath us (still busy after retries, corrupt, full)
+    ├── StorageError     the database failed beneath us (still busy after retries, corrupt, full)
     └── SetupError       this environment cannot run the vault (and the message says how to fix it)
 """
 

@@ -28,20 +28,40 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
+from .dialect import Dialect, dialect
 from .params import Filters
 
 FROM = "entity_versions v JOIN entities e ON e.id = v.entity_id"
 # Join orders pinned with CROSS JOIN (SQLite keeps that order): otherwise a scope equality lets
 # the planner start from the scope index and visit every row of the tenant.
 FROM_VERSIONS_FIRST = "entity_versions v CROSS JOIN entities e ON e.id = v.entity_id"
-FROM_VIDS = "json_each(:vids) j CROSS JOIN entity_versions v ON v.vid = j.value CROSS JOIN entities e ON e.id = v.entity_id"
-FROM_IDS = "json_each(:ids) j CROSS JOIN entities e ON e.id = j.value CROSS JOIN entity_versions v ON v.entity_id = e.id"
+
+
+@lru_cache(maxsize=None)
+def _from_vids(d: Dialect) -> str:
+    return f"{d.ids(':vids')} j CROSS JOIN entity_versions v ON v.vid = j.value CROSS JOIN entities e ON e.id = v.entity_id"
+
+
+@lru_cache(maxsize=None)
+def _from_ids(d: Dialect) -> str:
+    return f"{d.ids(':ids')} j CROSS JOIN entities e ON e.id = j.value CROSS JOIN entity_versions v ON v.entity_id = e.id"
+
+
+def from_vids(conn: Any) -> str:
+    """``FROM`` the versions listed in ``:vids`` (an :func:`id_list`) with their entities, in ``conn``'s dialect."""
+    return _from_vids(dialect(conn))
+
+
+def from_ids(conn: Any) -> str:
+    """``FROM`` the entities listed in ``:ids`` (an :func:`id_list`) with their versions, in ``conn``'s dialect."""
+    return _from_ids(dialect(conn))
 
 
 def id_list(ids: list[int]) -> str:
-    """A JSON array for ``json_each``: one bound parameter however many ids."""
+    """A JSON array of ids (read with :meth:`Dialect.ids`): one bound parameter however many ids."""
     return "[" + ",".join(str(int(i)) for i in ids) + "]"
 
 
@@ -164,12 +184,12 @@ def head_rule(filters: Filters, now: int) -> Rule:
     return rule
 
 
-def narrow(v: View, ids: list[int]) -> View:
+def narrow(v: View, ids: list[int], d: Dialect) -> View:
     """``v`` restricted to the entities ``ids`` (global recall drills into chosen communities so).
 
     Searches over a narrowed view start from the ids (exact, and cheap for a short list) instead
     of ranking the whole store and walking down to them."""
-    where = f"{v.where} AND e.id IN (SELECT value FROM json_each(:only_ids))"
+    where = f"{v.where} AND e.id IN (SELECT value FROM {d.ids(':only_ids')} j)"
     return View(where, dict(v.params, only_ids=id_list(ids)), v.instant, v.historical, narrowed=True)
 
 

@@ -17,7 +17,7 @@ from typing import Any
 from . import store
 from .dbapi import Connection
 from .errors import InvalidInput, NotFound
-from .filters import FROM_IDS, View, id_list
+from .filters import View, from_ids, id_list
 from .models import Link, TraverseNode, TraverseResult
 
 LINK_COLUMNS = "id, from_id, to_id, relation, weight, source, created_at_ms, recorded_from_ms, recorded_to_ms"
@@ -83,8 +83,10 @@ def unlink(
     """Close the open link(s) from ``from_id`` to ``to_id`` (one relation, or all). Returns how many."""
     store.scoped_head(conn, from_id, agent_id, workspace_hash)
     store.scoped_head(conn, to_id, agent_id, workspace_hash)
-    sql = "UPDATE links SET recorded_to_ms = max(?, recorded_from_ms) WHERE from_id = ? AND to_id = ? AND recorded_to_ms IS NULL"
-    params: list[Any] = [now_ms, from_id, to_id]
+    # Never before it opened (a clock that stepped back); CASE, as SQLite's max(a, b) is Postgres's greatest(a, b).
+    sql = ("UPDATE links SET recorded_to_ms = CASE WHEN recorded_from_ms > ? THEN recorded_from_ms ELSE ? END "
+           "WHERE from_id = ? AND to_id = ? AND recorded_to_ms IS NULL")
+    params: list[Any] = [now_ms, now_ms, from_id, to_id]
     if relation is not None:
         sql += " AND relation = ?"
         params.append(relation)
@@ -169,7 +171,7 @@ def _edges(
 def _visible(conn: Connection, ids: list[int], view: View) -> dict[int, dict[str, Any]]:
     """Rows of those ``ids`` that the view lets the caller see."""
     out: dict[int, dict[str, Any]] = {}
-    sql = f"SELECT {store.ENTITY_COLUMNS} FROM {FROM_IDS} WHERE {view.where}"
+    sql = f"SELECT {store.ENTITY_COLUMNS} FROM {from_ids(conn)} WHERE {view.where}"
     for row in conn.execute(sql, dict(view.params, ids=id_list(ids))):
         d = store.row_dict(row)
         out[d["id"]] = d

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .filters import FROM_VIDS, View, id_list
+from .filters import View, from_vids, id_list
 from .dbapi import Connection
 
 if TYPE_CHECKING:
@@ -85,7 +85,7 @@ def visible_hits(conn: Connection, ranking: Ranking, view: View, pool: int) -> l
     hits: list[Hit] = []
     want = pool + pool // 4 + 8
     taken = 0
-    sql = f"SELECT v.vid, {', '.join(POOL_COLUMNS)} FROM {FROM_VIDS} WHERE {view.where}"
+    sql = f"SELECT v.vid, {', '.join(POOL_COLUMNS)} FROM {from_vids(conn)} WHERE {view.where}"
     heads, rule = ranking.heads, view.rule
     while len(hits) < pool and taken < ranking.exact:
         eids, vids, scores = ranking.best(min(taken + want, ranking.exact))

@@ -313,7 +313,7 @@ def _place_entities(backend: Backend, conn: Connection, entities: list[tuple[int
         if existing is not None:
             id_map[rec.id] = existing
             continue
-        explicit = rec.id if rec.id > top else None
+        explicit = rec.id if rec.id > top else top + 1  # an id of its own: never a NULL (Postgres's identity takes none)
         ((new_id,),) = conn.execute(
             "INSERT INTO entities (id, agent_id, workspace_hash, category, key, created_at_ms, retrieval_count, "
             "last_accessed_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
@@ -383,7 +383,7 @@ def _write_link(
     if a == b:
         raise InvalidInput(f"{where}.to_id", "a link needs two different entities")
     scopes = conn.execute(
-        "SELECT count(DISTINCT agent_id || char(0) || workspace_hash) FROM entities WHERE id IN (?, ?)", (a, b)
+        "SELECT count(*) FROM (SELECT DISTINCT agent_id, workspace_hash FROM entities WHERE id IN (?, ?)) AS scopes", (a, b)
     ).fetchone()[0]
     if scopes != 1:
         raise InvalidInput(f"{where}.to_id", "belongs to another scope (agent or workspace) than from_id")
@@ -395,7 +395,7 @@ def _write_link(
     else:
         same = conn.execute(
             "SELECT 1 FROM links WHERE from_id = ? AND to_id = ? AND relation = ? AND weight = ? "
-            "AND source IS ? AND created_at_ms = ? AND recorded_from_ms = ? AND recorded_to_ms = ?",
+            "AND source IS NOT DISTINCT FROM ? AND created_at_ms = ? AND recorded_from_ms = ? AND recorded_to_ms = ?",
             (a, b, link.relation, link.weight, link.source, link.created_at_ms, link.recorded_from_ms,
              link.recorded_to_ms),
         ).fetchone()
@@ -404,7 +404,7 @@ def _write_link(
     ((new_id,),) = conn.execute(
         "INSERT INTO links (id, from_id, to_id, relation, weight, source, created_at_ms, recorded_from_ms, "
         "recorded_to_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-        (link.id if link.id > top else None, a, b, link.relation, link.weight, link.source, link.created_at_ms,
+        (link.id if link.id > top else top + 1, a, b, link.relation, link.weight, link.source, link.created_at_ms,
          link.recorded_from_ms, link.recorded_to_ms),
     ).fetchall()
     report.links += 1

@@ -26,7 +26,8 @@ from . import store
 from .actionability import actionability, startup_factor
 from .embeddings import BUNDLED_IDENTITY, embedding_text
 from .errors import InvalidInput, NotSupported
-from .filters import FROM, FROM_VIDS, View, id_list, narrow, view
+from .dialect import dialect
+from .filters import FROM, View, from_vids, id_list, narrow, view
 from .forking import GATE, Pool
 from .fusion import Fusion, combine, keyword_score
 from .hits import POOL_COLUMNS, POOL_NAMES, Hit, examined, visible_hits
@@ -89,7 +90,7 @@ def recall(
     is ignored."""
     v = view(params, now_ms)
     if only is not None:
-        v = narrow(v, only)
+        v = narrow(v, only, dialect(conn))
     with arms.backend.read_snapshot(conn):
         if vector is not None:
             _check_vector(conn, vector, arms)
@@ -420,7 +421,7 @@ _VERIFIED, _CERTAINTY = POOL_NAMES.index("verified"), POOL_NAMES.index("certaint
 def _pool_rows(conn: Connection, vids: list[int], text: bool) -> dict[int, tuple[Any, ...]]:
     """The columns the knobs need (:data:`POOL_COLUMNS`, then the texts when a knob reads them), for
     every pool candidate, in one statement, by entity id."""
-    sql = f"SELECT {', '.join(POOL_COLUMNS + (_TEXT_COLUMNS if text else ()))} FROM {FROM_VIDS}"
+    sql = f"SELECT {', '.join(POOL_COLUMNS + (_TEXT_COLUMNS if text else ()))} FROM {from_vids(conn)}"
     return {row[0]: tuple(row) for row in conn.execute(sql, {"vids": id_list(vids)})}
 
 

@@ -17,9 +17,10 @@ from typing import Any, TypeVar
 import numpy as np
 
 from . import ranking
+from .dialect import dialect
 from .embeddings import embedding_text
 from .errors import Conflict, InvalidInput, NotFound
-from .filters import FROM, FROM_IDS, FROM_VIDS, id_list, scope_clauses
+from .filters import FROM, from_ids, from_vids, id_list, scope_clauses
 from .models import Entity, PurgeResult, RecallItem
 from .params import OVERFLOW_PREVIEW_CHARS, RESPONSE_BUDGET_CHARS, RememberInput
 from .ranking import decay
@@ -172,13 +173,13 @@ def head_row(conn: Connection, entity_id: int) -> dict[str, Any] | None:
 
 def head_rows(conn: Connection, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
     """Head rows for ``ids`` (missing ids are simply absent)."""
-    sql = f"SELECT {ENTITY_COLUMNS} FROM {FROM_IDS} WHERE v.recorded_to_ms IS NULL"
+    sql = f"SELECT {ENTITY_COLUMNS} FROM {from_ids(conn)} WHERE v.recorded_to_ms IS NULL"
     return {r["id"]: r for r in map(row_dict, conn.execute(sql, {"ids": id_list(list(ids))}))}
 
 
 def version_rows(conn: Connection, vids: Sequence[int]) -> dict[int, dict[str, Any]]:
     """Rows for specific versions, keyed by entity id (one version per entity in a view)."""
-    sql = f"SELECT {ENTITY_COLUMNS} FROM {FROM_VIDS}"
+    sql = f"SELECT {ENTITY_COLUMNS} FROM {from_vids(conn)}"
     return {r["id"]: r for r in map(row_dict, conn.execute(sql, {"vids": id_list(list(vids))}))}
 
 
@@ -188,7 +189,7 @@ def rows_in_order(conn: Connection, vids: Sequence[int], chunk: int = 64) -> Ite
     for start in range(0, len(vids), chunk):
         part = list(vids[start : start + chunk])
         found = {r["vid"]: r for r in map(row_dict, conn.execute(
-            f"SELECT {ENTITY_COLUMNS} FROM {FROM_VIDS}", {"vids": id_list(part)}))}
+            f"SELECT {ENTITY_COLUMNS} FROM {from_vids(conn)}", {"vids": id_list(part)}))}
         yield from (found[vid] for vid in part if vid in found)
 
 
@@ -430,7 +431,7 @@ def _forget_phrases(conn: Connection, phrases: set[str]) -> None:
     """Drop the stored vectors of trigger phrases no remaining version uses (a purge leaves no text)."""
     for phrase in sorted(phrases):
         used = conn.execute(
-            "SELECT 1 FROM entity_versions v, json_each(v.recall_when) j WHERE v.recall_when != '[]' AND j.value = ? LIMIT 1",
+            f"SELECT 1 FROM entity_versions v, {dialect(conn).texts('v.recall_when')} j WHERE v.recall_when != '[]' AND j.value = ? LIMIT 1",
             (phrase,),
         ).fetchone()
         if used is None:

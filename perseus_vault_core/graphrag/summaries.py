@@ -31,6 +31,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from .. import graph, store
+from ..dialect import dialect
 from ..filters import id_list
 from ..porter import stem
 from ..query import STOPWORDS, tokenize
@@ -113,7 +114,7 @@ def existing(conn: Connection, groups: list[Group]) -> dict[str, int]:
     # (agent, workspace, category, key) is the entities table's unique index: one lookup per group.
     wanted = json.dumps(sorted([g.agent_id, g.workspace_hash, g.id] for g in groups))
     sql = (
-        "SELECT e.key, e.id FROM json_each(:wanted) j CROSS JOIN entities e ON e.agent_id = j.value ->> 0 "
+        f"SELECT e.key, e.id FROM {dialect(conn).items(':wanted')} j CROSS JOIN entities e ON e.agent_id = j.value ->> 0 "
         "AND e.workspace_hash = j.value ->> 1 AND e.category = :category AND e.key = j.value ->> 2 "
         "CROSS JOIN entity_versions v ON v.entity_id = e.id AND v.recorded_to_ms IS NULL "
         "WHERE v.status = 'active'"
@@ -125,7 +126,7 @@ def member_texts(conn: Connection, group: Group) -> list[tuple[int, str | None, 
     """(id, summary, content) of the group's most central members, most central first."""
     central = group.central(MEMBERS_READ)
     rows = conn.execute(
-        "SELECT e.id, v.summary, v.content FROM json_each(:ids) j CROSS JOIN entities e ON e.id = j.value "
+        f"SELECT e.id, v.summary, v.content FROM {dialect(conn).ids(':ids')} j CROSS JOIN entities e ON e.id = j.value "
         "CROSS JOIN entity_versions v ON v.entity_id = e.id AND v.recorded_to_ms IS NULL",
         {"ids": id_list(central)},
     )
@@ -136,7 +137,7 @@ def member_texts(conn: Connection, group: Group) -> list[tuple[int, str | None, 
 def topic(conn: Connection, group: Group) -> str | None:
     """The members' most common topic path (ties: the shortest, then alphabetical)."""
     rows = conn.execute(
-        "SELECT v.topic_path, count(*) FROM json_each(:ids) j CROSS JOIN entity_versions v "
+        f"SELECT v.topic_path, count(*) FROM {dialect(conn).ids(':ids')} j CROSS JOIN entity_versions v "
         "ON v.entity_id = j.value AND v.recorded_to_ms IS NULL WHERE v.topic_path IS NOT NULL GROUP BY v.topic_path",
         {"ids": id_list(list(group.members))},
     ).fetchall()
@@ -150,7 +151,7 @@ def attach(backend: Backend, conn: Connection, summary_id: int, group: Group, cu
     of its members' former communities). Returns the archived summaries' ids."""
     graph.link_many(conn, summary_id, list(group.members), RELATION, now_ms)
     rows = conn.execute(
-        "SELECT DISTINCT l.from_id FROM json_each(:ids) j CROSS JOIN links l ON l.to_id = j.value "
+        f"SELECT DISTINCT l.from_id FROM {dialect(conn).ids(':ids')} j CROSS JOIN links l ON l.to_id = j.value "
         "WHERE l.relation = :relation AND l.recorded_to_ms IS NULL AND l.from_id != :me",
         {"ids": id_list(list(group.members)), "relation": RELATION, "me": summary_id},
     ).fetchall()

@@ -25,7 +25,7 @@ from itertools import islice
 from typing import Any
 
 from ..dbapi import Connection
-from ..filters import FROM_VIDS, RULE_COLUMNS, id_list
+from ..filters import RULE_COLUMNS, from_vids, id_list
 from ..forking import GATE, in_child
 from ..hits import POOL_COLUMNS
 
@@ -66,7 +66,7 @@ class Heads:
         if None not in out:
             return out
         missing = [vid for vid, got in zip(vids, out) if got is None]
-        sql = f"SELECT v.vid, {_COLUMNS} FROM {FROM_VIDS}"
+        sql = f"SELECT v.vid, {_COLUMNS} FROM {from_vids(conn)}"
         fetched = {row[0]: _known(row) for row in conn.execute(sql, {"vids": id_list(missing)})}
         if len(known) + len(fetched) > self.LIMIT:
             self._evict(len(known) + len(fetched) - self.LIMIT + self.LIMIT // 8)

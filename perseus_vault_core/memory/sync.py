@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import graph, store
+from ..dialect import dialect
 from ..engine import Engine
 from ..filters import FROM, View, view
 from ..models import MemoryImportReport
@@ -118,7 +119,7 @@ def _existing(conn: Connection, records: Sequence[FileRecord], agent: str, works
                             (agent, workspace, FILE_CATEGORY, NOTE_CATEGORY)).fetchall()
     else:  # an edit of some files: only their entries and file entities
         categories = [entry_category(r.name) for r in records] + [FILE_CATEGORY]
-        rows = conn.execute(select + "e.category IN (SELECT value FROM json_each(?))",
+        rows = conn.execute(select + f"e.category IN (SELECT value FROM {dialect(conn).texts('?')} j)",
                             (agent, workspace, json.dumps(categories))).fetchall()
     return {(r[1], r[2]): r for r in rows}
 

@@ -28,7 +28,7 @@ def _raising(exc: BaseException) -> Any:
 
 def test_a_driver_error_leaves_as_a_storage_error() -> None:
     error = next(e for e in DRIVER_ERRORS if issubclass(e, Exception))
-    with pytest.raises(StorageError, match="SQLite failed: disk I/O"):
+    with pytest.raises(StorageError, match="the database failed: disk I/O"):
         _raising(error("disk I/O error"))()
 
 

@@ -20,10 +20,11 @@ import numpy as np
 
 from ...bm25 import ASCII_TOKEN, WEIGHTS, Terms, avgdl, ceiling, idf, length_norm, phrase_scores
 from ...filters import View, scope_clauses
-from ...hits import Hit, Ranking, visible_hits
+from ...hits import Hit, Ranking
 from ...params import Expansion
 from ...porter import stem
 from ..base import CHANGE_LOG_KEEP, OP_GONE, OP_HEAD, OP_REBUILT, Connection, KeywordMirror
+from ..keyword_mirror import answer
 from .schema import TOKENIZE
 
 _WEIGHTS = ", ".join(str(w) for w in WEIGHTS)
@@ -204,18 +205,9 @@ def search(
     """
     if not words:
         return [], 0.0
-    if index is not None and not view.historical and not view.narrowed and all(w.isascii() for w in words):
-        # The best rows only (pruned: see indexes/keyword.py), deep enough for the pool in most views;
-        # when the view's filters hide many of them, every match is ranked.
-        ranking = index.search(conn, stems, *view.scope, depth=2 * pool + 64)
-        if ranking is not None:
-            hits = visible_hits(conn, ranking, view, pool)
-            if len(hits) < pool and ranking.partial:
-                ranking = index.search(conn, stems, *view.scope)
-                if ranking is not None:
-                    hits = visible_hits(conn, ranking, view, pool)
-            if ranking is not None:
-                return hits, ranking.ceiling
+    mirrored = answer(conn, index, words, stems, view, pool)
+    if mirrored is not None:
+        return mirrored
     if view.scoped:
         return scoped_search(conn, words, view, pool)
     table = "versions_fts" if view.historical else "entities_fts"

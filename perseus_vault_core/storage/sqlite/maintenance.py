@@ -8,6 +8,7 @@ from ...dbapi import Connection
 from ...errors import InvalidInput
 from ...models import CheckReport, Stats
 from . import keyword, schema, vectors
+from ..checks import BAD_VECTORS, invariant_problems
 from .connection import SQLITE_ERRORS, write_transaction
 
 
@@ -58,34 +59,6 @@ def _fts_in_sync(conn: Connection, table: str) -> str | None:
     return None
 
 
-# (count query, what a non-zero count means): the vault's own invariants.
-_INVARIANTS = [
-    ("SELECT count(*) FROM entities e WHERE NOT EXISTS "
-     "(SELECT 1 FROM entity_versions v WHERE v.entity_id = e.id AND v.recorded_to_ms IS NULL)",
-     "entities have no current version"),
-    ("SELECT count(*) FROM entity_versions v WHERE NOT EXISTS (SELECT 1 FROM entities e WHERE e.id = v.entity_id)",
-     "versions belong to no entity"),
-    ("SELECT count(*) FROM links l WHERE NOT EXISTS (SELECT 1 FROM entities e WHERE e.id = l.from_id) "
-     "OR NOT EXISTS (SELECT 1 FROM entities e WHERE e.id = l.to_id)",
-     "links point at missing entities"),
-    ("SELECT count(*) FROM (SELECT recorded_to_ms AS ends, "
-     "lead(recorded_from_ms) OVER (PARTITION BY entity_id ORDER BY version) AS next_starts FROM entity_versions) "
-     "WHERE next_starts IS NOT NULL AND (ends IS NULL OR ends > next_starts)",
-     "versions overlap the next version of their entity in transaction time"),
-]
-
-
-# Vectors that dense recall cannot use: one whose version is gone, or a blob whose size is not the
-# recorded model's (a foreign or torn write). Either makes sqlite-vec fail every dense query, so
-# ``check`` reports them and ``reindex`` drops them (``embed`` then refills the missing ones).
-_BAD_VECTORS = (
-    "SELECT x.vid FROM version_vectors x WHERE NOT EXISTS (SELECT 1 FROM entity_versions v WHERE v.vid = x.vid) "
-    "OR length(x.embedding) != 4 * coalesce((SELECT CAST(value AS INTEGER) FROM vault_meta "
-    "WHERE key = 'embedding_dimension'), length(x.embedding) / 4) "
-    "OR length(x.bits) != (length(x.embedding) / 4 + 7) / 8"
-)
-
-
 def check(conn: Connection) -> CheckReport:
     """SQLite's integrity check, both keyword indexes against their rows, and the vault's invariants."""
     problems: list[str] = []
@@ -96,20 +69,14 @@ def check(conn: Connection) -> CheckReport:
         problem = _fts_in_sync(conn, table)
         if problem:
             problems.append(problem)
-    for sql, problem in _INVARIANTS:
-        count = conn.execute(sql).fetchone()[0]
-        if count:
-            problems.append(f"{count} {problem}")
-    bad = conn.execute(f"SELECT count(*) FROM ({_BAD_VECTORS})").fetchone()[0]
-    if bad:
-        problems.append(f"{bad} vectors match no version or are not the model's size (reindex drops them, embed refills)")
+    problems.extend(invariant_problems(conn))
     return CheckReport(ok=not problems, problems=problems)
 
 
 def reindex(conn: Connection) -> None:
     """Rebuild both keyword indexes from the rows and drop unusable vectors (the caller holds the
     write transaction)."""
-    conn.execute(f"DELETE FROM version_vectors WHERE vid IN ({_BAD_VECTORS})")
+    conn.execute(f"DELETE FROM version_vectors WHERE vid IN ({BAD_VECTORS})")
     keyword.rebuild(conn)  # logs a rebuild, which every process's keyword and vector mirrors follow
 
 

@@ -26,33 +26,14 @@ import numpy as np
 
 from ...dbapi import Connection
 from ...dense import cosine, shortlist, sign_bits
-from ...errors import Conflict
 from ...filters import View, scope_clauses
 from ...hits import Hit, Ranking
 from ..base import OP_VECTOR, OP_VECTORS_RESET
+from ..vector_rows import blob as blob, check_model as check_model, coverage as coverage, missing as missing
+from ..vector_rows import missing_count as missing_count, model as model, rescore as rescore
 from .keyword import log_changes
 
 TABLE = "version_vectors"
-
-
-def model(conn: Connection) -> tuple[str, int] | None:
-    """(identity, dimension) of the vectors in this vault, or ``None`` before the first one."""
-    rows = dict(conn.execute(
-        "SELECT key, value FROM vault_meta WHERE key IN ('embedding_model', 'embedding_dimension')"
-    ).fetchall())
-    if "embedding_model" not in rows:
-        return None
-    return rows["embedding_model"], int(rows["embedding_dimension"])
-
-
-def check_model(conn: Connection, identity: str, dimension: int) -> None:
-    """Refuse to mix models: the vault's vectors must all come from one embedder."""
-    recorded = model(conn)
-    if recorded is not None and recorded != (identity, dimension):
-        raise Conflict(
-            f"this vault's vectors come from {recorded[0]} ({recorded[1]} dimensions) but the embedder is "
-            f"{identity} ({dimension} dimensions); run `perseus-vault embed --reembed` to switch models"
-        )
 
 
 def claim(conn: Connection, identity: str, dimension: int) -> None:
@@ -72,10 +53,6 @@ def forget_model(conn: Connection) -> None:
     conn.execute("DELETE FROM trigger_vectors")
     conn.execute("DELETE FROM vault_meta WHERE key IN ('embedding_model', 'embedding_dimension')")
     log_changes(conn, [0], OP_VECTORS_RESET)
-
-
-def blob(vector: np.ndarray) -> bytes:
-    return np.asarray(vector, dtype=np.float32).tobytes()
 
 
 def write(conn: Connection, rows: Sequence[tuple[int, np.ndarray]], heads: Sequence[int] = ()) -> None:
@@ -99,29 +76,6 @@ def copy(conn: Connection, from_vid: int, to_vid: int) -> None:
 def delete(conn: Connection, vids: Sequence[int]) -> None:
     if vids:
         conn.executemany(f"DELETE FROM {TABLE} WHERE vid = ?", [(v,) for v in vids])
-
-
-def coverage(conn: Connection) -> tuple[int, int]:
-    """(current versions with a vector, current versions)."""
-    heads = int(conn.execute("SELECT count(*) FROM entity_versions WHERE recorded_to_ms IS NULL").fetchone()[0])
-    embedded = int(conn.execute(
-        f"SELECT count(*) FROM entity_versions v JOIN {TABLE} x ON x.vid = v.vid WHERE v.recorded_to_ms IS NULL"
-    ).fetchone()[0])
-    return embedded, heads
-
-
-def missing_count(conn: Connection) -> int:
-    return int(conn.execute(
-        f"SELECT count(*) FROM entity_versions v WHERE NOT EXISTS (SELECT 1 FROM {TABLE} x WHERE x.vid = v.vid)"
-    ).fetchone()[0])
-
-
-def missing(conn: Connection, limit: int) -> list[tuple[int, str, str | None, bool]]:
-    """Versions without a vector, current ones first: (vid, content, summary, is_head)."""
-    sql = (f"SELECT v.vid, v.content, v.summary, v.recorded_to_ms IS NULL FROM entity_versions v "
-           f"WHERE NOT EXISTS (SELECT 1 FROM {TABLE} x WHERE x.vid = v.vid)")
-    rows = conn.execute(f"{sql} ORDER BY (recorded_to_ms IS NULL) DESC, vid LIMIT ?", (limit,)).fetchall()
-    return [(int(vid), content, summary, bool(head)) for vid, content, summary, head in rows]
 
 
 def candidates(conn: Connection, query: np.ndarray, depth: int, agent_id: str | None, workspace_hash: str | None,
@@ -172,15 +126,6 @@ def search(conn: Connection, query: np.ndarray, view: View, pool: int) -> tuple[
         hits.append(Hit(int(eid), int(vid), float(similarity)))
         found[int(vid)] = np.frombuffer(embedding, dtype=np.float32)
     return hits, found
-
-
-def rescore(hits: list[Hit], found: dict[int, np.ndarray], query: np.ndarray) -> list[Hit]:
-    """The exact scan's hits scored the canonical way (see dense.cosine)."""
-    if not hits:
-        return hits
-    scores = cosine(np.stack([found[h.vid] for h in hits]), query)
-    rescored = [Hit(h.entity_id, h.vid, float(s)) for h, s in zip(hits, scores)]
-    return sorted(rescored, key=lambda h: (-h.score, h.entity_id))
 
 
 def cosines(conn: Connection, vids: Sequence[int], query: np.ndarray) -> dict[int, float]:
