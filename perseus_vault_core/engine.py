@@ -36,7 +36,8 @@ from .fusion import Fusion
 from .indexes import HeadMirror, KeywordIndex, VectorIndex, snapshot
 from .models import Entity, RecallResult
 from .params import OpenParams, RecallParams, RememberInput
-from .storage import Connection, open_backend
+from .storage import Connection, is_url, open_backend
+from .storage.postgres import redact
 
 if TYPE_CHECKING:  # built by memory_recall, whose module imports it on first use
     from .memory.index import EntryIndex
@@ -61,13 +62,19 @@ class Engine:
     def __init__(self, options: OpenParams, *, clock: Clock | None, embedder: Embedder | None,
                  fusion: Fusion, cross_encoder: Any) -> None:
         self.path = options.path
-        if not options.create and (not Path(self.path).is_file() or Path(self.path).stat().st_size == 0):
+        database = is_url(self.path)
+        missing = f"no vault at {redact(self.path)} (create one with `perseus-vault init` or by remembering something)"
+        if not database and not options.create and (not Path(self.path).is_file() or Path(self.path).stat().st_size == 0):
             # An empty file is no vault either: SQLite would make one of it, and a read must not write.
-            raise NotFound(f"no vault at {self.path} (create one with `perseus-vault init` or by remembering something)")
-        if options.create:
+            raise NotFound(missing)
+        if not database and options.create:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        self.clock = clock or wall_clock
         self.backend = open_backend(self.path, key=options.key, synchronous=options.synchronous)
+        if database and not options.create and not self.backend.exists():
+            self.backend.close()
+            raise NotFound(missing)
+        # Versions are stamped by one clock: the test's, the database server's (every host then agrees), or this host's.
+        self.clock = clock or self.backend.clock or wall_clock
         self.backend.migrate(self.clock())
         self.keyword_index = KeywordIndex(self.backend) if options.keyword_index else None
         self.vector_index = VectorIndex(self.backend) if options.vector_index else None

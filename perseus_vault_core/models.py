@@ -404,7 +404,11 @@ class ImportReport(_Out):
 
 
 class Stats(_Out):
+    """``path``: the file, or the database's URL without its password; on Postgres the ``sqlite_*`` fields
+    name the driver (psycopg), the server's version and pgvector's."""
+
     path: str
+    backend: Literal["sqlite", "postgres"] = "sqlite"
     schema_version: int
     entities: int
     by_status: dict[str, int]

@@ -89,10 +89,38 @@ class FakeEmbedder:
         return out / np.linalg.norm(out, axis=1, keepdims=True)
 
 
+# The contract suite: modules marked ``both_backends`` run their ``vault`` and ``dense_vault`` tests on the
+# embedded SQLite file and on PostgreSQL (a database of its own per test, on ``pg_server``).
+BACKENDS = ("sqlite", "postgres")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "both_backends: run this module's vault tests on SQLite and on PostgreSQL")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "backend" in metafunc.fixturenames and metafunc.definition.get_closest_marker("both_backends"):
+        metafunc.parametrize("backend", BACKENDS, indirect=True)
+
+
 @pytest.fixture
-def vault(db_path: Path, clock: Clock) -> Iterator[Vault]:
+def backend(request: pytest.FixtureRequest) -> str:
+    """The backend this test's vault is on: ``sqlite``, or each of :data:`BACKENDS` in a ``both_backends`` module."""
+    return str(getattr(request, "param", "sqlite"))
+
+
+@pytest.fixture
+def vault_path(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> str | Path:
+    """Where this test's vault lives: the file ``db_path`` names, or a fresh PostgreSQL database's URL."""
+    if backend == "postgres":
+        return str(request.getfixturevalue("pg_url"))
+    return Path(request.getfixturevalue("db_path"))
+
+
+@pytest.fixture
+def vault(vault_path: str | Path, clock: Clock) -> Iterator[Vault]:
     """A keyword-only vault (no embedder): recall defaults to fts5, as a vault without vectors does."""
-    with Vault(db_path, clock=clock, embedder=False) as v:
+    with Vault(vault_path, clock=clock, embedder=False) as v:
         yield v
 
 
@@ -102,9 +130,9 @@ def fake_embedder() -> FakeEmbedder:
 
 
 @pytest.fixture
-def dense_vault(db_path: Path, clock: Clock, fake_embedder: FakeEmbedder) -> Iterator[Vault]:
+def dense_vault(vault_path: str | Path, clock: Clock, fake_embedder: FakeEmbedder) -> Iterator[Vault]:
     """A vault that embeds on write with the fast deterministic fake embedder."""
-    with Vault(db_path, clock=clock, embedder=fake_embedder) as v:
+    with Vault(vault_path, clock=clock, embedder=fake_embedder) as v:
         yield v
 
 
@@ -180,19 +208,26 @@ def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         server.cleanup()
 
 
+def database_url(server: str, name: str) -> str:
+    """``server``'s URL (``postgresql://...``) naming the database ``name`` instead of its own."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(server)
+    return urlunsplit(parts._replace(path=f"/{name}"))
+
+
 @pytest.fixture
 def pg_url(pg_server: str) -> Iterator[str]:
-    """A new, empty database on :func:`pg_server` with the pgvector extension, as a libpq connection
-    string; dropped after the test."""
+    """A new, empty database on :func:`pg_server` with the pgvector extension, as a ``postgresql://`` URL;
+    dropped after the test."""
     import uuid
 
     import psycopg
-    from psycopg.conninfo import make_conninfo
 
     name = f"pv_test_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(pg_server, autocommit=True) as admin:
         admin.execute(f'CREATE DATABASE "{name}"')
-    url = make_conninfo(pg_server, dbname=name)
+    url = database_url(pg_server, name)
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
     try:

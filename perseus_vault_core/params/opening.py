@@ -18,7 +18,8 @@ Synchronous = Literal["OFF", "NORMAL", "FULL", "EXTRA"]
 class OpenParams(BaseModel):
     model_config = _STRICT_IN
 
-    path: str = Field(description="The vault file (created, with its folder, when missing and create is true)")
+    path: str = Field(description="The vault file (created, with its folder, when missing and create is true), or a "
+                                  "postgresql://user@host:5432/db URL (docs/postgres.md)")
     create: bool = Field(default=True, description="Create the vault when it does not exist; false: a missing "
                                                    "vault is NotFound and nothing is written")
     synchronous: Synchronous = Field(default="FULL", description="SQLite's durability for writes (FULL survives "
@@ -39,8 +40,8 @@ class OpenParams(BaseModel):
         if value == ":memory:" or value.startswith("file:"):
             # Each thread has its own connection, and each in-memory connection its own database.
             raise ValueError("must be a file path (for a throwaway vault use a temporary directory)")
-        if _URL.match(value):
+        if _URL.match(value) and not value.startswith(("postgresql://", "postgres://")):
             # Taken as a path, a URL would quietly become folders and a SQLite file named after it.
-            raise ValueError(f"is a URL ({value.split('://')[0]}://...); this version keeps a vault in one SQLite "
-                             "file only: give the file's path")
+            raise ValueError(f"is a URL ({value.split('://')[0]}://...); a vault is a SQLite file's path or a "
+                             "postgresql:// URL")
         return value

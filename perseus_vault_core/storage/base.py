@@ -176,6 +176,10 @@ class Backend(Protocol):
     @property
     def encrypted(self) -> bool: ...
 
+    @property
+    def clock(self) -> Callable[[], int] | None:
+        """The database's clock in unix ms, when versions take its time; None: the host's."""
+
     def conn(self) -> Connection:
         """This thread's connection (opened on first use)."""
 
@@ -208,6 +212,9 @@ class Backend(Protocol):
 
     def next_id(self, conn: Connection, table: str, column: str = "id") -> int:
         """The id the table's next row gets: never one a purged row had."""
+
+    def exists(self) -> bool:
+        """True when the database already holds a vault."""
 
     def migrate(self, now_ms: int) -> None: ...
 

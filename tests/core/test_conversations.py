@@ -15,6 +15,8 @@ from perseus_vault_core.conversations import transcript
 
 from ..conftest import DAY_MS, T0, Clock, FakeEmbedder
 
+pytestmark = pytest.mark.both_backends  # the contract suite: SQLite and PostgreSQL (tests/conftest.py)
+
 CHAT = [
     {"speaker": "Caroline", "text": "I went to the LGBTQ support group yesterday.", "time": "2023-05-08T13:56:00Z"},
     {"speaker": "Melanie", "text": "That sounds great! How did it go?", "time": 1_683_554_220_000},

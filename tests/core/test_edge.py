@@ -12,6 +12,8 @@ from perseus_vault_core import InvalidInput, NotFound, StorageError
 from perseus_vault_core.edge import edge, given, listed, path_text
 from perseus_vault_core.storage import DRIVER_ERRORS
 
+pytestmark = pytest.mark.both_backends  # the contract suite: SQLite and PostgreSQL (tests/conftest.py)
+
 
 class _Strict(BaseModel):
     model_config = ConfigDict(strict=True)

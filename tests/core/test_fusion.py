@@ -8,6 +8,8 @@ from perseus_vault_core import InvalidInput, Vault
 from perseus_vault_core.fusion import Fusion, combine, keyword_score
 from perseus_vault_core.indexes.keyword import ceiling, idf
 
+pytestmark = pytest.mark.both_backends  # the contract suite: SQLite and PostgreSQL (tests/conftest.py)
+
 
 def test_the_weighted_sum_of_the_arms_scores() -> None:
     fused = dict(combine({1: 0.5, 2: 0.2}, {1: 0.1, 2: 0.9, 3: 0.4}, Fusion()))

@@ -13,6 +13,8 @@ from perseus_vault_core import InvalidInput, Link, NotFound, TraverseResult, Vau
 
 from ..conftest import Clock
 
+pytestmark = pytest.mark.both_backends  # the contract suite: SQLite and PostgreSQL (tests/conftest.py)
+
 
 def note(vault: Vault, key: str, **scope: Any) -> int:
     return vault.remember("node", key, f"the note called {key}", **scope).id

@@ -21,6 +21,8 @@ from perseus_vault_core import hygiene
 from perseus_vault_core.actionability import actionability
 from perseus_vault_core.cli import main
 
+pytestmark = pytest.mark.both_backends  # the contract suite: SQLite and PostgreSQL (tests/conftest.py)
+
 GOOD = "We decided to keep the vault on SQLite in WAL mode (ENG-142), see src/store.py for the write path."
 
 

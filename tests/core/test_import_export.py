@@ -13,6 +13,8 @@ from perseus_vault_core import ImportReport, InvalidInput, Vault
 
 from ..conftest import DAY_MS, T0, Clock, modes
 
+pytestmark = pytest.mark.both_backends  # the contract suite: SQLite and PostgreSQL (tests/conftest.py)
+
 MAX_BODY_BYTES = 256 * 1024
 
 

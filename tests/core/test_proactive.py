@@ -18,6 +18,8 @@ from perseus_vault_core.query import STOPWORDS, tokenize
 
 from ..conftest import Clock, FakeEmbedder
 
+pytestmark = pytest.mark.both_backends  # the contract suite: SQLite and PostgreSQL (tests/conftest.py)
+
 
 def seed(vault: Vault, **scope: Any) -> dict[str, int]:
     return {

@@ -23,6 +23,8 @@ from ..conftest import DAY_MS, T0, Clock
 
 from perseus_vault_core import InvalidInput, ScanPage, Vault
 
+pytestmark = pytest.mark.both_backends  # the contract suite: SQLite and PostgreSQL (tests/conftest.py)
+
 SEED_COUNT = 500
 PAGE = 7
 MAX_NEW = 150  # the writer stops creating after this many, so the scan always reaches the end
@@ -359,10 +361,10 @@ def test_cursor_issued_under_filters_is_refused_without_them(vault: Vault) -> No
     assert info.value.field == "cursor"
 
 
-def test_cursor_is_portable_between_vault_handles(vault: Vault, db_path: Path, clock: Clock) -> None:
+def test_cursor_is_portable_between_vault_handles(vault: Vault, vault_path: str | Path, clock: Clock) -> None:
     ids = seed(vault, 10)
     first = vault.scan(limit=4)
-    with Vault(db_path, clock=clock) as other:
+    with Vault(vault_path, clock=clock) as other:
         rest = scan_all_from(other, first.next_cursor, limit=4)
     assert [e.id for e in first.items] + rest == ids
 

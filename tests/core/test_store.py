@@ -8,6 +8,8 @@ from perseus_vault_core import Conflict, InvalidInput, NotFound, Vault
 
 from ..conftest import DAY_MS, Clock
 
+pytestmark = pytest.mark.both_backends  # the contract suite: SQLite and PostgreSQL (tests/conftest.py)
+
 
 def count_rows(vault: Vault, table: str) -> int:
     return int(vault._engine.conn().execute(f"SELECT count(*) FROM {table}").fetchone()[0])

@@ -11,6 +11,8 @@ from perseus_vault_core import InvalidInput, NotFound, Vault
 
 from ..conftest import DAY_MS, T0, Clock
 
+pytestmark = pytest.mark.both_backends  # the contract suite: SQLite and PostgreSQL (tests/conftest.py)
+
 
 def moved(vault: Vault, clock: Clock, **scope: Any) -> tuple[int, int]:
     """Alice lives in Paris (recorded at T0, valid from T0), then, recorded one second later,

@@ -21,6 +21,8 @@ from perseus_vault_core.storage.sqlite import keyword
 
 from ..conftest import DAY_MS, T0, Clock
 
+pytestmark = pytest.mark.both_backends  # the contract suite: SQLite and PostgreSQL (tests/conftest.py)
+
 Scope = tuple[str, str]
 SCOPES: list[Scope] = [("agent-a", "ws-1"), ("agent-a", "ws-2"), ("agent-b", "ws-1"), ("agent-b", "ws-2")]
 
@@ -181,13 +183,16 @@ def test_other_tenants_writes_never_move_a_tenants_keyword_scores(
     else:
         assert vault.wait_for_keyword_index() and vault.wait_for_vector_index()
     calls = {"n": 0}
-    scored = keyword.scoped_search
+    # The SQL path's scoring with the scope's own statistics: FTS5's data on SQLite, the postings on Postgres.
+    store = vault._engine.backend.keyword
+    name = "scoped_search" if store is keyword else "_ranked"
+    scored = getattr(store, name)
 
     def counting(*args: Any, **kwargs: Any) -> Any:
         calls["n"] += 1
         return scored(*args, **kwargs)
 
-    monkeypatch.setattr(keyword, "scoped_search", counting)
+    monkeypatch.setattr(store, name, counting)
 
     def answers(**filters: Any) -> list[list[tuple[int, float, dict[str, int]]]]:
         return [[(i.id, i.score, i.ranks) for i in vault.recall(q, mode=mode, limit=20, reinforce=False, **filters).items]

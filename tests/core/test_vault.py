@@ -12,6 +12,8 @@ import pytest
 import perseus_vault_core
 from perseus_vault_core import StorageError, Vault
 
+pytestmark = pytest.mark.both_backends  # the contract suite: SQLite and PostgreSQL (tests/conftest.py)
+
 
 def test_public_names() -> None:
     assert "Vault" in perseus_vault_core.__all__
@@ -79,8 +81,8 @@ def test_in_memory_paths_are_refused() -> None:
     assert err.value.field == "path"
 
 
-@pytest.mark.parametrize("url", ["postgresql://user@localhost:5432/db", "sqlite:///tmp/v.db", "s3://bucket/v.db"])
-def test_a_database_url_is_refused_not_made_into_folders(url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("url", ["sqlite:///tmp/v.db", "s3://bucket/v.db", "mysql://user@localhost/db"])
+def test_a_url_of_another_kind_is_refused_not_made_into_folders(url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from perseus_vault_core import InvalidInput
 
     monkeypatch.chdir(tmp_path)
@@ -88,6 +90,14 @@ def test_a_database_url_is_refused_not_made_into_folders(url: str, tmp_path: Pat
         Vault(url)
     assert err.value.field == "path"
     assert list(tmp_path.iterdir()) == []  # nothing created, relative to where a path would have gone
+
+
+def test_a_postgres_url_is_a_database_never_a_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(StorageError, match=r"cannot connect to postgresql://user:\*\*\*@127.0.0.1:9/db") as err:
+        Vault("postgresql://user:secret@127.0.0.1:9/db", embedder=False)  # nothing listens on port 9
+    assert "secret" not in str(err.value)  # the password never reaches a message
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_bad_arguments_never_escape_as_other_errors(db_path: Path, tmp_path: Path) -> None:

@@ -1,15 +1,266 @@
-"""PostgreSQL with pgvector, the second backend: being built behind the storage seam (:mod:`..base`).
+"""PostgreSQL with pgvector, the second backend behind the storage seam (:mod:`..base`; docs/postgres.md).
 
-Built so far:
+- :mod:`.connection`: psycopg 3 connections that take the shared SQL in SQLite's dialect (parameter
+  styles, ``CROSS JOIN``), and SERIALIZABLE write transactions retried whole on a conflict;
+- :mod:`.schema`: the shared tables with the SQLite schema's columns, the change log, the keyword
+  postings, ``pv_decay`` and the versions' immutability, as numbered migrations applied once by hosts
+  that open one database at once;
+- :mod:`.changes`: the change log, appended in commit order by concurrent writers;
+- :mod:`.keyword`: BM25 as the SQLite backend ranks, over postings tokenized as FTS5 tokenizes;
+- :mod:`.vectors`: vectors as bytes and as a pgvector column with an HNSW index, scored exactly;
+- :mod:`.maintenance`: stats, check, reindex.
 
-- :mod:`.connection`: psycopg 3 connections that take the shared SQL in SQLite's parameter styles, and
-  SERIALIZABLE write transactions retried whole when Postgres cancels one for a conflict;
-- :mod:`.schema`: the shared tables with the SQLite schema's columns, the change log, ``pv_decay`` and the
-  versions' immutability, as numbered migrations that hosts opening one database at once apply once;
-- :mod:`.changes`: the change log, appended in commit order by concurrent writers (an advisory lock held
-  from the append to the commit), read by the shared readers of :mod:`..changelog`.
-
-Keyword search (BM25), vector search (pgvector), the backend class and maintenance follow; until
-they are in, a ``postgresql://`` path is refused when a vault is opened (params/opening.py), never taken
-for a file.
+:class:`PostgresBackend` holds one connection per thread (as the SQLite backend does), and the database's
+clock: every host stamps its versions with the server's time, not its own.
 """
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+import weakref
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any, TypeVar
+
+from ...errors import InvalidInput, NotSupported, SetupError, StorageError
+from ...forking import in_child
+from ...models import CheckReport, Stats
+from .. import meta
+from ..base import ChangeLog, Connection, KeywordStore, VectorStore
+from . import changes, keyword, maintenance, schema, vectors
+from .connection import PgConnection, connect, write_transaction
+
+T = TypeVar("T")
+
+__all__ = ["PostgresBackend", "is_url", "redact"]
+
+_SCHEMES = ("postgresql://", "postgres://")
+CLOCK_REFRESH_S = 60.0  # how often a process measures its offset from the database's clock again
+
+
+def is_url(path: str) -> bool:
+    """True for a PostgreSQL connection URL (``postgresql://`` or ``postgres://``)."""
+    return path.startswith(_SCHEMES)
+
+
+def redact(url: str) -> str:
+    """``url`` without its password, for messages and ``stats``."""
+    return re.sub(r"(://[^:/@]*):[^@/]+@", r"\1:***@", url)
+
+
+def driver_errors() -> tuple[type[BaseException], ...]:
+    """What psycopg raises (empty when it is not installed: no Postgres vault can be open then)."""
+    try:
+        import psycopg
+    except ImportError:
+        return ()
+    return (psycopg.Error,)
+
+
+class DatabaseClock:
+    """The database server's clock, read locally: the offset between the server's time and this host's is
+    measured at open (half the round trip taken off) and again every :data:`CLOCK_REFRESH_S`; readings
+    never go backwards within a process."""
+
+    def __init__(self, conn: Callable[[], Connection]) -> None:
+        self._conn = conn
+        self._offset = 0.0
+        self._measured = -CLOCK_REFRESH_S
+        self._last = 0
+        self._lock = threading.Lock()
+
+    def _measure(self) -> None:
+        conn = self._conn()
+        if conn.in_transaction:  # a reading inside someone's transaction would be that transaction's
+            return
+        before = time.time_ns() / 1e6
+        server = float(conn.execute("SELECT extract(epoch FROM clock_timestamp()) * 1000").fetchone()[0])
+        after = time.time_ns() / 1e6
+        self._offset = server - (before + after) / 2
+        self._measured = time.monotonic()
+
+    def __call__(self) -> int:
+        with self._lock:
+            if time.monotonic() - self._measured >= CLOCK_REFRESH_S:
+                self._measure()
+            now = max(self._last, int(time.time_ns() / 1e6 + self._offset))
+            self._last = now
+            return now
+
+
+class PostgresBackend:
+    """One PostgreSQL database: a connection per thread, and the Postgres implementations of the protocols."""
+
+    name = "postgres"
+    keyword: KeywordStore = keyword
+    vectors: VectorStore = vectors
+    changes: ChangeLog = changes
+    encrypted = False  # encryption at rest is the server's (docs/postgres.md)
+
+    def __init__(self, url: str, *, key: str | bytes | None = None, synchronous: str = "FULL") -> None:
+        if key is not None:
+            raise InvalidInput("key", "a PostgreSQL vault is encrypted at rest by its server, not by a key "
+                                      "(docs/postgres.md); drop the key or PERSEUS_VAULT_KEY")
+        self.url = url
+        self.path = redact(url)
+        self.errors = driver_errors()
+        # SQLite's OFF and NORMAL may lose the last writes to a power cut; Postgres's asynchronous commit may too.
+        self.synchronous_commit = "off" if synchronous in ("OFF", "NORMAL") else "on"
+        self._local = threading.local()
+        self._all: list[PgConnection] = []
+        self._lock = threading.Lock()
+        self._closed = False
+        self.clock = DatabaseClock(self.conn)
+        _backends.add(self)
+
+    def conn(self) -> Connection:
+        conn: PgConnection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            if self._closed:
+                raise StorageError("the vault is closed")
+            conn = self._open()
+            self._local.conn = conn
+            with self._lock:
+                self._all.append(conn)
+            weakref.finalize(threading.current_thread(), self._release, conn)
+        return conn
+
+    def _open(self) -> PgConnection:
+        try:
+            conn = connect(self.url)
+        except self.errors as error:
+            raise StorageError(f"cannot connect to {self.path}: {str(error).strip().splitlines()[0]}") from error
+        if self.synchronous_commit == "off":
+            conn.execute("SET synchronous_commit = off")
+        return conn
+
+    def _release(self, conn: PgConnection) -> None:
+        with self._lock:
+            if conn in self._all:
+                self._all.remove(conn)
+                _close_quietly(conn)
+
+    def connect(self) -> Connection:
+        return self._open()
+
+    def mirror_file(self, name: str) -> str | None:
+        return None  # the in-memory indexes are loaded from the database; no file beside it to save them in
+
+    def file_mode(self) -> int:
+        return 0o600
+
+    def read_snapshot(self, conn: Connection) -> AbstractContextManager[Connection]:
+        return _snapshot(conn)
+
+    def write(self, conn: Connection, work: Callable[[Connection], T]) -> T:
+        return _write(conn, work, synced=True)
+
+    def write_unsynced(self, conn: Connection, work: Callable[[Connection], T]) -> T:
+        return _write(conn, work, synced=False)
+
+    def get_meta(self, conn: Connection, key: str) -> str | None:
+        return meta.get_meta(conn, key)
+
+    def set_meta(self, conn: Connection, key: str, value: str | None) -> None:
+        meta.set_meta(conn, key, value)
+
+    def next_id(self, conn: Connection, table: str, column: str = "id") -> int:
+        return schema.next_id(conn, table, column)  # type: ignore[arg-type]
+
+    def exists(self) -> bool:
+        """True when the database holds a vault (the schema has been created)."""
+        return schema.current_version(self.conn()) > 0  # type: ignore[arg-type]
+
+    def migrate(self, now_ms: int) -> None:
+        conn = self.conn()
+        server = int(conn.execute("SHOW server_version_num").fetchone()[0])
+        if server < 150000:
+            raise SetupError(f"{self.path} runs PostgreSQL {server // 10000}; the vault needs 15 or later")
+        schema.migrate(conn, now_ms)  # type: ignore[arg-type]
+        (version,) = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+        if tuple(int(p) for p in re.findall(r"\d+", version)[:2]) < (0, 8):
+            raise SetupError(f"{self.path} has pgvector {version}; the vault needs 0.8 or later "
+                             "(ALTER EXTENSION vector UPDATE)")
+
+    def stats(self, conn: Connection, keyword_index: str, vector_index: str) -> Stats:
+        return maintenance.stats(conn, self.path, keyword_index, vector_index)
+
+    def check(self) -> CheckReport:
+        conn = self.conn()
+        with self.read_snapshot(conn):
+            return maintenance.check(conn)
+
+    def reindex(self) -> None:
+        write_transaction(self.conn(), maintenance.reindex)  # type: ignore[arg-type]
+
+    def backup(self, target: str) -> str:
+        raise NotSupported("backup copies a SQLite file; a PostgreSQL vault is backed up by its server (pg_dump, or "
+                           "the managed service's snapshots: docs/postgres.md), or exported with `export`")
+
+    def rekey(self, new_key: str | bytes) -> None:
+        raise NotSupported("rekey re-encrypts a SQLite file; a PostgreSQL vault's encryption at rest is the "
+                           "server's (docs/postgres.md)")
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            for conn in self._all:
+                _close_quietly(conn)
+            self._all.clear()
+        self._local = threading.local()
+
+
+WRITE_LOCK = 0x7065727365757333  # "perseus3": held by every write transaction, from its start to its commit
+
+
+def _write(conn: Connection, work: Callable[[Connection], T], *, synced: bool) -> T:
+    """``work`` in one write transaction, writers taking turns as on SQLite: each first takes
+    :data:`WRITE_LOCK` (transaction-scoped), then runs READ COMMITTED, so every statement sees what the
+    writer before it committed. One writer at a time keeps what the engine relies on: ids ascend in commit
+    order (``scan`` reads them so, exactly once), a new id is the largest plus one, and an update reads the
+    head it replaces. Readers never wait: they read their own snapshots. ``synced=False``: a commit that
+    need not reach the disk before it returns (usage counters)."""
+    def locked(c: PgConnection) -> T:
+        c.execute("SELECT pg_advisory_xact_lock(?)", (WRITE_LOCK,))
+        if not synced:
+            c.execute("SET LOCAL synchronous_commit = off")
+        return work(c)
+
+    return write_transaction(conn, locked, isolation="READ COMMITTED")  # type: ignore[arg-type]
+
+
+@contextmanager
+def _snapshot(conn: Connection) -> Iterator[Connection]:
+    """Every read inside sees one snapshot (REPEATABLE READ: Postgres's snapshot isolation)."""
+    conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+    try:
+        yield conn
+    finally:
+        conn.execute("COMMIT")  # after an error inside, Postgres answers COMMIT with a rollback
+
+
+def _close_quietly(conn: Any) -> None:
+    try:
+        conn.close()
+    except Exception:  # closing is best effort; the process may be exiting
+        pass
+
+
+_backends: weakref.WeakSet[PostgresBackend] = weakref.WeakSet()
+# Connections a forked child inherited: never used there, and never closed or collected either (closing one
+# would tell the server to end the parent's session on the socket they share).
+_INHERITED: list[PgConnection] = []
+
+
+@in_child
+def _fresh_after_fork() -> None:
+    """In a forked child: the parent's connections are its own (a socket shared by two processes mixes their
+    messages), so every backend opens new ones; the inherited ones are dropped unclosed."""
+    for backend in list(_backends):
+        _INHERITED.extend(backend._all)
+        backend._all = []
+        backend._local = threading.local()
+        backend._lock = threading.Lock()
+        backend.clock._lock = threading.Lock()

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import lru_cache
 from typing import Any, Literal, TypeVar
 
+from ...dialect import POSTGRES
 from ...errors import InvalidInput
 from ..retry import WRITE_RETRIES, transaction
 
@@ -34,20 +35,27 @@ _TOKEN = re.compile(r"""
     | "(?:[^"]|"")*"            # a quoted identifier
     | ::                        # a cast, Postgres's own syntax: never a parameter
     | :([A-Za-z_][A-Za-z0-9_]*) # a named parameter
+    | \bCROSS\s+JOIN\b            # SQLite's pinned join order: a plain JOIN here (Postgres has no such pin)
     | \?                        # a positional parameter
     | %                         # psycopg's placeholder sign, meant literally here
-""", re.VERBOSE | re.DOTALL)
+""", re.VERBOSE | re.DOTALL | re.IGNORECASE)
 
 
 @lru_cache(maxsize=1024)
-def translate(sql: str) -> tuple[str, str | None]:
+def translate(sql: str, placeholders: bool = True) -> tuple[str, str | None]:
     """``sql`` with its parameters in psycopg's style, and that style: ``"named"``, ``"positional"``, or
     ``None`` for a statement with no parameters. A ``%`` anywhere (string literals included, since
-    psycopg reads those too) is doubled."""
+    psycopg reads those too) is doubled. SQLite's ``CROSS JOIN ... ON`` (which pins the join order there)
+    becomes a ``JOIN``. ``placeholders=False``: only that, for a statement psycopg runs without parameters
+    (it then reads no placeholder, and a ``%`` stays as written)."""
     styles: set[str] = set()
 
     def one(match: re.Match[str]) -> str:
         token = match.group(0)
+        if token[0] in "Cc":
+            return "JOIN"
+        if not placeholders:
+            return token
         if token[0] in "'$-/":  # literals and comments: psycopg still reads a % in them
             return token.replace("%", "%%")
         if token[0] == '"' or token == "::":
@@ -68,13 +76,13 @@ def translate(sql: str) -> tuple[str, str | None]:
 
 def _bind(sql: str, parameters: Any) -> tuple[str, Any]:
     """The statement and parameters as psycopg takes them."""
-    if parameters is None:
-        return sql, None  # without parameters psycopg reads no placeholder: the statement as written
+    if parameters is None:  # without parameters psycopg reads no placeholder: the statement as written
+        return translate(sql, placeholders=False)[0], None
     text, style = translate(sql)
     if style is None:
         if parameters not in ((), [], {}):
             raise InvalidInput("parameters", f"parameters given to a statement that takes none: {sql[:200]}")
-        return sql, None
+        return translate(sql, placeholders=False)[0], None
     if style == "named" and not isinstance(parameters, Mapping):
         raise InvalidInput("parameters", f"a statement with :name parameters needs a mapping, got {type(parameters).__name__}")
     if style == "positional" and (isinstance(parameters, (Mapping, str, bytes)) or not isinstance(parameters, Sequence)):
@@ -106,6 +114,8 @@ class PgCursor:
 class PgConnection:
     """One psycopg connection (one per thread, as :class:`~perseus_vault_core.storage.base.Backend`
     hands them out), taking the shared SQL in SQLite's parameter styles."""
+
+    dialect = POSTGRES  # what the shared SQL's dialect-specific forms are written in (perseus_vault_core/dialect.py)
 
     def __init__(self, raw: Any) -> None:
         self.raw = raw

@@ -8,9 +8,12 @@ The shared tables (``vault_meta``, ``entities``, ``entity_versions``, ``links``,
 shared SQL and the in-memory mirrors read). Ids are ``bigint`` identities ``BY DEFAULT``: they ascend in
 commit order and an import may still give its own.
 
-``head_changes`` is the change log the in-memory indexes follow (:class:`~..base.ChangeLog`). The keyword
-tables (postings for BM25) and the pgvector column with its HNSW index come with the keyword and vector
-modules.
+``head_changes`` is the change log the in-memory indexes follow (:class:`~..base.ChangeLog`).
+``keyword_docs`` and ``keyword_postings`` (migration 4) are the keyword index over every version, which
+:mod:`.keyword` writes and ranks by BM25: a version's length in tokens, and each term's weighted
+frequency in it. Whether a version is current is read from ``entity_versions.recorded_to_ms``, so closing
+a head writes nothing there. Terms sort in the "C" collation (bytes, as FTS5's vocabulary does), so that a
+prefix is a range of the primary key. The pgvector column with its HNSW index comes with the vector module.
 
 What SQLite gives by its own means is written out here: ``pv_decay``, the decay of ``ranking.decay``
 callable inside queries (the SQLite backend registers it on each connection), and the trigger that
@@ -129,6 +132,53 @@ CREATE TABLE trigger_vectors (model text NOT NULL, phrase text NOT NULL, embeddi
 CREATE INDEX links_closed ON links(recorded_to_ms) WHERE recorded_to_ms IS NOT NULL;
 """
 
+# The keyword index (storage/postgres/keyword.py): every version, its length (tokens in content, summary
+# and tags, unweighted, as FTS5 counts a row's size) and each term's frequency in it, weighted by column.
+# A posting's vid has no foreign key: checking one per posting made indexing about 40% slower, and keyword.py
+# writes and deletes a version's postings with its document (``check`` compares documents with versions).
+V4 = """
+CREATE TABLE keyword_docs (vid bigint PRIMARY KEY REFERENCES entity_versions(vid), length integer NOT NULL);
+CREATE TABLE keyword_postings (
+    term text COLLATE "C" NOT NULL,
+    vid  bigint NOT NULL,
+    freq double precision NOT NULL,
+    PRIMARY KEY (term, vid)
+);
+CREATE INDEX keyword_postings_vid ON keyword_postings(vid);
+"""
+
+
+def _follow_ids(table: str, column: str) -> str:
+    """A statement trigger that moves ``table``'s identity sequence up to the largest id a statement gave."""
+    return f"""
+CREATE FUNCTION pv_follow_{table}() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    top bigint;
+BEGIN
+    SELECT max({column}) INTO top FROM added;
+    IF top IS NOT NULL AND top >= (SELECT last_value FROM {table}_{column}_seq) THEN
+        PERFORM setval('{table}_{column}_seq', top);
+    END IF;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER {table}_follow_ids AFTER INSERT ON {table} REFERENCING NEW TABLE AS added
+    FOR EACH STATEMENT EXECUTE FUNCTION pv_follow_{table}();
+"""
+
+
+# The services give most rows their ids themselves (the largest so far plus one: ids ascend in commit order,
+# and a purged one is never given again), where Postgres's identity sequence does not see them; a row
+# inserted without one (a link) would then take an id already given. Each insert moves the sequence past
+# the ids it wrote.
+V5 = "".join(_follow_ids(t, c) for t, c in (("entities", "id"), ("entity_versions", "vid"), ("links", "id")))
+
+# pgvector's copy of each vector, for its HNSW index (storage/postgres/vectors.py). The column takes any
+# dimension; the index, made when a model claims the vault, is over the model's.
+V6 = """
+CREATE EXTENSION IF NOT EXISTS vector;
+ALTER TABLE version_vectors ADD COLUMN vec vector;
+"""
+
 Migration = Callable[[PgConnection], None]
 
 
@@ -139,10 +189,15 @@ def _script(sql: str) -> Migration:
     return step
 
 
-MIGRATIONS: list[tuple[int, str, Migration]] = [  # the same steps as the SQLite schema's, by number
+# Steps 1-3 are the SQLite schema's, by number; the later ones Postgres's own (4: the keyword index, which
+# SQLite's step 1 made in FTS5).
+MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "entities, versions, links, change log", _script(V1)),
     (2, "vectors", _script(V2)),
     (3, "trigger phrase vectors, closed-links index", _script(V3)),
+    (4, "keyword index: documents and postings", _script(V4)),
+    (5, "identity sequences follow the ids given", _script(V5)),
+    (6, "pgvector column", _script(V6)),
 ]
 LATEST = MIGRATIONS[-1][0]
 

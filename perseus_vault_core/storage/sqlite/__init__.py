@@ -38,6 +38,7 @@ class SQLiteBackend:
     vectors: VectorStore = vectors
     changes: ChangeLog = changes
     errors = SQLITE_ERRORS
+    clock: Callable[[], int] | None = None  # versions take the host's time: one file, one machine
 
     def __init__(self, path: str, *, key: str | bytes | None = None, synchronous: str = "FULL") -> None:
         self.path = path
@@ -88,6 +89,9 @@ class SQLiteBackend:
 
     def next_id(self, conn: Connection, table: str, column: str = "id") -> int:
         return schema.next_id(conn, table, column)
+
+    def exists(self) -> bool:
+        return os.path.isfile(self.path) and os.path.getsize(self.path) > 0
 
     def migrate(self, now_ms: int) -> None:
         schema.migrate(self.conn(), now_ms)

@@ -1,0 +1,280 @@
+"""The keyword arm on Postgres: postings tokenized in Python as FTS5 tokenizes, ranked by BM25 exactly as the
+SQLite backend ranks (the protocol is :class:`~..base.KeywordStore`).
+
+Why not Postgres's own full-text search: ``ts_rank`` is not BM25 (no document frequencies, its own length
+normalisation), and its parsers and dictionaries are not FTS5's ``porter unicode61 remove_diacritics 2``.
+A vault gives the same hits with the same scores on either backend, and the in-memory mirror
+(:mod:`indexes.keyword`) ranks for both; so the index is ours: ``keyword_docs`` holds each version's
+length in tokens and ``keyword_postings`` each term's weighted frequency in it (schema migration 4),
+computed by :func:`bm25.terms`, a pure-Python tokenizer held to FTS5's on every code point of Unicode's
+first two planes (tests/core/test_bm25.py).
+
+Every version is indexed once, when it is written; whether it is current is read from
+``entity_versions.recorded_to_ms``, so closing a head writes nothing to the index (a history view ranks
+over every version, as the SQLite backend's ``versions_fts`` does). BM25's statistics are the SQLite
+backend's: a scoped search (agent and/or workspace given) counts the scope's heads only, an unscoped one
+every head, a history view every version (of the scope); each word's document frequency within the same
+rows. The SQL ranks (the BM25 sum in query order, ``ORDER BY`` inside the aggregate, so its floating point
+is the same as Python's), and :func:`search` recomputes the best rows' scores with :func:`bm25.phrase_scores`
+summed in query order, as FTS5 sums its phrases, so the scores are the SQLite backend's to the last bit.
+
+One approximation: postings carry no positions. A query word that tokenizes to several terms (``e-mail``)
+is a phrase to FTS5, which counts the places where its terms follow one another; here a row holds the word
+when it holds all of its terms, and the word's frequency there is the smallest of theirs. Query words are
+single tokens in nearly every query (recall splits them so), and then the two agree exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ...bm25 import B, K1, Terms, avgdl, ceiling, idf, length_norm, phrase, phrase_scores, terms
+from ...filters import View, scope_clauses
+from ...hits import Hit, Ranking
+from ...params import Expansion
+from ...porter import stem
+from ..base import OP_GONE, OP_HEAD, OP_REBUILT, Connection, KeywordMirror
+from ..keyword_mirror import answer
+from .changes import log_changes
+
+__all__ = [
+    "index_versions", "log_changes", "rebuild", "search", "tokenizer", "totals", "unindex_head", "unindex_versions",
+    "variants",
+]
+
+# Expansion reads up to 4 x max_variants vocabulary terms per query stem and checks each candidate's
+# visibility: bounded as the SQLite backend's is (storage/sqlite/keyword.py).
+MAX_EXPANDED_STEMS = 32
+MAX_VARIANT_CHECKS = 256
+REBUILD_BATCH = 2_000  # versions read and tokenized at a time by :func:`rebuild`
+INSERT_BATCH = 50_000  # postings per INSERT
+RANK_MARGIN = 16  # rows ranked by SQL beyond the pool, rescored in Python before the cut
+
+
+class UnicodeTokenizer:
+    """The index's own tokenizing (:class:`~..base.Tokenizer`): pure Python, no connection needed."""
+
+    def terms(self, columns: Sequence[str | None]) -> tuple[Terms, int]:
+        return terms(columns)
+
+
+def tokenizer(conn: Connection) -> UnicodeTokenizer:
+    """The tokenizer the index was written with (the in-memory mirror uses it for non-ASCII text)."""
+    return UnicodeTokenizer()
+
+
+def totals(conn: Connection) -> tuple[int, int]:
+    """(heads indexed, their tokens in all columns): the statistics an unscoped search counts."""
+    n, tokens = conn.execute(
+        "SELECT count(*), coalesce(sum(d.length), 0) FROM keyword_docs d JOIN entity_versions v ON v.vid = d.vid "
+        "WHERE v.recorded_to_ms IS NULL"
+    ).fetchone()
+    return int(n), int(tokens)
+
+
+# --- writing -----------------------------------------------------------------------------------
+
+
+def _write(conn: Connection, rows: Sequence[Sequence[Any]]) -> None:
+    """Index versions ``(vid, content, summary, tags)``: one document each and its postings, in a few
+    statements (arrays unnested server-side, not a statement per row)."""
+    vids: list[int] = []
+    lengths: list[int] = []
+    p_terms: list[str] = []
+    p_vids: list[int] = []
+    p_freqs: list[float] = []
+    for vid, content, summary, tags in rows:
+        counts, length = terms((content, summary, tags))
+        vids.append(int(vid))
+        lengths.append(length)
+        p_terms.extend(counts)
+        p_vids.extend([int(vid)] * len(counts))
+        p_freqs.extend(counts.values())
+    if not vids:
+        return
+    conn.execute("INSERT INTO keyword_docs (vid, length) SELECT * FROM unnest(CAST(? AS bigint[]), CAST(? AS integer[]))",
+                 (vids, lengths))
+    for at in range(0, len(p_terms), INSERT_BATCH):
+        conn.execute(
+            "INSERT INTO keyword_postings (term, vid, freq) SELECT * FROM "
+            "unnest(CAST(? AS text[]), CAST(? AS bigint[]), CAST(? AS double precision[]))",
+            (p_terms[at:at + INSERT_BATCH], p_vids[at:at + INSERT_BATCH], p_freqs[at:at + INSERT_BATCH]),
+        )
+
+
+def index_versions(conn: Connection, rows: list[tuple[int, str, str | None, str]], heads: bool) -> None:
+    """Index new versions ``(vid, content, summary, tags)``; ``heads``: they are current (the change log
+    says so to the mirrors)."""
+    _write(conn, rows)
+    if heads:
+        log_changes(conn, [row[0] for row in rows], OP_HEAD)
+
+
+def unindex_head(conn: Connection, vid: int, content: str, summary: str | None, tags: str) -> None:
+    """A head was closed: its ``recorded_to_ms`` says so to the index, which keeps it as history; only the
+    mirrors are told."""
+    log_changes(conn, [vid], OP_GONE)
+
+
+def unindex_versions(conn: Connection, entity_id: int) -> None:
+    """Remove every version of an entity from the index (purge), before the rows go."""
+    head = conn.execute("SELECT vid FROM entity_versions WHERE entity_id = ? AND recorded_to_ms IS NULL",
+                        (entity_id,)).fetchone()
+    if head is not None:
+        log_changes(conn, [int(head[0])], OP_GONE)
+    versions = "SELECT vid FROM entity_versions WHERE entity_id = ?"
+    conn.execute(f"DELETE FROM keyword_postings WHERE vid IN ({versions})", (entity_id,))
+    conn.execute(f"DELETE FROM keyword_docs WHERE vid IN ({versions})", (entity_id,))
+
+
+def rebuild(conn: Connection) -> None:
+    """Recompute the index from the rows, a batch of versions at a time; mirrors rebuild too. (DELETE, not
+    TRUNCATE: readers in an older snapshot keep seeing the old index, as MVCC promises.)"""
+    conn.execute("DELETE FROM keyword_postings")
+    conn.execute("DELETE FROM keyword_docs")
+    last = 0
+    while True:
+        rows = conn.execute("SELECT vid, content, summary, tags FROM entity_versions WHERE vid > ? ORDER BY vid "
+                            "LIMIT ?", (last, REBUILD_BATCH)).fetchall()
+        if not rows:
+            break
+        _write(conn, rows)
+        last = int(rows[-1][0])
+    log_changes(conn, [0], OP_REBUILT)
+
+
+# --- searching ---------------------------------------------------------------------------------
+
+# The rows holding each of the query's phrases (``:q_*``: one row per distinct term of each phrase) and
+# the phrase's frequency there: all its terms present, the least of their frequencies (see the docstring).
+_HITS = (
+    "WITH kq(ph, term, n) AS (SELECT * FROM unnest(CAST(:q_ph AS integer[]), CAST(:q_term AS text[]), "
+    "CAST(:q_n AS integer[]))), "
+    "kh AS (SELECT kq.ph, p.vid, min(p.freq) AS f FROM kq JOIN keyword_postings p ON p.term = kq.term COLLATE \"C\" "
+    "GROUP BY kq.ph, p.vid HAVING count(*) = max(kq.n))"
+)
+_VERSIONS = "JOIN entity_versions v ON v.vid = {0}.vid JOIN entities e ON e.id = v.entity_id"
+# The BM25 share of each (word, row), summed in query order: the same operations, in the same order, as
+# bm25.length_norm and bm25.phrase_scores.
+_RANK = (
+    _HITS + ", kw(pos, ph, idf) AS (SELECT * FROM unnest(CAST(:w_pos AS integer[]), CAST(:w_ph AS integer[]), "
+    "CAST(:w_idf AS double precision[]))) "
+    "SELECT v.entity_id, kh.vid, d.length, array_agg(kw.pos ORDER BY kw.pos), array_agg(kh.f ORDER BY kw.pos), "
+    "sum(kw.idf * ((kh.f * CAST(:k1p1 AS double precision)) / (kh.f + CAST(:k1 AS double precision) * "
+    "(1 - CAST(:b AS double precision) + CAST(:b AS double precision) * d.length / CAST(:avgdl AS double precision)))) "
+    "ORDER BY kw.pos) AS score "
+    "FROM kh JOIN kw ON kw.ph = kh.ph JOIN keyword_docs d ON d.vid = kh.vid " + _VERSIONS.format("kh") + " "
+    "WHERE {where} GROUP BY kh.vid, v.entity_id, d.length ORDER BY score DESC, v.entity_id LIMIT :limit"
+)
+
+
+def _statistics_rows(view: View) -> tuple[str, dict[str, Any]]:
+    """The rows BM25's statistics count, as a clause over ``v`` and ``e`` and its parameters: the scope's
+    heads, or every version of it for a history view."""
+    params: dict[str, Any] = {}
+    clauses = scope_clauses(*view.scope, params)
+    if not view.historical:
+        clauses.append("v.recorded_to_ms IS NULL")
+    return " AND ".join(clauses) or "TRUE", params
+
+
+def search(
+    conn: Connection, words: list[str], stems: list[str], view: View, pool: int, index: KeywordMirror | None = None
+) -> tuple[list[Hit], float]:
+    """The ``pool`` best visible matches for the OR of ``words``, best first, ties by id, scored by BM25;
+    and the query's ceiling (:func:`bm25.ceiling`) under the same statistics. A word given twice counts
+    twice, as in FTS5's OR of phrases.
+
+    ``stems`` are the words' index terms, in the same order, for the in-memory ``index``: when it can
+    answer for this connection's snapshot it ranks and SQL only filters, as on the SQLite backend;
+    otherwise the postings are ranked here, with the same scores.
+    """
+    if not words:
+        return [], 0.0
+    mirrored = answer(conn, index, words, stems, view, pool)
+    return mirrored if mirrored is not None else _ranked(conn, words, view, pool)
+
+
+def _ranked(conn: Connection, words: list[str], view: View, pool: int) -> tuple[list[Hit], float]:
+    """:func:`search` over the postings: statistics, document frequencies, then the ranking."""
+    phrases: list[tuple[str, ...]] = []  # distinct, non-empty
+    of_word: list[int] = []  # each word's phrase, -1 for a word with no terms
+    for word in words:
+        terms_of = tuple(dict.fromkeys(phrase(word)))  # a term repeated within the word is required once
+        if terms_of and terms_of not in phrases:
+            phrases.append(terms_of)
+        of_word.append(phrases.index(terms_of) if terms_of else -1)
+    q = {"q_ph": [i for i, p in enumerate(phrases) for _ in p], "q_term": [t for p in phrases for t in p],
+         "q_n": [len(p) for p in phrases for _ in p]}
+    rows, scope = _statistics_rows(view)
+    n_rows, n_tokens = (int(x) for x in conn.execute(
+        f"SELECT count(*), coalesce(sum(d.length), 0) FROM keyword_docs d {_VERSIONS.format('d')} WHERE {rows}",
+        scope or None).fetchone())
+    df = [0] * len(phrases)
+    if phrases and n_rows:
+        for ph, count in conn.execute(
+                f"{_HITS} SELECT kh.ph, count(*) FROM kh {_VERSIONS.format('kh')} WHERE {rows} GROUP BY kh.ph",
+                dict(scope, **q)):
+            df[int(ph)] = int(count)
+    dfs = [df[i] if i >= 0 else 0 for i in of_word]
+    top = ceiling(n_rows, dfs)
+    weights = [idf(n_rows, d) for d in dfs]
+    held = [pos for pos, i in enumerate(of_word) if i >= 0 and df[i]]
+    if not held:
+        return [], top
+    mean = avgdl(n_rows, n_tokens)
+    params = dict(view.params, **q, w_pos=held, w_ph=[of_word[pos] for pos in held],
+                  w_idf=[weights[pos] for pos in held], k1p1=K1 + 1.0, k1=K1, b=B, avgdl=mean, limit=pool + RANK_MARGIN)
+    found = conn.execute(_RANK.format(where=view.where), params).fetchall()
+    return _rescored(found, weights, mean, pool), top
+
+
+def _rescored(found: list[Any], weights: list[float], mean: float, pool: int) -> list[Hit]:
+    """The SQL's best rows scored again as the SQLite backend scores (words in query order), best ``pool``."""
+    if not found:
+        return []
+    entity_ids = np.array([int(r[0]) for r in found], dtype=np.int64)
+    vids = np.array([int(r[1]) for r in found], dtype=np.int64)
+    norm = length_norm(np.array([float(r[2]) for r in found], dtype=np.float64), mean)
+    score = np.zeros(len(found), dtype=np.float64)
+    freq_at: list[dict[int, float]] = [dict(zip(r[3], r[4])) for r in found]
+    for pos, weight in enumerate(weights):
+        rows = [i for i, freqs in enumerate(freq_at) if pos in freqs]
+        if rows:
+            at = np.array(rows, dtype=np.int64)
+            freqs = np.array([freq_at[i][pos] for i in rows], dtype=np.float64)
+            score[at] += phrase_scores(freqs, norm[at], weight)
+    return [Hit(eid, vid, s) for eid, vid, s in Ranking(vids, entity_ids, score).top(pool)]
+
+
+def variants(conn: Connection, stems: tuple[str, ...], config: Expansion, view: View) -> list[str]:
+    """Indexed terms that extend a query stem (``connect`` -> ``connector``), most common first (by the
+    number of heads holding them, every version's for a history view; then by term).
+
+    As on the SQLite backend: only terms that are their own stem, only terms some entity this caller may
+    see holds, the first ``MAX_EXPANDED_STEMS`` stems (of at least ``min_stem_chars``), at most
+    ``MAX_VARIANT_CHECKS`` visibility checks in all.
+    """
+    heads = "" if view.historical else " JOIN entity_versions v ON v.vid = p.vid AND v.recorded_to_ms IS NULL"
+    vocabulary = (f"SELECT p.term FROM keyword_postings p{heads} WHERE p.term > :s AND p.term < :end "
+                  "GROUP BY p.term ORDER BY count(*) DESC, p.term LIMIT :n")
+    visible = (f"SELECT 1 FROM keyword_postings p {_VERSIONS.format('p')} WHERE p.term = :term AND {view.where} "
+               "LIMIT 1")
+    found: list[str] = []
+    checks = 0
+    for s in [s for s in stems if len(s) >= config.min_stem_chars][:MAX_EXPANDED_STEMS]:
+        if len(found) >= config.max_variants or checks >= MAX_VARIANT_CHECKS:
+            break
+        rows = conn.execute(vocabulary, {"s": s, "end": s + "\U0010ffff", "n": 4 * config.max_variants}).fetchall()
+        for (term,) in rows:
+            if len(found) >= config.max_variants or checks >= MAX_VARIANT_CHECKS:
+                break
+            if term in stems or term in found or stem(term) != term:
+                continue
+            checks += 1
+            if conn.execute(visible, dict(view.params, term=term)).fetchone() is not None:
+                found.append(term)
+    return found

@@ -1,0 +1,64 @@
+"""Looking after the database on Postgres: ``stats``, ``check`` (the vault's invariants, the keyword
+index against its rows), ``reindex``. Backups and encryption at rest are the server's (pg_dump, a
+managed service's snapshots, its disk encryption: docs/postgres.md); the vault's portable copy is
+``export``."""
+
+from __future__ import annotations
+
+from ...dbapi import Connection
+from ...models import CheckReport, Stats
+from ..checks import BAD_VECTORS, invariant_problems
+from ..vector_rows import coverage, model
+from . import keyword, schema
+
+# Versions whose keyword document is missing, or indexed versions whose row is gone.
+_KEYWORD_DRIFT = (
+    "SELECT (SELECT count(*) FROM entity_versions v WHERE NOT EXISTS (SELECT 1 FROM keyword_docs d WHERE d.vid = v.vid))"
+    " + (SELECT count(*) FROM keyword_docs d WHERE NOT EXISTS (SELECT 1 FROM entity_versions v WHERE v.vid = d.vid))"
+)
+
+
+def stats(conn: Connection, url: str, keyword_index: str, vector_index: str) -> Stats:
+    by_status = dict(conn.execute(
+        "SELECT status, count(*) FROM entity_versions WHERE recorded_to_ms IS NULL GROUP BY status ORDER BY status"
+    ).fetchall())
+    recorded = model(conn)
+    embedded, heads = coverage(conn)
+    import psycopg
+
+    pgvector = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+    return Stats(
+        path=url,
+        backend="postgres",
+        schema_version=schema.current_version(conn),  # type: ignore[arg-type]
+        entities=int(conn.execute("SELECT count(*) FROM entities").fetchone()[0]),
+        by_status={str(k): int(v) for k, v in by_status.items()},
+        versions=int(conn.execute("SELECT count(*) FROM entity_versions").fetchone()[0]),
+        links=int(conn.execute("SELECT count(*) FROM links WHERE recorded_to_ms IS NULL").fetchone()[0]),
+        db_bytes=int(conn.execute("SELECT pg_database_size(current_database())").fetchone()[0]),
+        sqlite_driver=f"psycopg {psycopg.__version__}",
+        sqlite_version=str(conn.execute("SHOW server_version").fetchone()[0]),
+        sqlite_vec_version=f"pgvector {pgvector[0]}" if pgvector else "",
+        keyword_index=keyword_index,
+        embedding_model=recorded[0] if recorded else None,
+        embedding_dimension=recorded[1] if recorded else None,
+        embedded=embedded,
+        embedding_coverage=round(embedded / heads, 6) if heads else 0.0,
+        vector_index=vector_index,
+    )
+
+
+def check(conn: Connection) -> CheckReport:
+    """The vault's invariants, the keyword index against the rows, and unusable vectors."""
+    problems: list[str] = []
+    drift = int(conn.execute(_KEYWORD_DRIFT).fetchone()[0])
+    if drift:
+        problems.append(f"the keyword index does not match its rows ({drift} versions differ; reindex rebuilds it)")
+    problems.extend(invariant_problems(conn))
+    return CheckReport(ok=not problems, problems=problems)
+
+
+def reindex(conn: Connection) -> None:
+    """Rebuild the keyword index from the rows and drop unusable vectors (the caller holds the write)."""
+    conn.execute(f"DELETE FROM version_vectors WHERE vid IN ({BAD_VECTORS})")
+    keyword.rebuild(conn)  # logs a rebuild, which every process's keyword and vector mirrors follow
