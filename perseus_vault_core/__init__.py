@@ -40,6 +40,7 @@ from .models import (
     TraverseResult,
     TriggeredItem,
     TurnWritten,
+    MigrateReport,
 )
 from .params import (
     ADVANCED,
@@ -58,6 +59,7 @@ from .params import (
 from .plugins import INSTALL_HINTS, Plugin
 from .keys import read_secret_file
 from .vault import Vault
+from .migrate import migrate
 from .verbs import ALIASES, BY_NAME, PROFILES, VERBS, Verb
 
 __version__ = "0.1.0"
@@ -102,6 +104,7 @@ __all__ = [
     "LazyEmbedder",
     "Link",
     "MemoryRecallResult",
+    "MigrateReport",
     "NotFound",
     "NotSupported",
     "PrepareResult",
@@ -123,6 +126,7 @@ __all__ = [
     "Verb",
     "__version__",
     "is_advanced",
+    "migrate",
     "read_secret_file",
     "transcript",
     "validate",

@@ -403,6 +403,20 @@ class ImportReport(_Out):
     links: int = 0
 
 
+class MigrateReport(_Out):
+    """What ``migrate`` copied, and the export both vaults give (``lines``, ``sha256``: the same for both)."""
+
+    source: str
+    target: str
+    entities: int
+    versions: int
+    links: int
+    vectors: int
+    phrase_vectors: int
+    lines: int
+    sha256: str
+
+
 class Stats(_Out):
     """``path``: the file, or the database's URL without its password; on Postgres the ``sqlite_*`` fields
     name the driver (psycopg), the server's version and pgvector's."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -40,7 +41,11 @@ def test_readme_starts_with_the_two_commands() -> None:
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=[e.name for e in EXAMPLES])
-def test_example_runs(example: Path, tmp_path: Path) -> None:
-    result = subprocess.run([sys.executable, str(example)], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+def test_example_runs(example: Path, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    env = dict(os.environ)
+    if example.name == "postgres.py":  # an empty database of its own (skips, or fails under REQUIRE_PG, without one)
+        env["PERSEUS_VAULT_PG_URL"] = request.getfixturevalue("pg_url")
+    result = subprocess.run([sys.executable, str(example)], capture_output=True, text=True, cwd=tmp_path, timeout=300,
+                            env=env)
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip()

@@ -69,6 +69,17 @@ def _progress_bar(args: argparse.Namespace, unit: str, desc: str) -> Iterator[Ca
         bar.close()
 
 
+def migrate_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("db", metavar="SRC", help="the vault to copy: a file, or a postgresql:// URL")
+    p.add_argument("target", metavar="DST", help="where to copy it: a new file, or an empty PostgreSQL database's URL")
+
+
+def migrate(vault: Vault, args: argparse.Namespace, given: dict[str, Any]) -> Any:
+    from ..migrate import migrate as copy
+
+    return copy(vault, args.target)
+
+
 def init(vault: Vault, args: argparse.Namespace, given: dict[str, Any]) -> Any:
     return vault.stats()  # opening it created it
 

@@ -35,7 +35,7 @@ class Commands:
     def __init__(self) -> None:
         self.common = Parser(add_help=False)
         self.common.add_argument("--db", default=argparse.SUPPRESS,
-                                 help="vault file (default: $PERSEUS_VAULT_DB or perseus_vault.db)")
+                                 help="vault file or postgresql:// URL (default: $PERSEUS_VAULT_DB or perseus_vault.db)")
         self.common.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
                                  help="machine-readable output")
         self.parser = Parser(prog=PROG, description="Long-term memory for AI agents in one SQLite file.",
