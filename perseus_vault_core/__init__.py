@@ -41,6 +41,7 @@ from .models import (
     TriggeredItem,
     TurnWritten,
     MigrateReport,
+    RoleBinding,
 )
 from .params import (
     ADVANCED,
@@ -60,6 +61,7 @@ from .plugins import INSTALL_HINTS, Plugin
 from .keys import read_secret_file
 from .vault import Vault
 from .migrate import migrate
+from .roles import bind_role
 from .verbs import ALIASES, BY_NAME, PROFILES, VERBS, Verb
 
 __version__ = "0.1.0"
@@ -105,6 +107,7 @@ __all__ = [
     "Link",
     "MemoryRecallResult",
     "MigrateReport",
+    "RoleBinding",
     "NotFound",
     "NotSupported",
     "PrepareResult",
@@ -125,6 +128,7 @@ __all__ = [
     "VaultError",
     "Verb",
     "__version__",
+    "bind_role",
     "is_advanced",
     "migrate",
     "read_secret_file",

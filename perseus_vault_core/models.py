@@ -403,6 +403,14 @@ class ImportReport(_Out):
     links: int = 0
 
 
+class RoleBinding(_Out):
+    """A database role bound to one scope (PostgreSQL's row-level security)."""
+
+    role: str
+    agent_id: str
+    workspace_hash: str
+
+
 class MigrateReport(_Out):
     """What ``migrate`` copied, and the export both vaults give (``lines``, ``sha256``: the same for both)."""
 

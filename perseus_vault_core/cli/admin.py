@@ -80,6 +80,19 @@ def migrate(vault: Vault, args: argparse.Namespace, given: dict[str, Any]) -> An
     return copy(vault, args.target)
 
 
+def bind_role_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("role", help="an existing database role (CREATE ROLE name LOGIN PASSWORD '...')")
+    p.add_argument("--agent-id", dest="agent_id", metavar="AGENT", help="the agent it is bound to (default: none)")
+    p.add_argument("--workspace-hash", dest="workspace_hash", metavar="WORKSPACE",
+                   help="the workspace it is bound to (default: none)")
+
+
+def bind_role(vault: Vault, args: argparse.Namespace, given: dict[str, Any]) -> Any:
+    from ..roles import bind_role as bind
+
+    return bind(vault, args.role, agent_id=args.agent_id, workspace_hash=args.workspace_hash)
+
+
 def init(vault: Vault, args: argparse.Namespace, given: dict[str, Any]) -> Any:
     return vault.stats()  # opening it created it
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..migrations import run
+from . import tenancy
 from .connection import PgConnection, write_transaction
 
 # Taken by every migration (pg_advisory_xact_lock): one number for the vault's schema, held to commit.
@@ -198,6 +199,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (4, "keyword index: documents and postings", _script(V4)),
     (5, "identity sequences follow the ids given", _script(V5)),
     (6, "pgvector column", _script(V6)),
+    (7, "row-level security by scope", _script(tenancy.SCHEMA)),
 ]
 LATEST = MIGRATIONS[-1][0]
 
@@ -224,12 +226,8 @@ def next_id(conn: PgConnection, table: str, column: str = "id") -> int:
     """An id above every one ``table`` has given (never reusing one, even after a purge): past both its
     identity sequence and its largest id. A row inserted with its own id (an import) does not move the
     sequence, so the largest id counts too."""
-    row = conn.execute(
-        f"SELECT greatest((SELECT coalesce(last_value, 0) FROM pg_sequences WHERE schemaname = current_schema() "
-        f"AND sequencename = split_part(pg_get_serial_sequence(?, ?), '.', 2)), "
-        f"(SELECT coalesce(max({column}), 0) FROM {table})) + 1",
-        (table, column),
-    ).fetchone()
+    # Through pv_next_id, which sees every tenant's ids where a role bound to one scope would see its own.
+    row = conn.execute("SELECT pv_next_id(?, ?)", (table, column)).fetchone()
     return int(row[0])
 
 

@@ -1,0 +1,99 @@
+"""Row-level security: a database role bound to one scope sees and writes that scope's rows only.
+
+A scope-bound server (``serve --agent-id ... --workspace-hash ...``) already filters every query by its
+scope. On Postgres the database enforces it as well, as defence in depth: connect the bound server with a
+role of its own, bound here (:func:`bind_role`) to its (agent, workspace), and even a query the vault got
+wrong cannot return another tenant's memory. The vault's own role (the tables' owner) is not limited:
+Postgres exempts a table's owner from its policies, so unbound vaults pay nothing.
+
+How (schema migration 7): every table has row-level security on. ``vault_scopes`` binds roles to scopes,
+and a role reads its own binding only. ``entities`` admits the rows of the scope the connected role is
+bound to (a role bound to none sees nothing; the owner, everything). Every other table admits
+the rows whose entity or version the role can see, by a subquery on the table above it, which its
+own policy already limits: versions by their entity, links by their source entity, vectors, keyword
+postings and documents by their version, the change log by its version (and the rebuild marks, vid 0),
+trigger-phrase vectors by a visible version whose ``recall_when`` holds the phrase. ``next_id`` must see
+past every tenant's ids, so it reads them through ``pv_next_id`` (``SECURITY DEFINER`` too): it learns a
+number, never a row.
+
+A bound role may write its scope's memories and links, and read the vault's settings; it cannot change
+the schema, so the first vector of a fresh vault (which makes the HNSW index) is written by the owner.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ...errors import InvalidInput
+from ..base import Connection
+
+SCHEMA = """
+CREATE TABLE vault_scopes (role name PRIMARY KEY, agent_id text NOT NULL, workspace_hash text NOT NULL);
+
+ALTER TABLE vault_scopes ENABLE ROW LEVEL SECURITY;
+CREATE POLICY own ON vault_scopes USING (role = current_user);  -- a role reads its own binding only
+
+CREATE FUNCTION pv_next_id(tab text, col text) RETURNS bigint
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+DECLARE
+    seq bigint;
+    top bigint;
+BEGIN
+    IF tab NOT IN ('entities', 'entity_versions', 'links') OR col NOT IN ('id', 'vid') THEN
+        RAISE EXCEPTION 'pv_next_id: no identity %.%', tab, col;
+    END IF;
+    SELECT coalesce(last_value, 0) INTO seq FROM pg_sequences WHERE schemaname = current_schema()
+        AND sequencename = split_part(pg_get_serial_sequence(tab, col), '.', 2);
+    EXECUTE format('SELECT coalesce(max(%I), 0) FROM %I', col, tab) INTO top;
+    RETURN greatest(coalesce(seq, 0), top) + 1;
+END $$;
+
+ALTER TABLE entities ENABLE ROW LEVEL SECURITY;
+CREATE POLICY scoped ON entities
+    USING ((agent_id, workspace_hash) IN (SELECT agent_id, workspace_hash FROM vault_scopes));
+ALTER TABLE entity_versions ENABLE ROW LEVEL SECURITY;
+CREATE POLICY scoped ON entity_versions USING (entity_id IN (SELECT id FROM entities));
+ALTER TABLE links ENABLE ROW LEVEL SECURITY;
+CREATE POLICY scoped ON links USING (from_id IN (SELECT id FROM entities) AND to_id IN (SELECT id FROM entities));
+ALTER TABLE version_vectors ENABLE ROW LEVEL SECURITY;
+CREATE POLICY scoped ON version_vectors USING (vid IN (SELECT vid FROM entity_versions));
+ALTER TABLE keyword_docs ENABLE ROW LEVEL SECURITY;
+CREATE POLICY scoped ON keyword_docs USING (vid IN (SELECT vid FROM entity_versions));
+ALTER TABLE keyword_postings ENABLE ROW LEVEL SECURITY;
+CREATE POLICY scoped ON keyword_postings USING (vid IN (SELECT vid FROM entity_versions));
+ALTER TABLE head_changes ENABLE ROW LEVEL SECURITY;
+CREATE POLICY scoped ON head_changes USING (vid = 0 OR vid IN (SELECT vid FROM entity_versions));
+ALTER TABLE trigger_vectors ENABLE ROW LEVEL SECURITY;
+CREATE POLICY scoped ON trigger_vectors USING (EXISTS (SELECT 1 FROM entity_versions v
+    WHERE v.recall_when LIKE '%' || replace(replace(replace(CAST(to_json(phrase) AS text), '\\', '\\\\'), '%', '\\%'),
+                                           '_', '\\_') || '%'));
+"""
+
+_ROLE = re.compile(r"[a-z_][a-z0-9_$]{0,62}")
+
+
+def bind_role(conn: Connection, role: str, agent_id: str, workspace_hash: str) -> None:
+    """Bind the existing database role ``role`` to one scope and grant it what a vault's reads and writes
+    need (run as the tables' owner, in a write transaction). A role is bound to one scope; binding it
+    again moves it."""
+    if not _ROLE.fullmatch(role):
+        raise InvalidInput("role", "must be a lower-case SQL identifier (letters, digits, _ and $)")
+    exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = ?", (role,)).fetchone()
+    if exists is None:
+        raise InvalidInput("role", f"no database role {role!r}: CREATE ROLE {role} LOGIN PASSWORD '...' first")
+    conn.execute("INSERT INTO vault_scopes (role, agent_id, workspace_hash) VALUES (?, ?, ?) ON CONFLICT (role) "
+                 "DO UPDATE SET agent_id = excluded.agent_id, workspace_hash = excluded.workspace_hash",
+                 (role, agent_id, workspace_hash))
+    for grant in (
+        f"GRANT USAGE ON SCHEMA {_schema(conn)} TO {role}",
+        f"GRANT SELECT, INSERT, UPDATE, DELETE ON entities, entity_versions, links, version_vectors, keyword_docs, "
+        f"keyword_postings, head_changes, trigger_vectors TO {role}",
+        f"GRANT SELECT, INSERT, UPDATE ON vault_meta TO {role}",
+        f"GRANT SELECT ON _migrations, vault_scopes TO {role}",
+        f"GRANT USAGE, SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA {_schema(conn)} TO {role}",
+    ):
+        conn.execute(grant)
+
+
+def _schema(conn: Connection) -> str:
+    return '"' + str(conn.execute("SELECT current_schema()").fetchone()[0]).replace('"', '""') + '"'
