@@ -8,6 +8,7 @@ import os
 import subprocess
 import warnings
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal, NoReturn
 
@@ -216,25 +217,42 @@ def database_url(server: str, name: str) -> str:
     return urlunsplit(parts._replace(path=f"/{name}"))
 
 
-@pytest.fixture
-def pg_url(pg_server: str) -> Iterator[str]:
-    """A new, empty database on :func:`pg_server` with the pgvector extension, as a ``postgresql://`` URL;
-    dropped after the test."""
+@contextmanager
+def new_database(server: str) -> Iterator[str]:
+    """A new, empty database on ``server`` with the pgvector extension, as a ``postgresql://`` URL; dropped
+    on leaving (for fixtures of any scope: :func:`pg_url` is the per-test one)."""
     import uuid
 
     import psycopg
 
     name = f"pv_test_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(pg_server, autocommit=True) as admin:
+    with psycopg.connect(server, autocommit=True) as admin:
         admin.execute(f'CREATE DATABASE "{name}"')
-    url = database_url(pg_server, name)
+    url = database_url(server, name)
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
     try:
         yield url
     finally:
-        with psycopg.connect(pg_server, autocommit=True) as admin:
+        with psycopg.connect(server, autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def pg_url(pg_server: str) -> Iterator[str]:
+    """A new, empty database on :func:`pg_server`, for one test (:func:`new_database`)."""
+    with new_database(pg_server) as url:
+        yield url
+
+
+@contextmanager
+def vault_location(backend: str, request: pytest.FixtureRequest, folder: Path) -> Iterator[str | Path]:
+    """Where a vault on ``backend`` lives for a fixture of any scope: a file in ``folder``, or a new database."""
+    if backend == "postgres":
+        with new_database(request.getfixturevalue("pg_server")) as url:
+            yield url
+    else:
+        yield folder / "vault.db"
 
 
 def wait_for_port(port: int, proc: "subprocess.Popen[bytes]", timeout: float = 60.0, host: str = "127.0.0.1") -> None:

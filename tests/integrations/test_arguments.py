@@ -106,6 +106,17 @@ def test_made_from_a_path_it_opens_the_vault_and_closes_it(name: str, tmp_path: 
 
 
 @pytest.mark.parametrize("name", ADAPTERS)
+def test_made_from_a_postgres_url_it_works_there(name: str, pg_url: str) -> None:
+    make, use = ADAPTERS[name]
+    adapter = make(pg_url)
+    use(adapter)
+    if hasattr(adapter, "close"):
+        adapter.close()
+    with Vault(pg_url, embedder=False) as vault:  # what the adapter wrote is in the database
+        assert vault.stats().entities >= 1 and vault.stats().backend == "postgres"
+
+
+@pytest.mark.parametrize("name", ADAPTERS)
 def test_made_from_a_vault_it_leaves_the_vault_open(name: str, vault: Vault) -> None:
     make, use = ADAPTERS[name]
     adapter = make(vault)

@@ -66,7 +66,43 @@ def save_indexes(db: str, rounds: int) -> None:
             print(f"saved {n}", flush=True)
 
 
+def read_passes(db: str, seconds: float) -> None:
+    """Scan every memory, pass after pass, with a recall between passes, for ``seconds``; print ``pass N``
+    after each whole pass, and ``error ...`` for a pass that repeated or reordered an id or missed one an
+    earlier pass saw (nothing is ever deleted while the test runs)."""
+    modes = ["fts5", "dense", "hybrid"]
+    with Vault(db, embedder=FakeEmbedder()) as vault:
+        print("ready", flush=True)
+        deadline = time.monotonic() + seconds
+        seen: set[int] = set()
+        passes = 0
+        while time.monotonic() < deadline:
+            ids: list[int] = []
+            cursor = None
+            while True:
+                page = vault.scan(cursor=cursor, limit=50)
+                ids.extend(e.id for e in page.items)
+                cursor = page.next_cursor
+                if cursor is None:
+                    break
+            if ids != sorted(set(ids)):
+                print("error a scan pass repeated or reordered ids", flush=True)
+            if seen - set(ids):
+                print(f"error a scan pass missed {len(seen - set(ids))} ids seen before", flush=True)
+            seen = set(ids)
+            vault.recall("durable memory storage", mode=modes[passes % 3], limit=5)
+            passes += 1
+            print(f"pass {len(ids)}", flush=True)
+
+
 def main(argv: list[str]) -> None:
+    if argv[0] == "reads":
+        try:
+            read_passes(argv[1], float(argv[2]))
+        except Exception as exc:
+            print(f"error {type(exc).__name__}: {exc}", flush=True)
+            raise SystemExit(1) from None
+        return
     if argv[0] == "saves":
         save_indexes(argv[1], int(argv[2]))
         return

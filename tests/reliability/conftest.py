@@ -30,7 +30,7 @@ def start_server() -> Iterator[StartServer]:
     """``start_server(db, agent_id=None) -> url``: serve ``db`` on loopback (bearer ``TOKEN``) until the test ends."""
     procs: list[subprocess.Popen[bytes]] = []
 
-    def start(db: Path, agent_id: str | None = None) -> str:
+    def start(db: Path | str, agent_id: str | None = None) -> str:
         port = _free_port()
         args = [sys.executable, "-m", "tests.reliability._workers", "serve", str(db), str(port)]
         env = dict(os.environ, PERSEUS_VAULT_EMBEDDER="none", PERSEUS_VAULT_HTTP_TOKEN=TOKEN)

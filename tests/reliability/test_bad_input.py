@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from perseus_vault_core import InvalidInput, Vault, VaultError
 from perseus_vault_core.params import MAX_BATCH, MAX_BODY_BYTES, MAX_BODY_DEPTH, Filters
 
-from ..conftest import FakeEmbedder
+from ..conftest import BACKENDS, FakeEmbedder, vault_location
 
 # PERSEUS_VAULT_FUZZ_EXAMPLES raises the count for a longer hunt (the suite's default stays quick).
 SCALE = max(1, int(os.environ.get("PERSEUS_VAULT_FUZZ_EXAMPLES", "60")) // 60)
@@ -74,9 +74,10 @@ def fingerprint(vault: Vault) -> str:
     return digest.hexdigest()
 
 
-@pytest.fixture(scope="module")
-def vault(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Vault]:
-    with Vault(tmp_path_factory.mktemp("bad") / "bad.db", embedder=FakeEmbedder()) as v:
+@pytest.fixture(scope="module", params=BACKENDS)
+def vault(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[Vault]:
+    with vault_location(request.param, request, tmp_path_factory.mktemp("bad")) as where, \
+            Vault(where, embedder=FakeEmbedder()) as v:
         a = v.remember("note", "db", "We chose SQLite for durable storage", agent_id="alice", recall_when=["database"])
         b = v.remember("note", "cache", "The cache sits near the storage engine", agent_id="alice")
         v.link(a.id, b.id, "related")

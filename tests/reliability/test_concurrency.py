@@ -1,5 +1,5 @@
-"""Concurrency (docs/operations.md): writers and readers on one file, through the engine (processes and threads)
-and through one HTTP MCP server, for a bounded time. No caller sees an error (busy waits stay in the
+"""Concurrency (docs/operations.md, docs/postgres.md): writers and readers on one file or one PostgreSQL
+database, through the engine (processes and threads) and through two HTTP MCP servers, for a bounded time. No caller sees an error (busy waits stay in the
 engine), every acknowledged write is there afterwards, every scan pass sees each entity exactly once
 while writes land, and the keyword and vector indexes match the rows at the end.
 """
@@ -29,6 +29,8 @@ from .conftest import ROOT, TOKEN, StartServer
 SECONDS = 6.0
 WRITERS = 4  # engine writer processes; as many HTTP writers, engine reader threads and HTTP readers
 BATCH = 3
+READERS = 4  # engine reader processes, besides the reader threads in this one
+SERVERS = 2  # HTTP MCP servers, each its own process on the same vault; HTTP writers and readers alternate
 
 
 def _scan_all(read: Any) -> list[int]:
@@ -52,12 +54,14 @@ def _exactly_once(ids: list[int], before: set[int], errors: list[str], who: str)
 
 
 @pytest.mark.slow
-def test_writers_and_readers_through_the_engine_and_http(db_path: Path, start_server: StartServer) -> None:
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"], indirect=True)
+def test_writers_and_readers_through_the_engine_and_http(vault_path: Path | str, start_server: StartServer) -> None:
+    db_path = vault_path  # one file, or one database that every process opens by its URL
     with Vault(db_path, embedder=FakeEmbedder()) as vault:
         vault.remember("seed", "s", "durable seed memory about sqlite")  # the file exists, migrated, with a model
     started = time.monotonic()
-    url = start_server(db_path)
-    print(f"server up {time.monotonic() - started:.1f}s")
+    urls = [start_server(db_path) for _ in range(SERVERS)]
+    print(f"servers up {time.monotonic() - started:.1f}s")
     errors: list[str] = []
     http_acked: list[str] = []
     stop = threading.Event()
@@ -67,6 +71,9 @@ def test_writers_and_readers_through_the_engine_and_http(db_path: Path, start_se
     procs = [subprocess.Popen([sys.executable, "-m", "tests.reliability._workers", "batches", str(db_path), f"p{n}",
                                "0", str(BATCH), str(SECONDS)], cwd=ROOT, env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for n in range(WRITERS)]
+    reader_procs = [subprocess.Popen([sys.executable, "-m", "tests.reliability._workers", "reads", str(db_path),
+                                      str(SECONDS)], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True) for _ in range(READERS)]
 
     def engine_reader(vault: Vault, n: int) -> None:
         seen: set[int] = set()
@@ -86,7 +93,7 @@ def test_writers_and_readers_through_the_engine_and_http(db_path: Path, start_se
             errors.append(f"engine reader {n}: {type(exc).__name__}: {exc}\n{traceback.format_exc(limit=-8)}")
 
     async def http_writer(n: int) -> None:
-        async with VaultClient.http(url, TOKEN) as c:
+        async with VaultClient.http(urls[n % SERVERS], TOKEN) as c:
             i = 0
             while not stop.is_set():
                 key = f"h{n}-{i}"
@@ -96,7 +103,7 @@ def test_writers_and_readers_through_the_engine_and_http(db_path: Path, start_se
 
     async def http_reader(n: int) -> None:
         seen: set[int] = set()
-        async with VaultClient.http(url, TOKEN) as c:
+        async with VaultClient.http(urls[(n + 1) % SERVERS], TOKEN) as c:
             while not stop.is_set():
                 async def page(cursor: str | None) -> tuple[list[int], str | None]:
                     p = await c.call("scan", cursor=cursor, limit=50)
@@ -132,6 +139,7 @@ def test_writers_and_readers_through_the_engine_and_http(db_path: Path, start_se
         for t in [*readers, http_thread]:
             t.start()
         outputs = [p.communicate(timeout=SECONDS + 120) for p in procs]
+        read_outputs = [p.communicate(timeout=SECONDS + 120) for p in reader_procs]
         print(f"writers done {time.monotonic() - started:.1f}s")
         stop.set()
         for t in [*readers, http_thread]:
@@ -140,6 +148,9 @@ def test_writers_and_readers_through_the_engine_and_http(db_path: Path, start_se
         assert not any(t.is_alive() for t in [*readers, http_thread])
 
         assert errors == []
+        for n, (out, err) in enumerate(read_outputs):  # reader processes: whole passes, each exactly once
+            assert reader_procs[n].returncode == 0 and "error" not in out, (out[-500:], err[-2000:])
+            assert any(line.startswith("pass ") for line in out.splitlines()), out[-500:]
         acked_batches: dict[str, list[int]] = {}
         for n, (out, err) in enumerate(outputs):
             assert procs[n].returncode == 0, (out[-500:], err[-2000:])

@@ -21,18 +21,18 @@ from pathlib import Path
 import pytest
 
 from perseus_vault_core import Vault
-from perseus_vault_core.storage.sqlite.connection import connect
 
 from ..conftest import FakeEmbedder
-from ._checks import index_problems
+from ._checks import holds_vault, index_problems, open_conn
 from ._workers import CATEGORY
 
 ROOT = Path(__file__).resolve().parents[2]
 KILLS = 25
+PG_KILLS = 10  # each Postgres round also starts a server connection and reads the database's clock
 BATCH = 4  # memories per batch, plus one update of the writer's tally
 
 
-def _spawn(db: Path, writer: str, first: int) -> subprocess.Popen[str]:
+def _spawn(db: Path | str, writer: str, first: int) -> subprocess.Popen[str]:
     env = dict(os.environ, PERSEUS_VAULT_EMBEDDER="none")
     return subprocess.Popen([sys.executable, "-m", "tests.reliability._workers", "batches", str(db), writer,
                              str(first), str(BATCH), "600"],
@@ -61,9 +61,9 @@ class Lines:
         return self.lines
 
 
-def _present_batches(db: Path, writer: str) -> dict[int, int]:
-    """Batch number -> how many of its memories the file holds."""
-    conn = connect(str(db))
+def _present_batches(db: Path | str, writer: str) -> dict[int, int]:
+    """Batch number -> how many of its memories the file (or database) holds."""
+    conn = open_conn(db)
     try:
         counts: dict[int, int] = {}
         for (key,) in conn.execute("SELECT key FROM entities WHERE category = ? AND agent_id = ?", (CATEGORY, writer)):
@@ -75,15 +75,17 @@ def _present_batches(db: Path, writer: str) -> dict[int, int]:
 
 
 @pytest.mark.slow
-def test_sigkill_during_batch_ingest_loses_nothing_acknowledged(tmp_path: Path) -> None:
-    db = tmp_path / "crash.db"
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"], indirect=True)
+def test_sigkill_during_batch_ingest_loses_nothing_acknowledged(vault_path: Path | str, backend: str) -> None:
+    db = vault_path  # one file, or one database, takes every kill in turn
+    kills = KILLS if backend == "sqlite" else PG_KILLS
     rng = random.Random(20261130)
     writer = "w"
     next_batch = 0
     acknowledged: set[int] = set()
     committed_unsaid = 0
     earlier: set[int] = set()
-    for round_ in range(KILLS):
+    for round_ in range(kills):
         proc = _spawn(db, writer, next_batch)
         out = Lines(proc)
         if round_ % 5 == 4:
@@ -99,9 +101,10 @@ def test_sigkill_during_batch_ingest_loses_nothing_acknowledged(tmp_path: Path) 
         acked_now = {int(line.split()[1]) for line in lines if line.startswith("ack ")}
         acknowledged |= acked_now
 
-        if db.exists():
+        exists = holds_vault(db)
+        if exists:
             assert index_problems(db) == [], f"after kill {round_ + 1}"
-        present = _present_batches(db, writer) if db.exists() else {}
+        present = _present_batches(db, writer) if exists else {}
         # Every acknowledged batch is whole; any other batch is whole or absent (at most the one in flight).
         assert {n for n in acknowledged if present.get(n) != BATCH} == set(), f"after kill {round_ + 1}"
         assert all(count == BATCH for count in present.values()), present
@@ -116,8 +119,8 @@ def test_sigkill_during_batch_ingest_loses_nothing_acknowledged(tmp_path: Path) 
                 tally = vault.history("tally", writer, agent_id=writer, limit=1).items[0]
                 assert tally.content.endswith(f"through batch {max(present)}")
         next_batch = max(present) + 1 if present else next_batch
-    assert len(acknowledged) >= KILLS  # the kills did land amid real work
-    print(f"{KILLS} kills, {len(acknowledged)} batches acknowledged, {committed_unsaid} committed but unacknowledged")
+    assert len(acknowledged) >= kills  # the kills did land amid real work
+    print(f"{kills} kills, {len(acknowledged)} batches acknowledged, {committed_unsaid} committed but unacknowledged")
 
 
 RAW_KEY = "x'" + "2d" * 32 + "'"

@@ -21,7 +21,7 @@ import pytest
 
 from perseus_vault_core import NotFound, Vault, VaultError
 
-from ..conftest import DAY_MS, Clock, FakeEmbedder
+from ..conftest import BACKENDS, DAY_MS, Clock, FakeEmbedder, vault_location
 
 Scope = tuple[str, str]
 SCOPES: list[Scope] = [("alice", "ws1"), ("alice", "ws2"), ("bob", "ws1"), ("bob", "ws2")]
@@ -77,10 +77,11 @@ def _fill(vault: Vault, clock: Clock, world: World, scope: Scope | None) -> None
     world.db_ids[scope] = ids["db"]
 
 
-@pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+@pytest.fixture(scope="module", params=BACKENDS)
+def world(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[World]:
     clock = Clock()
-    with Vault(tmp_path_factory.mktemp("tenants") / "t.db", clock=clock, embedder=FakeEmbedder()) as vault:
+    with vault_location(request.param, request, tmp_path_factory.mktemp("tenants")) as where, \
+            Vault(where, clock=clock, embedder=FakeEmbedder()) as vault:
         w = World(vault, clock)
         for scope in [*SCOPES, None]:
             _fill(vault, clock, w, scope)

@@ -26,6 +26,7 @@ single tokens in nearly every query (recall splits them so), and then the two ag
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -52,6 +53,19 @@ MAX_VARIANT_CHECKS = 256
 REBUILD_BATCH = 2_000  # versions read and tokenized at a time by :func:`rebuild`
 INSERT_BATCH = 50_000  # postings per INSERT
 RANK_MARGIN = 16  # rows ranked by SQL beyond the pool, rescored in Python before the cut
+
+
+# A B-tree key holds at most about 2,700 bytes, and FTS5 takes terms of any length: a term longer than this
+# is stored as its first characters, "#" (never part of a term) and its SHA-256, so that it still matches
+# itself exactly and no write fails on a long token (a URL without separators, a base64 blob).
+MAX_TERM_BYTES = 1_000
+
+
+def stored(term: str) -> str:
+    """``term`` as its postings key (see :data:`MAX_TERM_BYTES`)."""
+    if len(term) * 4 <= MAX_TERM_BYTES or len(term.encode("utf-8")) <= MAX_TERM_BYTES:
+        return term
+    return term[:200] + "#" + hashlib.sha256(term.encode("utf-8")).hexdigest()
 
 
 class UnicodeTokenizer:
@@ -90,7 +104,7 @@ def _write(conn: Connection, rows: Sequence[Sequence[Any]]) -> None:
         counts, length = terms((content, summary, tags))
         vids.append(int(vid))
         lengths.append(length)
-        p_terms.extend(counts)
+        p_terms.extend(map(stored, counts))
         p_vids.extend([int(vid)] * len(counts))
         p_freqs.extend(counts.values())
     if not vids:
@@ -207,7 +221,7 @@ def _ranked(conn: Connection, words: list[str], view: View, pool: int) -> tuple[
         if terms_of and terms_of not in phrases:
             phrases.append(terms_of)
         of_word.append(phrases.index(terms_of) if terms_of else -1)
-    q = {"q_ph": [i for i, p in enumerate(phrases) for _ in p], "q_term": [t for p in phrases for t in p],
+    q = {"q_ph": [i for i, p in enumerate(phrases) for _ in p], "q_term": [stored(t) for p in phrases for t in p],
          "q_n": [len(p) for p in phrases for _ in p]}
     rows, scope = _statistics_rows(view)
     n_rows, n_tokens = (int(x) for x in conn.execute(
@@ -272,7 +286,7 @@ def variants(conn: Connection, stems: tuple[str, ...], config: Expansion, view: 
         for (term,) in rows:
             if len(found) >= config.max_variants or checks >= MAX_VARIANT_CHECKS:
                 break
-            if term in stems or term in found or stem(term) != term:
+            if "#" in term or term in stems or term in found or stem(term) != term:
                 continue
             checks += 1
             if conn.execute(visible, dict(view.params, term=term)).fetchone() is not None:

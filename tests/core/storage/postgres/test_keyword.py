@@ -345,3 +345,15 @@ def test_a_multi_term_word_requires_all_its_terms(pair: Pair) -> None:
     assert [h.vid for h in hits] == [vid]
     alone, _ = pg_keyword.search(pair.pg, ["wibble"], ["wibbl"], _view(pair), 10)
     assert hits[0].score == alone[0].score  # frequency 1, the least of 1 and 2; same document frequency
+
+
+def test_a_term_too_long_for_a_btree_key_is_stored_and_found(pg_url: str) -> None:
+    from perseus_vault_core import Vault
+
+    long_word = "x" * 3000  # one token: FTS5 takes it, a B-tree key cannot
+    with Vault(pg_url, embedder=False) as vault:
+        vault.remember("note", "blob", f"a blob {long_word} here")
+        vault.remember("note", "other", f"another {long_word[:-1]}y")
+        vault._engine.keyword_index = None  # the SQL path
+        assert [i.key for i in vault.recall(long_word, reinforce=False).items] == ["blob"]
+        assert vault.check().ok
