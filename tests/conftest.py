@@ -36,6 +36,20 @@ class Clock:
         return self.now
 
 
+@pytest.fixture(scope="session", autouse=True)
+def index_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Where this run's PostgreSQL vaults save their in-memory indexes (``PERSEUS_VAULT_CACHE``): a folder of
+    the run's own, never the user's cache. Child processes inherit it."""
+    folder = tmp_path_factory.mktemp("index-cache")
+    old = os.environ.get("PERSEUS_VAULT_CACHE")
+    os.environ["PERSEUS_VAULT_CACHE"] = str(folder)
+    yield folder
+    if old is None:
+        os.environ.pop("PERSEUS_VAULT_CACHE", None)
+    else:
+        os.environ["PERSEUS_VAULT_CACHE"] = old
+
+
 @pytest.fixture
 def clock() -> Clock:
     return Clock()

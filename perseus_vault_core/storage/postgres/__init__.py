@@ -16,8 +16,11 @@ clock: every host stamps its versions with the server's time, not its own.
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
 import threading
+import uuid
 import time
 import weakref
 from collections.abc import Callable, Iterator
@@ -34,10 +37,26 @@ from .connection import PgConnection, connect, write_transaction
 
 T = TypeVar("T")
 
-__all__ = ["PostgresBackend", "is_url", "redact"]
+__all__ = ["PostgresBackend", "cache_folder", "is_url", "redact"]
 
 _SCHEMES = ("postgresql://", "postgres://")
 CLOCK_REFRESH_S = 60.0  # how often a process measures its offset from the database's clock again
+
+
+VAULT_ID = "vault_id"  # vault_meta: a random name for this database's vault, for the snapshot cache
+CACHE_VARIABLE = "PERSEUS_VAULT_CACHE"
+
+
+def cache_folder() -> str | None:
+    """Where processes save the in-memory indexes of PostgreSQL vaults, so that the next process on this host
+    opens them instead of loading every row (their position in the change log is checked before one is
+    used): ``$PERSEUS_VAULT_CACHE``, else ``$XDG_CACHE_HOME/perseus-vault`` or ``~/.cache/perseus-vault``
+    (made private, 0700); an empty ``PERSEUS_VAULT_CACHE`` turns it off."""
+    value = os.environ.get(CACHE_VARIABLE)
+    if value is not None:
+        return value or None
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "perseus-vault")
 
 
 def is_url(path: str) -> bool:
@@ -113,6 +132,7 @@ class PostgresBackend:
         self._lock = threading.Lock()
         self._closed = False
         self.clock = DatabaseClock(self.conn)
+        self._identity: str | None = None  # names this vault's index snapshots in the cache folder
         _backends.add(self)
 
     def conn(self) -> Connection:
@@ -146,7 +166,18 @@ class PostgresBackend:
         return self._open()
 
     def mirror_file(self, name: str) -> str | None:
-        return None  # the in-memory indexes are loaded from the database; no file beside it to save them in
+        """In this user's cache folder (:func:`cache_folder`), named for this database's vault and the role
+        connected (a role bound to one scope indexes that scope only); None when caching is off."""
+        folder = cache_folder()
+        if folder is None:
+            return None
+        if self._identity is None:
+            conn = self.conn()
+            vault_id = meta.get_meta(conn, VAULT_ID)
+            role = conn.execute("SELECT current_user").fetchone()[0]
+            self._identity = hashlib.sha256(f"{vault_id}\0{role}".encode()).hexdigest()[:32]
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        return os.path.join(folder, f"{self._identity}-{name}.pvidx")
 
     def file_mode(self) -> int:
         return 0o600
@@ -179,6 +210,10 @@ class PostgresBackend:
         if server < 150000:
             raise SetupError(f"{self.path} runs PostgreSQL {server // 10000}; the vault needs 15 or later")
         schema.migrate(conn, now_ms)  # type: ignore[arg-type]
+        if meta.get_meta(conn, VAULT_ID) is None:  # the first host to open it names it; the others read that name
+            write_transaction(conn, lambda c: c.execute(  # type: ignore[arg-type]
+                "INSERT INTO vault_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING",
+                (VAULT_ID, uuid.uuid4().hex)))
         (version,) = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
         if tuple(int(p) for p in re.findall(r"\d+", version)[:2]) < (0, 8):
             raise SetupError(f"{self.path} has pgvector {version}; the vault needs 0.8 or later "
