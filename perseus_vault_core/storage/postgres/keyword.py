@@ -9,9 +9,11 @@ length in tokens and ``keyword_postings`` each term's weighted frequency in it (
 computed by :func:`bm25.terms`, a pure-Python tokenizer held to FTS5's on every code point of Unicode's
 first two planes (tests/core/test_bm25.py).
 
-Every version is indexed once, when it is written; whether it is current is read from
-``entity_versions.recorded_to_ms``, so closing a head writes nothing to the index (a history view ranks
-over every version, as the SQLite backend's ``versions_fts`` does). BM25's statistics are the SQLite
+Every version is indexed once, when it is written, and each document and posting carries its entity, scope
+and whether it is current (closing a head turns that off): a search reads the postings alone, with no join
+to the versions, and applies the view's other rules to its best rows only (:func:`hits.visible_hits`), as
+the in-memory index's answers are. A history view ranks over every version, as the SQLite backend's
+``versions_fts`` does. BM25's statistics are the SQLite
 backend's: a scoped search (agent and/or workspace given) counts the scope's heads only, an unscoped one
 every head, a history view every version (of the scope); each word's document frequency within the same
 rows. The SQL ranks (the BM25 sum in query order, ``ORDER BY`` inside the aggregate, so its floating point
@@ -33,8 +35,9 @@ from typing import Any
 import numpy as np
 
 from ...bm25 import B, K1, Terms, avgdl, ceiling, idf, length_norm, phrase, phrase_scores, terms
-from ...filters import View, scope_clauses
-from ...hits import Hit, Ranking
+from ...dialect import POSTGRES
+from ...filters import View
+from ...hits import Hit, Ranking, visible_hits
 from ...params import Expansion
 from ...porter import stem
 from ..base import OP_GONE, OP_HEAD, OP_REBUILT, Connection, KeywordMirror
@@ -82,10 +85,7 @@ def tokenizer(conn: Connection) -> UnicodeTokenizer:
 
 def totals(conn: Connection) -> tuple[int, int]:
     """(heads indexed, their tokens in all columns): the statistics an unscoped search counts."""
-    n, tokens = conn.execute(
-        "SELECT count(*), coalesce(sum(d.length), 0) FROM keyword_docs d JOIN entity_versions v ON v.vid = d.vid "
-        "WHERE v.recorded_to_ms IS NULL"
-    ).fetchone()
+    n, tokens = conn.execute("SELECT count(*), coalesce(sum(length), 0) FROM keyword_docs WHERE head").fetchone()
     return int(n), int(tokens)
 
 
@@ -109,12 +109,17 @@ def _write(conn: Connection, rows: Sequence[Sequence[Any]]) -> None:
         p_freqs.extend(counts.values())
     if not vids:
         return
-    conn.execute("INSERT INTO keyword_docs (vid, length) SELECT * FROM unnest(CAST(? AS bigint[]), CAST(? AS integer[]))",
-                 (vids, lengths))
+    conn.execute(  # each version's entity, scope and currency, copied from its rows
+        "INSERT INTO keyword_docs (vid, entity_id, agent_id, workspace_hash, head, length) "
+        "SELECT u.vid, v.entity_id, e.agent_id, e.workspace_hash, v.recorded_to_ms IS NULL, u.length "
+        "FROM unnest(CAST(? AS bigint[]), CAST(? AS integer[])) AS u(vid, length) "
+        "JOIN entity_versions v ON v.vid = u.vid JOIN entities e ON e.id = v.entity_id", (vids, lengths))
     for at in range(0, len(p_terms), INSERT_BATCH):
         conn.execute(
-            "INSERT INTO keyword_postings (term, vid, freq) SELECT * FROM "
-            "unnest(CAST(? AS text[]), CAST(? AS bigint[]), CAST(? AS double precision[]))",
+            "INSERT INTO keyword_postings (term, vid, freq, length, entity_id, agent_id, workspace_hash, head) "
+            "SELECT u.term, u.vid, u.freq, d.length, d.entity_id, d.agent_id, d.workspace_hash, d.head FROM "
+            "unnest(CAST(? AS text[]), CAST(? AS bigint[]), CAST(? AS double precision[])) AS u(term, vid, freq) "
+            "JOIN keyword_docs d ON d.vid = u.vid",
             (p_terms[at:at + INSERT_BATCH], p_vids[at:at + INSERT_BATCH], p_freqs[at:at + INSERT_BATCH]),
         )
 
@@ -128,8 +133,10 @@ def index_versions(conn: Connection, rows: list[tuple[int, str, str | None, str]
 
 
 def unindex_head(conn: Connection, vid: int, content: str, summary: str | None, tags: str) -> None:
-    """A head was closed: its ``recorded_to_ms`` says so to the index, which keeps it as history; only the
-    mirrors are told."""
+    """A head was closed: it stays in the index as history, no longer current (its document and postings
+    say so), and the mirrors are told."""
+    conn.execute("UPDATE keyword_docs SET head = false WHERE vid = ?", (vid,))
+    conn.execute("UPDATE keyword_postings SET head = false WHERE vid = ?", (vid,))
     log_changes(conn, [vid], OP_GONE)
 
 
@@ -162,36 +169,63 @@ def rebuild(conn: Connection) -> None:
 
 # --- searching ---------------------------------------------------------------------------------
 
-# The rows holding each of the query's phrases (``:q_*``: one row per distinct term of each phrase) and
-# the phrase's frequency there: all its terms present, the least of their frequencies (see the docstring).
+# The rows holding each of the query's phrases (``:q_*``: one row per distinct term of each phrase) among the
+# rows the statistics count ({rows}: a clause over the postings ``p``), and the phrase's frequency there:
+# all its terms present, the least of their frequencies (see the module docstring).
 _HITS = (
     "WITH kq(ph, term, n) AS (SELECT * FROM unnest(CAST(:q_ph AS integer[]), CAST(:q_term AS text[]), "
     "CAST(:q_n AS integer[]))), "
-    "kh AS (SELECT kq.ph, p.vid, min(p.freq) AS f FROM kq JOIN keyword_postings p ON p.term = kq.term COLLATE \"C\" "
-    "GROUP BY kq.ph, p.vid HAVING count(*) = max(kq.n))"
+    "kh AS (SELECT kq.ph, p.vid, p.entity_id, p.length, min(p.freq) AS f FROM kq JOIN keyword_postings p "
+    "ON p.term = kq.term COLLATE \"C\" WHERE {rows} GROUP BY kq.ph, p.vid, p.entity_id, p.length "
+    "HAVING count(*) = max(kq.n))"
 )
 _VERSIONS = "JOIN entity_versions v ON v.vid = {0}.vid JOIN entities e ON e.id = v.entity_id"
-# The BM25 share of each (word, row), summed in query order: the same operations, in the same order, as
-# bm25.length_norm and bm25.phrase_scores.
+# The best ``:limit`` rows by their BM25 sum over the words in query order (the same operations, in the same
+# order, as bm25.length_norm and bm25.phrase_scores), from the postings alone; the view's other rules
+# (status, time, category...) are applied to them afterwards, best first (hits.visible_hits).
 _RANK = (
     _HITS + ", kw(pos, ph, idf) AS (SELECT * FROM unnest(CAST(:w_pos AS integer[]), CAST(:w_ph AS integer[]), "
     "CAST(:w_idf AS double precision[]))) "
-    "SELECT v.entity_id, kh.vid, d.length, array_agg(kw.pos ORDER BY kw.pos), array_agg(kh.f ORDER BY kw.pos), "
+    "SELECT kh.entity_id, kh.vid, kh.length, array_agg(kw.pos ORDER BY kw.pos), array_agg(kh.f ORDER BY kw.pos), "
     "sum(kw.idf * ((kh.f * CAST(:k1p1 AS double precision)) / (kh.f + CAST(:k1 AS double precision) * "
-    "(1 - CAST(:b AS double precision) + CAST(:b AS double precision) * d.length / CAST(:avgdl AS double precision)))) "
+    "(1 - CAST(:b AS double precision) + CAST(:b AS double precision) * kh.length / CAST(:avgdl AS double precision)))) "
     "ORDER BY kw.pos) AS score "
-    "FROM kh JOIN kw ON kw.ph = kh.ph JOIN keyword_docs d ON d.vid = kh.vid " + _VERSIONS.format("kh") + " "
-    "WHERE {where} GROUP BY kh.vid, v.entity_id, d.length ORDER BY score DESC, v.entity_id LIMIT :limit"
+    "FROM kh JOIN kw ON kw.ph = kh.ph GROUP BY kh.vid, kh.entity_id, kh.length "
+    "ORDER BY score DESC, kh.entity_id LIMIT :limit"
 )
 
 
-def _statistics_rows(view: View) -> tuple[str, dict[str, Any]]:
-    """The rows BM25's statistics count, as a clause over ``v`` and ``e`` and its parameters: the scope's
-    heads, or every version of it for a history view."""
+# The same two statements when every phrase is one term (nearly every query): the postings of each term
+# directly, with no grouping of a phrase's terms first.
+_DF_TERMS = ("SELECT p.term, count(*) FROM keyword_postings p WHERE p.term = ANY(CAST(:terms AS text[])) "
+             "AND {rows} GROUP BY p.term")
+_RANK_TERMS = (
+    "WITH kw(pos, term, idf) AS (SELECT * FROM unnest(CAST(:w_pos AS integer[]), CAST(:w_term AS text[]), "
+    "CAST(:w_idf AS double precision[]))) "
+    "SELECT p.entity_id, p.vid, p.length, array_agg(kw.pos ORDER BY kw.pos), array_agg(p.freq ORDER BY kw.pos), "
+    "sum(kw.idf * ((p.freq * CAST(:k1p1 AS double precision)) / (p.freq + CAST(:k1 AS double precision) * "
+    "(1 - CAST(:b AS double precision) + CAST(:b AS double precision) * p.length / CAST(:avgdl AS double precision)))) "
+    "ORDER BY kw.pos) AS score "
+    "FROM kw JOIN keyword_postings p ON p.term = kw.term COLLATE \"C\" WHERE {rows} "
+    "GROUP BY p.vid, p.entity_id, p.length ORDER BY score DESC, p.entity_id LIMIT :limit"
+)
+
+
+def _statistics_rows(view: View, alias: str) -> tuple[str, dict[str, Any]]:
+    """The rows BM25's statistics count, as a clause over the postings or documents (``alias``) and its
+    parameters: the scope's heads, or every version of it for a history view; for a view narrowed to a
+    list of entities, only those are ranked (the statistics stay the scope's)."""
     params: dict[str, Any] = {}
-    clauses = scope_clauses(*view.scope, params)
+    agent_id, workspace_hash = view.scope
+    clauses = []
+    if agent_id is not None:
+        clauses.append(f"{alias}.agent_id = :agent_id")
+        params["agent_id"] = agent_id
+    if workspace_hash is not None:
+        clauses.append(f"{alias}.workspace_hash = :workspace_hash")
+        params["workspace_hash"] = workspace_hash
     if not view.historical:
-        clauses.append("v.recorded_to_ms IS NULL")
+        clauses.append(f"{alias}.head")
     return " AND ".join(clauses) or "TRUE", params
 
 
@@ -213,7 +247,8 @@ def search(
 
 
 def _ranked(conn: Connection, words: list[str], view: View, pool: int) -> tuple[list[Hit], float]:
-    """:func:`search` over the postings: statistics, document frequencies, then the ranking."""
+    """:func:`search` over the postings: statistics, document frequencies, the best rows by score, then the
+    view's rules over them, deeper while they hide too many."""
     phrases: list[tuple[str, ...]] = []  # distinct, non-empty
     of_word: list[int] = []  # each word's phrase, -1 for a word with no terms
     for word in words:
@@ -221,17 +256,21 @@ def _ranked(conn: Connection, words: list[str], view: View, pool: int) -> tuple[
         if terms_of and terms_of not in phrases:
             phrases.append(terms_of)
         of_word.append(phrases.index(terms_of) if terms_of else -1)
-    q = {"q_ph": [i for i, p in enumerate(phrases) for _ in p], "q_term": [stored(t) for p in phrases for t in p],
-         "q_n": [len(p) for p in phrases for _ in p]}
-    rows, scope = _statistics_rows(view)
+    q: dict[str, list[Any]] = {"q_ph": [i for i, p in enumerate(phrases) for _ in p],
+                               "q_term": [stored(t) for p in phrases for t in p],
+                               "q_n": [len(p) for p in phrases for _ in p]}
+    docs, scope = _statistics_rows(view, "d")
     n_rows, n_tokens = (int(x) for x in conn.execute(
-        f"SELECT count(*), coalesce(sum(d.length), 0) FROM keyword_docs d {_VERSIONS.format('d')} WHERE {rows}",
-        scope or None).fetchone())
+        f"SELECT count(*), coalesce(sum(d.length), 0) FROM keyword_docs d WHERE {docs}", scope or None).fetchone())
+    rows, _ = _statistics_rows(view, "p")
+    hits_sql = _HITS.replace("{rows}", rows)
+    single = all(len(p) == 1 for p in phrases)
     df = [0] * len(phrases)
-    if phrases and n_rows:
-        for ph, count in conn.execute(
-                f"{_HITS} SELECT kh.ph, count(*) FROM kh {_VERSIONS.format('kh')} WHERE {rows} GROUP BY kh.ph",
-                dict(scope, **q)):
+    if phrases and n_rows and single:
+        counted = dict(conn.execute(_DF_TERMS.replace("{rows}", rows), dict(scope, terms=q["q_term"])).fetchall())
+        df = [int(counted.get(term, 0)) for term in q["q_term"]]
+    elif phrases and n_rows:
+        for ph, count in conn.execute(f"{hits_sql} SELECT kh.ph, count(*) FROM kh GROUP BY kh.ph", dict(scope, **q)):
             df[int(ph)] = int(count)
     dfs = [df[i] if i >= 0 else 0 for i in of_word]
     top = ceiling(n_rows, dfs)
@@ -239,17 +278,31 @@ def _ranked(conn: Connection, words: list[str], view: View, pool: int) -> tuple[
     held = [pos for pos, i in enumerate(of_word) if i >= 0 and df[i]]
     if not held:
         return [], top
+    if view.narrowed:  # only the listed entities are ranked
+        rows += f" AND p.entity_id IN (SELECT value FROM {POSTGRES.ids(':only_ids')} j)"
+        scope["only_ids"] = view.params["only_ids"]
     mean = avgdl(n_rows, n_tokens)
-    params = dict(view.params, **q, w_pos=held, w_ph=[of_word[pos] for pos in held],
-                  w_idf=[weights[pos] for pos in held], k1p1=K1 + 1.0, k1=K1, b=B, avgdl=mean, limit=pool + RANK_MARGIN)
-    found = conn.execute(_RANK.format(where=view.where), params).fetchall()
-    return _rescored(found, weights, mean, pool), top
+    params: dict[str, Any] = dict(scope, w_pos=held, w_idf=[weights[pos] for pos in held], k1p1=K1 + 1.0, k1=K1, b=B,
+                                  avgdl=mean)
+    if single:
+        rank = _RANK_TERMS.replace("{rows}", rows)
+        params["w_term"] = [q["q_term"][of_word[pos]] for pos in held]
+    else:
+        rank = _RANK.replace("{rows}", rows)
+        params.update(q, w_ph=[of_word[pos] for pos in held])
+    depth = 2 * pool + 64
+    while True:
+        found = conn.execute(rank, dict(params, limit=depth)).fetchall()
+        hits = visible_hits(conn, _rescored(found, weights, mean), view, pool)
+        if len(hits) >= pool or len(found) < depth:
+            return hits, top
+        depth *= 8  # the view hid too many of the best: rank deeper
 
 
-def _rescored(found: list[Any], weights: list[float], mean: float, pool: int) -> list[Hit]:
-    """The SQL's best rows scored again as the SQLite backend scores (words in query order), best ``pool``."""
+def _rescored(found: list[Any], weights: list[float], mean: float) -> Ranking:
+    """The SQL's best rows scored again as the SQLite backend scores (words in query order)."""
     if not found:
-        return []
+        return Ranking(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0))
     entity_ids = np.array([int(r[0]) for r in found], dtype=np.int64)
     vids = np.array([int(r[1]) for r in found], dtype=np.int64)
     norm = length_norm(np.array([float(r[2]) for r in found], dtype=np.float64), mean)
@@ -261,7 +314,7 @@ def _rescored(found: list[Any], weights: list[float], mean: float, pool: int) ->
             at = np.array(rows, dtype=np.int64)
             freqs = np.array([freq_at[i][pos] for i in rows], dtype=np.float64)
             score[at] += phrase_scores(freqs, norm[at], weight)
-    return [Hit(eid, vid, s) for eid, vid, s in Ranking(vids, entity_ids, score).top(pool)]
+    return Ranking(vids, entity_ids, score)
 
 
 def variants(conn: Connection, stems: tuple[str, ...], config: Expansion, view: View) -> list[str]:
@@ -272,8 +325,8 @@ def variants(conn: Connection, stems: tuple[str, ...], config: Expansion, view: 
     see holds, the first ``MAX_EXPANDED_STEMS`` stems (of at least ``min_stem_chars``), at most
     ``MAX_VARIANT_CHECKS`` visibility checks in all.
     """
-    heads = "" if view.historical else " JOIN entity_versions v ON v.vid = p.vid AND v.recorded_to_ms IS NULL"
-    vocabulary = (f"SELECT p.term FROM keyword_postings p{heads} WHERE p.term > :s AND p.term < :end "
+    heads = "" if view.historical else " AND p.head"
+    vocabulary = (f"SELECT p.term FROM keyword_postings p WHERE p.term > :s AND p.term < :end{heads} "
                   "GROUP BY p.term ORDER BY count(*) DESC, p.term LIMIT :n")
     visible = (f"SELECT 1 FROM keyword_postings p {_VERSIONS.format('p')} WHERE p.term = :term AND {view.where} "
                "LIMIT 1")

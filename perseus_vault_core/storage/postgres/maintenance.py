@@ -11,10 +11,17 @@ from ..checks import BAD_VECTORS, invariant_problems
 from ..vector_rows import coverage, model
 from . import keyword, schema
 
-# Versions whose keyword document is missing, or indexed versions whose row is gone.
+# Versions whose keyword document is missing, indexed versions whose row is gone, documents that are wrong
+# about their version (its entity, its scope, whether it is current), and postings that disagree with their
+# document.
 _KEYWORD_DRIFT = (
     "SELECT (SELECT count(*) FROM entity_versions v WHERE NOT EXISTS (SELECT 1 FROM keyword_docs d WHERE d.vid = v.vid))"
     " + (SELECT count(*) FROM keyword_docs d WHERE NOT EXISTS (SELECT 1 FROM entity_versions v WHERE v.vid = d.vid))"
+    " + (SELECT count(*) FROM keyword_docs d JOIN entity_versions v ON v.vid = d.vid JOIN entities e ON e.id = v.entity_id"
+    " WHERE d.entity_id != v.entity_id OR d.agent_id != e.agent_id OR d.workspace_hash != e.workspace_hash"
+    " OR d.head != (v.recorded_to_ms IS NULL))"
+    " + (SELECT count(DISTINCT p.vid) FROM keyword_postings p JOIN keyword_docs d ON d.vid = p.vid"
+    " WHERE p.head != d.head OR p.length != d.length OR p.entity_id != d.entity_id)"
 )
 
 

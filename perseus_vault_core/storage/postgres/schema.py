@@ -137,12 +137,22 @@ CREATE INDEX links_closed ON links(recorded_to_ms) WHERE recorded_to_ms IS NOT N
 # and tags, unweighted, as FTS5 counts a row's size) and each term's frequency in it, weighted by column.
 # A posting's vid has no foreign key: checking one per posting made indexing about 40% slower, and keyword.py
 # writes and deletes a version's postings with its document (``check`` compares documents with versions).
+# Each row also carries what the ranking filters and groups by (its entity, scope, and whether it is a
+# head), copied from the version when it is indexed (``head`` turns false when the version is closed),
+# so that a search reads the postings alone, never joining every match to its version.
 V4 = """
-CREATE TABLE keyword_docs (vid bigint PRIMARY KEY REFERENCES entity_versions(vid), length integer NOT NULL);
+CREATE TABLE keyword_docs (vid bigint PRIMARY KEY REFERENCES entity_versions(vid), entity_id bigint NOT NULL,
+                           agent_id text NOT NULL, workspace_hash text NOT NULL, head boolean NOT NULL,
+                           length integer NOT NULL);
 CREATE TABLE keyword_postings (
     term text COLLATE "C" NOT NULL,
     vid  bigint NOT NULL,
     freq double precision NOT NULL,
+    length integer NOT NULL,
+    entity_id bigint NOT NULL,
+    agent_id text NOT NULL,
+    workspace_hash text NOT NULL,
+    head boolean NOT NULL,
     PRIMARY KEY (term, vid)
 );
 CREATE INDEX keyword_postings_vid ON keyword_postings(vid);

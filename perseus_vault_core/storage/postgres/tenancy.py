@@ -10,9 +10,10 @@ How (schema migration 7): every table has row-level security on. ``vault_scopes`
 and a role reads its own binding only. ``entities`` admits the rows of the scope the connected role is
 bound to (a role bound to none sees nothing; the owner, everything). Every other table admits
 the rows whose entity or version the role can see, by a subquery on the table above it, which its
-own policy already limits: versions by their entity, links by their source entity, vectors, keyword
-postings and documents by their version, the change log by its version (and the rebuild marks, vid 0),
-trigger-phrase vectors by a visible version whose ``recall_when`` holds the phrase. ``next_id`` must see
+own policy already limits: versions by their entity, links by both their entities, vectors by their
+version, the change log by its version (and the rebuild marks, vid 0),
+trigger-phrase vectors by a visible version whose ``recall_when`` holds the phrase; keyword postings and
+documents carry their entity's scope, and admit the role's. ``next_id`` must see
 past every tenant's ids, so it reads them through ``pv_next_id`` (``SECURITY DEFINER`` too): it learns a
 number, never a row.
 
@@ -58,9 +59,11 @@ CREATE POLICY scoped ON links USING (from_id IN (SELECT id FROM entities) AND to
 ALTER TABLE version_vectors ENABLE ROW LEVEL SECURITY;
 CREATE POLICY scoped ON version_vectors USING (vid IN (SELECT vid FROM entity_versions));
 ALTER TABLE keyword_docs ENABLE ROW LEVEL SECURITY;
-CREATE POLICY scoped ON keyword_docs USING (vid IN (SELECT vid FROM entity_versions));
+CREATE POLICY scoped ON keyword_docs
+    USING ((agent_id, workspace_hash) IN (SELECT agent_id, workspace_hash FROM vault_scopes));
 ALTER TABLE keyword_postings ENABLE ROW LEVEL SECURITY;
-CREATE POLICY scoped ON keyword_postings USING (vid IN (SELECT vid FROM entity_versions));
+CREATE POLICY scoped ON keyword_postings
+    USING ((agent_id, workspace_hash) IN (SELECT agent_id, workspace_hash FROM vault_scopes));
 ALTER TABLE head_changes ENABLE ROW LEVEL SECURITY;
 CREATE POLICY scoped ON head_changes USING (vid = 0 OR vid IN (SELECT vid FROM entity_versions));
 ALTER TABLE trigger_vectors ENABLE ROW LEVEL SECURITY;
