@@ -30,7 +30,16 @@ def edge(method: F) -> F:
     @functools.wraps(method)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            return method(*args, **kwargs)
+            engine = getattr(args[0], "_engine", None) if args else None
+            if engine is None:  # Vault.__init__: opening the vault leased a connection; give it back now
+                result = method(*args, **kwargs)
+                opened = getattr(args[0], "_engine", None) if args else None
+                if opened is not None:
+                    with opened.backend.lease():
+                        pass
+                return result
+            with engine.backend.lease():  # the verb keeps one connection; a pooled one goes back after
+                return method(*args, **kwargs)
         except VaultError:
             raise
         except DRIVER_ERRORS as exc:

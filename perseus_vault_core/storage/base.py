@@ -183,6 +183,10 @@ class Backend(Protocol):
     def conn(self) -> Connection:
         """This thread's connection (opened on first use)."""
 
+    def lease(self) -> AbstractContextManager[None]:
+        """Held around each verb: the thread keeps the connection :meth:`conn` gives it until the outermost
+        lease ends, when a pooling backend may take it back (PostgreSQL's pool; SQLite keeps it)."""
+
     def mirror_file(self, name: str) -> str | None:
         """Where the in-memory index ``name`` may save its snapshot, or ``None`` to keep it in memory
         only (an encrypted vault: a snapshot would be plaintext)."""

@@ -32,7 +32,7 @@ from ...forking import in_child
 from ...models import CheckReport, Stats
 from .. import meta
 from ..base import ChangeLog, Connection, KeywordStore, VectorStore
-from . import changes, keyword, maintenance, schema, vectors
+from . import changes, keyword, maintenance, pool, schema, vectors
 from .connection import PgConnection, connect, write_transaction
 
 T = TypeVar("T")
@@ -122,48 +122,55 @@ class PostgresBackend:
         if key is not None:
             raise InvalidInput("key", "a PostgreSQL vault is encrypted at rest by its server, not by a key "
                                       "(docs/postgres.md); drop the key or PERSEUS_VAULT_KEY")
-        self.url = url
+        self.url, options = pool.split_url(url)
         self.path = redact(url)
         self.errors = driver_errors()
         # SQLite's OFF and NORMAL may lose the last writes to a power cut; Postgres's asynchronous commit may too.
         self.synchronous_commit = "off" if synchronous in ("OFF", "NORMAL") else "on"
-        self._local = threading.local()
-        self._all: list[PgConnection] = []
+        self.pool_size, self.pool_timeout = int(options["pool_size"]), options["pool_timeout"]
+        self._connections = self._pool()
+        self._own: list[PgConnection] = []  # connect()'s, for background index loads: closed with the vault
         self._lock = threading.Lock()
-        self._closed = False
         self.clock = DatabaseClock(self.conn)
         self._identity: str | None = None  # names this vault's index snapshots in the cache folder
         _backends.add(self)
 
-    def conn(self) -> Connection:
-        conn: PgConnection | None = getattr(self._local, "conn", None)
-        if conn is None:
-            if self._closed:
-                raise StorageError("the vault is closed")
-            conn = self._open()
-            self._local.conn = conn
-            with self._lock:
-                self._all.append(conn)
-            weakref.finalize(threading.current_thread(), self._release, conn)
-        return conn
+    def _pool(self) -> pool.Connections:
+        try:
+            import psycopg_pool  # noqa: F401
+        except ImportError:
+            raise SetupError("PostgreSQL needs psycopg and psycopg-pool: pip install 'perseus-vault[postgres]'") from None
+        return pool.Connections(self.url, size=self.pool_size, timeout=self.pool_timeout, setup=self._setup(),
+                                describe=self.path)
 
-    def _open(self) -> PgConnection:
+    def _setup(self) -> list[str]:
+        """Statements every new connection runs first."""
+        return ["SET synchronous_commit = off"] if self.synchronous_commit == "off" else []
+
+    def conn(self) -> Connection:
+        """This thread's connection, leased from the pool until the verb it serves returns (:meth:`lease`)."""
+        try:
+            return self._connections.conn()
+        except self.errors as error:
+            raise StorageError(f"cannot connect to {self.path}: {str(error).strip().splitlines()[0]}") from error
+
+    def lease(self) -> AbstractContextManager[None]:
+        """Within (a verb): this thread keeps its connection; the outermost lease gives it back to the pool."""
+        return self._connections.lease()
+
+    def connect(self) -> Connection:
+        """A connection of its own, outside the pool (a background index load holds it for seconds)."""
+        if self._connections.closed:
+            raise StorageError("the vault is closed")
         try:
             conn = connect(self.url)
         except self.errors as error:
             raise StorageError(f"cannot connect to {self.path}: {str(error).strip().splitlines()[0]}") from error
-        if self.synchronous_commit == "off":
-            conn.execute("SET synchronous_commit = off")
-        return conn
-
-    def _release(self, conn: PgConnection) -> None:
+        for statement in self._setup():
+            conn.execute(statement)
         with self._lock:
-            if conn in self._all:
-                self._all.remove(conn)
-                _close_quietly(conn)
-
-    def connect(self) -> Connection:
-        return self._open()
+            self._own = [c for c in self._own if not c.raw.closed] + [conn]
+        return conn
 
     def mirror_file(self, name: str) -> str | None:
         """In this user's cache folder (:func:`cache_folder`), named for this database's vault and the role
@@ -239,12 +246,11 @@ class PostgresBackend:
                            "server's (docs/postgres.md)")
 
     def close(self) -> None:
+        self._connections.close()
         with self._lock:
-            self._closed = True
-            for conn in self._all:
-                _close_quietly(conn)
-            self._all.clear()
-        self._local = threading.local()
+            own, self._own = self._own, []
+        for conn in own:
+            _close_quietly(conn)
 
 
 WRITE_LOCK = 0x7065727365757333  # "perseus3": held by every write transaction, from its start to its commit
@@ -284,18 +290,19 @@ def _close_quietly(conn: Any) -> None:
 
 
 _backends: weakref.WeakSet[PostgresBackend] = weakref.WeakSet()
-# Connections a forked child inherited: never used there, and never closed or collected either (closing one
-# would tell the server to end the parent's session on the socket they share).
-_INHERITED: list[PgConnection] = []
+# Connections and pools a forked child inherited: never used there, and never closed or collected either
+# (closing one would tell the server to end the parent's session on the socket they share).
+_INHERITED: list[Any] = []
 
 
 @in_child
 def _fresh_after_fork() -> None:
     """In a forked child: the parent's connections are its own (a socket shared by two processes mixes their
-    messages), so every backend opens new ones; the inherited ones are dropped unclosed."""
+    messages), so every backend makes a new pool; the inherited connections are dropped unclosed."""
     for backend in list(_backends):
-        _INHERITED.extend(backend._all)
-        backend._all = []
-        backend._local = threading.local()
+        backend._connections.abandon()
+        _INHERITED.extend([backend._connections, backend._own])
+        backend._own = []
         backend._lock = threading.Lock()
         backend.clock._lock = threading.Lock()
+        backend._connections = backend._pool()

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 
 from collections.abc import Callable
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from typing import TypeVar
 
 from ...models import CheckReport, Stats
@@ -52,6 +52,10 @@ class SQLiteBackend:
     def conn(self) -> Connection:
         conn: Connection = self.pool.get()
         return conn
+
+    def lease(self) -> AbstractContextManager[None]:
+        """A thread keeps its connection to the file for good: there is nothing to give back."""
+        return nullcontext()
 
     def connect(self) -> Connection:
         conn: Connection = connect(self.path, self.driver)
