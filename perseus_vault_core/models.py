@@ -130,6 +130,28 @@ class ScanPage(_Out):
     has_more: bool
 
 
+class ScopeCount(_Out):
+    agent_id: str | None
+    workspace_hash: str | None
+    count: int
+
+
+class Counts(_Out):
+    """How many memories a view holds. ``total``, ``by_scope``, ``by_type`` and ``by_category`` count the
+    memories the view shows (active ones unless ``include_archived``), ``by_status`` every memory its other
+    rules select, whatever its status. Each breakdown lists its ``top`` largest values, largest first;
+    ``scopes``, ``types`` and ``categories`` say how many values there are in all."""
+
+    total: int
+    by_status: dict[str, int]
+    by_scope: list[ScopeCount]
+    by_type: dict[str, int]
+    by_category: dict[str, int]
+    scopes: int
+    types: int
+    categories: int
+
+
 class HistoryPage(_Out):
     """Versions of one fact, newest first; ``total`` counts every version."""
 
@@ -297,11 +319,12 @@ class MemoryFiles(_Out):
 
 
 class MemoryText(_Out):
-    """A memory file, or one of its sections, verbatim."""
+    """A memory file, or one of its sections, verbatim; ``entries``, when asked for, its entries in file order."""
 
     file: str
     section: str | None
     text: str
+    entries: list[MemoryEntry] | None = None
 
 
 class SkippedLine(_Out):

@@ -15,6 +15,8 @@ import base64
 import hashlib
 import json
 
+from pydantic import BaseModel
+
 from . import store
 from .dbapi import Connection
 from .errors import InvalidInput
@@ -25,18 +27,18 @@ from .params import ScanParams
 _CURSOR_VERSION = 1
 
 
-def _fingerprint(params: ScanParams) -> str:
+def _fingerprint(params: BaseModel) -> str:
     scope = params.model_dump(exclude={"cursor", "limit", "query_time_unix_ms"})
     raw = json.dumps(scope, sort_keys=True, default=str).encode()
     return hashlib.sha256(raw).hexdigest()[:16]
 
 
-def encode_cursor(after_id: int, params: ScanParams) -> str:
+def encode_cursor(after_id: int, params: BaseModel) -> str:
     payload = json.dumps({"v": _CURSOR_VERSION, "after": after_id, "f": _fingerprint(params)}, separators=(",", ":"))
     return base64.urlsafe_b64encode(payload.encode()).decode().rstrip("=")
 
 
-def decode_cursor(cursor: str, params: ScanParams) -> int:
+def decode_cursor(cursor: str, params: BaseModel) -> int:
     try:
         padded = cursor + "=" * (-len(cursor) % 4)
         data = json.loads(base64.urlsafe_b64decode(padded.encode("ascii")))
@@ -53,12 +55,15 @@ def decode_cursor(cursor: str, params: ScanParams) -> int:
 
 def scan(conn: Connection, params: ScanParams, now_ms: int) -> ScanPage:
     after = decode_cursor(params.cursor, params) if params.cursor else 0
-    v = view(params, now_ms)
+    # A status asked for is looked for among every status, then kept alone.
+    v = view(params.model_copy(update={"include_archived": True}) if params.status else params, now_ms)
+    args = dict(v.params, after=after, n=params.limit + 1)
+    status = f" AND {store.status_clause(params.status, args)}" if params.status else ""
     sql = (
-        f"SELECT {store.ENTITY_COLUMNS} FROM {FROM_VERSIONS_FIRST} WHERE {v.where} AND v.entity_id > :after "
+        f"SELECT {store.ENTITY_COLUMNS} FROM {FROM_VERSIONS_FIRST} WHERE {v.where}{status} AND v.entity_id > :after "
         "ORDER BY v.entity_id LIMIT :n"
     )
-    rows = conn.execute(sql, dict(v.params, after=after, n=params.limit + 1)).fetchall()
+    rows = conn.execute(sql, args).fetchall()
     page = store.within_budget(rows[: params.limit])  # a page of huge memories ends early
     has_more = len(rows) > len(page)
     items = [store.to_entity(r, v.instant) for r in page]

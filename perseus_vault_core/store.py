@@ -161,6 +161,17 @@ def _fields(row: Sequence[Any] | dict[str, Any], now_ms: int) -> dict[str, Any]:
     return fields
 
 
+# A version's status as a memory shows it (see ``_fields``): an active one past its expiry is expired.
+SHOWN_STATUS = ("CASE WHEN v.status = 'active' AND v.expires_at_ms IS NOT NULL AND v.expires_at_ms <= :instant "
+                "THEN 'expired' ELSE v.status END")
+
+
+def status_clause(status: str, params: dict[str, Any]) -> str:
+    """A clause over ``v`` holding the versions that show ``status`` at ``:instant`` (a view's instant)."""
+    params["shown_status"] = status
+    return f"{SHOWN_STATUS} = :shown_status"
+
+
 # --- reads -------------------------------------------------------------------------------------
 
 

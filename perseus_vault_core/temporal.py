@@ -14,15 +14,23 @@ unscoped fact. Transaction time says when the vault *believed* a version
 
 Each returns ``None`` when the fact exists but had no such version (for example T is
 before it was first recorded); an unknown fact is :class:`NotFound`.
+
+``recent`` reads the other way, across facts: every version as it was written, newest first. Version
+ids ascend in commit order (as entity ids do, see :mod:`scan`), so keyset pages on them never skip a
+write or show one twice, whatever is written meanwhile (a new write is simply newer than the first page).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from . import store
 from .dbapi import Connection
 from .errors import NotFound
-from .filters import FROM
-from .models import Entity, HistoryPage
+from .filters import FROM, scope_clauses
+from .models import Entity, HistoryPage, ScanPage
+from .params import FactParams, RecentParams
+from .scan import decode_cursor, encode_cursor
 
 
 def resolve(conn: Connection, category: str, key: str, agent_id: str | None, workspace_hash: str | None) -> int:
@@ -31,6 +39,11 @@ def resolve(conn: Connection, category: str, key: str, agent_id: str | None, wor
         scope = f" (agent_id={agent_id!r}, workspace_hash={workspace_hash!r})" if agent_id or workspace_hash else ""
         raise NotFound(f"no fact {category}/{key}{scope}")
     return entity_id
+
+
+def fact(conn: Connection, p: FactParams) -> int:
+    """The id of the fact ``p`` addresses, in its scope (:class:`NotFound` when there is none)."""
+    return resolve(conn, p.category, p.key, p.agent_id, p.workspace_hash)
 
 
 def history(conn: Connection, entity_id: int, limit: int, offset: int, now_ms: int) -> HistoryPage:
@@ -64,3 +77,21 @@ def bitemporal(conn: Connection, entity_id: int, as_of_ms: int, valid_at_ms: int
     if entity.valid_to_ms is not None and entity.valid_to_ms <= valid_at_ms:
         return None  # the latest word on V says the fact had ended by then
     return entity
+
+
+def recent(conn: Connection, p: RecentParams, now_ms: int) -> ScanPage:
+    """The latest writes in scope, newest first: each version with its ``change`` (create, update, archive,
+    restore, supersede) and its transaction time; a keyset page of ``p.limit``."""
+    params: dict[str, Any] = {"n": p.limit + 1}
+    clauses = scope_clauses(p.agent_id, p.workspace_hash, params)
+    if p.cursor:
+        clauses.append("v.vid < :before")
+        params["before"] = decode_cursor(p.cursor, p)
+    where = f"WHERE {' AND '.join(clauses)} " if clauses else ""
+    rows = conn.execute(f"SELECT {store.ENTITY_COLUMNS} FROM {FROM} {where}ORDER BY v.vid DESC LIMIT :n",
+                        params).fetchall()
+    page = store.within_budget(rows[: p.limit])
+    has_more = len(rows) > len(page)
+    last = store.row_dict(page[-1])["vid"] if page else 0
+    return ScanPage(items=[store.to_entity(r, now_ms) for r in page], has_more=has_more,
+                    next_cursor=encode_cursor(last, p) if has_more else None)

@@ -2,18 +2,12 @@
 
 Each verb validates its arguments into its params model (:mod:`params`, the one description of a
 verb's arguments) and hands them to the module that owns the concept, lending it the
-:class:`~engine.Engine` (connections, clock, embedder, indexes). The verbs and where they go:
-
-- writing: ``remember``, ``remember_many``, ``forget``, ``purge``, ``supersede``: :mod:`store`;
-- links: ``link``, ``unlink``, ``traverse``: :mod:`graph`;
-- recall: ``recall``, ``recall_by_vector``, ``search``: :mod:`recall`;
-- proactive: ``recall_when``, ``prepare``: :mod:`proactive`;
-- GraphRAG: ``communities``, ``community_summary``, ``global_recall``: :mod:`graphrag.verbs`;
-- time: ``history``, ``as_of``, ``valid_at``, ``bitemporal``: :mod:`temporal`;
-- ``scan``, ``hygiene``, conversations, memory files (:mod:`memory.verbs`), import and export,
-  embeddings (:mod:`embeddings.backfill`), and the file's upkeep (the storage backend).
-
-It is safe to share between threads: each thread gets its own connection.
+:class:`~engine.Engine` (connections, clock, embedder, indexes): writes to :mod:`store`, links and walks
+to :mod:`graph`, recall to :mod:`recall`, ``recall_when`` and ``prepare`` to :mod:`proactive`, communities
+to :mod:`graphrag.verbs`, history, time travel and ``recent`` to :mod:`temporal`, and ``scan``, ``counts``,
+``hygiene``, conversations, memory files, import and export and embeddings to the modules of those names;
+the file's upkeep to the storage backend (docs/architecture.md has the table). It is safe to share between
+threads: each thread gets its own connection.
 """
 
 from __future__ import annotations
@@ -26,7 +20,7 @@ from typing import IO, Any, Literal, TypeVar, Unpack
 
 import numpy as np
 
-from . import conversations, graph, hygiene, import_export, proactive, recall, scan, store, temporal
+from . import conversations, counts, graph, hygiene, import_export, proactive, recall, scan, store, temporal
 from .embeddings import Embedder, backfill
 from .edge import edge, given, listed, path_text
 from .engine import Clock, Engine
@@ -37,21 +31,22 @@ from .graphrag import verbs as graphrag
 from .memory import verbs as memory
 from .memory.names import NOTE_TYPE
 from .models import (  # noqa: I001
-    CheckReport, CommunitiesResult, CommunitySummary, ConversationResult, ConversationWrite, EmbedReport, Entity,
-    GlobalRecallResult, HistoryPage, HygieneReport, ImportReport, Link, MemoryChange, MemoryExportReport,
+    CheckReport, CommunitiesResult, CommunitySummary, ConversationResult, ConversationWrite, Counts, EmbedReport,
+    Entity, GlobalRecallResult, HistoryPage, HygieneReport, ImportReport, Link, MemoryChange, MemoryExportReport,
     MemoryFiles, MemoryImportReport, MemoryRecallResult, MemoryText, PrepareResult, PurgeResult, RecallResult,
     RecallWhenResult, ScanPage, Stats, TraverseResult,
 )
 from .params import (  # noqa: I001
     AddMemoryParams, AsOfParams, BackupParams, BitemporalParams, CommunitiesParams, CommunitySummaryParams,
-    ConversationParams, DeleteMemoryParams, Direction, EmbedParams, EntityParams, FactParams, GetMemoryParams,
-    GlobalRecallParams, HistoryParams, HygieneParams, ImportParams, LinkParams, ListMemoryFilesParams,
-    MemoryExportParams, MemoryImportParams, MemoryRecallParams, MessageInput, OpenParams, PrepareParams,
-    RecallParams, RecallWhenParams, RekeyParams, RememberConversationParams, RememberInput, RememberManyParams,
-    ScanParams, ScopeParams, SupersedeParams, Synchronous, TraverseParams, UnlinkParams, ValidAtParams, validate,
+    ConversationParams, CountsParams, DeleteMemoryParams, Direction, EmbedParams, EntityParams, GetMemoryParams,
+    GlobalRecallParams, HistoryParams, HygieneParams, ImportParams, LinkParams,
+    ListMemoryFilesParams, MemoryExportParams, MemoryImportParams, MemoryRecallParams, MessageInput, OpenParams,
+    PrepareParams, RecallParams, RecallWhenParams, RecentParams, RekeyParams, RememberConversationParams,
+    RememberInput, RememberManyParams, ScanParams, ScopeParams, SupersedeParams, Synchronous, TraverseParams,
+    UnlinkParams, ValidAtParams, validate,
 )
 from .params.options import (  # noqa: I001
-    CommunitiesOptions, CommunitySummaryOptions, GlobalRecallOptions, HygieneOptions, PrepareOptions,
+    CommunitiesOptions, CommunitySummaryOptions, CountsOptions, GlobalRecallOptions, HygieneOptions, PrepareOptions,
     RecallByVectorOptions, RecallOptions, RecallWhenOptions, RememberOptions, ScanOptions, SearchOptions,
     TraverseOptions,
 )
@@ -264,8 +259,7 @@ class Vault:
         ``session``, in order, in one transaction: all of them, or none. A message with an ``id``
         already stored in the session keeps its turn."""
         p = validate(RememberConversationParams, given(session=session, messages=listed("messages", messages, "messages"),
-                                                        agent_id=agent_id,
-                                                        workspace_hash=workspace_hash))
+                                                        agent_id=agent_id, workspace_hash=workspace_hash))
         return conversations.remember(self._engine, p)
 
     @edge
@@ -275,8 +269,7 @@ class Vault:
         """The turns of ``session`` in order: around one turn (``before``/``after`` it), or a page of
         ``limit`` turns from ``from_turn``. Read-only."""
         p = validate(ConversationParams, given(session=session, around=around, before=before, after=after,
-                                                from_turn=from_turn, limit=limit, agent_id=agent_id,
-                                                workspace_hash=workspace_hash))
+                                                from_turn=from_turn, limit=limit, agent_id=agent_id, workspace_hash=workspace_hash))
         return self._read(lambda c, now: conversations.read(c, p, now))
 
     # --- memory files (docs/memory-files.md) -----------------------------------------------------
@@ -315,11 +308,11 @@ class Vault:
             file=file, section=section, date=date, text=text, agent_id=agent_id, workspace_hash=workspace_hash)))
 
     @edge
-    def get_memory(self, file: str, section: str | None = None, *, agent_id: str | None = None,
+    def get_memory(self, file: str, section: str | None = None, *, entries: bool = False, agent_id: str | None = None,
                    workspace_hash: str | None = None) -> MemoryText:
-        """A memory file verbatim, or one of its ``##`` sections (heading included)."""
+        """A memory file verbatim, or one of its ``##`` sections (heading included); ``entries``: also its entries."""
         return memory.get_memory(self._engine, validate(GetMemoryParams, given(
-            file=file, section=section, agent_id=agent_id, workspace_hash=workspace_hash)))
+            file=file, section=section, entries=entries, agent_id=agent_id, workspace_hash=workspace_hash)))
 
     @edge
     def list_memory_files(self, *, agent_id: str | None = None, workspace_hash: str | None = None) -> MemoryFiles:
@@ -384,6 +377,11 @@ class Vault:
         return self._read(lambda c, now: scan.scan(c, p, now))
 
     @edge
+    def counts(self, **filters: Unpack[CountsOptions]) -> Counts:
+        """How many memories the view holds, by status, scope, type and category (largest first)."""
+        return self._read(lambda c, now: counts.counts(c, validate(CountsParams, filters), now))
+
+    @edge
     def hygiene(self, *, limit: int = 100, min_age_days: int = 7, **filters: Unpack[HygieneOptions]) -> HygieneReport:
         """Report the active memories that weaken a startup block, least actionable first, each with
         its reasons (rules in docs/hygiene.md). Read-only: nothing is reinforced."""
@@ -398,7 +396,7 @@ class Vault:
         """Every version of a fact, newest first, paginated, with ``total``."""
         p = validate(HistoryParams, given(category=category, key=key, agent_id=agent_id,
                                            workspace_hash=workspace_hash, limit=limit, offset=offset))
-        return self._read(lambda c, now: temporal.history(c, _resolve(c, p), p.limit, p.offset, now))
+        return self._read(lambda c, now: temporal.history(c, temporal.fact(c, p), p.limit, p.offset, now))
 
     @edge
     def as_of(self, category: str, key: str, as_of_unix_ms: Instant, *, agent_id: str | None = None,
@@ -406,7 +404,7 @@ class Vault:
         """The version of a fact the vault believed at ``as_of_unix_ms`` (``None`` if it had none then)."""
         p = validate(AsOfParams, given(category=category, key=key, as_of_unix_ms=as_of_unix_ms, agent_id=agent_id,
                                         workspace_hash=workspace_hash))
-        return self._read(lambda c, now: temporal.as_of(c, _resolve(c, p), p.as_of_unix_ms))
+        return self._read(lambda c, now: temporal.as_of(c, temporal.fact(c, p), p.as_of_unix_ms))
 
     @edge
     def valid_at(self, category: str, key: str, valid_at_unix_ms: Instant, *, agent_id: str | None = None,
@@ -414,17 +412,23 @@ class Vault:
         """The version of a fact true in the world at ``valid_at_unix_ms``, per current knowledge."""
         p = validate(ValidAtParams, given(category=category, key=key, valid_at_unix_ms=valid_at_unix_ms,
                                            agent_id=agent_id, workspace_hash=workspace_hash))
-        return self._read(lambda c, now: temporal.bitemporal(c, _resolve(c, p), now, p.valid_at_unix_ms))
+        return self._read(lambda c, now: temporal.bitemporal(c, temporal.fact(c, p), now, p.valid_at_unix_ms))
 
     @edge
     def bitemporal(self, category: str, key: str, as_of_unix_ms: Instant, valid_at_unix_ms: Instant, *,
                    agent_id: str | None = None, workspace_hash: str | None = None) -> Entity | None:
         """The version believed at ``as_of_unix_ms`` to be true at ``valid_at_unix_ms``."""
-        p = validate(BitemporalParams, given(category=category, key=key, as_of_unix_ms=as_of_unix_ms,
-                                              valid_at_unix_ms=valid_at_unix_ms, agent_id=agent_id,
-                                              workspace_hash=workspace_hash))
-        return self._read(lambda c, now: temporal.bitemporal(c, _resolve(c, p), p.as_of_unix_ms,
+        p = validate(BitemporalParams, given(category=category, key=key, as_of_unix_ms=as_of_unix_ms, agent_id=agent_id,
+                                              valid_at_unix_ms=valid_at_unix_ms, workspace_hash=workspace_hash))
+        return self._read(lambda c, now: temporal.bitemporal(c, temporal.fact(c, p), p.as_of_unix_ms,
                                                                     p.valid_at_unix_ms))
+
+    @edge
+    def recent(self, cursor: str | None = None, limit: int = 20, *, agent_id: str | None = None,
+               workspace_hash: str | None = None) -> ScanPage:
+        """The latest writes, newest first: each version as written; feed ``next_cursor`` back for older ones."""
+        p = validate(RecentParams, given(cursor=cursor, limit=limit, agent_id=agent_id, workspace_hash=workspace_hash))
+        return self._read(lambda c, now: temporal.recent(c, p, now))
 
     # --- embeddings, moving data in and out --------------------------------------------------
 
@@ -476,10 +480,7 @@ class Vault:
     @edge
     def rekey(self, new_key: str | bytes) -> None:
         """Re-encrypt the vault under ``new_key`` (no memory is lost); afterwards only ``new_key`` opens it.
-
-        Refused (StorageError, nothing changed) while another process has the file open: it would keep
-        the old key.
-        """
+        Refused (StorageError, nothing changed) while another process has the file open: it would keep the old key."""
         if isinstance(new_key, str):  # bytes are for Python callers only
             validate(RekeyParams, {"new_key": new_key})
         if not self._engine.backend.encrypted:
@@ -494,7 +495,3 @@ class Vault:
         if not folder.is_dir():
             raise InvalidInput("target", f"folder {folder} does not exist")
         return self._engine.backend.backup(p.target)
-
-
-def _resolve(conn: Connection, p: FactParams) -> int:
-    return temporal.resolve(conn, p.category, p.key, p.agent_id, p.workspace_hash)

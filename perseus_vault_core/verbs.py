@@ -123,6 +123,13 @@ VERBS: tuple[Verb, ...] = (
     Verb("hygiene", p.HygieneParams, m.HygieneReport, "low-signal memories and why (read-only)",
          "Vague, duplicate, expired and unused memories, each with its reasons, to tidy the store (then "
          "forget or supersede them). Returns items, counts."),
+    Verb("counts", p.CountsParams, m.Counts, "how many memories, by status, scope, type and category",
+         "How many memories the store holds, by status, scope, type and category, largest first: its shape at a "
+         "glance (recall's filters and time travel apply). Returns total and the breakdowns."),
+    Verb("recent", p.RecentParams, m.ScanPage, "the latest writes, newest first",
+         "The latest writes, newest first: each version as written (its change: create, update, archive, restore, "
+         "supersede). Use it for 'what changed lately'; pass next_cursor back for older ones. Returns items, "
+         "next_cursor, has_more."),
     Verb("search", p.RecallParams, m.RecallResult, "recall over an imported folder's notes",
          "Recall over the notes of an imported markdown folder (outside the memory files), with recall's "
          "modes. Returns recall's result.", exclude=("type",), idempotent=False),

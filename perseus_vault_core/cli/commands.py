@@ -114,6 +114,14 @@ COMMANDS: tuple[Command, ...] = (
             about="Report the active memories that weaken a startup block (vague, date-only, very short, duplicate or "
                   "near-duplicate, expired, never retrieved), least actionable first, with a header of counts. "
                   "Read-only. Rules in docs/hygiene.md."),
+    Command("counts", f.counts,
+            about="How many memories there are, by status, scope (agent/workspace), type and category, largest first "
+                  "(--top of each). Recall's filters apply, --as-of too: the store's shape at that time. See "
+                  "docs/scan.md."),
+    Command("recent", f.recent,
+            about="The latest writes, newest first, one line each: when (unix ms), the change (create, update, "
+                  "archive, restore, supersede), the version and the memory; prints the cursor of older ones. See "
+                  "docs/time.md."),
     Command("embed", f.line("embedded {embedded} version(s) with {model} ({dimension} dimensions)"),
             handler=admin.embed, flags=admin.progress_flags,
             about="Give every memory version a vector with the configured model (the bundled all-MiniLM-L6-v2 unless "

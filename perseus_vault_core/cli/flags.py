@@ -33,12 +33,12 @@ from ..params import MAX_INT, is_advanced, to_unix_ms
 class Shape:
     """What a field's values look like on the command line."""
 
-    kind: str  # switch, int, float, str, time, json, list, or number_or (a number or one of the choices)
+    kind: str  # switch, int, float, str, time, json, list (of text), ids (repeatable ids), or number_or (a number or a choice)
     choices: tuple[str, ...] = ()
     bounds: str = ""  # "1 to 1000", "at least 0", ...
 
 
-_METAVARS = {"int": "N", "float": "X", "time": "TIME", "json": "JSON"}
+_METAVARS = {"int": "N", "ids": "ID", "float": "X", "time": "TIME", "json": "JSON"}
 
 
 def _forms(annotation: Any, extras: list[Any]) -> list[Any]:
@@ -92,8 +92,8 @@ def shape(name: str, field: FieldInfo) -> Shape:
             return Shape(form.__name__, bounds=bounds)
         if form is str:
             return Shape("str")
-        if get_origin(form) is list and _forms(get_args(form)[0], []) == [str]:
-            return Shape("list")
+        if get_origin(form) is list and _forms(get_args(form)[0], []) in ([str], [int]):
+            return Shape("list" if _forms(get_args(form)[0], []) == [str] else "ids")  # ids: memory ids
         if form is dict or get_origin(form) is dict or (isinstance(form, type) and issubclass(form, BaseModel)):
             return Shape("json")
     raise TypeError(f"{name}: no command-line form for {field.annotation}")
@@ -153,7 +153,7 @@ def _type(s: Shape) -> Any:
     """The function argparse reads the text with (None: keep it as text)."""
     if s.kind == "number_or":
         return NumberOr(s.choices)
-    return {"int": int, "float": float, "time": time_value, "json": json_value}.get(s.kind)
+    return {"int": int, "ids": int, "float": float, "time": time_value, "json": json_value}.get(s.kind)
 
 
 # --- arguments -------------------------------------------------------------------------------------
@@ -182,7 +182,7 @@ def add_field(parser: argparse.ArgumentParser, name: str, field: FieldInfo, *, p
             "store_false" if value is True else "store_true")
         return parser.add_argument(*flags, dest=name, action=action, default=argparse.SUPPRESS,
                                    help=help_text(field, s, flags[0]))
-    if s.kind == "list":
+    if s.kind in ("list", "ids"):
         kwargs["action"] = "append"
     metavar = (f"X|{'|'.join(s.choices)}" if s.kind == "number_or" else
                None if kwargs["choices"] else _METAVARS.get(s.kind, name.upper()))

@@ -15,6 +15,7 @@ from pydantic import BaseModel
 from .. import conversations
 from ..models import (
     CommunitiesResult,
+    Counts,
     Entity,
     HistoryPage,
     HygieneReport,
@@ -90,6 +91,24 @@ def valid_at(e: Entity | None, args: argparse.Namespace) -> str:
 def bitemporal(e: Entity | None, args: argparse.Namespace) -> str:
     return entity(e) if e else (f"no version of {args.category}/{args.key} was believed at {args.as_of_unix_ms} "
                                 f"to be true at {args.valid_at_unix_ms}")
+
+
+def counts(c: Counts, _: argparse.Namespace) -> str:
+    def listed(name: str, pairs: Any, shown: int, total: int) -> str:
+        more = f", and {total - shown} more" if total > shown else ""
+        return f"{name}: " + (", ".join(f"{k} {n}" for k, n in pairs) or "none") + more
+
+    scopes = [(f"{s.agent_id or '-'}/{s.workspace_hash or '-'}", s.count) for s in c.by_scope]
+    return "\n".join([f"{c.total} memories", listed("status", c.by_status.items(), 0, 0),
+                      listed("scope (agent/workspace)", scopes, len(scopes), c.scopes),
+                      listed("type", c.by_type.items(), len(c.by_type), c.types),
+                      listed("category", c.by_category.items(), len(c.by_category), c.categories)])
+
+
+def recent(page: ScanPage, _: argparse.Namespace) -> str:
+    lines = [f"{e.recorded_from_ms} {e.change:<9} v{e.version} {entity_line(e)}" for e in page.items]
+    lines.append(f"next cursor: {page.next_cursor}" if page.has_more else "(end)")
+    return "\n".join(lines)
 
 
 def hygiene(report: HygieneReport, _: argparse.Namespace) -> str:

@@ -60,6 +60,9 @@ def communities(engine: Engine, p: CommunitiesParams) -> CommunitiesResult:
     with engine.reading() as conn:
         part = _partition(engine, conn, p, p.method, engine.now())
         groups = [g for g in part.groups if len(g.members) >= p.min_size]
+        if p.containing:
+            wanted = set(p.containing)
+            groups = [g for g in groups if not wanted.isdisjoint(g.members)]
         shown = describe(conn, groups[: p.limit], p.central)
     return CommunitiesResult(communities=shown, total=len(groups), method=p.method, nodes=part.nodes, edges=part.edges)
 

@@ -113,13 +113,17 @@ def get_memory(engine: Engine, p: GetMemoryParams) -> MemoryText:
     base, _, exists = _base(engine, p.file, p.agent_id, p.workspace_hash)
     if not exists:
         raise NotFound(f"no memory file {p.file!r} (list them with list_memory_files)")
-    text = base.decode("utf-8", errors="replace")
-    if p.section is None:
-        return MemoryText(file=p.file, section=None, text=text)
-    match = next((s for s in parse(p.file, base).sections if s.title == p.section.strip()), None)
-    if match is None:
-        raise NotFound(f"no section {p.section!r} in memory file {p.file!r}")
-    return MemoryText(file=p.file, section=match.title, text=base[match.start : match.end].decode("utf-8", errors="replace"))
+    parsed = parse(p.file, base)
+    match = None
+    if p.section is not None:
+        match = next((s for s in parsed.sections if s.title == p.section.strip()), None)
+        if match is None:
+            raise NotFound(f"no section {p.section!r} in memory file {p.file!r}")
+    text = base[match.start : match.end] if match is not None else base
+    entries = [MemoryEntry(file=p.file, section=e.section, date=e.date, text=e.text) for e in parsed.entries
+               if match is None or e.section == match.title] if p.entries else None
+    return MemoryText(file=p.file, section=match.title if match is not None else None,
+                      text=text.decode("utf-8", errors="replace"), entries=entries)
 
 
 def list_memory_files(engine: Engine, agent_id: str | None, workspace_hash: str | None) -> MemoryFiles:

@@ -89,6 +89,7 @@ from .reading import (
     ValidAtParams,
 )
 from .opening import OpenParams, Synchronous
+from .overview import CountsParams, RecentParams
 from .memory import (
     AddMemoryParams,
     DeleteMemoryParams,
@@ -125,6 +126,7 @@ __all__ = [
     "CommunityMethod",
     "CommunitySummaryParams",
     "ConversationParams",
+    "CountsParams",
     "DeleteMemoryParams",
     "Direction",
     "EmbedParams",
@@ -180,6 +182,7 @@ __all__ = [
     "RESPONSE_BUDGET_CHARS",
     "RecallParams",
     "RecallWhenParams",
+    "RecentParams",
     "RekeyParams",
     "RememberConversationParams",
     "RememberInput",

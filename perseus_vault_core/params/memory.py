@@ -22,6 +22,7 @@ from .base import (
     ScopeParams,
     _optional_text,
     _words,
+    advanced,
     check_text,
 )
 
@@ -87,6 +88,7 @@ class GetMemoryParams(ScopeParams):
     file: FileName = Field(description=_FILE)
     section: str | None = Field(default=None, max_length=MAX_SECTION_CHARS, description=(
         "One section's heading text (without ##); omit for the whole file"))
+    entries: bool = advanced(False, description="Also list its entries, each with its section and date")
 
     @field_validator("section")
     @classmethod

@@ -132,6 +132,7 @@ class ScanOptions(TypedDict, total=False):
     as_of_unix_ms: int | str | dt.datetime | None
     valid_at_unix_ms: int | str | dt.datetime | None
     query_time_unix_ms: int | str | dt.datetime | None
+    status: Literal['active', 'archived', 'expired', 'superseded'] | None
 
 
 class TraverseOptions(TypedDict, total=False):
@@ -176,6 +177,23 @@ class CommunitiesOptions(TypedDict, total=False):
     min_size: int
     limit: int
     central: int
+    containing: list[int] | None
+
+
+class CountsOptions(TypedDict, total=False):
+    """CountsParams's fields."""
+
+    agent_id: str | None
+    workspace_hash: str | None
+    type: str | None
+    category: str | None
+    topic_path: str | None
+    include_archived: bool
+    min_decay: float | None
+    as_of_unix_ms: int | str | dt.datetime | None
+    valid_at_unix_ms: int | str | dt.datetime | None
+    query_time_unix_ms: int | str | dt.datetime | None
+    top: int
 
 
 class CommunitySummaryOptions(TypedDict, total=False):

@@ -40,6 +40,8 @@ from .base import (
 
 # --- reading -----------------------------------------------------------------------------------
 
+StatusName = Literal["active", "archived", "expired", "superseded"]  # as a memory shows it (models.Status)
+
 
 class Expansion(BaseModel):
     """Query expansion by indexed stem variants."""
@@ -100,6 +102,8 @@ class ScanParams(Filters):
     cursor: str | None = Field(default=None, max_length=256, description=(
         "next_cursor of the previous page (omit for the first page)"))
     limit: int = Field(default=100, ge=1, le=MAX_LIMIT, description="Most memories per page")
+    status: StatusName | None = Field(default=None, description=(
+        "Only memories with this status (archived, expired and superseded ones included when asked for)"))
 
 
 class FactParams(ScopeParams):
@@ -172,6 +176,8 @@ class CommunitiesParams(Filters):
     min_size: int = Field(default=2, ge=1, le=MAX_INT, description="Smallest community to report")
     limit: int = Field(default=100, ge=1, le=MAX_LIMIT, description="Most communities to return")
     central: int = Field(default=5, ge=0, le=100, description="Most central members listed per community")
+    containing: list[Id] | None = Field(default=None, max_length=MAX_LIMIT, description=(
+        "Only the communities holding one of these memories"))
 
     @field_validator("min_decay")
     @classmethod

@@ -34,6 +34,7 @@ from .reading import (
     ScanParams,
     TraverseParams,
 )
+from .overview import CountsParams
 from .writing import RememberInput
 
 # TypedDict name -> (its params model, the fields the verb takes as named arguments instead).
@@ -46,6 +47,7 @@ OPTIONS: dict[str, tuple[type[BaseModel], tuple[str, ...]]] = {
     "TraverseOptions": (TraverseParams, ("start", "depth", "relations", "direction")),
     "HygieneOptions": (HygieneParams, ("limit", "min_age_days")),
     "CommunitiesOptions": (CommunitiesParams, ()),
+    "CountsOptions": (CountsParams, ()),
     "CommunitySummaryOptions": (CommunitySummaryParams, ("community_id",)),
     "GlobalRecallOptions": (GlobalRecallParams, ("query",)),
     "RecallWhenOptions": (RecallWhenParams, ("context",)),

@@ -234,6 +234,28 @@ def test_expired_and_not_yet_valid_are_hidden_by_default(vault: Vault, clock: Cl
     assert scan_all(vault) == [live.id, future.id]
 
 
+def test_a_status_keeps_only_the_memories_showing_it(vault: Vault, clock: Clock) -> None:
+    live = vault.remember("fact", "live", "live").id
+    expiring = vault.remember("fact", "expiring", "soon gone", expires_at_ms=T0 + 1000).id
+    gone = vault.remember("fact", "gone", "archived").id
+    old, new = vault.remember("fact", "old", "old").id, vault.remember("fact", "new", "new").id
+    vault.forget(gone)
+    vault.supersede(old, new)
+    clock.advance(2000)
+    assert scan_all(vault, status="active") == scan_all(vault) == [live, new]
+    assert scan_all(vault, status="expired") == [expiring]
+    assert scan_all(vault, status="archived") == [gone]
+    assert scan_all(vault, status="superseded", include_archived=True) == [old]
+    assert scan_all(vault, status="archived", category="nope") == []
+    assert [e.status for e in vault.scan(status="expired").items] == ["expired"]
+    with pytest.raises(InvalidInput) as err:
+        vault.scan(status="deleted")  # type: ignore[typeddict-item]
+    assert err.value.field == "status"
+    cursor = vault.scan(status="active", limit=1).next_cursor
+    with pytest.raises(InvalidInput):  # a cursor belongs to its status, as to its other filters
+        vault.scan(cursor=cursor, status="archived")
+
+
 def test_as_of_scan_sees_the_past(vault: Vault, clock: Clock) -> None:
     old = vault.remember("fact", "old", "version one")
     clock.advance(1000)

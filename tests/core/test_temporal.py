@@ -397,3 +397,49 @@ def test_recall_in_time_is_scoped(vault: Vault, clock: Clock) -> None:
     for params in ({"as_of_unix_ms": clock.now}, {"valid_at_unix_ms": clock.now}):
         items = vault.recall("walrus", agent_id="a", **params).items
         assert [(i.agent_id, i.content) for i in items] == [("a", "agent a knows the walrus")]
+
+
+# --- recent: the latest writes, across facts -------------------------------------------------------
+
+
+def test_recent_lists_every_write_newest_first(vault: Vault, clock: Clock) -> None:
+    a = vault.remember("fact", "a", "first").id
+    clock.advance(1000)
+    b = vault.remember("fact", "b", "second").id
+    clock.advance(1000)
+    vault.remember("fact", "a", "first, revised")
+    clock.advance(1000)
+    vault.forget(b)
+    page = vault.recent()
+    assert [(e.id, e.version, e.change) for e in page.items] == [(b, 2, "archive"), (a, 2, "update"), (b, 1, "create"),
+                                                                  (a, 1, "create")]
+    assert [e.recorded_from_ms for e in page.items] == sorted((e.recorded_from_ms for e in page.items), reverse=True)
+    assert page.items[1].content == "first, revised" and not page.has_more and page.next_cursor is None
+
+
+def test_recent_pages_by_cursor_and_never_repeats_while_writes_go_on(vault: Vault, clock: Clock) -> None:
+    for i in range(7):
+        vault.remember("fact", f"k{i}", f"text {i}")
+        clock.advance(10)
+    seen: list[tuple[int, int]] = []
+    cursor = None
+    while True:
+        page = vault.recent(cursor=cursor, limit=3)
+        seen += [(e.id, e.version) for e in page.items]
+        vault.remember("fact", f"later-{len(seen)}", "written while paging")  # newer than any page: never shown
+        if not page.has_more:
+            break
+        cursor = page.next_cursor
+    assert len(seen) == len(set(seen)) == 7
+
+
+def test_recent_keeps_to_its_scope_and_refuses_a_cursor_of_another(vault: Vault) -> None:
+    vault.remember("fact", "a", "alice's", agent_id="alice")
+    vault.remember("fact", "b", "bob's", agent_id="bob")
+    vault.remember("fact", "c", "bob's again", agent_id="bob")
+    assert [e.agent_id for e in vault.recent(agent_id="alice").items] == ["alice"]
+    cursor = vault.recent(agent_id="bob", limit=1).next_cursor
+    assert cursor is not None
+    with pytest.raises(InvalidInput) as err:
+        vault.recent(cursor=cursor, agent_id="alice")
+    assert err.value.field == "cursor"

@@ -171,6 +171,17 @@ def test_get_memory_is_verbatim(imported: Vault, folder: Path) -> None:
         imported.get_memory("Opinions", "Nope")
     with pytest.raises(NotFound):
         imported.get_memory("Nope")
+    assert whole.entries is None  # listed only when asked for
+
+
+def test_get_memory_lists_its_entries_when_asked(imported: Vault) -> None:
+    whole = imported.get_memory("Opinions", entries=True)
+    assert whole.entries is not None and len(whole.entries) == imported.list_memory_files().files[
+        [f.file for f in imported.list_memory_files().files].index("Opinions")].entries
+    assert all(e.file == "Opinions" and e.text in whole.text for e in whole.entries)
+    section = imported.get_memory("Opinions", "Work pace", entries=True)
+    assert section.entries and {e.section for e in section.entries} == {"Work pace"}
+    assert section.entries[0].date == "2018-11-20"
 
 
 def test_add_then_delete_leaves_the_file_byte_identical(vault: Vault, folder: Path, clock: Clock) -> None:
