@@ -62,6 +62,8 @@ from .params import (
 from .plugins import INSTALL_HINTS, Plugin
 from .keys import read_secret_file
 from .vault import Vault
+from .checkpoints import ChannelBlob, Checkpoints, StoredCheckpoint, TaskWrite
+from .keyvalue import KeyValues
 from .migrate import migrate
 from .roles import bind_role
 from .verbs import ALIASES, BY_NAME, PROFILES, VERBS, Verb
@@ -84,6 +86,8 @@ __all__ = [
     "MAX_TOPIC_PATH_CHARS",
     "PROFILES",
     "VERBS",
+    "ChannelBlob",
+    "Checkpoints",
     "CheckReport",
     "CommunitiesResult",
     "Community",
@@ -106,6 +110,7 @@ __all__ = [
     "HygieneReport",
     "ImportReport",
     "InvalidInput",
+    "KeyValues",
     "LazyEmbedder",
     "Link",
     "MemoryRecallResult",
@@ -124,6 +129,8 @@ __all__ = [
     "SetupError",
     "Stats",
     "StorageError",
+    "StoredCheckpoint",
+    "TaskWrite",
     "TraverseNode",
     "TraverseResult",
     "TriggeredItem",

@@ -7,6 +7,8 @@ One module per LangChain component, named as LangChain names its own:
 - :class:`PerseusVaultChatMessageHistory` (``chat_message_histories``): a persisted transcript per session
   whose messages are memories.
 - :class:`PerseusVaultStore` (``stores``): LangGraph's long-term memory, a ``BaseStore``.
+- :class:`PerseusVaultSaver` (``checkpoint``): LangGraph's checkpointer, a ``BaseCheckpointSaver`` (sync and
+  async), keeping a graph's threads in the same vault.
 - :class:`PerseusVaultEmbeddings` / :class:`LangChainEmbedder` (``embeddings``): embeddings across the
   boundary, both ways.
 
@@ -19,8 +21,9 @@ from __future__ import annotations
 from ..extras import require
 
 # First, so that a missing framework is named once, here, before the modules below import it.
-require("langchain", "the LangChain adapters", "langchain_core", "langgraph.store.base")
+require("langchain", "the LangChain adapters", "langchain_core", "langgraph.store.base", "langgraph.checkpoint.base")
 
+from .checkpoint import PerseusVaultSaver
 from .chat_message_histories import PerseusVaultChatMessageHistory
 from .embeddings import LangChainEmbedder, PerseusVaultEmbeddings
 from .retrievers import PerseusVaultRetriever
@@ -32,6 +35,7 @@ __all__ = [
     "PerseusVaultChatMessageHistory",
     "PerseusVaultEmbeddings",
     "PerseusVaultRetriever",
+    "PerseusVaultSaver",
     "PerseusVaultStore",
     "PerseusVaultVectorStore",
 ]

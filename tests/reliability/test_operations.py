@@ -195,6 +195,7 @@ def test_a_newer_schema_is_refused_and_left_untouched(db_path: Path) -> None:
 LATER_OBJECTS = {
     2: ["DROP TABLE version_vectors", "DELETE FROM vault_meta WHERE key IN ('embedding_model', 'embedding_dimension')"],
     3: ["DROP TABLE trigger_vectors", "DROP INDEX links_closed"],
+    4: ["DROP TABLE checkpoints", "DROP TABLE checkpoint_blobs", "DROP TABLE checkpoint_writes", "DROP TABLE kv_entries"],
 }
 
 

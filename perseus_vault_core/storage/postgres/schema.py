@@ -190,6 +190,65 @@ CREATE EXTENSION IF NOT EXISTS vector;
 ALTER TABLE version_vectors ADD COLUMN vec vector;
 """
 
+# Framework state beside the memories (checkpoints.py, keyvalue.py): the SQLite schema's step 4, column for
+# column. Each row carries its scope, so row-level security admits a bound role's own rows, as it does entities.
+# Checkpoints list newest first by their ids, compared as bytes ("C"), as SQLite compares text.
+_STATE_TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes", "kv_entries")
+V8 = """
+CREATE TABLE checkpoints (
+    agent_id             text NOT NULL DEFAULT '',
+    workspace_hash       text NOT NULL DEFAULT '',
+    thread_id            text COLLATE "C" NOT NULL,
+    checkpoint_ns        text COLLATE "C" NOT NULL,
+    checkpoint_id        text COLLATE "C" NOT NULL,
+    parent_checkpoint_id text,
+    run_id               text,
+    type                 text NOT NULL,
+    checkpoint           bytea NOT NULL,
+    channel_versions     text NOT NULL,
+    metadata             text NOT NULL,
+    PRIMARY KEY (agent_id, workspace_hash, thread_id, checkpoint_ns, checkpoint_id)
+);
+CREATE TABLE checkpoint_blobs (
+    agent_id       text NOT NULL DEFAULT '',
+    workspace_hash text NOT NULL DEFAULT '',
+    thread_id      text NOT NULL,
+    checkpoint_ns  text NOT NULL,
+    channel        text NOT NULL,
+    version        text NOT NULL,
+    type           text NOT NULL,
+    blob           bytea,
+    PRIMARY KEY (agent_id, workspace_hash, thread_id, checkpoint_ns, channel, version)
+);
+CREATE TABLE checkpoint_writes (
+    agent_id       text NOT NULL DEFAULT '',
+    workspace_hash text NOT NULL DEFAULT '',
+    thread_id      text NOT NULL,
+    checkpoint_ns  text NOT NULL,
+    checkpoint_id  text NOT NULL,
+    task_id        text NOT NULL,
+    idx            bigint NOT NULL,
+    channel        text NOT NULL,
+    type           text NOT NULL,
+    blob           bytea NOT NULL,
+    task_path      text NOT NULL DEFAULT '',
+    PRIMARY KEY (agent_id, workspace_hash, thread_id, checkpoint_ns, checkpoint_id, task_id, idx)
+);
+CREATE TABLE kv_entries (
+    agent_id       text NOT NULL DEFAULT '',
+    workspace_hash text NOT NULL DEFAULT '',
+    collection     text NOT NULL,
+    key            text NOT NULL,
+    value          text NOT NULL,
+    updated_at_ms  bigint NOT NULL,
+    PRIMARY KEY (agent_id, workspace_hash, collection, key)
+);
+""" + "".join(f"""
+ALTER TABLE {table} ENABLE ROW LEVEL SECURITY;
+CREATE POLICY scoped ON {table}
+    USING ((agent_id, workspace_hash) IN (SELECT agent_id, workspace_hash FROM vault_scopes));
+""" for table in _STATE_TABLES)
+
 Migration = Callable[[PgConnection], None]
 
 
@@ -210,6 +269,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (5, "identity sequences follow the ids given", _script(V5)),
     (6, "pgvector column", _script(V6)),
     (7, "row-level security by scope", _script(tenancy.SCHEMA)),
+    (8, "graph checkpoints, key-value collections", _script(V8)),
 ]
 LATEST = MIGRATIONS[-1][0]
 

@@ -13,7 +13,8 @@ the rows whose entity or version the role can see, by a subquery on the table ab
 own policy already limits: versions by their entity, links by both their entities, vectors by their
 version, the change log by its version (and the rebuild marks, vid 0),
 trigger-phrase vectors by a visible version whose ``recall_when`` holds the phrase; keyword postings and
-documents carry their entity's scope, and admit the role's. ``next_id`` must see
+documents carry their entity's scope, and admit the role's, as the framework state of migration 8 does
+(checkpoints, their blobs and writes, key-value entries). ``next_id`` must see
 past every tenant's ids, so it reads them through ``pv_next_id`` (``SECURITY DEFINER`` too): it learns a
 number, never a row.
 
@@ -90,7 +91,8 @@ def bind_role(conn: Connection, role: str, agent_id: str, workspace_hash: str) -
     for grant in (
         f"GRANT USAGE ON SCHEMA {_schema(conn)} TO {role}",
         f"GRANT SELECT, INSERT, UPDATE, DELETE ON entities, entity_versions, links, version_vectors, keyword_docs, "
-        f"keyword_postings, head_changes, trigger_vectors TO {role}",
+        f"keyword_postings, head_changes, trigger_vectors, checkpoints, checkpoint_blobs, checkpoint_writes, "
+        f"kv_entries TO {role}",
         f"GRANT SELECT, INSERT, UPDATE ON vault_meta TO {role}",
         f"GRANT SELECT ON _migrations, vault_scopes TO {role}",
         f"GRANT USAGE, SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA {_schema(conn)} TO {role}",

@@ -23,7 +23,9 @@ Layout (version 1):
 - ``links``: typed, weighted, directed edges with their own transaction-time history.
 
 Version 2 adds ``version_vectors``: one embedding per version (see :mod:`.vectors`); version 3
-``trigger_vectors``: embeddings of ``recall_when`` phrases (see ``proactive.py``).
+``trigger_vectors``: embeddings of ``recall_when`` phrases (see ``proactive.py``); version 4 the state
+frameworks keep beside the memories: a graph's checkpoints (``checkpoints``, ``checkpoint_blobs``,
+``checkpoint_writes``; see ``checkpoints.py``) and key-value collections (``kv_entries``; ``keyvalue.py``).
 """
 
 from __future__ import annotations
@@ -161,11 +163,70 @@ def _v3(conn: Connection) -> None:
     conn.execute("CREATE INDEX links_closed ON links(recorded_to_ms) WHERE recorded_to_ms IS NOT NULL")
 
 
+# Framework state that is not memory (checkpoints.py, keyvalue.py): never recalled, embedded or versioned, so
+# tables of their own rather than entities. Each row carries its scope first, as the entities do.
+V4 = """
+        CREATE TABLE checkpoints (
+            agent_id             TEXT NOT NULL DEFAULT '',
+            workspace_hash       TEXT NOT NULL DEFAULT '',
+            thread_id            TEXT NOT NULL,
+            checkpoint_ns        TEXT NOT NULL,
+            checkpoint_id        TEXT NOT NULL,
+            parent_checkpoint_id TEXT,
+            run_id               TEXT,
+            type                 TEXT NOT NULL,
+            checkpoint           BLOB NOT NULL,
+            channel_versions     TEXT NOT NULL,
+            metadata             TEXT NOT NULL,
+            PRIMARY KEY (agent_id, workspace_hash, thread_id, checkpoint_ns, checkpoint_id)
+        );
+        CREATE TABLE checkpoint_blobs (
+            agent_id       TEXT NOT NULL DEFAULT '',
+            workspace_hash TEXT NOT NULL DEFAULT '',
+            thread_id      TEXT NOT NULL,
+            checkpoint_ns  TEXT NOT NULL,
+            channel        TEXT NOT NULL,
+            version        TEXT NOT NULL,
+            type           TEXT NOT NULL,
+            blob           BLOB,
+            PRIMARY KEY (agent_id, workspace_hash, thread_id, checkpoint_ns, channel, version)
+        );
+        CREATE TABLE checkpoint_writes (
+            agent_id       TEXT NOT NULL DEFAULT '',
+            workspace_hash TEXT NOT NULL DEFAULT '',
+            thread_id      TEXT NOT NULL,
+            checkpoint_ns  TEXT NOT NULL,
+            checkpoint_id  TEXT NOT NULL,
+            task_id        TEXT NOT NULL,
+            idx            INTEGER NOT NULL,
+            channel        TEXT NOT NULL,
+            type           TEXT NOT NULL,
+            blob           BLOB NOT NULL,
+            task_path      TEXT NOT NULL DEFAULT '',
+            PRIMARY KEY (agent_id, workspace_hash, thread_id, checkpoint_ns, checkpoint_id, task_id, idx)
+        );
+        CREATE TABLE kv_entries (
+            agent_id       TEXT NOT NULL DEFAULT '',
+            workspace_hash TEXT NOT NULL DEFAULT '',
+            collection     TEXT NOT NULL,
+            key            TEXT NOT NULL,
+            value          TEXT NOT NULL,
+            updated_at_ms  INTEGER NOT NULL,
+            PRIMARY KEY (agent_id, workspace_hash, collection, key)
+        );
+"""
+
+
+def _v4(conn: Connection) -> None:
+    run_script(conn, V4)
+
+
 Migration = Callable[[Any], None]
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "entities, versions, keyword indexes, links", _v1),
     (2, "vectors", _v2),
     (3, "trigger phrase vectors, closed-links index", _v3),
+    (4, "graph checkpoints, key-value collections", _v4),
 ]
 LATEST = MIGRATIONS[-1][0]
 

@@ -15,7 +15,8 @@ from perseus_vault_core.storage.postgres.connection import PgConnection, connect
 from perseus_vault_core.storage.meta import get_meta, set_meta
 from perseus_vault_core.storage.postgres.schema import LATEST, current_version, migrate, next_id
 
-SHARED = ("vault_meta", "entities", "entity_versions", "links", "version_vectors", "trigger_vectors")
+SHARED = ("vault_meta", "entities", "entity_versions", "links", "version_vectors", "trigger_vectors", "checkpoints",
+          "checkpoint_blobs", "checkpoint_writes", "kv_entries")
 
 
 @pytest.fixture

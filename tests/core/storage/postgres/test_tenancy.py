@@ -123,3 +123,26 @@ def test_the_command_line_binds_a_role_and_a_file_has_none(pg_url: str, tmp_path
             admin.execute(f"DROP ROLE {role}")
     with Vault(tmp_path / "v.db", embedder=False) as lite, pytest.raises(NotSupported, match="needs a PostgreSQL vault"):
         bind_role(lite, "anyone", agent_id="alice")
+
+
+def test_a_bound_role_sees_and_writes_its_own_checkpoints_and_key_values_only(
+        vaults: tuple[Vault, Vault, dict[str, int]]) -> None:
+    """The framework state of migration 8 carries its scope, and row-level security admits the bound role's."""
+    from perseus_vault_core import ChannelBlob, Checkpoints, KeyValues
+
+    owner, bound, _ = vaults
+    for scope in (ALICE, BOB):
+        Checkpoints(owner, **scope).put("t", "", "1", parent_checkpoint_id=None, type="json", checkpoint=b"{}",
+                                        metadata={}, channel_versions={"c": "1"},
+                                        blobs=[ChannelBlob("c", "1", "json", scope["agent_id"].encode())])
+        KeyValues(owner, **scope).put("docs", "k", {"who": scope["agent_id"]})
+    # Bound to alice, with the vault's own scope filter pointed at bob: the database still shows alice's rows.
+    as_bob = Checkpoints(bound, **BOB)
+    bob_rows = bound._engine.read(lambda c: c.execute("SELECT agent_id FROM checkpoint_blobs").fetchall())
+    assert bob_rows == [("alice",)]
+    assert as_bob.get("t") is None and KeyValues(bound, **BOB).get("docs", "k") is None
+    stored = Checkpoints(bound, **ALICE).get("t")
+    assert stored is not None and stored.blobs[0].data == b"alice"
+    with pytest.raises(StorageError, match="row-level security"):
+        KeyValues(bound, **BOB).put("docs", "forged", {"who": "alice"})
+    assert KeyValues(owner, **BOB).get_all("docs") == {"k": {"who": "bob"}}
