@@ -1,4 +1,5 @@
 """PerseusVaultRetriever: langchain-tests' standard suite in every recall mode, then documents,
+VectorStoreRetriever's conventions (search_type, search_kwargs) as a user's LCEL chain meets them,
 per-call arguments, filters, async off the event loop, and the bundled model."""
 
 from __future__ import annotations
@@ -120,8 +121,8 @@ def test_every_recall_field_is_a_retriever_field() -> None:
     from perseus_vault_core import RecallParams
 
     fields = set(PerseusVaultRetriever.model_fields)
-    assert set(RecallParams.model_fields) - {"query", "limit"} <= fields
-    assert "k" in fields
+    assert set(RecallParams.model_fields) - {"query", "limit", "where"} <= fields  # where is search_kwargs' filter
+    assert {"k", "search_type", "search_kwargs"} <= fields and "where" not in fields
 
 
 def test_filters_and_knobs_as_fields(vault: Vault, clock: Clock) -> None:
@@ -153,10 +154,11 @@ def test_bad_arguments_are_named(vault: Vault) -> None:
     assert err.value.field == "bogus"
     with pytest.raises(InvalidInput) as err:
         retriever.invoke("database", k=0)
-    assert err.value.field == "limit"
-    with pytest.raises(InvalidInput) as err:
+    assert err.value.field == "search_kwargs.k"
+    with pytest.raises(InvalidInput, match="limit: use k") as err:
         retriever.invoke("database", limit=3)
-    assert err.value.field == "limit"
+    with pytest.raises(InvalidInput, match="where: use filter"):
+        retriever.invoke("database", where={"project": "x"})
     with pytest.raises(ValueError):
         PerseusVaultRetriever(vault=vault, mode="semantic")  # type: ignore[arg-type]
 
@@ -202,3 +204,88 @@ def test_the_bundled_model_answers_by_meaning(tmp_path: Path, real_embedder: Any
         fill(v)
         docs = PerseusVaultRetriever(vault=v, k=1, mode="dense").invoke("pets at home")
         assert docs[0].metadata["key"] == "pets"  # no word in common: meaning alone found it
+
+
+# --- VectorStoreRetriever's conventions --------------------------------------------------------
+
+
+def test_search_kwargs_k_is_the_number_of_documents(vault: Vault) -> None:
+    assert len(PerseusVaultRetriever(vault, search_kwargs={"k": 1}).invoke("SQLite database")) == 1
+    assert len(PerseusVaultRetriever(vault, search_kwargs={"k": 2}, mode="fts5").invoke("database")) == 2
+    assert len(PerseusVaultRetriever(vault, k=2, search_kwargs={"k": 2}).invoke("database")) == 2  # the same twice
+    retriever = PerseusVaultRetriever(vault, search_kwargs={"k": 3})
+    assert len(retriever.invoke("database", k=1)) == 1  # a call's own wins, as in VectorStoreRetriever
+
+
+def test_an_lcel_chain_reads_the_documents_search_kwargs_ask_for(vault: Vault) -> None:
+    """A RAG chain as LangChain's docs write it; the parrot model answers with the prompt it was given."""
+    from langchain_core.language_models.fake_chat_models import ParrotFakeChatModel
+    from langchain_core.output_parsers import StrOutputParser
+    from langchain_core.prompts import ChatPromptTemplate
+    from langchain_core.runnables import RunnablePassthrough
+
+    def chain(retriever: PerseusVaultRetriever) -> Any:
+        prompt = ChatPromptTemplate.from_template("Context:\n{context}\n\nQuestion: {question}")
+        return ({"context": retriever | (lambda docs: "\n".join(f"- {d.page_content}" for d in docs)),
+                 "question": RunnablePassthrough()} | prompt | ParrotFakeChatModel() | StrOutputParser())
+
+    answer = chain(PerseusVaultRetriever(vault, search_kwargs={"k": 2}, mode="fts5")).invoke("database")
+    assert answer.startswith("Context:\n- ") and answer.count("\n- ") == 2  # four memories match: k cut two
+    answer = chain(PerseusVaultRetriever(vault, search_kwargs={"k": 3}, mode="fts5", category="insight")
+                   ).invoke("database")
+    assert answer.count("\n- ") == 2  # the category field applies too: two insights about databases
+    assert "Our database stays under 2 GB" in answer and "Database writers retry" in answer
+
+
+def test_similarity_score_threshold_keeps_what_scores_at_least_the_threshold(vault: Vault) -> None:
+    everything = PerseusVaultRetriever(vault, k=10, mode="fts5", min_score=None).invoke("SQLite database WAL")
+    scores = sorted(d.metadata["score"] for d in everything)
+    cut = (scores[-1] + scores[-2]) / 2  # between the best and the second best
+    kept = PerseusVaultRetriever(vault, mode="fts5", search_type="similarity_score_threshold",
+                                 search_kwargs={"score_threshold": cut, "k": 10}).invoke("SQLite database WAL")
+    assert [d.metadata["score"] for d in kept] == [scores[-1]] and scores[-1] >= cut > scores[-2]
+
+
+def test_mmr_trades_relevance_for_diversity(tmp_path: Path, real_embedder: Any) -> None:
+    """With the bundled model: three near-copies of one fact and one other fact about the same question;
+    plain similarity returns the copies, MMR at lambda_mult=0.2 brings the other fact in."""
+    with Vault(tmp_path / "mmr.db", embedder=real_embedder) as v:
+        for i, text in enumerate(["The vault stores its data in SQLite.", "The vault keeps its data in SQLite.",
+                                  "Vault data lives in an SQLite file.", "Backups of the vault data run nightly."]):
+            v.remember(category="note", key=f"n{i}", content=text)
+        similar = PerseusVaultRetriever(v, search_kwargs={"k": 2}, mode="dense").invoke("where is the vault data")
+        assert {d.metadata["key"] for d in similar} <= {"n0", "n1", "n2"}
+        diverse = PerseusVaultRetriever(v, search_type="mmr", mode="dense",
+                                        search_kwargs={"k": 2, "fetch_k": 4, "lambda_mult": 0.2}
+                                        ).invoke("where is the vault data")
+        assert len(diverse) == 2 and "n3" in {d.metadata["key"] for d in diverse}
+        assert diverse[0].id == similar[0].id  # MMR starts from the most relevant
+
+
+def test_mmr_needs_an_embedder(tmp_path: Path) -> None:
+    with Vault(tmp_path / "keyword.db", embedder=False) as v:
+        fill(v)
+        with pytest.raises(NotSupported, match="search_type='mmr'.*without an embedder"):
+            PerseusVaultRetriever(v, search_type="mmr").invoke("database")
+
+
+@pytest.mark.parametrize(("fields", "field", "message"), [
+    ({"search_kwargs": {"kk": 1}}, "kk", "did you mean 'k'"),
+    ({"search_kwargs": {"topic_path": "x"}}, "search_kwargs.topic_path", "is a recall parameter"),
+    ({"search_kwargs": {"k": 0}}, "search_kwargs.k", "whole number"),
+    ({"search_kwargs": {"filter": "project = x"}}, "search_kwargs.filter", "must be a where filter"),
+    ({"search_type": "similarity_score_threshold"}, "search_kwargs.score_threshold", "is required"),
+    ({"search_kwargs": {"score_threshold": 0.5}}, "search_kwargs.score_threshold", "applies only with"),
+    ({"search_kwargs": {"fetch_k": 10}}, "search_kwargs.fetch_k", "applies only with search_type='mmr'"),
+    ({"search_type": "mmr", "search_kwargs": {"lambda_mult": 2}}, "search_kwargs.lambda_mult", "from 0"),
+    ({"search_type": "semantic"}, "search_type", "must be one of"),
+    ({"k": 3, "search_kwargs": {"k": 2}}, "k", "is given twice"),
+    ({"min_score": 0.2, "search_type": "similarity_score_threshold", "search_kwargs": {"score_threshold": 0.3}},
+     "min_score", "give one of them"),
+])
+def test_conventions_are_checked_when_the_retriever_is_made(tmp_path: Path, fields: dict[str, Any], field: str,
+                                                            message: str) -> None:
+    with pytest.raises(InvalidInput, match=message) as refused:
+        PerseusVaultRetriever(tmp_path / "never.db", **fields)
+    assert refused.value.field == field
+    assert not (tmp_path / "never.db").exists()
