@@ -6,7 +6,10 @@ fit it:
 - a list of values passed as one parameter (a JSON array, so that the statement's text is the same
   however many ids it carries, and SQLite's statement cache keeps it): SQLite reads it with
   ``json_each``, Postgres with ``json_array_elements_text``, which gives text that must be cast;
-- reading one field of a JSON column: ``json_extract`` on SQLite, ``->>`` on Postgres.
+- reading one field of a JSON column: ``json_extract`` on SQLite, ``->>`` on Postgres;
+- a where filter's tests on a body field (:mod:`where`): SQLite's ``json_type``/``json_extract``/``json_each``
+  over the text, Postgres's ``jsonb`` operators, with its strings ordered by code point (``COLLATE "C"``,
+  as SQLite's BINARY orders UTF-8) and its numbers compared as ``jsonb`` (exact, as SQLite compares).
 
 Each is a method of :class:`Dialect`, and :func:`dialect` gives the one a connection speaks: a
 backend's connection that is not SQLite's carries its own as ``conn.dialect``. What differs only in
@@ -17,8 +20,20 @@ services rather than in :mod:`.storage`, which imports them.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
+
+
+@dataclass(frozen=True)
+class JsonNode:
+    """A JSON value inside a row, for :mod:`where`'s tests: ``type``, an expression of its JSON type (NULL
+    when absent; ``'array'`` and ``'null'`` are spelled alike in both dialects); ``value``, the value itself
+    (SQLite: an SQL value; Postgres: ``jsonb``); ``source``, what :meth:`Dialect.json_elements` walks."""
+
+    type: str
+    value: str
+    source: str = ""
 
 
 @dataclass(frozen=True)
@@ -59,6 +74,63 @@ class Dialect:
             return f"json_type({document}, '$.{name}') = 'integer'"
         return (f"(json_typeof(CAST({document} AS json) -> '{name}') = 'number' "
                 f"AND (CAST({document} AS json) ->> '{name}') ~ '^-?[0-9]+$')")
+
+
+    # --- a where filter's body tests (where.py) ---
+
+    def json_path(self, keys: tuple[str, ...]) -> str:
+        """The parameter naming a nested field (keys hold no quote or backslash: where.field checks)."""
+        if self.name == "sqlite":
+            return "$" + "".join(f'."{k}"' for k in keys)
+        return "{" + ",".join(f'"{k}"' for k in keys) + "}"
+
+    def json_node(self, document: str, path: str) -> JsonNode:
+        """The value at ``path`` (a :meth:`json_path` parameter) in a JSON text column."""
+        if self.name == "sqlite":
+            return JsonNode(f"json_type({document}, {path})", f"json_extract({document}, {path})",
+                            f"{document}, {path}")
+        at = f"(CAST({document} AS jsonb) #> CAST({path} AS text[]))"
+        return JsonNode(f"jsonb_typeof({at})", at, at)
+
+    def json_elements(self, node: JsonNode, alias: str) -> str:
+        """A table of the elements of the list ``node`` holds, as ``alias`` (see :meth:`json_element`)."""
+        if self.name == "sqlite":
+            return f"json_each({node.source}) {alias}"
+        return f"jsonb_array_elements({node.source}) {alias}(value)"
+
+    def json_element(self, alias: str) -> JsonNode:
+        if self.name == "sqlite":
+            return JsonNode(f"{alias}.type", f"{alias}.value")
+        return JsonNode(f"jsonb_typeof({alias}.value)", f"{alias}.value")
+
+    def json_is(self, node: JsonNode, kind: str) -> str:
+        """True where ``node`` is of ``kind``: text, number, true or false."""
+        if self.name == "sqlite":
+            return {"text": f"{node.type} = 'text'", "number": f"{node.type} IN ('integer', 'real')"}.get(
+                kind, f"{node.type} = '{kind}'")
+        if kind in ("true", "false"):
+            return f"{node.value} = CAST('{kind}' AS jsonb)"
+        return f"{node.type} = '{'string' if kind == 'text' else 'number'}'"
+
+    def json_value(self, node: JsonNode, kind: str) -> str:
+        """``node``'s value where it is of ``kind`` (text or number), in a form ordered as its kind is."""
+        if self.name == "sqlite" or kind == "number":
+            return node.value
+        return f"({node.value} #>> '{{}}') COLLATE \"C\""
+
+    def json_operand(self, param: str, kind: str) -> str:
+        """A parameter (made by :meth:`json_param`) compared with a :meth:`json_value` of ``kind``."""
+        return f"CAST({param} AS jsonb)" if self.name != "sqlite" and kind == "number" else param
+
+    def json_param(self, value: str | int | float) -> Any:
+        """A value bound for :meth:`json_operand` (Postgres compares numbers as ``jsonb``)."""
+        if self.name != "sqlite" and not isinstance(value, str):
+            return json.dumps(value)
+        return value
+
+    def ordered(self, column: str) -> str:
+        """A text column ordered by code point, as SQLite's BINARY collation orders UTF-8."""
+        return column if self.name == "sqlite" else f'{column} COLLATE "C"'
 
 
 SQLITE = Dialect("sqlite")

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from . import where as where_filter
 from .dialect import Dialect, dialect
 from .params import Filters
 
@@ -72,11 +73,17 @@ def _valid_at(alias: str, param: str) -> str:
     )
 
 
-# What the current view's rule reads of a head, in this order: the columns of :attr:`View.rule`.
+# What the current view's rule reads of a head, in this order: the columns of :attr:`View.rule`. The first
+# nine are the view's own; the others are what else a where may name (where.COLUMNS), so that a where on
+# those alone is judged in memory too.
 RULE_COLUMNS = (
     "v.valid_from_ms", "v.valid_to_ms", "v.status", "v.expires_at_ms", "e.agent_id", "e.workspace_hash",
     "e.category", "v.type", "v.topic_path",
+    *dict.fromkeys(c for c, _ in where_filter.COLUMNS.values() if c not in (
+        "v.valid_from_ms", "v.valid_to_ms", "v.status", "v.expires_at_ms", "e.agent_id", "e.workspace_hash",
+        "e.category", "v.type", "v.topic_path")),
 )
+_RULE_AT = {name: RULE_COLUMNS.index(column) for name, (column, _) in where_filter.COLUMNS.items()}
 Rule = Callable[[Sequence[Any]], bool]
 
 
@@ -95,6 +102,7 @@ class View:
     historical: bool = False
     narrowed: bool = False  # limited to a list of entities (``:only_ids``, see :func:`narrow`)
     rule: Rule | None = None
+    condition: where_filter.Node | None = None  # the caller's where filter, parsed (its SQL is in ``where``)
 
     @property
     def scope(self) -> tuple[str | None, str | None]:
@@ -107,8 +115,10 @@ class View:
         return self.scope != (None, None)
 
 
-def view(filters: Filters, now_ms: int) -> View:
-    """Build the visibility clause for ``filters``, judging time at ``now_ms`` unless told otherwise."""
+def view(filters: Filters, now_ms: int, d: Dialect | None = None) -> View:
+    """Build the visibility clause for ``filters``, judging time at ``now_ms`` unless told otherwise.
+    ``d``: the dialect of the connection that will run it (:func:`dialect.dialect`), which a ``where``
+    filter needs."""
     now = filters.query_time_unix_ms if filters.query_time_unix_ms is not None else now_ms
     params: dict[str, Any] = {}
     clauses: list[str] = []
@@ -156,21 +166,32 @@ def view(filters: Filters, now_ms: int) -> View:
             "pv_decay(:decay_now, e.last_accessed_ms, v.updated_at_ms, e.retrieval_count) >= :min_decay"
         )
         params.update(decay_now=now, min_decay=filters.min_decay)
-    current = not filters.time_travel and filters.min_decay is None
+    condition = None
+    if filters.where is not None:
+        if d is None:
+            raise TypeError("view(): a where filter needs the connection's dialect")
+        text, more = where_filter.sql(filters.where, d)
+        clauses.append(text)
+        params.update(more)
+        condition = where_filter.parse(filters.where)
+    # The rule judges a head by its columns: a where that reads a body field is left to SQL.
+    current = not filters.time_travel and filters.min_decay is None and (
+        condition is None or where_filter.columns_only(condition))
     return View(" AND ".join(clauses), params, instant, historical=filters.time_travel,
-                rule=head_rule(filters, now) if current else None)
+                rule=head_rule(filters, now, condition) if current else None, condition=condition)
 
 
-def head_rule(filters: Filters, now: int) -> Rule:
+def head_rule(filters: Filters, now: int, condition: where_filter.Node | None = None) -> Rule:
     """The current view's clause (above) as a test of a head's :data:`RULE_COLUMNS`, operation for
-    operation; a NULL compares false, as in SQL."""
+    operation; a NULL compares false, as in SQL. ``condition``: a where on columns only
+    (:func:`where.columns_only`), judged by :func:`where.evaluate`."""
     archived, agent, workspace = filters.include_archived, filters.agent_id, filters.workspace_hash
     category, kind = filters.category, filters.type
     prefix = (filters.topic_path or "").strip().strip("/") or None
     under = f"{prefix}/" if prefix else ""
 
     def rule(row: Sequence[Any]) -> bool:
-        valid_from, valid_to, status, expires, agent_id, workspace_hash, cat, typ, topic = row
+        valid_from, valid_to, status, expires, agent_id, workspace_hash, cat, typ, topic = row[:9]
         if (valid_from is not None and valid_from > now) or (valid_to is not None and valid_to <= now):
             return False
         if not archived and (status != "active" or (expires is not None and expires <= now)):
@@ -179,7 +200,9 @@ def head_rule(filters: Filters, now: int) -> Rule:
             return False
         if (category is not None and cat != category) or (kind is not None and typ != kind):
             return False
-        return prefix is None or (topic is not None and (topic == prefix or topic[: len(under)] == under))
+        if prefix is not None and (topic is None or (topic != prefix and topic[: len(under)] != under)):
+            return False
+        return condition is None or where_filter.evaluate(condition, lambda name: row[_RULE_AT[name]])
 
     return rule
 
@@ -190,7 +213,8 @@ def narrow(v: View, ids: list[int], d: Dialect) -> View:
     Searches over a narrowed view start from the ids (exact, and cheap for a short list) instead
     of ranking the whole store and walking down to them."""
     where = f"{v.where} AND e.id IN (SELECT value FROM {d.ids(':only_ids')} j)"
-    return View(where, dict(v.params, only_ids=id_list(ids)), v.instant, v.historical, narrowed=True)
+    return View(where, dict(v.params, only_ids=id_list(ids)), v.instant, v.historical, narrowed=True,
+                condition=v.condition)
 
 
 def scope_clauses(agent_id: str | None, workspace_hash: str | None, params: dict[str, Any]) -> list[str]:

@@ -36,6 +36,7 @@ import numpy as np
 from . import store
 from .actionability import actionability
 from .dense import cosine
+from .dialect import dialect
 from .embeddings import embedding_text
 from .filters import FROM_VERSIONS_FIRST, view
 from .graphrag.communities import SUMMARY_TYPE
@@ -83,7 +84,7 @@ def hygiene(backend: Backend, conn: Connection, filters: Filters, now_ms: int, m
 def read(backend: Backend, conn: Connection, filters: Filters, now_ms: int) -> tuple[list[Memory], int]:
     """The active memories ``filters`` select (expired ones included), by id, with their stored
     vectors; and the instant they were judged at."""
-    v = view(filters.model_copy(update={"include_archived": True}), now_ms)
+    v = view(filters.model_copy(update={"include_archived": True}), now_ms, dialect(conn))
     recorded = backend.vectors.model(conn)
     vector_bytes = 4 * recorded[1] if recorded is not None else -1
     sql = (

@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from . import store
+from .dialect import dialect
 from .engine import Engine
 from .errors import NotSupported, VaultError
 from .filters import FROM, View, view
@@ -227,10 +228,10 @@ NOT_IN_PREPARE = (SUMMARY_TYPE, FILE_TYPE)
 
 def recall_when(engine: Engine, p: RecallWhenParams) -> RecallWhenResult:
     """Entities whose trigger phrases match ``p.context``, best first (the module docstring's rules)."""
-    f = Filters(type=p.type, category=p.category, topic_path=p.topic_path, agent_id=p.agent_id,
+    f = Filters(type=p.type, category=p.category, topic_path=p.topic_path, where=p.where, agent_id=p.agent_id,
                 workspace_hash=p.workspace_hash, query_time_unix_ms=p.query_time_unix_ms)
-    v = view(f, engine.now())
     with engine.reading() as conn:
+        v = view(f, engine.now(), dialect(conn))
         rows = candidates(conn, v)
         stored_model = engine.backend.vectors.model(conn)
     usable = stored_model is not None and engine.embedder is not None
@@ -287,18 +288,21 @@ def prepare(engine: Engine, p: PrepareParams) -> PrepareResult:
     triggered: list[tuple[TriggeredItem, str]] = []
     if p.triggered:
         found = recall_when(engine, validate(RecallWhenParams, {
-            "context": p.context, "limit": p.triggered, "semantic": p.semantic, **scope}))
+            "context": p.context, "limit": p.triggered, "semantic": p.semantic, "where": p.where, **scope}))
         triggered = [(item, item.trigger) for item in found.items]
     related: list[RecallItem] = []
     mode = "none"
     query = p.context[-MAX_QUERY_CHARS:]  # the end of a long context is the most recent part
     if p.related and tokenize(query):
+        # Files and summaries are left out inside the query (a filter on columns: judged in memory), so the
+        # page holds as many other memories as asked for.
+        kept: dict[str, Any] = {"type": {"$nin": list(NOT_IN_PREPARE)}}
         result = engine.recall(validate(RecallParams, {
-            "query": query, "mode": p.mode, "limit": 2 * p.related + len(triggered), "reinforce": False,
-            "min_score": p.min_score, **scope}))
+            "query": query, "mode": p.mode, "limit": p.related + len(triggered), "reinforce": False,
+            "min_score": p.min_score, "where": {"$and": [p.where, kept]} if p.where else kept, **scope}))
         mode = result.search_mode
         seen = {item.id for item, _ in triggered}
-        related = [item for item in result.items if item.id not in seen and item.type not in NOT_IN_PREPARE][: p.related]
+        related = [item for item in result.items if item.id not in seen][: p.related]
     text, shown_triggered, shown_related = block(triggered, related, p.max_chars)
     if p.reinforce and (shown_triggered or shown_related):
         engine.reinforce(sorted(set(shown_triggered + shown_related)))

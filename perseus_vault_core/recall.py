@@ -88,7 +88,7 @@ def recall(
     """``only``: when given, recall among those entities alone (still under every rule of the view).
     ``vector``: a query the caller embedded; the search is then dense, by that vector, and ``query``
     is ignored."""
-    v = view(params, now_ms)
+    v = view(params, now_ms, dialect(conn))
     if only is not None:
         v = narrow(v, only, dialect(conn))
     with arms.backend.read_snapshot(conn):

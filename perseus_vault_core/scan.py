@@ -19,6 +19,7 @@ from pydantic import BaseModel
 
 from . import store
 from .dbapi import Connection
+from .dialect import dialect
 from .errors import InvalidInput
 from .filters import FROM_VERSIONS_FIRST, view
 from .models import ScanPage
@@ -56,7 +57,8 @@ def decode_cursor(cursor: str, params: BaseModel) -> int:
 def scan(conn: Connection, params: ScanParams, now_ms: int) -> ScanPage:
     after = decode_cursor(params.cursor, params) if params.cursor else 0
     # A status asked for is looked for among every status, then kept alone.
-    v = view(params.model_copy(update={"include_archived": True}) if params.status else params, now_ms)
+    v = view(params.model_copy(update={"include_archived": True}) if params.status else params, now_ms,
+             dialect(conn))
     args = dict(v.params, after=after, n=params.limit + 1)
     status = f" AND {store.status_clause(params.status, args)}" if params.status else ""
     sql = (

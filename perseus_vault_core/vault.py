@@ -25,6 +25,7 @@ from .embeddings import Embedder, backfill
 from .edge import edge, given, listed, path_text
 from .engine import Clock, Engine
 from .errors import Conflict, InvalidInput
+from .dialect import dialect
 from .filters import view
 from .fusion import Fusion
 from .graphrag import verbs as graphrag
@@ -208,7 +209,7 @@ class Vault:
         p = validate(TraverseParams, {**filters, **given(start=start, depth=depth, relations=relations,
                                                             direction=direction)})
         return self._read(lambda c, now: graph.traverse(c, p.start, p.depth, p.relations, p.direction,
-                                                               view(p, now)))
+                                                               view(p, now, dialect(c))))
 
     # --- communities (GraphRAG, docs/graphrag.md) ------------------------------------------------
 

@@ -37,13 +37,15 @@ def choose(summary_hits: list[RecallItem], groups: dict[str, Group], n: int) -> 
     return out
 
 
-def plan_evidence(group: Group, hits: list[int], per_community: int) -> list[tuple[int, str, int]]:
-    """(member id, via, hops) for one community, in the order they should be shown."""
+def plan_evidence(group: Group, hits: list[int], per_community: int,
+                  allowed: set[int] | None = None) -> list[tuple[int, str, int]]:
+    """(member id, via, hops) for one community, in the order they should be shown; only ``allowed``
+    members, when given (a where filter's), are shown, though links are followed through the others."""
     chosen: list[tuple[int, str, int]] = []
     seen: set[int] = set()
 
     def add(member: int, via: str, hops: int) -> bool:
-        if member not in seen and len(chosen) < per_community:
+        if member not in seen and len(chosen) < per_community and (allowed is None or member in allowed):
             seen.add(member)
             chosen.append((member, via, hops))
         return len(chosen) >= per_community

@@ -16,7 +16,8 @@ from .. import store
 from ..embeddings import embedding_text
 from ..engine import Engine
 from ..errors import InvalidInput, NotFound
-from ..filters import view
+from ..dialect import dialect
+from ..filters import from_ids, id_list, view
 from ..models import (
     CommunitiesResult,
     Community,
@@ -48,7 +49,7 @@ Polish = Callable[[str], str]
 
 
 def _partition(engine: Engine, conn: Connection, f: Filters, method: str, now: int) -> Partition:
-    return engine.clusters.partition(conn, view(f, now), method)
+    return engine.clusters.partition(conn, view(f, now, dialect(conn)), method)
 
 
 def _scope(f: Filters) -> Filters:
@@ -191,13 +192,23 @@ def _ensure_summaries(engine: Engine, p: GlobalRecallParams) -> tuple[dict[str, 
     return groups, have
 
 
+def _matching(engine: Engine, members: list[int], p: GlobalRecallParams) -> set[int]:
+    """The members that ``p.where`` lets be evidence (in the caller's current view)."""
+    f = Filters(where=p.where, agent_id=p.agent_id, workspace_hash=p.workspace_hash)
+    with engine.reading() as conn:
+        v = view(f, engine.now(), dialect(conn))
+        sql = f"SELECT e.id FROM {from_ids(conn)} WHERE {v.where}"
+        return {int(i) for (i,) in conn.execute(sql, dict(v.params, ids=id_list(members)))}
+
+
 def _evidence(engine: Engine, chosen: list[tuple[Group, RecallItem]], hits: dict[int, RecallItem],
-              per_community: int) -> list[GlobalCommunity]:
-    """Each chosen community with its evidence: its members' hits, then linked or central members."""
+              per_community: int, allowed: set[int] | None = None) -> list[GlobalCommunity]:
+    """Each chosen community with its evidence: its members' hits, then linked or central members
+    (``allowed`` ones only, when given)."""
     now = engine.now()
     with engine.reading() as conn:
         models = {c.id: c for c in describe(conn, [g for g, _ in chosen], 5)}
-        planned = [(g, item, plan_evidence(g, [i for i in hits if i in set(g.members)], per_community))
+        planned = [(g, item, plan_evidence(g, [i for i in hits if i in set(g.members)], per_community, allowed))
                    for g, item in chosen]
         extra = store.head_rows(conn, sorted({m for _, _, plan in planned for m, _, _ in plan if m not in hits}))
     out: list[GlobalCommunity] = []
@@ -227,10 +238,14 @@ def global_recall(engine: Engine, p: GlobalRecallParams) -> GlobalRecallResult:
         only=sorted(have[g] for g in groups if g in have))
     chosen = choose(found.items, groups, p.communities)
     members = sorted({m for g, _ in chosen for m in g.members})
+    allowed = _matching(engine, members, p) if p.where is not None else None
+    if allowed is not None:
+        members = sorted(allowed)
     drill = engine.recall(validate(RecallParams, {
-        "query": p.query, "mode": p.mode, "reinforce": False, "min_score": p.min_score, **scope,
+        "query": p.query, "mode": p.mode, "reinforce": False, "min_score": p.min_score, "where": p.where, **scope,
         "limit": min(MAX_LIMIT, max(p.per_community * len(chosen) * 4, 10))}), only=members) if members else None
-    out = _evidence(engine, chosen, {item.id: item for item in drill.items} if drill else {}, p.per_community)
+    out = _evidence(engine, chosen, {item.id: item for item in drill.items} if drill else {}, p.per_community,
+                    allowed)
     if p.reinforce:
         ids = sorted({e.id for gc in out for e in gc.evidence})
         if ids:

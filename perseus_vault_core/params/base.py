@@ -7,6 +7,7 @@ import difflib
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -17,6 +18,7 @@ from pydantic import (
 )
 
 from ..errors import InvalidInput
+from ..where import parse as parse_where
 
 # --- documented size limits (docs/limits.md) -------------------------------------------------
 MAX_CATEGORY_CHARS = 128
@@ -136,6 +138,21 @@ def _words(value: str) -> str:
     return check_text(value)
 
 
+def _where(value: dict[str, Any] | None) -> dict[str, Any] | None:
+    if value is not None:
+        parse_where(value)  # InvalidInput naming the part it does not take (under "where.")
+    return value
+
+
+# A filter over stored fields (docs/filters.md), checked here so every interface refuses the same ones.
+Where = Annotated[dict[str, Any] | None, AfterValidator(_where)]
+WHERE_HELP = "Only memories whose fields match, e.g. {\"prio\": {\"$gte\": 2}} (MongoDB's operators)"
+
+
+def where_field() -> Any:
+    return Field(default=None, description=WHERE_HELP)
+
+
 # --- shared parts ------------------------------------------------------------------------------
 
 _AGENT = "Only this agent's memories"
@@ -164,6 +181,7 @@ class Filters(ScopeParams):
     category: str | None = Field(default=None, max_length=MAX_CATEGORY_CHARS, description="Only this category")
     topic_path: str | None = Field(default=None, max_length=MAX_TOPIC_PATH_CHARS,
                                    description="Only under this topic path prefix")
+    where: Where = where_field()
     include_archived: bool = advanced(False, description="Also archived, expired and superseded memories")
     min_decay: float | None = advanced(ge=0.0, le=1.0, description="Only memories at least this fresh (0..1)")
     as_of_unix_ms: UnixMs | None = advanced(description="The store as believed then (unix ms or ISO 8601)")

@@ -39,6 +39,7 @@ class RecallOptions(TypedDict, total=False):
     type: str | None
     category: str | None
     topic_path: str | None
+    where: dict[str, Any] | None
     include_archived: bool
     min_decay: float | None
     as_of_unix_ms: int | str | dt.datetime | None
@@ -68,6 +69,7 @@ class SearchOptions(TypedDict, total=False):
     workspace_hash: str | None
     category: str | None
     topic_path: str | None
+    where: dict[str, Any] | None
     include_archived: bool
     min_decay: float | None
     as_of_unix_ms: int | str | dt.datetime | None
@@ -98,6 +100,7 @@ class RecallByVectorOptions(TypedDict, total=False):
     type: str | None
     category: str | None
     topic_path: str | None
+    where: dict[str, Any] | None
     include_archived: bool
     min_decay: float | None
     as_of_unix_ms: int | str | dt.datetime | None
@@ -127,6 +130,7 @@ class ScanOptions(TypedDict, total=False):
     type: str | None
     category: str | None
     topic_path: str | None
+    where: dict[str, Any] | None
     include_archived: bool
     min_decay: float | None
     as_of_unix_ms: int | str | dt.datetime | None
@@ -143,6 +147,7 @@ class TraverseOptions(TypedDict, total=False):
     type: str | None
     category: str | None
     topic_path: str | None
+    where: dict[str, Any] | None
     include_archived: bool
     min_decay: float | None
     as_of_unix_ms: int | str | dt.datetime | None
@@ -158,6 +163,7 @@ class HygieneOptions(TypedDict, total=False):
     type: str | None
     category: str | None
     topic_path: str | None
+    where: dict[str, Any] | None
 
 
 class CommunitiesOptions(TypedDict, total=False):
@@ -168,6 +174,7 @@ class CommunitiesOptions(TypedDict, total=False):
     type: str | None
     category: str | None
     topic_path: str | None
+    where: dict[str, Any] | None
     include_archived: bool
     min_decay: float | None
     as_of_unix_ms: int | str | dt.datetime | None
@@ -188,6 +195,7 @@ class CountsOptions(TypedDict, total=False):
     type: str | None
     category: str | None
     topic_path: str | None
+    where: dict[str, Any] | None
     include_archived: bool
     min_decay: float | None
     as_of_unix_ms: int | str | dt.datetime | None
@@ -215,6 +223,7 @@ class GlobalRecallOptions(TypedDict, total=False):
     communities: int
     per_community: int
     max_chars: int
+    where: dict[str, Any] | None
     min_score: float | Literal['auto'] | None
     method: Literal['label_propagation', 'modularity']
     min_size: int
@@ -231,6 +240,7 @@ class RecallWhenOptions(TypedDict, total=False):
     category: str | None
     topic_path: str | None
     semantic: bool | None
+    where: dict[str, Any] | None
     min_similarity: float
     query_time_unix_ms: int | str | dt.datetime | None
     reinforce: bool
@@ -245,6 +255,7 @@ class PrepareOptions(TypedDict, total=False):
     triggered: int
     related: int
     mode: Literal['fts5', 'dense', 'hybrid'] | None
+    where: dict[str, Any] | None
     min_score: float | Literal['auto'] | None
     semantic: bool | None
     reinforce: bool

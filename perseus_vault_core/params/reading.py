@@ -30,12 +30,14 @@ from .base import (
     Mode,
     ScopeParams,
     UnixMs,
+    Where,
     _STRICT_IN,
     _TIME_HELP,
     _optional_text,
     _words,
     advanced,
     check_text,
+    where_field,
 )
 
 # --- reading -----------------------------------------------------------------------------------
@@ -153,6 +155,7 @@ class HygieneParams(ScopeParams):
     category: str | None = Field(default=None, max_length=MAX_CATEGORY_CHARS, description="Only this category")
     topic_path: str | None = Field(default=None, max_length=MAX_TOPIC_PATH_CHARS,
                                    description="Only under this topic path prefix")
+    where: Where = where_field()
     limit: int = Field(default=100, ge=1, le=MAX_LIMIT, description="Most flagged memories to return")
     min_age_days: int = Field(default=7, ge=0, le=1_000_000,
                               description="Flag 'never retrieved' only for memories at least this old")
@@ -164,8 +167,8 @@ class HygieneParams(ScopeParams):
 
     def filters(self) -> Filters:
         """The memories to examine, as recall's filters."""
-        return Filters(type=self.type, category=self.category, topic_path=self.topic_path, agent_id=self.agent_id,
-                       workspace_hash=self.workspace_hash)
+        return Filters(type=self.type, category=self.category, topic_path=self.topic_path, where=self.where,
+                       agent_id=self.agent_id, workspace_hash=self.workspace_hash)
 
 
 class CommunitiesParams(Filters):
@@ -202,6 +205,7 @@ class GlobalRecallParams(ScopeParams):
     communities: int = Field(default=3, ge=1, le=50, description="How many communities to open")
     per_community: int = Field(default=5, ge=1, le=100, description="Most evidence memories per community")
     max_chars: int = Field(default=4_000, ge=200, le=100_000, description="Size budget of the answer context")
+    where: Where = Field(default=None, description="Only evidence whose fields match (as recall's where)")
     min_score: MinScore = advanced(description="Evidence scoring below this is left out ('auto': the mode's threshold)")
     method: CommunityMethod = advanced("label_propagation", description="Clustering method")
     min_size: int = advanced(2, ge=1, le=MAX_INT, description="Smallest community considered")
@@ -235,6 +239,7 @@ class RecallWhenParams(_ContextInput):
                                    description="Only under this topic path prefix")
     semantic: bool | None = Field(default=None, description=(
         "Also match trigger phrases by meaning (default: when the vault has vectors)"))
+    where: Where = where_field()
     min_similarity: float = advanced(0.6, ge=-1.0, le=1.0, description="Cosine a meaning match needs")
     query_time_unix_ms: UnixMs | None = advanced(description="The 'now' expiry is judged at (replay)")
     reinforce: bool = advanced(False, description="Count the matches as retrieved")
@@ -247,6 +252,7 @@ class PrepareParams(_ContextInput):
     triggered: int = Field(default=5, ge=0, le=100, description="Most triggered memories in the block")
     related: int = Field(default=5, ge=0, le=100, description="Most other relevant memories in the block")
     mode: Mode | None = Field(default=None, description="How related memories are found (as recall's mode)")
+    where: Where = Field(default=None, description="Only memories whose fields match, as in recall")
     min_score: MinScore = advanced("auto", description=(
         "Leave out related memories scoring below this ('auto': the mode's)"))
     semantic: bool | None = advanced(description="Also match trigger phrases by meaning (default: when possible)")

@@ -1,0 +1,423 @@
+"""``where``: a filter over what memories hold, in the operators of Chroma, LangGraph and MongoDB
+(docs/filters.md).
+
+A where is a JSON object. Each key names a field and gives its condition; keys ``$and``, ``$or`` and
+``$not`` combine whole filters; several keys in one object must all hold::
+
+    {"project": "apollo", "prio": {"$gte": 2}, "$or": [{"type": "decision"}, {"tags": {"$in": ["urgent"]}}]}
+
+- A field is one of the memory's own fields (:data:`COLUMNS`: ``category``, ``type``, ``topic_path``,
+  ``status``, ``source``, ``verified``, ``certainty``, ...) or else a field of its ``body``; dots name
+  nested body fields (``"meta.author"``) and ``body.`` reaches a body field whose name is also a
+  memory field (``"body.status"``).
+- A condition is a value (``$eq``) or an object of operators: ``$eq $ne $gt $gte $lt $lte $in $nin
+  $exists $not``, all of which must hold.
+
+Values compare within their kind, as in MongoDB: numbers with numbers (``1 == 1.0``), strings with
+strings (by code point), ``true``/``false`` with themselves; ``"5"`` never equals ``5``, and ``true``
+never equals ``1``. A field that is absent or ``null`` is *missing*: ``{"f": null}`` and ``{"f":
+{"$exists": false}}`` select it, every comparison fails on it, and so ``$ne``/``$nin`` (which are
+``$not`` of ``$eq``/``$in``) hold for it. A list holds a comparison when one of its elements does
+(``{"tags": "urgent"}`` matches ``["urgent", "ops"]``), so ``$ne``/``$nin`` hold when none does. An
+object equals no value. Anything else (an unknown operator, a list or object to compare with, ``$gt``
+on ``true``) is refused with :class:`InvalidInput` naming where it is; nothing is quietly read as
+"matches nothing".
+
+This module parses a where into a small tree (:func:`parse`, which the params models call to validate)
+and writes the tree as one SQL condition over ``v``/``e`` (the aliases of :mod:`filters`) in a
+connection's dialect (:func:`sql`); :func:`filters.view` ANDs it with the scope and time rules, so it
+applies inside every query of every mode. :func:`evaluate` is the same test in Python over a row's
+columns, for the in-memory walk of a filter on columns only (:mod:`hits`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Union
+
+from .dialect import Dialect, JsonNode
+from .errors import InvalidInput
+
+# The memory's own fields a where may name: their column, and the kind of value they hold. (An entity's
+# empty scope is stored as '': missing here, as it is null on the wire.)
+COLUMNS: dict[str, tuple[str, str]] = {
+    "id": ("e.id", "number"),
+    "category": ("e.category", "text"),
+    "key": ("e.key", "text"),
+    "agent_id": ("e.agent_id", "scope"),
+    "workspace_hash": ("e.workspace_hash", "scope"),
+    "created_at_ms": ("e.created_at_ms", "number"),
+    "type": ("v.type", "text"),
+    "topic_path": ("v.topic_path", "text"),
+    "status": ("v.status", "text"),
+    "source": ("v.source", "text"),
+    "verified": ("v.verified", "bool"),
+    "certainty": ("v.certainty", "number"),
+    "provenance_class": ("v.provenance_class", "text"),
+    "valid_from_ms": ("v.valid_from_ms", "number"),
+    "valid_to_ms": ("v.valid_to_ms", "number"),
+    "expires_at_ms": ("v.expires_at_ms", "number"),
+    "updated_at_ms": ("v.updated_at_ms", "number"),
+    "version": ("v.version", "number"),
+    "supersedes": ("v.supersedes", "number"),
+    "superseded_by": ("v.superseded_by", "number"),
+}
+# Memory fields a where does not take, and what to use instead: a name that looked like a body field
+# would silently match nothing.
+NOT_FILTERED = {
+    "content": "is searched by the query, not filtered",
+    "summary": "is searched by the query, not filtered",
+    "body": "is not a field; name its fields ('project' or 'body.project')",
+    "recall_when": "is matched by recall_when and prepare, not filtered",
+    "decay": "changes with every read; use min_decay",
+    "retrieval_count": "changes with every read",
+    "last_accessed_ms": "changes with every read",
+}
+COMPARISONS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin", "$exists", "$not")
+COMBINATIONS = ("$and", "$or", "$not")
+MAX_CONDITIONS = 256  # field conditions in one where
+MAX_VALUES = 1_000  # values of one $in / $nin
+MAX_NESTING = 16  # $and / $or / $not inside one another
+MAX_FIELD_CHARS = 256
+MAX_VALUE_CHARS = 4_096
+_INT_RANGE = 2**63  # what both databases hold as an integer
+
+Scalar = Union[str, int, float, bool]
+_ORDER = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
+
+
+@dataclass(frozen=True)
+class Field:
+    """What a where's key names: a column (``column`` and its ``kind``) or a path into the body."""
+
+    name: str
+    column: str | None = None
+    kind: str = "body"  # text, number, bool, scope (text, '' missing) or body
+    path: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Test:
+    """A positive condition on one field: ``op`` is eq, in (any of ``values``), one of > >= < <= (against
+    ``values[0]``), or exists."""
+
+    field: Field
+    op: str
+    values: tuple[Scalar, ...] = ()
+
+
+@dataclass(frozen=True)
+class Not:
+    node: Node
+
+
+@dataclass(frozen=True)
+class Group:
+    """All (``and``) or any (``or``) of ``nodes``; an empty ``and`` holds for every memory."""
+
+    kind: str
+    nodes: tuple[Node, ...]
+
+
+Node = Union[Test, Not, Group]
+EVERYTHING = Group("and", ())
+
+
+# --- parsing -------------------------------------------------------------------------------------
+
+
+def parse(where: Any) -> Node:
+    """The tree of a where, or :class:`InvalidInput` naming the first part it does not take (its field
+    is the path inside the where: ``prio.$gtx``, ``$or.1``)."""
+    return _Parser().object(where, "", 0)
+
+
+class _Parser:
+    def __init__(self) -> None:
+        self.conditions = 0
+
+    def object(self, where: Any, at: str, depth: int) -> Node:
+        if not isinstance(where, Mapping):
+            raise InvalidInput(at or "where", "must be a JSON object of fields and their conditions")
+        if depth > MAX_NESTING:
+            raise InvalidInput(at, f"nests $and/$or/$not deeper than {MAX_NESTING} levels")
+        nodes: list[Node] = []
+        for key, value in where.items():
+            here = _join(at, key)
+            if not isinstance(key, str):
+                raise InvalidInput(at or "where", f"has a key that is not a string ({key!r})")
+            if key in ("$and", "$or"):
+                if not isinstance(value, (list, tuple)) or not value:
+                    raise InvalidInput(here, "must be a non-empty list of filters")
+                nodes.append(Group(key[1:], tuple(self.object(w, _join(here, str(i)), depth + 1)
+                                                  for i, w in enumerate(value))))
+            elif key == "$not":
+                nodes.append(Not(self.object(value, here, depth + 1)))
+            elif key.startswith("$"):
+                raise InvalidInput(here, _unknown(key, COMBINATIONS) if key not in COMPARISONS else
+                                   f"applies to a field: {{\"field\": {{\"{key}\": ...}}}}")
+            else:
+                nodes.append(self.condition(field(key), value, here, depth))
+        return nodes[0] if len(nodes) == 1 else Group("and", tuple(nodes))
+
+    def condition(self, f: Field, value: Any, at: str, depth: int) -> Node:
+        if not isinstance(value, Mapping):
+            return self.equal(f, value, at)
+        if not value:
+            raise InvalidInput(at, "is an empty condition: give a value, or operators such as {\"$gt\": 1}")
+        if not all(isinstance(k, str) and k.startswith("$") for k in value):
+            raise InvalidInput(at, "is an object: a condition is a value or operators ($eq, $gt, ...); name a nested "
+                                   "field with dots ('a.b')")
+        nodes: list[Node] = []
+        for op, operand in value.items():
+            here = _join(at, op)
+            if op == "$eq":
+                nodes.append(self.equal(f, operand, here))
+            elif op == "$ne":
+                nodes.append(Not(self.equal(f, operand, here)))
+            elif op in _ORDER:
+                if isinstance(operand, bool) or not isinstance(operand, (str, int, float)):
+                    raise InvalidInput(here, "compares with a number or a string")
+                nodes.append(self.test(f, op, (_scalar(operand, here),)))
+            elif op in ("$in", "$nin"):
+                node = self.any_of(f, operand, here)
+                nodes.append(node if op == "$in" else Not(node))
+            elif op == "$exists":
+                if not isinstance(operand, bool):
+                    raise InvalidInput(here, "must be true or false")
+                node = self.test(f, "exists")
+                nodes.append(node if operand else Not(node))
+            elif op == "$not":
+                if not isinstance(operand, Mapping):
+                    raise InvalidInput(here, "takes operators, e.g. {\"$not\": {\"$gt\": 1}}")
+                if depth >= MAX_NESTING:
+                    raise InvalidInput(here, f"nests $not deeper than {MAX_NESTING} levels")
+                nodes.append(Not(self.condition(f, operand, here, depth + 1)))
+            else:
+                raise InvalidInput(here, _unknown(op, COMPARISONS))
+        return nodes[0] if len(nodes) == 1 else Group("and", tuple(nodes))
+
+    def equal(self, f: Field, value: Any, at: str) -> Node:
+        if value is None:  # null is missing: {"f": null} selects memories without f
+            return Not(self.test(f, "exists"))
+        if isinstance(value, (list, tuple)):
+            raise InvalidInput(at, "is a list: to match any of several values use {\"$in\": [...]}")
+        return self.test(f, "eq", (_scalar(value, at),))
+
+    def any_of(self, f: Field, values: Any, at: str) -> Node:
+        if not isinstance(values, (list, tuple)):
+            raise InvalidInput(at, "must be a list of values")
+        if len(values) > MAX_VALUES:
+            raise InvalidInput(at, f"has {len(values)} values; the limit is {MAX_VALUES}")
+        checked = [_scalar(v, _join(at, str(i))) for i, v in enumerate(values) if v is not None]
+        kept = tuple(v for _, v in dict.fromkeys((type(v), v) for v in checked))  # 1 and True stay apart
+        node = self.test(f, "in", kept)
+        if any(v is None for v in values):  # null among them: a missing field is one of them
+            return Group("or", (node, Not(self.test(f, "exists"))))
+        return node
+
+    def test(self, f: Field, op: str, values: tuple[Scalar, ...] = ()) -> Test:
+        self.conditions += 1
+        if self.conditions > MAX_CONDITIONS:
+            raise InvalidInput("where", f"has more than {MAX_CONDITIONS} conditions")
+        return Test(f, op, values)
+
+
+def field(name: str) -> Field:
+    """What a where's key names (see the module docstring), or :class:`InvalidInput`."""
+    if len(name) > MAX_FIELD_CHARS:
+        raise InvalidInput(name[:40] + "...", f"is longer than {MAX_FIELD_CHARS} characters")
+    if name in COLUMNS:
+        column, kind = COLUMNS[name]
+        return Field(name, column, kind)
+    if name in NOT_FILTERED:
+        raise InvalidInput(name, NOT_FILTERED[name])
+    path = tuple(name.removeprefix("body.").split("."))
+    for part in path:
+        if not part or part.startswith("$") or any(c in part for c in '"\\') or not part.isprintable():
+            raise InvalidInput(name, "is not a field name: dot-separated names, none empty, starting with $, or "
+                                     "holding a quote, a backslash or a control character")
+    return Field(name, path=path)
+
+
+def _scalar(value: Any, at: str) -> Scalar:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        if not -_INT_RANGE <= value < _INT_RANGE:
+            raise InvalidInput(at, "is an integer beyond 64 bits")
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise InvalidInput(at, "must be a finite number")
+        return value
+    if isinstance(value, str):
+        if len(value) > MAX_VALUE_CHARS:
+            raise InvalidInput(at, f"is longer than {MAX_VALUE_CHARS} characters")
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidInput(at, "contains an unpaired surrogate; text must be valid Unicode") from None
+        return value
+    if isinstance(value, (list, tuple, Mapping)):
+        raise InvalidInput(at, "must be a single value (a string, number or true/false), not a list or object")
+    raise InvalidInput(at, f"must be a string, number, true/false or null, not {type(value).__name__}")
+
+
+def _join(at: str, key: str) -> str:
+    return f"{at}.{key}" if at else key
+
+
+def _unknown(op: str, known: Sequence[str]) -> str:
+    return f"is not an operator the vault takes (it takes {', '.join(known)})"
+
+
+def columns_only(node: Node) -> bool:
+    """Whether ``node`` reads the memory's own fields only (no body field)."""
+    if isinstance(node, Test):
+        return node.field.column is not None
+    if isinstance(node, Not):
+        return columns_only(node.node)
+    return all(columns_only(n) for n in node.nodes)
+
+
+def fields(node: Node) -> set[str]:
+    """The column fields ``node`` reads."""
+    if isinstance(node, Test):
+        return {node.field.name} if node.field.column is not None else set()
+    if isinstance(node, Not):
+        return fields(node.node)
+    return set().union(*(fields(n) for n in node.nodes)) if node.nodes else set()
+
+
+# --- SQL -----------------------------------------------------------------------------------------
+
+
+def sql(where: Mapping[str, Any], d: Dialect) -> tuple[str, dict[str, Any]]:
+    """A validated where as one SQL condition over ``v``/``e`` in dialect ``d``, with its parameters
+    (named ``w0``, ``w1``, ...). Every part is definite (never NULL), so ``NOT`` of it is its complement."""
+    return _sql(json.dumps(where, sort_keys=True), d)
+
+
+@lru_cache(maxsize=256)
+def _sql(canonical: str, d: Dialect) -> tuple[str, dict[str, Any]]:
+    writer = _Writer(d)
+    text = writer.node(parse(json.loads(canonical)))
+    return text, writer.params
+
+
+class _Writer:
+    def __init__(self, d: Dialect) -> None:
+        self.d = d
+        self.params: dict[str, Any] = {}
+
+    def param(self, value: Any) -> str:
+        name = f"w{len(self.params)}"
+        self.params[name] = value
+        return f":{name}"
+
+    def node(self, node: Node) -> str:
+        if isinstance(node, Not):
+            return f"NOT {self.node(node.node)}"
+        if isinstance(node, Group):
+            if not node.nodes:
+                return "TRUE" if node.kind == "and" else "FALSE"
+            return "(" + f" {node.kind.upper()} ".join(self.node(n) for n in node.nodes) + ")"
+        if node.field.column is not None:
+            return self.column(node)
+        return self.body(node)
+
+    def column(self, t: Test) -> str:
+        col, kind = t.field.column, t.field.kind
+        assert col is not None
+        if t.op == "exists":
+            return {"scope": f"({col} <> '')", "bool": "TRUE"}.get(kind, f"({col} IS NOT NULL)")
+        values = [v for v in t.values if _kind(v) == ("text" if kind == "scope" else kind)]
+        if not values:  # another kind of value: never equal, never ordered
+            return "FALSE"
+        if kind == "bool":
+            return f"({col} IN ({', '.join('1' if v else '0' for v in values)}))"
+        if t.op in _ORDER:
+            left = self.d.ordered(col) if kind in ("text", "scope") else col
+            return f"coalesce({left} {_ORDER[t.op]} {self.param(values[0])}, FALSE)"
+        return f"coalesce({col} IN ({', '.join(self.param(v) for v in values)}), FALSE)"
+
+    def body(self, t: Test) -> str:
+        node = self.d.json_node("v.body", self.param(self.d.json_path(t.field.path)))
+        if t.op == "exists":
+            return f"({node.type} IS NOT NULL AND {node.type} <> 'null')"
+        if not t.values:  # $in []
+            return "FALSE"
+        alias = f"j{len(self.params)}"
+        element = self.d.json_element(alias)
+        return (f"(CASE WHEN {node.type} = 'array' THEN EXISTS (SELECT 1 FROM {self.d.json_elements(node, alias)} "
+                f"WHERE {self.scalar(element, t)}) ELSE coalesce({self.scalar(node, t)}, FALSE) END)")
+
+    def scalar(self, node: JsonNode, t: Test) -> str:
+        """``t`` on one JSON value (the field's, or one element of its list)."""
+        by_kind: dict[str, list[Scalar]] = {}
+        for v in t.values:
+            by_kind.setdefault(_kind(v), []).append(v)
+        parts: list[str] = []
+        for kind, values in by_kind.items():
+            if kind == "bool":
+                parts.extend(self.d.json_is(node, "true" if v else "false") for v in values)
+                continue
+            value = self.d.json_value(node, kind)
+            if t.op in _ORDER:
+                rhs = self.d.json_operand(self.param(self.d.json_param(values[0])), kind)
+                parts.append(f"({self.d.json_is(node, kind)} AND {value} {_ORDER[t.op]} {rhs})")
+            else:
+                rhs = ", ".join(self.d.json_operand(self.param(self.d.json_param(v)), kind) for v in values)
+                parts.append(f"({self.d.json_is(node, kind)} AND {value} IN ({rhs}))")
+        return "(" + " OR ".join(parts) + ")" if len(parts) > 1 else parts[0]
+
+
+def _kind(value: Scalar) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    return "text" if isinstance(value, str) else "number"
+
+
+# --- the same test in Python (a filter on columns only) --------------------------------------------
+
+
+Getter = Callable[[str], Any]
+
+
+def evaluate(node: Node, get: Getter) -> bool:
+    """``node`` on one memory whose column fields ``get`` reads by name (as stored: ``verified`` 0/1, an
+    empty scope ''), with the SQL's semantics. Body fields are not read here (:func:`columns_only`)."""
+    if isinstance(node, Not):
+        return not evaluate(node.node, get)
+    if isinstance(node, Group):
+        return (all if node.kind == "and" else any)(evaluate(n, get) for n in node.nodes)
+    kind = node.field.kind
+    stored = get(node.field.name)
+    if kind == "scope" and stored == "":
+        stored = None
+    if node.op == "exists":
+        return stored is not None
+    if stored is None:
+        return False
+    if kind == "bool":
+        return any(isinstance(v, bool) and v == bool(stored) for v in node.values)
+    want = "text" if kind == "scope" else kind
+    values = [v for v in node.values if _kind(v) == want]
+    if node.op in _ORDER:
+        return bool(values) and _compare(stored, node.op, values[0])
+    return any(stored == v for v in values)
+
+
+def _compare(stored: Any, op: str, value: Any) -> bool:
+    if op == "$gt":
+        return bool(stored > value)
+    if op == "$gte":
+        return bool(stored >= value)
+    if op == "$lt":
+        return bool(stored < value)
+    return bool(stored <= value)
