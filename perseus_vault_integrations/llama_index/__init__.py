@@ -3,9 +3,13 @@
 One module per LlamaIndex component, named as LlamaIndex names its own:
 
 - :class:`PerseusVaultRetriever` (``retrievers``): ``recall`` as a retriever, for query engines and tools.
+- :class:`PerseusVaultDocumentStore` (``docstore``), :class:`PerseusVaultIndexStore` (``index_store``) over
+  :class:`PerseusVaultKVStore` (``kvstore``): an index's bookkeeping in the vault.
 - :class:`PerseusVaultMemoryBlock` (``memory``): long-term memory for ``llama_index.core.memory.Memory``.
 - :class:`PerseusVaultPropertyGraphStore` (``graph_stores``): a ``PropertyGraphStore`` on the vault's
   entities and links, so ``PropertyGraphIndex`` builds on it.
+- :class:`PerseusVaultGraphStore` (``graph_stores``): the older triplet ``GraphStore`` (a ``StorageContext``'s
+  ``graph_store``), in the vault's key-value collections.
 - :class:`PerseusVaultEmbedding` / :class:`LlamaIndexEmbedder` (``embeddings``): embeddings across the
   boundary, both ways.
 
@@ -20,14 +24,21 @@ from ..extras import require
 # First, so that a missing framework is named once, here, before the modules below import it.
 require("llamaindex", "the LlamaIndex adapters", "llama_index.core")
 
+from .docstore import PerseusVaultDocumentStore
 from .embeddings import LlamaIndexEmbedder, PerseusVaultEmbedding
-from .graph_stores import PerseusVaultPropertyGraphStore
+from .graph_stores import PerseusVaultGraphStore, PerseusVaultPropertyGraphStore
+from .index_store import PerseusVaultIndexStore
+from .kvstore import PerseusVaultKVStore
 from .memory import PerseusVaultMemoryBlock
 from .retrievers import PerseusVaultRetriever
 
 __all__ = [
     "LlamaIndexEmbedder",
+    "PerseusVaultDocumentStore",
     "PerseusVaultEmbedding",
+    "PerseusVaultGraphStore",
+    "PerseusVaultIndexStore",
+    "PerseusVaultKVStore",
     "PerseusVaultMemoryBlock",
     "PerseusVaultPropertyGraphStore",
     "PerseusVaultRetriever",

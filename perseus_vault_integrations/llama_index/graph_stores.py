@@ -41,6 +41,7 @@ import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from llama_index.core.graph_stores.simple import SimpleGraphStore
 from llama_index.core.graph_stores.types import (
     ChunkNode,
     EntityNode,
@@ -51,7 +52,16 @@ from llama_index.core.graph_stores.types import (
 )
 from llama_index.core.vector_stores.types import VectorStoreQuery
 
-from perseus_vault_core import MAX_BATCH, MAX_KEY_CHARS, Entity, InvalidInput, NotFound, NotSupported, Vault
+from perseus_vault_core import (
+    MAX_BATCH,
+    MAX_KEY_CHARS,
+    Entity,
+    InvalidInput,
+    KeyValues,
+    NotFound,
+    NotSupported,
+    Vault,
+)
 
 from ..arguments import OwnsItsVault, VaultLike, open_vault, strict
 
@@ -486,3 +496,41 @@ class _Reader:
 def _mark(entity: Entity) -> dict[str, Any]:
     data = entity.body.get(MARK)
     return data if isinstance(data, dict) else {}
+
+
+class PerseusVaultGraphStore(OwnsItsVault, SimpleGraphStore):
+    """LlamaIndex's older triplet store (``GraphStore``, what ``StorageContext`` holds as ``graph_store``) kept
+    in the vault's key-value collections, so that ``storage_context.persist()`` writes no
+    ``graph_store.json``: each subject's triplets are one value (collection ``<namespace>/graph``),
+    written when they change; ``persist`` has nothing left to write. Reads are ``SimpleGraphStore``'s,
+    over the triplets loaded when the store is made. (``PropertyGraphIndex`` uses
+    :class:`PerseusVaultPropertyGraphStore`, which keeps a graph in the vault's own entities and links.)
+    """
+
+    @strict
+    def __init__(self, vault: VaultLike, *, namespace: str = "llamaindex", agent_id: str | None = None,
+                 workspace_hash: str | None = None) -> None:
+        super().__init__()
+        self.vault, self._owned_vault = open_vault(vault)
+        self.values = KeyValues(self.vault, agent_id=agent_id, workspace_hash=workspace_hash)
+        self.collection = f"{namespace}/graph"
+        self._data.graph_dict = {subj: list(value["triplets"]) for subj, value in self.values.get_all(
+            self.collection).items()}
+
+    def upsert_triplet(self, subj: str, rel: str, obj: str) -> None:
+        super().upsert_triplet(subj, rel, obj)
+        self.values.put(self.collection, subj, {"triplets": self._data.graph_dict[subj]})
+
+    def delete(self, subj: str, rel: str, obj: str) -> None:
+        """Delete one triplet. (``SimpleGraphStore.delete`` compares a tuple with its lists and so never
+        deletes; this one does.)"""
+        kept = [t for t in self._data.graph_dict.get(subj, []) if list(t) != [rel, obj]]
+        if kept:
+            self._data.graph_dict[subj] = kept
+            self.values.put(self.collection, subj, {"triplets": kept})
+        else:
+            self._data.graph_dict.pop(subj, None)
+            self.values.delete(self.collection, subj)
+
+    def persist(self, persist_path: str = "", fs: Any = None) -> None:
+        """Nothing to write: every change is in the vault already."""

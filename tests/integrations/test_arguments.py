@@ -14,7 +14,9 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.messages import HumanMessage
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.embeddings import MockEmbedding
+from llama_index.core.data_structs.data_structs import IndexList
 from llama_index.core.graph_stores.types import EntityNode
+from llama_index.core.schema import TextNode
 
 from perseus_vault_core import InvalidInput, StorageError, Vault
 from perseus_vault_integrations import langchain as lc
@@ -68,6 +70,26 @@ def _li_graph(store: li.PerseusVaultPropertyGraphStore) -> None:
     assert [n.id for n in store.get()] == ["Ada"]
 
 
+def _li_kvstore(store: li.PerseusVaultKVStore) -> None:
+    store.put("k", {"v": 1})
+    assert store.get("k") == {"v": 1}
+
+
+def _li_docstore(store: li.PerseusVaultDocumentStore) -> None:
+    store.add_documents([TextNode(id_="n1", text="We chose SQLite.")])
+    assert store.get_document("n1").get_content() == "We chose SQLite."  # type: ignore[union-attr]
+
+
+def _li_index_store(store: li.PerseusVaultIndexStore) -> None:
+    store.add_index_struct(IndexList(index_id="i1"))
+    assert [s.index_id for s in store.index_structs()] == ["i1"]
+
+
+def _li_triplets(store: li.PerseusVaultGraphStore) -> None:
+    store.upsert_triplet("ada", "likes", "tea")
+    assert store.get("ada") == [["likes", "tea"]]
+
+
 def _mcp_server(server: Any) -> None:
     async def call() -> Any:
         async with VaultClient(server) as client:
@@ -87,15 +109,22 @@ ADAPTERS: dict[str, tuple[Callable[[Any], Any], Callable[[Any], None]]] = {
     "llama_index.PerseusVaultRetriever": (lambda v: li.PerseusVaultRetriever(v), _li_retriever),
     "llama_index.PerseusVaultMemoryBlock": (lambda v: li.PerseusVaultMemoryBlock(v), _li_block),
     "llama_index.PerseusVaultPropertyGraphStore": (lambda v: li.PerseusVaultPropertyGraphStore(v), _li_graph),
+    "llama_index.PerseusVaultKVStore": (lambda v: li.PerseusVaultKVStore(v), _li_kvstore),
+    "llama_index.PerseusVaultDocumentStore": (lambda v: li.PerseusVaultDocumentStore(v), _li_docstore),
+    "llama_index.PerseusVaultIndexStore": (lambda v: li.PerseusVaultIndexStore(v), _li_index_store),
+    "llama_index.PerseusVaultGraphStore": (lambda v: li.PerseusVaultGraphStore(v), _li_triplets),
     "mcp.build_server": (lambda v: build_server(v), _mcp_server),
 }
 
 
 def wrote(vault: Vault) -> bool:
-    """Whether an adapter left something in ``vault``: memories, or a checkpointer's checkpoints (which are not)."""
-    from perseus_vault_core import Checkpoints
+    """Whether an adapter left something in ``vault``: memories, or (not memories) a checkpointer's checkpoints
+    or LlamaIndex's key-value bookkeeping, in the collections the adapters above write."""
+    from perseus_vault_core import Checkpoints, KeyValues
 
-    return vault.stats().entities >= 1 or next(Checkpoints(vault).list(limit=1), None) is not None
+    values = KeyValues(vault)
+    return (vault.stats().entities >= 1 or next(Checkpoints(vault).list(limit=1), None) is not None
+            or any(values.get_all(c) for c in ("data", "docstore/data", "index_store/data", "llamaindex/graph")))
 
 
 @pytest.fixture(autouse=True)
@@ -160,6 +189,10 @@ MISSPELLED: dict[str, Callable[[Path], Any]] = {
     "llama_index.PerseusVaultRetriever": lambda p: li.PerseusVaultRetriever(p, topic_pth="x"),
     "llama_index.PerseusVaultMemoryBlock": lambda p: li.PerseusVaultMemoryBlock(p, topic_pth="x"),
     "llama_index.PerseusVaultPropertyGraphStore": lambda p: li.PerseusVaultPropertyGraphStore(p, topic_pth="x"),
+    "llama_index.PerseusVaultKVStore": lambda p: li.PerseusVaultKVStore(p, topic_pth="x"),
+    "llama_index.PerseusVaultDocumentStore": lambda p: li.PerseusVaultDocumentStore(p, topic_pth="x"),
+    "llama_index.PerseusVaultIndexStore": lambda p: li.PerseusVaultIndexStore(p, topic_pth="x"),
+    "llama_index.PerseusVaultGraphStore": lambda p: li.PerseusVaultGraphStore(p, topic_pth="x"),
     "llama_index.PerseusVaultEmbedding": lambda p: li.PerseusVaultEmbedding(p, topic_pth="x"),
     "llama_index.LlamaIndexEmbedder": lambda p: li.LlamaIndexEmbedder(MockEmbedding(embed_dim=8), topic_pth="x"),
     "mcp.build_server": lambda p: build_server(p, topic_pth="x"),

@@ -420,3 +420,29 @@ def test_vault_embedding_defaults_to_the_bundled_model() -> None:
     embed = PerseusVaultEmbedding()
     assert embed.model_name.startswith("sentence-transformers/all-MiniLM-L6-v2")
     assert embed.class_name() == "PerseusVaultEmbedding"
+
+
+# --- PerseusVaultGraphStore: the older triplet store, in the vault's key-value collections ------------
+
+
+def test_the_triplet_store_answers_as_simple_graph_store_does_and_survives(db_path: Path, tmp_path: Path) -> None:
+    from llama_index.core.graph_stores import SimpleGraphStore
+
+    from perseus_vault_integrations.llama_index import PerseusVaultGraphStore
+
+    def script(store: Any) -> list[Any]:
+        for s, r, o in [("ada", "likes", "tea"), ("ada", "works_on", "billing"), ("bob", "likes", "tea"),
+                        ("ada", "likes", "tea"), ("tea", "is", "drink")]:
+            store.upsert_triplet(s, r, o)
+        return [store.get("ada"), store.get("bob"), store.get_rel_map(["ada"], depth=2), store.get_rel_map()]
+
+    with Vault(db_path, embedder=False) as vault:
+        assert script(PerseusVaultGraphStore(vault)) == script(SimpleGraphStore())
+        store = PerseusVaultGraphStore(vault)
+        store.delete("bob", "likes", "tea")  # SimpleGraphStore's delete never deletes (a tuple is no list)
+        store.delete("ada", "likes", "tea")
+        store.persist(str(tmp_path / "graph_store.json"))
+    assert not (tmp_path / "graph_store.json").exists()  # nothing to write: it is in the vault
+    reopened = PerseusVaultGraphStore(db_path)
+    assert reopened.get("ada") == [["works_on", "billing"]] and reopened.get("bob") == []
+    reopened.close()
