@@ -167,10 +167,11 @@ REQUIRE = {
     "data": "PERSEUS_VAULT_REQUIRE_DATA",  # the evaluation collections (shared_data)
     "pg": "PERSEUS_VAULT_REQUIRE_PG",  # a PostgreSQL server
     "browser": "PERSEUS_VAULT_REQUIRE_BROWSER",  # a headless Chromium
+    "index": "PERSEUS_VAULT_REQUIRE_INDEX",  # the package index (PyPI), for a fresh install
 }
 
 
-def unavailable(need: Literal["data", "pg", "browser"], reason: str) -> NoReturn:
+def unavailable(need: Literal["data", "pg", "browser", "index"], reason: str) -> NoReturn:
     """End a test whose outside resource is absent: skip with ``reason``, or fail with it when the
     resource's ``REQUIRE`` variable is 1, so that a run which must test everything cannot pass by
     skipping. ``reason`` is one line: what is missing and how to provide it."""

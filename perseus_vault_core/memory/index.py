@@ -226,7 +226,10 @@ def load_cross_encoder(path: str) -> Any:
         raise SetupError(f"{CROSS_ENCODER_ENV} is {path!r}, which is not a model folder")
     try:
         from sentence_transformers import CrossEncoder
-
+    except ImportError:
+        raise SetupError(f"{CROSS_ENCODER_ENV}: a cross-encoder runs on sentence-transformers: "
+                         "pip install 'perseus-vault[torch]'") from None
+    try:
         return CrossEncoder(path, device="cpu")
     except Exception as exc:  # a broken model folder, or sentence-transformers missing
         raise SetupError(f"{CROSS_ENCODER_ENV}: cannot load a cross-encoder from {path}: {exc}") from exc

