@@ -15,6 +15,7 @@ from typing import TypeVar
 
 from . import store
 from .dbapi import Connection
+from .dialect import dialect
 from .filters import FROM_VERSIONS_FIRST, view
 from .models import Counts, ScopeCount
 from .params import CountsParams
@@ -23,7 +24,7 @@ K = TypeVar("K", bound=Hashable)
 
 
 def counts(conn: Connection, p: CountsParams, now_ms: int) -> Counts:
-    v = view(p.model_copy(update={"include_archived": True}), now_ms)
+    v = view(p.model_copy(update={"include_archived": True}), now_ms, dialect(conn))
     sql = (f"SELECT e.agent_id, e.workspace_hash, v.type, e.category, {store.SHOWN_STATUS}, count(*) "
            f"FROM {FROM_VERSIONS_FIRST} WHERE {v.where} GROUP BY 1, 2, 3, 4, 5")
     by_status: Counter[str] = Counter()

@@ -1,4 +1,5 @@
-"""Commands the integrations add to ``perseus-vault``: ``serve``, the vault as an MCP server.
+"""Commands the integrations add to ``perseus-vault``: ``serve``, the vault as an MCP server (with the web
+inspector at ``/`` over HTTP), and ``ui``, the web inspector alone (docs/ui.md).
 
 The core's command line finds it through the entry point group ``perseus_vault.commands``
 (pyproject.toml), so that the core never imports an integration. The MCP SDK is imported only
@@ -20,7 +21,16 @@ ABOUT = (
     "PERSEUS_VAULT_HTTP_TOKEN, or a file only you can read (--token-file PATH, or PERSEUS_VAULT_HTTP_TOKEN_FILE), "
     "at least 16 characters; never on the command line, where ps shows it. --agent / --workspace bind the server "
     "to a scope. --tools chooses which tools it offers: core (the default, a compact set), all, or a "
-    "comma-separated list of verbs. See docs/mcp.md.")
+    "comma-separated list of verbs. Over HTTP the web inspector is served at / beside MCP at /mcp, under the same "
+    "token and rules (--no-ui leaves it out; --allow-edits lets it forget, restore and verify memories). See "
+    "docs/mcp.md and docs/ui.md.")
+UI_ABOUT = (
+    "Serve the web inspector alone and print its URL: browse, search, every version on a timeline, links and "
+    "communities, the recall playground, time travel, hygiene and memory files, in any browser, with nothing "
+    "loaded from the network. Loopback (127.0.0.1:8765) unless --http says otherwise (port 0: a free port); "
+    "elsewhere than loopback a bearer token is required, as for serve (PERSEUS_VAULT_HTTP_TOKEN, or --token-file "
+    "PATH), and the browser signs in with it once. Read-only unless --allow-edits (forget, restore, verify). "
+    "--agent / --workspace bind it to a scope. See docs/ui.md.")
 
 
 class _TokenOnCommandLine(argparse.Action):
@@ -41,6 +51,23 @@ def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--token", action=_TokenOnCommandLine, help=argparse.SUPPRESS)
     p.add_argument("--agent", help="bind the server to this agent_id (no argument can escape it)")
     p.add_argument("--workspace", help="bind the server to this workspace_hash")
+    p.add_argument("--no-ui", dest="no_ui", action="store_true",
+                   help="over HTTP, serve MCP alone (by default the web inspector is at / beside it)")
+    p.add_argument("--allow-edits", dest="allow_edits", action="store_true",
+                   help="let the web inspector forget, restore and verify memories (read-only by default)")
+
+
+def ui_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--http", metavar="HOST:PORT", default="127.0.0.1:8765",
+                   help="where to listen (default 127.0.0.1:8765; port 0 picks a free one)")
+    p.add_argument("--token-file", dest="token_file", metavar="PATH",
+                   help="file holding the bearer token (default: $PERSEUS_VAULT_HTTP_TOKEN, or the file "
+                        "$PERSEUS_VAULT_HTTP_TOKEN_FILE names); required elsewhere than loopback")
+    p.add_argument("--token", action=_TokenOnCommandLine, help=argparse.SUPPRESS)
+    p.add_argument("--allow-edits", dest="allow_edits", action="store_true",
+                   help="allow forget, restore and verify from the pages (read-only by default)")
+    p.add_argument("--agent", help="bind the inspector to this agent_id")
+    p.add_argument("--workspace", help="bind the inspector to this workspace_hash")
 
 
 def serve(vault: Vault, args: argparse.Namespace) -> None:
@@ -65,18 +92,43 @@ def serve(vault: Vault, args: argparse.Namespace) -> None:
         mcp_server.serve_stdio(vault, **scope)
         return
     host, port = address
-    mcp_http.serve_http(vault, host, port, token, **scope)
+    if args.no_ui:
+        mcp_http.serve_http(vault, host, port, token, **scope)
+        return
+    from .inspector import Beside, Inspector
+
+    app = Beside(mcp_http.http_app(vault, host, port, token, **scope),  # refuses a bad or missing token first
+                 Inspector(vault, host, port, token, allow_edits=args.allow_edits, **scope))
+    url = mcp_http.base_url(host, port)
+    mcp_http.serve_app(app, host, port, [f"MCP over streamable HTTP at {url}/mcp", f"the web inspector at {url}/"])
 
 
-def http_address(text: str) -> tuple[str, int]:
-    """``HOST:PORT`` (an IPv6 host in brackets, ``[::1]:8765``; no host means 127.0.0.1)."""
+def ui(vault: Vault, args: argparse.Namespace) -> None:
+    try:
+        from .inspector import serve_alone
+        from .mcp import http as mcp_http
+    except ImportError as exc:
+        raise SetupError(f"{INSTALL_HINTS['ui']} ({exc})") from None
+    host, port = http_address(args.http, allow_any_port=True)
+    token = mcp_http.resolve_token(args.token_file)
+    vault.wait_for_keyword_index(timeout=0)  # long-lived: build the in-memory indexes in the background
+    vault.wait_for_vector_index(timeout=0)
+    serve_alone(vault, host, port, token, allow_edits=args.allow_edits, agent_id=args.agent,
+                workspace_hash=args.workspace)
+
+
+def http_address(text: str, *, allow_any_port: bool = False) -> tuple[str, int]:
+    """``HOST:PORT`` (an IPv6 host in brackets, ``[::1]:8765``; no host means 127.0.0.1). ``allow_any_port``:
+    port 0 too (the system picks a free one)."""
     host, _, port = text.rpartition(":")
-    if not port.isdigit() or not 0 < int(port) < 65536:
-        raise VaultError(f"--http: expected HOST:PORT with a port from 1 to 65535, got {text!r}")
+    low = 0 if allow_any_port else 1
+    if not port.isdigit() or not low <= int(port) < 65536:
+        raise VaultError(f"--http: expected HOST:PORT with a port from {low} to 65535, got {text!r}")
     if ":" in host and not (host.startswith("[") and host.endswith("]")):
         raise VaultError(f"--http: write an IPv6 address in brackets, e.g. [::1]:{port}, got {text!r}")
     return host or "127.0.0.1", int(port)
 
 
-SERVE = Plugin("serve", "serve the vault over MCP (stdio, or streamable HTTP)", ABOUT, arguments, serve,
-               creates=True, serves=True)
+SERVE = Plugin("serve", "serve the vault over MCP (stdio, or streamable HTTP with the web inspector)", ABOUT,
+               arguments, serve, creates=True, serves=True)
+UI = Plugin("ui", "serve the web inspector alone and print its URL", UI_ABOUT, ui_arguments, ui, serves=True)

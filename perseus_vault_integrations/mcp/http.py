@@ -19,7 +19,9 @@ import asyncio
 import hmac
 import ipaddress
 import os
+import socket
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 import h11
@@ -107,20 +109,29 @@ def transport_security(host: str, port: int) -> TransportSecuritySettings:
                                      allowed_origins=[f"http://{h}" for h in hosts])
 
 
+def bearer(token: str) -> bytes:
+    """The ``Authorization`` header that carries ``token``."""
+    return f"Bearer {token}".encode()
+
+
+def carries(scope: Mapping[str, Any], expected: bytes) -> bool:
+    """Whether the request's ``Authorization`` header is ``expected`` (compared in constant time)."""
+    given = dict(scope.get("headers") or []).get(b"authorization", b"")
+    return hmac.compare_digest(given, expected)
+
+
 class BearerAuth:
     """ASGI middleware: every HTTP request must carry ``Authorization: Bearer <token>``."""
 
     def __init__(self, app: Any, token: str) -> None:
-        self.app, self.expected = app, f"Bearer {token}".encode()
+        self.app, self.expected = app, bearer(token)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] == "http":
-            given = dict(scope.get("headers") or []).get(b"authorization", b"")
-            if not hmac.compare_digest(given, self.expected):
-                await send({"type": "http.response.start", "status": 401,
-                            "headers": [(b"content-type", b"text/plain"), (b"www-authenticate", b"Bearer")]})
-                await send({"type": "http.response.body", "body": b"missing or wrong bearer token\n"})
-                return
+        if scope["type"] == "http" and not carries(scope, self.expected):
+            await send({"type": "http.response.start", "status": 401,
+                        "headers": [(b"content-type", b"text/plain"), (b"www-authenticate", b"Bearer")]})
+            await send({"type": "http.response.body", "body": b"missing or wrong bearer token\n"})
+            return
         await self.app(scope, receive, send)
 
 
@@ -185,14 +196,19 @@ class DeadlineH11Protocol(H11Protocol):
             self.transport.close()
 
 
-def http_app(vault: VaultLike, host: str, port: int, token: str | None, *, agent_id: str | None = None,
-             workspace_hash: str | None = None) -> Any:
-    """The streamable-HTTP app (path ``/mcp``) for a server at ``host``:``port``, behind the token check."""
+def require_token(host: str, token: str | None) -> None:
+    """Refuse a token that is unusable, and a server off loopback without one (before anything is served)."""
     if token is not None:
         check_token(token, "token")
     elif not is_loopback(host):
         raise SetupError(f"refusing to serve on {host} without a bearer token "
                          f"(set {TOKEN_ENV}, or {TOKEN_FILE_ENV} or --token-file to a file holding it)")
+
+
+def http_app(vault: VaultLike, host: str, port: int, token: str | None, *, agent_id: str | None = None,
+             workspace_hash: str | None = None) -> Any:
+    """The streamable-HTTP app (path ``/mcp``) for a server at ``host``:``port``, behind the token check."""
+    require_token(host, token)
     server = build_server(vault, agent_id=agent_id, workspace_hash=workspace_hash)
     app = server.streamable_http_app(host=host, transport_security=transport_security(host, port),
                                      max_request_body_size=max_message_bytes())
@@ -205,9 +221,21 @@ def server_config(app: Any, host: str, port: int) -> uvicorn.Config:
                           ws="none", timeout_keep_alive=KEEP_ALIVE_TIMEOUT_S, log_level="warning", lifespan="on")
 
 
+def base_url(host: str, port: int) -> str:
+    """``http://HOST:PORT`` as a browser or client writes it (an IPv6 host in brackets)."""
+    bare = host.strip("[]")
+    return f"http://[{bare}]:{port}" if ":" in bare else f"http://{bare or '127.0.0.1'}:{port}"
+
+
+def serve_app(app: Any, host: str, port: int, announce: list[str], sock: socket.socket | None = None) -> None:
+    """Run ``app`` at ``host``:``port`` (or on ``sock``, already bound there) until stopped, after printing
+    ``announce`` to stderr, a line each."""
+    for line in announce:
+        print(f"perseus-vault: {line}", file=sys.stderr, flush=True)
+    uvicorn.Server(server_config(app, host, port)).run(sockets=[sock] if sock is not None else None)
+
+
 def serve_http(vault: VaultLike, host: str, port: int, token: str | None, *, agent_id: str | None = None,
                workspace_hash: str | None = None) -> None:
     app = http_app(vault, host, port, token, agent_id=agent_id, workspace_hash=workspace_hash)  # refuses first
-    shown = f"[{host}]" if ":" in host else host
-    print(f"perseus-vault: MCP over streamable HTTP at http://{shown}:{port}/mcp", file=sys.stderr, flush=True)
-    uvicorn.Server(server_config(app, host, port)).run()
+    serve_app(app, host, port, [f"MCP over streamable HTTP at {base_url(host, port)}/mcp"])

@@ -1,0 +1,92 @@
+"""What a view is asked: its URL's query parameters, read with the types the view needs, and what it may use.
+
+Every view is a URL that can be shared and reloaded: all it shows follows from the path and these
+parameters. A parameter that cannot be read (``limit=abc``) is :class:`InvalidInput` naming it, as the
+vault names a bad argument, and the page says so with status 400. The scope comes from the parameters,
+unless the server is bound to one: then asking for another is refused, as the bound MCP server refuses it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from perseus_vault_core import InvalidInput, Vault
+
+from .layout import Scope
+from .reports import Reports
+
+
+@dataclass(frozen=True)
+class Context:
+    """What every view may use: the vault, the scope the server binds (if any), whether edits are
+    allowed, this client's CSRF token, and the reports computed in the background."""
+
+    vault: Vault
+    bound: Scope
+    edits: bool
+    csrf: str
+    reports: Reports
+
+
+class Ask:
+    """A view's query parameters (the first value of each)."""
+
+    def __init__(self, params: Mapping[str, str], bound: Scope) -> None:
+        self.params = params
+        self.scope = self._scope(bound)
+
+    def _scope(self, bound: Scope) -> Scope:
+        if not bound.bound:
+            return Scope(self.text("agent_id"), self.text("workspace_hash"))
+        for name, fixed in bound.args().items():
+            asked = self.text(name)
+            if asked is not None and asked != fixed:
+                raise InvalidInput(name, f"this inspector is bound to {name}={fixed!r}")
+        return bound
+
+    def text(self, name: str) -> str | None:
+        """The parameter's text, ``None`` when absent or blank."""
+        value = self.params.get(name)
+        return value if value is not None and value.strip() else None
+
+    def instant(self, name: str) -> int | str | None:
+        """A time as the vault takes it: unix milliseconds (digits), else ISO 8601 text for the vault to read."""
+        text = self.text(name)
+        return int(text) if text is not None and text.strip().isdigit() else text
+
+    def number(self, name: str, default: int, low: int, high: int) -> int:
+        text = self.text(name)
+        if text is None:
+            return default
+        try:
+            value = int(text)
+        except ValueError:
+            raise InvalidInput(name, f"must be a whole number, got {text[:40]!r}") from None
+        if not low <= value <= high:
+            raise InvalidInput(name, f"must be from {low} to {high}")
+        return value
+
+    def real(self, name: str) -> float | None:
+        text = self.text(name)
+        if text is None:
+            return None
+        try:
+            return float(text)
+        except ValueError:
+            raise InvalidInput(name, f"must be a number, got {text[:40]!r}") from None
+
+    def flag(self, name: str) -> bool:
+        return self.text(name) not in (None, "0", "false", "off")
+
+    def pick(self, name: str, allowed: tuple[str, ...], default: str) -> str:
+        text = self.text(name) or default
+        if text not in allowed:
+            raise InvalidInput(name, f"must be one of {', '.join(allowed)}")
+        return text
+
+    def filters(self) -> dict[str, Any]:
+        """The scope and the attribute filters every listing takes (type, category, topic path)."""
+        return {**self.scope.args(), "type": self.text("type"), "category": self.text("category"),
+                "topic_path": self.text("topic_path")}
