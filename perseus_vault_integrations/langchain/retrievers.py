@@ -34,6 +34,7 @@ from perseus_vault_core import (
     RecallParams,
     RecallResult,
     Vault,
+    validate,
 )
 
 from ..arguments import OwnsItsVault, VaultLike, init_model, refuse_unknown
@@ -78,8 +79,13 @@ def check_search(search_type: Any, search_kwargs: Any) -> dict[str, Any]:
     kwargs = dict(search_kwargs)
     if "k" in kwargs:
         _whole("search_kwargs.k", kwargs["k"], 1)
-    if "filter" in kwargs and kwargs["filter"] is not None and not isinstance(kwargs["filter"], dict):
-        raise InvalidInput("search_kwargs.filter", "must be a where filter: a dict such as {'project': 'apollo'}")
+    if kwargs.get("filter") is not None:
+        if not isinstance(kwargs["filter"], dict):
+            raise InvalidInput("search_kwargs.filter", "must be a where filter: a dict such as {'project': 'apollo'}")
+        try:
+            validate(RecallParams, {"query": "", "where": kwargs["filter"]})
+        except InvalidInput as bad:  # named as the retriever takes it: search_kwargs.filter.<place>
+            raise InvalidInput("search_kwargs.filter" + bad.field.removeprefix("where"), bad.message) from None
     threshold = kwargs.get("score_threshold")
     if search_type == "similarity_score_threshold":
         if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not -1 <= threshold <= 2:

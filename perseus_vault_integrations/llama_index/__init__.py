@@ -3,8 +3,11 @@
 One module per LlamaIndex component, named as LlamaIndex names its own:
 
 - :class:`PerseusVaultRetriever` (``retrievers``): ``recall`` as a retriever, for query engines and tools.
+- :class:`PerseusVaultVectorStore` (``vector_stores``): a ``BasePydanticVectorStore``, so ``VectorStoreIndex``
+  keeps its nodes in the vault.
 - :class:`PerseusVaultDocumentStore` (``docstore``), :class:`PerseusVaultIndexStore` (``index_store``) over
-  :class:`PerseusVaultKVStore` (``kvstore``): an index's bookkeeping in the vault.
+  :class:`PerseusVaultKVStore` (``kvstore``): an index's bookkeeping in the vault too, and
+  :func:`vault_storage_context` (``storage_context``) with all of them, so ``persist()`` writes no file.
 - :class:`PerseusVaultMemoryBlock` (``memory``): long-term memory for ``llama_index.core.memory.Memory``.
 - :class:`PerseusVaultPropertyGraphStore` (``graph_stores``): a ``PropertyGraphStore`` on the vault's
   entities and links, so ``PropertyGraphIndex`` builds on it.
@@ -31,6 +34,8 @@ from .index_store import PerseusVaultIndexStore
 from .kvstore import PerseusVaultKVStore
 from .memory import PerseusVaultMemoryBlock
 from .retrievers import PerseusVaultRetriever
+from .storage_context import vault_storage_context
+from .vector_stores import PerseusVaultVectorStore
 
 __all__ = [
     "LlamaIndexEmbedder",
@@ -42,4 +47,6 @@ __all__ = [
     "PerseusVaultMemoryBlock",
     "PerseusVaultPropertyGraphStore",
     "PerseusVaultRetriever",
+    "PerseusVaultVectorStore",
+    "vault_storage_context",
 ]

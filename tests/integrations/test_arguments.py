@@ -17,6 +17,7 @@ from llama_index.core.embeddings import MockEmbedding
 from llama_index.core.data_structs.data_structs import IndexList
 from llama_index.core.graph_stores.types import EntityNode
 from llama_index.core.schema import TextNode
+from llama_index.core.vector_stores.types import VectorStoreQuery, VectorStoreQueryMode
 
 from perseus_vault_core import InvalidInput, StorageError, Vault
 from perseus_vault_integrations import langchain as lc
@@ -90,6 +91,12 @@ def _li_triplets(store: li.PerseusVaultGraphStore) -> None:
     assert store.get("ada") == [["likes", "tea"]]
 
 
+def _li_vectorstore(store: li.PerseusVaultVectorStore) -> None:
+    store.add([TextNode(id_="cat", text="the cat sat on the mat")])
+    query = VectorStoreQuery(query_str="cat", mode=VectorStoreQueryMode.TEXT_SEARCH, similarity_top_k=1)
+    assert store.query(query).ids == ["cat"]
+
+
 def _mcp_server(server: Any) -> None:
     async def call() -> Any:
         async with VaultClient(server) as client:
@@ -113,6 +120,7 @@ ADAPTERS: dict[str, tuple[Callable[[Any], Any], Callable[[Any], None]]] = {
     "llama_index.PerseusVaultDocumentStore": (lambda v: li.PerseusVaultDocumentStore(v), _li_docstore),
     "llama_index.PerseusVaultIndexStore": (lambda v: li.PerseusVaultIndexStore(v), _li_index_store),
     "llama_index.PerseusVaultGraphStore": (lambda v: li.PerseusVaultGraphStore(v), _li_triplets),
+    "llama_index.PerseusVaultVectorStore": (lambda v: li.PerseusVaultVectorStore(v), _li_vectorstore),
     "mcp.build_server": (lambda v: build_server(v), _mcp_server),
 }
 
@@ -193,6 +201,8 @@ MISSPELLED: dict[str, Callable[[Path], Any]] = {
     "llama_index.PerseusVaultDocumentStore": lambda p: li.PerseusVaultDocumentStore(p, topic_pth="x"),
     "llama_index.PerseusVaultIndexStore": lambda p: li.PerseusVaultIndexStore(p, topic_pth="x"),
     "llama_index.PerseusVaultGraphStore": lambda p: li.PerseusVaultGraphStore(p, topic_pth="x"),
+    "llama_index.PerseusVaultVectorStore": lambda p: li.PerseusVaultVectorStore(p, topic_pth="x"),
+    "llama_index.vault_storage_context": lambda p: li.vault_storage_context(p, topic_pth="x"),
     "llama_index.PerseusVaultEmbedding": lambda p: li.PerseusVaultEmbedding(p, topic_pth="x"),
     "llama_index.LlamaIndexEmbedder": lambda p: li.LlamaIndexEmbedder(MockEmbedding(embed_dim=8), topic_pth="x"),
     "mcp.build_server": lambda p: build_server(p, topic_pth="x"),

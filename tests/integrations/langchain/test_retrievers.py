@@ -289,3 +289,27 @@ def test_conventions_are_checked_when_the_retriever_is_made(tmp_path: Path, fiel
         PerseusVaultRetriever(tmp_path / "never.db", **fields)
     assert refused.value.field == field
     assert not (tmp_path / "never.db").exists()
+
+
+def test_filter_is_recall_s_where_applied_inside_the_query(vault: Vault) -> None:
+    """search_kwargs' filter takes where's operators over the memories' fields and body fields; the one
+    matching memory is found even when better-ranked ones fail it (applied in the query, not after)."""
+    for i, (project, prio) in enumerate([("apollo", 1), ("apollo", 3), ("gemini", 5)]):
+        vault.remember(category="task", key=f"t{i}", content=f"Release checklist, step {i}: run the database backup.",
+                       body={"project": project, "prio": prio})
+    def keys(**search_kwargs: Any) -> list[str]:  # noqa: E306
+        retriever = PerseusVaultRetriever(vault, search_kwargs={"k": 10, **search_kwargs}, mode="fts5", min_score=None)
+        return sorted(d.metadata["key"] for d in retriever.invoke("database backup"))
+
+    assert keys(filter={"project": "apollo"}) == ["t0", "t1"]
+    assert keys(filter={"$and": [{"category": "task"}, {"prio": {"$gt": 1}}]}) == ["t1", "t2"]
+    assert keys(filter={"$or": [{"prio": {"$in": [5]}}, {"key": "db-backup"}]}) == ["db-backup", "t2"]
+    one = PerseusVaultRetriever(vault, search_kwargs={"k": 1, "filter": {"project": "gemini"}}, mode="fts5",
+                                min_score=None).invoke("SQLite database backup nightly")
+    assert [d.metadata["key"] for d in one] == ["t2"]
+    per_call = PerseusVaultRetriever(vault, mode="fts5", min_score=None).invoke("database backup", k=5,
+                                                                                 filter={"prio": {"$gte": 3}})
+    assert sorted(d.metadata["key"] for d in per_call) == ["t1", "t2"]
+    with pytest.raises(InvalidInput, match=r"search_kwargs.filter.prio.\$gtx: ") as refused:  # when it is made
+        PerseusVaultRetriever(vault, search_kwargs={"filter": {"prio": {"$gtx": 1}}})
+    assert refused.value.field == "search_kwargs.filter.prio.$gtx"

@@ -13,7 +13,8 @@ import perseus_vault_integrations.llama_index as li
 def test_exports_one_class_per_concept() -> None:
     assert li.__all__ == ["LlamaIndexEmbedder", "PerseusVaultDocumentStore", "PerseusVaultEmbedding",
                           "PerseusVaultGraphStore", "PerseusVaultIndexStore", "PerseusVaultKVStore",
-                          "PerseusVaultMemoryBlock", "PerseusVaultPropertyGraphStore", "PerseusVaultRetriever"]
+                          "PerseusVaultMemoryBlock", "PerseusVaultPropertyGraphStore", "PerseusVaultRetriever",
+                          "PerseusVaultVectorStore", "vault_storage_context"]
 
 
 @pytest.mark.parametrize("module", ["llama_index", "llama_index.graph_stores"])

@@ -1,4 +1,5 @@
-"""PerseusVaultRetriever, inside LlamaIndex's own query engine and tool."""
+"""PerseusVaultRetriever, inside LlamaIndex's own query engine and tool: similarity_top_k and MetadataFilters as
+LlamaIndex's retrievers take them, and what the model reads."""
 
 from __future__ import annotations
 
@@ -115,8 +116,12 @@ def test_bad_parameters_are_refused_when_made(vault: Vault) -> None:
         PerseusVaultRetriever(vault, mode="semantic")
     with pytest.raises(InvalidInput, match="colour"):
         PerseusVaultRetriever(vault, colour="blue")
-    with pytest.raises(InvalidInput, match="limit"):
+    with pytest.raises(InvalidInput, match="similarity_top_k: must be a whole number"):
         PerseusVaultRetriever(vault, k=0)
+    with pytest.raises(InvalidInput, match="similarity_top_k: must be a whole number"):
+        PerseusVaultRetriever(vault, similarity_top_k=True)
+    with pytest.raises(InvalidInput, match="k: is similarity_top_k's older name"):
+        PerseusVaultRetriever(vault, k=2, similarity_top_k=3)
     with pytest.raises(InvalidInput, match="limit"):
         PerseusVaultRetriever(vault, limit=3)
     with pytest.raises(InvalidInput, match="vault"):
@@ -148,3 +153,35 @@ def test_dense_retrieval_with_the_bundled_model(db_path: Path, real_embedder: An
         seed(vault)
         found = PerseusVaultRetriever(vault, k=1, mode="dense").retrieve("message broker for background work")
         assert found[0].node.metadata["key"] == "queue"
+
+
+# --- LlamaIndex's conventions ------------------------------------------------------------------------
+
+
+def test_similarity_top_k_and_metadata_filters_as_llamaindex_retrievers_take_them(vault: Vault) -> None:
+    from llama_index.core.vector_stores.types import FilterCondition, FilterOperator, MetadataFilter, MetadataFilters
+
+    for i, (project, prio) in enumerate([("apollo", 1), ("apollo", 3), ("gemini", 5), ("apollo", 4)]):
+        vault.remember(category="task", key=f"t{i}", content=f"Ship the release checklist item {i}.",
+                       body={"project": project, "prio": prio}, type="todo" if i % 2 else "note")
+    retriever = PerseusVaultRetriever(vault, similarity_top_k=2, min_score=None)
+    assert len(retriever.retrieve("release checklist")) == 2
+    filters = MetadataFilters(condition=FilterCondition.AND, filters=[
+        MetadataFilter(key="project", value="apollo"),  # a body field
+        MetadataFilters(condition=FilterCondition.OR, filters=[
+            MetadataFilter(key="prio", value=3, operator=FilterOperator.GT),
+            MetadataFilter(key="type", value="note"),  # a memory's own field
+        ]),
+    ])
+    found = PerseusVaultRetriever(vault, similarity_top_k=10, filters=filters, min_score=None).retrieve("release")
+    assert sorted(n.node.metadata["key"] for n in found) == ["t0", "t3"]
+    with pytest.raises(InvalidInput, match="where: is what filters becomes"):
+        PerseusVaultRetriever(vault, filters=filters, where={"project": "apollo"})
+
+
+def test_the_model_reads_no_empty_field(vault: Vault) -> None:
+    vault.remember(category="decision", key="db", content="We chose SQLite.")  # no summary, no topic path
+    node = PerseusVaultRetriever(vault).retrieve("sqlite")[0].node
+    seen = node.get_content(metadata_mode="llm")  # type: ignore[arg-type]
+    assert seen == "category: decision\nkey: db\n\nWe chose SQLite."
+    assert "None" not in seen and node.metadata["summary"] is None  # still there for code
