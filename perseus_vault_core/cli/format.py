@@ -6,6 +6,7 @@ Every function takes the result and the parsed arguments (some lines name what w
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 from collections.abc import Callable
 from typing import Any
@@ -43,12 +44,38 @@ def short(text: str, width: int = 100) -> str:
     return one_line(text, width)
 
 
+def when(ms: int | str | None) -> str:
+    """Unix milliseconds as ISO 8601 in UTC (``2026-12-03T07:10:17.821Z``); ``-`` for none. ``--json`` keeps
+    the milliseconds, which every option taking a time also accepts, as it accepts ISO 8601 (a time as the
+    command line gave it, text, is shown as given unless it is milliseconds)."""
+    if ms is None:
+        return "-"
+    if isinstance(ms, str):
+        if not ms.strip().lstrip("-").isdigit():
+            return ms
+        ms = int(ms)
+    moment = dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def size(n: int) -> str:
+    """Bytes for a person: ``156 KB``, ``2.7 GB`` (powers of 1000, as disks are sold)."""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if n >= scale:
+            value = n / scale
+            return f"{value:.1f} {unit}" if value < 100 else f"{value:.0f} {unit}"
+    return f"{n} bytes"
+
+
 def entity_line(e: Any) -> str:
     return f"#{e.id} [{e.category}/{e.key}] {short(e.content)}"
 
 
 def entity(e: Entity, _: argparse.Namespace | None = None) -> str:
-    lines = [f"#{e.id} [{e.category}/{e.key}] {e.type}, version {e.version}, {e.status}"]
+    lines = [f"#{e.id} [{e.category}/{e.key}] {e.type}, version {e.version}, {e.status}",
+             f"created {when(e.created_at_ms)}, updated {when(e.updated_at_ms)}"
+             + (f", valid {when(e.valid_from_ms)} to {when(e.valid_to_ms)}" if e.valid_to_ms is not None else "")
+             + (f", expires {when(e.expires_at_ms)}" if e.expires_at_ms is not None else "")]
     if e.summary:
         lines.append(e.summary)
     lines.append(e.content)
@@ -75,22 +102,22 @@ def scan(page: ScanPage, _: argparse.Namespace) -> str:
 
 def history(page: HistoryPage, args: argparse.Namespace) -> str:
     lines = [f"{page.total} version(s) of {args.category}/{args.key}, newest first:"]
-    lines += [f"v{e.version} {e.change:<9} {e.status:<10} from {e.recorded_from_ms}: {short(e.content, 80)}"
+    lines += [f"v{e.version} {e.change:<9} {e.status:<10} from {when(e.recorded_from_ms)}: {short(e.content, 80)}"
               for e in page.items]
     return "\n".join(lines)
 
 
 def as_of(e: Entity | None, args: argparse.Namespace) -> str:
-    return entity(e) if e else f"no version of {args.category}/{args.key} was believed at {args.as_of_unix_ms}"
+    return entity(e) if e else f"no version of {args.category}/{args.key} was believed at {when(args.as_of_unix_ms)}"
 
 
 def valid_at(e: Entity | None, args: argparse.Namespace) -> str:
-    return entity(e) if e else f"no version of {args.category}/{args.key} was true at {args.valid_at_unix_ms}"
+    return entity(e) if e else f"no version of {args.category}/{args.key} was true at {when(args.valid_at_unix_ms)}"
 
 
 def bitemporal(e: Entity | None, args: argparse.Namespace) -> str:
-    return entity(e) if e else (f"no version of {args.category}/{args.key} was believed at {args.as_of_unix_ms} "
-                                f"to be true at {args.valid_at_unix_ms}")
+    return entity(e) if e else (f"no version of {args.category}/{args.key} was believed at {when(args.as_of_unix_ms)} "
+                                f"to be true at {when(args.valid_at_unix_ms)}")
 
 
 def counts(c: Counts, _: argparse.Namespace) -> str:
@@ -106,7 +133,7 @@ def counts(c: Counts, _: argparse.Namespace) -> str:
 
 
 def recent(page: ScanPage, _: argparse.Namespace) -> str:
-    lines = [f"{e.recorded_from_ms} {e.change:<9} v{e.version} {entity_line(e)}" for e in page.items]
+    lines = [f"{when(e.recorded_from_ms)} {e.change:<9} v{e.version} {entity_line(e)}" for e in page.items]
     lines.append(f"next cursor: {page.next_cursor}" if page.has_more else "(end)")
     return "\n".join(lines)
 
@@ -186,7 +213,25 @@ def reindex(r: Any, _: argparse.Namespace) -> str:
 
 
 def stats(s: Any, _: argparse.Namespace) -> str:
-    return "\n".join(f"{k}: {v}" for k, v in s.model_dump().items())
+    """The vault at a glance, a line per subject (``--json``: every field as it is)."""
+    engine = (f"SQLite {s.sqlite_version} through {s.sqlite_driver}, sqlite-vec {s.sqlite_vec_version}"
+              if s.backend == "sqlite" else f"PostgreSQL {s.sqlite_version} through {s.sqlite_driver}, {s.sqlite_vec_version}")
+    statuses = ", ".join(f"{n:,} {status}" for status, n in s.by_status.items() if n) or "none"
+    if s.embedding_model is None:
+        vectors = "none (no embedding model has written to this vault)"
+    else:
+        vectors = (f"{s.embedded:,} of {s.entities:,} memories embedded ({s.embedding_coverage:.0%}) with "
+                   f"{s.embedding_model}, {s.embedding_dimension} dimensions")
+    rows = [("vault", f"{s.path} ({s.backend}, schema {s.schema_version}, {size(s.db_bytes)}"
+                      + (", encrypted at rest)" if s.encrypted else ")")),
+            ("memories", f"{s.entities:,} ({statuses})"),
+            ("versions", f"{s.versions:,}"),
+            ("links", f"{s.links:,}"),
+            ("vectors", vectors),
+            ("keyword index", s.keyword_index),
+            ("vector index", s.vector_index),
+            ("engine", engine)]
+    return "\n".join(f"{name:<15}{value}" for name, value in rows)
 
 
 def line(template: str) -> Show:

@@ -339,8 +339,25 @@ def test_export_scoped(cli: Any, db: str) -> None:
 def test_stats(cli: Any, filled: str) -> None:
     stats = assert_ok(cli("--db", filled, "--json", "stats")).json()
     assert stats["entities"] == 3 and stats["versions"] == 3 and stats["by_status"] == {"active": 3}
-    human = assert_ok(cli("--db", filled, "stats"))
-    assert "entities: 3" in human.lines()
+    human = assert_ok(cli("--db", filled, "stats")).lines()
+    assert re.fullmatch(rf"vault +{re.escape(filled)} \(sqlite, schema {stats['schema_version']}, \d+ KB\)", human[0])
+    assert "memories       3 (3 active)" in human and "links          0" in human
+    assert "vectors        none (no embedding model has written to this vault)" in human
+    assert not any("{" in line or "_" in line.split()[0] for line in human)  # no dicts, no field names
+
+
+def test_times_a_person_reads_are_iso_8601(cli: Any, filled: str) -> None:
+    iso = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z"
+    history = assert_ok(cli("--db", filled, "history", "decision", "cache")).lines()
+    assert all(re.search(f"from {iso}: ", line) for line in history[1:])
+    entity_id = assert_ok(cli("--db", filled, "--json", "history", "decision", "cache")).json()["items"][0]["id"]
+    shown = assert_ok(cli("--db", filled, "get-entity", str(entity_id))).lines()
+    assert re.fullmatch(f"created {iso}, updated {iso}", shown[1])
+    assert all(re.match(iso, line) for line in assert_ok(cli("--db", filled, "recent")).lines()[:-1])
+    missing = assert_ok(cli("--db", filled, "as-of", "decision", "cache", "946684800000")).out
+    assert "was believed at 2000-01-01T00:00:00.000Z" in missing
+    missing = assert_ok(cli("--db", filled, "as-of", "decision", "cache", "2000-01-01T00:00:00Z")).out
+    assert "was believed at 2000-01-01T00:00:00Z" in missing
 
 
 def test_check_ok(cli: Any, filled: str) -> None:
