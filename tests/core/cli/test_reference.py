@@ -33,3 +33,15 @@ def test_every_command_and_argument_is_on_the_page() -> None:
 def test_links_on_the_page_resolve() -> None:
     for target in re.findall(r"\]\(([^)#]+\.md)\)", reference()):
         assert (DOCS / target).exists(), target
+
+
+def test_every_option_and_argument_has_help() -> None:
+    """Every option and positional a person can type says what it is in --help (the refused --token is hidden)."""
+    missing = []
+    for words, parser in listed(build_parser()).items():
+        for action in parser._actions:
+            if isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)) or action.help == argparse.SUPPRESS:
+                continue
+            if not (action.help or "").strip():
+                missing.append(f"{words} {(action.option_strings or [action.dest])[0]}")
+    assert missing == []
