@@ -9,6 +9,10 @@ across sessions, ``topic_path=<session>`` within one.
 Order is the vault's: entity ids ascend in commit order, so messages read back in the order they were
 written, also when several processes append to one session. ``clear`` archives the session's messages
 (the vault keeps them in its history, as ``forget`` does everywhere); they no longer read back.
+
+For new code, LangChain 1.x keeps conversations with LangGraph persistence rather than chat histories:
+use :class:`~.checkpoint.PerseusVaultSaver` (the recommended way); this class stays for code built on
+``BaseChatMessageHistory`` and for transcripts meant to be recalled as memories.
 """
 
 from __future__ import annotations
