@@ -12,6 +12,6 @@ verify, as CSRF-checked POSTs: :mod:`.edits`).
 from __future__ import annotations
 
 from .app import Inspector
-from .serving import Beside, bind, serve_alone
+from .serving import Beside, serve_alone
 
-__all__ = ["Beside", "Inspector", "bind", "serve_alone"]
+__all__ = ["Beside", "Inspector", "serve_alone"]

@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import hmac
 import ipaddress
 import os
@@ -227,12 +228,33 @@ def base_url(host: str, port: int) -> str:
     return f"http://[{bare}]:{port}" if ":" in bare else f"http://{bare or '127.0.0.1'}:{port}"
 
 
+def listen(host: str, port: int) -> socket.socket:
+    """A listening socket at ``host``:``port`` (port 0: a free one, which the caller then reads back). Bound
+    here rather than by uvicorn, so that a port in use is one clear error (``SetupError``: one ``error:`` line
+    and exit 1 on the command line) before anything is announced, not uvicorn's log line and exit 3."""
+    bare = host.strip("[]") or "127.0.0.1"
+    family = socket.AF_INET6 if ":" in bare else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((bare, port))
+    except OSError as error:
+        sock.close()
+        reason = "the port is in use" if error.errno == errno.EADDRINUSE else (error.strerror or str(error))
+        raise SetupError(f"cannot listen on {base_url(host, port)}: {reason}") from None
+    sock.listen(128)
+    sock.set_inheritable(True)
+    return sock
+
+
 def serve_app(app: Any, host: str, port: int, announce: list[str], sock: socket.socket | None = None) -> None:
     """Run ``app`` at ``host``:``port`` (or on ``sock``, already bound there) until stopped, after printing
     ``announce`` to stderr, a line each."""
+    if sock is None:
+        sock = listen(host, port)
     for line in announce:
         print(f"perseus-vault: {line}", file=sys.stderr, flush=True)
-    uvicorn.Server(server_config(app, host, port)).run(sockets=[sock] if sock is not None else None)
+    uvicorn.Server(server_config(app, host, port)).run(sockets=[sock])
 
 
 def serve_http(vault: VaultLike, host: str, port: int, token: str | None, *, agent_id: str | None = None,

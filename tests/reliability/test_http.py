@@ -349,6 +349,21 @@ def _refusal(tmp_path: Path, *args: str, **env: str) -> str:
     return done.stderr
 
 
+@pytest.mark.parametrize("command", [["serve", "--http"], ["serve", "--no-ui", "--http"], ["ui", "--http"]])
+def test_a_port_in_use_is_one_error_line_and_exit_1(tmp_path: Path, command: list[str]) -> None:
+    subprocess.run([sys.executable, "-m", "perseus_vault_core.cli", "init", "--db", str(tmp_path / "p.db")], cwd=ROOT,
+                   env=_cli_env(), check=True, capture_output=True)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        done = subprocess.run([sys.executable, "-m", "perseus_vault_core.cli", command[0], "--db", str(tmp_path / "p.db"),
+                               *command[1:], f"localhost:{port}"], cwd=ROOT, env=_cli_env(PERSEUS_VAULT_HTTP_TOKEN=TOKEN),
+                              capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1, done.stderr
+    assert done.stderr == f"error: cannot listen on http://localhost:{port}: the port is in use\n"
+
+
 def test_the_token_never_comes_from_the_command_line_and_is_never_short(tmp_path: Path) -> None:
     port = _port_on("127.0.0.1")
     line = _refusal(tmp_path, "--http", f"127.0.0.1:{port}", "--token", TOKEN)

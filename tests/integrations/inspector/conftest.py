@@ -20,7 +20,8 @@ from typing import Any
 import uvicorn
 
 from perseus_vault_core import Vault
-from perseus_vault_integrations.inspector import Beside, Inspector, bind
+from perseus_vault_integrations.inspector import Beside, Inspector
+from perseus_vault_integrations.mcp.http import listen
 from perseus_vault_integrations.mcp.http import http_app, server_config
 
 from ...conftest import DAY_MS, Clock
@@ -131,7 +132,7 @@ class Server:
 def served(vault: Vault, *, host: str = "127.0.0.1", token: str | None = None, mcp: bool = False,
            **options: Any) -> Iterator[Server]:
     """Serve ``vault``'s inspector as if bound to ``host`` (its rules: loopback or not), on 127.0.0.1."""
-    sock = bind("127.0.0.1", 0)
+    sock = listen("127.0.0.1", 0)
     port = sock.getsockname()[1]
     app: Any = Inspector(vault, host, port, token, **options)
     if mcp:
