@@ -5,6 +5,10 @@ ids and times kept), imports that into an empty target in one transaction, with 
 model is not run again for a text the source has embedded), copies the trigger phrases' vectors, then
 exports the target and compares: the copy is accepted only when the two exports are byte for byte the
 same. Usage counters are part of the export; in-memory indexes are rebuilt by the target's readers.
+
+The framework state beside the memories (LangGraph checkpoints, LlamaIndex's key-value collections:
+``checkpoints.py``, ``keyvalue.py``) is no memory and not in the export: its tables are copied row for
+row, every scope's, and each is accepted only when its rows on both sides give the same digest.
 """
 
 from __future__ import annotations
@@ -22,10 +26,12 @@ from .embeddings import BUNDLED_IDENTITY, embedding_text
 from .errors import Conflict, InvalidInput, SetupError, StorageError
 from .import_export import export_lines, import_records, parse_records, read_records, texts
 from .models import MigrateReport
+from .scoped import STATE_TABLES
 from .storage import Connection
 from .vault import Vault
 
 SPOOL_BYTES = 64 << 20  # the export is held in memory up to this size, then in a private temporary file
+STATE_PAGE = 500  # framework-state rows copied per transaction
 
 
 class CopiedVectors:
@@ -65,6 +71,10 @@ def migrate(source: Vault | str | os.PathLike[str], target: str | os.PathLike[st
         held = dst._engine.read(lambda c: int(c.execute("SELECT count(*) FROM entities").fetchone()[0]))
         if held:
             raise Conflict(f"the target already holds {held} memories; migrate copies into an empty vault")
+        state = dst._engine.read(lambda c: sum(_count(c, table) for table in STATE_TABLES))
+        if state:
+            raise Conflict(f"the target already holds {state} rows of framework state (checkpoints, key-value "
+                           "entries); migrate copies into an empty vault")
         spool = stack.enter_context(tempfile.SpooledTemporaryFile(SPOOL_BYTES, mode="w+", encoding="utf-8"))
         lines, digest = engine.read(lambda c: _write(export_lines(c), spool))
         spool.seek(0)
@@ -75,13 +85,14 @@ def migrate(source: Vault | str | os.PathLike[str], target: str | os.PathLike[st
         target_engine.write_planned(plan, lambda c: import_records(target_engine.backend, c, parsed, target_engine.now(),
                                                                    None, plan))
         phrases = _copy_phrases(src, dst, recorded)
+        state_rows = _copy_state(src, dst)
         copied, copied_digest = target_engine.read(lambda c: _write(export_lines(c), None))
         if (copied, copied_digest) != (lines, digest):
             raise StorageError(f"the copy's export differs from the source's ({copied} lines against {lines}); "
                                "the target is not a faithful copy")
         counts = target_engine.read(_counts)
         return MigrateReport(source=engine.backend.path, target=target_engine.backend.path, lines=lines,
-                             sha256=digest, phrase_vectors=phrases, **counts)
+                             sha256=digest, phrase_vectors=phrases, state_rows=state_rows, **counts)
 
 
 def _write(lines: Iterator[str], handle: IO[str] | None) -> tuple[int, str]:
@@ -130,6 +141,47 @@ def _copy_phrases(src: Vault, dst: Vault, recorded: tuple[str, int] | None) -> i
         backend = dst._engine.backend
         dst._engine.write(lambda c: backend.vectors.write_phrase_vectors(c, model, phrases))
     return len(phrases)
+
+
+def _copy_state(src: Vault, dst: Vault) -> int:
+    """Every framework-state row of the source into the target, a page per transaction; each table is then
+    accepted only when both sides' rows give one digest (raises :class:`StorageError` otherwise)."""
+    total = 0
+    for table, (columns, key) in STATE_TABLES.items():
+        marks = ", ".join("?" for _ in columns.split(", "))
+        offset = 0
+        while True:
+            rows = src._engine.read(lambda c: c.execute(
+                f"SELECT {columns} FROM {table} ORDER BY {key} LIMIT ? OFFSET ?", (STATE_PAGE, offset)).fetchall())
+            if rows:
+                dst._engine.write(lambda c: c.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks})",
+                                                          [tuple(r) for r in rows]))
+            offset += len(rows)
+            if len(rows) < STATE_PAGE:
+                break
+        if _digest(src, table, columns, key) != _digest(dst, table, columns, key):
+            raise StorageError(f"the copy's {table} differ from the source's; the target is not a faithful copy")
+        total += offset
+    return total
+
+
+def _digest(vault: Vault, table: str, columns: str, key: str) -> tuple[int, int]:
+    """The count of ``table``'s rows and the sum of their SHA-256s: the same for the same rows in any order
+    (the two databases sort text differently)."""
+    count, total, offset = 0, 0, 0
+    while True:
+        rows = vault._engine.read(lambda c: c.execute(
+            f"SELECT {columns} FROM {table} ORDER BY {key} LIMIT ? OFFSET ?", (STATE_PAGE, offset)).fetchall())
+        for row in rows:
+            plain = tuple(bytes(v) if isinstance(v, (bytes, bytearray, memoryview)) else v for v in row)
+            total = (total + int.from_bytes(hashlib.sha256(repr(plain).encode()).digest(), "big")) % (1 << 256)
+        count, offset = count + len(rows), offset + len(rows)
+        if len(rows) < STATE_PAGE:
+            return count, total
+
+
+def _count(conn: Connection, table: str) -> int:
+    return int(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
 
 
 def _counts(conn: Connection) -> dict[str, int]:

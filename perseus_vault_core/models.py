@@ -444,6 +444,8 @@ class MigrateReport(_Out):
     links: int
     vectors: int
     phrase_vectors: int
+    # Framework state (checkpoints, key-value entries) copied row for row: not memories, not in the export.
+    state_rows: int = 0
     lines: int
     sha256: str
 

@@ -1,5 +1,6 @@
 """What the framework-state modules (``checkpoints``, ``keyvalue``) share: a view of one scope of a vault,
-and the checks of their plain arguments (text, JSON objects), each refused by name."""
+the checks of their plain arguments (text, JSON objects), each refused by name, and their tables (which
+``migrate`` copies)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,20 @@ from typing import Any
 
 from .errors import InvalidInput
 from .vault import Vault
+
+# The framework-state tables (schema step 4 on SQLite, 8 on Postgres), each with its columns and its key.
+STATE_TABLES: dict[str, tuple[str, str]] = {
+    "checkpoints": ("agent_id, workspace_hash, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, run_id, "
+                    "type, checkpoint, channel_versions, metadata",
+                    "agent_id, workspace_hash, thread_id, checkpoint_ns, checkpoint_id"),
+    "checkpoint_blobs": ("agent_id, workspace_hash, thread_id, checkpoint_ns, channel, version, type, blob",
+                         "agent_id, workspace_hash, thread_id, checkpoint_ns, channel, version"),
+    "checkpoint_writes": ("agent_id, workspace_hash, thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, "
+                          "type, blob, task_path",
+                          "agent_id, workspace_hash, thread_id, checkpoint_ns, checkpoint_id, task_id, idx"),
+    "kv_entries": ("agent_id, workspace_hash, collection, key, value, updated_at_ms",
+                   "agent_id, workspace_hash, collection, key"),
+}
 
 
 def text(name: str, value: Any) -> str:

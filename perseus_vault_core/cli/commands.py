@@ -215,8 +215,9 @@ COMMANDS: tuple[Command, ...] = (
             about="Integrity of the file, keyword indexes in sync with their rows, the vault's invariants. Exit "
                   "status 1 when a problem is found."),
     Command("reindex", f.reindex, handler=admin.reindex, about="Rebuild both keyword indexes from the rows, then check."),
-    Command("migrate", f.line("copied {entities} memories ({versions} versions, {links} links, {vectors} vectors) from "
-                              "{source} to {target}; both export the same {lines} lines"),
+    Command("migrate", f.line("copied {entities} memories ({versions} versions, {links} links, {vectors} vectors) "
+                              "and {state_rows} rows of framework state from {source} to {target}; both export the "
+                              "same {lines} lines"),
             handler=admin.migrate, flags=admin.migrate_flags, summary="copy a vault to another backend, losslessly",
             about="Copy every memory, its whole history, every link and every vector from SRC to DST: a SQLite file "
                   "to an empty PostgreSQL database or back (docs/postgres.md). DST must hold no memory. The copy is "

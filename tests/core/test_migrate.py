@@ -91,3 +91,36 @@ def test_the_command_line_copies_and_says_what(tmp_path: Path, pg_url: str, cloc
     again = subprocess.run([sys.executable, "-m", "perseus_vault_core.cli", "migrate", str(tmp_path / "a.db"), pg_url],
                            capture_output=True, text=True, env={"PERSEUS_VAULT_EMBEDDER": "none", "PATH": ""})
     assert again.returncode == 1 and again.stderr.startswith("error: the target already holds 4 memories")
+
+
+def test_checkpoints_and_key_values_travel_too(tmp_path: Path, pg_url: str, clock: Clock) -> None:
+    """Framework state is no memory and not in the export: it is copied row for row, every scope's, to
+    PostgreSQL and back, and a target holding some is refused."""
+    from perseus_vault_core import ChannelBlob, Checkpoints, KeyValues, TaskWrite
+
+    with Vault(tmp_path / "a.db", clock=clock, embedder=False) as src:
+        _fill(src, clock)
+        for scope in ({}, {"agent_id": "alice"}):
+            saved = Checkpoints(src, **scope)
+            for i in range(3):
+                saved.put("thread", "", f"0{i}", parent_checkpoint_id=f"0{i - 1}" if i else None, type="msgpack",
+                          checkpoint=bytes([i, 0, 255]), metadata={"step": i, "who": "ада"},
+                          channel_versions={"messages": str(i)}, blobs=[ChannelBlob("messages", str(i), "msgpack",
+                                                                                    b"\x00" * i + b"m")])
+            saved.put_writes("thread", "", "02", [TaskWrite("task", "~0", 0, "messages", "msgpack", b"\x01")])
+            KeyValues(src, **scope).put_many("docstore/data", [(f"n{i}", {"text": f"node {i}"}) for i in range(700)])
+        report = migrate(src, pg_url)
+    assert report.state_rows == 2 * (3 + 3 + 1 + 700)
+    with Vault(pg_url, embedder=False) as copy:
+        alice = Checkpoints(copy, agent_id="alice")
+        latest = alice.get("thread")
+        assert latest is not None and latest.checkpoint == bytes([2, 0, 255]) and latest.metadata["who"] == "ада"
+        assert [b.data for b in latest.blobs] == [b"\x00\x00m"] and [w.data for w in latest.writes] == [b"\x01"]
+        assert [c.checkpoint_id for c in alice.list("thread")] == ["02", "01", "00"]
+        assert len(KeyValues(copy).get_all("docstore/data")) == 700
+        back = migrate(copy, tmp_path / "b.db")
+    assert back.state_rows == report.state_rows
+    with Vault(tmp_path / "c.db", embedder=False) as other:
+        KeyValues(other).put("c", "k", {"v": 1})
+        with Vault(tmp_path / "a.db", embedder=False) as src, pytest.raises(Conflict, match="framework state"):
+            migrate(src, tmp_path / "c.db")
