@@ -522,11 +522,12 @@ def _render_quality(result: dict[str, Any]) -> list[str]:
 
 
 def replace_section(report: str, section: list[str]) -> str:
-    """``report`` with its PostgreSQL section (up to the next ``## `` heading) replaced by ``section``, or
-    ``section`` appended where it has none; everything else is kept as it was."""
+    """``report`` with the section ``section`` heads (its first line, a ``## `` heading, up to the next one)
+    replaced by ``section``, or ``section`` appended where it has none; everything else is kept as it was.
+    Every part that runs alone (``--only``) writes its section so."""
     lines = report.rstrip("\n").split("\n")
-    if SECTION in lines:
-        start = lines.index(SECTION)
+    if section[0] in lines:
+        start = lines.index(section[0])
         end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
         lines[start:end] = section
     else:
@@ -536,8 +537,13 @@ def replace_section(report: str, section: list[str]) -> str:
 
 def update_report(path: Path, result: dict[str, Any]) -> None:
     """Write this part's section into the report at ``path``, keeping the rest (a new report if there is none)."""
+    write_section(path, render(result))
+
+
+def write_section(path: Path, section: list[str]) -> None:
+    """``section`` into the report at ``path`` in place of the one with its heading, the rest kept."""
     old = path.read_text(encoding="utf-8") if path.exists() else "# Benchmarks\n"
-    path.write_text(replace_section(old, render(result)), encoding="utf-8")
+    path.write_text(replace_section(old, section), encoding="utf-8")
 
 
 def main(output: Path, sizes: list[int]) -> None:

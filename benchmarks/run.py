@@ -3,7 +3,8 @@
 Runs the quality benchmarks on ../shared/data (keyword, dense, hybrid), the ingest-with-embedding
 comparison, the speed benchmarks at 10k and 100k synthetic memories (10k only with --quick), the PostgreSQL
 backend beside SQLite and LangGraph's PostgresStore at the same sizes (postgres.py; ``--only postgres`` runs it
-alone and replaces only its section), one million memories (million.py; not with --quick), and
+alone and replaces only its section), the web inspector's pages at the same sizes (inspector.py; ``--only
+inspector``), one million memories (million.py; not with --quick), and
 writes the figures to docs/benchmarks.md with the machine, versions and date, and each target beside
 the figure it judges. Without the collections (see ``quality.data_dir``) it stops at once with one line
 naming the missing one. Embeddings of the corpora are cached in benchmarks/.cache (keyed by
@@ -24,7 +25,7 @@ from typing import Any
 
 from perseus_vault_core.recall import DENSE_DEPTH, MIN_POOL, SHORTLIST_PER_POOL
 
-from . import conversation, graphrag, mcp, memory_files, million, peers, plots, postgres, quality, speed
+from . import conversation, graphrag, inspector, mcp, memory_files, million, peers, plots, postgres, quality, speed
 
 ROOT = Path(__file__).resolve().parents[1]
 REPORT = ROOT / "docs" / "benchmarks.md"
@@ -513,7 +514,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sizes", type=int, nargs="*", help="override the store sizes of the speed and peer runs")
     parser.add_argument("--no-million", action="store_true", help="skip the 1M run (the full mode runs it)")
     parser.add_argument("--output", type=Path, default=REPORT)
-    parser.add_argument("--only", choices=["postgres"], help="run only this part; replace only its section of the report")
+    parser.add_argument("--only", choices=["postgres", "inspector"],
+                        help="run only this part; replace only its section of the report")
     args = parser.parse_args(argv)
     try:
         if not args.only:  # fail at once when a collection is missing (--only postgres skips its quality instead)
@@ -521,8 +523,8 @@ def main(argv: list[str] | None = None) -> None:
     except quality.MissingData as error:
         raise SystemExit(f"benchmarks.run: {error}") from None
     sizes = args.sizes or ([10_000] if args.quick else [10_000, 100_000])
-    if args.only:  # this part alone (postgres.py): its section of the report replaced, the rest kept
-        return postgres.main(args.output, sizes)
+    if args.only:  # this part alone (postgres.py, inspector.py): its section of the report replaced, the rest kept
+        return {"postgres": postgres.main, "inspector": inspector.main}[args.only](args.output, sizes)
     byte_compile()
     from perseus_vault_core.embeddings import load
 
@@ -555,6 +557,7 @@ def main(argv: list[str] | None = None) -> None:
     for n in sizes:
         at_size(n)
     pg = postgres.run(sizes, model, cached, log=log)
+    pages = inspector.run(sizes, cached, log=log)
     big = None
     if args.quick or args.no_million:
         million_report = ["## One million memories", "", "Not run (" + ("quick mode" if args.quick else "--no-million")
@@ -583,7 +586,7 @@ def main(argv: list[str] | None = None) -> None:
     images = [f"img/{p.name}" for p in plots.recall_curves(peer_qual)] + [f"img/{plots.latency_by_size(peer_runs).name}"]
     report = render(info, results, qual, ingest, graph, mem, server)
     report += "\n" + "\n".join(conversation.render(chats) + memory_files.render_recall_quality(labelled))
-    report += "\n" + "\n".join(render_peers(peer_qual, peer_runs, images) + postgres.render(pg) + million_report + render_writes(results, big))
+    report += "\n" + "\n".join(render_peers(peer_qual, peer_runs, images) + postgres.render(pg) + inspector.render(pages) + million_report + render_writes(results, big))
     args.output.write_text(report + "\n", encoding="utf-8")
     log(f"wrote {args.output} and {', '.join(images)}")
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The vault's main job: serve memory to agents over MCP, on the default store
 # (./perseus_vault.db, or $PERSEUS_VAULT_DB). Seeds a few memories first (idempotent), prints how to
-# register the server in an MCP client, then serves streamable HTTP on loopback until Ctrl-C.
+# register the server in an MCP client and where to look inside with a browser (the web inspector at /,
+# docs/ui.md), then serves streamable HTTP on loopback until Ctrl-C.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pv() { .venv/bin/perseus-vault "$@"; }
@@ -24,6 +25,8 @@ cat <<JSON
     }
   }
 }
-== or connect over streamable HTTP: http://$ADDR/mcp${PERSEUS_VAULT_HTTP_TOKEN:+ with the header Authorization: Bearer \$PERSEUS_VAULT_HTTP_TOKEN}  (serving now; Ctrl-C to stop)
+== or connect over streamable HTTP: http://$ADDR/mcp${PERSEUS_VAULT_HTTP_TOKEN:+ with the header Authorization: Bearer \$PERSEUS_VAULT_HTTP_TOKEN}
+== look inside the memory in a browser (the web inspector): http://$ADDR/${PERSEUS_VAULT_HTTP_TOKEN:+  (sign in with the token)}
+   (serving both now; Ctrl-C to stop)
 JSON
 exec .venv/bin/perseus-vault serve --db "$DB" --http "$ADDR"

@@ -28,7 +28,7 @@ from .guard import Guard, Refused
 from .layout import Page, Scope, document, message
 from .markup import el, join
 from .query import Ask, Context
-from .reports import Reports
+from .reports import Kept, Reports
 from .views import browse, files as memory_files, graph, hygiene, memory, overview, playground, timetravel
 
 STATIC = {"app.css": "text/css; charset=utf-8", "app.js": "text/javascript; charset=utf-8",
@@ -51,7 +51,7 @@ class Inspector:
                  agent_id: str | None = None, workspace_hash: str | None = None) -> None:
         self.vault, self.edits = vault, allow_edits
         self.bound = Scope(agent_id, workspace_hash, bound=agent_id is not None or workspace_hash is not None)
-        self.reports = Reports()
+        self.reports, self.kept = Reports(), Kept()
         self.static = _files()
         self.where = vault.stats().path  # a database URL without its password
         routes = [Route(path, self._endpoint(view)) for path, view in (
@@ -75,7 +75,7 @@ class Inspector:
                 ask = Ask(request.query_params, self.bound)
             except VaultError as error:
                 return self.respond(request, self.bound, _failure(error))
-            context = Context(self.vault, self.bound, self.edits, self.guard.csrf(request), self.reports)
+            context = Context(self.vault, self.bound, self.edits, self.guard.csrf(request), self.reports, self.kept)
             try:
                 page = view(context, ask, **request.path_params)
             except VaultError as error:

@@ -11,7 +11,8 @@ The rules are the MCP endpoint's beside it, applied by the same code (:mod:`..mc
 - **Writes** (``--allow-edits``, and signing in) are POSTs that carry the CSRF token of the page that
   offered them and an ``Origin`` naming this very server.
 - **Every response** carries a strict Content-Security-Policy (scripts and styles from this server's
-  files only, never inline; nothing framed; forms post here only), ``nosniff`` and ``no-store``.
+  files only, never inline; nothing framed; forms post here only), ``nosniff`` and ``no-store``; and a
+  ``Server-Timing`` header saying how long the server took to answer (what docs/benchmarks.md measures).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+import time
 from collections.abc import MutableMapping
 from typing import Any
 
@@ -69,10 +71,14 @@ class Guard:
             await self.app(scope, receive, send)
             return
 
+        started = time.perf_counter()
+
         async def secured(message: MutableMapping[str, Any]) -> None:
-            if message["type"] == "http.response.start":
+            if message["type"] == "http.response.start":  # a page is whole before it starts: its time is known
+                took = f"app;dur={(time.perf_counter() - started) * 1000:.1f}".encode()
                 names = {name for name, _ in HEADERS}
-                message["headers"] = [h for h in message.get("headers", []) if h[0] not in names] + HEADERS
+                message["headers"] = [h for h in message.get("headers", []) if h[0] not in names] + HEADERS + [
+                    (b"server-timing", took)]
             await send(message)
 
         request = Request(scope)

@@ -8,26 +8,38 @@ unless the server is bound to one: then asking for another is refused, as the bo
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from perseus_vault_core import InvalidInput, Vault
+from perseus_vault_core import Counts, InvalidInput, Vault
 
 from .layout import Scope
-from .reports import Reports
+from .reports import Kept, Reports
 
 
 @dataclass(frozen=True)
 class Context:
     """What every view may use: the vault, the scope the server binds (if any), whether edits are
-    allowed, this client's CSRF token, and the reports computed in the background."""
+    allowed, this client's CSRF token, the reports computed in the background and the answers kept."""
 
     vault: Vault
     bound: Scope
     edits: bool
     csrf: str
     reports: Reports
+    kept: Kept
+
+    def stamp(self, scope: Scope) -> Hashable:
+        """The scope's latest write (what a kept answer or report was computed after)."""
+        latest = self.vault.recent(limit=1, **scope.args()).items
+        return (latest[0].id, latest[0].version) if latest else None
+
+    def counts(self, scope: Scope, **filters: Any) -> Counts:
+        """``counts`` for ``scope`` and ``filters``, read once per write (a tenth of a second at 100,000 memories)."""
+        key = ("counts", tuple(sorted({**scope.args(), **filters}.items(), key=lambda kv: kv[0])))
+        answer: Counts = self.kept.get(key, self.stamp(scope), lambda: self.vault.counts(**scope.args(), **filters))
+        return answer
 
 
 class Ask:

@@ -1,4 +1,9 @@
-"""Reports too slow for a page: computed in the background, kept until the store changes (docs/ui.md).
+"""Answers too slow to compute for every page: kept until the store's next write (docs/ui.md).
+
+:class:`Kept` keeps reads that take a noticeable part of a page's time on a large store (the ``counts``
+of 100,000 memories: about a tenth of a second) for the pages that ask them again, for as long as the
+store's latest write is the one they were read after, and a minute at most (time alone moves memories
+from active to expired).
 
 A hygiene report weighs every memory of a tenant against the others: seconds at 100,000 memories (see
 docs/benchmarks.md), far past what a page may take. So a page asks :class:`Reports` for it: a report
@@ -20,6 +25,30 @@ from dataclasses import dataclass, field
 from typing import Any
 
 KEPT = 16
+KEPT_S = 60.0
+
+
+class Kept:
+    """Answers by key, each kept while the stamp it was read under (the store's latest write) holds."""
+
+    def __init__(self, seconds: float = KEPT_S) -> None:
+        self.seconds = seconds
+        self._lock = threading.Lock()
+        self._answers: OrderedDict[Hashable, tuple[Hashable, float, Any]] = OrderedDict()
+
+    def get(self, key: Hashable, stamp: Hashable, read: Callable[[], Any]) -> Any:
+        now = time.monotonic()
+        with self._lock:
+            kept = self._answers.get(key)
+        if kept is not None and kept[0] == stamp and now - kept[1] < self.seconds:
+            return kept[2]
+        answer = read()
+        with self._lock:
+            self._answers[key] = (stamp, now, answer)
+            self._answers.move_to_end(key)
+            while len(self._answers) > KEPT * 4:
+                self._answers.popitem(last=False)
+        return answer
 
 
 @dataclass

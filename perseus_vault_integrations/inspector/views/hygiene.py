@@ -25,10 +25,8 @@ def render(ctx: Context, ask: Ask) -> Page:
                 field("topic path", text_input("topic_path", ask.text("topic_path"), size_=12)),
                 field("never retrieved after (days)", text_input("min_age_days", options["min_age_days"], size_=4)),
                 field("show", choice("limit", [(n, n) for n in ("50", "100", "500", "1000")], str(options["limit"])))]
-    latest = ctx.vault.recent(limit=1, **ask.scope.args()).items
-    stamp = (latest[0].id, latest[0].version) if latest else None
     key = tuple(sorted(options.items()))
-    job = ctx.reports.job(key, stamp, lambda: ctx.vault.hygiene(**options), fresh=ask.flag("fresh"))
+    job = ctx.reports.job(key, ctx.stamp(ask.scope), lambda: ctx.vault.hygiene(**options), fresh=ask.flag("fresh"))
     head = form(controls, path="/hygiene", submit="Report")
     if not ctx.reports.wait(job):
         return Page("Hygiene", join(head, el("meta", http_equiv="refresh", content="2"), message(

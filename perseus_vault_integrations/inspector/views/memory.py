@@ -31,7 +31,7 @@ def render(ctx: Context, ask: Ask, entity_id: int) -> Page:
                               " (", el("a", "now", href=scope.link(f"/memory/{e.id}")), ")"]))
     if shown is not None:
         parts += [_content(shown), _edits(ctx, e) if ctx.edits and at is None else None, _about(shown)]
-    parts += [_history(ctx, e, own), _links(ctx, e, own), _communities(ctx, e, own)]
+    parts += [_history(ctx, e, own), _links(ctx, e, own), _communities(ctx, e, own, scope)]
     return Page(f"{address(e)} (#{e.id})", join(parts))
 
 
@@ -101,8 +101,10 @@ def _links(ctx: Context, e: Entity, own: Scope) -> Markup:
               el("h3", "Into it"), table(head, rows(False), empty="no links in"), id="links")
 
 
-def _communities(ctx: Context, e: Entity, own: Scope) -> Markup:
-    found = ctx.vault.communities(containing=[e.id], **own.args())
+def _communities(ctx: Context, e: Entity, own: Scope, scope: Scope) -> Markup:
+    # The page's scope, not the memory's: links never join two scopes, so its communities are the same,
+    # and every page of the inspector then reads one partition of the graph (clustered once per write).
+    found = ctx.vault.communities(containing=[e.id], **scope.args())
     items = []
     for c in found.communities:
         summary = ctx.vault.get_entity(c.summary_id, **own.args()).content if c.summary_id is not None else None

@@ -14,7 +14,7 @@ LATEST = 15
 
 def render(ctx: Context, ask: Ask) -> Page:
     scope = ask.scope
-    counts = ctx.vault.counts(**scope.args(), top=ask.number("top", 20, 1, 1000))
+    counts = ctx.counts(scope, top=ask.number("top", 20, 1, 1000))
     latest = ctx.vault.recent(limit=LATEST, **scope.args())
     parts = [el("section", el("h2", "Memories"), _counts(counts, scope), class_="counts")]
     if not scope.bound:  # stats reach past any scope: a bound inspector does not show them

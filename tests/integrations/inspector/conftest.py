@@ -106,6 +106,16 @@ def import_files(vault: Vault, tmp: Path) -> None:
     vault.add_memory("Opinions", "Testing", ATTACK, date="2026-01-05", agent_id="ops")
 
 
+@contextmanager
+def sample_store(folder: Path, embedder: Any) -> Iterator[tuple[Vault, Sample]]:
+    """A vault in ``folder`` holding :func:`fill`'s memories and :func:`import_files`' files, on a test clock."""
+    clock = Clock()
+    with Vault(folder / "sample.db", clock=clock, embedder=embedder) as vault:
+        sample = fill(vault, clock)
+        import_files(vault, folder)
+        yield vault, sample
+
+
 class Server:
     """The inspector (and, with ``mcp``, MCP beside it) on a loopback socket in this process."""
 

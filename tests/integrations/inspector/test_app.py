@@ -14,16 +14,13 @@ import pytest
 from perseus_vault_core import Vault
 
 from ...conftest import Clock, FakeEmbedder, vault_location
-from .conftest import Sample, Server, fill, import_files, served
+from .conftest import Sample, Server, fill, import_files, sample_store, served
 
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Vault, Sample]]:
-    folder = tmp_path_factory.mktemp("inspector-app")
-    with Vault(folder / "sample.db", clock=Clock(), embedder=FakeEmbedder()) as vault:
-        sample = fill(vault, vault._engine.clock)  # type: ignore[arg-type]
-        import_files(vault, folder)
-        yield vault, sample
+    with sample_store(tmp_path_factory.mktemp("inspector-app"), FakeEmbedder()) as store:
+        yield store
 
 
 @pytest.fixture(scope="module")

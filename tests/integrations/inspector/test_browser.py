@@ -25,7 +25,7 @@ import pytest
 from perseus_vault_core import Vault
 
 from ...conftest import Clock, unavailable
-from .conftest import TOKEN, Sample, Server, fill, import_files, served
+from .conftest import TOKEN, Sample, Server, sample_store, served
 
 ROOT = Path(__file__).resolve().parents[3]
 CHROMIUM, DRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
@@ -60,12 +60,8 @@ def browser() -> Iterator[Any]:
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory, real_embedder: Any) -> Iterator[tuple[Vault, Sample]]:
-    folder = tmp_path_factory.mktemp("inspector-browser")
-    clock = Clock()
-    with Vault(folder / "sample.db", clock=clock, embedder=real_embedder) as vault:
-        sample = fill(vault, clock)
-        import_files(vault, folder)
-        yield vault, sample
+    with sample_store(tmp_path_factory.mktemp("inspector-browser"), real_embedder) as store:
+        yield store
 
 
 @pytest.fixture(scope="module")

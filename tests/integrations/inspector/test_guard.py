@@ -109,6 +109,7 @@ def test_every_response_carries_the_content_security_policy(remote: Server) -> N
         assert r.headers["content-security-policy"] == POLICY, path
         assert r.headers["x-content-type-options"] == "nosniff" and r.headers["x-frame-options"] == "DENY"
         assert r.headers["cache-control"] == "no-store"
+        assert float(r.headers["server-timing"].removeprefix("app;dur=")) >= 0
     assert "script-src 'self'" in POLICY and "unsafe" not in POLICY and "frame-ancestors 'none'" in POLICY
 
 

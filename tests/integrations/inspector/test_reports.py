@@ -43,3 +43,19 @@ def test_an_error_is_kept_for_the_page_to_show() -> None:
     job = reports.job("bad", stamp=1, compute=broken)
     assert reports.wait(job) and isinstance(job.future.exception(), ValueError)
     reports.close()
+
+
+def test_a_kept_answer_holds_until_the_stamp_changes_or_it_is_too_old() -> None:
+    from perseus_vault_integrations.inspector.reports import Kept
+
+    kept, reads = Kept(seconds=60), []
+
+    def read() -> int:
+        reads.append(1)
+        return len(reads)
+
+    assert kept.get("k", 1, read) == 1 and kept.get("k", 1, read) == 1  # read once
+    assert kept.get("other", 1, read) == 2  # by key
+    assert kept.get("k", 2, read) == 3  # a write since: read again
+    old = Kept(seconds=0)
+    assert old.get("k", 1, read) == 4 and old.get("k", 1, read) == 5  # past its age: read again
