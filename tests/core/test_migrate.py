@@ -87,7 +87,8 @@ def test_the_command_line_copies_and_says_what(tmp_path: Path, pg_url: str, cloc
     done = subprocess.run([sys.executable, "-m", "perseus_vault_core.cli", "migrate", str(tmp_path / "a.db"), pg_url],
                           capture_output=True, text=True, env={"PERSEUS_VAULT_EMBEDDER": "none", "PATH": ""})
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith("copied 4 memories (6 versions, 1 links, 0 vectors) from ")
+    assert done.stdout.startswith("copied 4 memories (6 versions, 1 links, 0 vectors) and 0 rows of framework state "
+                                  "from ")
     again = subprocess.run([sys.executable, "-m", "perseus_vault_core.cli", "migrate", str(tmp_path / "a.db"), pg_url],
                            capture_output=True, text=True, env={"PERSEUS_VAULT_EMBEDDER": "none", "PATH": ""})
     assert again.returncode == 1 and again.stderr.startswith("error: the target already holds 4 memories")
