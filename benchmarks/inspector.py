@@ -165,7 +165,9 @@ def run_size(n: int, cached: Any, log: Log = print) -> dict[str, Any]:
                     if time.monotonic() > deadline:
                         raise RuntimeError("the inspector's indexes were not ready within 10 minutes")
                     time.sleep(1)
+                load = os.getloadavg()[0]
                 out["pages"] = _measure(client, _pages(store, queries(REQUESTS + 1, seed=23)), log)
+                out["load"] = (load + os.getloadavg()[0]) / 2  # other work on the machine slows every figure
         finally:
             proc.terminate()
             proc.wait(timeout=60)
@@ -228,7 +230,9 @@ def render(result: dict[str, Any]) -> list[str]:
             f"{met} (the slowest request of any page, after its first: {worst:.0f} ms). The hygiene report itself "
             f"(agent-0's {big['hygiene_scanned']:,} memories, weighed pairwise) takes "
             f"{big['hygiene_report_s']:.1f} s, which is why the page computes it in the background and keeps it "
-            "until the next write. Client wall time adds about "
+            "until the next write. The machine's load average while the pages were timed: "
+            + ", ".join(f"{s.get('load', 0):.1f} at {s['entities']:,}" for s in sizes)
+            + f" ({os.cpu_count()} cores; above that, requests wait for a core). Client wall time adds about "
             f"{statistics.median(p['wall']['p50'] - p['server']['p50'] for p in big['pages'].values()):.1f} ms "
             "a page on loopback.", ""]
     return out

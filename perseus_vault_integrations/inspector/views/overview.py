@@ -14,11 +14,11 @@ LATEST = 15
 
 def render(ctx: Context, ask: Ask) -> Page:
     scope = ask.scope
-    counts = ctx.counts(scope, top=ask.number("top", 20, 1, 1000))
+    counts = ctx.counts(scope, top=ask.number("top", 20, 1, 1000))  # kept until the next write
     latest = ctx.vault.recent(limit=LATEST, **scope.args())
     parts = [el("section", el("h2", "Memories"), _counts(counts, scope), class_="counts")]
     if not scope.bound:  # stats reach past any scope: a bound inspector does not show them
-        parts.append(el("section", el("h2", "The store"), _store(ctx.vault.stats())))
+        parts.append(el("section", el("h2", "The store"), _store(ctx.stats())))
     parts.append(el("section", el("h2", "Latest writes"), table(
         ("when", "change", "memory", "version", "content"),
         ([when(e.recorded_from_ms), e.change, memory_link(scope, e.id, address(e)), f"v{e.version}",

@@ -25,8 +25,8 @@ def render(ctx: Context, ask: Ask) -> Page:
         return Page("Time travel", join(form(controls, path="/time", submit="Travel"), _writes(ctx, ask)))
     when_args: dict[str, Any] = {"as_of_unix_ms": ask.instant("at"), "valid_at_unix_ms": ask.instant("valid_at")}
     filters = {k: v for k, v in ask.filters().items() if k not in ("agent_id", "workspace_hash")}
-    then = ctx.counts(ask.scope, **filters, **when_args, top=10)
-    now = ctx.counts(ask.scope, **filters, top=10)
+    then = ctx.counts(ask.scope, **filters, **when_args, top=20)
+    now = ctx.counts(ask.scope, **filters, top=20)  # the overview's, when no filter is set
     page = ctx.vault.scan(cursor=ask.text("cursor"), limit=PAGE, **ask.filters(), **when_args)
     rows = ([memory_link(ask.scope, e.id, address(e), as_of=at), f"v{e.version}", e.type, status_badge(e.status),
              when(e.recorded_from_ms), el("span", preview(e.content, 140), class_="text")] for e in page.items)
