@@ -103,6 +103,7 @@ class View:
     narrowed: bool = False  # limited to a list of entities (``:only_ids``, see :func:`narrow`)
     rule: Rule | None = None
     condition: where_filter.Node | None = None  # the caller's where filter, parsed (its SQL is in ``where``)
+    condition_sql: tuple[str, dict[str, Any]] | None = None  # that filter alone, as SQL with its parameters
 
     @property
     def scope(self) -> tuple[str | None, str | None]:
@@ -166,19 +167,20 @@ def view(filters: Filters, now_ms: int, d: Dialect | None = None) -> View:
             "pv_decay(:decay_now, e.last_accessed_ms, v.updated_at_ms, e.retrieval_count) >= :min_decay"
         )
         params.update(decay_now=now, min_decay=filters.min_decay)
-    condition = None
+    condition, condition_sql = None, None
     if filters.where is not None:
         if d is None:
             raise TypeError("view(): a where filter needs the connection's dialect")
-        text, more = where_filter.sql(filters.where, d)
-        clauses.append(text)
-        params.update(more)
+        condition_sql = where_filter.sql(filters.where, d)
+        clauses.append(condition_sql[0])
+        params.update(condition_sql[1])
         condition = where_filter.parse(filters.where)
     # The rule judges a head by its columns: a where that reads a body field is left to SQL.
     current = not filters.time_travel and filters.min_decay is None and (
         condition is None or where_filter.columns_only(condition))
     return View(" AND ".join(clauses), params, instant, historical=filters.time_travel,
-                rule=head_rule(filters, now, condition) if current else None, condition=condition)
+                rule=head_rule(filters, now, condition) if current else None, condition=condition,
+                condition_sql=condition_sql)
 
 
 def head_rule(filters: Filters, now: int, condition: where_filter.Node | None = None) -> Rule:
@@ -214,7 +216,7 @@ def narrow(v: View, ids: list[int], d: Dialect) -> View:
     of ranking the whole store and walking down to them."""
     where = f"{v.where} AND e.id IN (SELECT value FROM {d.ids(':only_ids')} j)"
     return View(where, dict(v.params, only_ids=id_list(ids)), v.instant, v.historical, narrowed=True,
-                condition=v.condition)
+                condition=v.condition, condition_sql=v.condition_sql)
 
 
 def scope_clauses(agent_id: str | None, workspace_hash: str | None, params: dict[str, Any]) -> list[str]:

@@ -13,6 +13,11 @@ is the index's to say, for the snapshot being read) and an entity's usage counte
 UPDATE statement to those; the schema's trigger refuses the texts, status and type outright). An
 entity's scope, category and creation time are fixed; ids are never reused (AUTOINCREMENT). What a
 purge deletes is never a candidate again. Bounded: past :attr:`Heads.LIMIT` versions it starts over.
+
+For the same reason it remembers, per where filter (:mod:`where`), which versions the filter keeps
+(:meth:`Heads.matching`): a filter on body fields costs SQL a pass over the JSON of every head (65 ms at
+100k); once known for a version, the answer holds for good, so a filter asked again costs a lookup, and
+a write costs asking about the new heads alone.
 """
 
 from __future__ import annotations
@@ -20,14 +25,17 @@ from __future__ import annotations
 import sys
 import threading
 import weakref
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from itertools import islice
 from typing import Any
 
+import numpy as np
+
 from ..dbapi import Connection
-from ..filters import RULE_COLUMNS, from_vids, id_list
+from ..filters import FROM_VERSIONS_FIRST, RULE_COLUMNS, from_vids, id_list
 from ..forking import GATE, in_child
-from ..hits import POOL_COLUMNS
+from ..hits import POOL_COLUMNS, ask
 
 Known = tuple[tuple[Any, ...], tuple[Any, ...]]  # (pool columns, rule columns)
 
@@ -50,13 +58,48 @@ class Heads:
     by single operations only."""
 
     LIMIT = 262_144  # about 60 MB of tuples
+    FILTERS = 8  # where filters whose answers are kept, the most recently asked
+    WHOLE = 0.2  # asked about more unknown versions than this share of the heads, read every head at once
 
     def __init__(self) -> None:
         self._rows: dict[int, Known] = {}
         self._lock = threading.Lock()
         self._filling = False
         self.filled = False
+        # where filter (its SQL and parameters) -> (versions asked about, ascending; whether each is kept)
+        self._matches: OrderedDict[str, tuple[np.ndarray, np.ndarray]] = OrderedDict()
         _ALL.add(self)
+
+    def matching(self, conn: Connection, condition: tuple[str, dict[str, Any]], vids: np.ndarray,
+                 heads: int) -> np.ndarray:
+        """Whether the where filter ``condition`` (its SQL over ``v``/``e`` and parameters) keeps each of
+        ``vids`` (current heads), as booleans. Answers are remembered per filter; those not known are asked
+        in one statement, over every head when they are more than :attr:`WHOLE` of the ``heads``."""
+        key = condition[0] + "\0" + repr(sorted(condition[1].items()))
+        vids = np.asarray(vids, dtype=np.int64)
+        asked, kept = self._matches.get(key, (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=bool)))
+        missing = vids[~_held(asked, vids)]
+        if len(missing):
+            new, flags = ask(conn, condition, missing, len(missing) > self.WHOLE * heads)
+            fresh = ~_held(asked, new)  # a pass over every head answers some known ones again
+            new, flags = new[fresh], flags[fresh]
+            if len(asked) + len(new) <= 2 * self.LIMIT:  # else start over with the new answers
+                new, flags = np.concatenate([asked, new]), np.concatenate([kept, flags])
+            order = np.argsort(new, kind="stable")
+            asked, kept = new[order], flags[order]
+            self._matches[key] = (asked, kept)  # one assignment: a reader sees the old pair or the new one
+        try:
+            self._matches.move_to_end(key)
+            while len(self._matches) > self.FILTERS:
+                self._matches.popitem(last=False)
+        except (KeyError, RuntimeError):  # another thread changed the dict meanwhile: it is only a cache
+            pass
+        out = np.zeros(len(vids), dtype=bool)
+        if len(asked):
+            at = np.minimum(np.searchsorted(asked, vids), len(asked) - 1)
+            hit = asked[at] == vids
+            out[hit] = kept[at[hit]]
+        return out
 
     def rows(self, conn: Connection, vids: Sequence[int]) -> list[Known | None]:
         """(pool columns, rule columns) of each version; ``None`` for one that does not exist. Versions not
@@ -90,7 +133,7 @@ class Heads:
                     while len(self._rows) < self.LIMIT:
                         after = "" if last is None else "AND v.vid < :last "
                         rows = conn.execute(
-                            f"SELECT v.vid, {_COLUMNS} FROM entity_versions v CROSS JOIN entities e ON e.id = v.entity_id "
+                            f"SELECT v.vid, {_COLUMNS} FROM {FROM_VERSIONS_FIRST} "
                             f"WHERE v.recorded_to_ms IS NULL {after}ORDER BY v.vid DESC LIMIT :n",
                             {"last": last, "n": min(_FILL_BATCH, self.LIMIT - len(self._rows))}).fetchall()
                         for row in rows:
@@ -119,10 +162,19 @@ class Heads:
 
     def clear(self) -> None:
         self._rows.clear()
+        self._matches.clear()
         self.filled = False
 
     def __len__(self) -> int:
         return len(self._rows)
+
+
+def _held(asked: np.ndarray, vids: np.ndarray) -> np.ndarray:
+    """Which of ``vids`` are in ``asked`` (ascending)."""
+    if not len(asked):
+        return np.zeros(len(vids), dtype=bool)
+    at = np.minimum(np.searchsorted(asked, vids), len(asked) - 1)
+    return np.asarray(asked[at] == vids)
 
 
 def _known(row: Sequence[Any]) -> Known:

@@ -444,10 +444,11 @@ class KeywordIndex(HeadMirror):
         taken = _essential(terms, shares, row_norm, depth, floors) if depth is not None else None
         if taken is None:  # every matching row
             slots, score = self._matching(terms, shares, row_norm, scoped)
-            ranking = Ranking(rows.vids[slots], rows.entities[slots], score, top, heads=self.heads)
+            ranking = Ranking(rows.vids[slots], rows.entities[slots], score, top, heads=self.heads, population=n_rows)
         else:
             slots, score = self._pruned(terms, taken, shares, row_norm)
-            ranking = Ranking(rows.vids[slots], rows.entities[slots], score, top, exact=depth, heads=self.heads)
+            ranking = Ranking(rows.vids[slots], rows.entities[slots], score, top, exact=depth, heads=self.heads,
+                              population=n_rows)
         if known is not None:
             self._keep_shares(known, stems, terms, shares, floors, depth)
         return ranking

@@ -122,6 +122,17 @@ class VectorIndex(HeadMirror):
         result: dict[int, float] | None = self.answer(conn, compute)
         return result
 
+    def live(self, conn: Connection) -> tuple[np.ndarray, np.ndarray] | None:
+        """(vids, entity ids) of every current head with a vector, for the snapshot ``conn`` reads; ``None``
+        if the mirror cannot answer for it."""
+
+        def compute() -> tuple[np.ndarray, np.ndarray]:
+            slots = np.flatnonzero(self._live_mask(None, None)[0])
+            return self.rows.vids[slots], self.rows.entities[slots]
+
+        result: tuple[np.ndarray, np.ndarray] | None = self.answer(conn, compute)
+        return result
+
     def search(
         self, conn: Connection, query: np.ndarray, depth: int, agent_id: str | None = None,
         workspace_hash: str | None = None, keep: int | None = None,

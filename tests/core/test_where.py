@@ -429,3 +429,78 @@ def test_filtered_answers_are_the_plain_evaluation(store: tuple[Vault, list[Any]
             finally:
                 engine.keyword_index, engine.vector_index = indexes
             assert got == want, (mode, path)
+
+
+# --- a filter that keeps few: answered by one pass, remembered, and still exactly --------------------------
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def big(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[Vault]:
+    """2,500 memories (more than the dense arm's first 1,500 candidates); one in a hundred is ``rare``."""
+    words = ("ledger deploy canary cache queue backup restore shard index vacuum billing invoice session token "
+             "retry replica leader quorum schema migration rollout feature flag metric alert pager runbook oncall "
+             "latency budget quota tenant region bucket object lambda cron batch stream topic").split()
+    rng = random.Random(5)
+    with vault_location(request.param, request, tmp_path_factory.mktemp("big")) as location, \
+            Vault(location, embedder=FakeEmbedder()) as v:
+        v.remember_many([{"category": "note", "key": f"k{i}", "content": "memo " + " ".join(rng.choices(words, k=5)),
+                          "body": {"rare": i % 100 == 7, "group": i % 3}} for i in range(2_500)])
+        assert v.wait_for_keyword_index() and v.wait_for_vector_index()
+        yield v
+
+
+def _nearest(v: Vault, query: str, where: dict[str, Any], limit: int) -> list[int]:
+    """The exact answer: every memory the filter keeps, by the canonical cosine, ties by id."""
+    from perseus_vault_core.dense import cosine
+    from perseus_vault_core.embeddings import embedding_text
+
+    kept = [e for e in v.scan(where=where, limit=1000).items]
+    vectors = FakeEmbedder().embed([embedding_text(e.content, e.summary) for e in kept])
+    scores = cosine(vectors, FakeEmbedder().embed([query])[0])
+    return [e.id for s, e in sorted(zip(scores.tolist(), kept), key=lambda p: (-p[0], p[1].id))][:limit]
+
+
+def test_a_filter_that_keeps_few_is_answered_exactly_by_every_path(big: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
+    from perseus_vault_core import hits
+    from perseus_vault_core.indexes import heads
+
+    asked: list[int] = []  # each question to the database: how many versions, or -1 for every head
+    real = hits.ask
+
+    def ask(conn: Any, cond: Any, vids: Any, whole: bool) -> Any:
+        asked.append(-1 if whole else len(vids))
+        return real(conn, cond, vids, whole)
+
+    monkeypatch.setattr(hits, "ask", ask)
+    monkeypatch.setattr(heads, "ask", ask)
+    engine = big._engine
+    rare = {"rare": True}
+    everything = [i.id for offset in (0, 1000, 2000) for i in big.recall(
+        "memo canary", mode="fts5", limit=1000, offset=offset, reinforce=False).items]
+    assert len(everything) == 2_500  # the ranking of every memory, for the cut below
+    kept = {e.id for e in big.scan(where=rare, limit=1000).items}
+    want = [i for i in everything if i in kept][:10]
+    nearest = _nearest(big, "canary queue", rare, 10)
+    got = [i.id for i in big.recall("memo canary", mode="fts5", where=rare, reinforce=False).items]
+    assert got == want and asked == [-1]  # one pass over the heads, not a walk through the ranking
+    assert [i.id for i in big.recall("canary queue", mode="dense", where=rare, reinforce=False).items] == nearest
+    assert asked == [-1], "the filter's answers were remembered"
+    fresh = big.remember(category="note", key="new", content="memo canary canary canary", body={"rare": True})
+    assert big.recall("memo canary", mode="fts5", where=rare, reinforce=False).items[0].id == fresh.id
+    assert asked == [-1, 1], "after a write, only the new head was asked about"
+    indexes = engine.keyword_index, engine.vector_index
+    engine.keyword_index = engine.vector_index = None
+    try:  # a new process, before its indexes: SQL answers, the same
+        nearest = _nearest(big, "canary queue", rare, 10)
+        assert [i.id for i in big.recall("canary queue", mode="dense", where=rare, reinforce=False).items] == nearest
+        assert [i.id for i in big.recall("memo canary", mode="fts5", where=rare, reinforce=False).items][1:] == want[:9]
+    finally:
+        engine.keyword_index, engine.vector_index = indexes
+    unselective = {"group": {"$ne": 0}}  # keeps two in three (and the new one, which has no group)
+    before = len(asked)
+    cut = {e.id for e in big.scan(where=unselective, limit=1000).items} | {e.id for e in big.scan(
+        where=unselective, limit=1000, cursor=big.scan(where=unselective, limit=1000).next_cursor).items}
+    got = big.recall("canary queue", mode="dense", where=unselective, reinforce=False).items
+    assert len(got) == 10 and {i.id for i in got} <= cut and [i.score for i in got] == sorted(
+        (i.score for i in got), reverse=True)
+    assert len(asked) == before  # a filter that keeps most: the walk asked it along the way, no pass

@@ -293,13 +293,13 @@ def _ranked(conn: Connection, words: list[str], view: View, pool: int) -> tuple[
     depth = 2 * pool + 64
     while True:
         found = conn.execute(rank, dict(params, limit=depth)).fetchall()
-        hits = visible_hits(conn, _rescored(found, weights, mean), view, pool)
+        hits = visible_hits(conn, _rescored(found, weights, mean, n_rows), view, pool)
         if len(hits) >= pool or len(found) < depth:
             return hits, top
         depth *= 8  # the view hid too many of the best: rank deeper
 
 
-def _rescored(found: list[Any], weights: list[float], mean: float) -> Ranking:
+def _rescored(found: list[Any], weights: list[float], mean: float, population: int) -> Ranking:
     """The SQL's best rows scored again as the SQLite backend scores (words in query order)."""
     if not found:
         return Ranking(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0))
@@ -314,7 +314,7 @@ def _rescored(found: list[Any], weights: list[float], mean: float) -> Ranking:
             at = np.array(rows, dtype=np.int64)
             freqs = np.array([freq_at[i][pos] for i in rows], dtype=np.float64)
             score[at] += phrase_scores(freqs, norm[at], weight)
-    return Ranking(vids, entity_ids, score)
+    return Ranking(vids, entity_ids, score, population=population)
 
 
 def variants(conn: Connection, stems: tuple[str, ...], config: Expansion, view: View) -> list[str]:
