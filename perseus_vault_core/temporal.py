@@ -27,7 +27,7 @@ from typing import Any
 from . import store
 from .dbapi import Connection
 from .errors import NotFound
-from .filters import FROM, scope_clauses
+from .filters import FROM, FROM_VERSIONS_FIRST, scope_clauses
 from .models import Entity, HistoryPage, ScanPage
 from .params import FactParams, RecentParams
 from .scan import decode_cursor, encode_cursor
@@ -88,8 +88,10 @@ def recent(conn: Connection, p: RecentParams, now_ms: int) -> ScanPage:
         clauses.append("v.vid < :before")
         params["before"] = decode_cursor(p.cursor, p)
     where = f"WHERE {' AND '.join(clauses)} " if clauses else ""
-    rows = conn.execute(f"SELECT {store.ENTITY_COLUMNS} FROM {FROM} {where}ORDER BY v.vid DESC LIMIT :n",
-                        params).fetchall()
+    # Versions first, newest back (a scope's equality would otherwise start from the scope's entities and
+    # sort all their versions: 30 ms instead of 0.05 for one tenant of 100,000 memories).
+    rows = conn.execute(f"SELECT {store.ENTITY_COLUMNS} FROM {FROM_VERSIONS_FIRST} {where}ORDER BY v.vid DESC "
+                        "LIMIT :n", params).fetchall()
     page = store.within_budget(rows[: p.limit])
     has_more = len(rows) > len(page)
     last = store.row_dict(page[-1])["vid"] if page else 0
