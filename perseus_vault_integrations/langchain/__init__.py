@@ -2,7 +2,8 @@
 
 One module per LangChain component, named as LangChain names its own:
 
-- :class:`PerseusVaultRetriever` (``retrievers``): ``recall`` as a retriever (every mode, filter and knob a field).
+- :class:`PerseusVaultRetriever` (``retrievers``): ``recall`` as a retriever, with ``VectorStoreRetriever``'s
+  ``search_type`` / ``search_kwargs`` (every recall mode, filter and knob a field besides).
 - :class:`PerseusVaultVectorStore` (``vectorstores``): a ``VectorStore`` over one vault category.
 - :class:`PerseusVaultChatMessageHistory` (``chat_message_histories``): a persisted transcript per session
   whose messages are memories.
@@ -12,8 +13,8 @@ One module per LangChain component, named as LangChain names its own:
 - :class:`PerseusVaultEmbeddings` / :class:`LangChainEmbedder` (``embeddings``): embeddings across the
   boundary, both ways.
 
-Each takes the vault first, as a :class:`~perseus_vault_core.Vault` or a path, and refuses an unknown
-argument with :class:`~perseus_vault_core.InvalidInput`.
+Each takes the vault first, as a :class:`~perseus_vault_core.Vault`, a path or a ``postgresql://`` URL, and
+refuses an unknown argument with :class:`~perseus_vault_core.InvalidInput`.
 """
 
 from __future__ import annotations

@@ -16,8 +16,8 @@ One module per LlamaIndex component, named as LlamaIndex names its own:
 - :class:`PerseusVaultEmbedding` / :class:`LlamaIndexEmbedder` (``embeddings``): embeddings across the
   boundary, both ways.
 
-Each takes the vault first, as a :class:`~perseus_vault_core.Vault` or a path, and refuses an unknown
-argument with :class:`~perseus_vault_core.InvalidInput`.
+Each takes the vault first, as a :class:`~perseus_vault_core.Vault`, a path or a ``postgresql://`` URL, and
+refuses an unknown argument with :class:`~perseus_vault_core.InvalidInput`.
 """
 
 from __future__ import annotations
