@@ -16,10 +16,13 @@ as in ``InMemoryStore``.
   a deleted and re-put item goes last), filtered by ``filter`` (``$eq $ne $gt $gte $lt $lte``, nested
   dicts, exact lists), then ``offset`` / ``limit``.
 - ``search`` with ``query``: the vault's recall (``mode``: auto, i.e. hybrid when the vault has
-  vectors) within the namespace prefix, best first, each with its recall ``score``; a ``filter`` is
-  applied to recall's ranking, read in pages (up to recall's offset cap of 10,000 hits). Items
+  vectors) within the namespace prefix, best first, each with its recall ``score``. Items
   scoring below ``min_score`` are left out ("auto", the default: the mode's threshold for unrelated
   memories; ``None`` returns every indexed item, best first, as ``InMemoryStore`` does).
+- A ``filter`` is applied inside the vault's query, as a ``where`` (docs/filters.md) that keeps every
+  item LangGraph's semantics keep (:func:`pushdown`); LangGraph's exact semantics (``InMemoryStore``'s:
+  Python equality, so ``1 == True``; numbers compared as floats, numeric strings too; lists equal as
+  wholes) then settle the few borderline items, so the answers are ``InMemoryStore``'s.
 - ``delete`` purges the entity (a LangGraph delete is a request to forget for good).
 - TTL (minutes): the vault's ``expires_at_ms``. An expired item reads as absent everywhere; reads
   refresh the TTL (``refresh_ttl``, default from ``ttl`` config's ``refresh_on_read``) by writing a
@@ -184,11 +187,16 @@ class PerseusVaultStore(OwnsItsVault, BaseStore):
             return None
         return head if head.status == "active" else None  # expired items read as absent
 
-    def _scan(self, prefix: tuple[str, ...]) -> Iterator[Entity]:
-        """Every live item under ``prefix``, in the order the items were first put (entity id)."""
+    def _scan(self, prefix: tuple[str, ...], filter: dict[str, Any] | None = None) -> Iterator[Entity]:
+        """Every live item under ``prefix``, in the order the items were first put (entity id); with a
+        ``filter``, only those its :func:`pushdown` keeps."""
         cursor = None
+        filters = self._filters(prefix)
+        where = pushdown(filter)
+        if where:
+            filters["where"] = where
         while True:
-            page = self.vault.scan(cursor=cursor, limit=MAX_LIMIT, **self._filters(prefix))
+            page = self.vault.scan(cursor=cursor, limit=MAX_LIMIT, **filters)
             yield from (e for e in page.items if e.type == ITEM_TYPE)
             if not page.has_more:
                 return
@@ -272,7 +280,7 @@ class PerseusVaultStore(OwnsItsVault, BaseStore):
         check_filter(op.filter)
         wanted = op.offset + op.limit
         if not op.query:
-            matched = (e for e in self._scan(prefix) if matches(e.body.get("value"), op.filter))
+            matched = (e for e in self._scan(prefix, op.filter) if matches(e.body.get("value"), op.filter))
             out: list[tuple[Entity, float | None]] = []
             for entity in matched:
                 out.append((entity, None))
@@ -283,14 +291,17 @@ class PerseusVaultStore(OwnsItsVault, BaseStore):
         if wanted:
             hits = self._recall(op.query, prefix, op.filter, wanted)
         if len(hits) < wanted:  # as InMemoryStore: unindexed items fill up, unscored
-            hits.extend((e, None) for e in self._scan(prefix)
+            hits.extend((e, None) for e in self._scan(prefix, op.filter)
                         if not e.body.get("indexed") and matches(e.body.get("value"), op.filter))
         return hits[op.offset:wanted]
 
     def _recall(self, query: str, prefix: tuple[str, ...], filter: dict[str, Any] | None,
                 wanted: int) -> list[tuple[Entity, float | None]]:
         prefix_filters = self._filters(prefix)
-        page = min(MAX_LIMIT, max(wanted, 10) if filter is None else max(4 * wanted, 50))
+        where = pushdown(filter)
+        if where:
+            prefix_filters["where"] = where
+        page = min(MAX_LIMIT, max(wanted, 10))
         out: list[tuple[Entity, float | None]] = []
         offset = 0
         while len(out) < wanted:
@@ -394,6 +405,66 @@ def check_filter(filter: Any) -> None:
                 stack.append(inner)
         elif isinstance(wanted, (list, tuple)):
             stack.extend(wanted)
+
+
+def pushdown(filter: dict[str, Any] | None, at: str = "value") -> dict[str, Any] | None:
+    """A vault ``where`` over the items' values (``body.value``) that keeps every item ``filter`` keeps
+    under LangGraph's semantics (see :func:`matches`), and as few others as it can express: equality
+    as the vault's typed ``$in`` of the Python-equal values (``1`` also asks for ``true``), an order
+    as the same order over numbers or any string or boolean (LangGraph reads ``"5"`` and ``true`` as
+    numbers), a nested dict as dotted fields, a list as holding each of its elements. ``$ne``, and a
+    field name the vault cannot address (a dot, a quote), ask for nothing. None: nothing to ask."""
+    parts: list[dict[str, Any]] = []
+    for name, wanted in list((filter or {}).items())[:PUSHED_FIELDS]:
+        if not isinstance(name, str) or not name or any(c in name for c in '.\"\\') or name.startswith("$") \
+                or not name.isprintable() or len(at) + len(name) > 200 or at.count(".") >= 8:
+            continue  # a name the vault cannot address, or too deep: the exact check below decides
+        path = f"{at}.{name}"
+        if isinstance(wanted, dict) and not any(isinstance(k, str) and k.startswith("$") for k in wanted):
+            inner = pushdown(wanted, path)
+            if inner:
+                parts.append(inner)
+            continue
+        conditions = wanted.items() if isinstance(wanted, dict) else [("$eq", wanted)]
+        parts.extend(part for op, operand in conditions if (part := _pushed(path, op, operand)) is not None)
+    if not parts:
+        return None
+    return parts[0] if len(parts) == 1 else {"$and": parts}
+
+
+PUSHED_FIELDS = 16  # fields of one filter object asked of the vault (the exact check below reads them all)
+
+
+def _equal_values(value: Any) -> list[Any] | None:
+    """The JSON scalars Python finds equal to ``value`` (None: not a scalar the vault compares)."""
+    if value is True or value is False:
+        return [value, int(value)]
+    if isinstance(value, (int, float)) and value in (0, 1):
+        return [value, bool(value)]
+    if isinstance(value, (int, float)) and abs(value) < 2**63:
+        return [value] if value == value and abs(value) != float("inf") else None
+    return [value] if isinstance(value, str) and len(value) <= 4_096 else None
+
+
+def _pushed(path: str, op: str, operand: Any) -> dict[str, Any] | None:
+    if op == "$eq":
+        if operand is None:
+            return {path: None}
+        if isinstance(operand, (list, tuple)):  # an equal list holds each of its elements
+            held = [{path: {"$in": values}} for e in operand[:PUSHED_FIELDS]
+                    if (values := _equal_values(e)) is not None]
+            return {"$and": held} if held else {path: {"$exists": True}}
+        values = _equal_values(operand)
+        return {path: {"$in": values}} if values is not None else None
+    if op in ("$gt", "$gte", "$lt", "$lte"):
+        try:
+            bound = float(operand)
+        except (TypeError, ValueError):
+            return {path: {"$in": []}}  # LangGraph compares nothing with it
+        if bound != bound or abs(bound) == float("inf"):
+            return None
+        return {"$or": [{path: {op: bound}}, {path: {"$gte": ""}}, {path: {"$in": [True, False]}}]}
+    return None  # $ne holds for lists that hold the value, and missing fields: nothing narrower to ask
 
 
 def _field_matches(have: Any, wanted: Any) -> bool:

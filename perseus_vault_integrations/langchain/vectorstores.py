@@ -14,6 +14,13 @@ its identity and dimension and refuses to mix them with another model's vectors.
 
 Scores (``similarity_search_with_score``) are cosine similarities between the query and each document,
 in -1..1; relevance scores map them to 0..1 as ``(1 + cosine) / 2``.
+
+Metadata filters (``filter=``) take Chroma's operators: a value, or ``$eq $ne $gt $gte $lt $lte $in $nin
+$exists $not`` on a metadata field, and ``$and`` / ``$or`` / ``$not`` over filters. They become the
+vault's ``where`` over the metadata (docs/filters.md) and are applied inside the search, so ``k``
+documents come back whenever ``k`` match; an operator the vault does not take is refused, naming it. A
+function of a ``Document`` is accepted too: it cannot be searched with, so recall's ranking is read in
+pages until ``k`` documents pass it.
 """
 
 from __future__ import annotations
@@ -201,16 +208,22 @@ class PerseusVaultVectorStore(OwnsItsVault, VectorStore):
 
     def _search(self, query: str | None, vector: np.ndarray | None, k: int, filter: MetadataFilter | None,
                 params: dict[str, Any]) -> list[RecallItem]:
-        """Up to ``k`` hits for a text query or a vector; a metadata ``filter`` pages through recall's
-        ranking until ``k`` documents pass (or the ranking ends, or recall's offset cap is reached)."""
+        """Up to ``k`` hits for a text query or a vector; a metadata ``filter`` dict is the search's
+        ``where``; a function pages through recall's ranking until ``k`` documents pass (or the ranking
+        ends, or recall's offset cap is reached)."""
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise InvalidInput("k", "must be a positive whole number")
         if filter is not None and not callable(filter) and not isinstance(filter, dict):
-            raise InvalidInput("filter", "must be a dict of metadata values or a function of a Document")
+            raise InvalidInput("filter", "must be a dict of metadata conditions or a function of a Document")
         for name in SET_HERE:
             if name in params:
                 raise InvalidInput(name, "is set by the vector store itself")
         args = {**self.recall_params, **params, **self._scope()}
+        if isinstance(filter, dict):
+            given = args.get("where")
+            where = metadata_where(filter)
+            args["where"] = {"$and": [given, where]} if given else where
+            filter = None  # applied inside the search
         if vector is not None:
             self._guard()
         page = min(MAX_LIMIT, k if filter is None else max(4 * k, 50))
@@ -223,6 +236,8 @@ class PerseusVaultVectorStore(OwnsItsVault, VectorStore):
                 else:
                     assert query is not None
                     result = self.vault.recall(query, mode=self.mode, limit=page, offset=offset, **args)
+            except InvalidInput as error:
+                raise _as_filter(error) from None
             except NotSupported:
                 if not self.vault.scan(limit=1, **self._scope()).items:
                     return []  # an empty collection has nothing to search yet, whatever the mode
@@ -328,10 +343,33 @@ def _document_of(item: RecallItem) -> Document:
     return Document(id=item.key, page_content=item.content, metadata=dict(metadata) if isinstance(metadata, dict) else {})
 
 
-def _passes(filter: MetadataFilter | None, item: RecallItem) -> bool:
-    if filter is None:
-        return True
-    if callable(filter):
-        return bool(filter(_document_of(item)))
-    metadata = item.body.get("metadata") or {}
-    return all(metadata.get(name) == value for name, value in filter.items())
+def _passes(filter: Callable[[Document], bool] | None, item: RecallItem) -> bool:
+    return filter is None or bool(filter(_document_of(item)))
+
+
+METADATA = "metadata"  # where a document's metadata lives in its entity's body
+
+
+def metadata_where(filter: dict[str, Any]) -> dict[str, Any]:
+    """A Chroma-style metadata filter as the vault's ``where`` (docs/filters.md): each field becomes the
+    body field ``metadata.<field>``; operators and ``$and`` / ``$or`` / ``$not`` are the vault's own
+    (an operator it does not take is left for the vault to refuse, by name)."""
+    out: dict[str, Any] = {}
+    for key, value in filter.items():
+        if key in ("$and", "$or") and isinstance(value, list):
+            out[key] = [metadata_where(f) if isinstance(f, dict) else f for f in value]
+        elif key == "$not" and isinstance(value, dict):
+            out[key] = metadata_where(value)
+        elif isinstance(key, str) and not key.startswith("$"):
+            out[f"{METADATA}.{key}"] = value
+        else:
+            out[key] = value
+    return out
+
+
+def _as_filter(error: InvalidInput) -> InvalidInput:
+    """A refusal of the filter's translation, named as the caller wrote the filter."""
+    if error.field != "where" and not error.field.startswith("where."):
+        return error
+    path = error.field.removeprefix("where").removeprefix(".").replace(f"{METADATA}.", "")
+    return InvalidInput(f"filter.{path}" if path else "filter", error.message)

@@ -28,6 +28,10 @@ KEYS = ["k0", "k1", "k2", "k3", "key with spaces", "ключ"]
 FILTERS: list[dict[str, Any] | None] = [
     None, {"tag": "x"}, {"n": {"$gt": 2}}, {"n": {"$gte": 1, "$lt": 4}}, {"nested": {"m": 1}},
     {"tag": {"$ne": "x"}}, {"n": {"$eq": 3}}, {"n": {"$lte": 2}, "tag": "y"}, {"list": [1, 2]}, {"missing": 1},
+    # where the vault's typed where and LangGraph's Python semantics part: the pushdown keeps a superset
+    # (InMemoryStore raises on an order over a missing or non-numeric field: those are tested apart)
+    {"n": True}, {"n": 1.0}, {"flag": 1}, {"flag": True}, {"n": {"$gt": "2"}}, {"n": {"$lte": True}}, {"s": "3"},
+    {"s": 3}, {"list": [1]}, {"list": 1}, {"list": {"$ne": 1}}, {"nested": {"m": {"$gte": 1}}}, {"s": None},
 ]
 
 
@@ -40,7 +44,13 @@ def store(tmp_path: Path) -> Iterator[PerseusVaultStore]:
 def random_value(rng: random.Random) -> dict[str, Any]:
     value: dict[str, Any] = {"n": rng.randint(0, 5), "tag": rng.choice(["x", "y"]), "nested": {"m": rng.randint(0, 2)}}
     if rng.random() < 0.3:
-        value["list"] = rng.choice([[1, 2], [2, 1], [1]])
+        value["list"] = rng.choice([[1, 2], [2, 1], [1], 1, [True]])
+    if rng.random() < 0.4:
+        value["s"] = rng.choice(["3", "5", "abc", 3, True, None, [3]])
+    if rng.random() < 0.3:
+        value["flag"] = rng.choice([True, False, 1, 0, 1.0])
+    if rng.random() < 0.2:
+        value["n"] = rng.choice([True, 1.0, "2"])
     if rng.random() < 0.2:
         value["text"] = rng.choice(["likes tea", "prefers dark mode", "ключ и замок"])
     return value
@@ -155,6 +165,23 @@ def test_filters_follow_langgraph_semantics() -> None:
     with pytest.raises(InvalidInput) as err:
         matches(value, {"n": {"$regex": "3"}})
     assert err.value.field == "filter"
+
+
+def test_filters_are_asked_of_the_vault(store: PerseusVaultStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The filter narrows the vault's own query (its where), so a page is never cut before filtering."""
+    from perseus_vault_integrations.langchain.stores import pushdown
+
+    for i in range(30):
+        store.put(("docs",), f"k{i}", {"n": i, "tag": "x" if i % 10 == 3 else "y"})
+    asked: list[Any] = []
+    scan = store.vault.scan
+    monkeypatch.setattr(store.vault, "scan", lambda **kw: asked.append(kw.get("where")) or scan(**kw))
+    assert [i.key for i in store.search(("docs",), filter={"tag": "x"})] == ["k3", "k13", "k23"]
+    assert asked[0] == {"value.tag": {"$in": ["x"]}}
+    assert pushdown({"n": {"$gt": 2, "$ne": 5}, "nested": {"m": 1}}) == {"$and": [
+        {"$or": [{"value.n": {"$gt": 2.0}}, {"value.n": {"$gte": ""}}, {"value.n": {"$in": [True, False]}}]},
+        {"value.nested.m": {"$in": [1, True]}}]}
+    assert pushdown({"a.b": 1, "$x": 2}) is None  # names the vault cannot address: the exact check alone
 
 
 def test_query_search_goes_through_the_vault(tmp_path: Path) -> None:

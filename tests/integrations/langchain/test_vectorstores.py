@@ -3,7 +3,7 @@ does not pin: scores, filters, MMR, ids, deletion, the embedder guard, and the b
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +67,37 @@ def test_metadata_filters(store: PerseusVaultVectorStore) -> None:
     assert {d.id for d in late} == {"market", "kitten"}
     with pytest.raises(InvalidInput):
         store.similarity_search("x", filter="topic = pets")  # type: ignore[arg-type]
+
+
+def test_metadata_filters_take_chromas_operators_inside_the_search(tmp_path: Path) -> None:
+    """{"prio": {"$gt": 1}}, $and and $in returned [] before they went into the vault's where."""
+    s = PerseusVaultVectorStore(tmp_path / "ops.db", DeterministicFakeEmbedding(size=16))
+    s.add_texts([f"note number {i}" for i in range(60)],
+                [{"prio": i % 4, "team": ["ops", "web", "data"][i % 3], "tags": ["a", "b"] if i % 5 == 0 else ["c"]}
+                 for i in range(60)], ids=[f"n{i}" for i in range(60)])
+    cases: list[tuple[dict[str, Any], Callable[[int], bool]]] = [
+        ({"prio": {"$gt": 1}}, lambda i: i % 4 > 1),
+        ({"$and": [{"prio": {"$gte": 1}}, {"team": "ops"}]}, lambda i: i % 4 >= 1 and i % 3 == 0),
+        ({"team": {"$in": ["web", "data"]}}, lambda i: i % 3 != 0),
+        ({"$or": [{"prio": 0}, {"team": {"$nin": ["ops", "web"]}}]}, lambda i: i % 4 == 0 or i % 3 == 2),
+        ({"$not": {"prio": {"$lt": 3}}}, lambda i: i % 4 == 3),
+        ({"tags": "a"}, lambda i: i % 5 == 0),  # a list holds a value when one element is it
+        ({"prio": 3, "team": "web", "tags": {"$ne": "a"}}, lambda i: i % 4 == 3 and i % 3 == 1 and i % 5 != 0),
+        ({"prio": {"$exists": False}}, lambda i: False),
+    ]
+    for where, keeps in cases:
+        want = {f"n{i}" for i in range(60) if keeps(i)}
+        got = {d.id for d in s.similarity_search("note number 7", k=60, filter=where)}
+        assert got == want, where
+        top = s.similarity_search("note number 7", k=3, filter=where)
+        assert len(top) == min(3, len(want)) and {d.id for d in top} <= want, where  # k found, never fewer
+    with pytest.raises(InvalidInput) as refused:
+        s.similarity_search("x", filter={"prio": {"$regex": "1"}})
+    assert refused.value.field == "filter.prio.$regex" and "not an operator" in refused.value.message
+    with pytest.raises(InvalidInput) as refused:
+        s.similarity_search("x", filter={"$and": [{"team": ["ops", "web"]}]})
+    assert refused.value.field == "filter.$and.0.team" and "$in" in refused.value.message
+    s.close()
 
 
 def test_mmr_prefers_diversity(tmp_path: Path) -> None:
