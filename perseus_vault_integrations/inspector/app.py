@@ -51,7 +51,7 @@ class Inspector:
                  agent_id: str | None = None, workspace_hash: str | None = None) -> None:
         self.vault, self.edits = vault, allow_edits
         self.bound = Scope(agent_id, workspace_hash, bound=agent_id is not None or workspace_hash is not None)
-        self.reports, self.kept = Reports(), Kept()
+        self.reports, self.kept, self.clusters = Reports(), Kept(), Reports()
         self.static = _files()
         self.where = vault.stats().path  # a database URL without its password
         routes = [Route(path, self._endpoint(view)) for path, view in (
@@ -75,7 +75,8 @@ class Inspector:
                 ask = Ask(request.query_params, self.bound)
             except VaultError as error:
                 return self.respond(request, self.bound, _failure(error))
-            context = Context(self.vault, self.bound, self.edits, self.guard.csrf(request), self.reports, self.kept)
+            context = Context(self.vault, self.bound, self.edits, self.guard.csrf(request), self.reports, self.kept,
+                              self.clusters)
             try:
                 page = view(context, ask, **request.path_params)
             except VaultError as error:

@@ -29,11 +29,20 @@ class Context:
     csrf: str
     reports: Reports
     kept: Kept
+    clusters: Reports  # the link graph's communities, clustered in the background (a report queue of their own)
 
     def stamp(self, scope: Scope) -> Hashable:
         """The scope's latest write (what a kept answer or report was computed after)."""
         latest = self.vault.recent(limit=1, **scope.args()).items
         return (latest[0].id, latest[0].version) if latest else None
+
+    def clustered(self, scope: Scope) -> tuple[bool, float]:
+        """Whether the link graph of ``scope`` is clustered since its latest write (and for how long it has been
+        clustering when it is not): clustering 100,000 memories takes seconds, so a page that colours by
+        community starts it in the background and shows its graph without colours until it is done."""
+        job = self.clusters.job(("communities", *scope.args().items()), self.stamp(scope),
+                                lambda: self.vault.communities(limit=1, central=0, **scope.args()))
+        return self.clusters.wait(job), job.seconds()
 
     def counts(self, scope: Scope, **filters: Any) -> Counts:
         """``counts`` for ``scope`` and ``filters``, read once per write (a tenth of a second at 100,000 memories)."""

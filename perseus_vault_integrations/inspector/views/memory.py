@@ -102,6 +102,11 @@ def _links(ctx: Context, e: Entity, own: Scope) -> Markup:
 
 
 def _communities(ctx: Context, e: Entity, own: Scope, scope: Scope) -> Markup:
+    ready, seconds = ctx.clustered(scope)
+    if not ready:
+        return el("section", el("h2", "Communities"), message([
+            f"The link graph is being clustered ({seconds:.0f} s so far); ",
+            el("a", "reload", href=scope.link(f"/memory/{e.id}")), " to see this memory's communities."]))
     # The page's scope, not the memory's: links never join two scopes, so its communities are the same,
     # and every page of the inspector then reads one partition of the graph (clustered once per write).
     found = ctx.vault.communities(containing=[e.id], **scope.args())

@@ -213,3 +213,20 @@ def test_a_memory_not_valid_now_still_shows_whole(tmp_path: Path, clock: Clock) 
         with served(vault) as server:
             page = text(get(server, f"/memory/{later}"))
             assert "The launch happens in spring" in page and "not valid now" in page and "History (1 version)" in page
+
+
+def test_while_the_link_graph_is_clustered_the_pages_answer_without_it(store: tuple[Vault, Sample],
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Clustering 100,000 linked memories takes seconds: a page does not wait for it (docs/ui.md)."""
+    from perseus_vault_integrations.inspector.query import Context
+
+    vault, sample = store
+    monkeypatch.setattr(Context, "clustered", lambda self, scope: (False, 4.0))
+    with served(vault) as server:
+        start = sample.themes["storage"][0]
+        graph = get(server, f"/graph?id={start}&agent_id=ops")
+        assert "being clustered (4 s so far)" in graph and 'http-equiv="refresh"' in graph
+        assert len(re.findall(r'data-node="\d+"', graph)) == 7 and 'fill="#9aa0a6"' in graph  # drawn, all grey
+        memory = get(server, f"/memory/{start}")
+        assert "being clustered" in memory and "SQLite in WAL mode" in memory and "Out of it" in memory
+        assert "being clustered" in get(server, "/graph")
