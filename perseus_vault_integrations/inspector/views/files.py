@@ -25,7 +25,8 @@ def render(ctx: Context, ask: Ask) -> Page:
     text = ctx.vault.get_memory(name, section, entries=True, **ask.scope.args())
     return Page(f"Memory file {name}", join(
         el("p", el("a", "All memory files", href=ask.scope.link("/files"))),
-        _sections(ask.scope, name, section, ctx.vault.list_memory_files(**ask.scope.args()).files),
+        _sections(ask.scope, name, section, ctx.vault.get_memory(name, entries=True, **ask.scope.args()).entries
+                  if section is not None else text.entries),
         el("section", el("h2", "Entries by date"), table(
             ("date", "section", "entry"),
             ([e.date or "undated", e.section or "(before any section)", text_block(e.text, "entry")]
@@ -34,8 +35,10 @@ def render(ctx: Context, ask: Ask) -> Page:
         el("details", el("summary", "The file as stored"), text_block(text.text, "file"))))
 
 
-def _sections(scope: Scope, name: str, chosen: str | None, files: Sequence[Any]) -> Markup | None:
-    sections: list[str] = next((f.sections for f in files if f.file == name), [])
+def _sections(scope: Scope, name: str, chosen: str | None, entries: Sequence[Any] | None) -> Markup | None:
+    """Links to the sections that hold entries, in file order (reading the file again is cheaper than
+    listing every memory file of the store)."""
+    sections = list(dict.fromkeys(e.section for e in entries or [] if e.section))
     if not sections:
         return None
     links = [el("a", title, href=scope.link("/files", file=name, section=title),
