@@ -164,7 +164,10 @@ class Engine:
         return [store.to_entity(rows[i], now) for i in ids]
 
     def reinforce(self, ids: list[int]) -> None:
-        """Count a retrieval of ``ids``. Usage counters are not user data: no fsync for them."""
+        """Count a retrieval of ``ids``. Usage counters are not user data: no fsync for them. A read-only
+        database (a replica) cannot count them: its readers leave that to the primary's (docs/postgres.md)."""
+        if self.backend.read_only:
+            return
         self.backend.write_unsynced(self.conn(), lambda c: store.reinforce(c, ids, self.now()))
 
     # --- embedding -------------------------------------------------------------------------------

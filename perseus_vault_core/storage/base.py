@@ -177,6 +177,11 @@ class Backend(Protocol):
     def encrypted(self) -> bool: ...
 
     @property
+    def read_only(self) -> bool:
+        """True for a database that takes no writes (a PostgreSQL replica): writes are refused, and recall
+        does not count retrievals."""
+
+    @property
     def clock(self) -> Callable[[], int] | None:
         """The database's clock in unix ms, when versions take its time; None: the host's."""
 

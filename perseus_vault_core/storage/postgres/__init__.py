@@ -117,6 +117,7 @@ class PostgresBackend:
     vectors: VectorStore = vectors
     changes: ChangeLog = changes
     encrypted = False  # encryption at rest is the server's (docs/postgres.md)
+    read_only = False  # a streaming replica (or default_transaction_read_only): found when the vault opens
 
     def __init__(self, url: str, *, key: str | bytes | None = None, synchronous: str = "FULL") -> None:
         if key is not None:
@@ -193,10 +194,17 @@ class PostgresBackend:
         return _snapshot(conn)
 
     def write(self, conn: Connection, work: Callable[[Connection], T]) -> T:
+        self._writable()
         return _write(conn, work, synced=True)
 
     def write_unsynced(self, conn: Connection, work: Callable[[Connection], T]) -> T:
+        self._writable()
         return _write(conn, work, synced=False)
+
+    def _writable(self) -> None:
+        if self.read_only:
+            raise NotSupported(f"{self.path} is read-only (a streaming replica, or default_transaction_read_only): "
+                               "write through the primary's URL (docs/postgres.md, read replicas)")
 
     def get_meta(self, conn: Connection, key: str) -> str | None:
         return meta.get_meta(conn, key)
@@ -216,6 +224,14 @@ class PostgresBackend:
         server = int(conn.execute("SHOW server_version_num").fetchone()[0])
         if server < 150000:
             raise SetupError(f"{self.path} runs PostgreSQL {server // 10000}; the vault needs 15 or later")
+        self.read_only = bool(conn.execute(
+            "SELECT pg_is_in_recovery() OR current_setting('transaction_read_only') = 'on'").fetchone()[0])
+        if self.read_only:  # a replica reads the primary's schema; it can neither make nor change one
+            version = schema.current_version(conn)  # type: ignore[arg-type]
+            if version != schema.LATEST:
+                raise SetupError(f"{self.path} is read-only (a replica?) and its vault schema is version {version}, "
+                                 f"this package's {schema.LATEST}: open it once through the primary first")
+            return
         schema.migrate(conn, now_ms)  # type: ignore[arg-type]
         if meta.get_meta(conn, VAULT_ID) is None:  # the first host to open it names it; the others read that name
             write_transaction(conn, lambda c: c.execute(  # type: ignore[arg-type]

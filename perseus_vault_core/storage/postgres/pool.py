@@ -22,7 +22,7 @@ import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from ...errors import InvalidInput, StorageError
 from .connection import PgConnection
@@ -33,13 +33,17 @@ OPTIONS = ("pool_size", "pool_timeout")
 
 
 def split_url(url: str) -> tuple[str, dict[str, float]]:
-    """``url`` without the vault's own query options, and those options (validated, defaults filled)."""
+    """``url`` without the vault's own query options, and those options (validated, defaults filled). The
+    other parameters are kept byte for byte: libpq reads ``%20`` as a space but ``+`` as a plus sign, so the
+    query is not decoded and encoded again."""
     parts = urlsplit(url)
     kept, options = [], {"pool_size": float(POOL_SIZE), "pool_timeout": POOL_TIMEOUT_S}
-    for key, value in parse_qsl(parts.query, keep_blank_values=True):
-        if key not in OPTIONS:
-            kept.append((key, value))
+    for piece in parts.query.split("&") if parts.query else []:
+        key, _, value = piece.partition("=")
+        if unquote(key) not in OPTIONS:
+            kept.append(piece)
             continue
+        key, value = unquote(key), unquote(value)
         try:
             number = float(value)
         except ValueError:
@@ -49,7 +53,7 @@ def split_url(url: str) -> tuple[str, dict[str, float]]:
         if key == "pool_timeout" and not 0 < number <= 3600:
             raise InvalidInput("path", f"pool_timeout in the URL must be seconds above 0 and at most 3600, got {value}")
         options[key] = number
-    return urlunsplit(parts._replace(query=urlencode(kept))), options
+    return urlunsplit(parts._replace(query="&".join(kept))), options
 
 
 class Connections:

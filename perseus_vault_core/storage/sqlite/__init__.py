@@ -39,6 +39,7 @@ class SQLiteBackend:
     changes: ChangeLog = changes
     errors = SQLITE_ERRORS
     clock: Callable[[], int] | None = None  # versions take the host's time: one file, one machine
+    read_only = False  # the file is opened for writing (WAL mode writes beside it even to read)
 
     def __init__(self, path: str, *, key: str | bytes | None = None, synchronous: str = "FULL") -> None:
         self.path = path

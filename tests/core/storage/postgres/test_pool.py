@@ -18,6 +18,9 @@ def test_the_vaults_options_leave_the_url_before_libpq_sees_it() -> None:
     assert url == "postgresql://u@h:5432/db?sslmode=require&application_name=a"
     assert options == {"pool_size": 3, "pool_timeout": 2.5}
     assert split_url("postgresql://u@h/db") == ("postgresql://u@h/db", {"pool_size": POOL_SIZE, "pool_timeout": POOL_TIMEOUT_S})
+    # libpq's own parameters pass byte for byte: %20 is a space to libpq, a + is a plus sign.
+    raw = "postgresql://u@h/db?options=-c%20statement_timeout%3D5s&pool_size=2&host=%2Ftmp%2Fpg"
+    assert split_url(raw)[0] == "postgresql://u@h/db?options=-c%20statement_timeout%3D5s&host=%2Ftmp%2Fpg"
 
 
 @pytest.mark.parametrize("query, named", [("pool_size=0", "pool_size"), ("pool_size=2.5", "pool_size"),
