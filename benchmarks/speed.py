@@ -6,8 +6,9 @@ For each store size:
 - the same memories with vectors (from the vector cache, so reruns are fast; the embedding cost is
   measured separately, see ``embedding_ingest``), then, with the real model answering queries
   (query embedding included): keyword, dense and hybrid recall p50/p95, scoped and right after a
-  write; the SQL paths a fresh process uses before its in-memory indexes exist; as_of, scan pages,
-  history; index build times; the file size.
+  write, and with a ``where`` filter on body fields that keeps most or few memories
+  (``filtered_recall``); the SQL paths a fresh process uses before its in-memory indexes exist; as_of,
+  scan pages, history; index build times; the file size.
 
 ``embedding_ingest`` compares the bare model's batch throughput with a vault ingesting the same
 texts (embedding included), and ``cold_start`` / ``peak_memory`` run fresh processes.
@@ -112,10 +113,41 @@ def words_afresh(vault: Vault) -> Iterator[None]:
         index._shares = kept
 
 
+def filter_body(i: int) -> dict[str, Any]:
+    """The body the speed benchmark's ``i``-th memory carries, for the filter rows: a priority 0-4 (a filter
+    on ``prio >= 1`` keeps four in five) and a project, one of 1,000 spread evenly (one keeps one in 1,000)."""
+    return {"prio": i % 5, "project": f"p{(i * 7919) % 1000:03d}"}
+
+
+FILTERS = {"most": {"prio": {"$gte": 1}}, "few": {"project": "p042"}}
+
+
+def filtered_recall(vault: Vault, qs: list[str], n_queries: int = 100) -> dict[str, Any]:
+    """Recall in each mode with no filter, a where that keeps four memories in five, one that keeps one in
+    1,000, and one that keeps one in 1,000 but is a new filter on every call (so every call pays the pass over
+    the heads that a filter keeping few costs the first time; docs/filters.md). Unfiltered calls are timed
+    beside the filtered ones, on the same queries, interleaved, so both see the same warm state."""
+    out: dict[str, Any] = {}
+    qs = qs[:n_queries]
+    for m, mode in enumerate(("fts5", "dense", "hybrid")):
+        samples: dict[str, list[float]] = {"none": [], "most": [], "few": [], "few_new": []}
+        warm = qs[:10]
+        for i, q in enumerate(warm + qs):
+            new = {"project": f"p{(100 + m * 300 + i) % 1000:03d}"}  # asked of no earlier call
+            for name, where in (("none", None), *FILTERS.items(), ("few_new", new)):
+                extra = {} if where is None else {"where": where}
+                started = time.perf_counter()
+                vault.recall(q, mode=mode, reinforce=False, **extra)
+                if i >= len(warm):  # the first ten are warm-up
+                    samples[name].append((time.perf_counter() - started) * 1000)
+        out[mode] = {name: percentiles(values) for name, values in samples.items()}
+    return out
+
+
 def run_size(n: int, model: Any, cached: Any, n_queries: int = 300, seed: int = 7) -> dict[str, Any]:
     """``model``: the real embedder (queries); ``cached``: the same model behind the vector cache (bulk)."""
     out: dict[str, Any] = {"entities": n}
-    lines = [json.dumps(m) for m in memories(n, seed)]
+    lines = [json.dumps(dict(m, body=filter_body(i))) for i, m in enumerate(memories(n, seed))]
     qs = queries(n_queries)
     with tempfile.TemporaryDirectory() as tmp:
         plain = os.path.join(tmp, "plain.db")
@@ -153,6 +185,7 @@ def run_size(n: int, model: Any, cached: Any, n_queries: int = 300, seed: int = 
             with words_afresh(vault):
                 out["recall_fts5_words_afresh"] = timed([lambda q=q: vault.recall(q, mode="fts5", reinforce=False) for q in qs])
             out["recall_hybrid_agent_filter"] = timed([lambda q=q: vault.recall(q, agent_id="agent-1") for q in qs])
+            out["recall_where"] = filtered_recall(vault, qs)
             out["embed_query"] = timed([lambda q=q: model.embed([q]) for q in qs])
             out["dense_recall_at_10_vs_exact"] = dense_recall_vs_exact(vault, model, qs[:100])
             # An agent that writes a memory and then recalls: the indexes follow each write first.

@@ -112,6 +112,18 @@ class Dialect:
             return f"{node.value} = CAST('{kind}' AS jsonb)"
         return f"{node.type} = '{'string' if kind == 'text' else 'number'}'"
 
+    def json_types(self, kind: str) -> tuple[str, ...]:
+        """The JSON type names (``node.type``'s values) of ``kind``: text or number."""
+        if self.name == "sqlite":
+            return ("text",) if kind == "text" else ("integer", "real")
+        return ("string",) if kind == "text" else ("number",)
+
+    def json_truth(self, node: JsonNode, truth: bool) -> tuple[str, str]:
+        """(the type name of ``true`` / ``false``, what else holds of ``node`` when it is that value)."""
+        if self.name == "sqlite":
+            return ("true" if truth else "false"), "TRUE"
+        return "boolean", f"{node.value} = CAST('{'true' if truth else 'false'}' AS jsonb)"
+
     def json_value(self, node: JsonNode, kind: str) -> str:
         """``node``'s value where it is of ``kind`` (text or number), in a form ordered as its kind is."""
         if self.name == "sqlite" or kind == "number":

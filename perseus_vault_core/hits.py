@@ -6,6 +6,7 @@ Shared by the backend's searches (:mod:`storage`) and the in-memory indexes (:mo
 
 from __future__ import annotations
 
+import re
 import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -143,8 +144,9 @@ def ask(conn: Connection, condition: tuple[str, dict[str, Any]], vids: np.ndarra
     """(versions, whether the where filter ``condition`` keeps each): for ``vids``, or, ``whole``, for every
     current head in one pass (cheaper than a lookup per version past a fifth of them)."""
     sql, params = condition
-    if whole:
-        rows = conn.execute(f"SELECT v.vid, CASE WHEN {sql} THEN 1 ELSE 0 END FROM {FROM_VERSIONS_FIRST} "
+    if whole:  # (the entities only when the filter reads their columns: a join costs as much as the JSON)
+        source = FROM_VERSIONS_FIRST if re.search(r"\be\.", sql) else "entity_versions v"
+        rows = conn.execute(f"SELECT v.vid, CASE WHEN {sql} THEN 1 ELSE 0 END FROM {source} "
                             "WHERE v.recorded_to_ms IS NULL", params).fetchall()
     else:
         rows = conn.execute(f"SELECT v.vid, CASE WHEN {sql} THEN 1 ELSE 0 END FROM {from_vids(conn)}",

@@ -347,6 +347,8 @@ class _Writer:
         return f"coalesce({col} IN ({', '.join(self.param(v) for v in values)}), FALSE)"
 
     def body(self, t: Test) -> str:
+        """One test of a body field, by the field's JSON type, read once: a list holds it when an element
+        does; a value of the test's kinds, by comparison; anything else (missing, null, an object) never."""
         node = self.d.json_node("v.body", self.param(self.d.json_path(t.field.path)))
         if t.op == "exists":
             return f"({node.type} IS NOT NULL AND {node.type} <> 'null')"
@@ -354,16 +356,32 @@ class _Writer:
             return "FALSE"
         alias = f"j{len(self.params)}"
         element = self.d.json_element(alias)
-        return (f"(CASE WHEN {node.type} = 'array' THEN EXISTS (SELECT 1 FROM {self.d.json_elements(node, alias)} "
-                f"WHERE {self.scalar(element, t)}) ELSE coalesce({self.scalar(node, t)}, FALSE) END)")
+        branches = [f"WHEN 'array' THEN EXISTS (SELECT 1 FROM {self.d.json_elements(node, alias)} "
+                    f"WHERE {self.scalar(element, t)})"]
+        for name, holds in self.by_type(node, t).items():
+            branches.append(f"WHEN '{name}' THEN {holds}")
+        return f"(CASE {node.type} {' '.join(branches)} ELSE FALSE END)"
+
+    def by_type(self, node: JsonNode, t: Test) -> dict[str, str]:
+        """What ``t`` asks of a value of each JSON type it can hold for (the type already known)."""
+        asks: dict[str, list[str]] = {}
+        for kind, values in _by_kind(t.values).items():
+            if kind == "bool":
+                for v in values:
+                    name, holds = self.d.json_truth(node, bool(v))
+                    asks.setdefault(name, []).append(holds)
+                continue
+            value = self.d.json_value(node, kind)
+            operands = [self.d.json_operand(self.param(self.d.json_param(v)), kind) for v in values]
+            holds = f"{value} {_ORDER[t.op]} {operands[0]}" if t.op in _ORDER else f"{value} IN ({', '.join(operands)})"
+            for name in self.d.json_types(kind):
+                asks.setdefault(name, []).append(holds)
+        return {name: parts[0] if len(parts) == 1 else "(" + " OR ".join(parts) + ")" for name, parts in asks.items()}
 
     def scalar(self, node: JsonNode, t: Test) -> str:
-        """``t`` on one JSON value (the field's, or one element of its list)."""
-        by_kind: dict[str, list[Scalar]] = {}
-        for v in t.values:
-            by_kind.setdefault(_kind(v), []).append(v)
+        """``t`` on one element of a list, its type checked beside it."""
         parts: list[str] = []
-        for kind, values in by_kind.items():
+        for kind, values in _by_kind(t.values).items():
             if kind == "bool":
                 parts.extend(self.d.json_is(node, "true" if v else "false") for v in values)
                 continue
@@ -375,6 +393,13 @@ class _Writer:
                 rhs = ", ".join(self.d.json_operand(self.param(self.d.json_param(v)), kind) for v in values)
                 parts.append(f"({self.d.json_is(node, kind)} AND {value} IN ({rhs}))")
         return "(" + " OR ".join(parts) + ")" if len(parts) > 1 else parts[0]
+
+
+def _by_kind(values: tuple[Scalar, ...]) -> dict[str, list[Scalar]]:
+    out: dict[str, list[Scalar]] = {}
+    for v in values:
+        out.setdefault(_kind(v), []).append(v)
+    return out
 
 
 def _kind(value: Scalar) -> str:
