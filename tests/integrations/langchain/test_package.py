@@ -12,11 +12,12 @@ import perseus_vault_integrations.langchain as lc
 
 def test_exports_one_class_per_concept() -> None:
     assert lc.__all__ == ["LangChainEmbedder", "PerseusVaultChatMessageHistory", "PerseusVaultEmbeddings",
-                          "PerseusVaultRetriever", "PerseusVaultStore", "PerseusVaultVectorStore"]
+                          "PerseusVaultRetriever", "PerseusVaultSaver", "PerseusVaultStore", "PerseusVaultVectorStore"]
 
 
 @pytest.mark.parametrize(("module", "blocked"), [("perseus_vault_integrations.langchain", "langchain_core"),
-                                                 ("perseus_vault_integrations.langchain.stores", "langgraph")])
+                                                 ("perseus_vault_integrations.langchain.stores", "langgraph"),
+                                                 ("perseus_vault_integrations.langchain.checkpoint", "langgraph")])
 def test_without_the_extra_the_error_says_what_to_install(module: str, blocked: str) -> None:
     code = (f"import sys; sys.modules[{blocked!r}] = None\n"
             "from perseus_vault_core import SetupError\n"
