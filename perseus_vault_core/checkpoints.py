@@ -108,13 +108,13 @@ class Checkpoints(Scoped):
             if blob_rows:
                 conn.executemany(
                     "INSERT INTO checkpoint_blobs (agent_id, workspace_hash, thread_id, checkpoint_ns, channel, "
-                    "version, type, blob) VALUES (:a, :w, :t, :ns, :c, :v, :type, :data) ON CONFLICT "
-                    "(agent_id, workspace_hash, thread_id, checkpoint_ns, channel, version) DO NOTHING", blob_rows)
+                    "version, type, blob, scope) VALUES (:a, :w, :t, :ns, :c, :v, :type, :data, :s) ON CONFLICT "
+                    "(agent_id, workspace_hash, thread_id, checkpoint_ns, channel, version, scope) DO NOTHING", blob_rows)
             conn.execute(
                 "INSERT INTO checkpoints (agent_id, workspace_hash, thread_id, checkpoint_ns, checkpoint_id, "
-                "parent_checkpoint_id, run_id, type, checkpoint, channel_versions, metadata) VALUES "
-                "(:a, :w, :t, :ns, :id, :parent, :run, :type, :data, :versions, :meta) ON CONFLICT "
-                "(agent_id, workspace_hash, thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET "
+                "parent_checkpoint_id, run_id, type, checkpoint, channel_versions, metadata, scope) VALUES "
+                "(:a, :w, :t, :ns, :id, :parent, :run, :type, :data, :versions, :meta, :s) ON CONFLICT "
+                "(agent_id, workspace_hash, thread_id, checkpoint_ns, checkpoint_id, scope) DO UPDATE SET "
                 "parent_checkpoint_id = excluded.parent_checkpoint_id, run_id = excluded.run_id, "
                 "type = excluded.type, checkpoint = excluded.checkpoint, "
                 "channel_versions = excluded.channel_versions, metadata = excluded.metadata", row)
@@ -134,9 +134,9 @@ class Checkpoints(Scoped):
             return
         self._engine.write(lambda conn: conn.executemany(
             "INSERT INTO checkpoint_writes (agent_id, workspace_hash, thread_id, checkpoint_ns, checkpoint_id, "
-            "task_id, idx, channel, type, blob, task_path) VALUES (:a, :w, :t, :ns, :id, :task, :idx, :c, :type, "
-            ":data, :path) ON CONFLICT (agent_id, workspace_hash, thread_id, checkpoint_ns, checkpoint_id, task_id, "
-            "idx) DO UPDATE SET channel = excluded.channel, type = excluded.type, blob = excluded.blob, "
+            "task_id, idx, channel, type, blob, task_path, scope) VALUES (:a, :w, :t, :ns, :id, :task, :idx, :c, "
+            ":type, :data, :path, :s) ON CONFLICT (agent_id, workspace_hash, thread_id, checkpoint_ns, checkpoint_id, "
+            "task_id, idx, scope) DO UPDATE SET channel = excluded.channel, type = excluded.type, blob = excluded.blob, "
             "task_path = excluded.task_path WHERE excluded.idx < 0", rows))
 
     # --- reading ------------------------------------------------------------------------------
@@ -153,7 +153,7 @@ class Checkpoints(Scoped):
             sql = "AND checkpoint_id = :id"
 
         def read(conn: Connection) -> StoredCheckpoint | None:
-            row = conn.execute(f"SELECT {_COLUMNS} FROM checkpoints WHERE agent_id = :a AND workspace_hash = :w "
+            row = conn.execute(f"SELECT {_COLUMNS} FROM checkpoints WHERE agent_id = :a AND workspace_hash = :w AND scope = :s "
                                f"AND thread_id = :t AND checkpoint_ns = :ns {sql}", params).fetchone()
             return self._whole(conn, row) if row is not None else None
 
@@ -169,7 +169,7 @@ class Checkpoints(Scoped):
             raise InvalidInput("limit", "must be a whole number, 0 or more")
         if metadata is not None and not isinstance(metadata, Mapping):
             raise InvalidInput("filter", "must be a dict of metadata values")
-        where = ["agent_id = :a", "workspace_hash = :w"]
+        where = ["agent_id = :a", "workspace_hash = :w", "scope = :s"]
         params: dict[str, Any] = dict(self.scope)
         for column, value in (("thread_id", thread_id), ("checkpoint_ns", checkpoint_ns),
                               ("checkpoint_id", checkpoint_id)):
@@ -218,12 +218,12 @@ class Checkpoints(Scoped):
         key = {**self.scope, "t": thread, "ns": ns}
         blobs = [ChannelBlob(str(c), str(v), str(t), bytes(b) if b is not None else None) for c, v, t, b in conn.execute(
             f"SELECT b.channel, b.version, b.type, b.blob FROM {d.items(':pairs')} p JOIN checkpoint_blobs b "
-            "ON b.agent_id = :a AND b.workspace_hash = :w AND b.thread_id = :t AND b.checkpoint_ns = :ns "
+            "ON b.agent_id = :a AND b.workspace_hash = :w AND b.scope = :s AND b.thread_id = :t AND b.checkpoint_ns = :ns "
             f"AND b.channel = {d.field('p.value', 'c')} AND b.version = {d.field('p.value', 'v')}",
             {**key, "pairs": json.dumps([{"c": c, "v": v} for c, v in versions.items()])})] if versions else []
         writes = sorted((TaskWrite(str(t), str(p), int(i), str(c), str(ty), bytes(b)) for t, p, i, c, ty, b in conn.execute(
             "SELECT task_id, task_path, idx, channel, type, blob FROM checkpoint_writes WHERE agent_id = :a "
-            "AND workspace_hash = :w AND thread_id = :t AND checkpoint_ns = :ns AND checkpoint_id = :id",
+            "AND workspace_hash = :w AND scope = :s AND thread_id = :t AND checkpoint_ns = :ns AND checkpoint_id = :id",
             {**key, "id": cid})), key=lambda w: (w.task_path, w.task_id, w.idx))
         return StoredCheckpoint(thread, ns, cid, row[3], str(row[4]), bytes(row[5]), json.loads(row[6]), versions,
                                 blobs, writes)
@@ -237,7 +237,7 @@ class Checkpoints(Scoped):
 
         def work(conn: Connection) -> None:
             for table in ("checkpoints", "checkpoint_blobs", "checkpoint_writes"):
-                conn.execute(f"DELETE FROM {table} WHERE agent_id = :a AND workspace_hash = :w AND thread_id = :t",
+                conn.execute(f"DELETE FROM {table} WHERE agent_id = :a AND workspace_hash = :w AND scope = :s AND thread_id = :t",
                              params)
 
         self._engine.write(work)
@@ -255,7 +255,7 @@ class Checkpoints(Scoped):
         def work(conn: Connection) -> None:
             d = dialect(conn)
             params = {**self.scope, "ids": json.dumps(ids)}
-            scope = "agent_id = :a AND workspace_hash = :w"
+            scope = "agent_id = :a AND workspace_hash = :w AND scope = :s"
             doomed = conn.execute(f"SELECT thread_id, checkpoint_ns, checkpoint_id FROM checkpoints WHERE {scope} "
                                   f"AND run_id IN (SELECT value FROM {d.texts(':ids')} j)", params).fetchall()
             for thread, ns, cid in doomed:
@@ -270,7 +270,7 @@ class Checkpoints(Scoped):
     def _collect_blobs(self, conn: Connection, thread: str, ns: str) -> None:
         """Delete the values of a thread's namespace that no checkpoint there holds any more."""
         key = {**self.scope, "t": thread, "ns": ns}
-        where = "agent_id = :a AND workspace_hash = :w AND thread_id = :t AND checkpoint_ns = :ns"
+        where = "agent_id = :a AND workspace_hash = :w AND scope = :s AND thread_id = :t AND checkpoint_ns = :ns"
         held = {(c, v) for (versions,) in conn.execute(f"SELECT channel_versions FROM checkpoints WHERE {where}", key)
                 for c, v in json.loads(versions).items()}
         stored = conn.execute(f"SELECT channel, version FROM checkpoint_blobs WHERE {where}", key).fetchall()
@@ -294,9 +294,9 @@ class Checkpoints(Scoped):
         def work(conn: Connection) -> None:
             for table, columns in tables.items():
                 # The WHERE before ON CONFLICT also keeps SQLite from reading ON as a join's.
-                conn.execute(f"INSERT INTO {table} (agent_id, workspace_hash, thread_id, {columns}) "
-                             f"SELECT agent_id, workspace_hash, :dst, {columns} FROM {table} "
-                             "WHERE agent_id = :a AND workspace_hash = :w AND thread_id = :src ON CONFLICT DO NOTHING",
+                conn.execute(f"INSERT INTO {table} (agent_id, workspace_hash, thread_id, {columns}, scope) "
+                             f"SELECT agent_id, workspace_hash, :dst, {columns}, scope FROM {table} "
+                             "WHERE agent_id = :a AND workspace_hash = :w AND scope = :s AND thread_id = :src ON CONFLICT DO NOTHING",
                              params)
 
         self._engine.write(work)

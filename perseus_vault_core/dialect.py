@@ -144,6 +144,12 @@ class Dialect:
         """A text column ordered by code point, as SQLite's BINARY collation orders UTF-8."""
         return column if self.name == "sqlite" else f'{column} COLLATE "C"'
 
+    def scope_key(self, agent_id: str, workspace_hash: str) -> str:
+        """The scope key (:func:`scopes.scope_key`) of two text columns or parameters: the agent id's length
+        in UTF-8 bytes, ``:``, the agent id, the workspace hash."""
+        size = f"length(CAST({agent_id} AS BLOB))" if self.name == "sqlite" else f"octet_length({agent_id})"
+        return f"(CAST({size} AS TEXT) || ':' || {agent_id} || {workspace_hash})"
+
 
 SQLITE = Dialect("sqlite")
 POSTGRES = Dialect("postgres")

@@ -19,6 +19,7 @@ from .dbapi import Connection
 from .errors import InvalidInput, NotFound
 from .filters import View, from_ids, id_list
 from .models import Link, TraverseNode, TraverseResult
+from .scopes import scope_key
 
 LINK_COLUMNS = "id, from_id, to_id, relation, weight, source, created_at_ms, recorded_from_ms, recorded_to_ms"
 MAX_DEPTH = 10
@@ -53,9 +54,9 @@ def link(
         conn.execute("UPDATE links SET recorded_to_ms = ? WHERE id = ?", (at, current.id))
         created, now_ms = current.created_at_ms, at
     (row,) = conn.execute(
-        "INSERT INTO links (from_id, to_id, relation, weight, source, created_at_ms, recorded_from_ms) "
-        f"VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING {LINK_COLUMNS}",
-        (from_id, to_id, relation, weight, source, created, now_ms),
+        "INSERT INTO links (from_id, to_id, relation, weight, source, created_at_ms, recorded_from_ms, scope) "
+        f"VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING {LINK_COLUMNS}",
+        (from_id, to_id, relation, weight, source, created, now_ms, scope_key(a["agent_id"], a["workspace_hash"])),
     ).fetchall()
     return _link(row)
 
@@ -68,9 +69,11 @@ def link_many(conn: Connection, from_id: int, to_ids: list[int], relation: str, 
             "SELECT to_id FROM links WHERE from_id = ? AND relation = ? AND recorded_to_ms IS NULL", (from_id, relation)
         )
     }
-    rows = [(from_id, t, relation, weight, now_ms, now_ms) for t in sorted(set(to_ids)) if t not in open_now and t != from_id]
-    conn.executemany(
-        "INSERT INTO links (from_id, to_id, relation, weight, created_at_ms, recorded_from_ms) VALUES (?, ?, ?, ?, ?, ?)",
+    rows = [(from_id, t, relation, weight, now_ms, now_ms, from_id) for t in sorted(set(to_ids))
+            if t not in open_now and t != from_id]
+    conn.executemany(  # in the from-entity's scope, read in the same statement
+        "INSERT INTO links (from_id, to_id, relation, weight, created_at_ms, recorded_from_ms, scope) "
+        "SELECT ?, ?, ?, ?, ?, ?, e.scope FROM entities e WHERE e.id = ?",
         rows,
     )
     return len(rows)

@@ -33,6 +33,7 @@ from .errors import InvalidInput
 from .graph import LINK_COLUMNS
 from .models import ImportReport, Link
 from .params import MAX_INT, MAX_WEIGHT, RememberInput, validate
+from .scopes import scope_key
 from .storage import Backend, Connection
 
 FORMAT = 1
@@ -146,7 +147,7 @@ def export_lines(conn: Connection, agent_id: str | None = None, workspace_hash: 
 
     link_names = [c.strip() for c in LINK_COLUMNS.split(",")]
     link_where = (
-        "WHERE from_id IN (SELECT id FROM entities " + where + ")" if where else ""
+        "WHERE (from_id, scope) IN (SELECT id, scope FROM entities " + where + ")" if where else ""
     )
     for lrow in conn.execute(f"SELECT {LINK_COLUMNS} FROM links {link_where} ORDER BY id", params):
         yield _dump({"record": "link", **dict(zip(link_names, lrow))})
@@ -316,9 +317,9 @@ def _place_entities(backend: Backend, conn: Connection, entities: list[tuple[int
         explicit = rec.id if rec.id > top else top + 1  # an id of its own: never a NULL (Postgres's identity takes none)
         ((new_id,),) = conn.execute(
             "INSERT INTO entities (id, agent_id, workspace_hash, category, key, created_at_ms, retrieval_count, "
-            "last_accessed_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+            "last_accessed_ms, scope) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
             (explicit, rec.agent_id or "", rec.workspace_hash or "", rec.category, rec.key, rec.created_at_ms,
-             rec.retrieval_count, rec.last_accessed_ms),
+             rec.retrieval_count, rec.last_accessed_ms, scope_key(rec.agent_id, rec.workspace_hash)),
         ).fetchall()
         id_map[rec.id] = int(new_id)
         top = max(top, id_map[rec.id])
@@ -401,11 +402,11 @@ def _write_link(
         ).fetchone()
     if same is not None:
         return top
-    ((new_id,),) = conn.execute(
+    ((new_id,),) = conn.execute(  # in its from-entity's scope, read in the same statement
         "INSERT INTO links (id, from_id, to_id, relation, weight, source, created_at_ms, recorded_from_ms, "
-        "recorded_to_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+        "recorded_to_ms, scope) SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, e.scope FROM entities e WHERE e.id = ? RETURNING id",
         (link.id if link.id > top else top + 1, a, b, link.relation, link.weight, link.source, link.created_at_ms,
-         link.recorded_from_ms, link.recorded_to_ms),
+         link.recorded_from_ms, link.recorded_to_ms, a),
     ).fetchall()
     report.links += 1
     return max(top, int(new_id))

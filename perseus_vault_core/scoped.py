@@ -9,19 +9,20 @@ from collections.abc import Mapping
 from typing import Any
 
 from .errors import InvalidInput
+from .scopes import scope_key
 from .vault import Vault
 
 # The framework-state tables (schema step 4 on SQLite, 8 on Postgres), each with its columns and its key.
 STATE_TABLES: dict[str, tuple[str, str]] = {
     "checkpoints": ("agent_id, workspace_hash, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, run_id, "
-                    "type, checkpoint, channel_versions, metadata",
+                    "type, checkpoint, channel_versions, metadata, scope",
                     "agent_id, workspace_hash, thread_id, checkpoint_ns, checkpoint_id"),
-    "checkpoint_blobs": ("agent_id, workspace_hash, thread_id, checkpoint_ns, channel, version, type, blob",
+    "checkpoint_blobs": ("agent_id, workspace_hash, thread_id, checkpoint_ns, channel, version, type, blob, scope",
                          "agent_id, workspace_hash, thread_id, checkpoint_ns, channel, version"),
     "checkpoint_writes": ("agent_id, workspace_hash, thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, "
-                          "type, blob, task_path",
+                          "type, blob, task_path, scope",
                           "agent_id, workspace_hash, thread_id, checkpoint_ns, checkpoint_id, task_id, idx"),
-    "kv_entries": ("agent_id, workspace_hash, collection, key, value, updated_at_ms",
+    "kv_entries": ("agent_id, workspace_hash, collection, key, value, updated_at_ms, scope",
                    "agent_id, workspace_hash, collection, key"),
 }
 
@@ -44,10 +45,11 @@ def json_object(name: str, value: Any) -> str:
 
 class Scoped:
     """Reads and writes one scope of ``vault``: ``scope`` holds its ``agent_id`` (``a``) and ``workspace_hash``
-    (``w``) as SQL parameters, ``''`` for the unscoped vault."""
+    (``w``) as SQL parameters, ``''`` for the unscoped vault, and their scope key (``s``, :mod:`.scopes`)."""
 
     def __init__(self, vault: Vault, *, agent_id: str | None = None, workspace_hash: str | None = None) -> None:
         if not isinstance(vault, Vault):
             raise InvalidInput("vault", f"must be a Vault, not {type(vault).__name__}")
         self._engine = vault._engine  # the edge leases this engine's connection around each call
         self.scope = {"a": text("agent_id", agent_id or ""), "w": text("workspace_hash", workspace_hash or "")}
+        self.scope["s"] = scope_key(self.scope["a"], self.scope["w"])

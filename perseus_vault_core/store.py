@@ -24,6 +24,7 @@ from .filters import FROM, from_ids, from_vids, id_list, scope_clauses
 from .models import Entity, PurgeResult, RecallItem
 from .params import OVERFLOW_PREVIEW_CHARS, RESPONSE_BUDGET_CHARS, RememberInput
 from .ranking import decay
+from .scopes import scope_key
 from .storage import Backend, Connection
 
 # Versioned fields, in entity_versions column order (after the bookkeeping columns).
@@ -262,9 +263,10 @@ def insert_version(
 ) -> int:
     cols = ("entity_id", "version", "change", "recorded_from_ms", "recorded_to_ms", "updated_at_ms", *STATE_FIELDS)
     values = (entity_id, version, change, recorded_from_ms, recorded_to_ms, updated_at_ms,
-              *(state[f] for f in STATE_FIELDS))
-    ((vid,),) = conn.execute(
-        f"INSERT INTO entity_versions ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))}) RETURNING vid", values
+              *(state[f] for f in STATE_FIELDS), entity_id)
+    ((vid,),) = conn.execute(  # in its entity's scope, read in the same statement
+        f"INSERT INTO entity_versions ({', '.join(cols)}, scope) SELECT {', '.join('?' * len(cols))}, e.scope "
+        "FROM entities e WHERE e.id = ? RETURNING vid", values
     ).fetchall()
     backend.keyword.index_versions(conn, [(vid, state["content"], state["summary"], state["tags"])],
                                    heads=recorded_to_ms is None)
@@ -318,10 +320,11 @@ def _same(prior: dict[str, Any], state: dict[str, Any]) -> bool:
     return all(prior[f] == state[f] for f in STATE_FIELDS)
 
 
-_ENTITY_INSERT = "INSERT INTO entities (id, agent_id, workspace_hash, category, key, created_at_ms) VALUES (?, ?, ?, ?, ?, ?)"
+_ENTITY_INSERT = ("INSERT INTO entities (id, agent_id, workspace_hash, category, key, created_at_ms, scope) "
+                  "VALUES (?, ?, ?, ?, ?, ?, ?)")
 _VERSION_INSERT = (
     "INSERT INTO entity_versions (vid, entity_id, version, change, recorded_from_ms, recorded_to_ms, updated_at_ms, "
-    + ", ".join(STATE_FIELDS) + f") VALUES ({', '.join('?' * (7 + len(STATE_FIELDS)))})"
+    + ", ".join(STATE_FIELDS) + f", scope) VALUES ({', '.join('?' * (8 + len(STATE_FIELDS)))})"
 )
 
 
@@ -358,8 +361,9 @@ def remember_batch(
                 state["valid_from_ms"] = now_ms
             _check_window(state)
             eid, vid = first_id + n, first_vid + n
-            entity_rows.append((eid, *address, now_ms))
-            version_rows.append((vid, eid, 1, "create", now_ms, None, now_ms, *(state[f] for f in STATE_FIELDS)))
+            scope = scope_key(address[0], address[1])
+            entity_rows.append((eid, *address, now_ms, scope))
+            version_rows.append((vid, eid, 1, "create", now_ms, None, now_ms, *(state[f] for f in STATE_FIELDS), scope))
             index_rows.append((vid, state["content"], state["summary"], state["tags"]))
             text = embedding_text(state["content"], state["summary"])
             if plan is not None:

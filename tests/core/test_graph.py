@@ -430,20 +430,23 @@ def test_traverse_is_scoped(vault: Vault) -> None:
     assert [n.entity.id for n in vault.traverse(z, 2, agent_id="b").nodes] == [z, w]
 
 
-def test_another_agents_entity_never_appears_in_a_walk(vault: Vault) -> None:
+def test_another_agents_entity_never_appears_in_a_walk(vault: Vault, backend: str) -> None:
     x = note(vault, "x", agent_id="a")
     y = note(vault, "y", agent_id="a")
     z = note(vault, "z", agent_id="b")
     beyond = note(vault, "beyond", agent_id="a")
     vault.link(x, y)
-    # A link across scopes cannot be made through the API; simulate a tampered file.
+    # A link across scopes cannot be made through the API; simulate a tampered file. (On Postgres the
+    # database refuses it too: both ends' foreign keys include the link's scope key.)
     conn = vault._engine.conn()
     for frm, to in ((y, z), (z, beyond)):
-        conn.execute(
-            "INSERT INTO links (from_id, to_id, relation, weight, created_at_ms, recorded_from_ms) "
-            "VALUES (?, ?, 'related', 1.0, 0, 0)",
-            (frm, to),
-        )
+        tamper = ("INSERT INTO links (from_id, to_id, relation, weight, created_at_ms, recorded_from_ms, scope) "
+                  "SELECT ?, ?, 'related', 1.0, 0, 0, scope FROM entities WHERE id = ?", (frm, to, frm))
+        if backend == "postgres":
+            with pytest.raises(Exception, match="foreign key"):
+                conn.execute(*tamper)
+        else:
+            conn.execute(*tamper)
     result = vault.traverse(x, 5, agent_id="a")
     assert [n.entity.id for n in result.nodes] == [x, y]
     assert all(z not in (e.from_id, e.to_id) for e in result.edges)

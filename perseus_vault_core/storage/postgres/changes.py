@@ -9,6 +9,9 @@ took 11, and a follower that read up to 11 in between would never see 10. :func:
 takes a transaction-scoped advisory lock before it appends, held to commit, so writers append (and
 commit) one after another and the log's order is its commit order. Writers still run in parallel up to
 that point; only their last step, the append and commit, is in turn.
+
+Each entry also carries its version's scope key (``''`` for a rebuild's, vid 0), by which row-level
+security admits it (tenancy.py); the log itself is not sharded (storage/distribution.py).
 """
 
 from __future__ import annotations
@@ -27,7 +30,11 @@ def log_changes(conn: Connection, vids: list[int], op: int) -> None:
     if not vids:
         return
     conn.execute("SELECT pg_advisory_xact_lock(?)", (CHANGE_LOG_LOCK,))
-    conn.executemany("INSERT INTO head_changes (vid, op) VALUES (?, ?)", [(vid, op) for vid in vids])
+    # Each version's scope read first, then the entries in the order given (vid 0, a rebuild, has none).
+    scopes = dict(conn.execute("SELECT vid, scope FROM entity_versions WHERE vid = ANY(?)",
+                               ([int(v) for v in vids if v],)).fetchall()) if any(vids) else {}
+    conn.executemany("INSERT INTO head_changes (vid, op, scope) VALUES (?, ?, ?)",
+                     [(vid, op, scopes.get(vid, "")) for vid in vids])
     top = conn.execute("SELECT max(seq) FROM head_changes").fetchone()[0]
     if top is not None and top % 10_000 < len(vids):  # crossed a multiple of 10,000: trim
         conn.execute("DELETE FROM head_changes WHERE seq <= ?", (top - CHANGE_LOG_KEEP,))

@@ -110,14 +110,15 @@ def _write(conn: Connection, rows: Sequence[Sequence[Any]]) -> None:
     if not vids:
         return
     conn.execute(  # each version's entity, scope and currency, copied from its rows
-        "INSERT INTO keyword_docs (vid, entity_id, agent_id, workspace_hash, head, length) "
-        "SELECT u.vid, v.entity_id, e.agent_id, e.workspace_hash, v.recorded_to_ms IS NULL, u.length "
+        "INSERT INTO keyword_docs (vid, entity_id, agent_id, workspace_hash, head, length, scope) "
+        "SELECT u.vid, v.entity_id, e.agent_id, e.workspace_hash, v.recorded_to_ms IS NULL, u.length, v.scope "
         "FROM unnest(CAST(? AS bigint[]), CAST(? AS integer[])) AS u(vid, length) "
-        "JOIN entity_versions v ON v.vid = u.vid JOIN entities e ON e.id = v.entity_id", (vids, lengths))
+        "JOIN entity_versions v ON v.vid = u.vid JOIN entities e ON e.id = v.entity_id AND e.scope = v.scope",
+        (vids, lengths))
     for at in range(0, len(p_terms), INSERT_BATCH):
         conn.execute(
-            "INSERT INTO keyword_postings (term, vid, freq, length, entity_id, agent_id, workspace_hash, head) "
-            "SELECT u.term, u.vid, u.freq, d.length, d.entity_id, d.agent_id, d.workspace_hash, d.head FROM "
+            "INSERT INTO keyword_postings (term, vid, freq, length, entity_id, agent_id, workspace_hash, head, scope) "
+            "SELECT u.term, u.vid, u.freq, d.length, d.entity_id, d.agent_id, d.workspace_hash, d.head, d.scope FROM "
             "unnest(CAST(? AS text[]), CAST(? AS bigint[]), CAST(? AS double precision[])) AS u(term, vid, freq) "
             "JOIN keyword_docs d ON d.vid = u.vid",
             (p_terms[at:at + INSERT_BATCH], p_vids[at:at + INSERT_BATCH], p_freqs[at:at + INSERT_BATCH]),
@@ -146,9 +147,9 @@ def unindex_versions(conn: Connection, entity_id: int) -> None:
                         (entity_id,)).fetchone()
     if head is not None:
         log_changes(conn, [int(head[0])], OP_GONE)
-    versions = "SELECT vid FROM entity_versions WHERE entity_id = ?"
-    conn.execute(f"DELETE FROM keyword_postings WHERE vid IN ({versions})", (entity_id,))
-    conn.execute(f"DELETE FROM keyword_docs WHERE vid IN ({versions})", (entity_id,))
+    versions = "SELECT vid, scope FROM entity_versions WHERE entity_id = ?"
+    conn.execute(f"DELETE FROM keyword_postings WHERE (vid, scope) IN ({versions})", (entity_id,))
+    conn.execute(f"DELETE FROM keyword_docs WHERE (vid, scope) IN ({versions})", (entity_id,))
 
 
 def rebuild(conn: Connection) -> None:
@@ -179,7 +180,8 @@ _HITS = (
     "ON p.term = kq.term COLLATE \"C\" WHERE {rows} GROUP BY kq.ph, p.vid, p.entity_id, p.length "
     "HAVING count(*) = max(kq.n))"
 )
-_VERSIONS = "JOIN entity_versions v ON v.vid = {0}.vid JOIN entities e ON e.id = v.entity_id"
+_VERSIONS = ("JOIN entity_versions v ON v.vid = {0}.vid AND v.scope = {0}.scope "
+             "JOIN entities e ON e.id = v.entity_id AND e.scope = v.scope")
 # The best ``:limit`` rows by their BM25 sum over the words in query order (the same operations, in the same
 # order, as bm25.length_norm and bm25.phrase_scores), from the postings alone; the view's other rules
 # (status, time, category...) are applied to them afterwards, best first (hits.visible_hits).
@@ -224,6 +226,9 @@ def _statistics_rows(view: View, alias: str) -> tuple[str, dict[str, Any]]:
     if workspace_hash is not None:
         clauses.append(f"{alias}.workspace_hash = :workspace_hash")
         params["workspace_hash"] = workspace_hash
+    if "scope" in view.params:  # both given: the scope key too, which a distributed database routes by
+        clauses.append(f"{alias}.scope = :scope")
+        params["scope"] = view.params["scope"]
     if not view.historical:
         clauses.append(f"{alias}.head")
     return " AND ".join(clauses) or "TRUE", params

@@ -19,6 +19,12 @@ What SQLite gives by its own means is written out here: ``pv_decay``, the decay 
 callable inside queries (the SQLite backend registers it on each connection), and the trigger that
 refuses any change to a version's texts, status and type.
 
+Migration 9 gives every table that holds a scope's rows the scope key ``scope`` (``scopes.py``), so that a
+distributed PostgreSQL (Citus) can shard them all by scope (storage/distribution.py, docs/postgres.md): the
+column, filled from each row's own scope or its parent's, and in every primary key, unique constraint and
+foreign key between those tables, as Citus requires (the leading columns stay, so lookups keep their index).
+Row-level security is restated by the key (tenancy.py), since Citus takes no subquery in a policy.
+
 Each migration runs in one transaction that first takes a transaction-scoped advisory lock, so hosts
 that open a new database at once apply each step once (READ COMMITTED, so that the check made after the
 lock is granted sees what the host before committed); ``_migrations`` records them, and its highest
@@ -30,6 +36,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ...dialect import POSTGRES
+from ..distribution import BACKFILL, OWN_SCOPE
 from ..migrations import run
 from . import tenancy
 from .connection import PgConnection, write_transaction
@@ -249,6 +257,55 @@ CREATE POLICY scoped ON {table}
     USING ((agent_id, workspace_hash) IN (SELECT agent_id, workspace_hash FROM vault_scopes));
 """ for table in _STATE_TABLES)
 
+
+def _v9() -> str:
+    key = POSTGRES.scope_key("agent_id", "workspace_hash")
+    column = "ADD COLUMN scope text NOT NULL DEFAULT ''"
+    sql = [f"ALTER TABLE {t} {column}; UPDATE {t} SET scope = {key};" for t in OWN_SCOPE]
+    sql += [f"ALTER TABLE {t} {column}; UPDATE {t} AS t SET scope = p.scope FROM {parent} p WHERE {on.format(t='t')};"
+            for t, (parent, on) in BACKFILL.items()]
+    # The change log stays whole (on the coordinator), but each entry names its version's scope, by which
+    # row-level security admits it; a rebuild's entry (vid 0) belongs to every scope ('').
+    sql.append(f"ALTER TABLE head_changes {column}; "
+               "UPDATE head_changes AS t SET scope = p.scope FROM entity_versions p WHERE p.vid = t.vid;")
+    # Keys: the foreign keys go first (they hang on the keys they reference), then each key gains the scope.
+    sql.append("""
+ALTER TABLE entity_versions DROP CONSTRAINT entity_versions_entity_id_fkey;
+ALTER TABLE links DROP CONSTRAINT links_from_id_fkey, DROP CONSTRAINT links_to_id_fkey;
+ALTER TABLE version_vectors DROP CONSTRAINT version_vectors_vid_fkey;
+ALTER TABLE keyword_docs DROP CONSTRAINT keyword_docs_vid_fkey;
+ALTER TABLE entities DROP CONSTRAINT entities_pkey, ADD PRIMARY KEY (id, scope),
+    DROP CONSTRAINT entities_agent_id_workspace_hash_category_key_key,
+    ADD UNIQUE (agent_id, workspace_hash, category, key, scope);
+ALTER TABLE entity_versions DROP CONSTRAINT entity_versions_pkey, ADD PRIMARY KEY (vid, scope),
+    DROP CONSTRAINT entity_versions_entity_id_version_key, ADD UNIQUE (entity_id, version, scope);
+DROP INDEX entity_versions_head;
+CREATE UNIQUE INDEX entity_versions_head ON entity_versions(entity_id, scope) WHERE recorded_to_ms IS NULL;
+ALTER TABLE links DROP CONSTRAINT links_pkey, ADD PRIMARY KEY (id, scope);
+DROP INDEX links_alive;
+CREATE UNIQUE INDEX links_alive ON links(from_id, to_id, relation, scope) WHERE recorded_to_ms IS NULL;
+ALTER TABLE version_vectors DROP CONSTRAINT version_vectors_pkey, ADD PRIMARY KEY (vid, scope);
+ALTER TABLE keyword_docs DROP CONSTRAINT keyword_docs_pkey, ADD PRIMARY KEY (vid, scope);
+ALTER TABLE keyword_postings DROP CONSTRAINT keyword_postings_pkey, ADD PRIMARY KEY (term, vid, scope);
+ALTER TABLE entity_versions ADD FOREIGN KEY (entity_id, scope) REFERENCES entities (id, scope);
+ALTER TABLE links ADD FOREIGN KEY (from_id, scope) REFERENCES entities (id, scope),
+    ADD FOREIGN KEY (to_id, scope) REFERENCES entities (id, scope);
+ALTER TABLE version_vectors ADD FOREIGN KEY (vid, scope) REFERENCES entity_versions (vid, scope);
+ALTER TABLE keyword_docs ADD FOREIGN KEY (vid, scope) REFERENCES entity_versions (vid, scope);
+""")
+    sql += [f"ALTER TABLE {t} DROP CONSTRAINT {t}_pkey, ADD PRIMARY KEY ({k}, scope);"
+            for t, k in _STATE_KEYS.items()]
+    sql.append(tenancy.BY_SCOPE)
+    return "\n".join(sql)
+
+
+_STATE_KEYS = {
+    "checkpoints": "agent_id, workspace_hash, thread_id, checkpoint_ns, checkpoint_id",
+    "checkpoint_blobs": "agent_id, workspace_hash, thread_id, checkpoint_ns, channel, version",
+    "checkpoint_writes": "agent_id, workspace_hash, thread_id, checkpoint_ns, checkpoint_id, task_id, idx",
+    "kv_entries": "agent_id, workspace_hash, collection, key",
+}
+
 Migration = Callable[[PgConnection], None]
 
 
@@ -270,6 +327,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (6, "pgvector column", _script(V6)),
     (7, "row-level security by scope", _script(tenancy.SCHEMA)),
     (8, "graph checkpoints, key-value collections", _script(V8)),
+    (9, "the scope key on every scoped table, in its keys; row-level security by it", _script(_v9())),
 ]
 LATEST = MIGRATIONS[-1][0]
 

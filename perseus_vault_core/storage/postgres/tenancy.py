@@ -20,14 +20,28 @@ number, never a row.
 
 A bound role may write its scope's memories and links, and read the vault's settings; it cannot change
 the schema, so the first vector of a fresh vault (which makes the HNSW index) is written by the owner.
+
+Migration 9 restates every policy by the scope key (:mod:`...scopes`) each row carries, because a
+distributed PostgreSQL (Citus) takes no subquery in a policy: ``pv_bound_scope()`` reads the connected role's
+binding, and a row is admitted when its ``scope`` is that one (and, for a row that also names its agent and
+workspace, when its key is theirs). A key names one scope exactly, so no other scope's rows pass. The
+foreign keys that include the key (a version's to its entity, a link's to both ends, a vector's and a
+keyword document's to their version) keep a bound role from hanging a row of its own scope on another's.
+The change log's entries carry their version's scope too; a trigger phrase's vector is admitted while a
+version the role can see uses the phrase (``pv_phrase_used``, a function, which Citus takes).
 """
 
 from __future__ import annotations
 
 import re
 
+from ...dialect import POSTGRES
 from ...errors import InvalidInput
 from ..base import Connection
+
+# A version's recall_when (a JSON list) holds the phrase: its JSON text, with LIKE's own characters escaped.
+_USES_PHRASE = ("v.recall_when LIKE '%' || replace(replace(replace(CAST(to_json(phrase) AS text), '\\', '\\\\'), "
+                "'%', '\\%'), '_', '\\_') || '%'")
 
 SCHEMA = """
 CREATE TABLE vault_scopes (role name PRIMARY KEY, agent_id text NOT NULL, workspace_hash text NOT NULL);
@@ -68,10 +82,34 @@ CREATE POLICY scoped ON keyword_postings
 ALTER TABLE head_changes ENABLE ROW LEVEL SECURITY;
 CREATE POLICY scoped ON head_changes USING (vid = 0 OR vid IN (SELECT vid FROM entity_versions));
 ALTER TABLE trigger_vectors ENABLE ROW LEVEL SECURITY;
-CREATE POLICY scoped ON trigger_vectors USING (EXISTS (SELECT 1 FROM entity_versions v
-    WHERE v.recall_when LIKE '%' || replace(replace(replace(CAST(to_json(phrase) AS text), '\\', '\\\\'), '%', '\\%'),
-                                           '_', '\\_') || '%'));
-"""
+CREATE POLICY scoped ON trigger_vectors USING (EXISTS (SELECT 1 FROM entity_versions v WHERE """ + _USES_PHRASE + "));\n"
+
+_OWN = POSTGRES.scope_key("agent_id", "workspace_hash")
+BY_SCOPE = f"""
+CREATE FUNCTION pv_bound_scope() RETURNS text LANGUAGE sql STABLE PARALLEL SAFE AS $$
+    SELECT {_OWN} FROM vault_scopes WHERE role = current_user
+$$;
+-- PL/pgSQL, so that the planner never inlines the query into a policy (Citus refuses a policy's subquery).
+CREATE FUNCTION pv_phrase_used(phrase text) RETURNS boolean LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN EXISTS (SELECT 1 FROM entity_versions v WHERE {_USES_PHRASE});
+END $$;
+""" + "".join(f"""
+DROP POLICY scoped ON {table};
+CREATE POLICY scoped ON {table} USING ({rule});""" for table, rule in (
+    ("entities", f"scope = pv_bound_scope() AND scope = {_OWN}"),
+    ("entity_versions", "scope = pv_bound_scope()"),
+    ("links", "scope = pv_bound_scope()"),
+    ("version_vectors", "scope = pv_bound_scope()"),
+    ("keyword_docs", f"scope = pv_bound_scope() AND scope = {_OWN}"),
+    ("keyword_postings", f"scope = pv_bound_scope() AND scope = {_OWN}"),
+    ("checkpoints", f"scope = pv_bound_scope() AND scope = {_OWN}"),
+    ("checkpoint_blobs", f"scope = pv_bound_scope() AND scope = {_OWN}"),
+    ("checkpoint_writes", f"scope = pv_bound_scope() AND scope = {_OWN}"),
+    ("kv_entries", f"scope = pv_bound_scope() AND scope = {_OWN}"),
+    ("head_changes", "vid = 0 OR scope = pv_bound_scope()"),
+    ("trigger_vectors", "pv_phrase_used(phrase)"),
+)) + "\n"
 
 _ROLE = re.compile(r"[a-z_][a-z0-9_$]{0,62}")
 

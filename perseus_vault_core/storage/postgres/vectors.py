@@ -70,11 +70,12 @@ def forget_model(conn: Connection) -> None:
 
 def write(conn: Connection, rows: Sequence[tuple[int, np.ndarray]], heads: Sequence[int] = ()) -> None:
     """Store vectors for versions (after :func:`claim`); ``heads`` lists those that already were heads."""
-    if rows:
+    if rows:  # each in its version's scope, read in the same statement
         conn.executemany(
-            f"INSERT INTO {TABLE} (vid, embedding, bits, vec) VALUES (?, ?, ?, CAST(? AS vector)) ON CONFLICT (vid) "
+            f"INSERT INTO {TABLE} (vid, embedding, bits, vec, scope) SELECT ?, ?, ?, CAST(? AS vector), v.scope "
+            "FROM entity_versions v WHERE v.vid = ? ON CONFLICT (vid, scope) "
             "DO UPDATE SET embedding = excluded.embedding, bits = excluded.bits, vec = excluded.vec",
-            [(vid, blob(v), sign_bits(v), literal(v)) for vid, v in rows],
+            [(vid, blob(v), sign_bits(v), literal(v), vid) for vid, v in rows],
         )
     if heads:
         log_changes(conn, list(heads), OP_VECTOR)
@@ -83,8 +84,9 @@ def write(conn: Connection, rows: Sequence[tuple[int, np.ndarray]], heads: Seque
 def copy(conn: Connection, from_vid: int, to_vid: int) -> None:
     """A new version with the same text as its predecessor keeps its vector."""
     conn.execute(
-        f"INSERT INTO {TABLE} (vid, embedding, bits, vec) SELECT ?, embedding, bits, vec FROM {TABLE} WHERE vid = ? "
-        "ON CONFLICT (vid) DO UPDATE SET embedding = excluded.embedding, bits = excluded.bits, vec = excluded.vec",
+        f"INSERT INTO {TABLE} (vid, embedding, bits, vec, scope) SELECT ?, embedding, bits, vec, scope FROM {TABLE} "
+        "WHERE vid = ? ON CONFLICT (vid, scope) DO UPDATE SET embedding = excluded.embedding, bits = excluded.bits, "
+        "vec = excluded.vec",
         (to_vid, from_vid),
     )
 
@@ -114,7 +116,7 @@ def candidates(conn: Connection, query: np.ndarray, depth: int, agent_id: str | 
     conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")  # filtered rows do not cut the list short
     rows = conn.execute(
         f"SELECT v.entity_id, v.vid, x.embedding FROM {TABLE} x JOIN entity_versions v ON v.vid = x.vid "
-        f"JOIN entities e ON e.id = v.entity_id WHERE {where} ORDER BY CAST(x.vec AS vector({len(query)})) <=> CAST(:q AS vector) LIMIT :depth",
+        f"AND v.scope = x.scope JOIN entities e ON e.id = v.entity_id AND e.scope = v.scope WHERE {where} ORDER BY CAST(x.vec AS vector({len(query)})) <=> CAST(:q AS vector) LIMIT :depth",
         params,
     ).fetchall()
     if not rows:
@@ -130,9 +132,10 @@ def search(conn: Connection, query: np.ndarray, view: View, pool: int) -> tuple[
     their vectors: an exact scan (see the module docstring)."""
     rows = (
         f"{POSTGRES.ids(':only_ids')} j JOIN entities e ON e.id = j.value JOIN entity_versions v ON v.entity_id = e.id "
-        f"JOIN {TABLE} x ON x.vid = v.vid"
+        f"AND v.scope = e.scope JOIN {TABLE} x ON x.vid = v.vid AND x.scope = v.scope"
         if view.narrowed else
-        f"{TABLE} x JOIN entity_versions v ON v.vid = x.vid JOIN entities e ON e.id = v.entity_id"
+        f"{TABLE} x JOIN entity_versions v ON v.vid = x.vid AND v.scope = x.scope "
+        "JOIN entities e ON e.id = v.entity_id AND e.scope = v.scope"
     )
     sql = (
         f"SELECT v.entity_id, v.vid, 1.0 - (x.vec <=> CAST(:query AS vector)) AS similarity, x.embedding "
@@ -158,7 +161,7 @@ def cosines(conn: Connection, vids: Sequence[int], query: np.ndarray) -> dict[in
 def head_vectors(conn: Connection, entity_ids: Sequence[int]) -> dict[int, np.ndarray]:
     """The current version's vector of each of these entities, by entity id (one without a vector is absent)."""
     rows = conn.execute(
-        f"SELECT v.entity_id, x.embedding FROM entity_versions v JOIN {TABLE} x ON x.vid = v.vid "
+        f"SELECT v.entity_id, x.embedding FROM entity_versions v JOIN {TABLE} x ON x.vid = v.vid AND x.scope = v.scope "
         "WHERE v.entity_id = ANY(?) AND v.recorded_to_ms IS NULL",
         ([int(i) for i in entity_ids],),
     ).fetchall()

@@ -26,15 +26,21 @@ Version 2 adds ``version_vectors``: one embedding per version (see :mod:`.vector
 ``trigger_vectors``: embeddings of ``recall_when`` phrases (see ``proactive.py``); version 4 the state
 frameworks keep beside the memories: a graph's checkpoints (``checkpoints``, ``checkpoint_blobs``,
 ``checkpoint_writes``; see ``checkpoints.py``) and key-value collections (``kv_entries``; ``keyvalue.py``).
+Version 5 gives every table that holds a scope's rows the scope key ``scope`` (``scopes.py``), as the
+PostgreSQL schema has it for sharding (docs/postgres.md): the file needs no sharding, but one schema shape
+keeps the services' SQL one.
 """
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Callable
 from typing import Any
 
 from ...dbapi import Connection
+from ...dialect import SQLITE
+from ..distribution import BACKFILL, OWN_SCOPE
 from ..migrations import run
 from .connection import write_transaction
 
@@ -221,12 +227,40 @@ def _v4(conn: Connection) -> None:
     run_script(conn, V4)
 
 
+def _scope_last(ddl: str) -> str:
+    """Step 4's tables with ``scope`` as their last column and in their key (where Postgres's ON CONFLICT
+    needs it, the shared SQL names it, so SQLite's keys must hold it too)."""
+    ddl = re.sub(r"CREATE TABLE (\w+)", r"CREATE TABLE pv_new_\1", ddl)
+    return re.sub(r"(\n\s*)PRIMARY KEY \(([^)]*)\)", r"\1scope TEXT NOT NULL DEFAULT '',\1PRIMARY KEY (\2, scope)", ddl)
+
+
+def _v5(conn: Connection) -> None:
+    # Tables keyed by their scope first: rebuilt with the key in their primary key (SQLite cannot change a key).
+    run_script(conn, _scope_last(V4))
+    for table in OWN_SCOPE:
+        if table != "entities":
+            conn.execute(f"INSERT INTO pv_new_{table} SELECT *, {SQLITE.scope_key('agent_id', 'workspace_hash')} "
+                         f"FROM {table}")
+            conn.execute(f"DROP TABLE {table}")
+            conn.execute(f"ALTER TABLE pv_new_{table} RENAME TO {table}")
+    # The others gain the column, filled from the row's own scope or its parent's.
+    conn.execute("ALTER TABLE entities ADD COLUMN scope TEXT NOT NULL DEFAULT ''")
+    conn.execute(f"UPDATE entities SET scope = {SQLITE.scope_key('agent_id', 'workspace_hash')}")
+    for table, (parent, key) in BACKFILL.items():
+        if table.startswith("keyword_"):  # the keyword index is FTS5's here, with no rows of its own
+            continue
+        conn.execute(f"ALTER TABLE {table} ADD COLUMN scope TEXT NOT NULL DEFAULT ''")
+        conn.execute(f"UPDATE {table} SET scope = coalesce((SELECT p.scope FROM {parent} p "
+                     f"WHERE {key.format(t=table)}), '')")
+
+
 Migration = Callable[[Any], None]
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "entities, versions, keyword indexes, links", _v1),
     (2, "vectors", _v2),
     (3, "trigger phrase vectors, closed-links index", _v3),
     (4, "graph checkpoints, key-value collections", _v4),
+    (5, "the scope key on every scoped table", _v5),
 ]
 LATEST = MIGRATIONS[-1][0]
 

@@ -58,9 +58,10 @@ def forget_model(conn: Connection) -> None:
 def write(conn: Connection, rows: Sequence[tuple[int, np.ndarray]], heads: Sequence[int] = ()) -> None:
     """Store vectors for versions; ``heads`` lists those that already were heads (the mirrors
     learn of new heads' vectors with the head itself)."""
-    if rows:
-        conn.executemany(f"INSERT OR REPLACE INTO {TABLE} (vid, embedding, bits) VALUES (?, ?, ?)",
-                         [(vid, blob(v), sign_bits(v)) for vid, v in rows])
+    if rows:  # each in its version's scope, read in the same statement
+        conn.executemany(f"INSERT OR REPLACE INTO {TABLE} (vid, embedding, bits, scope) "
+                         "SELECT ?, ?, ?, v.scope FROM entity_versions v WHERE v.vid = ?",
+                         [(vid, blob(v), sign_bits(v), vid) for vid, v in rows])
     if heads:
         log_changes(conn, list(heads), OP_VECTOR)
 
@@ -68,7 +69,8 @@ def write(conn: Connection, rows: Sequence[tuple[int, np.ndarray]], heads: Seque
 def copy(conn: Connection, from_vid: int, to_vid: int) -> None:
     """A new version with the same text as its predecessor keeps its vector."""
     conn.execute(
-        f"INSERT OR REPLACE INTO {TABLE} (vid, embedding, bits) SELECT ?, embedding, bits FROM {TABLE} WHERE vid = ?",
+        f"INSERT OR REPLACE INTO {TABLE} (vid, embedding, bits, scope) SELECT ?, embedding, bits, scope FROM {TABLE} "
+        "WHERE vid = ?",
         (to_vid, from_vid),
     )
 
