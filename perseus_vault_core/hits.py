@@ -87,8 +87,8 @@ def visible_hits(conn: Connection, ranking: Ranking, view: View, pool: int) -> l
     call: how many candidates were looked at (for callers that judge the filters' bite).
 
     A where filter that keeps so few candidates that the walk would look at more than :data:`SCAN_SHARE` of
-    the ranking's ``population`` is answered by :func:`selection` instead (one pass over the heads), with
-    the same hits."""
+    the ranking's ``population`` is asked about every candidate at once instead (:func:`kept_by_where`: one
+    pass over the heads, remembered), and the walk goes on over the ones it keeps: the same hits."""
     hits: list[Hit] = []
     want = pool + pool // 4 + 8
     taken = 0
