@@ -136,6 +136,7 @@ def filtered_recall(vault: Vault, qs: list[str], n_queries: int = 100) -> dict[s
             new = {"project": f"p{(100 + m * 300 + i) % 1000:03d}"}  # asked of no earlier call
             for name, where in (("none", None), *FILTERS.items(), ("few_new", new)):
                 extra = {} if where is None else {"where": where}
+                vault._engine._last_query = None  # each call embeds its query, as a call of its own would
                 started = time.perf_counter()
                 vault.recall(q, mode=mode, reinforce=False, **extra)
                 if i >= len(warm):  # the first ten are warm-up

@@ -144,13 +144,17 @@ def ask(conn: Connection, condition: tuple[str, dict[str, Any]], vids: np.ndarra
     """(versions, whether the where filter ``condition`` keeps each): for ``vids``, or, ``whole``, for every
     current head in one pass (cheaper than a lookup per version past a fifth of them)."""
     sql, params = condition
-    if whole:  # (the entities only when the filter reads their columns: a join costs as much as the JSON)
+    if whole:
+        # The heads, then those the filter keeps: two statements cost less than a flag on every row, and the
+        # entities are joined only when the filter reads their columns (at 100k the join costs what the JSON does).
         source = FROM_VERSIONS_FIRST if re.search(r"\be\.", sql) else "entity_versions v"
-        rows = conn.execute(f"SELECT v.vid, CASE WHEN {sql} THEN 1 ELSE 0 END FROM {source} "
-                            "WHERE v.recorded_to_ms IS NULL", params).fetchall()
-    else:
-        rows = conn.execute(f"SELECT v.vid, CASE WHEN {sql} THEN 1 ELSE 0 END FROM {from_vids(conn)}",
-                            dict(params, vids=id_list(np.asarray(vids).tolist()))).fetchall()
+        heads = np.array([r[0] for r in conn.execute(
+            "SELECT v.vid FROM entity_versions v WHERE v.recorded_to_ms IS NULL")], dtype=np.int64)
+        kept = np.array([r[0] for r in conn.execute(
+            f"SELECT v.vid FROM {source} WHERE v.recorded_to_ms IS NULL AND {sql}", params)], dtype=np.int64)
+        return heads, np.isin(heads, kept)
+    rows = conn.execute(f"SELECT v.vid, CASE WHEN {sql} THEN 1 ELSE 0 END FROM {from_vids(conn)}",
+                        dict(params, vids=id_list(np.asarray(vids).tolist()))).fetchall()
     return (np.array([r[0] for r in rows], dtype=np.int64), np.array([bool(r[1]) for r in rows], dtype=bool))
 
 
