@@ -64,6 +64,7 @@ from perseus_vault_core import (
 )
 
 from ..arguments import OwnsItsVault, VaultLike, open_vault, strict
+from .vector_stores import to_where
 
 ENTITY_TYPE = "kg_entity"
 CHUNK_TYPE = "kg_chunk"
@@ -202,18 +203,26 @@ class PerseusVaultPropertyGraphStore(OwnsItsVault, PropertyGraphStore):
     def vector_query(self, query: VectorStoreQuery, **kwargs: Any) -> tuple[list[LabelledNode], list[float]]:
         """Entity nodes nearest to ``query.query_embedding`` (the vault's dense recall by vector,
         scores as the vault ranks them: higher is nearer). The vector must come from the vault's
-        embedding model (see the module docstring)."""
+        embedding model (see the module docstring). ``filters`` (``MetadataFilters`` over the nodes'
+        properties) and ``node_ids`` narrow the search inside the vault's query (its ``where``)."""
         if query.query_embedding is None:
             raise InvalidInput("query_embedding", "is required: vector_query searches by a query vector")
-        if query.filters is not None or query.node_ids or query.doc_ids:
-            raise NotSupported("vector_query takes no metadata filters, node_ids or doc_ids; the store's scope and "
-                               "time view apply (filter the returned nodes yourself)")
+        if query.doc_ids:
+            raise NotSupported("vector_query takes no doc_ids: graph nodes belong to no document (use filters on "
+                               "their properties, or node_ids)")
         k = query.similarity_top_k
         if not isinstance(k, int) or isinstance(k, bool) or k < 1:
             raise InvalidInput("similarity_top_k", "must be a positive integer")
+        parts: list[dict[str, Any]] = []
+        if (wanted := to_where(query.filters, lambda key: f"{MARK}.properties.{key}")) is not None:
+            parts.append(wanted)
+        if query.node_ids:
+            parts.append({"key": {"$in": [node_key(i) for i in query.node_ids]}})
+        where = (parts[0] if len(parts) == 1 else {"$and": parts}) if parts else None
         try:
             found = self.vault.recall_by_vector(query.query_embedding, limit=min(k, 1_000), category=self.node_category,
-                                                type=ENTITY_TYPE, trust_weight=0.0, reinforce=False, **self._view)
+                                                type=ENTITY_TYPE, trust_weight=0.0, reinforce=False, where=where,
+                                                **self._view)
         except NotSupported:
             if not any(True for _ in _Reader(self).scan(self.node_category, limit=1)):
                 return [], []  # an empty graph: nothing to be near (and no vectors yet)

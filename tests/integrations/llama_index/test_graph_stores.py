@@ -351,9 +351,27 @@ def test_vector_query_refuses_what_it_cannot_do(dense_vault: Vault) -> None:
         g.vector_query(VectorStoreQuery(query_str="solar"))
     with pytest.raises(InvalidInput, match="vector"):  # MockEmbedding's 8 dimensions against the vault's 64
         g.vector_query(VectorStoreQuery(query_embedding=[0.5] * 8))
-    filters = MetadataFilters(filters=[MetadataFilter(key="k", value="v")])
-    with pytest.raises(NotSupported, match="filters"):
-        g.vector_query(VectorStoreQuery(query_embedding=[1.0] * 64, filters=filters))
+    with pytest.raises(NotSupported, match="doc_ids"):
+        g.vector_query(VectorStoreQuery(query_embedding=[1.0] * 64, doc_ids=["d1"]))
+
+
+def test_vector_query_filters_inside_the_search(dense_vault: Vault, fake_embedder: FakeEmbedder) -> None:
+    """MetadataFilters over the nodes' properties and node_ids become the vault's where: the k nearest of the
+    nodes that match, not the k nearest filtered afterwards."""
+    from llama_index.core.vector_stores.types import FilterOperator
+
+    g = PerseusVaultPropertyGraphStore(dense_vault)
+    g.upsert_nodes([EntityNode(name=f"solar panel model {i}", properties={"year": 2000 + i, "kind": "pv"})
+                    for i in range(12)] + [EntityNode(name="solar farm", properties={"kind": "site"})])
+    query = PerseusVaultEmbedding(embedder=fake_embedder).get_query_embedding("solar panel")
+    recent = MetadataFilters(filters=[MetadataFilter(key="year", value=2009, operator=FilterOperator.GTE)])
+    nodes, _ = g.vector_query(VectorStoreQuery(query_embedding=query, similarity_top_k=5, filters=recent))
+    assert len(nodes) == 3 and {n.properties["year"] for n in nodes} == {2009, 2010, 2011}  # all three, of five asked
+    sites = MetadataFilters(filters=[MetadataFilter(key="kind", value="site")])
+    assert [n.id for n in g.vector_query(VectorStoreQuery(query_embedding=query, filters=sites))[0]] == ["solar farm"]
+    chosen = g.vector_query(VectorStoreQuery(query_embedding=query, similarity_top_k=5,
+                                             node_ids=["solar farm", "solar panel model 3"]))[0]
+    assert {n.id for n in chosen} == {"solar farm", "solar panel model 3"}
 
 
 def test_vector_query_on_a_keyword_only_vault_says_why(g: PerseusVaultPropertyGraphStore) -> None:
