@@ -14,13 +14,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import difflib
 import functools
 import inspect
 import os
 from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any, ParamSpec, TypeVar
+from types import TracebackType
+from typing import Any, Generic, ParamSpec, TypeVar
 
 from pydantic import BaseModel
 
@@ -42,6 +44,44 @@ class OwnsItsVault:
         """Close the vault if this adapter opened it (from a path)."""
         if self._owned_vault is not None:
             self._owned_vault.close()
+
+
+A = TypeVar("A", bound=OwnsItsVault)
+
+
+class Opening(Generic[A]):
+    """What an adapter's ``from_conn_string`` returns, as LangGraph's SQLite and Postgres savers and stores
+    do: the adapter made on entering ``with`` or ``async with`` (opening its vault), closed on leaving."""
+
+    def __init__(self, make: Callable[[], A]) -> None:
+        self._make = make
+        self._made: A | None = None
+
+    def __enter__(self) -> A:
+        self._made = self._make()
+        return self._made
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        if self._made is not None:
+            self._made.close()
+            self._made = None
+
+    async def __aenter__(self) -> A:
+        return await asyncio.to_thread(self.__enter__)
+
+    async def __aexit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                        trace: TracebackType | None) -> None:
+        await asyncio.to_thread(self.__exit__, kind, error, trace)
+
+
+def conn_string(value: Any) -> str:
+    """``from_conn_string``'s argument: a vault's path or a ``postgresql://`` URL, as text."""
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    if not isinstance(value, str) or not value:
+        raise InvalidInput("conn_string", "must be a vault's path or a postgresql:// URL")
+    return value
 
 
 def open_vault(vault: VaultLike, *, embedder: Embedder | None = None) -> tuple[Vault, Vault | None]:

@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import AsyncIterator, Iterator, Sequence
-from types import TracebackType
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -43,7 +42,8 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from perseus_vault_core import ChannelBlob, Checkpoints, InvalidInput, StoredCheckpoint, TaskWrite
 
-from ..arguments import OwnsItsVault, VaultLike, strict, vault_from
+from ..arguments import Opening, OwnsItsVault, VaultLike, strict, vault_from
+from ..arguments import conn_string as checked_conn_string
 
 EMPTY = "empty"  # the type of a channel that has a version but no value
 
@@ -81,13 +81,12 @@ class PerseusVaultSaver(OwnsItsVault, BaseCheckpointSaver[str]):
 
     @classmethod
     def from_conn_string(cls, conn_string: str, *, serde: SerializerProtocol | None = None,
-                         agent_id: str | None = None, workspace_hash: str | None = None) -> _Opening:
+                         agent_id: str | None = None, workspace_hash: str | None = None) -> Opening[PerseusVaultSaver]:
         """A saver over the vault at ``conn_string`` (a file path or a ``postgresql://`` URL), as a context
         manager for ``with`` or ``async with`` (LangGraph's ``SqliteSaver`` / ``AsyncSqliteSaver`` form):
         the vault is opened on entry and closed on exit."""
-        if not isinstance(conn_string, str):
-            raise InvalidInput("conn_string", "must be a path or a postgresql:// URL")
-        return _Opening(lambda: cls(conn_string, serde=serde, agent_id=agent_id, workspace_hash=workspace_hash))
+        where = checked_conn_string(conn_string)
+        return Opening(lambda: cls(where, serde=serde, agent_id=agent_id, workspace_hash=workspace_hash))
 
     def setup(self) -> None:
         """Nothing to do: the vault makes its tables when it opens. Kept so that code written for LangGraph's
@@ -214,28 +213,4 @@ class PerseusVaultSaver(OwnsItsVault, BaseCheckpointSaver[str]):
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         await asyncio.to_thread(self.copy_thread, source_thread_id, target_thread_id)
 
-
-class _Opening:
-    """What ``from_conn_string`` returns: a saver made on entering ``with`` or ``async with``, closed on exit."""
-
-    def __init__(self, make: Any) -> None:
-        self._make = make
-        self._saver: PerseusVaultSaver | None = None
-
-    def __enter__(self) -> PerseusVaultSaver:
-        self._saver = self._make()
-        return self._saver
-
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                 trace: TracebackType | None) -> None:
-        if self._saver is not None:
-            self._saver.close()
-            self._saver = None
-
-    async def __aenter__(self) -> PerseusVaultSaver:
-        return await asyncio.to_thread(self.__enter__)
-
-    async def __aexit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                        trace: TracebackType | None) -> None:
-        await asyncio.to_thread(self.__exit__, kind, error, trace)
 

@@ -72,7 +72,8 @@ from perseus_vault_core import (
     Vault,
 )
 
-from ..arguments import OwnsItsVault, VaultLike, strict, vault_from
+from ..arguments import Opening, OwnsItsVault, VaultLike, strict, vault_from
+from ..arguments import conn_string as checked_conn_string
 from .embeddings import LangChainEmbedder
 
 ITEM_TYPE = "store_item"
@@ -129,6 +130,21 @@ class PerseusVaultStore(OwnsItsVault, BaseStore):
         self.mode = mode
         self.min_score = min_score
         self._clock = clock or (lambda: time.time_ns() // 1_000_000)
+
+    @classmethod
+    def from_conn_string(cls, conn_string: str, *, index: IndexConfig | None = None, ttl: TTLConfig | None = None,
+                         category: str = "langgraph", agent_id: str | None = None, workspace_hash: str | None = None,
+                         mode: Mode | None = None) -> Opening[PerseusVaultStore]:
+        """A store over the vault at ``conn_string`` (a file path or a ``postgresql://`` URL), as a context
+        manager for ``with`` or ``async with``, in the form of LangGraph's ``SqliteStore`` and
+        ``PostgresStore``: the vault is opened on entry and closed on exit."""
+        where = checked_conn_string(conn_string)
+        return Opening(lambda: cls(where, index=index, ttl=ttl, category=category, agent_id=agent_id,
+                                   workspace_hash=workspace_hash, mode=mode))
+
+    def setup(self) -> None:
+        """Nothing to do: the vault makes its tables when it opens. Kept so that code written for LangGraph's
+        SQLite and Postgres stores, which call it first, runs unchanged."""
 
     # --- the batch --------------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ from langchain_core.messages import AIMessage
 from langgraph.store.base import GetOp, InvalidNamespaceError, Item, ListNamespacesOp, MatchCondition, Op, PutOp, SearchOp
 from langgraph.store.memory import InMemoryStore
 
-from perseus_vault_core import InvalidInput, Vault
+from perseus_vault_core import InvalidInput, StorageError, Vault
 from perseus_vault_integrations.langchain import PerseusVaultStore
 from perseus_vault_integrations.langchain.stores import matches
 
@@ -384,3 +384,27 @@ def test_create_agent_keeps_long_term_memory_in_the_vault(tmp_path: Path) -> Non
             {"messages": [{"role": "user", "content": "what do I drink?"}]})
         tool_answers = [m.content for m in out["messages"] if m.type == "tool"]
         assert tool_answers == ["green tea, no sugar"]
+
+
+def test_from_conn_string_opens_and_closes_the_vault_as_langgraphs_stores_do(tmp_path: Path) -> None:
+    """SqliteStore / PostgresStore's form: ``with X.from_conn_string(...) as store: store.setup(); ...``."""
+    path = tmp_path / "store.db"
+    with PerseusVaultStore.from_conn_string(str(path)) as store:
+        store.setup()
+        store.put(("users", "alice"), "prefs", {"theme": "dark"})
+    with pytest.raises(StorageError, match="closed"):  # the vault it opened is closed on leaving the block
+        store.get(("users", "alice"), "prefs")
+    with PerseusVaultStore.from_conn_string(path) as again:  # a PathLike too
+        item = again.get(("users", "alice"), "prefs")
+        assert item is not None and item.value == {"theme": "dark"}
+
+    async def in_async() -> dict[str, Any]:
+        async with PerseusVaultStore.from_conn_string(str(path)) as store:
+            found = await store.aget(("users", "alice"), "prefs")
+            assert found is not None
+            return found.value
+
+    assert asyncio.run(in_async()) == {"theme": "dark"}
+    for bad in (None, "", 5):
+        with pytest.raises(InvalidInput, match="conn_string"):
+            PerseusVaultStore.from_conn_string(bad)  # type: ignore[arg-type]
