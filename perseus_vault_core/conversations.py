@@ -90,7 +90,7 @@ def batch(conn: Connection, p: RememberConversationParams) -> Batch:
     lo, hi = key_range(p.session)
     rows = conn.execute(
         f"SELECT e.id, e.key, v.type, v.status, {dialect(conn).field('v.body', 'message_id')} FROM entities e "
-        "JOIN entity_versions v ON v.entity_id = e.id AND v.recorded_to_ms IS NULL "
+        "JOIN entity_versions v ON v.entity_id = e.id AND v.scope = e.scope AND v.recorded_to_ms IS NULL "
         "WHERE e.agent_id = ? AND e.workspace_hash = ? AND e.category = ? AND e.key >= ? AND e.key < ?",
         (p.agent_id or "", p.workspace_hash or "", CATEGORY, lo, hi),
     ).fetchall()
@@ -175,9 +175,9 @@ def read(conn: Connection, p: ConversationParams, now_ms: int) -> ConversationRe
     else:
         scope = (p.agent_id or "", p.workspace_hash or "")
     # '' is the default scope itself (an omitted field would be no filter at all).
-    v = view(Filters(agent_id=scope[0], workspace_hash=scope[1], category=CATEGORY, type=TYPE), now_ms)
-    # Only memories this module wrote as turns: a hand-made one at a turn's key has no turn number.
     d = dialect(conn)
+    v = view(Filters(agent_id=scope[0], workspace_hash=scope[1], category=CATEGORY, type=TYPE), now_ms, d)
+    # Only memories this module wrote as turns: a hand-made one at a turn's key has no turn number.
     where = f"{v.where} AND e.key >= :lo AND e.key < :hi AND {d.integer_field('v.body', 'turn')}"
     turn = _turn(d)
     args = dict(v.params, lo=lo, hi=hi)

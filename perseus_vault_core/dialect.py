@@ -144,6 +144,13 @@ class Dialect:
         """A text column ordered by code point, as SQLite's BINARY collation orders UTF-8."""
         return column if self.name == "sqlite" else f'{column} COLLATE "C"'
 
+    @property
+    def routes_by_scope(self) -> bool:
+        """Whether a query naming a whole scope also tests its key (:func:`filters.scope_clauses`): on
+        Postgres, so that a distributed database sends it to the scope's shard alone; not in a SQLite file,
+        which is never sharded and would pay for the extra test on every row."""
+        return self.name != "sqlite"
+
     def scope_key(self, agent_id: str, workspace_hash: str) -> str:
         """The scope key (:func:`scopes.scope_key`) of two text columns or parameters: the agent id's length
         in UTF-8 bytes, ``:``, the agent id, the workspace hash."""

@@ -34,21 +34,26 @@ from typing import Any
 from . import where as where_filter
 from .dialect import Dialect, dialect
 from .params import Filters
+from .scopes import scope_key
 
-FROM = "entity_versions v JOIN entities e ON e.id = v.entity_id"
+# Every join between two scoped tables also equates their scope keys (scopes.py): the same rows (a version
+# is in its entity's scope), and on a distributed PostgreSQL a join that stays inside one shard.
+FROM = "entity_versions v JOIN entities e ON e.id = v.entity_id AND e.scope = v.scope"
 # Join orders pinned with CROSS JOIN (SQLite keeps that order): otherwise a scope equality lets
 # the planner start from the scope index and visit every row of the tenant.
-FROM_VERSIONS_FIRST = "entity_versions v CROSS JOIN entities e ON e.id = v.entity_id"
+FROM_VERSIONS_FIRST = "entity_versions v CROSS JOIN entities e ON e.id = v.entity_id AND e.scope = v.scope"
 
 
 @lru_cache(maxsize=None)
 def _from_vids(d: Dialect) -> str:
-    return f"{d.ids(':vids')} j CROSS JOIN entity_versions v ON v.vid = j.value CROSS JOIN entities e ON e.id = v.entity_id"
+    return (f"{d.ids(':vids')} j CROSS JOIN entity_versions v ON v.vid = j.value "
+            "CROSS JOIN entities e ON e.id = v.entity_id AND e.scope = v.scope")
 
 
 @lru_cache(maxsize=None)
 def _from_ids(d: Dialect) -> str:
-    return f"{d.ids(':ids')} j CROSS JOIN entities e ON e.id = j.value CROSS JOIN entity_versions v ON v.entity_id = e.id"
+    return (f"{d.ids(':ids')} j CROSS JOIN entities e ON e.id = j.value "
+            "CROSS JOIN entity_versions v ON v.entity_id = e.id AND v.scope = e.scope")
 
 
 def from_vids(conn: Any) -> str:
@@ -131,7 +136,7 @@ def view(filters: Filters, now_ms: int, d: Dialect | None = None) -> View:
         clauses.append("v.recorded_from_ms <= :believed")
         clauses.append(_valid_at("v", "valid_at"))
         clauses.append(
-            "NOT EXISTS (SELECT 1 FROM entity_versions w WHERE w.entity_id = v.entity_id "
+            "NOT EXISTS (SELECT 1 FROM entity_versions w WHERE w.entity_id = v.entity_id AND w.scope = v.scope "
             "AND w.version > v.version AND w.recorded_from_ms <= :believed "
             "AND (w.valid_from_ms IS NULL OR w.valid_from_ms <= :valid_at))"
         )
@@ -149,7 +154,7 @@ def view(filters: Filters, now_ms: int, d: Dialect | None = None) -> View:
     params["instant"] = instant
     if not filters.include_archived:
         clauses.append("v.status = 'active' AND (v.expires_at_ms IS NULL OR v.expires_at_ms > :instant)")
-    clauses.extend(scope_clauses(filters.agent_id, filters.workspace_hash, params))
+    clauses.extend(scope_clauses(filters.agent_id, filters.workspace_hash, params, d))
     if filters.category is not None:
         clauses.append("e.category = :category")
         params["category"] = filters.category
@@ -219,8 +224,11 @@ def narrow(v: View, ids: list[int], d: Dialect) -> View:
                 condition=v.condition, condition_sql=v.condition_sql)
 
 
-def scope_clauses(agent_id: str | None, workspace_hash: str | None, params: dict[str, Any]) -> list[str]:
-    """Equality on each scope field that is given; an omitted field means no filter."""
+def scope_clauses(agent_id: str | None, workspace_hash: str | None, params: dict[str, Any],
+                  d: Dialect | None = None) -> list[str]:
+    """Equality on each scope field that is given; an omitted field means no filter. With both, in a
+    dialect that :attr:`~dialect.Dialect.routes_by_scope`, also on the scope key (``:scope``), by which a
+    distributed PostgreSQL sends the query to one shard."""
     out = []
     if agent_id is not None:
         out.append("e.agent_id = :agent_id")
@@ -228,4 +236,7 @@ def scope_clauses(agent_id: str | None, workspace_hash: str | None, params: dict
     if workspace_hash is not None:
         out.append("e.workspace_hash = :workspace_hash")
         params["workspace_hash"] = workspace_hash
+    if agent_id is not None and workspace_hash is not None and d is not None and d.routes_by_scope:
+        out.append("e.scope = :scope")
+        params["scope"] = scope_key(agent_id, workspace_hash)
     return out

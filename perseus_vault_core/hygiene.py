@@ -89,7 +89,7 @@ def read(backend: Backend, conn: Connection, filters: Filters, now_ms: int) -> t
     vector_bytes = 4 * recorded[1] if recorded is not None else -1
     sql = (
         f"SELECT {store.ENTITY_COLUMNS}, x.embedding FROM {FROM_VERSIONS_FIRST} "
-        f"LEFT JOIN {backend.vectors.TABLE} x ON x.vid = v.vid "
+        f"LEFT JOIN {backend.vectors.TABLE} x ON x.vid = v.vid AND x.scope = v.scope "
         f"WHERE {v.where} AND v.status = 'active' AND v.type NOT IN ('{SUMMARY_TYPE}', 'memory_file') ORDER BY v.entity_id"
     )
     out = []

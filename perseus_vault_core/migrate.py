@@ -119,7 +119,8 @@ class _SourceVectors:
         def read(c: Connection) -> dict[str, np.ndarray]:
             found: dict[str, np.ndarray] = {}
             for content, summary, vector in c.execute(
-                "SELECT v.content, v.summary, x.embedding FROM entity_versions v JOIN version_vectors x ON x.vid = v.vid"
+                "SELECT v.content, v.summary, x.embedding FROM entity_versions v JOIN version_vectors x "
+                "ON x.vid = v.vid AND x.scope = v.scope"
             ):
                 text = embedding_text(content, summary)
                 if text in want:

@@ -216,7 +216,7 @@ def find_id(conn: Connection, category: str, key: str, agent_id: str | None, wor
 def scoped_head(conn: Connection, entity_id: int, agent_id: str | None, workspace_hash: str | None) -> dict[str, Any]:
     """The head row of ``entity_id`` if it exists in the caller's scope, else :class:`NotFound`."""
     params: dict[str, Any] = {"id": entity_id}
-    clauses = ["e.id = :id", "v.recorded_to_ms IS NULL", *scope_clauses(agent_id, workspace_hash, params)]
+    clauses = ["e.id = :id", "v.recorded_to_ms IS NULL", *scope_clauses(agent_id, workspace_hash, params, dialect(conn))]
     row = conn.execute(f"SELECT {ENTITY_COLUMNS} FROM {FROM} WHERE {' AND '.join(clauses)}", params).fetchone()
     if row is None:
         raise NotFound(f"no entity with id {entity_id} in this scope")

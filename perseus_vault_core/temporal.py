@@ -26,6 +26,7 @@ from typing import Any
 
 from . import store
 from .dbapi import Connection
+from .dialect import dialect
 from .errors import NotFound
 from .filters import FROM, FROM_VERSIONS_FIRST, scope_clauses
 from .models import Entity, HistoryPage, ScanPage
@@ -83,7 +84,7 @@ def recent(conn: Connection, p: RecentParams, now_ms: int) -> ScanPage:
     """The latest writes in scope, newest first: each version with its ``change`` (create, update, archive,
     restore, supersede) and its transaction time; a keyset page of ``p.limit``."""
     params: dict[str, Any] = {"n": p.limit + 1}
-    clauses = scope_clauses(p.agent_id, p.workspace_hash, params)
+    clauses = scope_clauses(p.agent_id, p.workspace_hash, params, dialect(conn))
     if p.cursor:
         clauses.append("v.vid < :before")
         params["before"] = decode_cursor(p.cursor, p)

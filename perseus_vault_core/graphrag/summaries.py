@@ -116,7 +116,7 @@ def existing(conn: Connection, groups: list[Group]) -> dict[str, int]:
     sql = (
         f"SELECT e.key, e.id FROM {dialect(conn).items(':wanted')} j CROSS JOIN entities e ON e.agent_id = j.value ->> 0 "
         "AND e.workspace_hash = j.value ->> 1 AND e.category = :category AND e.key = j.value ->> 2 "
-        "CROSS JOIN entity_versions v ON v.entity_id = e.id AND v.recorded_to_ms IS NULL "
+        "CROSS JOIN entity_versions v ON v.entity_id = e.id AND v.scope = e.scope AND v.recorded_to_ms IS NULL "
         "WHERE v.status = 'active'"
     )
     return {key: int(entity_id) for key, entity_id in conn.execute(sql, {"wanted": wanted, "category": SUMMARY_CATEGORY})}
@@ -127,7 +127,7 @@ def member_texts(conn: Connection, group: Group) -> list[tuple[int, str | None, 
     central = group.central(MEMBERS_READ)
     rows = conn.execute(
         f"SELECT e.id, v.summary, v.content FROM {dialect(conn).ids(':ids')} j CROSS JOIN entities e ON e.id = j.value "
-        "CROSS JOIN entity_versions v ON v.entity_id = e.id AND v.recorded_to_ms IS NULL",
+        "CROSS JOIN entity_versions v ON v.entity_id = e.id AND v.scope = e.scope AND v.recorded_to_ms IS NULL",
         {"ids": id_list(central)},
     )
     by_id = {int(r[0]): (int(r[0]), r[1], r[2]) for r in rows}

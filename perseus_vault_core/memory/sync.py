@@ -61,7 +61,7 @@ def stored_files(conn: Connection, v: View) -> list[tuple[str, dict[str, Any], i
 
 def file_view(engine: Engine, agent_id: str | None, workspace_hash: str | None) -> View:
     return view(Filters(type=FILE_TYPE, category=FILE_CATEGORY, agent_id=agent_id, workspace_hash=workspace_hash),
-                engine.now())
+                engine.now(), dialect(engine.conn()))
 
 
 def stored_bytes(conn: Connection, file: str, agent_id: str | None, workspace_hash: str | None) -> bytes | None:
@@ -83,7 +83,8 @@ def entry_index(engine: Engine) -> EntryIndex:
         v = view(Filters(type=ENTRY_TYPE), now)
         rows = conn.execute(
             f"SELECT e.id, e.agent_id, e.workspace_hash, v.content, v.body, x.embedding, v.expires_at_ms, "
-            f"v.valid_to_ms FROM {FROM} LEFT JOIN version_vectors x ON x.vid = v.vid WHERE {v.where} ORDER BY e.id",
+            f"v.valid_to_ms FROM {FROM} LEFT JOIN version_vectors x ON x.vid = v.vid AND x.scope = v.scope "
+            f"WHERE {v.where} ORDER BY e.id",
             v.params,
         ).fetchall()
         future = conn.execute(
@@ -112,7 +113,7 @@ def _existing(conn: Connection, records: Sequence[FileRecord], agent: str, works
               ) -> dict[tuple[str, str], Sequence[Any]]:
     """The stored memory files, entries (and notes, with ``prune``) the sync may touch, by (category, key)."""
     select = ("SELECT e.id, e.category, e.key, v.content, v.summary, v.body, v.status FROM entities e "
-              "JOIN entity_versions v ON v.entity_id = e.id AND v.recorded_to_ms IS NULL "
+              "JOIN entity_versions v ON v.entity_id = e.id AND v.scope = e.scope AND v.recorded_to_ms IS NULL "
               "WHERE e.agent_id = ? AND e.workspace_hash = ? AND ")
     if prune:  # the whole folder: every memory file, entry and note of the scope
         rows = conn.execute(select + "(e.category IN (?, ?) OR substr(e.category, 1, 7) = 'memory:')",
@@ -157,7 +158,7 @@ def _link_notes(c: Connection, links: list[tuple[str, list[str]]], agent: str, w
     """Link each note to the notes its wikilinks name (by file name, case-insensitive); how many were made."""
     by_name: dict[str, int] = {}
     for entity_id, key in c.execute(
-        "SELECT e.id, e.key FROM entities e JOIN entity_versions v ON v.entity_id = e.id "
+        "SELECT e.id, e.key FROM entities e JOIN entity_versions v ON v.entity_id = e.id AND v.scope = e.scope "
         "AND v.recorded_to_ms IS NULL WHERE e.agent_id = ? AND e.workspace_hash = ? AND e.category = ? "
         "AND v.status = 'active' ORDER BY e.key",
         (agent, workspace, NOTE_CATEGORY),

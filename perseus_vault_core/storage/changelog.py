@@ -14,14 +14,14 @@ from .base import OP_VECTOR, Connection
 # What each feed adds to (vid, entity id, agent, workspace) per current version.
 _FEEDS = {
     "text": "v.content, v.summary, v.tags",
-    "vector": "(SELECT x.embedding FROM version_vectors x WHERE x.vid = v.vid)",
+    "vector": "(SELECT x.embedding FROM version_vectors x WHERE x.vid = v.vid AND x.scope = v.scope)",
 }
 
 
 def head_sql(feed: str, where: str) -> str:
     """The feed's columns of the versions ``where`` selects."""
     return (f"SELECT v.vid, v.entity_id, e.agent_id, e.workspace_hash, {_FEEDS[feed]} "
-            f"FROM entity_versions v JOIN entities e ON e.id = v.entity_id {where}")
+            f"FROM entity_versions v JOIN entities e ON e.id = v.entity_id AND e.scope = v.scope {where}")
 
 
 def position(conn: Connection) -> int:
@@ -35,9 +35,13 @@ def marker(conn: Connection, seq: int) -> str | None:
     different entry there). "0" for the empty log; ``None`` when no entry at ``seq`` is kept."""
     if seq == 0:
         return "0"
-    row = conn.execute("SELECT c.vid, c.op, v.recorded_from_ms FROM head_changes c LEFT JOIN entity_versions v "
-                       "ON v.vid = c.vid WHERE c.seq = ?", (seq,)).fetchone()
-    return None if row is None else f"{seq}:{row[0]}:{row[1]}:{row[2]}"
+    # Two reads, not an outer join: on a distributed database the log stays on the coordinator and the
+    # versions are sharded, and Citus joins those only one way round.
+    row = conn.execute("SELECT c.vid, c.op FROM head_changes c WHERE c.seq = ?", (seq,)).fetchone()
+    if row is None:
+        return None
+    at = conn.execute("SELECT v.recorded_from_ms FROM entity_versions v WHERE v.vid = ?", (row[0],)).fetchone()
+    return f"{seq}:{row[0]}:{row[1]}:{at[0] if at is not None else None}"
 
 
 def first(conn: Connection) -> int | None:

@@ -12,15 +12,21 @@ from ..vector_rows import coverage, model
 from . import keyword, schema
 
 # Versions whose keyword document is missing, indexed versions whose row is gone, documents that are wrong
-# about their version (its entity, its scope, whether it is current), and postings that disagree with their
-# document.
+# about their version (its entity, its scope, whether it is current), postings without their document and
+# postings that disagree with it. Rows are matched by their scope key too (a row with another key than its
+# parent's has no parent), as a distributed database matches them, shard by shard.
 _KEYWORD_DRIFT = (
-    "SELECT (SELECT count(*) FROM entity_versions v WHERE NOT EXISTS (SELECT 1 FROM keyword_docs d WHERE d.vid = v.vid))"
-    " + (SELECT count(*) FROM keyword_docs d WHERE NOT EXISTS (SELECT 1 FROM entity_versions v WHERE v.vid = d.vid))"
-    " + (SELECT count(*) FROM keyword_docs d JOIN entity_versions v ON v.vid = d.vid JOIN entities e ON e.id = v.entity_id"
+    "SELECT (SELECT count(*) FROM entity_versions v WHERE NOT EXISTS "
+    "(SELECT 1 FROM keyword_docs d WHERE d.vid = v.vid AND d.scope = v.scope))"
+    " + (SELECT count(*) FROM keyword_docs d WHERE NOT EXISTS "
+    "(SELECT 1 FROM entity_versions v WHERE v.vid = d.vid AND v.scope = d.scope))"
+    " + (SELECT count(*) FROM keyword_docs d JOIN entity_versions v ON v.vid = d.vid AND v.scope = d.scope"
+    " JOIN entities e ON e.id = v.entity_id AND e.scope = v.scope"
     " WHERE d.entity_id != v.entity_id OR d.agent_id != e.agent_id OR d.workspace_hash != e.workspace_hash"
     " OR d.head != (v.recorded_to_ms IS NULL))"
-    " + (SELECT count(DISTINCT p.vid) FROM keyword_postings p JOIN keyword_docs d ON d.vid = p.vid"
+    " + (SELECT count(DISTINCT p.vid) FROM keyword_postings p WHERE NOT EXISTS "
+    "(SELECT 1 FROM keyword_docs d WHERE d.vid = p.vid AND d.scope = p.scope))"
+    " + (SELECT count(DISTINCT p.vid) FROM keyword_postings p JOIN keyword_docs d ON d.vid = p.vid AND d.scope = p.scope"
     " WHERE p.head != d.head OR p.length != d.length OR p.entity_id != d.entity_id)"
 )
 

@@ -260,7 +260,9 @@ CREATE POLICY scoped ON {table}
 
 def _v9() -> str:
     key = POSTGRES.scope_key("agent_id", "workspace_hash")
-    column = "ADD COLUMN scope text NOT NULL DEFAULT ''"
+    # Compared byte for byte ("C"), as an opaque key is: a join or key lookup on it then costs a memcmp, not
+    # a comparison under the database's collation.
+    column = "ADD COLUMN scope text COLLATE \"C\" NOT NULL DEFAULT ''"
     sql = [f"ALTER TABLE {t} {column}; UPDATE {t} SET scope = {key};" for t in OWN_SCOPE]
     sql += [f"ALTER TABLE {t} {column}; UPDATE {t} AS t SET scope = p.scope FROM {parent} p WHERE {on.format(t='t')};"
             for t, (parent, on) in BACKFILL.items()]

@@ -109,7 +109,7 @@ def candidates(conn: Connection, query: np.ndarray, depth: int, agent_id: str | 
     Hamming pre-filter is coarse); the HNSW's candidates are already close, so all are scored."""
     del keep
     params: dict[str, Any] = {"q": literal(query), "depth": depth}
-    where = " AND ".join(["v.recorded_to_ms IS NULL", *scope_clauses(agent_id, workspace_hash, params)])
+    where = " AND ".join(["v.recorded_to_ms IS NULL", *scope_clauses(agent_id, workspace_hash, params, POSTGRES)])
     if not conn.in_transaction:  # SET LOCAL lasts for the transaction: recall runs inside a read snapshot
         raise RuntimeError("vectors.candidates runs inside a read snapshot")
     conn.execute(f"SET LOCAL hnsw.ef_search = {max(40, min(EF_SEARCH_MAX, int(depth)))}")
