@@ -147,9 +147,7 @@ class _Parser:
             raise InvalidInput(at, f"nests $and/$or/$not deeper than {MAX_NESTING} levels")
         nodes: list[Node] = []
         for key, value in where.items():
-            here = _join(at, key)
-            if not isinstance(key, str):
-                raise InvalidInput(at or "where", f"has a key that is not a string ({key!r})")
+            here = _join(at, _key(key, at))
             if key in ("$and", "$or"):
                 if not isinstance(value, (list, tuple)) or not value:
                     raise InvalidInput(here, "must be a non-empty list of filters")
@@ -169,12 +167,12 @@ class _Parser:
             return self.equal(f, value, at)
         if not value:
             raise InvalidInput(at, "is an empty condition: give a value, or operators such as {\"$gt\": 1}")
-        if not all(isinstance(k, str) and k.startswith("$") for k in value):
+        if not all(isinstance(k, str) and _key(k, at).startswith("$") for k in value):
             raise InvalidInput(at, "is an object: a condition is a value or operators ($eq, $gt, ...); name a nested "
                                    "field with dots ('a.b')")
         nodes: list[Node] = []
         for op, operand in value.items():
-            here = _join(at, op)
+            here = _join(at, _key(op, at))
             if op == "$eq":
                 nodes.append(self.equal(f, operand, here))
             elif op == "$ne":
@@ -266,6 +264,17 @@ def _scalar(value: Any, at: str) -> Scalar:
     if isinstance(value, (list, tuple, Mapping)):
         raise InvalidInput(at, "must be a single value (a string, number or true/false), not a list or object")
     raise InvalidInput(at, f"must be a string, number, true/false or null, not {type(value).__name__}")
+
+
+def _key(key: Any, at: str) -> str:
+    """A key of the filter, refused unless it is text that can be named in an error (valid Unicode)."""
+    if not isinstance(key, str):
+        raise InvalidInput(at, f"has a key that is not a string ({key!r})")
+    try:
+        key.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInput(at, f"has a key that is not valid Unicode text ({ascii(key)})") from None
+    return key
 
 
 def _join(at: str, key: str) -> str:

@@ -59,6 +59,9 @@ pytestmark = pytest.mark.both_backends
     ({'a"b': 1}, 'a"b', "not a field name"),
     ({"$x.y": 1}, "$x.y", "not an operator"),
     ({"a": {"$in": list(range(1001))}}, "a.$in", "limit is 1000"),
+    ({"\ud800": 1}, "", "not valid Unicode"),  # named without the surrogate, which no error line could print
+    ({"a": {"$\ud800": 1}}, "a", "not valid Unicode"),
+    ({"a": "\udfff"}, "a", "valid Unicode"),
 ])
 def test_refusals_name_the_part(where: Any, field: str, says: str) -> None:
     with pytest.raises(InvalidInput) as caught:
