@@ -56,7 +56,7 @@ def _drop_version_from_fts(conn: Any) -> None:
 
 
 def _ghost_vector(conn: Any) -> None:  # only with foreign keys off, as a foreign tool might write it
-    conn.execute("INSERT INTO version_vectors SELECT vid + 100000, embedding, bits FROM version_vectors LIMIT 1")
+    conn.execute("INSERT INTO version_vectors SELECT vid + 100000, embedding, bits, scope FROM version_vectors LIMIT 1")
 
 
 def _torn_vector(conn: Any) -> None:
@@ -196,6 +196,10 @@ LATER_OBJECTS = {
     2: ["DROP TABLE version_vectors", "DELETE FROM vault_meta WHERE key IN ('embedding_model', 'embedding_dimension')"],
     3: ["DROP TABLE trigger_vectors", "DROP INDEX links_closed"],
     4: ["DROP TABLE checkpoints", "DROP TABLE checkpoint_blobs", "DROP TABLE checkpoint_writes", "DROP TABLE kv_entries"],
+    # The scope key: the column away again, and the framework-state tables as step 4 made them (keyed without it).
+    5: [*(f"ALTER TABLE {t} DROP COLUMN scope" for t in ("entities", "entity_versions", "links", "version_vectors")),
+        "DROP TABLE checkpoints", "DROP TABLE checkpoint_blobs", "DROP TABLE checkpoint_writes", "DROP TABLE kv_entries",
+        *(s for s in schema.V4.split(";") if s.strip())],
 }
 
 
