@@ -20,6 +20,7 @@ from .errors import InvalidInput, NotFound
 from .filters import View, from_ids, id_list
 from .models import Link, TraverseNode, TraverseResult
 from .scopes import scope_key
+from .storage.base import Backend
 
 LINK_COLUMNS = "id, from_id, to_id, relation, weight, source, created_at_ms, recorded_from_ms, recorded_to_ms"
 MAX_DEPTH = 10
@@ -32,7 +33,7 @@ def _link(row: Any) -> Link:
 
 
 def link(
-    conn: Connection, from_id: int, to_id: int, relation: str, weight: float, source: str | None,
+    backend: Backend, conn: Connection, from_id: int, to_id: int, relation: str, weight: float, source: str | None,
     agent_id: str | None, workspace_hash: str | None, now_ms: int,
 ) -> Link:
     if from_id == to_id:
@@ -53,15 +54,17 @@ def link(
         at = max(now_ms, current.recorded_from_ms)
         conn.execute("UPDATE links SET recorded_to_ms = ? WHERE id = ?", (at, current.id))
         created, now_ms = current.created_at_ms, at
-    (row,) = conn.execute(
-        "INSERT INTO links (from_id, to_id, relation, weight, source, created_at_ms, recorded_from_ms, scope) "
-        f"VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING {LINK_COLUMNS}",
-        (from_id, to_id, relation, weight, source, created, now_ms, scope_key(a["agent_id"], a["workspace_hash"])),
+    (row,) = conn.execute(  # its id given, never the column's default (store.insert_version says why)
+        "INSERT INTO links (id, from_id, to_id, relation, weight, source, created_at_ms, recorded_from_ms, scope) "
+        f"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING {LINK_COLUMNS}",
+        (backend.next_id(conn, "links"), from_id, to_id, relation, weight, source, created, now_ms,
+         scope_key(a["agent_id"], a["workspace_hash"])),
     ).fetchall()
     return _link(row)
 
 
-def link_many(conn: Connection, from_id: int, to_ids: list[int], relation: str, now_ms: int, weight: float = 1.0) -> int:
+def link_many(backend: Backend, conn: Connection, from_id: int, to_ids: list[int], relation: str, now_ms: int,
+              weight: float = 1.0) -> int:
     """Open a link from ``from_id`` to each of ``to_ids`` that lacks one (for links the vault makes
     itself between entities it knows share a scope). Returns how many were opened."""
     open_now = {
@@ -69,11 +72,12 @@ def link_many(conn: Connection, from_id: int, to_ids: list[int], relation: str, 
             "SELECT to_id FROM links WHERE from_id = ? AND relation = ? AND recorded_to_ms IS NULL", (from_id, relation)
         )
     }
-    rows = [(from_id, t, relation, weight, now_ms, now_ms, from_id) for t in sorted(set(to_ids))
-            if t not in open_now and t != from_id]
-    conn.executemany(  # in the from-entity's scope, read in the same statement
-        "INSERT INTO links (from_id, to_id, relation, weight, created_at_ms, recorded_from_ms, scope) "
-        "SELECT ?, ?, ?, ?, ?, ?, e.scope FROM entities e WHERE e.id = ?",
+    targets = [t for t in sorted(set(to_ids)) if t not in open_now and t != from_id]
+    first = backend.next_id(conn, "links") if targets else 0
+    rows = [(first + n, from_id, t, relation, weight, now_ms, now_ms, from_id) for n, t in enumerate(targets)]
+    conn.executemany(  # in the from-entity's scope, read in the same statement; ids given, ascending
+        "INSERT INTO links (id, from_id, to_id, relation, weight, created_at_ms, recorded_from_ms, scope) "
+        "SELECT ?, ?, ?, ?, ?, ?, ?, e.scope FROM entities e WHERE e.id = ?",
         rows,
     )
     return len(rows)

@@ -261,13 +261,16 @@ def insert_version(
     backend: Backend, conn: Connection, entity_id: int, version: int, change: str, recorded_from_ms: int, updated_at_ms: int,
     state: dict[str, Any], recorded_to_ms: int | None = None,
 ) -> int:
-    cols = ("entity_id", "version", "change", "recorded_from_ms", "recorded_to_ms", "updated_at_ms", *STATE_FIELDS)
-    values = (entity_id, version, change, recorded_from_ms, recorded_to_ms, updated_at_ms,
+    # Every row is given its id (never a column default): one writer at a time takes the largest plus one, so
+    # ids ascend in commit order on every backend, a distributed one included (docs/postgres.md, Citus).
+    vid = backend.next_id(conn, "entity_versions", "vid")
+    cols = ("vid", "entity_id", "version", "change", "recorded_from_ms", "recorded_to_ms", "updated_at_ms", *STATE_FIELDS)
+    values = (vid, entity_id, version, change, recorded_from_ms, recorded_to_ms, updated_at_ms,
               *(state[f] for f in STATE_FIELDS), entity_id)
-    ((vid,),) = conn.execute(  # in its entity's scope, read in the same statement
+    conn.execute(  # in its entity's scope, read in the same statement
         f"INSERT INTO entity_versions ({', '.join(cols)}, scope) SELECT {', '.join('?' * len(cols))}, e.scope "
-        "FROM entities e WHERE e.id = ? RETURNING vid", values
-    ).fetchall()
+        "FROM entities e WHERE e.id = ?", values
+    )
     backend.keyword.index_versions(conn, [(vid, state["content"], state["summary"], state["tags"])],
                                    heads=recorded_to_ms is None)
     return int(vid)
@@ -430,6 +433,7 @@ def purge(backend: Backend, conn: Connection, entity_id: int, agent_id: str | No
     prior = scoped_head(conn, entity_id, agent_id, workspace_hash)
     if prior["status"] != "archived":
         raise Conflict(f"entity {entity_id} is {prior['status']}; forget (archive) it before purging")
+    keep_high_water(backend, conn)
     links = conn.execute("DELETE FROM links WHERE from_id = ? OR to_id = ?", (entity_id, entity_id)).rowcount
     backend.keyword.unindex_versions(conn, entity_id)
     vids = [row[0] for row in conn.execute("SELECT vid FROM entity_versions WHERE entity_id = ?", (entity_id,))]
@@ -440,6 +444,17 @@ def purge(backend: Backend, conn: Connection, entity_id: int, agent_id: str | No
     conn.execute("DELETE FROM entities WHERE id = ?", (entity_id,))
     _forget_phrases(conn, phrases)
     return PurgeResult(id=entity_id, versions=versions, links=links)
+
+
+ID_COLUMNS = (("entities", "id"), ("entity_versions", "vid"), ("links", "id"))
+
+
+def keep_high_water(backend: Backend, conn: Connection) -> None:
+    """Before a purge deletes rows: record each table's largest id so far (``vault_meta``,
+    ``high_water:<table>``), which ``next_id`` counts, so that an id a purged row had is never given again,
+    even where no sequence remembers it (the rows give their ids themselves)."""
+    for table, column in ID_COLUMNS:
+        backend.set_meta(conn, f"high_water:{table}", str(backend.next_id(conn, table, column) - 1))
 
 
 def _forget_phrases(conn: Connection, phrases: set[str]) -> None:

@@ -191,8 +191,8 @@ class Vault:
         """Add (or re-weight) a directed, typed edge between two entities of one scope."""
         p, e = validate(LinkParams, given(from_id=from_id, to_id=to_id, relation=relation, weight=weight,
                                            source=source, agent_id=agent_id, workspace_hash=workspace_hash)), self._engine
-        return e.write(lambda c: graph.link(c, p.from_id, p.to_id, p.relation, float(p.weight), p.source, p.agent_id,
-                                            p.workspace_hash, e.now()))
+        return e.write(lambda c: graph.link(e.backend, c, p.from_id, p.to_id, p.relation, float(p.weight), p.source,
+                                            p.agent_id, p.workspace_hash, e.now()))
 
     @edge
     def unlink(self, from_id: int, to_id: int, relation: str | None = None, *,

@@ -149,7 +149,7 @@ def topic(conn: Connection, group: Group) -> str | None:
 def attach(backend: Backend, conn: Connection, summary_id: int, group: Group, current_ids: set[str], now_ms: int) -> list[int]:
     """Link a freshly written summary to its members and archive the summaries it replaces (those
     of its members' former communities). Returns the archived summaries' ids."""
-    graph.link_many(conn, summary_id, list(group.members), RELATION, now_ms)
+    graph.link_many(backend, conn, summary_id, list(group.members), RELATION, now_ms)
     rows = conn.execute(
         f"SELECT DISTINCT l.from_id FROM {dialect(conn).ids(':ids')} j CROSS JOIN links l ON l.to_id = j.value "
         "WHERE l.relation = :relation AND l.recorded_to_ms IS NULL AND l.from_id != :me",

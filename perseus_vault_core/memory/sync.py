@@ -154,7 +154,8 @@ def _changes(records: Sequence[FileRecord], notes: Sequence[Note], scope: dict[s
     return _Changes(checked, sum(it["type"] == ENTRY_TYPE for it in changed), unchanged, stale)
 
 
-def _link_notes(c: Connection, links: list[tuple[str, list[str]]], agent: str, workspace: str, now: int) -> int:
+def _link_notes(engine: Engine, c: Connection, links: list[tuple[str, list[str]]], agent: str, workspace: str,
+                now: int) -> int:
     """Link each note to the notes its wikilinks name (by file name, case-insensitive); how many were made."""
     by_name: dict[str, int] = {}
     for entity_id, key in c.execute(
@@ -169,7 +170,7 @@ def _link_notes(c: Connection, links: list[tuple[str, list[str]]], agent: str, w
         source = store.find_id(c, NOTE_CATEGORY, key, agent, workspace)
         ids = [by_name[t.casefold()] for t in targets if t.casefold() in by_name]
         if source is not None and ids:
-            made += graph.link_many(c, source, ids, LINK_RELATION, now)
+            made += graph.link_many(engine.backend, c, source, ids, LINK_RELATION, now)
     return made
 
 
@@ -198,7 +199,7 @@ def sync(engine: Engine, records: list[FileRecord], scope: dict[str, Any], *, pr
             store.remember_batch(engine.backend, c, todo.items, now, plan)
         for entity_id, _ in todo.stale:
             store.forget(engine.backend, c, entity_id, None, None, now)
-        made = _link_notes(c, links, agent, workspace, now) if links else 0
+        made = _link_notes(engine, c, links, agent, workspace, now) if links else 0
         if bind_to is not None:
             bind(engine, c, bind_to, scope["agent_id"], scope["workspace_hash"])
         if before_commit is not None:

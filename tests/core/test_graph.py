@@ -440,8 +440,9 @@ def test_another_agents_entity_never_appears_in_a_walk(vault: Vault, backend: st
     # database refuses it too: both ends' foreign keys include the link's scope key.)
     conn = vault._engine.conn()
     for frm, to in ((y, z), (z, beyond)):
-        tamper = ("INSERT INTO links (from_id, to_id, relation, weight, created_at_ms, recorded_from_ms, scope) "
-                  "SELECT ?, ?, 'related', 1.0, 0, 0, scope FROM entities WHERE id = ?", (frm, to, frm))
+        tamper = ("INSERT INTO links (id, from_id, to_id, relation, weight, created_at_ms, recorded_from_ms, scope) "
+                  "SELECT (SELECT max(id) + 1 FROM links), ?, ?, 'related', 1.0, 0, 0, scope FROM entities WHERE id = ?",
+                  (frm, to, frm))
         if backend == "postgres":
             with pytest.raises(Exception, match="foreign key"):
                 conn.execute(*tamper)

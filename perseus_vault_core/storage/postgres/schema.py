@@ -308,6 +308,33 @@ _STATE_KEYS = {
     "kv_entries": "agent_id, workspace_hash, collection, key",
 }
 
+# Every insert gives its row's id (store.insert_version, graph.link): the largest so far plus one, past the
+# largest a purge removed (kept in vault_meta as high_water:<table>, store.keep_high_water). No row takes a
+# column default any more, so the triggers that moved the identity sequences past the ids given go: on a
+# distributed PostgreSQL they would have run on the shards, never moving the coordinator's sequence. The
+# sequences stay (they still hold the ids given before this step, which pv_next_id counts).
+V10 = "".join(f"""
+DROP TRIGGER {table}_follow_ids ON {table};
+DROP FUNCTION pv_follow_{table}();
+""" for table in ("entities", "entity_versions", "links")) + """
+CREATE OR REPLACE FUNCTION pv_next_id(tab text, col text) RETURNS bigint
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+DECLARE
+    seq bigint;
+    top bigint;
+    kept bigint;
+BEGIN
+    IF tab NOT IN ('entities', 'entity_versions', 'links') OR col NOT IN ('id', 'vid') THEN
+        RAISE EXCEPTION 'pv_next_id: no identity %.%', tab, col;
+    END IF;
+    SELECT coalesce(last_value, 0) INTO seq FROM pg_sequences WHERE schemaname = current_schema()
+        AND sequencename = split_part(pg_get_serial_sequence(tab, col), '.', 2);
+    EXECUTE format('SELECT coalesce(max(%I), 0) FROM %I', col, tab) INTO top;
+    SELECT coalesce(max(CAST(value AS bigint)), 0) INTO kept FROM vault_meta WHERE key = 'high_water:' || tab;
+    RETURN greatest(coalesce(seq, 0), top, kept) + 1;
+END $$;
+"""
+
 Migration = Callable[[PgConnection], None]
 
 
@@ -330,6 +357,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (7, "row-level security by scope", _script(tenancy.SCHEMA)),
     (8, "graph checkpoints, key-value collections", _script(V8)),
     (9, "the scope key on every scoped table, in its keys; row-level security by it", _script(_v9())),
+    (10, "every row given its id: a purge's high-water mark, no identity-following triggers", _script(V10)),
 ]
 LATEST = MIGRATIONS[-1][0]
 

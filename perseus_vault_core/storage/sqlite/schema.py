@@ -278,11 +278,14 @@ def migrate(conn: Connection, now_ms: int) -> int:
 
 
 def next_id(conn: Connection, table: str, column: str = "id") -> int:
-    """The id AUTOINCREMENT would give the next row (never reusing one, even after a purge)."""
+    """The id the table's next row gets (never reusing one, even after a purge): past AUTOINCREMENT's counter,
+    the largest id, and the largest a purge removed (``high_water:<table>`` in vault_meta, which the PostgreSQL
+    backend needs and this one keeps alike)."""
     row = conn.execute(
         f"SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = ?), 0), "
-        f"coalesce((SELECT max({column}) FROM {table}), 0)) + 1",
-        (table,),
+        f"coalesce((SELECT max({column}) FROM {table}), 0), "
+        f"coalesce((SELECT max(CAST(value AS INTEGER)) FROM vault_meta WHERE key = ?), 0)) + 1",
+        (table, f"high_water:{table}"),
     ).fetchone()
     return int(row[0])
 

@@ -485,3 +485,33 @@ def test_migrating_an_existing_vault_fills_in_every_rows_scope_key(backend: str,
         assert not [p for p in report.problems if "scope" in p or "belong" in p or "point at" in p], report.problems
         assert [e.key for e in v.scan(limit=10, agent_id="bob\x1f", workspace_hash="ws-b").items] == ["k1", "j1"]
         assert v.get_entity(10, **ALICE).key == "k0"
+
+
+def test_every_row_is_given_its_id_and_a_purged_id_never_returns(vault: Vault, backend: str) -> None:
+    """On a distributed PostgreSQL an identity default would be each shard's; the vault gives every row its id.
+    Proved by taking the defaults away: on Postgres the id columns lose their identity (an insert that relied
+    on it would fail on NOT NULL); on both, ids ascend and a purge's ids are never given again."""
+    if backend == "postgres":
+        conn = vault._engine.backend.conn()
+        for table, column in (("entities", "id"), ("entity_versions", "vid"), ("links", "id")):
+            conn.execute(f"ALTER TABLE {table} ALTER COLUMN {column} DROP IDENTITY")
+    a = vault.remember("note", "a", "first")
+    b = vault.remember("note", "b", "second")
+    vault.remember("note", "a", "first, updated")  # a new version: its vid given
+    vault.link(a.id, b.id, "related")  # a link: its id given
+    vault.link(a.id, b.id, "related", weight=0.5)  # re-weighted: a new row, a new id
+    (community,) = vault.communities().communities
+    summary = vault.community_summary(community.id)  # a summary entity linked to its members: link_many's ids
+    assert summary.materialized
+    top = vault.remember("note", "c", "third")
+    history = vault.history("note", "a")
+    assert [v.version for v in history.items] == [2, 1]
+    vault.forget(top.id)
+    vault.purge(top.id)
+    again = vault.remember("note", "d", "fourth")
+    assert again.id > top.id  # the purged entity's id is not given again, nor its version's
+    conn = vault._engine.backend.conn()
+    vids = [int(r[0]) for r in conn.execute("SELECT vid FROM entity_versions ORDER BY vid")]
+    assert vids == sorted(set(vids)) and vids[-1] > vids[-2]
+    links = [int(r[0]) for r in conn.execute("SELECT id FROM links ORDER BY id")]
+    assert len(links) == 4 and links == sorted(set(links))  # a-b twice, the summary to both members
