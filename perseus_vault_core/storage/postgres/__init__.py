@@ -130,8 +130,6 @@ class PostgresBackend:
         self.synchronous_commit = "off" if synchronous in ("OFF", "NORMAL") else "on"
         self.pool_size, self.pool_timeout = int(options["pool_size"]), options["pool_timeout"]
         self._connections = self._pool()
-        self._own: list[PgConnection] = []  # connect()'s, for background index loads: closed with the vault
-        self._lock = threading.Lock()
         self.clock = DatabaseClock(self.conn)
         self._identity: str | None = None  # names this vault's index snapshots in the cache folder
         _backends.add(self)
@@ -160,7 +158,9 @@ class PostgresBackend:
         return self._connections.lease()
 
     def connect(self) -> Connection:
-        """A connection of its own, outside the pool (a background index load holds it for seconds)."""
+        """A connection of its own, outside the pool (a background index load holds it for seconds). Its user
+        closes it: :meth:`close` never does, since closing a connection while another thread's query runs on it
+        crashes the driver (psycopg's C layer), and a load may still be running when the vault closes."""
         if self._connections.closed:
             raise StorageError("the vault is closed")
         try:
@@ -169,8 +169,6 @@ class PostgresBackend:
             raise StorageError(f"cannot connect to {self.path}: {str(error).strip().splitlines()[0]}") from error
         for statement in self._setup():
             conn.execute(statement)
-        with self._lock:
-            self._own = [c for c in self._own if not c.raw.closed] + [conn]
         return conn
 
     def mirror_file(self, name: str) -> str | None:
@@ -263,10 +261,6 @@ class PostgresBackend:
 
     def close(self) -> None:
         self._connections.close()
-        with self._lock:
-            own, self._own = self._own, []
-        for conn in own:
-            _close_quietly(conn)
 
 
 WRITE_LOCK = 0x7065727365757333  # "perseus3": held by every write transaction, from its start to its commit
@@ -317,8 +311,6 @@ def _fresh_after_fork() -> None:
     messages), so every backend makes a new pool; the inherited connections are dropped unclosed."""
     for backend in list(_backends):
         backend._connections.abandon()
-        _INHERITED.extend([backend._connections, backend._own])
-        backend._own = []
-        backend._lock = threading.Lock()
+        _INHERITED.append(backend._connections)
         backend.clock._lock = threading.Lock()
         backend._connections = backend._pool()
