@@ -140,6 +140,22 @@ class Dialect:
             return json.dumps(value)
         return value
 
+    def substring(self, text: str, part: str, fold: bool) -> str:
+        """True where the text ``text`` holds ``part`` (both SQL expressions of text); ``fold``: ASCII letters
+        compared without their case. Only ASCII letters fold, the same on both backends: SQLite's own
+        ``lower()`` folds more or less depending on how it was built, Postgres's depends on the locale."""
+        if fold:
+            text, part = self.ascii_lower(text), self.ascii_lower(part)
+        return f"instr({text}, {part}) > 0" if self.name == "sqlite" else f"strpos({text}, {part}) > 0"
+
+    def ascii_lower(self, text: str) -> str:
+        """``text`` with ASCII capitals made small, nothing else changed."""
+        if self.name != "sqlite":
+            return f"translate({text}, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz')"
+        for letter in "ABCDEFGHIJKLMNOPQRSTUVWXYZ":
+            text = f"replace({text}, '{letter}', '{letter.lower()}')"
+        return text
+
     def ordered(self, column: str) -> str:
         """A text column ordered by code point, as SQLite's BINARY collation orders UTF-8."""
         return column if self.name == "sqlite" else f'{column} COLLATE "C"'

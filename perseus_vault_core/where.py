@@ -11,7 +11,9 @@ A where is a JSON object. Each key names a field and gives its condition; keys `
   nested body fields (``"meta.author"``) and ``body.`` reaches a body field whose name is also a
   memory field (``"body.status"``).
 - A condition is a value (``$eq``) or an object of operators: ``$eq $ne $gt $gte $lt $lte $in $nin
-  $exists $not``, all of which must hold.
+  $exists $not``, all of which must hold; and, beyond the usual set, ``$substring`` (text holding the
+  given text) and ``$isubstring`` (the same, ASCII letters in either case), which LlamaIndex's
+  ``text_match`` filters need.
 
 Values compare within their kind, as in MongoDB: numbers with numbers (``1 == 1.0``), strings with
 strings (by code point), ``true``/``false`` with themselves; ``"5"`` never equals ``5``, and ``true``
@@ -77,7 +79,8 @@ NOT_FILTERED = {
     "retrieval_count": "changes with every read",
     "last_accessed_ms": "changes with every read",
 }
-COMPARISONS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin", "$exists", "$not")
+COMPARISONS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin", "$exists", "$not", "$substring", "$isubstring")
+_SUBSTRING = {"$substring": "substring", "$isubstring": "isubstring"}  # the test's op
 COMBINATIONS = ("$and", "$or", "$not")
 MAX_CONDITIONS = 256  # field conditions in one where
 MAX_VALUES = 1_000  # values of one $in / $nin
@@ -103,7 +106,8 @@ class Field:
 @dataclass(frozen=True)
 class Test:
     """A positive condition on one field: ``op`` is eq, in (any of ``values``), one of > >= < <= (against
-    ``values[0]``), or exists."""
+    ``values[0]``), exists, or substring / isubstring (text holding ``values[0]``; isubstring: ASCII letters
+    in either case)."""
 
     field: Field
     op: str
@@ -184,6 +188,10 @@ class _Parser:
             elif op in ("$in", "$nin"):
                 node = self.any_of(f, operand, here)
                 nodes.append(node if op == "$in" else Not(node))
+            elif op in _SUBSTRING:
+                if not isinstance(operand, str) or not operand:
+                    raise InvalidInput(here, "must be a non-empty string to look for in the text")
+                nodes.append(self.test(f, _SUBSTRING[op], (_scalar(operand, here),)))
             elif op == "$exists":
                 if not isinstance(operand, bool):
                     raise InvalidInput(here, "must be true or false")
@@ -350,6 +358,8 @@ class _Writer:
             return "FALSE"
         if kind == "bool":
             return f"({col} IN ({', '.join('1' if v else '0' for v in values)}))"
+        if t.op in ("substring", "isubstring"):
+            return f"coalesce({self.d.substring(col, self.param(values[0]), t.op == 'isubstring')}, FALSE)"
         if t.op in _ORDER:
             left = self.d.ordered(col) if kind in ("text", "scope") else col
             return f"coalesce({left} {_ORDER[t.op]} {self.param(values[0])}, FALSE)"
@@ -382,7 +392,9 @@ class _Writer:
                 continue
             value = self.d.json_value(node, kind)
             operands = [self.d.json_operand(self.param(self.d.json_param(v)), kind) for v in values]
-            holds = f"{value} {_ORDER[t.op]} {operands[0]}" if t.op in _ORDER else f"{value} IN ({', '.join(operands)})"
+            holds = (self.d.substring(value, operands[0], t.op == "isubstring") if t.op in ("substring", "isubstring")
+                     else f"{value} {_ORDER[t.op]} {operands[0]}" if t.op in _ORDER
+                     else f"{value} IN ({', '.join(operands)})")
             for name in self.d.json_types(kind):
                 asks.setdefault(name, []).append(holds)
         return {name: parts[0] if len(parts) == 1 else "(" + " OR ".join(parts) + ")" for name, parts in asks.items()}
@@ -395,7 +407,10 @@ class _Writer:
                 parts.extend(self.d.json_is(node, "true" if v else "false") for v in values)
                 continue
             value = self.d.json_value(node, kind)
-            if t.op in _ORDER:
+            if t.op in ("substring", "isubstring"):
+                rhs = self.d.json_operand(self.param(self.d.json_param(values[0])), kind)
+                parts.append(f"({self.d.json_is(node, kind)} AND {self.d.substring(value, rhs, t.op == 'isubstring')})")
+            elif t.op in _ORDER:
                 rhs = self.d.json_operand(self.param(self.d.json_param(values[0])), kind)
                 parts.append(f"({self.d.json_is(node, kind)} AND {value} {_ORDER[t.op]} {rhs})")
             else:
@@ -442,9 +457,18 @@ def evaluate(node: Node, get: Getter) -> bool:
         return any(isinstance(v, bool) and v == bool(stored) for v in node.values)
     want = "text" if kind == "scope" else kind
     values = [v for v in node.values if _kind(v) == want]
+    if node.op in ("substring", "isubstring"):
+        if not values:
+            return False
+        if node.op == "isubstring":
+            return str(values[0]).translate(_ASCII_LOWER) in str(stored).translate(_ASCII_LOWER)
+        return str(values[0]) in str(stored)
     if node.op in _ORDER:
         return bool(values) and _compare(stored, node.op, values[0])
     return any(stored == v for v in values)
+
+
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
 def _compare(stored: Any, op: str, value: Any) -> bool:

@@ -109,8 +109,11 @@ def _condition(f: MetadataFilter, field: Callable[[str], str], at: str) -> dict[
         return {"$or": [{key: {"$exists": False}}, {key: {"$eq": ""}}, {"$and": [
             {key: {"$exists": True}},
             {"$not": {"$or": [{key: {"$gte": ""}}, {key: {"$gte": -1e308}}, {key: {"$in": [True, False]}}]}}]}]}
-    raise NotSupported(f"{at}: the operator {op.value!r} tests for a substring, which the vault's filters do not "
-                       "offer; search the text with the query instead (query mode text_search or hybrid)")
+    if op in (FilterOperator.TEXT_MATCH, FilterOperator.TEXT_MATCH_INSENSITIVE):  # a text field holding the text
+        if not isinstance(value, str) or not value:
+            raise InvalidInput(f"{at}.value", f"must be a non-empty string for the operator {op.value!r}")
+        return {key: {"$substring" if op == FilterOperator.TEXT_MATCH else "$isubstring": value}}
+    raise NotSupported(f"{at}: the operator {op.value!r} is not one the vault's vector store knows")
 
 
 # --- the store -----------------------------------------------------------------------------------

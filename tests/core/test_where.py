@@ -151,6 +151,15 @@ def filled(vault: Vault) -> Vault:
     ({"prio": {"$not": {"$gt": 2}}}, "bcd"),  # $not of a comparison keeps the missing and other kinds
     ({"prio": {"$gt": 1, "$lt": 5}}, "ace"),  # several operators: all hold (e: 1 < 5 and 7 > 1, per element)
     ({"category": "note", "flag": {"$exists": False}}, "ab"),
+    ({"meta.author": {"$substring": "nn"}}, "a"),  # text holding text
+    ({"tags": {"$substring": "rg"}}, "a"),  # an element of a list
+    ({"topic_path": {"$substring": "ps/"}}, "d"),  # a memory field
+    ({"category": {"$isubstring": "NOT"}}, "ab"),  # ASCII letters in either case
+    ({"meta.author": {"$substring": "NN"}}, ""),
+    ({"prio": {"$substring": "5"}}, "b"),  # a number holds no text: only the string "5"
+    ({"meta.author": {"$not": {"$substring": "nn"}}}, "bcde"),
+    ({"meta.author": {"$substring": ""}}, None),  # refused: nothing to look for
+    ({"meta.author": {"$substring": 5}}, None),
     ({}, "abcde"),
 ])
 def test_semantics(filled: Vault, where: dict[str, Any], keys: str | None) -> None:
@@ -238,7 +247,7 @@ def test_the_command_line_takes_where_as_json(filled: Vault, vault_path: str | P
     assert code == 0 and sorted(i["key"] for i in json.loads(out)["items"]) == ["a", "b"]
     code, _, err = run("recall", "deploy", "--where", '{"prio": {"$gtx": 1}}')
     assert code == 1 and err.strip() == "error: where.prio.$gtx: is not an operator the vault takes (it takes " \
-                                        "$eq, $ne, $gt, $gte, $lt, $lte, $in, $nin, $exists, $not)"
+                                        "$eq, $ne, $gt, $gte, $lt, $lte, $in, $nin, $exists, $not, $substring, $isubstring)"
     code, _, err = run("recall", "deploy", "--where", "{prio: 1}")
     assert code != 0 and "where" in err and "JSON" in err
 
@@ -343,6 +352,10 @@ def _holds(value: Any, op: str, x: Any) -> bool:
         return present == x
     if op == "$not":
         return not _condition(value, x)
+    if op in ("$substring", "$isubstring"):  # text holding x; isubstring: ASCII letters in either case
+        fold = (lambda t: t.translate(str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz"))) \
+            if op == "$isubstring" else (lambda t: t)
+        return any(isinstance(e, str) and fold(x) in fold(e) for e in _elements(value))
     return any(_ordered(e, op, x) for e in _elements(value))
 
 
@@ -374,6 +387,8 @@ def _comparison(name: str) -> st.SearchStrategy[Any]:
         st.builds(lambda op, v: {op: v}, st.sampled_from(["$in", "$nin"]), st.lists(scalar, max_size=4)),
         st.fixed_dictionaries({"$exists": st.booleans()}), st.fixed_dictionaries({"$exists": st.booleans()}),
         st.builds(lambda lo, hi: {"$gte": lo, "$lt": hi}, ordered, ordered),
+        st.builds(lambda op, v: {op: v}, st.sampled_from(["$substring", "$isubstring"]),
+                  st.sampled_from(["a", "b", "B", "é", "É", "p", "ops", "lph", "ETA", "ote", "/", "x"])),
     )
     return st.one_of(ops, ops.map(lambda c: {"$not": c if isinstance(c, dict) else {"$eq": c}})).map(
         lambda c: {name: c})

@@ -139,6 +139,10 @@ FLAT = [MetadataFilter(key=k, value=v, operator=op) for (k, v), op in itertools.
     MetadataFilter(key="tags", value=None, operator=FilterOperator.IS_EMPTY),
     MetadataFilter(key="prio", value=None, operator=FilterOperator.IS_EMPTY),
     MetadataFilter(key="missing", value=1, operator=FilterOperator.NE),
+    MetadataFilter(key="team", value="o", operator=FilterOperator.TEXT_MATCH),  # every document has a team
+    MetadataFilter(key="team", value="OP", operator=FilterOperator.TEXT_MATCH),
+    MetadataFilter(key="team", value="OP", operator=FilterOperator.TEXT_MATCH_INSENSITIVE),
+    MetadataFilter(key="team", value="iLL", operator=FilterOperator.TEXT_MATCH_INSENSITIVE),
 ]
 
 
@@ -205,8 +209,8 @@ def test_filters_apply_inside_the_query_not_after_the_page(dense_vault: Vault) -
 def test_filters_the_vault_cannot_apply_are_refused_by_name(dense_vault: Vault) -> None:
     store = build(dense_vault).vector_store
     for op in (FilterOperator.TEXT_MATCH, FilterOperator.TEXT_MATCH_INSENSITIVE):
-        with pytest.raises(NotSupported, match=rf"filters.filters\[0\]: the operator '{op.value}' tests for a substring"):
-            store.get_nodes(filters=MetadataFilters(filters=[MetadataFilter(key="team", value="op", operator=op)]))
+        with pytest.raises(InvalidInput, match=rf"filters.filters\[0\].value: must be a non-empty string for the operator '{op.value}'"):
+            store.get_nodes(filters=MetadataFilters(filters=[MetadataFilter(key="team", value="", operator=op)]))
     with pytest.raises(InvalidInput, match=r"filters.filters\[0\].value: must be a list"):
         store.get_nodes(filters=MetadataFilters(filters=[MetadataFilter(key="team", value="ops",
                                                                        operator=FilterOperator.IN)]))
