@@ -25,7 +25,11 @@ def head_sql(feed: str, where: str) -> str:
 
 
 def position(conn: Connection) -> int:
-    """The latest entry's position (0 for an empty log)."""
+    """The latest entry's position (0 for an empty log); inside a Postgres read snapshot, as read with its
+    BEGIN (``PgConnection.begin_snapshot``)."""
+    memo = getattr(conn, "memo", None)
+    if memo is not None:
+        return int(memo["position"])
     return int(conn.execute("SELECT coalesce(max(seq), 0) FROM head_changes").fetchone()[0])
 
 

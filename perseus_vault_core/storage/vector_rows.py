@@ -19,8 +19,10 @@ TABLE = "version_vectors"
 
 
 def model(conn: Connection) -> tuple[str, int] | None:
-    """(identity, dimension) of the vectors in this vault, or ``None`` before the first one."""
-    rows = dict(conn.execute(
+    """(identity, dimension) of the vectors in this vault, or ``None`` before the first one; inside a Postgres
+    read snapshot, as read with its BEGIN (``PgConnection.begin_snapshot``)."""
+    memo = getattr(conn, "memo", None)
+    rows = dict(memo["model"] if memo is not None else conn.execute(
         "SELECT key, value FROM vault_meta WHERE key IN ('embedding_model', 'embedding_dimension')"
     ).fetchall())
     if "embedding_model" not in rows:

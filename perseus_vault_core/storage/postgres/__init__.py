@@ -25,7 +25,7 @@ import time
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from ...errors import InvalidInput, NotSupported, SetupError, StorageError
 from ...forking import in_child
@@ -285,11 +285,12 @@ def _write(conn: Connection, work: Callable[[Connection], T], *, synced: bool) -
 @contextmanager
 def _snapshot(conn: Connection) -> Iterator[Connection]:
     """Every read inside sees one snapshot (REPEATABLE READ: Postgres's snapshot isolation)."""
-    conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+    pg = cast(PgConnection, conn)
+    pg.begin_snapshot()
     try:
         yield conn
     finally:
-        conn.execute("COMMIT")  # after an error inside, Postgres answers COMMIT with a rollback
+        pg.end_snapshot()
 
 
 def _close_quietly(conn: Any) -> None:

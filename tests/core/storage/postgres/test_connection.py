@@ -128,3 +128,69 @@ def test_a_transaction_is_the_backends_to_open(pg_url: str) -> None:
         assert conn.execute("SELECT to_regclass('gone')").fetchone() == (None,)
     finally:
         conn.close()
+
+
+def test_a_read_snapshot_reads_the_log_position_and_the_model_with_its_begin(pg_url: str) -> None:
+    from perseus_vault_core.storage import changelog, vector_rows
+    from perseus_vault_core.storage.postgres import _snapshot
+    from perseus_vault_core.storage.postgres.schema import migrate
+
+    conn = connect(pg_url)
+    try:
+        migrate(conn, 1_000)
+        conn.execute("INSERT INTO vault_meta (key, value) VALUES ('embedding_model', 'm@1'), ('embedding_dimension', '8')")
+        with _snapshot(conn):
+            assert conn.in_transaction and conn.memo is not None
+            assert changelog.position(conn) == 0 and vector_rows.model(conn) == ("m@1", 8)
+            other = connect(pg_url)  # a write committed meanwhile is not in this snapshot, as with a fresh read
+            other.execute("INSERT INTO head_changes (vid, op, scope) VALUES (1, 0, '')")
+            other.execute("UPDATE vault_meta SET value = '16' WHERE key = 'embedding_dimension'")
+            other.close()
+            assert changelog.position(conn) == 0 and vector_rows.model(conn) == ("m@1", 8)
+        assert conn.memo is None and not conn.in_transaction
+        assert changelog.position(conn) == 1 and vector_rows.model(conn) == ("m@1", 16)
+        with _snapshot(conn):
+            conn.execute("DELETE FROM head_changes")  # a statement that is not a read drops what was read
+            assert conn.memo is None and changelog.position(conn) == 0
+        with pytest.raises(RuntimeError, match="inside"), _snapshot(conn):
+            raise RuntimeError("inside")
+        assert conn.memo is None and not conn.in_transaction
+    finally:
+        conn.close()
+
+
+def test_a_warm_recall_costs_few_round_trips(pg_url: str) -> None:
+    """BEGIN with the snapshot's facts, the page, COMMIT: three messages to the server for a recall in any
+    mode with the in-memory indexes built (the pool lends the connection given back a moment ago without
+    asking the server first, pool.FRESH_S)."""
+    import threading
+
+    import psycopg
+
+    from perseus_vault_core import Vault
+
+    from ....conftest import FakeEmbedder
+
+    with Vault(pg_url, embedder=FakeEmbedder()) as vault:
+        vault.remember_many([{"category": "note", "key": f"n{i}", "content": f"ledger entry {i} about cache warming"}
+                             for i in range(40)])
+        vault.recall("cache warming", mode="hybrid", reinforce=False)
+        assert vault.wait_for_keyword_index(60) and vault.wait_for_vector_index(60)
+        for _ in range(3):
+            vault.recall("cache warming", mode="hybrid", reinforce=False)
+        sent: list[str] = []
+        me, real = threading.get_ident(), psycopg.Connection.execute
+
+        def counted(self: psycopg.Connection, query: object, *args: object, **kwargs: object) -> object:
+            if threading.get_ident() == me:
+                sent.append(str(query)[:60])
+            return real(self, query, *args, **kwargs)  # type: ignore[arg-type]
+
+        psycopg.Connection.execute = counted  # type: ignore[assignment,method-assign]
+        try:
+            for mode in ("fts5", "dense", "hybrid"):
+                sent.clear()
+                assert vault.recall("cache warming", mode=mode, reinforce=False).items
+                assert len(sent) <= 3, (mode, sent)
+        finally:
+            psycopg.Connection.execute = real  # type: ignore[method-assign]

@@ -127,6 +127,36 @@ def test_a_connection_the_server_ended_is_replaced_before_the_next_verb(pg_url: 
         assert vault.recall("dropped session", reinforce=False).total == 1
 
 
+@pytest.mark.parametrize("verb", ["recall", "remember", "get"])
+def test_a_connection_that_died_just_after_use_is_replaced_by_the_next_verbs_first_statement(pg_url: str,
+                                                                                            verb: str) -> None:
+    """Given back a moment ago, a connection is lent without the pool's check (pool.FRESH_S); when the server
+    ended it meanwhile, the verb's first statement finds that and runs on a new connection."""
+    from perseus_vault_core.storage.postgres import pool
+
+    with Vault(pg_url, embedder=False, keyword_index=False, vector_index=False) as vault:
+        first = vault.remember("note", "a", "survives a dropped session")
+        backend = vault._engine.backend
+        with backend.lease():
+            pid = backend.conn().execute("SELECT pg_backend_pid()").fetchone()[0]
+        admin = backend.connect()
+        try:
+            admin.execute("SELECT pg_terminate_backend(?)", (pid,))
+        finally:
+            admin.close()
+        time.sleep(0.2)
+        assert pool.FRESH_S > 0.5  # so the pool lends the dead one without asking
+        if verb == "recall":
+            assert vault.recall("dropped session", reinforce=False).total == 1
+        elif verb == "remember":
+            written = vault.remember("note", "b", "written after the drop")
+            assert vault.get_entity(written.id).content == "written after the drop"
+        else:
+            assert vault.get_entity(first.id).content == "survives a dropped session"
+        with backend.lease():
+            assert backend.conn().execute("SELECT pg_backend_pid()").fetchone()[0] != pid
+
+
 def test_a_forked_child_uses_a_pool_of_its_own(pg_url: str) -> None:
     with Vault(pg_url, embedder=False, keyword_index=False, vector_index=False) as vault:
         vault.remember("note", "a", "parent and child")
