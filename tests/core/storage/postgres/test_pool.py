@@ -111,19 +111,25 @@ def test_a_thread_that_waits_too_long_for_a_connection_gets_one_clear_error(pg_u
         assert vault.recall("connection", reinforce=False).total == 1  # free again
 
 
+def _end_the_pooled_session(vault: Vault) -> int:
+    """Have the server end the session of the connection the vault's pool lends next; its process id."""
+    backend = vault._engine.backend
+    with backend.lease():
+        pid = int(backend.conn().execute("SELECT pg_backend_pid()").fetchone()[0])
+    admin = backend.connect()
+    try:
+        admin.execute("SELECT pg_terminate_backend(?)", (pid,))
+    finally:
+        admin.close()
+    time.sleep(0.2)
+    return pid
+
+
 def test_a_connection_the_server_ended_is_replaced_before_the_next_verb(pg_url: str) -> None:
     with Vault(pg_url, embedder=False, keyword_index=False, vector_index=False) as vault:
         vault.remember("note", "a", "survives a dropped session")
-        backend = vault._engine.backend
-        with backend.lease():
-            pid = backend.conn().execute("SELECT pg_backend_pid()").fetchone()[0]
-        admin = backend.connect()
-        try:
-            admin.execute("SELECT pg_terminate_backend(?)", (pid,))
-        finally:
-            admin.close()
-        time.sleep(0.2)
-        # The pool checks a connection before lending it: the dead one is dropped, a new one serves.
+        _end_the_pooled_session(vault)
+        # The dead one is dropped (by the pool's check, or by the verb's first statement), a new one serves.
         assert vault.recall("dropped session", reinforce=False).total == 1
 
 
@@ -137,14 +143,7 @@ def test_a_connection_that_died_just_after_use_is_replaced_by_the_next_verbs_fir
     with Vault(pg_url, embedder=False, keyword_index=False, vector_index=False) as vault:
         first = vault.remember("note", "a", "survives a dropped session")
         backend = vault._engine.backend
-        with backend.lease():
-            pid = backend.conn().execute("SELECT pg_backend_pid()").fetchone()[0]
-        admin = backend.connect()
-        try:
-            admin.execute("SELECT pg_terminate_backend(?)", (pid,))
-        finally:
-            admin.close()
-        time.sleep(0.2)
+        pid = _end_the_pooled_session(vault)
         assert pool.FRESH_S > 0.5  # so the pool lends the dead one without asking
         if verb == "recall":
             assert vault.recall("dropped session", reinforce=False).total == 1
