@@ -24,13 +24,16 @@ def head_sql(feed: str, where: str) -> str:
             f"FROM entity_versions v JOIN entities e ON e.id = v.entity_id AND e.scope = v.scope {where}")
 
 
+POSITION_SQL = "SELECT coalesce(max(seq), 0) FROM head_changes"
+
+
 def position(conn: Connection) -> int:
     """The latest entry's position (0 for an empty log); inside a Postgres read snapshot, as read with its
     BEGIN (``PgConnection.begin_snapshot``)."""
     memo = getattr(conn, "memo", None)
     if memo is not None:
         return int(memo["position"])
-    return int(conn.execute("SELECT coalesce(max(seq), 0) FROM head_changes").fetchone()[0])
+    return int(conn.execute(POSITION_SQL).fetchone()[0])
 
 
 def marker(conn: Connection, seq: int) -> str | None:

@@ -18,13 +18,14 @@ from ..hits import Hit
 TABLE = "version_vectors"
 
 
+MODEL_SQL = "SELECT key, value FROM vault_meta WHERE key IN ('embedding_model', 'embedding_dimension')"
+
+
 def model(conn: Connection) -> tuple[str, int] | None:
     """(identity, dimension) of the vectors in this vault, or ``None`` before the first one; inside a Postgres
     read snapshot, as read with its BEGIN (``PgConnection.begin_snapshot``)."""
     memo = getattr(conn, "memo", None)
-    rows = dict(memo["model"] if memo is not None else conn.execute(
-        "SELECT key, value FROM vault_meta WHERE key IN ('embedding_model', 'embedding_dimension')"
-    ).fetchall())
+    rows = dict(memo["model"] if memo is not None else conn.execute(MODEL_SQL).fetchall())
     if "embedding_model" not in rows:
         return None
     return rows["embedding_model"], int(rows["embedding_dimension"])

@@ -23,7 +23,9 @@ from typing import Any, Literal, TypeVar
 
 from ...dialect import POSTGRES
 from ...errors import InvalidInput
+from ..changelog import POSITION_SQL
 from ..retry import WRITE_RETRIES, transaction
+from ..vector_rows import MODEL_SQL
 
 T = TypeVar("T")
 
@@ -153,7 +155,7 @@ class PgConnection:
         recall): :attr:`memo` holds them until the snapshot ends, which cannot change them. A recall
         otherwise spent up to five round trips of its eight on them."""
         cursor = self._first(lambda: self.raw.execute(
-            f"BEGIN ISOLATION LEVEL REPEATABLE READ; {SNAPSHOT_POSITION}; {SNAPSHOT_MODEL}", None, prepare=None), True)
+            f"BEGIN ISOLATION LEVEL REPEATABLE READ; {POSITION_SQL}; {MODEL_SQL}", None, prepare=None), True)
         cursor.nextset()
         position = int(cursor.fetchone()[0])
         cursor.nextset()
@@ -182,10 +184,6 @@ class PgConnection:
         from psycopg.pq import TransactionStatus
 
         return bool(self.raw.info.transaction_status in (TransactionStatus.INTRANS, TransactionStatus.INERROR))
-
-
-SNAPSHOT_POSITION = "SELECT coalesce(max(seq), 0) FROM head_changes"  # changelog.position's statement
-SNAPSHOT_MODEL = "SELECT key, value FROM vault_meta WHERE key IN ('embedding_model', 'embedding_dimension')"  # vector_rows.model's
 
 
 RETRIED = frozenset({"40001", "40P01"})  # serialization failure, deadlock detected
