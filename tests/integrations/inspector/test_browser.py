@@ -95,9 +95,13 @@ def screenshot(driver: Any, folder: Path, name: str) -> None:
 
 
 def wait_for(driver: Any, test: Any, seconds: float = 60) -> None:
+    """Poll `test` until it holds. While a submitted form navigates, an element the test just found can be
+    replaced by the next page's (StaleElementReferenceException): that is "not yet", like an element not found."""
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
     from selenium.webdriver.support.ui import WebDriverWait
 
-    WebDriverWait(driver, seconds, poll_frequency=0.2).until(test)
+    WebDriverWait(driver, seconds, poll_frequency=0.2,
+                  ignored_exceptions=(NoSuchElementException, StaleElementReferenceException)).until(test)
 
 
 def views(sample: Sample) -> dict[str, str]:
@@ -219,6 +223,7 @@ def test_off_loopback_the_browser_signs_in_with_the_token_once(browser: Any, sto
         assert "Sign in" in browser.find_element(By.TAG_NAME, "h1").text
         assert "storage" not in browser.page_source
         browser.find_element(By.LINK_TEXT, "Sign in with it").click()
+        wait_for(browser, lambda d: d.find_elements(By.NAME, "token"))
         field = browser.find_element(By.NAME, "token")
         field.send_keys(TOKEN)
         field.submit()
