@@ -37,6 +37,8 @@ from .scopes import scope_key
 from .storage import Backend, Connection
 
 FORMAT = 1
+# An import tells the database's planner of its tables' sizes after this many records, then each time they double.
+REFRESH_FIRST = 500
 Progress = Callable[[int, int], None]
 
 _STRICT = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
@@ -242,15 +244,20 @@ def import_records(
 ) -> ImportReport:
     """Write validated records; the caller holds the write transaction (all or nothing)."""
     entities, links, plain = parsed
+    # A vault's first vectors (a new vault's import, migrate's copy): its search index is built once, after them.
+    first = plan is not None and bool(plan.by_text) and backend.vectors.model(conn) is None
     if plan is not None and plan.by_text:
-        backend.vectors.claim(conn, plan.identity, plan.dimension)
+        backend.vectors.claim(conn, plan.identity, plan.dimension, defer_index=first)
     total = len(entities) + len(links) + len(plain)
     report = ImportReport()
-    done = 0
+    done, refresh_at = 0, REFRESH_FIRST
 
     def tick() -> None:
-        nonlocal done
+        nonlocal done, refresh_at
         done += 1
+        if done >= refresh_at:  # the tables doubled: the planner is told (backend.refresh_statistics)
+            backend.refresh_statistics(conn)
+            refresh_at *= 2
         if progress is not None and (done % 500 == 0 or done == total):
             progress(done, total)
 
@@ -267,6 +274,8 @@ def import_records(
         for _, outcome in store.remember_batch(backend, conn, chunk, now_ms, plan):
             setattr(report, outcome, getattr(report, outcome) + 1)
             tick()
+    if first:
+        backend.vectors.build_index(conn)
     return report
 
 

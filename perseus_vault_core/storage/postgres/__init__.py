@@ -251,6 +251,9 @@ class PostgresBackend:
     def reindex(self) -> None:
         write_transaction(self.conn(), maintenance.reindex)  # type: ignore[arg-type]
 
+    def refresh_statistics(self, conn: Connection) -> None:
+        maintenance.analyze(conn)
+
     def backup(self, target: str) -> str:
         raise NotSupported("backup copies a SQLite file; a PostgreSQL vault is backed up by its server (pg_dump, or "
                            "the managed service's snapshots: docs/postgres.md), or exported with `export`")

@@ -112,6 +112,9 @@ class SQLiteBackend:
     def reindex(self) -> None:
         write_transaction(self.conn(), maintenance.reindex)
 
+    def refresh_statistics(self, conn: Connection) -> None:
+        """Nothing to do: SQLite plans every statement it prepares against the file as it is."""
+
     def backup(self, target: str) -> str:
         return maintenance.backup(self.conn(), target)
 

@@ -36,14 +36,19 @@ from .keyword import log_changes
 TABLE = "version_vectors"
 
 
-def claim(conn: Connection, identity: str, dimension: int) -> None:
-    """Inside a write transaction: record the model with the first vector, or refuse another one."""
+def claim(conn: Connection, identity: str, dimension: int, defer_index: bool = False) -> None:
+    """Inside a write transaction: record the model with the first vector, or refuse another one.
+    (``defer_index``: for the Postgres backend's ANN index; SQLite's file keeps none to defer.)"""
     check_model(conn, identity, dimension)
     if model(conn) is None:
         conn.executemany(
             "INSERT OR REPLACE INTO vault_meta (key, value) VALUES (?, ?)",
             [("embedding_model", identity), ("embedding_dimension", str(int(dimension)))],
         )
+
+
+def build_index(conn: Connection) -> None:
+    """Nothing to build: the file's vectors need no ANN index (the in-memory index is each process's)."""
 
 
 def forget_model(conn: Connection) -> None:
