@@ -4,16 +4,24 @@ STAMP := $(VENV)/.installed
 
 .PHONY: setup demo test bench clean
 
+# The bundled model's ONNX graph, built (not kept in git): setup.sh writes it; rewritten when its sources change.
+GRAPH := perseus_vault_core/embeddings/model/all-MiniLM-L6-v2.onnx
+EMB   := perseus_vault_core/embeddings
+
 $(STAMP): pyproject.toml scripts/setup.sh
 	./scripts/setup.sh
 	touch $(STAMP)
 
-setup: $(STAMP)
+$(GRAPH): $(STAMP) $(EMB)/graph.py $(EMB)/minilm.py $(EMB)/__main__.py
+	$(VENV)/bin/python -m perseus_vault_core.embeddings
+	touch $(GRAPH)
 
-demo: $(STAMP)
+setup: $(STAMP) $(GRAPH)
+
+demo: $(STAMP) $(GRAPH)
 	./scripts/demo.sh
 
-test: $(STAMP)
+test: $(STAMP) $(GRAPH)
 	$(VENV)/bin/python -m mypy
 	$(VENV)/bin/python -m pytest
 

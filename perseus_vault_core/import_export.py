@@ -37,7 +37,8 @@ from .scopes import scope_key
 from .storage import Backend, Connection
 
 FORMAT = 1
-# An import tells the database's planner of its tables' sizes after this many records, then each time they double.
+# An import tells the database's planner of the vault's size once it holds this many memories (or twice what it
+# held), then each time that doubles again.
 REFRESH_FIRST = 500
 Progress = Callable[[int, int], None]
 
@@ -250,30 +251,40 @@ def import_records(
         backend.vectors.claim(conn, plan.identity, plan.dimension, defer_index=first)
     total = len(entities) + len(links) + len(plain)
     report = ImportReport()
-    done, refresh_at = 0, REFRESH_FIRST
+    done = 0
+    held = int(conn.execute("SELECT count(*) FROM entities").fetchone()[0])
+    refresh_at = max(REFRESH_FIRST, 2 * held)
 
     def tick() -> None:
-        nonlocal done, refresh_at
+        nonlocal done
         done += 1
-        if done >= refresh_at:  # the tables doubled: the planner is told (backend.refresh_statistics)
-            backend.refresh_statistics(conn)
-            refresh_at *= 2
         if progress is not None and (done % 500 == 0 or done == total):
             progress(done, total)
+
+    def grown() -> None:
+        """After a write: once the vault has doubled since the planner last heard, tell it
+        (backend.refresh_statistics), so the rest of the import runs on plans made for its size."""
+        nonlocal refresh_at
+        if held + done >= refresh_at:
+            backend.refresh_statistics(conn)
+            refresh_at = 2 * (held + done)
 
     id_map = _place_entities(backend, conn, entities, report)
     for _, rec in sorted(entities, key=lambda pair: pair[1].id):
         _write_entity(backend, conn, rec, id_map, now_ms, report, plan)
         tick()
+        grown()
     top_link = backend.next_id(conn, "links") - 1
     for number, link in sorted(links, key=lambda pair: pair[1].id):
         top_link = _write_link(conn, link, id_map, number, top_link, report)
         tick()
+        grown()
     for start in range(0, len(plain), 1000):
         chunk = [item for _, item in plain[start : start + 1000]]
         for _, outcome in store.remember_batch(backend, conn, chunk, now_ms, plan):
             setattr(report, outcome, getattr(report, outcome) + 1)
             tick()
+        grown()  # once per batch: its rows are all written before its ticks
     if first:
         backend.vectors.build_index(conn)
     return report

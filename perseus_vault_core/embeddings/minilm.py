@@ -102,8 +102,18 @@ def verify_weights(path: Path | None = None) -> Path:
 
 def verify_graph(path: Path | None = None) -> Path:
     """The ONNX graph (by default :func:`graph_path`'s), checked (a damaged or replaced file would give wrong
-    vectors under the bundled model's name)."""
-    return _verified(path or graph_path(), GRAPH_SHA256, "the bundled model graph")
+    vectors under the bundled model's name). A damaged copy in the cache folder, of this package's own
+    making, is written again once."""
+    if path is not None:
+        return _verified(path, GRAPH_SHA256, "the bundled model graph")
+    found = graph_path()
+    try:
+        return _verified(found, GRAPH_SHA256, "the bundled model graph")
+    except SetupError:
+        if found != cached_graph():
+            raise
+        found.unlink(missing_ok=True)
+        return _verified(graph_path(), GRAPH_SHA256, "the bundled model graph")
 
 
 def cached_graph() -> Path:
@@ -143,6 +153,8 @@ def write_graph(target: Path) -> Path:
     tmp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
         digest = write(verify_weights(model_dir()), tmp)
+        with open(tmp, "rb") as handle:  # on disk before it takes the name (a crash leaves no torn graph)
+            os.fsync(handle.fileno())
         if digest != GRAPH_SHA256:
             raise SetupError(f"the graph written from the published weights has sha256 {digest}, expected "
                              f"{GRAPH_SHA256}: this onnx ({onnx.__version__}) writes other bytes")

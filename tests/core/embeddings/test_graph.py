@@ -114,6 +114,18 @@ def test_an_install_without_the_graph_writes_it_once_into_the_cache(tmp_path: Pa
     assert ((M.MiniLMOnnx(threads=1).embed(texts) * expected).sum(axis=1)).min() >= 0.9999
 
 
+def test_a_damaged_graph_in_the_cache_is_written_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cache's copy is the vault's own making: damaged (a disk fault, a torn copy), it is written again
+    rather than refused with advice to reinstall."""
+    monkeypatch.setenv("PERSEUS_VAULT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(M, "GRAPH", tmp_path / "package" / "all-MiniLM-L6-v2.onnx")
+    path = M.graph_path()
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data[: len(data) // 2]))
+    assert M.verify_graph() == path and M._sha256(path) == M.GRAPH_SHA256
+
+
 def test_a_graph_written_with_other_bytes_is_refused_and_not_kept(tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """Another onnx release could serialise the same graph differently: refused, naming it, nothing cached."""
