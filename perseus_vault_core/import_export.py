@@ -246,9 +246,8 @@ def import_records(
     """Write validated records; the caller holds the write transaction (all or nothing)."""
     entities, links, plain = parsed
     # A vault's first vectors (a new vault's import, migrate's copy): its search index is built once, after them.
-    first = plan is not None and bool(plan.by_text) and backend.vectors.model(conn) is None
-    if plan is not None and plan.by_text:
-        backend.vectors.claim(conn, plan.identity, plan.dimension, defer_index=first)
+    first = plan is not None and bool(plan.by_text) and backend.vectors.claim(conn, plan.identity, plan.dimension,
+                                                                              defer_index=True)
     total = len(entities) + len(links) + len(plain)
     report = ImportReport()
     done = 0

@@ -4,16 +4,20 @@ built, :func:`.minilm.write_graph` where it goes and how it is checked."""
 
 from __future__ import annotations
 
-from .minilm import GRAPH, GRAPH_SHA256, _sha256, write_graph
+from ..errors import SetupError
+from .minilm import GRAPH, GRAPH_SHA256, verify_graph, write_graph
 
 
 def main() -> None:
-    """Write the graph unless the package holds it already, byte for byte (an older one is replaced)."""
-    if GRAPH.exists() and _sha256(GRAPH) == GRAPH_SHA256:
+    """Write the graph unless the package holds it already, byte for byte (a missing, older or damaged one
+    is written)."""
+    try:
+        verify_graph(GRAPH)
+    except SetupError:
+        path = write_graph(GRAPH)
+        print(f"wrote {path} ({path.stat().st_size:,} bytes), sha256 {GRAPH_SHA256}")
+    else:
         print(f"{GRAPH} is up to date (sha256 {GRAPH_SHA256})")
-        return
-    path = write_graph(GRAPH)
-    print(f"wrote {path} ({path.stat().st_size:,} bytes), sha256 {GRAPH_SHA256}")
 
 
 if __name__ == "__main__":

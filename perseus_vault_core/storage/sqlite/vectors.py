@@ -36,15 +36,17 @@ from .keyword import log_changes
 TABLE = "version_vectors"
 
 
-def claim(conn: Connection, identity: str, dimension: int, defer_index: bool = False) -> None:
-    """Inside a write transaction: record the model with the first vector, or refuse another one.
-    (``defer_index``: for the Postgres backend's ANN index; SQLite's file keeps none to defer.)"""
+def claim(conn: Connection, identity: str, dimension: int, defer_index: bool = False) -> bool:
+    """Inside a write transaction: record the model with the first vector (True: recorded now), or refuse
+    another one. (``defer_index``: for the Postgres backend's ANN index; SQLite's file keeps none to defer.)"""
     check_model(conn, identity, dimension)
-    if model(conn) is None:
-        conn.executemany(
-            "INSERT OR REPLACE INTO vault_meta (key, value) VALUES (?, ?)",
-            [("embedding_model", identity), ("embedding_dimension", str(int(dimension)))],
-        )
+    if model(conn) is not None:
+        return False
+    conn.executemany(
+        "INSERT OR REPLACE INTO vault_meta (key, value) VALUES (?, ?)",
+        [("embedding_model", identity), ("embedding_dimension", str(int(dimension)))],
+    )
+    return True
 
 
 def build_index(conn: Connection) -> None:
