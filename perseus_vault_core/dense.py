@@ -77,8 +77,9 @@ def _scan(columns: list[np.ndarray], query: list[np.uint64], start: int, stop: i
 
 def nearest(distance: np.ndarray, entity_ids: np.ndarray, depth: int) -> np.ndarray:
     """Indexes of the ``depth`` smallest distances, ties by entity id: the same rows as SQL's
-    ``ORDER BY distance, entity_id LIMIT depth``. (One pass picks every row up to the cut, the cut's ties
-    split off among those few: two passes over all the rows cost 40% more at 100k.)"""
+    ``ORDER BY distance, entity_id LIMIT depth``, in no particular order (callers sort what they keep).
+    (One pass picks every row up to the cut, the cut's ties split off among those few: two passes over all
+    the rows cost 40% more at 100k.)"""
     if len(distance) <= depth:
         return np.arange(len(distance))
     cut = np.partition(distance, depth - 1)[depth - 1]
@@ -87,7 +88,8 @@ def nearest(distance: np.ndarray, entity_ids: np.ndarray, depth: int) -> np.ndar
         return within
     at_cut = distance[within] == cut
     below, at = within[~at_cut], within[at_cut]
-    at = at[np.argsort(entity_ids[at], kind="stable")][: depth - len(below)]
+    need = depth - len(below)  # the ties' lowest entity ids (one head each, so no two alike): a partition, no sort
+    at = at[np.argpartition(entity_ids[at], need - 1)[:need]]
     return np.concatenate([below, at])
 
 
@@ -100,7 +102,7 @@ def sign_scores(codes: np.ndarray, query: np.ndarray) -> np.ndarray:
 
     By table: for each byte position of a code, the query's sum over the bits each of the 256 byte
     values holds (made from the query once, every entry added up in one fixed order), so a row costs a
-    look-up per byte and a sum of those: 0.12 ms for 1,500 rows at 384 dimensions, against 0.22 for
+    look-up per byte and a sum of those: 0.10 ms for 1,500 rows at 384 dimensions, against 0.22 for
     unpacking every bit to a float. Each row is summed on its own over exactly its ``ceil(dimension / 8)``
     bytes (padding cut first), so a row's score never depends on its neighbours or on how its code was
     padded: both dense paths agree."""
@@ -113,8 +115,9 @@ def sign_scores(codes: np.ndarray, query: np.ndarray) -> np.ndarray:
     for bit in range(8):  # values below 2**bit are done; the next ones add the component of that bit
         low = 1 << bit
         np.add(table[:, :low], parts[:, 7 - bit : 8 - bit], out=table[:, low : 2 * low])  # packbits: MSB first
-    at = np.asarray(codes, dtype=np.uint8)[:, :width] + np.arange(width, dtype=np.intp) * 256
-    scores: np.ndarray = np.add.reduce(np.take(table.reshape(-1), at), axis=1)
+    at = np.asarray(codes, dtype=np.uint8)[:, :width].astype(np.intp)
+    at += np.arange(width, dtype=np.intp) * 256
+    scores: np.ndarray = np.einsum("ij->i", np.take(table.reshape(-1), at))  # a quarter of add.reduce's time on rows this short
     return scores
 
 
