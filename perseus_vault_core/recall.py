@@ -113,24 +113,32 @@ def recall(
 
 
 def _mode(conn: Connection, params: RecallParams, arms: Arms) -> str:
-    vectors = arms.backend.vectors
-    has_vectors = vectors.model(conn) is not None
+    """The mode a recall runs in (see the module's docstring), refused when it cannot run. Reads the stored
+    vectors' model once, and not at all for ``fts5``."""
+    if params.mode == "fts5":
+        return "fts5"
+    recorded = arms.backend.vectors.model(conn)
     if params.mode is None:
-        if not (has_vectors and arms.embed_query is not None):
+        if not (recorded is not None and arms.embed_query is not None):
             return "fts5"
         # A query embedded by another model than the stored vectors' would rank noise: refuse.
-        vectors.check_model(conn, *_model(arms))
+        _same_model(conn, recorded, arms)
         return "hybrid"
-    if params.mode != "fts5":
-        if arms.embed_query is None:
-            raise NotSupported(f"mode={params.mode!r} needs an embedding model, and this vault was opened without one")
-        if not has_vectors:
-            raise NotSupported(
-                f"mode={params.mode!r} needs stored vectors and this vault has none yet; "
-                "run `perseus-vault embed` (or remember with an embedder), or use mode='fts5'"
-            )
-        vectors.check_model(conn, *_model(arms))
+    if arms.embed_query is None:
+        raise NotSupported(f"mode={params.mode!r} needs an embedding model, and this vault was opened without one")
+    if recorded is None:
+        raise NotSupported(
+            f"mode={params.mode!r} needs stored vectors and this vault has none yet; "
+            "run `perseus-vault embed` (or remember with an embedder), or use mode='fts5'"
+        )
+    _same_model(conn, recorded, arms)
     return params.mode
+
+
+def _same_model(conn: Connection, recorded: tuple[str, int], arms: Arms) -> None:
+    """Refuse an embedder other than the stored vectors' model (``vectors.check_model`` says why)."""
+    if recorded != _model(arms):
+        arms.backend.vectors.check_model(conn, *_model(arms))
 
 
 def _check_vector(conn: Connection, vector: np.ndarray, arms: Arms) -> None:

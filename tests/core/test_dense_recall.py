@@ -556,3 +556,22 @@ def test_absolute_scores_leave_unrelated_memories_out_with_the_bundled_model(tmp
         answer = vault.recall("which database did we pick", reinforce=False).items[0].score
         nonsense = vault.recall("kubernetes helm chart", reinforce=False).items[0].score
         assert answer > 2 * nonsense and deploys.id != db.id
+
+
+def test_a_recall_reads_the_stored_model_once_and_a_keyword_recall_not_at_all(
+        dense_vault: Vault, notes: dict[str, int], backend: str) -> None:
+    if backend == "postgres":
+        pytest.skip("counts SQLite's statements (a Postgres snapshot reads the model with its BEGIN)")
+    dense_vault.recall("billing ledger", mode="dense", reinforce=False)  # the indexes warm first
+    statements: list[str] = []
+    conn = dense_vault._engine.conn()
+    conn.set_trace_callback(statements.append)
+    try:
+        reads = {}
+        for mode in ("dense", "hybrid", None, "fts5"):
+            statements.clear()
+            assert dense_vault.recall("billing ledger", mode=mode, reinforce=False).items
+            reads[mode] = sum("embedding_model" in s for s in statements)
+    finally:
+        conn.set_trace_callback(None)
+    assert reads == {"dense": 1, "hybrid": 1, None: 1, "fts5": 0}
