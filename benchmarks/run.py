@@ -90,7 +90,9 @@ def _commit() -> str:
     try:
         head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
                               check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+        # The report and its images are this run's own output (written before the last sections render).
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
+                                ":(exclude)docs/benchmarks.md", ":(exclude)docs/img"], cwd=ROOT,
                                capture_output=True, text=True, check=True).stdout.strip()
         return head + (" (with uncommitted changes)" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
