@@ -2,6 +2,11 @@
 
 Versions are embedded in batches, current ones first; each batch is written in its own transaction,
 so a long backfill can be stopped and resumed, and writers interleave with it.
+
+On PostgreSQL, a backfill that records the model (a re-embed, or a vault's first vectors) leaves the HNSW
+index to its end and builds it once, as an import does: inserting into the graph row by row cost more than
+the whole build. Until then a search by SQL scans the vectors, exactly; a backfill stopped before its end
+leaves the build to the next ``embed``, which resumes it.
 """
 
 from __future__ import annotations
@@ -43,7 +48,7 @@ def embed(engine: Engine, reembed: bool, progress: Progress | None) -> EmbedRepo
         by_text = dict(zip(unique, checked(embedder, unique)))
 
         def work(c: Connection, batch: list[tuple[int, str, str | None, bool]] = batch, texts: list[str] = texts) -> None:
-            vectors.claim(c, embedder.identity, embedder.dimension)
+            vectors.claim(c, embedder.identity, embedder.dimension, defer_index=True)
             alive = vectors.existing(c, [b[0] for b in batch])
             rows = [(vid, by_text[text]) for (vid, _, _, _), text in zip(batch, texts) if vid in alive]
             vectors.write(c, rows, heads=[vid for vid, _, _, head in batch if head and vid in alive])
@@ -52,4 +57,6 @@ def embed(engine: Engine, reembed: bool, progress: Progress | None) -> EmbedRepo
         done += len(batch)
         if progress is not None:
             progress(min(done, total), total)
+    if done or not engine.backend.read_only:  # a replica with nothing to embed has nothing to build either
+        engine.write(vectors.build_index)  # the index this backfill (or one stopped before it) deferred, if missing
     return EmbedReport(embedded=done, model=embedder.identity, dimension=embedder.dimension, reembedded=reembed)

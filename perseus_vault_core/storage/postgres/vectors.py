@@ -65,9 +65,10 @@ def claim(conn: Connection, identity: str, dimension: int, defer_index: bool = F
 
 def build_index(conn: Connection) -> None:
     """The HNSW index over the recorded model's dimension, unless it exists (in the caller's transaction:
-    it commits with the vectors or not at all; readers go on meanwhile, writers wait)."""
+    it commits with the vectors or not at all; readers go on meanwhile, writers wait). Asked first, so an
+    index that exists costs no lock on the table."""
     recorded = model(conn)
-    if recorded is not None:
+    if recorded is not None and conn.execute("SELECT to_regclass(?) IS NULL", (HNSW_INDEX,)).fetchone()[0]:
         conn.execute(f"CREATE INDEX IF NOT EXISTS {HNSW_INDEX} ON {TABLE} USING hnsw ({indexed(recorded[1])} "
                      "vector_cosine_ops)")
 

@@ -1,6 +1,7 @@
 """storage/postgres/vectors.py: the HNSW index beside the vectors. A vault's first vector makes it at once;
 an import's first vectors (a new vault's import, ``migrate``'s copy) have it built once, after them, in
-the same transaction (one build costs far less than inserting into the graph row by row)."""
+the same transaction, and so do a backfill's (``embed``, a re-embed): one build costs far less than inserting
+into the graph row by row."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import psycopg
 import pytest
 
 from perseus_vault_core import InvalidInput, Vault
+from perseus_vault_core.embeddings import backfill
 from perseus_vault_core.storage.postgres import vectors
 from perseus_vault_core.storage.postgres.connection import PgConnection
 
@@ -105,3 +107,65 @@ def test_an_import_that_fails_leaves_no_model_and_no_index(pg_url: str, tmp_path
     assert _index(pg_url) is None
     with psycopg.connect(pg_url) as conn:
         assert conn.execute("SELECT count(*) FROM vault_meta WHERE key = 'embedding_model'").fetchone() == (0,)
+
+
+class _Other(FakeEmbedder):
+    identity = "another-model@2"
+
+
+class _StopsAt(_Other):
+    """Fails on its ``n``-th call, as a backfill killed midway would stop."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.n = n
+
+    def embed(self, texts: Any) -> Any:
+        if self.calls + 1 == self.n:
+            raise RuntimeError("stopped midway")
+        return super().embed(texts)
+
+
+def test_a_reembed_builds_the_index_once_after_its_last_vector(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    with Vault(pg_url, embedder=FakeEmbedder()) as vault:
+        vault.import_jsonl(_lines(0, 30))
+    monkeypatch.setattr(backfill, "BATCH_ROWS", 8)  # four batches, each its own transaction
+    with Vault(pg_url, embedder=_Other()) as vault:
+        with _statements(monkeypatch) as sent:
+            report = vault.embed(reembed=True)
+        assert report.embedded == 30 and report.reembedded
+        builds = [i for i, s in enumerate(sent) if s.startswith(f"CREATE INDEX IF NOT EXISTS {vectors.HNSW_INDEX}")]
+        writes = [i for i, s in enumerate(sent) if s.startswith(f"INSERT INTO {vectors.TABLE} ")]
+        assert len(builds) == 1 and len(writes) == 4 and max(writes) < builds[0], sent
+    assert "vector(64)" in str(_index(pg_url))
+    with Vault(pg_url, embedder=_Other(), keyword_index=False, vector_index=False) as reader:
+        items = reader.recall("ledger entry 7 about cache warming", mode="dense", limit=1, reinforce=False).items
+        assert [i.key for i in items] == ["n7"]
+
+
+def test_a_backfill_stopped_midway_leaves_the_build_to_the_next_embed(pg_url: str,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    with Vault(pg_url, embedder=FakeEmbedder()) as vault:
+        vault.import_jsonl(_lines(0, 30))
+    monkeypatch.setattr(backfill, "BATCH_ROWS", 8)
+    with Vault(pg_url, embedder=_StopsAt(3)) as vault:  # the probe, one batch, then the stop
+        with pytest.raises(RuntimeError, match="stopped midway"):
+            vault.embed(reembed=True)
+        assert vault.stats().embedding_model == "another-model@2" and _index(pg_url) is None
+        # Meanwhile a search by SQL scans the vectors there are, exactly.
+        with Vault(pg_url, embedder=_Other(), keyword_index=False, vector_index=False) as reader:
+            assert reader.recall("ledger entry 3 about cache warming", mode="dense", limit=1, reinforce=False).items
+    with Vault(pg_url, embedder=_Other()) as vault:
+        report = vault.embed()
+        assert report.embedded == 22 and vault.stats().embedding_coverage == 1.0
+    assert "vector_cosine_ops" in str(_index(pg_url))
+
+
+def test_an_embed_with_an_index_in_place_builds_nothing(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    with Vault(pg_url, embedder=FakeEmbedder()) as vault:
+        vault.remember("note", "n0", "ledger entry about cache warming")
+        made = _index(pg_url)
+        with _statements(monkeypatch) as sent:
+            assert vault.embed().embedded == 0
+        assert not [s for s in sent if s.startswith("CREATE INDEX")], sent
+    assert _index(pg_url) == made and made is not None
