@@ -57,6 +57,8 @@ def embed(engine: Engine, reembed: bool, progress: Progress | None) -> EmbedRepo
         done += len(batch)
         if progress is not None:
             progress(min(done, total), total)
-    if done or not engine.backend.read_only:  # a replica with nothing to embed has nothing to build either
-        engine.write(vectors.build_index)  # the index this backfill (or one stopped before it) deferred, if missing
+    with engine.reading() as conn:  # the index this backfill (or one stopped before it) deferred
+        missing_index = vectors.index_missing(conn)
+    if missing_index and not engine.backend.read_only:  # a replica leaves it to its primary
+        engine.write(vectors.build_index)
     return EmbedReport(embedded=done, model=embedder.identity, dimension=embedder.dimension, reembedded=reembed)

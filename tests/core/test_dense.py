@@ -85,3 +85,10 @@ def test_nearest_keeps_the_rows_a_sort_by_distance_then_entity_id_keeps(depth: i
     entity_ids = rng.permutation(1000)[:100]
     expected = sorted(range(100), key=lambda i: (int(distance[i]), int(entity_ids[i])))[:depth]
     assert sorted(dense.nearest(distance, entity_ids, depth).tolist()) == sorted(expected)
+
+
+@pytest.mark.parametrize(("depth", "expected"), [(2, [1, 5]), (3, [1, 4, 5]), (5, [1, 2, 3, 4, 5])])
+def test_nearest_splits_the_ties_at_its_cut_by_the_lowest_entity_ids(depth: int, expected: list[int]) -> None:
+    distance = np.asarray([3, 1, 2, 2, 2, 2, 5], dtype=np.uint16)  # four rows tie at the cut, 2
+    entity_ids = np.asarray([70, 60, 50, 40, 30, 20, 10])  # the ties' ids fall as their rows rise
+    assert sorted(dense.nearest(distance, entity_ids, depth).tolist()) == expected

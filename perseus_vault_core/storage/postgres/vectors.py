@@ -50,9 +50,9 @@ def indexed(dimension: int) -> str:
 
 def claim(conn: Connection, identity: str, dimension: int, defer_index: bool = False) -> bool:
     """Inside a write transaction: record the model with the first vector (True: recorded now) and make the
-    HNSW index for its dimension, or refuse another model. ``defer_index``: the transaction is about to
-    write many vectors (an import, ``migrate``) and, when this call recorded the model, calls
-    :func:`build_index` after them: one build costs far less than inserting into the graph row by row."""
+    HNSW index for its dimension, or refuse another model. ``defer_index``: the caller is about to write
+    many vectors (an import or ``migrate`` in this transaction, ``embed`` in a batch per transaction) and
+    calls :func:`build_index` after them: one build costs far less than inserting into the graph row by row."""
     check_model(conn, identity, dimension)
     if model(conn) is not None:
         return False
@@ -64,13 +64,21 @@ def claim(conn: Connection, identity: str, dimension: int, defer_index: bool = F
 
 
 def build_index(conn: Connection) -> None:
-    """The HNSW index over the recorded model's dimension, unless it exists (in the caller's transaction:
-    it commits with the vectors or not at all; readers go on meanwhile, writers wait). Asked first, so an
-    index that exists costs no lock on the table."""
-    recorded = model(conn)
-    if recorded is not None and conn.execute("SELECT to_regclass(?) IS NULL", (HNSW_INDEX,)).fetchone()[0]:
+    """The HNSW index over the recorded model's dimension, unless it exists, in the caller's transaction (an
+    import's: it commits with the vectors or not at all). Readers go on meanwhile; writers wait for it, as
+    for any write. Asked first, so an index that exists costs no lock on the table."""
+    if index_missing(conn):
+        recorded = model(conn)
+        assert recorded is not None
         conn.execute(f"CREATE INDEX IF NOT EXISTS {HNSW_INDEX} ON {TABLE} USING hnsw ({indexed(recorded[1])} "
                      "vector_cosine_ops)")
+
+
+def index_missing(conn: Connection) -> bool:
+    """Whether the vault has vectors but no HNSW index over them (a backfill stopped before building it)."""
+    if model(conn) is None:
+        return False
+    return bool(conn.execute("SELECT to_regclass(?) IS NULL", (HNSW_INDEX,)).fetchone()[0])
 
 
 def forget_model(conn: Connection) -> None:
@@ -199,5 +207,5 @@ def write_phrase_vectors(conn: Connection, model: str, vectors: dict[str, np.nda
 
 
 __all__ = ["TABLE", "build_index", "candidates", "check_model", "claim", "copy", "cosines", "coverage", "delete",
-           "existing", "forget_model", "head_vectors", "missing", "missing_count", "model", "phrase_vectors", "rescore",
+           "existing", "forget_model", "head_vectors", "index_missing", "missing", "missing_count", "model", "phrase_vectors", "rescore",
            "search", "write", "write_phrase_vectors"]

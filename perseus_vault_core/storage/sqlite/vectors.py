@@ -53,6 +53,11 @@ def build_index(conn: Connection) -> None:
     """Nothing to build: the file's vectors need no ANN index (the in-memory index is each process's)."""
 
 
+def index_missing(conn: Connection) -> bool:
+    """Never: there is no ANN index to miss (:func:`build_index`)."""
+    return False
+
+
 def forget_model(conn: Connection) -> None:
     """Drop every vector and the recorded model (before re-embedding with another one); every
     process's in-memory vector index learns of it through the change log and rebuilds."""
