@@ -9,7 +9,7 @@ from ...dbapi import Connection
 from ...models import CheckReport, Stats
 from ..checks import BAD_VECTORS, invariant_problems
 from ..vector_rows import coverage, model
-from . import keyword, schema
+from . import keyword, schema, vectors
 
 # Versions whose keyword document is missing, indexed versions whose row is gone, documents that are wrong
 # about their version (its entity, its scope, whether it is current), postings without their document and
@@ -62,11 +62,15 @@ def stats(conn: Connection, url: str, keyword_index: str, vector_index: str) -> 
 
 
 def check(conn: Connection) -> CheckReport:
-    """The vault's invariants, the keyword index against the rows, and unusable vectors."""
+    """The vault's invariants, the keyword index against the rows, unusable vectors, and the vectors' HNSW
+    index (an ``embed`` stopped before its end leaves it unbuilt)."""
     problems: list[str] = []
     drift = int(conn.execute(_KEYWORD_DRIFT).fetchone()[0])
     if drift:
         problems.append(f"the keyword index does not match its rows ({drift} versions differ; reindex rebuilds it)")
+    if vectors.index_missing(conn):
+        problems.append("the vectors have no HNSW index, so a search by SQL scans them all (an embed stopped "
+                        "before building it; embed or reindex builds it)")
     problems.extend(invariant_problems(conn))
     return CheckReport(ok=not problems, problems=problems)
 
@@ -83,6 +87,8 @@ def analyze(conn: Connection) -> None:
 
 
 def reindex(conn: Connection) -> None:
-    """Rebuild the keyword index from the rows and drop unusable vectors (the caller holds the write)."""
+    """Rebuild the keyword index from the rows, drop unusable vectors and build a missing HNSW index (the
+    caller holds the write)."""
     conn.execute(f"DELETE FROM version_vectors WHERE vid IN ({BAD_VECTORS})")
     keyword.rebuild(conn)  # logs a rebuild, which every process's keyword and vector mirrors follow
+    vectors.build_index(conn)

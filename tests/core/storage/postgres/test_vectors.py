@@ -152,12 +152,27 @@ def test_a_backfill_stopped_midway_leaves_the_build_to_the_next_embed(pg_url: st
         with pytest.raises(RuntimeError, match="stopped midway"):
             vault.embed(reembed=True)
         assert vault.stats().embedding_model == "another-model@2" and _index(pg_url) is None
+        report = vault.check()
+        assert not report.ok and any("no HNSW index" in p for p in report.problems), report
         # Meanwhile a search by SQL scans the vectors there are, exactly.
         with Vault(pg_url, embedder=_Other(), keyword_index=False, vector_index=False) as reader:
             assert reader.recall("ledger entry 3 about cache warming", mode="dense", limit=1, reinforce=False).items
     with Vault(pg_url, embedder=_Other()) as vault:
         report = vault.embed()
         assert report.embedded == 22 and vault.stats().embedding_coverage == 1.0
+        assert vault.check().ok
+    assert "vector_cosine_ops" in str(_index(pg_url))
+
+
+def test_reindex_builds_the_index_an_embed_left_unbuilt(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    with Vault(pg_url, embedder=FakeEmbedder()) as vault:
+        vault.import_jsonl(_lines(0, 30))
+    monkeypatch.setattr(backfill, "BATCH_ROWS", 8)
+    with Vault(pg_url, embedder=_StopsAt(3)) as vault:
+        with pytest.raises(RuntimeError, match="stopped midway"):
+            vault.embed(reembed=True)
+        assert _index(pg_url) is None
+        assert vault.reindex().ok
     assert "vector_cosine_ops" in str(_index(pg_url))
 
 
