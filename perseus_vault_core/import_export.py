@@ -251,7 +251,9 @@ def import_records(
     total = len(entities) + len(links) + len(plain)
     report = ImportReport()
     done = 0
-    held = int(conn.execute("SELECT count(*) FROM entities").fetchone()[0])
+    # Reaching refresh_at takes at least REFRESH_FIRST / 2 records whatever the vault held (max(500 - held, held)):
+    # a smaller import, the usual one, never refreshes, and skips counting the vault.
+    held = int(conn.execute("SELECT count(*) FROM entities").fetchone()[0]) if total >= REFRESH_FIRST // 2 else 0
     refresh_at = max(REFRESH_FIRST, 2 * held)
 
     def tick() -> None:

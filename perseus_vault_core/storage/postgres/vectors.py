@@ -67,17 +67,18 @@ def build_index(conn: Connection) -> None:
     """The HNSW index over the recorded model's dimension, unless it exists, in the caller's transaction (an
     import's: it commits with the vectors or not at all). Readers go on meanwhile; writers wait for it, as
     for any write. Asked first, so an index that exists costs no lock on the table."""
-    if index_missing(conn):
-        recorded = model(conn)
-        assert recorded is not None
+    recorded = model(conn)
+    if recorded is not None and _unbuilt(conn):
         conn.execute(f"CREATE INDEX IF NOT EXISTS {HNSW_INDEX} ON {TABLE} USING hnsw ({indexed(recorded[1])} "
                      "vector_cosine_ops)")
 
 
 def index_missing(conn: Connection) -> bool:
     """Whether the vault has vectors but no HNSW index over them (a backfill stopped before building it)."""
-    if model(conn) is None:
-        return False
+    return model(conn) is not None and _unbuilt(conn)
+
+
+def _unbuilt(conn: Connection) -> bool:
     return bool(conn.execute("SELECT to_regclass(?) IS NULL", (HNSW_INDEX,)).fetchone()[0])
 
 
@@ -207,5 +208,5 @@ def write_phrase_vectors(conn: Connection, model: str, vectors: dict[str, np.nda
 
 
 __all__ = ["TABLE", "build_index", "candidates", "check_model", "claim", "copy", "cosines", "coverage", "delete",
-           "existing", "forget_model", "head_vectors", "index_missing", "missing", "missing_count", "model", "phrase_vectors", "rescore",
-           "search", "write", "write_phrase_vectors"]
+           "existing", "forget_model", "head_vectors", "index_missing", "missing", "missing_count", "model",
+           "phrase_vectors", "rescore", "search", "write", "write_phrase_vectors"]

@@ -61,3 +61,14 @@ def test_a_small_import_asks_for_no_statistics(pg_url: str, monkeypatch: pytest.
         with _statements(monkeypatch) as sent:
             vault.import_jsonl(_notes(0, 20))
         assert _analyzed(sent) == 0
+        assert not [s for s in sent if s.startswith("SELECT count(*) FROM entities")], sent  # no size to weigh
+
+
+def test_the_smallest_import_that_doubles_a_vault_past_the_first_refresh_runs_it(
+        pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    half = REFRESH_FIRST // 2  # an import this large into a vault holding as many reaches REFRESH_FIRST
+    with Vault(pg_url, embedder=FakeEmbedder()) as vault:
+        vault.import_jsonl(_notes(0, half))
+        with _statements(monkeypatch) as sent:
+            vault.import_jsonl(_notes(half, half))
+        assert _analyzed(sent) == 1
