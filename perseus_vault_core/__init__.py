@@ -6,6 +6,7 @@ names here (limits, params models, the verb registry, the embedder protocol) are
 in ``perseus_vault_integrations`` build on: they import nothing else from the core.
 """
 
+from .cancel import Cancelled, cancellable
 from .conversations import transcript
 from .embeddings import Embedder, LazyEmbedder
 from .errors import Conflict, InvalidInput, NotFound, NotSupported, SetupError, StorageError, VaultError
@@ -67,6 +68,7 @@ from .keyvalue import KeyValues
 from .migrate import migrate
 from .roles import bind_role
 from .verbs import ALIASES, BY_NAME, PROFILES, VERBS, Verb
+from .text import escape_breaks
 
 __version__ = "0.1.0"
 
@@ -86,6 +88,7 @@ __all__ = [
     "MAX_TOPIC_PATH_CHARS",
     "PROFILES",
     "VERBS",
+    "Cancelled",
     "ChannelBlob",
     "Checkpoints",
     "CheckReport",
@@ -140,6 +143,8 @@ __all__ = [
     "Verb",
     "__version__",
     "bind_role",
+    "cancellable",
+    "escape_breaks",
     "is_advanced",
     "migrate",
     "read_secret_file",

@@ -22,6 +22,9 @@ Similar pairs are found without weighing every pair one by one: vectors by block
 products (a loose float32 pass, then the canonical float64 cosine of :mod:`dense` for the
 few candidates, so the answer does not hang on BLAS rounding); words by prefix filtering (two word
 sets with Jaccard >= t must share one of their rarest tokens, see :func:`_jaccard_matches`).
+
+The loops call :func:`cancel.checkpoint` every ``_CHUNK`` memories (and every block of cosines), so a
+caller that gave up (the web inspector, for a page nobody has open any more) stops the report early.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ import numpy as np
 
 from . import store
 from .actionability import actionability
+from .cancel import checkpoint
 from .dense import cosine
 from .dialect import dialect
 from .embeddings import embedding_text
@@ -56,6 +60,7 @@ PREVIEW_CHARS = 200
 DAY_MS = 86_400_000
 _SLACK = 1e-3  # float32 matrix products are within ~1e-6 of the exact cosine; candidates get this margin
 _BLOCK_CELLS = 1 << 22  # similarity cells per matrix block (16 MiB of float32)
+_CHUNK = 1024  # memories between two cancellation checkpoints (a few milliseconds of work)
 
 
 @dataclass(frozen=True, eq=False)
@@ -93,7 +98,9 @@ def read(backend: Backend, conn: Connection, filters: Filters, now_ms: int) -> t
         f"WHERE {v.where} AND v.status = 'active' AND v.type NOT IN ('{SUMMARY_TYPE}', 'memory_file') ORDER BY v.entity_id"
     )
     out = []
-    for row in conn.execute(sql, v.params):
+    for n, row in enumerate(conn.execute(sql, v.params)):
+        if n % _CHUNK == 0:
+            checkpoint()
         r, blob = store.row_dict(row[:-1]), row[-1]
         vector = np.frombuffer(blob, dtype=np.float32) if blob is not None and len(blob) == vector_bytes else None
         out.append(Memory(
@@ -111,7 +118,9 @@ def report(memories: Sequence[Memory], now_ms: int, min_age_days: int, limit: in
     near = near_duplicates([m for m in memories if m.id not in exact])
     old_enough = now_ms - min_age_days * DAY_MS
     flagged: list[tuple[float, int, Memory, list[HygieneReason], int | None]] = []
-    for m in memories:
+    for n, m in enumerate(memories):
+        if n % _CHUNK == 0:
+            checkpoint()
         action = actionability(m.text)
         reasons = [r for r in TEXT_REASONS if r in action.reasons]
         duplicate_of = exact.get(m.id)
@@ -188,6 +197,7 @@ def _cosine_matches(group: list[Memory]) -> dict[int, tuple[float, int]]:
     step = max(16, min(1024, _BLOCK_CELLS // n))
     out = {}
     for start in range(0, n, step):
+        checkpoint()
         end = min(n, start + step)
         block = matrix[start:end] @ matrix[:end].T
         block[:, start:][np.triu_indices(end - start)] = -np.inf  # earlier ones only
@@ -218,7 +228,9 @@ def _jaccard_matches(group: list[Memory]) -> dict[int, tuple[float, int]]:
     everyone = _Postings(sizes)
     without_vectors = _Postings(sizes)  # only the members without a vector
     best: dict[int, tuple[float, int]] = {}
-    for i in sorted((i for i, size in enumerate(sizes) if size), key=lambda i: (sizes[i], i)):
+    for n, i in enumerate(sorted((i for i, size in enumerate(sizes) if size), key=lambda i: (sizes[i], i))):
+        if n % _CHUNK == 0:
+            checkpoint()
         s, size = sets[i], sizes[i]
         tokens = sorted(map(rank.__getitem__, s))  # rarest first
         smallest = _ceil_div(num * size, den)  # t * size: the smallest set that can still match

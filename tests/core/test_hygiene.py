@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from ..conftest import DAY_MS, T0, Clock, FakeEmbedder
 
-from perseus_vault_core import HygieneReport, InvalidInput, Vault
+from perseus_vault_core import Cancelled, HygieneReport, InvalidInput, Vault, cancellable
 from perseus_vault_core import hygiene
 from perseus_vault_core.actionability import actionability
 from perseus_vault_core.cli import main
@@ -326,6 +326,43 @@ def test_an_exact_duplicate_is_not_also_a_near_duplicate() -> None:
                             now_ms=0, min_age_days=7, limit=10)
     reasons = {i.id: (i.reasons, i.duplicate_of) for i in report.items}
     assert reasons == {1: (["very short"], None), 2: (["very short", "duplicate"], 1), 3: (["near-duplicate"], 1)}
+
+
+def test_a_caller_that_gives_up_stops_the_report_midway(vault: Vault) -> None:
+    """The web inspector computes a report for a page that may be closed meanwhile; it gives up on it, and
+    the report stops at its next checkpoint instead of weighing every memory to the end."""
+    rng = random.Random(3)
+    vocab = [f"w{i}" for i in range(400)]
+    vault.remember_many([{"category": "note", "key": f"k{i}", "content": " ".join(rng.choices(vocab, k=10))}
+                         for i in range(3 * hygiene._CHUNK)])
+    checks: list[int] = []
+
+    def given_up_at(n: int) -> bool:
+        checks.append(1)
+        return len(checks) >= n
+
+    with cancellable(lambda: given_up_at(4)), pytest.raises(Cancelled):
+        vault.hygiene()
+    assert len(checks) == 4  # it stopped at the check that said so
+    checks.clear()
+    with cancellable(lambda: given_up_at(10**9)):
+        waited = vault.hygiene()
+    # Reading, weighing words and judging each memory all check, a chunk at a time.
+    assert len(checks) >= 3 * 3
+    assert waited == vault.hygiene()  # a caller that waits gets the whole report
+
+
+def test_cosine_blocks_check_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(hygiene, "_BLOCK_CELLS", 16 * 40)  # blocks of 16 rows, as 20,000 memories get ~200
+    memories = [hygiene.Memory(id=i, tenant=("", ""), category="c", key=str(i), content="x", text="x",
+                               created_at_ms=0, retrieval_count=0, expires_at_ms=None,
+                               vector=np.eye(4, dtype=np.float32)[i % 4]) for i in range(1, 41)]
+    checks: list[int] = []
+    with cancellable(lambda: bool(checks.append(1))):
+        hygiene.near_duplicates(memories)
+    assert len(checks) >= 3  # one per block of 16 rows
+    with cancellable(lambda: True), pytest.raises(Cancelled):
+        hygiene.near_duplicates(memories)
 
 
 # --- CLI -----------------------------------------------------------------------------------------
