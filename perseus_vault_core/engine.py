@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from . import recall, store
+from .background import Background
 from .graphrag.communities import Communities
 from .embeddings import Embedder, LazyEmbedder, checked
 from .errors import InvalidInput, NotFound, StorageError
@@ -81,6 +82,12 @@ class Engine:
         self.recalls = 0  # answered by this process: past HEADS_AFTER it is a long-running one
         if self.keyword_index is not None and self.vector_index is not None:
             self.vector_index.heads = self.keyword_index.heads  # one memory of the heads for both arms
+        self.background = Background()  # the indexes' threads, ended by close()
+        for index in (self.keyword_index, self.vector_index):
+            if index is not None:
+                index.background = self.background
+                if index.heads is not None:
+                    index.heads.background = self.background
         for index, wanted in ((self.keyword_index, options.keyword_index), (self.vector_index, options.vector_index)):
             if index is not None:  # saved beside the file, opened by the next process (indexes/snapshot.py)
                 index.snapshot_path = self.backend.mirror_file(index.NAME)
@@ -115,6 +122,9 @@ class Engine:
         return cls(options, clock=clock, embedder=chosen, fusion=fusion or Fusion(), cross_encoder=cross_encoder)
 
     def close(self) -> None:
+        """End the background work (its threads hold connections and may be writing a snapshot), then
+        close every connection; the SQLite backend checkpoints the WAL into the file as it does."""
+        self.background.close()
         self.backend.close()
 
     # --- connections and transactions -----------------------------------------------------------

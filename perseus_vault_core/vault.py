@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import IO, Any, Literal, TypeVar, Unpack
@@ -101,9 +102,10 @@ class Vault:
         self.path = options.path
         weights = validate(Fusion, fusion, prefix="fusion") if fusion is not None else None
         self._engine = Engine.open(options, clock=clock, embedder=embedder, fusion=weights, cross_encoder=cross_encoder)
+        # Closed once: by close(), or dropped unclosed, or at exit (a script's file is then complete too).
+        self._closing = weakref.finalize(self, self._engine.close)
 
     # --- lifecycle ---------------------------------------------------------------------------
-
     def __enter__(self) -> Vault:
         return self
 
@@ -111,7 +113,7 @@ class Vault:
         self.close()
 
     def close(self) -> None:
-        self._engine.close()
+        self._closing()
 
     @property
     def encrypted(self) -> bool:

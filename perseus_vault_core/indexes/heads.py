@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from ..background import Background
 from ..dbapi import Connection
 from ..filters import FROM_VERSIONS_FIRST, RULE_COLUMNS, from_vids, id_list
 from ..forking import GATE, in_child
@@ -68,6 +69,7 @@ class Heads:
         self.filled = False
         # where filter (its SQL and parameters) -> (versions asked about, ascending; whether each is kept)
         self._matches: OrderedDict[str, tuple[np.ndarray, np.ndarray]] = OrderedDict()
+        self.background = Background()  # the engine lends its own, which Vault.close ends
         _ALL.add(self)
 
     def matching(self, conn: Connection, condition: tuple[str, dict[str, Any]], vids: np.ndarray,
@@ -142,6 +144,7 @@ class Heads:
                             break
                         last = rows[-1][0]
                         GATE.checkpoint()  # between two statements: a fork may happen now
+                        self.background.check()  # or the vault may close
                     self.filled = True
                 except Exception:  # best effort: the walk reads what it misses
                     pass
@@ -150,7 +153,8 @@ class Heads:
                     if conn is not None:
                         conn.close()
 
-        threading.Thread(target=run, name="perseus-vault-heads", daemon=True).start()
+        if not self.background.start("perseus-vault-heads", run):
+            self._filling = False  # the vault is closing
 
     def _evict(self, count: int) -> None:
         """Drop the ``count`` versions held longest (a dict keeps insertion order)."""

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from ..background import Background
 from ..dbapi import Connection
 from ..forking import GATE, in_child
 from . import snapshot
@@ -188,7 +189,7 @@ class HeadMirror:
     REBUILD_ON: tuple[int, ...] = (OP_REBUILT,)
     # Fields that belong to this object, never taken from a fresh build or a loaded snapshot.
     LOCAL: tuple[str, ...] = ("_lock", "_building", "snapshot_path", "_snapshot_tried", "_saving", "_purged_at",
-                              "load_note", "save_note", "heads")
+                              "load_note", "save_note", "heads", "background")
 
     def __init__(self, backend: Backend) -> None:
         _MIRRORS.add(self)
@@ -217,6 +218,8 @@ class HeadMirror:
         # What the walk reads of the heads this mirror ranks, remembered by vid (hits.Heads); the engine
         # lends its keyword and vector mirrors one between them. None: none kept (the walk asks the file).
         self.heads: Heads | None = Heads()
+        # Where this mirror's threads run: the engine lends its own, which Vault.close ends (background.py).
+        self.background = Background()
 
     # -- hooks --
 
@@ -273,7 +276,8 @@ class HeadMirror:
                     if conn is not None:
                         conn.close()
 
-        threading.Thread(target=run, name=f"perseus-vault-{self.NAME}", daemon=True).start()
+        if not self.background.start(f"perseus-vault-{self.NAME}", run):
+            self._building = False  # the vault is closing
 
     def build(self, conn: Connection) -> None:
         """Read every head in one snapshot and index it, into a fresh object (queries keep being
@@ -286,8 +290,9 @@ class HeadMirror:
             fresh._reserve(self.backend.keyword.totals(conn)[0])  # the number of heads, as FTS5 counts them
             for n, row in enumerate(changes.heads(conn, fresh.FEED), 1):
                 fresh._add(row)
-                if n % CHECKPOINT_ROWS == 0:
-                    GATE.checkpoint()  # between two rows: no SQLite call in progress, no lock held
+                if n % CHECKPOINT_ROWS == 0:  # between two rows: no SQLite call in progress, no lock held
+                    GATE.checkpoint()
+                    self.background.check()  # the vault is closing: end here
             problem = fresh._finish(conn, seq)
             marker = changes.marker(conn, seq) if self.snapshot_path and problem is None else None
         fresh.seq = seq
@@ -436,7 +441,8 @@ class HeadMirror:
                     if conn is not None:
                         conn.close()
 
-        threading.Thread(target=run, name=f"perseus-vault-{self.NAME}-save", daemon=True).start()
+        if not self.background.start(f"perseus-vault-{self.NAME}-save", run):
+            self._saving = False  # the vault is closing
 
     def _add(self, row: Sequence[Any]) -> int:
         vid, entity, agent, workspace = row[:4]

@@ -95,7 +95,27 @@ def read_passes(db: str, seconds: float) -> None:
             print(f"pass {len(ids)}", flush=True)
 
 
+def write_then_build(db: str, writer: str, batches: int, ending: str) -> None:
+    """Write ``batches`` batches (``ack N`` after each), then recall, which starts the background index
+    builds over the whole vault, and end at once: ``close`` (close, then exit), ``exit`` (exit without
+    closing), or ``wait`` (print ``building`` and sleep until the parent kills it)."""
+    vault = Vault(db, embedder=FakeEmbedder())
+    for n in range(batches):
+        vault.remember_many(batch_items(writer, n, 4))
+        print(f"ack {n}", flush=True)
+    vault.recall("durable memory storage engines", limit=5)
+    building = vault._engine.keyword_index is not None and vault._engine.keyword_index._building
+    print(f"building {building}", flush=True)
+    if ending == "close":
+        vault.close()
+    elif ending == "wait":
+        time.sleep(600)
+
+
 def main(argv: list[str]) -> None:
+    if argv[0] == "build":
+        write_then_build(argv[1], argv[2], int(argv[3]), argv[4])
+        return
     if argv[0] == "reads":
         try:
             read_passes(argv[1], float(argv[2]))

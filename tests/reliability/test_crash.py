@@ -219,3 +219,76 @@ def test_sigkill_mid_save_leaves_a_usable_index_or_none_and_no_stray_file(tmp_pa
         vault.recall("storage engines")
         assert vault.wait_for_keyword_index()
     assert _temporaries(db) == []
+
+
+# --- one complete file: what a process leaves when it ends (docs/operations.md#one-sqlite-file) ---
+
+BIG = 20_000  # memories already in the vault: the background builds that a recall starts take a while
+
+
+def _big_vault(db: Path) -> None:
+    with Vault(db, embedder=FakeEmbedder()) as vault:
+        vault.import_jsonl(json.dumps({"category": "note", "key": f"k{i}", "content":
+                           f"durable memory {i} about storage engines, sqlite pages and index {i % 97} snapshots"})
+                           for i in range(BIG))
+
+
+def _alone(db: Path, tmp_path: Path) -> Path:
+    """A copy of the main file alone, as a user copies it (no -wal, no -shm)."""
+    copy = tmp_path / "alone" / "copy.db"
+    copy.parent.mkdir()
+    copy.write_bytes(db.read_bytes())
+    return copy
+
+
+def _run_builder(db: Path, ending: str, batches: int = 5) -> tuple[subprocess.Popen[str], Lines]:
+    env = dict(os.environ, PERSEUS_VAULT_EMBEDDER="none")
+    proc = subprocess.Popen([sys.executable, "-m", "tests.reliability._workers", "build", str(db), "w",
+                             str(batches), ending],
+                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return proc, Lines(proc)
+
+
+def _acknowledged_in(copy: Path, lines: list[str]) -> None:
+    acknowledged = {int(line.split()[1]) for line in lines if line.startswith("ack ")}
+    assert acknowledged, lines
+    present = _present_batches(copy, "w")
+    assert {n for n in acknowledged if present.get(n) != BATCH} == set(), (sorted(acknowledged), present)
+    with Vault(copy, embedder=False) as vault:
+        assert vault.stats().entities == BIG + BATCH * len(acknowledged) + 1  # and the writer's tally
+        assert vault.check().ok
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("ending", ["close", "exit"])
+def test_a_process_that_ends_right_after_its_writes_leaves_one_complete_file(tmp_path: Path, ending: str) -> None:
+    """Write, recall (which starts the background index builds over 20,000 memories), then close and
+    exit at once, or exit without closing: the builds end first, the WAL is checkpointed and deleted,
+    no temporary is left, and the main file copied alone holds every write."""
+    db = tmp_path / "ends.db"
+    _big_vault(db)
+    proc, out = _run_builder(db, ending)
+    assert proc.wait(120) == 0, proc.stderr.read() if proc.stderr else ""
+    lines = out.join()
+    assert "building True" in lines, lines  # it ended while a build was running
+    leftovers = sorted(name for name in os.listdir(tmp_path) if name != "ends.db" and not name.endswith(".pvidx"))
+    assert leftovers == [], leftovers  # no -wal, no -shm, no temporary
+    _acknowledged_in(_alone(db, tmp_path), lines)
+
+
+@pytest.mark.slow
+def test_sigkill_during_a_background_build_leaves_every_acknowledged_write_in_the_file(tmp_path: Path) -> None:
+    """Kill a process while its background index build runs: every write it acknowledged is already in
+    the main file (each write is checkpointed after its commit), so the file copied alone holds them."""
+    db = tmp_path / "killed.db"
+    _big_vault(db)
+    proc, out = _run_builder(db, "wait")
+    deadline = time.monotonic() + 120
+    while not any(line.startswith("building") for line in out.lines) and time.monotonic() < deadline:
+        time.sleep(0.001)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(30)
+    lines = out.join()
+    assert "building True" in lines, (lines, proc.stderr.read() if proc.stderr else "")
+    assert Path(f"{db}-wal").exists()  # the killed process left its WAL behind, as a kill does
+    _acknowledged_in(_alone(db, tmp_path), lines)

@@ -22,7 +22,7 @@ from .. import meta
 from ..base import ChangeLog, Connection, KeywordStore, VectorStore
 from . import changes, keyword, maintenance, schema, vectors
 from ...keys import resolve_key
-from .connection import SQLITE_ERRORS, ConnectionPool, choose_driver, connect, read_snapshot, write_transaction
+from .connection import SQLITE_ERRORS, ConnectionPool, checkpoint, choose_driver, connect, read_snapshot, write_transaction
 from .connection import rekey as _rekey
 
 T = TypeVar("T")
@@ -40,6 +40,7 @@ class SQLiteBackend:
     errors = SQLITE_ERRORS
     clock: Callable[[], int] | None = None  # versions take the host's time: one file, one machine
     read_only = False  # the file is opened for writing (WAL mode writes beside it even to read)
+    next_ids_only = False  # an import may keep a file's ids above every id here (an export restored whole)
 
     def __init__(self, path: str, *, key: str | bytes | None = None, synchronous: str = "FULL") -> None:
         self.path = path
@@ -77,7 +78,11 @@ class SQLiteBackend:
         return read_snapshot(conn)
 
     def write(self, conn: Connection, work: Callable[[Connection], T]) -> T:
-        return write_transaction(conn, work)
+        """``work`` in one transaction, then its pages copied into the main file (:func:`.connection.checkpoint`):
+        an acknowledged write is in the one file, not only in the WAL beside it, should the process die."""
+        result = write_transaction(conn, work)
+        checkpoint(conn)
+        return result
 
     def write_unsynced(self, conn: Connection, work: Callable[[Connection], T]) -> T:
         conn.execute("PRAGMA synchronous = NORMAL")  # no fsync for this one
@@ -110,7 +115,7 @@ class SQLiteBackend:
         return maintenance.check(self.conn())
 
     def reindex(self) -> None:
-        write_transaction(self.conn(), maintenance.reindex)
+        self.write(self.conn(), maintenance.reindex)
 
     def refresh_statistics(self, conn: Connection) -> None:
         """Nothing to do: SQLite plans every statement it prepares against the file as it is."""
