@@ -140,6 +140,19 @@ class Dialect:
             return json.dumps(value)
         return value
 
+    def any_of(self, array: str, kind: str, column: bool) -> str:
+        """A subquery of the values in ``array`` (a JSON array of text or of numbers, as ``kind`` says), for
+        ``x IN (...)``: compared with a column of that kind when ``column``, else with :meth:`json_value`
+        (Postgres compares a body field's numbers as ``jsonb``, its text by code point)."""
+        if self.name == "sqlite":
+            return f"SELECT value FROM json_each({array})"
+        if kind == "text":
+            collate = "" if column else ' COLLATE "C"'
+            return f"SELECT value{collate} FROM json_array_elements_text(CAST({array} AS json))"
+        if column:
+            return f"SELECT CAST(value AS numeric) FROM json_array_elements_text(CAST({array} AS json))"
+        return f"SELECT value FROM jsonb_array_elements(CAST({array} AS jsonb))"
+
     def substring(self, text: str, part: str, fold: bool) -> str:
         """True where the text ``text`` holds ``part`` (both SQL expressions of text); ``fold``: ASCII letters
         compared without their case. Only ASCII letters fold, the same on both backends: SQLite's own
@@ -152,9 +165,7 @@ class Dialect:
         """``text`` with ASCII capitals made small, nothing else changed."""
         if self.name != "sqlite":
             return f"translate({text}, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz')"
-        for letter in "ABCDEFGHIJKLMNOPQRSTUVWXYZ":
-            text = f"replace({text}, '{letter}', '{letter.lower()}')"
-        return text
+        return f"pv_ascii_lower({text})"  # registered on every connection (storage/sqlite/connection.py)
 
     def ordered(self, column: str) -> str:
         """A text column ordered by code point, as SQLite's BINARY collation orders UTF-8."""

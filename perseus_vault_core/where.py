@@ -37,12 +37,15 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property
 from typing import Any, Union
 
 from .dialect import Dialect, JsonNode
 from .errors import InvalidInput
+from .text import problem
 
 # The memory's own fields a where may name: their column, and the kind of value they hold. (An entity's
 # empty scope is stored as '': missing here, as it is null on the wire.)
@@ -82,11 +85,18 @@ NOT_FILTERED = {
 COMPARISONS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin", "$exists", "$not", "$substring", "$isubstring")
 _SUBSTRING = {"$substring": "substring", "$isubstring": "isubstring"}  # the test's op
 COMBINATIONS = ("$and", "$or", "$not")
+# What one where may ask (docs/limits.md gives each with what it costs at its maximum). A filter is
+# checked inside every query a recall runs, on every memory a scan or a walk meets, so its size is the
+# work per memory: these caps keep a call within the limits from costing more than a plain recall does.
 MAX_CONDITIONS = 256  # field conditions in one where
 MAX_VALUES = 1_000  # values of one $in / $nin
+MAX_ALL_VALUES = 10_000  # values of every condition together
+MAX_CHARS = 262_144  # characters of every value together (a where is cached, and kept per answer)
 MAX_NESTING = 16  # $and / $or / $not inside one another
 MAX_FIELD_CHARS = 256
 MAX_VALUE_CHARS = 4_096
+MAX_SUBSTRINGS = 16  # $substring / $isubstring tests: each reads the whole field of every memory it meets
+MAX_NEEDLE_CHARS = 256  # the text one of them looks for
 _INT_RANGE = 2**63  # what both databases hold as an integer
 
 Scalar = Union[str, int, float, bool]
@@ -112,6 +122,11 @@ class Test:
     field: Field
     op: str
     values: tuple[Scalar, ...] = ()
+
+    @cached_property
+    def kinds(self) -> dict[str, frozenset[Scalar]]:
+        """The values by kind, as sets: :func:`evaluate` tests a memory against a long ``$in`` at once."""
+        return {kind: frozenset(values) for kind, values in _by_kind(self.values).items()}
 
 
 @dataclass(frozen=True)
@@ -141,8 +156,14 @@ def parse(where: Any) -> Node:
 
 
 class _Parser:
+    """Reads a where into its tree, counting its work (conditions, values, characters, substring tests)
+    against the caps above as it goes, so an oversized filter is refused before any of it is written."""
+
     def __init__(self) -> None:
         self.conditions = 0
+        self.values = 0
+        self.chars = 0
+        self.substrings = 0
 
     def object(self, where: Any, at: str, depth: int) -> Node:
         if not isinstance(where, Mapping):
@@ -191,6 +212,11 @@ class _Parser:
             elif op in _SUBSTRING:
                 if not isinstance(operand, str) or not operand:
                     raise InvalidInput(here, "must be a non-empty string to look for in the text")
+                if len(operand) > MAX_NEEDLE_CHARS:
+                    raise InvalidInput(here, f"looks for {len(operand)} characters; the limit is {MAX_NEEDLE_CHARS}")
+                self.substrings += 1
+                if self.substrings > MAX_SUBSTRINGS:
+                    raise InvalidInput("where", f"has more than {MAX_SUBSTRINGS} $substring / $isubstring tests")
                 nodes.append(self.test(f, _SUBSTRING[op], (_scalar(operand, here),)))
             elif op == "$exists":
                 if not isinstance(operand, bool):
@@ -230,6 +256,12 @@ class _Parser:
         self.conditions += 1
         if self.conditions > MAX_CONDITIONS:
             raise InvalidInput("where", f"has more than {MAX_CONDITIONS} conditions")
+        self.values += len(values)
+        if self.values > MAX_ALL_VALUES:
+            raise InvalidInput("where", f"has more than {MAX_ALL_VALUES} values in all")
+        self.chars += sum(len(v) for v in values if isinstance(v, str))
+        if self.chars > MAX_CHARS:
+            raise InvalidInput("where", f"has more than {MAX_CHARS} characters of values in all")
         return Test(f, op, values)
 
 
@@ -264,10 +296,9 @@ def _scalar(value: Any, at: str) -> Scalar:
     if isinstance(value, str):
         if len(value) > MAX_VALUE_CHARS:
             raise InvalidInput(at, f"is longer than {MAX_VALUE_CHARS} characters")
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            raise InvalidInput(at, "contains an unpaired surrogate; text must be valid Unicode") from None
+        why = problem(value)  # no value a vault stores holds NUL, and PostgreSQL takes none as a parameter
+        if why is not None:
+            raise InvalidInput(at, why)
         return value
     if isinstance(value, (list, tuple, Mapping)):
         raise InvalidInput(at, "must be a single value (a string, number or true/false), not a list or object")
@@ -316,15 +347,54 @@ def fields(node: Node) -> set[str]:
 
 def sql(where: Mapping[str, Any], d: Dialect) -> tuple[str, dict[str, Any]]:
     """A validated where as one SQL condition over ``v``/``e`` in dialect ``d``, with its parameters
-    (named ``w0``, ``w1``, ...). Every part is definite (never NULL), so ``NOT`` of it is its complement."""
-    return _sql(json.dumps(where, sort_keys=True), d)
+    (named ``w0``, ``w1``, ...). Every part is definite (never NULL), so ``NOT`` of it is its complement.
+    The statement's size follows the where's conditions, not its values: the values of an ``$in`` travel
+    as one JSON array parameter (binding each as a parameter of its own costs SQLite time in the square
+    of their number)."""
+    canonical = json.dumps(where, sort_keys=True)
+    found = _CACHE.get((canonical, d))
+    if found is None:
+        writer = _Writer(d)
+        found = writer.node(parse(json.loads(canonical))), writer.params
+        _CACHE.put((canonical, d), found, len(canonical) + len(found[0]) + sum(map(_size, found[1].values())))
+    return found
 
 
-@lru_cache(maxsize=256)
-def _sql(canonical: str, d: Dialect) -> tuple[str, dict[str, Any]]:
-    writer = _Writer(d)
-    text = writer.node(parse(json.loads(canonical)))
-    return text, writer.params
+def _size(value: Any) -> int:
+    return len(value) if isinstance(value, str) else 8
+
+
+class _Cache:
+    """The SQL of the wheres asked most recently, bounded by the characters they hold (keys, statements,
+    parameters), not by their number: a few large filters cannot fill the memory."""
+
+    def __init__(self, chars: int) -> None:
+        self.chars, self.held = chars, 0
+        self._lock = threading.Lock()
+        self._items: OrderedDict[tuple[str, Dialect], tuple[tuple[str, dict[str, Any]], int]] = OrderedDict()
+
+    def get(self, key: tuple[str, Dialect]) -> tuple[str, dict[str, Any]] | None:
+        with self._lock:
+            found = self._items.get(key)
+            if found is None:
+                return None
+            self._items.move_to_end(key)
+            return found[0]
+
+    def put(self, key: tuple[str, Dialect], value: tuple[str, dict[str, Any]], size: int) -> None:
+        if size > self.chars // 4:
+            return  # one filter this large is not worth evicting a quarter of the others for
+        with self._lock:
+            if key in self._items:
+                return
+            self._items[key] = value, size
+            self.held += size
+            while self.held > self.chars:
+                _, (_, dropped) = self._items.popitem(last=False)
+                self.held -= dropped
+
+
+_CACHE = _Cache(8_000_000)
 
 
 class _Writer:
@@ -336,6 +406,14 @@ class _Writer:
         name = f"w{len(self.params)}"
         self.params[name] = value
         return f":{name}"
+
+    def any_of(self, values: Sequence[Scalar], kind: str, col: bool = False) -> str:
+        """What ``IN (...)`` takes for ``values`` (all of ``kind``, text or number): one parameter for a
+        single value, else one JSON array parameter read as a table (compared as a column of that kind
+        when ``col``, else as :meth:`Dialect.json_value` gives a body field's value)."""
+        if len(values) == 1:
+            return self.param(values[0])
+        return self.d.any_of(self.param(json.dumps(list(values))), kind, col)
 
     def node(self, node: Node) -> str:
         if isinstance(node, Not):
@@ -363,7 +441,7 @@ class _Writer:
         if t.op in _ORDER:
             left = self.d.ordered(col) if kind in ("text", "scope") else col
             return f"coalesce({left} {_ORDER[t.op]} {self.param(values[0])}, FALSE)"
-        return f"coalesce({col} IN ({', '.join(self.param(v) for v in values)}), FALSE)"
+        return f"coalesce({col} IN ({self.any_of(values, 'text' if kind == 'scope' else kind, col=True)}), FALSE)"
 
     def body(self, t: Test) -> str:
         """One test of a body field, by the field's JSON type, read once: a list holds it when an element
@@ -391,10 +469,11 @@ class _Writer:
                     asks.setdefault(name, []).append(holds)
                 continue
             value = self.d.json_value(node, kind)
-            operands = [self.d.json_operand(self.param(self.d.json_param(v)), kind) for v in values]
+            operands = [] if t.op == "in" and len(values) > 1 else \
+                [self.d.json_operand(self.param(self.d.json_param(v)), kind) for v in values]
             holds = (self.d.substring(value, operands[0], t.op == "isubstring") if t.op in ("substring", "isubstring")
                      else f"{value} {_ORDER[t.op]} {operands[0]}" if t.op in _ORDER
-                     else f"{value} IN ({', '.join(operands)})")
+                     else f"{value} IN ({self.any_of(values, kind) if len(values) > 1 else operands[0]})")
             for name in self.d.json_types(kind):
                 asks.setdefault(name, []).append(holds)
         return {name: parts[0] if len(parts) == 1 else "(" + " OR ".join(parts) + ")" for name, parts in asks.items()}
@@ -414,7 +493,8 @@ class _Writer:
                 rhs = self.d.json_operand(self.param(self.d.json_param(values[0])), kind)
                 parts.append(f"({self.d.json_is(node, kind)} AND {value} {_ORDER[t.op]} {rhs})")
             else:
-                rhs = ", ".join(self.d.json_operand(self.param(self.d.json_param(v)), kind) for v in values)
+                rhs = self.any_of(values, kind) if len(values) > 1 else \
+                    self.d.json_operand(self.param(self.d.json_param(values[0])), kind)
                 parts.append(f"({self.d.json_is(node, kind)} AND {value} IN ({rhs}))")
         return "(" + " OR ".join(parts) + ")" if len(parts) > 1 else parts[0]
 
@@ -456,6 +536,8 @@ def evaluate(node: Node, get: Getter) -> bool:
     if kind == "bool":
         return any(isinstance(v, bool) and v == bool(stored) for v in node.values)
     want = "text" if kind == "scope" else kind
+    if node.op == "in" or node.op == "eq":  # number sets match 1 with 1.0, as == does; kinds never mix
+        return stored in node.kinds.get(want, ())
     values = [v for v in node.values if _kind(v) == want]
     if node.op in ("substring", "isubstring"):
         if not values:

@@ -9,6 +9,7 @@ import asyncio
 import io
 import json
 import random
+import re
 from collections.abc import Iterator
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
@@ -145,6 +146,12 @@ def filled(vault: Vault) -> Vault:
     ({"topic_path": {"$exists": False}}, "abce"),
     ({"agent_id": None}, "abcde"),  # no scope is missing
     ({"key": {"$in": ["a", "e"]}}, "ae"),
+    ({"prio": {"$in": [3, 7]}}, "ae"),  # numbers as one JSON array, list elements included
+    ({"prio": {"$in": [1.5, "5", True]}}, "bc"),  # each kind with its own
+    ({"prio": {"$nin": [3.0, 1.5]}}, "bde"),
+    ({"certainty": {"$in": [0.9, 0.5]}}, "d"),  # a number column
+    ({"id": {"$in": [-1, -2]}}, ""),
+    ({"verified": {"$in": [True, False]}}, "abcde"),
     ({"$or": [{"category": "fact"}, {"prio": 3}]}, "acd"),
     ({"$and": [{"category": "note"}, {"prio": {"$type": 1}}]}, None),  # refused: unknown operator
     ({"$not": {"category": "note"}}, "cde"),
@@ -522,3 +529,38 @@ def test_a_filter_that_keeps_few_is_answered_exactly_by_every_path(big: Vault, m
     assert len(got) == 10 and {i.id for i in got} <= cut and [i.score for i in got] == sorted(
         (i.score for i in got), reverse=True)
     assert len(asked) == before  # a filter that keeps most: the walk asked it along the way, no pass
+
+
+# --- the work one where may ask (docs/limits.md) --------------------------------------------------
+
+
+def test_the_statement_grows_with_conditions_not_values() -> None:
+    """An $in's values travel as one JSON array parameter: SQLite binds named parameters in time that grows
+    with the square of their number (40 lists of 1,000 took half a minute), and each statement was cached."""
+    from perseus_vault_core.where import MAX_VALUES
+
+    for d in (SQLITE, POSTGRES):
+        text, params = sql({"tags": {"$in": [f"t{i}" for i in range(MAX_VALUES)]},
+                            "category": {"$nin": list(map(str, range(MAX_VALUES)))}}, d)
+        assert len(params) <= 4 and len(text) < 2_000, (len(params), len(text))
+
+
+@pytest.mark.parametrize("where, says", [
+    ({f"f{i}": {"$in": list(range(1_000))} for i in range(11)}, "more than 10000 values in all"),
+    ({"f": {"$in": [f"{i:03d}" + "x" * 4_093 for i in range(65)]}}, "more than 262144 characters"),
+    ({"$or": [{"f": {"$isubstring": f"needle {i}"}} for i in range(17)]}, "more than 16 $substring"),
+    ({"f": {"$substring": "n" * 257}}, "looks for 257 characters; the limit is 256"),
+])
+def test_a_filter_past_its_work_limits_is_refused_up_front(where: dict[str, Any], says: str) -> None:
+    with pytest.raises(InvalidInput, match=re.escape(says)):
+        parse(where)
+
+
+def test_the_sql_cache_is_bounded_by_characters() -> None:
+    from perseus_vault_core import where as where_module
+
+    for i in range(60):  # 60 distinct filters of about 250,000 characters each: 15 MB if all were kept
+        sql({"f": {"$in": [f"{i}-{j}-" + "v" * 240 for j in range(1_000)]}}, SQLITE)
+    cache = where_module._CACHE
+    assert cache.held <= cache.chars
+    assert sum(size for _, size in cache._items.values()) == cache.held
