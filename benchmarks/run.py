@@ -25,7 +25,7 @@ from typing import Any
 
 from perseus_vault_core.recall import DENSE_DEPTH, MIN_POOL, SHORTLIST_PER_POOL
 
-from . import conversation, graphrag, inspector, mcp, memory_files, million, peers, plots, postgres, quality, speed
+from . import conversation, graphrag, inspector, limits, mcp, memory_files, million, peers, plots, postgres, quality, speed
 
 ROOT = Path(__file__).resolve().parents[1]
 REPORT = ROOT / "docs" / "benchmarks.md"
@@ -537,7 +537,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sizes", type=int, nargs="*", help="override the store sizes of the speed and peer runs")
     parser.add_argument("--no-million", action="store_true", help="skip the 1M run (the full mode runs it)")
     parser.add_argument("--output", type=Path, default=REPORT)
-    parser.add_argument("--only", choices=["postgres", "inspector"],
+    parser.add_argument("--only", choices=["postgres", "inspector", "limits"],
                         help="run only this part; replace only its section of the report")
     args = parser.parse_args(argv)
     try:
@@ -547,7 +547,7 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(f"benchmarks.run: {error}") from None
     sizes = args.sizes or ([10_000] if args.quick else [10_000, 100_000])
     if args.only:  # this part alone (postgres.py, inspector.py): its section of the report replaced, the rest kept
-        return {"postgres": postgres.main, "inspector": inspector.main}[args.only](args.output, sizes)
+        return {"postgres": postgres.main, "inspector": inspector.main, "limits": limits.main}[args.only](args.output, sizes)
     byte_compile()
     from perseus_vault_core.embeddings import load
 
@@ -606,10 +606,13 @@ def main(argv: list[str] | None = None) -> None:
     log("MCP round trip ...")
     server = mcp.run()
     log(json.dumps(server))
+    log("per-call limits at their maximum ...")
+    at_limits = limits.run(log=log)
     images = [f"img/{p.name}" for p in plots.recall_curves(peer_qual)] + [f"img/{plots.latency_by_size(peer_runs).name}"]
     report = render(info, results, qual, ingest, graph, mem, server)
     report += "\n" + "\n".join(conversation.render(chats) + memory_files.render_recall_quality(labelled))
-    report += "\n" + "\n".join(render_peers(peer_qual, peer_runs, images) + postgres.render(pg) + inspector.render(pages) + million_report + render_writes(results, big))
+    report += "\n" + "\n".join(render_peers(peer_qual, peer_runs, images) + postgres.render(pg) + inspector.render(pages) + million_report + render_writes(results, big)
+                               + limits.render(at_limits))
     args.output.write_text(report + "\n", encoding="utf-8")
     log(f"wrote {args.output} and {', '.join(images)}")
 
