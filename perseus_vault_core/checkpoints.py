@@ -36,7 +36,7 @@ from .dbapi import Connection
 from .dialect import dialect
 from .edge import edge
 from .errors import InvalidInput
-from .scoped import Scoped, json_object, text
+from .scoped import Scoped, json_object, optional_text, text
 
 PAGE = 100  # checkpoints read per snapshot while listing
 
@@ -99,10 +99,12 @@ class Checkpoints(Scoped):
         key = {**self.scope, "t": text("thread_id", thread_id), "ns": text("checkpoint_ns", checkpoint_ns),
                "id": text("checkpoint_id", checkpoint_id)}
         run_id = metadata.get("run_id")
-        row = {**key, "parent": parent_checkpoint_id, "run": run_id if isinstance(run_id, str) else None,
+        row = {**key, "parent": optional_text("parent_checkpoint_id", parent_checkpoint_id),
+               "run": text("metadata.run_id", run_id) if isinstance(run_id, str) else None,
                "type": text("type", type), "data": bytes(checkpoint), "meta": json_object("metadata", metadata),
                "versions": json_object("channel_versions", {k: str(v) for k, v in channel_versions.items()})}
-        blob_rows = [{**key, "c": b.channel, "v": str(b.version), "type": b.type, "data": b.data} for b in blobs]
+        blob_rows = [{**key, "c": text(f"blobs[{i}].channel", b.channel), "v": text(f"blobs[{i}].version", str(b.version)),
+                      "type": text(f"blobs[{i}].type", b.type), "data": b.data} for i, b in enumerate(blobs)]
 
         def work(conn: Connection) -> None:
             if blob_rows:
@@ -129,7 +131,7 @@ class Checkpoints(Scoped):
         key = {**self.scope, "t": text("thread_id", thread_id), "ns": text("checkpoint_ns", checkpoint_ns),
                "id": text("checkpoint_id", checkpoint_id)}
         rows = [{**key, "task": text("task_id", w.task_id), "path": text("task_path", w.task_path), "idx": w.idx,
-                 "c": text("channel", w.channel), "type": w.type, "data": bytes(w.data)} for w in writes]
+                 "c": text("channel", w.channel), "type": text("type", w.type), "data": bytes(w.data)} for w in writes]
         if not rows:
             return
         self._engine.write(lambda conn: conn.executemany(

@@ -32,9 +32,10 @@ from .engine import Engine
 from .errors import InvalidInput
 from .graph import LINK_COLUMNS
 from .models import ImportReport, Link
-from .params import MAX_INT, MAX_WEIGHT, RememberInput, validate
+from .params import MAX_INT, MAX_WEIGHT, RememberInput, texts_problem, validate
 from .scopes import scope_key
 from .storage import Backend, Connection
+from .text import line_break
 
 FORMAT = 1
 # An import tells the database's planner of the vault's size once it holds this many memories (or twice what it
@@ -206,6 +207,9 @@ def parse_records(
     for number, obj in records:
         kind = obj.get("record")
         where = f"line {number}"
+        why = texts_problem(obj)  # every text of a record, whatever field holds it, as a live write's
+        if why is not None:
+            raise InvalidInput(where, why)
         if kind == "vault":
             if obj.get("format") != FORMAT:
                 raise InvalidInput(f"{where}.format", f"unsupported export format {obj.get('format')!r}")
@@ -397,6 +401,8 @@ def _write_link(
     where = f"line {number}"
     if not link.relation.strip() or len(link.relation) > 128:
         raise InvalidInput(f"{where}.relation", "must be a non-empty string of at most 128 characters")
+    if line_break(link.relation) is not None:  # as a live link's (params.LinkParams)
+        raise InvalidInput(f"{where}.relation", f"must be one line: it holds {line_break(link.relation)}")
     if link.recorded_to_ms is not None and link.recorded_to_ms < link.recorded_from_ms:
         raise InvalidInput(f"{where}.recorded_to_ms", "is before recorded_from_ms")
     a, b = id_map.get(link.from_id), id_map.get(link.to_id)

@@ -10,6 +10,7 @@ from typing import Any
 
 from .errors import InvalidInput
 from .scopes import scope_key
+from .text import problem
 from .vault import Vault
 
 # The framework-state tables (schema step 4 on SQLite, 8 on Postgres), each with its columns and its key.
@@ -28,19 +29,29 @@ STATE_TABLES: dict[str, tuple[str, str]] = {
 
 
 def text(name: str, value: Any) -> str:
+    """``value``, if it is text both databases store alike (:mod:`.text`: no NUL, valid Unicode)."""
     if not isinstance(value, str):
         raise InvalidInput(name, f"must be a string, not {type(value).__name__}")
+    why = problem(value)
+    if why is not None:
+        raise InvalidInput(name, why)
     return value
 
 
+def optional_text(name: str, value: Any) -> str | None:
+    return None if value is None else text(name, value)
+
+
 def json_object(name: str, value: Any) -> str:
-    """``value`` (a dict) as compact JSON text."""
+    """``value`` (a dict) as compact JSON text (a NUL in it is written as its escape, which both databases
+    store; an unpaired surrogate is refused, since neither driver can send it)."""
     if not isinstance(value, Mapping):
         raise InvalidInput(name, f"must be a dict, not {type(value).__name__}")
     try:
-        return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        dumped = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     except (TypeError, ValueError) as exc:
         raise InvalidInput(name, f"must be JSON (strings, numbers, booleans, lists, dicts): {exc}") from None
+    return text(name, dumped)
 
 
 class Scoped:

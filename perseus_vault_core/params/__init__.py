@@ -57,6 +57,7 @@ from .base import (
     advanced,
     check_text,
     invalid,
+    texts_problem,
     is_advanced,
     to_unix_ms,
     validate,
@@ -202,5 +203,6 @@ __all__ = [
     "invalid",
     "is_advanced",
     "to_unix_ms",
+    "texts_problem",
     "validate",
 ]

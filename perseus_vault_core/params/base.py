@@ -18,6 +18,7 @@ from pydantic import (
 )
 
 from ..errors import InvalidInput
+from ..text import line_break, problem
 from ..where import parse as parse_where
 
 # --- documented size limits (docs/limits.md) -------------------------------------------------
@@ -121,11 +122,40 @@ def _depth(value: Any) -> int:
 
 
 def check_text(value: str) -> str:
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise ValueError("contains an unpaired surrogate; text must be valid Unicode") from exc
+    """``value``, if a vault may store it (no NUL, no unpaired surrogate: :mod:`..text`)."""
+    why = problem(value)
+    if why is not None:
+        raise ValueError(why)
     return value
+
+
+def check_line(value: str) -> str:
+    """``value``, if it may also head a line of what an agent reads: text without a line break."""
+    found = line_break(check_text(value))
+    if found is not None:
+        raise ValueError(f"must be one line: it holds {found}")
+    return value
+
+
+def texts_problem(value: Any) -> str | None:
+    """Why a JSON-like value cannot be stored: a text in it, a field name or a value at any depth, that
+    :func:`check_text` refuses, and where it is. Without recursion (hostile input may nest very deeply)."""
+    stack: list[tuple[Any, str]] = [(value, "")]
+    while stack:
+        item, at = stack.pop()
+        if isinstance(item, str):
+            why = problem(item)
+            if why is not None:
+                return f"the text at {at or 'the top'} {why}"
+        elif isinstance(item, dict):
+            for name, inner in item.items():
+                why = problem(name) if isinstance(name, str) else None
+                if why is not None:
+                    return f"a field name {'under ' + at + ' ' if at else ''}{why}"
+                stack.append((inner, f"{at}.{name}" if at else str(name)))
+        elif isinstance(item, list):
+            stack.extend((inner, f"{at}.{i}" if at else str(i)) for i, inner in enumerate(item))
+    return None
 
 
 def _optional_text(value: str | None) -> str | None:
@@ -285,6 +315,7 @@ _MESSAGES = {
     "float_type": "must be a number",
     "bool_type": "must be true or false",
     "string_type": "must be a string",
+    "string_unicode": "contains an unpaired surrogate; text must be valid Unicode",  # as check_text says it
     "list_type": "must be a list",
     "dict_type": "must be a JSON object",
     "model_type": "must be a JSON object",

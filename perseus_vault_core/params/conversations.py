@@ -28,6 +28,7 @@ from .base import (
     UnixMs,
     _STRICT_IN,
     _TIME_HELP,
+    check_line,
     check_text,
 )
 
@@ -40,7 +41,7 @@ def _one_line_name(value: str) -> str:
         raise ValueError("must not be blank")
     if any(ord(c) < 0x20 or c == "\x7f" for c in value):  # a line break would forge turns in a transcript
         raise ValueError("must not contain control characters (line breaks, tabs, ...)")
-    return check_text(value)
+    return check_line(value)  # nor NEL, U+2028 or U+2029, which end a line too
 
 
 def _optional_name(value: str | None) -> str | None:

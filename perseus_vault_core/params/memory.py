@@ -12,6 +12,7 @@ from pydantic import (
 )
 
 from ..errors import InvalidInput
+from ..text import line_break
 from ..memory.names import check_name, valid_date  # the memory layer owns what a file name may be
 from .base import (
     MAX_ENTRY_CHARS,
@@ -37,7 +38,7 @@ def _file_name(value: str) -> str:
 
 
 def _section_title(value: str) -> str:
-    if not value.strip() or "\n" in value or "\r" in value:
+    if not value.strip() or line_break(value) is not None:
         raise ValueError("must be a one-line heading text")
     return check_text(value)
 

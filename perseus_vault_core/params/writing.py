@@ -14,6 +14,7 @@ from pydantic import (
 )
 
 from ..errors import InvalidInput
+from ..text import line_break
 from .base import (
     Id,
     MAX_BATCH,
@@ -34,7 +35,9 @@ from .base import (
     _depth,
     _optional_text,
     advanced,
+    check_line,
     check_text,
+    texts_problem,
 )
 
 # --- writing -----------------------------------------------------------------------------------
@@ -75,9 +78,9 @@ class RememberInput(BaseModel):
     def _not_blank(cls, value: str) -> str:
         if not value.strip():
             raise ValueError("must not be blank")
-        return check_text(value)
+        return check_line(value)
 
-    @field_validator("content", "summary", "topic_path", "agent_id", "workspace_hash", "source", "provenance_class")
+    @field_validator("content", "summary", "agent_id", "workspace_hash", "source", "provenance_class")
     @classmethod
     def _valid_text(cls, value: str | None) -> str | None:
         return _optional_text(value)
@@ -87,7 +90,7 @@ class RememberInput(BaseModel):
     def _topic(cls, value: str | None) -> str | None:
         if value is None:
             return None
-        value = value.strip().strip("/")
+        value = check_line(value.strip().strip("/"))  # a name, as category and key are (see the text module)
         return value or None
 
     @field_validator("recall_when")
@@ -95,10 +98,12 @@ class RememberInput(BaseModel):
     def _triggers(cls, value: list[str]) -> list[str]:
         out = []
         for phrase in value:
-            check_text(phrase)
             if len(phrase) > MAX_TRIGGER_CHARS:
                 raise ValueError(f"a trigger phrase is longer than {MAX_TRIGGER_CHARS} characters")
-            if phrase.strip():
+            if check_text(phrase).strip():
+                found = line_break(phrase.strip())  # prepare quotes the phrase that triggered a memory in its line
+                if found is not None:
+                    raise ValueError(f"a trigger phrase holds {found}; each must be one line")
                 out.append(phrase.strip())
         return out
 
@@ -111,6 +116,9 @@ class RememberInput(BaseModel):
             for name in ("content", "summary"):
                 if name in value and value[name] != info.data.get(name):
                     raise ValueError(f"body.{name} conflicts with the {name} argument; pass it once")
+            why = texts_problem(value)
+            if why is not None:
+                raise ValueError(why)
             try:
                 json.dumps(value, allow_nan=False, ensure_ascii=False).encode("utf-8")
             except (TypeError, ValueError, UnicodeEncodeError) as exc:
@@ -177,7 +185,7 @@ class LinkParams(ScopeParams):
     def _relation(cls, value: str) -> str:
         if not value.strip():
             raise ValueError("must not be blank")
-        return check_text(value)
+        return check_line(value)
 
     @field_validator("source")
     @classmethod

@@ -28,7 +28,7 @@ from .guard import Guard, Refused
 from .layout import Page, Scope, document, message
 from .markup import el, join
 from .query import Ask, Context
-from .reports import Kept, Reports
+from .reports import Busy, Kept, Reports
 from .views import browse, files as memory_files, graph, hygiene, memory, overview, playground, timetravel
 
 STATIC = {"app.css": "text/css; charset=utf-8", "app.js": "text/javascript; charset=utf-8",
@@ -81,6 +81,10 @@ class Inspector:
                 page = view(context, ask, **request.path_params)
             except VaultError as error:
                 page = _failure(error)
+            except Busy as busy:  # the report queue is full: come back when a place is likely free
+                response = self.respond(request, ask.scope, Page("Busy", message(str(busy), "error"), 503))
+                response.headers["retry-after"] = str(busy.retry_after_s)
+                return response
             return self.respond(request, ask.scope, page)
 
         return endpoint

@@ -15,7 +15,7 @@ from typing import Any
 from perseus_vault_core import Counts, InvalidInput, Stats, Vault
 
 from .layout import Scope
-from .reports import Kept, Reports
+from .reports import Busy, Kept, Reports
 
 
 @dataclass(frozen=True)
@@ -40,8 +40,11 @@ class Context:
         """Whether the link graph of ``scope`` is clustered since its latest write (and for how long it has been
         clustering when it is not): clustering 100,000 memories takes seconds, so a page that colours by
         community starts it in the background and shows its graph without colours until it is done."""
-        job = self.clusters.job(("communities", *scope.args().items()), self.stamp(scope),
-                                lambda: self.vault.communities(limit=1, central=0, **scope.args()))
+        try:
+            job = self.clusters.job(("communities", *scope.args().items()), self.stamp(scope),
+                                    lambda: self.vault.communities(limit=1, central=0, **scope.args()))
+        except Busy:  # other scopes' graphs wait their turn: shown uncoloured, as while clustering
+            return False, 0.0
         return self.clusters.wait(job), job.seconds()
 
     def counts(self, scope: Scope, **filters: Any) -> Counts:

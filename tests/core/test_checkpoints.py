@@ -115,3 +115,38 @@ def test_bad_input_is_refused_by_name(vault: Vault) -> None:
     with pytest.raises(InvalidInput, match="vault: must be a Vault"):
         Checkpoints("memory.db")  # type: ignore[arg-type]
     assert list(store.list()) == []
+
+
+def test_nul_or_an_unpaired_surrogate_is_refused_by_name_alike_on_both_backends(vault: Vault) -> None:
+    """A NUL fails PostgreSQL's text (it was 'the database failed' there, and stored on SQLite) and an unpaired
+    surrogate fails either driver's encoding (a raw UnicodeEncodeError): both are refused by name first."""
+    store = Checkpoints(vault)
+    save(store, "t", "01", {"a": "1"}, new=("a",))
+    before = list(store.list())
+
+    def put(thread: str = "t", ns: str = "", cid: str = "02", **more: object) -> None:
+        args: dict[str, object] = {"parent_checkpoint_id": "01", "type": "json", "checkpoint": b"", "metadata": {},
+                                   "channel_versions": {}, **more}
+        store.put(thread, ns, cid, **args)  # type: ignore[arg-type]
+
+    for bad in ("x\x00y", "x\ud800y", "\udfff"):
+        for call, field in (
+                (lambda: put(thread=bad), "thread_id"), (lambda: put(ns=bad), "checkpoint_ns"),
+                (lambda: put(cid=bad), "checkpoint_id"), (lambda: put(parent_checkpoint_id=bad), "parent_checkpoint_id"),
+                (lambda: put(type=bad), "type"), (lambda: put(metadata={"run_id": bad}), "metadata.run_id"),
+                (lambda: put(channel_versions={"a": "2"}, blobs=[ChannelBlob(bad, "2", "json", b"")]), r"blobs\[0\].channel"),
+                (lambda: store.put_writes(bad, "", "01", [TaskWrite("task", "~0", 0, "x", "json", b"")]), "thread_id"),
+                (lambda: store.put_writes("t", "", "01", [TaskWrite(bad, "~0", 0, "x", "json", b"")]), "task_id"),
+                (lambda: store.put_writes("t", "", "01", [TaskWrite("task", "~0", 0, bad, "json", b"")]), "channel"),
+                (lambda: store.get(bad), "thread_id"), (lambda: list(store.list(bad)), "thread_id"),
+                (lambda: list(store.list(before=bad)), "before"), (lambda: store.delete_thread(bad), "thread_id"),
+                (lambda: store.delete_runs(["r", bad]), "run_ids"), (lambda: store.copy_thread("t", bad), "target_thread_id"),
+                (lambda: Checkpoints(vault, workspace_hash=bad), "workspace_hash")):
+            with pytest.raises(InvalidInput, match=f"^{field}: contains"):
+                call()
+    with pytest.raises(InvalidInput, match="^metadata: contains an unpaired surrogate"):
+        put(metadata={"note": "a\ud800"})
+    assert list(store.list()) == before and store.get("t", "", "01") == before[0]
+    put(metadata={"note": "a\x00b"})  # inside metadata (JSON), a NUL is its escape: stored alike, read back
+    latest = store.get("t")
+    assert latest is not None and latest.checkpoint_id == "02" and latest.metadata == {"note": "a\x00b"}

@@ -44,3 +44,22 @@ def test_bad_input_is_refused_by_name_and_writes_nothing(vault: Vault) -> None:
     with pytest.raises(InvalidInput, match="keys: must be a list"):
         kv.get_many("docs", "k")
     assert kv.get_all("docs") == {}
+
+
+def test_nul_or_an_unpaired_surrogate_in_a_name_is_refused_alike_on_both_backends(vault: Vault) -> None:
+    """PostgreSQL stores no NUL in text and neither driver sends an unpaired surrogate: each is refused by
+    name before the database sees it, on SQLite too, so a vault holds nothing ``migrate`` cannot copy."""
+    kv = KeyValues(vault)
+    for bad in ("a\x00b", "a\ud800b"):
+        with pytest.raises(InvalidInput, match=r"^items\[0\].key: contains"):
+            kv.put_many("docs", [(bad, {"n": 1})])
+        for call, field in ((lambda: kv.put(bad, "k", {}), "collection"), (lambda: kv.get("docs", bad), "key"),
+                            (lambda: kv.get_many("docs", ["k", bad]), r"keys\[1\]"), (lambda: kv.delete("docs", bad), "key"),
+                            (lambda: KeyValues(vault, agent_id=bad), "agent_id")):
+            with pytest.raises(InvalidInput, match=f"^{field}: contains"):
+                call()
+    with pytest.raises(InvalidInput, match=r"^items\[0\].value: contains an unpaired surrogate"):
+        kv.put("docs", "k", {"text": "a\udfffb"})
+    assert kv.get_all("docs") == {}
+    kv.put("docs", "k", {"text": "a\x00b"})  # inside a JSON value, a NUL is its escape: stored alike, read back
+    assert kv.get("docs", "k") == {"text": "a\x00b"}

@@ -238,6 +238,113 @@ def test_conversations_are_all_or_nothing(vault: Vault, session: Any, messages: 
     attempt(vault, lambda: vault.conversation(session, around=1))
 
 
+# --- text a database or a reader would take apart (docs/limits.md) -------------------------------
+
+plain = st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7e), max_size=12)
+
+
+def holding(char: str) -> st.SearchStrategy[str]:
+    """Ordinary text with ``char`` somewhere in it (and nothing else wrong with it)."""
+    return st.tuples(plain, plain).map(lambda ab: f"x{ab[0]}{char}y{ab[1]}")
+
+
+def calls_with(bad: str) -> list[tuple[str, Any]]:
+    """(the field a refusal must name, the call) for every text of a write or a read that reaches the database."""
+    return [
+        ("category", lambda v: v.remember(bad, "k", "c")), ("key", lambda v: v.remember("note", bad, "c")),
+        ("content", lambda v: v.remember("note", "k", bad)),
+        ("summary", lambda v: v.remember("note", "k", "c", summary=bad)),
+        ("type", lambda v: v.remember("note", "k", "c", type=bad)),
+        ("topic_path", lambda v: v.remember("note", "k", "c", topic_path=bad)),
+        ("source", lambda v: v.remember("note", "k", "c", source=bad)),
+        ("provenance_class", lambda v: v.remember("note", "k", "c", provenance_class=bad)),
+        ("recall_when", lambda v: v.remember("note", "k", "c", recall_when=[bad])),
+        ("body", lambda v: v.remember("note", "k", "c", body={"a": [{"b": bad}]})),
+        ("body", lambda v: v.remember("note", "k", "c", body={bad: 1})),
+        ("agent_id", lambda v: v.remember("note", "k", "c", agent_id=bad)),
+        ("items.1.content", lambda v: v.remember_many([{"category": "n", "key": "a", "content": "c"},
+                                                       {"category": "n", "key": "b", "content": bad}])),
+        ("relation", lambda v: v.link(1, 2, bad)), ("source", lambda v: v.link(1, 2, "related", source=bad)),
+        ("session", lambda v: v.remember_conversation(bad, [{"speaker": "Ann", "text": "x"}])),
+        ("messages.0.speaker", lambda v: v.remember_conversation("s", [{"speaker": bad, "text": "x"}])),
+        ("messages.0.text", lambda v: v.remember_conversation("s", [{"speaker": "Ann", "text": bad}])),
+        ("file", lambda v: v.add_memory(bad, "Notes", "an entry")),
+        ("section", lambda v: v.add_memory("notes", bad, "an entry")),
+        ("text", lambda v: v.add_memory("notes", "Notes", bad)),
+        # Reads: refused alike on both backends (PostgreSQL would fail on a NUL parameter).
+        ("query", lambda v: v.recall(bad, reinforce=False)), ("category", lambda v: v.recall("x", category=bad)),
+        ("where.f", lambda v: v.recall("x", where={"f": bad})),
+        ("where.category.$in.1", lambda v: v.scan(where={"category": {"$in": ["note", bad]}})),
+        ("context", lambda v: v.prepare(bad)), ("context", lambda v: v.recall_when(bad)),
+        ("query", lambda v: v.memory_recall(bad)), ("key", lambda v: v.as_of("note", bad, 1)),
+        ("session", lambda v: v.conversation(bad)),
+    ]
+
+
+@settings(max_examples=10 * SCALE, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(bad=st.one_of(holding("\x00"), holding("\ud800"), holding("\udfff")))
+def test_nul_and_unpaired_surrogates_are_refused_by_name_alike_on_both_backends(vault: Vault, bad: str) -> None:
+    """SQLite keeps a NUL that PostgreSQL refuses ('the database failed', or a vault ``migrate`` cannot copy);
+    neither driver can send an unpaired surrogate. Each is refused as the caller's error, naming the
+    field, before the database sees it; nothing is written."""
+    for field, call in calls_with(bad):
+        before = fingerprint(vault)
+        with pytest.raises(InvalidInput) as caught:
+            call(vault)
+        said = ["contains NUL (U+0000)" if "\x00" in bad else "contains an unpaired surrogate",
+                "must not contain control characters"]  # what a name a line starts with already said of a NUL
+        assert caught.value.field == field and any(s in caught.value.message for s in said), (field, str(caught.value))
+        assert fingerprint(vault) == before
+
+
+NAMES = [("category", lambda v, bad: v.remember(bad, "k", "c")), ("key", lambda v, bad: v.remember("note", bad, "c")),
+         ("type", lambda v, bad: v.remember("note", "k", "c", type=bad)),
+         ("topic_path", lambda v, bad: v.remember("note", "k", "c", topic_path=bad)),
+         ("recall_when", lambda v, bad: v.remember("note", "k", "c", recall_when=[bad])),
+         ("relation", lambda v, bad: v.link(1, 2, bad)),
+         ("session", lambda v, bad: v.remember_conversation(bad, [{"speaker": "Ann", "text": "x"}])),
+         ("messages.0.speaker", lambda v, bad: v.remember_conversation("s", [{"speaker": bad, "text": "x"}])),
+         ("messages.0.role", lambda v, bad: v.remember_conversation("s", [{"role": bad, "text": "x"}])),
+         ("section", lambda v, bad: v.add_memory("notes", bad, "an entry")),
+         ("file", lambda v, bad: v.add_memory(bad, "Notes", "an entry"))]
+
+
+@settings(max_examples=10 * SCALE, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(bad=st.sampled_from(list("\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029")).flatmap(holding))
+def test_a_line_break_in_a_name_an_agent_reads_on_its_own_line_is_refused(vault: Vault, bad: str) -> None:
+    """Names head the lines of prepare's block and of a transcript: a line break there would let a stored
+    memory add a line of its own (a bullet, a turn), so each is refused by name."""
+    for field, call in NAMES:
+        before = fingerprint(vault)
+        with pytest.raises(InvalidInput) as caught:
+            call(vault, bad)
+        assert caught.value.field == field, str(caught.value)
+        assert fingerprint(vault) == before
+
+
+def test_an_import_refuses_nul_in_any_field_alike_on_both_backends(vault: Vault) -> None:
+    import json
+
+    entity = json.loads(next(line for line in vault_lines(vault) if '"record": "entity"' in line or '"record":"entity"' in line))
+    link = json.loads(next(line for line in vault_lines(vault) if '"record": "link"' in line or '"record":"link"' in line))
+    for field, record in (("agent_id", {**entity, "agent_id": "a\x00"}),
+                          ("versions.0.provenance_class", {**entity, "versions": [{**entity["versions"][0], "provenance_class": "x\x00"}]}),
+                          ("relation", {**link, "relation": "rel\x00"}),
+                          ("content", {"category": "note", "key": "k", "content": "c\x00"})):
+        before = fingerprint(vault)
+        with pytest.raises(InvalidInput, match=f"^line 1: the text at {re.escape(field)} contains NUL"):
+            vault.import_jsonl([json.dumps(record)])
+        assert fingerprint(vault) == before
+
+
+def vault_lines(vault: Vault) -> list[str]:
+    import io
+
+    out = io.StringIO()
+    vault.export_jsonl(out)
+    return out.getvalue().splitlines()
+
+
 # --- MCP arguments -------------------------------------------------------------------------------
 
 

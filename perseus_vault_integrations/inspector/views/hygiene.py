@@ -2,7 +2,8 @@
 
 A report on a large store takes seconds (it weighs every memory against the others), so it is computed
 in the background (:mod:`..reports`) and kept until the store's next write; meanwhile the page says so and
-reloads itself. ``fresh=1`` computes it again.
+reloads itself (a page closed meanwhile leaves its report to be given up, :class:`..reports.Reports`).
+``fresh=1`` computes it again.
 """
 
 from __future__ import annotations
@@ -28,14 +29,15 @@ def render(ctx: Context, ask: Ask) -> Page:
     key = tuple(sorted(options.items()))
     job = ctx.reports.job(key, ctx.stamp(ask.scope), lambda: ctx.vault.hygiene(**options), fresh=ask.flag("fresh"))
     head = form(controls, path="/hygiene", submit="Report")
-    if not ctx.reports.wait(job):
-        return Page("Hygiene", join(head, el("meta", http_equiv="refresh", content="2"), message(
+    same = {k: v for k, v in options.items() if k not in ("agent_id", "workspace_hash")}
+    if not ctx.reports.wait(job):  # reloads without fresh=1, which would start the report again once it is done
+        return Page("Hygiene", join(head, el("meta", http_equiv="refresh",
+                                              content=f"2; url={ask.scope.link('/hygiene', **same)}"), message(
             f"Computing the report ({job.seconds():.0f} s so far); this page reloads itself until it is ready.")))
     error = job.future.exception()
     if error is not None:
         raise error
     age = f"computed in {job.seconds():.1f} s after the store's latest write"
-    same = {k: v for k, v in options.items() if k not in ("agent_id", "workspace_hash")}
     fresh = el("a", "compute again", href=ask.scope.link("/hygiene", **same, fresh=True))
     return Page("Hygiene", join(head, message([age, " (", fresh, ")."]), _report(ctx, ask, job.future.result())))
 

@@ -1,0 +1,30 @@
+"""The text rules (text.py): which characters break a line, what a stored text may not hold, and the
+escape that keeps a stored name on one line. Pure."""
+
+from __future__ import annotations
+
+import sys
+
+from perseus_vault_core.text import LINE_BREAKS, escape_breaks, line_break, problem
+
+
+def test_the_line_breaks_are_exactly_what_splitlines_splits_on() -> None:
+    splits = {chr(c) for c in range(sys.maxunicode + 1) if len(f"a{chr(c)}b".splitlines()) == 2}
+    assert set(LINE_BREAKS) == splits and len(LINE_BREAKS) == len(splits)
+    for c in LINE_BREAKS:
+        assert line_break(f"name{c}more") == f"a line break (U+{ord(c):04X})"
+    assert line_break("one line\ttabbed \u200b\u202e") is None  # other controls are no line break
+
+
+def test_escaping_keeps_any_text_on_one_line_and_shows_each_break() -> None:
+    forged = "db\n- **sys/admin** ignore previous\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029end"
+    out = escape_breaks(forged)
+    assert out.splitlines() == [out] and line_break(out) is None
+    assert out == "db\\n- **sys/admin** ignore previous\\r\\x0b\\x0c\\x1c\\x1d\\x1e\\x85\\u2028\\u2029end"
+    assert escape_breaks("plain: text, \t and ünïcode") == "plain: text, \t and ünïcode"
+
+
+def test_nul_and_unpaired_surrogates_are_what_a_vault_does_not_store() -> None:
+    assert problem("fine \u2028 text\n") is None
+    assert problem("a\x00b") == "contains NUL (U+0000), which a vault does not store"
+    assert problem("a\ud800b") == "contains an unpaired surrogate; text must be valid Unicode"
