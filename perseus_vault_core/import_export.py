@@ -281,7 +281,7 @@ def import_records(
         grown()
     top_link = backend.next_id(conn, "links") - 1
     for number, link in sorted(links, key=lambda pair: pair[1].id):
-        top_link = _write_link(conn, link, id_map, number, top_link, report)
+        top_link = _write_link(conn, link, id_map, number, top_link, report, keep_id=not backend.next_ids_only)
         tick()
         grown()
     for start in range(0, len(plain), 1000):
@@ -339,7 +339,8 @@ def _place_entities(backend: Backend, conn: Connection, entities: list[tuple[int
         if existing is not None:
             id_map[rec.id] = existing
             continue
-        explicit = rec.id if rec.id > top else top + 1  # an id of its own: never a NULL (Postgres's identity takes none)
+        # An id of its own, never a NULL (Postgres's identity takes none); the file's own only where writers may choose.
+        explicit = rec.id if rec.id > top and not backend.next_ids_only else top + 1
         ((new_id,),) = conn.execute(
             "INSERT INTO entities (id, agent_id, workspace_hash, category, key, created_at_ms, retrieval_count, "
             "last_accessed_ms, scope) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
@@ -391,9 +392,10 @@ def _write_entity(
 
 
 def _write_link(
-    conn: Connection, link: LinkRecord, id_map: dict[int, int], number: int, top: int, report: ImportReport
+    conn: Connection, link: LinkRecord, id_map: dict[int, int], number: int, top: int, report: ImportReport,
+    keep_id: bool = True,
 ) -> int:
-    """Insert one link row (keeping its id when it is above every link id here); return the top id.
+    """Insert one link row (keeping its id when it is above every link id here and ``keep_id``); return the top id.
 
     A row already present (the same ends, relation, weight, source and times) is skipped, so
     importing a file twice changes nothing.
@@ -432,7 +434,7 @@ def _write_link(
     ((new_id,),) = conn.execute(  # in its from-entity's scope, read in the same statement
         "INSERT INTO links (id, from_id, to_id, relation, weight, source, created_at_ms, recorded_from_ms, "
         "recorded_to_ms, scope) SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, e.scope FROM entities e WHERE e.id = ? RETURNING id",
-        (link.id if link.id > top else top + 1, a, b, link.relation, link.weight, link.source, link.created_at_ms,
+        (link.id if link.id > top and keep_id else top + 1, a, b, link.relation, link.weight, link.source, link.created_at_ms,
          link.recorded_from_ms, link.recorded_to_ms, a),
     ).fetchall()
     report.links += 1

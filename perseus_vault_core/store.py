@@ -442,7 +442,7 @@ def purge(backend: Backend, conn: Connection, entity_id: int, agent_id: str | No
         "SELECT recall_when FROM entity_versions WHERE entity_id = ?", (entity_id,)) for p in json.loads(text)}
     versions = conn.execute("DELETE FROM entity_versions WHERE entity_id = ?", (entity_id,)).rowcount
     conn.execute("DELETE FROM entities WHERE id = ?", (entity_id,))
-    _forget_phrases(conn, phrases)
+    backend.vectors.forget_phrases(conn, sorted(phrases))
     return PurgeResult(id=entity_id, versions=versions, links=links)
 
 
@@ -455,17 +455,6 @@ def keep_high_water(backend: Backend, conn: Connection) -> None:
     even where no sequence remembers it (the rows give their ids themselves)."""
     for table, column in ID_COLUMNS:
         backend.set_meta(conn, f"high_water:{table}", str(backend.next_id(conn, table, column) - 1))
-
-
-def _forget_phrases(conn: Connection, phrases: set[str]) -> None:
-    """Drop the stored vectors of trigger phrases no remaining version uses (a purge leaves no text)."""
-    for phrase in sorted(phrases):
-        used = conn.execute(
-            f"SELECT 1 FROM entity_versions v, {dialect(conn).texts('v.recall_when')} j WHERE v.recall_when != '[]' AND j.value = ? LIMIT 1",
-            (phrase,),
-        ).fetchone()
-        if used is None:
-            conn.execute("DELETE FROM trigger_vectors WHERE phrase = ?", (phrase,))
 
 
 def supersede(

@@ -140,6 +140,10 @@ class VectorStore(Protocol):
 
     def write_phrase_vectors(self, conn: Connection, model: str, vectors: dict[str, np.ndarray]) -> None: ...
 
+    def forget_phrases(self, conn: Connection, phrases: Sequence[str]) -> None:
+        """After a purge: drop the stored vectors of those of ``phrases`` no version uses any more, whichever
+        scope used them (on PostgreSQL also for a role bound to one scope, which sees its own versions only)."""
+
 
 class ChangeLog(Protocol):
     """The log of changes to the set of current versions, which in-memory indexes follow.
@@ -184,6 +188,11 @@ class Backend(Protocol):
     def read_only(self) -> bool:
         """True for a database that takes no writes (a PostgreSQL replica): writes are refused, and recall
         does not count retrievals."""
+
+    @property
+    def next_ids_only(self) -> bool:
+        """True where every new row must take :meth:`next_id`'s id, never one its writer chose (a PostgreSQL role
+        bound to one scope): an import then gives a file's entities and links new ids rather than keeping theirs."""
 
     @property
     def clock(self) -> Callable[[], int] | None:

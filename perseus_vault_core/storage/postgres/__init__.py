@@ -33,7 +33,7 @@ from ...models import CheckReport, Stats
 from .. import meta
 from ..base import ChangeLog, Connection, KeywordStore, VectorStore
 from . import changes, keyword, maintenance, pool, schema, vectors
-from .connection import PgConnection, connect, write_transaction
+from .connection import WRITE_LOCK, PgConnection, connect, write_transaction
 
 T = TypeVar("T")
 
@@ -44,6 +44,7 @@ CLOCK_REFRESH_S = 60.0  # how often a process measures its offset from the datab
 
 
 VAULT_ID = "vault_id"  # vault_meta: a random name for this database's vault, for the snapshot cache
+HIGH_WATER = "high_water:"  # vault_meta: a table's largest id before a purge (store.keep_high_water)
 CACHE_VARIABLE = "PERSEUS_VAULT_CACHE"
 
 
@@ -118,6 +119,7 @@ class PostgresBackend:
     changes: ChangeLog = changes
     encrypted = False  # encryption at rest is the server's (docs/postgres.md)
     read_only = False  # a streaming replica (or default_transaction_read_only): found when the vault opens
+    next_ids_only = False  # connected as a role bound to one scope (tenancy.py): found when the vault opens
 
     def __init__(self, url: str, *, key: str | bytes | None = None, synchronous: str = "FULL") -> None:
         if key is not None:
@@ -208,6 +210,12 @@ class PostgresBackend:
         return meta.get_meta(conn, key)
 
     def set_meta(self, conn: Connection, key: str, value: str | None) -> None:
+        """As on SQLite, except a purge's high-water mark (``high_water:<table>``), which the schema's function
+        records from the table itself (the value given is what it reads, the largest id so far): a role bound to
+        a scope may not write the vault's settings, whose marks every tenant's ids are counted from."""
+        if key.startswith(HIGH_WATER):
+            conn.execute("SELECT pv_keep_high_water(?)", (key[len(HIGH_WATER):],))
+            return
         meta.set_meta(conn, key, value)
 
     def next_id(self, conn: Connection, table: str, column: str = "id") -> int:
@@ -231,6 +239,7 @@ class PostgresBackend:
                                  f"this package's {schema.LATEST}: open it once through the primary first")
             return
         schema.migrate(conn, now_ms)  # type: ignore[arg-type]
+        self.next_ids_only = bool(conn.execute("SELECT pv_bound_scope() IS NOT NULL").fetchone()[0])
         if meta.get_meta(conn, VAULT_ID) is None:  # the first host to open it names it; the others read that name
             write_transaction(conn, lambda c: c.execute(  # type: ignore[arg-type]
                 "INSERT INTO vault_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING",
@@ -264,9 +273,6 @@ class PostgresBackend:
 
     def close(self) -> None:
         self._connections.close()
-
-
-WRITE_LOCK = 0x7065727365757333  # "perseus3": held by every write transaction, from its start to its commit
 
 
 def _write(conn: Connection, work: Callable[[Connection], T], *, synced: bool) -> T:

@@ -187,6 +187,9 @@ class PgConnection:
 
 
 RETRIED = frozenset({"40001", "40P01"})  # serialization failure, deadlock detected
+# Held by every write transaction, from its start to its commit (the backend's ``_write``); a role bound to a scope
+# takes it too before its row is given an id (tenancy.py), so ids are handed out one writer at a time.
+WRITE_LOCK = 0x7065727365757333  # "perseus3"
 
 
 def conflicted(exc: BaseException) -> bool:
@@ -217,4 +220,4 @@ def connect(url: str) -> PgConnection:
     return PgConnection(psycopg.connect(url, autocommit=True))
 
 
-__all__ = ["PgConnection", "PgCursor", "connect", "translate", "write_transaction"]
+__all__ = ["WRITE_LOCK", "PgConnection", "PgCursor", "connect", "translate", "write_transaction"]

@@ -24,6 +24,8 @@ distributed PostgreSQL (Citus) can shard them all by scope (storage/distribution
 column, filled from each row's own scope or its parent's, and in every primary key, unique constraint and
 foreign key between those tables, as Citus requires (the leading columns stay, so lookups keep their index).
 Row-level security is restated by the key (tenancy.py), since Citus takes no subquery in a policy.
+Migration 11 keeps a role bound to one scope to its scope's rows: the ids its rows take, the columns it may
+update, and what it may write in the shared tables (tenancy.py says what, and why).
 
 Each migration runs in one transaction that first takes a transaction-scoped advisory lock, so hosts
 that open a new database at once apply each step once (READ COMMITTED, so that the check made after the
@@ -358,6 +360,8 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (8, "graph checkpoints, key-value collections", _script(V8)),
     (9, "the scope key on every scoped table, in its keys; row-level security by it", _script(_v9())),
     (10, "every row given its id: a purge's high-water mark, no identity-following triggers", _script(V10)),
+    (11, "bound roles: ids given, no sequences, shared tables and settings through the vault's functions",
+     tenancy.restrict),
 ]
 LATEST = MIGRATIONS[-1][0]
 

@@ -29,6 +29,27 @@ foreign keys that include the key (a version's to its entity, a link's to both e
 keyword document's to their version) keep a bound role from hanging a row of its own scope on another's.
 The change log's entries carry their version's scope too; a trigger phrase's vector is admitted while a
 version the role can see uses the phrase (``pv_phrase_used``, a function, which Citus takes).
+
+Migration 11 (:data:`RESTRICTED`) keeps a bound role off everything that is not its scope's rows, since what it
+writes there reaches every tenant:
+
+- ids: a bound role's new entity, version or link takes the id the vault gives next (``pv_given_id``, a
+  restrictive policy), so no role can place an id at bigint's end and leave no next id for anyone. It may
+  update only the columns the vault updates (usage counters, a closed version's or link's end, a vector, an
+  index row's head flag), never an id, and delete an id-giving row only once a purge has recorded the
+  table's high-water mark past it (``pv_keep_high_water``), so no id is ever given twice. It has no right on
+  any sequence.
+- ``vault_meta``: it reads the vault's settings and writes only its own scope's memory-folder binding (and
+  sees no other scope's: they would name the other tenants).
+- ``trigger_vectors``, the phrase vectors every tenant shares: it adds a missing phrase's vector of the
+  recorded model and dimension (``pv_add_phrase_vectors``), never changes or deletes one; a purge deletes the
+  vectors of phrases no version uses any more (``pv_forget_phrases``), whoever's they were.
+- ``head_changes``: it appends entries for its own versions only (never a rebuild's, vid 0, which every
+  process follows), and the log is trimmed by ``pv_trim_changes``, which keeps what the vault always keeps.
+
+The functions that write for a bound role are ``SECURITY DEFINER`` (they run as the tables' owner) and do
+only that one thing; :func:`grant` lists what a bound role is given, and the migration applies it again to
+every role bound before it.
 """
 
 from __future__ import annotations
@@ -37,7 +58,8 @@ import re
 
 from ...dialect import POSTGRES
 from ...errors import InvalidInput
-from ..base import Connection
+from ..base import CHANGE_LOG_KEEP, Connection
+from .connection import WRITE_LOCK
 
 # A version's recall_when (a JSON list) holds the phrase: its JSON text, with LIKE's own characters escaped.
 _USES_PHRASE = ("v.recall_when LIKE '%' || replace(replace(replace(CAST(to_json(phrase) AS text), '\\', '\\\\'), "
@@ -111,6 +133,120 @@ CREATE POLICY scoped ON {table} USING ({rule});""" for table, rule in (
     ("trigger_vectors", "pv_phrase_used(phrase)"),
 )) + "\n"
 
+# The functions that run as the tables' owner: only the owner and bound roles may call them.
+_DEFINED = ("pv_next_id(text, text)", "pv_keep_high_water(text)", "pv_add_phrase_vectors(text, text[], bytea[])",
+            "pv_forget_phrases(text[])", "pv_trim_changes()")
+
+# A bound role's row takes the id the vault gives next (pv_next_id), checked one writer at a time: it takes the
+# vault's write lock (the vault's own writes hold it already) and reads, in READ COMMITTED, every commit before it.
+_IDS = (("entities", "id"), ("entity_versions", "vid"), ("links", "id"))
+RESTRICTED = f"""
+CREATE FUNCTION pv_given_id(tab text, col text, given bigint) RETURNS boolean LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    wanted bigint;
+BEGIN
+    IF current_setting('transaction_isolation') <> 'read committed' THEN
+        RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege',
+            MESSAGE = 'a role bound to a scope writes in READ COMMITTED transactions, as the vault does';
+    END IF;
+    PERFORM pg_advisory_xact_lock({WRITE_LOCK});
+    wanted := pv_next_id(tab, col);
+    IF given IS DISTINCT FROM wanted THEN
+        RAISE EXCEPTION USING ERRCODE = 'insufficient_privilege', MESSAGE = format(
+            'a role bound to a scope gives a new row of %s the id the vault gives next (%s), not %s', tab, wanted, given);
+    END IF;
+    RETURN true;
+END $$;
+
+CREATE FUNCTION pv_high_water(tab text) RETURNS bigint LANGUAGE sql STABLE AS $$
+    SELECT coalesce(max(CAST(value AS bigint)), 0) FROM vault_meta WHERE key = 'high_water:' || tab
+$$;
+CREATE FUNCTION pv_keep_high_water(tab text) RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+BEGIN
+    IF tab NOT IN ('entities', 'entity_versions', 'links') THEN
+        RAISE EXCEPTION 'pv_keep_high_water: no identity %', tab;
+    END IF;
+    INSERT INTO vault_meta (key, value) VALUES ('high_water:' || tab,
+        CAST(pv_next_id(tab, CASE tab WHEN 'entity_versions' THEN 'vid' ELSE 'id' END) - 1 AS text))
+        ON CONFLICT (key) DO UPDATE SET value = excluded.value;
+END $$;
+""" + "".join(f"""
+CREATE POLICY given_id ON {table} AS RESTRICTIVE FOR INSERT WITH CHECK (pv_given_id('{table}', '{column}', {column}));
+CREATE POLICY kept_id ON {table} AS RESTRICTIVE FOR DELETE USING ({column} <= pv_high_water('{table}'));""" for table, column in _IDS) + f"""
+
+-- The settings are the owner's; a scope's memory-folder binding (memory/sync.py: 'memory_folder:' and the scope as
+-- a JSON list) is that scope's, and no other scope's is shown.
+CREATE FUNCTION pv_own_meta(k text) RETURNS boolean LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    bound record;
+BEGIN
+    IF NOT starts_with(k, 'memory_folder:') THEN
+        RETURN false;
+    END IF;
+    SELECT agent_id, workspace_hash INTO bound FROM vault_scopes WHERE role = current_user;
+    RETURN FOUND AND CAST(substr(k, 15) AS jsonb) = jsonb_build_array(bound.agent_id, bound.workspace_hash);
+EXCEPTION WHEN invalid_text_representation THEN
+    RETURN false;
+END $$;
+ALTER TABLE vault_meta ENABLE ROW LEVEL SECURITY;
+CREATE POLICY settings ON vault_meta FOR SELECT USING (NOT starts_with(key, 'memory_folder:'));
+CREATE POLICY own_binding ON vault_meta USING (pv_own_meta(key));
+
+-- Phrase vectors: a bound role adds missing ones (of the recorded model and dimension) and changes none; the
+-- owner writes as before. A purge deletes those of phrases no version uses any more.
+CREATE FUNCTION pv_add_phrase_vectors(m text, phrases text[], vectors bytea[]) RETURNS void
+LANGUAGE sql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+    INSERT INTO trigger_vectors (model, phrase, embedding)
+    SELECT m, u.phrase, u.embedding FROM unnest(phrases, vectors) AS u(phrase, embedding)
+    WHERE m = (SELECT value FROM vault_meta WHERE key = 'embedding_model')
+      AND length(u.embedding) = 4 * (SELECT CAST(value AS bigint) FROM vault_meta WHERE key = 'embedding_dimension')
+    ON CONFLICT (model, phrase) DO NOTHING
+$$;
+CREATE FUNCTION pv_keep_phrase_vectors(m text, phrases text[], vectors bytea[]) RETURNS void
+LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+    IF pv_bound_scope() IS NOT NULL THEN
+        PERFORM pv_add_phrase_vectors(m, phrases, vectors);
+    ELSE
+        INSERT INTO trigger_vectors (model, phrase, embedding)
+        SELECT m, u.phrase, u.embedding FROM unnest(phrases, vectors) AS u(phrase, embedding)
+        ON CONFLICT (model, phrase) DO UPDATE SET embedding = excluded.embedding;
+    END IF;
+END $$;
+CREATE FUNCTION pv_forget_phrases(phrases text[]) RETURNS void
+LANGUAGE sql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+    DELETE FROM trigger_vectors t WHERE t.phrase = ANY(phrases) AND NOT EXISTS (
+        SELECT 1 FROM entity_versions v
+        WHERE v.recall_when <> '[]' AND CAST(v.recall_when AS jsonb) @> jsonb_build_array(t.phrase))
+$$;
+
+-- The change log: a bound role appends entries for versions it can see (its own), never a rebuild's (vid 0);
+-- trimming keeps the newest {CHANGE_LOG_KEEP:,} entries, as the vault always has (storage/base.py).
+CREATE FUNCTION pv_version_visible(given bigint) RETURNS boolean LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN EXISTS (SELECT 1 FROM entity_versions WHERE vid = given);
+END $$;
+CREATE POLICY own_version ON head_changes AS RESTRICTIVE FOR INSERT WITH CHECK (vid <> 0 AND pv_version_visible(vid));
+CREATE FUNCTION pv_trim_changes() RETURNS void
+LANGUAGE sql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+    DELETE FROM head_changes WHERE seq <= (SELECT max(seq) FROM head_changes) - {CHANGE_LOG_KEEP}
+$$;
+
+REVOKE EXECUTE ON FUNCTION {", ".join(_DEFINED)} FROM PUBLIC;
+"""
+
+
+# What a bound role is given. Rows of its scope (every table but the shared ones): read, add, delete; of updates,
+# only the columns the vault updates (never an id or a scope key). The shared tables: read (vault_meta: its own
+# binding too, by the policies above); head_changes: append. The functions above for the rest.
+_SCOPED = ("entities", "entity_versions", "links", "version_vectors", "keyword_docs", "keyword_postings", "checkpoints",
+           "checkpoint_blobs", "checkpoint_writes", "kv_entries")
+_SHARED = ("head_changes", "trigger_vectors", "vault_meta", "_migrations", "vault_scopes")
+_UPDATED = {"entities": "retrieval_count, last_accessed_ms", "entity_versions": "recorded_to_ms",
+            "links": "recorded_to_ms", "version_vectors": "embedding, bits, vec", "keyword_docs": "head",
+            "keyword_postings": "head"}
+_WHOLE_ROWS = ("checkpoints", "checkpoint_blobs", "checkpoint_writes", "kv_entries", "vault_meta")
 _ROLE = re.compile(r"[a-z_][a-z0-9_$]{0,62}")
 
 
@@ -126,16 +262,36 @@ def bind_role(conn: Connection, role: str, agent_id: str, workspace_hash: str) -
     conn.execute("INSERT INTO vault_scopes (role, agent_id, workspace_hash) VALUES (?, ?, ?) ON CONFLICT (role) "
                  "DO UPDATE SET agent_id = excluded.agent_id, workspace_hash = excluded.workspace_hash",
                  (role, agent_id, workspace_hash))
-    for grant in (
+    grant(conn, role)
+
+
+def grant(conn: Connection, role: str) -> None:
+    """Give the bound role ``role`` exactly what a bound vault needs, taking back anything more it was given on
+    the vault's tables and sequences (a role bound before migration 11 had more)."""
+    tables = ", ".join((*_SCOPED, *_SHARED))
+    sequences = ", ".join(row[0] for row in conn.execute(
+        "SELECT pg_get_serial_sequence(t, c) FROM (VALUES ('entities', 'id'), ('entity_versions', 'vid'), "
+        "('links', 'id'), ('head_changes', 'seq')) AS identity(t, c)").fetchall())
+    for statement in (
+        f"REVOKE ALL ON {tables} FROM {role}",
+        f"REVOKE ALL ON SEQUENCE {sequences} FROM {role}",
         f"GRANT USAGE ON SCHEMA {_schema(conn)} TO {role}",
-        f"GRANT SELECT, INSERT, UPDATE, DELETE ON entities, entity_versions, links, version_vectors, keyword_docs, "
-        f"keyword_postings, head_changes, trigger_vectors, checkpoints, checkpoint_blobs, checkpoint_writes, "
-        f"kv_entries TO {role}",
-        f"GRANT SELECT, INSERT, UPDATE ON vault_meta TO {role}",
-        f"GRANT SELECT ON _migrations, vault_scopes TO {role}",
-        f"GRANT USAGE, SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA {_schema(conn)} TO {role}",
+        f"GRANT SELECT ON {tables} TO {role}",
+        f"GRANT INSERT, DELETE ON {', '.join(_SCOPED)}, vault_meta TO {role}",
+        f"GRANT INSERT ON head_changes TO {role}",
+        f"GRANT UPDATE ON {', '.join(_WHOLE_ROWS)} TO {role}",
+        *(f"GRANT UPDATE ({columns}) ON {table} TO {role}" for table, columns in _UPDATED.items()),
+        f"GRANT EXECUTE ON FUNCTION {', '.join(_DEFINED)} TO {role}",
     ):
-        conn.execute(grant)
+        conn.execute(statement)
+
+
+def restrict(conn: Connection) -> None:
+    """Migration 11: :data:`RESTRICTED`, and every role already bound given what :func:`grant` gives, no more."""
+    conn.execute(RESTRICTED)
+    bound = conn.execute("SELECT s.role FROM vault_scopes s JOIN pg_roles r ON r.rolname = s.role ORDER BY s.role")
+    for (role,) in bound.fetchall():
+        grant(conn, role)
 
 
 def _schema(conn: Connection) -> str:

@@ -200,13 +200,21 @@ def phrase_vectors(conn: Connection, model: str, wanted: Sequence[str]) -> dict[
 
 
 def write_phrase_vectors(conn: Connection, model: str, vectors: dict[str, np.ndarray]) -> None:
-    conn.executemany(
-        "INSERT INTO trigger_vectors (model, phrase, embedding) VALUES (?, ?, ?) "
-        "ON CONFLICT (model, phrase) DO UPDATE SET embedding = excluded.embedding",
-        [(model, p, np.asarray(v, dtype=np.float32).tobytes()) for p, v in sorted(vectors.items())],
-    )
+    """Keep these phrases' vectors: the owner stores them; a role bound to a scope adds those missing, of the
+    recorded model and dimension, and changes none (they are every tenant's: tenancy.py)."""
+    if vectors:
+        phrases = sorted(vectors)
+        conn.execute("SELECT pv_keep_phrase_vectors(?, ?, ?)",
+                     (model, phrases, [np.asarray(vectors[p], dtype=np.float32).tobytes() for p in phrases]))
+
+
+def forget_phrases(conn: Connection, phrases: Sequence[str]) -> None:
+    """After a purge: drop the vectors of these phrases where no version uses them any more, in any scope (the
+    schema's function sees them all, where a bound role sees its own)."""
+    if phrases:
+        conn.execute("SELECT pv_forget_phrases(?)", (sorted(phrases),))
 
 
 __all__ = ["TABLE", "build_index", "candidates", "check_model", "claim", "copy", "cosines", "coverage", "delete",
-           "existing", "forget_model", "head_vectors", "index_missing", "missing", "missing_count", "model",
-           "phrase_vectors", "rescore", "search", "write", "write_phrase_vectors"]
+           "existing", "forget_model", "forget_phrases", "head_vectors", "index_missing", "missing", "missing_count",
+           "model", "phrase_vectors", "rescore", "search", "write", "write_phrase_vectors"]

@@ -184,6 +184,15 @@ def write_phrase_vectors(conn: Connection, model: str, vectors: dict[str, np.nda
     )
 
 
+def forget_phrases(conn: Connection, phrases: Sequence[str]) -> None:
+    """After a purge: drop the vectors of these phrases that no version uses any more (a purge leaves no text)."""
+    for phrase in sorted(phrases):
+        used = conn.execute("SELECT 1 FROM entity_versions v, json_each(v.recall_when) j "
+                            "WHERE v.recall_when != '[]' AND j.value = ? LIMIT 1", (phrase,)).fetchone()
+        if used is None:
+            conn.execute("DELETE FROM trigger_vectors WHERE phrase = ?", (phrase,))
+
+
 def existing(conn: Connection, vids: Sequence[int]) -> set[int]:
     """Which of these versions still exist (a purge may have removed some meanwhile)."""
     rows = conn.execute(
