@@ -68,6 +68,7 @@ from .keyvalue import KeyValues
 from .migrate import migrate
 from .roles import bind_role
 from .verbs import ALIASES, BY_NAME, PROFILES, VERBS, Verb
+from .text import escape_breaks
 
 __version__ = "0.1.0"
 
@@ -143,6 +144,7 @@ __all__ = [
     "__version__",
     "bind_role",
     "cancellable",
+    "escape_breaks",
     "is_advanced",
     "migrate",
     "read_secret_file",

@@ -29,6 +29,7 @@ from .filters import FROM, view
 from .models import ConversationResult, ConversationTurn, ConversationWrite, Entity, TurnWritten
 from .params import ConversationParams, Filters, MessageInput, RememberConversationParams, RememberInput
 from .storage import Connection
+from .text import escape_breaks
 
 CATEGORY = "conversation"
 TYPE = "turn"
@@ -228,7 +229,8 @@ def _turns(entities: list[Entity], *, fit: bool) -> list[ConversationTurn]:
 
 def transcript(result: ConversationResult, around: int | None = None) -> str:
     """The turns as text, one line each: ``#id turn speaker (time): text``; with ``around``, the hit's
-    line is marked ``>``. Whitespace inside a text is collapsed, so a line is one turn."""
+    line is marked ``>``. Whitespace inside a text is collapsed and a speaker's line breaks escaped (a turn
+    written by hand, or before they were refused, may hold some), so a line is one turn."""
     if not result.turns:
         held = f" from that turn on (it has {result.total})" if result.total else ""
         return f"no turns in conversation {result.session!r}{held}"
@@ -236,7 +238,7 @@ def transcript(result: ConversationResult, around: int | None = None) -> str:
     for t in result.turns:
         when = iso(t.at_ms)
         when = when[:16] + "Z" if when is not None else str(t.at_ms)  # to the minute: a transcript, not a log
-        line = f"#{t.entity.id} {t.turn} {t.speaker} ({when}): {' '.join(t.entity.content.split())}"
+        line = f"#{t.entity.id} {t.turn} {escape_breaks(t.speaker)} ({when}): {' '.join(t.entity.content.split())}"
         if around is not None:
             line = ("> " if t.entity.id == around else "  ") + line
         lines.append(line)

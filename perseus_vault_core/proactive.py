@@ -48,6 +48,7 @@ from .params import MAX_QUERY_CHARS, Filters, PrepareParams, RecallParams, Recal
 from .porter import stem
 from .query import STOPWORDS, tokenize
 from .storage import Connection
+from .text import escape_breaks
 
 PHRASE, TERMS, MEANING = 1.0, 0.75, 0.7
 LINE_CHARS = 400
@@ -195,7 +196,7 @@ def block(triggered: Sequence[tuple[Any, str]], related: Sequence[Any], max_char
         return True
 
     sections = [
-        ("### Triggered", [(e, f'(#{e.id}; when: "{phrase}")') for e, phrase in triggered], shown[0]),
+        ("### Triggered", [(e, f'(#{e.id}; when: "{" ".join(phrase.split())}")') for e, phrase in triggered], shown[0]),
         ("### Related", [(e, f"(#{e.id})") for e in related], shown[1]),
     ]
     if not triggered and not related:
@@ -207,7 +208,10 @@ def block(triggered: Sequence[tuple[Any, str]], related: Sequence[Any], max_char
             continue
         for entity, suffix in entries:
             room = max_chars - used - 1
-            line = _line(f"{entity.category}/{entity.key}", _text(entity.summary, entity.content), suffix, room)
+            # Stored text stays inside its line: names escaped (a vault may hold some from before they were
+            # refused), texts with their whitespace collapsed.
+            label = escape_breaks(f"{entity.category}/{entity.key}")
+            line = _line(label, _text(entity.summary, entity.content), suffix, room)
             if line is None or not add(line):
                 break
             ids.append(entity.id)

@@ -23,13 +23,14 @@ from ..errors import SetupError, VaultError
 from ..vault import Vault, default_path
 from .parser import Commands, build_parser, builtins
 from ..plugins import INSTALL_HINTS
+from ..text import escape_breaks
 
 __all__ = ["build_parser", "main", "run"]
 
 
 def _one_line(text: str) -> str:
     """Messages may quote user text; keep the promise of one line per error."""
-    return text.replace("\r", "\\r").replace("\n", "\\n")
+    return escape_breaks(text)
 
 
 def _command_word(argv: Sequence[str]) -> str | None:

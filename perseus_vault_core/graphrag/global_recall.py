@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from ..models import GlobalCommunity, RecallItem
 from ..ranking import one_line
+from ..text import escape_breaks
 from .communities import Group
 
 EVIDENCE_CHARS = 300
@@ -83,7 +84,8 @@ def context(query: str, chosen: list[GlobalCommunity], max_chars: int) -> str:
             gc.summary,
             "Evidence:",
         ]
-        section += [f"- [{e.category}/{e.key}] {one_line(e.content, EVIDENCE_CHARS)} (#{e.id})" for e in gc.evidence]
+        section += [f"- [{escape_breaks(f'{e.category}/{e.key}')}] {one_line(e.content, EVIDENCE_CHARS)} (#{e.id})"
+                    for e in gc.evidence]
         for line in section:
             if used + 1 + len(line) > max_chars:
                 break

@@ -59,6 +59,7 @@ from perseus_vault_core import (
     VaultError,
     Verb,
     __version__,
+    escape_breaks,
     is_advanced,
     transcript,
     validate,
@@ -228,7 +229,7 @@ def _arguments(tool: VaultTool, given: Any, bound: dict[str, str]) -> dict[str, 
 
 
 def _one_line(text: str) -> str:
-    return text.replace("\r", "\\r").replace("\n", "\\n")
+    return escape_breaks(text)
 
 
 def _text(verb: Verb, args: dict[str, Any], result: Any) -> str:
@@ -245,7 +246,7 @@ def _text(verb: Verb, args: dict[str, Any], result: Any) -> str:
         believed, true = _when(args.get("as_of_unix_ms")), _when(args.get("valid_at_unix_ms"))
         when = {"as_of": f"was believed at {believed}", "valid_at": f"was true in the world at {true}",
                 "bitemporal": f"was believed at {believed} to be true at {true}"}[verb.name]
-        return f"No version of {args['category']}/{args['key']} {when}."
+        return f"No version of {_one_line(args['category'])}/{_one_line(args['key'])} {when}."
     if isinstance(result, BaseModel):
         return result.model_dump_json()
     return json.dumps(_jsonable(result), ensure_ascii=False)
