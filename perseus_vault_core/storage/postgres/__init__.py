@@ -26,6 +26,7 @@ import weakref
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, TypeVar, cast
+from urllib.parse import unquote
 
 from ...errors import InvalidInput, NotSupported, SetupError, StorageError
 from ...forking import in_child
@@ -37,7 +38,7 @@ from .connection import WRITE_LOCK, PgConnection, connect, write_transaction
 
 T = TypeVar("T")
 
-__all__ = ["PostgresBackend", "cache_folder", "is_url", "redact"]
+__all__ = ["PostgresBackend", "cache_folder", "is_url", "redact", "scrub"]
 
 _SCHEMES = ("postgresql://", "postgres://")
 CLOCK_REFRESH_S = 60.0  # how often a process measures its offset from the database's clock again
@@ -65,9 +66,62 @@ def is_url(path: str) -> bool:
     return path.startswith(_SCHEMES)
 
 
+# Query parameters whose values are credentials: libpq's password, and the passphrase of an SSL client key.
+_SECRET_PARAMETERS = frozenset({"password", "sslpassword"})
+_HIDDEN = "***"
+
+
+_PARAMETER = re.compile(r"\?[^?=&@]*=")  # where a query begins: "?name="
+
+
+def _userinfo_end(rest: str) -> int:
+    """Where the user part of a URL's remainder (after ``://``) ends, or -1: its last ``@`` before the query. A
+    password may hold an unencoded ``/``, ``?`` or ``@`` (libpq would refuse the URL, but the message that says
+    so shows it), so where the URL is ambiguous more is masked, never less."""
+    query = _PARAMETER.search(rest)
+    return rest.rfind("@", 0, query.start() if query else len(rest))
+
+
+def _secrets(url: str) -> list[str]:
+    """The credentials written in ``url``, as written and percent-decoded (to take out of messages)."""
+    _, sep, rest = url.partition("://")
+    if not sep:
+        return []
+    found: list[str] = []
+    end = _userinfo_end(rest)
+    if end >= 0 and ":" in rest[:end]:
+        found.append(rest[:end].split(":", 1)[1])
+    for piece in rest[end + 1:].partition("?")[2].split("&"):
+        key, eq, value = piece.partition("=")
+        if eq and unquote(key).strip().lower() in _SECRET_PARAMETERS:
+            found.append(value)
+    return [text for secret in found if secret for text in {secret, unquote(secret)}]
+
+
 def redact(url: str) -> str:
-    """``url`` without its password, for messages and ``stats``."""
-    return re.sub(r"(://[^:/@]*):[^@/]+@", r"\1:***@", url)
+    """``url`` without its credentials, for messages, ``stats`` and the inspector: the password of its user part
+    (``user:***@``) and the value of every ``password`` or ``sslpassword`` query parameter, whatever its case or
+    encoding (``?password=***``)."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    end = _userinfo_end(rest)
+    user, after = (rest[:end], rest[end:]) if end >= 0 else ("", rest)
+    if ":" in user:
+        user = user.split(":", 1)[0] + ":" + _HIDDEN
+    base, mark, query = after.partition("?")
+    pieces = []
+    for piece in query.split("&") if mark else []:
+        key, eq, _ = piece.partition("=")
+        pieces.append(key + eq + _HIDDEN if eq and unquote(key).strip().lower() in _SECRET_PARAMETERS else piece)
+    return scheme + sep + user + base + (mark + "&".join(pieces) if mark else "")
+
+
+def scrub(message: str, url: str) -> str:
+    """``message`` (a driver's error) with every credential of ``url`` taken out, wherever it appears."""
+    for secret in sorted(_secrets(url), key=len, reverse=True):
+        message = message.replace(secret, _HIDDEN)
+    return message
 
 
 def driver_errors() -> tuple[type[BaseException], ...]:
@@ -153,7 +207,12 @@ class PostgresBackend:
         try:
             return self._connections.conn()
         except self.errors as error:
-            raise StorageError(f"cannot connect to {self.path}: {str(error).strip().splitlines()[0]}") from error
+            raise StorageError(f"cannot connect to {self.path}: {self._reason(error)}") from error
+
+    def _reason(self, error: BaseException) -> str:
+        """The first line of a driver's error, without a credential of the URL in it."""
+        lines = str(error).strip().splitlines()
+        return scrub(lines[0] if lines else type(error).__name__, self.url)
 
     def lease(self) -> AbstractContextManager[None]:
         """Within (a verb): this thread keeps its connection; the outermost lease gives it back to the pool."""
@@ -168,7 +227,7 @@ class PostgresBackend:
         try:
             conn = connect(self.url)
         except self.errors as error:
-            raise StorageError(f"cannot connect to {self.path}: {str(error).strip().splitlines()[0]}") from error
+            raise StorageError(f"cannot connect to {self.path}: {self._reason(error)}") from error
         for statement in self._setup():
             conn.execute(statement)
         return conn

@@ -22,7 +22,7 @@ import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
-from urllib.parse import unquote, urlsplit, urlunsplit
+from urllib.parse import unquote
 
 from ...errors import InvalidInput, StorageError
 from .connection import PgConnection
@@ -33,12 +33,18 @@ OPTIONS = ("pool_size", "pool_timeout")
 
 
 def split_url(url: str) -> tuple[str, dict[str, float]]:
-    """``url`` without the vault's own query options, and those options (validated, defaults filled). The
-    other parameters are kept byte for byte: libpq reads ``%20`` as a space but ``+`` as a plus sign, so the
-    query is not decoded and encoded again."""
-    parts = urlsplit(url)
+    """``url`` without the vault's own query options, and those options (validated, defaults filled). Everything
+    else is kept byte for byte: libpq reads ``%20`` as a space but ``+`` as a plus sign, so the query is not
+    decoded and encoded again, and a URL with no host (``postgresql:///db?host=/run/postgresql``, libpq's way to
+    name a socket) keeps its ``//``. The query starts at the first ``?`` after the user part, as libpq reads it
+    (a password may hold one)."""
+    _, sep, rest = url.partition("://")
+    at, slash = rest.find("@"), rest.find("/")
+    userinfo = at if sep and at >= 0 and (slash < 0 or at < slash) else -1  # libpq: an @ before any / ends it
+    start = url.find("?", len(url) - len(rest) + userinfo + 1) if sep else url.find("?")
+    base, query = (url, "") if start < 0 else (url[:start], url[start + 1:])
     kept, options = [], {"pool_size": float(POOL_SIZE), "pool_timeout": POOL_TIMEOUT_S}
-    for piece in parts.query.split("&") if parts.query else []:
+    for piece in query.split("&") if query else []:
         key, _, value = piece.partition("=")
         if unquote(key) not in OPTIONS:
             kept.append(piece)
@@ -53,7 +59,7 @@ def split_url(url: str) -> tuple[str, dict[str, float]]:
         if key == "pool_timeout" and not 0 < number <= 3600:
             raise InvalidInput("path", f"pool_timeout in the URL must be seconds above 0 and at most 3600, got {value}")
         options[key] = number
-    return urlunsplit(parts._replace(query="&".join(kept))), options
+    return base + ("?" + "&".join(kept) if kept else ""), options
 
 
 class Connections:

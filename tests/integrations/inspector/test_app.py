@@ -7,6 +7,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -194,16 +195,23 @@ def test_a_bound_inspector_shows_its_scope_only_and_refuses_another(store: tuple
 def test_every_view_works_on_postgresql(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
     with vault_location(backend, request, tmp_path) as location:
         clock = Clock()
-        with Vault(location, clock=clock, embedder=FakeEmbedder()) as vault:
+        # A password given as a query parameter (the test server trusts its clients: any will do) shows nowhere.
+        secret = "pv-Secret-77e1"
+        url = f"{location}{'&' if '?' in str(location) else '?'}password={secret}"
+        if urlsplit(str(location)).password:
+            url, secret = str(location), str(urlsplit(str(location)).password)
+        with Vault(url, clock=clock, embedder=FakeEmbedder()) as vault:
             sample = fill(vault, clock)
             import_files(vault, tmp_path)
             with served(vault) as server:
                 assert "postgres" in get(server, "/")
-                paths: list[Any] = ["/browse?agent_id=ops", "/browse?q=invoices", f"/memory/{sample.ids['city']}",
+                paths: list[Any] = ["/", "/browse?agent_id=ops", "/browse?q=invoices", f"/memory/{sample.ids['city']}",
                                     "/recall?q=storage&mode=hybrid", f"/graph?id={sample.themes['storage'][0]}",
                                     "/time?at=2026-01-02", "/files?agent_id=ops&file=Opinions", "/graph"]
                 for path in paths:
-                    assert "message error" not in get(server, path), path
+                    page = get(server, path)
+                    assert "message error" not in page, path
+                    assert secret not in page, path
                 assert "Alice lives in Paris" in get(server, f"/memory/{sample.ids['city']}")
 
 
