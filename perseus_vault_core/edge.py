@@ -71,5 +71,9 @@ def listed(name: str, values: Any, what: str) -> list[Any]:
 
 def path_text(name: str, value: Any) -> Any:
     """A path argument (text or ``os.PathLike``) as text for its params model; anything else is left for
-    the model to refuse, naming ``name``."""
-    return os.fspath(value) if isinstance(value, os.PathLike) else value
+    the model to refuse, naming ``name``. A NUL is refused here: the operating system would raise
+    ``ValueError`` ("embedded null byte") past the edge."""
+    text = os.fspath(value) if isinstance(value, os.PathLike) else value
+    if isinstance(text, str) and "\x00" in text:
+        raise InvalidInput(name, "contains NUL (U+0000), which no path holds")
+    return text

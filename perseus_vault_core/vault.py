@@ -132,7 +132,6 @@ class Vault:
         return self._engine.read(lambda c: work(c, self._engine.now()))
 
     # --- writing -----------------------------------------------------------------------------
-
     @edge
     def remember(self, category: str | None = None, key: str | None = None, content: str | None = None,
                  **fields: Unpack[RememberOptions]) -> Entity:
@@ -457,7 +456,8 @@ class Vault:
                      workspace_hash: str | None = None) -> int:
         """Write every entity (with its history) and link in scope as JSONL; returns the line count."""
         validate(ScopeParams, given(agent_id=agent_id, workspace_hash=workspace_hash))
-        return import_export.export_jsonl(self._engine, target, agent_id, workspace_hash)
+        return import_export.export_jsonl(self._engine, target if hasattr(target, "write") else
+                                          path_text("target", target), agent_id, workspace_hash)
 
     # --- looking after the file ----------------------------------------------------------------
 

@@ -459,3 +459,15 @@ def test_recall_when_and_global_recall_answers_stay_within_the_response_budget(t
         assert len(found.items) == 100
         assert len(found.model_dump_json()) < RESPONSE_BUDGET_CHARS + 100 * (OVERFLOW_PREVIEW_CHARS + 2000)
         assert "perseus_vault_get_entity" in found.items[-1].content
+
+
+def test_a_nul_in_a_path_is_invalid_input_naming_the_argument(tmp_path: Path) -> None:
+    """The operating system refuses a path holding NUL with a ValueError; the vault says which argument."""
+    bad = str(tmp_path / "a\x00b")
+    with Vault(tmp_path / "paths.db", embedder=False) as vault:
+        for call, name in ((lambda: vault.export_jsonl(bad), "target"), (lambda: vault.import_jsonl(bad), "source"),
+                           (lambda: vault.memory_import(bad), "folder"), (lambda: vault.memory_export(bad), "folder"),
+                           (lambda: vault.backup(bad), "target")):
+            with pytest.raises(InvalidInput) as caught:
+                call()
+            assert caught.value.field == name and "NUL" in caught.value.message
