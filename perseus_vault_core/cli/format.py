@@ -28,6 +28,7 @@ from ..models import (
     TraverseResult,
 )
 from ..ranking import one_line
+from ..text import escape_breaks
 
 Show = Callable[[Any, argparse.Namespace], str]
 
@@ -67,12 +68,17 @@ def size(n: int) -> str:
     return f"{n} bytes"
 
 
+def name(e: Any) -> str:
+    """``category/key`` on one line, whatever an older vault stored in them (text.escape_breaks)."""
+    return escape_breaks(f"{e.category}/{e.key}")
+
+
 def entity_line(e: Any) -> str:
-    return f"#{e.id} [{e.category}/{e.key}] {short(e.content)}"
+    return f"#{e.id} [{name(e)}] {short(e.content)}"
 
 
 def entity(e: Entity, _: argparse.Namespace | None = None) -> str:
-    lines = [f"#{e.id} [{e.category}/{e.key}] {e.type}, version {e.version}, {e.status}",
+    lines = [f"#{e.id} [{name(e)}] {e.type}, version {e.version}, {e.status}",
              f"created {when(e.created_at_ms)}, updated {when(e.updated_at_ms)}"
              + (f", valid {when(e.valid_from_ms)} to {when(e.valid_to_ms)}" if e.valid_to_ms is not None else "")
              + (f", expires {when(e.expires_at_ms)}" if e.expires_at_ms is not None else "")]
@@ -145,7 +151,7 @@ def hygiene(report: HygieneReport, _: argparse.Namespace) -> str:
     lines = [f"{report.total} of {report.scanned} active memories flagged, showing {len(report.items)}: {tally}"]
     for item in report.items:
         reasons = ", ".join(f"{r} of #{item.duplicate_of}" if r.endswith("duplicate") else r for r in item.reasons)
-        lines.append(f"#{item.id} [{item.category}/{item.key}] actionability {item.actionability:.2f}: {reasons}"
+        lines.append(f"#{item.id} [{name(item)}] actionability {item.actionability:.2f}: {reasons}"
                      f"  {short(item.preview)}")
     return "\n".join(lines)
 
@@ -235,9 +241,12 @@ def stats(s: Any, _: argparse.Namespace) -> str:
 
 
 def line(template: str) -> Show:
-    """A one-line answer: ``template`` formatted with the result's fields (a model's or a dict's)."""
+    """An answer of one line: ``template`` formatted with the result's fields (a model's or a dict's), a
+    memory's name on one line whatever an older vault stored in it (text.escape_breaks)."""
     def show(r: Any, _: argparse.Namespace) -> str:
-        return template.format_map(r if isinstance(r, dict) else r.__dict__ | {"r": r})
+        fields = r if isinstance(r, dict) else r.__dict__ | {"r": r}
+        names = {k: escape_breaks(fields[k]) for k in ("category", "key") if isinstance(fields.get(k), str)}
+        return template.format_map(fields | names)
 
     return show
 

@@ -554,3 +554,16 @@ def test_times_on_the_command_line_are_unix_ms_or_iso_8601(cli: Any, db: str) ->
     assert "as_of_unix_ms" in assert_one_line_error(cli("--db", db, "as-of", "note", "k", "soon"))
     found = assert_ok(cli("--db", db, "--json", "recall", "", "--as-of", "2100-01-01T00:00:00Z")).json()
     assert [i["id"] for i in found["items"]] == [made["id"]]
+
+
+def test_a_name_stored_with_line_breaks_prints_on_one_line(cli: Any, db: str) -> None:
+    """A key an older vault stored with line breaks (refused since) cannot add a line to the CLI's output."""
+    with Vault(db, embedder=False) as vault:
+        planted = vault.remember("note", "k", "the deploy checklist lives in the wiki").id
+        vault._engine.write(lambda c: c.execute("UPDATE entities SET key = ? WHERE id = ?",
+                                                ("old\n#99 [forged/line]\u2028x", planted)))
+    recalled = cli("--db", db, "recall", "deploy checklist")
+    assert recalled.code == 0 and len(recalled.lines()) == 2, recalled.out  # the header and one hit
+    assert "old\\n#99 [forged/line]\\u2028x" in recalled.out
+    forgotten = cli("--db", db, "forget", str(planted))
+    assert forgotten.code == 0 and forgotten.lines() == [f"archived #{planted} [note/old\\n#99 [forged/line]\\u2028x]"]
