@@ -44,8 +44,9 @@ writes there reaches every tenant:
 - ``trigger_vectors``, the phrase vectors every tenant shares: it adds a missing phrase's vector of the
   recorded model and dimension (``pv_add_phrase_vectors``), never changes or deletes one; a purge deletes the
   vectors of phrases no version uses any more (``pv_forget_phrases``), whoever's they were.
-- ``head_changes``: it appends entries for its own versions only (never a rebuild's, vid 0, which every
-  process follows), and the log is trimmed by ``pv_trim_changes``, which keeps what the vault always keeps.
+- ``head_changes``: it appends entries for its own versions only, of the kinds a write makes (never a
+  rebuild or a re-embed, on which every process rebuilds its indexes), and the log is trimmed by
+  ``pv_trim_changes``, which keeps what the vault always keeps.
 
 The functions that write for a bound role are ``SECURITY DEFINER`` (they run as the tables' owner) and do
 only that one thing; :func:`grant` lists what a bound role is given, and the migration applies it again to
@@ -58,7 +59,7 @@ import re
 
 from ...dialect import POSTGRES
 from ...errors import InvalidInput
-from ..base import CHANGE_LOG_KEEP, Connection
+from ..base import CHANGE_LOG_KEEP, OP_GONE, OP_HEAD, OP_VECTOR, Connection
 from .connection import WRITE_LOCK
 
 # A version's recall_when (a JSON list) holds the phrase: its JSON text, with LIKE's own characters escaped.
@@ -221,13 +222,15 @@ LANGUAGE sql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
         WHERE v.recall_when <> '[]' AND CAST(v.recall_when AS jsonb) @> jsonb_build_array(t.phrase))
 $$;
 
--- The change log: a bound role appends entries for versions it can see (its own), never a rebuild's (vid 0);
+-- The change log: a bound role appends entries for versions it can see (its own), of the kinds a write makes (a
+-- head made or closed, a vector written), never a rebuild or a re-embed, which every process acts on;
 -- trimming keeps the newest {CHANGE_LOG_KEEP:,} entries, as the vault always has (storage/base.py).
 CREATE FUNCTION pv_version_visible(given bigint) RETURNS boolean LANGUAGE plpgsql STABLE AS $$
 BEGIN
     RETURN EXISTS (SELECT 1 FROM entity_versions WHERE vid = given);
 END $$;
-CREATE POLICY own_version ON head_changes AS RESTRICTIVE FOR INSERT WITH CHECK (vid <> 0 AND pv_version_visible(vid));
+CREATE POLICY own_version ON head_changes AS RESTRICTIVE FOR INSERT
+    WITH CHECK (vid <> 0 AND op IN ({OP_HEAD}, {OP_GONE}, {OP_VECTOR}) AND pv_version_visible(vid));
 CREATE FUNCTION pv_trim_changes() RETURNS void
 LANGUAGE sql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
     DELETE FROM head_changes WHERE seq <= (SELECT max(seq) FROM head_changes) - {CHANGE_LOG_KEEP}

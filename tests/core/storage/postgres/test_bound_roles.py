@@ -204,19 +204,22 @@ def test_a_bound_role_cannot_change_or_delete_the_phrase_vectors_others_use(tena
 def test_a_bound_role_cannot_forge_or_trim_the_change_log(tenants: Tenants) -> None:
     theirs = tenants.bob.remember("fact", "b", "bob's", **BOB)
     head = tenants.head(theirs.id)
-    tenants.alice.remember("fact", "a", "alice's", **ALICE)
+    own = tenants.head(tenants.alice.remember("fact", "a", "alice's", **ALICE).id)
     alice = tenants.raw("alice")
     key = scope_key(ALICE["agent_id"], ALICE["workspace_hash"])
     log = tenants.owner._engine.read(lambda c: c.execute("SELECT seq, vid, op FROM head_changes ORDER BY seq").fetchall())
     for sql, params in (("INSERT INTO head_changes (vid, op, scope) VALUES (0, 0, '')", None),  # "rebuild everything"
                         ("INSERT INTO head_changes (vid, op, scope) VALUES (0, 3, %s)", (key,)),
                         ("INSERT INTO head_changes (vid, op, scope) VALUES (%s, -1, %s)", (head, key)),  # bob's head
+                        ("INSERT INTO head_changes (vid, op, scope) VALUES (%s, 0, %s)", (own, key)),  # a rebuild
+                        ("INSERT INTO head_changes (vid, op, scope) VALUES (%s, 3, %s)", (own, key)),  # a re-embed
                         ("DELETE FROM head_changes", None),
                         ("UPDATE head_changes SET op = 0", None)):
         _changes_nothing(alice, sql, params)
     alice.execute("SELECT pv_trim_changes()")  # the vault's trim: it keeps what the vault always keeps
     assert tenants.owner._engine.read(lambda c: c.execute(
         "SELECT seq, vid, op FROM head_changes ORDER BY seq").fetchall()) == log
+    alice.execute("INSERT INTO head_changes (vid, op, scope) VALUES (%s, 2, %s)", (own, key))  # as a write would
     assert tenants.owner.get_entity(theirs.id).content == "bob's"
 
 
