@@ -57,6 +57,7 @@ class VaultClient:
         """``server``: what ``mcp.Client`` accepts (a URL, ``StdioServerParameters``, a transport, or an
         in-process server)."""
         self._client = Client(server)
+        self._http: Any = None  # an HTTP client made here: the transport leaves it open, so __aexit__ closes it
         self._tools: set[str] | None = None
         self.engine_ms: float | None = None  # the server engine's own time for the last call, when it says
 
@@ -80,7 +81,9 @@ class VaultClient:
         from mcp.client.streamable_http import streamable_http_client
 
         client = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60.0)
-        return cls(streamable_http_client(url, http_client=client))
+        made = cls(streamable_http_client(url, http_client=client))
+        made._http = client
+        return made
 
     async def __aenter__(self) -> VaultClient:
         await self._client.__aenter__()
@@ -91,7 +94,11 @@ class VaultClient:
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
-        await self._client.__aexit__(*exc)
+        try:
+            await self._client.__aexit__(*exc)
+        finally:
+            if self._http is not None:  # else its connections stay open (a server's SSE stream with them)
+                await self._http.aclose()
 
     async def tools(self) -> set[str]:
         """The names of the tools the server lists."""
