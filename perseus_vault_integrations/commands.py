@@ -20,7 +20,8 @@ ABOUT = (
     "IPv6 address in brackets, [::1]:8765). Elsewhere than loopback a bearer token is required: from "
     "PERSEUS_VAULT_HTTP_TOKEN, or a file only you can read (--token-file PATH, or PERSEUS_VAULT_HTTP_TOKEN_FILE), "
     "at least 16 characters; never on the command line, where ps shows it. --agent / --workspace bind the server "
-    "to a scope. --tools chooses which tools it offers: core (the default, a compact set), all, or a "
+    "to a scope. --tls-cert / --tls-key serve HTTPS (off loopback, without them the token crosses the network in clear "
+    "text: use them, or a TLS proxy in front). --tools chooses which tools it offers: core (the default, a compact set), all, or a "
     "comma-separated list of verbs. Over HTTP the web inspector is served at / beside MCP at /mcp, under the same "
     "token and rules (--no-ui leaves it out; --allow-edits lets it forget, restore and verify memories). See "
     "docs/mcp.md and docs/ui.md.")
@@ -29,7 +30,8 @@ UI_ABOUT = (
     "communities, the recall playground, time travel, hygiene and memory files, in any browser, with nothing "
     "loaded from the network. Loopback (127.0.0.1:8765) unless --http says otherwise (port 0: a free port); "
     "elsewhere than loopback a bearer token is required, as for serve (PERSEUS_VAULT_HTTP_TOKEN, or --token-file "
-    "PATH), and the browser signs in with it once. Read-only unless --allow-edits (forget, restore, verify). "
+    "PATH), and the browser signs in with it once (for 12 hours, or until it signs out); --tls-cert / --tls-key "
+    "serve HTTPS. Read-only unless --allow-edits (forget, restore, verify). "
     "--agent / --workspace bind it to a scope. See docs/ui.md.")
 
 
@@ -49,6 +51,7 @@ def arguments(p: argparse.ArgumentParser) -> None:
                    help="file holding the bearer token HTTP clients must send (default: $PERSEUS_VAULT_HTTP_TOKEN, "
                         "or the file $PERSEUS_VAULT_HTTP_TOKEN_FILE names)")
     p.add_argument("--token", action=_TokenOnCommandLine, help=argparse.SUPPRESS)
+    _tls_arguments(p)
     p.add_argument("--agent", help="bind the server to this agent_id (no argument can escape it)")
     p.add_argument("--workspace", help="bind the server to this workspace_hash")
     p.add_argument("--no-ui", dest="no_ui", action="store_true",
@@ -64,10 +67,18 @@ def ui_arguments(p: argparse.ArgumentParser) -> None:
                    help="file holding the bearer token (default: $PERSEUS_VAULT_HTTP_TOKEN, or the file "
                         "$PERSEUS_VAULT_HTTP_TOKEN_FILE names); required elsewhere than loopback")
     p.add_argument("--token", action=_TokenOnCommandLine, help=argparse.SUPPRESS)
+    _tls_arguments(p)
     p.add_argument("--allow-edits", dest="allow_edits", action="store_true",
                    help="allow forget, restore and verify from the pages (read-only by default)")
     p.add_argument("--agent", help="bind the inspector to this agent_id")
     p.add_argument("--workspace", help="bind the inspector to this workspace_hash")
+
+
+def _tls_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--tls-cert", dest="tls_cert", metavar="PATH",
+                   help="serve HTTPS with this certificate (PEM, the chain after it); with --tls-key")
+    p.add_argument("--tls-key", dest="tls_key", metavar="PATH",
+                   help="the certificate's private key (PEM, unencrypted, not readable by other users)")
 
 
 def serve(vault: Vault, args: argparse.Namespace) -> None:
@@ -80,11 +91,13 @@ def serve(vault: Vault, args: argparse.Namespace) -> None:
     if args.tools:  # the tool profile; an unknown one is refused before serving
         mcp_server.served(args.tools, {})
         os.environ[mcp_server.TOOLS_ENV] = args.tools
-    if args.http is None and args.token_file is not None:
-        raise VaultError("--token-file: a token is for HTTP; add --http HOST:PORT")
-    address, token = None, None
+    for flag, value in (("--token-file", args.token_file), ("--tls-cert", args.tls_cert), ("--tls-key", args.tls_key)):
+        if args.http is None and value is not None:
+            raise VaultError(f"{flag}: this is for HTTP; add --http HOST:PORT")
+    address, token, tls = None, None, None
     if args.http is not None:  # checked before the indexes start building in the background
         address, token = http_address(args.http), mcp_http.resolve_token(args.token_file)
+        tls = mcp_http.tls_files(args.tls_cert, args.tls_key)
     # A server is long-lived: build the in-memory indexes now, in the background (SQL answers meanwhile).
     vault.wait_for_keyword_index(timeout=0)
     vault.wait_for_vector_index(timeout=0)
@@ -93,14 +106,16 @@ def serve(vault: Vault, args: argparse.Namespace) -> None:
         return
     host, port = address
     if args.no_ui:
-        mcp_http.serve_http(vault, host, port, token, **scope)
+        mcp_http.serve_http(vault, host, port, token, tls=tls, **scope)
         return
     from .inspector import Beside, Inspector
 
-    app = Beside(mcp_http.http_app(vault, host, port, token, **scope),  # refuses a bad or missing token first
-                 Inspector(vault, host, port, token, allow_edits=args.allow_edits, **scope))
-    url = mcp_http.base_url(host, port)
-    mcp_http.serve_app(app, host, port, [f"MCP over streamable HTTP at {url}/mcp", f"the web inspector at {url}/"])
+    https = tls is not None
+    app = Beside(mcp_http.http_app(vault, host, port, token, https=https, **scope),  # refuses a bad token first
+                 Inspector(vault, host, port, token, allow_edits=args.allow_edits, https=https, **scope))
+    url = mcp_http.base_url(host, port, https)
+    mcp_http.serve_app(app, host, port, [f"MCP over streamable HTTP at {url}/mcp", f"the web inspector at {url}/"],
+                       tls=tls)
 
 
 def ui(vault: Vault, args: argparse.Namespace) -> None:
@@ -110,11 +125,11 @@ def ui(vault: Vault, args: argparse.Namespace) -> None:
     except ImportError as exc:
         raise SetupError(f"{INSTALL_HINTS['ui']} ({exc})") from None
     host, port = http_address(args.http, allow_any_port=True)
-    token = mcp_http.resolve_token(args.token_file)
+    token, tls = mcp_http.resolve_token(args.token_file), mcp_http.tls_files(args.tls_cert, args.tls_key)
     vault.wait_for_keyword_index(timeout=0)  # long-lived: build the in-memory indexes in the background
     vault.wait_for_vector_index(timeout=0)
     serve_alone(vault, host, port, token, allow_edits=args.allow_edits, agent_id=args.agent,
-                workspace_hash=args.workspace)
+                workspace_hash=args.workspace, tls=tls)
 
 
 def http_address(text: str, *, allow_any_port: bool = False) -> tuple[str, int]:

@@ -48,7 +48,7 @@ class Inspector:
     """One served inspector: the vault, the scope it is bound to (if any), whether edits are allowed."""
 
     def __init__(self, vault: Vault, host: str, port: int, token: str | None, *, allow_edits: bool = False,
-                 agent_id: str | None = None, workspace_hash: str | None = None) -> None:
+                 agent_id: str | None = None, workspace_hash: str | None = None, https: bool = False) -> None:
         self.vault, self.edits = vault, allow_edits
         self.bound = Scope(agent_id, workspace_hash, bound=agent_id is not None or workspace_hash is not None)
         self.reports, self.kept, self.clusters = Reports(), Kept(), Reports()
@@ -59,10 +59,10 @@ class Inspector:
             ("/time", timetravel.render), ("/hygiene", hygiene.render), ("/files", memory_files.render))]
         routes += [Route("/memory/{entity_id:int}", self._endpoint(memory.render)),
                    Route("/memory/{entity_id:int}/{action}", self.edit, methods=["POST"]),
-                   Route("/login", self.login, methods=["GET", "POST"]),
+                   Route("/login", self.login, methods=["GET", "POST"]), Route("/logout", self.logout, methods=["POST"]),
                    Route("/static/{name}", self.file), Route("/favicon.ico", self.icon)]
         app = Starlette(routes=routes, exception_handlers={HTTPException: self._http_error})
-        self.guard = Guard(RequestBodyLimitMiddleware(app, MAX_FORM_BYTES), host, port, token)
+        self.guard = Guard(RequestBodyLimitMiddleware(app, MAX_FORM_BYTES), host, port, token, https=https)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         await self.guard(scope, receive, send)
@@ -90,7 +90,9 @@ class Inspector:
         return endpoint
 
     def respond(self, request: Request, scope: Scope, page: Page) -> Response:
-        html = document(page, scope, path=request.url.path, edits=self.edits, where=self.where)
+        signed_in = self.guard.session(request) is not None  # a browser's session: it may sign out
+        html = document(page, scope, path=request.url.path, edits=self.edits, where=self.where,
+                        sign_out=self.guard.csrf(request) if signed_in else None)
         return HTMLResponse(html, status_code=page.status)
 
     async def _http_error(self, request: Request, error: Exception) -> Response:
@@ -119,13 +121,21 @@ class Inspector:
             try:
                 fields = await edits.form_fields(request)
                 self.guard.check_write(request, fields.get("csrf", ""))
-                return edits.signed_in(self.guard, fields)
+                return edits.signed_in(self.guard, request, fields)
             except Refused as refused:
                 return self.respond(request, self.bound, Page("Sign in", join(message(refused.reason, "error"),
                                                                               self._login_form(request)), refused.status))
         if not self.guard.signs_in:
             return RedirectResponse("/", status_code=303)
         return self.respond(request, self.bound, Page("Sign in", self._login_form(request)))
+
+    async def logout(self, request: Request) -> Response:
+        try:
+            fields = await edits.form_fields(request)
+            self.guard.check_write(request, fields.get("csrf", ""))
+        except Refused as refused:
+            return self.respond(request, self.bound, Page("Refused", message(refused.reason, "error"), refused.status))
+        return edits.signed_out(self.guard, request)
 
     def _login_form(self, request: Request) -> Any:
         return el("form", el("label", el("span", "Bearer token"), el("input", type="password", name="token",

@@ -1,5 +1,5 @@
 """The inspector's only writes: forget, restore and verify one memory (served with ``--allow-edits``),
-and signing in with the token. Each is a POST carrying the CSRF token of the page that offered it and
+and signing in with the token and out. Each is a POST carrying the CSRF token of the page that offered it and
 this server's own Origin (:meth:`Guard.check_write`); anything else is refused and changes nothing.
 
 The vault's own verbs do the work, as any client's call would: ``forget`` archives; restoring is
@@ -17,7 +17,7 @@ from starlette.responses import RedirectResponse, Response
 
 from perseus_vault_core import Vault
 
-from .guard import COOKIE, Guard, Refused
+from .guard import Guard, Refused
 from .layout import Scope
 
 ACTIONS = ("forget", "restore", "verify")
@@ -42,7 +42,7 @@ def change(vault: Vault, scope: Scope, entity_id: int, action: str) -> None:
         raise Refused(404, f"no such change: {action}")
 
 
-def signed_in(guard: Guard, fields: dict[str, str]) -> Response:
+def signed_in(guard: Guard, request: Request, fields: dict[str, str]) -> Response:
     """The answer to the sign-in form: the session cookie and the page asked for, or a refusal."""
     if not guard.signs_in:
         return RedirectResponse("/", status_code=303)
@@ -52,5 +52,23 @@ def signed_in(guard: Guard, fields: dict[str, str]) -> Response:
     if not target.startswith("/") or target.startswith(("//", "/\\")):  # a path here, never another host
         target = "/"
     response = RedirectResponse(target, status_code=303)
-    response.set_cookie(COOKIE, guard.session or "", httponly=True, samesite="strict", path="/")
+    if guard.sessions is not None:
+        response.set_cookie(guard.sessions.name, guard.sessions.new(), max_age=guard.sessions.seconds, path="/",
+                            secure=_secure(guard, request), httponly=True, samesite="strict")
     return response
+
+
+def signed_out(guard: Guard, request: Request) -> Response:
+    """The answer to the sign-out button: the session revoked here and its cookie cleared, then the sign-in page."""
+    response = RedirectResponse("/login", status_code=303)
+    if guard.sessions is not None:
+        guard.sessions.revoke(request.cookies.get(guard.sessions.name))
+        response.delete_cookie(guard.sessions.name, path="/", secure=_secure(guard, request), httponly=True,
+                               samesite="strict")
+    return response
+
+
+def _secure(guard: Guard, request: Request) -> bool:
+    """Whether the cookie is ``Secure``: served over HTTPS here, or by a TLS proxy on this host that says so
+    (uvicorn reads ``X-Forwarded-Proto`` from 127.0.0.1 only, unless ``FORWARDED_ALLOW_IPS`` names others)."""
+    return guard.https or request.url.scheme == "https"

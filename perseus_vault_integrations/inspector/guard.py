@@ -2,13 +2,17 @@
 
 The rules are the MCP endpoint's beside it, applied by the same code (:mod:`..mcp.http`):
 
+- **Other sites.** A request a browser made for another site's page, or another port's on this host
+  (``Sec-Fetch-Site`` ``cross-site`` or ``same-site``), is refused on every route, reads included: a
+  plain ``<img>`` GET carries no Origin, and a read can start seconds of work (a hygiene report).
 - **Host and Origin.** On loopback, the MCP SDK's check as :func:`transport_security` configures it for
   this host and port: a page whose name an attacker re-points at 127.0.0.1 (DNS rebinding) is refused.
 - **The token.** When the server has one (it must, off loopback), every request carries it: as MCP
   clients do (``Authorization: Bearer``), or from a browser as the session cookie that ``/login`` sets
-  once the token was typed there. The cookie holds an HMAC of the token, never the token itself, and is
-  ``HttpOnly`` and ``SameSite=Strict``. Only the sign-in page and the static files are served without it.
-- **Writes** (``--allow-edits``, and signing in) are POSTs that carry the CSRF token of the page that
+  once the token was typed there (:mod:`.sessions`: signed, never the token, twelve hours, named for
+  this port, revoked by ``/logout``), ``HttpOnly``, ``SameSite=Strict``, and ``Secure`` over HTTPS.
+  Only the sign-in page and the static files are served without it.
+- **Writes** (``--allow-edits``, signing in and out) are POSTs that carry the CSRF token of the page that
   offered them and an ``Origin`` naming this very server.
 - **Every response** carries a strict Content-Security-Policy (scripts and styles from this server's
   files only, never inline; nothing framed; forms post here only), ``nosniff`` and ``no-store``; and a
@@ -28,10 +32,10 @@ from mcp.server.transport_security import TransportSecurityMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
-from ..mcp.http import bearer, carries, require_token, transport_security
-from .markup import Markup, el, join, url
+from ..mcp.http import bearer, carries, foreign_site, require_token, transport_security
+from .markup import Child, Markup, el, join, url
+from .sessions import Sessions
 
-COOKIE = "perseus_vault_inspector"
 OPEN_PATHS = ("/login", "/static/", "/favicon.ico")  # served without the token (nothing of the vault in them)
 POLICY = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
           "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
@@ -57,13 +61,12 @@ class Refused(Exception):
 class Guard:
     """ASGI middleware in front of the inspector's app (see the module's docstring)."""
 
-    def __init__(self, app: Any, host: str, port: int, token: str | None) -> None:
+    def __init__(self, app: Any, host: str, port: int, token: str | None, *, https: bool = False) -> None:
         require_token(host, token)  # off loopback without a token: refused before anything is served
-        self.app = app
-        self.security = TransportSecurityMiddleware(transport_security(host, port))
+        self.app, self.https = app, https
+        self.security = TransportSecurityMiddleware(transport_security(host, port, https))
         self.expected = bearer(token) if token is not None else None
-        self.session = (hmac.new(token.encode(), b"perseus-vault inspector session", hashlib.sha256).hexdigest()
-                        if token is not None else None)
+        self.sessions = Sessions(token, port) if token is not None else None
         self._csrf_key = secrets.token_bytes(32)  # this process's: a restart invalidates open forms
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -82,29 +85,37 @@ class Guard:
             await send(message)
 
         request = Request(scope)
-        refused = await self.security.validate_request(request, is_post=False)
+        site = foreign_site(scope)
+        refused = (page(403, "Refused", f"This inspector answers its own pages only, not another site's "
+                                        f"(Sec-Fetch-Site: {site}): open its address yourself.")
+                   if site is not None else await self.security.validate_request(request, is_post=False))
         if refused is None and not self.admits(request) and not request.url.path.startswith(OPEN_PATHS):
             refused = sign_in_first(request)
         await (refused or self.app)(scope, receive, secured)
 
     @property
     def signs_in(self) -> bool:
-        return self.session is not None
+        return self.sessions is not None
+
+    def session(self, request: Request) -> str | None:
+        """The request's session, when its cookie holds a valid one."""
+        if self.sessions is None:
+            return None
+        value = request.cookies.get(self.sessions.name)
+        return value if self.sessions.valid(value) else None
 
     def admits(self, request: Request) -> bool:
         """Whether the request carries the token (header or session cookie); always, without a token."""
-        if self.expected is None or self.session is None:
+        if self.expected is None or self.sessions is None:
             return True
-        if carries(request.scope, self.expected):
-            return True
-        return hmac.compare_digest(request.cookies.get(COOKIE, "").encode(), self.session.encode())
+        return carries(request.scope, self.expected) or self.session(request) is not None
 
     def token_matches(self, typed: str) -> bool:
         return self.expected is not None and hmac.compare_digest(bearer(typed), self.expected)
 
     def csrf(self, request: Request) -> str:
         """The CSRF token of the pages this client is served (bound to its session, if any)."""
-        who = request.cookies.get(COOKIE, "-") if self.session is not None else "-"
+        who = request.cookies.get(self.sessions.name, "-") if self.sessions is not None else "-"
         return hmac.new(self._csrf_key, who.encode(), hashlib.sha256).hexdigest()
 
     def check_write(self, request: Request, form_csrf: str) -> None:
@@ -120,11 +131,15 @@ class Guard:
 def sign_in_first(request: Request) -> Response:
     """401, as the MCP endpoint answers; for a browser, a page with the way to sign in."""
     target = url("/login", next=request.url.path + (f"?{request.url.query}" if request.url.query else ""))
+    return page(401, "Sign in", ["This inspector needs its bearer token. ", el("a", "Sign in with it", href=target),
+                                 "."], headers={"www-authenticate": "Bearer"})
+
+
+def page(status: int, title: str, text: Child, headers: dict[str, str] | None = None) -> Response:
+    """A page of one paragraph, for a request the guard answers itself (nothing of the vault in it)."""
     body = join(Markup("<!doctype html>"), el("html", el("head", el("meta", charset="utf-8"),
-                                                   el("title", "Sign in: Perseus Vault"),
+                                                   el("title", f"{title}: Perseus Vault"),
                                                    el("link", rel="stylesheet", href="/static/app.css")),
-                                      el("body", el("main", el("h1", "Sign in"),
-                                                    el("p", "This inspector needs its bearer token. ",
-                                                       el("a", "Sign in with it", href=target), ".")),
-                                         class_="signin"), lang="en"))
-    return HTMLResponse(body, status_code=401, headers={"www-authenticate": "Bearer"})
+                                      el("body", el("main", el("h1", title), el("p", text)), class_="signin"),
+                                      lang="en"))
+    return HTMLResponse(body, status_code=status, headers=headers)

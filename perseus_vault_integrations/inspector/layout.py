@@ -45,14 +45,19 @@ class Scope:
         return url(path, **({} if self.bound else self.args()), **query)
 
 
-def document(page: Page, scope: Scope, *, path: str, edits: bool, where: str) -> Markup:
-    """The whole HTML document: head, navigation, the view's body, and a footer saying what this is."""
+def document(page: Page, scope: Scope, *, path: str, edits: bool, where: str, sign_out: str | None = None
+             ) -> Markup:
+    """The whole HTML document: head, navigation, the view's body, and a footer saying what this is; with
+    ``sign_out`` (the page's CSRF token, for a browser signed in), a button that ends its session."""
     nav = el("nav", el("a", "Perseus Vault", href=scope.link("/"), class_="brand"),
              [el("a", label, href=scope.link(target), aria_current="page" if target == path else None)
               for target, label in NAV])
     shown = " / ".join(f"{k.split('_')[0]} {v}" for k, v in scope.args().items() if v is not None)
     badge = el("span", ("bound to " if scope.bound else "scope: ") + shown, class_="scope") if shown else None
     mode = "edits allowed (forget, restore, verify)" if edits else "read-only"
+    leave = None if sign_out is None else el(
+        "form", el("input", type="hidden", name="csrf", value=sign_out), el("button", "Sign out", type="submit"),
+        method="post", action="/logout", class_="signout")
     return join(Markup("<!doctype html>\n"), el(
         "html",
         el("head", el("meta", charset="utf-8"), el("meta", name="viewport", content="width=device-width, initial-scale=1"),
@@ -60,7 +65,7 @@ def document(page: Page, scope: Scope, *, path: str, edits: bool, where: str) ->
            el("link", rel="stylesheet", href="/static/app.css"),
            el("link", rel="icon", href="/static/icon.svg", type="image/svg+xml"),
            el("script", src="/static/app.js", defer=True)),
-        el("body", el("header", nav, badge), el("main", el("h1", page.title), page.body),
+        el("body", el("header", nav, badge, leave), el("main", el("h1", page.title), page.body),
            el("footer", f"{where} · {mode} · memory content is shown as text, never run")),
         lang="en"))
 

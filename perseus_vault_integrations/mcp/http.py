@@ -7,6 +7,13 @@
 - **DNS rebinding.** Bound to any loopback address, the Host header must name a loopback host with
   the server's port, and an Origin header must be that same origin: a web page whose name an
   attacker re-points at 127.0.0.1 cannot talk to the server through the victim's browser.
+- **Other sites.** A browser says where each request comes from (Fetch Metadata, ``Sec-Fetch-Site``):
+  one from another site, or from another port of this host (``same-site``), is refused on every route,
+  reads included, before anything else is looked at (:class:`FetchMetadata`). Only the server's own
+  pages (``same-origin``) and an address the user opened (``none``) pass; a client that sends no such
+  header (curl, MCP clients, older browsers) meets the token and Host/Origin checks alone.
+- **TLS.** With a certificate and its key (:func:`tls_files`) the server speaks HTTPS only. Off loopback
+  without them the token crosses the network in clear text: the server says so when it starts.
 - **Size.** A request body over ``MAX_MESSAGE_BYTES`` (shared with stdio) is answered 413 unread.
 - **Stalls.** uvicorn closes an idle keep-alive connection but sets no deadline before a request's
   headers are complete, nor while its body trickles in; ``DeadlineH11Protocol`` adds both, so a
@@ -21,8 +28,10 @@ import hmac
 import ipaddress
 import os
 import socket
+import ssl
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import h11
@@ -49,6 +58,10 @@ BODY_TIMEOUT_S = 10.0  # the longest pause while a request body arrives
 KEEP_ALIVE_TIMEOUT_S = 5  # an idle connection between requests (uvicorn's own timer)
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+# Sec-Fetch-Site values admitted: this server's own pages, and the user's own navigation (typed, bookmarked,
+# opened by another program). A GET from another page, even an <img> that carries no Origin, is refused: a
+# read can start seconds of work (the inspector's hygiene report).
+SAME_ORIGIN_SITES = (b"same-origin", b"none")
 
 
 def is_loopback(host: str) -> bool:
@@ -89,7 +102,43 @@ def resolve_token(token_file: str | None = None) -> str | None:
     return None if value is None else check_token(value, TOKEN_ENV)
 
 
-def transport_security(host: str, port: int) -> TransportSecuritySettings:
+@dataclass(frozen=True)
+class Tls:
+    """The certificate (chain) and private key, PEM files, that HTTPS is served with."""
+
+    cert: str
+    key: str
+
+
+def tls_files(cert: str | None, key: str | None) -> Tls | None:
+    """The certificate and key files given (``None``: plain HTTP), refused now, before anything is served, when
+    one is missing, the key is readable by other users, or the two cannot be loaded together."""
+    if cert is None and key is None:
+        return None
+    if cert is None or key is None:
+        raise SetupError("--tls-cert and --tls-key go together: the certificate (chain) and its private key, PEM files")
+    read_secret_file(key, "--tls-key", "private key")  # a key other users can read is no secret: refused
+
+    def no_passphrase() -> bytes:  # else OpenSSL would ask for one on the terminal
+        raise SetupError(f"--tls-key: {key!r} is encrypted; give the key without a passphrase "
+                         "(openssl pkey -in KEY -out PLAIN, readable by you only)")
+
+    try:
+        ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(cert, key, password=no_passphrase)
+    except (OSError, ssl.SSLError) as error:
+        raise SetupError(f"--tls-cert/--tls-key: cannot serve HTTPS with {cert!r} and {key!r} ({error})") from None
+    return Tls(cert, key)
+
+
+def clear_text_warning(host: str, tls: Tls | None) -> list[str]:
+    """What a server off loopback without TLS says when it starts: its token travels in clear text."""
+    if tls is not None or is_loopback(host):
+        return []
+    return [f"warning: plain HTTP on {host}: the bearer token and the inspector's session cookie cross the network "
+            "in clear text; serve HTTPS with --tls-cert and --tls-key, or put a TLS proxy in front (docs/mcp.md)"]
+
+
+def transport_security(host: str, port: int, https: bool = False) -> TransportSecuritySettings:
     """The SDK's Host/Origin check for a server bound to ``host``:``port``.
 
     The SDK turns it on by itself only for a host spelled exactly ``127.0.0.1``, ``localhost`` or
@@ -105,9 +154,11 @@ def transport_security(host: str, port: int) -> TransportSecuritySettings:
         address = ipaddress.ip_address(bare)
         for spelling in {bare, address.compressed}:
             names.add(f"[{spelling}]" if address.version == 6 else spelling)
-    hosts = sorted(f"{name}:{port}" for name in names) + (sorted(names) if port == 80 else [])
+    default = 443 if https else 80  # the port a browser leaves out of Host and Origin
+    hosts = sorted(f"{name}:{port}" for name in names) + (sorted(names) if port == default else [])
+    scheme = "https" if https else "http"
     return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts,
-                                     allowed_origins=[f"http://{h}" for h in hosts])
+                                     allowed_origins=[f"{scheme}://{h}" for h in hosts])
 
 
 def bearer(token: str) -> bytes:
@@ -119,6 +170,31 @@ def carries(scope: Mapping[str, Any], expected: bytes) -> bool:
     """Whether the request's ``Authorization`` header is ``expected`` (compared in constant time)."""
     given = dict(scope.get("headers") or []).get(b"authorization", b"")
     return hmac.compare_digest(given, expected)
+
+
+def foreign_site(scope: Mapping[str, Any]) -> str | None:
+    """The ``Sec-Fetch-Site`` of a request a browser sent for another site's page (``cross-site``, or
+    ``same-site``: another port or subdomain), ``None`` for one it may make (or that names none)."""
+    site: bytes | None = dict(scope.get("headers") or []).get(b"sec-fetch-site")
+    if site is None or site.lower() in SAME_ORIGIN_SITES:
+        return None
+    return site[:40].decode("latin-1")
+
+
+class FetchMetadata:
+    """ASGI middleware: a request a browser made for another site's page is answered 403 (see the module)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        site = foreign_site(scope) if scope["type"] == "http" else None
+        if site is not None:
+            await send({"type": "http.response.start", "status": 403, "headers": [(b"content-type", b"text/plain")]})
+            await send({"type": "http.response.body",
+                        "body": f"refused: a request from another site's page (Sec-Fetch-Site: {site})\n".encode()})
+            return
+        await self.app(scope, receive, send)
 
 
 class BearerAuth:
@@ -207,25 +283,29 @@ def require_token(host: str, token: str | None) -> None:
 
 
 def http_app(vault: VaultLike, host: str, port: int, token: str | None, *, agent_id: str | None = None,
-             workspace_hash: str | None = None) -> Any:
-    """The streamable-HTTP app (path ``/mcp``) for a server at ``host``:``port``, behind the token check."""
+             workspace_hash: str | None = None, https: bool = False) -> Any:
+    """The streamable-HTTP app (path ``/mcp``) for a server at ``host``:``port`` (over HTTPS when ``https``),
+    behind the token check."""
     require_token(host, token)
     server = build_server(vault, agent_id=agent_id, workspace_hash=workspace_hash)
-    app = server.streamable_http_app(host=host, transport_security=transport_security(host, port),
+    app = server.streamable_http_app(host=host, transport_security=transport_security(host, port, https),
                                      max_request_body_size=max_message_bytes())
-    return BearerAuth(app, token) if token else app
+    return FetchMetadata(BearerAuth(app, token) if token else app)
 
 
-def server_config(app: Any, host: str, port: int) -> uvicorn.Config:
-    """uvicorn's settings for ``app``: the stall deadlines, and no WebSocket upgrades (MCP uses none)."""
+def server_config(app: Any, host: str, port: int, tls: Tls | None = None) -> uvicorn.Config:
+    """uvicorn's settings for ``app``: the stall deadlines, no WebSocket upgrades (MCP uses none), and HTTPS
+    with ``tls``."""
     return uvicorn.Config(app, host=host.strip("[]") or "127.0.0.1", port=port, http=DeadlineH11Protocol,
-                          ws="none", timeout_keep_alive=KEEP_ALIVE_TIMEOUT_S, log_level="warning", lifespan="on")
+                          ws="none", timeout_keep_alive=KEEP_ALIVE_TIMEOUT_S, log_level="warning", lifespan="on",
+                          ssl_certfile=tls.cert if tls else None, ssl_keyfile=tls.key if tls else None)
 
 
-def base_url(host: str, port: int) -> str:
-    """``http://HOST:PORT`` as a browser or client writes it (an IPv6 host in brackets)."""
-    bare = host.strip("[]")
-    return f"http://[{bare}]:{port}" if ":" in bare else f"http://{bare or '127.0.0.1'}:{port}"
+def base_url(host: str, port: int, https: bool = False) -> str:
+    """``http://HOST:PORT`` (``https://`` when ``https``) as a browser or client writes it (an IPv6 host in
+    brackets)."""
+    bare, scheme = host.strip("[]"), "https" if https else "http"
+    return f"{scheme}://[{bare}]:{port}" if ":" in bare else f"{scheme}://{bare or '127.0.0.1'}:{port}"
 
 
 def listen(host: str, port: int) -> socket.socket:
@@ -247,17 +327,20 @@ def listen(host: str, port: int) -> socket.socket:
     return sock
 
 
-def serve_app(app: Any, host: str, port: int, announce: list[str], sock: socket.socket | None = None) -> None:
-    """Run ``app`` at ``host``:``port`` (or on ``sock``, already bound there) until stopped, after printing
-    ``announce`` to stderr, a line each."""
+def serve_app(app: Any, host: str, port: int, announce: list[str], sock: socket.socket | None = None,
+              tls: Tls | None = None) -> None:
+    """Run ``app`` at ``host``:``port`` (or on ``sock``, already bound there; over HTTPS with ``tls``) until
+    stopped, after printing ``announce`` to stderr, a line each, and the warning of :func:`clear_text_warning`."""
     if sock is None:
         sock = listen(host, port)
-    for line in announce:
+    for line in announce + clear_text_warning(host, tls):
         print(f"perseus-vault: {line}", file=sys.stderr, flush=True)
-    uvicorn.Server(server_config(app, host, port)).run(sockets=[sock])
+    uvicorn.Server(server_config(app, host, port, tls)).run(sockets=[sock])
 
 
 def serve_http(vault: VaultLike, host: str, port: int, token: str | None, *, agent_id: str | None = None,
-               workspace_hash: str | None = None) -> None:
-    app = http_app(vault, host, port, token, agent_id=agent_id, workspace_hash=workspace_hash)  # refuses first
-    serve_app(app, host, port, [f"MCP over streamable HTTP at {base_url(host, port)}/mcp"])
+               workspace_hash: str | None = None, tls: Tls | None = None) -> None:
+    app = http_app(vault, host, port, token, agent_id=agent_id, workspace_hash=workspace_hash,
+                   https=tls is not None)  # refuses first
+    serve_app(app, host, port, [f"MCP over streamable HTTP at {base_url(host, port, tls is not None)}/mcp"],
+              tls=tls)

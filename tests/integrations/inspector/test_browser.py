@@ -4,7 +4,8 @@ Each view loads with no console error (a script the Content-Security-Policy bloc
 search shows results and a click opens the memory with its history; the graph draws the walk's nodes
 and lights a node's links; a memory whose every field is markup or script is shown as text and runs
 nothing, on every page that shows it; forget and restore work from the page (so the browser's Origin
-and the CSRF token pass the checks); off loopback the browser signs in with the token once.
+and the CSRF token pass the checks); off loopback the browser signs in with the token once, and out; a
+page of another site cannot make the browser start work here (Fetch Metadata).
 
 One browser and one server per module. The screenshots in docs/ui.md are taken here: set
 ``PERSEUS_VAULT_SCREENSHOTS=1`` to write them to docs/img/ (otherwise they go to the test's temporary
@@ -13,6 +14,7 @@ folder). Without Chromium the module skips (and fails under ``PERSEUS_VAULT_REQU
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import tempfile
@@ -23,6 +25,8 @@ from typing import Any
 import pytest
 
 from perseus_vault_core import Vault
+from perseus_vault_integrations.inspector import Inspector
+from perseus_vault_integrations.mcp.http import listen
 
 from ...conftest import Clock, unavailable
 from .conftest import TOKEN, Sample, Server, sample_store, served
@@ -233,4 +237,44 @@ def test_off_loopback_the_browser_signs_in_with_the_token_once(browser: Any, sto
         assert TOKEN not in str(cookies) and all(c["httpOnly"] for c in cookies.values())
         visit(browser, f"{server.url}/")
         assert browser.find_element(By.TAG_NAME, "h1").text == "Overview"
+        assert errors(browser) == []
+        browser.find_element(By.XPATH, "//button[text()='Sign out']").click()
+        wait_for(browser, lambda d: d.find_elements(By.NAME, "token"))
+        assert not browser.get_cookies()  # the session cookie is gone
+        visit(browser, f"{server.url}/browse?agent_id=ops")
+        assert "Sign in" in browser.find_element(By.TAG_NAME, "h1").text and "storage-0" not in browser.page_source
         browser.delete_all_cookies()
+
+
+def test_a_page_of_another_site_cannot_start_work_here(browser: Any, store: tuple[Vault, Sample],
+                                                       tmp_path: Path) -> None:
+    """A page on another port of this host (same-site) or elsewhere loads the inspector's URLs as images: no
+    Origin goes with such a GET, but Chromium's Sec-Fetch-Site does, and no report is started."""
+    import http.server
+    import threading
+
+    from selenium.webdriver.common.by import By
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    sock = listen("127.0.0.1", 0)
+    app = Inspector(store[0], "127.0.0.1", sock.getsockname()[1], None)
+    with Server(app, sock) as server:
+        targets = [f"{server.url}/hygiene?agent_id=ops&min_age_days={n}" for n in range(3)]
+        (tmp_path / "attack.html").write_text("<!doctype html>" + "".join(f'<img src="{t}">' for t in targets))
+        handler = functools.partial(Quiet, directory=str(tmp_path))
+        with http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler) as other:
+            threading.Thread(target=other.serve_forever, daemon=True).start()
+            try:
+                for host in ("127.0.0.1", "localhost"):  # another port of this host; another site
+                    browser.get(f"http://{host}:{other.server_address[1]}/attack.html")
+                    wait_for(browser, lambda d: d.execute_script(
+                        "return [...document.images].every(i => i.complete)"))
+            finally:
+                other.shutdown()
+        assert not app.reports._jobs  # no report was started for those pages
+        visit(browser, targets[0])  # the same address opened by the user: served
+        wait_for(browser, lambda d: "flagged" in d.find_element(By.TAG_NAME, "main").text)
+        assert len(app.reports._jobs) == 1
