@@ -189,11 +189,17 @@ def test_tls_files_are_refused_before_serving_when_unusable(tmp_path: Path) -> N
     open_key = tmp_path / "open.pem"
     open_key.write_bytes(key.read_bytes())
     open_key.chmod(0o644)
+    locked = tmp_path / "locked.pem"
+    made = subprocess.run(["openssl", "pkey", "-in", str(key), "-aes256", "-passout", "pass:a-passphrase", "-out",
+                           str(locked)], capture_output=True, text=True)
+    assert made.returncode == 0, made.stderr
+    locked.chmod(0o600)
     cases = {
         "--tls-cert and --tls-key go together": ["--tls-cert", str(cert)],
         "accessible to other users": ["--tls-cert", str(cert), "--tls-key", str(open_key)],
         "cannot serve HTTPS": ["--tls-cert", str(cert), "--tls-key", str(other_key)],  # not this certificate's key
         "cannot read": ["--tls-cert", str(cert), "--tls-key", str(tmp_path / "missing.pem")],
+        "is encrypted; give the key without a passphrase": ["--tls-cert", str(cert), "--tls-key", str(locked)],
     }
     for said, flags in cases.items():
         r = cli("ui", "--db", str(db), "--http", "127.0.0.1:0", *flags)
