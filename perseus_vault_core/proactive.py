@@ -23,7 +23,8 @@ inside the query that reads the candidates, as for every read.
 
 ``prepare(context)`` is the block an agent injects before a turn: the triggered entities first,
 then the entities ``recall`` finds most relevant to the context, as markdown within a character
-budget (1,500 by default). Each line names the entity so the agent can fetch it whole.
+budget (1,500 by default). Each line names the entity so the agent can fetch it whole, and the date
+its version was written, so that of two memories that disagree the newer can be told.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from .models import PrepareResult, RecallItem, RecallWhenResult, TriggeredItem
 from .params import MAX_QUERY_CHARS, Filters, PrepareParams, RecallParams, RecallWhenParams, validate
 from .porter import stem
 from .query import STOPWORDS, tokenize
+from .readable import date
 from .storage import Connection
 from .text import escape_breaks
 
@@ -196,8 +198,9 @@ def block(triggered: Sequence[tuple[Any, str]], related: Sequence[Any], max_char
         return True
 
     sections = [
-        ("### Triggered", [(e, f'(#{e.id}; when: "{" ".join(phrase.split())}")') for e, phrase in triggered], shown[0]),
-        ("### Related", [(e, f"(#{e.id})") for e in related], shown[1]),
+        ("### Triggered", [(e, f'(#{e.id}, {date(e.updated_at_ms)}; when: "{" ".join(phrase.split())}")')
+                           for e, phrase in triggered], shown[0]),
+        ("### Related", [(e, f"(#{e.id}, {date(e.updated_at_ms)})") for e in related], shown[1]),
     ]
     if not triggered and not related:
         return "", [], []

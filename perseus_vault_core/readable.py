@@ -1,0 +1,237 @@
+"""What a model reads of a result: compact, dated text. Pure.
+
+A model pays for every character it reads, and acts on what the text says, so a memory is written as
+one line, two when it has fields worth saying: its id, category/key, the date of its version, its score
+to two decimals, then its text (the summary first when the content does not hold it)::
+
+    #7 fact/db-host 2026-06-03 0.34: The billing database is db-billing-1 in eu-west-1.
+       topic billing/infra; ticket: OPS-2291
+
+The second line holds only what is set and tells the reader something: a type other than ``note``, the
+topic, a status other than active, what replaced it, validity and expiry dates, provenance, its body
+fields, and the marks recall adds when asked (actionability, validity, a trigger). Usage counters,
+ranks, nulls and millisecond times are left out: programs read the structured result, which keeps
+every field. Stored text stays on its line: names have their line breaks escaped and texts their
+whitespace collapsed, so a memory cannot add a line of its own.
+
+Results without an entity list (counts, communities, a link, ...) are written as JSON without nulls
+or empty fields, floats to three decimals.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel
+
+from .models import Entity, HistoryPage, RecallResult, RecallWhenResult, ScanPage
+from .text import escape_breaks
+
+EXTRAS_CHARS = 300  # the second line's cap: a large body is read whole with get_entity
+
+
+def date(ms: int | None) -> str:
+    """``ms`` as its UTC calendar date, ``2026-06-03`` ('?' when it is not a date)."""
+    if ms is None:
+        return "?"
+    try:
+        return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).date().isoformat()
+    except (OverflowError, OSError, ValueError):
+        return "?"
+
+
+def one_line(text: str) -> str:
+    """Stored text on one line: whitespace runs (line breaks among them) as one space."""
+    return " ".join(text.split())
+
+
+def memory_text(entity: Entity) -> str:
+    """The summary, then the content (the summary alone is left out when the content holds it)."""
+    content = one_line(entity.content)
+    summary = one_line(entity.summary or "")
+    return f"{summary}: {content}" if summary and summary not in content else content
+
+
+def _value(value: Any) -> str:
+    if isinstance(value, str):
+        return one_line(value)
+    if isinstance(value, float):
+        return f"{value:.3g}"
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def _set(value: Any) -> bool:
+    return value is not None and value != [] and value != {} and value is not False
+
+
+def _marks(entity: Entity, scope_given: bool) -> list[str]:
+    """What recall and curation add to a hit, when set: trigger, actionability, validity, and the
+    relations to other memories (outdated by, duplicates, similar)."""
+    marks = []
+    trigger = getattr(entity, "trigger", None)
+    if trigger:
+        marks.append(f'when "{one_line(trigger)}"')
+    actionability = getattr(entity, "actionability", None)
+    if actionability is not None:
+        marks.append(f"actionability {actionability:.2f}")
+    validity = getattr(entity, "validity", None)
+    if validity is not None:
+        marks.append(f"validity {validity.grade} x{validity.multiplier:.2f}")
+    for name, label in (("outdated_by", "outdated by"), ("duplicates", "duplicates"), ("similar", "similar to")):
+        value = getattr(entity, name, None)
+        if _set(value):
+            marks.append(f"{label} {_ids(value)}")
+    if not scope_given:
+        scope = "/".join(s for s in (entity.agent_id, entity.workspace_hash) if s)
+        if scope:
+            marks.append(f"scope {escape_breaks(scope)}")
+    return marks
+
+
+def _ids(value: Any) -> str:
+    """Related memories as ``#id`` (a list of ids, of memories, or of objects with an id)."""
+    items = value if isinstance(value, list) else [value]
+    out = []
+    for item in items:
+        ident = item if isinstance(item, int) else getattr(item, "id", None)
+        if ident is None and isinstance(item, dict):
+            ident = item.get("id")
+        out.append(f"#{ident}" if ident is not None else _value(item))
+    return ", ".join(out)
+
+
+def details(entity: Entity, *, scope_given: bool = False) -> list[str]:
+    """The fields of a memory that are set and matter to a reader, as short ``name value`` parts."""
+    parts = _marks(entity, scope_given)
+    if entity.type not in ("note", ""):
+        parts.append(f"type {escape_breaks(entity.type)}")
+    if entity.topic_path:
+        parts.append(f"topic {escape_breaks(entity.topic_path)}")
+    if entity.status != "active":
+        parts.append(entity.status)
+    if entity.superseded_by is not None:
+        parts.append(f"superseded by #{entity.superseded_by}")
+    if entity.supersedes is not None:
+        parts.append(f"supersedes #{entity.supersedes}")
+    if entity.version > 1:
+        parts.append(f"version {entity.version}")
+    if entity.valid_to_ms is not None:
+        parts.append(f"true {date(entity.valid_from_ms)} to {date(entity.valid_to_ms)}")
+    elif entity.valid_from_ms is not None and date(entity.valid_from_ms) != date(entity.created_at_ms):
+        parts.append(f"true from {date(entity.valid_from_ms)}")
+    if entity.expires_at_ms is not None:
+        parts.append(f"expires {date(entity.expires_at_ms)}")
+    if entity.verified:
+        parts.append("verified")
+    if entity.certainty is not None:
+        parts.append(f"certainty {entity.certainty:.2f}")
+    if entity.source:
+        parts.append(f"source {one_line(entity.source)}")
+    if entity.provenance_class:
+        parts.append(f"provenance {one_line(entity.provenance_class)}")
+    for name, value in entity.body.items():
+        if _set(value) or value is False:
+            parts.append(f"{escape_breaks(str(name))}: {_value(value)}")
+    return parts
+
+
+def hit(entity: Entity, *, score: float | None = None, scope_given: bool = False, prefix: str = "") -> str:
+    """A memory as one line, two when it has details: id, category/key, date, score, text."""
+    label = escape_breaks(f"{entity.category}/{entity.key}")
+    head = f"{prefix}#{entity.id} {label} {date(entity.updated_at_ms)}"
+    if score is not None:
+        head += f" {score:.2f}"
+    line = f"{head}: {memory_text(entity)}"
+    extra = "; ".join(details(entity, scope_given=scope_given))
+    if not extra:
+        return line
+    if len(extra) > EXTRAS_CHARS:
+        extra = extra[: EXTRAS_CHARS - 1].rstrip() + "…"
+    return f"{line}\n   {escape_breaks(extra)}"
+
+
+def entity_text(entity: Entity) -> str:
+    """One memory whole: its line and details, then its trigger phrases and when it was first written."""
+    lines = [hit(entity)]
+    if entity.recall_when:
+        lines.append("   triggers: " + "; ".join(f'"{one_line(p)}"' for p in entity.recall_when))
+    if entity.version > 1 or date(entity.created_at_ms) != date(entity.updated_at_ms):
+        lines.append(f"   first written {date(entity.created_at_ms)}; this version: {entity.change}")
+    return "\n".join(lines)
+
+
+def hits(items: Sequence[Entity], *, scored: bool = True, scope_given: bool = False) -> list[str]:
+    return [hit(item, score=getattr(item, "score", None) if scored else None, scope_given=scope_given)
+            for item in items]
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n:,} {one if n == 1 else many}"
+
+
+def recall_text(result: RecallResult | RecallWhenResult, *, scope_given: bool = False) -> str:
+    """A recall's hits, best first, under a line saying how many and how they were found."""
+    if not result.items:
+        return "No memory matches."
+    how = result.search_mode if isinstance(result, RecallResult) else "triggers"
+    head = f"{_count(len(result.items), 'memory', 'memories')} ({how}), best first; id, category/key, date, score:"
+    return "\n".join([head] + hits(result.items, scope_given=scope_given))
+
+
+def page_text(result: ScanPage | HistoryPage, *, scope_given: bool = False, changes: bool = False) -> str:
+    """A page of memories (scan, recent) or of versions (history), with how to go on."""
+    if not result.items:
+        return "No memories."
+    lines = []
+    for item in result.items:
+        line = hit(item, scope_given=scope_given)
+        if changes:  # history and recent: what this version did
+            first, _, rest = line.partition(": ")
+            line = f"{first} {item.change}: {rest}"
+        lines.append(line)
+    if isinstance(result, ScanPage) and result.has_more:
+        lines.append(f"(more: pass cursor {json.dumps(result.next_cursor)})")
+    elif isinstance(result, HistoryPage):
+        lines.insert(0, f"{_count(result.total, 'version', 'versions')}, newest first:")
+        if result.has_more:
+            lines.append("(more: pass a larger offset)")
+    return "\n".join(lines)
+
+
+def compact_json(value: Any) -> str:
+    """``value`` as JSON without nulls and empty fields, floats to three decimals."""
+    return json.dumps(_pruned(value.model_dump(mode="json") if isinstance(value, BaseModel) else value),
+                      ensure_ascii=False, separators=(",", ":"))
+
+
+def _pruned(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _pruned(v) for k, v in value.items() if v is not None and v != [] and v != {}}
+    if isinstance(value, list):
+        return [_pruned(v) for v in value]
+    if isinstance(value, BaseModel):
+        return _pruned(value.model_dump(mode="json"))
+    if isinstance(value, float):
+        return round(value, 3)
+    return value
+
+
+def readable(result: Any, *, scope_given: bool = False, changes: bool = False) -> str:
+    """What a model reads of a verb's result: the compact lines above for memories and pages of them,
+    compact JSON for anything else. ``scope_given``: the call named a scope, so each memory's is left
+    out; ``changes``: a page of writes (recent), each line saying what its version did."""
+    if isinstance(result, (RecallResult, RecallWhenResult)):
+        return recall_text(result, scope_given=scope_given)
+    if isinstance(result, HistoryPage):
+        return page_text(result, scope_given=scope_given, changes=True)
+    if isinstance(result, ScanPage):
+        return page_text(result, scope_given=scope_given, changes=changes)
+    if isinstance(result, Entity):
+        return entity_text(result)
+    if isinstance(result, list) and result and all(isinstance(r, Entity) for r in result):
+        return "\n".join(hits(result, scored=False, scope_given=scope_given))
+    return compact_json(result)
+
