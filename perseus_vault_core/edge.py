@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from .errors import InvalidInput, StorageError, VaultError
 from .params import invalid
-from .storage import DRIVER_ERRORS
+from .storage import driver_errors
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -42,7 +42,7 @@ def edge(method: F) -> F:
                 return method(*args, **kwargs)
         except VaultError:
             raise
-        except DRIVER_ERRORS as exc:
+        except driver_errors() as exc:  # evaluated only when something was raised
             raise StorageError(f"the database failed: {exc}") from exc
         except RecursionError:
             raise InvalidInput("argument", "is nested too deeply") from None

@@ -4,12 +4,19 @@
 a ``postgresql://`` URL in place of the file's path (docs/postgres.md).
 """
 
+import sys
+
 from .base import Backend, ChangeLog, Connection, Cursor, KeywordMirror, KeywordStore, Tokenizer, VectorStore
-from .postgres import PostgresBackend, driver_errors, is_url
+from .postgres import PostgresBackend, is_url
 from .sqlite import SQLITE_ERRORS, SQLiteBackend
 
-# What the backends' drivers raise: the API edge turns these into StorageError.
-DRIVER_ERRORS: tuple[type[BaseException], ...] = SQLITE_ERRORS + driver_errors()
+
+def driver_errors() -> tuple[type[BaseException], ...]:
+    """What the backends' drivers raise, for the API edge to turn into StorageError. psycopg's only once
+    it is loaded (a PostgreSQL vault loads it): importing it for every SQLite vault cost each new process
+    about a fifth of a second, and before it is loaded nothing can raise its errors."""
+    psycopg = sys.modules.get("psycopg")
+    return SQLITE_ERRORS + ((psycopg.Error,) if psycopg is not None else ())
 
 
 def open_backend(path: str, *, key: str | bytes | None, synchronous: str) -> Backend:
@@ -19,5 +26,5 @@ def open_backend(path: str, *, key: str | bytes | None, synchronous: str) -> Bac
     return SQLiteBackend(path, key=key, synchronous=synchronous)
 
 
-__all__ = ["DRIVER_ERRORS", "Backend", "ChangeLog", "Connection", "Cursor", "KeywordMirror", "KeywordStore", "Tokenizer",
-           "VectorStore", "is_url", "open_backend"]
+__all__ = ["Backend", "ChangeLog", "Connection", "Cursor", "KeywordMirror", "KeywordStore", "Tokenizer",
+           "VectorStore", "driver_errors", "is_url", "open_backend"]

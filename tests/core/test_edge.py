@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict
 
 from perseus_vault_core import InvalidInput, NotFound, StorageError
 from perseus_vault_core.edge import edge, given, listed, path_text
-from perseus_vault_core.storage import DRIVER_ERRORS
+from perseus_vault_core.storage import driver_errors
 
 pytestmark = pytest.mark.both_backends  # the contract suite: SQLite and PostgreSQL (tests/conftest.py)
 
@@ -29,9 +29,15 @@ def _raising(exc: BaseException) -> Any:
 
 
 def test_a_driver_error_leaves_as_a_storage_error() -> None:
-    error = next(e for e in DRIVER_ERRORS if issubclass(e, Exception))
+    error = next(e for e in driver_errors() if issubclass(e, Exception))
     with pytest.raises(StorageError, match="the database failed: disk I/O"):
         _raising(error("disk I/O error"))()
+
+
+def test_a_postgres_driver_error_leaves_as_a_storage_error_once_the_driver_is_loaded() -> None:
+    psycopg = pytest.importorskip("psycopg")  # a PostgreSQL vault loads it; a SQLite one never does
+    with pytest.raises(StorageError, match="the database failed: server closed"):
+        _raising(psycopg.OperationalError("server closed the connection"))()
 
 
 @pytest.mark.parametrize(("raised", "field"), [
