@@ -34,7 +34,7 @@ from .graphrag.communities import Communities
 from .embeddings import Embedder, LazyEmbedder, checked
 from .errors import InvalidInput, NotFound, StorageError
 from .fusion import Fusion
-from .indexes import HeadMirror, KeywordIndex, VectorIndex, snapshot
+from .indexes import HeadMirror, KeywordIndex, VectorIndex, settle, snapshot
 from .models import Entity, RecallResult
 from .params import OpenParams, RecallParams, RememberInput
 from .storage import Connection, is_url, open_backend
@@ -80,6 +80,8 @@ class Engine:
         self.keyword_index = KeywordIndex(self.backend) if options.keyword_index else None
         self.vector_index = VectorIndex(self.backend) if options.vector_index else None
         self.recalls = 0  # answered by this process: past HEADS_AFTER it is a long-running one
+        self.wrote = False  # whether this process wrote (close() settles the saved indexes)
+        self.settled: list[settle.Settled] = []  # what close() did for each index
         if self.keyword_index is not None and self.vector_index is not None:
             self.vector_index.heads = self.keyword_index.heads  # one memory of the heads for both arms
         self.background = Background()  # the indexes' threads, ended by close()
@@ -122,9 +124,12 @@ class Engine:
         return cls(options, clock=clock, embedder=chosen, fusion=fusion or Fusion(), cross_encoder=cross_encoder)
 
     def close(self) -> None:
-        """End the background work (its threads hold connections and may be writing a snapshot), then
-        close every connection; the SQLite backend checkpoints the WAL into the file as it does."""
+        """End the background work (its threads hold connections and may be writing a snapshot); after
+        writes, bring the saved indexes current for the next process (indexes/settle.py); then close
+        every connection; the SQLite backend checkpoints the WAL into the file as it does."""
         self.background.close()
+        if self.wrote:
+            self.settled = settle.settle(self.backend, [i for i in (self.keyword_index, self.vector_index) if i is not None])
         self.backend.close()
 
     # --- connections and transactions -----------------------------------------------------------
@@ -149,6 +154,7 @@ class Engine:
 
     def write(self, work: Callable[[Connection], T]) -> T:
         """``work`` in one write transaction (retried on a busy file), committed before returning."""
+        self.wrote = True  # close() then brings the saved indexes current
         return self.backend.write(self.conn(), work)
 
     def write_planned(self, plan: store.VectorPlan | None, work: Callable[[Connection], T]) -> T:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import struct
 import threading
 from typing import Any, NamedTuple, Union
@@ -131,6 +132,26 @@ def _read(handle: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]] | None:
         arrays[spec["name"]] = (np.memmap(handle, dtype=dtype, mode="c", offset=offset, shape=shape).view(np.ndarray)
                                 if nbytes else np.zeros(shape, dtype=dtype))
     return header.get("meta", {}), arrays
+
+
+_HEAD = re.compile(rb'^\{"format":(\d+),"meta":\{"name":"[^"]*","seq":(\d+),"n":(\d+)[,}]')
+
+
+def peek(path: str) -> tuple[int, int] | None:
+    """``(seq, n)`` of the snapshot at ``path`` (its log position and rows) from the first bytes of its
+    header, without parsing the rest (the keyword index's holds its whole vocabulary); ``None`` when
+    there is none this code could load."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(len(MAGIC) + _LENGTH.size + 256)
+    except OSError:
+        return None
+    if head[: len(MAGIC)] != MAGIC or len(head) < len(MAGIC) + _LENGTH.size:
+        return None
+    found = _HEAD.match(head[len(MAGIC) + _LENGTH.size:])
+    if found is None or int(found.group(1)) != FORMAT:
+        return None
+    return int(found.group(2)), int(found.group(3))
 
 
 def remove(path: str) -> None:

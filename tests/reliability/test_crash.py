@@ -227,7 +227,8 @@ BIG = 20_000  # memories already in the vault: the background builds that a reca
 
 
 def _big_vault(db: Path) -> None:
-    with Vault(db, embedder=FakeEmbedder()) as vault:
+    # No index work here: it would leave saved indexes (indexes/settle.py), and the process after it builds none.
+    with Vault(db, embedder=FakeEmbedder(), keyword_index=False, vector_index=False) as vault:
         vault.import_jsonl(json.dumps({"category": "note", "key": f"k{i}", "content":
                            f"durable memory {i} about storage engines, sqlite pages and index {i % 97} snapshots"})
                            for i in range(BIG))
