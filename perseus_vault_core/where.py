@@ -11,9 +11,12 @@ A where is a JSON object. Each key names a field and gives its condition; keys `
   nested body fields (``"meta.author"``) and ``body.`` reaches a body field whose name is also a
   memory field (``"body.status"``).
 - A condition is a value (``$eq``) or an object of operators: ``$eq $ne $gt $gte $lt $lte $in $nin
-  $exists $not``, all of which must hold; and, beyond the usual set, ``$substring`` (text holding the
-  given text) and ``$isubstring`` (the same, ASCII letters in either case), which LlamaIndex's
-  ``text_match`` filters need.
+  $exists $not``, all of which must hold; and, beyond the usual set, the text tests ``$contains``
+  (text holding the given text; ``$substring`` is its other name), ``$not_contains`` and
+  ``$isubstring`` (holding it, ASCII letters in either case), which Chroma's document filters and
+  LlamaIndex's ``text_match`` need.
+- A memory's text, ``content`` and ``summary``, takes only the text tests (and ``$not`` of them): its
+  words are what the query searches, and a filter on its text narrows what the query finds.
 
 Values compare within their kind, as in MongoDB: numbers with numbers (``1 == 1.0``), strings with
 strings (by code point), ``true``/``false`` with themselves; ``"5"`` never equals ``5``, and ``true``
@@ -73,17 +76,21 @@ COLUMNS: dict[str, tuple[str, str]] = {
 }
 # Memory fields a where does not take, and what to use instead: a name that looked like a body field
 # would silently match nothing.
+# The memory's text: only the text tests (TEXT_TESTS) filter it; its words are what the query searches.
+TEXTS: dict[str, str] = {"content": "v.content", "summary": "v.summary"}
+TEXT_TESTS = ("$contains", "$not_contains", "$substring", "$isubstring", "$not")
 NOT_FILTERED = {
-    "content": "is searched by the query, not filtered",
-    "summary": "is searched by the query, not filtered",
     "body": "is not a field; name its fields ('project' or 'body.project')",
     "recall_when": "is matched by recall_when and prepare, not filtered",
     "decay": "changes with every read; use min_decay",
     "retrieval_count": "changes with every read",
     "last_accessed_ms": "changes with every read",
 }
-COMPARISONS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin", "$exists", "$not", "$substring", "$isubstring")
-_SUBSTRING = {"$substring": "substring", "$isubstring": "isubstring"}  # the test's op
+COMPARISONS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin", "$exists", "$not", "$contains",
+               "$not_contains", "$substring", "$isubstring")
+# The text tests and the test each makes ($not_contains: not $contains).
+_SUBSTRING = {"$contains": "substring", "$not_contains": "substring", "$substring": "substring",
+              "$isubstring": "isubstring"}
 COMBINATIONS = ("$and", "$or", "$not")
 # What one where may ask (docs/limits.md gives each with what it costs at its maximum). A filter is
 # checked inside every query a recall runs, on every memory a scan or a walk meets, so its size is the
@@ -95,7 +102,7 @@ MAX_CHARS = 262_144  # characters of every value together (a where is cached, an
 MAX_NESTING = 16  # $and / $or / $not inside one another
 MAX_FIELD_CHARS = 256
 MAX_VALUE_CHARS = 4_096
-MAX_SUBSTRINGS = 16  # $substring / $isubstring tests: each reads the whole field of every memory it meets
+MAX_SUBSTRINGS = 16  # text tests ($contains, ...): each reads the whole field of every memory it meets
 MAX_NEEDLE_CHARS = 256  # the text one of them looks for
 _INT_RANGE = 2**63  # what both databases hold as an integer
 
@@ -109,7 +116,7 @@ class Field:
 
     name: str
     column: str | None = None
-    kind: str = "body"  # text, number, bool, scope (text, '' missing) or body
+    kind: str = "body"  # text, number, bool, scope (text, '' missing), document (a memory's text) or body
     path: tuple[str, ...] = ()
 
 
@@ -188,6 +195,9 @@ class _Parser:
         return nodes[0] if len(nodes) == 1 else Group("and", tuple(nodes))
 
     def condition(self, f: Field, value: Any, at: str, depth: int) -> Node:
+        if f.kind == "document" and (not isinstance(value, Mapping) or any(k not in TEXT_TESTS for k in value)):
+            raise InvalidInput(at, f"takes only {', '.join(TEXT_TESTS[:-1])} (or $not of them): the query searches "
+                                   "its words, and these filter its text")
         if not isinstance(value, Mapping):
             return self.equal(f, value, at)
         if not value:
@@ -216,8 +226,9 @@ class _Parser:
                     raise InvalidInput(here, f"looks for {len(operand)} characters; the limit is {MAX_NEEDLE_CHARS}")
                 self.substrings += 1
                 if self.substrings > MAX_SUBSTRINGS:
-                    raise InvalidInput("where", f"has more than {MAX_SUBSTRINGS} $substring / $isubstring tests")
-                nodes.append(self.test(f, _SUBSTRING[op], (_scalar(operand, here),)))
+                    raise InvalidInput("where", f"has more than {MAX_SUBSTRINGS} text tests ($contains, ...)")
+                node = self.test(f, _SUBSTRING[op], (_scalar(operand, here),))
+                nodes.append(Not(node) if op == "$not_contains" else node)
             elif op == "$exists":
                 if not isinstance(operand, bool):
                     raise InvalidInput(here, "must be true or false")
@@ -272,6 +283,8 @@ def field(name: str) -> Field:
     if name in COLUMNS:
         column, kind = COLUMNS[name]
         return Field(name, column, kind)
+    if name in TEXTS:
+        return Field(name, TEXTS[name], "document")
     if name in NOT_FILTERED:
         raise InvalidInput(name, NOT_FILTERED[name])
     path = tuple(name.removeprefix("body.").split("."))
@@ -325,9 +338,10 @@ def _unknown(op: str, known: Sequence[str]) -> str:
 
 
 def columns_only(node: Node) -> bool:
-    """Whether ``node`` reads the memory's own fields only (no body field)."""
+    """Whether ``node`` reads the memory's own fields only (no body field, and not its text: the heads
+    kept in memory hold neither)."""
     if isinstance(node, Test):
-        return node.field.column is not None
+        return node.field.column is not None and node.field.kind != "document"
     if isinstance(node, Not):
         return columns_only(node.node)
     return all(columns_only(n) for n in node.nodes)
@@ -431,7 +445,7 @@ class _Writer:
         assert col is not None
         if t.op == "exists":
             return {"scope": f"({col} <> '')", "bool": "TRUE"}.get(kind, f"({col} IS NOT NULL)")
-        values = [v for v in t.values if _kind(v) == ("text" if kind == "scope" else kind)]
+        values = [v for v in t.values if _kind(v) == ("text" if kind in ("scope", "document") else kind)]
         if not values:  # another kind of value: never equal, never ordered
             return "FALSE"
         if kind == "bool":

@@ -53,7 +53,10 @@ pytestmark = pytest.mark.both_backends
     ({"a": {"$not": 3}}, "a.$not", "takes operators"),
     ({"a": {"$eq": float("nan")}}, "a.$eq", "finite"),
     ({"a": 2**64}, "a", "64 bits"),
-    ({"content": "x"}, "content", "searched by the query"),
+    ({"content": "x"}, "content", "takes only $contains, $not_contains, $substring, $isubstring"),
+    ({"summary": {"$eq": "x"}}, "summary", "takes only $contains"),
+    ({"content": {"$contains": "a", "$gt": "b"}}, "content", "takes only $contains"),
+    ({"content": {"$not": {"$in": ["a"]}}}, "content.$not", "takes only $contains"),
     ({"decay": {"$gt": 0.5}}, "decay", "min_decay"),
     ({"body": {"$exists": True}}, "body", "not a field"),
     ({"a..b": 1}, "a..b", "not a field name"),
@@ -167,6 +170,17 @@ def filled(vault: Vault) -> Vault:
     ({"meta.author": {"$not": {"$substring": "nn"}}}, "bcde"),
     ({"meta.author": {"$substring": ""}}, None),  # refused: nothing to look for
     ({"meta.author": {"$substring": 5}}, None),
+    ({"meta.author": {"$contains": "nn"}}, "a"),  # $contains is $substring's other name, on any text field
+    ({"meta.author": {"$not_contains": "nn"}}, "bcde"),
+    ({"content": {"$contains": "item a"}}, "a"),  # the memory's text
+    ({"content": {"$contains": "ITEM"}}, ""),  # as Chroma's: letters in their case
+    ({"content": {"$isubstring": "ITEM A"}}, "a"),
+    ({"content": {"$not_contains": "item a"}}, "bcde"),
+    ({"content": {"$not": {"$contains": "item a"}}}, "bcde"),
+    ({"$or": [{"content": {"$contains": "item a"}}, {"content": {"$substring": "item e"}}]}, "ae"),
+    ({"summary": {"$contains": "item"}}, ""),  # none has a summary: a missing text holds nothing
+    ({"summary": {"$not_contains": "item"}}, "abcde"),
+    ({"content": "deploy checklist item a"}, None),  # refused: its words are searched, its text tested
     ({}, "abcde"),
 ])
 def test_semantics(filled: Vault, where: dict[str, Any], keys: str | None) -> None:
@@ -254,7 +268,8 @@ def test_the_command_line_takes_where_as_json(filled: Vault, vault_path: str | P
     assert code == 0 and sorted(i["key"] for i in json.loads(out)["items"]) == ["a", "b"]
     code, _, err = run("recall", "deploy", "--where", '{"prio": {"$gtx": 1}}')
     assert code == 1 and err.strip() == "error: where.prio.$gtx: is not an operator the vault takes (it takes " \
-                                        "$eq, $ne, $gt, $gte, $lt, $lte, $in, $nin, $exists, $not, $substring, $isubstring)"
+                                        "$eq, $ne, $gt, $gte, $lt, $lte, $in, $nin, $exists, $not, $contains, " \
+                                        "$not_contains, $substring, $isubstring)"
     code, _, err = run("recall", "deploy", "--where", "{prio: 1}")
     assert code != 0 and "where" in err and "JSON" in err
 
@@ -548,7 +563,9 @@ def test_the_statement_grows_with_conditions_not_values() -> None:
 @pytest.mark.parametrize("where, says", [
     ({f"f{i}": {"$in": list(range(1_000))} for i in range(11)}, "more than 10000 values in all"),
     ({"f": {"$in": [f"{i:03d}" + "x" * 4_093 for i in range(65)]}}, "more than 262144 characters"),
-    ({"$or": [{"f": {"$isubstring": f"needle {i}"}} for i in range(17)]}, "more than 16 $substring"),
+    ({"$or": [{"f": {"$isubstring": f"needle {i}"}} for i in range(17)]}, "more than 16 text tests"),
+    ({"$or": [{"content": {"$contains": f"needle {i}"}} for i in range(17)]}, "more than 16 text tests"),
+    ({"content": {"$not_contains": "n" * 257}}, "looks for 257 characters; the limit is 256"),
     ({"f": {"$substring": "n" * 257}}, "looks for 257 characters; the limit is 256"),
 ])
 def test_a_filter_past_its_work_limits_is_refused_up_front(where: dict[str, Any], says: str) -> None:
