@@ -13,23 +13,32 @@ generated from the parser (:mod:`.reference`).
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
-from collections.abc import Sequence
-from typing import Literal, NoReturn
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Literal, NoReturn
 
-from ..errors import SetupError, VaultError
-from ..vault import Vault, default_path
-from .parser import Commands, build_parser, builtins
-from ..plugins import INSTALL_HINTS
-from ..text import escape_breaks
+from ..resident import client as resident
+
+if TYPE_CHECKING:  # loaded by main(): a call the resident helper answers needs none of it (resident/)
+    import argparse
+
+    from ..vault import Vault
 
 __all__ = ["build_parser", "main", "run"]
 
 
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command line: the built-in commands and every installed plugin's."""
+    from .parser import build_parser as built
+
+    return built()
+
+
 def _one_line(text: str) -> str:
     """Messages may quote user text; keep the promise of one line per error."""
+    from ..text import escape_breaks
+
     return escape_breaks(text)
 
 
@@ -47,6 +56,10 @@ def _command_word(argv: Sequence[str]) -> str | None:
 def _parser_for(argv: Sequence[str]) -> argparse.ArgumentParser:
     """The parser ``argv`` needs: the built-in command it names, or every built-in command and the
     plugins' when it names none of those (reading entry points costs every one-shot call time)."""
+    from ..errors import SetupError
+    from ..plugins import INSTALL_HINTS
+    from .parser import Commands, builtins
+
     word = _command_word(argv)
     # A call naming a built-in command gets that command's parser alone, unless it first asks the
     # top level for its help (``-h recall`` lists every command).
@@ -59,11 +72,20 @@ def _parser_for(argv: Sequence[str]) -> argparse.ArgumentParser:
     return built.parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, vault: Vault | None = None,
+         accept: Callable[[argparse.Namespace], None] | None = None) -> int:
+    """Run one command line; its exit status. ``vault``: answer with this open vault instead of opening
+    ``--db`` (the resident helper's, resident/server.py), after ``accept`` has seen the parsed call."""
+    from ..errors import VaultError
+    from ..vault import Vault, default_path
+
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         args = _parser_for(argv).parse_args(argv)
+        if accept is not None:
+            accept(args)  # raises resident.Refused (not an Exception): the call is answered elsewhere
         args.db = getattr(args, "db", None) or default_path()
+        args.main = main  # the resident command answers later command lines with its vault
         args.json = getattr(args, "json", False)
         # A one-shot command answers with SQL; building the in-memory indexes would be wasted work.
         # A server is long-lived: it builds them. Only a write (or init, import, serve) creates a
@@ -71,8 +93,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         # A server builds and saves its indexes; a one-shot call opens the saved ones, if any (a build
         # would die with the process, and a snapshot cut short by its exit would be wasted work).
         indexes: bool | Literal["saved"] = True if args.serves else "saved"
-        with Vault(args.db, keyword_index=indexes, vector_index=indexes, create=args.creates) as vault:
+        if vault is not None:
             args.func(vault, args)
+        else:
+            with Vault(args.db, keyword_index=indexes, vector_index=indexes, create=args.creates) as opened:
+                args.func(opened, args)
     except VaultError as exc:
         print(f"error: {_one_line(str(exc))}", file=sys.stderr)
         return 1
@@ -89,8 +114,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 def run() -> NoReturn:
     """The console script: ``main``, then exit at once. The vault is closed by then and every
     write committed; skipping the interpreter's teardown (unloading the model runtime, collecting
-    modules) saves about a tenth of a second per call, which ``prepare`` pays before every turn."""
-    code = main()
+    modules) saves about a tenth of a second per call, which ``prepare`` pays before every turn.
+    A command the vault's resident helper can answer goes to it first (resident/client.py): the
+    interpreter's start and a round trip, where answering alone loads the package, the model and the
+    indexes."""
+    try:
+        answered = resident.answer(sys.argv[1:])
+    except KeyboardInterrupt:  # Ctrl-C while the helper answers: nothing printed yet, nothing written
+        os._exit(130)
+    except Exception:  # the helper only saves time: anything unforeseen there, and the call answers alone
+        answered = None
+    code = main() if answered is None else answered
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

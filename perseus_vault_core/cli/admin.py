@@ -93,6 +93,20 @@ def bind_role(vault: Vault, args: argparse.Namespace, given: dict[str, Any]) -> 
     return bind(vault, args.role, agent_id=args.agent_id, workspace_hash=args.workspace_hash)
 
 
+def resident_flags(p: argparse.ArgumentParser) -> None:
+    from ..resident import server
+
+    server.arguments(p)
+
+
+def resident(vault: Vault, args: argparse.Namespace, given: dict[str, Any]) -> Any:
+    """Serve the vault to later command lines (resident/server.py), through the CLI's own main."""
+    from ..resident import server
+
+    server.serve(vault, args, args.main)
+    return PRINTED
+
+
 def init(vault: Vault, args: argparse.Namespace, given: dict[str, Any]) -> Any:
     return vault.stats()  # opening it created it
 

@@ -36,6 +36,7 @@ class Command:
     words: str = ""  # the command, when it is not the verb's name with dashes ("memory get")
     about: str = ""  # for --help and docs/cli.md: what a person needs beyond the verb's summary
     creates: bool = False  # it may create the vault (a write that starts one); every other command needs one
+    serves: bool = False  # it runs on, answering many calls: it builds and keeps the in-memory indexes
     handler: Handler | None = None  # when running it is more than calling the verb with the flags given
     flags: Callable[[argparse.ArgumentParser], None] | None = None  # flags of its own, not the verb's
     skip: tuple[str, ...] = ()  # fields it takes another way (from a file, from the environment)
@@ -176,6 +177,14 @@ COMMANDS: tuple[Command, ...] = (
     Command("prepare", f.line("{markdown}"),
             about="The markdown block to inject before an agent turn: triggered memories first, then the most "
                   "relevant others, within --max-chars. Prints nothing when nothing applies. See docs/proactive.md."),
+    Command("resident", f.line(""), handler=admin.resident, flags=admin.resident_flags, serves=True,
+            summary="keep the vault loaded for the CLI's later calls (a hook's prepare, recall)",
+            about="Serve this vault, for one scope (--agent-id, --workspace-hash), to the CLI's later prepare, recall, "
+                  "recall-when and search calls over a private Unix socket, with the model and the indexes kept "
+                  "loaded, until --idle seconds pass without a call; --stop stops it. The CLI uses a running helper "
+                  "whenever one serves its vault, scope and settings, and answers alone otherwise, with the same "
+                  "output; PERSEUS_VAULT_RESIDENT=1 lets a call start one, =0 never uses one. See docs/hooks.md.",
+            example="perseus-vault --db memory.db resident --idle 3600"),
     Command("recall_when", f.recall_when,
             about="Memories whose recall_when trigger phrases match a context, best first, with the phrase and how it "
                   "matched (phrase, terms, meaning). See docs/proactive.md."),

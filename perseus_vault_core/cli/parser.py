@@ -63,7 +63,7 @@ class Commands:
                        aliases=command.option_aliases(), optional=command.optional)
         if arguments and command.flags is not None:
             command.flags(p)
-        p.set_defaults(func=partial(commands.invoke, command), creates=command.creates, serves=False)
+        p.set_defaults(func=partial(commands.invoke, command), creates=command.creates, serves=command.serves)
         if not group:
             for alias in command.called[1:]:
                 self.sub._name_parser_map[alias] = p  # accepted, not listed
