@@ -51,6 +51,8 @@ async def _client_times(client: Any, qs: list[str]) -> dict[str, dict[str, float
 # What tools/list cost before the tool profiles and the grouped options (29 tools, every knob flat):
 # measured on the server as it was then, in the same way (json.dumps of each input schema).
 FLAT_SURFACE_BEFORE = {"tools": 29, "chars": 49_672}
+# The default profile before it served every documented way to recall (11 tools, every knob's JSON schema).
+CORE_BEFORE = {"tools": 11, "chars": 15_792}
 
 
 def surface() -> dict[str, Any]:
@@ -58,7 +60,7 @@ def surface() -> dict[str, Any]:
     the listed tools (``tool_size``), per profile, and per tool in the default one."""
     from perseus_vault_integrations.mcp import build_server, tool_size
 
-    out: dict[str, Any] = {"before": FLAT_SURFACE_BEFORE}
+    out: dict[str, Any] = {"before": FLAT_SURFACE_BEFORE, "core_before": CORE_BEFORE}
     for profile in ("core", "all"):
         tools = anyio.run(build_server(vault=None, tools=profile).list_tools)
         out[profile] = {"tools": len(tools), "chars": sum(map(tool_size, tools)),

@@ -4,7 +4,8 @@ Runs the quality benchmarks on ../shared/data (keyword, dense, hybrid), the inge
 comparison, the speed benchmarks at 10k and 100k synthetic memories (10k only with --quick), the PostgreSQL
 backend beside SQLite and LangGraph's PostgresStore at the same sizes (postgres.py; ``--only postgres`` runs it
 alone and replaces only its section), the web inspector's pages at the same sizes (inspector.py; ``--only
-inspector``), one million memories (million.py; not with --quick), and
+inspector``), one million memories (million.py; not with --quick), what an agent reads of a recall and of a
+``prepare`` block (agent_text.py; ``--only agent-text``), and
 writes the figures to docs/benchmarks.md with the machine, versions and date, and each target beside
 the figure it judges. Without the collections (see ``quality.data_dir``) it stops at once with one line
 naming the missing one. Embeddings of the corpora are cached in benchmarks/.cache (keyed by
@@ -25,7 +26,21 @@ from typing import Any
 
 from perseus_vault_core.recall import DENSE_DEPTH, MIN_POOL, SHORTLIST_PER_POOL
 
-from . import conversation, graphrag, inspector, limits, mcp, memory_files, million, peers, plots, postgres, quality, speed
+from . import (
+    agent_text,
+    conversation,
+    graphrag,
+    inspector,
+    limits,
+    mcp,
+    memory_files,
+    million,
+    peers,
+    plots,
+    postgres,
+    quality,
+    speed,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 REPORT = ROOT / "docs" / "benchmarks.md"
@@ -344,14 +359,17 @@ def render_surface(t: dict[str, Any]) -> list[str]:
     out = ["### What a model reads in every session", "",
            "Characters of the listed tools' names, descriptions and input schemas (each schema as `json.dumps`"
            " writes it), which an MCP client hands the model in every session (about 4 characters a token). The"
-           " default profile lists a core set; `--tools all` lists every verb; rarely needed knobs sit inside each"
-           " tool's `options` argument. See `benchmarks/mcp.py` and docs/mcp.md.", "",
+           " default profile lists every documented way to recall and the writes an agent makes; `--tools all`"
+           " lists every verb; rarely needed knobs sit inside each tool's `options` argument, said in brief. See"
+           " `benchmarks/mcp.py` and docs/mcp.md.", "",
            "| tools listed | tools | characters | vs. before profiles |", "|---|---|---|---|",
            f"| before profiles and options (every verb, every knob flat) | {before['tools']} | {before['chars']:,} | 1.00x |",
+           f"| `core` before it served every documented mode | {t['core_before']['tools']} | "
+           f"{t['core_before']['chars']:,} | {t['core_before']['chars'] / before['chars']:.2f}x |",
            f"| `core` (default) | {core['tools']} | {core['chars']:,} | {core['chars'] / before['chars']:.2f}x |",
            f"| `all` | {every['tools']} | {every['chars']:,} | {every['chars'] / before['chars']:.2f}x |", "",
            "| target | figure | verdict |", "|---|---|---|",
-           f"| default profile at most 16,000 characters | {core['chars']:,} | {verdict(core['chars'], 16_000, False, 'characters')} |",
+           f"| default profile at most 20,000 characters | {core['chars']:,} | {verdict(core['chars'], 20_000, False, 'characters')} |",
            "", "| `core` tool | characters |", "|---|---|"]
     out += [f"| `{name}` | {size:,} |" for name, size in sorted(core["per_tool"].items(), key=lambda kv: -kv[1])]
     return out + [""]
@@ -537,7 +555,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sizes", type=int, nargs="*", help="override the store sizes of the speed and peer runs")
     parser.add_argument("--no-million", action="store_true", help="skip the 1M run (the full mode runs it)")
     parser.add_argument("--output", type=Path, default=REPORT)
-    parser.add_argument("--only", choices=["postgres", "inspector", "limits"],
+    parser.add_argument("--only", choices=["postgres", "inspector", "limits", "agent-text"],
                         help="run only this part; replace only its section of the report")
     args = parser.parse_args(argv)
     try:
@@ -547,7 +565,8 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(f"benchmarks.run: {error}") from None
     sizes = args.sizes or ([10_000] if args.quick else [10_000, 100_000])
     if args.only:  # this part alone (postgres.py, inspector.py): its section of the report replaced, the rest kept
-        return {"postgres": postgres.main, "inspector": inspector.main, "limits": limits.main}[args.only](args.output, sizes)
+        return {"postgres": postgres.main, "inspector": inspector.main, "limits": limits.main,
+                "agent-text": agent_text.main}[args.only](args.output, sizes)
     byte_compile()
     from perseus_vault_core.embeddings import load
 
@@ -608,11 +627,13 @@ def main(argv: list[str] | None = None) -> None:
     log(json.dumps(server))
     log("per-call limits at their maximum ...")
     at_limits = limits.run(log=log)
+    log("what an agent reads ...")
+    reads = agent_text.run()
     images = [f"img/{p.name}" for p in plots.recall_curves(peer_qual)] + [f"img/{plots.latency_by_size(peer_runs).name}"]
     report = render(info, results, qual, ingest, graph, mem, server)
     report += "\n" + "\n".join(conversation.render(chats) + memory_files.render_recall_quality(labelled))
     report += "\n" + "\n".join(render_peers(peer_qual, peer_runs, images) + postgres.render(pg) + inspector.render(pages) + million_report + render_writes(results, big)
-                               + limits.render(at_limits))
+                               + limits.render(at_limits) + agent_text.render(reads))
     args.output.write_text(report + "\n", encoding="utf-8")
     log(f"wrote {args.output} and {', '.join(images)}")
 

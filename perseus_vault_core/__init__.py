@@ -69,6 +69,7 @@ from .migrate import migrate
 from .roles import bind_role
 from .verbs import ALIASES, BY_NAME, PROFILES, VERBS, Verb
 from .text import escape_breaks
+from .readable import readable
 
 __version__ = "0.1.0"
 
@@ -145,6 +146,7 @@ __all__ = [
     "bind_role",
     "cancellable",
     "escape_breaks",
+    "readable",
     "is_advanced",
     "migrate",
     "read_secret_file",

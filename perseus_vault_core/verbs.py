@@ -7,7 +7,8 @@ from the params model), and the tool reference (docs/mcp-tools.md) is generated 
 a test checks that every verb is a ``Vault`` method taking exactly its params model's fields.
 
 Tool profiles: a model pays for every tool description in every session, so the server lists a
-compact ``core`` set by default and every verb with ``all`` (docs/mcp.md).
+compact ``core`` set by default, every way to recall that the documentation describes and the writes
+an agent needs (within 20,000 characters), and every verb with ``all`` (docs/mcp.md).
 
 :data:`ADMIN_VERBS` are the operator's: moving data in and out of the file and looking after it.
 The command line offers them (its flags and docs/cli.md come from their params models, as for
@@ -47,43 +48,36 @@ class Verb:
 
 VERBS: tuple[Verb, ...] = (
     Verb("recall", p.RecallParams, m.RecallResult, "find memories by keyword, meaning or both",
-         "Search memories (facts, decisions, notes) for a question or topic, best first. Use it before answering "
-         "from memory. Prefer prepare at a turn's start, scan to list all, get_entity to read one whole. Returns "
-         "items (memory, score, ranks) and search_mode.", core=True, idempotent=False),
+         "Find memories for a question or topic, best first; use it before answering from memory. Returns items "
+         "and search_mode.", core=True, idempotent=False),
     Verb("prepare", p.PrepareParams, m.PrepareResult, "the markdown block to read before acting on a turn",
-         "What to read before acting on a turn: memories whose recall_when triggers match it, then the most "
-         "relevant others, as markdown within a budget. Call it first in each turn with the user's message. "
-         "Returns the markdown block.",
+         "Call it first in each turn with the user's message: triggered, then relevant memories, as dated "
+         "markdown. Returns the block.",
          core=True, aliases=("context",)),
     Verb("remember", p.RememberInput, m.Entity, "create or update a memory by (category, key)",
-         "Store a fact, decision, preference or note under (category, key); the same key again stores a new "
-         "version, history kept. Use it when something worth keeping is said or decided. Returns the memory.",
+         "Store a fact, decision or preference worth keeping under (category, key); the same key again stores a "
+         "new version. Returns the memory.",
          read_only=False, core=True),
     Verb("get_entity", p.EntityParams, m.Entity, "one memory, whole, by id",
-         "Read one memory whole by id (ids come from recall, scan or a preview footer). Returns the memory.",
+         "Read one memory whole by id. Returns the memory.",
          core=True),
     Verb("forget", p.EntityParams, m.Entity, "archive a memory (reversible)",
-         "Archive a wrong or unwanted memory (reversible; history kept). Prefer supersede when a newer memory "
-         "replaces it. Returns the memory.",
+         "Archive a wrong memory (reversible); supersede one a newer memory replaces. Returns the memory.",
          read_only=False, core=True),
     Verb("scan", p.ScanParams, m.ScanPage, "every memory in scope, page by page",
-         "List every memory in scope once, by id: pass next_cursor back until has_more is false. Use it to "
-         "enumerate or export, recall to search. Returns items, next_cursor, has_more.", core=True),
+         "Every memory once, by id, a page at a time (pass next_cursor back). Returns items, next_cursor.", core=True),
     Verb("history", p.HistoryParams, m.HistoryPage, "every version of a fact, newest first",
-         "Every version of a fact (category, key), newest first: how and when it changed. Returns items, "
-         "total, has_more.", core=True),
+         "Every version of a fact (category, key), newest first. Returns items, total.", core=True),
     Verb("link", p.LinkParams, m.Link, "link two memories (typed, weighted, directed)",
-         "Record how two memories relate: a typed, weighted, directed link (depends_on, caused_by, ...) used by "
-         "traverse and communities. Returns the link.", read_only=False, core=True),
+         "Link two memories: typed, weighted, directed (depends_on, ...). Returns the link.",
+         read_only=False, core=True),
     Verb("traverse", p.TraverseParams, m.TraverseResult, "walk the link graph from a memory",
-         "What a memory is connected to: a breadth-first walk of its links up to depth hops. Returns nodes "
-         "(memory, depth, path) and edges.", core=True),
+         "A memory's links, walked up to depth hops. Returns nodes (memory, depth, path), edges.", core=True),
     Verb("memory_recall", p.MemoryRecallParams, m.MemoryRecallResult, "memory-file entries about a topic, oldest first",
-         "Entries of the user's memory files (preferences, opinions, people) on a topic, oldest first, so a "
-         "changed view shows. Use it for 'what do I think of X'; recall for other memories. Returns entries.", core=True),
+         "Memory-file entries (the user's preferences, opinions) on a topic, oldest first. Returns entries.",
+         core=True),
     Verb("add_memory", p.AddMemoryParams, m.MemoryChange, "add a dated entry to a memory file",
-         "Add a dated entry to a section of a memory file (created if missing) when the user states a "
-         "preference, opinion or fact about themselves. Returns the entry.",
+         "Add a dated entry to a memory file's section (a preference or opinion of the user). Returns the entry.",
          read_only=False, idempotent=False, core=True),
     Verb("remember_many", p.RememberManyParams, list[m.Entity], "store a batch of memories in one transaction",
          "Store several memories in one transaction: all are written, or none. Returns the memories.",
@@ -92,37 +86,30 @@ VERBS: tuple[Verb, ...] = (
          "Delete an archived memory, its history and its links for good (forget it first). Use it only when "
          "the data must be gone. Returns what was deleted.", read_only=False, destructive=True),
     Verb("supersede", p.SupersedeParams, m.Entity, "mark a memory replaced by a newer one",
-         "Mark an old memory as replaced by a newer one under another key; recall then prefers the new one. "
-         "Returns the old memory.", read_only=False),
+         "Mark a memory replaced by a newer one; recall prefers the new. Returns the old memory.",
+         read_only=False, core=True),
     Verb("unlink", p.UnlinkParams, int, "close the links from one memory to another",
          "Close the link(s) from one memory to another (one relation, or all); history keeps them. Returns "
          "how many were closed.", read_only=False, destructive=True),
     Verb("as_of", p.AsOfParams, m.Entity | None, "the version of a fact believed at an instant",
-         "The version of a fact the vault believed at an instant, for 'what did we think on date D'. Returns "
-         "the memory as it was, or null."),
+         "A fact as the vault believed it at an instant. Returns it, or null.", core=True),
     Verb("valid_at", p.ValidAtParams, m.Entity | None, "the version of a fact true at an instant",
-         "The version of a fact that was true in the world at an instant (by its valid_from/valid_to). "
-         "Returns the memory, or null."),
+         "A fact as it was true in the world at an instant. Returns it, or null."),
     Verb("bitemporal", p.BitemporalParams, m.Entity | None, "the version believed at one instant to be true at another",
-         "The version the vault believed at one instant (as_of) to be true at another (valid_at), to audit "
-         "what was known when. Returns the memory, or null."),
+         "A fact as believed at as_of to be true at valid_at (what was known when). Returns it, or null."),
     Verb("global_recall", p.GlobalRecallParams, m.GlobalRecallResult, "answer a broad question from the best communities",
-         "Answer a broad question spanning many memories ('what are our main risks'): the best communities "
-         "of the link graph by their summaries, evidence from their members, and an answer context. Prefer "
-         "recall for a specific fact. Returns communities, evidence and context.",
-         read_only=False, idempotent=False),
+         "Answer a broad question ('our main risks?') from the best communities' members. Returns communities, "
+         "evidence, context.",
+         read_only=False, idempotent=False, core=True),
     Verb("communities", p.CommunitiesParams, m.CommunitiesResult, "clusters of the link graph (GraphRAG)",
-         "The clusters (communities) of the link graph, largest first, with their central members: the "
-         "themes of the store. Returns communities."),
+         "The link graph's clusters (themes), largest first, with central members. Returns communities.", core=True),
     Verb("community_summary", p.CommunitySummaryParams, m.CommunitySummary, "a community's extractive summary (written once)",
-         "The extractive summary of one community, kept as a memory linked to its members. Returns the "
-         "summary.", read_only=False),
+         "One community's summary, kept as a memory. Returns the summary.", read_only=False, core=True),
     Verb("recall_when", p.RecallWhenParams, m.RecallWhenResult, "memories whose triggers match a context",
-         "Memories whose recall_when trigger phrases match a context: standing instructions and warnings "
-         "that should come back unasked. prepare includes these. Returns items with the matching trigger."),
+         "Memories whose recall_when triggers match a context (standing instructions, warnings). Returns items.",
+         core=True),
     Verb("hygiene", p.HygieneParams, m.HygieneReport, "low-signal memories and why (read-only)",
-         "Vague, duplicate, expired and unused memories, each with its reasons, to tidy the store (then "
-         "forget or supersede them). Returns items, counts."),
+         "Vague, duplicate, expired and unused memories, with reasons. Returns items, counts.", core=True),
     Verb("counts", p.CountsParams, m.Counts, "how many memories, by status, scope, type and category",
          "How many memories the store holds, by status, scope, type and category, largest first: its shape at a "
          "glance (recall's filters and time travel apply). Returns total and the breakdowns."),
@@ -142,14 +129,12 @@ VERBS: tuple[Verb, ...] = (
          "match; history keeps it). Returns the entry deleted.", read_only=False, destructive=True),
     Verb("remember_conversation", p.RememberConversationParams, m.ConversationWrite,
          "store chat messages as the next turns of a session",
-         "Store the messages of a chat session (speaker or role, text, time) as its next turns, in order, in one "
-         "transaction; recall then finds each turn by its words or its speaker. Give each message its id to make "
-         "sending it again harmless. Returns each message's turn id and number.",
-         read_only=False, idempotent=False),
+         "Store a chat session's messages as its next turns (a message id makes a resend harmless). Returns the "
+         "turns.",
+         read_only=False, idempotent=False, core=True),
     Verb("conversation", p.ConversationParams, m.ConversationResult, "a session's turns in order, or around one turn",
-         "Read a chat session's turns in order: around a turn (e.g. a recall hit) with the turns before and after "
-         "it, to see what was said in context; or page by page from a turn number. Returns turns (turn, speaker, "
-         "time, memory), total and next_turn."),
+         "A chat session's turns: around a turn (e.g. a recall hit), or a page from from_turn. Returns turns, "
+         "next_turn.", core=True),
     Verb("embed", p.EmbedParams, m.EmbedReport, "give every memory a vector (backfill or re-embed)",
          "Give every memory a vector with the configured model, or re-embed all after a model change. Use it "
          "when stats shows embedding coverage below 1. Returns counts.",

@@ -75,7 +75,8 @@ def is_advanced(field: Any) -> bool:
 
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
-_TIME_HELP = "unix milliseconds, or an ISO 8601 time such as 2026-01-31T09:30:00Z"
+_TIME_FORMS = "unix milliseconds, or an ISO 8601 time such as 2026-01-31T09:30:00Z"  # what an error says
+_TIME_HELP = "unix ms or ISO 8601"  # what a description says (a model reads every one, in every session)
 
 
 def to_unix_ms(value: Any) -> Any:
@@ -89,7 +90,7 @@ def to_unix_ms(value: Any) -> Any:
             else:
                 value = dt.datetime.fromisoformat(text)
         except ValueError:
-            raise ValueError(f"must be {_TIME_HELP} (got {value[:40]!r})") from None
+            raise ValueError(f"must be {_TIME_FORMS} (got {value[:40]!r})") from None
     if isinstance(value, dt.datetime):
         if value.tzinfo is None:
             value = value.replace(tzinfo=dt.timezone.utc)
@@ -176,7 +177,7 @@ def _where(value: dict[str, Any] | None) -> dict[str, Any] | None:
 
 # A filter over stored fields (docs/filters.md), checked here so every interface refuses the same ones.
 Where = Annotated[dict[str, Any] | None, AfterValidator(_where)]
-WHERE_HELP = "Only memories whose fields match, e.g. {\"prio\": {\"$gte\": 2}} (MongoDB's operators)"
+WHERE_HELP = "Field filter, e.g. {\"prio\": {\"$gte\": 2}} or {\"content\": {\"$contains\": \"sqlite\"}}"
 
 
 def where_field() -> Any:
@@ -214,8 +215,8 @@ class Filters(ScopeParams):
     where: Where = where_field()
     include_archived: bool = advanced(False, description="Also archived, expired and superseded memories")
     min_decay: float | None = advanced(ge=0.0, le=1.0, description="Only memories at least this fresh (0..1)")
-    as_of_unix_ms: UnixMs | None = advanced(description="The store as believed then (unix ms or ISO 8601)")
-    valid_at_unix_ms: UnixMs | None = advanced(description="What was true in the world at this time")
+    as_of_unix_ms: UnixMs | None = advanced(description="The store as believed then")
+    valid_at_unix_ms: UnixMs | None = advanced(description="What was true in the world then")
     query_time_unix_ms: UnixMs | None = advanced(description="The 'now' for decay and expiry (replay)")
 
     @field_validator("type", "category", "topic_path")

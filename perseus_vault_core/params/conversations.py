@@ -67,7 +67,7 @@ def _message_text(value: str) -> str:
 
 
 SessionName = Annotated[str, Field(min_length=1, max_length=MAX_SESSION_CHARS), AfterValidator(_session_name)]
-_SESSION = "The conversation's name, e.g. a chat or thread id (no '#')"
+_SESSION = "The chat's name or thread id (no '#')"
 
 
 class MessageInput(BaseModel):
@@ -84,7 +84,7 @@ class MessageInput(BaseModel):
         default=None, max_length=MAX_TYPE_CHARS, description="e.g. user, assistant, system")
     id: OptionalName = Field(
         default=None, max_length=MAX_MESSAGE_ID_CHARS, description=(
-            "The message's own id: sending it again changes nothing (or updates the turn if its text changed)"))
+            "Its own id: sent again, it changes nothing (or updates the turn's text)"))
 
     @model_validator(mode="after")
     def _someone(self) -> MessageInput:
@@ -105,7 +105,7 @@ class RememberConversationParams(ScopeParams):
     workspace_hash: str | None = Field(default=None, max_length=MAX_SCOPE_CHARS,
                                        description="The workspace the turns belong to")
     messages: list[MessageInput] = Field(max_length=MAX_BATCH, description=(
-        "The messages in the order they were said, each {speaker or role, text, time?, id?}"))
+        "In the order said, each {speaker or role, text, time?, id?}"))
 
     @field_validator("messages")
     @classmethod
@@ -124,11 +124,11 @@ class ConversationParams(ScopeParams):
 
     session: SessionName = Field(description=_SESSION)
     around: Id | None = Field(default=None, description=(
-        "A turn's memory id (e.g. a recall hit): return it with the turns before and after it"))
+        "A turn's memory id (e.g. a recall hit): it, with the turns before and after"))
     before: int = Field(default=3, ge=0, le=100, description="With around: how many turns before it")
     after: int = Field(default=3, ge=0, le=100, description="With around: how many turns after it")
     from_turn: int = Field(default=1, ge=1, le=MAX_INT, description=(
-        "Without around: the first turn number to return (next_turn of the previous page)"))
+        "Without around: the first turn (next_turn of the last page)"))
     limit: int = Field(default=100, ge=1, le=MAX_LIMIT, description="Without around: most turns per page")
 
     @model_validator(mode="after")

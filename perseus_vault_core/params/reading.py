@@ -105,14 +105,14 @@ class ScanParams(Filters):
         "next_cursor of the previous page (omit for the first page)"))
     limit: int = Field(default=100, ge=1, le=MAX_LIMIT, description="Most memories per page")
     status: StatusName | None = Field(default=None, description=(
-        "Only memories with this status (archived, expired and superseded ones included when asked for)"))
+        "Only memories with this status (others than active included when asked for)"))
 
 
 class FactParams(ScopeParams):
     """A fact addressed by (category, key) within its scope."""
 
     category: str = Field(min_length=1, max_length=MAX_CATEGORY_CHARS, description="The fact's category")
-    key: str = Field(min_length=1, max_length=MAX_KEY_CHARS, description="The fact's key within its category")
+    key: str = Field(min_length=1, max_length=MAX_KEY_CHARS, description="The fact's key")
 
     @field_validator("category", "key")
     @classmethod
@@ -158,7 +158,7 @@ class HygieneParams(ScopeParams):
     where: Where = where_field()
     limit: int = Field(default=100, ge=1, le=MAX_LIMIT, description="Most flagged memories to return")
     min_age_days: int = Field(default=7, ge=0, le=1_000_000,
-                              description="Flag 'never retrieved' only for memories at least this old")
+                              description="Flag 'never retrieved' only if at least this old")
 
     @field_validator("type", "category", "topic_path")
     @classmethod
@@ -175,7 +175,7 @@ class CommunitiesParams(Filters):
     """``communities``: which graph (the filters), how to cluster it, and how much to return."""
 
     method: CommunityMethod = Field(default="label_propagation", description=(
-        "label_propagation (fast, incremental) or modularity (Louvain)"))
+        "label_propagation (fast) or modularity (Louvain)"))
     min_size: int = Field(default=2, ge=1, le=MAX_INT, description="Smallest community to report")
     limit: int = Field(default=100, ge=1, le=MAX_LIMIT, description="Most communities to return")
     central: int = Field(default=5, ge=0, le=100, description="Most central members listed per community")
@@ -221,7 +221,7 @@ class _ContextInput(ScopeParams):
     """Inputs that match against a context (the agent's coming turn) rather than a query."""
 
     context: str = Field(max_length=MAX_CONTEXT_CHARS, description=(
-        "The coming turn: the user's message and what you are about to do"))
+        "The user's message and what you are about to do"))
 
     @field_validator("context")
     @classmethod
@@ -238,7 +238,7 @@ class RecallWhenParams(_ContextInput):
     topic_path: str | None = Field(default=None, max_length=MAX_TOPIC_PATH_CHARS,
                                    description="Only under this topic path prefix")
     semantic: bool | None = Field(default=None, description=(
-        "Also match trigger phrases by meaning (default: when the vault has vectors)"))
+        "Also match triggers by meaning (default: when the vault has vectors)"))
     where: Where = where_field()
     min_similarity: float = advanced(0.6, ge=-1.0, le=1.0, description="Cosine a meaning match needs")
     query_time_unix_ms: UnixMs | None = advanced(description="The 'now' expiry is judged at (replay)")
@@ -252,7 +252,7 @@ class PrepareParams(_ContextInput):
     triggered: int = Field(default=5, ge=0, le=100, description="Most triggered memories in the block")
     related: int = Field(default=5, ge=0, le=100, description="Most other relevant memories in the block")
     mode: Mode | None = Field(default=None, description="How related memories are found (as recall's mode)")
-    where: Where = Field(default=None, description="Only memories whose fields match, as in recall")
+    where: Where = where_field()
     min_score: MinScore = advanced("auto", description=(
         "Leave out related memories scoring below this ('auto': the mode's)"))
     semantic: bool | None = advanced(description="Also match trigger phrases by meaning (default: when possible)")

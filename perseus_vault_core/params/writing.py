@@ -51,13 +51,13 @@ class RememberInput(BaseModel):
     category: str = Field(min_length=1, max_length=MAX_CATEGORY_CHARS,
                           description="e.g. decision, preference, architecture")
     key: str = Field(min_length=1, max_length=MAX_KEY_CHARS,
-                     description="Its stable name in the category, e.g. 'db-engine'; the same key updates it")
+                     description="Its stable name, e.g. 'db-engine'; the same key updates it")
     content: str = Field(description="What to remember, in a sentence or a few")
     summary: str | None = Field(default=None, description="A one-line summary (searched with the content)")
     type: str = Field(default="note", min_length=1, max_length=MAX_TYPE_CHARS,
                       description="e.g. note, fact, decision, insight, reference")
     topic_path: str | None = Field(default=None, max_length=MAX_TOPIC_PATH_CHARS,
-                                   description="Slash path, e.g. architecture/storage (filters match by prefix)")
+                                   description="Slash path, e.g. architecture/storage")
     body: dict[str, Any] | None = Field(default=None, validate_default=True,
                                         description="Other structured fields to keep with it (a JSON object)")
     agent_id: str | None = Field(default=None, max_length=MAX_SCOPE_CHARS, description="The agent it belongs to")
@@ -68,7 +68,7 @@ class RememberInput(BaseModel):
     certainty: float | None = advanced(ge=0.0, le=1.0, description="How sure the writer is, 0 to 1")
     provenance_class: str | None = advanced(max_length=64, description="e.g. human, tool, ai_draft, imported")
     recall_when: list[str] = Field(default_factory=list, max_length=MAX_RECALL_WHEN, description=(
-        "Trigger phrases: when a later context matches one, it comes back unasked"))
+        "Phrases: a later context matching one brings it back unasked"))
     valid_from_ms: UnixMs | None = advanced(description="When it became true in the world")
     valid_to_ms: UnixMs | None = advanced(description="When it stopped being true in the world")
     expires_at_ms: UnixMs | None = advanced(description="When the vault should stop recalling it")

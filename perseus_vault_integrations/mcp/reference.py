@@ -1,4 +1,5 @@
-"""The MCP tool reference (docs/mcp-tools.md), generated from the tools' own schemas.
+"""The MCP tool reference (docs/mcp-tools.md), generated from the tools' own schemas (each argument's
+full schema and meaning: the listing a model reads says the rarely needed knobs in brief).
 
     python -m perseus_vault_integrations.mcp.reference > docs/mcp-tools.md
 
@@ -12,9 +13,19 @@ from typing import Any
 
 import anyio
 
-from perseus_vault_core import PROFILES
+from perseus_vault_core import BY_NAME, PROFILES
 
-from .server import ALIASES_ENV, LEGACY_PREFIX, MEMORY_FILE_ALIASES, OPTIONS, PREFIX, build_server, tool_size
+from .server import (
+    ALIASES_ENV,
+    LEGACY_PREFIX,
+    MEMORY_FILE_ALIASES,
+    OPTIONS,
+    PREFIX,
+    SCOPE_INSTRUCTIONS,
+    build_server,
+    input_schema,
+    tool_size,
+)
 
 
 def _type(schema: dict[str, Any]) -> str:
@@ -55,13 +66,14 @@ def reference() -> str:
         if with_aliases is not None:
             os.environ[ALIASES_ENV] = with_aliases
     core = PROFILES["core"]
-    core_size = sum(tool_size(t) for t in tools if t.name.removeprefix(PREFIX) in core)
+    core_size = sum(tool_size(t) for t in tools if t.name.removeprefix(PREFIX) in core) + len(SCOPE_INSTRUCTIONS)
     lines = ["# MCP tool reference", "",
              "Generated from the server's schemas by `python -m perseus_vault_integrations.mcp.reference` "
              "(a test checks it is current). Every tool returns the engine's result model as structured content; "
              "arguments marked `options.` go inside the tool's `options` object.", "",
              f"The default `core` profile lists {len(core)} tools ({core_size:,} characters of names, descriptions "
-             f"and input schemas); `--tools all` lists all {len(tools)} ({sum(map(tool_size, tools)):,} characters).", ""]
+             "and input schemas, with the sentence of the server's instructions that says what the scope arguments "
+             f"mean); `--tools all` lists all {len(tools)} ({sum(map(tool_size, tools)):,} characters).", ""]
     for tool in sorted(tools, key=lambda t: t.name):
         a = tool.annotations
         assert a is not None
@@ -70,10 +82,11 @@ def reference() -> str:
         profile = "core" if tool.name.removeprefix(PREFIX) in core else "all"
         lines += [f"## {tool.name}", "", tool.description or "", "",
                   f"Profile: `{profile}`. Annotations: {', '.join(hints) or 'writes'}; closed-world.", ""]
-        props = tool.input_schema.get("properties", {})
+        full = input_schema(BY_NAME[tool.name.removeprefix(PREFIX)], grouped=True, terse=False)
+        props = full.get("properties", {})
         if props:
             lines += ["| argument | type | required / default | meaning |", "|---|---|---|---|"]
-            lines += _rows(props, set(tool.input_schema.get("required", [])))
+            lines += _rows(props, set(full.get("required", [])))
             lines.append("")
     aliases = ", ".join([f"`{LEGACY_PREFIX}<verb>` for every verb (flat arguments)", f"`{PREFIX}context`"]
                         + [f"`{k}`" for k in MEMORY_FILE_ALIASES])

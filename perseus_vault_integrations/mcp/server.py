@@ -12,10 +12,11 @@ Compact by default: a model pays for every listed tool in every session, so the 
 registry's ``core`` profile (``--tools all``, or ``PERSEUS_VAULT_TOOLS=all``, serves every verb),
 and each tool groups the knobs an agent rarely needs under one ``options`` argument.
 
-Text content is written for a model: ``prepare`` answers with its markdown block, ``get_memory``
-with the file's text, ``global_recall`` with its answer context, ``conversation`` with its turns as a
-transcript, a time-travel lookup that finds nothing says so; other tools answer with their result as
-JSON. Structured content always carries the engine's result model.
+Text content is written for a model (``readable``): a memory is one dated line (two when it has
+fields worth saying), ``prepare`` answers with its markdown block, ``get_memory`` with the file's
+text, ``global_recall`` with its answer context, ``conversation`` with its turns as a transcript, a
+time-travel lookup that finds nothing says so; other results are JSON without nulls. Structured
+content always carries the engine's result model, every field of it.
 
 A server bound to a scope (``agent_id`` / ``workspace_hash``) applies it to every call: a call naming
 another scope is refused, the scope arguments leave the schemas, and verbs that would reach past the
@@ -35,6 +36,7 @@ import datetime as dt
 import json
 import logging
 import os
+import re
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -61,6 +63,7 @@ from perseus_vault_core import (
     __version__,
     escape_breaks,
     is_advanced,
+    readable,
     transcript,
     validate,
 )
@@ -85,6 +88,8 @@ INSTRUCTIONS = (
     "Long-term memory: remember facts, decisions and notes, and recall them by keyword, meaning, graph, time or "
     "triggers. Start a turn with perseus_vault_prepare; answer questions with perseus_vault_recall; store what "
     "is worth keeping with perseus_vault_remember.")
+# Said once here rather than in every tool's schema (a scope-bound server lists no scope arguments).
+SCOPE_INSTRUCTIONS = " agent_id, workspace_hash (any tool): the scope a memory belongs to or a read is limited to."
 
 log = logging.getLogger("perseus_vault.mcp")
 
@@ -132,9 +137,17 @@ def _compact(schema: Any, defs: dict[str, Any], *, inputs: bool = True) -> Any:
     return out
 
 
-def input_schema(verb: Verb, *, grouped: bool, hidden: frozenset[str] = frozenset()) -> dict[str, Any]:
+def input_schema(verb: Verb, *, grouped: bool, hidden: frozenset[str] = frozenset(), terse: bool = True,
+                 described: dict[str, tuple[str, str]] | None = None) -> dict[str, Any]:
     """The tool's input schema from the verb's params model: required arguments first; with
-    ``grouped``, the advanced knobs inside one ``options`` object."""
+    ``grouped``, the advanced knobs inside one ``options`` object.
+
+    ``terse`` (what a model is shown; the server checks arguments as strictly either way): the knobs
+    are said in the options' description, ``name (type, default): meaning``, a third of their JSON
+    schemas; a knob ``described`` already by another listed tool (name -> (its description, that
+    tool)) is only named; the scope's arguments are described once, in the server's instructions; an
+    enum's type and a nested model's docstring are left out. ``terse=False`` gives every argument its
+    full schema (the reference page, docs/mcp-tools.md)."""
     raw = verb.params.model_json_schema()
     defs = raw.get("$defs", {})
     required = [n for n in raw.get("required", []) if n not in hidden]
@@ -146,13 +159,75 @@ def input_schema(verb: Verb, *, grouped: bool, hidden: frozenset[str] = frozense
             continue
         (options if grouped and is_advanced(fields[name]) else props)[name] = _compact(prop, defs)
     ordered = {n: props[n] for n in required} | {n: p for n, p in props.items() if n not in required}
-    if options:
+    if terse:
+        ordered = {name: _terse(name, prop, (described or {}).get(name)) for name, prop in ordered.items()}
+    if options and terse:
+        ordered[OPTIONS] = {"type": "object", "description": _knobs(options, described or {})}
+    elif options:
         ordered[OPTIONS] = {"type": "object", "additionalProperties": False, "properties": options,
                             "description": "Rarely needed knobs"}
     schema: dict[str, Any] = {"type": "object", "properties": ordered, "additionalProperties": False}
     if required:
         schema["required"] = required
     return schema
+
+
+def _terse(name: str, prop: dict[str, Any], described: tuple[str, str] | None) -> dict[str, Any]:
+    drop = {"description"} if name in SCOPE else set()  # said once, in SCOPE_INSTRUCTIONS
+    if "enum" in prop:
+        drop.add("type")
+    out = {k: v for k, v in prop.items() if k not in drop}
+    meaning = out.get("description")
+    if described is not None and meaning == described[0] and len(meaning) > 40:  # where: said once, by recall
+        out["description"] = f"As in {described[1]}"
+    if isinstance(out.get("items"), dict) and "properties" in out["items"]:  # a nested model's docstring
+        out["items"] = {k: v for k, v in out["items"].items() if k != "description"}
+    return out
+
+
+def _gist(meaning: str) -> str:
+    """A knob's meaning without its asides (a parenthesis, what follows a semicolon): the reference
+    page (docs/mcp-tools.md) has it whole."""
+    return re.split(r" \(|; ", meaning, maxsplit=1)[0]
+
+
+def _knobs(options: dict[str, Any], described: dict[str, tuple[str, str]]) -> str:
+    """The options' description: each knob as ``name (type, default): meaning``; those another listed
+    tool describes alike are named, with that tool."""
+    own, same = [], []
+    for name, prop in options.items():
+        meaning = prop.get("description", "")
+        if name in described and described[name][0] == meaning:
+            same.append((name, described[name][1]))
+        else:
+            own.append(f"{name} ({_brief(prop)}): {_gist(meaning)}")
+    tools = dict.fromkeys(tool for _, tool in same)
+    own += [f"{', '.join(n for n, t in same if t == tool)}: as in {tool}" for tool in tools]
+    times = " (times: unix ms or ISO 8601)" if any(p.get("type") == TIME for p in options.values()) else ""
+    return f"Rarely needed{times}: " + "; ".join(own)
+
+
+_BRIEF_TYPES = {"boolean": "bool", "integer": "int", "number": "number", "string": "text", "object": "object"}
+TIME = ["integer", "string"]  # a time argument's type: unix ms or ISO 8601 text
+
+
+def _brief(prop: dict[str, Any]) -> str:
+    """A knob's type and default in a few words: ``bool``, ``number, default 0.15``, ``time`` (its bounds are
+    refused with an error that names them)."""
+    if "anyOf" in prop:
+        kind = " or ".join(_brief({k: v for k, v in arm.items() if k != "default"}) for arm in prop["anyOf"])
+    elif "enum" in prop or "const" in prop:
+        kind = " or ".join(json.dumps(v) for v in prop.get("enum", [prop.get("const")]))
+    elif prop.get("type") == TIME:
+        kind = "time"
+    elif prop.get("type") == "object" and "properties" in prop:
+        kind = "{" + ", ".join(prop["properties"]) + "}"
+    else:
+        kind = _BRIEF_TYPES.get(str(prop.get("type")), str(prop.get("type", "any")))
+    default = prop.get("default")
+    if default is not None and default is not False:
+        kind += f", default {json.dumps(default)}"
+    return kind
 
 
 def output_schema(verb: Verb) -> dict[str, Any]:
@@ -247,9 +322,8 @@ def _text(verb: Verb, args: dict[str, Any], result: Any) -> str:
         when = {"as_of": f"was believed at {believed}", "valid_at": f"was true in the world at {true}",
                 "bitemporal": f"was believed at {believed} to be true at {true}"}[verb.name]
         return f"No version of {_one_line(args['category'])}/{_one_line(args['key'])} {when}."
-    if isinstance(result, BaseModel):
-        return result.model_dump_json()
-    return json.dumps(_jsonable(result), ensure_ascii=False)
+    scoped = any(args.get(name) is not None for name in SCOPE)
+    return readable(result, scope_given=scoped, changes=verb.name == "recent")
 
 
 def _when(ms: Any) -> str:
@@ -371,14 +445,18 @@ def build_server(vault: VaultLike | None = None, *, agent_id: str | None = None,
                 holder.pop("vault").close()
 
     server = VaultServer(holder=holder, bound=bound, profile=profile, name="perseus-vault", version=__version__,
-                         instructions=INSTRUCTIONS, lifespan=lifespan, log_level="WARNING")
+                         instructions=instructions(bound), lifespan=lifespan, log_level="WARNING")
     older = {verb: alias for alias, verb in MEMORY_FILE_ALIASES.items()}
     hidden = frozenset(bound)
-    for verb in served(profile, bound):
+    verbs = served(profile, bound)
+    described = _described(verbs)
+    for verb in verbs:
         annotations = ToolAnnotations(read_only_hint=verb.read_only, destructive_hint=verb.destructive,
                                       idempotent_hint=verb.idempotent, open_world_hint=False)
         out = output_schema(verb)
-        shapes = {grouped: input_schema(verb, grouped=grouped, hidden=hidden) for grouped in (True, False)}
+        shapes = {grouped: input_schema(verb, grouped=grouped, hidden=hidden,
+                                        described={} if verb.name == "recall" else described)
+                  for grouped in (True, False)}
         names = [(PREFIX + verb.name, True, True)] + [(PREFIX + a, True, False) for a in verb.aliases]
         names += [(LEGACY_PREFIX + n, False, False) for n in (verb.name, *verb.aliases)]
         names += [(older[verb.name], False, False)] if verb.name in older else []
@@ -388,6 +466,15 @@ def build_server(vault: VaultLike | None = None, *, agent_id: str | None = None,
                         annotations=annotations)
             server.add_vault_tool(VaultTool(name, verb, grouped, listed, tool))
     return server
+
+
+def _described(verbs: list[Verb]) -> dict[str, tuple[str, str]]:
+    """recall's arguments, when it is served: other tools that take one alike only name it (a knob),
+    or refer to recall for its meaning (a long description: ``where``'s)."""
+    recall = next((v for v in verbs if v.name == "recall"), None)
+    if recall is None:
+        return {}
+    return {name: (str(f.description), recall.name) for name, f in recall.params.model_fields.items()}
 
 
 def serve_stdio(vault: VaultLike, *, agent_id: str | None = None, workspace_hash: str | None = None,
@@ -400,6 +487,11 @@ def serve_stdio(vault: VaultLike, *, agent_id: str | None = None, workspace_hash
             await lowlevel.run(read, write, lowlevel.create_initialization_options())
 
     anyio.run(main)
+
+
+def instructions(bound: dict[str, str]) -> str:
+    """What the server tells a model once, at the start of a session."""
+    return INSTRUCTIONS if set(SCOPE) <= set(bound) else INSTRUCTIONS + SCOPE_INSTRUCTIONS
 
 
 def tool_size(tool: Tool) -> int:

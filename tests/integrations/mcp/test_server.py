@@ -22,12 +22,13 @@ from perseus_vault_core import RecallResult, SetupError, Vault, VaultError
 from perseus_vault_core import RecallParams
 from perseus_vault_integrations.mcp import VaultClient
 from perseus_vault_integrations.mcp.http import http_app
-from perseus_vault_core import PROFILES, VERBS
+from perseus_vault_core import BY_NAME, PROFILES, VERBS, is_advanced
 from perseus_vault_integrations.mcp import build_server
 
 from ...conftest import FakeEmbedder, wait_for_port
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "memory_vault"
+DOCS = Path(__file__).resolve().parents[3] / "docs"
 
 
 def run(fn: Callable[[], Awaitable[Any]]) -> Any:
@@ -49,20 +50,25 @@ def test_every_verb_is_a_tool_with_schemas_from_the_engine(vault: Vault, monkeyp
             assert set(tools) == {f"perseus_vault_{v.name}" for v in VERBS}  # aliases are not listed
             recall = tools["perseus_vault_recall"]
             schema = recall.input_schema
-            assert set(schema["properties"]) | set(schema["properties"]["options"]["properties"]) == (
-                set(RecallParams.model_fields) | {"options"})
+            knobs = schema["properties"]["options"]["description"]  # said in brief: name (type): meaning
+            assert set(schema["properties"]) | {n for n in RecallParams.model_fields if re.search(rf"[:;] {n} \(", knobs)} == (
+                set(RecallParams.model_fields) | {"options"}) and "; trust_weight (number, default 0.15): " in knobs
             assert recall.input_schema["required"] == ["query"]
             assert {"items", "total", "variants", "search_mode"} <= set(recall.output_schema["properties"])
             assert recall.annotations.read_only_hint and not recall.annotations.destructive_hint
             purge = tools["perseus_vault_purge"].annotations
             assert purge.destructive_hint and not purge.read_only_hint and purge.open_world_hint is False
             assert "perseus_vault_prepare" in tools and "perseus_vault_memory_recall" in tools
+            instructions = c.instructions or ""
+            assert "agent_id, workspace_hash (any tool): the scope" in instructions  # said once, for every tool
             for tool in tools.values():  # an agent learns what it returns and what each argument means
                 assert re.search(r"\bReturns\b", tool.description or ""), tool.name
-                props = dict(tool.input_schema["properties"])
-                props.update(props.get("options", {}).get("properties", {}))
+                props = tool.input_schema["properties"]
                 undocumented = [a for a, schema in props.items() if not schema.get("description")]
-                assert not undocumented, (tool.name, undocumented)
+                assert set(undocumented) <= {"agent_id", "workspace_hash"}, (tool.name, undocumented)
+                v = BY_NAME[tool.name.removeprefix("perseus_vault_")]
+                for knob in [n for n, f in v.params.model_fields.items() if is_advanced(f) and n not in v.exclude]:
+                    assert re.search(rf"[:;,] {knob}\b", props["options"]["description"]), (tool.name, knob)
 
     run(main)
     monkeypatch.setenv("PERSEUS_VAULT_TOOL_ALIASES", "all")
@@ -439,7 +445,8 @@ def test_input_schemas_forbid_other_properties_and_group_rare_knobs(vault: Vault
                 for obj in _objects(tool.input_schema):
                     assert obj.get("additionalProperties") is False, (tool.name, list(obj["properties"]))
             recall = next(t for t in (await c.list_tools()).tools if t.name == "perseus_vault_recall")
-            assert {"trust_weight", "fusion", "as_of_unix_ms"} <= set(recall.input_schema["properties"]["options"]["properties"])
+            knobs = recall.input_schema["properties"]["options"]["description"]
+            assert all(f"{k} (" in knobs for k in ("trust_weight", "fusion", "as_of_unix_ms"))
             assert "trust_weight" not in recall.input_schema["properties"]
             text = await _error(c, "perseus_vault_recall", {"query": "x", "trust_weight": 0})
             assert text == "trust_weight: is an option: pass it inside options"
@@ -451,13 +458,31 @@ def test_input_schemas_forbid_other_properties_and_group_rare_knobs(vault: Vault
     run(main)
 
 
-def test_the_default_profile_is_compact_and_every_verb_stays_reachable(vault: Vault) -> None:
+# Every way to recall that the documentation tells an agent to call (docs/recall.md, scan.md, time.md, graph.md,
+# graphrag.md, proactive.md, hygiene.md, conversations.md, memory-files.md), and the writes an agent needs: remember
+# and its history, forget, supersede (which forget's description tells it to prefer), links, memory files, chats.
+DOCUMENTED_MODES = {"recall", "prepare", "recall_when", "scan", "get_entity", "history", "as_of", "traverse",
+                    "communities", "community_summary", "global_recall", "hygiene", "memory_recall", "conversation"}
+AGENT_WRITES = {"remember", "forget", "supersede", "link", "add_memory", "remember_conversation"}
+
+
+def test_the_default_profile_serves_every_documented_mode_within_20000_characters(vault: Vault) -> None:
     from perseus_vault_integrations.mcp import tool_size
+    from perseus_vault_integrations.mcp.server import SCOPE_INSTRUCTIONS
 
     async def main() -> None:
         async with Client(build_server(vault=vault)) as c:
             core = (await c.list_tools()).tools
-            assert sum(map(tool_size, core)) <= 16_000  # names, descriptions and input schemas
+            assert {t.name.removeprefix("perseus_vault_") for t in core} == DOCUMENTED_MODES | AGENT_WRITES
+            # names, descriptions and input schemas, and the instructions' sentence on the scope arguments
+            assert sum(map(tool_size, core)) + len(SCOPE_INSTRUCTIONS) <= 20_000
+            named = set()  # each is a tool the documentation tells an agent to call
+            for doc in ("recall.md", "scan.md", "time.md", "graph.md", "graphrag.md", "proactive.md", "hygiene.md",
+                        "conversations.md", "memory-files.md", "remember.md"):
+                named |= set(re.findall(r"perseus_vault_(\w+)", (DOCS / doc).read_text(encoding="utf-8")))
+            assert DOCUMENTED_MODES | AGENT_WRITES <= named
+            forget = next(t for t in core if t.name == "perseus_vault_forget")
+            assert "supersede" in (forget.description or "")  # what it points to is served
             text = await _error(c, "perseus_vault_stats", {})
             assert "--tools all" in text
         async with Client(build_server(vault=vault, tools="all")) as c:
