@@ -22,7 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -44,9 +44,10 @@ class DerivedVectors:
     normalised sum of two real vectors of the first ``REAL`` texts, picked by the text's hash. It keeps the
     model's identity, so the real model can embed queries against the vault."""
 
-    def __init__(self, cached: Any) -> None:
+    def __init__(self, cached: Any, real: int = REAL) -> None:
         self.identity, self.dimension = cached.identity, cached.dimension
-        texts = [str(m["content"]) for m in memories(REAL)]
+        self.real = real
+        texts = [str(m["content"]) for m in memories(real)]
         self.base = np.asarray(cached.embed(texts), dtype=np.float32)
         self.known = {_key(t): i for i, t in enumerate(texts)}
 
@@ -58,7 +59,7 @@ class DerivedVectors:
             if found is not None:
                 out[row] = self.base[found]
                 continue
-            a, b = int.from_bytes(key[:8], "little") % REAL, int.from_bytes(key[8:16], "little") % REAL
+            a, b = int.from_bytes(key[:8], "little") % self.real, int.from_bytes(key[8:16], "little") % self.real
             mixed = self.base[a] + self.base[b]
             out[row] = mixed / np.linalg.norm(mixed)
         return out
@@ -89,7 +90,8 @@ def fill(path: str, n: int) -> dict[str, float]:
     vectors = DerivedVectors(CachingEmbedder(load_model()))
     started = time.perf_counter()
     source = memories(n)
-    with Vault(path, embedder=vectors) as vault:
+    # No index work here: the next step builds and saves the indexes, timed (closing would build them first).
+    with Vault(path, embedder=vectors, keyword_index=False, vector_index=False) as vault:
         done = 0
         while done < n:
             lines = [json.dumps(m) for _, m in zip(range(min(CHUNK, n - done)), source)]
@@ -160,8 +162,9 @@ def _child(step: str, *args: str) -> dict[str, Any]:
     return result
 
 
-def run(model: Any, n: int = SIZE, n_queries: int = 300) -> dict[str, Any]:
-    """The whole 1M benchmark, each step in a child process; the vault is deleted afterwards."""
+def run(model: Any, n: int = SIZE, n_queries: int = 300, extra: Callable[[str], Any] | None = None) -> dict[str, Any]:
+    """The whole 1M benchmark, each step in a child process; the vault is deleted afterwards. ``extra``:
+    more measures on the built vault (its path), before it goes (benchmarks/hooks.py's new processes)."""
     out: dict[str, Any] = {"entities": n}
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "million.db")
@@ -176,6 +179,8 @@ def run(model: Any, n: int = SIZE, n_queries: int = 300) -> dict[str, Any]:
         qs = queries(n_queries)
         out["first_recall"] = first_recall(path, qs[0], model.embed([qs[0]])[0])
         out["reader"] = _child("answer", path, str(n_queries))
+        if extra is not None:
+            out["extra"] = extra(path)
     return out
 
 

@@ -30,6 +30,7 @@ from . import (
     agent_text,
     conversation,
     graphrag,
+    hooks,
     inspector,
     limits,
     mcp,
@@ -555,7 +556,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sizes", type=int, nargs="*", help="override the store sizes of the speed and peer runs")
     parser.add_argument("--no-million", action="store_true", help="skip the 1M run (the full mode runs it)")
     parser.add_argument("--output", type=Path, default=REPORT)
-    parser.add_argument("--only", choices=["postgres", "inspector", "limits", "agent-text"],
+    parser.add_argument("--only", choices=["postgres", "inspector", "limits", "agent-text", "hooks"],
                         help="run only this part; replace only its section of the report")
     args = parser.parse_args(argv)
     try:
@@ -565,7 +566,9 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(f"benchmarks.run: {error}") from None
     sizes = args.sizes or ([10_000] if args.quick else [10_000, 100_000])
     if args.only:  # this part alone (postgres.py, inspector.py): its section of the report replaced, the rest kept
-        return {"postgres": postgres.main, "inspector": inspector.main, "limits": limits.main,
+        if args.only == "hooks" and not args.sizes:  # 2,000 and 100,000 memories (and 1M in the full run)
+            sizes = [hooks.REAL] if args.quick else [hooks.REAL, 100_000]
+        return {"postgres": postgres.main, "inspector": inspector.main, "limits": limits.main, "hooks": hooks.main,
                 "agent-text": agent_text.main}[args.only](args.output, sizes)
     byte_compile()
     from perseus_vault_core.embeddings import load
@@ -607,7 +610,7 @@ def main(argv: list[str] | None = None) -> None:
     else:
         log("1M memories (import, indexes, recall, a new process, memory) ...")
         started = dt.datetime.now().timestamp()
-        big = million.run(model)
+        big = million.run(model, extra=hooks.at_million)
         log(json.dumps(big))
         million_report = million.render(big, (dt.datetime.now().timestamp() - started) / 60)
     log("graphrag, traverse and prepare at 10,000 entities ...")
@@ -627,13 +630,17 @@ def main(argv: list[str] | None = None) -> None:
     log(json.dumps(server))
     log("per-call limits at their maximum ...")
     at_limits = limits.run(log=log)
+    log("new processes: hooks, the resident helper, start-up ...")
+    at_hooks = hooks.run([hooks.REAL] if args.quick else [hooks.REAL, 100_000], log=log)
+    if big is not None and "extra" in big:
+        at_hooks["sizes"].append(big["extra"])  # the same measures on the 1M vault (million.py)
     log("what an agent reads ...")
     reads = agent_text.run()
     images = [f"img/{p.name}" for p in plots.recall_curves(peer_qual)] + [f"img/{plots.latency_by_size(peer_runs).name}"]
     report = render(info, results, qual, ingest, graph, mem, server)
     report += "\n" + "\n".join(conversation.render(chats) + memory_files.render_recall_quality(labelled))
     report += "\n" + "\n".join(render_peers(peer_qual, peer_runs, images) + postgres.render(pg) + inspector.render(pages) + million_report + render_writes(results, big)
-                               + limits.render(at_limits) + agent_text.render(reads))
+                               + limits.render(at_limits) + hooks.render(at_hooks) + agent_text.render(reads))
     args.output.write_text(report + "\n", encoding="utf-8")
     log(f"wrote {args.output} and {', '.join(images)}")
 
