@@ -163,11 +163,44 @@ def strict(function: Callable[P, R]) -> Callable[P, R]:
     return checked
 
 
-def check_recall_params(params: dict[str, Any], reserved: Iterable[str], why: str) -> dict[str, Any]:
+def check_recall_params(params: dict[str, Any], reserved: Iterable[str], why: str,
+                        own: Iterable[str] = ()) -> dict[str, Any]:
     """``params`` when they are valid arguments of ``Vault.recall`` (each bad one named) and take none
-    of the ``reserved`` names (which the adapter sets itself, ``why`` says how)."""
+    of the ``reserved`` names (which the adapter sets itself, ``why`` says how). A misspelled name is
+    refused with the nearest one that is taken: recall's, or the adapter's ``own`` arguments
+    (``similarity_topk``: did you mean ``similarity_top_k``?)."""
     for name in reserved:
         if name in params:
             raise InvalidInput(name, why)
-    validate(RecallParams, {"query": "", **params})
+    try:
+        validate(RecallParams, {"query": "", **params})
+    except InvalidInput as error:
+        if error.field in params and error.message == "unknown argument":
+            known = [n for n in (*own, *RecallParams.model_fields) if n not in reserved and n != "query"]
+            near = difflib.get_close_matches(error.field, known, n=1, cutoff=0.6)
+            if near:
+                raise InvalidInput(error.field, f"unknown argument (did you mean {near[0]}?)") from None
+        raise
     return params
+
+
+DOCUMENT_TESTS = ("$contains", "$not_contains")
+
+
+def document_where(where_document: Any, at: str = "where_document") -> dict[str, Any]:
+    """Chroma's filter on a document's text (``{"$contains": "t"}``, ``{"$not_contains": "t"}``, ``$and`` /
+    ``$or`` of such filters) as the vault's ``where`` on the memory's content (docs/filters.md)."""
+    if not isinstance(where_document, dict) or len(where_document) != 1:
+        raise InvalidInput(at, "must be one of {\"$contains\": text}, {\"$not_contains\": text}, "
+                               "{\"$and\": [...]}, {\"$or\": [...]}")
+    (op, value), = where_document.items()
+    if op in ("$and", "$or"):
+        if not isinstance(value, list) or not value:
+            raise InvalidInput(f"{at}.{op}", "must be a non-empty list of document filters")
+        return {op: [document_where(part, f"{at}.{op}.{i}") for i, part in enumerate(value)]}
+    if op not in DOCUMENT_TESTS:
+        raise InvalidInput(f"{at}.{op}", "is not a document filter the vault takes ($contains, $not_contains, "
+                                         "$and, $or)")
+    if not isinstance(value, str) or not value:
+        raise InvalidInput(f"{at}.{op}", "must be a non-empty string to look for in the text")
+    return {"content": {op: value}}

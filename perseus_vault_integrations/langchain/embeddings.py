@@ -5,6 +5,10 @@
   with any embedder, refuses to mix its vectors with another model's.
 - :class:`PerseusVaultEmbeddings` shows a vault's own embedder (the bundled MiniLM by default) to
   LangChain code that wants an ``Embeddings`` (``VectorStore.embeddings``, semantic chunkers, ...).
+  Given back to a vault (``embedding=PerseusVaultEmbeddings()``, or wrapped in a
+  ``LangChainEmbedder``), it is that model itself, under that model's identity: a vault filled
+  through LangChain is then read by ``Vault(path)``, the CLI and MCP alike, where the wrapper's own
+  name would have been a second identity for the same vectors, and refused beside the model's.
 """
 
 from __future__ import annotations
@@ -45,6 +49,8 @@ class LangChainEmbedder:
 
     @property
     def dimension(self) -> int:
+        if isinstance(self.embeddings, PerseusVaultEmbeddings):
+            return self.embeddings.embedder.dimension
         with self._lock:
             if self._dimension is None:
                 self._dimension = len(self.embeddings.embed_query(PROBE))
@@ -54,6 +60,8 @@ class LangChainEmbedder:
 
     @property
     def identity(self) -> str:
+        if self._identity is None and isinstance(self.embeddings, PerseusVaultEmbeddings):
+            return self.embeddings.embedder.identity  # the model itself, whichever surface carries it
         return self._identity or f"langchain:{type(self.embeddings).__name__}:{self.dimension}"
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -85,6 +93,15 @@ class PerseusVaultEmbeddings(OwnsItsVault, Embeddings):
 
     def embed_query(self, text: str) -> list[float]:
         return self.embed_documents([text])[0]
+
+
+def vault_embedder(embeddings: Embeddings) -> Embedder:
+    """What a vault embeds with for a LangChain ``embeddings``: a vault's own model when it is one
+    (:class:`PerseusVaultEmbeddings`), so that its vectors carry that model's identity; else the
+    ``Embeddings`` bridged by a :class:`LangChainEmbedder`."""
+    if isinstance(embeddings, PerseusVaultEmbeddings):
+        return embeddings.embedder
+    return LangChainEmbedder(embeddings)
 
 
 def _unit_rows(rows: Sequence[Sequence[float]] | np.ndarray) -> np.ndarray:

@@ -2,10 +2,12 @@
 
 It takes LangChain's ``VectorStoreRetriever`` conventions, so code written for ``as_retriever()`` reads
 the same: ``search_type`` (``"similarity"``, ``"similarity_score_threshold"``, ``"mmr"``) and
-``search_kwargs`` (``k``, ``filter``, ``score_threshold``, ``fetch_k``, ``lambda_mult``); anything else
-in ``search_kwargs`` is refused by name. The vault's own recall parameters (``mode``, ``category``,
-``topic_path``, ``trust_weight``, ...) are fields beside them, as before, and apply to every search type;
-``filter`` is recall's ``where`` (docs/filters.md). Any of them, the search kwargs included, can be given
+``search_kwargs`` (``k``, ``filter``, ``where_document``, ``score_threshold``, ``fetch_k``,
+``lambda_mult``); anything else in ``search_kwargs`` is refused by name. The vault's own recall
+parameters (``mode``, ``category``, ``topic_path``, ``trust_weight``, ...) are fields beside them, as
+before, and apply to every search type; ``filter`` is recall's ``where`` (docs/filters.md), and
+``where_document`` Chroma's filter on the text (``{"$contains": "SQLite"}``), recall's ``where`` on the
+memory's content. Any of them, the search kwargs included, can be given
 per call: ``retriever.invoke("query", k=3, mode="dense")``.
 
 Each hit is a ``Document`` whose ``id`` is the entity id, ``page_content`` its content, and ``metadata``
@@ -37,7 +39,7 @@ from perseus_vault_core import (
     validate,
 )
 
-from ..arguments import OwnsItsVault, VaultLike, init_model, refuse_unknown
+from ..arguments import OwnsItsVault, VaultLike, document_where, init_model, refuse_unknown
 from .embeddings import document_vectors, query_vector
 
 # The recall parameters the retriever carries as fields; ``k`` stands for ``limit``, ``search_kwargs``'s
@@ -45,7 +47,7 @@ from .embeddings import document_vectors, query_vector
 RECALL_FIELDS = tuple(name for name in RecallParams.model_fields if name not in ("query", "limit", "where"))
 SearchType = Literal["similarity", "similarity_score_threshold", "mmr"]
 SEARCH_TYPES = ("similarity", "similarity_score_threshold", "mmr")
-SEARCH_KWARGS = ("k", "filter", "score_threshold", "fetch_k", "lambda_mult")
+SEARCH_KWARGS = ("k", "filter", "where_document", "score_threshold", "fetch_k", "lambda_mult")
 FETCH_K, LAMBDA_MULT = 20, 0.5  # VectorStore.max_marginal_relevance_search's defaults
 
 
@@ -86,6 +88,8 @@ def check_search(search_type: Any, search_kwargs: Any) -> dict[str, Any]:
             validate(RecallParams, {"query": "", "where": kwargs["filter"]})
         except InvalidInput as bad:  # named as the retriever takes it: search_kwargs.filter.<place>
             raise InvalidInput("search_kwargs.filter" + bad.field.removeprefix("where"), bad.message) from None
+    if kwargs.get("where_document") is not None:
+        document_where(kwargs["where_document"], "search_kwargs.where_document")
     threshold = kwargs.get("score_threshold")
     if search_type == "similarity_score_threshold":
         if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not -1 <= threshold <= 2:
@@ -173,8 +177,10 @@ class PerseusVaultRetriever(OwnsItsVault, BaseRetriever):
         data: dict[str, Any] = {name: getattr(self, name) for name in RECALL_FIELDS if getattr(self, name) is not None}
         data.update(call)
         data["limit"] = search.get("k", self.k)
-        if search.get("filter") is not None:
-            data["where"] = search["filter"]
+        wheres = ([search["filter"]] if search.get("filter") is not None else []) + (
+            [document_where(search["where_document"])] if search.get("where_document") is not None else [])
+        if wheres:
+            data["where"] = wheres[0] if len(wheres) == 1 else {"$and": wheres}
         if self.search_type == "similarity_score_threshold":
             data["min_score"] = search["score_threshold"]
         return data, search

@@ -74,7 +74,7 @@ from perseus_vault_core import (
 
 from ..arguments import Opening, OwnsItsVault, VaultLike, strict, vault_from
 from ..arguments import conn_string as checked_conn_string
-from .embeddings import LangChainEmbedder
+from .embeddings import vault_embedder
 
 ITEM_TYPE = "store_item"
 MINUTE_MS = 60_000
@@ -114,7 +114,7 @@ class PerseusVaultStore(OwnsItsVault, BaseStore):
         if isinstance(vault, Vault) and embed is not None:
             raise InvalidInput("index.embed", "an open Vault embeds with its own model; pass a path to embed "
                                "with this one, or open the Vault with embedder=LangChainEmbedder(...)")
-        embedder = LangChainEmbedder(_embeddings(embed)) if embed is not None else None
+        embedder = vault_embedder(_embeddings(embed)) if embed is not None else None
         with vault_from(vault, embedder=embedder) as (self.vault, self._owned_vault):
             dims = config.get("dims")
             model = self.vault.embedder

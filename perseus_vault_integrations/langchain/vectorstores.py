@@ -10,7 +10,9 @@ entity (the vault keeps the old one in its history); ``delete`` purges it for go
 
 Embeddings: by default the vault's own model embeds documents and queries. Pass a LangChain
 ``Embeddings`` with a path and the vault is opened with it (``LangChainEmbedder``); the vault records
-its identity and dimension and refuses to mix them with another model's vectors.
+its identity and dimension and refuses to mix them with another model's vectors. A
+``PerseusVaultEmbeddings`` is the vault's model itself, recorded under that model's identity, so the
+file is read by ``Vault(path)``, the CLI and MCP as it was written.
 
 Scores (``similarity_search_with_score``) are cosine similarities between the query and each document,
 in -1..1; relevance scores map them to 0..1 as ``(1 + cosine) / 2``.
@@ -20,7 +22,10 @@ $exists $not`` on a metadata field, and ``$and`` / ``$or`` / ``$not`` over filte
 vault's ``where`` over the metadata (docs/filters.md) and are applied inside the search, so ``k``
 documents come back whenever ``k`` match; an operator the vault does not take is refused, naming it. A
 function of a ``Document`` is accepted too: it cannot be searched with, so recall's ranking is read in
-pages until ``k`` documents pass it.
+pages until ``k`` documents pass it. A filter on the documents' text is Chroma's ``where_document``
+(``{"$contains": "text"}``, ``{"$not_contains": ...}``, ``$and`` / ``$or`` of them), beside ``filter`` in
+every search and in ``delete``, which also takes ``filter`` (or Chroma's ``where``) to delete the
+documents that match.
 """
 
 from __future__ import annotations
@@ -50,8 +55,8 @@ from perseus_vault_core import (
     Vault,
 )
 
-from ..arguments import OwnsItsVault, VaultLike, check_recall_params, open_vault
-from .embeddings import LangChainEmbedder, PerseusVaultEmbeddings, document_vectors, query_vector
+from ..arguments import OwnsItsVault, VaultLike, check_recall_params, document_where, open_vault
+from .embeddings import LangChainEmbedder, PerseusVaultEmbeddings, document_vectors, query_vector, vault_embedder
 
 DOCUMENT_TYPE = "document"
 # Recall parameters the store sets itself: its collection and scope, and the hit count of each search.
@@ -75,13 +80,16 @@ class PerseusVaultVectorStore(OwnsItsVault, VectorStore):
             raise InvalidInput("collection", "must be a non-empty string (it is the vault category of the documents)")
         if mode not in ("fts5", "dense", "hybrid"):
             raise InvalidInput("mode", "must be 'fts5', 'dense' or 'hybrid'")
-        check_recall_params(recall_params, SET_HERE, "is set by the vector store itself")
-        if isinstance(vault, Vault) and embedding is not None:
+        check_recall_params(recall_params, SET_HERE, "is set by the vector store itself",
+                            own=("embedding", "collection"))
+        embedder = vault_embedder(embedding) if embedding is not None else None
+        if isinstance(vault, Vault) and embedder is not None:
             own = vault.embedder
-            if not (isinstance(own, LangChainEmbedder) and own.embeddings is embedding):
+            if not (isinstance(own, LangChainEmbedder) and own.embeddings is embedding) and not (
+                    isinstance(embedding, PerseusVaultEmbeddings) and own is not None
+                    and own.identity == embedder.identity):
                 raise InvalidInput("embedding", "this vault embeds with another model; pass a path instead, or open "
                                    "the Vault with embedder=LangChainEmbedder(embedding)")
-        embedder = LangChainEmbedder(embedding) if embedding is not None else None
         self.vault, self._owned_vault = open_vault(vault, embedder=embedder)
         self.collection = collection
         self.agent_id = agent_id
@@ -165,17 +173,60 @@ class PerseusVaultVectorStore(OwnsItsVault, VectorStore):
             raise InvalidInput(f"ids[{index}]", f"must be a non-blank string of at most {MAX_KEY_CHARS} characters")
         return given
 
-    def delete(self, ids: list[str] | None = None, **kwargs: Any) -> bool | None:
-        """Delete documents for good (purged from the vault with their history); unknown ids are skipped."""
-        if ids is None:
-            raise InvalidInput("ids", "name the documents to delete (deleting a whole collection is not offered)")
+    def delete(self, ids: list[str] | None = None, *, filter: dict[str, Any] | None = None,
+               where: dict[str, Any] | None = None, where_document: dict[str, Any] | None = None,
+               **kwargs: Any) -> bool | None:
+        """Delete documents for good (purged from the vault with their history): those named by ``ids``
+        (unknown ones are skipped), or those that match a metadata ``filter`` (Chroma calls it ``where``)
+        and/or ``where_document``, as a search reads them; with both, the named ones that match."""
         if kwargs:
-            raise InvalidInput(next(iter(kwargs)), "is not a delete argument")
-        for entity in self._entities(ids, active_only=False):
+            raise InvalidInput(next(iter(kwargs)), "is not a delete argument (it takes ids, filter or where, "
+                                                   "where_document)")
+        if filter is not None and where is not None:
+            raise InvalidInput("where", "is Chroma's name for filter: give one of them")
+        conditions = self._conditions(filter if filter is not None else where, where_document)
+        if ids is None and conditions is None:
+            raise InvalidInput("ids", "name the documents to delete, or give a filter or where_document "
+                                      "(deleting a whole collection is not offered)")
+        if ids is None:
+            targets = self._matching(conditions)
+        else:
+            targets = self._entities(ids, active_only=False)
+            if conditions is not None:  # the named ones that match, asked a bounded $in at a time
+                keys = [entity.key for entity in targets]
+                kept = {e.key for start in range(0, len(keys), MAX_LIMIT) for e in self._matching(
+                    {"$and": [{"key": {"$in": keys[start:start + MAX_LIMIT]}}, conditions]})}
+                targets = [entity for entity in targets if entity.key in kept]
+        for entity in targets:
             if entity.status != "archived":
                 self.vault.forget(entity.id)
             self.vault.purge(entity.id)
         return True
+
+    def _conditions(self, filter: dict[str, Any] | None,
+                    where_document: dict[str, Any] | None) -> dict[str, Any] | None:
+        """A metadata filter and a document filter as one ``where`` (``None``: neither)."""
+        if filter is not None and not isinstance(filter, dict):
+            raise InvalidInput("filter", "must be a dict of metadata conditions")
+        parts = ([metadata_where(filter)] if filter else []) + (
+            [document_where(where_document)] if where_document is not None else [])
+        return None if not parts else parts[0] if len(parts) == 1 else {"$and": parts}
+
+    def _matching(self, where: dict[str, Any] | None) -> list[Entity]:
+        """Every document of the store (archived ones too) that ``where`` keeps."""
+        found, cursor = [], None
+        filters: dict[str, Any] = {**self._scope(), "type": DOCUMENT_TYPE, "include_archived": True}
+        if where:
+            filters["where"] = where
+        while True:
+            try:
+                page = self.vault.scan(cursor=cursor, limit=MAX_LIMIT, **filters)
+            except InvalidInput as error:
+                raise _as_filter(error) from None
+            found.extend(page.items)
+            if not page.has_more:
+                return found
+            cursor = page.next_cursor
 
     # --- reading by id --------------------------------------------------------------------------
 
@@ -218,12 +269,15 @@ class PerseusVaultVectorStore(OwnsItsVault, VectorStore):
         for name in SET_HERE:
             if name in params:
                 raise InvalidInput(name, "is set by the vector store itself")
+        params = dict(params)
+        where_document = params.pop("where_document", None)
         args = {**self.recall_params, **params, **self._scope()}
-        if isinstance(filter, dict):
+        conditions = self._conditions(filter if isinstance(filter, dict) else None, where_document)
+        if conditions is not None:  # applied inside the search
             given = args.get("where")
-            where = metadata_where(filter)
-            args["where"] = {"$and": [given, where]} if given else where
-            filter = None  # applied inside the search
+            args["where"] = {"$and": [given, conditions]} if given else conditions
+        if isinstance(filter, dict):
+            filter = None
         if vector is not None:
             self._guard()
         page = min(MAX_LIMIT, k if filter is None else max(4 * k, 50))

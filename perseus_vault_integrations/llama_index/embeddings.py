@@ -2,7 +2,9 @@
 vault's stored vectors come from one model (docs/llamaindex.md).
 
 - :class:`PerseusVaultEmbedding`: a LlamaIndex embedding model that embeds with a vault's model.
-- :class:`LlamaIndexEmbedder`: a vault embedder backed by a LlamaIndex embedding model.
+- :class:`LlamaIndexEmbedder`: a vault embedder backed by a LlamaIndex embedding model; over a
+  ``PerseusVaultEmbedding`` it is the vault's model itself, under that model's identity, so a vault
+  filled through LlamaIndex is read by every other surface as it was written.
 """
 
 from __future__ import annotations
@@ -50,6 +52,11 @@ class PerseusVaultEmbedding(OwnsItsVault, BaseEmbedding):
     def class_name(cls) -> str:
         return "PerseusVaultEmbedding"
 
+    @property
+    def embedder(self) -> Embedder:
+        """The vault embedder it embeds with."""
+        return self._embedder
+
     def _rows(self, texts: list[str]) -> list[list[float]]:
         rows = np.asarray(self._embedder.embed(texts), dtype=np.float32)
         return [[float(x) for x in row] for row in rows]
@@ -89,12 +96,16 @@ class LlamaIndexEmbedder:
 
     @property
     def dimension(self) -> int:
+        if isinstance(self.embed_model, PerseusVaultEmbedding):
+            return self.embed_model.embedder.dimension
         if self._dimension is None:
             self._dimension = len(self.embed_model.get_text_embedding("dimension probe"))
         return self._dimension
 
     @property
     def identity(self) -> str:
+        if isinstance(self.embed_model, PerseusVaultEmbedding):
+            return self.embed_model.embedder.identity  # the model itself, whichever surface carries it
         return f"llamaindex:{self.embed_model.class_name()}:{self.embed_model.model_name}:{self.dimension}"
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:

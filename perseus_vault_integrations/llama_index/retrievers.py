@@ -78,7 +78,8 @@ class PerseusVaultRetriever(OwnsItsVault, BaseRetriever):
         # Unrelated memories are left out by default: "auto" is the mode's threshold (docs/recall.md).
         params = {"min_score": "auto", **recall_params, **({"where": where} if where is not None else {})}
         why = "is given per call (the query) or as similarity_top_k (the limit), not as a recall parameter"
-        self.recall_params = check_recall_params(params, ("query", "limit"), why)
+        self.recall_params = check_recall_params(params, ("query", "limit"), why,
+                                                 own=("similarity_top_k", "filters", "callback_manager", "verbose"))
         self.similarity_top_k = self.k = top_k
         self.filters = filters
         super().__init__(callback_manager=callback_manager, verbose=verbose)

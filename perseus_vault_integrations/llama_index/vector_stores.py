@@ -16,8 +16,10 @@ written, when the index is built. A query vector is checked the same way, once, 
 
 Queries: ``similarity_top_k`` hits; ``filters`` (every ``FilterOperator`` but the substring ones, every
 condition, nested) become recall's ``where`` and apply inside the query; ``doc_ids`` / ``node_ids``
-narrow it. Modes: ``default`` (the query vector, ``recall_by_vector``), ``text_search`` (keyword, BM25)
-and ``hybrid`` (keyword and meaning fused; ``alpha`` weighs them, 0 keyword .. 1 dense). Other modes are
+narrow it; ``where_document`` (``query(q, where_document=...)``, a retriever's ``vector_store_kwargs``, as
+LlamaIndex's Chroma store takes it: ``{"$contains": "text"}``, ``$not_contains``, ``$and`` / ``$or``) tests
+the nodes' text, in ``delete_nodes`` too. Modes: ``default`` (the query vector, ``recall_by_vector``),
+``text_search`` (keyword, BM25) and ``hybrid`` (keyword and meaning fused; ``alpha`` weighs them, 0 keyword .. 1 dense). Other modes are
 refused with :class:`NotSupported`. Scores are recall's (docs/recall.md).
 """
 
@@ -54,7 +56,7 @@ from perseus_vault_core import (
     Vault,
 )
 
-from ..arguments import OwnsItsVault, VaultLike, strict, vault_from
+from ..arguments import OwnsItsVault, VaultLike, document_where, strict, vault_from
 
 NODE_TYPE = "llamaindex_node"
 SAME_MODEL = 0.98  # the cosine above which an embedding of a text is the vault model's (the same model: 1.0)
@@ -235,14 +237,17 @@ class PerseusVaultVectorStore(OwnsItsVault, BasePydanticVectorStore):
 
     def delete_nodes(self, node_ids: list[str] | None = None, filters: MetadataFilters | None = None,
                      **delete_kwargs: Any) -> None:
-        """Purge the nodes among ``node_ids`` that pass ``filters`` (at least one of them must be given)."""
+        """Purge the nodes among ``node_ids`` that pass ``filters`` and ``where_document`` (at least one of
+        them must be given)."""
+        where_document = delete_kwargs.pop("where_document", None)
         if delete_kwargs:
             raise InvalidInput(next(iter(delete_kwargs)), "is not an argument of delete_nodes")
-        if node_ids is None and filters is None:
-            raise InvalidInput("node_ids", "name the nodes to delete, or give filters (clear() deletes them all)")
+        if node_ids is None and filters is None and where_document is None:
+            raise InvalidInput("node_ids", "name the nodes to delete, or give filters or where_document (clear() "
+                                           "deletes them all)")
         if node_ids is not None and not node_ids:
             return
-        self._purge(self._entities(self._where(node_ids, None, filters)))
+        self._purge(self._entities(self._where(node_ids, None, filters, where_document)))
 
     def clear(self) -> None:
         """Purge every node of the store's collection."""
@@ -277,7 +282,7 @@ class PerseusVaultVectorStore(OwnsItsVault, BasePydanticVectorStore):
             cursor = page.next_cursor
 
     def _where(self, node_ids: Sequence[str] | None, doc_ids: Sequence[str] | None,
-               filters: MetadataFilters | None) -> dict[str, Any] | None:
+               filters: MetadataFilters | None, where_document: Any = None) -> dict[str, Any] | None:
         parts = []
         for name, field, ids in (("node_ids", "key", node_ids), ("doc_ids", "ref_doc_id", doc_ids)):
             if ids is not None:
@@ -287,12 +292,16 @@ class PerseusVaultVectorStore(OwnsItsVault, BasePydanticVectorStore):
         metadata = to_where(filters, lambda key: f"metadata.{key}")
         if metadata:
             parts.append(metadata)
+        if where_document is not None:
+            parts.append(document_where(where_document))
         return None if not parts else parts[0] if len(parts) == 1 else {"$and": parts}
 
     def query(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
         """The ``similarity_top_k`` best nodes for ``query`` in its mode (see the module docstring)."""
+        kwargs = dict(kwargs)
+        where_document = kwargs.pop("where_document", None)
         if kwargs:
-            raise InvalidInput(next(iter(kwargs)), "is not an argument of query")
+            raise InvalidInput(next(iter(kwargs)), "is not an argument of query (it takes where_document)")
         mode = MODES.get(query.mode)
         if mode is None:
             raise NotSupported(f"query mode {query.mode.value!r} is not offered by the vault's vector store: use "
@@ -302,7 +311,7 @@ class PerseusVaultVectorStore(OwnsItsVault, BasePydanticVectorStore):
             raise InvalidInput("similarity_top_k", f"must be a whole number from 1 to {MAX_LIMIT}")
         args: dict[str, Any] = {**self._scope(), "limit": top_k, "min_score": None, "type": NODE_TYPE}
         # An empty list narrows nothing here: VectorIndexRetriever passes its (empty) node list on every query.
-        where = self._where(query.node_ids or None, query.doc_ids or None, query.filters)
+        where = self._where(query.node_ids or None, query.doc_ids or None, query.filters, where_document)
         if where:
             args["where"] = where
         if mode == "hybrid" and query.alpha is not None:

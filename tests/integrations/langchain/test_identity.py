@@ -1,0 +1,56 @@
+"""One model, one identity: a vault filled through LangChain with the bundled model (``PerseusVaultEmbeddings``)
+records the model's own identity, so ``Vault(path)``, the MCP server and the other adapters read and write it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import Client
+
+from perseus_vault_core import Vault
+from perseus_vault_core.embeddings import BUNDLED_IDENTITY
+from perseus_vault_integrations.langchain import (
+    LangChainEmbedder,
+    PerseusVaultEmbeddings,
+    PerseusVaultStore,
+    PerseusVaultVectorStore,
+)
+from perseus_vault_integrations.mcp import build_server
+
+
+def test_a_vault_filled_through_langchain_is_recalled_through_vault_and_mcp(tmp_path: Path) -> None:
+    path = tmp_path / "v.db"
+    store = PerseusVaultVectorStore(path, PerseusVaultEmbeddings())
+    store.add_texts(["We chose SQLite in WAL mode for the vault.", "Alice drinks green tea at four."], ids=["db", "tea"])
+    store.close()
+    with Vault(path) as vault:
+        assert vault.stats().embedding_model == BUNDLED_IDENTITY
+        vault.remember("note", "pg", "Postgres was considered for the vault and rejected.")  # no model conflict
+        assert [i.key for i in vault.recall("which database engine did we pick", mode="dense", limit=1).items] == ["db"]
+
+    async def over_mcp() -> Any:
+        async with Client(build_server(str(path))) as client:
+            return await client.call_tool("perseus_vault_recall", {"query": "which database engine", "mode": "dense",
+                                                                   "limit": 1})
+
+    answer = anyio.run(over_mcp)
+    assert not answer.is_error and [i["key"] for i in answer.structured_content["items"]] == ["db"]
+    again = PerseusVaultVectorStore(path, PerseusVaultEmbeddings())  # and LangChain goes on beside the others
+    again.add_texts(["Postgres serves the shared deployment."], ids=["shared"])
+    assert [d.id for d in again.similarity_search("what does the shared deployment run on", k=1)] == ["shared"]
+    again.close()
+
+
+def test_the_bundled_model_has_one_identity_on_every_surface(tmp_path: Path) -> None:
+    assert LangChainEmbedder(PerseusVaultEmbeddings()).identity == BUNDLED_IDENTITY
+    with Vault(tmp_path / "open.db") as vault:  # an open vault takes the same model as its embedding
+        PerseusVaultVectorStore(vault, PerseusVaultEmbeddings()).add_texts(["a note"], ids=["n"])
+    path = tmp_path / "graph.db"
+    graph = PerseusVaultStore(path, index={"embed": PerseusVaultEmbeddings(), "dims": 384})
+    graph.put(("users", "alice"), "prefs", {"text": "likes green tea"})
+    graph.close()
+    with Vault(path) as vault:
+        assert vault.stats().embedding_model == BUNDLED_IDENTITY
+        vault.remember("note", "x", "a plain memory beside the store's items")
