@@ -25,3 +25,31 @@ def test_a_sqlite_vault_loads_no_postgres_driver(tmp_path: Path) -> None:
     found = loaded(code)
     assert "perseus_vault_core" in found
     assert not {"psycopg", "psycopg_pool", "psycopg_binary"} & found
+
+
+def test_importing_the_package_loads_none_of_its_modules() -> None:
+    found = loaded("import perseus_vault_core\nassert perseus_vault_core.__version__")
+    assert not {"pydantic", "numpy", "sqlite_vec", "onnxruntime", "psycopg"} & found
+
+
+def test_the_cli_loads_only_what_asking_a_resident_helper_needs() -> None:
+    # What every CLI process imports before it knows whether a helper will answer (cli.run).
+    found = loaded("import perseus_vault_core.cli\nimport perseus_vault_core.resident.client")
+    assert not {"pydantic", "numpy", "sqlite_vec", "onnxruntime", "psycopg", "argparse", "importlib_metadata"} & found
+    assert "perseus_vault_core" in found
+
+
+def test_a_public_name_is_the_same_object_however_it_is_reached() -> None:
+    import importlib
+
+    import perseus_vault_core
+
+    import perseus_vault_core.migrate  # noqa: F401 - a submodule named like a public name
+    from perseus_vault_core import Vault, migrate
+    from perseus_vault_core.vault import Vault as direct
+
+    assert Vault is direct and callable(migrate) and perseus_vault_core.migrate is migrate
+    assert migrate is importlib.import_module("perseus_vault_core.migrate").migrate
+    assert set(perseus_vault_core.__all__) <= set(dir(perseus_vault_core))
+    for name in perseus_vault_core.__all__:
+        assert getattr(perseus_vault_core, name) is not None, name
