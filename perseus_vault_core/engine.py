@@ -80,7 +80,7 @@ class Engine:
         self.keyword_index = KeywordIndex(self.backend) if options.keyword_index else None
         self.vector_index = VectorIndex(self.backend) if options.vector_index else None
         self.recalls = 0  # answered by this process: past HEADS_AFTER it is a long-running one
-        self.wrote = False  # whether this process wrote (close() settles the saved indexes)
+        self.wrote_from: int | None = None  # the change log's end before this process's first write (close() settles)
         self.settled: list[settle.Settled] = []  # what close() did for each index
         if self.keyword_index is not None and self.vector_index is not None:
             self.vector_index.heads = self.keyword_index.heads  # one memory of the heads for both arms
@@ -128,8 +128,9 @@ class Engine:
         writes, bring the saved indexes current for the next process (indexes/settle.py); then close
         every connection; the SQLite backend checkpoints the WAL into the file as it does."""
         self.background.close()
-        if self.wrote:
-            self.settled = settle.settle(self.backend, [i for i in (self.keyword_index, self.vector_index) if i is not None])
+        if self.wrote_from is not None:
+            mirrors = [i for i in (self.keyword_index, self.vector_index) if i is not None]
+            self.settled = settle.settle(self.backend, mirrors, since=self.wrote_from)
         self.backend.close()
 
     # --- connections and transactions -----------------------------------------------------------
@@ -154,7 +155,8 @@ class Engine:
 
     def write(self, work: Callable[[Connection], T]) -> T:
         """``work`` in one write transaction (retried on a busy file), committed before returning."""
-        self.wrote = True  # close() then brings the saved indexes current
+        if self.wrote_from is None:  # close() then brings the saved indexes current
+            self.wrote_from = self.backend.changes.position(self.conn())
         return self.backend.write(self.conn(), work)
 
     def write_planned(self, plan: store.VectorPlan | None, work: Callable[[Connection], T]) -> T:

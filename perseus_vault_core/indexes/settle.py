@@ -14,8 +14,12 @@ fewer than :data:`MIN_HEADS` memories is left alone: the SQL path answers those 
 
 Bringing an index current takes the cheapest way there: an index this process holds is followed to the
 log's end; else the saved one is opened and the log replayed; else (none saved, or the replay too long)
-it is built from the file. Each is done on a connection of its own, after the vault's background
-threads have stopped, and never raises: the vault still closes, and the next reader still answers.
+it is built from the file, but only by a bulk writer, one whose writes moved the log by
+:data:`.mirror.SAVE_AFTER` entries or more (an import, ``remember_many``, ``embed``, a ``migrate``
+target): a build of 100,000 memories takes seconds, which a single ``remember`` or ``purge`` (which
+deletes the saved files) should not pay. Each is done on a connection of its own, after the vault's
+background threads have stopped, and never raises: the vault still closes, and the next reader still
+answers.
 """
 
 from __future__ import annotations
@@ -36,9 +40,9 @@ MIN_HEADS = 1_000  # below this a new process's SQL path is as fast as opening a
 
 @dataclass
 class Settled:
-    """What closing did for one index: ``how`` is ``current`` (nothing to do), ``followed`` (this
-    process's index, saved), ``replayed`` (the saved one plus the log), ``built``, ``small`` (too few
-    memories to bother), ``none`` (nothing to index yet) or ``failed: ...``."""
+    """What closing did for one index: ``current`` (nothing to do), ``followed`` (this process's index,
+    saved), ``replayed`` (the saved one plus the log), ``built``, ``left`` (a build, not worth it after a
+    few writes), ``small`` (too few memories to bother), ``none`` (nothing to index yet) or ``failed: ...``."""
 
     name: str
     how: str
@@ -54,8 +58,9 @@ def far_behind(position: int, saved: tuple[int, int] | None) -> bool:
     return seq > position or position - seq >= max(SAVE_AFTER, rows // 100)
 
 
-def settle(backend: Backend, mirrors: Sequence[HeadMirror]) -> list[Settled]:
-    """Bring each of ``mirrors``' saved snapshots current where a reader would otherwise pay for it."""
+def settle(backend: Backend, mirrors: Sequence[HeadMirror], since: int) -> list[Settled]:
+    """Bring each of ``mirrors``' saved snapshots current where a reader would otherwise pay for it;
+    ``since``: the log's end before this process first wrote."""
     done = []
     for mirror in mirrors:
         path = mirror.snapshot_path
@@ -63,14 +68,14 @@ def settle(backend: Backend, mirrors: Sequence[HeadMirror]) -> list[Settled]:
             continue
         started = time.perf_counter()
         try:
-            how = _settle_one(backend, mirror, path)
+            how = _settle_one(backend, mirror, path, since)
         except Exception as exc:  # the vault must still close; the next reader answers by SQL or builds
             how = f"failed: {type(exc).__name__}: {exc}"
         done.append(Settled(mirror.NAME, how, time.perf_counter() - started))
     return done
 
 
-def _settle_one(backend: Backend, mirror: HeadMirror, path: str) -> str:
+def _settle_one(backend: Backend, mirror: HeadMirror, path: str, since: int) -> str:
     conn = backend.connect()
     try:
         with backend.read_snapshot(conn):
@@ -85,6 +90,8 @@ def _settle_one(backend: Backend, mirror: HeadMirror, path: str) -> str:
         fresh = _fresh(backend, mirror, path)
         if fresh.load_snapshot(conn) and (saved := _follow(backend, fresh, conn)) is not None:
             return "replayed" if saved else f"failed: {fresh.save_note}"
+        if position - since < SAVE_AFTER:
+            return "left"  # a few writes: a server builds it, a one-shot reader answers by SQL meanwhile
         fresh = _fresh(backend, mirror, path)
         try:
             fresh.build(conn)  # saves what it built

@@ -111,7 +111,7 @@ def test_a_process_that_holds_its_index_saves_it_by_following_the_log(db_path: P
     assert saved(db_path)["keyword-index"] == (position(db_path), settle.MIN_HEADS + 2 * SAVE_AFTER)
 
 
-def test_small_vaults_readers_and_processes_without_indexes_leave_nothing(db_path: Path) -> None:
+def test_small_vaults_readers_small_writes_and_processes_without_indexes_leave_nothing(db_path: Path) -> None:
     with Vault(db_path, embedder=False) as vault:
         vault.remember_many(records(settle.MIN_HEADS - 1))  # the SQL path answers as fast as a snapshot here
     assert [s.how for s in vault._engine.settled] == ["small", "small"]
@@ -121,6 +121,11 @@ def test_small_vaults_readers_and_processes_without_indexes_leave_nothing(db_pat
     with Vault(db_path, embedder=False, keyword_index="saved") as vault:
         vault.recall("billing")  # a reader: nothing to settle
     assert vault._engine.settled == []
+    with Vault(db_path, embedder=False, keyword_index="saved", vector_index="saved") as vault:  # as the CLI
+        vault.remember("note", "one", "a single billing note")  # none saved, but a build is not worth one write
+        vault.forget(1)
+        vault.purge(1)
+    assert [s.how for s in vault._engine.settled] == ["left", "left"]
     assert saved(db_path) == {"keyword-index": None, "vector-index": None}
 
 
