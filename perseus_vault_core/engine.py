@@ -80,7 +80,7 @@ class Engine:
         self.keyword_index = KeywordIndex(self.backend) if options.keyword_index else None
         self.vector_index = VectorIndex(self.backend) if options.vector_index else None
         self.recalls = 0  # answered by this process: past HEADS_AFTER it is a long-running one
-        self.wrote_from: int | None = None  # the change log's end before this process's first write (close() settles)
+        self.wrote_from: int | None = None  # the log's end before this process's first write (close() settles)
         self.settled: list[settle.Settled] = []  # what close() did for each index
         if self.keyword_index is not None and self.vector_index is not None:
             self.vector_index.heads = self.keyword_index.heads  # one memory of the heads for both arms
