@@ -6,7 +6,9 @@ Every ``Vault`` verb is wrapped in :func:`edge`, so a caller only ever handles t
 
 from __future__ import annotations
 
+import difflib
 import functools
+import inspect
 import os
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -50,8 +52,35 @@ def edge(method: F) -> F:
             raise InvalidInput("argument", f"a number is out of range ({exc})") from None
         except ValidationError as exc:  # a model built beneath the verb refused a value
             raise invalid(exc) from None
+        except TypeError as exc:
+            wrong = _call_error(method, args, kwargs)
+            if wrong is None:  # not the call's arguments: something beneath the verb
+                raise
+            raise wrong from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def _call_error(method: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> InvalidInput | None:
+    """Why the call's arguments do not fit ``method``'s signature, as one line naming the argument (a
+    misspelled one with its near name: ``qury: unknown argument (did you mean query?)``); None when they fit."""
+    signature = inspect.signature(method)
+    try:
+        signature.bind(*args, **kwargs)
+        return None
+    except TypeError as exc:
+        why = str(exc)
+    names = [n for n, p in signature.parameters.items() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    bound = set(names[: len(args)]) | set(kwargs)
+    for given in kwargs:
+        if given not in signature.parameters:
+            near = difflib.get_close_matches(given, [n for n in names if n not in bound and n != "self"], n=1)
+            if near or not any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values()):
+                return InvalidInput(given, "unknown argument" + (f" (did you mean {near[0]}?)" if near else ""))
+    missing = [n for n in names if n not in bound and signature.parameters[n].default is inspect.Parameter.empty]
+    if missing:
+        return InvalidInput(missing[0], "is required")
+    return InvalidInput("arguments", why.split(": ", 1)[-1] if ": " in why else why)
 
 
 def given(**values: Any) -> dict[str, Any]:

@@ -30,7 +30,7 @@ from pydantic import BaseModel
 from .models import Entity, HistoryPage, RecallResult, RecallWhenResult, ScanPage
 from .text import escape_breaks
 
-EXTRAS_CHARS = 300  # the second line's cap: a large body is read whole with get_entity
+EXTRAS_CHARS = 110  # the second line's cap (a hit costs at most ~160 beyond its text): get_entity reads all
 
 
 def date(ms: int | None) -> str:
@@ -60,7 +60,18 @@ def _value(value: Any) -> str:
         return one_line(value)
     if isinstance(value, float):
         return f"{value:.3g}"
+    if isinstance(value, list) and all(not isinstance(v, (dict, list)) for v in value):
+        return ", ".join(_value(v) for v in value)
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def _fields(value: Any, at: str) -> list[str]:
+    """A body field as ``name: value`` parts, an object's fields dotted (no braces for a reader to parse)."""
+    if isinstance(value, dict):
+        return [part for name, inner in value.items() for part in _fields(inner, f"{at}.{name}")]
+    if not _set(value) and value is not False:
+        return []
+    return [f"{escape_breaks(at)}: {_value(value)}"]
 
 
 def _set(value: Any) -> bool:
@@ -133,8 +144,7 @@ def details(entity: Entity, *, scope_given: bool = False) -> list[str]:
     if entity.provenance_class:
         parts.append(f"provenance {one_line(entity.provenance_class)}")
     for name, value in entity.body.items():
-        if _set(value) or value is False:
-            parts.append(f"{escape_breaks(str(name))}: {_value(value)}")
+        parts.extend(_fields(value, str(name)))
     return parts
 
 

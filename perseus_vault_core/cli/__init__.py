@@ -7,7 +7,8 @@ as the MCP tools' schemas are. Written by hand are only what a person reads: eac
 commands through an entry point group (:mod:`.plugins`): the integrations add ``serve``.
 
 Output is for people by default and JSON with ``--json``. Every failure is one line on stderr and
-exit status 1, never a traceback (set ``PERSEUS_VAULT_DEBUG=1`` to see one). docs/cli.md is
+exit status 1, never a traceback (set ``PERSEUS_VAULT_DEBUG=1`` to see one). Ctrl-C is one line too:
+a server (``serve``, ``ui``) stops with status 0, any other command with 130. docs/cli.md is
 generated from the parser (:mod:`.reference`).
 """
 
@@ -80,8 +81,10 @@ def main(argv: Sequence[str] | None = None, *, vault: Vault | None = None,
     from ..vault import Vault, default_path
 
     argv = list(sys.argv[1:] if argv is None else argv)
+    serving = False
     try:
         args = _parser_for(argv).parse_args(argv)
+        serving = bool(getattr(args, "serves", False))
         if accept is not None:
             accept(args)  # raises resident.Refused (not an Exception): the call is answered elsewhere
         args.db = getattr(args, "db", None) or default_path()
@@ -103,6 +106,11 @@ def main(argv: Sequence[str] | None = None, *, vault: Vault | None = None,
         return 1
     except BrokenPipeError:
         return 0
+    except KeyboardInterrupt:  # Ctrl-C: how a server is stopped, and how a person gives up on a command
+        if os.environ.get("PERSEUS_VAULT_DEBUG"):
+            raise
+        print("perseus-vault: stopped" if serving else "perseus-vault: interrupted", file=sys.stderr)
+        return 0 if serving else 130
     except Exception as exc:  # the CLI never shows a traceback unless asked
         if os.environ.get("PERSEUS_VAULT_DEBUG"):
             raise

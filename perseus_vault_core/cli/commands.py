@@ -174,9 +174,10 @@ COMMANDS: tuple[Command, ...] = (
     Command("traverse", f.traverse, aliases={"relations": ("--relation",)},
             about="Walk the link graph breadth-first from a memory; the human output indents each memory by its "
                   "depth."),
-    Command("prepare", f.line("{markdown}"),
+    Command("prepare", f.prepare,
             about="The markdown block to inject before an agent turn: triggered memories first, then the most "
-                  "relevant others, within --max-chars. Prints nothing when nothing applies. See docs/proactive.md."),
+                  "relevant others, within --max-chars, each line dated. When nothing applies it prints nothing "
+                  "(stderr says so). See docs/proactive.md."),
     Command("resident", f.line(""), handler=admin.resident, flags=admin.resident_flags, serves=True,
             summary="keep the vault loaded for the CLI's later calls (a hook's prepare, recall)",
             about="Serve this vault, for one scope (--agent-id, --workspace-hash), to the CLI's later prepare, recall, "

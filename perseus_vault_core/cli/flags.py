@@ -2,7 +2,9 @@
 
 - A required field is a positional argument, in the model's order; any other field is an option
   ``--field-name``.
-- A bool is a switch: ``--x`` when it defaults to false, ``--no-x`` when it defaults to true, and
+- A bool is a switch: ``--x`` when it defaults to false, ``--no-x`` when it defaults to true (its help
+  then says that giving it turns off what the field does: "Turns off (on by default): Count this
+  retrieval ..."), and
   both when its default (None) means "decide for me". A field that is a bool or an object
   (recall's ``expansion``) is a switch too; the object form is for the API and the MCP tools.
 - A ``Literal`` gives the choices; a number-or-word field (``min_score``: a number or ``auto``)
@@ -108,14 +110,14 @@ def help_text(field: FieldInfo, s: Shape, flag: str) -> str:
     """The field's description, then what the model says of its default and bounds."""
     notes = []
     value = default(field)
+    text = field.description or ""
     if s.kind == "switch":
-        if value is True:
-            notes.append(f"on unless {flag}")
+        if value is True:  # the flag is --no-x: its help says that giving it turns the field's meaning off
+            text = f"Turns off (on by default): {text}" if text else text
     elif value not in (None, [], ""):
         notes.append(f"default {_num(value)}")
     if s.bounds:
         notes.append(s.bounds + (f", or {' or '.join(s.choices)}" if s.choices else ""))
-    text = field.description or ""
     return (f"{text} ({'; '.join(notes)})" if notes else text).replace("%", "%%")
 
 

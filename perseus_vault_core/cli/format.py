@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -34,11 +35,25 @@ Show = Callable[[Any, argparse.Namespace], str]
 
 
 def emit(args: argparse.Namespace, value: Any, show: Show) -> None:
-    """Print ``value``: as JSON with ``--json``, else as ``show`` writes it."""
+    """Print ``value``: as JSON with ``--json``, else as ``show`` writes it (nothing at all, not an empty
+    line, when that is nothing)."""
     if args.json:
         print(value.model_dump_json() if isinstance(value, BaseModel) else json.dumps(value, ensure_ascii=False))
     else:
-        print(show(value, args))
+        text = show(value, args)
+        if text:
+            print(text)
+
+
+NOTHING_FOR_THIS_TURN = "No stored memory matches this turn."  # what the MCP tool says too
+
+
+def prepare(r: Any, _: argparse.Namespace) -> str:
+    """The block on stdout; when nothing applies, stdout stays empty (a hook injects nothing) and a person
+    reads why on stderr."""
+    if not r.markdown:
+        print(NOTHING_FOR_THIS_TURN, file=sys.stderr)
+    return str(r.markdown)
 
 
 def short(text: str, width: int = 100) -> str:

@@ -9,6 +9,7 @@ and a verb's aliases (``context``) are accepted but not listed.
 from __future__ import annotations
 
 import argparse
+import difflib
 from functools import partial
 from typing import Any, NoReturn
 
@@ -27,6 +28,31 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:  # one line, exit 1, like every other failure
         self.exit(1, f"error: {message} (see {self.prog} --help)\n")
+
+    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
+        """As argparse's, but an unrecognized option is named with the nearest one the command takes
+        (``--limt``: did you mean ``--limit``?), as a misspelled argument is over MCP and in Python."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            options = _options(self, parsed)
+            near = {word: found[0] for word in extras if word.startswith("-")
+                    for found in [difflib.get_close_matches(word.split("=", 1)[0], options, n=1, cutoff=0.6)] if found}
+            hint = (f" (did you mean {next(iter(near.values()))}?)" if len(near) == 1 else
+                    " (did you mean " + ", ".join(f"{n} for {w}" for w, n in near.items()) + "?)" if near else "")
+            self.error(f"unrecognized arguments: {' '.join(extras)}{hint}")
+        return parsed
+
+
+def _options(parser: argparse.ArgumentParser, parsed: argparse.Namespace) -> list[str]:
+    """The option strings of the (sub)command ``parsed`` ran: the parser it names, at every level."""
+    while True:
+        chosen = None
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                chosen = action.choices.get(getattr(parsed, action.dest, None) or "")
+        if chosen is None:
+            return [o for o in parser._option_string_actions if o.startswith("--")]
+        parser = chosen
 
 
 class Commands:

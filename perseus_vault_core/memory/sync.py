@@ -21,6 +21,7 @@ from ..engine import Engine
 from ..filters import FROM, View, view
 from ..models import MemoryImportReport
 from ..params import Filters, RememberInput, validate
+from ..params.writing import FileText
 from ..storage import Connection
 from .files import FileRecord, file_bytes
 from .index import EntryIndex
@@ -150,7 +151,7 @@ def _changes(records: Sequence[FileRecord], notes: Sequence[Note], scope: dict[s
         in_file = category.startswith("memory:") and category[7:] in names
         if in_file or (prune and (category.startswith("memory:") or category in (FILE_CATEGORY, NOTE_CATEGORY))):
             stale.append((int(row[0]), category.startswith("memory:")))
-    checked = [validate(RememberInput, it, prefix=f"{it['category']}/{it['key']}") for it in changed]
+    checked: list[RememberInput] = [validate(FileText, it, prefix=f"{it['category']}/{it['key']}") for it in changed]
     return _Changes(checked, sum(it["type"] == ENTRY_TYPE for it in changed), unchanged, stale)
 
 

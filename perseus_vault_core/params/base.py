@@ -250,7 +250,7 @@ def invalid(exc: ValidationError, *, prefix: str = "", model: type[BaseModel] | 
     (for a misspelled argument, with the closest valid name). For a value that may take several
     forms (``expansion``: true/false or an object), the most specific reason: a constraint the
     value broke in the form it has, else the forms it may take."""
-    errors = exc.errors(include_url=False)
+    errors = _misspelled_first(exc.errors(include_url=False), model)
     loc = _path(errors[0].get("loc", ()))
     alternatives = [e for e in errors if _path(e.get("loc", ())) [: len(loc)] == loc and _is_union(e)]
     err = errors[0]
@@ -280,6 +280,20 @@ def invalid(exc: ValidationError, *, prefix: str = "", model: type[BaseModel] | 
         message = _MESSAGES[kind].format(**(err.get("ctx") or {}))
     message = message.removeprefix("Value error, ").removeprefix("Assertion failed, ")
     return InvalidInput(field, message)
+
+
+def _misspelled_first(errors: list[Any], model: type[BaseModel] | None) -> list[Any]:
+    """``errors`` with a misspelled argument first when it is the missing one's near name: ``qury`` for
+    ``query`` is the caller's slip, better named than "query: is required"."""
+    if model is None or errors[0].get("type") != "missing":
+        return errors
+    missing = {str(e["loc"][0]) for e in errors if e.get("type") == "missing" and len(e.get("loc", ())) == 1}
+    for e in errors:
+        loc = e.get("loc", ())
+        if e.get("type") == "extra_forbidden" and len(loc) == 1 and \
+                difflib.get_close_matches(str(loc[0]), sorted(missing), n=1, cutoff=0.6):
+            return [e] + [other for other in errors if other is not e]
+    return errors
 
 
 def _is_tag(part: Any) -> bool:

@@ -85,6 +85,14 @@ class RememberInput(BaseModel):
     def _valid_text(cls, value: str | None) -> str | None:
         return _optional_text(value)
 
+    @field_validator("content")
+    @classmethod
+    def _says_something(cls, value: str) -> str:
+        """A memory says something: empty or blank content is refused (recall could never find it)."""
+        if not value.strip():
+            raise ValueError("must hold some text (it is empty or only whitespace)")
+        return value
+
     @field_validator("topic_path")
     @classmethod
     def _topic(cls, value: str | None) -> str | None:
@@ -148,6 +156,16 @@ class RememberInput(BaseModel):
     def extra_body(self) -> dict[str, Any]:
         """Body fields other than content and summary (those have their own columns)."""
         return {k: v for k, v in (self.body or {}).items() if k not in ("content", "summary")}
+
+
+class FileText(RememberInput):
+    """A memory file or an imported note, stored byte for byte: it may be empty (an empty note exports
+    as an empty file), unlike a memory an agent remembers."""
+
+    @field_validator("content")
+    @classmethod
+    def _says_something(cls, value: str) -> str:
+        return value
 
 
 class RememberManyParams(BaseModel):

@@ -8,9 +8,11 @@ in one scope (``agent_id`` / ``workspace_hash``). An item is the entity whose to
 namespace (each label percent-encoded, so ``("users", "a/b")`` is two segments and a namespace prefix
 is a topic-path prefix), whose key is the JSON array of namespace and key, and whose body holds the
 value, the namespace and the key. Its content is the text of its indexed fields (``index["fields"]``,
-by default the whole value as JSON), which the vault searches by keyword and meaning; an item put
-with ``index=False`` has empty content and only fills up query searches after the hits, unscored,
-as in ``InMemoryStore``.
+by default the whole value, written as one ``field: value`` line per value it holds, not as JSON),
+which the vault searches by keyword and meaning, and which the vault's own recall shows; an item put
+with ``index=False`` (or whose indexed fields hold no text) reads so too, but the store's query
+searches leave it out of the hits: it only fills them up after the hits, unscored, as in
+``InMemoryStore``.
 
 - ``search`` without ``query``: items in the order they were first put (an update keeps its place;
   a deleted and re-put item goes last), filtered by ``filter`` (``$eq $ne $gt $gte $lt $lte``, nested
@@ -240,13 +242,15 @@ class PerseusVaultStore(OwnsItsVault, BaseStore):
             raise InvalidInput("namespace", "and key are too long to address an item in the vault")
         texts = self._texts(value, op.index)
         body: dict[str, Any] = {"namespace": list(namespace), "key": op.key, "value": value, "indexed": bool(texts)}
+        # What recall shows and searches: the indexed text; an unindexed item is still read as text, never as ''.
+        content = "\n".join(texts) or "\n".join(readable_lines(value)) or op.key
         expires = None
         if op.ttl is not None:
             if isinstance(op.ttl, bool) or not isinstance(op.ttl, (int, float)) or not op.ttl > 0:
                 raise InvalidInput("ttl", "must be a positive number of minutes, or None")
             body["ttl_minutes"] = op.ttl
             expires = self._now() + int(op.ttl * MINUTE_MS)
-        self.vault.remember(category=self.category, key=entity_key, content="\n".join(texts), type=ITEM_TYPE,
+        self.vault.remember(category=self.category, key=entity_key, content=content, type=ITEM_TYPE,
                             topic_path=topic, body=body, agent_id=self.agent_id, workspace_hash=self.workspace_hash,
                             expires_at_ms=expires)
 
@@ -255,8 +259,8 @@ class PerseusVaultStore(OwnsItsVault, BaseStore):
             return []
         paths = self.fields if index is None else [(p, tokenize_path(p) if p != "$" else p) for p in index]
         out: list[str] = []
-        for _, tokens in paths:
-            out.extend(get_text_at_path(value, tokens))
+        for _, tokens in paths:  # the whole value ("$") as field: value lines, where LangGraph writes its JSON
+            out.extend(readable_lines(value) if tokens == "$" else get_text_at_path(value, tokens))
         return [t for t in out if t]
 
     def _delete(self, namespace: tuple[str, ...], key: str) -> None:
@@ -315,8 +319,8 @@ class PerseusVaultStore(OwnsItsVault, BaseStore):
                 wanted: int) -> list[tuple[Entity, float | None]]:
         prefix_filters = self._filters(prefix)
         where = pushdown(filter)
-        if where:
-            prefix_filters["where"] = where
+        indexed = {"indexed": True}  # an unindexed item is text too, but never a hit (InMemoryStore's rule)
+        prefix_filters["where"] = {"$and": [where, indexed]} if where else indexed
         page = min(MAX_LIMIT, max(wanted, 10))
         out: list[tuple[Entity, float | None]] = []
         offset = 0
@@ -345,6 +349,30 @@ class PerseusVaultStore(OwnsItsVault, BaseStore):
 
 
 # --- pure helpers ------------------------------------------------------------------------------
+
+
+def readable_lines(value: Any, at: str = "") -> list[str]:
+    """A JSON value as text a person or a model reads: one ``field: value`` line per value it holds
+    (nested fields dotted, a list's values joined by commas), where its JSON would be braces and quotes."""
+    if isinstance(value, dict):
+        return [line for name, inner in value.items()
+                for line in readable_lines(inner, f"{at}.{name}" if at else str(name))]
+    if isinstance(value, list) and all(not isinstance(v, (dict, list)) for v in value):
+        text = ", ".join(_scalar(v) for v in value)
+    elif isinstance(value, list):
+        return [line for i, inner in enumerate(value)
+                for line in readable_lines(inner, f"{at}.{i}" if at else str(i))]
+    else:
+        text = _scalar(value)
+    if not text:
+        return []
+    return [f"{at}: {text}" if at else text]
+
+
+def _scalar(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return "" if value is None else json.dumps(value)
 
 
 def _embeddings(embed: Any) -> Embeddings:

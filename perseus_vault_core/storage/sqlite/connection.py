@@ -316,6 +316,24 @@ def _header(path: str) -> bytes | None:
     return head or None
 
 
+def _could_be_encrypted(path: str, head: bytes) -> bool:
+    """Whether a file that is not plain SQLite may be an encrypted vault: SQLCipher writes whole pages
+    (512 to 65,536 bytes, a power of two) and begins with a random salt, where a text file (JSON,
+    markdown, a key file given by mistake) begins with printable text (16 random bytes are all printable
+    text about once in ten million files)."""
+    try:
+        size = os.path.getsize(path)
+    except OSError:
+        return True  # SQLite will say what is wrong
+    if size < 512 or size % 512:
+        return False
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    return not all(c.isprintable() or c in "\t\r\n" for c in text)
+
+
 def _check_header(path: str, driver: Driver) -> None:
     """Tell a missing or superfluous key apart from a wrong one before SQLite says "not a database"."""
     if path == ":memory:" or path.startswith("file:"):
@@ -324,6 +342,9 @@ def _check_header(path: str, driver: Driver) -> None:
     if head is None:
         return
     plaintext = head == _SQLITE_HEADER
+    if not plaintext and not _could_be_encrypted(path, head):
+        raise SetupError(f"{path!r} is not a vault: it is neither a SQLite file nor an encrypted one (is --db, or "
+                         "the path given, the right file?)")
     if driver.key is None and not plaintext:
         raise SetupError(f"{path!r} is encrypted (or is not a SQLite file): set {KEY_ENV} or {KEY_FILE_ENV} "
                          f"to its key")

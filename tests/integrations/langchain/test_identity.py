@@ -54,3 +54,23 @@ def test_the_bundled_model_has_one_identity_on_every_surface(tmp_path: Path) -> 
     with Vault(path) as vault:
         assert vault.stats().embedding_model == BUNDLED_IDENTITY
         vault.remember("note", "x", "a plain memory beside the store's items")
+
+
+def test_store_items_read_as_text_in_the_vaults_own_recall(tmp_path: Path) -> None:
+    """A LangGraph item's content is its value written as field: value lines, not JSON; an item put with
+    index=False reads so too, yet is never a hit of the store's own query search (as in InMemoryStore)."""
+    from perseus_vault_core import readable
+
+    path = tmp_path / "items.db"
+    store = PerseusVaultStore(path)
+    store.put(("users", "ada"), "drinks", {"text": "Ada drinks green tea", "tags": ["tea", "morning"], "cups": 2})
+    store.put(("users", "ada"), "hidden", {"text": "Ada keeps green tea in the office"}, index=False)
+    assert [h.key for h in store.search(("users",), query="green tea")] == ["drinks", "hidden"]
+    assert [h.score is None for h in store.search(("users",), query="green tea")] == [False, True]
+    store.close()
+    with Vault(path, embedder=False) as vault:
+        found = vault.recall("green tea", min_score=None)
+        contents = {item.body["key"]: item.content for item in found.items}
+        assert contents == {"drinks": "text: Ada drinks green tea\ntags: tea, morning\ncups: 2",
+                            "hidden": "text: Ada keeps green tea in the office"}
+        assert '{"' not in readable(found)  # no JSON for a reader to parse
