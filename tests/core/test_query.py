@@ -46,3 +46,10 @@ def test_match_expression_only_quotes_word_tokens(text: str) -> None:
         assert '"' not in w and w.strip() == w and w
     if words:
         assert expr.startswith('"') and expr.endswith('"')
+
+
+def test_verbs_any_question_carries_are_no_keyword_terms() -> None:
+    """"which database does ledger use": "use" would let a memory saying "we use X for Y" outrank the
+    one that answers; it is dropped as stopwords are, and a query of only such words matches nothing."""
+    assert parse("Which database does ledger use?").words == ("database", "ledger")
+    assert parse("what do we use, and using what?").empty
