@@ -200,6 +200,7 @@ LATER_OBJECTS = {
     5: [*(f"ALTER TABLE {t} DROP COLUMN scope" for t in ("entities", "entity_versions", "links", "version_vectors")),
         "DROP TABLE checkpoints", "DROP TABLE checkpoint_blobs", "DROP TABLE checkpoint_writes", "DROP TABLE kv_entries",
         *(s for s in schema.V4.split(";") if s.strip())],
+    6: ["DROP INDEX entity_versions_triggered"],
 }
 
 

@@ -254,6 +254,13 @@ def _v5(conn: Connection) -> None:
                      f"WHERE {key.format(t=table)}), '')")
 
 
+def _v6(conn: Connection) -> None:
+    # The current versions that carry trigger phrases, which prepare (every agent turn) reads first: without it
+    # that read scanned every current version (66 ms at 100,000 memories, about half a second at a million).
+    conn.execute("CREATE INDEX entity_versions_triggered ON entity_versions(entity_id) "
+                 "WHERE recorded_to_ms IS NULL AND recall_when != '[]'")
+
+
 Migration = Callable[[Any], None]
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "entities, versions, keyword indexes, links", _v1),
@@ -261,6 +268,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (3, "trigger phrase vectors, closed-links index", _v3),
     (4, "graph checkpoints, key-value collections", _v4),
     (5, "the scope key on every scoped table", _v5),
+    (6, "current versions with trigger phrases", _v6),
 ]
 LATEST = MIGRATIONS[-1][0]
 

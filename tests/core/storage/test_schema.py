@@ -44,3 +44,25 @@ def test_a_failing_migration_changes_nothing(db_path: Path, monkeypatch: pytest.
     conn = connect(str(db_path))
     assert schema.current_version(conn) == schema.LATEST - 1
     assert conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'half_done'").fetchone()[0] == 0
+
+
+def test_prepare_reads_the_triggered_versions_from_their_index(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """prepare's first read (the current versions with trigger phrases) goes through the partial index of
+    step 6, not a scan of every current version, and finds exactly the triggered ones."""
+    from perseus_vault_core import proactive
+
+    with Vault(db_path, embedder=False) as vault:
+        vault.remember_many([{"category": "note", "key": f"k{i}", "content": f"note {i} about billing",
+                              "recall_when": ["working on billing"] if i % 100 == 0 else []} for i in range(1_000)])
+        vault.forget(vault.recall_when("working on billing").items[0].id)
+        plans: list[str] = []
+        found = proactive.candidates
+
+        def watched(conn: Any, view: Any) -> list[dict[str, Any]]:
+            sql = f"SELECT e.id FROM {proactive.FROM} WHERE {view.where} AND v.recall_when != '[]'"
+            plans.extend(row[-1] for row in conn.execute("EXPLAIN QUERY PLAN " + sql, view.params))
+            return found(conn, view)
+
+        monkeypatch.setattr(proactive, "candidates", watched)
+        assert len(vault.recall_when("working on billing").items) == 9
+    assert any("USING INDEX entity_versions_triggered" in plan for plan in plans), plans
