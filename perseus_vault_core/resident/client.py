@@ -80,9 +80,13 @@ def answer(argv: Sequence[str]) -> int | None:
         return None
     if reply is None or "code" not in reply:
         return None  # refused: not this helper's vault, scope, settings or version
-    for stream, text in ((sys.stdout, reply.get("stdout", "")), (sys.stderr, reply.get("stderr", ""))):
-        if text:
-            stream.write(text)
+    try:  # answered: whatever happens now, the command is not run again alone
+        for stream, text in ((sys.stdout, reply.get("stdout", "")), (sys.stderr, reply.get("stderr", ""))):
+            if text:
+                stream.write(text)
+                stream.flush()
+    except BrokenPipeError:  # a reader that stopped early (| head), as the CLI alone takes it
+        return 0
     return int(reply["code"])
 
 

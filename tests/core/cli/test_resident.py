@@ -288,3 +288,19 @@ def test_the_client_knows_the_served_commands_and_the_default_vault() -> None:
     assert client.scan(["--db", "x.db", "recall", "--agent-id=a", "q", "--workspace-hash", "w", "--db", "y.db"]) == (
         "recall", {"--db": "y.db", "--agent-id": "a", "--workspace-hash": "w"})
     assert client.scan(["prepare", "--", "--db"]) == ("prepare", {})
+
+
+def test_a_reader_that_stops_early_gets_the_answer_once(env: dict[str, str], vault_a: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """An answer printed into a closed pipe (``| head``) ends the call as the CLI alone ends it, with
+    status 0: it is not taken for a helper that failed, which would run the command again alone."""
+    class Closed:
+        def write(self, text: str) -> int:
+            raise BrokenPipeError(32, "Broken pipe")
+
+        def flush(self) -> None:
+            raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(client, "ask", lambda path, request: {"code": 0, "stdout": "an answer\n", "stderr": ""})
+    monkeypatch.setattr(sys, "stdout", Closed())
+    assert client.answer(["recall", "billing", "--db", str(vault_a)]) == 0
