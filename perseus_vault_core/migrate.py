@@ -67,7 +67,8 @@ def migrate(source: Vault | str | os.PathLike[str], target: str | os.PathLike[st
         engine = src._engine
         recorded = engine.read(engine.backend.vectors.model)
         copier = CopiedVectors(*recorded) if recorded is not None else None
-        dst = stack.enter_context(Vault(target, embedder=copier or False, keyword_index=False, vector_index=False))
+        # Indexes only as saved ones: none is built while copying, and closing saves them for the next process.
+        dst = stack.enter_context(Vault(target, embedder=copier or False, keyword_index="saved", vector_index="saved"))
         held = dst._engine.read(lambda c: int(c.execute("SELECT count(*) FROM entities").fetchone()[0]))
         if held:
             raise Conflict(f"the target already holds {held} memories; migrate copies into an empty vault")

@@ -139,3 +139,17 @@ def test_a_settle_that_cannot_save_still_closes_the_vault(db_path: Path, monkeyp
     assert vault._engine.settled[0].how.startswith("failed: ")
     with Vault(db_path, embedder=False) as vault:  # closed whole: the file opens and holds every write
         assert vault.stats().entities == settle.MIN_HEADS
+
+
+def test_a_migrated_vault_is_left_with_its_indexes_saved(tmp_path: Path) -> None:
+    from perseus_vault_core import migrate
+
+    source, target = tmp_path / "source.db", tmp_path / "target.db"
+    with Vault(source, embedder=FakeEmbedder(), keyword_index=False, vector_index=False) as vault:
+        vault.remember_many(records(settle.MIN_HEADS + 10))
+    migrate(source, target)
+    assert saved(target) == {"keyword-index": (position(target), settle.MIN_HEADS + 10),
+                             "vector-index": (position(target), settle.MIN_HEADS + 10)}
+    with Vault(target, embedder=FakeEmbedder(), keyword_index="saved", vector_index="saved") as one_shot:
+        answers(one_shot, "dense")
+        assert one_shot.stats().vector_index.endswith("from a snapshot)")
