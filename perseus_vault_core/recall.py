@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from . import store
+from . import context, store
 from .actionability import actionability, startup_factor
 from .embeddings import BUNDLED_IDENTITY, embedding_text
 from .errors import InvalidInput, NotSupported
@@ -325,28 +325,90 @@ def _search(
     conn: Connection, params: RecallParams, v: View, mode: str, arms: Arms, vector: np.ndarray | None = None,
 ) -> tuple[Iterable[RecallItem], int]:
     """``vector``: the caller's query vector (dense only); the query text then has no words, so no
-    knob matches words against content."""
+    knob matches words against content.
+
+    The answer is built in tiers (:func:`tiers`): tier ``t`` runs the arms at pool ``MIN_POOL x
+    POOL_FACTOR^t`` and gives the places after the earlier tiers' up to a quarter of its pool. A place
+    is therefore decided by the same search whatever ``limit`` and ``offset`` the caller passes: the
+    first ``k`` items of a recall are the first ``k`` of any deeper one, and pages never disagree."""
     if vector is None and not tokenize(params.query):
         return [], 0  # no word at all ("*"): matches nothing, in every mode
-    pool = max(POOL_FACTOR * (params.offset + params.limit), MIN_POOL)
+    query = _QueryVector(vector)
+    if vector is None and mode in ("dense", "hybrid"):
+        assert arms.embed_query is not None
+        if mode == "dense":
+            query.vector = _embed_in_gate(arms.embed_query, params.query)  # inline
+        else:  # the model runs outside the GIL: embed the query while the keyword arm searches
+            query.pending = _EMBED_POOL.get().submit(_embed_in_gate, arms.embed_query, params.query)
+    wanted = params.offset + params.limit
+    placed: list[tuple[Scored, _Tier]] = []
+    taken: set[int] = set()
+    variant_count = 0
+    for pool, places in tiers(wanted):
+        tier, variant_count, deeper = _tier(conn, params, v, mode, arms, pool, query)
+        for s in tier.ranked:
+            if len(placed) >= (places if deeper else wanted):  # no arm filled its pool: this ranking is whole
+                break
+            if s.id not in taken:
+                placed.append((s, tier))
+                taken.add(s.id)
+        taken |= tier.hidden  # collapsed or left out by this tier's curation: never shown by a later one
+        if len(placed) >= wanted or not deeper:
+            break
+    return _items(conn, params, v, placed[params.offset : wanted]), variant_count
+
+
+def tiers(wanted: int) -> Iterator[tuple[int, int]]:
+    """``(pool, places)`` of each tier a page reaching place ``wanted`` needs: pools of ``MIN_POOL x
+    POOL_FACTOR^t``, each deciding the places up to a quarter of its pool (the knobs re-rank a pool
+    deeper than the places it decides, so a boosted item can climb into them)."""
+    pool = MIN_POOL
+    while True:
+        places = pool // POOL_FACTOR
+        yield pool, places
+        if places >= wanted:
+            return
+        pool *= POOL_FACTOR
+
+
+@dataclass
+class _QueryVector:
+    """The query's embedding: given, embedded, or being embedded (asked for once, whatever the tiers)."""
+
+    vector: np.ndarray | None
+    pending: Future[np.ndarray] | None = None
+
+    def get(self) -> np.ndarray | None:
+        if self.pending is not None:
+            self.vector, self.pending = self.pending.result(), None
+        return self.vector
+
+
+@dataclass
+class _Tier:
+    """One tier's ranking, and what its items need: versions, arm ranks, knob marks; ``hidden``: what it
+    left out that a later tier must not show."""
+
+    ranked: list[Scored]
+    vids: dict[int, int]
+    ranks: dict[str, dict[int, int]]
+    marks: _Marks
+    hidden: set[int] = field(default_factory=set)
+
+
+def _tier(conn: Connection, params: RecallParams, v: View, mode: str, arms: Arms, pool: int,
+          query: _QueryVector) -> tuple[_Tier, int, bool]:
+    """The arms at ``pool``, fused and ranked with the knobs; the variants used; and whether a deeper
+    pool could find more (some arm filled this one)."""
     lists: dict[str, list[Hit]] = {}
     variant_count = 0
-    embedding: Future[np.ndarray] | None = None
-    if vector is not None:
-        lists["dense"] = _dense_arm(conn, vector, v, pool, arms)
-    elif mode == "dense":
-        assert arms.embed_query is not None
-        lists["dense"] = _dense_arm(conn, _embed_in_gate(arms.embed_query, params.query), v, pool, arms)  # inline
-    elif mode == "hybrid":
-        assert arms.embed_query is not None
-        # The model runs outside the GIL: embed the query while the keyword arm searches.
-        embedding = _EMBED_POOL.get().submit(_embed_in_gate, arms.embed_query, params.query)
+    if mode == "dense":
+        lists["dense"] = _dense_arm(conn, query.get(), v, pool, arms)  # type: ignore[arg-type]
     if mode in ("fts5", "hybrid"):
         lists["fts5"], variant_count = _keyword_arm(conn, params, v, pool, arms)
-    query_vector = vector
-    if embedding is not None:
-        query_vector = embedding.result()
-        lists["dense"] = _dense_arm(conn, query_vector, v, pool, arms)
+    if mode == "hybrid":
+        lists["dense"] = _dense_arm(conn, query.get(), v, pool, arms)  # type: ignore[arg-type]
+    deeper = any(len(hits) >= pool for hits in lists.values())
     ranks = {arm: {h.entity_id: rank for rank, h in enumerate(hits, start=1)} for arm, hits in lists.items()}
     vids: dict[int, int] = {}
     known: dict[int, tuple[Any, ...]] = {}  # pool columns the arms read already, by entity id
@@ -356,6 +418,7 @@ def _search(
     kw = {h.entity_id: h.score for h in lists.get("fts5", [])}
     cos = {h.entity_id: h.score for h in lists.get("dense", [])}
     if mode == "hybrid":
+        query_vector = query.get()
         assert query_vector is not None
         # A keyword hit the dense pool did not reach still has a cosine: every candidate is weighed by both.
         unseen = [vids[e] for e in kw if e not in cos]
@@ -365,12 +428,23 @@ def _search(
         scored = [Scored(eid, score, score) for eid, score in fused[:pool]]
     else:
         scored = [Scored(h.entity_id, h.score, h.score) for h in lists[mode]]
+    related = {s.id: _related(kw.get(s.id), cos.get(s.id), mode, arms) for s in scored}
+    fusion = params.fusion or arms.fusion or Fusion()
+
+    def own(fresh: dict[int, int]) -> dict[int, float]:  # a candidate the arms did not find, by their rule
+        by_vid = _cosines(conn, list(fresh.values()), query.get(), arms, v) if mode != "fts5" else {}  # type: ignore[arg-type]
+        cosine = {e: by_vid[vid] for e, vid in fresh.items() if vid in by_vid} if mode != "fts5" else {}
+        if mode == "fts5":
+            return {e: kw.get(e, 0.0) for e in fresh}
+        if mode == "dense":
+            return cosine
+        return {e: fusion.keyword_weight * kw.get(e, 0.0) + fusion.dense_weight * c for e, c in cosine.items()}
+
+    scored = context.lift(conn, v, scored, vids, own, related)  # a dialogue's turns, judged in context
     if params.min_score == "auto":
-        scored = [s for s in scored if _related(kw.get(s.id), cos.get(s.id), mode, arms)]
-    if not scored:
-        return [], variant_count
-    items = _rank(conn, params, v, mode, scored, vids, ranks, known)
-    return items, variant_count
+        scored = [s for s in scored if related[s.id]]
+    tier = _rank(conn, params, v, mode, scored, vids, ranks, known)
+    return tier, variant_count, deeper
 
 
 def _cosines(conn: Connection, vids: list[int], query: np.ndarray, arms: Arms, v: View) -> dict[int, float]:
@@ -389,8 +463,9 @@ def _cosines(conn: Connection, vids: list[int], query: np.ndarray, arms: Arms, v
 def _rank(
     conn: Connection, params: RecallParams, v: View, mode: str, scored: list[Scored],
     vids: dict[int, int], ranks: dict[str, dict[int, int]], known: dict[int, tuple[Any, ...]],
-) -> Iterator[RecallItem]:
-    """``ranks``: each arm's rank of each entity it found, in the order the arms ran."""
+) -> _Tier:
+    """The candidates weighed by the knobs and ordered (``ranks``: each arm's rank of each entity it found,
+    in the order the arms ran)."""
     text = bool(params.content_weight or params.diversity_halving < 1.0 or params.startup)
     columns = {} if text else {i: known[i] for i in (s.id for s in scored) if i in known}
     missing = [vids[s.id] for s in scored if s.id not in columns]
@@ -425,10 +500,15 @@ def _rank(
         floor = float(params.min_score)
         scored = [s for s in scored if s.score >= floor]
     ranked = diversify(order(scored), params.offset + params.limit, params.diversity_halving)
-    page = {s.id: s for s in ranked[params.offset : params.offset + params.limit]}
-    for row in store.rows_in_order(conn, [vids[i] for i in page]):  # a chunk at a time: see store.fit
-        s = page[row["id"]]
-        yield _item(row, s, {arm: at[s.id] for arm, at in ranks.items() if s.id in at}, params, v, marks)
+    return _Tier(ranked, vids, ranks, marks)
+
+
+def _items(conn: Connection, params: RecallParams, v: View, page: list[tuple[Scored, _Tier]]) -> Iterator[RecallItem]:
+    """The page's items, their rows fetched whole (a chunk at a time: see store.fit)."""
+    by_id = {s.id: (s, tier) for s, tier in page}
+    for row in store.rows_in_order(conn, [tier.vids[s.id] for s, tier in page]):
+        s, tier = by_id[row["id"]]
+        yield _item(row, s, {arm: at[s.id] for arm, at in tier.ranks.items() if s.id in at}, params, v, tier.marks)
 
 
 def _related(keyword: float | None, cosine: float | None, mode: str, arms: Arms) -> bool:

@@ -267,7 +267,7 @@ def test_shallow_prefilter_same_answer_in_memory_and_in_sql(
 
     monkeypatch.setattr(recall_module, "DENSE_DEPTH", 5)
     monkeypatch.setattr(recall_module, "DEPTH_PER_POOL", 1)
-    monkeypatch.setattr(recall_module, "MIN_POOL", 4)
+    monkeypatch.setattr(recall_module, "MIN_POOL", 16)  # the first tier: pool 16, its places the 4 asked for
     if shortlisted:  # a shortlist of a quarter of the depth: half the pool, so it must look deeper
         monkeypatch.setattr(recall_module, "SHORTLIST_PER_POOL", 0)
         monkeypatch.setattr(recall_module, "SHORTLIST_SHARE", 2)
