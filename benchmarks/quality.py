@@ -102,8 +102,9 @@ def load(name: str, root: Path | None = None, max_queries: int | None = None) ->
 
 def build_vault(collection: Collection, path: str, embedder: Any = None) -> Vault:
     vault = Vault(path, embedder=embedder if embedder is not None else False)
-    records = (
-        json.dumps({"category": collection.name, "key": d["_id"], "content": d["text"], "summary": d["title"] or None})
+    records = (  # a document with no text (one in SciFact) is its title: a memory's content is never empty
+        json.dumps({"category": collection.name, "key": d["_id"], "content": d["text"] or d["title"],
+                    "summary": (d["title"] or None) if d["text"] else None})
         for d in collection.docs
     )
     vault.import_jsonl(records)
