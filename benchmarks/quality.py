@@ -102,10 +102,11 @@ def load(name: str, root: Path | None = None, max_queries: int | None = None) ->
 
 def build_vault(collection: Collection, path: str, embedder: Any = None) -> Vault:
     vault = Vault(path, embedder=embedder if embedder is not None else False)
-    records = (  # a document with no text (one in SciFact) is its title: a memory's content is never empty
+    records = (  # a document with no text is its title (a memory's content is never empty); with neither
+        # (a few Cranfield records) there is nothing to find, and it is left out
         json.dumps({"category": collection.name, "key": d["_id"], "content": d["text"] or d["title"],
                     "summary": (d["title"] or None) if d["text"] else None})
-        for d in collection.docs
+        for d in collection.docs if (d["text"] or d["title"]).strip()
     )
     vault.import_jsonl(records)
     return vault
