@@ -29,10 +29,11 @@ from .filters import FROM, view
 from .models import ConversationResult, ConversationTurn, ConversationWrite, Entity, TurnWritten
 from .params import ConversationParams, Filters, MessageInput, RememberConversationParams, RememberInput
 from .storage import Connection
+from .curation import TURN_TYPE
 from .text import escape_breaks
 
 CATEGORY = "conversation"
-TYPE = "turn"
+TYPE = TURN_TYPE  # curation leaves turns alone: two turns may say the same words, and both were said
 PAD = 6  # digits of the turn number in a key: keys sort in turn order up to 999,999 turns
 
 

@@ -238,9 +238,9 @@ class Engine:
 
     # --- recall and the indexes ------------------------------------------------------------------
 
-    def recall(self, p: RecallParams, only: list[int] | None = None, vector: np.ndarray | None = None) -> RecallResult:
-        """Recall (:mod:`recall`) with this vault's arms, then warm the indexes the mode could use."""
-        arms = recall.Arms(
+    def arms(self) -> recall.Arms:
+        """What recall is lent: the backend, the in-memory indexes, the query embedder and the fusion."""
+        return recall.Arms(
             backend=self.backend,
             keyword_index=self.keyword_index,
             vector_index=self.vector_index,
@@ -248,10 +248,20 @@ class Engine:
             embedder_model=self.embedder_model if self.embedder is not None else None,
             fusion=self.fusion,
         )
-        result = recall.recall(self.conn(), p, self.now(), self.reinforce, arms, only=only, vector=vector)
+
+    def recall(self, p: RecallParams, only: list[int] | None = None, vector: np.ndarray | None = None) -> RecallResult:
+        """Recall (:mod:`recall`) with this vault's arms, then warm the indexes the mode could use."""
+        result = recall.recall(self.conn(), p, self.now(), self.reinforce, self.arms(), only=only, vector=vector)
         self.recalls += 1
         self.warm(result.search_mode)
         return result
+
+    def nearest(self, p: RecallParams, vector: np.ndarray | None = None) -> list[tuple[int, float]]:
+        """The memories nearest a vector (else a text's words) by one arm (:func:`recall.nearest`); it
+        warms that arm's index, as a recall does, so the next look-up answers from memory."""
+        found = recall.nearest(self.conn(), p, self.now(), self.arms(), vector)
+        self.warm("dense" if vector is not None else "fts5")
+        return found
 
     def warm(self, mode: str) -> None:
         """After a recall, build the in-memory indexes it could use (in the background), or save a

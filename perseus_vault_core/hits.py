@@ -61,7 +61,7 @@ class Ranking:
 # statement that checks visibility, so the pool costs no second statement.
 POOL_COLUMNS = (
     "v.entity_id", "v.verified", "v.certainty", "e.created_at_ms", "v.updated_at_ms", "v.status",
-    "v.superseded_by", "v.expires_at_ms", "v.provenance_class", "e.workspace_hash",
+    "v.superseded_by", "v.expires_at_ms", "v.provenance_class", "e.workspace_hash", "v.valid_from_ms",
 )
 POOL_NAMES = tuple(c.split(".")[1] for c in POOL_COLUMNS)
 

@@ -7,9 +7,11 @@ passed but which nobody has archived) and flags each one for any of these reason
   the memory is embedded by (summary and content);
 - ``duplicate``: the same text, compared case-insensitively with whitespace collapsed, as an earlier
   (lower id) memory of the same tenant; ``duplicate_of`` is the earliest such memory;
-- ``near-duplicate``: very similar text to an earlier memory of the same tenant: cosine >= 0.95
-  when both have a stored vector, else word-set Jaccard >= 0.8; ``duplicate_of`` is the most similar
-  earlier memory (ties: the lower id);
+- ``near-duplicate``: an earlier memory of the same tenant says the same thing in other words, as
+  :mod:`curation` judges a pair (the rule recall collapses duplicates by): close in meaning (cosine >=
+  0.68 when both have a stored vector, else word-set Jaccard >= 0.8) with the same values (numbers,
+  names, identifiers), so two tickets of one template or two services' facts are not flagged;
+  ``duplicate_of`` is the most similar such earlier memory (ties: the lower id);
 - ``expired``: ``expires_at_ms`` is at or before now;
 - ``never retrieved``: ``retrieval_count`` is 0 and the memory is older than ``min_age_days``.
 
@@ -29,6 +31,7 @@ caller that gave up (the web inspector, for a page nobody has open any more) sto
 
 from __future__ import annotations
 
+import functools
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -36,7 +39,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from . import store
+from . import curation, store
 from .actionability import actionability
 from .cancel import checkpoint
 from .dense import cosine
@@ -54,8 +57,8 @@ REASONS: tuple[HygieneReason, ...] = (
 )
 TEXT_REASONS: tuple[HygieneReason, ...] = ("vague", "date-only", "very short")  # from actionability
 FILTERS = ("type", "category", "topic_path", "agent_id", "workspace_hash")  # the ones hygiene takes
-NEAR_COSINE = 0.95
-NEAR_JACCARD = Fraction(4, 5)  # exact, so "at least 0.8" has no rounding edge
+NEAR_COSINE = curation.DUPLICATE  # candidates; curation.relation then judges each pair
+NEAR_JACCARD = Fraction(4, 5)  # exact, so "at least 0.8" has no rounding edge; candidates, judged as above
 PREVIEW_CHARS = 200
 DAY_MS = 86_400_000
 _SLACK = 1e-3  # float32 matrix products are within ~1e-6 of the exact cosine; candidates get this margin
@@ -77,6 +80,15 @@ class Memory:
     retrieval_count: int
     expires_at_ms: int | None
     vector: np.ndarray | None
+
+    @functools.cached_property
+    def said(self) -> curation.Said:
+        return curation.said(self.text)
+
+
+def _duplicates(a: Memory, b: Memory, cosine: float | None) -> bool:
+    """Whether ``a`` and ``b`` say the same thing (curation.relation)."""
+    return curation.relation(a.said, b.said, cosine) == "duplicate"
 
 
 def hygiene(backend: Backend, conn: Connection, filters: Filters, now_ms: int, min_age_days: int, limit: int
@@ -204,11 +216,13 @@ def _cosine_matches(group: list[Memory]) -> dict[int, tuple[float, int]]:
         top = block.max(axis=1)
         for r in np.flatnonzero(top >= NEAR_COSINE - _SLACK):
             i = start + int(r)
-            near = np.flatnonzero(block[r] >= top[r] - _SLACK)
+            near = np.flatnonzero(block[r] >= NEAR_COSINE - _SLACK)
             exact = cosine(matrix[near], matrix[i])
-            k = int(np.argmax(exact))  # the first maximum: the lower id on a tie
-            if exact[k] >= NEAR_COSINE:
-                out[members[i].id] = (float(exact[k]), members[int(near[k])].id)
+            for k in sorted(range(len(near)), key=lambda k: (-exact[k], int(near[k]))):  # most similar first, then id
+                other = members[int(near[k])]
+                if exact[k] >= NEAR_COSINE and _duplicates(other, members[i], float(exact[k])):
+                    out[members[i].id] = (float(exact[k]), other.id)
+                    break
     return out
 
 
@@ -239,7 +253,7 @@ def _jaccard_matches(group: list[Memory]) -> dict[int, tuple[float, int]]:
         for j in index.candidates(tokens[: size - smallest + 1], smallest):
             shared = len(s & sets[j])
             union = size + sizes[j] - shared
-            if shared * den >= union * num:
+            if shared * den >= union * num and _duplicates(group[i], group[j], None):
                 later, earlier = (group[i], group[j]) if group[i].id > group[j].id else (group[j], group[i])
                 found = (shared / union, earlier.id)
                 known = best.get(later.id)

@@ -96,23 +96,46 @@ class Entity(_Out):
         body = data.get("body")
         if body:  # shown at top level already: not twice
             data["body"] = {k: v for k, v in body.items() if k in RESULT_FIELDS}
-        for name in ("actionability", "validity"):  # a hit carries them only when asked
+        for name in ("actionability", "validity", "duplicates", "outdated_by"):  # carried only when they say something
             if name in data and data[name] is None:
                 del data[name]
         return data
+
+
+class SimilarMemory(_Out):
+    """A memory in the same scope that a new one probably repeats or updates (docs/curation.md)."""
+
+    id: int
+    category: str
+    key: str
+    similarity: float  # the cosine of the two memories' vectors (without vectors: their words' Jaccard)
+    relation: Literal["duplicate", "update", "related"]
+
+
+class Remembered(Entity):
+    """What ``remember`` stored, or, with ``repeated``, the memory in scope that already says exactly this
+    (nothing was written); ``similar``: memories in scope it probably repeats or updates, most similar
+    first, for the agent to supersede or merge."""
+
+    repeated: bool = False
+    similar: list[SimilarMemory] = []
 
 
 class RecallItem(Entity):
     """A hit: the entity, its ``score``, and its rank in each arm that ran (``{"fts5": 3, "dense": 1}``).
 
     ``actionability`` appears with ``startup=True`` and ``validity`` with ``profile="validity"`` or
-    ``validity_annotate=True``; without those flags the item carries neither key at all.
+    ``validity_annotate=True``; without those flags the item carries neither key at all. ``duplicates``
+    (the ids of memories saying the same thing, collapsed into this one) and ``outdated_by`` (a newer
+    memory that likely updates this one) appear only when curation found them (docs/curation.md).
     """
 
     score: float
     ranks: dict[str, int]
     actionability: float | None = None
     validity: Validity | None = None
+    duplicates: list[int] | None = None  # memories saying the same thing, collapsed into this one
+    outdated_by: int | None = None  # a newer memory that likely updates this one (docs/curation.md)
 
 
 class RecallResult(_Out):
@@ -518,4 +541,4 @@ class CheckReport(_Out):
 
 # The names a stored body field can never take at top level: every field of every item model.
 RESULT_FIELDS: frozenset[str] = frozenset(
-    name for model in (Entity, RecallItem, TriggeredItem, EvidenceItem) for name in model.model_fields)
+    name for model in (Entity, Remembered, RecallItem, TriggeredItem, EvidenceItem) for name in model.model_fields)

@@ -306,7 +306,8 @@ def prepare(engine: Engine, p: PrepareParams) -> PrepareResult:
         kept: dict[str, Any] = {"type": {"$nin": list(NOT_IN_PREPARE)}}
         result = engine.recall(validate(RecallParams, {
             "query": query, "mode": p.mode, "limit": p.related + len(triggered), "reinforce": False,
-            "min_score": p.min_score, "where": {"$and": [p.where, kept]} if p.where else kept, **scope}))
+            "min_score": p.min_score, "where": {"$and": [p.where, kept]} if p.where else kept,
+            "include_outdated": p.include_outdated, **scope}))
         mode = result.search_mode
         seen = {item.id for item, _ in triggered}
         related = [item for item in result.items if item.id not in seen][: p.related]

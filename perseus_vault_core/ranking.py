@@ -1,14 +1,19 @@
 """Scoring knobs and decay: pure functions of their inputs (docs/recall.md).
 
 A recall arm yields candidates with an absolute relevance (see fusion.py: the keyword score, the
-cosine, or their weighted sum). The knobs then weigh it, each as a factor:
+cosine, or their weighted sum). Relevance is judged first: ``min_score`` applies to it, and each
+candidate is *related* or not (recall's thresholds, ``min_score="auto"``). The knobs then weigh it,
+each as a factor:
 
-    score = relevance x bounded(trust factor x content factor x recency x validity x startup)
+    score = relevance x bounded(trust factor x content factor x validity x startup) x recency
 
-where ``bounded`` holds the product to ``KNOB_RANGE`` (0.8 to 1.25): a knob re-orders near-ties
-(memories within about a third of each other's relevance) but never lifts an off-topic memory over
-an on-topic one. ``diversity_halving`` then caps how many slots each matched keyword may take at the
-top. Ties break by entity id, ascending, so the same store and call give the same order.
+where ``bounded`` holds the product to ``KNOB_RANGE`` (0.8 to 1.25): those knobs re-order near-ties
+(memories within about a third of each other's relevance). ``recency`` (``recency_half_life_secs``)
+is ``0.5 ** (age / half-life)`` in full: between two related memories it may reorder anything. The
+order is every related candidate before every unrelated one, each by score, so no knob ever lifts an
+unrelated memory over a related one. ``diversity_halving`` then caps how many slots each matched
+keyword may take at the top. Ties break by entity id, ascending, so the same store and call give the
+same order.
 """
 
 from __future__ import annotations
@@ -70,6 +75,7 @@ class Scored:
     relevance: float
     score: float = 0.0
     keyword: int | None = None  # index of the first query word it matches, for diversity
+    related: bool = True  # judged on its relevance, before the knobs: related ones rank first
 
 
 # How far the knobs together may move a relevance: a factor in this range (docs/recall.md).
@@ -82,8 +88,8 @@ def bounded(factor: float) -> float:
 
 
 def order(items: list[Scored]) -> list[Scored]:
-    """Highest score first; equal scores by ascending id (determinism)."""
-    return sorted(items, key=lambda s: (-s.score, s.id))
+    """Related before unrelated; then highest score first; equal scores by ascending id (determinism)."""
+    return sorted(items, key=lambda s: (not s.related, -s.score, s.id))
 
 
 def diversify(items: list[Scored], limit: int, halving: float) -> list[Scored]:

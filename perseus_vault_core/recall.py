@@ -22,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from . import context, store
+from . import context, curation, store
+from .curated import window
 from .actionability import actionability, startup_factor
 from .embeddings import BUNDLED_IDENTITY, embedding_text
 from .errors import InvalidInput, NotSupported
@@ -67,6 +68,7 @@ DENSE_DEPTH = 1_500
 DEPTH_PER_POOL = 15
 SHORTLIST_PER_POOL = 4
 SHORTLIST_SHARE = 4
+NEAREST_DEPTH = 200  # candidates of nearest(), a shortlist of a quarter of them scored exactly
 # A where filter that keeps under this share of the first dense candidates is answered by the exact cosine
 # of each head it keeps, not by going deeper: at 100k, one kept in a thousand took 1.5 s of deepening.
 SELECTIVE = 0.02
@@ -110,6 +112,25 @@ def recall(
     if params.reinforce and not v.historical and items:
         reinforce([item.id for item in items])
     return RecallResult(items=items, total=len(items), variants=variant_count, search_mode=mode)
+
+
+def nearest(conn: Connection, params: RecallParams, now_ms: int, arms: Arms, vector: np.ndarray | None = None
+            ) -> list[tuple[int, float]]:
+    """The ``params.limit`` visible memories nearest ``vector`` by cosine (the dense arm alone), or, without
+    a vector, best for ``params.query``'s words (the keyword arm alone): (entity id, the arm's score), with
+    no fusion, knob, curation or context. What remember's similar-memory report reads (remembering.py)."""
+    v = view(params, now_ms, dialect(conn))
+    with arms.backend.read_snapshot(conn):
+        if vector is None:
+            hits, _ = _keyword_arm(conn, params, v, params.limit, arms)
+        else:  # a shallow search: what matters is the closest few (a repeat is at distance 0)
+            agent, workspace = v.params.get("agent_id"), v.params.get("workspace_hash")
+            answer = arms.vector_index.search(conn, vector, NEAREST_DEPTH, agent, workspace, NEAREST_DEPTH // 4) \
+                if arms.vector_index is not None else None
+            ranking, _ = answer if answer is not None else arms.backend.vectors.candidates(
+                conn, vector, NEAREST_DEPTH, agent, workspace, NEAREST_DEPTH // 4)
+            hits = visible_hits(conn, ranking, v, params.limit)
+    return [(h.entity_id, float(h.score)) for h in hits[: params.limit]]
 
 
 def _mode(conn: Connection, params: RecallParams, arms: Arms) -> str:
@@ -217,16 +238,16 @@ class _Marks:
 
 def _weigh(s: Scored, row: dict[str, Any], params: RecallParams, v: View, marks: _Marks, *, trust_on: bool,
            rerank_validity: bool, witnessed: float = 0.0) -> None:
-    """The knobs on one candidate: trust, content witness, recency, validity and startup each
-    multiply its relevance, and their product is held to :data:`ranking.KNOB_RANGE`, so a knob
-    re-orders near-ties but never lifts an off-topic memory over an on-topic one."""
+    """The knobs on one candidate: trust, content witness, validity and startup each multiply its
+    relevance, and their product is held to :data:`ranking.KNOB_RANGE` (a re-order of near-ties);
+    recency multiplies in full, ``0.5 ** (age / half-life)``, age from the memory's valid-from time
+    (else its creation) to the query's instant. Related candidates rank before unrelated ones whatever
+    the knobs say (:func:`ranking.order`)."""
     factor = 1.0
     if trust_on:
         factor *= 1.0 + params.trust_weight * trust(bool(row["verified"]), row["certainty"])
     if params.content_weight:
         factor *= 1.0 + params.content_weight * witnessed
-    if params.recency_half_life_secs:
-        factor *= recency(v.instant - row["created_at_ms"], params.recency_half_life_secs)
     if params.profile == "validity" or params.validity_annotate:
         marks.validities[s.id] = _validity(row, v, params)
         if rerank_validity and params.profile == "validity":
@@ -235,6 +256,9 @@ def _weigh(s: Scored, row: dict[str, Any], params: RecallParams, v: View, marks:
         marks.actions[s.id] = actionability(embedding_text(row["content"], row["summary"])).score
         factor *= startup_factor(marks.actions[s.id], *KNOB_RANGE)
     s.score = s.relevance * bounded(factor)
+    if params.recency_half_life_secs:
+        born = row["valid_from_ms"] if row.get("valid_from_ms") is not None else row["created_at_ms"]
+        s.score *= recency(v.instant - born, params.recency_half_life_secs)
 
 
 def _trust_only(params: RecallParams) -> bool:
@@ -386,14 +410,14 @@ class _QueryVector:
 
 @dataclass
 class _Tier:
-    """One tier's ranking, and what its items need: versions, arm ranks, knob marks; ``hidden``: what it
-    left out that a later tier must not show."""
+    """One tier's ranking (curated), and what its items need: versions, arm ranks, knob marks, curation."""
 
     ranked: list[Scored]
     vids: dict[int, int]
     ranks: dict[str, dict[int, int]]
     marks: _Marks
-    hidden: set[int] = field(default_factory=set)
+    curated: curation.Curated | None
+    hidden: set[int]
 
 
 def _tier(conn: Connection, params: RecallParams, v: View, mode: str, arms: Arms, pool: int,
@@ -441,9 +465,14 @@ def _tier(conn: Connection, params: RecallParams, v: View, mode: str, arms: Arms
         return {e: fusion.keyword_weight * kw.get(e, 0.0) + fusion.dense_weight * c for e, c in cosine.items()}
 
     scored = context.lift(conn, v, scored, vids, own, related)  # a dialogue's turns, judged in context
+    for s in scored:  # judged on relevance, before any knob: related ones rank first (ranking.order)
+        s.related = related[s.id]
     if params.min_score == "auto":
-        scored = [s for s in scored if related[s.id]]
-    tier = _rank(conn, params, v, mode, scored, vids, ranks, known)
+        scored = [s for s in scored if s.related]
+    elif params.min_score is not None:
+        floor = float(params.min_score)
+        scored = [s for s in scored if s.relevance >= floor]
+    tier = _rank(conn, params, v, mode, scored, vids, ranks, known, arms)
     return tier, variant_count, deeper
 
 
@@ -462,10 +491,10 @@ def _cosines(conn: Connection, vids: list[int], query: np.ndarray, arms: Arms, v
 
 def _rank(
     conn: Connection, params: RecallParams, v: View, mode: str, scored: list[Scored],
-    vids: dict[int, int], ranks: dict[str, dict[int, int]], known: dict[int, tuple[Any, ...]],
+    vids: dict[int, int], ranks: dict[str, dict[int, int]], known: dict[int, tuple[Any, ...]], arms: Arms,
 ) -> _Tier:
-    """The candidates weighed by the knobs and ordered (``ranks``: each arm's rank of each entity it found,
-    in the order the arms ran)."""
+    """The candidates weighed by the knobs, ordered and curated (``ranks``: each arm's rank of each entity
+    it found, in the order the arms ran)."""
     text = bool(params.content_weight or params.diversity_halving < 1.0 or params.startup)
     columns = {} if text else {i: known[i] for i in (s.id for s in scored) if i in known}
     missing = [vids[s.id] for s in scored if s.id not in columns]
@@ -496,11 +525,14 @@ def _rank(
                 matched = content_stems | {stem(t) for t in tokenize(f"{row['summary'] or ''} {row['tags']}")}
                 s.keyword = next((i for i, st in enumerate(stems) if st in matched), None)
             _weigh(s, row, params, v, marks, trust_on=True, rerank_validity=mode == "hybrid", witnessed=witnessed)
-    if params.min_score is not None and params.min_score != "auto":
-        floor = float(params.min_score)
-        scored = [s for s in scored if s.score >= floor]
     ranked = diversify(order(scored), params.offset + params.limit, params.diversity_halving)
-    return _Tier(ranked, vids, ranks, marks)
+    curated = window(conn, params, v, ranked, vids, arms)
+    hidden: set[int] = set()
+    if curated is not None:
+        shown = curated.apply(ranked, params.include_outdated)
+        hidden = {s.id for s in ranked} - {s.id for s in shown}
+        ranked = shown
+    return _Tier(ranked, vids, ranks, marks, curated, hidden)
 
 
 def _items(conn: Connection, params: RecallParams, v: View, page: list[tuple[Scored, _Tier]]) -> Iterator[RecallItem]:
@@ -508,7 +540,12 @@ def _items(conn: Connection, params: RecallParams, v: View, page: list[tuple[Sco
     by_id = {s.id: (s, tier) for s, tier in page}
     for row in store.rows_in_order(conn, [tier.vids[s.id] for s, tier in page]):
         s, tier = by_id[row["id"]]
-        yield _item(row, s, {arm: at[s.id] for arm, at in tier.ranks.items() if s.id in at}, params, v, tier.marks)
+        ranks = {arm: at[s.id] for arm, at in tier.ranks.items() if s.id in at}
+        item = _item(row, s, ranks, params, v, tier.marks)
+        if tier.curated is not None:
+            item.duplicates = tier.curated.duplicates.get(s.id)
+            item.outdated_by = tier.curated.outdated_by.get(s.id)
+        yield item
 
 
 def _related(keyword: float | None, cosine: float | None, mode: str, arms: Arms) -> bool:

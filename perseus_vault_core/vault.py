@@ -21,7 +21,7 @@ from typing import IO, Any, Literal, TypeVar, Unpack
 
 import numpy as np
 
-from . import conversations, counts, graph, hygiene, import_export, proactive, recall, scan, store, temporal
+from . import conversations, counts, graph, hygiene, import_export, proactive, recall, remembering, scan, store, temporal
 from .embeddings import Embedder, backfill
 from .edge import edge, given, listed, path_text
 from .engine import Clock, Engine
@@ -36,7 +36,7 @@ from .models import (  # noqa: I001
     CheckReport, CommunitiesResult, CommunitySummary, ConversationResult, ConversationWrite, Counts, EmbedReport,
     Entity, GlobalRecallResult, HistoryPage, HygieneReport, ImportReport, Link, MemoryChange, MemoryExportReport,
     MemoryFiles, MemoryImportReport, MemoryRecallResult, MemoryText, PrepareResult, PurgeResult, RecallResult,
-    RecallWhenResult, ScanPage, Stats, TraverseResult,
+    RecallWhenResult, Remembered, ScanPage, Stats, TraverseResult,
 )
 from .params import (  # noqa: I001
     AddMemoryParams, AsOfParams, BackupParams, BitemporalParams, CommunitiesParams, CommunitySummaryParams,
@@ -44,7 +44,7 @@ from .params import (  # noqa: I001
     GlobalRecallParams, HistoryParams, HygieneParams, ImportParams, LinkParams,
     ListMemoryFilesParams, MemoryExportParams, MemoryImportParams, MemoryRecallParams, MessageInput, OpenParams,
     PrepareParams, RecallParams, RecallWhenParams, RecentParams, RekeyParams, RememberConversationParams,
-    RememberInput, RememberManyParams, ScanParams, ScopeParams, SupersedeParams, Synchronous, TraverseParams,
+    RememberInput, RememberManyParams, RememberParams, ScanParams, ScopeParams, SupersedeParams, Synchronous, TraverseParams,
     UnlinkParams, ValidAtParams, validate,
 )
 from .params.options import (  # noqa: I001
@@ -134,21 +134,19 @@ class Vault:
     # --- writing -----------------------------------------------------------------------------
     @edge
     def remember(self, category: str | None = None, key: str | None = None, content: str | None = None,
-                 **fields: Unpack[RememberOptions]) -> Entity:
-        """Create or update the memory (category, key) in its scope; identical content is a no-op.
-        On an update, fields not passed keep their values."""
+                 **fields: Unpack[RememberOptions]) -> Remembered:
+        """Create or update the memory (category, key) in its scope; identical content is a no-op, and so
+        is a new key whose text the scope holds (``repeated``). On an update, fields not passed keep their
+        values. ``similar``: the memories it likely repeats or updates (docs/curation.md)."""
         required = {"category": category, "key": key, "content": content}
         # Missing required arguments are reported by the model (naming the field), not by Python.
-        item = validate(RememberInput, {**{k: v for k, v in required.items() if v is not None}, **fields})
-        return self._remember([item])[0]
+        p = validate(RememberParams, {**{k: v for k, v in required.items() if v is not None}, **fields})
+        return remembering.remember(self._engine, p)
 
     @edge
     def remember_many(self, items: Iterable[dict[str, Any] | RememberInput]) -> list[Entity]:
         """Remember a batch in one transaction: all are written, or (on any error) none."""
-        return self._remember(validate(RememberManyParams, {"items": listed("items", items, "memories")}).items)
-
-    def _remember(self, items: list[RememberInput]) -> list[Entity]:
-        e = self._engine
+        items, e = validate(RememberManyParams, {"items": listed("items", items, "memories")}).items, self._engine
         plan = e.plan(lambda conn: store.texts_to_embed(conn, items), items)
         written = e.write_planned(plan, lambda c: store.remember_batch(e.backend, c, items, e.now(), plan))
         return e.entities([entity_id for entity_id, _ in written])

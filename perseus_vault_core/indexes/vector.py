@@ -122,6 +122,20 @@ class VectorIndex(HeadMirror):
         result: dict[int, float] | None = self.answer(conn, compute)
         return result
 
+    def vectors(self, conn: Connection, vids: Sequence[int]) -> dict[int, np.ndarray] | None:
+        """The stored vector of each of these heads, from memory (a version without one is absent); ``None``
+        if the mirror cannot answer for the snapshot ``conn`` reads."""
+
+        def compute() -> dict[int, np.ndarray]:
+            slots = self._slot_map().many(vids)
+            held = slots >= 0
+            held[held] = self._has[slots[held]]
+            rows = np.array(self._matrix[slots[held]], dtype=np.float32)  # a copy: the mirror writes in place
+            return dict(zip(np.asarray(vids, dtype=np.int64)[held].tolist(), rows))
+
+        result: dict[int, np.ndarray] | None = self.answer(conn, compute)
+        return result
+
     def live(self, conn: Connection) -> tuple[np.ndarray, np.ndarray] | None:
         """(vids, entity ids) of every current head with a vector, for the snapshot ``conn`` reads; ``None``
         if the mirror cannot answer for it."""

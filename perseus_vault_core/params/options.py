@@ -13,7 +13,7 @@ from .reading import Expansion
 
 
 class RememberOptions(TypedDict, total=False):
-    """RememberInput's fields but category, key, content."""
+    """RememberParams's fields but category, key, content."""
 
     summary: str | None
     type: str
@@ -29,6 +29,7 @@ class RememberOptions(TypedDict, total=False):
     valid_from_ms: int | str | dt.datetime | None
     valid_to_ms: int | str | dt.datetime | None
     expires_at_ms: int | str | dt.datetime | None
+    keep_duplicate: bool
 
 
 class RecallOptions(TypedDict, total=False):
@@ -60,6 +61,8 @@ class RecallOptions(TypedDict, total=False):
     recency_half_life_secs: float | None
     reinforce: bool
     fusion: Fusion | dict[str, Any] | None
+    curate: bool
+    include_outdated: bool
 
 
 class SearchOptions(TypedDict, total=False):
@@ -90,6 +93,8 @@ class SearchOptions(TypedDict, total=False):
     recency_half_life_secs: float | None
     reinforce: bool
     fusion: Fusion | dict[str, Any] | None
+    curate: bool
+    include_outdated: bool
 
 
 class RecallByVectorOptions(TypedDict, total=False):
@@ -120,6 +125,8 @@ class RecallByVectorOptions(TypedDict, total=False):
     recency_half_life_secs: float | None
     reinforce: bool
     fusion: Fusion | dict[str, Any] | None
+    curate: bool
+    include_outdated: bool
 
 
 class ScanOptions(TypedDict, total=False):
@@ -259,3 +266,4 @@ class PrepareOptions(TypedDict, total=False):
     min_score: float | Literal['auto'] | None
     semantic: bool | None
     reinforce: bool
+    include_outdated: bool

@@ -79,6 +79,11 @@ class RecallParams(Filters):
     recency_half_life_secs: float | None = advanced(gt=0.0, description="Multiply scores by 0.5^(age / this)")
     reinforce: bool = advanced(True, description="Count this retrieval (retrieval_count, last_accessed_ms)")
     fusion: Fusion | None = advanced(description="Hybrid fusion weights for this call")
+    curate: bool = advanced(True, description=(
+        "Collapse memories that say the same thing (the newest wording stays, with the others' ids in "
+        "duplicates) and put a newer fact before the older one it updates (marked outdated_by)"))
+    include_outdated: bool = advanced(True, description=(
+        "Keep memories a newer one likely updates (after it, marked outdated_by); false leaves them out"))
 
     @field_validator("query")
     @classmethod
@@ -257,3 +262,5 @@ class PrepareParams(_ContextInput):
         "Leave out related memories scoring below this ('auto': the mode's)"))
     semantic: bool | None = advanced(description="Also match trigger phrases by meaning (default: when possible)")
     reinforce: bool = advanced(False, description="Count the memories shown as retrieved")
+    include_outdated: bool = advanced(False, description=(
+        "Also show related memories that a newer one likely updates (left out by default)"))

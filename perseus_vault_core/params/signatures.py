@@ -35,11 +35,11 @@ from .reading import (
     TraverseParams,
 )
 from .overview import CountsParams
-from .writing import RememberInput
+from .writing import RememberParams
 
 # TypedDict name -> (its params model, the fields the verb takes as named arguments instead).
 OPTIONS: dict[str, tuple[type[BaseModel], tuple[str, ...]]] = {
-    "RememberOptions": (RememberInput, ("category", "key", "content")),
+    "RememberOptions": (RememberParams, ("category", "key", "content")),
     "RecallOptions": (RecallParams, ("query",)),
     "SearchOptions": (RecallParams, ("query", "type")),
     "RecallByVectorOptions": (RecallParams, ("query", "mode")),

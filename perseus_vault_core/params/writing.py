@@ -158,6 +158,18 @@ class RememberInput(BaseModel):
         return {k: v for k, v in (self.body or {}).items() if k not in ("content", "summary")}
 
 
+
+class RememberParams(RememberInput):
+    """``remember``: one memory, and whether to store it when its scope already holds the same text."""
+
+    keep_duplicate: bool = advanced(False, description=(
+        "Store it under its new key even when a memory in its scope already says exactly this (normally "
+        "that memory is returned, with repeated set, and nothing is written)"))
+
+    def memory(self) -> RememberInput:
+        """What is stored: the memory without the call's own option."""
+        return RememberInput.model_validate(self.model_dump(exclude={"keep_duplicate"}, exclude_unset=True))
+
 class FileText(RememberInput):
     """A memory file or an imported note, stored byte for byte: it may be empty (an empty note exports
     as an empty file), unlike a memory an agent remembers."""

@@ -155,6 +155,8 @@ class PerseusVaultRetriever(OwnsItsVault, BaseRetriever):
     validity_annotate: bool | None = None
     reinforce: bool | None = None
     fusion: Fusion | None = None
+    curate: bool | None = None
+    include_outdated: bool | None = None
     _owned_vault: Vault | None = PrivateAttr(default=None)
 
     def __init__(self, vault: VaultLike, **fields: Any) -> None:

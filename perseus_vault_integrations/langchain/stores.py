@@ -252,7 +252,7 @@ class PerseusVaultStore(OwnsItsVault, BaseStore):
             expires = self._now() + int(op.ttl * MINUTE_MS)
         self.vault.remember(category=self.category, key=entity_key, content=content, type=ITEM_TYPE,
                             topic_path=topic, body=body, agent_id=self.agent_id, workspace_hash=self.workspace_hash,
-                            expires_at_ms=expires)
+                            expires_at_ms=expires, keep_duplicate=True)  # put addresses by key: every put is kept
 
     def _texts(self, value: dict[str, Any], index: Literal[False] | list[str] | None) -> list[str]:
         if index is False:
@@ -326,7 +326,7 @@ class PerseusVaultStore(OwnsItsVault, BaseStore):
         offset = 0
         while len(out) < wanted:
             args = dict(prefix_filters, type=ITEM_TYPE, limit=page, offset=offset, reinforce=False,
-                        min_score=self.min_score)
+                        min_score=self.min_score, curate=False)  # items by key, each one found (as InMemoryStore)
             if self.mode is not None:
                 args["mode"] = self.mode
             result = self.vault.recall(query, **args)

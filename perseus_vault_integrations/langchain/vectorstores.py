@@ -285,6 +285,7 @@ class PerseusVaultVectorStore(OwnsItsVault, VectorStore):
         offset = 0
         while len(found) < k:
             try:
+                args["curate"] = False  # a vector store returns each document by similarity, repeats included
                 if vector is not None:
                     result = self.vault.recall_by_vector(vector, limit=page, offset=offset, **args)
                 else:

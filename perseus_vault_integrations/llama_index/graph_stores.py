@@ -221,7 +221,7 @@ class PerseusVaultPropertyGraphStore(OwnsItsVault, PropertyGraphStore):
         where = (parts[0] if len(parts) == 1 else {"$and": parts}) if parts else None
         try:
             found = self.vault.recall_by_vector(query.query_embedding, limit=min(k, 1_000), category=self.node_category,
-                                                type=ENTITY_TYPE, trust_weight=0.0, reinforce=False, where=where,
+                                                type=ENTITY_TYPE, trust_weight=0.0, reinforce=False, where=where, curate=False,
                                                 **self._view)
         except NotSupported:
             if not any(True for _ in _Reader(self).scan(self.node_category, limit=1)):

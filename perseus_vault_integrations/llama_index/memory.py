@@ -86,7 +86,7 @@ class PerseusVaultMemoryBlock(OwnsItsVault, BaseMemoryBlock[str]):
             topic_path=self._session_topic(session) if session else self.topic,
             body={"session_id": session or None, "messages": [{"role": r, "text": t} for r, t in turns]},
             source="llamaindex Memory",
-            agent_id=self.agent_id, workspace_hash=self.workspace_hash,
+            agent_id=self.agent_id, workspace_hash=self.workspace_hash, keep_duplicate=True,  # a transcript, kept as said
         )
 
     def _recall(self, query: str, session_id: str | None) -> str:

@@ -316,6 +316,7 @@ class PerseusVaultVectorStore(OwnsItsVault, BasePydanticVectorStore):
             args["where"] = where
         if mode == "hybrid" and query.alpha is not None:
             args["fusion"] = {"keyword_weight": 1.0 - float(query.alpha), "dense_weight": float(query.alpha)}
+        args["curate"] = False  # a vector store returns each node by similarity, repeats included
         items = self._recall(mode, query, args)
         return VectorStoreQueryResult(nodes=[_node(item) for item in items], similarities=[i.score for i in items],
                                       ids=[item.key for item in items])

@@ -185,7 +185,7 @@ def test_recall_finds_a_turn_by_its_words_and_by_the_speakers_name(vault: Vault)
     by_name = vault.recall("Melanie", reinforce=False).items  # her turns, then the turns beside them
     assert {i.key for i in by_name[:2]} == {"locomo-1#000002", "locomo-1#000004"}
     only_turns = vault.recall("painted", category="conversation", reinforce=False).items
-    assert [i.key for i in only_turns] == ["locomo-1#000004"]
+    assert only_turns[0].key == "locomo-1#000004"  # the turn that says it first, the turns beside it after
     block = vault.prepare("what did Caroline say about the support group", related=1, triggered=0).markdown
     assert "Caroline: I went to the LGBTQ support group yesterday." in block
 

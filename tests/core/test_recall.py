@@ -105,8 +105,15 @@ FTS_SYNTAX = [
     '"', '""', '"billing', "billing\"", "NEAR(billing postgres)", "NEAR(", "content:billing", "col:x",
     "billing AND postgres", "billing OR", "AND", "NOT postgres", "-billing", "billing*", "^billing",
     "(billing", "billing)", "((", ")", "billing + postgres", "{content summary}: billing", "'", "\\",
-    "bill'ing", "\x00", "billing\x00postgres", "💥 billing", "a:b:c", "NEAR(a b, 3)", ":", ";", "--",
+    "bill'ing", "💥 billing", "a:b:c", "NEAR(a b, 3)", ":", ";", "--",
 ]
+
+
+@pytest.mark.parametrize("query", ["\x00", "billing\x00postgres"])
+def test_a_nul_in_a_query_is_refused_as_on_every_backend(vault: Vault, notes: dict[str, int], query: str) -> None:
+    """PostgreSQL cannot hold a NUL in text, so both backends refuse it alike (text.problem)."""
+    with pytest.raises(InvalidInput, match="^query: contains NUL"):
+        vault.recall(query)
 
 
 @pytest.mark.parametrize("query", FTS_SYNTAX)
@@ -124,26 +131,26 @@ def test_any_text_query_never_raises(vault: Vault, query: str) -> None:
     vault.remember("note", "k", "Any text at all")
     try:
         vault.recall(query)
-    except InvalidInput as exc:  # only text that is not valid Unicode is refused
+    except InvalidInput as exc:  # only text that is not valid Unicode, or holds a NUL, is refused
         assert exc.field == "query"
-        assert any(0xD800 <= ord(c) <= 0xDFFF for c in query)
+        assert "\x00" in query or any(0xD800 <= ord(c) <= 0xDFFF for c in query)
 
 
 def test_filters(vault: Vault) -> None:
     a = vault.remember("decision", "a", "shared words here", type="decision", topic_path="architecture/storage")
-    b = vault.remember("fact", "b", "shared words here", type="fact", topic_path="architecture")
+    b = vault.remember("fact", "b", "shared words here", type="fact", topic_path="architecture", keep_duplicate=True)
     c = vault.remember("fact", "c", "shared words here", topic_path="architectures/old", agent_id="x")
     d = vault.remember("fact", "d", "shared words here", workspace_hash="w")
     q = "shared words"
-    assert set(ids(vault.recall(q, category="decision"))) == {a.id}
-    assert set(ids(vault.recall(q, type="fact"))) == {b.id}
-    assert set(ids(vault.recall(q, topic_path="architecture"))) == {a.id, b.id}
-    assert set(ids(vault.recall(q, topic_path="architecture/"))) == {a.id, b.id}
-    assert set(ids(vault.recall(q, topic_path="architecture/storage"))) == {a.id}
-    assert set(ids(vault.recall(q, agent_id="x"))) == {c.id}
-    assert set(ids(vault.recall(q, agent_id=""))) == {a.id, b.id, d.id}
-    assert set(ids(vault.recall(q, workspace_hash="w"))) == {d.id}
-    assert set(ids(vault.recall(q))) == {a.id, b.id, c.id, d.id}
+    assert set(ids(vault.recall(q, curate=False, category="decision"))) == {a.id}
+    assert set(ids(vault.recall(q, curate=False, type="fact"))) == {b.id}
+    assert set(ids(vault.recall(q, curate=False, topic_path="architecture"))) == {a.id, b.id}
+    assert set(ids(vault.recall(q, curate=False, topic_path="architecture/"))) == {a.id, b.id}
+    assert set(ids(vault.recall(q, curate=False, topic_path="architecture/storage"))) == {a.id}
+    assert set(ids(vault.recall(q, curate=False, agent_id="x"))) == {c.id}
+    assert set(ids(vault.recall(q, curate=False, agent_id=""))) == {a.id, b.id, d.id}
+    assert set(ids(vault.recall(q, curate=False, workspace_hash="w"))) == {d.id}
+    assert set(ids(vault.recall(q, curate=False))) == {a.id, b.id, c.id, d.id}
 
 
 def test_limit_offset_bounds(vault: Vault) -> None:
@@ -230,18 +237,18 @@ def test_content_weight_rewards_literal_witness(vault: Vault) -> None:
 
 def test_diversity_halving_spreads_keywords(vault: Vault) -> None:
     alphas = [vault.remember("note", f"alpha{i}", f"alpha alpha alpha {i}").id for i in range(6)]
-    betas = [vault.remember("note", f"beta{i}", "beta " + " ".join(f"pad{j}" for j in range(30))).id
+    betas = [vault.remember("note", f"beta{i}", "beta " + " ".join(f"pad{j}" for j in range(30)), keep_duplicate=True).id
              for i in range(2)]
     for i in range(20):
         vault.remember("filler", f"f{i}", f"unrelated filler note {i}")
-    plain = vault.recall("beta alpha", limit=4, reinforce=False)
+    plain = vault.recall("beta alpha", limit=4, reinforce=False, curate=False)
     assert ids(plain) == alphas[:4]  # the short, alpha-dense notes win on BM25
     # "beta" is keyword 0: ceil(4 x 0.5^0) = 4 slots; "alpha" is keyword 1: ceil(4 x 0.5^1) = 2 slots.
-    diverse = vault.recall("beta alpha", limit=4, diversity_halving=0.5, reinforce=False)
+    diverse = vault.recall("beta alpha", limit=4, diversity_halving=0.5, reinforce=False, curate=False)
     assert ids(diverse) == alphas[:2] + betas
-    assert ids(vault.recall("beta alpha", limit=4, diversity_halving=1.0, reinforce=False)) == ids(plain)
+    assert ids(vault.recall("beta alpha", limit=4, diversity_halving=1.0, reinforce=False, curate=False)) == ids(plain)
     # over-quota items are deferred, not dropped
-    deep = vault.recall("beta alpha", limit=8, diversity_halving=0.5, reinforce=False)
+    deep = vault.recall("beta alpha", limit=8, diversity_halving=0.5, reinforce=False, curate=False)
     assert set(ids(deep)) == set(alphas + betas)
 
 
@@ -290,13 +297,38 @@ def test_decay_is_anchored_and_filters(vault: Vault, clock: Clock) -> None:
 def test_recency_half_life(vault: Vault, clock: Clock) -> None:
     old = vault.remember("note", "old", "deploy checklist")
     clock.advance(10 * DAY_MS)
-    new = vault.remember("note", "new", "deploy checklist")
-    plain = vault.recall("deploy checklist", reinforce=False)
+    new = vault.remember("note", "new", "deploy checklist", keep_duplicate=True)
+    plain = vault.recall("deploy checklist", reinforce=False, curate=False)  # curated, the two take one place
     assert ids(plain) == [old.id, new.id]  # same score: ties by id
-    timed = vault.recall("deploy checklist", recency_half_life_secs=DAY_MS / 1000, reinforce=False)
+    timed = vault.recall("deploy checklist", recency_half_life_secs=DAY_MS / 1000, reinforce=False, curate=False)
     assert ids(timed) == [new.id, old.id]
-    # 0.5 ** 10 for the older one, held to the knob range: a near-tie re-ordered, not a memory buried
-    assert timed.items[1].score == pytest.approx(timed.items[0].score * 0.8)
+    # the documented formula in full: 0.5 ** (10 days / 1 day) for the older one
+    assert timed.items[1].score == pytest.approx(timed.items[0].score * 0.5 ** 10)
+    # age runs from the memory's valid-from time when it has one: valid 2 days before the query
+    dated = vault.remember("note", "dated", "deploy checklist", valid_from_ms=clock.now - 2 * DAY_MS,
+                           keep_duplicate=True)
+    timed = vault.recall("deploy checklist", recency_half_life_secs=DAY_MS / 1000, reinforce=False, curate=False)
+    scores = {i.id: i.score for i in timed.items}
+    assert scores[dated.id] == pytest.approx(scores[new.id] * 0.25)
+
+
+def test_min_score_judges_relevance_before_any_knob(vault: Vault, clock: Clock) -> None:
+    """A knob never lets a memory under min_score in, and never pushes a related one out: min_score is
+    applied to the relevance the arms gave, before trust, recency and the rest weigh it."""
+    weak = vault.remember("note", "weak", "lunch menu for friday and a stray mention of the rollout",
+                          verified=True)
+    strong = vault.remember("note", "strong", "the rollout plan for the payments service")
+    clock.advance(300 * DAY_MS)
+    fresh = vault.remember("note", "fresh", "a rollout note written today")
+    relevance = {i.id: i.score for i in vault.recall("rollout plan payments", trust_weight=0, reinforce=False).items}
+    floor = (relevance[weak.id] + relevance[strong.id]) / 2
+    assert relevance[weak.id] < floor < relevance[strong.id]
+    for knobs in ({"trust_weight": 10.0}, {"recency_half_life_secs": 86_400.0}, {"startup": True},
+                  {"content_weight": 10.0}, {"profile": "validity"}):
+        got = vault.recall("rollout plan payments", min_score=floor, reinforce=False, **knobs)  # type: ignore[arg-type]
+        assert weak.id not in ids(got), knobs  # boosted, still under the floor: out
+        assert strong.id in ids(got), knobs  # 300 days old: its score falls under the floor, its relevance does not
+    assert fresh.id not in ids(vault.recall("rollout plan payments", min_score=floor, reinforce=False))
 
 
 def test_same_call_same_bytes(vault: Vault, notes: dict[str, int]) -> None:

@@ -30,7 +30,7 @@ def test_remember_creates_with_every_field(vault: Vault, clock: Clock) -> None:
     assert e.model_extra == {"ticket": "ENG-12", "nested": {"a": [1, 2]}}  # body fields at top level
     assert (e.created_at_ms, e.updated_at_ms, e.valid_from_ms) == (clock.now, clock.now, clock.now)
     assert e.status == "active" and e.decay == 1.0 and e.retrieval_count == 0
-    assert vault.get_entity(e.id) == e
+    assert vault.get_entity(e.id).model_dump() == e.model_dump(exclude={"repeated", "similar"})
 
 
 def test_identical_content_is_a_no_op(vault: Vault, clock: Clock) -> None:
@@ -190,7 +190,7 @@ def test_supersede_keeps_the_chain(vault: Vault, clock: Clock) -> None:
     assert result.status == "superseded" and result.superseded_by == new.id
     assert vault.get_entity(new.id).supersedes == old.id
     assert vault.supersede(old.id, new.id).version == result.version  # idempotent
-    assert [i.id for i in vault.recall("use").items] == [new.id]
+    assert [i.id for i in vault.recall("mysql sqlite").items] == [new.id]  # the superseded one is not shown
     with pytest.raises(Conflict):
         vault.remember("decision", "db-v1", "We use MySQL 8")
     with pytest.raises(InvalidInput):

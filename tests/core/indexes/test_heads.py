@@ -38,6 +38,7 @@ def _varied(vault: Vault, clock: Clock, n: int = 120, seed: int = 3) -> None:
             verified=rng.random() < 0.3, certainty=rng.choice([None, 0.2, 0.9]),
             provenance_class=rng.choice([None, "human", "tool"]),
             valid_from_ms=now + DAY_MS if window < 0.1 else now - 2 * DAY_MS if window < 0.5 else None,
+            keep_duplicate=True,  # the same six words may come up twice: both are stored
             valid_to_ms=now - 1 if 0.3 <= window < 0.4 else now + DAY_MS if 0.4 <= window < 0.5 else None,
             expires_at_ms=now + 10 if 0.5 <= window < 0.6 else now + 10 * DAY_MS if 0.6 <= window < 0.7 else None,
         )
@@ -48,7 +49,8 @@ def _varied(vault: Vault, clock: Clock, n: int = 120, seed: int = 3) -> None:
     clock.advance(100)  # some of the expiring ones have expired now
     at = clock.now  # and some start, end or expire at the very instant the views below are judged
     for i, window in enumerate([{"valid_from_ms": at}, {"valid_to_ms": at, "valid_from_ms": at - 5}, {"expires_at_ms": at}]):
-        vault.remember(category="note", key=f"edge{i}", content=" ".join(WORDS[:3]), **window)  # type: ignore[arg-type]
+        vault.remember(category="note", key=f"edge{i}", content=" ".join(WORDS[:3]), keep_duplicate=True,
+                       **window)  # type: ignore[arg-type]
 
 
 FILTERS = [
@@ -107,6 +109,8 @@ def test_the_background_pass_holds_every_head(db_path: Path, clock: Clock) -> No
         _varied(vault, clock, n=80)
         engine = vault._engine
         assert engine.keyword_index is not None
+        engine.reset_indexes()  # what remember's look-ups kept (versions updated since): start as a new process
+        engine.keyword_index.heads.clear()
         vault.recall("ledger")  # builds the index
         assert vault.wait_for_keyword_index()
         for _ in range(HEADS_AFTER - 2):

@@ -253,9 +253,12 @@ def test_mmr_trades_relevance_for_diversity(tmp_path: Path, real_embedder: Any) 
         for i, text in enumerate(["The vault stores its data in SQLite.", "The vault keeps its data in SQLite.",
                                   "Vault data lives in an SQLite file.", "Backups of the vault data run nightly."]):
             v.remember(category="note", key=f"n{i}", content=text)
-        similar = PerseusVaultRetriever(v, search_kwargs={"k": 2}, mode="dense").invoke("where is the vault data")
+        similar = PerseusVaultRetriever(v, search_kwargs={"k": 2}, mode="dense", curate=False
+                                        ).invoke("where is the vault data")
         assert {d.metadata["key"] for d in similar} <= {"n0", "n1", "n2"}
-        diverse = PerseusVaultRetriever(v, search_type="mmr", mode="dense",
+        curated = PerseusVaultRetriever(v, search_kwargs={"k": 2}, mode="dense").invoke("where is the vault data")
+        assert "n3" in {d.metadata["key"] for d in curated}  # the copies take one place (docs/curation.md)
+        diverse = PerseusVaultRetriever(v, search_type="mmr", mode="dense", curate=False,
                                         search_kwargs={"k": 2, "fetch_k": 4, "lambda_mult": 0.2}
                                         ).invoke("where is the vault data")
         assert len(diverse) == 2 and "n3" in {d.metadata["key"] for d in diverse}

@@ -160,8 +160,9 @@ def test_a_read_snapshot_reads_the_log_position_and_the_model_with_its_begin(pg_
 
 
 def test_a_warm_recall_costs_few_round_trips(pg_url: str) -> None:
-    """BEGIN with the snapshot's facts, the page, COMMIT: three messages to the server for a recall in any
-    mode with the in-memory indexes built (the pool lends the connection given back a moment ago without
+    """BEGIN with the snapshot's facts, the best candidates' places in a dialogue, the page, COMMIT: four
+    messages to the server for a recall in any mode with the in-memory indexes built (five when the first
+    places hold memories alike, whose texts curation reads) (the pool lends the connection given back a moment ago without
     asking the server first, pool.FRESH_S)."""
     import threading
 
@@ -190,7 +191,10 @@ def test_a_warm_recall_costs_few_round_trips(pg_url: str) -> None:
         try:
             for mode in ("fts5", "dense", "hybrid"):
                 sent.clear()
+                assert vault.recall("cache warming", mode=mode, reinforce=False, curate=False).items
+                assert len(sent) <= 4, (mode, sent)  # and the best candidates' places in a dialogue (context.py)
+                sent.clear()  # curated (the default): one more, the texts of the first places that are alike
                 assert vault.recall("cache warming", mode=mode, reinforce=False).items
-                assert len(sent) <= 3, (mode, sent)
+                assert len(sent) <= 5, (mode, sent)
         finally:
             psycopg.Connection.execute = real  # type: ignore[method-assign]
