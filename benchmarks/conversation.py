@@ -76,10 +76,11 @@ def write_conversations(vault: Vault, turns: list[dict[str, Any]]) -> dict[int, 
 
 
 def evaluate(vault: Vault, questions: list[dict[str, Any]], qrels: dict[str, dict[str, int]], mode: str,
-             name_of: Callable[[Any], str]) -> dict[str, Any]:
+             name_of: Callable[[Any], str], **options: Any) -> dict[str, Any]:
     per: dict[int, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])
     for q in questions:
-        result = vault.recall(q["text"], mode=mode, limit=10, reinforce=False, workspace_hash=q["metadata"]["conv"])
+        result = vault.recall(q["text"], mode=mode, limit=10, reinforce=False, workspace_hash=q["metadata"]["conv"],
+                              **options)
         ranked = [name_of(item) for item in result.items]
         cell = per[q["metadata"]["category"]]
         cell[0] += recall_at(ranked, qrels[q["_id"]], 10)
