@@ -57,6 +57,10 @@ def _embed_in_gate(embed: Callable[[str], np.ndarray], text: str) -> np.ndarray:
 # Measured with the bundled model (docs/recall.md): on the evaluation collections they keep 99 to 100%
 # of the relevant hits in the top ten, and cut most best hits of another collection's questions.
 MIN_SCORE = {"fts5": 0.1, "dense": 0.25}
+# A question of one word sits further from its memory (MiniLM's cosine of "database" to "ledger keeps its
+# books in Postgres" is about 0.25, of "hosting" to "the portal is hosted on Vercel" 0.24, "uptime" to an
+# SLO 0.17): its meaning hits are judged at this lower cosine (docs/recall.md).
+MIN_COSINE_ONE_WORD = 0.18
 
 # The knobs re-rank a pool deeper than the page, so a boosted item can climb into it.
 POOL_FACTOR = 4
@@ -452,7 +456,8 @@ def _tier(conn: Connection, params: RecallParams, v: View, mode: str, arms: Arms
         scored = [Scored(eid, score, score) for eid, score in fused[:pool]]
     else:
         scored = [Scored(h.entity_id, h.score, h.score) for h in lists[mode]]
-    related = {s.id: _related(kw.get(s.id), cos.get(s.id), mode, arms) for s in scored}
+    floor = MIN_COSINE_ONE_WORD if len(parse(params.query).stems) == 1 else MIN_SCORE["dense"]
+    related = {s.id: _related(kw.get(s.id), cos.get(s.id), mode, arms, floor) for s in scored}
     fusion = params.fusion or arms.fusion or Fusion()
 
     def own(fresh: dict[int, int]) -> dict[int, float]:  # a candidate the arms did not find, by their rule
@@ -548,17 +553,18 @@ def _items(conn: Connection, params: RecallParams, v: View, page: list[tuple[Sco
         yield item
 
 
-def _related(keyword: float | None, cosine: float | None, mode: str, arms: Arms) -> bool:
-    """``min_score="auto"``: a hit is kept when an arm that ran judges it related, its keyword score at
-    least MIN_SCORE["fts5"] or its cosine at least MIN_SCORE["dense"]. The cosine threshold was measured
-    on the bundled model; another model's cosines spread differently, so its meaning hits are all kept."""
+def _related(keyword: float | None, cosine: float | None, mode: str, arms: Arms, floor: float) -> bool:
+    """``min_score="auto"`` (the default): a hit is kept when an arm that ran judges it related, its keyword
+    score at least MIN_SCORE["fts5"] or its cosine at least ``floor`` (MIN_SCORE["dense"], or
+    :data:`MIN_COSINE_ONE_WORD` for a question of one word). The cosine thresholds were measured on the
+    bundled model; another model's cosines spread differently, so its meaning hits are all kept."""
     if keyword is not None and keyword >= MIN_SCORE["fts5"]:
         return True
     if mode == "fts5":
         return False
     if arms.embedder_model is None or arms.embedder_model()[0] != BUNDLED_IDENTITY:
         return cosine is not None
-    return cosine is not None and cosine >= MIN_SCORE["dense"]
+    return cosine is not None and cosine >= floor
 
 
 def _validity(row: dict[str, Any], v: View, params: RecallParams) -> Validity:

@@ -49,17 +49,16 @@ class Verb:
 VERBS: tuple[Verb, ...] = (
     Verb("recall", p.RecallParams, m.RecallResult, "find memories by keyword, meaning or both",
          "Find memories for a question or topic, best first; use it before answering from memory. Returns items "
-         "and search_mode. An item with outdated_by is likely superseded by that newer memory: answer from the "
-         "newer; duplicates lists memories saying the same.", core=True, idempotent=False),
+         "and search_mode. outdated_by: a newer memory likely replaces this one; answer from it.", core=True,
+         idempotent=False),
     Verb("prepare", p.PrepareParams, m.PrepareResult, "the markdown block to read before acting on a turn",
          "Call it first in each turn with the user's message: triggered, then relevant memories, as dated "
          "markdown. Returns the block.",
          core=True, aliases=("context",)),
     Verb("remember", p.RememberParams, m.Remembered, "create or update a memory by (category, key)",
          "Store a fact, decision or preference worth keeping under (category, key); the same key again stores a "
-         "new version. Returns the memory, and in similar the memories it likely repeats (duplicate) or updates "
-         "(update): supersede(old_id, new_id) an outdated one, forget a duplicate. repeated: the scope already "
-         "held this exact text, so nothing was written.",
+         "new version. Returns it, with similar: memories it likely repeats or updates (supersede the outdated "
+         "one); repeated: the text was held already, nothing written.",
          read_only=False, core=True),
     Verb("get_entity", p.EntityParams, m.Entity, "one memory, whole, by id",
          "Read one memory whole by id. Returns the memory.",

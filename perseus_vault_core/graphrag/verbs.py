@@ -234,7 +234,8 @@ def global_recall(engine: Engine, p: GlobalRecallParams) -> GlobalRecallResult:
                                   search_mode="none")
     found = engine.recall(validate(RecallParams, {
         "query": p.query, "mode": p.mode, "type": SUMMARY_TYPE, "category": summaries.SUMMARY_CATEGORY,
-        "limit": min(MAX_LIMIT, max(50, 10 * p.communities)), "reinforce": False, **scope}),
+        "limit": min(MAX_LIMIT, max(50, 10 * p.communities)), "reinforce": False, "min_score": None, "curate": False,
+        **scope}),  # every summary ranked (breadth: the best communities, however weakly they match)
         only=sorted(have[g] for g in groups if g in have))
     chosen = choose(found.items, groups, p.communities)
     members = sorted({m for g, _ in chosen for m in g.members})

@@ -64,8 +64,8 @@ class RecallParams(Filters):
         "fts5 (keyword), dense (meaning) or hybrid (both; the default with vectors)"))
     limit: int = Field(default=10, ge=1, le=MAX_LIMIT, description="Most results to return")
     offset: int = Field(default=0, ge=0, le=MAX_INT, description="Results to skip (clamped at 10,000)")
-    min_score: MinScore = Field(default=None, description=(
-        "Leave out memories scoring below this ('auto': the mode's threshold)"))
+    min_score: MinScore = Field(default="auto", description=(
+        "Leave out memories less relevant than this ('auto': calibrated; null: none)"))
     preview_cap: int | None = Field(default=None, ge=1, le=MAX_INT, description=(
         "Cut each memory to about N characters"))
     startup: bool = advanced(False, description="Re-rank by actionability (concrete beats vague); adds actionability")

@@ -176,7 +176,8 @@ class PerseusVaultRetriever(OwnsItsVault, BaseRetriever):
                 raise InvalidInput(name, f"use {'k' if name == 'limit' else 'filter'}, as search_kwargs names it")
         search = check_search(self.search_type, {**self.search_kwargs,
                                                  **{n: call.pop(n) for n in SEARCH_KWARGS if n in call}})
-        data: dict[str, Any] = {name: getattr(self, name) for name in RECALL_FIELDS if getattr(self, name) is not None}
+        data: dict[str, Any] = {name: getattr(self, name) for name in RECALL_FIELDS
+                                if getattr(self, name) is not None or name == "min_score"}  # None: no cut
         data.update(call)
         data["limit"] = search.get("k", self.k)
         wheres = ([search["filter"]] if search.get("filter") is not None else []) + (

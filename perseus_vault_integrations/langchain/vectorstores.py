@@ -271,7 +271,9 @@ class PerseusVaultVectorStore(OwnsItsVault, VectorStore):
                 raise InvalidInput(name, "is set by the vector store itself")
         params = dict(params)
         where_document = params.pop("where_document", None)
-        args = {**self.recall_params, **params, **self._scope()}
+        # A vector store answers k nearest documents as they are (repeats included, no relevance cut),
+        # unless its caller asks otherwise through recall_params or the call.
+        args = {"curate": False, "min_score": None, **self.recall_params, **params, **self._scope()}
         conditions = self._conditions(filter if isinstance(filter, dict) else None, where_document)
         if conditions is not None:  # applied inside the search
             given = args.get("where")
@@ -285,7 +287,6 @@ class PerseusVaultVectorStore(OwnsItsVault, VectorStore):
         offset = 0
         while len(found) < k:
             try:
-                args["curate"] = False  # a vector store returns each document by similarity, repeats included
                 if vector is not None:
                     result = self.vault.recall_by_vector(vector, limit=page, offset=offset, **args)
                 else:

@@ -557,7 +557,7 @@ def test_absolute_scores_leave_unrelated_memories_out_with_the_bundled_model(tmp
         assert vault.prepare("kubernetes helm chart").related == []
         # Scores mean the same in every query: a real answer scores above the best of nonsense.
         answer = vault.recall("which database did we pick", reinforce=False).items[0].score
-        nonsense = vault.recall("kubernetes helm chart", reinforce=False).items[0].score
+        nonsense = vault.recall("kubernetes helm chart", reinforce=False, min_score=None).items[0].score
         assert answer > 2 * nonsense and deploys.id != db.id
 
 

@@ -221,7 +221,7 @@ def test_a_boost_never_lifts_an_off_topic_memory_over_an_on_topic_one(vault: Vau
     query = "postgres replication lag replica"
     for knobs in ({"trust_weight": 10.0}, {"recency_half_life_secs": 86_400.0}, {"profile": "validity"},
                   {"startup": True}, {"content_weight": 10.0}):
-        got = [i.id for i in vault.recall(query, reinforce=False, **knobs).items]  # type: ignore[arg-type]
+        got = [i.id for i in vault.recall(query, reinforce=False, min_score=None, **knobs).items]  # type: ignore[arg-type]
         assert got.index(on_topic.id) < got.index(off_topic.id), knobs
         assert got.index(on_topic.id) < got.index(fresh.id), knobs
 
@@ -255,7 +255,7 @@ def test_diversity_halving_spreads_keywords(vault: Vault) -> None:
 def test_expansion_adds_stem_variants(vault: Vault) -> None:
     e = vault.remember("note", "k", "the connector library handles retries")
     assert vault.recall("connect").items == []
-    r = vault.recall("connect", expansion=True)
+    r = vault.recall("connect", expansion=True, min_score=None)  # a variant's match is weak: asked for plain top-k
     assert ids(r) == [e.id] and r.variants >= 1
     assert vault.recall("connect", expansion={"enabled": True, "max_variants": 0}).items == []
     assert vault.recall("connect", expansion=False).variants == 0
@@ -320,7 +320,8 @@ def test_min_score_judges_relevance_before_any_knob(vault: Vault, clock: Clock) 
     strong = vault.remember("note", "strong", "the rollout plan for the payments service")
     clock.advance(300 * DAY_MS)
     fresh = vault.remember("note", "fresh", "a rollout note written today")
-    relevance = {i.id: i.score for i in vault.recall("rollout plan payments", trust_weight=0, reinforce=False).items}
+    relevance = {i.id: i.score for i in vault.recall("rollout plan payments", trust_weight=0, reinforce=False,
+                                                     min_score=None).items}
     floor = (relevance[weak.id] + relevance[strong.id]) / 2
     assert relevance[weak.id] < floor < relevance[strong.id]
     for knobs in ({"trust_weight": 10.0}, {"recency_half_life_secs": 86_400.0}, {"startup": True},
@@ -386,14 +387,14 @@ def test_recall_among_given_entities_matches_filtering_the_full_answer(dense_vau
     chosen = ids[::4]
     arms = {}
     for mode in ("fts5", "dense"):
-        params = RecallParams(query="sqlite wal backup", mode=mode, limit=100, reinforce=False)
+        params = RecallParams(query="sqlite wal backup", mode=mode, limit=100, reinforce=False, min_score=None)
         full = dense_vault._engine.recall(params)
         narrow = dense_vault._engine.recall(params, only=chosen)
         assert [i.id for i in narrow.items] == [i.id for i in full.items if i.id in chosen]
         arms[mode] = [i.id for i in narrow.items]
     # Fusion works on ranks, and ranks among the chosen differ from ranks among all: the narrowed
     # hybrid answer fuses the narrowed arms (each item's ranks are its places in them).
-    hybrid = dense_vault._engine.recall(RecallParams(query="sqlite wal backup", mode="hybrid", limit=100, reinforce=False),
+    hybrid = dense_vault._engine.recall(RecallParams(query="sqlite wal backup", mode="hybrid", limit=100, reinforce=False, min_score=None),
                                  only=chosen)
     assert {i.id for i in hybrid.items} == set(arms["fts5"]) | set(arms["dense"]) and set(arms["dense"]) <= set(chosen)
     for item in hybrid.items:

@@ -516,31 +516,31 @@ def test_a_filter_that_keeps_few_is_answered_exactly_by_every_path(big: Vault, m
     engine = big._engine
     rare = {"rare": True}
     everything = [i.id for offset in (0, 1000, 2000) for i in big.recall(
-        "memo canary", mode="fts5", limit=1000, offset=offset, reinforce=False, curate=False).items]
+        "memo canary", mode="fts5", limit=1000, offset=offset, reinforce=False, curate=False, min_score=None).items]
     assert len(everything) == 2_500  # the ranking of every memory, for the cut below
     kept = {e.id for e in big.scan(where=rare, limit=1000).items}
     want = [i for i in everything if i in kept][:10]
     nearest = _nearest(big, "canary queue", rare, 10)
-    got = [i.id for i in big.recall("memo canary", mode="fts5", where=rare, reinforce=False, curate=False).items]
+    got = [i.id for i in big.recall("memo canary", mode="fts5", where=rare, reinforce=False, curate=False, min_score=None).items]
     assert got == want and asked == [-1]  # one pass over the heads, not a walk through the ranking
-    assert [i.id for i in big.recall("canary queue", mode="dense", where=rare, reinforce=False, curate=False).items] == nearest
+    assert [i.id for i in big.recall("canary queue", mode="dense", where=rare, reinforce=False, curate=False, min_score=None).items] == nearest
     assert asked == [-1], "the filter's answers were remembered"
     fresh = big.remember(category="note", key="new", content="memo canary canary canary", body={"rare": True})
-    assert big.recall("memo canary", mode="fts5", where=rare, reinforce=False, curate=False).items[0].id == fresh.id
+    assert big.recall("memo canary", mode="fts5", where=rare, reinforce=False, curate=False, min_score=None).items[0].id == fresh.id
     assert asked == [-1, 1], "after a write, only the new head was asked about"
     indexes = engine.keyword_index, engine.vector_index
     engine.keyword_index = engine.vector_index = None
     try:  # a new process, before its indexes: SQL answers, the same
         nearest = _nearest(big, "canary queue", rare, 10)
-        assert [i.id for i in big.recall("canary queue", mode="dense", where=rare, reinforce=False, curate=False).items] == nearest
-        assert [i.id for i in big.recall("memo canary", mode="fts5", where=rare, reinforce=False, curate=False).items][1:] == want[:9]
+        assert [i.id for i in big.recall("canary queue", mode="dense", where=rare, reinforce=False, curate=False, min_score=None).items] == nearest
+        assert [i.id for i in big.recall("memo canary", mode="fts5", where=rare, reinforce=False, curate=False, min_score=None).items][1:] == want[:9]
     finally:
         engine.keyword_index, engine.vector_index = indexes
     unselective = {"group": {"$ne": 0}}  # keeps two in three (and the new one, which has no group)
     before = len(asked)
     cut = {e.id for e in big.scan(where=unselective, limit=1000).items} | {e.id for e in big.scan(
         where=unselective, limit=1000, cursor=big.scan(where=unselective, limit=1000).next_cursor).items}
-    got = big.recall("canary queue", mode="dense", where=unselective, reinforce=False, curate=False).items
+    got = big.recall("canary queue", mode="dense", where=unselective, reinforce=False, curate=False, min_score=None).items
     assert len(got) == 10 and {i.id for i in got} <= cut and [i.score for i in got] == sorted(
         (i.score for i in got), reverse=True)
     assert len(asked) == before  # a filter that keeps most: the walk asked it along the way, no pass

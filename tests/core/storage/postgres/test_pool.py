@@ -75,7 +75,7 @@ def test_many_threads_share_at_most_pool_size_connections(pg_url: str) -> None:
 
         def recall(i: int) -> int:
             nonlocal peak
-            got = vault.recall(f"memory number {i}", mode="fts5", reinforce=False).total
+            got = vault.recall(f"memory number {i}", mode="fts5", reinforce=False, min_score=None).total
             with lock:
                 peak = max(peak, vault._engine.backend._connections.leased())
             return got
