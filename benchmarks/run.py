@@ -27,6 +27,7 @@ from typing import Any
 from perseus_vault_core.recall import DENSE_DEPTH, MIN_POOL, SHORTLIST_PER_POOL
 
 from . import (
+    agent_questions,
     agent_text,
     conversation,
     curation,
@@ -551,13 +552,25 @@ def log(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
+def _agent_questions(output: Path, sizes: list[int]) -> None:
+    """``--only agent-questions``: the team-memory questions alone, their section of ``output`` replaced."""
+    from perseus_vault_core.embeddings import load
+
+    from .postgres import write_section
+    from .vector_cache import CachingEmbedder
+
+    write_section(output, agent_questions.render(agent_questions.run(CachingEmbedder(load()))))
+    log(f"wrote the agent questions section of {output}")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Run every benchmark and write docs/benchmarks.md")
     parser.add_argument("--quick", action="store_true", help="10k entities only (minutes on a laptop)")
     parser.add_argument("--sizes", type=int, nargs="*", help="override the store sizes of the speed and peer runs")
     parser.add_argument("--no-million", action="store_true", help="skip the 1M run (the full mode runs it)")
     parser.add_argument("--output", type=Path, default=REPORT)
-    parser.add_argument("--only", choices=["postgres", "inspector", "limits", "agent-text", "hooks", "curation"],
+    parser.add_argument("--only", choices=["postgres", "inspector", "limits", "agent-text", "hooks", "curation",
+                                               "agent-questions"],
                         help="run only this part; replace only its section of the report")
     args = parser.parse_args(argv)
     try:
@@ -570,7 +583,8 @@ def main(argv: list[str] | None = None) -> None:
         if args.only == "hooks" and not args.sizes:  # 2,000 and 100,000 memories (and 1M in the full run)
             sizes = [hooks.REAL] if args.quick else [hooks.REAL, 100_000]
         return {"postgres": postgres.main, "inspector": inspector.main, "limits": limits.main, "hooks": hooks.main,
-                "agent-text": agent_text.main, "curation": curation.main}[args.only](args.output, sizes)
+                "agent-text": agent_text.main, "curation": curation.main,
+                "agent-questions": _agent_questions}[args.only](args.output, sizes)
     byte_compile()
     from perseus_vault_core.embeddings import load
 
@@ -637,6 +651,8 @@ def main(argv: list[str] | None = None) -> None:
         at_hooks["sizes"].append(big["extra"])  # the same measures on the 1M vault (million.py)
     log("what an agent reads ...")
     reads = agent_text.run()
+    log("agent questions on the team memory ...")
+    asked = agent_questions.run(cached)
     log("curation on the labelled set, and the similar-memory report's cost ...")
     curated = curation.run(cached, log=log, sizes=(10_000,) if args.quick else (10_000, 100_000))
     images = [f"img/{p.name}" for p in plots.recall_curves(peer_qual)] + [f"img/{plots.latency_by_size(peer_runs).name}"]
@@ -644,7 +660,7 @@ def main(argv: list[str] | None = None) -> None:
     report += "\n" + "\n".join(conversation.render(chats) + memory_files.render_recall_quality(labelled))
     report += "\n" + "\n".join(render_peers(peer_qual, peer_runs, images) + postgres.render(pg) + inspector.render(pages) + million_report + render_writes(results, big)
                                + limits.render(at_limits) + hooks.render(at_hooks) + agent_text.render(reads)
-                               + curation.render(curated))
+                               + agent_questions.render(asked) + curation.render(curated))
     args.output.write_text(report + "\n", encoding="utf-8")
     log(f"wrote {args.output} and {', '.join(images)}")
 
