@@ -354,7 +354,8 @@ class VaultArm:
         self.name = f"Perseus Vault {mode}"
 
     def search(self, text: str, vector: np.ndarray, k: int) -> list[str]:
-        return [i.key for i in self.vault.recall(text, mode=self.mode, limit=k, reinforce=False).items]
+        # The k nearest, as the peers answer: no relevance floor (min_score=None), the default ranking otherwise.
+        return [i.key for i in self.vault.recall(text, mode=self.mode, limit=k, reinforce=False, min_score=None).items]
 
 
 class VaultArmAfresh(VaultArm):

@@ -360,7 +360,8 @@ def quality_rows(admin: str, collections: list[q.Collection], embedder: Any, log
                 vaults[backend].wait_for_keyword_index()
                 vaults[backend].wait_for_vector_index()
             for mode in MODES:
-                got = {b: q.evaluate(v, col, mode) for b, v in vaults.items()}
+                # the full ranked 100 on both (no relevance floor): the backends are held to the same ranking
+                got = {b: q.evaluate(v, col, mode, min_score=None) for b, v in vaults.items()}
                 rows.append({"collection": col.name, "mode": mode, "docs": len(col.docs), "queries": len(col.queries),
                              "sqlite": got["sqlite"]["ndcg@10"], "postgres": got["postgres"]["ndcg@10"],
                              "sqlite_r@10": got["sqlite"]["r@10"], "postgres_r@10": got["postgres"]["r@10"],

@@ -29,6 +29,6 @@ print(f"copied {report.entities} memories, {report.vectors} vectors; exports ide
 with Vault(url) as team:  # every host opens the same URL
     team.remember("fact", "hosts", "Four agents on three hosts share this memory.")
     for mode in ("fts5", "dense", "hybrid"):
-        top = team.recall("where does the team keep its memory", mode=mode).items[0]
+        top = team.recall("where is the team moving its memory", mode=mode).items[0]
         print(f"{mode:6} -> {top.key}: {top.content}")
     print("backend:", team.stats().backend)
