@@ -35,6 +35,18 @@ def test_run_stops_before_any_work(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert not (tmp_path / "report.md").exists()
 
 
+@pytest.mark.parametrize(("part", "missing"), [("quality", "scifact, cranfield"), ("conversation", "locomo-dev")])
+def test_a_part_alone_stops_before_any_work(part: str, missing: str, tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PERSEUS_VAULT_DATA", str(tmp_path))
+    monkeypatch.setattr(quality, "run", lambda *_: pytest.fail("ran past the missing data"))
+    with pytest.raises(SystemExit) as stopped:
+        run.main(["--only", part, "--output", str(tmp_path / "report.md")])
+    assert str(stopped.value).startswith(f"benchmarks.run: evaluation collection{'s' if ',' in missing else ''} {missing}"
+                                         " not found")
+    assert not (tmp_path / "report.md").exists()
+
+
 def test_an_explicit_folder_is_checked_too(tmp_path: Path) -> None:
     where = re.escape(str(tmp_path))
     with pytest.raises(quality.MissingData, match=f"collection cranfield not found in {where} .*: put cranfield/ there"):
