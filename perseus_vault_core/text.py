@@ -9,6 +9,10 @@ bullets of ``prepare``, a transcript's turns) holds no line break, so a stored m
 of its own there. The line breaks are :data:`LINE_BREAKS`, what ``str.splitlines`` splits on; the
 params models refuse them in such names, and the renderers pass every stored name through
 :func:`escape_breaks`, for the names a vault stored before that rule.
+
+A terminal obeys the control characters it is sent (ESC starts a sequence that can clear the screen,
+recolour it or set the window's title), so the CLI writes every stored text through :func:`for_terminal`:
+the controls other than a line feed and a tab as their escapes.
 """
 
 from __future__ import annotations
@@ -42,3 +46,16 @@ def escape_breaks(value: str) -> str:
     """``value`` with each line break written as its escape (``\\n``, ``\\u2028``): one line, whatever
     it holds."""
     return value.translate(_ESCAPED)
+
+
+# C0 controls but line feed and tab, DEL, and the C1 controls: what a terminal may act on.
+_CONTROLS = [c for c in (*range(0x20), 0x7F, *range(0x80, 0xA0)) if chr(c) not in "\n\t"]
+_FOR_TEXT = {c: f"\\x{c:02x}" for c in _CONTROLS}  # ESC -> "\x1b"
+_FOR_JSON = {c: f"\\u{c:04x}" for c in _CONTROLS if c >= 0x7F}  # JSON escapes C0 itself; a string's escape
+
+
+def for_terminal(value: str, json: bool = False) -> str:
+    """``value`` with every control character a terminal acts on written as its escape (``\\x1b``), line
+    feeds and tabs kept; with ``json``, ``value`` is a JSON document (whose encoder escaped C0 already) and
+    DEL and the C1 controls, found only inside its strings, become ``\\u`` escapes: the same JSON value."""
+    return value.translate(_FOR_JSON if json else _FOR_TEXT)

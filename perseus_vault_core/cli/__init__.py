@@ -37,10 +37,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _one_line(text: str) -> str:
-    """Messages may quote user text; keep the promise of one line per error."""
-    from ..text import escape_breaks
+    """Messages may quote user text; keep the promise of one line per error, with no control character
+    a terminal would act on."""
+    from ..text import escape_breaks, for_terminal
 
-    return escape_breaks(text)
+    return for_terminal(escape_breaks(text))
 
 
 def _command_word(argv: Sequence[str]) -> str | None:

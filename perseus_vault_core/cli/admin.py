@@ -17,6 +17,7 @@ from typing import Any
 
 from ..keys import read_key_file
 from ..errors import InvalidInput
+from ..text import for_terminal
 from ..vault import Vault
 from . import format
 
@@ -138,7 +139,7 @@ def scan(vault: Vault, args: argparse.Namespace, given: dict[str, Any]) -> Any:
     while True:  # --all streams every page: one JSON object (or line) per memory
         page = vault.scan(cursor=cursor, **given)
         for e in page.items:
-            print(e.model_dump_json() if args.json else format.entity_line(e))
+            print(for_terminal(e.model_dump_json(), json=True) if args.json else for_terminal(format.entity_line(e)))
         if not page.has_more:
             return PRINTED
         cursor = page.next_cursor

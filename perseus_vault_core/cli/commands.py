@@ -106,7 +106,7 @@ COMMANDS: tuple[Command, ...] = (
             handler=admin.init, summary="create an empty vault (every other read needs one)",
             about="Create an empty vault at --db (and its folder), or say that one is there.",
             example="perseus-vault --db memory.db init"),
-    Command("remember", f.line("remembered #{id} [{category}/{key}] version {version}"), creates=True,
+    Command("remember", f.remembered, creates=True,
             about="Create or update the memory at (category, key); fields not given keep their values."),
     Command("recall", f.recall,
             about="Find memories: by keyword (fts5), by meaning (dense) or both fused (hybrid, the default when the "

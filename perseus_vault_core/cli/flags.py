@@ -8,7 +8,7 @@
   both when its default (None) means "decide for me". A field that is a bool or an object
   (recall's ``expansion``) is a switch too; the object form is for the API and the MCP tools.
 - A ``Literal`` gives the choices; a number-or-word field (``min_score``: a number or ``auto``)
-  takes either; a list repeats its option; a dict or a model is JSON text; a time is unix
+  takes either, and ``none`` when the field may be None; a list repeats its option; a dict or a model is JSON text; a time is unix
   milliseconds or ISO 8601 text (the model converts it).
 - The help is the field's description, then its default and bounds as the model states them.
 
@@ -86,8 +86,8 @@ def shape(name: str, field: FieldInfo) -> Shape:
         return Shape("switch")
     if not others and words:
         return Shape("str", words)
-    if words and others in ([float], [int]):
-        return Shape("number_or", words, bounds)
+    if words and others in ([float], [int]):  # a field that may be None takes "none" for it (min_score)
+        return Shape("number_or", words + (("none",) if _admits_none(field.annotation) else ()), bounds)
     if len(others) == 1:
         form = others[0]
         if form in (int, float):
@@ -99,6 +99,15 @@ def shape(name: str, field: FieldInfo) -> Shape:
         if form is dict or get_origin(form) is dict or (isinstance(form, type) and issubclass(form, BaseModel)):
             return Shape("json")
     raise TypeError(f"{name}: no command-line form for {field.annotation}")
+
+
+def _admits_none(annotation: Any) -> bool:
+    origin = get_origin(annotation)
+    if origin is Union or origin is types.UnionType:
+        return any(_admits_none(arm) for arm in get_args(annotation))
+    if origin is Annotated:
+        return _admits_none(get_args(annotation)[0])
+    return annotation is type(None)
 
 
 def default(field: FieldInfo) -> Any:
@@ -134,6 +143,8 @@ def json_value(text: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise argparse.ArgumentTypeError(f"is not valid JSON ({exc.msg})") from None
+    except RecursionError:  # thousands of brackets deep: past any nesting the models take
+        raise argparse.ArgumentTypeError("is nested too deeply to read as JSON") from None
 
 
 class NumberOr:
@@ -142,7 +153,9 @@ class NumberOr:
     def __init__(self, words: tuple[str, ...]) -> None:
         self.words = words
 
-    def __call__(self, text: str) -> float | str:
+    def __call__(self, text: str) -> float | str | None:
+        if text == "none" and "none" in self.words:
+            return None
         if text in self.words:
             return text
         try:

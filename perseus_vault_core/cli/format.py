@@ -25,24 +25,27 @@ from ..models import (
     MemoryRecallResult,
     RecallResult,
     RecallWhenResult,
+    Remembered,
     ScanPage,
     TraverseResult,
 )
 from ..ranking import one_line
-from ..text import escape_breaks
+from ..text import escape_breaks, for_terminal
 
 Show = Callable[[Any, argparse.Namespace], str]
 
 
 def emit(args: argparse.Namespace, value: Any, show: Show) -> None:
     """Print ``value``: as JSON with ``--json``, else as ``show`` writes it (nothing at all, not an empty
-    line, when that is nothing)."""
+    line, when that is nothing); either way with no control character a terminal would act on
+    (text.for_terminal)."""
     if args.json:
-        print(value.model_dump_json() if isinstance(value, BaseModel) else json.dumps(value, ensure_ascii=False))
+        print(for_terminal(value.model_dump_json() if isinstance(value, BaseModel)
+                           else json.dumps(value, ensure_ascii=False), json=True))
     else:
         text = show(value, args)
         if text:
-            print(text)
+            print(for_terminal(text))
 
 
 NOTHING_FOR_THIS_TURN = "No stored memory matches this turn."  # what the MCP tool says too
@@ -103,6 +106,20 @@ def entity(e: Entity, _: argparse.Namespace | None = None) -> str:
     return "\n".join(lines)
 
 
+_SIMILAR = {"duplicate": "probably repeats", "update": "probably updates", "related": "is related to"}
+
+
+def remembered(r: Remembered, _: argparse.Namespace) -> str:
+    """What was written, or that nothing was (an exact repeat), then the memories it probably repeats or
+    updates: what an agent or a person acts on next (docs/curation.md)."""
+    name = f"#{r.id} [{escape_breaks(r.category)}/{escape_breaks(r.key)}]"
+    lines = [f"already held by {name}: nothing written (--keep-duplicate stores it)" if r.repeated
+             else f"remembered {name} version {r.version}"]
+    lines += [f"  {_SIMILAR[s.relation]} #{s.id} [{escape_breaks(s.category)}/{escape_breaks(s.key)}] (similarity"
+              f" {s.similarity:.2f})" for s in r.similar]
+    return "\n".join(lines)
+
+
 def recall(result: RecallResult, _: argparse.Namespace) -> str:
     if not result.items:
         return f"no matches ({result.search_mode})"
@@ -111,6 +128,10 @@ def recall(result: RecallResult, _: argparse.Namespace) -> str:
         extra = f"  [actionability {item.actionability:.2f}]" if item.actionability is not None else ""
         if item.validity is not None:
             extra += f"  [{item.validity.grade}, x{item.validity.multiplier:.2f}]"
+        if item.outdated_by is not None:  # curation (docs/curation.md): why it sits below a newer memory
+            extra += f"  [likely outdated by #{item.outdated_by}]"
+        if item.duplicates:
+            extra += f"  [also says this: {', '.join(f'#{i}' for i in item.duplicates)}]"
         lines.append(f"{item.score:7.3f}  {entity_line(item)}{extra}")
     return "\n".join(lines)
 

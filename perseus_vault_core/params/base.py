@@ -33,7 +33,8 @@ MAX_RECALL_WHEN = 32
 MAX_TRIGGER_CHARS = 256
 MAX_BATCH = 10_000
 MAX_QUERY_CHARS = 4_096
-MAX_CONTEXT_CHARS = 32_768
+MAX_CONTEXT_CHARS = 32_768  # what prepare and recall_when read of a context: its end
+MAX_CONTEXT_INPUT_CHARS = 1_048_576  # a context they take (a hook passes the raw prompt, pasted files and all)
 MAX_LIMIT = 1_000
 MAX_OFFSET = 10_000
 MAX_RELATION_CHARS = 128
@@ -265,7 +266,8 @@ def invalid(exc: ValidationError, *, prefix: str = "", model: type[BaseModel] | 
     kind = err.get("type")
     cause = (err.get("ctx") or {}).get("error")
     if isinstance(cause, InvalidInput):  # a model-level rule that names its own field (under its path)
-        return InvalidInput(".".join(p for p in (prefix, path, cause.field) if p), cause.message)
+        own = "" if cause.field == (loc[-1] if loc else "") else cause.field  # "where", not "where.where"
+        return InvalidInput(".".join(p for p in (prefix, path, own) if p), cause.message)
     if len(alternatives) > 1 and kind in _TYPE_ERRORS:
         forms = [_MESSAGES.get(str(e.get("type")), "").removeprefix("must be ").format(**(e.get("ctx") or {}))
                  for e in alternatives]

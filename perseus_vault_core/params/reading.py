@@ -18,6 +18,7 @@ from .base import (
     Id,
     MAX_CATEGORY_CHARS,
     MAX_CONTEXT_CHARS,
+    MAX_CONTEXT_INPUT_CHARS,
     MAX_INT,
     MAX_KEY_CHARS,
     MAX_LIMIT,
@@ -65,7 +66,8 @@ class RecallParams(Filters):
     limit: int = Field(default=10, ge=1, le=MAX_LIMIT, description="Most results to return")
     offset: int = Field(default=0, ge=0, le=MAX_INT, description="Results to skip (clamped at 10,000)")
     min_score: MinScore = Field(default="auto", description=(
-        "Leave out memories less relevant than this ('auto': calibrated; null: none)"))
+        "Leave out memories less relevant than this ('auto': what the arms judge unrelated; null, or none on the "
+        "command line: the plain top-k)"))
     preview_cap: int | None = Field(default=None, ge=1, le=MAX_INT, description=(
         "Cut each memory to about N characters"))
     startup: bool = advanced(False, description="Re-rank by actionability (concrete beats vague); adds actionability")
@@ -225,13 +227,14 @@ class GlobalRecallParams(ScopeParams):
 class _ContextInput(ScopeParams):
     """Inputs that match against a context (the agent's coming turn) rather than a query."""
 
-    context: str = Field(max_length=MAX_CONTEXT_CHARS, description=(
+    context: str = Field(max_length=MAX_CONTEXT_INPUT_CHARS, description=(
         "The user's message and what you are about to do"))
 
     @field_validator("context")
     @classmethod
     def _context_text(cls, value: str) -> str:
-        return check_text(value)
+        """A context longer than MAX_CONTEXT_CHARS is read from its end: its most recent part."""
+        return check_text(value)[-MAX_CONTEXT_CHARS:]
 
 
 class RecallWhenParams(_ContextInput):

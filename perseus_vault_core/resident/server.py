@@ -53,7 +53,7 @@ def serve(vault: Vault, args: argparse.Namespace, main: Main) -> None:
     if "://" in db or db.startswith(("file:", ":memory:")) or vault.encrypted:
         raise SetupError("a resident helper serves only a plaintext SQLite file (a PostgreSQL URL or an "
                          "encrypted vault is answered by each CLI call alone)")
-    if args.idle <= 0:
+    if not 0 < args.idle < float("inf"):  # NaN fails this too
         raise SetupError("--idle must be a positive number of seconds")
     folder = private_dir(create=True)
     if folder is None:

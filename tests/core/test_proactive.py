@@ -110,6 +110,24 @@ def test_a_hostile_context_is_matched_on_its_most_recent_tokens() -> None:
     assert 1001 in [m[0] for m in got] and 1000 not in [m[0] for m in got]  # too early in the context
 
 
+def test_a_long_prompt_is_read_from_its_end(vault: Vault) -> None:
+    """A hook passes the raw prompt, pasted files and all: a context past MAX_CONTEXT_CHARS is taken and
+    read from its end; one past MAX_CONTEXT_INPUT_CHARS is refused, naming it, and nothing changes."""
+    from perseus_vault_core.params import MAX_CONTEXT_CHARS, MAX_CONTEXT_INPUT_CHARS
+
+    ids = seed(vault)
+    pasted = "lorem ipsum dolor " * 20_000  # 360,000 characters
+    for verb in (vault.prepare, vault.recall_when):
+        assert verb("planning a meeting with Alice " + pasted) == verb(pasted[:MAX_CONTEXT_CHARS])  # too early
+    found = vault.recall_when(pasted + " now choosing a database").items
+    assert [i.id for i in found] == [ids["db"]]
+    assert str(ids["db"]) in vault.prepare(pasted + " now choosing a database").markdown
+    before = vault.stats()
+    with pytest.raises(InvalidInput, match="context"):
+        vault.prepare("x" * (MAX_CONTEXT_INPUT_CHARS + 1))
+    assert vault.stats() == before
+
+
 def test_context_and_phrases_are_analysed_once(monkeypatch: pytest.MonkeyPatch) -> None:
     stems, tokenized = [], []
     monkeypatch.setattr(proactive, "stem", lambda t: stems.append(t) or stem(t))

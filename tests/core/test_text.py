@@ -3,9 +3,11 @@ escape that keeps a stored name on one line. Pure."""
 
 from __future__ import annotations
 
+import json
+
 import sys
 
-from perseus_vault_core.text import LINE_BREAKS, escape_breaks, line_break, problem
+from perseus_vault_core.text import for_terminal, LINE_BREAKS, escape_breaks, line_break, problem
 
 
 def test_the_line_breaks_are_exactly_what_splitlines_splits_on() -> None:
@@ -28,3 +30,13 @@ def test_nul_and_unpaired_surrogates_are_what_a_vault_does_not_store() -> None:
     assert problem("fine \u2028 text\n") is None
     assert problem("a\x00b") == "contains NUL (U+0000), which a vault does not store"
     assert problem("a\ud800b") == "contains an unpaired surrogate; text must be valid Unicode"
+
+
+def test_a_terminal_is_sent_no_control_it_would_act_on() -> None:
+    controls = [chr(c) for c in (*range(0x20), 0x7F, *range(0x80, 0xA0)) if chr(c) not in "\n\t"]
+    out = for_terminal("".join(controls) + "\n\tünïcode \u2028")
+    assert out.endswith("\n\tünïcode \u2028") and not any(c in out for c in controls)
+    assert for_terminal("\x1b]0;pwned\x07") == "\\x1b]0;pwned\\x07"
+    document = json.dumps({"k": "a\x1b\x7f\x9bb"}, ensure_ascii=False)  # C0 escaped by the encoder
+    shown = for_terminal(document, json=True)
+    assert json.loads(shown) == {"k": "a\x1b\x7f\x9bb"} and not any(c in shown for c in controls)

@@ -73,6 +73,20 @@ def test_refusals_name_the_part(where: Any, field: str, says: str) -> None:
     assert caught.value.field == field and says in caught.value.message
 
 
+def test_a_whole_filter_refusal_names_the_where_once() -> None:
+    """Through a verb's params the path is the param's: ``where``, not ``where.where``."""
+    from perseus_vault_core.params import RecallParams, validate
+
+    for where in ({"$or": [{"a": i} for i in range(MAX_CONDITIONS + 1)]}, {"a": {"$in": list(range(1000))},
+                  **{f"b{i}": {"$in": list(range(1000))} for i in range(10)}}):
+        with pytest.raises(InvalidInput) as caught:
+            validate(RecallParams, {"query": "x", "where": where})
+        assert caught.value.field == "where", caught.value
+    with pytest.raises(InvalidInput) as caught:
+        validate(RecallParams, {"query": "x", "where": {"prio": {"$gtx": 1}}})
+    assert caught.value.field == "where.prio.$gtx"
+
+
 def test_limits_on_size_and_nesting() -> None:
     with pytest.raises(InvalidInput, match="more than 256 conditions"):
         parse({"$or": [{"a": i} for i in range(MAX_CONDITIONS + 1)]})

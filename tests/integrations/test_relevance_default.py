@@ -50,6 +50,8 @@ def test_cli(vault: Vault) -> None:
 
     assert run(NONSENSE)["items"] == []
     assert [i["key"] for i in run(ONE_WORD)["items"]][:1] == ["db"]
+    for off in ("none", "-1"):  # how to turn it off on the command line: plain top-k
+        assert len(run(NONSENSE, "--min-score", off)["items"]) == 3
 
 
 def test_mcp(vault: Vault) -> None:

@@ -111,6 +111,37 @@ def test_remember_human_and_json(cli: Any, db: str) -> None:
         assert vault.get_entity(1).content == "We chose SQLite, in WAL mode."
 
 
+def test_remember_says_when_it_wrote_nothing_and_what_a_memory_repeats(cli: Any, db: str) -> None:
+    assert_ok(cli("--db", db, "remember", "note", "k1", "Same words here."))
+    run = assert_ok(cli("--db", db, "remember", "note", "k2", "same words here"))  # an exact repeat: nothing written
+    assert run.lines()[0] == "already held by #1 [note/k1]: nothing written (--keep-duplicate stores it)"
+    run = assert_ok(cli("--db", db, "remember", "note", "k2", "same words here", "--keep-duplicate"))
+    assert run.lines()[0] == "remembered #2 [note/k2] version 1"
+    assert re.fullmatch(r"  probably repeats #1 \[note/k1\] \(similarity \d\.\d\d\)", run.lines()[1])
+
+
+def test_no_stored_text_reaches_the_terminal_as_a_control(cli: Any, db: str) -> None:
+    """ESC, BEL, CR, DEL and the C1 controls in a stored name or text print as escapes, in text and JSON."""
+    assert_ok(cli("--db", db, "remember", "note", "k\x1b[2J", "title \x1b]0;pwned\x07 set\r, \x7f\x9b done"))
+    for argv in (("recall", "title"), ("scan", "--all"), ("--json", "recall", "title"), ("--json", "scan", "--all"),
+                 ("remember", "note", "k\x1b[2J", "title \x1b]0;pwned\x07 set\r, \x7f\x9b done")):
+        run = assert_ok(cli("--db", db, *argv))
+        assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", run.out), (argv, run.out)
+        assert "\\x1b" in run.out or "\\u001b" in run.out, (argv, run.out)
+    with Vault(db) as vault:  # stored as given: only what is printed is escaped
+        assert vault.scan().items[-1].content == "title \x1b]0;pwned\x07 set\r, \x7f\x9b done"
+    run = cli("--db", db, "--json", "scan")
+    assert json.loads(run.out)["items"][-1]["key"] == "k\x1b[2J"
+
+
+@pytest.mark.parametrize("flag", ["--where", "--body"])
+def test_json_nested_past_reading_is_one_clear_line(cli: Any, db: str, flag: str) -> None:
+    verb = ["recall", "x"] if flag == "--where" else ["remember", "note", "deep", "text"]
+    for deep in ("[" * 5000 + "]" * 5000, '{"a":' * 5000 + "1" + "}" * 5000):
+        line = assert_one_line_error(cli("--db", db, *verb, flag, deep))
+        assert "nested too deeply" in line and "RecursionError" not in line, line
+
+
 def test_remember_passes_fields(cli: Any, db: str) -> None:
     run = assert_ok(cli(
         "--db", db, "--json", "remember", "decision", "db", "We chose SQLite.",

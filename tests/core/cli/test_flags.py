@@ -13,6 +13,7 @@ from pydantic.fields import FieldInfo
 
 from perseus_vault_core.cli import build_parser
 from perseus_vault_core.cli.commands import COMMANDS
+from perseus_vault_core.cli import flags
 from perseus_vault_core.cli.flags import shape
 from perseus_vault_core.cli.parser import listed
 from perseus_vault_core.params import PrepareParams, RecallParams, RememberManyParams
@@ -35,6 +36,10 @@ def _literals(annotation: Any) -> set[str]:
     return {w for arm in typing.get_args(annotation) for w in _literals(arm)}
 
 
+def _admits_none(annotation: Any) -> bool:
+    return annotation is type(None) or any(_admits_none(arm) for arm in typing.get_args(annotation))
+
+
 def _shown(value: Any) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
@@ -48,6 +53,8 @@ def _agrees(words: str, action: argparse.Action, name: str, field: FieldInfo) ->
     if field.description and field.description.replace("%", "%%") not in help_text:
         problems.append(f"{where}: help does not say the field's description")
     words_taken = _literals(field.annotation)
+    if words_taken and _admits_none(field.annotation) and isinstance(action.type, flags.NumberOr):
+        words_taken.add("none")  # a number-or-word field that may be None takes "none" for it
     offered = set(map(str, action.choices or getattr(action.type, "words", ())))
     if words_taken != offered:
         problems.append(f"{where}: choices {sorted(offered)}, the model's {sorted(words_taken)}")

@@ -231,6 +231,12 @@ def test_the_helper_listens_only_where_its_owner_can_reach_it(env: dict[str, str
         os.chmod(folder, 0o700)
 
 
+@pytest.mark.parametrize("idle", ["0", "-5", "nan", "inf"])
+def test_an_idle_time_that_is_no_positive_number_is_refused(env: dict[str, str], vault_a: Path, idle: str) -> None:
+    code, out, err = cli(env, "--db", str(vault_a), "resident", "--idle", idle)
+    assert (code, out, err) == (1, "", "error: --idle must be a positive number of seconds\n")
+
+
 def test_the_helper_exits_when_idle_or_stopped(env: dict[str, str], vault_a: Path, helpers: list[Helper]) -> None:
     helpers.append(idle := Helper(env, vault_a, idle=1))
     assert idle.proc.wait(30) == 0
