@@ -32,7 +32,8 @@ def problem(value: str) -> str | None:
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
-        return "contains an unpaired surrogate; text must be valid Unicode"
+        return ("contains an unpaired surrogate; text must be valid Unicode"
+                " (on a command line: bytes that are not UTF-8)")
     return None
 
 

@@ -8,8 +8,8 @@
   both when its default (None) means "decide for me". A field that is a bool or an object
   (recall's ``expansion``) is a switch too; the object form is for the API and the MCP tools.
 - A ``Literal`` gives the choices; a number-or-word field (``min_score``: a number or ``auto``)
-  takes either, and ``none`` when the field may be None; a list repeats its option; a dict or a model is JSON text; a time is unix
-  milliseconds or ISO 8601 text (the model converts it).
+  takes either, and ``none`` when the field may be None; a list repeats its option; a dict or a
+  model is JSON text; a time is unix milliseconds or ISO 8601 text (the model converts it).
 - The help is the field's description, then its default and bounds as the model states them.
 
 Options default to "not given" (``argparse.SUPPRESS``): only what the user typed reaches the vault,

@@ -332,7 +332,8 @@ _MESSAGES = {
     "float_type": "must be a number",
     "bool_type": "must be true or false",
     "string_type": "must be a string",
-    "string_unicode": "contains an unpaired surrogate; text must be valid Unicode",  # as check_text says it
+    "string_unicode": ("contains an unpaired surrogate; text must be valid Unicode"  # as check_text says it
+                       " (on a command line: bytes that are not UTF-8)"),
     "list_type": "must be a list",
     "dict_type": "must be a JSON object",
     "model_type": "must be a JSON object",

@@ -29,7 +29,8 @@ def test_escaping_keeps_any_text_on_one_line_and_shows_each_break() -> None:
 def test_nul_and_unpaired_surrogates_are_what_a_vault_does_not_store() -> None:
     assert problem("fine \u2028 text\n") is None
     assert problem("a\x00b") == "contains NUL (U+0000), which a vault does not store"
-    assert problem("a\ud800b") == "contains an unpaired surrogate; text must be valid Unicode"
+    assert problem("a\ud800b") == ("contains an unpaired surrogate; text must be valid Unicode"
+                                    " (on a command line: bytes that are not UTF-8)")
 
 
 def test_a_terminal_is_sent_no_control_it_would_act_on() -> None:
