@@ -1,0 +1,8 @@
+"""The recall pipeline (docs/recall.md): :mod:`.pipeline` chooses the mode, runs the arms, combines their
+scores (:mod:`.fusion`), weighs them with the knobs (:mod:`.ranking`, :mod:`.validity`,
+:mod:`.actionability`), curates the first places (:mod:`.curation` judges, :mod:`.curated` gathers),
+judges a dialogue's turns in their context (:mod:`.context`), and pages.
+
+It is lent what it needs (the backend, the in-memory indexes, a query embedder: :class:`.pipeline.Arms`)
+and knows no engine: the engine wires it (docs/architecture.md).
+"""
