@@ -32,7 +32,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from perseus_vault_core import Vault, remembering
+from perseus_vault_core import Vault
+from perseus_vault_core.features import remembering
 
 from . import devsets
 from .million import DerivedVectors

@@ -29,7 +29,7 @@ import time
 from typing import Any
 
 from perseus_vault_core import Vault
-from perseus_vault_core import graph as graph_module
+from perseus_vault_core.features import graph as graph_module
 
 from . import peers
 from .speed import percentiles, prepare_fresh, timed

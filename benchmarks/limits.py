@@ -17,7 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from perseus_vault_core import Vault, where
+from perseus_vault_core import Vault
+from perseus_vault_core.contract import where
 
 from .synthetic import memories, queries
 

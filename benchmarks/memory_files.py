@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from perseus_vault_core import Vault
-from perseus_vault_core.memory.parser import parse
-from perseus_vault_core.porter import stem
-from perseus_vault_core.query import parse as parse_terms
-from perseus_vault_core.query import tokenize
+from perseus_vault_core.features.memory_files.parser import parse
+from perseus_vault_core.primitives.porter import stem
+from perseus_vault_core.primitives.query import parse as parse_terms
+from perseus_vault_core.primitives.query import tokenize
 
 from .speed import timed
 from .synthetic import memories, queries

@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from perseus_vault_core.recall import DENSE_DEPTH, MIN_POOL, SHORTLIST_PER_POOL
+from perseus_vault_core.recall.pipeline import DENSE_DEPTH, MIN_POOL, SHORTLIST_PER_POOL
 
 from . import (
     agent_questions,

@@ -238,8 +238,8 @@ def run_size(n: int, model: Any, cached: Any, n_queries: int = 300, seed: int = 
 
 def dense_recall_vs_exact(vault: Vault, model: Any, qs: list[str]) -> float:
     """Share of the exact top 10 (a full cosine scan in SQL) that dense recall returns."""
-    from perseus_vault_core.filters import view
-    from perseus_vault_core.params import Filters
+    from perseus_vault_core.primitives.filters import view
+    from perseus_vault_core.contract.params import Filters
     from perseus_vault_core.storage.sqlite import vectors
     from perseus_vault_core.storage.sqlite.connection import read_snapshot
 

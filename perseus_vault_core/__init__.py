@@ -1,7 +1,7 @@
 """Perseus Vault: long-term memory for AI agents in one SQLite file.
 
 The one object to use is :class:`Vault`; everything it returns is a typed value from
-:mod:`perseus_vault_core.models`, and everything it raises is a :class:`VaultError`. The other
+:mod:`perseus_vault_core.contract.models`, and everything it raises is a :class:`VaultError`. The other
 names here (limits, params models, the verb registry, the embedder protocol) are what the adapters
 in ``perseus_vault_integrations`` build on: they import nothing else from the core.
 
@@ -17,12 +17,8 @@ import types
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # what each name is, for type checkers; at run time each loads on first use
-    from .cancel import Cancelled, cancellable
-    from .conversations import transcript
-    from .embeddings import Embedder, LazyEmbedder
-    from .errors import Conflict, InvalidInput, NotFound, NotSupported, SetupError, StorageError, VaultError
-    from .fusion import Fusion
-    from .models import (
+    from .contract.errors import Conflict, InvalidInput, NotFound, NotSupported, SetupError, StorageError, VaultError
+    from .contract.models import (
         CheckReport,
         CommunitiesResult,
         Community,
@@ -59,7 +55,7 @@ if TYPE_CHECKING:  # what each name is, for type checkers; at run time each load
         MigrateReport,
         RoleBinding,
     )
-    from .params import (
+    from .contract.params import (
         ADVANCED,
         MAX_BATCH,
         MAX_INT,
@@ -73,16 +69,20 @@ if TYPE_CHECKING:  # what each name is, for type checkers; at run time each load
         is_advanced,
         validate,
     )
-    from .plugins import INSTALL_HINTS, Plugin
-    from .keys import read_secret_file
-    from .vault import Vault
-    from .checkpoints import ChannelBlob, Checkpoints, StoredCheckpoint, TaskWrite
-    from .keyvalue import KeyValues
-    from .migrate import migrate
-    from .roles import bind_role
-    from .verbs import ALIASES, BY_NAME, PROFILES, VERBS, Verb
-    from .text import escape_breaks
-    from .readable import readable
+    from .contract.readable import readable
+    from .contract.text import escape_breaks
+    from .contract.verbs import ALIASES, BY_NAME, PROFILES, VERBS, Verb
+    from .embeddings import Embedder, LazyEmbedder
+    from .facade.migrate import migrate
+    from .facade.plugins import INSTALL_HINTS, Plugin
+    from .facade.roles import bind_role
+    from .facade.vault import Vault
+    from .features.conversations import transcript
+    from .primitives.cancel import Cancelled, cancellable
+    from .primitives.keys import read_secret_file
+    from .recall.fusion import Fusion
+    from .state.checkpoints import ChannelBlob, Checkpoints, StoredCheckpoint, TaskWrite
+    from .state.keyvalue import KeyValues
 
 __version__ = "0.1.0"
 
@@ -171,84 +171,84 @@ __all__ = [
 
 # The module each public name comes from, loaded on first use.
 _WHERE = {
-    "Cancelled": "cancel",
-    "cancellable": "cancel",
-    "transcript": "conversations",
+    "Cancelled": "primitives.cancel",
+    "cancellable": "primitives.cancel",
+    "transcript": "features.conversations",
     "Embedder": "embeddings",
     "LazyEmbedder": "embeddings",
-    "Conflict": "errors",
-    "InvalidInput": "errors",
-    "NotFound": "errors",
-    "NotSupported": "errors",
-    "SetupError": "errors",
-    "StorageError": "errors",
-    "VaultError": "errors",
-    "Fusion": "fusion",
-    "CheckReport": "models",
-    "CommunitiesResult": "models",
-    "Community": "models",
-    "CommunityMember": "models",
-    "CommunitySummary": "models",
-    "ConversationResult": "models",
-    "ConversationTurn": "models",
-    "ConversationWrite": "models",
-    "Counts": "models",
-    "Entity": "models",
-    "EvidenceItem": "models",
-    "GlobalCommunity": "models",
-    "GlobalRecallResult": "models",
-    "HistoryPage": "models",
-    "HygieneItem": "models",
-    "HygieneReport": "models",
-    "ImportReport": "models",
-    "Link": "models",
-    "MemoryRecallResult": "models",
-    "PrepareResult": "models",
-    "PurgeResult": "models",
-    "RecallItem": "models",
-    "RecallResult": "models",
-    "RecallWhenResult": "models",
-    "Remembered": "models",
-    "ScanPage": "models",
-    "ScopeCount": "models",
-    "SimilarMemory": "models",
-    "Stats": "models",
-    "TraverseNode": "models",
-    "TraverseResult": "models",
-    "TriggeredItem": "models",
-    "TurnWritten": "models",
-    "MigrateReport": "models",
-    "RoleBinding": "models",
-    "ADVANCED": "params",
-    "MAX_BATCH": "params",
-    "MAX_INT": "params",
-    "MAX_KEY_CHARS": "params",
-    "MAX_LIMIT": "params",
-    "MAX_OFFSET": "params",
-    "MAX_QUERY_CHARS": "params",
-    "MAX_TOPIC_PATH_CHARS": "params",
-    "Expansion": "params",
-    "RecallParams": "params",
-    "is_advanced": "params",
-    "validate": "params",
-    "INSTALL_HINTS": "plugins",
-    "Plugin": "plugins",
-    "read_secret_file": "keys",
-    "Vault": "vault",
-    "ChannelBlob": "checkpoints",
-    "Checkpoints": "checkpoints",
-    "StoredCheckpoint": "checkpoints",
-    "TaskWrite": "checkpoints",
-    "KeyValues": "keyvalue",
-    "migrate": "migrate",
-    "bind_role": "roles",
-    "ALIASES": "verbs",
-    "BY_NAME": "verbs",
-    "PROFILES": "verbs",
-    "VERBS": "verbs",
-    "Verb": "verbs",
-    "escape_breaks": "text",
-    "readable": "readable",
+    "Conflict": "contract.errors",
+    "InvalidInput": "contract.errors",
+    "NotFound": "contract.errors",
+    "NotSupported": "contract.errors",
+    "SetupError": "contract.errors",
+    "StorageError": "contract.errors",
+    "VaultError": "contract.errors",
+    "Fusion": "recall.fusion",
+    "CheckReport": "contract.models",
+    "CommunitiesResult": "contract.models",
+    "Community": "contract.models",
+    "CommunityMember": "contract.models",
+    "CommunitySummary": "contract.models",
+    "ConversationResult": "contract.models",
+    "ConversationTurn": "contract.models",
+    "ConversationWrite": "contract.models",
+    "Counts": "contract.models",
+    "Entity": "contract.models",
+    "EvidenceItem": "contract.models",
+    "GlobalCommunity": "contract.models",
+    "GlobalRecallResult": "contract.models",
+    "HistoryPage": "contract.models",
+    "HygieneItem": "contract.models",
+    "HygieneReport": "contract.models",
+    "ImportReport": "contract.models",
+    "Link": "contract.models",
+    "MemoryRecallResult": "contract.models",
+    "PrepareResult": "contract.models",
+    "PurgeResult": "contract.models",
+    "RecallItem": "contract.models",
+    "RecallResult": "contract.models",
+    "RecallWhenResult": "contract.models",
+    "Remembered": "contract.models",
+    "ScanPage": "contract.models",
+    "ScopeCount": "contract.models",
+    "SimilarMemory": "contract.models",
+    "Stats": "contract.models",
+    "TraverseNode": "contract.models",
+    "TraverseResult": "contract.models",
+    "TriggeredItem": "contract.models",
+    "TurnWritten": "contract.models",
+    "MigrateReport": "contract.models",
+    "RoleBinding": "contract.models",
+    "ADVANCED": "contract.params",
+    "MAX_BATCH": "contract.params",
+    "MAX_INT": "contract.params",
+    "MAX_KEY_CHARS": "contract.params",
+    "MAX_LIMIT": "contract.params",
+    "MAX_OFFSET": "contract.params",
+    "MAX_QUERY_CHARS": "contract.params",
+    "MAX_TOPIC_PATH_CHARS": "contract.params",
+    "Expansion": "contract.params",
+    "RecallParams": "contract.params",
+    "is_advanced": "contract.params",
+    "validate": "contract.params",
+    "INSTALL_HINTS": "facade.plugins",
+    "Plugin": "facade.plugins",
+    "read_secret_file": "primitives.keys",
+    "Vault": "facade.vault",
+    "ChannelBlob": "state.checkpoints",
+    "Checkpoints": "state.checkpoints",
+    "StoredCheckpoint": "state.checkpoints",
+    "TaskWrite": "state.checkpoints",
+    "KeyValues": "state.keyvalue",
+    "migrate": "facade.migrate",
+    "bind_role": "facade.roles",
+    "ALIASES": "contract.verbs",
+    "BY_NAME": "contract.verbs",
+    "PROFILES": "contract.verbs",
+    "VERBS": "contract.verbs",
+    "Verb": "contract.verbs",
+    "escape_breaks": "contract.text",
+    "readable": "contract.readable",
 }
 
 

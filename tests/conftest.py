@@ -92,8 +92,8 @@ class FakeEmbedder:
         self.texts = 0
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        from perseus_vault_core.porter import stem
-        from perseus_vault_core.query import tokenize
+        from perseus_vault_core.primitives.porter import stem
+        from perseus_vault_core.primitives.query import tokenize
 
         self.calls += 1
         self.texts += len(texts)

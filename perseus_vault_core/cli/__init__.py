@@ -1,6 +1,6 @@
 """``perseus-vault``: the command line. A thin layer over :class:`Vault`.
 
-Each command runs one verb of the registry (:mod:`perseus_vault_core.verbs`), and its arguments are
+Each command runs one verb of the registry (:mod:`perseus_vault_core.contract.verbs`), and its arguments are
 generated from that verb's params model (:mod:`.flags`): names, types, choices, defaults and help,
 as the MCP tools' schemas are. Written by hand are only what a person reads: each command's output
 (:mod:`.format`) and the paragraph its ``--help`` shows (:mod:`.commands`). Other packages add
@@ -24,7 +24,7 @@ from ..resident import client as resident
 if TYPE_CHECKING:  # loaded by main(): a call the resident helper answers needs none of it (resident/)
     import argparse
 
-    from ..vault import Vault
+    from ..facade.vault import Vault
 
 __all__ = ["build_parser", "main", "run"]
 
@@ -39,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _one_line(text: str) -> str:
     """Messages may quote user text; keep the promise of one line per error, with no control character
     a terminal would act on."""
-    from ..text import escape_breaks, for_terminal
+    from ..contract.text import escape_breaks, for_terminal
 
     return for_terminal(escape_breaks(text))
 
@@ -58,8 +58,8 @@ def _command_word(argv: Sequence[str]) -> str | None:
 def _parser_for(argv: Sequence[str]) -> argparse.ArgumentParser:
     """The parser ``argv`` needs: the built-in command it names, or every built-in command and the
     plugins' when it names none of those (reading entry points costs every one-shot call time)."""
-    from ..errors import SetupError
-    from ..plugins import INSTALL_HINTS
+    from ..contract.errors import SetupError
+    from ..facade.plugins import INSTALL_HINTS
     from .parser import Commands, builtins
 
     word = _command_word(argv)
@@ -78,8 +78,8 @@ def main(argv: Sequence[str] | None = None, *, vault: Vault | None = None,
          accept: Callable[[argparse.Namespace], None] | None = None) -> int:
     """Run one command line; its exit status. ``vault``: answer with this open vault instead of opening
     ``--db`` (the resident helper's, resident/server.py), after ``accept`` has seen the parsed call."""
-    from ..errors import VaultError
-    from ..vault import Vault, default_path
+    from ..contract.errors import VaultError
+    from ..facade.vault import Vault, default_path
 
     argv = list(sys.argv[1:] if argv is None else argv)
     serving = False

@@ -15,10 +15,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ..keys import read_key_file
-from ..errors import InvalidInput
-from ..text import for_terminal
-from ..vault import Vault
+from ..contract.errors import InvalidInput
+from ..contract.text import for_terminal
+from ..facade.vault import Vault
+from ..primitives.keys import read_key_file
 from . import format
 
 PRINTED = object()  # a handler's answer when it has printed its output itself
@@ -76,7 +76,7 @@ def migrate_flags(p: argparse.ArgumentParser) -> None:
 
 
 def migrate(vault: Vault, args: argparse.Namespace, given: dict[str, Any]) -> Any:
-    from ..migrate import migrate as copy
+    from ..facade.migrate import migrate as copy
 
     return copy(vault, args.target)
 
@@ -89,7 +89,7 @@ def bind_role_flags(p: argparse.ArgumentParser) -> None:
 
 
 def bind_role(vault: Vault, args: argparse.Namespace, given: dict[str, Any]) -> Any:
-    from ..roles import bind_role as bind
+    from ..facade.roles import bind_role as bind
 
     return bind(vault, args.role, agent_id=args.agent_id, workspace_hash=args.workspace_hash)
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from .. import verbs
-from ..vault import Vault
+from ..contract import verbs
+from ..facade.vault import Vault
 from . import admin
 from . import format as f
 from .format import Show

@@ -28,7 +28,7 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel, BeforeValidator
 from pydantic.fields import FieldInfo
 
-from ..params import MAX_INT, is_advanced, to_unix_ms
+from ..contract.params import MAX_INT, is_advanced, to_unix_ms
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from .. import conversations
-from ..models import (
+from ..contract.models import (
     CommunitiesResult,
     Counts,
     Entity,
@@ -29,8 +28,9 @@ from ..models import (
     ScanPage,
     TraverseResult,
 )
-from ..ranking import one_line
-from ..text import escape_breaks, for_terminal
+from ..contract.text import escape_breaks, for_terminal
+from ..features import conversations
+from ..recall.ranking import one_line
 
 Show = Callable[[Any, argparse.Namespace], str]
 

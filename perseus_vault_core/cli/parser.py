@@ -14,10 +14,10 @@ from functools import partial
 from typing import Any, NoReturn
 
 from .. import __version__
+from ..facade.plugins import Plugin, discover
 from . import commands
 from .commands import COMMANDS, GROUPS, Command
 from .flags import add_fields
-from ..plugins import Plugin, discover
 
 PROG = "perseus-vault"
 

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer, model_validator
 
-from .validity import Validity
+from ..recall.validity import Validity
 
 Status = Literal["active", "archived", "expired", "superseded"]
 

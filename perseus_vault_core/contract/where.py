@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Union
 
-from .dialect import Dialect, JsonNode
+from ..primitives.dialect import Dialect, JsonNode
 from .errors import InvalidInput
 from .text import problem
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..errors import SetupError
+from ..contract.errors import SetupError
 from . import providers
 from .base import (
     BUNDLED_DIMENSION,

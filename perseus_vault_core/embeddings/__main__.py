@@ -4,7 +4,7 @@ built, :func:`.minilm.write_graph` where it goes and how it is checked."""
 
 from __future__ import annotations
 
-from ..errors import SetupError
+from ..contract.errors import SetupError
 from .minilm import GRAPH, GRAPH_SHA256, verify_graph, write_graph
 
 

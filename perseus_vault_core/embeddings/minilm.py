@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import SetupError
+from ..contract.errors import SetupError
 from .base import BATCH, BUNDLED_DIMENSION, BUNDLED_IDENTITY, BUNDLED_SHA256, MAX_TOKENS
 
 # --- the bundled weights -------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import SetupError, StorageError
+from ..contract.errors import SetupError, StorageError
 from .base import normalize
 
 TIMEOUT_S = 60.0

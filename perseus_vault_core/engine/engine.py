@@ -28,20 +28,21 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from . import recall, store
-from .background import Background
-from .graphrag.communities import Communities
-from .embeddings import Embedder, LazyEmbedder, checked
-from .errors import InvalidInput, NotFound, StorageError
-from .fusion import Fusion
-from .indexes import HeadMirror, KeywordIndex, VectorIndex, settle, snapshot
-from .models import Entity, RecallResult
-from .params import OpenParams, RecallParams, RememberInput
-from .storage import Connection, is_url, open_backend
-from .storage.postgres import redact
+from ..contract.errors import InvalidInput, NotFound, StorageError
+from ..contract.models import Entity, RecallResult
+from ..contract.params import OpenParams, RecallParams, RememberInput
+from ..embeddings import Embedder, LazyEmbedder, checked
+from ..features.graphrag.communities import Communities
+from ..indexes import HeadMirror, KeywordIndex, VectorIndex, settle, snapshot
+from ..primitives.background import Background
+from ..recall import pipeline as recall
+from ..recall.fusion import Fusion
+from ..records import store
+from ..storage import Connection, is_url, open_backend
+from ..storage.postgres import redact
 
 if TYPE_CHECKING:  # built by memory_recall, whose module imports it on first use
-    from .memory.index import EntryIndex
+    from ..features.memory_files.index import EntryIndex
 
 T = TypeVar("T")
 EMBED_BATCH = 256  # texts per embedder call when writing

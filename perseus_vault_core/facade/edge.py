@@ -15,9 +15,9 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
-from .errors import InvalidInput, StorageError, VaultError
-from .params import invalid
-from .storage import driver_errors
+from ..contract.errors import InvalidInput, StorageError, VaultError
+from ..contract.params import invalid
+from ..storage import driver_errors
 
 F = TypeVar("F", bound=Callable[..., Any])
 

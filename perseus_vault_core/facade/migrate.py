@@ -22,12 +22,12 @@ from typing import IO, Any
 
 import numpy as np
 
-from .embeddings import BUNDLED_IDENTITY, embedding_text
-from .errors import Conflict, InvalidInput, SetupError, StorageError
-from .import_export import export_lines, import_records, parse_records, read_records, texts
-from .models import MigrateReport
-from .scoped import STATE_TABLES
-from .storage import Connection
+from ..contract.errors import Conflict, InvalidInput, SetupError, StorageError
+from ..contract.models import MigrateReport
+from ..embeddings import BUNDLED_IDENTITY, embedding_text
+from ..features.import_export import export_lines, import_records, parse_records, read_records, texts
+from ..state.scoped import STATE_TABLES
+from ..storage import Connection
 from .vault import Vault
 
 SPOOL_BYTES = 64 << 20  # the export is held in memory up to this size, then in a private temporary file
@@ -48,7 +48,7 @@ class CopiedVectors:
             raise SetupError(f"{len(batch)} version(s) of the source have no vector and its model ({self.identity}) "
                              "is not this one's to run: run `perseus-vault embed` on the source first")
         if self._model is None:
-            from .embeddings import load
+            from ..embeddings import load
 
             self._model = load()
         vectors: np.ndarray = self._model.embed(list(batch))

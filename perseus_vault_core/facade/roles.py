@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from .errors import InvalidInput, NotSupported
-from .models import RoleBinding
-from .params.base import MAX_SCOPE_CHARS
+from ..contract.errors import InvalidInput, NotSupported
+from ..contract.models import RoleBinding
+from ..contract.params.base import MAX_SCOPE_CHARS
 from .vault import Vault
 
 
@@ -18,7 +18,7 @@ def bind_role(vault: Vault, role: str, *, agent_id: str | None = None, workspace
     for name, value in (("agent_id", agent_id), ("workspace_hash", workspace_hash)):
         if value is not None and (not isinstance(value, str) or len(value) > MAX_SCOPE_CHARS):
             raise InvalidInput(name, f"must be a string of at most {MAX_SCOPE_CHARS} characters")
-    from .storage.postgres import tenancy
+    from ..storage.postgres import tenancy
 
     scope = (agent_id or "", workspace_hash or "")
     engine.write(lambda c: tenancy.bind_role(c, role, *scope))

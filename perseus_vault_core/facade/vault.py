@@ -21,24 +21,15 @@ from typing import IO, Any, Literal, TypeVar, Unpack
 
 import numpy as np
 
-from . import conversations, counts, graph, hygiene, import_export, proactive, recall, remembering, scan, store, temporal
-from .embeddings import Embedder, backfill
-from .edge import edge, given, listed, path_text
-from .engine import Clock, Engine
-from .errors import Conflict, InvalidInput
-from .dialect import dialect
-from .filters import view
-from .fusion import Fusion
-from .graphrag import verbs as graphrag
-from .memory import verbs as memory
-from .memory.names import NOTE_TYPE
-from .models import (  # noqa: I001
+from ..contract.errors import Conflict, InvalidInput
+from ..contract.memory_names import NOTE_TYPE
+from ..contract.models import (  # noqa: I001
     CheckReport, CommunitiesResult, CommunitySummary, ConversationResult, ConversationWrite, Counts, EmbedReport,
     Entity, GlobalRecallResult, HistoryPage, HygieneReport, ImportReport, Link, MemoryChange, MemoryExportReport,
     MemoryFiles, MemoryImportReport, MemoryRecallResult, MemoryText, PrepareResult, PurgeResult, RecallResult,
     RecallWhenResult, Remembered, ScanPage, Stats, TraverseResult,
 )
-from .params import (  # noqa: I001
+from ..contract.params import (  # noqa: I001
     AddMemoryParams, AsOfParams, BackupParams, BitemporalParams, CommunitiesParams, CommunitySummaryParams,
     ConversationParams, CountsParams, DeleteMemoryParams, Direction, EmbedParams, EntityParams, GetMemoryParams,
     GlobalRecallParams, HistoryParams, HygieneParams, ImportParams, LinkParams,
@@ -47,12 +38,23 @@ from .params import (  # noqa: I001
     RememberInput, RememberManyParams, RememberParams, ScanParams, ScopeParams, SupersedeParams, Synchronous, TraverseParams,
     UnlinkParams, ValidAtParams, validate,
 )
-from .params.options import (  # noqa: I001
+from ..contract.params.options import (  # noqa: I001
     CommunitiesOptions, CommunitySummaryOptions, CountsOptions, GlobalRecallOptions, HygieneOptions, PrepareOptions,
     RecallByVectorOptions, RecallOptions, RecallWhenOptions, RememberOptions, ScanOptions, SearchOptions,
     TraverseOptions,
 )
-from .storage import Connection
+from ..embeddings import Embedder
+from ..engine.engine import Clock, Engine
+from ..features import backfill, conversations, counts, graph, hygiene, import_export, proactive, remembering, scan, temporal
+from ..features.graphrag import verbs as graphrag
+from ..features.memory_files import verbs as memory
+from ..primitives.dialect import dialect
+from ..primitives.filters import view
+from ..recall import pipeline as recall
+from ..recall.fusion import Fusion
+from ..records import store
+from ..storage import Connection
+from .edge import edge, given, listed, path_text
 
 DEFAULT_PATH = "perseus_vault.db"
 Instant = int | str | dt.datetime  # unix ms, ISO 8601 text, or a datetime (see params.UnixMs)

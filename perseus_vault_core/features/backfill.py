@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..engine import Engine
-from ..errors import NotSupported
-from ..models import EmbedReport
+from ..contract.errors import NotSupported
+from ..contract.models import EmbedReport
+from ..embeddings.base import checked, embedding_text
+from ..engine.engine import Engine
 from ..storage import Connection
-from .base import checked, embedding_text
 
 BATCH_ROWS = 2_048  # versions read per batch (embedded EMBED_BATCH texts per model call)
 Progress = Callable[[int, int], None]

@@ -21,16 +21,16 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from . import store
-from .dialect import Dialect, dialect
-from .engine import Engine
-from .errors import NotFound
-from .filters import FROM, view
-from .models import ConversationResult, ConversationTurn, ConversationWrite, Entity, TurnWritten
-from .params import ConversationParams, Filters, MessageInput, RememberConversationParams, RememberInput
-from .storage import Connection
-from .curation import TURN_TYPE
-from .text import escape_breaks
+from ..contract.errors import NotFound
+from ..contract.models import ConversationResult, ConversationTurn, ConversationWrite, Entity, TurnWritten
+from ..contract.params import ConversationParams, Filters, MessageInput, RememberConversationParams, RememberInput
+from ..contract.text import escape_breaks
+from ..engine.engine import Engine
+from ..primitives.dialect import Dialect, dialect
+from ..primitives.filters import FROM, view
+from ..recall.curation import TURN_TYPE
+from ..records import store
+from ..storage import Connection
 
 CATEGORY = "conversation"
 TYPE = TURN_TYPE  # curation leaves turns alone: two turns may say the same words, and both were said

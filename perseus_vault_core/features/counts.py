@@ -13,12 +13,12 @@ from collections import Counter
 from collections.abc import Hashable
 from typing import TypeVar
 
-from . import store
-from .dbapi import Connection
-from .dialect import dialect
-from .filters import FROM_VERSIONS_FIRST, view
-from .models import Counts, ScopeCount
-from .params import CountsParams
+from ..contract.models import Counts, ScopeCount
+from ..contract.params import CountsParams
+from ..primitives.dbapi import Connection
+from ..primitives.dialect import dialect
+from ..primitives.filters import FROM_VERSIONS_FIRST, view
+from ..records import store
 
 K = TypeVar("K", bound=Hashable)
 

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import store
-from .dbapi import Connection
-from .errors import InvalidInput, NotFound
-from .filters import View, from_ids, id_list
-from .models import Link, TraverseNode, TraverseResult
-from .scopes import scope_key
-from .storage.base import Backend
+from ..contract.errors import InvalidInput, NotFound
+from ..contract.models import Link, TraverseNode, TraverseResult
+from ..primitives.dbapi import Connection
+from ..primitives.filters import View, from_ids, id_list
+from ..primitives.scopes import scope_key
+from ..records import store
+from ..storage.base import Backend
 
 LINK_COLUMNS = "id, from_id, to_id, relation, weight, source, created_at_ms, recorded_from_ms, recorded_to_ms"
 MAX_DEPTH = 10

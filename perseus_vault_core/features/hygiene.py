@@ -39,18 +39,19 @@ from fractions import Fraction
 
 import numpy as np
 
-from . import curation, store
-from .actionability import actionability
-from .cancel import checkpoint
-from .dense import cosine
-from .dialect import dialect
-from .embeddings import embedding_text
-from .filters import FROM_VERSIONS_FIRST, view
+from ..contract.models import HygieneItem, HygieneReason, HygieneReport
+from ..contract.params import Filters
+from ..embeddings import embedding_text
+from ..primitives.cancel import checkpoint
+from ..primitives.dense import cosine
+from ..primitives.dialect import dialect
+from ..primitives.filters import FROM_VERSIONS_FIRST, view
+from ..primitives.query import tokenize
+from ..recall import curation
+from ..recall.actionability import actionability
+from ..records import store
+from ..storage import Backend, Connection
 from .graphrag.communities import SUMMARY_TYPE
-from .models import HygieneItem, HygieneReason, HygieneReport
-from .params import Filters
-from .query import tokenize
-from .storage import Backend, Connection
 
 REASONS: tuple[HygieneReason, ...] = (
     "vague", "date-only", "very short", "duplicate", "near-duplicate", "expired", "never retrieved",

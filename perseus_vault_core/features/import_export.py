@@ -26,16 +26,16 @@ from typing import IO, Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from . import store
-from .embeddings import embedding_text
-from .engine import Engine
-from .errors import InvalidInput
+from ..contract.errors import InvalidInput
+from ..contract.models import ImportReport, Link
+from ..contract.params import MAX_INT, MAX_WEIGHT, RememberInput, texts_problem, validate
+from ..contract.text import line_break
+from ..embeddings import embedding_text
+from ..engine.engine import Engine
+from ..primitives.scopes import scope_key
+from ..records import store
+from ..storage import Backend, Connection
 from .graph import LINK_COLUMNS
-from .models import ImportReport, Link
-from .params import MAX_INT, MAX_WEIGHT, RememberInput, texts_problem, validate
-from .scopes import scope_key
-from .storage import Backend, Connection
-from .text import line_break
 
 FORMAT = 1
 # An import tells the database's planner of the vault's size once it holds this many memories (or twice what it

@@ -37,20 +37,20 @@ from typing import Any
 
 import numpy as np
 
-from . import store
-from .dialect import dialect
-from .engine import Engine
-from .errors import NotSupported, VaultError
-from .filters import FROM, View, view
+from ..contract.errors import NotSupported, VaultError
+from ..contract.memory_names import FILE_TYPE
+from ..contract.models import PrepareResult, RecallItem, RecallWhenResult, TriggeredItem
+from ..contract.params import MAX_QUERY_CHARS, Filters, PrepareParams, RecallParams, RecallWhenParams, validate
+from ..contract.readable import date
+from ..contract.text import escape_breaks
+from ..engine.engine import Engine
+from ..primitives.dialect import dialect
+from ..primitives.filters import FROM, View, view
+from ..primitives.porter import stem
+from ..primitives.query import STOPWORDS, tokenize
+from ..records import store
+from ..storage import Connection
 from .graphrag.communities import SUMMARY_TYPE
-from .memory.names import FILE_TYPE
-from .models import PrepareResult, RecallItem, RecallWhenResult, TriggeredItem
-from .params import MAX_QUERY_CHARS, Filters, PrepareParams, RecallParams, RecallWhenParams, validate
-from .porter import stem
-from .query import STOPWORDS, tokenize
-from .readable import date
-from .storage import Connection
-from .text import escape_breaks
 
 PHRASE, TERMS, MEANING = 1.0, 0.75, 0.7
 LINE_CHARS = 400

@@ -20,13 +20,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from . import curation, store
-from .embeddings import embedding_text
-from .models import Entity, Remembered, SimilarMemory
-from .params import MAX_QUERY_CHARS, RecallParams, RememberInput, RememberParams
+from ..contract.models import Entity, Remembered, SimilarMemory
+from ..contract.params import MAX_QUERY_CHARS, RecallParams, RememberInput, RememberParams
+from ..embeddings import embedding_text
+from ..recall import curation
+from ..records import store
 
 if TYPE_CHECKING:
-    from .engine import Engine
+    from ..engine.engine import Engine
 
 SIMILAR = 5  # memories reported at most
 SHOWN = 0.5  # a neighbour at least this similar is reported (cosine; without vectors, word Jaccard 0.3)

@@ -17,13 +17,13 @@ import json
 
 from pydantic import BaseModel
 
-from . import store
-from .dbapi import Connection
-from .dialect import dialect
-from .errors import InvalidInput
-from .filters import FROM_VERSIONS_FIRST, view
-from .models import ScanPage
-from .params import ScanParams
+from ..contract.errors import InvalidInput
+from ..contract.models import ScanPage
+from ..contract.params import ScanParams
+from ..primitives.dbapi import Connection
+from ..primitives.dialect import dialect
+from ..primitives.filters import FROM_VERSIONS_FIRST, view
+from ..records import store
 
 _CURSOR_VERSION = 1
 

@@ -24,13 +24,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import store
-from .dbapi import Connection
-from .dialect import dialect
-from .errors import NotFound
-from .filters import FROM, FROM_VERSIONS_FIRST, scope_clauses
-from .models import Entity, HistoryPage, ScanPage
-from .params import FactParams, RecentParams
+from ..contract.errors import NotFound
+from ..contract.models import Entity, HistoryPage, ScanPage
+from ..contract.params import FactParams, RecentParams
+from ..primitives.dbapi import Connection
+from ..primitives.dialect import dialect
+from ..primitives.filters import FROM, FROM_VERSIONS_FIRST, scope_clauses
+from ..records import store
 from .scan import decode_cursor, encode_cursor
 
 

@@ -32,11 +32,11 @@ from typing import Any
 
 import numpy as np
 
-from ..background import Background
-from ..dbapi import Connection
-from ..filters import FROM_VERSIONS_FIRST, RULE_COLUMNS, from_vids, id_list
-from ..forking import GATE, in_child
-from ..hits import POOL_COLUMNS, ask
+from ..primitives.background import Background
+from ..primitives.dbapi import Connection
+from ..primitives.filters import FROM_VERSIONS_FIRST, RULE_COLUMNS, from_vids, id_list
+from ..primitives.forking import GATE, in_child
+from ..primitives.hits import POOL_COLUMNS, ask
 
 Known = tuple[tuple[Any, ...], tuple[Any, ...]]  # (pool columns, rule columns)
 

@@ -33,7 +33,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..bm25 import (
+from ..primitives.bm25 import (
     ASCII_TOKEN,
     K1,
     WEIGHTS,
@@ -46,9 +46,9 @@ from ..bm25 import (
     length_norm,
     phrase_scores,
 )
-from ..dbapi import Connection
-from ..hits import Ranking
-from ..porter import stem
+from ..primitives.dbapi import Connection
+from ..primitives.hits import Ranking
+from ..primitives.porter import stem
 from ..storage.base import Backend, Tokenizer
 from . import vocabulary
 from .mirror import HeadMirror, fit, grow

@@ -28,13 +28,13 @@ from typing import Any
 
 import numpy as np
 
-from ..background import Background
-from ..dbapi import Connection
-from ..forking import GATE, in_child
-from . import snapshot
-from .snapshot import Saved
-from .heads import Heads
+from ..primitives.background import Background
+from ..primitives.dbapi import Connection
+from ..primitives.forking import GATE, in_child
 from ..storage.base import OP_GONE, OP_HEAD, OP_REBUILT, OP_VECTOR, Backend
+from . import snapshot
+from .heads import Heads
+from .snapshot import Saved
 
 
 CHECKPOINT_ROWS = 1024  # a fork waits for at most this many rows of a build

@@ -29,8 +29,8 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..background import Background
-from ..dbapi import Connection
+from ..primitives.background import Background
+from ..primitives.dbapi import Connection
 from ..storage.base import Backend
 from . import snapshot
 from .mirror import SAVE_AFTER, HeadMirror, NotYet

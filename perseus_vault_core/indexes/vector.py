@@ -26,9 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from ..dbapi import Connection
-from ..dense import cosine, hamming, nearest, shortlist, sign_words, words
-from ..hits import Ranking
+from ..primitives.dbapi import Connection
+from ..primitives.dense import cosine, hamming, nearest, shortlist, sign_words, words
+from ..primitives.hits import Ranking
 from ..storage.base import OP_REBUILT, OP_VECTORS_RESET, Backend
 from .mirror import HeadMirror, NotYet, fit, grow
 from .snapshot import Padded, Saved

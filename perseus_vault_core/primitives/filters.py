@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from . import where as where_filter
+from ..contract import where as where_filter
+from ..contract.params import Filters
 from .dialect import Dialect, dialect
-from .params import Filters
 from .scopes import scope_key
 
 # Every join between two scoped tables also equates their scope keys (scopes.py): the same rows (a version

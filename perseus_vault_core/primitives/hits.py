@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .filters import FROM_VERSIONS_FIRST, View, from_vids, id_list
 from .dbapi import Connection
+from .filters import FROM_VERSIONS_FIRST, View, from_vids, id_list
 
 if TYPE_CHECKING:
-    from .indexes.heads import Heads
+    from ..indexes.heads import Heads
 
 
 class Ranking:

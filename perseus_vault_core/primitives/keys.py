@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import stat
 
-from .errors import InvalidInput, SetupError
+from ..contract.errors import InvalidInput, SetupError
 
 KEY_ENV = "PERSEUS_VAULT_KEY"
 KEY_FILE_ENV = "PERSEUS_VAULT_KEY_FILE"

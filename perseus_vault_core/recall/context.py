@@ -25,10 +25,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .filters import FROM, View, id_list
-from .dialect import dialect
+from ..primitives.dialect import dialect
+from ..primitives.filters import FROM, View, id_list
+from ..storage import Connection
 from .ranking import Scored
-from .storage import Connection
 
 NEIGHBOUR = 0.3  # a turn's share of the relevance of the best adjacent turn among the anchors
 SESSION = 0.3  # a turn's share of its session's best relevance among the candidates

@@ -13,15 +13,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..contract.params import RecallParams
+from ..embeddings import embedding_text
+from ..primitives.filters import View, from_vids, id_list
+from ..storage import Connection
 from . import curation
-from .embeddings import embedding_text
-from .filters import View, from_vids, id_list
-from .params import RecallParams
 from .ranking import Scored
-from .storage import Connection
 
 if TYPE_CHECKING:
-    from .recall import Arms
+    from .pipeline import Arms
 
 CLOSE = min(curation.DUPLICATE, curation.UPDATE, curation.SAME_SUBJECT)  # below it no pair rule applies
 _COLUMNS = "v.entity_id, v.content, v.summary, v.type, coalesce(v.valid_from_ms, e.created_at_ms), e.agent_id, e.workspace_hash"

@@ -33,8 +33,8 @@ from typing import Literal, Protocol, TypeVar
 
 import numpy as np
 
-from .porter import stem
-from .query import STOPWORDS, tokenize
+from ..primitives.porter import stem
+from ..primitives.query import STOPWORDS, tokenize
 
 Relation = Literal["duplicate", "update"]
 TURN_TYPE = "turn"  # a conversation's turns (conversations.py): events, never curated

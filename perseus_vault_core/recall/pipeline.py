@@ -22,25 +22,26 @@ from typing import Any
 
 import numpy as np
 
-from . import context, curation, store
-from .curated import window
+from ..contract.errors import InvalidInput, NotSupported
+from ..contract.models import RecallItem, RecallResult
+from ..contract.params import RecallParams
+from ..embeddings import BUNDLED_IDENTITY, embedding_text
+from ..indexes.keyword import KeywordIndex
+from ..indexes.vector import VectorIndex
+from ..primitives.dialect import dialect
+from ..primitives.filters import FROM, View, from_vids, id_list, narrow, view
+from ..primitives.forking import GATE, Pool
+from ..primitives.hits import (POOL_COLUMNS, POOL_NAMES, Hit, Ranking, examined, kept_by_where, selected_hits, selection,
+                               visible_hits)
+from ..primitives.porter import stem
+from ..primitives.query import is_enumeration, parse, tokenize
+from ..records import store
+from ..storage import Backend, Connection
+from . import context, curation
 from .actionability import actionability, startup_factor
-from .embeddings import BUNDLED_IDENTITY, embedding_text
-from .errors import InvalidInput, NotSupported
-from .dialect import dialect
-from .filters import FROM, View, from_vids, id_list, narrow, view
-from .forking import GATE, Pool
+from .curated import window
 from .fusion import Fusion, combine, keyword_score
-from .hits import (POOL_COLUMNS, POOL_NAMES, Hit, Ranking, examined, kept_by_where, selected_hits, selection,
-                   visible_hits)
-from .indexes.keyword import KeywordIndex
-from .indexes.vector import VectorIndex
-from .models import RecallItem, RecallResult
-from .params import RecallParams
-from .porter import stem
-from .query import is_enumeration, parse, tokenize
 from .ranking import KNOB_RANGE, Scored, bounded, diversify, order, recency, trust, witness
-from .storage import Backend, Connection
 from .validity import Validity, validity
 
 _EMBED_POOL = Pool(4, "perseus-vault-embed")

@@ -16,16 +16,16 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from . import ranking
-from .dialect import dialect
-from .embeddings import embedding_text
-from .errors import Conflict, InvalidInput, NotFound
-from .filters import FROM, from_ids, from_vids, id_list, scope_clauses
-from .models import Entity, PurgeResult, RecallItem
-from .params import OVERFLOW_PREVIEW_CHARS, RESPONSE_BUDGET_CHARS, RememberInput
-from .ranking import decay
-from .scopes import scope_key
-from .storage import Backend, Connection
+from ..contract.errors import Conflict, InvalidInput, NotFound
+from ..contract.models import Entity, PurgeResult, RecallItem
+from ..contract.params import OVERFLOW_PREVIEW_CHARS, RESPONSE_BUDGET_CHARS, RememberInput
+from ..embeddings import embedding_text
+from ..primitives.dialect import dialect
+from ..primitives.filters import FROM, from_ids, from_vids, id_list, scope_clauses
+from ..primitives.scopes import scope_key
+from ..recall import ranking
+from ..recall.ranking import decay
+from ..storage import Backend, Connection
 
 # Versioned fields, in entity_versions column order (after the bookkeeping columns).
 STATE_FIELDS = (

@@ -27,11 +27,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .. import __version__
-from ..errors import SetupError
+from ..contract.errors import SetupError
 from . import DEFAULT_IDLE_S, PROTOCOL, SERVED, Refused, identity, private_dir, socket_path
 
 if TYPE_CHECKING:
-    from ..vault import Vault
+    from ..facade.vault import Vault
 
 Main = Callable[..., int]
 MAX_REQUEST = 16 << 20

@@ -32,10 +32,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .dbapi import Connection
-from .dialect import dialect
-from .edge import edge
-from .errors import InvalidInput
+from ..contract.errors import InvalidInput
+from ..facade.edge import edge
+from ..primitives.dbapi import Connection
+from ..primitives.dialect import dialect
 from .scoped import Scoped, json_object, optional_text, text
 
 PAGE = 100  # checkpoints read per snapshot while listing

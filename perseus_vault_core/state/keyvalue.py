@@ -17,10 +17,10 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .dbapi import Connection
-from .dialect import dialect
-from .edge import edge
-from .errors import InvalidInput
+from ..contract.errors import InvalidInput
+from ..facade.edge import edge
+from ..primitives.dbapi import Connection
+from ..primitives.dialect import dialect
 from .scoped import Scoped, json_object, text
 
 

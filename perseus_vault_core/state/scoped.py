@@ -8,10 +8,10 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from .errors import InvalidInput
-from .scopes import scope_key
-from .text import problem
-from .vault import Vault
+from ..contract.errors import InvalidInput
+from ..contract.text import problem
+from ..facade.vault import Vault
+from ..primitives.scopes import scope_key
 
 # The framework-state tables (schema step 4 on SQLite, 8 on Postgres), each with its columns and its key.
 STATE_TABLES: dict[str, tuple[str, str]] = {

@@ -24,13 +24,13 @@ from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
-from ..bm25 import Terms
-from ..dbapi import Connection as Connection  # re-exported: the backend hands these out
-from ..dbapi import Cursor as Cursor
-from ..filters import View
-from ..hits import Hit, Ranking
-from ..models import CheckReport, Stats
-from ..params import Expansion
+from ..contract.models import CheckReport, Stats
+from ..contract.params import Expansion
+from ..primitives.bm25 import Terms
+from ..primitives.dbapi import Connection as Connection  # re-exported: the backend hands these out
+from ..primitives.dbapi import Cursor as Cursor
+from ..primitives.filters import View
+from ..primitives.hits import Hit, Ranking
 
 T = TypeVar("T")
 

@@ -6,8 +6,8 @@ PostgreSQL runs shard by shard (docs/postgres.md, "Sharding by scope")."""
 
 from __future__ import annotations
 
-from ..dbapi import Connection
-from ..dialect import dialect
+from ..primitives.dbapi import Connection
+from ..primitives.dialect import dialect
 from .distribution import OWN_SCOPE
 
 # (count query, what a non-zero count means): the vault's own invariants.

@@ -7,8 +7,8 @@ SQL otherwise, with the same scores.
 
 from __future__ import annotations
 
-from ..filters import View
-from ..hits import Hit, visible_hits
+from ..primitives.filters import View
+from ..primitives.hits import Hit, visible_hits
 from .base import Connection, KeywordMirror
 
 

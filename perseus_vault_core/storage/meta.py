@@ -3,7 +3,7 @@ every backend (an upsert both SQLite and Postgres take)."""
 
 from __future__ import annotations
 
-from ..dbapi import Connection
+from ..primitives.dbapi import Connection
 
 
 def get_meta(conn: Connection, key: str) -> str | None:

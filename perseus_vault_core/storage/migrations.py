@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from ..dbapi import Connection
-from ..errors import SetupError
+from ..contract.errors import SetupError
+from ..primitives.dbapi import Connection
 
 C = TypeVar("C", bound=Connection)
 Step = Callable[[Any], None]

@@ -11,8 +11,8 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from ..dbapi import Connection
-from ..errors import StorageError
+from ..contract.errors import StorageError
+from ..primitives.dbapi import Connection
 
 C = TypeVar("C", bound=Connection)
 T = TypeVar("T")

@@ -10,10 +10,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..dbapi import Connection
-from ..dense import cosine
-from ..errors import Conflict
-from ..hits import Hit
+from ..contract.errors import Conflict
+from ..primitives.dbapi import Connection
+from ..primitives.dense import cosine
+from ..primitives.hits import Hit
 
 TABLE = "version_vectors"
 

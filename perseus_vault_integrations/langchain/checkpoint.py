@@ -6,7 +6,7 @@ interrupted run continues, and ``get_state_history`` replays earlier states. The
 PostgreSQL database) holds the agent's long-term memory (:class:`~.stores.PerseusVaultStore`, recall, the
 MCP server): one place to back up, move and scope.
 
-Storage (``perseus_vault_core.checkpoints``): tables of their own, not memories. A checkpoint is saved
+Storage (``perseus_vault_core.state.checkpoints``): tables of their own, not memories. A checkpoint is saved
 without its channel values; each channel's value is saved once per version (``new_versions``) and read
 back by every later checkpoint that still holds that version, as LangGraph's Postgres saver does.
 Payloads are serialized by ``serde`` (LangGraph's ``JsonPlusSerializer`` by default; an

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from benchmarks import devsets
-from perseus_vault_core.porter import stem
+from perseus_vault_core.primitives.porter import stem
 
 MEMORY_FIELDS = {"category", "key", "content", "valid_from"}
 KEY = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")

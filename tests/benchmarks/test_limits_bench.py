@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from benchmarks import limits
-from perseus_vault_core import InvalidInput, where
+from perseus_vault_core import InvalidInput
+from perseus_vault_core.contract import where
 
 
 def test_every_filter_sits_at_a_cap_and_is_taken() -> None:

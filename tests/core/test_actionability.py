@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from perseus_vault_core.actionability import actionability, startup_factor
+from perseus_vault_core.recall.actionability import actionability, startup_factor
 
 
 def test_anchors_raise_the_score() -> None:

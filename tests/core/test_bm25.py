@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from perseus_vault_core import Vault
-from perseus_vault_core.bm25 import ascii_terms, phrase, terms, unicode_terms, unicode_tokens
+from perseus_vault_core.primitives.bm25 import ascii_terms, phrase, terms, unicode_terms, unicode_tokens
 from perseus_vault_core.storage.sqlite.keyword import Fts5Tokenizer
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from perseus_vault_core import ChannelBlob, Checkpoints, InvalidInput, TaskWrite, Vault, checkpoints
+from perseus_vault_core import ChannelBlob, Checkpoints, InvalidInput, TaskWrite, Vault
+from perseus_vault_core.state import checkpoints
 
 pytestmark = pytest.mark.both_backends
 

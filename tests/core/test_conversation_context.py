@@ -1,4 +1,4 @@
-"""Recall judges a dialogue's turns in context (perseus_vault_core/context.py): a turn beside a strong
+"""Recall judges a dialogue's turns in context (perseus_vault_core/recall/context.py): a turn beside a strong
 match is lifted (found even when it shares no word with the query), and a session's turns rise with its
 best one. Only turns: written by remember_conversation, or as ``Speaker: text``; never another memory,
 and never a neighbour the caller's view hides."""

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from perseus_vault_core import InvalidInput, NotFound, Vault
-from perseus_vault_core.conversations import transcript
+from perseus_vault_core.features.conversations import transcript
 
 from ..conftest import DAY_MS, T0, Clock, FakeEmbedder
 
@@ -124,7 +124,7 @@ def test_a_bad_message_is_refused_naming_it_and_nothing_is_written(vault: Vault)
 
 
 def test_a_write_that_fails_midway_writes_no_turn(vault: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
-    from perseus_vault_core import conversations
+    from perseus_vault_core.features import conversations
 
     vault.remember_conversation("s", [{"speaker": "Ann", "text": "first", "id": "m1"}])
     before = store(vault)
@@ -316,7 +316,7 @@ def test_a_session_lives_in_one_scope(vault: Vault, clock: Clock) -> None:
 
 
 def test_answers_stay_within_the_response_budget(vault: Vault) -> None:
-    from perseus_vault_core.params import MAX_MESSAGE_CHARS, RESPONSE_BUDGET_CHARS
+    from perseus_vault_core.contract.params import MAX_MESSAGE_CHARS, RESPONSE_BUDGET_CHARS
 
     size = MAX_MESSAGE_CHARS
     count = RESPONSE_BUDGET_CHARS // size + 5

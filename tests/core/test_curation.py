@@ -1,4 +1,4 @@
-"""Curation (perseus_vault_core/curation.py, remembering.py, recall's curated window; docs/curation.md):
+"""Curation (perseus_vault_core/recall/curation.py, remembering.py, recall's curated window; docs/curation.md):
 duplicates collapse, a newer fact goes first and marks the older, exact repeats are not stored twice,
 and nothing is ever hidden for good. The pair rules run on the bundled model's vectors (``real_embedder``),
 as they do for a user; the pure functions on their own inputs."""
@@ -12,8 +12,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from perseus_vault_core import Vault, curation
-from perseus_vault_core.curation import Candidate, curate, relation, said
+from perseus_vault_core import Vault
+from perseus_vault_core.recall import curation
+from perseus_vault_core.recall.curation import Candidate, curate, relation, said
 
 from ..conftest import Clock
 

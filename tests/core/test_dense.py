@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from perseus_vault_core import dense
+from perseus_vault_core.primitives import dense
 
 
 @pytest.mark.parametrize("dimension", [64, 100, 200, 384])

@@ -263,7 +263,7 @@ def test_shallow_prefilter_same_answer_in_memory_and_in_sql(
     deeper rather than return short."""
     if backend == "postgres":
         pytest.skip("SQLite's SQL path repeats the in-memory index's Hamming pre-filter; Postgres's takes HNSW's candidates")
-    from perseus_vault_core import recall as recall_module
+    from perseus_vault_core.recall import pipeline as recall_module
 
     monkeypatch.setattr(recall_module, "DENSE_DEPTH", 5)
     monkeypatch.setattr(recall_module, "DEPTH_PER_POOL", 1)
@@ -476,7 +476,7 @@ def test_hybrid_recall_works_in_a_forked_child(db_path, fake_embedder: FakeEmbed
 def test_canonical_cosine_does_not_depend_on_row_position() -> None:
     import numpy as np
 
-    from perseus_vault_core.dense import cosine
+    from perseus_vault_core.primitives.dense import cosine
 
     rng = np.random.default_rng(3)
     rows = rng.standard_normal((500, 384)).astype(np.float32)

@@ -9,7 +9,7 @@ import pytest
 from pydantic import BaseModel, ConfigDict
 
 from perseus_vault_core import InvalidInput, NotFound, StorageError
-from perseus_vault_core.edge import edge, given, listed, path_text
+from perseus_vault_core.facade.edge import edge, given, listed, path_text
 from perseus_vault_core.storage import driver_errors
 
 pytestmark = pytest.mark.both_backends  # the contract suite: SQLite and PostgreSQL (tests/conftest.py)

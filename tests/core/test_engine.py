@@ -7,8 +7,8 @@ import threading
 import pytest
 
 from perseus_vault_core import StorageError, Vault
+from perseus_vault_core.records.store import MissingVectors
 from perseus_vault_core.storage import Connection
-from perseus_vault_core.store import MissingVectors
 
 
 def _unvectored(conn: Connection) -> int:

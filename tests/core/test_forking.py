@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from perseus_vault_core import Vault
-from perseus_vault_core.forking import GATE, Gate
 from perseus_vault_core.indexes import keyword, mirror
+from perseus_vault_core.primitives.forking import GATE, Gate
 
 from ..conftest import FakeEmbedder
 

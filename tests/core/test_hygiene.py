@@ -17,9 +17,10 @@ import pytest
 from ..conftest import DAY_MS, T0, Clock, FakeEmbedder
 
 from perseus_vault_core import Cancelled, HygieneReport, InvalidInput, Vault, cancellable
-from perseus_vault_core import curation, hygiene
-from perseus_vault_core.actionability import actionability
 from perseus_vault_core.cli import main
+from perseus_vault_core.features import hygiene
+from perseus_vault_core.recall import curation
+from perseus_vault_core.recall.actionability import actionability
 
 pytestmark = pytest.mark.both_backends  # the contract suite: SQLite and PostgreSQL (tests/conftest.py)
 

@@ -1,4 +1,4 @@
-"""migrate (perseus_vault_core/migrate.py): a vault copied to PostgreSQL and back, losslessly."""
+"""migrate (perseus_vault_core/facade/migrate.py): a vault copied to PostgreSQL and back, losslessly."""
 
 from __future__ import annotations
 

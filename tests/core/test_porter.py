@@ -7,7 +7,7 @@ import re
 
 import sqlean
 
-from perseus_vault_core.porter import stem
+from perseus_vault_core.primitives.porter import stem
 
 from ..conftest import shared_data
 

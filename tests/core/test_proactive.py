@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 
-from perseus_vault_core import InvalidInput, NotSupported, Vault, proactive
-from perseus_vault_core.porter import stem
-from perseus_vault_core.proactive import MAX_CONTEXT_TOKENS, Context, block, lexical, match
-from perseus_vault_core.query import STOPWORDS, tokenize
+from perseus_vault_core import InvalidInput, NotSupported, Vault
+from perseus_vault_core.features import proactive
+from perseus_vault_core.features.proactive import MAX_CONTEXT_TOKENS, Context, block, lexical, match
+from perseus_vault_core.primitives.porter import stem
+from perseus_vault_core.primitives.query import STOPWORDS, tokenize
 
 from ..conftest import Clock, FakeEmbedder
 
@@ -113,7 +114,7 @@ def test_a_hostile_context_is_matched_on_its_most_recent_tokens() -> None:
 def test_a_long_prompt_is_read_from_its_end(vault: Vault) -> None:
     """A hook passes the raw prompt, pasted files and all: a context past MAX_CONTEXT_CHARS is taken and
     read from its end; one past MAX_CONTEXT_INPUT_CHARS is refused, naming it, and nothing changes."""
-    from perseus_vault_core.params import MAX_CONTEXT_CHARS, MAX_CONTEXT_INPUT_CHARS
+    from perseus_vault_core.contract.params import MAX_CONTEXT_CHARS, MAX_CONTEXT_INPUT_CHARS
 
     ids = seed(vault)
     pasted = "lorem ipsum dolor " * 20_000  # 360,000 characters

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from perseus_vault_core.query import STOPWORDS, is_enumeration, parse, tokenize
+from perseus_vault_core.primitives.query import STOPWORDS, is_enumeration, parse, tokenize
 from perseus_vault_core.storage.sqlite.keyword import match_expression, quote
 
 

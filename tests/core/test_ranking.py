@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from perseus_vault_core.ranking import (
+from perseus_vault_core.recall.ranking import (
     DAY_MS, KNOB_RANGE, Scored, bounded, decay, diversify, order, preview, preview_body, recency, trust, witness,
 )
 

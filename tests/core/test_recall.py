@@ -199,7 +199,7 @@ def test_trust_weight_lifts_verified_never_penalises(vault: Vault) -> None:
 def test_the_default_knobs_shortcut_scores_as_the_general_weighing(vault: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
     # recall._rank weighs with trust alone in a loop of its own when no other knob is on: the same
     # scores, to the bit, as _weigh's general path.
-    from perseus_vault_core import recall as recall_module
+    from perseus_vault_core.recall import pipeline as recall_module
 
     for n in range(30):
         vault.remember("note", f"n{n}", f"rotation policy {'tokens keys' if n % 3 else 'secrets'} note {n}",
@@ -380,7 +380,7 @@ def test_expansion_does_not_reveal_other_tenants_words(vault: Vault) -> None:
 def test_recall_among_given_entities_matches_filtering_the_full_answer(dense_vault: Vault) -> None:
     """Global recall drills into a list of entities (``only``): the narrowed search must rank them
     exactly as the full search does, in every mode, and never return anything else."""
-    from perseus_vault_core.params import RecallParams
+    from perseus_vault_core.contract.params import RecallParams
 
     ids = [dense_vault.remember("n", f"k{i}", f"storage note {i} about sqlite {'wal' if i % 3 else 'backup'} mode").id
            for i in range(30)]

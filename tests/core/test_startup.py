@@ -44,12 +44,12 @@ def test_a_public_name_is_the_same_object_however_it_is_reached() -> None:
 
     import perseus_vault_core
 
-    import perseus_vault_core.migrate  # noqa: F401 - a submodule named like a public name
+    import perseus_vault_core.facade.migrate  # noqa: F401 - the module of the public name migrate
     from perseus_vault_core import Vault, migrate
-    from perseus_vault_core.vault import Vault as direct
+    from perseus_vault_core.facade.vault import Vault as direct
 
     assert Vault is direct and callable(migrate) and perseus_vault_core.migrate is migrate
-    assert migrate is importlib.import_module("perseus_vault_core.migrate").migrate
+    assert migrate is importlib.import_module("perseus_vault_core.facade.migrate").migrate
     assert set(perseus_vault_core.__all__) <= set(dir(perseus_vault_core))
     for name in perseus_vault_core.__all__:
         assert getattr(perseus_vault_core, name) is not None, name

@@ -7,7 +7,7 @@ import json
 
 import sys
 
-from perseus_vault_core.text import for_terminal, LINE_BREAKS, escape_breaks, line_break, problem
+from perseus_vault_core.contract.text import LINE_BREAKS, escape_breaks, for_terminal, line_break, problem
 
 
 def test_the_line_breaks_are_exactly_what_splitlines_splits_on() -> None:

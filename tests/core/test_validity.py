@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from perseus_vault_core.validity import HALF_LIFE_MS, validity
+from perseus_vault_core.recall.validity import HALF_LIFE_MS, validity
 
 BASE = dict(now_ms=10 * HALF_LIFE_MS, updated_at_ms=10 * HALF_LIFE_MS, status="active", superseded_by=None,
             expires_at_ms=None, verified=False, provenance_class=None, workspace_hash=None, query_workspace=None)

@@ -177,7 +177,8 @@ def test_any_other_exception_beneath_a_verb_leaves_as_a_vault_error(vault: Vault
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     from pydantic import BaseModel, ValidationError
 
-    from perseus_vault_core import InvalidInput, temporal
+    from perseus_vault_core import InvalidInput
+    from perseus_vault_core.features import temporal
 
     class Strict(BaseModel):
         n: int

@@ -11,8 +11,8 @@ from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
 from perseus_vault_core import Vault
-from perseus_vault_core.params import signatures
-from perseus_vault_core.verbs import ADMIN_VERBS, BY_NAME, PROFILES, VERBS, Verb, fields
+from perseus_vault_core.contract.params import signatures
+from perseus_vault_core.contract.verbs import ADMIN_VERBS, BY_NAME, PROFILES, VERBS, Verb, fields
 
 # Arguments only Python can pass (functions), which no params model describes.
 PYTHON_ONLY = {"community_summary": {"polish"}, "embed": {"progress"}, "import_jsonl": {"progress"}}
@@ -62,11 +62,11 @@ def test_the_operators_verbs_are_in_no_tool_profile() -> None:
 def test_option_typeddicts_are_generated_from_the_models() -> None:
     committed = Path(signatures.__file__).with_name("options.py").read_text(encoding="utf-8")
     assert committed == signatures.render(), (
-        "regenerate: python -m perseus_vault_core.params.signatures > perseus_vault_core/params/options.py")
+        "regenerate: python -m perseus_vault_core.contract.params.signatures > perseus_vault_core/contract/params/options.py")
 
 
 def test_each_options_typeddict_holds_its_models_other_fields() -> None:
-    from perseus_vault_core.params import options
+    from perseus_vault_core.contract.params import options
 
     for name, (model, named) in signatures.OPTIONS.items():
         typed = getattr(options, name)
@@ -74,7 +74,7 @@ def test_each_options_typeddict_holds_its_models_other_fields() -> None:
 
 
 def test_type_text_covers_times_models_and_literals() -> None:
-    from perseus_vault_core.params import RecallParams, RememberInput
+    from perseus_vault_core.contract.params import RecallParams, RememberInput
 
     models: set[type[BaseModel]] = set()
     assert signatures.type_text(RememberInput.model_fields["valid_from_ms"].annotation, models) == \

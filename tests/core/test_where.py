@@ -1,4 +1,4 @@
-"""``where`` filters (perseus_vault_core/where.py, docs/filters.md): what they take and refuse, their
+"""``where`` filters (perseus_vault_core/contract/where.py, docs/filters.md): what they take and refuse, their
 semantics on both backends, through every verb built on recall and scan, and a property: the filtered
 answer of every mode and path is the unfiltered ranking cut to what a plain Python evaluation of the
 filter keeps, inside the query (the page is never cut first)."""
@@ -20,8 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from perseus_vault_core import InvalidInput, Vault
-from perseus_vault_core.dialect import POSTGRES, SQLITE
-from perseus_vault_core.where import MAX_CONDITIONS, parse, sql
+from perseus_vault_core.contract.where import MAX_CONDITIONS, parse, sql
+from perseus_vault_core.primitives.dialect import POSTGRES, SQLITE
 
 from ..conftest import BACKENDS, FakeEmbedder, vault_location
 
@@ -75,7 +75,7 @@ def test_refusals_name_the_part(where: Any, field: str, says: str) -> None:
 
 def test_a_whole_filter_refusal_names_the_where_once() -> None:
     """Through a verb's params the path is the param's: ``where``, not ``where.where``."""
-    from perseus_vault_core.params import RecallParams, validate
+    from perseus_vault_core.contract.params import RecallParams, validate
 
     for where in ({"$or": [{"a": i} for i in range(MAX_CONDITIONS + 1)]}, {"a": {"$in": list(range(1000))},
                   **{f"b{i}": {"$in": list(range(1000))} for i in range(10)}}):
@@ -505,7 +505,7 @@ def big(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
 
 def _nearest(v: Vault, query: str, where: dict[str, Any], limit: int) -> list[int]:
     """The exact answer: every memory the filter keeps, by the canonical cosine, ties by id."""
-    from perseus_vault_core.dense import cosine
+    from perseus_vault_core.primitives.dense import cosine
     from perseus_vault_core.embeddings import embedding_text
 
     kept = [e for e in v.scan(where=where, limit=1000).items]
@@ -515,7 +515,7 @@ def _nearest(v: Vault, query: str, where: dict[str, Any], limit: int) -> list[in
 
 
 def test_a_filter_that_keeps_few_is_answered_exactly_by_every_path(big: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
-    from perseus_vault_core import hits
+    from perseus_vault_core.primitives import hits
     from perseus_vault_core.indexes import heads
 
     asked: list[int] = []  # each question to the database: how many versions, or -1 for every head
@@ -566,7 +566,7 @@ def test_a_filter_that_keeps_few_is_answered_exactly_by_every_path(big: Vault, m
 def test_the_statement_grows_with_conditions_not_values() -> None:
     """An $in's values travel as one JSON array parameter: SQLite binds named parameters in time that grows
     with the square of their number (40 lists of 1,000 took half a minute), and each statement was cached."""
-    from perseus_vault_core.where import MAX_VALUES
+    from perseus_vault_core.contract.where import MAX_VALUES
 
     for d in (SQLITE, POSTGRES):
         text, params = sql({"tags": {"$in": [f"t{i}" for i in range(MAX_VALUES)]},
@@ -588,7 +588,7 @@ def test_a_filter_past_its_work_limits_is_refused_up_front(where: dict[str, Any]
 
 
 def test_the_sql_cache_is_bounded_by_characters() -> None:
-    from perseus_vault_core import where as where_module
+    from perseus_vault_core.contract import where as where_module
 
     for i in range(60):  # 60 distinct filters of about 250,000 characters each: 15 MB if all were kept
         sql({"f": {"$in": [f"{i}-{j}-" + "v" * 240 for j in range(1_000)]}}, SQLITE)

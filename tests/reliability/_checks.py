@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from perseus_vault_core import Vault
-from perseus_vault_core.porter import stem
+from perseus_vault_core.primitives.porter import stem
 from perseus_vault_core.storage.sqlite.connection import connect
 
 

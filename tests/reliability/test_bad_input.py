@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from perseus_vault_core import InvalidInput, Vault, VaultError
-from perseus_vault_core.params import MAX_BATCH, MAX_BODY_BYTES, MAX_BODY_DEPTH, Filters
+from perseus_vault_core.contract.params import MAX_BATCH, MAX_BODY_BYTES, MAX_BODY_DEPTH, Filters
 
 from ..conftest import BACKENDS, FakeEmbedder, vault_location
 
@@ -412,7 +412,7 @@ def test_a_recall_or_scan_of_a_thousand_large_memories_stays_within_the_response
     import anyio
     from mcp import Client
 
-    from perseus_vault_core.params import OVERFLOW_PREVIEW_CHARS, RESPONSE_BUDGET_CHARS
+    from perseus_vault_core.contract.params import OVERFLOW_PREVIEW_CHARS, RESPONSE_BUDGET_CHARS
     from perseus_vault_integrations.mcp import build_server
 
     blob = "x" * 100_000
@@ -449,7 +449,7 @@ def test_a_recall_or_scan_of_a_thousand_large_memories_stays_within_the_response
 
 
 def test_recall_when_and_global_recall_answers_stay_within_the_response_budget(tmp_path: Path) -> None:
-    from perseus_vault_core.params import OVERFLOW_PREVIEW_CHARS, RESPONSE_BUDGET_CHARS
+    from perseus_vault_core.contract.params import OVERFLOW_PREVIEW_CHARS, RESPONSE_BUDGET_CHARS
 
     blob = "y" * 50_000
     with Vault(tmp_path / "triggers.db", embedder=False) as vault:

@@ -12,8 +12,8 @@ from pydantic import (
 )
 
 from ..errors import InvalidInput
+from ..memory_names import check_name, valid_date  # the memory layer owns what a file name may be
 from ..text import line_break
-from ..memory.names import check_name, valid_date  # the memory layer owns what a file name may be
 from .base import (
     MAX_ENTRY_CHARS,
     MAX_SCOPE_CHARS,

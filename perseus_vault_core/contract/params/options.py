@@ -1,6 +1,6 @@
 """Keyword options of Vault's verbs, one TypedDict per params model (generated: do not edit).
 
-Regenerate with ``python -m perseus_vault_core.params.signatures > perseus_vault_core/params/options.py``.
+Regenerate with ``python -m perseus_vault_core.contract.params.signatures > perseus_vault_core/contract/params/options.py``.
 """
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, Literal, TypedDict
 
-from ..fusion import Fusion
+from ...recall.fusion import Fusion
 from .reading import Expansion
 
 

@@ -10,7 +10,7 @@ from pydantic import (
     field_validator,
 )
 
-from ..fusion import Fusion
+from ...recall.fusion import Fusion
 from .base import (
     CommunityMethod,
     Direction,

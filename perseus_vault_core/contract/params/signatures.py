@@ -5,7 +5,7 @@ A verb with many optional knobs (``recall``, ``prepare``, ...) takes them as
 an editor completes every option and mypy checks its type, and the model stays the one description.
 The TypedDicts live in :mod:`.options`, written by :func:`render`::
 
-    python -m perseus_vault_core.params.signatures > perseus_vault_core/params/options.py
+    python -m perseus_vault_core.contract.params.signatures > perseus_vault_core/contract/params/options.py
 
 A test checks that the committed file is what :func:`render` writes today, and that every verb's
 signature takes exactly its model's fields.
@@ -23,6 +23,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from .base import to_unix_ms
+from .overview import CountsParams
 from .reading import (
     CommunitiesParams,
     CommunitySummaryParams,
@@ -34,7 +35,6 @@ from .reading import (
     ScanParams,
     TraverseParams,
 )
-from .overview import CountsParams
 from .writing import RememberParams
 
 # TypedDict name -> (its params model, the fields the verb takes as named arguments instead).
@@ -97,9 +97,9 @@ def field_text(field: FieldInfo, models: set[type[BaseModel]]) -> str:
 
 def _import(model: type[BaseModel]) -> str:
     module = model.__module__
-    if module.startswith("perseus_vault_core.params."):
+    if module.startswith("perseus_vault_core.contract.params."):
         return f"from .{module.rsplit('.', 1)[1]} import {model.__name__}"
-    return f"from ..{module.removeprefix('perseus_vault_core.')} import {model.__name__}"
+    return f"from ...{module.removeprefix('perseus_vault_core.')} import {model.__name__}"  # from the core's root
 
 
 def render() -> str:
@@ -117,7 +117,7 @@ def render() -> str:
     return "\n".join([
         '"""Keyword options of Vault\'s verbs, one TypedDict per params model (generated: do not edit).',
         "",
-        "Regenerate with ``python -m perseus_vault_core.params.signatures > perseus_vault_core/params/options.py``.",
+        "Regenerate with ``python -m perseus_vault_core.contract.params.signatures > perseus_vault_core/contract/params/options.py``.",
         '"""',
         "",
         "from __future__ import annotations",

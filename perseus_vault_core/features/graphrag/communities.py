@@ -31,9 +31,9 @@ from collections import OrderedDict, defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..dbapi import Connection
-from ..storage.base import ChangeLog
-from ..filters import FROM, View
+from ...primitives.dbapi import Connection
+from ...primitives.filters import FROM, View
+from ...storage.base import ChangeLog
 from ..graph import open_links
 
 Method = Literal["label_propagation", "modularity"]

@@ -17,9 +17,9 @@ Everything here is a pure function; the orchestration is :func:`graphrag.verbs.g
 
 from __future__ import annotations
 
-from ..models import GlobalCommunity, RecallItem
-from ..ranking import one_line
-from ..text import escape_breaks
+from ...contract.models import GlobalCommunity, RecallItem
+from ...contract.text import escape_breaks
+from ...recall.ranking import one_line
 from .communities import Group
 
 EVIDENCE_CHARS = 300

@@ -30,12 +30,13 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from .. import graph, store
-from ..dialect import dialect
-from ..filters import id_list
-from ..porter import stem
-from ..query import STOPWORDS, tokenize
-from ..storage import Backend, Connection
+from ...primitives.dialect import dialect
+from ...primitives.filters import id_list
+from ...primitives.porter import stem
+from ...primitives.query import STOPWORDS, tokenize
+from ...records import store
+from ...storage import Backend, Connection
+from .. import graph
 from .communities import SUMMARY_TYPE, Group
 
 SUMMARY_CATEGORY = "community_summary"

@@ -12,13 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import store
-from ..embeddings import embedding_text
-from ..engine import Engine
-from ..errors import InvalidInput, NotFound
-from ..dialect import dialect
-from ..filters import from_ids, id_list, view
-from ..models import (
+from ...contract.errors import InvalidInput, NotFound
+from ...contract.models import (
     CommunitiesResult,
     Community,
     CommunityMember,
@@ -29,7 +24,7 @@ from ..models import (
     GlobalRecallResult,
     RecallItem,
 )
-from ..params import (
+from ...contract.params import (
     MAX_LIMIT,
     CommunitiesParams,
     CommunitySummaryParams,
@@ -39,11 +34,16 @@ from ..params import (
     RememberInput,
     validate,
 )
-from ..ranking import one_line
-from ..storage import Connection
+from ...embeddings import embedding_text
+from ...engine.engine import Engine
+from ...primitives.dialect import dialect
+from ...primitives.filters import from_ids, id_list, view
+from ...recall.ranking import one_line
+from ...records import store
+from ...storage import Connection
 from . import summaries
-from .global_recall import choose, context, plan_evidence
 from .communities import SUMMARY_TYPE, Group, Partition
+from .global_recall import choose, context, plan_evidence
 
 Polish = Callable[[str], str]
 

@@ -26,9 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import Conflict, InvalidInput, StorageError
-from ..models import SkippedLine
-from .names import (
+from ...contract.errors import Conflict, InvalidInput, StorageError
+from ...contract.memory_names import (
     ENTRY_TYPE,
     FILE_CATEGORY,
     FILE_TYPE,
@@ -39,6 +38,7 @@ from .names import (
     has_control,
     is_control,
 )
+from ...contract.models import SkippedLine
 from .parser import Entry, ParsedFile, parse, wikilinks
 
 

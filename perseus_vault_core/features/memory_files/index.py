@@ -12,11 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from ..dense import cosine
-from ..errors import SetupError
-from ..porter import stem
-from ..query import parse as parse_terms
-from ..query import tokenize
+from ...contract.errors import SetupError
+from ...primitives.dense import cosine
+from ...primitives.porter import stem
+from ...primitives.query import parse as parse_terms
+from ...primitives.query import tokenize
 
 # memory_recall's relevance rules (see docs/memory-files.md). An entry's meaning score is its cosine
 # to the question's topic plus its heading's: a section titled "Remote work" makes every entry under it

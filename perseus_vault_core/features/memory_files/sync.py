@@ -15,17 +15,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import graph, store
-from ..dialect import dialect
-from ..engine import Engine
-from ..filters import FROM, View, view
-from ..models import MemoryImportReport
-from ..params import Filters, RememberInput, validate
-from ..params.writing import FileText
-from ..storage import Connection
+from ...contract.memory_names import ENTRY_TYPE, FILE_CATEGORY, FILE_TYPE, LINK_RELATION, NOTE_CATEGORY, entry_category
+from ...contract.models import MemoryImportReport
+from ...contract.params import Filters, RememberInput, validate
+from ...contract.params.writing import FileText
+from ...engine.engine import Engine
+from ...primitives.dialect import dialect
+from ...primitives.filters import FROM, View, view
+from ...records import store
+from ...storage import Connection
+from .. import graph
 from .files import FileRecord, file_bytes
 from .index import EntryIndex
-from .names import ENTRY_TYPE, FILE_CATEGORY, FILE_TYPE, LINK_RELATION, NOTE_CATEGORY, entry_category
 
 BINDING_KEY = "memory_folder"
 Note = tuple[dict[str, Any], list[str]]  # a note's memory item, and the names its wikilinks point at

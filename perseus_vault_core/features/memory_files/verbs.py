@@ -10,10 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from ..embeddings import checked
-from ..engine import Engine
-from ..errors import Conflict, InvalidInput, NotFound
-from ..models import (
+from ...contract.errors import Conflict, InvalidInput, NotFound
+from ...contract.memory_names import check_name
+from ...contract.models import (
     MemoryChange,
     MemoryEntry,
     MemoryExportReport,
@@ -24,9 +23,10 @@ from ..models import (
     MemoryText,
     SkippedLine,
 )
-from ..params import AddMemoryParams, DeleteMemoryParams, GetMemoryParams, MemoryRecallParams
+from ...contract.params import AddMemoryParams, DeleteMemoryParams, GetMemoryParams, MemoryRecallParams
+from ...embeddings import checked
+from ...engine.engine import Engine
 from . import edits, files, index, sync
-from .names import check_name
 from .parser import parse
 
 

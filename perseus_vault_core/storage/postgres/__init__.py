@@ -28,9 +28,9 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import Any, TypeVar, cast
 from urllib.parse import unquote
 
-from ...errors import InvalidInput, NotSupported, SetupError, StorageError
-from ...forking import in_child
-from ...models import CheckReport, Stats
+from ...contract.errors import InvalidInput, NotSupported, SetupError, StorageError
+from ...contract.models import CheckReport, Stats
+from ...primitives.forking import in_child
 from .. import meta
 from ..base import ChangeLog, Connection, KeywordStore, VectorStore
 from . import changes, keyword, maintenance, pool, schema, vectors

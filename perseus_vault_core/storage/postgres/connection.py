@@ -1,4 +1,4 @@
-"""psycopg 3 connections shaped as the vault's DB-API :class:`~perseus_vault_core.dbapi.Connection`.
+"""psycopg 3 connections shaped as the vault's DB-API :class:`~perseus_vault_core.primitives.dbapi.Connection`.
 
 The engine's services write their SQL with SQLite's parameter styles, ``?`` and ``:name``
 (docs/architecture.md, the shared subset). psycopg takes ``%s`` and ``%(name)s`` and reads every ``%``
@@ -21,8 +21,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import lru_cache
 from typing import Any, Literal, TypeVar
 
-from ...dialect import POSTGRES
-from ...errors import InvalidInput
+from ...contract.errors import InvalidInput
+from ...primitives.dialect import POSTGRES
 from ..changelog import POSITION_SQL
 from ..retry import WRITE_RETRIES, transaction
 from ..vector_rows import MODEL_SQL
@@ -117,7 +117,7 @@ class PgConnection:
     """One psycopg connection (one per thread, as :class:`~perseus_vault_core.storage.base.Backend`
     hands them out), taking the shared SQL in SQLite's parameter styles."""
 
-    dialect = POSTGRES  # what the shared SQL's dialect-specific forms are written in (perseus_vault_core/dialect.py)
+    dialect = POSTGRES  # what the shared SQL's dialect-specific forms are written in (perseus_vault_core/primitives/dialect.py)
 
     def __init__(self, raw: Any, renew: Callable[[Any], Any] | None = None) -> None:
         self.raw = raw
@@ -214,7 +214,7 @@ def connect(url: str) -> PgConnection:
     try:
         import psycopg
     except ImportError as error:
-        from ...errors import SetupError
+        from ...contract.errors import SetupError
 
         raise SetupError("PostgreSQL needs psycopg: pip install 'perseus-vault[postgres]'") from error
     return PgConnection(psycopg.connect(url, autocommit=True))

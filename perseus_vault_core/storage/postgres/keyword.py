@@ -34,12 +34,12 @@ from typing import Any
 
 import numpy as np
 
-from ...bm25 import B, K1, Terms, avgdl, ceiling, idf, length_norm, phrase, phrase_scores, terms
-from ...dialect import POSTGRES
-from ...filters import View
-from ...hits import Hit, Ranking, visible_hits
-from ...params import Expansion
-from ...porter import stem
+from ...contract.params import Expansion
+from ...primitives.bm25 import B, K1, Terms, avgdl, ceiling, idf, length_norm, phrase, phrase_scores, terms
+from ...primitives.dialect import POSTGRES
+from ...primitives.filters import View
+from ...primitives.hits import Hit, Ranking, visible_hits
+from ...primitives.porter import stem
 from ..base import OP_GONE, OP_HEAD, OP_REBUILT, Connection, KeywordMirror
 from ..keyword_mirror import answer
 from .changes import log_changes

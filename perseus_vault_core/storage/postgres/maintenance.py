@@ -5,8 +5,8 @@ managed service's snapshots, its disk encryption: docs/postgres.md); the vault's
 
 from __future__ import annotations
 
-from ...dbapi import Connection
-from ...models import CheckReport, Stats
+from ...contract.models import CheckReport, Stats
+from ...primitives.dbapi import Connection
 from ..checks import BAD_VECTORS, invariant_problems
 from ..vector_rows import coverage, model
 from . import keyword, schema, vectors

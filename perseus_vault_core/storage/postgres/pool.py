@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from typing import Any
 from urllib.parse import unquote
 
-from ...errors import InvalidInput, StorageError
+from ...contract.errors import InvalidInput, StorageError
 from .connection import PgConnection
 
 POOL_SIZE = 10  # connections per process at most, unless the URL says pool_size

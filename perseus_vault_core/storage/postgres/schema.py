@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ...dialect import POSTGRES
+from ...primitives.dialect import POSTGRES
 from ..distribution import BACKFILL, OWN_SCOPE
 from ..migrations import run
 from . import tenancy

@@ -57,8 +57,8 @@ from __future__ import annotations
 
 import re
 
-from ...dialect import POSTGRES
-from ...errors import InvalidInput
+from ...contract.errors import InvalidInput
+from ...primitives.dialect import POSTGRES
 from ..base import CHANGE_LOG_KEEP, OP_GONE, OP_HEAD, OP_VECTOR, Connection
 from .connection import WRITE_LOCK
 

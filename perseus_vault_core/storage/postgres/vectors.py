@@ -22,11 +22,11 @@ from typing import Any
 
 import numpy as np
 
-from ...dbapi import Connection
-from ...dialect import POSTGRES
-from ...dense import cosine, sign_bits
-from ...filters import View, scope_clauses
-from ...hits import Hit, Ranking
+from ...primitives.dbapi import Connection
+from ...primitives.dense import cosine, sign_bits
+from ...primitives.dialect import POSTGRES
+from ...primitives.filters import View, scope_clauses
+from ...primitives.hits import Hit, Ranking
 from ..base import OP_VECTOR, OP_VECTORS_RESET
 from ..meta import set_meta
 from ..vector_rows import blob, check_model, coverage, missing, missing_count, model, rescore

@@ -17,11 +17,11 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from typing import TypeVar
 
-from ...models import CheckReport, Stats
+from ...contract.models import CheckReport, Stats
+from ...primitives.keys import resolve_key
 from .. import meta
 from ..base import ChangeLog, Connection, KeywordStore, VectorStore
 from . import changes, keyword, maintenance, schema, vectors
-from ...keys import resolve_key
 from .connection import SQLITE_ERRORS, ConnectionPool, checkpoint, choose_driver, connect, read_snapshot, write_transaction
 from .connection import rekey as _rekey
 

@@ -31,10 +31,10 @@ from dataclasses import dataclass, field, replace
 from types import ModuleType
 from typing import Any, TypeVar
 
-from ...errors import InvalidInput, SetupError, StorageError
-from ...forking import in_child
-from ...keys import KEY_ENV, KEY_FILE_ENV, check_key
-from ...ranking import decay
+from ...contract.errors import InvalidInput, SetupError, StorageError
+from ...primitives.forking import in_child
+from ...primitives.keys import KEY_ENV, KEY_FILE_ENV, check_key
+from ...recall.ranking import decay
 from ..retry import FIRST_PAUSE, WRITE_RETRIES, pause, transaction
 
 T = TypeVar("T")

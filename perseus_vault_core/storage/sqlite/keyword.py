@@ -18,11 +18,11 @@ from typing import Any
 
 import numpy as np
 
-from ...bm25 import ASCII_TOKEN, WEIGHTS, Terms, avgdl, ceiling, idf, length_norm, phrase_scores
-from ...filters import View, scope_clauses
-from ...hits import Hit, Ranking
-from ...params import Expansion
-from ...porter import stem
+from ...contract.params import Expansion
+from ...primitives.bm25 import ASCII_TOKEN, WEIGHTS, Terms, avgdl, ceiling, idf, length_norm, phrase_scores
+from ...primitives.filters import View, scope_clauses
+from ...primitives.hits import Hit, Ranking
+from ...primitives.porter import stem
 from ..base import CHANGE_LOG_KEEP, OP_GONE, OP_HEAD, OP_REBUILT, Connection, KeywordMirror
 from ..keyword_mirror import answer
 from .schema import TOKENIZE

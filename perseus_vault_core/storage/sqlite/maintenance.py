@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import os
 
-from ...dbapi import Connection
-from ...errors import InvalidInput
-from ...models import CheckReport, Stats
-from . import keyword, schema, vectors
+from ...contract.errors import InvalidInput
+from ...contract.models import CheckReport, Stats
+from ...primitives.dbapi import Connection
 from ..checks import BAD_VECTORS, invariant_problems
+from . import keyword, schema, vectors
 from .connection import SQLITE_ERRORS, write_transaction
 
 

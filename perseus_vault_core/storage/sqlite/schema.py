@@ -38,8 +38,8 @@ import sqlite3
 from collections.abc import Callable
 from typing import Any
 
-from ...dbapi import Connection
-from ...dialect import SQLITE
+from ...primitives.dbapi import Connection
+from ...primitives.dialect import SQLITE
 from ..distribution import BACKFILL, OWN_SCOPE
 from ..migrations import run
 from .connection import write_transaction

@@ -24,10 +24,10 @@ from typing import Any
 
 import numpy as np
 
-from ...dbapi import Connection
-from ...dense import cosine, shortlist, sign_bits
-from ...filters import View, scope_clauses
-from ...hits import Hit, Ranking
+from ...primitives.dbapi import Connection
+from ...primitives.dense import cosine, shortlist, sign_bits
+from ...primitives.filters import View, scope_clauses
+from ...primitives.hits import Hit, Ranking
 from ..base import OP_VECTOR, OP_VECTORS_RESET
 from ..vector_rows import blob as blob, check_model as check_model, coverage as coverage, missing as missing
 from ..vector_rows import missing_count as missing_count, model as model, rescore as rescore

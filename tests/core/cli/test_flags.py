@@ -16,8 +16,8 @@ from perseus_vault_core.cli.commands import COMMANDS
 from perseus_vault_core.cli import flags
 from perseus_vault_core.cli.flags import shape
 from perseus_vault_core.cli.parser import listed
-from perseus_vault_core.params import PrepareParams, RecallParams, RememberManyParams
-from perseus_vault_core.verbs import ADMIN_VERBS, VERBS
+from perseus_vault_core.contract.params import PrepareParams, RecallParams, RememberManyParams
+from perseus_vault_core.contract.verbs import ADMIN_VERBS, VERBS
 
 # The documented exceptions (docs/cli.md says each): flags of the command line's own ...
 CLI_ONLY = {

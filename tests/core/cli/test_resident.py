@@ -285,7 +285,7 @@ def test_calls_the_helper_cannot_serve_are_answered_alone(env: dict[str, str], v
 
 def test_the_client_knows_the_served_commands_and_the_default_vault() -> None:
     from perseus_vault_core.cli.commands import COMMANDS
-    from perseus_vault_core.vault import DEFAULT_PATH
+    from perseus_vault_core.facade.vault import DEFAULT_PATH
 
     words = {word for command in COMMANDS if command.verb in ("prepare", "recall", "recall_when", "search")
              for word in command.called}

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from perseus_vault_core import InvalidInput, Vault
-from perseus_vault_core.graphrag.communities import Communities, community_id
+from perseus_vault_core.features.graphrag.communities import Communities, community_id
 
 from ...conftest import DAY_MS, Clock
 
@@ -115,8 +115,8 @@ def test_a_membership_change_changes_exactly_the_affected_ids(vault: Vault) -> N
 
 
 def test_only_the_changed_component_is_clustered_again(db_path: Path, clock: Clock) -> None:
-    from perseus_vault_core.filters import view
-    from perseus_vault_core.params import Filters
+    from perseus_vault_core.primitives.filters import view
+    from perseus_vault_core.contract.params import Filters
 
     with Vault(db_path, clock=clock, embedder=False) as v:
         ids = build(v)

@@ -156,8 +156,8 @@ def test_summary_vectors_are_their_members_centroid_with_no_model_call(dense_vau
 def test_a_summary_is_embedded_by_the_model_when_a_member_has_no_vector() -> None:
     import numpy as np
 
-    from perseus_vault_core.graphrag.communities import Group
-    from perseus_vault_core.graphrag.summaries import centroid
+    from perseus_vault_core.features.graphrag.communities import Group
+    from perseus_vault_core.features.graphrag.summaries import centroid
 
     group = Group(id="c", agent_id="", workspace_hash="", members=(1, 2), centrality={}, edges=())
     assert centroid(group, {1: np.array([1.0, 0.0], dtype=np.float32)}) is None  # member 2 not embedded yet

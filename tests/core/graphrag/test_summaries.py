@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from perseus_vault_core import InvalidInput, NotFound, Vault
-from perseus_vault_core.graphrag.summaries import extract
+from perseus_vault_core.features.graphrag.summaries import extract
 
 from .test_communities import THEMES, build
 

@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 
 from perseus_vault_core import Vault
-from perseus_vault_core.engine import HEADS_AFTER
-from perseus_vault_core.filters import FROM, RULE_COLUMNS, view
-from perseus_vault_core.hits import POOL_COLUMNS
+from perseus_vault_core.contract.params import RecallParams
+from perseus_vault_core.engine.engine import HEADS_AFTER
 from perseus_vault_core.indexes.heads import Heads
-from perseus_vault_core.params import RecallParams
+from perseus_vault_core.primitives.filters import FROM, RULE_COLUMNS, view
+from perseus_vault_core.primitives.hits import POOL_COLUMNS
 
 from ...conftest import DAY_MS, Clock, FakeEmbedder
 

@@ -185,8 +185,8 @@ def test_a_reader_behind_the_mirror_gets_fts5_not_a_newer_snapshot(vault: Vault,
     t.start()
     t.join()
     assert index.search(reader, ["bill"]) is None  # the mirror is ahead: it stands aside
-    from perseus_vault_core.filters import view
-    from perseus_vault_core.params import Filters
+    from perseus_vault_core.primitives.filters import view
+    from perseus_vault_core.contract.params import Filters
     from perseus_vault_core.storage.sqlite import keyword
 
     hits, _ = keyword.search(reader, ["billing"], ["bill"], view(Filters(), clock.now), 100, index)
@@ -219,7 +219,7 @@ def zipf(vault: Vault) -> list[str]:
 
 
 def test_pruned_rankings_keep_the_best_rows_and_their_exact_scores(vault: Vault, zipf: list[str]) -> None:
-    from perseus_vault_core.query import parse
+    from perseus_vault_core.primitives.query import parse
 
     assert vault.wait_for_keyword_index()
     index = vault._engine.keyword_index

@@ -9,7 +9,7 @@ import numpy as np
 from perseus_vault_core import Vault
 from perseus_vault_core.indexes.keyword import KeywordIndex, Word
 from perseus_vault_core.indexes.shares import Known, Shares
-from perseus_vault_core.query import parse
+from perseus_vault_core.primitives.query import parse
 
 from ...conftest import Clock
 

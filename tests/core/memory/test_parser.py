@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from perseus_vault_core.memory.edits import add_entry, entry_line, remove_entry
-from perseus_vault_core.memory.parser import (
+from perseus_vault_core.features.memory_files.edits import add_entry, entry_line, remove_entry
+from perseus_vault_core.features.memory_files.parser import (
     DATE_FORMS,
     Entry,
     ParsedFile,

@@ -13,7 +13,7 @@ import json
 from typing import Any
 
 from benchmarks.memory_files import LABELLED, recall_quality, render_recall_quality, shared_words
-from perseus_vault_core.memory.parser import parse
+from perseus_vault_core.features.memory_files.parser import parse
 
 
 def labelled_entries() -> dict[str, str]:

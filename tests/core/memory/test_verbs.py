@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from perseus_vault_core import InvalidInput, NotFound, Vault
-from perseus_vault_core.errors import Conflict
+from perseus_vault_core.contract.errors import Conflict
 
 from ...conftest import Clock, FakeEmbedder, modes
 
@@ -269,7 +269,7 @@ def test_a_cross_encoder_cuts_weak_matches(db_path: Path, clock: Clock, folder: 
 
 def test_the_operator_cross_encoder_setting_is_checked(imported: Vault, monkeypatch: pytest.MonkeyPatch,
                                                         tmp_path: Path) -> None:
-    from perseus_vault_core.errors import SetupError
+    from perseus_vault_core.contract.errors import SetupError
 
     monkeypatch.setenv("PERSEUS_VAULT_CROSS_ENCODER", str(tmp_path / "missing"))
     with pytest.raises(SetupError, match="PERSEUS_VAULT_CROSS_ENCODER"):
@@ -291,7 +291,7 @@ def test_matching_rule_and_relevance_order() -> None:
     of the best."""
     import numpy as np
 
-    from perseus_vault_core.memory.index import Candidate, EntryIndex, rerank
+    from perseus_vault_core.features.memory_files.index import Candidate, EntryIndex, rerank
 
     scores = np.array([1.20, 0.76, 0.74, 0.10, np.nan, 0.30])
     share = np.array([0.0, 0.0, 0.5, 1.0, 1.0, 0.0])
@@ -308,7 +308,7 @@ def test_matching_rule_and_relevance_order() -> None:
 
 
 def test_a_question_is_matched_on_its_topic_not_its_framing() -> None:
-    from perseus_vault_core.memory.index import Topic, heading, topic
+    from perseus_vault_core.features.memory_files.index import Topic, heading, topic
 
     assert topic("How has my view on remote work changed?") == Topic(("remot", "work"), "remote work")
     assert topic("What's my opinion on meetings?") == Topic(("meet",), "meetings")  # no "s" to hold
@@ -365,7 +365,7 @@ def test_a_binding_belongs_to_the_scope_that_made_it(vault: Vault, folder: Path)
 
 def test_a_failed_vault_write_leaves_the_file_as_it_was(vault: Vault, folder: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    from perseus_vault_core import store
+    from perseus_vault_core.records import store
 
     vault.memory_import(folder, bind=True)
     path = folder / "About Me" / "Opinions.md"

@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 
 from perseus_vault_core import Vault
-from perseus_vault_core.checkpoints import ChannelBlob, Checkpoints, TaskWrite
-from perseus_vault_core.keyvalue import KeyValues
-from perseus_vault_core.scopes import scope_key
+from perseus_vault_core.primitives.scopes import scope_key
+from perseus_vault_core.state.checkpoints import ChannelBlob, Checkpoints, TaskWrite
+from perseus_vault_core.state.keyvalue import KeyValues
 from perseus_vault_core.storage.distribution import (
     BACKFILL, COORDINATOR, DISTRIBUTED, GLOBAL, OWN_SCOPE, REFERENCE, citus_statements)
 from perseus_vault_core.storage.postgres import schema as pg_schema
@@ -387,8 +387,8 @@ def test_every_join_the_services_issue_equates_the_scope_keys(
 
 
 def test_a_call_naming_a_whole_scope_names_its_key_on_postgres_only() -> None:
-    from perseus_vault_core.dialect import POSTGRES, SQLITE
-    from perseus_vault_core.filters import scope_clauses
+    from perseus_vault_core.primitives.dialect import POSTGRES, SQLITE
+    from perseus_vault_core.primitives.filters import scope_clauses
 
     params: dict[str, Any] = {}
     assert scope_clauses("alice", "ws-a", params, POSTGRES)[-1] == "e.scope = :scope"

@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 
 from perseus_vault_core import Vault
-from perseus_vault_core.filters import view
-from perseus_vault_core.storage.sqlite.keyword import varints_total
-from perseus_vault_core.params import Expansion, Filters
-from perseus_vault_core.query import parse
+from perseus_vault_core.contract.params import Expansion, Filters
+from perseus_vault_core.primitives.filters import view
+from perseus_vault_core.primitives.query import parse
 from perseus_vault_core.storage.sqlite import keyword
 from perseus_vault_core.storage.sqlite.connection import read_snapshot
+from perseus_vault_core.storage.sqlite.keyword import varints_total
 
 from ...conftest import Clock
 

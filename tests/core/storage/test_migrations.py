@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import sqlean
 
-from perseus_vault_core.errors import SetupError
+from perseus_vault_core.contract.errors import SetupError
 from perseus_vault_core.storage.migrations import run
 
 TABLE = "CREATE TABLE IF NOT EXISTS _migrations (version INTEGER PRIMARY KEY, name TEXT, applied_at_ms INTEGER)"

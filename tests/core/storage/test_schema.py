@@ -49,7 +49,7 @@ def test_a_failing_migration_changes_nothing(db_path: Path, monkeypatch: pytest.
 def test_prepare_reads_the_triggered_versions_from_their_index(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """prepare's first read (the current versions with trigger phrases) goes through the partial index of
     step 6, not a scan of every current version, and finds exactly the triggered ones."""
-    from perseus_vault_core import proactive
+    from perseus_vault_core.features import proactive
 
     with Vault(db_path, embedder=False) as vault:
         vault.remember_many([{"category": "note", "key": f"k{i}", "content": f"note {i} about billing",

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from perseus_vault_core import Cancelled, Vault
-from perseus_vault_core.cancel import checkpoint
+from perseus_vault_core.primitives.cancel import checkpoint
 from perseus_vault_integrations.inspector import Inspector
 from perseus_vault_integrations.inspector import reports as reports_module
 from perseus_vault_integrations.inspector.reports import RETRY_AFTER_S, Busy, Reports

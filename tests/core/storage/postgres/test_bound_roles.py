@@ -17,7 +17,7 @@ import psycopg
 import pytest
 
 from perseus_vault_core import Vault
-from perseus_vault_core.scopes import scope_key
+from perseus_vault_core.primitives.scopes import scope_key
 from perseus_vault_core.storage.postgres import schema, tenancy
 from perseus_vault_core.storage.postgres.connection import connect, write_transaction
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from perseus_vault_core.errors import InvalidInput
+from perseus_vault_core.contract.errors import InvalidInput
 from perseus_vault_core.storage.postgres.connection import PgConnection, connect, translate
 
 

@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 
 from perseus_vault_core import Vault
-from perseus_vault_core.bm25 import ceiling
-from perseus_vault_core.filters import View, view
-from perseus_vault_core.hits import Ranking
-from perseus_vault_core.params import Expansion, Filters
-from perseus_vault_core.query import parse
+from perseus_vault_core.contract.params import Expansion, Filters
+from perseus_vault_core.primitives.bm25 import ceiling
+from perseus_vault_core.primitives.filters import View, view
+from perseus_vault_core.primitives.hits import Ranking
+from perseus_vault_core.primitives.query import parse
 from perseus_vault_core.storage.base import OP_GONE, OP_HEAD, OP_REBUILT
 from perseus_vault_core.storage.postgres import changes
 from perseus_vault_core.storage.postgres import keyword as pg_keyword

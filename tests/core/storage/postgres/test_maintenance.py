@@ -9,7 +9,7 @@ import psycopg
 import pytest
 
 from perseus_vault_core import Vault
-from perseus_vault_core.import_export import REFRESH_FIRST
+from perseus_vault_core.features.import_export import REFRESH_FIRST
 from perseus_vault_core.storage.postgres.maintenance import GROWN
 
 from ....conftest import FakeEmbedder

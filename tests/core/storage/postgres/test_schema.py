@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from perseus_vault_core.errors import SetupError
-from perseus_vault_core.ranking import decay
-from perseus_vault_core.storage.postgres.connection import PgConnection, connect
+from perseus_vault_core.contract.errors import SetupError
+from perseus_vault_core.recall.ranking import decay
 from perseus_vault_core.storage.meta import get_meta, set_meta
+from perseus_vault_core.storage.postgres.connection import PgConnection, connect
 from perseus_vault_core.storage.postgres.schema import LATEST, current_version, migrate, next_id
 
 SHARED = ("vault_meta", "entities", "entity_versions", "links", "version_vectors", "trigger_vectors", "checkpoints",

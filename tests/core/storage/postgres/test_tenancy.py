@@ -13,7 +13,8 @@ from urllib.parse import urlsplit, urlunsplit
 import psycopg
 import pytest
 
-from perseus_vault_core import InvalidInput, NotFound, NotSupported, StorageError, Vault, bind_role, filters
+from perseus_vault_core import InvalidInput, NotFound, NotSupported, StorageError, Vault, bind_role
+from perseus_vault_core.primitives import filters
 from perseus_vault_core.storage.postgres import tenancy
 from perseus_vault_core.storage.postgres.connection import connect, write_transaction
 

@@ -16,7 +16,7 @@ import psycopg
 import pytest
 
 from perseus_vault_core import InvalidInput, Vault
-from perseus_vault_core.embeddings import backfill
+from perseus_vault_core.features import backfill
 from perseus_vault_core.storage.postgres import vectors
 from perseus_vault_core.storage.postgres.connection import PgConnection
 
