@@ -65,6 +65,7 @@ if TYPE_CHECKING:  # what each name is, for type checkers; at run time each load
         MAX_QUERY_CHARS,
         MAX_TOPIC_PATH_CHARS,
         Expansion,
+        Fusion,
         RecallParams,
         is_advanced,
         validate,
@@ -80,7 +81,6 @@ if TYPE_CHECKING:  # what each name is, for type checkers; at run time each load
     from .features.conversations import transcript
     from .primitives.cancel import Cancelled, cancellable
     from .primitives.keys import read_secret_file
-    from .recall.fusion import Fusion
     from .state.checkpoints import ChannelBlob, Checkpoints, StoredCheckpoint, TaskWrite
     from .state.keyvalue import KeyValues
 
@@ -183,7 +183,7 @@ _WHERE = {
     "SetupError": "contract.errors",
     "StorageError": "contract.errors",
     "VaultError": "contract.errors",
-    "Fusion": "recall.fusion",
+    "Fusion": "contract.params",
     "CheckReport": "contract.models",
     "CommunitiesResult": "contract.models",
     "Community": "contract.models",

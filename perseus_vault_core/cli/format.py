@@ -28,9 +28,8 @@ from ..contract.models import (
     ScanPage,
     TraverseResult,
 )
-from ..contract.text import escape_breaks, for_terminal
+from ..contract.text import escape_breaks, for_terminal, one_line
 from ..features import conversations
-from ..recall.ranking import one_line
 
 Show = Callable[[Any, argparse.Namespace], str]
 

@@ -11,8 +11,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer, model_validator
 
-from ..recall.validity import Validity
-
 Status = Literal["active", "archived", "expired", "superseded"]
 
 
@@ -119,6 +117,19 @@ class Remembered(Entity):
 
     repeated: bool = False
     similar: list[SimilarMemory] = []
+
+
+# How valid a hit still is for the asking context: recall/validity.py gives the figures. (No docstring: it would
+# become the description in the MCP output schemas.)
+class Validity(BaseModel):
+    multiplier: float
+    grade: Literal["valid", "stale", "context_invalid"]
+    freshness: float
+    scope_match: bool
+    corroborated: bool
+    superseded: bool
+    expired: bool
+    expiring_soon: bool
 
 
 class RecallItem(Entity):

@@ -1,4 +1,5 @@
-"""What a stored text may hold, and how a stored name is written on one line. Pure.
+"""What a stored text may hold, how a stored name is written on one line, and how a memory's text is cut
+to fit a page. Pure.
 
 Every text the vault stores must be taken alike by both databases: valid Unicode (neither driver can
 encode an unpaired surrogate) and no NUL (SQLite keeps it, PostgreSQL refuses it in text), so that a
@@ -13,11 +14,17 @@ params models refuse them in such names, and the renderers pass every stored nam
 A terminal obeys the control characters it is sent (ESC starts a sequence that can clear the screen,
 recolour it or set the window's title), so the CLI writes every stored text through :func:`for_terminal`:
 the controls other than a line feed and a tab as their escapes.
+
+A memory is cut to fit a page (``preview_cap``, or a page past the response budget; records/store.py):
+:func:`preview` cuts its content and names the tool that reads it whole, :func:`preview_body` keeps the
+body's fields that fit. :func:`one_line` writes a text as one short line.
 """
 
 from __future__ import annotations
 
+import json
 import re
+from typing import Any
 
 # What str.splitlines splits on (\r\n is \r then \n): a renderer or reader may end a line at any of them.
 LINE_BREAKS = "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"
@@ -60,3 +67,40 @@ def for_terminal(value: str, json: bool = False) -> str:
     feeds and tabs kept; with ``json``, ``value`` is a JSON document (whose encoder escaped C0 already) and
     DEL and the C1 controls, found only inside its strings, become ``\\u`` escapes: the same JSON value."""
     return value.translate(_FOR_JSON if json else _FOR_TEXT)
+
+
+def one_line(text: str, limit: int) -> str:
+    """``text`` on one line (whitespace collapsed), cut to ``limit`` characters with an ellipsis."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def preview(content: str, cap: int, entity_id: int, *, cut: bool = False) -> str:
+    """Cut ``content`` at ``cap`` characters, with a footer naming the tool that reads the whole
+    memory (also when only its other fields were cut: ``cut``)."""
+    if len(content) <= cap and not cut:
+        return content
+    what = f"truncated at {cap} of {len(content)} characters" if len(content) > cap else "its other fields cut"
+    return (content[:cap] + f"\n[... preview, {what}; the whole memory: "
+            f"perseus_vault_get_entity(id={entity_id}), or vault.get_entity({entity_id}) in Python]")
+
+
+def preview_body(body: dict[str, Any], cap: int) -> tuple[dict[str, Any], bool]:
+    """``body`` within about ``cap`` characters of JSON, and whether anything was cut: the fields
+    that fit whole are kept, in order; then text fields that did not fit are cut into the room
+    left; other fields that do not fit are left out. Pure."""
+    costs = {name: len(name) + 4 + len(json.dumps(value, ensure_ascii=False)) for name, value in body.items()}
+    kept: set[str] = set()
+    used = 2
+    for name, cost in costs.items():
+        if used + cost <= cap:
+            kept.add(name)
+            used += cost
+    cut: dict[str, str] = {}
+    for name, value in body.items():
+        room = cap - used - len(name) - 7
+        if name not in kept and isinstance(value, str) and room >= 20:
+            cut[name] = value[:room] + "…"
+            used = cap
+    out = {name: cut.get(name, value) for name, value in body.items() if name in kept or name in cut}
+    return out, len(kept) < len(body)

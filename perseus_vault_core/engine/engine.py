@@ -30,13 +30,12 @@ import numpy as np
 
 from ..contract.errors import InvalidInput, NotFound, StorageError
 from ..contract.models import Entity, RecallResult
-from ..contract.params import OpenParams, RecallParams, RememberInput
+from ..contract.params import Fusion, OpenParams, RecallParams, RememberInput
 from ..embeddings import Embedder, LazyEmbedder, checked
 from ..features.graphrag.communities import Communities
 from ..indexes import HeadMirror, KeywordIndex, VectorIndex, settle, snapshot
 from ..primitives.background import Background
 from ..recall import pipeline as recall
-from ..recall.fusion import Fusion
 from ..records import store
 from ..storage import Connection, is_url, open_backend
 from ..storage.postgres import redact

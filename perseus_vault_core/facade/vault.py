@@ -32,7 +32,7 @@ from ..contract.models import (  # noqa: I001
 from ..contract.params import (  # noqa: I001
     AddMemoryParams, AsOfParams, BackupParams, BitemporalParams, CommunitiesParams, CommunitySummaryParams,
     ConversationParams, CountsParams, DeleteMemoryParams, Direction, EmbedParams, EntityParams, GetMemoryParams,
-    GlobalRecallParams, HistoryParams, HygieneParams, ImportParams, LinkParams,
+    Fusion, GlobalRecallParams, HistoryParams, HygieneParams, ImportParams, LinkParams,
     ListMemoryFilesParams, MemoryExportParams, MemoryImportParams, MemoryRecallParams, MessageInput, OpenParams,
     PrepareParams, RecallParams, RecallWhenParams, RecentParams, RekeyParams, RememberConversationParams,
     RememberInput, RememberManyParams, RememberParams, ScanParams, ScopeParams, SupersedeParams, Synchronous, TraverseParams,
@@ -51,7 +51,6 @@ from ..features.memory_files import verbs as memory
 from ..primitives.dialect import dialect
 from ..primitives.filters import view
 from ..recall import pipeline as recall
-from ..recall.fusion import Fusion
 from ..records import store
 from ..storage import Connection
 from .edge import edge, given, listed, path_text

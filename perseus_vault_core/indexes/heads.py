@@ -36,9 +36,7 @@ from ..primitives.background import Background
 from ..primitives.dbapi import Connection
 from ..primitives.filters import FROM_VERSIONS_FIRST, RULE_COLUMNS, from_vids, id_list
 from ..primitives.forking import GATE, in_child
-from ..primitives.hits import POOL_COLUMNS, ask
-
-Known = tuple[tuple[Any, ...], tuple[Any, ...]]  # (pool columns, rule columns)
+from ..primitives.hits import POOL_COLUMNS, HeadColumns, ask
 
 _COLUMNS = ", ".join(POOL_COLUMNS + RULE_COLUMNS)
 _CUT = len(POOL_COLUMNS) + 1
@@ -63,7 +61,7 @@ class Heads:
     WHOLE = 0.2  # asked about more unknown versions than this share of the heads, read every head at once
 
     def __init__(self) -> None:
-        self._rows: dict[int, Known] = {}
+        self._rows: dict[int, HeadColumns] = {}
         self._lock = threading.Lock()
         self._filling = False
         self.filled = False
@@ -103,7 +101,7 @@ class Heads:
             out[hit] = kept[at[hit]]
         return out
 
-    def rows(self, conn: Connection, vids: Sequence[int]) -> list[Known | None]:
+    def rows(self, conn: Connection, vids: Sequence[int]) -> list[HeadColumns | None]:
         """(pool columns, rule columns) of each version; ``None`` for one that does not exist. Versions not
         held yet are read in one statement and kept."""
         known = self._rows
@@ -181,7 +179,7 @@ def _held(asked: np.ndarray, vids: np.ndarray) -> np.ndarray:
     return np.asarray(asked[at] == vids)
 
 
-def _known(row: Sequence[Any]) -> Known:
+def _known(row: Sequence[Any]) -> HeadColumns:
     return tuple(_shared(x) for x in row[1:_CUT]), tuple(_shared(x) for x in row[_CUT:])
 
 

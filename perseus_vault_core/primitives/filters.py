@@ -32,6 +32,7 @@ from functools import lru_cache
 from typing import Any
 
 from ..contract import where as where_filter
+from . import where_sql
 from ..contract.params import Filters
 from .dialect import Dialect, dialect
 from .scopes import scope_key
@@ -176,7 +177,7 @@ def view(filters: Filters, now_ms: int, d: Dialect | None = None) -> View:
     if filters.where is not None:
         if d is None:
             raise TypeError("view(): a where filter needs the connection's dialect")
-        condition_sql = where_filter.sql(filters.where, d)
+        condition_sql = where_sql.sql(filters.where, d)
         clauses.append(condition_sql[0])
         params.update(condition_sql[1])
         condition = where_filter.parse(filters.where)
@@ -191,7 +192,7 @@ def view(filters: Filters, now_ms: int, d: Dialect | None = None) -> View:
 def head_rule(filters: Filters, now: int, condition: where_filter.Node | None = None) -> Rule:
     """The current view's clause (above) as a test of a head's :data:`RULE_COLUMNS`, operation for
     operation; a NULL compares false, as in SQL. ``condition``: a where on columns only
-    (:func:`where.columns_only`), judged by :func:`where.evaluate`."""
+    (:func:`where.columns_only`), judged by :func:`.where_sql.evaluate`."""
     archived, agent, workspace = filters.include_archived, filters.agent_id, filters.workspace_hash
     category, kind = filters.category, filters.type
     prefix = (filters.topic_path or "").strip().strip("/") or None
@@ -209,7 +210,7 @@ def head_rule(filters: Filters, now: int, condition: where_filter.Node | None = 
             return False
         if prefix is not None and (topic is None or (topic != prefix and topic[: len(under)] != under)):
             return False
-        return condition is None or where_filter.evaluate(condition, lambda name: row[_RULE_AT[name]])
+        return condition is None or where_sql.evaluate(condition, lambda name: row[_RULE_AT[name]])
 
     return rule
 

@@ -8,16 +8,27 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from .dbapi import Connection
 from .filters import FROM_VERSIONS_FIRST, View, from_vids, id_list
 
-if TYPE_CHECKING:
-    from ..indexes.heads import Heads
+# A current head's columns as held in memory: (its POOL_COLUMNS, its filters.RULE_COLUMNS).
+HeadColumns = tuple[tuple[Any, ...], tuple[Any, ...]]
+
+
+class Heads(Protocol):
+    """The current heads' columns held in memory (:class:`indexes.heads.Heads`), as the walk below reads
+    them: stated here, so that what the indexes and the storage searches share names no index."""
+
+    def matching(self, conn: Connection, condition: tuple[str, dict[str, Any]], vids: np.ndarray,
+                 heads: int) -> np.ndarray: ...
+
+    def rows(self, conn: Connection, vids: Sequence[int]) -> list[HeadColumns | None]: ...
 
 
 class Ranking:

@@ -21,24 +21,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from ..contract.params import Fusion
 
 K1 = 1.2  # BM25's term-frequency saturation, as FTS5 uses it: a word can score at most idf x (K1 + 1)
-
-
-class Fusion(BaseModel):
-    """Hybrid recall's weights for the keyword score and the cosine."""
-
-    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
-
-    keyword_weight: float = Field(default=0.6, ge=0.0, le=1.0)
-    dense_weight: float = Field(default=0.4, ge=0.0, le=1.0)
-
-    @model_validator(mode="after")
-    def _some_weight(self) -> Fusion:
-        if self.keyword_weight == 0 and self.dense_weight == 0:
-            raise ValueError("keyword_weight and dense_weight cannot both be 0")
-        return self
 
 
 def keyword_score(bm25: float, ceiling: float) -> float:

@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 
 from ..contract.errors import InvalidInput, NotSupported
-from ..contract.models import RecallItem, RecallResult
-from ..contract.params import RecallParams
+from ..contract.models import RecallItem, RecallResult, Validity
+from ..contract.params import Fusion, RecallParams
 from ..embeddings import BUNDLED_IDENTITY, embedding_text
 from ..indexes.keyword import KeywordIndex
 from ..indexes.vector import VectorIndex
@@ -40,9 +40,9 @@ from ..storage import Backend, Connection
 from . import context, curation
 from .actionability import actionability, startup_factor
 from .curated import window
-from .fusion import Fusion, combine, keyword_score
+from .fusion import combine, keyword_score
 from .ranking import KNOB_RANGE, Scored, bounded, diversify, order, recency, trust, witness
-from .validity import Validity, validity
+from .validity import validity
 
 _EMBED_POOL = Pool(4, "perseus-vault-embed")
 

@@ -1,4 +1,4 @@
-"""Scoring knobs and decay: pure functions of their inputs (docs/recall.md).
+"""Scoring knobs: pure functions of their inputs (docs/recall.md).
 
 A recall arm yields candidates with an absolute relevance (see fusion.py: the keyword score, the
 cosine, or their weighted sum). Relevance is judged first: ``min_score`` applies to it, and each
@@ -18,29 +18,9 @@ same order.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
-
-DAY_MS = 86_400_000
-DECAY_HALF_LIFE_DAYS = 30.0
-
-
-def decay(now_ms: int, last_accessed_ms: int | None, updated_at_ms: int, retrieval_count: int) -> float:
-    """Freshness in (0, 1]: halves every half-life of idleness; use lengthens the half-life.
-
-    idle      = now - max(last access, last update), never negative
-    half-life = 30 days x (1 + log2(1 + retrieval_count))
-    decay     = 0.5 ** (idle / half-life)
-
-    Anchored by ``now_ms`` (``query_time_unix_ms``), so a result can be replayed exactly.
-    """
-    last = max(last_accessed_ms or 0, updated_at_ms)
-    idle_days = max(0, now_ms - last) / DAY_MS
-    half_life = DECAY_HALF_LIFE_DAYS * (1.0 + math.log2(1 + max(0, retrieval_count)))
-    return float(0.5 ** (idle_days / half_life))
 
 
 def trust(verified: bool, certainty: float | None) -> float:
@@ -113,40 +93,3 @@ def diversify(items: list[Scored], limit: int, halving: float) -> list[Scored]:
         else:
             tail.append(item)
     return head + tail
-
-
-def one_line(text: str, limit: int) -> str:
-    """``text`` on one line (whitespace collapsed), cut to ``limit`` characters with an ellipsis."""
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def preview(content: str, cap: int, entity_id: int, *, cut: bool = False) -> str:
-    """Cut ``content`` at ``cap`` characters, with a footer naming the tool that reads the whole
-    memory (also when only its other fields were cut: ``cut``)."""
-    if len(content) <= cap and not cut:
-        return content
-    what = f"truncated at {cap} of {len(content)} characters" if len(content) > cap else "its other fields cut"
-    return (content[:cap] + f"\n[... preview, {what}; the whole memory: "
-            f"perseus_vault_get_entity(id={entity_id}), or vault.get_entity({entity_id}) in Python]")
-
-
-def preview_body(body: dict[str, Any], cap: int) -> tuple[dict[str, Any], bool]:
-    """``body`` within about ``cap`` characters of JSON, and whether anything was cut: the fields
-    that fit whole are kept, in order; then text fields that did not fit are cut into the room
-    left; other fields that do not fit are left out. Pure."""
-    costs = {name: len(name) + 4 + len(json.dumps(value, ensure_ascii=False)) for name, value in body.items()}
-    kept: set[str] = set()
-    used = 2
-    for name, cost in costs.items():
-        if used + cost <= cap:
-            kept.add(name)
-            used += cost
-    cut: dict[str, str] = {}
-    for name, value in body.items():
-        room = cap - used - len(name) - 7
-        if name not in kept and isinstance(value, str) and room >= 20:
-            cut[name] = value[:room] + "…"
-            used = cap
-    out = {name: cut.get(name, value) for name, value in body.items() if name in kept or name in cut}
-    return out, len(kept) < len(body)

@@ -19,20 +19,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel
+from ..contract.models import Validity
 
 HALF_LIFE_MS = 30 * 86_400_000
-
-
-class Validity(BaseModel):
-    multiplier: float
-    grade: Literal["valid", "stale", "context_invalid"]
-    freshness: float
-    scope_match: bool
-    corroborated: bool
-    superseded: bool
-    expired: bool
-    expiring_soon: bool
 
 
 def validity(

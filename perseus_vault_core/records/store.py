@@ -19,12 +19,13 @@ import numpy as np
 from ..contract.errors import Conflict, InvalidInput, NotFound
 from ..contract.models import Entity, PurgeResult, RecallItem
 from ..contract.params import OVERFLOW_PREVIEW_CHARS, RESPONSE_BUDGET_CHARS, RememberInput
+from ..contract.text import preview as content_preview
+from ..contract.text import preview_body
 from ..embeddings import embedding_text
+from ..primitives.decay import decay
 from ..primitives.dialect import dialect
 from ..primitives.filters import FROM, from_ids, from_vids, id_list, scope_clauses
 from ..primitives.scopes import scope_key
-from ..recall import ranking
-from ..recall.ranking import decay
 from ..storage import Backend, Connection
 
 # Versioned fields, in entity_versions column order (after the bookkeeping columns).
@@ -91,7 +92,7 @@ def preview(entity: E, cap: int) -> E:
     """``entity`` cut to about ``cap`` characters: content, summary and source cut, trigger phrases and
     body fields kept while they fit; the content's footer names the tool that reads it whole.
     Unchanged when it fits. (Its address, category, key and topic path, is never cut.)"""
-    body, body_cut = ranking.preview_body(entity.body, cap)
+    body, body_cut = preview_body(entity.body, cap)
     summary, source = entity.summary, entity.source
     triggers, room = [], cap
     for phrase in entity.recall_when:  # whole phrases while they fit
@@ -106,7 +107,7 @@ def preview(entity: E, cap: int) -> E:
     data = entity.model_dump()
     for name in entity.model_extra or {}:  # top-level copies of body fields: the new body decides
         data.pop(name, None)
-    data.update(content=ranking.preview(entity.content, cap, entity.id, cut=cut), body=body, recall_when=triggers,
+    data.update(content=content_preview(entity.content, cap, entity.id, cut=cut), body=body, recall_when=triggers,
                 summary=summary[:cap] if summary is not None else None,
                 source=source[:cap] if source is not None else None)
     return type(entity).model_validate(data)

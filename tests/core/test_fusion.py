@@ -6,7 +6,8 @@ import pytest
 
 from perseus_vault_core import InvalidInput, Vault
 from perseus_vault_core.indexes.keyword import ceiling, idf
-from perseus_vault_core.recall.fusion import Fusion, combine, keyword_score
+from perseus_vault_core.contract.params import Fusion
+from perseus_vault_core.recall.fusion import combine, keyword_score
 
 pytestmark = pytest.mark.both_backends  # the contract suite: SQLite and PostgreSQL (tests/conftest.py)
 

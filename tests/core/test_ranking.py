@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from perseus_vault_core.recall.ranking import (
-    DAY_MS, KNOB_RANGE, Scored, bounded, decay, diversify, order, preview, preview_body, recency, trust, witness,
-)
+from perseus_vault_core.contract.text import preview, preview_body
+from perseus_vault_core.primitives.decay import DAY_MS, decay
+from perseus_vault_core.recall.ranking import KNOB_RANGE, Scored, bounded, diversify, order, recency, trust, witness
 
 
 def test_decay_halves_per_half_life_and_use_slows_it() -> None:

@@ -20,7 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from perseus_vault_core import InvalidInput, Vault
-from perseus_vault_core.contract.where import MAX_CONDITIONS, parse, sql
+from perseus_vault_core.contract.where import MAX_CONDITIONS, parse
+from perseus_vault_core.primitives.where_sql import sql
 from perseus_vault_core.primitives.dialect import POSTGRES, SQLITE
 
 from ..conftest import BACKENDS, FakeEmbedder, vault_location
@@ -588,7 +589,7 @@ def test_a_filter_past_its_work_limits_is_refused_up_front(where: dict[str, Any]
 
 
 def test_the_sql_cache_is_bounded_by_characters() -> None:
-    from perseus_vault_core.contract import where as where_module
+    from perseus_vault_core.primitives import where_sql as where_module
 
     for i in range(60):  # 60 distinct filters of about 250,000 characters each: 15 MB if all were kept
         sql({"f": {"$in": [f"{i}-{j}-" + "v" * 240 for j in range(1_000)]}}, SQLITE)

@@ -8,8 +8,8 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, Literal, TypedDict
 
-from ...recall.fusion import Fusion
 from .reading import Expansion
+from .reading import Fusion
 
 
 class RememberOptions(TypedDict, total=False):

@@ -6,11 +6,12 @@ from typing import Annotated, Literal
 
 from pydantic import (
     BaseModel,
+    ConfigDict,
     Field,
     field_validator,
+    model_validator,
 )
 
-from ...recall.fusion import Fusion
 from .base import (
     CommunityMethod,
     Direction,
@@ -54,6 +55,22 @@ class Expansion(BaseModel):
     enabled: bool = True
     max_variants: int = Field(default=8, ge=0, le=64)
     min_stem_chars: int = Field(default=4, ge=2, le=32)
+
+
+# recall/fusion.py combines the arms' scores with these: keyword_weight x keyword score + dense_weight x cosine.
+class Fusion(BaseModel):
+    """Hybrid recall's weights for the keyword score and the cosine."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+
+    keyword_weight: float = Field(default=0.6, ge=0.0, le=1.0)
+    dense_weight: float = Field(default=0.4, ge=0.0, le=1.0)
+
+    @model_validator(mode="after")
+    def _some_weight(self) -> Fusion:
+        if self.keyword_weight == 0 and self.dense_weight == 0:
+            raise ValueError("keyword_weight and dense_weight cannot both be 0")
+        return self
 
 
 class RecallParams(Filters):

@@ -18,8 +18,7 @@ Everything here is a pure function; the orchestration is :func:`graphrag.verbs.g
 from __future__ import annotations
 
 from ...contract.models import GlobalCommunity, RecallItem
-from ...contract.text import escape_breaks
-from ...recall.ranking import one_line
+from ...contract.text import escape_breaks, one_line
 from .communities import Group
 
 EVIDENCE_CHARS = 300

@@ -34,11 +34,11 @@ from ...contract.params import (
     RememberInput,
     validate,
 )
+from ...contract.text import one_line
 from ...embeddings import embedding_text
 from ...engine.engine import Engine
 from ...primitives.dialect import dialect
 from ...primitives.filters import from_ids, id_list, view
-from ...recall.ranking import one_line
 from ...records import store
 from ...storage import Connection
 from . import summaries

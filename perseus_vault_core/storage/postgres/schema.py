@@ -15,7 +15,7 @@ frequency in it. Whether a version is current is read from ``entity_versions.rec
 a head writes nothing there. Terms sort in the "C" collation (bytes, as FTS5's vocabulary does), so that a
 prefix is a range of the primary key. The pgvector column with its HNSW index comes with the vector module.
 
-What SQLite gives by its own means is written out here: ``pv_decay``, the decay of ``ranking.decay``
+What SQLite gives by its own means is written out here: ``pv_decay``, the decay of ``primitives/decay.py``
 callable inside queries (the SQLite backend registers it on each connection), and the trigger that
 refuses any change to a version's texts, status and type.
 
@@ -121,7 +121,7 @@ CREATE UNIQUE INDEX links_alive ON links(from_id, to_id, relation) WHERE recorde
 CREATE INDEX links_from ON links(from_id, recorded_from_ms);
 CREATE INDEX links_to ON links(to_id, recorded_from_ms);
 
--- ranking.decay: freshness halves every half-life of idleness, and use lengthens the half-life
+-- primitives/decay.py: freshness halves every half-life of idleness, and use lengthens the half-life
 -- (30 days x (1 + log2(1 + retrievals))). NULL reads as 0, as the SQLite backend's pv_decay does.
 CREATE FUNCTION pv_decay(now_ms bigint, last_accessed_ms bigint, updated_at_ms bigint, retrieval_count bigint)
 RETURNS double precision LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$

@@ -34,7 +34,7 @@ from typing import Any, TypeVar
 from ...contract.errors import InvalidInput, SetupError, StorageError
 from ...primitives.forking import in_child
 from ...primitives.keys import KEY_ENV, KEY_FILE_ENV, check_key
-from ...recall.ranking import decay
+from ...primitives.decay import decay
 from ..retry import FIRST_PAUSE, WRITE_RETRIES, pause, transaction
 
 T = TypeVar("T")
@@ -145,7 +145,7 @@ def choose_driver(preference: str | None = None, *, key: str | None = None) -> D
 
 
 def decay_sql(now_ms: int | None, last_ms: int | None, updated_ms: int | None, count: int | None) -> float:
-    """SQL function ``pv_decay``: the documented decay of :mod:`ranking`, callable inside queries."""
+    """SQL function ``pv_decay``: the documented decay (:mod:`...primitives.decay`), callable inside queries."""
     return decay(now_ms or 0, last_ms, updated_ms or 0, count or 0)
 
 

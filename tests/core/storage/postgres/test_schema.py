@@ -1,5 +1,5 @@
 """The Postgres schema (storage/postgres/schema.py) on a real server: its migrations, the shared tables'
-columns against the SQLite schema's, the immutability of versions, and pv_decay against ranking.decay."""
+columns against the SQLite schema's, the immutability of versions, and pv_decay against primitives/decay.py's decay."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from perseus_vault_core.contract.errors import SetupError
-from perseus_vault_core.recall.ranking import decay
+from perseus_vault_core.primitives.decay import decay
 from perseus_vault_core.storage.meta import get_meta, set_meta
 from perseus_vault_core.storage.postgres.connection import PgConnection, connect
 from perseus_vault_core.storage.postgres.schema import LATEST, current_version, migrate, next_id
