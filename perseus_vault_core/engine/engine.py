@@ -7,8 +7,9 @@ parts they share and the few operations built on them:
 - the storage backend (:mod:`storage`): connections (one per thread), read snapshots and write
   transactions, the driver (plaintext or encrypted);
 - the clock, the embedder and hybrid recall's default fusion weights;
-- the in-memory indexes (:mod:`indexes`) and the caches (cluster partitions, trigger-phrase and
-  memory-file heading vectors, the memory-entry index, the last query's vector);
+- the in-memory indexes (:mod:`indexes`) and the caches (trigger-phrase and memory-file heading
+  vectors, the last query's vector), and what a feature keeps for the open vault without the engine
+  knowing it (:meth:`Engine.kept`: the link graph's partitions, the memory-entry index);
 - writes that need vectors (:meth:`plan` embeds before the transaction, :meth:`write_planned`
   retries when the transaction meets a text its plan did not foresee), reinforcement, and the
   wiring of recall to its arms.
@@ -24,7 +25,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -32,18 +33,16 @@ from ..contract.errors import InvalidInput, NotFound, StorageError
 from ..contract.models import Entity, RecallResult
 from ..contract.params import Fusion, OpenParams, RecallParams, RememberInput
 from ..embeddings import Embedder, LazyEmbedder, checked
-from ..features.graphrag.communities import Communities
 from ..indexes import HeadMirror, KeywordIndex, VectorIndex, settle, snapshot
 from ..primitives.background import Background
 from ..recall import pipeline as recall
+from ..recall.arms import Arms
 from ..records import store
 from ..storage import Connection, is_url, open_backend
 from ..storage.postgres import redact
 
-if TYPE_CHECKING:  # built by memory_recall, whose module imports it on first use
-    from ..features.memory_files.index import EntryIndex
-
 T = TypeVar("T")
+K = TypeVar("K")
 EMBED_BATCH = 256  # texts per embedder call when writing
 Clock = Callable[[], int]
 
@@ -96,13 +95,13 @@ class Engine:
                 index.saved_only = wanted == "saved"
         self.embedder: Embedder | None = embedder
         self.fusion = fusion
-        self.clusters = Communities(self.backend.changes)
         self.cross_encoder = cross_encoder
         self.memory_lock = threading.Lock()  # one add/delete at a time rewrites a memory file in this process
-        self.memory_entries: EntryIndex | None = None  # memory_recall's index, rebuilt when the heads change
         self.trigger_vectors: dict[str, dict[str, np.ndarray]] = {}  # model -> phrase -> vector
         self.heading_vectors: dict[str, dict[str, np.ndarray]] = {}  # model -> memory-file heading -> vector
         self._last_query: tuple[str, Embedder, np.ndarray] | None = None
+        self._kept: dict[type, object] = {}  # what the features keep for this open vault (kept())
+        self._kept_lock = threading.Lock()
 
     @classmethod
     def open(cls, options: OpenParams, *, clock: Clock | None, embedder: Embedder | bool | None,
@@ -236,11 +235,22 @@ class Engine:
         self._last_query = (text, self.embedder, vector)
         return vector
 
+    def kept(self, kind: type[K], make: Callable[[], K]) -> K:
+        """The one ``kind`` of thing a feature keeps for this open vault (its cache: the link graph's
+        partitions, the memory-entry index), made by ``make`` on first use. The engine holds it for the
+        feature and knows nothing of it, so that it imports no feature."""
+        with self._kept_lock:
+            found = self._kept.get(kind)
+            if found is None:
+                found = self._kept[kind] = make()
+        assert isinstance(found, kind)
+        return found
+
     # --- recall and the indexes ------------------------------------------------------------------
 
-    def arms(self) -> recall.Arms:
+    def arms(self) -> Arms:
         """What recall is lent: the backend, the in-memory indexes, the query embedder and the fusion."""
-        return recall.Arms(
+        return Arms(
             backend=self.backend,
             keyword_index=self.keyword_index,
             vector_index=self.vector_index,

@@ -26,12 +26,25 @@ from ..contract.errors import Conflict, InvalidInput, SetupError, StorageError
 from ..contract.models import MigrateReport
 from ..embeddings import BUNDLED_IDENTITY, embedding_text
 from ..features.import_export import export_lines, import_records, parse_records, read_records, texts
-from ..state.scoped import STATE_TABLES
 from ..storage import Connection
 from .vault import Vault
 
 SPOOL_BYTES = 64 << 20  # the export is held in memory up to this size, then in a private temporary file
 STATE_PAGE = 500  # framework-state rows copied per transaction
+# The framework-state tables (the state package's: schema step 4 on SQLite, 8 on Postgres), each with its
+# columns and its key.
+STATE_TABLES: dict[str, tuple[str, str]] = {
+    "checkpoints": ("agent_id, workspace_hash, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, run_id, "
+                    "type, checkpoint, channel_versions, metadata, scope",
+                    "agent_id, workspace_hash, thread_id, checkpoint_ns, checkpoint_id"),
+    "checkpoint_blobs": ("agent_id, workspace_hash, thread_id, checkpoint_ns, channel, version, type, blob, scope",
+                         "agent_id, workspace_hash, thread_id, checkpoint_ns, channel, version"),
+    "checkpoint_writes": ("agent_id, workspace_hash, thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, "
+                          "type, blob, task_path, scope",
+                          "agent_id, workspace_hash, thread_id, checkpoint_ns, checkpoint_id, task_id, idx"),
+    "kv_entries": ("agent_id, workspace_hash, collection, key, value, updated_at_ms, scope",
+                   "agent_id, workspace_hash, collection, key"),
+}
 
 
 class CopiedVectors:

@@ -9,7 +9,7 @@ statement at all; a vault without vectors reads every text, which its word rules
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -18,10 +18,8 @@ from ..embeddings import embedding_text
 from ..primitives.filters import View, from_vids, id_list
 from ..storage import Connection
 from . import curation
+from .arms import Arms
 from .ranking import Scored
-
-if TYPE_CHECKING:
-    from .pipeline import Arms
 
 CLOSE = min(curation.DUPLICATE, curation.UPDATE, curation.SAME_SUBJECT)  # below it no pair rule applies
 _COLUMNS = "v.entity_id, v.content, v.summary, v.type, coalesce(v.valid_from_ms, e.created_at_ms), e.agent_id, e.workspace_hash"

@@ -26,8 +26,6 @@ from ..contract.errors import InvalidInput, NotSupported
 from ..contract.models import RecallItem, RecallResult, Validity
 from ..contract.params import Fusion, RecallParams
 from ..embeddings import BUNDLED_IDENTITY, embedding_text
-from ..indexes.keyword import KeywordIndex
-from ..indexes.vector import VectorIndex
 from ..primitives.dialect import dialect
 from ..primitives.filters import FROM, View, from_vids, id_list, narrow, view
 from ..primitives.forking import GATE, Pool
@@ -36,8 +34,9 @@ from ..primitives.hits import (POOL_COLUMNS, POOL_NAMES, Hit, Ranking, examined,
 from ..primitives.porter import stem
 from ..primitives.query import is_enumeration, parse, tokenize
 from ..records import store
-from ..storage import Backend, Connection
+from ..storage import Connection
 from . import context, curation
+from .arms import Arms
 from .actionability import actionability, startup_factor
 from .curated import window
 from .fusion import combine, keyword_score
@@ -77,19 +76,6 @@ NEAREST_DEPTH = 200  # candidates of nearest(), a shortlist of a quarter of them
 # A where filter that keeps under this share of the first dense candidates is answered by the exact cosine
 # of each head it keeps, not by going deeper: at 100k, one kept in a thousand took 1.5 s of deepening.
 SELECTIVE = 0.02
-
-
-@dataclass
-class Arms:
-    """What the vault lends recall: its storage backend, its in-memory indexes and, if it has one, a
-    query embedder."""
-
-    backend: Backend
-    keyword_index: KeywordIndex | None = None
-    vector_index: VectorIndex | None = None
-    embed_query: Callable[[str], np.ndarray] | None = None
-    embedder_model: Callable[[], tuple[str, int]] | None = None
-    fusion: Fusion | None = None
 
 
 def recall(

@@ -1,6 +1,5 @@
 """What the framework-state modules (``checkpoints``, ``keyvalue``) share: a view of one scope of a vault,
-the checks of their plain arguments (text, JSON objects), each refused by name, and their tables (which
-``migrate`` copies)."""
+the checks of their plain arguments (text, JSON objects), each refused by name."""
 
 from __future__ import annotations
 
@@ -12,20 +11,6 @@ from ..contract.errors import InvalidInput
 from ..contract.text import problem
 from ..facade.vault import Vault
 from ..primitives.scopes import scope_key
-
-# The framework-state tables (schema step 4 on SQLite, 8 on Postgres), each with its columns and its key.
-STATE_TABLES: dict[str, tuple[str, str]] = {
-    "checkpoints": ("agent_id, workspace_hash, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, run_id, "
-                    "type, checkpoint, channel_versions, metadata, scope",
-                    "agent_id, workspace_hash, thread_id, checkpoint_ns, checkpoint_id"),
-    "checkpoint_blobs": ("agent_id, workspace_hash, thread_id, checkpoint_ns, channel, version, type, blob, scope",
-                         "agent_id, workspace_hash, thread_id, checkpoint_ns, channel, version"),
-    "checkpoint_writes": ("agent_id, workspace_hash, thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, "
-                          "type, blob, task_path, scope",
-                          "agent_id, workspace_hash, thread_id, checkpoint_ns, checkpoint_id, task_id, idx"),
-    "kv_entries": ("agent_id, workspace_hash, collection, key, value, updated_at_ms, scope",
-                   "agent_id, workspace_hash, collection, key"),
-}
 
 
 def text(name: str, value: Any) -> str:

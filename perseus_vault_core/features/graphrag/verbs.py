@@ -42,14 +42,15 @@ from ...primitives.filters import from_ids, id_list, view
 from ...records import store
 from ...storage import Connection
 from . import summaries
-from .communities import SUMMARY_TYPE, Group, Partition
+from .communities import SUMMARY_TYPE, Communities, Group, Partition
 from .global_recall import choose, context, plan_evidence
 
 Polish = Callable[[str], str]
 
 
 def _partition(engine: Engine, conn: Connection, f: Filters, method: str, now: int) -> Partition:
-    return engine.clusters.partition(conn, view(f, now, dialect(conn)), method)
+    clusters = engine.kept(Communities, lambda: Communities(engine.backend.changes))
+    return clusters.partition(conn, view(f, now, dialect(conn)), method)
 
 
 def _scope(f: Filters) -> Filters:

@@ -73,13 +73,21 @@ def stored_bytes(conn: Connection, file: str, agent_id: str | None, workspace_ha
     return file_bytes(json.loads(row["body"])) if row is not None and row["status"] == "active" else None
 
 
+@dataclass
+class KeptEntries:
+    """The memory-entry index an open vault keeps between calls (``Engine.kept``), replaced when rebuilt."""
+
+    index: EntryIndex | None = None
+
+
 def entry_index(engine: Engine) -> EntryIndex:
     """The in-memory index of memory entries, rebuilt when the vault's current versions changed
     (or an expiry or validity boundary passed)."""
     now = engine.now()
+    held = engine.kept(KeptEntries, KeptEntries)
     with engine.reading() as conn:
         seq = engine.backend.changes.position(conn)
-        kept = engine.memory_entries
+        kept = held.index
         if kept is not None and kept.seq == seq and (kept.next_change is None or now < kept.next_change):
             return kept
         v = view(Filters(type=ENTRY_TYPE), now)
@@ -96,7 +104,7 @@ def entry_index(engine: Engine) -> EntryIndex:
     bounds = [t for r in rows for t in (r[6], r[7]) if t is not None and t > now] + ([future] if future else [])
     index = EntryIndex([r[:6] for r in rows], seq, min(bounds) if bounds else None,
                        model[1] if model is not None else None)
-    engine.memory_entries = index
+    held.index = index
     return index
 
 
