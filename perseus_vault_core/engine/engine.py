@@ -33,7 +33,10 @@ from ..contract.errors import InvalidInput, NotFound, StorageError
 from ..contract.models import Entity, RecallResult
 from ..contract.params import Fusion, OpenParams, RecallParams, RememberInput
 from ..embeddings import Embedder, LazyEmbedder, checked
-from ..indexes import HeadMirror, KeywordIndex, VectorIndex, settle, snapshot
+from ..indexes import settle, snapshot
+from ..indexes.keyword import KeywordIndex
+from ..indexes.mirror import HeadMirror
+from ..indexes.vector import VectorIndex
 from ..primitives.background import Background
 from ..recall import pipeline as recall
 from ..recall.arms import Arms

@@ -3,9 +3,3 @@
 They follow the backend's change log (:class:`storage.ChangeLog`), so they answer for exactly the
 snapshot a reader sees; when one cannot, the backend's own search answers instead.
 """
-
-from .keyword import KeywordIndex
-from .mirror import HeadMirror
-from .vector import VectorIndex
-
-__all__ = ["HeadMirror", "KeywordIndex", "VectorIndex"]

@@ -31,7 +31,8 @@ from urllib.parse import unquote
 from ...contract.errors import InvalidInput, NotSupported, SetupError, StorageError
 from ...contract.models import CheckReport, Stats
 from ...primitives.forking import in_child
-from .. import meta
+from ..meta import get_meta as read_setting
+from ..meta import set_meta as write_setting
 from ..base import ChangeLog, Connection, KeywordStore, VectorStore
 from . import changes, keyword, maintenance, pool, schema, vectors
 from .connection import WRITE_LOCK, PgConnection, connect, write_transaction
@@ -240,7 +241,7 @@ class PostgresBackend:
             return None
         if self._identity is None:
             conn = self.conn()
-            vault_id = meta.get_meta(conn, VAULT_ID)
+            vault_id = read_setting(conn, VAULT_ID)
             role = conn.execute("SELECT current_user").fetchone()[0]
             self._identity = hashlib.sha256(f"{vault_id}\0{role}".encode()).hexdigest()[:32]
         os.makedirs(folder, mode=0o700, exist_ok=True)
@@ -266,7 +267,7 @@ class PostgresBackend:
                                "write through the primary's URL (docs/postgres.md, read replicas)")
 
     def get_meta(self, conn: Connection, key: str) -> str | None:
-        return meta.get_meta(conn, key)
+        return read_setting(conn, key)
 
     def set_meta(self, conn: Connection, key: str, value: str | None) -> None:
         """As on SQLite, except a purge's high-water mark (``high_water:<table>``), which the schema's function
@@ -275,7 +276,7 @@ class PostgresBackend:
         if key.startswith(HIGH_WATER):
             conn.execute("SELECT pv_keep_high_water(?)", (key[len(HIGH_WATER):],))
             return
-        meta.set_meta(conn, key, value)
+        write_setting(conn, key, value)
 
     def next_id(self, conn: Connection, table: str, column: str = "id") -> int:
         return schema.next_id(conn, table, column)  # type: ignore[arg-type]
@@ -299,7 +300,7 @@ class PostgresBackend:
             return
         schema.migrate(conn, now_ms)  # type: ignore[arg-type]
         self.next_ids_only = bool(conn.execute("SELECT pv_bound_scope() IS NOT NULL").fetchone()[0])
-        if meta.get_meta(conn, VAULT_ID) is None:  # the first host to open it names it; the others read that name
+        if read_setting(conn, VAULT_ID) is None:  # the first host to open it names it; the others read that name
             write_transaction(conn, lambda c: c.execute(  # type: ignore[arg-type]
                 "INSERT INTO vault_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING",
                 (VAULT_ID, uuid.uuid4().hex)))

@@ -9,7 +9,9 @@ from ...contract.models import CheckReport, Stats
 from ...primitives.dbapi import Connection
 from ..checks import BAD_VECTORS, invariant_problems
 from ..vector_rows import coverage, model
-from . import keyword, schema, vectors
+from .keyword import rebuild as rebuild_keyword_index
+from .schema import current_version
+from .vectors import build_index, index_missing
 
 # Versions whose keyword document is missing, indexed versions whose row is gone, documents that are wrong
 # about their version (its entity, its scope, whether it is current), postings without their document and
@@ -43,7 +45,7 @@ def stats(conn: Connection, url: str, keyword_index: str, vector_index: str) -> 
     return Stats(
         path=url,
         backend="postgres",
-        schema_version=schema.current_version(conn),  # type: ignore[arg-type]
+        schema_version=current_version(conn),  # type: ignore[arg-type]
         entities=int(conn.execute("SELECT count(*) FROM entities").fetchone()[0]),
         by_status={str(k): int(v) for k, v in by_status.items()},
         versions=int(conn.execute("SELECT count(*) FROM entity_versions").fetchone()[0]),
@@ -68,7 +70,7 @@ def check(conn: Connection) -> CheckReport:
     drift = int(conn.execute(_KEYWORD_DRIFT).fetchone()[0])
     if drift:
         problems.append(f"the keyword index does not match its rows ({drift} versions differ; reindex rebuilds it)")
-    if vectors.index_missing(conn):
+    if index_missing(conn):
         problems.append("the vectors have no HNSW index, so a search by SQL scans them all (an embed stopped "
                         "before building it; embed or reindex builds it)")
     problems.extend(invariant_problems(conn))
@@ -90,5 +92,5 @@ def reindex(conn: Connection) -> None:
     """Rebuild the keyword index from the rows, drop unusable vectors and build a missing HNSW index (the
     caller holds the write)."""
     conn.execute(f"DELETE FROM version_vectors WHERE vid IN ({BAD_VECTORS})")
-    keyword.rebuild(conn)  # logs a rebuild, which every process's keyword and vector mirrors follow
-    vectors.build_index(conn)
+    rebuild_keyword_index(conn)  # logs a rebuild, which every process's keyword and vector mirrors follow
+    build_index(conn)

@@ -41,7 +41,8 @@ from collections.abc import Callable
 from ...primitives.dialect import POSTGRES
 from ..distribution import BACKFILL, OWN_SCOPE
 from ..migrations import run
-from . import tenancy
+from .tenancy import BY_SCOPE, restrict
+from .tenancy import SCHEMA as TENANCY
 from .connection import PgConnection, write_transaction
 
 # Taken by every migration (pg_advisory_xact_lock): one number for the vault's schema, held to commit.
@@ -299,7 +300,7 @@ ALTER TABLE keyword_docs ADD FOREIGN KEY (vid, scope) REFERENCES entity_versions
 """)
     sql += [f"ALTER TABLE {t} DROP CONSTRAINT {t}_pkey, ADD PRIMARY KEY ({k}, scope);"
             for t, k in _STATE_KEYS.items()]
-    sql.append(tenancy.BY_SCOPE)
+    sql.append(BY_SCOPE)
     return "\n".join(sql)
 
 
@@ -356,12 +357,12 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (4, "keyword index: documents and postings", _script(V4)),
     (5, "identity sequences follow the ids given", _script(V5)),
     (6, "pgvector column", _script(V6)),
-    (7, "row-level security by scope", _script(tenancy.SCHEMA)),
+    (7, "row-level security by scope", _script(TENANCY)),
     (8, "graph checkpoints, key-value collections", _script(V8)),
     (9, "the scope key on every scoped table, in its keys; row-level security by it", _script(_v9())),
     (10, "every row given its id: a purge's high-water mark, no identity-following triggers", _script(V10)),
     (11, "bound roles: ids given, no sequences, shared tables and settings through the vault's functions",
-     tenancy.restrict),
+     restrict),
 ]
 LATEST = MIGRATIONS[-1][0]
 

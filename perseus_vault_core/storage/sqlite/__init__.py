@@ -19,7 +19,8 @@ from typing import TypeVar
 
 from ...contract.models import CheckReport, Stats
 from ...primitives.keys import resolve_key
-from .. import meta
+from ..meta import get_meta as read_setting
+from ..meta import set_meta as write_setting
 from ..base import ChangeLog, Connection, KeywordStore, VectorStore
 from . import changes, keyword, maintenance, schema, vectors
 from .connection import SQLITE_ERRORS, ConnectionPool, checkpoint, choose_driver, connect, read_snapshot, write_transaction
@@ -92,10 +93,10 @@ class SQLiteBackend:
             conn.execute(f"PRAGMA synchronous = {self.pool.synchronous}")
 
     def get_meta(self, conn: Connection, key: str) -> str | None:
-        return meta.get_meta(conn, key)
+        return read_setting(conn, key)
 
     def set_meta(self, conn: Connection, key: str, value: str | None) -> None:
-        meta.set_meta(conn, key, value)
+        write_setting(conn, key, value)
 
     def next_id(self, conn: Connection, table: str, column: str = "id") -> int:
         return schema.next_id(conn, table, column)

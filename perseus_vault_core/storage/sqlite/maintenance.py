@@ -8,7 +8,9 @@ from ...contract.errors import InvalidInput
 from ...contract.models import CheckReport, Stats
 from ...primitives.dbapi import Connection
 from ..checks import BAD_VECTORS, invariant_problems
-from . import keyword, schema, vectors
+from .keyword import rebuild as rebuild_keyword_index
+from .schema import current_version
+from .vectors import coverage, model
 from .connection import SQLITE_ERRORS, write_transaction
 
 
@@ -21,8 +23,8 @@ def stats(
             "SELECT status, count(*) FROM entity_versions WHERE recorded_to_ms IS NULL GROUP BY status ORDER BY status"
         )
     }
-    recorded = vectors.model(conn)
-    embedded, heads = vectors.coverage(conn)
+    recorded = model(conn)
+    embedded, heads = coverage(conn)
     size = 0
     for suffix in ("", "-wal"):
         try:
@@ -31,7 +33,7 @@ def stats(
             pass
     return Stats(
         path=path,
-        schema_version=schema.current_version(conn),
+        schema_version=current_version(conn),
         entities=int(conn.execute("SELECT count(*) FROM entities").fetchone()[0]),
         by_status=by_status,
         versions=int(conn.execute("SELECT count(*) FROM entity_versions").fetchone()[0]),
@@ -77,7 +79,7 @@ def reindex(conn: Connection) -> None:
     """Rebuild both keyword indexes from the rows and drop unusable vectors (the caller holds the
     write transaction)."""
     conn.execute(f"DELETE FROM version_vectors WHERE vid IN ({BAD_VECTORS})")
-    keyword.rebuild(conn)  # logs a rebuild, which every process's keyword and vector mirrors follow
+    rebuild_keyword_index(conn)  # logs a rebuild, which every process's keyword and vector mirrors follow
 
 
 def backup(conn: Connection, target: str) -> str:
