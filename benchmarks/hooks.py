@@ -245,7 +245,7 @@ def imports() -> dict[str, Any]:
     for label, code in (("import json, sqlite3 (the bare interpreter's)", "import json, sqlite3"),
                         ("import perseus_vault_core", "import perseus_vault_core"),
                         ("from perseus_vault_core import Vault", "from perseus_vault_core import Vault"),
-                        ("the CLI before it asks the helper (perseus_vault_core.cli)", "import perseus_vault_core.cli")):
+                        ("the CLI before it asks the helper (perseus_vault_core.cli)", "import perseus_vault_core.cli.main")):
         runs = []
         for _ in range(5):
             done = subprocess.run([sys.executable, "-c", IMPORTS, code], env=_env(), cwd=ROOT, capture_output=True,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from perseus_vault_core.cli import build_parser
+from perseus_vault_core.cli.main import build_parser
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted((ROOT / "examples").glob("*.py"))

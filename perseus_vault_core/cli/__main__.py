@@ -1,5 +1,5 @@
 """``python -m perseus_vault_core.cli``: the command line, as the console script runs it."""
 
-from . import run
+from .main import run
 
 run()

@@ -17,7 +17,7 @@ import pytest
 from ..conftest import DAY_MS, T0, Clock, FakeEmbedder
 
 from perseus_vault_core import Cancelled, HygieneReport, InvalidInput, Vault, cancellable
-from perseus_vault_core.cli import main
+from perseus_vault_core.cli.main import main
 from perseus_vault_core.features import hygiene
 from perseus_vault_core.recall import curation
 from perseus_vault_core.recall.actionability import actionability

@@ -34,7 +34,7 @@ def test_importing_the_package_loads_none_of_its_modules() -> None:
 
 def test_the_cli_loads_only_what_asking_a_resident_helper_needs() -> None:
     # What every CLI process imports before it knows whether a helper will answer (cli.run).
-    found = loaded("import perseus_vault_core.cli\nimport perseus_vault_core.resident.client")
+    found = loaded("import perseus_vault_core.cli.main\nimport perseus_vault_core.resident.client")
     assert not {"pydantic", "numpy", "sqlite_vec", "onnxruntime", "psycopg", "argparse", "importlib_metadata"} & found
     assert "perseus_vault_core" in found
 

@@ -263,7 +263,7 @@ def test_transcripts_and_summaries_can_be_kept_out(filled: Vault) -> None:
 
 def test_the_command_line_takes_where_as_json(filled: Vault, vault_path: str | Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    from perseus_vault_core.cli import main
+    from perseus_vault_core.cli.main import main
 
     monkeypatch.setenv("PERSEUS_VAULT_EMBEDDER", "none")
     filled.close()

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from perseus_vault_core.cli import main
+from perseus_vault_core.cli.main import main
 
 from ..conftest import wait_for_port
 

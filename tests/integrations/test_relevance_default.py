@@ -16,7 +16,7 @@ import anyio
 import pytest
 
 from perseus_vault_core import Vault
-from perseus_vault_core.cli import main
+from perseus_vault_core.cli.main import main
 
 NONSENSE = "blorf quazzle nimp"
 ONE_WORD = "database"  # the ledger's memory says "Postgres": no word in common (cosine 0.29)

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from perseus_vault_core import RecallResult, Vault
-from perseus_vault_core.cli import main
+from perseus_vault_core.cli.main import main
 
 from ...conftest import modes
 

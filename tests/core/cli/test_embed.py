@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from perseus_vault_core.cli import main
+from perseus_vault_core.cli.main import main
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

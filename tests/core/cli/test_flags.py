@@ -11,7 +11,7 @@ import pytest
 from pydantic import BaseModel, Field
 from pydantic.fields import FieldInfo
 
-from perseus_vault_core.cli import build_parser
+from perseus_vault_core.cli.main import build_parser
 from perseus_vault_core.cli.commands import COMMANDS
 from perseus_vault_core.cli import flags
 from perseus_vault_core.cli.flags import shape

@@ -6,7 +6,7 @@ import argparse
 import re
 from pathlib import Path
 
-from perseus_vault_core.cli import build_parser
+from perseus_vault_core.cli.main import build_parser
 from perseus_vault_core.cli.parser import listed
 from perseus_vault_core.cli.reference import reference
 

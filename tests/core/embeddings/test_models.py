@@ -193,6 +193,6 @@ def test_the_command_line_does_not_import_urllib() -> None:
     import subprocess
     import sys
 
-    code = "import sys, perseus_vault_core.cli; print(sorted(m for m in sys.modules if m.startswith('urllib.req')))"
+    code = "import sys, perseus_vault_core.cli.main; print(sorted(m for m in sys.modules if m.startswith('urllib.req')))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert done.stdout.strip() == "[]"

@@ -15,7 +15,7 @@ import anyio
 import pytest
 
 from perseus_vault_core import InvalidInput, SetupError, Vault, VaultError
-from perseus_vault_core.cli import main
+from perseus_vault_core.cli.main import main
 from perseus_vault_core.primitives import keys
 from perseus_vault_core.storage.sqlite import connection as factory
 

@@ -106,7 +106,7 @@ def test_binding_names_a_real_role(pg_url: str) -> None:
 
 
 def test_the_command_line_binds_a_role_and_a_file_has_none(pg_url: str, tmp_path: Path) -> None:
-    from perseus_vault_core.cli import main
+    from perseus_vault_core.cli.main import main
 
     role = f"cli_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(pg_url, autocommit=True) as admin:
