@@ -3,8 +3,10 @@
 - the adapters (``perseus_vault_integrations``) use only the names in ``perseus_vault_core.__all__``,
   imported as ``from perseus_vault_core import ...``;
 - the core never imports an adapter, not even inside a function;
-- neither package has an import cycle among its modules (an import under ``if TYPE_CHECKING:`` is
-  no edge: it never runs);
+- neither package has an import cycle among its modules, counting a package's ``__init__`` as a module
+  and an import under ``if TYPE_CHECKING:`` as an import (naming a type ties two modules as much);
+- the core's tree is the drawing in docs/architecture.md: its top holds only the layer packages of
+  :data:`LAYERS`, drawn in that order, and each layer imports only the layers beneath it;
 - SQLite stays behind the storage seam: outside ``perseus_vault_core/storage/``, no module imports
   the SQLite backend (the package's ``open_backend`` picks it) and no SQL names an SQLite-only thing
   (FTS5 tables, sqlite-vec functions, pragmas, the change log, ``INSERT OR``).
@@ -28,15 +30,34 @@ INTEGRATIONS = "perseus_vault_integrations"
 FRAMEWORKS = ("langchain", "langchain_core", "langgraph", "llama_index", "mcp", "uvicorn")
 
 
+# The core's layers, top to bottom, as docs/architecture.md draws them: each a package of the core ('' is
+# perseus_vault_core/__init__.py, the public names). A module imports modules of its own layer and of the
+# layers below it, never of one above; packages that share a row stand side by side and import neither.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("cli",),
+    ("resident",),
+    ("",),
+    ("state",),
+    ("facade",),
+    ("features",),
+    ("engine",),
+    ("recall",),
+    ("records",),
+    ("indexes",),
+    ("storage", "embeddings"),
+    ("primitives",),
+    ("contract",),
+)
+
+
 @dataclass(frozen=True)
 class Import:
     """One import statement: the module it names (absolute), the names it takes from it (``None`` for
-    ``import x``), where it stands, and whether it runs (one under ``if TYPE_CHECKING:`` does not)."""
+    ``import x``), and where it stands."""
 
     module: str
     names: tuple[str, ...] | None
     line: int
-    runs: bool
 
 
 def package_modules(root: Path, package: str) -> dict[str, Path]:
@@ -48,37 +69,21 @@ def package_modules(root: Path, package: str) -> dict[str, Path]:
     return out
 
 
-def _type_checking(test: ast.expr) -> bool:
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
-
-
 def imports_of(module: str, path: Path) -> list[Import]:
-    """Every import in the module at ``path``, at any depth (functions, classes, ``try``), relative
-    ones made absolute."""
+    """Every import in the module at ``path``, at any depth (functions, classes, ``try``, ``if
+    TYPE_CHECKING:``), relative ones made absolute."""
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found: list[Import] = []
-
-    def visit(node: ast.AST, runs: bool) -> None:
-        if isinstance(node, ast.If) and _type_checking(node.test):
-            for child in node.body:
-                visit(child, False)
-            for child in node.orelse:
-                visit(child, runs)
-            return
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
         if isinstance(node, ast.Import):
-            found.extend(Import(alias.name, None, node.lineno, runs) for alias in node.names)
+            found.extend(Import(alias.name, None, node.lineno) for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
                 anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join(anchor + ([node.module] if node.module else []))
-            found.append(Import(base, tuple(alias.name for alias in node.names), node.lineno, runs))
-        for child in ast.iter_child_nodes(node):
-            visit(child, runs)
-
-    visit(ast.parse(path.read_text(encoding="utf-8"), str(path)), True)
-    return found
+            found.append(Import(base, tuple(alias.name for alias in node.names), node.lineno))
+    return sorted(found, key=lambda imp: imp.line)
 
 
 def public_names(init: Path) -> set[str]:
@@ -147,20 +152,27 @@ def core_imports_of_integrations(root: Path) -> list[str]:
             for imp in imports_of(module, path) if imp.module.split(".")[0] == INTEGRATIONS]
 
 
+def _packages_above(module: str) -> set[str]:
+    parts = module.split(".")
+    return {".".join(parts[:i]) for i in range(1, len(parts))}
+
+
 def import_graph(root: Path, package: str) -> dict[str, set[str]]:
-    """Which of ``package``'s modules each of its modules imports when it runs. ``from p import x`` is
-    an edge to the module ``p.x`` when there is one, else to ``p``."""
+    """Which of ``package``'s modules each of its modules imports, counting a package's ``__init__`` as a
+    module: ``from p import x`` imports ``p`` (it reads that namespace) and the module ``p.x`` when there
+    is one; ``import p.x`` imports ``p.x``; and importing ``a.b.c`` runs the ``__init__`` of ``a`` and
+    ``a.b`` first, except those of the importer's own packages, which are running already."""
     modules = package_modules(root, package)
     graph: dict[str, set[str]] = {module: set() for module in modules}
     for module, path in modules.items():
+        running = _packages_above(module)
         for imp in imports_of(module, path):
-            if not imp.runs or imp.module not in modules:
+            if imp.module not in modules:
                 continue
-            targets = [f"{imp.module}.{n}" for n in imp.names or ()] if imp.names else []
-            submodules = {t for t in targets if t in modules}
-            graph[module] |= submodules or {imp.module}
-            if submodules and len(submodules) < len(targets):  # names from the package itself, too
-                graph[module].add(imp.module)
+            targets = {imp.module} | {f"{imp.module}.{n}" for n in imp.names or () if f"{imp.module}.{n}" in modules}
+            for target in list(targets):
+                targets |= _packages_above(target) - running
+            graph[module] |= targets & modules.keys()
     for module in graph:
         graph[module].discard(module)
     return graph
@@ -218,6 +230,38 @@ def described(found: list[list[str]]) -> str:
     return "; ".join(" -> ".join(cycle) for cycle in found)
 
 
+def layer(module: str) -> str:
+    """The layer package of one of the core's modules ('' for the core's own ``__init__``)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def upward_imports(graph: dict[str, set[str]], layers: tuple[tuple[str, ...], ...] = LAYERS) -> list[str]:
+    """Imports between the core's layers that do not go down ``layers`` (or leave them)."""
+    row = {name: i for i, names in enumerate(layers) for name in names}
+    bad = []
+    for module in sorted(graph):
+        for target in sorted(graph[module]):
+            here, there = layer(module), layer(target)
+            if here != there and (here not in row or there not in row or row[there] <= row[here]):
+                bad.append(f"{module} imports {target}: layer {there or '(the package)'!r} is not beneath "
+                           f"{here or '(the package)'!r}")
+    return bad
+
+
+def drawn_layers(text: str, packages: set[str]) -> list[tuple[str, ...]]:
+    """The rows of the drawing that opens docs/architecture.md's "The layers": on each line, the layer
+    packages it names (``name/``, ``__init__.py`` for the core's own)."""
+    drawing = text.split("## The layers", 1)[1].split("```", 2)[1]
+    rows = []
+    for line in drawing.splitlines():
+        names = tuple("" if word == "__init__.py" else word.rstrip("/") for word in line.split()
+                      if word == "__init__.py" or (word.endswith("/") and word.rstrip("/") in packages))
+        if names:
+            rows.append(names)
+    return rows
+
+
 # --- the repository keeps the rules -----------------------------------------------------------------
 
 
@@ -244,6 +288,21 @@ def test_the_adapters_have_no_import_cycle() -> None:
 def test_the_core_has_no_import_cycle() -> None:
     found = cycles(import_graph(ROOT, CORE))
     assert not found, f"import cycles: {described(found)}"
+
+
+def test_each_layer_imports_only_the_layers_beneath_it() -> None:
+    bad = upward_imports(import_graph(ROOT, CORE))
+    assert not bad, "\n".join(bad)
+
+
+def test_the_tree_is_the_drawing() -> None:
+    core = ROOT / CORE
+    loose = sorted(p.name for p in core.glob("*.py") if p.name != "__init__.py")
+    assert not loose, f"modules at the core's top, outside every layer: {loose}"
+    packages = {p.name for p in core.iterdir() if (p / "__init__.py").is_file()}
+    assert packages == {name for row in LAYERS for name in row} - {""}, "a layer package not in LAYERS, or gone"
+    drawing = drawn_layers((ROOT / "docs" / "architecture.md").read_text(encoding="utf-8"), packages)
+    assert drawing == list(LAYERS), "docs/architecture.md draws the layers otherwise than LAYERS orders them"
 
 
 def test_importing_the_core_loads_no_framework_and_no_adapter() -> None:
@@ -284,19 +343,46 @@ def test_the_checks_name_each_violation(tmp_path: Path) -> None:
     assert core_imports_of_integrations(root) == [f"{CORE}.cli:2 imports {INTEGRATIONS}.mcp"]
 
 
-def test_a_cycle_is_found_through_relative_imports_but_not_type_checking_ones(tmp_path: Path) -> None:
+def test_a_cycle_is_found_through_relative_imports_and_type_checking_ones(tmp_path: Path) -> None:
     root = write(tmp_path, {
-        "pkg/__init__.py": "from .a import A\n",
-        "pkg/a.py": "from . import b\nA = 1\n",
+        "pkg/__init__.py": "",
+        "pkg/a.py": "from .b import f\nA = 1\n",
         "pkg/b.py": "def f():\n    from .sub.c import C\n",
         "pkg/sub/__init__.py": "",
-        "pkg/sub/c.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..b import f\nfrom ..a import A\n",
+        "pkg/sub/c.py": "from ..a import A\n",
         "pkg/d.py": "import typing\nif typing.TYPE_CHECKING:\n    from .e import E\n",
         "pkg/e.py": "from .d import x\n",
     })
     graph = import_graph(root, "pkg")
-    assert graph["pkg.a"] == {"pkg.b"} and graph["pkg.sub.c"] == {"pkg.a"} and graph["pkg.d"] == set()
-    assert described(cycles(graph)) == "pkg.a -> pkg.b -> pkg.sub.c -> pkg.a"
+    assert graph["pkg.a"] == {"pkg.b"} and graph["pkg.b"] == {"pkg.sub", "pkg.sub.c"} and graph["pkg.d"] == {"pkg.e"}
+    assert sorted(described([c]) for c in cycles(graph)) == ["pkg.a -> pkg.b -> pkg.sub.c -> pkg.a",
+                                                              "pkg.d -> pkg.e -> pkg.d"]
+
+
+def test_a_package_s_init_counts_and_an_upward_import_is_named(tmp_path: Path) -> None:
+    root = write(tmp_path, {
+        "core/__init__.py": "",
+        "core/low/__init__.py": "from .b import B\n",
+        "core/low/a.py": "A = 1\n",
+        "core/low/b.py": "from . import a\nB = a.A\n",  # reads low's namespace, whose __init__ imports b
+        "core/low/d.py": "def f():\n    from ..high import c\n",
+        "core/high/__init__.py": "",
+        "core/high/c.py": "from ..low.a import A\n",  # runs low's __init__ first
+    })
+    graph = import_graph(root, "core")
+    assert graph["core.high.c"] == {"core.low", "core.low.a"} and graph["core.low.b"] == {"core.low", "core.low.a"}
+    assert described(cycles(graph)) == "core.low -> core.low.b -> core.low"
+    assert upward_imports(graph, (("high",), ("low",))) == [
+        "core.low.d imports core.high: layer 'high' is not beneath 'low'",
+        "core.low.d imports core.high.c: layer 'high' is not beneath 'low'",
+    ]
+    assert upward_imports(graph, (("high", "low"),))[0].startswith("core.high.c imports core.low: layer 'low'")
+
+
+def test_the_drawing_is_read_row_by_row() -> None:
+    text = "## The layers\n\n```\n callers   Python code\n cli/      the command line\n __init__.py  names\n" \
+           " storage/  sqlite/ postgres/     embeddings/  the model\n```\n"
+    assert drawn_layers(text, {"cli", "storage", "embeddings"}) == [("cli",), ("",), ("storage", "embeddings")]
 
 
 def test_the_seam_check_names_each_leak(tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ from starlette.routing import Route
 
 from perseus_vault_core import Conflict, InvalidInput, NotFound, SetupError, StorageError, Vault, VaultError
 
-from . import edits
+from .edits import change as change_memory, form_fields, signed_in as sign_in, signed_out as sign_out
 from .guard import Guard, Refused
 from .layout import Page, Scope, document, message
 from .markup import el, join
@@ -107,9 +107,9 @@ class Inspector:
         try:
             if not self.edits:
                 raise Refused(403, "this inspector is read-only: serve it with --allow-edits to change memories")
-            fields = await edits.form_fields(request)
+            fields = await form_fields(request)
             self.guard.check_write(request, fields.get("csrf", ""))
-            await run_in_threadpool(edits.change, self.vault, self.bound, entity_id, action)
+            await run_in_threadpool(change_memory, self.vault, self.bound, entity_id, action)
         except Refused as refused:
             return self.respond(request, self.bound, Page("Refused", message(refused.reason, "error"), refused.status))
         except VaultError as error:
@@ -119,9 +119,9 @@ class Inspector:
     async def login(self, request: Request) -> Response:
         if request.method == "POST":
             try:
-                fields = await edits.form_fields(request)
+                fields = await form_fields(request)
                 self.guard.check_write(request, fields.get("csrf", ""))
-                return edits.signed_in(self.guard, request, fields)
+                return sign_in(self.guard, request, fields)
             except Refused as refused:
                 return self.respond(request, self.bound, Page("Sign in", join(message(refused.reason, "error"),
                                                                               self._login_form(request)), refused.status))
@@ -131,11 +131,11 @@ class Inspector:
 
     async def logout(self, request: Request) -> Response:
         try:
-            fields = await edits.form_fields(request)
+            fields = await form_fields(request)
             self.guard.check_write(request, fields.get("csrf", ""))
         except Refused as refused:
             return self.respond(request, self.bound, Page("Refused", message(refused.reason, "error"), refused.status))
-        return edits.signed_out(self.guard, request)
+        return sign_out(self.guard, request)
 
     def _login_form(self, request: Request) -> Any:
         return el("form", el("label", el("span", "Bearer token"), el("input", type="password", name="token",
