@@ -103,7 +103,7 @@ def ascii_terms(columns: Sequence[str | None]) -> tuple[Terms, int] | None:
 # SQLite, which are older than Python's: a character assigned since (a newer symbol, an emoji, a mark)
 # is unassigned to FTS5, and FTS5 takes unassigned code points as token characters. The tables below
 # are what separates Python's categories (Unicode 14, Python 3.11) from FTS5's (SQLite 3.50), found by
-# tokenizing every code point with FTS5 (tests/core/test_bm25.py holds them to it): code points FTS5
+# tokenizing every code point with FTS5 (tests/core/primitives/test_bm25.py holds them to it): code points FTS5
 # takes as token characters though Python's category separates, the reverse, and the ones FTS5 leaves
 # as they are (no case pair in its tables). Ranges in hex, inclusive.
 _FTS5_TOKEN_CHARS = (

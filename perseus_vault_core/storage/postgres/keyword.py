@@ -7,7 +7,7 @@ A vault gives the same hits with the same scores on either backend, and the in-m
 (:mod:`indexes.keyword`) ranks for both; so the index is ours: ``keyword_docs`` holds each version's
 length in tokens and ``keyword_postings`` each term's weighted frequency in it (schema migration 4),
 computed by :func:`bm25.terms`, a pure-Python tokenizer held to FTS5's on every code point of Unicode's
-first two planes (tests/core/test_bm25.py).
+first two planes (tests/core/primitives/test_bm25.py).
 
 Every version is indexed once, when it is written, and each document and posting carries its entity, scope
 and whether it is current (closing a head turns that off): a search reads the postings alone, with no join

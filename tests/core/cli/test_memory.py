@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from .test_cli import _clean_env, assert_ok, assert_one_line_error, cli, db, keyword_only  # noqa: F401
-from ..memory.test_verbs import FIXTURE
+from ..features.memory_files.test_verbs import FIXTURE
 
 
 def test_memory_verbs(cli: Any, db: str, tmp_path: Path) -> None:  # noqa: F811

@@ -1,5 +1,5 @@
-"""The text rules (text.py): which characters break a line, what a stored text may not hold, and the
-escape that keeps a stored name on one line. Pure."""
+"""The text rules (text.py): which characters break a line, what a stored text may not hold, the
+escape that keeps a stored name on one line, and a memory cut to fit a page. Pure."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import json
 
 import sys
 
-from perseus_vault_core.contract.text import LINE_BREAKS, escape_breaks, for_terminal, line_break, problem
+from perseus_vault_core.contract.text import (LINE_BREAKS, escape_breaks, for_terminal, line_break, preview,
+                                             preview_body, problem)
 
 
 def test_the_line_breaks_are_exactly_what_splitlines_splits_on() -> None:
@@ -41,3 +42,16 @@ def test_a_terminal_is_sent_no_control_it_would_act_on() -> None:
     document = json.dumps({"k": "a\x1b\x7f\x9bb"}, ensure_ascii=False)  # C0 escaped by the encoder
     shown = for_terminal(document, json=True)
     assert json.loads(shown) == {"k": "a\x1b\x7f\x9bb"} and not any(c in shown for c in controls)
+
+
+def test_preview_body_keeps_whole_fields_then_cuts_text() -> None:
+    body, cut = preview_body({"a": 1, "long": "x" * 500, "nested": {"k": "y" * 500}, "b": 2}, 100)
+    assert cut and body["a"] == 1 and body["b"] == 2 and "nested" not in body
+    assert body["long"].endswith("…") and len(body["long"]) < 100
+    assert preview_body({"a": 1}, 100) == ({"a": 1}, False)
+
+
+def test_preview_footer() -> None:
+    assert preview("short", 10, 7) == "short"
+    cut = preview("abcdefghijkl", 5, 7)
+    assert cut.startswith("abcde\n") and "get_entity(id=7)" in cut and "12" in cut

@@ -24,7 +24,7 @@ from perseus_vault_core.contract.where import MAX_CONDITIONS, parse
 from perseus_vault_core.primitives.where_sql import sql
 from perseus_vault_core.primitives.dialect import POSTGRES, SQLITE
 
-from ..conftest import BACKENDS, FakeEmbedder, vault_location
+from ...conftest import BACKENDS, FakeEmbedder, vault_location
 
 pytestmark = pytest.mark.both_backends
 

@@ -11,7 +11,7 @@ import pytest
 
 from perseus_vault_core import Conflict, InvalidInput, SetupError, Vault, migrate
 
-from ..conftest import Clock, FakeEmbedder
+from ...conftest import Clock, FakeEmbedder
 
 
 def _fill(v: Vault, clock: Clock) -> None:

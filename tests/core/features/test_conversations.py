@@ -13,7 +13,7 @@ import pytest
 from perseus_vault_core import InvalidInput, NotFound, Vault
 from perseus_vault_core.features.conversations import transcript
 
-from ..conftest import DAY_MS, T0, Clock, FakeEmbedder
+from ...conftest import DAY_MS, T0, Clock, FakeEmbedder
 
 pytestmark = pytest.mark.both_backends  # the contract suite: SQLite and PostgreSQL (tests/conftest.py)
 

@@ -11,7 +11,7 @@ import pytest
 
 from perseus_vault_core import InvalidInput, Link, NotFound, TraverseResult, Vault
 
-from ..conftest import Clock
+from ...conftest import Clock
 
 pytestmark = pytest.mark.both_backends  # the contract suite: SQLite and PostgreSQL (tests/conftest.py)
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from ..conftest import DAY_MS, T0, Clock, FakeEmbedder
+from ...conftest import DAY_MS, T0, Clock, FakeEmbedder
 
 from perseus_vault_core import Cancelled, HygieneReport, InvalidInput, Vault, cancellable
 from perseus_vault_core.cli.main import main

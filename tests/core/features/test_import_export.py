@@ -11,7 +11,7 @@ import pytest
 
 from perseus_vault_core import ImportReport, InvalidInput, Vault
 
-from ..conftest import DAY_MS, T0, Clock, modes
+from ...conftest import DAY_MS, T0, Clock, modes
 
 pytestmark = pytest.mark.both_backends  # the contract suite: SQLite and PostgreSQL (tests/conftest.py)
 

@@ -18,7 +18,7 @@ from perseus_vault_core.features.proactive import MAX_CONTEXT_TOKENS, Context, b
 from perseus_vault_core.primitives.porter import stem
 from perseus_vault_core.primitives.query import STOPWORDS, tokenize
 
-from ..conftest import Clock, FakeEmbedder
+from ...conftest import Clock, FakeEmbedder
 
 pytestmark = pytest.mark.both_backends  # the contract suite: SQLite and PostgreSQL (tests/conftest.py)
 
@@ -326,7 +326,7 @@ def test_community_summaries_stay_out_of_the_prepare_block(vault: Vault) -> None
 
 def test_trigger_phrases_are_embedded_when_written_so_a_read_embeds_only_its_context(
         db_path: Any, clock: Any) -> None:
-    from ..conftest import FakeEmbedder
+    from ...conftest import FakeEmbedder
 
     embedder = FakeEmbedder()
     with Vault(db_path, clock=clock, embedder=embedder) as vault:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ..conftest import DAY_MS, T0, Clock
+from ...conftest import DAY_MS, T0, Clock
 
 from perseus_vault_core import InvalidInput, ScanPage, Vault
 

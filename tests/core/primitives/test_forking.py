@@ -14,7 +14,7 @@ from perseus_vault_core import Vault
 from perseus_vault_core.indexes import keyword, mirror
 from perseus_vault_core.primitives.forking import GATE, Gate
 
-from ..conftest import FakeEmbedder
+from ...conftest import FakeEmbedder
 
 FORK = multiprocessing.get_context("fork")
 

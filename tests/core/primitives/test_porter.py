@@ -9,7 +9,7 @@ import sqlean
 
 from perseus_vault_core.primitives.porter import stem
 
-from ..conftest import shared_data
+from ...conftest import shared_data
 
 SAMPLES = """caresses ponies ties caress cats feed agreed plastered bled motoring sing conflated troubled sized
 hopping tanned falling hissing fizzed failing filing happy sky relational conditional rational valenci hesitanci

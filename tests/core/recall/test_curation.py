@@ -16,7 +16,7 @@ from perseus_vault_core import Vault
 from perseus_vault_core.recall import curation
 from perseus_vault_core.recall.curation import Candidate, curate, relation, said
 
-from ..conftest import Clock
+from ...conftest import Clock
 
 pytestmark = pytest.mark.both_backends
 DAY_MS = 86_400_000

@@ -10,7 +10,7 @@ import pytest
 from perseus_vault_core import Conflict, InvalidInput, NotSupported, Vault
 from perseus_vault_core.storage.sqlite import vectors
 
-from ..conftest import DAY_MS, Clock, FakeEmbedder
+from ...conftest import DAY_MS, Clock, FakeEmbedder
 
 pytestmark = pytest.mark.both_backends  # the contract suite: SQLite and PostgreSQL (tests/conftest.py)
 
@@ -464,7 +464,7 @@ def test_hybrid_recall_works_in_a_forked_child(db_path, fake_embedder: FakeEmbed
     with Vault(db_path, embedder=fake_embedder) as vault:
         vault.remember("note", "k", "billing ledger")
         assert vault.recall("billing", mode="hybrid").items  # the parent starts its embedding pool
-        # and its index builds, which may still run as it forks (tests/core/test_forking.py)
+        # and its index builds, which may still run as it forks (tests/core/primitives/test_forking.py)
     ctx = multiprocessing.get_context("fork")
     out = ctx.Queue()
     child = ctx.Process(target=_child_recall, args=(str(db_path), out))

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from perseus_vault_core import InvalidInput, NotSupported, Vault
 
-from ..conftest import DAY_MS, Clock
+from ...conftest import DAY_MS, Clock
 
 pytestmark = pytest.mark.both_backends  # the contract suite: SQLite and PostgreSQL (tests/conftest.py)
 

@@ -4,17 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from perseus_vault_core.contract.text import preview, preview_body
-from perseus_vault_core.primitives.decay import DAY_MS, decay
 from perseus_vault_core.recall.ranking import KNOB_RANGE, Scored, bounded, diversify, order, recency, trust, witness
-
-
-def test_decay_halves_per_half_life_and_use_slows_it() -> None:
-    assert decay(0, None, 0, 0) == 1.0
-    assert decay(30 * DAY_MS, None, 0, 0) == pytest.approx(0.5)
-    assert decay(30 * DAY_MS, None, 0, 1) == pytest.approx(0.5 ** 0.5)  # half-life 60 days
-    assert decay(30 * DAY_MS, 30 * DAY_MS, 0, 0) == 1.0  # accessed just now
-    assert decay(0, None, 10 * DAY_MS, 0) == 1.0  # never negative idleness
 
 
 def test_trust_never_negative() -> None:
@@ -46,20 +36,7 @@ def test_the_knobs_factor_is_bounded() -> None:
     assert bounded(4.0) == KNOB_RANGE[1] and bounded(0.01) == KNOB_RANGE[0]
 
 
-def test_preview_body_keeps_whole_fields_then_cuts_text() -> None:
-    body, cut = preview_body({"a": 1, "long": "x" * 500, "nested": {"k": "y" * 500}, "b": 2}, 100)
-    assert cut and body["a"] == 1 and body["b"] == 2 and "nested" not in body
-    assert body["long"].endswith("…") and len(body["long"]) < 100
-    assert preview_body({"a": 1}, 100) == ({"a": 1}, False)
-
-
 def test_diversify_quota_per_keyword() -> None:
     items = [Scored(i, 1.0, keyword=k) for i, k in enumerate([1, 1, 1, 0, 1, 0])]
     assert [s.id for s in diversify(items, 4, 0.5)] == [0, 1, 3, 5, 2, 4]
     assert diversify(items, 4, 1.0) == items
-
-
-def test_preview_footer() -> None:
-    assert preview("short", 10, 7) == "short"
-    cut = preview("abcdefghijkl", 5, 7)
-    assert cut.startswith("abcde\n") and "get_entity(id=7)" in cut and "12" in cut

@@ -6,7 +6,7 @@ import pytest
 
 from perseus_vault_core import Conflict, InvalidInput, NotFound, Vault
 
-from ..conftest import DAY_MS, Clock
+from ...conftest import DAY_MS, Clock
 
 pytestmark = pytest.mark.both_backends  # the contract suite: SQLite and PostgreSQL (tests/conftest.py)
 

@@ -14,7 +14,7 @@ import pytest
 from perseus_vault_core import InvalidInput, Vault
 from perseus_vault_core.features.graphrag.communities import Communities, community_id
 
-from ...conftest import DAY_MS, Clock
+from ....conftest import DAY_MS, Clock
 
 THEMES = {
     "storage": ["SQLite in WAL mode keeps writes durable", "We chose SQLite for the storage engine",

@@ -12,9 +12,9 @@ import pytest
 from perseus_vault_core import InvalidInput, NotFound, Vault
 from perseus_vault_core.contract.errors import Conflict
 
-from ...conftest import Clock, FakeEmbedder, modes
+from ....conftest import Clock, FakeEmbedder, modes
 
-FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "memory_vault"
+FIXTURE = Path(__file__).resolve().parents[3] / "fixtures" / "memory_vault"
 
 
 @pytest.fixture
