@@ -2,7 +2,7 @@
 
 Every failure the engine reports is a ``VaultError``; the CLI turns it into one line
 and an exit code, the MCP server into a tool error. Nothing else leaks out: SQLite
-and pydantic errors are mapped here, at the engine's edge.
+and pydantic errors are mapped to these at the API's edge (facade/edge.py).
 
     VaultError
     ├── InvalidInput     a caller's argument is wrong (names the field); nothing was written

@@ -1,7 +1,7 @@
 """The API's edge: how a call enters the engine and how what goes wrong leaves it.
 
 Every ``Vault`` verb is wrapped in :func:`edge`, so a caller only ever handles the one error tree of
-:mod:`errors`; the helpers turn Python arguments into the params dicts the models validate.
+contract/errors.py; the helpers turn Python arguments into the params dicts the models validate.
 """
 
 from __future__ import annotations

@@ -1,13 +1,13 @@
 """Copying a whole vault to another backend: a SQLite file to PostgreSQL and back (docs/postgres.md).
 
-:func:`migrate` exports the source (:mod:`import_export`: every memory with its whole history, every link,
+:func:`migrate` exports the source (features/import_export.py: every memory with its whole history, every link,
 ids and times kept), imports that into an empty target in one transaction, with the source's vectors (the
 model is not run again for a text the source has embedded), copies the trigger phrases' vectors, then
 exports the target and compares: the copy is accepted only when the two exports are byte for byte the
 same. Usage counters are part of the export; in-memory indexes are rebuilt by the target's readers.
 
 The framework state beside the memories (LangGraph checkpoints, LlamaIndex's key-value collections:
-``checkpoints.py``, ``keyvalue.py``) is no memory and not in the export: its tables are copied row for
+state/checkpoints.py, state/keyvalue.py) is no memory and not in the export: its tables are copied row for
 row, every scope's, and each is accepted only when its rows on both sides give the same digest.
 """
 

@@ -1,6 +1,6 @@
 """Commands other packages add to ``perseus-vault``'s command line, found through an entry point group.
 
-The integrations add ``serve`` (the MCP server) this way: their ``pyproject.toml`` names a
+The integrations add ``serve`` (the MCP server) and ``ui`` (the web inspector) this way: their ``pyproject.toml`` names a
 :class:`Plugin` under ``[project.entry-points."perseus_vault.commands"]``, and the core finds it
 without ever importing an integration. Entry points are read only when the command line needs
 them (a command it does not know itself, ``--help``, the reference page), so a one-shot ``recall``

@@ -1,13 +1,12 @@
 """``Vault``: the one object a user meets. Every verb is a method here.
 
-Each verb validates its arguments into its params model (:mod:`params`, the one description of a
-verb's arguments) and hands them to the module that owns the concept, lending it the
-:class:`~engine.Engine` (connections, clock, embedder, indexes): writes to :mod:`store`, links and walks
-to :mod:`graph`, recall to :mod:`recall`, ``recall_when`` and ``prepare`` to :mod:`proactive`, communities
-to :mod:`graphrag.verbs`, history, time travel and ``recent`` to :mod:`temporal`, and ``scan``, ``counts``,
-``hygiene``, conversations, memory files, import and export and embeddings to the modules of those names;
-the file's upkeep to the storage backend (docs/architecture.md has the table). It is safe to share between
-threads: each thread gets its own connection.
+Each verb validates its arguments into its params model (contract/params/) and hands them to the module
+that owns the concept, lending it the :class:`~..engine.engine.Engine`: ``remember`` to
+features/remembering.py and the other writes to records/store.py, recall to the engine (which wires
+recall/pipeline.py to its arms), and the rest to the feature of that name (features/: ``graph``,
+``proactive``, ``graphrag/verbs``, ``temporal``, ``memory_files/verbs``, ``backfill`` for ``embed``,
+...); the file's upkeep to the storage backend (docs/architecture.md has the table). It is safe to
+share between threads: each thread gets its own connection.
 """
 
 from __future__ import annotations

@@ -3,12 +3,12 @@
 It examines the active memories in the caller's scope (including those whose ``expires_at_ms`` has
 passed but which nobody has archived) and flags each one for any of these reasons:
 
-- ``vague``, ``date-only``, ``very short``: the penalties of :mod:`actionability`, judged on the text
+- ``vague``, ``date-only``, ``very short``: the penalties of recall/actionability.py, judged on the text
   the memory is embedded by (summary and content);
 - ``duplicate``: the same text, compared case-insensitively with whitespace collapsed, as an earlier
   (lower id) memory of the same tenant; ``duplicate_of`` is the earliest such memory;
 - ``near-duplicate``: an earlier memory of the same tenant says the same thing in other words, as
-  :mod:`curation` judges a pair (the rule recall collapses duplicates by): close in meaning (cosine >=
+  recall/curation.py judges a pair (the rule recall collapses duplicates by): close in meaning (cosine >=
   0.68 when both have a stored vector, else word-set Jaccard >= 0.8) with the same values (numbers,
   names, identifiers), so two tickets of one template or two services' facts are not flagged;
   ``duplicate_of`` is the most similar such earlier memory (ties: the lower id);
@@ -17,15 +17,15 @@ passed but which nobody has archived) and flags each one for any of these reason
 
 A tenant is one (``agent_id``, ``workspace_hash``) pair: memories of two tenants are never
 compared. Community summaries and stored memory files (written by the vault, see graphrag/summaries.py and
-memory/files.py) are not examined; memory-file entries are, like any memory. Nothing
+memory_files/files.py) are not examined; memory-file entries are, like any memory. Nothing
 here writes (no reinforcement), and the same store gives the same report.
 
 Similar pairs are found without weighing every pair one by one: vectors by blocks of matrix
-products (a loose float32 pass, then the canonical float64 cosine of :mod:`dense` for the
+products (a loose float32 pass, then the canonical float64 cosine of primitives/dense.py for the
 few candidates, so the answer does not hang on BLAS rounding); words by prefix filtering (two word
 sets with Jaccard >= t must share one of their rarest tokens, see :func:`_jaccard_matches`).
 
-The loops call :func:`cancel.checkpoint` every ``_CHUNK`` memories (and every block of cosines), so a
+The loops call primitives/cancel.py's :func:`checkpoint` every ``_CHUNK`` memories (and every block of cosines), so a
 caller that gave up (the web inspector, for a page nobody has open any more) stops the report early.
 """
 

@@ -3,9 +3,9 @@
 
 Before the write, the new text is looked up among the memories of its scope: by its vector (the one the
 write stores, embedded before the transaction) when the vault has vectors, else by its words. The nearest
-few are judged with :mod:`curation` and reported in ``similar`` (``duplicate``, ``update`` or just
+few are judged with recall/curation.py and reported in ``similar`` (``duplicate``, ``update`` or just
 ``related``), so that the agent can supersede or merge them in its next call. The look-up is one arm of
-recall alone (recall.nearest: the nearest vectors, else the best keyword matches, under the scope and
+recall alone (recall/pipeline.py's ``nearest``: the nearest vectors, else the best keyword matches, under the scope and
 status rules): the in-memory index answers it when ready, the file otherwise.
 
 A new key whose text, once normalised, is exactly that of a memory already in the scope is not stored a

@@ -16,7 +16,7 @@ Each returns ``None`` when the fact exists but had no such version (for example 
 before it was first recorded); an unknown fact is :class:`NotFound`.
 
 ``recent`` reads the other way, across facts: every version as it was written, newest first. Version
-ids ascend in commit order (as entity ids do, see :mod:`scan`), so keyset pages on them never skip a
+ids ascend in commit order (as entity ids do, see :mod:`.scan`), so keyset pages on them never skip a
 write or show one twice, whatever is written meanwhile (a new write is simply newer than the first page).
 """
 

@@ -16,7 +16,7 @@ both give the same answer:
 
 At the default depth (1,500 cut to 400, or 15 and 4 x the pool) recall@10 against an exact scan is
 0.997 on the 100k benchmark store (measured in docs/benchmarks.md); when filters reject many
-candidates, the search repeats deeper (see recall._dense_arm).
+candidates, the search repeats deeper (see recall/pipeline.py's ``_dense_arm``).
 """
 
 from __future__ import annotations

@@ -1,21 +1,21 @@
-"""The few SQL forms the backends' dialects write differently, for the services' shared SQL.
+"""The few SQL forms the backends' dialects write differently, for the SQL the layers above share.
 
-The shared SQL is written in the subset both databases take (docs/architecture.md). Two things do not
+The shared SQL is written in the subset both databases take (docs/architecture.md). Three things do not
 fit it:
 
 - a list of values passed as one parameter (a JSON array, so that the statement's text is the same
   however many ids it carries, and SQLite's statement cache keeps it): SQLite reads it with
   ``json_each``, Postgres with ``json_array_elements_text``, which gives text that must be cast;
 - reading one field of a JSON column: ``json_extract`` on SQLite, ``->>`` on Postgres;
-- a where filter's tests on a body field (:mod:`where`): SQLite's ``json_type``/``json_extract``/``json_each``
+- a where filter's tests on a body field (:mod:`.where_sql` writes them): SQLite's ``json_type``/``json_extract``/``json_each``
   over the text, Postgres's ``jsonb`` operators, with its strings ordered by code point (``COLLATE "C"``,
   as SQLite's BINARY orders UTF-8) and its numbers compared as ``jsonb`` (exact, as SQLite compares).
 
 Each is a method of :class:`Dialect`, and :func:`dialect` gives the one a connection speaks: a
 backend's connection that is not SQLite's carries its own as ``conn.dialect``. What differs only in
 spelling (SQLite's ``CROSS JOIN ... ON``, its parameter styles) the Postgres connection rewrites itself
-(storage/postgres/connection.py). Like :mod:`.dbapi` it sits beside the
-services rather than in :mod:`.storage`, which imports them.
+(storage/postgres/connection.py). Like :mod:`.dbapi` it is a primitive, beneath the storage package
+(which imports it) as much as beneath the features that write the shared SQL.
 """
 
 from __future__ import annotations

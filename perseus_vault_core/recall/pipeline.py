@@ -1,16 +1,25 @@
-"""``recall``: choose the mode, run its arms, fuse, rank with the knobs, page, reinforce (docs/recall.md).
+"""``recall``: choose the mode, run its arms, combine their scores, keep the related, weigh them with the
+knobs, curate the first places, page, reinforce (docs/recall.md).
 
 The order of work:
 
-1. the mode: ``fts5`` (keyword), ``dense`` (meaning) or ``hybrid`` (both, fused); omitted, the
-   vault uses hybrid when it holds vectors and has an embedder, else fts5 (``search_mode`` says);
-2. each arm returns a pool of visible candidates (scope, status and time applied inside its
-   query): keyword and dense through the backend's search (:mod:`storage`), or its in-memory
-   indexes (:mod:`indexes`) when they are ready;
-3. hybrid fuses the arms' ranks (:mod:`fusion`); every item keeps its rank in each arm;
-4. the knobs (:mod:`ranking`, :mod:`validity`, :mod:`actionability`) re-score the pool, then
-   ``offset``/``limit`` cut the page, whose rows are fetched whole;
-5. only then is the retrieval counted (reinforcement never changes the order it follows).
+1. the mode: ``fts5`` (keyword), ``dense`` (meaning) or ``hybrid`` (both); omitted, the vault uses
+   hybrid when it holds vectors and has an embedder, else fts5 (``search_mode`` says); an empty query
+   (``''``) lists what the view holds instead;
+2. each arm returns a pool of visible candidates (scope, status, time and ``where`` applied inside its
+   query): keyword and dense through the backend's search (:mod:`storage`), or its in-memory indexes
+   (:mod:`indexes`) when they are ready;
+3. hybrid combines the arms' scores (:mod:`.fusion`): relevance = 0.6 x keyword score + 0.4 x cosine
+   by default, over every candidate either arm found (a keyword hit the dense pool missed still gets its
+   cosine); every item keeps its rank in each arm;
+4. a dialogue's turns are judged in their context (:mod:`.context`), and each candidate is related or
+   not: ``min_score="auto"`` (the default) leaves the unrelated out, a number cuts below it;
+5. the knobs (:mod:`.ranking`, :mod:`.validity`, :mod:`.actionability`) re-score the pool, and its first
+   places are curated (:mod:`.curated` reads, :mod:`.curation` judges: a duplicate collapses into the
+   newest wording, a newer fact goes before the older one it updates);
+6. ``offset``/``limit`` cut the page, placed tier by tier so that a place does not depend on how deep the
+   caller asks (:func:`tiers`), and its rows are fetched whole;
+7. only then is the retrieval counted (reinforcement never changes the order it follows).
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from ..primitives.scopes import scope_key
 
 
 def text(name: str, value: Any) -> str:
-    """``value``, if it is text both databases store alike (:mod:`.text`: no NUL, valid Unicode)."""
+    """``value``, if it is text both databases store alike (:mod:`..contract.text`: no NUL, valid Unicode)."""
     if not isinstance(value, str):
         raise InvalidInput(name, f"must be a string, not {type(value).__name__}")
     why = problem(value)
@@ -41,7 +41,7 @@ def json_object(name: str, value: Any) -> str:
 
 class Scoped:
     """Reads and writes one scope of ``vault``: ``scope`` holds its ``agent_id`` (``a``) and ``workspace_hash``
-    (``w``) as SQL parameters, ``''`` for the unscoped vault, and their scope key (``s``, :mod:`.scopes`)."""
+    (``w``) as SQL parameters, ``''`` for the unscoped vault, and their scope key (``s``, :mod:`..primitives.scopes`)."""
 
     def __init__(self, vault: Vault, *, agent_id: str | None = None, workspace_hash: str | None = None) -> None:
         if not isinstance(vault, Vault):

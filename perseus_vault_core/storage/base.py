@@ -1,6 +1,6 @@
 """What a storage backend provides: the seam between the engine and one database (docs/architecture.md).
 
-The engine's services (writing, recall, graph, time, GraphRAG, memory files) issue their own SQL
+The layers above (records, recall and the features: graph, time, GraphRAG, memory files, ...) issue their own SQL
 over the vault's shared tables (``entities``, ``entity_versions``, ``links``, ``version_vectors``,
 ``trigger_vectors``) in the subset docs/architecture.md lists. What is specific to one database
 sits behind these protocols, in the backend's own subpackage (:mod:`.sqlite` for the embedded file):

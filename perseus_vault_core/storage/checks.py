@@ -1,6 +1,6 @@
 """The vault's own invariants, as counting queries both backends run alike (``check`` reports them).
 
-Each correlates its rows by the scope key too (scopes.py), as the services' queries do: a row whose key is
+Each correlates its rows by the scope key too (primitives/scopes.py), as the shared queries do: a row whose key is
 not its parent's has no parent in its scope and is reported so; and each query stays one a distributed
 PostgreSQL runs shard by shard (docs/postgres.md, "Sharding by scope")."""
 

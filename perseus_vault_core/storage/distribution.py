@@ -2,11 +2,11 @@
 docs/postgres.md ("Sharding by scope") shows and the tests hold the schema to.
 
 Citus places a table's rows on shards by one column. Every table that holds a scope's rows carries the
-scope key ``scope`` (:mod:`..scopes`) for that, and its keys and foreign keys include it, as Citus requires
-of a distributed table; the services' joins between two of them equate their keys, so that each join stays
+scope key ``scope`` (:mod:`..primitives.scopes`) for that, and its keys and foreign keys include it, as Citus requires
+of a distributed table; the shared SQL's joins between two of them equate their keys, so that each join stays
 inside a shard. The other tables hold no scope's rows: settings, schema history, role bindings, a cache
 of phrase vectors and the change log. Both backends have the same tables and the same ``scope`` columns
-(one schema shape keeps the services' SQL one); only Postgres has ``keyword_docs`` and
+(one schema shape keeps the shared SQL one); only Postgres has ``keyword_docs`` and
 ``keyword_postings`` (SQLite's keyword index is FTS5's).
 """
 

@@ -1,7 +1,8 @@
 """The memory-file layer (docs/memory-files.md): named markdown files of sections and dated entries,
 recalled entry by entry so the evolution of a view is visible.
 
-- :mod:`.names`: what the layer's entities are called, what a file name or entry date may be;
+- what the layer's entities are called, and what a file name or entry date may be: contract/memory_names.py
+  (the params models check them);
 - :mod:`.parser`: one file's bytes in, sections and dated entries out; :mod:`.edits`: adding and
   removing an entry byte for byte;
 - :mod:`.files`: records, folders (a jail), atomic rewrites, export;

@@ -1,6 +1,6 @@
 """psycopg 3 connections shaped as the vault's DB-API :class:`~perseus_vault_core.primitives.dbapi.Connection`.
 
-The engine's services write their SQL with SQLite's parameter styles, ``?`` and ``:name``
+The layers above the backend write their SQL with SQLite's parameter styles, ``?`` and ``:name``
 (docs/architecture.md, the shared subset). psycopg takes ``%s`` and ``%(name)s`` and reads every ``%``
 as the start of one, so :func:`translate` rewrites a statement once (and remembers it): parameters
 become psycopg's, a literal ``%`` becomes ``%%``, and string literals, quoted identifiers and

@@ -2,7 +2,7 @@
 
 The shared tables (``vault_meta``, ``entities``, ``entity_versions``, ``links``, ``version_vectors``,
 ``trigger_vectors``) have the SQLite schema's columns, in the same order and with the same meaning
-(storage/sqlite/schema.py describes them), so the services' shared SQL reads and writes both alike
+(storage/sqlite/schema.py describes them), so the shared SQL reads and writes both alike
 (a test holds the two column lists equal). SQLite's types map to ``bigint`` (its INTEGER), ``text``,
 ``double precision`` (REAL) and ``bytea`` (BLOB: vectors stay little-endian float32 bytes, which the
 shared SQL and the in-memory mirrors read). Ids are ``bigint`` identities ``BY DEFAULT``: they ascend in
@@ -19,7 +19,7 @@ What SQLite gives by its own means is written out here: ``pv_decay``, the decay 
 callable inside queries (the SQLite backend registers it on each connection), and the trigger that
 refuses any change to a version's texts, status and type.
 
-Migration 9 gives every table that holds a scope's rows the scope key ``scope`` (``scopes.py``), so that a
+Migration 9 gives every table that holds a scope's rows the scope key ``scope`` (primitives/scopes.py), so that a
 distributed PostgreSQL (Citus) can shard them all by scope (storage/distribution.py, docs/postgres.md): the
 column, filled from each row's own scope or its parent's, and in every primary key, unique constraint and
 foreign key between those tables, as Citus requires (the leading columns stay, so lookups keep their index).
@@ -188,7 +188,7 @@ CREATE TRIGGER {table}_follow_ids AFTER INSERT ON {table} REFERENCING NEW TABLE 
 """
 
 
-# The services give most rows their ids themselves (the largest so far plus one: ids ascend in commit order,
+# The vault gives most rows their ids itself (the largest so far plus one: ids ascend in commit order,
 # and a purged one is never given again), where Postgres's identity sequence does not see them; a row
 # inserted without one (a link) would then take an id already given. Each insert moves the sequence past
 # the ids it wrote.

@@ -21,7 +21,7 @@ number, never a row.
 A bound role may write its scope's memories and links, and read the vault's settings; it cannot change
 the schema, so the first vector of a fresh vault (which makes the HNSW index) is written by the owner.
 
-Migration 9 restates every policy by the scope key (:mod:`...scopes`) each row carries, because a
+Migration 9 restates every policy by the scope key (:mod:`...primitives.scopes`) each row carries, because a
 distributed PostgreSQL (Citus) takes no subquery in a policy: ``pv_bound_scope()`` reads the connected role's
 binding, and a row is admitted when its ``scope`` is that one (and, for a row that also names its agent and
 workspace, when its key is theirs). A key names one scope exactly, so no other scope's rows pass. The
@@ -176,7 +176,7 @@ END $$;
 CREATE POLICY given_id ON {table} AS RESTRICTIVE FOR INSERT WITH CHECK (pv_given_id('{table}', '{column}', {column}));
 CREATE POLICY kept_id ON {table} AS RESTRICTIVE FOR DELETE USING ({column} <= pv_high_water('{table}'));""" for table, column in _IDS) + f"""
 
--- The settings are the owner's; a scope's memory-folder binding (memory/sync.py: 'memory_folder:' and the scope as
+-- The settings are the owner's; a scope's memory-folder binding (memory_files/sync.py: 'memory_folder:' and the scope as
 -- a JSON list) is that scope's, and no other scope's is shown.
 CREATE FUNCTION pv_own_meta(k text) RETURNS boolean LANGUAGE plpgsql STABLE AS $$
 DECLARE

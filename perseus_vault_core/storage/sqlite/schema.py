@@ -23,12 +23,12 @@ Layout (version 1):
 - ``links``: typed, weighted, directed edges with their own transaction-time history.
 
 Version 2 adds ``version_vectors``: one embedding per version (see :mod:`.vectors`); version 3
-``trigger_vectors``: embeddings of ``recall_when`` phrases (see ``proactive.py``); version 4 the state
+``trigger_vectors``: embeddings of ``recall_when`` phrases (see features/proactive.py); version 4 the state
 frameworks keep beside the memories: a graph's checkpoints (``checkpoints``, ``checkpoint_blobs``,
-``checkpoint_writes``; see ``checkpoints.py``) and key-value collections (``kv_entries``; ``keyvalue.py``).
-Version 5 gives every table that holds a scope's rows the scope key ``scope`` (``scopes.py``), as the
+``checkpoint_writes``; see state/checkpoints.py) and key-value collections (``kv_entries``; state/keyvalue.py).
+Version 5 gives every table that holds a scope's rows the scope key ``scope`` (primitives/scopes.py), as the
 PostgreSQL schema has it for sharding (docs/postgres.md): the file needs no sharding, but one schema shape
-keeps the services' SQL one.
+keeps the shared SQL one.
 """
 
 from __future__ import annotations

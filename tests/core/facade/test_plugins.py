@@ -1,6 +1,6 @@
 """Commands other packages add through the entry point group perseus_vault.commands: the
 integrations' serve, and what the command line says when it is missing
-(perseus_vault_core/cli/plugins.py)."""
+(perseus_vault_core/facade/plugins.py)."""
 
 from __future__ import annotations
 
