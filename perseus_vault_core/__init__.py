@@ -13,7 +13,6 @@ the storage backends take half a second, and the command line, which first asks 
 
 import importlib
 import sys
-import types
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # what each name is, for type checkers; at run time each loads on first use
@@ -263,17 +262,3 @@ def __getattr__(name: str) -> object:
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
-
-
-class _Package(types.ModuleType):
-    """The package's own module type: importing a submodule named like a public name (``migrate``, the
-    module of the function ``migrate``) must not put the module where the name was, as loading the name
-    first used to ensure."""
-
-    def __setattr__(self, name: str, value: object) -> None:
-        if name in _WHERE and isinstance(value, types.ModuleType):
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package

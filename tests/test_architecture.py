@@ -301,6 +301,8 @@ def test_the_tree_is_the_drawing() -> None:
     assert not loose, f"modules at the core's top, outside every layer: {loose}"
     packages = {p.name for p in core.iterdir() if (p / "__init__.py").is_file()}
     assert packages == {name for row in LAYERS for name in row} - {""}, "a layer package not in LAYERS, or gone"
+    shadowing = packages & public_names(core / "__init__.py")  # importing one would set the package's attribute
+    assert not shadowing, f"layer packages named like public names: {sorted(shadowing)}"
     drawing = drawn_layers((ROOT / "docs" / "architecture.md").read_text(encoding="utf-8"), packages)
     assert drawing == list(LAYERS), "docs/architecture.md draws the layers otherwise than LAYERS orders them"
 
