@@ -58,6 +58,10 @@ SWAP_CEILING = 0.90  # at or above this cosine, words exchanged are synonyms (st
 # A memory of more content words than this is a document, not a statement: two documents close in meaning
 # are on one topic (two abstracts), and only a near copy (by vector and by words) is a duplicate.
 LONG_WORDS = 16
+# What of a memory its words, values and records are read from: its first characters. A longer memory is a
+# document (a file, a transcript): the exact-repeat check still reads all of it, and a pair of documents
+# is only ever a duplicate, by near-identical vectors and words (LONG_DUPLICATE, LONG_JACCARD).
+READ_CHARS = 16_384
 LONG_DUPLICATE = 0.90
 LONG_JACCARD = 0.6
 # Without vectors (a keyword-only vault) the word sets' Jaccard stands in for the cosine.
@@ -99,8 +103,10 @@ def normal(text: str) -> str:
 
 @lru_cache(maxsize=8192)
 def said(text: str) -> Said:
-    """The features of ``text`` (see :class:`Said`); kept for the texts met most recently, since the same
-    memories come back recall after recall."""
+    """The features of ``text`` (see :class:`Said`), its values and words from its first
+    :data:`READ_CHARS` characters; kept for the texts met most recently, since the same memories come
+    back recall after recall."""
+    whole, text = text, text[:READ_CHARS]
     anchors = set()
     first = True
     for raw in text.split():
@@ -114,7 +120,7 @@ def said(text: str) -> Said:
     records = frozenset(a for a in anchors if _RECORD.match(a) and any(c.isdigit() for c in a))
     tokens = tokenize(text)
     words = frozenset(stem(t) for t in tokens if t not in STOPWORDS)
-    return Said(normal(text), words, frozenset(anchors), records, frozenset(tokens))
+    return Said(normal(whole), words, frozenset(anchors), records, frozenset(tokens))
 
 
 def jaccard(a: frozenset[str], b: frozenset[str]) -> float:

@@ -121,6 +121,21 @@ def test_an_exact_repeat_under_a_new_key_writes_nothing_unless_asked(model_vault
     assert same_key.id == first.id and not same_key.repeated  # the same key: remember's own no-op
 
 
+def test_a_document_is_compared_by_its_start_and_repeated_only_whole(vault: Vault) -> None:
+    """Curation reads a memory's first READ_CHARS characters (a 256 KiB body cost 0.35 s a remember when
+    read whole); the exact-repeat check still reads all of it."""
+    head = " ".join(f"section {i} of the runbook says step {i}." for i in range(700))  # about 25,000 characters
+    assert len(head) > curation.READ_CHARS
+    a, b = said(head + " The end."), said(head + " Another end.")
+    assert a.words == b.words and a.normal != b.normal
+    first = vault.remember("doc", "runbook", head + " The end.")
+    again = vault.remember("doc", "runbook-copy", head + " The end.")
+    assert again.repeated and again.id == first.id
+    other = vault.remember("doc", "runbook-2", head + " Another end.")
+    assert not other.repeated and other.id != first.id
+    assert [(s.id, s.relation) for s in other.similar] == [(first.id, "duplicate")]  # for the agent to judge
+
+
 def test_a_repeat_in_another_scope_is_stored(model_vault: Vault) -> None:
     mine = model_vault.remember("note", "k", "Standup is at 9:30.", agent_id="a")
     theirs = model_vault.remember("note", "k2", "Standup is at 9:30.", agent_id="b")
