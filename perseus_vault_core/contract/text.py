@@ -64,9 +64,10 @@ _FOR_JSON = {c: f"\\u{c:04x}" for c in _CONTROLS if c >= 0x7F}  # JSON escapes C
 
 def for_terminal(value: str, json: bool = False) -> str:
     """``value`` with every control character a terminal acts on written as its escape (``\\x1b``), line
-    feeds and tabs kept; with ``json``, ``value`` is a JSON document (whose encoder escaped C0 already) and
-    DEL and the C1 controls, found only inside its strings, become ``\\u`` escapes: the same JSON value."""
-    return value.translate(_FOR_JSON if json else _FOR_TEXT)
+    feeds and tabs kept (a CR LF line end read as its line feed); with ``json``, ``value`` is a JSON
+    document (whose encoder escaped C0 already) and DEL and the C1 controls, found only inside its
+    strings, become ``\\u`` escapes: the same JSON value."""
+    return value.translate(_FOR_JSON) if json else value.replace("\r\n", "\n").translate(_FOR_TEXT)
 
 
 def one_line(text: str, limit: int) -> str:

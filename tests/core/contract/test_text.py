@@ -39,6 +39,7 @@ def test_a_terminal_is_sent_no_control_it_would_act_on() -> None:
     out = for_terminal("".join(controls) + "\n\tünïcode \u2028")
     assert out.endswith("\n\tünïcode \u2028") and not any(c in out for c in controls)
     assert for_terminal("\x1b]0;pwned\x07") == "\\x1b]0;pwned\\x07"
+    assert for_terminal("windows\r\nline\rover") == "windows\nline\\x0dover"  # a lone CR could overwrite a line
     document = json.dumps({"k": "a\x1b\x7f\x9bb"}, ensure_ascii=False)  # C0 escaped by the encoder
     shown = for_terminal(document, json=True)
     assert json.loads(shown) == {"k": "a\x1b\x7f\x9bb"} and not any(c in shown for c in controls)
