@@ -22,6 +22,7 @@ import json
 import os
 import platform
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -559,34 +560,30 @@ def log(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
-def _agent_questions(output: Path, sizes: list[int]) -> None:
-    """``--only agent-questions``: the team-memory questions alone, their section of ``output`` replaced."""
+def _cached_model() -> Any:
     from perseus_vault_core.embeddings import load
 
-    from .postgres import write_section
     from .vector_cache import CachingEmbedder
 
-    write_section(output, agent_questions.render(agent_questions.run(CachingEmbedder(load()))))
-    log(f"wrote the agent questions section of {output}")
+    return CachingEmbedder(load())
 
 
-def _quality(output: Path, sizes: list[int]) -> None:
-    """``--only quality``: the BEIR collections alone (the vault's three modes), their section replaced."""
-    from .postgres import write_section
+def _part_alone(render_run: Callable[[], list[str]]) -> Callable[[Path, list[int]], None]:
+    """An ``--only`` part that has no ``main`` of its own: run and render it, its section of the report
+    replaced, the rest kept."""
+    def part(output: Path, sizes: list[int]) -> None:
+        from .postgres import write_section
 
-    write_section(output, render_quality(quality.run(list(quality.COLLECTIONS))))
-    log(f"wrote the quality section of {output}")
+        section = render_run()
+        write_section(output, section)
+        log(f"wrote the {section[0].lstrip('# ')} section of {output}")
+
+    return part
 
 
-def _conversation(output: Path, sizes: list[int]) -> None:
-    """``--only conversation``: locomo-dev through both ingest paths alone, its section replaced."""
-    from perseus_vault_core.embeddings import load
-
-    from .postgres import write_section
-    from .vector_cache import CachingEmbedder
-
-    write_section(output, conversation.render(conversation.run(CachingEmbedder(load()))))
-    log(f"wrote the conversational memory section of {output}")
+_quality = _part_alone(lambda: render_quality(quality.run(list(quality.COLLECTIONS))))
+_conversation = _part_alone(lambda: conversation.render(conversation.run(_cached_model())))
+_agent_questions = _part_alone(lambda: agent_questions.render(agent_questions.run(_cached_model())))
 
 
 def main(argv: list[str] | None = None) -> None:

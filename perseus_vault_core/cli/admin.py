@@ -16,7 +16,6 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..contract.errors import InvalidInput
-from ..contract.text import for_terminal
 from ..facade.vault import Vault
 from ..primitives.keys import read_key_file
 from . import format
@@ -139,7 +138,7 @@ def scan(vault: Vault, args: argparse.Namespace, given: dict[str, Any]) -> Any:
     while True:  # --all streams every page: one JSON object (or line) per memory
         page = vault.scan(cursor=cursor, **given)
         for e in page.items:
-            print(for_terminal(e.model_dump_json(), json=True) if args.json else for_terminal(format.entity_line(e)))
+            format.emit(args, e, lambda e, _: format.entity_line(e))
         if not page.has_more:
             return PRINTED
         cursor = page.next_cursor

@@ -111,11 +111,9 @@ _SIMILAR = {"duplicate": "probably repeats", "update": "probably updates", "rela
 def remembered(r: Remembered, _: argparse.Namespace) -> str:
     """What was written, or that nothing was (an exact repeat), then the memories it probably repeats or
     updates: what an agent or a person acts on next (docs/curation.md)."""
-    name = f"#{r.id} [{escape_breaks(r.category)}/{escape_breaks(r.key)}]"
-    lines = [f"already held by {name}: nothing written (--keep-duplicate stores it)" if r.repeated
-             else f"remembered {name} version {r.version}"]
-    lines += [f"  {_SIMILAR[s.relation]} #{s.id} [{escape_breaks(s.category)}/{escape_breaks(s.key)}] (similarity"
-              f" {s.similarity:.2f})" for s in r.similar]
+    lines = [f"already held by #{r.id} [{name(r)}]: nothing written (--keep-duplicate stores it)" if r.repeated
+             else f"remembered #{r.id} [{name(r)}] version {r.version}"]
+    lines += [f"  {_SIMILAR[s.relation]} #{s.id} [{name(s)}] (similarity {s.similarity:.2f})" for s in r.similar]
     return "\n".join(lines)
 
 
