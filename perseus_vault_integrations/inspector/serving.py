@@ -3,7 +3,6 @@ serve --http``), with the same server settings, stall deadlines and token (:mod:
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from ..mcp.http import Tls, base_url, is_loopback, listen, require_token, serve_app
@@ -29,15 +28,14 @@ class Beside:
 def serve_alone(vault: Any, host: str, port: int, token: str | None, *, allow_edits: bool = False,
                 agent_id: str | None = None, workspace_hash: str | None = None, tls: Tls | None = None) -> None:
     """``perseus-vault ui``: the inspector alone (over HTTPS with ``tls``) until stopped; its URL printed on
-    stdout first."""
+    stdout once its lines on stderr are out."""
     require_token(host, token)  # refused before listening
     sock = listen(host, port)
     port = int(sock.getsockname()[1])
     app = Inspector(vault, host, port, token, allow_edits=allow_edits, agent_id=agent_id, workspace_hash=workspace_hash,
                     https=tls is not None)
     url = base_url(host, port, tls is not None)
-    print(f"{url}/", flush=True)
     note = " (sign in with the bearer token)" if token else ""
     where = "" if is_loopback(host) else ", reachable from other machines"
-    print(f"perseus-vault: the web inspector at {url}/{note}{where}; Ctrl-C to stop", file=sys.stderr, flush=True)
-    serve_app(app, host, port, [], sock=sock, tls=tls)
+    serve_app(app, host, port, [f"the web inspector at {url}/{note}{where}; Ctrl-C to stop"], sock=sock, tls=tls,
+              stdout=f"{url}/")

@@ -328,13 +328,16 @@ def listen(host: str, port: int) -> socket.socket:
 
 
 def serve_app(app: Any, host: str, port: int, announce: list[str], sock: socket.socket | None = None,
-              tls: Tls | None = None) -> None:
+              tls: Tls | None = None, stdout: str | None = None) -> None:
     """Run ``app`` at ``host``:``port`` (or on ``sock``, already bound there; over HTTPS with ``tls``) until
-    stopped, after printing ``announce`` to stderr, a line each, and the warning of :func:`clear_text_warning`."""
+    stopped, after printing ``announce`` to stderr, a line each, and the warning of :func:`clear_text_warning`,
+    and then ``stdout`` (a line for a script to read) on stdout: a reader of that line has all the others."""
     if sock is None:
         sock = listen(host, port)
     for line in announce + clear_text_warning(host, tls):
         print(f"perseus-vault: {line}", file=sys.stderr, flush=True)
+    if stdout is not None:
+        print(stdout, flush=True)
     uvicorn.Server(server_config(app, host, port, tls)).run(sockets=[sock])
 
 
