@@ -41,7 +41,8 @@ def window(conn: Connection, params: RecallParams, v: View, ranked: list[Scored]
             vectors = {eid: np.frombuffer(r[-1], dtype=np.float32) for eid, r in rows.items() if r[-1] is not None}
         else:
             vectors = {s.id: held[vids[s.id]] for s in shown if vids[s.id] in held}
-    needed = _involved([s.id for s in shown], vectors)
+    sims = curation.cosines([vectors.get(s.id) for s in shown])  # once: the pairs to read, then curation's
+    needed = _involved([s.id for s in shown], sims)
     if not needed:
         return None
     if rows is None:
@@ -55,20 +56,22 @@ def window(conn: Connection, params: RecallParams, v: View, ranked: list[Scored]
         candidates.append(curation.Candidate(
             s.id, s.relevance, s.related, int(r[4]), curation.is_turn(r[3], r[1]), embedding_text(r[1], r[2]),
             vectors.get(s.id), (r[5] or "", r[6] or "")))
-    return curation.curate(candidates, curation.said(params.query))
+    # A candidate not needed is passed as a turn (never paired): its row of sims is never read.
+    return curation.curate(candidates, curation.said(params.query), sims)
 
 
-def _involved(ids: list[int], vectors: dict[int, np.ndarray]) -> set[int]:
-    """The candidates some pair rule may apply to: every one without a vector (its words decide), and those
-    with a vector at least :data:`CLOSE` to another's."""
-    lacking = {i for i in ids if i not in vectors}
-    have = [i for i in ids if i in vectors]
-    if len(have) < 2:
-        return lacking if len(lacking) + len(have) >= 2 else set()
-    sims = curation.cosines([vectors[i] for i in have])
-    np.fill_diagonal(sims, -1.0)
-    close = np.flatnonzero((sims >= CLOSE).any(axis=1))
-    return lacking | {have[k] for k in close.tolist()}
+def _involved(ids: list[int], sims: np.ndarray) -> set[int]:
+    """The candidates some pair rule may apply to (``sims``: their :func:`curation.cosines`, NaN where one
+    has no vector): every one without a vector (its words decide), and those with a vector at least
+    :data:`CLOSE` to another's."""
+    lacking = np.isnan(np.diagonal(sims))
+    if len(ids) < 2:
+        return set()
+    if len(ids) - int(lacking.sum()) < 2:  # one vector or none: only the words can pair them
+        return {ids[k] for k in np.flatnonzero(lacking).tolist()}
+    close = np.nan_to_num(sims, nan=-1.0)
+    np.fill_diagonal(close, -1.0)
+    return {ids[k] for k in np.flatnonzero(lacking | (close >= CLOSE).any(axis=1)).tolist()}
 
 
 def _read(conn: Connection, arms: Arms, vids: list[int], with_vectors: bool) -> dict[int, Any]:

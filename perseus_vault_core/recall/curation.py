@@ -253,16 +253,18 @@ class Curated:
         return [by_id[i] for i in self.order if i not in gone] + [item for item in ranked if item.id not in window]
 
 
-def curate(ranked: Sequence[Candidate], query: Said | None = None) -> Curated:
+def curate(ranked: Sequence[Candidate], query: Said | None = None, sims: np.ndarray | None = None) -> Curated:
     """Curate ``ranked`` (best first; recall gives its first :data:`WINDOW`). Duplicates collapse into one
     memory each, the most recent wording taking the group's best place. Then a newer memory goes just
     before an older one about the same subject: an ``update`` pair (the older marked ``outdated_by`` the
     newer), or a near tie (both related to the query, close in meaning, the newer valid an hour or more
     later and about as relevant) where the query names no value the older alone holds (``query``: the
     query's features). Only pairs whose vectors are close enough are read further (by numpy masks), so a
-    window costs little when nothing in it is alike."""
+    window costs little when nothing in it is alike. ``sims``: the candidates' :func:`cosines`, when the
+    caller has them."""
     n = len(ranked)
-    sims = cosines([c.vector for c in ranked])
+    if sims is None:
+        sims = cosines([c.vector for c in ranked])
     missing = np.isnan(sims)  # a memory without a vector: its words decide (relation's Jaccard)
     codes: dict[tuple[str, str], int] = {}
     scope = np.array([codes.setdefault(c.scope, len(codes)) for c in ranked])
@@ -276,11 +278,12 @@ def curate(ranked: Sequence[Candidate], query: Said | None = None) -> Curated:
             known[i, j] = relation(ranked[i].said, ranked[j].said, None if missing[i, j] else float(sims[i, j]))
         return known[i, j]
 
-    alike = same & (missing | (np.nan_to_num(sims, nan=-1.0) >= DUPLICATE))
-    head = list(range(n))  # index -> its group's first (best ranked) member
+    alike = (same & (missing | (np.nan_to_num(sims, nan=-1.0) >= DUPLICATE))).T.tolist()  # [j][i] (lists: no
+    head = list(range(n))  # index -> its group's first (best ranked) member          numpy call per place)
     for j in range(1, n):
-        for i in np.flatnonzero(alike[:j, j]).tolist():
-            if head[i] == i and pair(i, j) == "duplicate":
+        row = alike[j]
+        for i in range(j):
+            if row[i] and head[i] == i and pair(i, j) == "duplicate":
                 head[j] = i
                 break
     members: dict[int, list[int]] = {}
@@ -294,7 +297,7 @@ def curate(ranked: Sequence[Candidate], query: Said | None = None) -> Curated:
     valid = np.array([c.valid_ms for c in ranked], dtype=np.int64)
     later = same & (valid[None, :] > valid[:, None])  # [i, j]: j is valid after i, in i's scope
     close = np.nan_to_num(sims, nan=-1.0)
-    maybe = later & (missing | (close >= min(UPDATE, SAME_SUBJECT)))
+    maybe = (later & (missing | (close >= min(UPDATE, SAME_SUBJECT)))).tolist()
 
     def newer_first(i: int, j: int) -> bool:
         older, newer = ranked[i], ranked[j]
@@ -309,9 +312,8 @@ def curate(ranked: Sequence[Candidate], query: Said | None = None) -> Curated:
     pos, moves = 0, 0
     while pos < len(order) and moves < n * n:  # each place: its newest fact about the subject
         i = order[pos]
-        rest = np.asarray(order[pos + 1 :], dtype=np.int64)
-        found = next((pos + 1 + int(q) for q in np.flatnonzero(maybe[i, rest]) if newer_first(i, int(rest[q]))),
-                     None) if len(rest) else None
+        candidates = maybe[i]
+        found = next((pos + 1 + q for q, j in enumerate(order[pos + 1 :]) if candidates[j] and newer_first(i, j)), None)
         if found is None:
             pos += 1
             continue

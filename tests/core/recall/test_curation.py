@@ -64,6 +64,20 @@ def test_curate_collapses_keeps_the_newest_wording_at_the_best_place_and_puts_up
     assert done.apply(ranked, include_outdated=False) == [ranked[2], ranked[3]]
 
 
+def test_curate_given_the_cosines_decides_as_it_does_computing_them() -> None:
+    ranked = [
+        _candidate(1, 0.9, 1, "Production runs in us-east-1.", [1, 0, 0]),
+        _candidate(2, 0.8, 3, "Deploys go out on Tuesdays.", [0, 1, 0]),
+        _candidate(3, 0.7, 5, "Production runs in eu-west-1.", [0.95, 0.05, 0]),
+        _candidate(4, 0.6, 4, "deploys go out on tuesdays", None),  # no vector: its words decide
+        _candidate(5, 0.5, 6, "Deploys go out on Tuesdays.", [0, 1, 0]),
+    ]
+    alone = curate(ranked)
+    given = curate(ranked, sims=curation.cosines([c.vector for c in ranked]))
+    assert (given.order, given.duplicates, given.outdated_by) == (alone.order, alone.duplicates, alone.outdated_by)
+    assert alone.duplicates == {5: [2, 4]} and alone.outdated_by == {1: 3}
+
+
 def test_turns_are_never_curated() -> None:
     turn = [Candidate(i, 0.5, True, i * DAY_MS, True, "ok, sounds good", np.asarray([1.0, 0.0])) for i in (1, 2)]
     assert curate(turn).order == [1, 2] and curate(turn).duplicates == {}
