@@ -6,7 +6,8 @@ backend beside SQLite and LangGraph's PostgresStore at the same sizes (postgres.
 alone and replaces only its section), the web inspector's pages at the same sizes (inspector.py; ``--only
 inspector``), one million memories (million.py; not with --quick), what an agent reads of a recall and of a
 ``prepare`` block (agent_text.py; ``--only agent-text``), and each other part that has its own section alone
-as well (``--only quality``, ``conversation``, ``limits``, ``hooks``, ``curation``, ``agent-questions``), and
+as well (``--only quality``, ``conversation``, ``limits``, ``hooks``, ``curation``, ``agent-questions``;
+``--only against [--ref REF]`` times warm recall beside an earlier commit's, against.py), and
 writes the figures to docs/benchmarks.md with the machine, versions and date, and each target beside
 the figure it judges. Without the collections (see ``quality.data_dir``) it stops at once with one line
 naming the missing one. Embeddings of the corpora are cached in benchmarks/.cache (keyed by
@@ -29,6 +30,7 @@ from typing import Any
 from perseus_vault_core.recall.pipeline import DENSE_DEPTH, MIN_POOL, SHORTLIST_PER_POOL
 
 from . import (
+    against,
     agent_questions,
     agent_text,
     conversation,
@@ -196,7 +198,7 @@ def render_quality(qual: list[dict[str, Any]]) -> list[str]:
     out += ["", "Each document is remembered with its title as `summary` and its text as `content` (the bundled model embeds"
             " both, as BEIR does); each query is one `recall(query, mode=..., limit=100, reinforce=False)`. Metrics follow"
             " BEIR / pytrec_eval (linear gain, log2 discount, ideal DCG over the judged documents). Hybrid uses the default"
-            " fusion (0.6 x the keyword score + 0.4 x the cosine, docs/recall.md).", ""]
+            " fusion (the keyword score and the cosine, each arm weighed by the query's own weight, docs/recall.md#hybrid-fusion).", ""]
     by = {(q["collection"], q["mode"]): q["ndcg@10"] for q in qual}
     out += ["### Quality targets", "", "| target | figure | verdict |", "|---|---|---|"]
     if ("scifact", "fts5") in by:
@@ -593,8 +595,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-million", action="store_true", help="skip the 1M run (the full mode runs it)")
     parser.add_argument("--output", type=Path, default=REPORT)
     parser.add_argument("--only", choices=["postgres", "inspector", "limits", "agent-text", "hooks", "curation",
-                                               "agent-questions", "quality", "conversation"],
+                                               "agent-questions", "quality", "conversation", "against"],
                         help="run only this part; replace only its section of the report")
+    parser.add_argument("--ref", help="--only against: the commit to time beside this code (default: the one the "
+                        "Speed section's full run measured)")
     args = parser.parse_args(argv)
     needed = {None: [*quality.COLLECTIONS, conversation.NAME], "quality": list(quality.COLLECTIONS),
               "conversation": [conversation.NAME]}
@@ -607,6 +611,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.only:  # this part alone (postgres.py, inspector.py): its section of the report replaced, the rest kept
         if args.only == "hooks" and not args.sizes:  # 2,000 and 100,000 memories (and 1M in the full run)
             sizes = [hooks.REAL] if args.quick else [hooks.REAL, 100_000]
+        if args.only == "against":
+            return against.main(args.output, args.sizes or [10_000 if args.quick else against.SIZE], args.ref)
         return {"postgres": postgres.main, "inspector": inspector.main, "limits": limits.main, "hooks": hooks.main,
                 "agent-text": agent_text.main, "curation": curation.main,
                 "agent-questions": _agent_questions, "quality": _quality,
