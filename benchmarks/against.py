@@ -32,7 +32,7 @@ ROOT = HERE.parent
 # The commit whose full run docs/benchmarks.md's Speed and side-by-side sections report.
 BASE_REF = "1ec2d1c"
 MODES = ("fts5", "dense", "hybrid")
-ROUNDS = 3
+ROUNDS = 5
 QUERIES = 300
 SIZE = 100_000
 TITLE = "## Warm recall beside an earlier commit"
