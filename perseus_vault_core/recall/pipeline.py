@@ -9,9 +9,8 @@ The order of work:
 2. each arm returns a pool of visible candidates (scope, status, time and ``where`` applied inside its
    query): keyword and dense through the backend's search (:mod:`storage`), or its in-memory indexes
    (:mod:`indexes`) when they are ready;
-3. hybrid combines the arms' scores (:mod:`.fusion`): relevance = keyword weight x keyword score + dense
-   weight x cosine, the weights the query's own (each arm's base weight over how far its scores reach over
-   the pool), over every candidate either arm found (a keyword hit the dense pool missed still gets its
+3. hybrid combines the arms' scores (:mod:`.fusion`): relevance = 0.6 x keyword score + 0.4 x cosine
+   by default, over every candidate either arm found (a keyword hit the dense pool missed still gets its
    cosine); every item keeps its rank in each arm;
 4. a dialogue's turns are judged in their context (:mod:`.context`), and each candidate is related or
    not: ``min_score="auto"`` (the default) leaves the unrelated out, a number cuts below it;
@@ -49,7 +48,7 @@ from . import context, curation
 from .arms import Arms
 from .actionability import actionability, startup_factor
 from .curated import window
-from .fusion import combine, keyword_score, query_weights
+from .fusion import combine, keyword_score
 from .ranking import KNOB_RANGE, Scored, bounded, diversify, order, recency, trust, witness
 from .validity import validity
 
@@ -442,7 +441,6 @@ def _tier(conn: Connection, params: RecallParams, v: View, mode: str, arms: Arms
         known.update({h.entity_id: h.row for h in hits if h.row is not None})
     kw = {h.entity_id: h.score for h in lists.get("fts5", [])}
     cos = {h.entity_id: h.score for h in lists.get("dense", [])}
-    fusion = params.fusion or arms.fusion or Fusion()
     if mode == "hybrid":
         query_vector = query.get()
         assert query_vector is not None
@@ -450,12 +448,13 @@ def _tier(conn: Connection, params: RecallParams, v: View, mode: str, arms: Arms
         unseen = [vids[e] for e in kw if e not in cos]
         by_vid = _cosines(conn, unseen, query_vector, arms, v) if unseen else {}
         cos.update({e: by_vid[vids[e]] for e in kw if e not in cos and vids[e] in by_vid})
-        fusion = query_weights(kw, cos, fusion)  # weighed by how far each arm's scores reach over this pool
-        scored = [Scored(eid, score, score) for eid, score in combine(kw, cos, fusion)[:pool]]
+        fused = combine(kw, cos, params.fusion or arms.fusion or Fusion())
+        scored = [Scored(eid, score, score) for eid, score in fused[:pool]]
     else:
         scored = [Scored(h.entity_id, h.score, h.score) for h in lists[mode]]
     floor = MIN_COSINE_ONE_WORD if len(parse(params.query).stems) == 1 else MIN_SCORE["dense"]
     related = {s.id: _related(kw.get(s.id), cos.get(s.id), mode, arms, floor) for s in scored}
+    fusion = params.fusion or arms.fusion or Fusion()
 
     def own(fresh: dict[int, int]) -> dict[int, float]:  # a candidate the arms did not find, by their rule
         by_vid = _cosines(conn, list(fresh.values()), query.get(), arms, v) if mode != "fts5" else {}  # type: ignore[arg-type]

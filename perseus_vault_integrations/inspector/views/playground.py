@@ -12,14 +12,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from perseus_vault_core import MAX_LIMIT, Fusion, RecallResult
+from perseus_vault_core import MAX_LIMIT, RecallResult
 
 from ..layout import (Page, address, checkbox, choice, field, form, memory_link, message, preview, scope_fields,
                       status_badge, table, text_input)
 from ..markup import Markup, el, join
 from ..query import Ask, Context
-
-BASE = Fusion()  # hybrid recall's base weights, which a field left empty keeps
 
 MODES = ("auto", "fts5", "dense", "hybrid")
 NEUTRAL: dict[str, Any] = {"trust_weight": 0.0, "content_weight": 0.0, "diversity_halving": 1.0,
@@ -45,8 +43,8 @@ def asked(ask: Ask) -> dict[str, Any]:
                    expansion=True if ask.flag("expansion") else None)
     keyword, dense = ask.real("keyword_weight"), ask.real("dense_weight")
     if keyword is not None or dense is not None:
-        options["fusion"] = {"keyword_weight": BASE.keyword_weight if keyword is None else keyword,
-                             "dense_weight": BASE.dense_weight if dense is None else dense}
+        options["fusion"] = {"keyword_weight": 0.6 if keyword is None else keyword,
+                             "dense_weight": 0.4 if dense is None else dense}
     return {k: v for k, v in options.items() if v is not None}
 
 
@@ -65,8 +63,7 @@ def render(ctx: Context, ask: Ask) -> Page:
                     field(label, text_input(name, ask.text(name), placeholder=hint, size_=6)) for name, label, hint in (
                         ("trust_weight", "trust", "0.15"), ("content_weight", "content", "0"),
                         ("diversity_halving", "diversity", "1"), ("recency_half_life_secs", "recency half-life s", ""),
-                        ("keyword_weight", "keyword weight", f"{BASE.keyword_weight:g}"),
-                        ("dense_weight", "dense weight", f"{BASE.dense_weight:g}"))],
+                        ("keyword_weight", "keyword weight", "0.6"), ("dense_weight", "dense weight", "0.4"))],
                    checkbox("startup", ask.flag("startup"), "startup (actionability)"),
                    checkbox("validity", ask.flag("validity"), "validity profile"),
                    checkbox("expansion", ask.flag("expansion"), "query expansion"),
