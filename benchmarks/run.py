@@ -198,7 +198,7 @@ def render_quality(qual: list[dict[str, Any]]) -> list[str]:
     out += ["", "Each document is remembered with its title as `summary` and its text as `content` (the bundled model embeds"
             " both, as BEIR does); each query is one `recall(query, mode=..., limit=100, reinforce=False)`. Metrics follow"
             " BEIR / pytrec_eval (linear gain, log2 discount, ideal DCG over the judged documents). Hybrid uses the default"
-            " fusion (the keyword score and the cosine, each arm weighed by the query's own weight, docs/recall.md#hybrid-fusion).", ""]
+            " fusion (0.6 x the keyword score + 0.4 x the cosine, docs/recall.md).", ""]
     by = {(q["collection"], q["mode"]): q["ndcg@10"] for q in qual}
     out += ["### Quality targets", "", "| target | figure | verdict |", "|---|---|---|"]
     if ("scifact", "fts5") in by:
