@@ -600,6 +600,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--ref", help="--only against: the commit to time beside this code (default: the one the "
                         "Speed section's full run measured)")
     args = parser.parse_args(argv)
+    if args.ref is not None and args.only != "against":
+        parser.error("--ref goes with --only against")
     needed = {None: [*quality.COLLECTIONS, conversation.NAME], "quality": list(quality.COLLECTIONS),
               "conversation": [conversation.NAME]}
     try:
