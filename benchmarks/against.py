@@ -49,8 +49,8 @@ def main(output: Path, sizes: list[int], ref: str | None = None) -> None:
 
 def run(sizes: list[int], ref: str, log: Any = print) -> dict[str, Any]:
     """Each size's figures for ``ref`` and for this tree (see the module docstring)."""
-    from .speed import filter_body
-    from .synthetic import memories, queries
+    from .speed import synthetic_lines
+    from .synthetic import queries
 
     commit = _git("rev-parse", "--short", f"{ref}^{{commit}}")
     here = _git("rev-parse", "--short", "HEAD") + (" with uncommitted changes" if _git("status", "--porcelain") else "")
@@ -64,9 +64,7 @@ def run(sizes: list[int], ref: str, log: Any = print) -> dict[str, Any]:
             qs.write_text(json.dumps(queries(QUERIES)), encoding="utf-8")
             for n in sizes:
                 lines = Path(tmp) / f"lines-{n}.jsonl"
-                with lines.open("w", encoding="utf-8") as f:
-                    for i, m in enumerate(memories(n, 7)):
-                        f.write(json.dumps(dict(m, body=filter_body(i))) + "\n")
+                lines.write_text("".join(line + "\n" for line in synthetic_lines(n)), encoding="utf-8")
                 trees = {"base": base, "here": ROOT}
                 dbs = {name: Path(tmp) / f"{name}-{n}.db" for name in trees}
                 for name, tree in trees.items():
@@ -77,12 +75,15 @@ def run(sizes: list[int], ref: str, log: Any = print) -> dict[str, Any]:
                     for name, tree in trees.items():
                         rounds[name].append(json.loads(_child(tree, "measure", dbs[name], lines, qs)))
                         log(f"against {commit}: {n:,}, round {r + 1}, {name}: {rounds[name][-1]}")
-                out["sizes"].append({"entities": n, **{name: {row: [statistics.median(x[row][k] for x in got)
-                                                                     for k in (0, 1)] for row in got[0]}
-                                                       for name, got in rounds.items()}})
+                out["sizes"].append({"entities": n, **{name: _medians(got) for name, got in rounds.items()}})
         finally:
             _git("worktree", "remove", "--force", str(base))
     return out
+
+
+def _medians(rounds: list[dict[str, list[float]]]) -> dict[str, list[float]]:
+    """Each row's [p50, p95], the median of the rounds' figures."""
+    return {row: [statistics.median(r[row][k] for r in rounds) for k in (0, 1)] for row in rounds[0]}
 
 
 def render(result: dict[str, Any]) -> list[str]:
@@ -160,9 +161,10 @@ def _process(what: str, db: str, lines: str, qs: str) -> None:
         except Exception:
             curates = False
         for mode in MODES:
-            for name, more in ((mode, {}), (f"{mode}, curate=False", {"curate": False}) if curates else (None, {})):
-                if name is None:
-                    continue
+            variants: list[tuple[str, dict[str, Any]]] = [(mode, {})]
+            if curates:
+                variants.append((f"{mode}, curate=False", {"curate": False}))
+            for name, more in variants:
                 times = []
                 for q in asked:
                     started = time.perf_counter()

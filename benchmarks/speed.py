@@ -119,6 +119,11 @@ def filter_body(i: int) -> dict[str, Any]:
     return {"prio": i % 5, "project": f"p{(i * 7919) % 1000:03d}"}
 
 
+def synthetic_lines(n: int, seed: int = 7) -> Iterator[str]:
+    """The JSONL lines of the speed benchmark's ``n`` synthetic memories, each with its :func:`filter_body`."""
+    return (json.dumps(dict(m, body=filter_body(i))) for i, m in enumerate(memories(n, seed)))
+
+
 FILTERS = {"most": {"prio": {"$gte": 1}}, "few": {"project": "p042"}}
 
 
@@ -148,7 +153,7 @@ def filtered_recall(vault: Vault, qs: list[str], n_queries: int = 100) -> dict[s
 def run_size(n: int, model: Any, cached: Any, n_queries: int = 300, seed: int = 7) -> dict[str, Any]:
     """``model``: the real embedder (queries); ``cached``: the same model behind the vector cache (bulk)."""
     out: dict[str, Any] = {"entities": n}
-    lines = [json.dumps(dict(m, body=filter_body(i))) for i, m in enumerate(memories(n, seed))]
+    lines = list(synthetic_lines(n, seed))
     qs = queries(n_queries)
     with tempfile.TemporaryDirectory() as tmp:
         plain = os.path.join(tmp, "plain.db")

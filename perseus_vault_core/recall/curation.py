@@ -278,12 +278,13 @@ def curate(ranked: Sequence[Candidate], query: Said | None = None, sims: np.ndar
             known[i, j] = relation(ranked[i].said, ranked[j].said, None if missing[i, j] else float(sims[i, j]))
         return known[i, j]
 
-    alike = (same & (missing | (np.nan_to_num(sims, nan=-1.0) >= DUPLICATE))).T.tolist()  # [j][i] (lists: no
-    head = list(range(n))  # index -> its group's first (best ranked) member          numpy call per place)
+    close = np.nan_to_num(sims, nan=-1.0)
+    # The masks are walked as lists: a numpy call per place would cost more than the window's arithmetic.
+    alike = (same & (missing | (close >= DUPLICATE))).T.tolist()  # alike[j][i]: i and j may repeat each other
+    head = list(range(n))  # index -> its group's first (best ranked) member
     for j in range(1, n):
-        row = alike[j]
         for i in range(j):
-            if row[i] and head[i] == i and pair(i, j) == "duplicate":
+            if alike[j][i] and head[i] == i and pair(i, j) == "duplicate":
                 head[j] = i
                 break
     members: dict[int, list[int]] = {}
@@ -296,7 +297,6 @@ def curate(ranked: Sequence[Candidate], query: Said | None = None, sims: np.ndar
     outdated: dict[int, int] = {}
     valid = np.array([c.valid_ms for c in ranked], dtype=np.int64)
     later = same & (valid[None, :] > valid[:, None])  # [i, j]: j is valid after i, in i's scope
-    close = np.nan_to_num(sims, nan=-1.0)
     maybe = (later & (missing | (close >= min(UPDATE, SAME_SUBJECT)))).tolist()
 
     def newer_first(i: int, j: int) -> bool:
@@ -312,8 +312,7 @@ def curate(ranked: Sequence[Candidate], query: Said | None = None, sims: np.ndar
     pos, moves = 0, 0
     while pos < len(order) and moves < n * n:  # each place: its newest fact about the subject
         i = order[pos]
-        candidates = maybe[i]
-        found = next((pos + 1 + q for q, j in enumerate(order[pos + 1 :]) if candidates[j] and newer_first(i, j)), None)
+        found = next((pos + 1 + q for q, j in enumerate(order[pos + 1 :]) if maybe[i][j] and newer_first(i, j)), None)
         if found is None:
             pos += 1
             continue
