@@ -61,7 +61,7 @@ class SQLiteBackend:
         return nullcontext()
 
     def connect(self) -> Connection:
-        conn: Connection = connect(self.path, self.driver)
+        conn: Connection = connect(self.path, self.driver, vault=True)
         return conn
 
     def mirror_file(self, name: str) -> str | None:

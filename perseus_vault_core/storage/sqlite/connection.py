@@ -162,11 +162,12 @@ def ascii_lower_sql(text: object) -> object:
 SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
 
 
-def connect(path: str, driver: Driver | None = None, *, synchronous: str = "FULL") -> Any:
+def connect(path: str, driver: Driver | None = None, *, synchronous: str = "FULL", vault: bool = False) -> Any:
     """Open one configured connection to ``path`` (autocommit; transactions are explicit).
 
     A new file is created private (0600, less under a stricter umask); an existing one keeps its mode.
-    With a key, a wrong key is refused before SQLite touches the files (see :func:`_prove_key`).
+    With a key, a wrong key is refused before SQLite touches the files (see :func:`_prove_key`). ``vault``:
+    the file is to be a vault, so another application's database is refused untouched (:func:`_foreign_tables`).
     """
     if synchronous not in SYNCHRONOUS:  # SQLite would silently read a typo as NORMAL
         raise InvalidInput("synchronous", f"must be one of {', '.join(SYNCHRONOUS)}")
@@ -191,6 +192,12 @@ def connect(path: str, driver: Driver | None = None, *, synchronous: str = "FULL
         sqlite_vec.load(conn)
         conn.enable_load_extension(False)
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        foreign = _foreign_tables(conn) if vault else []
+        if foreign:
+            conn.close()
+            shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+            raise SetupError(f"{path!r} is not a vault: it is a SQLite database of another application (tables "
+                             f"{shown}); nothing was written to it. Give a new file's path, or an existing vault's")
         mode = _switch_to_wal(conn)
         if str(mode).lower() != "wal" and path != ":memory:":
             raise StorageError(f"cannot switch {path!r} to WAL mode (got {mode!r})")
@@ -203,6 +210,19 @@ def connect(path: str, driver: Driver | None = None, *, synchronous: str = "FULL
         conn.close()
         raise StorageError(f"cannot configure database {path!r}: {exc}") from exc
     return conn
+
+
+def _foreign_tables(conn: Any) -> list[str]:
+    """The tables of a database that is not a vault but holds some: another application's SQLite file given
+    by mistake, which opening would switch to WAL mode and the first migration fill with the vault's tables.
+    A vault's schema version is at least 1; a new vault's file holds no table; one that another process is
+    creating at this moment already holds ``_migrations`` and ``vault_meta`` (its first step commits both)."""
+    if int(conn.execute("PRAGMA user_version").fetchone()[0]) > 0:
+        return []
+    tables = [str(name) for (name,) in conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' "
+        "ORDER BY name")]
+    return [] if {"_migrations", "vault_meta"} <= set(tables) else tables
 
 
 def _switch_to_wal(conn: Any) -> str:
@@ -469,7 +489,7 @@ class ConnectionPool:
         if conn is None:
             if self._closed:
                 raise StorageError("the vault is closed")
-            conn = connect(self.path, self.driver, synchronous=self.synchronous)
+            conn = connect(self.path, self.driver, synchronous=self.synchronous, vault=True)
             self._local.conn = conn
             with self._lock:
                 self._all.append(conn)

@@ -84,3 +84,16 @@ def test_prepare_prints_nothing_when_nothing_applies_and_says_why_on_stderr(cli:
     assert (nothing.code, nothing.out, nothing.err) == (0, "", "No stored memory matches this turn.\n")
     something = cli("--db", db, "prepare", "we are choosing a database")
     assert something.out.startswith("## Memory for this turn") and something.err == ""
+
+
+def test_another_applications_sqlite_file_is_not_a_vault(cli: Any, tmp_path: Path) -> None:  # noqa: F811
+    import sqlite3
+
+    path = tmp_path / "app.db"
+    with sqlite3.connect(path) as other:
+        other.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY)")
+    other.close()
+    before = path.read_bytes()
+    said = assert_one_line_error(cli("--db", str(path), "remember", "note", "k", "a memory"))
+    assert "is not a vault: it is a SQLite database of another application (tables orders)" in said
+    assert path.read_bytes() == before

@@ -200,3 +200,37 @@ def test_first_openings_of_a_new_file_at_once_all_succeed(tmp_path: Path) -> Non
         for t in threads:
             t.join()
         assert errors == [] and modes_seen == ["wal"] * 6
+
+
+def test_another_applications_sqlite_file_is_refused_and_left_as_it_was(tmp_path: Path) -> None:
+    path = tmp_path / "app.db"
+    with sqlite3.connect(path) as other:  # an application's own file, in the default rollback-journal mode
+        other.execute("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)")
+        other.execute("INSERT INTO users VALUES (1, 'ada')")
+    other.close()
+    before = path.read_bytes()
+    for _ in range(2):  # refused every time, not only the first
+        with pytest.raises(SetupError, match=r"is not a vault: it is a SQLite database of another application "
+                                             r"\(tables users\); nothing was written to it"):
+            Vault(str(path), embedder=False)
+    assert path.read_bytes() == before  # not switched to WAL, no table added
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["app.db"]
+
+
+def test_first_openings_of_a_new_vault_in_many_processes_all_succeed(tmp_path: Path) -> None:
+    # A vault that another process is creating holds tables before this one's first look at it: it must
+    # not be taken for another application's file (the first migration step commits _migrations and
+    # vault_meta together).
+    import subprocess
+    import sys
+
+    code = ("import sys; from perseus_vault_core import Vault\n"
+            "with Vault(sys.argv[1], embedder=False) as v: v.remember('note', sys.argv[2], 'opened at once by ' + sys.argv[2])\n")
+    for round_ in range(3):
+        path = str(tmp_path / f"n{round_}.db")
+        procs = [subprocess.Popen([sys.executable, "-c", code, path, f"k{i}"], stderr=subprocess.PIPE, text=True)
+                 for i in range(4)]
+        errors = [p.communicate()[1] for p in procs if p.wait() != 0]
+        assert errors == []
+        with Vault(path, embedder=False) as v:
+            assert sorted(e.key for e in v.scan(limit=10).items) == ["k0", "k1", "k2", "k3"]
