@@ -18,6 +18,7 @@ Everything here is a pure function; the orchestration is :func:`graphrag.verbs.g
 from __future__ import annotations
 
 from ...contract.models import GlobalCommunity, RecallItem
+from ...contract.readable import date
 from ...contract.text import escape_breaks, one_line
 from .communities import Group
 
@@ -72,7 +73,8 @@ def plan_evidence(group: Group, hits: list[int], per_community: int,
 
 def context(query: str, chosen: list[GlobalCommunity], max_chars: int) -> str:
     """The answer material as markdown, within ``max_chars``: whole lines only, in order of
-    importance (each community's heading and summary before its evidence lines)."""
+    importance (each community's heading and summary before its evidence lines, each with its memory's
+    id and the date of its version)."""
     if not chosen:
         return one_line(f"No community of linked memories matches: {query}", max_chars)
     lines = [f"# Communities for: {one_line(query, 200)}"]
@@ -83,8 +85,8 @@ def context(query: str, chosen: list[GlobalCommunity], max_chars: int) -> str:
             gc.summary,
             "Evidence:",
         ]
-        section += [f"- [{escape_breaks(f'{e.category}/{e.key}')}] {one_line(e.content, EVIDENCE_CHARS)} (#{e.id})"
-                    for e in gc.evidence]
+        section += [f"- [{escape_breaks(f'{e.category}/{e.key}')}] {one_line(e.content, EVIDENCE_CHARS)} "
+                    f"(#{e.id}, {date(e.updated_at_ms)})" for e in gc.evidence]  # dated, as recall's lines
         for line in section:
             if used + 1 + len(line) > max_chars:
                 break

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 import pytest
@@ -29,6 +30,10 @@ def test_a_cluster_level_question_opens_the_right_cluster(vault: Vault) -> None:
     assert {e.id for e in top.evidence} <= set(ids["oncall"])
     assert result.context.startswith("# Communities for: how do we run incidents")
     assert "## 1. Community:" in result.context and "Evidence:" in result.context
+    evidence = [line for line in result.context.splitlines() if line.startswith("- [")]
+    assert evidence and len(evidence) == len(top.evidence)
+    for line, e in zip(evidence, top.evidence):  # each dated, as recall's lines are
+        assert line.endswith(f"(#{e.id}, {dt.datetime.fromtimestamp(e.updated_at_ms / 1000, dt.timezone.utc):%Y-%m-%d})")
     billing = vault.global_recall("invoices, refunds and card payments", communities=1)
     assert chosen_members(billing) == [sorted(ids["billing"])]
 
