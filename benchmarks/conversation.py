@@ -38,6 +38,9 @@ from .quality import MissingData, data_dir
 NAME = "locomo-dev"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 RETRIEVAL = (1, 2, 3, 4)  # the usual LoCoMo retrieval setting leaves the adversarial questions out
+# The default's R@10 over categories 1-4 that recall which generalises aims at on this development set, per
+# ingest path (held-out conversations of the same kind score lower: a rule fitted here shows there).
+DEVELOPMENT_TARGETS = {"turns": 0.72, "conversation": 0.76}
 
 
 def load(root: Path | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, dict[str, int]]]:
@@ -187,6 +190,10 @@ def render(r: dict[str, Any]) -> list[str]:
         ok = hybrid["r@10"] >= 0.70
         out.append(f"| {path}: hybrid R@10 over categories 1-4 at or above 0.70 (LoCoMo's best published turn-level"
                    f" retriever: 0.675) | {hybrid['r@10']:.4f} | {'met' if ok else '**MISSED**'} |")
+        goal = DEVELOPMENT_TARGETS[path]
+        short = goal - hybrid["r@10"]
+        out.append(f"| {path}: hybrid R@10 over categories 1-4 at or above {goal:.2f} (development target) | "
+                   f"{hybrid['r@10']:.4f} | {'met' if short <= 0 else f'**MISSED** by {short:.4f}'} |")
         for metric in ("r@10", "ndcg@10"):
             best = max(modes["fts5"][metric], modes["dense"][metric])
             out.append(f"| {path}: hybrid {metric} at or above the better arm | {hybrid[metric]:.4f} vs {best:.4f} |"
