@@ -167,7 +167,7 @@ def connect(path: str, driver: Driver | None = None, *, synchronous: str = "FULL
 
     A new file is created private (0600, less under a stricter umask); an existing one keeps its mode.
     With a key, a wrong key is refused before SQLite touches the files (see :func:`_prove_key`). ``vault``:
-    the file is to be a vault, so another application's database is refused untouched (:func:`_foreign_tables`).
+    the file is to be a vault, so another application's database is refused untouched (:func:`_not_a_vault`).
     """
     if synchronous not in SYNCHRONOUS:  # SQLite would silently read a typo as NORMAL
         raise InvalidInput("synchronous", f"must be one of {', '.join(SYNCHRONOUS)}")
@@ -192,12 +192,11 @@ def connect(path: str, driver: Driver | None = None, *, synchronous: str = "FULL
         sqlite_vec.load(conn)
         conn.enable_load_extension(False)
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        foreign = _foreign_tables(conn) if vault else []
-        if foreign:
+        foreign = _not_a_vault(conn) if vault else None
+        if foreign is not None:
             conn.close()
-            shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
-            raise SetupError(f"{path!r} is not a vault: it is a SQLite database of another application (tables "
-                             f"{shown}); nothing was written to it. Give a new file's path, or an existing vault's")
+            raise SetupError(f"{path!r} is not a vault: it is a SQLite database of another application ({foreign}); "
+                             "the vault wrote nothing to it. Give a new file's path, or an existing vault's")
         mode = _switch_to_wal(conn)
         if str(mode).lower() != "wal" and path != ":memory:":
             raise StorageError(f"cannot switch {path!r} to WAL mode (got {mode!r})")
@@ -212,17 +211,34 @@ def connect(path: str, driver: Driver | None = None, *, synchronous: str = "FULL
     return conn
 
 
-def _foreign_tables(conn: Any) -> list[str]:
-    """The tables of a database that is not a vault but holds some: another application's SQLite file given
-    by mistake, which opening would switch to WAL mode and the first migration fill with the vault's tables.
-    A vault's schema version is at least 1; a new vault's file holds no table; one that another process is
-    creating at this moment already holds ``_migrations`` and ``vault_meta`` (its first step commits both)."""
-    if int(conn.execute("PRAGMA user_version").fetchone()[0]) > 0:
-        return []
-    tables = [str(name) for (name,) in conn.execute(
-        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' "
-        "ORDER BY name")]
-    return [] if {"_migrations", "vault_meta"} <= set(tables) else tables
+def _not_a_vault(conn: Any) -> str | None:
+    """What a database that is not a vault holds (its tables, or else its other schema entries or its schema
+    version), or ``None`` for a vault: another application's SQLite file given by mistake, which opening would
+    switch to WAL mode and the migrations fill with the vault's tables (whatever its ``user_version``, which
+    many applications set for themselves). A vault holds ``_migrations`` and ``vault_meta`` (its first
+    migration step commits both, so one that another process is creating at this moment has them too); a
+    new vault's file holds nothing and is at version 0."""
+    marks = int(conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND "
+                             "name IN ('_migrations', 'vault_meta')").fetchone()[0])
+    if marks == 2:
+        return None
+    entries = conn.execute("SELECT type, name FROM sqlite_master ORDER BY type = 'table' DESC, name").fetchall()
+    version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    if not entries and version == 0:
+        return None
+    if not entries:
+        return f"no tables, schema version {version}"
+    tables = [str(name) for kind, name in entries if kind == "table" and not str(name).startswith("sqlite_")]
+    named = tables or [str(name) for _, name in entries]
+    shown = ", ".join(_quoted(name) for name in named[:5])
+    more = f" and {len(named) - 5} more" if len(named) > 5 else ""
+    return f"{'tables' if tables else 'schema entries'} {shown}{more}"
+
+
+def _quoted(name: str, most: int = 60) -> str:
+    """A schema name as the error shows it: quoted, its control and invisible characters escaped (repr
+    writes them so), at most ``most`` characters of it: a name cannot break or forge the message."""
+    return repr(name if len(name) <= most else name[:most] + "...")
 
 
 def _switch_to_wal(conn: Any) -> str:

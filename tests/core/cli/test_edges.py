@@ -95,5 +95,5 @@ def test_another_applications_sqlite_file_is_not_a_vault(cli: Any, tmp_path: Pat
     other.close()
     before = path.read_bytes()
     said = assert_one_line_error(cli("--db", str(path), "remember", "note", "k", "a memory"))
-    assert "is not a vault: it is a SQLite database of another application (tables orders)" in said
+    assert "is not a vault: it is a SQLite database of another application (tables 'orders')" in said
     assert path.read_bytes() == before
