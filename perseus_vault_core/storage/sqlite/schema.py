@@ -278,7 +278,14 @@ def current_version(conn: Connection) -> int:
 
 
 def migrate(conn: Connection, now_ms: int) -> int:
-    """Bring the schema up to :data:`LATEST`, one transaction per step; return the version."""
+    """Bring the schema up to :data:`LATEST`, one transaction per step; return the version. A copy that kept
+    the steps' record but not ``PRAGMA user_version`` (``sqlite3 vault.db .dump | sqlite3 copy.db`` does not
+    carry it) gets its version back from ``_migrations`` first."""
+    if current_version(conn) == 0 and conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_migrations'").fetchone() is not None:
+        recorded = int(conn.execute("SELECT coalesce(max(version), 0) FROM _migrations").fetchone()[0])
+        if recorded:
+            write_transaction(conn, lambda c: c.execute(f"PRAGMA user_version = {recorded}"))
     return run(conn, MIGRATIONS, current=current_version, transaction=write_transaction, now_ms=now_ms,
                table="CREATE TABLE IF NOT EXISTS _migrations "
                      "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at_ms INTEGER NOT NULL)",

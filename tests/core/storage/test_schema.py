@@ -66,3 +66,21 @@ def test_prepare_reads_the_triggered_versions_from_their_index(db_path: Path, mo
         monkeypatch.setattr(proactive, "candidates", watched)
         assert len(vault.recall_when("working on billing").items) == 9
     assert any("USING INDEX entity_versions_triggered" in plan for plan in plans), plans
+
+
+def test_a_copy_that_lost_its_schema_version_opens_and_gets_it_back(db_path: Path) -> None:
+    # ``sqlite3 vault.db .dump | sqlite3 copy.db`` carries every table, _migrations included, but not
+    # PRAGMA user_version: the copy is at version 0 with the whole schema in it. The migrations must not run
+    # again over it ("table vault_meta already exists"); the version is read back from _migrations.
+    with Vault(str(db_path), embedder=False) as v:
+        v.remember("note", "ledger", "the ledger runs on Postgres")
+    import sqlite3
+
+    plain = sqlite3.connect(db_path)
+    plain.execute("PRAGMA user_version = 0")
+    plain.close()
+    with Vault(str(db_path), embedder=False) as v:
+        assert [i.key for i in v.recall("ledger").items] == ["ledger"]
+    conn = connect(str(db_path))
+    assert schema.current_version(conn) == schema.LATEST
+    conn.close()
