@@ -111,8 +111,9 @@ def _git(*args: str) -> str:
 
 def _model_files(base: Path) -> None:
     """The built model graph (not kept in git) beside the earlier code, where it reads it."""
-    here = ROOT / "perseus_vault_core" / "embeddings" / "model"
-    there = base / "perseus_vault_core" / "embeddings" / "model"
+    from perseus_vault_core.embeddings.minilm import SHIPPED as here
+
+    there = base / here.relative_to(ROOT)
     there.mkdir(parents=True, exist_ok=True)
     for f in here.iterdir():
         if f.is_file() and not (there / f.name).exists():

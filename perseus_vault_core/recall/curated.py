@@ -65,8 +65,6 @@ def _involved(ids: list[int], sims: np.ndarray) -> set[int]:
     has no vector): every one without a vector (its words decide), and those with a vector at least
     :data:`CLOSE` to another's."""
     lacking = np.isnan(np.diagonal(sims))
-    if len(ids) < 2:
-        return set()
     if len(ids) - int(lacking.sum()) < 2:  # one vector or none: only the words can pair them
         return {ids[k] for k in np.flatnonzero(lacking).tolist()}
     close = np.nan_to_num(sims, nan=-1.0)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib
 import sqlite3
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -249,9 +251,6 @@ def test_first_openings_of_a_new_vault_in_many_processes_all_succeed(tmp_path: P
     # A vault that another process is creating holds tables before this one's first look at it: it must
     # not be taken for another application's file (the first migration step commits _migrations and
     # vault_meta together).
-    import subprocess
-    import sys
-
     said = ["the ledger runs on Postgres", "deploys stop on Fridays", "Aisha owns billing", "backups run nightly"]
     code = ("import sys; from perseus_vault_core import Vault\n"
             "with Vault(sys.argv[1], embedder=False) as v: v.remember('note', sys.argv[2], sys.argv[3])\n")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -74,8 +75,6 @@ def test_a_copy_that_lost_its_schema_version_opens_and_gets_it_back(db_path: Pat
     # again over it ("table vault_meta already exists"); the version is read back from _migrations.
     with Vault(str(db_path), embedder=False) as v:
         v.remember("note", "ledger", "the ledger runs on Postgres")
-    import sqlite3
-
     plain = sqlite3.connect(db_path)
     plain.execute("PRAGMA user_version = 0")
     plain.close()
