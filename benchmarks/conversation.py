@@ -177,12 +177,12 @@ def render(r: dict[str, Any]) -> list[str]:
            " memory, `Speaker: text` (as the held-out conversations are measured); `conversation`: the"
            " conversational ingest path (`remember_conversation`, the speaker as summary). See"
            " `benchmarks/conversation.py`.", "",
-           "| path | mode | R@10 (1-4) | nDCG@10 (1-4) | " + " | ".join(f"{n} R@10" for n in CATEGORIES.values()) + " |",
-           "|---|---|---|---|" + "---|" * len(CATEGORIES)]
+           "| path | mode | R@10 (1-4) | nDCG@10 (1-4) | " + " | ".join(f"{n} R@10 / nDCG@10" for n in CATEGORIES.values())
+           + " |", "|---|---|---|---|" + "---|" * len(CATEGORIES)]
     for path, modes in r["paths"].items():
         for mode, s in modes.items():
-            cats = " | ".join(f"{s['categories'][n]['r@10']:.3f}" if n in s["categories"] else "-"
-                              for n in CATEGORIES.values())
+            cats = " | ".join(f"{s['categories'][n]['r@10']:.3f} / {s['categories'][n]['ndcg@10']:.3f}"
+                              if n in s["categories"] else "-" for n in CATEGORIES.values())
             out.append(f"| {path} | {mode} | {s['r@10']:.4f} | {s['ndcg@10']:.4f} | {cats} |")
     out += ["", "### Targets", "", "| target | figure | verdict |", "|---|---|---|"]
     for path, modes in r["paths"].items():
@@ -198,11 +198,12 @@ def render(r: dict[str, Any]) -> list[str]:
             best = max(modes["fts5"][metric], modes["dense"][metric])
             out.append(f"| {path}: hybrid {metric} at or above the better arm | {hybrid[metric]:.4f} vs {best:.4f} |"
                        f" {'met' if hybrid[metric] >= best else '**MISSED**'} |")
-        worse = [n for n in CATEGORIES.values() if n in hybrid["categories"] and hybrid["categories"][n]["r@10"]
-                 < max(modes[m]["categories"][n]["r@10"] for m in ("fts5", "dense"))]
-        out.append(f"| {path}: hybrid R@10 at or above the better arm in every category | "
-                   f"{', '.join(worse) or 'every category'}{' below' if worse else ''} | "
-                   f"{'**MISSED**' if worse else 'met'} |")
+        for metric, label in (("r@10", "R@10"), ("ndcg@10", "nDCG@10")):
+            worse = [n for n in CATEGORIES.values() if n in hybrid["categories"] and hybrid["categories"][n][metric]
+                     < max(modes[m]["categories"][n][metric] for m in ("fts5", "dense"))]
+            out.append(f"| {path}: hybrid {label} at or above the better arm in every category | "
+                       f"{', '.join(worse) or 'every category'}{' below' if worse else ''} | "
+                       f"{'**MISSED**' if worse else 'met'} |")
     out += ["", "### What the model embeds for a turn", "",
             "The dense arm alone, exact cosine within each conversation, categories 1-4. The vault embeds a"
             " memory as `summary: content` (for a conversation turn: `Speaker: text`). The next turn helps a"
