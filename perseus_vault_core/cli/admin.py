@@ -17,6 +17,7 @@ from typing import Any
 
 from ..contract.errors import InvalidInput
 from ..facade.vault import Vault
+from ..primitives import file_locks
 from ..primitives.keys import read_key_file
 from . import format
 
@@ -188,6 +189,7 @@ def read_messages(source: str) -> list[Any]:
         if source == "-":
             text = sys.stdin.read()
         else:
+            file_locks.refuse_held(source, "file")  # never a descriptor of the vault's own file (its locks)
             with open(source, encoding="utf-8") as handle:
                 text = handle.read()
     except (OSError, UnicodeDecodeError) as exc:

@@ -32,6 +32,7 @@ from ..contract.params import MAX_INT, MAX_WEIGHT, RememberInput, texts_problem,
 from ..contract.text import line_break
 from ..embeddings import embedding_text
 from ..engine.engine import Engine
+from ..primitives import file_locks
 from ..primitives.scopes import scope_key
 from ..records import store
 from ..storage import Backend, Connection
@@ -164,6 +165,7 @@ def open_target(path: str | os.PathLike[str], *, encrypted: bool) -> IO[str]:
     """``path`` opened to write an export into: a new file is created 0600 (an export holds every
     memory); an existing file keeps its mode, except that a plaintext export of an encrypted vault is
     never left readable by group or others (it becomes 0600). A FIFO or device is written as it is."""
+    file_locks.refuse_held(path, "target")  # writing it would overwrite the vault, closing it drop its locks
     fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
     try:
         info = os.fstat(fd)
@@ -448,6 +450,7 @@ def import_jsonl(engine: Engine, source: str | os.PathLike[str] | IO[str] | Iter
                  progress: Progress | None) -> ImportReport:
     """Import a JSONL file (an export, or lines shaped like ``remember`` arguments) in one transaction."""
     if isinstance(source, (str, os.PathLike)):
+        file_locks.refuse_held(source, "source")  # never a descriptor of the vault's own file (its locks)
         try:
             with open(source, encoding="utf-8") as handle:
                 records = read_records(handle)

@@ -7,6 +7,7 @@ import os
 import stat
 
 from ..contract.errors import InvalidInput, SetupError
+from . import file_locks
 
 KEY_ENV = "PERSEUS_VAULT_KEY"
 KEY_FILE_ENV = "PERSEUS_VAULT_KEY_FILE"
@@ -17,6 +18,10 @@ def read_secret_file(path: str, source: str, what: str = "key") -> str:
 
     A secret file others can read is no secret: it is refused, like ssh refuses such a private key.
     """
+    try:
+        file_locks.refuse_held(path, source)  # a vault's own file given by mistake: never opened beside SQLite
+    except InvalidInput as exc:
+        raise SetupError(str(exc)) from None
     try:
         info = os.stat(path)
         with open(path, encoding="utf-8") as handle:

@@ -111,3 +111,12 @@ def _sqlite_index_problems(db: Path | str, word: str) -> list[str]:
     finally:
         conn.close()
     return problems
+
+
+def integrity(db: Path | str) -> str:
+    """SQLite's full integrity check of the file, through SQLite: ``"ok"`` or every problem it names."""
+    conn = connect(str(db))
+    try:
+        return "; ".join(str(row[0]) for row in conn.execute("PRAGMA integrity_check"))
+    finally:
+        conn.close()

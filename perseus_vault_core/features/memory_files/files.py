@@ -39,6 +39,7 @@ from ...contract.memory_names import (
     is_control,
 )
 from ...contract.models import SkippedLine
+from ...primitives import file_locks
 from .parser import Entry, ParsedFile, parse, wikilinks
 
 
@@ -139,6 +140,7 @@ def read_file(path: Path) -> bytes | None:
     """The bytes of the regular file at ``path`` (a real path), or None when there is none. A symlink put
     there since is not followed (OSError), a FIFO is never waited on, a folder or device is not read."""
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    file_locks.refuse_held(path, "file")  # never a descriptor of the vault's own file (its locks)
     try:
         fd = os.open(path, flags)
     except FileNotFoundError:
@@ -250,6 +252,7 @@ def write_atomic(path: Path, data: bytes) -> None:
 
 
 def _replace(path: Path, data: bytes) -> None:
+    file_locks.refuse_held(path, "file")
     try:
         info: os.stat_result | None = os.lstat(path)
     except FileNotFoundError:

@@ -2,6 +2,8 @@
 
 - :mod:`.connection`: choosing a driver that can load extensions (or encrypt), opening connections
   (WAL, busy timeout, private file mode), read snapshots and write transactions with retries;
+- :mod:`.file_checks`: what is looked at before SQLite opens a file (its header, a key, another
+  application's database), only while no connection of the process holds it;
 - :mod:`.schema`: the tables, the FTS5 indexes and the migrations;
 - :mod:`.keyword`: FTS5 search, BM25 as ``bm25()`` computes it, and the writes that keep FTS5 in step;
 - :mod:`.vectors`: vectors as blobs with their sign bits, and sqlite-vec's distance functions;
@@ -61,6 +63,9 @@ class SQLiteBackend:
         return nullcontext()
 
     def connect(self) -> Connection:
+        """A connection of its own (an index build, the settling at close), to this vault's file only: once
+        the path names another file (moved over, or removed), nothing of this vault reaches it."""
+        self.pool.refuse_replaced()
         conn: Connection = connect(self.path, self.driver, vault=True)
         return conn
 

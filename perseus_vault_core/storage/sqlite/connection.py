@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import tempfile
 import threading
 import weakref
 from collections.abc import Callable, Iterator
@@ -32,17 +31,18 @@ from types import ModuleType
 from typing import Any, TypeVar
 
 from ...contract.errors import InvalidInput, SetupError, StorageError
+from ...primitives import file_locks
 from ...primitives.forking import in_child
-from ...primitives.keys import KEY_ENV, KEY_FILE_ENV, check_key
+from ...primitives.keys import check_key
 from ...primitives.decay import decay
 from ..retry import FIRST_PAUSE, WRITE_RETRIES, pause, transaction
+from .file_checks import beside, check_header, not_a_vault, prove_key, wrong_key
 
 T = TypeVar("T")
 
 # Auto-choice tries these in order; ``sqlcipher`` last (without a key it is a plain SQLite build).
 _CANDIDATES = {"stdlib": "sqlite3", "sqlean": "sqlean", "pysqlite3": "pysqlite3.dbapi2", "sqlcipher": "sqlcipher3.dbapi2"}
 _CIPHER_FIX = "encryption needs SQLCipher: pip install 'perseus-vault[encryption]' (package sqlcipher3)"
-_SQLITE_HEADER = b"SQLite format 3\x00"  # the first 16 bytes of every plaintext SQLite file
 _FIX = (
     "this Python's sqlite3 cannot load extensions; install a drop-in build with "
     "`pip install sqlean-py` (or `pip install pysqlite3-binary`)"
@@ -166,23 +166,32 @@ def connect(path: str, driver: Driver | None = None, *, synchronous: str = "FULL
     """Open one configured connection to ``path`` (autocommit; transactions are explicit).
 
     A new file is created private (0600, less under a stricter umask); an existing one keeps its mode.
-    With a key, a wrong key is refused before SQLite touches the files (see :func:`_prove_key`). ``vault``:
-    the file is to be a vault, so another application's database is refused untouched (:func:`_not_a_vault`).
+    With a key, a wrong key is refused before SQLite touches the files (see :func:`.file_checks.prove_key`).
+    ``vault``: the file is to be a vault, so another application's database is refused untouched
+    (:func:`.file_checks.not_a_vault`).
+    The file is read outside SQLite (its header, its first page) only while no connection of this process
+    holds it: closing that descriptor would drop the locks of every connection here
+    (:mod:`...primitives.file_locks`).
     """
     if synchronous not in SYNCHRONOUS:  # SQLite would silently read a typo as NORMAL
         raise InvalidInput("synchronous", f"must be one of {', '.join(SYNCHRONOUS)}")
     driver = driver or choose_driver()
     mod = driver.module
-    _check_header(path, driver)
-    if driver.key is not None and not _key_proven(path, driver.key):
-        _prove_key(path, driver)
-    _create_private(path)
-    try:
-        conn = mod.connect(
-            path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000
-        )
-    except mod.Error as exc:
-        raise StorageError(f"cannot open database {path!r}: {exc}") from exc
+    with file_locks.opening():  # the look at the file and the registration, before any lock is taken
+        held = file_locks.holding(path)
+        if held is None:  # no connection here holds it: its bytes may be read outside SQLite
+            check_header(path, driver.key is not None)
+            if driver.key is not None:
+                prove_key(path, mod, driver.key)
+        else:
+            beside(path, held, driver.name, driver.key is not None)
+        _create_private(path)
+        try:
+            conn = mod.connect(path, isolation_level=None, check_same_thread=False,
+                               timeout=BUSY_TIMEOUT_MS / 1000, factory=_connection_class(mod))
+        except mod.Error as exc:
+            raise StorageError(f"cannot open database {path!r}: {exc}") from exc
+        conn.release = file_locks.hold(path, conn, driver.name, driver.key is not None)
     if driver.key is not None:
         _unlock(conn, path, driver.key)
     try:
@@ -192,7 +201,7 @@ def connect(path: str, driver: Driver | None = None, *, synchronous: str = "FULL
         sqlite_vec.load(conn)
         conn.enable_load_extension(False)
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        foreign = _not_a_vault(conn) if vault else None
+        foreign = not_a_vault(conn) if vault else None
         if foreign is not None:
             conn.close()
             raise SetupError(f"{path!r} is not a vault: it is a SQLite database of another application ({foreign}); "
@@ -209,36 +218,6 @@ def connect(path: str, driver: Driver | None = None, *, synchronous: str = "FULL
         conn.close()
         raise StorageError(f"cannot configure database {path!r}: {exc}") from exc
     return conn
-
-
-def _not_a_vault(conn: Any) -> str | None:
-    """What a database that is not a vault holds (its tables, or else its other schema entries or its schema
-    version), or ``None`` for a vault: another application's SQLite file given by mistake, which opening would
-    switch to WAL mode and the migrations fill with the vault's tables (whatever its ``user_version``, which
-    many applications set for themselves). A vault holds ``_migrations`` and ``vault_meta`` (its first
-    migration step commits both, so one that another process is creating at this moment has them too); a
-    new vault's file holds nothing and is at version 0."""
-    marks = int(conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND "
-                             "name IN ('_migrations', 'vault_meta')").fetchone()[0])
-    if marks == 2:
-        return None
-    entries = conn.execute("SELECT type, name FROM sqlite_master ORDER BY type = 'table' DESC, name").fetchall()
-    version = int(conn.execute("PRAGMA user_version").fetchone()[0])
-    if not entries and version == 0:
-        return None
-    if not entries:
-        return f"no tables, schema version {version}"
-    tables = [str(name) for kind, name in entries if kind == "table" and not str(name).startswith("sqlite_")]
-    named = tables or [str(name) for _, name in entries]
-    shown = ", ".join(_quoted(name) for name in named[:5])
-    more = f" and {len(named) - 5} more" if len(named) > 5 else ""
-    return f"{'tables' if tables else 'schema entries'} {shown}{more}"
-
-
-def _quoted(name: str, most: int = 60) -> str:
-    """A schema name as the error shows it: quoted, its control and invisible characters escaped (repr
-    writes them so), at most ``most`` characters of it: a name cannot break or forge the message."""
-    return repr(name if len(name) <= most else name[:most] + "...")
 
 
 def _switch_to_wal(conn: Any) -> str:
@@ -273,120 +252,24 @@ def _create_private(path: str) -> None:
         pass  # it exists (its mode is its owner's choice), or SQLite will say why it cannot be created
 
 
-def _wrong_key(path: str) -> SetupError:
-    return SetupError(f"wrong encryption key for {path!r} (check {KEY_ENV} / {KEY_FILE_ENV})")
+_CLASSES: dict[str, type] = {}
 
 
-_PAGE_ONE_BYTES = 65_536  # covers page 1 at any page size SQLite allows
+def _connection_class(mod: ModuleType) -> type:
+    """The driver's connection class with a ``close`` that also lets go of the file's registration
+    (:func:`...primitives.file_locks.hold`; a connection collected unclosed lets go of it then)."""
+    cls = _CLASSES.get(mod.__name__)
+    if cls is None:
+        def close(self: Any) -> None:
+            try:
+                mod.Connection.close(self)
+            finally:
+                self.release()
 
-
-def _prove_key(path: str, driver: Driver) -> None:
-    """Refuse a wrong key before SQLite opens a vault that has a -wal file.
-
-    With a -wal file (the vault open elsewhere, or left by a crash) SQLite opens the WAL before it reads
-    page 1: it recovers the WAL index into -shm, and the last connection to close checkpoints the WAL
-    into the main file and deletes -wal and -shm, whatever the key check then says. So the key
-    is first tried on a private copy of page 1 in a temporary folder. Without a -wal file SQLite learns
-    the file is in WAL mode only from page 1, which a wrong key cannot read, and writes nothing.
-    """
-    if not os.path.exists(path + "-wal"):
-        return
-    try:
-        size = os.path.getsize(path)
-    except OSError:
-        return  # SQLite will report it
-    if size == 0:
-        return
-    for _attempt in range(2):  # a second copy, in case a checkpoint was rewriting page 1 as we read it
-        try:
-            if _key_opens_page_one(path, size, driver):
-                return
-        except OSError as exc:  # never skip the check: without it a wrong key could write
-            raise StorageError(f"cannot check the key for {path!r}: {exc.strerror or exc}") from None
-    raise _wrong_key(path)
-
-
-def _key_opens_page_one(path: str, size: int, driver: Driver) -> bool:
-    """Whether ``driver.key`` decrypts page 1 of ``path``, tried on a copy in a private temporary folder."""
-    with tempfile.TemporaryDirectory(prefix="perseus-vault-key-") as folder:
-        copy = os.path.join(folder, "page1.db")
-        with open(path, "rb") as source, open(copy, "wb") as target:
-            target.write(source.read(_PAGE_ONE_BYTES))
-            target.truncate(size)  # sparse: the header's page count must fit in the file
-        conn = driver.module.connect(copy, isolation_level=None)
-        try:
-            conn.set_key(driver.key)
-            conn.execute("PRAGMA cipher_log_level = NONE")
-            conn.execute("PRAGMA schema_version").fetchone()  # reads page 1 only
-        except driver.module.Error as exc:
-            return "not a database" not in str(exc)  # anything else is not about the key: the real open says it
-        finally:
-            conn.close()
-    return True
-
-
-# Pools with an open connection, by file: a new connection with the same key to the same file needs no
-# private key check (the open one proves the key, and a rekey cannot happen while it is open).
-_pools_lock = threading.Lock()
-_pools: weakref.WeakSet[ConnectionPool] = weakref.WeakSet()
-_pools_all: weakref.WeakSet[ConnectionPool] = weakref.WeakSet()  # every open pool (a forked child resets them)
-
-
-def _key_proven(path: str, key: str) -> bool:
-    try:
-        info = os.stat(path)
-    except OSError:
-        return False
-    with _pools_lock:
-        pools = list(_pools)
-    return any(pool.proves(info, key) for pool in pools)
-
-
-def _header(path: str) -> bytes | None:
-    """The first 16 bytes of an existing, non-empty file; ``None`` for a new or empty one."""
-    try:
-        with open(path, "rb") as handle:
-            head = handle.read(16)
-    except OSError:
-        return None  # new (or unreadable: SQLite will say so)
-    return head or None
-
-
-def _could_be_encrypted(path: str, head: bytes) -> bool:
-    """Whether a file that is not plain SQLite may be an encrypted vault: SQLCipher writes whole pages
-    (512 to 65,536 bytes, a power of two) and begins with a random salt, where a text file (JSON,
-    markdown, a key file given by mistake) begins with printable text (16 random bytes are all printable
-    text about once in ten million files)."""
-    try:
-        size = os.path.getsize(path)
-    except OSError:
-        return True  # SQLite will say what is wrong
-    if size < 512 or size % 512:
-        return False
-    try:
-        text = head.decode("utf-8")
-    except UnicodeDecodeError:
-        return True
-    return not all(c.isprintable() or c in "\t\r\n" for c in text)
-
-
-def _check_header(path: str, driver: Driver) -> None:
-    """Tell a missing or superfluous key apart from a wrong one before SQLite says "not a database"."""
-    if path == ":memory:" or path.startswith("file:"):
-        return
-    head = _header(path)
-    if head is None:
-        return
-    plaintext = head == _SQLITE_HEADER
-    if not plaintext and not _could_be_encrypted(path, head):
-        raise SetupError(f"{path!r} is not a vault: it is neither a SQLite file nor an encrypted one (is --db, or "
-                         "the path given, the right file?)")
-    if driver.key is None and not plaintext:
-        raise SetupError(f"{path!r} is encrypted (or is not a SQLite file): set {KEY_ENV} or {KEY_FILE_ENV} "
-                         f"to its key")
-    if driver.key is not None and plaintext:
-        raise SetupError(f"{path!r} is not encrypted, but an encryption key is set: unset {KEY_ENV} / "
-                         f"{KEY_FILE_ENV} to open it (docs/encryption.md shows how to make an encrypted copy)")
+        cls = type("VaultConnection", (mod.Connection,), {"close": close, "release": lambda self: None,
+                                                          "__module__": __name__})
+        _CLASSES[mod.__name__] = cls
+    return cls
 
 
 def _unlock(conn: Any, path: str, key: str) -> None:
@@ -399,7 +282,7 @@ def _unlock(conn: Any, path: str, key: str) -> None:
     except Exception as exc:
         conn.close()
         if "not a database" in str(exc):
-            raise _wrong_key(path) from None
+            raise wrong_key(path) from None
         raise StorageError(f"cannot open encrypted database {path!r}: {exc}") from exc
 
 
@@ -482,6 +365,9 @@ def write_transaction(conn: Any, work: Callable[[Any], T], *, retries: int = WRI
                        gave_up="database stayed busy", retries=retries)
 
 
+_pools_all: weakref.WeakSet[ConnectionPool] = weakref.WeakSet()  # every open pool (a forked child resets them)
+
+
 class ConnectionPool:
     """One connection per thread for a database file, all closed together.
 
@@ -497,7 +383,7 @@ class ConnectionPool:
         self._all: list[Any] = []
         self._lock = threading.Lock()
         self._closed = False
-        self._file: tuple[int, int] | None = None  # (device, inode) of the file its connections hold open
+        self._file: file_locks.FileId | None = None  # the file its first connection opened
         _pools_all.add(self)
 
     def get(self) -> Any:
@@ -505,19 +391,30 @@ class ConnectionPool:
         if conn is None:
             if self._closed:
                 raise StorageError("the vault is closed")
+            self.refuse_replaced()
             conn = connect(self.path, self.driver, synchronous=self.synchronous, vault=True)
             self._local.conn = conn
             with self._lock:
                 self._all.append(conn)
-                if self._file is None and self.driver.key is not None:
-                    info = os.stat(self.path)
-                    self._file = (info.st_dev, info.st_ino)
-                    with _pools_lock:
-                        _pools.add(self)
+                if self._file is None:
+                    self._file = file_locks.file_id(self.path)
             # A server that runs each request on a new thread must not leak a connection (two file
             # descriptors) per thread: close it when its thread is gone.
             weakref.finalize(threading.current_thread(), self._release, conn)
         return conn
+
+    @property
+    def replaced(self) -> bool:
+        """Whether the path now names another file than the one this pool's connections opened (moved over,
+        or removed): a new connection would open that other file, and nothing of this vault may reach it."""
+        if self._file is None or self.path == ":memory:" or self.path.startswith("file:"):
+            return False
+        return file_locks.file_id(self.path) != self._file
+
+    def refuse_replaced(self) -> None:
+        if self.replaced:
+            raise StorageError(f"{self.path!r} was replaced or removed since this vault opened it; open it again "
+                               "to use the file now there")
 
     def _release(self, conn: Any) -> None:
         with self._lock:
@@ -530,19 +427,16 @@ class ConnectionPool:
         with self._lock:
             return len(self._all)
 
-    def proves(self, info: os.stat_result, key: str) -> bool:
-        """True while a connection of this pool, opened with ``key``, holds the file ``info`` describes."""
-        with self._lock:
-            return bool(self._all) and self.driver.key == key and self._file == (info.st_dev, info.st_ino)
-
     def close(self) -> None:
         """Close every connection, after a last checkpoint: when another process still has the file open,
         SQLite leaves the WAL in place (its last connection checkpoints and deletes it), but the main
-        file already holds everything written through this pool."""
+        file already holds everything written through this pool. A file replaced or removed meanwhile is
+        left to SQLite, which neither checkpoints nor deletes the ``-wal`` and ``-shm`` of a moved file (those
+        names may now be another file's)."""
         with self._lock:
             self._closed = True
             idle = [conn for conn in self._all if not conn.in_transaction]
-            if idle:
+            if idle and not self.replaced:
                 checkpoint(idle[0])
             for conn in self._all:
                 _close_quietly(conn)
@@ -559,8 +453,8 @@ _INHERITED: list[Any] = []
 @in_child
 def _fresh_after_fork() -> None:
     """In a forked child: fresh module locks, and every pool opens new connections."""
-    global _driver_lock, _cipher_lock, _pools_lock
-    _driver_lock, _cipher_lock, _pools_lock = threading.Lock(), threading.Lock(), threading.Lock()
+    global _driver_lock, _cipher_lock
+    _driver_lock, _cipher_lock = threading.Lock(), threading.Lock()
     for pool in list(_pools_all):
         _INHERITED.extend(pool._all)
         pool._all = []

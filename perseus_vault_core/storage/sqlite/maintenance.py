@@ -6,6 +6,7 @@ import os
 
 from ...contract.errors import InvalidInput
 from ...contract.models import CheckReport, Stats
+from ...primitives import file_locks
 from ...primitives.dbapi import Connection
 from ..checks import BAD_VECTORS, invariant_problems
 from .keyword import rebuild as rebuild_keyword_index
@@ -90,6 +91,7 @@ def backup(conn: Connection, target: str) -> str:
     no file or symlink that appears at ``target`` meanwhile is written through.
     """
     target = os.path.abspath(target)
+    file_locks.refuse_held(target, "target")  # the vault's own -wal or -journal, say, which SQLite would read
     try:
         os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
     except FileExistsError:

@@ -8,6 +8,8 @@ import os
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +19,7 @@ import pytest
 from perseus_vault_core import InvalidInput, SetupError, Vault, VaultError
 from perseus_vault_core.cli.main import main
 from perseus_vault_core.primitives import keys
-from perseus_vault_core.storage.sqlite import connection as factory
+from perseus_vault_core.storage.sqlite import connection, file_checks
 
 from ...conftest import Clock, FakeEmbedder, modes
 
@@ -304,31 +306,70 @@ def test_a_plaintext_export_of_an_encrypted_vault_is_never_readable_by_others(tm
     assert {name for names in found(folder).values() for name in names} == {"group.jsonl", "new.jsonl", "shared.jsonl"}
 
 
+HOLDER = """
+import sys
+from perseus_vault_core import Vault
+vault = Vault(sys.argv[1], key=sys.argv[2], embedder=False)
+vault.remember("decision", "db", "We chose SQLite for the ledger")
+print("ready", flush=True)
+sys.stdin.readline()
+vault.close()
+"""
+
+
+@contextmanager
+def held_elsewhere(db: Path, key: str) -> Iterator[None]:
+    """The vault open with ``key`` in another process (its -wal and -shm beside the file) until the block ends:
+    this process holds no connection to it, so it may read its bytes without dropping anyone's locks."""
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(db), key], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+        yield
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        assert holder.wait(60) == 0
+
+
 def test_a_wrong_key_never_touches_a_vault_that_is_open_elsewhere(tmp_path: Path, clock: Clock) -> None:
     """With a -wal file present SQLite would open the WAL before it checks the key; the key is proven first."""
     db = tmp_path / "v.db"
-    with open_vault(db, clock, RAW_KEY) as vault:
-        fill(vault)
+    with held_elsewhere(db, RAW_KEY):
         before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
         assert {"v.db-wal", "v.db-shm"} <= set(before)
         for wrong in ("not the key", "x'" + "11" * 32 + "'"):
             with pytest.raises(SetupError, match="wrong encryption key"):
                 open_vault(db, clock, wrong)
             assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
-        assert vault.get_entity(1).content.startswith("We chose SQLite")
+        with open_vault(db, clock, RAW_KEY) as vault:
+            assert vault.get_entity(1).content.startswith("We chose SQLite")
+
+
+def test_a_wrong_key_beside_an_open_vault_of_this_process_is_refused_by_sqlcipher(tmp_path: Path, clock: Clock) -> None:
+    """The file is held here: its bytes are never read outside SQLite (that would drop the open vault's locks),
+    and the held connection keeps the wrong one from checkpointing, so SQLCipher's own refusal is safe."""
+    db = tmp_path / "v.db"
+    with open_vault(db, clock, RAW_KEY) as vault:
+        fill(vault)
+        for wrong in ("not the key", "x'" + "11" * 32 + "'"):
+            with pytest.raises(SetupError, match="wrong encryption key"):
+                open_vault(db, clock, wrong)
+        with pytest.raises(SetupError, match="is encrypted"):
+            open_vault(db, clock, None)
+        assert vault.get_entity(1).content.startswith("We chose SQLite") and vault.check().ok
 
 
 def test_a_key_that_cannot_be_checked_is_refused_not_trusted(tmp_path: Path, clock: Clock,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     db = tmp_path / "v.db"
-    with open_vault(db, clock, RAW_KEY) as vault:
-        vault.remember("note", "n", "kept")
+    with held_elsewhere(db, RAW_KEY):
         before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
 
         def no_temporary_folder(*args: Any, **kwargs: Any) -> Any:
             raise PermissionError(13, "Permission denied")
 
-        monkeypatch.setattr(factory.tempfile, "TemporaryDirectory", no_temporary_folder)
+        monkeypatch.setattr(file_checks.tempfile, "TemporaryDirectory", no_temporary_folder)
         with pytest.raises(VaultError, match="cannot check the key.*Permission denied"):
             open_vault(db, clock, "x'" + "11" * 32 + "'")
         assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
@@ -338,8 +379,8 @@ def test_connections_after_the_first_need_no_private_key_check(tmp_path: Path, c
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """The open connection proves the key: threads and index builds do not derive it twice."""
     proofs: list[str] = []
-    prove = factory._prove_key
-    monkeypatch.setattr(factory, "_prove_key", lambda path, driver: (proofs.append(path), prove(path, driver))[1])
+    prove = file_checks.prove_key
+    monkeypatch.setattr(connection, "prove_key", lambda path, *key: (proofs.append(path), prove(path, *key))[1])
     with open_vault(tmp_path / "v.db", clock, KEY) as vault:
         fill(vault)
         assert vault.wait_for_keyword_index() and vault.wait_for_vector_index()
