@@ -207,3 +207,75 @@ def test_cli_writes_beside_a_long_lived_holder_are_never_lost(tmp_path: Path) ->
         assert {e.key for e in after.scan(limit=100).items} >= set(acknowledged)
         assert after.check().ok
     assert integrity(db) == "ok"
+
+
+WRITER = """
+import sys, threading
+from perseus_vault_core import Vault
+vault = Vault(sys.argv[1], embedder=False)
+n = 0
+for line in sys.stdin:
+    if line.strip() == "stop":
+        break
+    for _ in range(int(line)):
+        vault.remember("fact", f"new{n}", f"new memory {n} about the replaced vault")
+        print(f"ack new{n}", flush=True)
+        n += 1
+        reader = threading.Thread(target=lambda: vault.recall("replaced vault"))  # as a server answers
+        reader.start()
+        reader.join()
+vault.close()
+"""
+
+
+@pytest.mark.parametrize("leaves_by", ["a refused call", "idling out"])
+def test_a_helper_whose_vault_was_replaced_leaves_the_new_files_alone(tmp_path: Path, leaves_by: str) -> None:
+    """The vault is removed and a new one made at its path by a process that goes on writing; the helper that
+    held the old one exits (told at its next call that its file was replaced, or idle). SQLite's ``-wal`` and
+    ``-shm`` of the new vault stay (the helper closed only what it had opened: before the fix its closing
+    saved its indexes through a new connection to the new file and deleted them), and no write is lost."""
+    runtime = tmp_path / "run"
+    runtime.mkdir(mode=0o700)
+    env = {**os.environ, "PERSEUS_VAULT_EMBEDDER": "none", "PERSEUS_VAULT_RUNTIME_DIR": str(runtime)}
+    db = tmp_path / "v.db"
+    for i in range(3):
+        assert _cli(db, "remember", "fact", f"old{i}", f"old memory {i} zebra").returncode == 0
+    idle = "2" if leaves_by == "idling out" else "60"
+    helper = subprocess.Popen([*CLI, "--db", str(db), "resident", "--idle", idle], env=env, stderr=subprocess.PIPE,
+                              text=True)
+    writer = None
+    try:
+        assert helper.stderr is not None and "serving" in helper.stderr.readline()
+        served = subprocess.run([*CLI, "--db", str(db), "recall", "zebra", "--mode", "fts5"], capture_output=True,
+                                text=True, env=env, timeout=120)  # a recall counts its hits: the helper wrote
+        assert "old memory" in served.stdout and "answered recall" in helper.stderr.readline()
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{db}{suffix}").unlink()
+        writer = subprocess.Popen([sys.executable, "-c", WRITER, str(db)], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, text=True, env=env)
+        assert writer.stdin is not None and writer.stdout is not None
+        acknowledged = [_write(writer, 5)]
+        if leaves_by == "a refused call":
+            called = subprocess.run([*CLI, "--db", str(db), "recall", "new memory", "--mode", "fts5"],
+                                    capture_output=True, text=True, env=env, timeout=120)
+            assert called.returncode == 0 and "new memory" in called.stdout  # answered alone, from the new vault
+        assert helper.wait(60) == 0
+        assert Path(f"{db}-wal").exists() and Path(f"{db}-shm").exists()  # the writer's, still in use
+        acknowledged.append(_write(writer, 5))
+        writer.stdin.write("stop\n")
+        writer.stdin.close()
+        assert writer.wait(60) == 0
+    finally:
+        for process in (helper, writer):
+            if process is not None and process.poll() is None:
+                process.kill()
+    assert integrity(db) == "ok"
+    with Vault(db, embedder=False) as after:
+        assert {e.key for e in after.scan(limit=100).items} == {k for batch in acknowledged for k in batch}
+
+
+def _write(writer: subprocess.Popen[str], n: int) -> list[str]:
+    assert writer.stdin is not None and writer.stdout is not None
+    writer.stdin.write(f"{n}\n")
+    writer.stdin.flush()
+    return [writer.stdout.readline().split()[1] for _ in range(n)]
