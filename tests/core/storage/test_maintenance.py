@@ -328,6 +328,37 @@ def test_backup_while_another_thread_keeps_writing(
         assert streamed == sorted(written)[: len(streamed)]
 
 
+def test_check_runs_the_full_integrity_check_and_the_cli_exits_1(tmp_path: Path, clock: Clock,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """An index whose entries no longer match its table (its definition changed under it, through SQLite's own
+    writable schema) is damage that only the full integrity check finds: SQLite's quick check passes it."""
+    from perseus_vault_core.cli.main import main
+    from perseus_vault_core.storage.sqlite.connection import connect
+
+    db = tmp_path / "v.db"
+    with Vault(db, clock=clock, embedder=False) as vault:
+        healthy(vault, clock)
+    conn = connect(str(db))
+    conn.execute("PRAGMA writable_schema = ON")
+    conn.execute("UPDATE sqlite_master SET sql = 'CREATE INDEX entity_versions_time ON entity_versions(entity_id, "
+                 "recorded_to_ms)' WHERE name = 'entity_versions_time'")
+    version = conn.execute("PRAGMA schema_version").fetchone()[0]
+    conn.execute(f"PRAGMA schema_version = {version + 1}")
+    conn.close()
+    conn = connect(str(db))
+    assert conn.execute("PRAGMA quick_check").fetchone()[0] == "ok"
+    conn.close()
+    with Vault(db, clock=clock, embedder=False) as vault:
+        report = vault.check()
+    assert not report.ok and any("entity_versions_time" in p for p in report.problems), report.problems
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exited:
+        main(["--db", str(db), "check"])
+    out = capsys.readouterr().out
+    assert exited.value.code == 1
+    assert out.startswith("problems:") and "entity_versions_time" in out
+
+
 def test_check_finds_overlapping_versions(vault: Vault, clock: Clock) -> None:
     e = vault.remember("fact", "k", "first")
     clock.advance(100)
