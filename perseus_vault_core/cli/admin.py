@@ -183,6 +183,17 @@ def remember_conversation(vault: Vault, args: argparse.Namespace, given: dict[st
     return vault.remember_conversation(messages=read_messages(args.file), **given)
 
 
+def standard_input(field: str) -> str:
+    """What a ``-`` argument stands for: standard input, whole, less one final line break. A hook pipes the
+    prompt so: an argument is capped by the operating system (about 128 KiB on Linux)."""
+    try:
+        text = sys.stdin.read()
+        text.encode("utf-8")  # through the resident helper, bytes that were not UTF-8 arrive as surrogates
+    except (OSError, UnicodeError):
+        raise InvalidInput(field, "standard input is not UTF-8 text") from None
+    return text[:-2] if text.endswith("\r\n") else text[:-1] if text.endswith("\n") else text
+
+
 def read_messages(source: str) -> list[Any]:
     """Messages from a file (or ``-``, standard input): a JSON array, or JSON Lines (one object a line)."""
     try:

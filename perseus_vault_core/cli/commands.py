@@ -40,6 +40,7 @@ class Command:
     handler: Handler | None = None  # when running it is more than calling the verb with the flags given
     flags: Callable[[argparse.ArgumentParser], None] | None = None  # flags of its own, not the verb's
     skip: tuple[str, ...] = ()  # fields it takes another way (from a file, from the environment)
+    stdin: str = ""  # the text field that ``-`` reads from standard input (a hook pipes the prompt)
     aliases: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # more spellings of a field's option
     optional: Mapping[str, str] = field(default_factory=dict)  # positionals that may be left out, and their value
     summary: str = ""  # the one-line help of a command without a verb
@@ -84,6 +85,8 @@ REGISTRY: Mapping[str, verbs.Verb] = MappingProxyType({v.name: v for v in verbs.
 def invoke(command: Command, vault: Vault, args: argparse.Namespace) -> None:
     """Call the command's verb with the arguments the user gave and print the result."""
     given = {name: getattr(args, name) for name in command.fields if hasattr(args, name)}
+    if command.stdin and given.get(command.stdin) == "-":
+        given[command.stdin] = admin.standard_input(command.stdin)
     if command.handler is not None:
         result = command.handler(vault, args, given)
     else:
@@ -106,9 +109,9 @@ COMMANDS: tuple[Command, ...] = (
             handler=admin.init, summary="create an empty vault (every other read needs one)",
             about="Create an empty vault at --db (and its folder), or say that one is there.",
             example="perseus-vault --db memory.db init"),
-    Command("remember", f.remembered, creates=True,
+    Command("remember", f.remembered, creates=True, stdin="content",
             about="Create or update the memory at (category, key); fields not given keep their values."),
-    Command("recall", f.recall,
+    Command("recall", f.recall, stdin="query",
             about="Find memories: by keyword (fts5), by meaning (dense) or both fused (hybrid, the default when the "
                   "vault holds vectors). \"\" lists everything in the default order. Rules in docs/recall.md."),
     Command("hygiene", f.hygiene,
@@ -150,7 +153,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("delete_memory", f.memory_change("deleted from"), words="memory delete",
             about="Delete the one entry of a section that --date and/or --text match (refused when none or several "
                   "do; history keeps it)."),
-    Command("search", f.recall, about="Recall over an imported folder's notes (outside the memory files)."),
+    Command("search", f.recall, stdin="query", about="Recall over an imported folder's notes (outside the memory files)."),
     Command("remember_conversation", f.conversation_write, creates=True, handler=admin.remember_conversation,
             flags=admin.messages_file, skip=("messages",),
             about="Store a chat's messages as the next turns of a session, in order, in one transaction (all or "
@@ -174,7 +177,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("traverse", f.traverse, aliases={"relations": ("--relation",)},
             about="Walk the link graph breadth-first from a memory; the human output indents each memory by its "
                   "depth."),
-    Command("prepare", f.prepare,
+    Command("prepare", f.prepare, stdin="context",
             about="The markdown block to inject before an agent turn: triggered memories first, then the most "
                   "relevant others, within --max-chars, each line dated. When nothing applies it prints nothing "
                   "(stderr says so). See docs/proactive.md."),
@@ -186,7 +189,7 @@ COMMANDS: tuple[Command, ...] = (
                   "whenever one serves its vault, scope and settings, and answers alone otherwise, with the same "
                   "output; PERSEUS_VAULT_RESIDENT=1 lets a call start one, =0 never uses one. See docs/hooks.md.",
             example="perseus-vault --db memory.db resident --idle 3600"),
-    Command("recall_when", f.recall_when,
+    Command("recall_when", f.recall_when, stdin="context",
             about="Memories whose recall_when trigger phrases match a context, best first, with the phrase and how it "
                   "matched (phrase, terms, meaning). See docs/proactive.md."),
     Command("communities", f.communities,

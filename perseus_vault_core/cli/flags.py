@@ -179,12 +179,13 @@ def option(name: str) -> str:
 
 
 def add_field(parser: argparse.ArgumentParser, name: str, field: FieldInfo, *, positional: bool = False,
-              aliases: tuple[str, ...] = (), optional: str | None = None) -> argparse.Action:
-    """One argument for ``field``: positional (``optional``: the value when it is left out) or an option."""
+              aliases: tuple[str, ...] = (), optional: str | None = None, piped: bool = False) -> argparse.Action:
+    """One argument for ``field``: positional (``optional``: the value when it is left out) or an option;
+    ``piped``: ``-`` stands for standard input."""
     s = shape(name, field)
     kwargs: dict[str, Any] = {"type": _type(s), "choices": s.choices if s.kind == "str" and s.choices else None}
     if positional:
-        kwargs["help"] = help_text(field, s, name)
+        kwargs["help"] = help_text(field, s, name) + (" (- reads it from standard input)" if piped else "")
         if optional is not None:
             kwargs |= {"nargs": "?", "default": optional, "help": f"{kwargs['help']} (default {optional})"}
         return parser.add_argument(name, **kwargs)
@@ -206,12 +207,13 @@ def add_field(parser: argparse.ArgumentParser, name: str, field: FieldInfo, *, p
 
 
 def add_fields(parser: argparse.ArgumentParser, model: type[BaseModel], names: list[str], *,
-               positional: list[str], aliases: Mapping[str, tuple[str, ...]], optional: Mapping[str, str]) -> None:
+               positional: list[str], aliases: Mapping[str, tuple[str, ...]], optional: Mapping[str, str],
+               piped: str = "") -> None:
     """The arguments for ``names`` of ``model``: ``positional`` first, in that order, then the options,
-    the rarely needed knobs (:func:`params.advanced`) last."""
+    the rarely needed knobs (:func:`params.advanced`) last; ``piped``: the positional ``-`` reads from stdin."""
     fields = model.model_fields
     for name in positional:
-        add_field(parser, name, fields[name], positional=True, optional=optional.get(name))
+        add_field(parser, name, fields[name], positional=True, optional=optional.get(name), piped=name == piped)
     options = [n for n in names if n not in positional]
     for name in sorted(options, key=lambda n: is_advanced(fields[n])):  # a stable sort keeps the model's order
         add_field(parser, name, fields[name], aliases=aliases.get(name, ()))

@@ -86,7 +86,7 @@ class Commands:
                                                                    description=about)
         if arguments and spec is not None:
             add_fields(p, spec.params, command.fields, positional=command.positional,
-                       aliases=command.option_aliases(), optional=command.optional)
+                       aliases=command.option_aliases(), optional=command.optional, piped=command.stdin)
         if arguments and command.flags is not None:
             command.flags(p)
         p.set_defaults(func=partial(commands.invoke, command), creates=command.creates, serves=command.serves)

@@ -9,6 +9,7 @@ the helper checks every claim against its own before it answers.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import socket
@@ -71,7 +72,7 @@ def answer(argv: Sequence[str]) -> int | None:
     ident = identity(real, options.get("--agent-id"), options.get("--workspace-hash"))
     path = socket_path(folder, ident)
     request = {"protocol": PROTOCOL, "version": __version__, **ident, "command": command, "argv": list(argv),
-               "cwd": os.getcwd()}
+               "cwd": os.getcwd(), "stdin": _piped() if "-" in argv else ""}
     try:
         reply = ask(path, request)
         if reply is None and mode == "1" and start(path, ident):
@@ -88,6 +89,14 @@ def answer(argv: Sequence[str]) -> int | None:
     except BrokenPipeError:  # a reader that stopped early (| head), as the CLI alone takes it
         return 0
     return int(reply["code"])
+
+
+def _piped() -> str:
+    """All of standard input (what a ``-`` argument reads: a hook pipes the prompt), for the helper; the CLI
+    alone then reads the same text (``sys.stdin`` becomes it), should the helper not answer."""
+    text = sys.stdin.buffer.read().decode("utf-8", "surrogateescape") if sys.stdin is not None else ""
+    sys.stdin = io.StringIO(text)
+    return text
 
 
 def ask(path: str, request: dict[str, Any]) -> dict[str, Any] | None:

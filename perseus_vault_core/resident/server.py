@@ -2,10 +2,13 @@
 calls, until it has been idle for ``--idle`` seconds (see the package's docstring).
 
 It loads what a call would otherwise load (the model, the saved indexes, or builds them) before it
-listens, then answers one call at a time: it checks that the call is for its vault (the same file, not
-replaced since), its scope, its settings and its version, runs the command line through the CLI's own
-``main`` on its open vault with the output captured, and sends back the exit status and the output.
-Anything else gets a refusal, and the CLI answers alone.
+listens. Each caller is read on a thread of its own, within :data:`REQUEST_DEADLINE_S` for the whole
+request, so a slow or silent caller holds nobody else; the commands then run one at a time: it checks
+that the call is for its vault (the same file, not replaced since), its scope, its settings and its
+version, and that the command line runs the command the request names, runs it through the CLI's own
+``main`` on its open vault with the output captured (and the caller's standard input, for a ``-``
+argument), and sends back the exit status and the output. Anything else, a malformed request included,
+gets a refusal, and the CLI answers alone.
 
 Who can reach it: the socket is made in the user's private folder (0700), is itself 0600, and on Linux
 each caller's user id is checked (``SO_PEERCRED``) before a byte is read.
@@ -22,6 +25,7 @@ import signal
 import socket
 import struct
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -29,13 +33,15 @@ from typing import TYPE_CHECKING, Any
 from .. import __version__
 from ..contract.errors import SetupError
 from . import DEFAULT_IDLE_S, PROTOCOL, SERVED, Refused, identity, private_dir, socket_path
+from .client import scan
 
 if TYPE_CHECKING:
     from ..facade.vault import Vault
 
 Main = Callable[..., int]
 MAX_REQUEST = 16 << 20
-READ_WAIT_S = 5.0  # a caller that connects and sends nothing is dropped after this long
+REQUEST_DEADLINE_S = 5.0  # a caller's whole request must arrive within this (a byte at a time holds nobody)
+MAX_CALLERS = 32  # callers read at once; one more is closed at once (it answers alone)
 INDEX_WAIT_S = 5.0  # how long start-up waits for an index to load or build before listening anyway
 
 
@@ -103,7 +109,14 @@ class Helper:
         self.vault, self.ident, self.path, self.main, self.idle = vault, ident, path, main, idle
         self.file = _file_id(ident["db"])
         self.cwd = "."  # the folder of the call being answered (a relative --db is the caller's)
+        self.command = ""  # the command the call being answered names
         self.bound = 0
+        self.stopping = threading.Event()
+        self.running = threading.Lock()  # one command at a time: each prints through the process's stdout
+        self.callers = threading.BoundedSemaphore(MAX_CALLERS)
+        self.busy = 0  # callers being read or answered: the helper is not idle while any is
+        self.last = time.monotonic()
+        self._state = threading.Lock()
 
     def run(self) -> None:
         started = time.perf_counter()
@@ -112,23 +125,50 @@ class Helper:
         log(f"serving {self.ident['db']} (scope {self.ident['scope']}) at {self.path}; ready in "
             f"{time.perf_counter() - started:.2f} s; exits after {self.idle:g} s idle")
         previous = signal.signal(signal.SIGTERM, _exit) if _main_thread() else None
-        last = time.monotonic()
         try:
-            while time.monotonic() - last < self.idle:
+            while not self.stopping.is_set():
+                if self.idle_for() >= self.idle:
+                    log(f"idle for {self.idle:g} s: exiting")
+                    break
                 try:
                     conn, _ = listener.accept()
                 except socket.timeout:
                     continue
-                with conn:
-                    if not self.handle(conn):
-                        break
-                last = time.monotonic()
-            else:
-                log(f"idle for {self.idle:g} s: exiting")
+                if not self.callers.acquire(blocking=False):
+                    conn.close()  # too many callers at once: this one answers alone
+                    continue
+                self.arrived()
+                threading.Thread(target=self.serve_one, args=(conn,), daemon=True).start()
         finally:
             if previous is not None:
                 signal.signal(signal.SIGTERM, previous)
             self.unlisten(listener)
+            with self.running:  # a command still running finishes before the vault closes
+                self.stopping.set()
+
+    def idle_for(self) -> float:
+        with self._state:
+            return 0.0 if self.busy else time.monotonic() - self.last
+
+    def arrived(self) -> None:
+        with self._state:
+            self.busy += 1
+
+    def left(self) -> None:
+        with self._state:
+            self.busy -= 1
+            self.last = time.monotonic()
+
+    def serve_one(self, conn: socket.socket) -> None:
+        try:
+            with conn:
+                if not self.handle(conn):
+                    self.stopping.set()
+        except Exception as exc:  # a caller must never take the helper down
+            log(f"a call failed: {type(exc).__name__}: {exc}")
+        finally:
+            self.callers.release()
+            self.left()
 
     def warm(self) -> None:
         """Load what the first call would: the saved indexes (or start building them) and the model."""
@@ -152,8 +192,8 @@ class Helper:
         finally:
             os.umask(mask)
         os.chmod(temporary, 0o600)
-        listener.listen(16)
-        listener.settimeout(1.0)
+        listener.listen(MAX_CALLERS)
+        listener.settimeout(0.25)
         os.replace(temporary, self.path)  # over a socket left by a helper that died (we hold the lock)
         self.bound = os.stat(self.path).st_ino
         return listener
@@ -168,10 +208,13 @@ class Helper:
         """Answer one caller; False when the helper should stop."""
         if not _same_user(conn):
             return True
-        conn.settimeout(READ_WAIT_S)
         try:
-            request = _read(conn)
-        except (OSError, ValueError):
+            request = _read(conn, time.monotonic() + REQUEST_DEADLINE_S)
+        except OSError:
+            return True  # gone, or too slow: nothing to answer
+        except ValueError as exc:
+            log(f"refused: {exc}")
+            _send(conn, {"refused": str(exc)})
             return True
         if request.get("stop") is True and request.get("protocol") == PROTOCOL:
             _send(conn, {"stopped": True})
@@ -180,8 +223,10 @@ class Helper:
         started = time.perf_counter()
         try:
             self.check(request)
-            self.cwd = str(request.get("cwd") or ".")
-            reply = self.run_command([str(a) for a in request["argv"]])
+            with self.running:
+                if self.stopping.is_set():
+                    raise Refused("the helper is stopping")
+                reply = self.run_command(request)
         except Refused as refused:
             log(f"refused: {refused}")
             _send(conn, {"refused": str(refused)})
@@ -197,27 +242,42 @@ class Helper:
         for field in ("db", "scope", "env"):
             if request.get(field) != self.ident[field]:
                 raise Refused(f"another {field}: {request.get(field)!r}")
-        if request.get("command") not in SERVED or not isinstance(request.get("argv"), list):
-            raise Refused(f"not a command it answers: {request.get('command')!r}")
+        argv, command = request.get("argv"), request.get("command")
+        if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
+            raise Refused("argv is not a list of words")
+        if not isinstance(request.get("cwd", "."), str) or not isinstance(request.get("stdin", ""), str):
+            raise Refused("cwd and stdin must be text")
+        if command not in SERVED:
+            raise Refused(f"not a command it answers: {command!r}")
+        if scan(argv)[0] != command:
+            raise Refused(f"the command line does not run {command!r}")
         if _file_id(self.ident["db"]) != self.file:
             raise Refused("the vault file was replaced or removed since the helper opened it")
 
-    def run_command(self, argv: list[str]) -> dict[str, Any]:
-        """``argv`` through the CLI's ``main`` on this vault, its output captured."""
+    def run_command(self, request: dict[str, Any]) -> dict[str, Any]:
+        """The request's command line through the CLI's ``main`` on this vault, its output captured and its
+        standard input the caller's (what a ``-`` argument reads)."""
+        self.cwd, self.command = str(request.get("cwd") or "."), str(request["command"])
         out, err = io.StringIO(), io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            try:
-                code = self.main(argv, vault=self.vault, accept=self.accept)
-            except SystemExit as exit_:  # the parser's errors and --help, as the CLI exits on them
-                code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
-                if isinstance(exit_.code, str):
-                    print(exit_.code, file=sys.stderr)
+        stdin, sys.stdin = sys.stdin, io.StringIO(request.get("stdin") or "")
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                try:
+                    code = self.main(list(request["argv"]), vault=self.vault, accept=self.accept)
+                except SystemExit as exit_:  # the parser's errors and --help, as the CLI exits on them
+                    code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
+                    if isinstance(exit_.code, str):
+                        print(exit_.code, file=sys.stderr)
+        finally:
+            sys.stdin = stdin
         return {"code": code, "stdout": out.getvalue(), "stderr": err.getvalue()}
 
     def accept(self, args: argparse.Namespace) -> None:
-        """The call as the CLI's parser reads it must be the one the request named: its scope and, when
-        it names one, its vault (a relative --db is the caller's, in the caller's folder). Without
+        """The call as the CLI's parser reads it must be the one the request named: its command, its scope
+        and, when it names one, its vault (a relative --db is the caller's, in the caller's folder). Without
         --db the caller's environment chose the vault: the request's db, checked already."""
+        if getattr(args, "command", None) != self.command:
+            raise Refused(f"the command line runs {getattr(args, 'command', None)!r}, not {self.command!r}")
         scope = [getattr(args, "agent_id", None), getattr(args, "workspace_hash", None)]
         if scope != self.ident["scope"]:
             raise Refused(f"another scope: {scope!r}")
@@ -257,16 +317,28 @@ def _same_user(conn: socket.socket) -> bool:
     return bool(uid == os.geteuid())
 
 
-def _read(conn: socket.socket) -> dict[str, Any]:
+def _read(conn: socket.socket, deadline: float) -> dict[str, Any]:
+    """The caller's request, whole by ``deadline`` (OSError past it); ValueError for one too large or malformed
+    (not JSON, nested past the parser's depth, not an object)."""
     chunks, size = [], 0
-    while chunk := conn.recv(1 << 16):
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the request did not arrive in time")
+        conn.settimeout(left)
+        chunk = conn.recv(1 << 16)
+        if not chunk:
+            break
         chunks.append(chunk)
         size += len(chunk)
         if size > MAX_REQUEST:
             raise ValueError("request too large")
-    request = json.loads(b"".join(chunks).decode("utf-8", "surrogatepass"))
+    try:
+        request = json.loads(b"".join(chunks).decode("utf-8", "surrogatepass"))
+    except (ValueError, RecursionError) as exc:  # RecursionError: brackets nested past the parser's depth
+        raise ValueError(f"malformed request ({type(exc).__name__})") from None
     if not isinstance(request, dict):
-        raise ValueError("not a request")
+        raise ValueError("malformed request (not an object)")
     return request
 
 

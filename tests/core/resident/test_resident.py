@@ -310,3 +310,120 @@ def test_a_reader_that_stops_early_gets_the_answer_once(env: dict[str, str], vau
     monkeypatch.setattr(client, "ask", lambda path, request: {"code": 0, "stdout": "an answer\n", "stderr": ""})
     monkeypatch.setattr(sys, "stdout", Closed())
     assert client.answer(["recall", "billing", "--db", str(vault_a)]) == 0
+
+
+def _frame(helper: Helper, payload: bytes) -> dict[str, Any] | None:
+    """Send raw bytes as a request; the helper's reply (None when it closed without one)."""
+    import socket
+
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(30)
+    try:
+        sock.connect(str(helper.socket))
+        sock.sendall(payload)
+        sock.shutdown(socket.SHUT_WR)
+        data = b"".join(iter(lambda: sock.recv(1 << 16), b""))
+    finally:
+        sock.close()
+    reply: dict[str, Any] | None = json.loads(data) if data else None
+    return reply
+
+
+def test_a_request_whose_command_line_runs_another_command_is_refused(env: dict[str, str], vault_a: Path,
+                                                                    helpers: list[Helper]) -> None:
+    """The request names a command the helper answers (recall) and a command line that runs another (forget,
+    export): refused, nothing done, whether the command word leads or an option comes first."""
+    helpers.append(helper := Helper(env, vault_a))
+    base = {"protocol": resident.PROTOCOL, "version": __version__,
+            **resident.identity(os.path.realpath(vault_a), None, None), "command": "recall", "cwd": str(ROOT)}
+    export = vault_a.parent / "stolen.jsonl"
+    for argv in (["forget", "1"], ["--json", "forget", "1"], ["export", str(export)], ["recall-when", "x"]):
+        reply = client.ask(str(helper.socket), {**base, "argv": argv})
+        assert reply is not None and "refused" in reply and "does not run 'recall'" in reply["refused"], reply
+    for forged in ({**base, "argv": "recall x"}, {**base, "argv": ["recall", 1]}, {**base, "argv": ["recall", "x"],
+                                                                                     "stdin": 5}):
+        reply = client.ask(str(helper.socket), forged)
+        assert reply is not None and "refused" in reply
+    assert not export.exists() and helper.answered() == 0
+    with Vault(vault_a, embedder=False) as vault:
+        assert vault.get_entity(1).status == "active"
+    assert cli(env, "--db", str(vault_a), "recall", "billing")[0] == 0 and helper.answered() == 1
+
+
+def test_malformed_and_deeply_nested_frames_get_an_error_and_the_helper_lives(env: dict[str, str], vault_a: Path,
+                                                                             helpers: list[Helper]) -> None:
+    helpers.append(helper := Helper(env, vault_a))
+    for payload in (b"[" * 400_000, b"{" * 1000, b"not json", b"\xff\xfe", b"[1, 2]", b'"text"', b""):
+        reply = _frame(helper, payload)
+        assert payload == b"" or (reply is not None and reply["refused"].startswith("malformed request")), reply
+        assert helper.proc.poll() is None
+    expected = cli(env, "--db", str(vault_a), "prepare", CONTEXT, PERSEUS_VAULT_RESIDENT="0")
+    assert cli(env, "--db", str(vault_a), "prepare", CONTEXT) == expected and helper.answered() == 1
+
+
+def test_a_slow_caller_holds_no_other(env: dict[str, str], vault_a: Path, helpers: list[Helper]) -> None:
+    """One caller sends a byte every two seconds (each within a socket read's timeout, so a helper that waited
+    for it byte by byte would wait for ever); another call is answered by the helper meanwhile, not after the
+    slow one (nor by the CLI alone once its wait ran out), and the slow caller is dropped."""
+    import socket
+    import threading
+
+    helpers.append(helper := Helper(env, vault_a))
+    slow = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    slow.connect(str(helper.socket))
+    stop, dropped = threading.Event(), threading.Event()
+
+    def trickle() -> None:
+        slow.sendall(b"{")
+        while not stop.wait(2):
+            try:
+                slow.sendall(b" ")
+            except OSError:
+                dropped.set()
+                return
+
+    feeder = threading.Thread(target=trickle)
+    feeder.start()
+    try:
+        time.sleep(0.5)
+        started = time.monotonic()
+        done = cli(env, "--db", str(vault_a), "recall", "billing queue", PERSEUS_VAULT_RESIDENT_TIMEOUT="20")
+        assert done[0] == 0 and helper.answered() == 1  # the helper's answer, not the CLI's own after a wait
+        assert time.monotonic() - started < 20
+        assert dropped.wait(30)  # its whole request overdue: the helper closed it
+    finally:
+        stop.set()
+        feeder.join()
+        slow.close()
+    assert helper.proc.poll() is None and cli(env, "--db", str(vault_a), "recall", "billing")[0] == 0
+
+
+def test_a_dash_reads_standard_input_through_the_helper_and_alone(env: dict[str, str], vault_a: Path,
+                                                                 helpers: list[Helper]) -> None:
+    """A hook pipes the prompt: ``prepare -`` reads it from standard input, whatever its size (an argument is
+    capped by the operating system), with the same answer through the helper as alone; ``remember ... -``
+    stores standard input as the content."""
+    def piped(text: str, *argv: str, **more: str) -> tuple[int, str, str]:
+        done = subprocess.run([sys.executable, "-m", "perseus_vault_core.cli", "--db", str(vault_a), *argv],
+                              input=text, capture_output=True, text=True, env={**env, **more}, cwd=ROOT, timeout=120)
+        return done.returncode, done.stdout, done.stderr
+
+    expected = cli(env, "--db", str(vault_a), "prepare", CONTEXT, PERSEUS_VAULT_RESIDENT="0")
+    assert piped(CONTEXT + "\n", "prepare", "-", PERSEUS_VAULT_RESIDENT="0") == expected
+    long_prompt = "a long pasted log line " * 17_000 + CONTEXT  # ~400 KB, past one argument's cap; read from its end
+    alone = piped(long_prompt, "prepare", "-", PERSEUS_VAULT_RESIDENT="0")
+    assert alone[0] == 0 and "## Memory for this turn" in alone[1]
+    helpers.append(helper := Helper(env, vault_a))
+    assert piped(CONTEXT + "\n", "prepare", "-") == expected and helper.answered() == 1
+    assert piped(long_prompt, "prepare", "-") == alone and helper.answered() == 2
+    assert piped("billing queue", "recall", "-", "--no-reinforce") == cli(
+        env, "--db", str(vault_a), "recall", "billing queue", "--no-reinforce") and helper.answered() == 4
+    assert piped("", "prepare", "-") == cli(env, "--db", str(vault_a), "prepare", "")  # nothing piped: as "" is
+    code, out, _ = piped("a fact piped in\nover two lines\n", "remember", "note", "piped", "-", "--json")
+    assert code == 0 and json.loads(out)["content"] == "a fact piped in\nover two lines"
+    answered = helper.answered()
+    for setting in ({"PERSEUS_VAULT_RESIDENT": "0"}, {}):  # alone, then through the helper
+        bad = subprocess.run([sys.executable, "-m", "perseus_vault_core.cli", "--db", str(vault_a), "recall", "-"],
+                             input=b"caf\xe9 \xff", capture_output=True, env={**env, **setting}, cwd=ROOT, timeout=120)
+        assert bad.returncode == 1 and bad.stderr.decode() == "error: query: standard input is not UTF-8 text\n"
+    assert helper.answered() == answered + 1
