@@ -7,6 +7,7 @@ imports only the vault, not pytest's collection of the tests.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from typing import Any
@@ -112,6 +113,56 @@ def write_then_build(db: str, writer: str, batches: int, ending: str) -> None:
         time.sleep(600)
 
 
+def hold(db: str, embedder: str) -> None:
+    """A long-lived holder with its in-memory indexes (as an app holds a ``Vault``), driven line by line on
+    stdin: ``write KEY TEXT`` remembers TEXT under KEY and prints ``ack KEY``; ``find MODE KEY QUERY`` recalls
+    QUERY in MODE and prints ``found KEY`` or ``missing KEY (what came back)``. ``embedder``: ``fake`` (the
+    vector index too) or ``none``."""
+    with Vault(db, embedder=FakeEmbedder() if embedder == "fake" else False) as vault:
+        vault.recall("warm up")  # starts the index builds
+        vault.wait_for_keyword_index(30)
+        if embedder == "fake":
+            vault.wait_for_vector_index(30)
+        print("ready", flush=True)
+        for line in sys.stdin:
+            word, _, rest = line.rstrip("\n").partition(" ")
+            if word == "write":
+                key, _, text = rest.partition(" ")
+                vault.remember("fact", key, text)
+                print(f"ack {key}", flush=True)
+            elif word == "find":
+                mode, key, query = rest.split(" ", 2)
+                keys = [e.key for e in vault.recall(query, mode=mode, limit=10, min_score=0.0).items]
+                print(f"found {key}" if key in keys else f"missing {key} {keys}", flush=True)
+
+
+def drive_mcp(db: str) -> None:
+    """``perseus-vault serve`` over stdio through the MCP client, driven as :func:`hold` is (its first line:
+    ``pid N``, the server's process, which the parent may kill)."""
+    import anyio
+
+    from perseus_vault_integrations.mcp import VaultClient
+
+    async def run() -> None:
+        async with VaultClient.stdio(db, env=dict(os.environ)) as client:
+            await client.recall("warm up", mode="fts5")
+            children = open(f"/proc/{os.getpid()}/task/{os.getpid()}/children").read().split()
+            print(f"pid {children[0]}", flush=True)
+            while line := await anyio.to_thread.run_sync(sys.stdin.readline):
+                word, _, rest = line.rstrip("\n").partition(" ")
+                if word == "write":
+                    key, _, text = rest.partition(" ")
+                    await client.remember("fact", key, text)
+                    print(f"ack {key}", flush=True)
+                elif word == "find":
+                    mode, key, query = rest.split(" ", 2)
+                    found = await client.recall(query, mode=mode, limit=10, min_score=0.0)
+                    keys = [e.key for e in found.items]
+                    print(f"found {key}" if key in keys else f"missing {key} {keys}", flush=True)
+
+    anyio.run(run)
+
+
 def main(argv: list[str]) -> None:
     if argv[0] == "build":
         write_then_build(argv[1], argv[2], int(argv[3]), argv[4])
@@ -122,6 +173,12 @@ def main(argv: list[str]) -> None:
         except Exception as exc:
             print(f"error {type(exc).__name__}: {exc}", flush=True)
             raise SystemExit(1) from None
+        return
+    if argv[0] == "hold":
+        hold(argv[1], argv[2])
+        return
+    if argv[0] == "mcp":
+        drive_mcp(argv[1])
         return
     if argv[0] == "saves":
         save_indexes(argv[1], int(argv[2]))
