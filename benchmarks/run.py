@@ -6,7 +6,8 @@ backend beside SQLite and LangGraph's PostgresStore at the same sizes (postgres.
 alone and replaces only its section), the web inspector's pages at the same sizes (inspector.py; ``--only
 inspector``), one million memories (million.py; not with --quick), what an agent reads of a recall and of a
 ``prepare`` block (agent_text.py; ``--only agent-text``), and each other part that has its own section alone
-as well (``--only quality``, ``conversation``, ``limits``, ``hooks``, ``curation``, ``agent-questions``;
+as well (``--only quality``, ``conversation``, ``limits``, ``hooks``, ``curation``, ``agent-questions``,
+``catch-up``;
 ``--only against [--ref REF]`` times warm recall beside an earlier commit's, against.py), and
 writes the figures to docs/benchmarks.md with the machine, versions and date, and each target beside
 the figure it judges. Without the collections (see ``quality.data_dir``) it stops at once with one line
@@ -32,6 +33,7 @@ from perseus_vault_core.recall.pipeline import DENSE_DEPTH, MIN_POOL, SHORTLIST_
 from . import (
     against,
     agent_questions,
+    catch_up,
     agent_text,
     conversation,
     curation,
@@ -599,7 +601,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-million", action="store_true", help="skip the 1M run (the full mode runs it)")
     parser.add_argument("--output", type=Path, default=REPORT)
     parser.add_argument("--only", choices=["postgres", "inspector", "limits", "agent-text", "hooks", "curation",
-                                               "agent-questions", "quality", "conversation", "against"],
+                                               "agent-questions", "quality", "conversation", "against", "catch-up"],
                         help="run only this part; replace only its section of the report")
     parser.add_argument("--ref", help="--only against: the commit to time beside this code (default: the one the "
                         "Speed section's full run measured)")
@@ -622,7 +624,7 @@ def main(argv: list[str] | None = None) -> None:
         return {"postgres": postgres.main, "inspector": inspector.main, "limits": limits.main, "hooks": hooks.main,
                 "agent-text": agent_text.main, "curation": curation.main,
                 "agent-questions": _agent_questions, "quality": _quality,
-                "conversation": _conversation}[args.only](args.output, sizes)
+                "conversation": _conversation, "catch-up": catch_up.main}[args.only](args.output, sizes)
     byte_compile()
     from perseus_vault_core.embeddings import load
 
@@ -693,12 +695,14 @@ def main(argv: list[str] | None = None) -> None:
     asked = agent_questions.run(cached)
     log("curation on the labelled set, and the similar-memory report's cost ...")
     curated = curation.run(cached, log=log, sizes=(10_000,) if args.quick else (10_000, 100_000))
+    log("a holder catching up with another process's writes ...")
+    caught = catch_up.run(10_000 if args.quick else catch_up.SIZE, cached, log=log)
     images = [f"img/{p.name}" for p in plots.recall_curves(peer_qual)] + [f"img/{plots.latency_by_size(peer_runs).name}"]
     report = render(info, results, qual, ingest, graph, mem, server)
     report += "\n" + "\n".join(conversation.render(chats) + memory_files.render_recall_quality(labelled))
     report += "\n" + "\n".join(render_peers(peer_qual, peer_runs, images) + postgres.render(pg) + inspector.render(pages) + million_report + render_writes(results, big)
                                + limits.render(at_limits) + hooks.render(at_hooks) + agent_text.render(reads)
-                               + agent_questions.render(asked) + curation.render(curated))
+                               + agent_questions.render(asked) + curation.render(curated) + catch_up.render(caught))
     args.output.write_text(report + "\n", encoding="utf-8")
     log(f"wrote {args.output} and {', '.join(images)}")
 

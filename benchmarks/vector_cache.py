@@ -21,6 +21,7 @@ class CachingEmbedder:
         self.inner = inner
         self.identity = inner.identity
         self.dimension = inner.dimension
+        self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
         self.db = sqlite3.connect(str(path), check_same_thread=False)
         self.db.execute("PRAGMA journal_mode = WAL")
