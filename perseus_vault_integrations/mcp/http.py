@@ -334,10 +334,12 @@ def serve_app(app: Any, host: str, port: int, announce: list[str], sock: socket.
     and then ``stdout`` (a line for a script to read) on stdout: a reader of that line has all the others."""
     if sock is None:
         sock = listen(host, port)
-    for line in announce + clear_text_warning(host, tls):
-        print(f"perseus-vault: {line}", file=sys.stderr, flush=True)
+    for line in announce + clear_text_warning(host, tls):  # each line in one write: a Ctrl-C cannot split it
+        sys.stderr.write(f"perseus-vault: {line}\n")
+        sys.stderr.flush()
     if stdout is not None:
-        print(stdout, flush=True)
+        sys.stdout.write(f"{stdout}\n")
+        sys.stdout.flush()
     uvicorn.Server(server_config(app, host, port, tls)).run(sockets=[sock])
 
 
