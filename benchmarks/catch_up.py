@@ -1,12 +1,13 @@
 """A long-lived holder's first recall after another process wrote: ``python -m benchmarks.run --only catch-up``.
 
-The holder (this process) keeps a store of ``SIZE`` synthetic memories open with both in-memory indexes built
+The holder (this process) keeps a store of synthetic memories (each of ``SIZES``) open with both in-memory indexes built
 and warm, as the MCP server, the resident helper or an app's ``Vault`` does. Another process then writes 1
 memory (``remember``) or ``BULK`` (``remember_many``), with their vectors, and exits; the holder's next recall
 in a mode brings the index that mode reads up to those writes before it answers (indexes/mirror.py follows
 the change log from its position to the reader's snapshot). Each row is the p50 / p95, over ``TRIALS`` (fewer
 for the bulk), of that first recall, beside the same queries asked with nothing new; and whether the index
-answered it (caught up) rather than SQL. The cost should grow with the writes, not with the store.
+answered it (caught up) rather than SQL. At two store sizes: the cost should grow with the writes, not with
+the store.
 
 Run as a script (``python benchmarks/catch_up.py write DB LINES CACHE``) it is the writer process.
 """
@@ -24,7 +25,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-SIZE = 100_000
+SIZES = (10_000, 100_000)
 BULK = 1_000
 TRIALS = {1: 15, BULK: 4}
 MODES = ("fts5", "dense", "hybrid")
@@ -35,7 +36,8 @@ def main(output: Path, sizes: list[int]) -> None:
     from .postgres import write_section
     from .run import _cached_model, log
 
-    section = render(run(sizes[-1] if sizes else SIZE, _cached_model(), log=log))
+    cached = _cached_model()
+    section = render([run(n, cached, log=log) for n in (sizes or SIZES)])
     write_section(output, section)
     log(f"wrote the {section[0].lstrip('# ')} section of {output}")
 
@@ -114,18 +116,19 @@ def _write(db: str, batch: list[dict[str, Any]], tmp: Path, cache: Path) -> None
         raise SystemExit(f"benchmarks.run --only catch-up: the writer failed:\n{done.stderr[-2000:]}")
 
 
-def render(result: dict[str, Any]) -> list[str]:
+def render(results: list[dict[str, Any]]) -> list[str]:
     lines = [SECTION, "",
-             f"A holder keeps {result['entities']:,} synthetic memories open with both in-memory indexes warm (as the"
+             "A holder keeps a store of synthetic memories open with both in-memory indexes warm (as the"
              " MCP server, the resident helper or an app's `Vault` does); another process writes 1 memory"
              f" (`remember`) or {BULK:,} (`remember_many`), with their vectors, and exits. The holder's next recall in"
              " a mode first brings that mode's index up to those writes (it follows the change log), then answers."
              " ms, p50 / p95 over the trials, beside the same queries with nothing new (benchmarks/catch_up.py).", "",
-             "| writes by another process | mode | first recall after them | with nothing new | answered by the index |",
-             "|---|---|---|---|---|"]
-    for r in result["rows"]:
-        lines.append(f"| {r['writes']:,} | {r['mode']} | {r['first']['p50']:.2f} / {r['first']['p95']:.2f} | "
-                     f"{r['quiet']['p50']:.2f} / {r['quiet']['p95']:.2f} | {r['by_index']} |")
+             "| entities | writes by another process | mode | first recall after them | with nothing new | answered by "
+             "the index |", "|---|---|---|---|---|---|"]
+    for result in results:
+        for r in result["rows"]:
+            lines.append(f"| {result['entities']:,} | {r['writes']:,} | {r['mode']} | {r['first']['p50']:.2f} / "
+                         f"{r['first']['p95']:.2f} | {r['quiet']['p50']:.2f} / {r['quiet']['p95']:.2f} | {r['by_index']} |")
     return lines + [""]
 
 

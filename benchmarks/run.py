@@ -696,7 +696,7 @@ def main(argv: list[str] | None = None) -> None:
     log("curation on the labelled set, and the similar-memory report's cost ...")
     curated = curation.run(cached, log=log, sizes=(10_000,) if args.quick else (10_000, 100_000))
     log("a holder catching up with another process's writes ...")
-    caught = catch_up.run(10_000 if args.quick else catch_up.SIZE, cached, log=log)
+    caught = [catch_up.run(n, cached, log=log) for n in (catch_up.SIZES[:1] if args.quick else catch_up.SIZES)]
     images = [f"img/{p.name}" for p in plots.recall_curves(peer_qual)] + [f"img/{plots.latency_by_size(peer_runs).name}"]
     report = render(info, results, qual, ingest, graph, mem, server)
     report += "\n" + "\n".join(conversation.render(chats) + memory_files.render_recall_quality(labelled))

@@ -21,5 +21,5 @@ def test_a_small_run_catches_up_in_every_mode(tmp_path: Path, real_embedder: Any
     for row in result["rows"]:
         assert row["by_index"] == ("2 of 2" if row["writes"] == 1 else "1 of 1"), row
         assert 0 < row["first"]["p50"] <= row["first"]["p95"] and 0 < row["quiet"]["p50"]
-    text = "\n".join(catch_up.render(result))
-    assert text.startswith(catch_up.SECTION) and "| 20 | hybrid |" in text
+    text = "\n".join(catch_up.render([result]))
+    assert text.startswith(catch_up.SECTION) and "| 300 | 20 | hybrid |" in text
