@@ -98,8 +98,12 @@ def render(result: dict[str, Any]) -> list[str]:
             base = size["base"].get(row) or size["base"][row.split(",")[0]]  # curate=False: beside the default
             lines.append(f"| {size['entities']:,} | {row} | {base[0]:.2f} / {base[1]:.2f} | {here[0]:.2f} / {here[1]:.2f} "
                          f"| {here[0] / base[0]:.2f}x |")
-    return lines + ["", "A `curate=False` row is this code without curating its first places (docs/curation.md), beside "
-                    "the earlier code's default (which had no curation): what curation costs, and what the rest costs.", ""]
+    both = all(row in size["base"] for size in result["sizes"] for row in size["here"])
+    note = ("A `curate=False` row is each code without curating its first places (docs/curation.md), beside the "
+            "same row of the other." if both else
+            "A `curate=False` row is this code without curating its first places (docs/curation.md), beside the "
+            "earlier code's default (which had no curation): what curation costs, and what the rest costs.")
+    return lines + ["", note, ""]
 
 
 def _git(*args: str) -> str:
