@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from ..contract.errors import InvalidInput, StorageError, VaultError
 from ..contract.params import invalid
+from ..primitives.forking import GATE
 from ..storage import driver_errors
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -26,39 +27,47 @@ def edge(method: F) -> F:
     """The API's edge: whatever the database or the runtime raises beneath a verb leaves as a VaultError.
 
     The modules below raise the vault's own errors on purpose; this catches what slips past them
-    (an I/O error, a corrupt page), so callers only ever handle one error tree.
+    (an I/O error, a corrupt page), so callers only ever handle one error tree. A verb runs inside the
+    fork gate (primitives/forking.py): a fork waits until no verb is inside SQLite, so a forked child's
+    copies of the connections are idle, and it closes them before it opens its own.
     """
 
     @functools.wraps(method)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            engine = getattr(args[0], "_engine", None) if args else None
-            if engine is None:  # Vault.__init__: opening the vault leased a connection; give it back now
-                result = method(*args, **kwargs)
-                opened = getattr(args[0], "_engine", None) if args else None
-                if opened is not None:
-                    with opened.backend.lease():
-                        pass
-                return result
-            with engine.backend.lease():  # the verb keeps one connection; a pooled one goes back after
-                return method(*args, **kwargs)
-        except VaultError:
-            raise
-        except driver_errors() as exc:  # evaluated only when something was raised
-            raise StorageError(f"the database failed: {exc}") from exc
-        except RecursionError:
-            raise InvalidInput("argument", "is nested too deeply") from None
-        except OverflowError as exc:
-            raise InvalidInput("argument", f"a number is out of range ({exc})") from None
-        except ValidationError as exc:  # a model built beneath the verb refused a value
-            raise invalid(exc) from None
-        except TypeError as exc:
-            wrong = _call_error(method, args, kwargs)
-            if wrong is None:  # not the call's arguments: something beneath the verb
-                raise
-            raise wrong from None
+        with GATE.inside():
+            return _call(method, args, kwargs)
 
     return wrapper  # type: ignore[return-value]
+
+
+def _call(method: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``method(*args, **kwargs)`` with what goes wrong beneath it turned into the vault's errors."""
+    try:
+        engine = getattr(args[0], "_engine", None) if args else None
+        if engine is None:  # Vault.__init__: opening the vault leased a connection; give it back now
+            result = method(*args, **kwargs)
+            opened = getattr(args[0], "_engine", None) if args else None
+            if opened is not None:
+                with opened.backend.lease():
+                    pass
+            return result
+        with engine.backend.lease():  # the verb keeps one connection; a pooled one goes back after
+            return method(*args, **kwargs)
+    except VaultError:
+        raise
+    except driver_errors() as exc:  # evaluated only when something was raised
+        raise StorageError(f"the database failed: {exc}") from exc
+    except RecursionError:
+        raise InvalidInput("argument", "is nested too deeply") from None
+    except OverflowError as exc:
+        raise InvalidInput("argument", f"a number is out of range ({exc})") from None
+    except ValidationError as exc:  # a model built beneath the verb refused a value
+        raise invalid(exc) from None
+    except TypeError as exc:
+        wrong = _call_error(method, args, kwargs)
+        if wrong is None:  # not the call's arguments: something beneath the verb
+            raise
+        raise wrong from None
 
 
 def _call_error(method: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> InvalidInput | None:

@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -279,3 +280,74 @@ def _write(writer: subprocess.Popen[str], n: int) -> list[str]:
     writer.stdin.write(f"{n}\n")
     writer.stdin.flush()
     return [writer.stdout.readline().split()[1] for _ in range(n)]
+
+
+@linux_only
+def test_a_forked_child_holds_its_own_locks_on_the_parents_vault_and_a_new_one(tmp_path: Path, clock: Clock) -> None:
+    """SQLite's record of the locks a process holds is copied into a forked child, which POSIX gave none of
+    them: the child closes its inherited connections, so that its own take real locks."""
+    db = tmp_path / "v.db"
+    with _filled(db, clock) as vault:
+        vault.recall("alpha")
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: report its locks through the pipe, then leave at once
+            try:
+                vault.remember("fact", "from-child", "written by the child")
+                held = sorted(locks_of(os.getpid(), db))
+                with Vault(db, clock=clock, embedder=FakeEmbedder()) as own:
+                    own.recall("alpha")
+                    held_new = sorted(locks_of(os.getpid(), db))
+                os.write(write, json.dumps([held, held_new]).encode())
+            finally:
+                os._exit(0)
+        os.close(write)
+        with os.fdopen(read) as answer:
+            reported = json.loads(answer.read() or "null")
+        os.waitpid(pid, 0)
+        assert reported == [["db", "shm"], ["db", "shm"]]
+        assert locks_of(os.getpid(), db) == {"db", "shm"}  # the parent's are untouched
+        assert vault.recall("written by the child", mode="fts5").items[0].key == "from-child"
+
+
+DAEMON = """
+import os, subprocess, sys
+from perseus_vault_core import Vault
+db = sys.argv[1]
+vault = Vault(db, embedder=False)
+vault.remember("fact", "before", "opened before the fork")
+if os.fork():
+    os._exit(0)  # the parent leaves (its locks go with it), as a daemonizing server's does
+acked = []
+for i in range(4):
+    vault.remember("fact", f"d{i}", f"the daemon's write {i}")
+    acked.append(f"d{i}")
+    done = subprocess.run([sys.executable, "-m", "perseus_vault_core.cli", "--db", db, "remember", "fact", f"c{i}",
+                           f"a command's write {i}"], capture_output=True, text=True)
+    if done.returncode == 0:
+        acked.append(f"c{i}")
+vault.close()
+with open(db + ".acked", "w") as out:
+    out.write(" ".join(acked))
+"""
+
+
+def test_a_vault_opened_before_a_daemon_forks_loses_nothing(tmp_path: Path) -> None:
+    """A process opens its vault, forks and exits (a server becoming a daemon); the child writes between CLI
+    writes. Before the fix each CLI process took itself for the last user and deleted the -wal under the
+    child, whose inherited record said it held locks it did not."""
+    db = tmp_path / "v.db"
+    env = {**os.environ, "PERSEUS_VAULT_EMBEDDER": "none", "PERSEUS_VAULT_RESIDENT": "0"}
+    subprocess.run([sys.executable, "-c", DAEMON, str(db)], env=env, check=True, timeout=120)
+    marker = Path(f"{db}.acked")
+    deadline = time.monotonic() + 120
+    while not marker.exists():
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    acked = set(marker.read_text().split())
+    assert len(acked) == 8
+    time.sleep(0.2)  # the daemon's last close
+    assert integrity(db) == "ok"
+    with Vault(db, embedder=False) as after:
+        assert acked <= {e.key for e in after.scan(limit=100).items}
+        assert after.check().ok

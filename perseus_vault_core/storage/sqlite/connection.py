@@ -444,22 +444,26 @@ class ConnectionPool:
         self._local = threading.local()
 
 
-# Connections a forked child inherited: never used there, and never closed either (closing one could
-# checkpoint and remove the WAL under the parent: "carrying an open connection across a fork" is
-# the way SQLite's own documentation lists to corrupt a database).
-_INHERITED: list[Any] = []
-
-
 @in_child
 def _fresh_after_fork() -> None:
-    """In a forked child: fresh module locks, and every pool opens new connections."""
+    """In a forked child: fresh module locks, every pool opens new connections, and the connections the child
+    inherited are closed. SQLite keeps, per process, which locks it holds on each file, and the child's copy
+    says it holds the parent's, which POSIX did not give it: a connection the child opened beside them would
+    take no lock of its own, and another process would take itself for the file's last user and delete the
+    -wal under it. Closing them lets SQLite forget that record. It is safe because every verb and background
+    task runs inside the fork gate (primitives/forking.py): at the fork no connection was inside SQLite, and
+    in WAL mode closing one whose file another process (the parent) holds neither checkpoints nor deletes
+    anything (it cannot take the file to itself)."""
     global _driver_lock, _cipher_lock
     _driver_lock, _cipher_lock = threading.Lock(), threading.Lock()
+    inherited = []
     for pool in list(_pools_all):
-        _INHERITED.extend(pool._all)
+        inherited.extend(pool._all)
         pool._all = []
         pool._local = threading.local()
         pool._lock = threading.Lock()
+    for conn in inherited:
+        _close_quietly(conn)
 
 
 def _close_quietly(conn: Any) -> None:
