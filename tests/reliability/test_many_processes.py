@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from perseus_vault_core import Vault
+from perseus_vault_core import StorageError, Vault
 from perseus_vault_core.contract import verbs
 
 from ..conftest import Clock, FakeEmbedder
@@ -212,7 +212,7 @@ def test_cli_writes_beside_a_long_lived_holder_are_never_lost(tmp_path: Path) ->
 
 WRITER = """
 import sys, threading
-from perseus_vault_core import Vault
+from perseus_vault_core import StorageError, Vault
 vault = Vault(sys.argv[1], embedder=False)
 n = 0
 for line in sys.stdin:
@@ -312,7 +312,7 @@ def test_a_forked_child_holds_its_own_locks_on_the_parents_vault_and_a_new_one(t
 
 DAEMON = """
 import os, subprocess, sys
-from perseus_vault_core import Vault
+from perseus_vault_core import StorageError, Vault
 db = sys.argv[1]
 vault = Vault(db, embedder=False)
 vault.remember("fact", "before", "opened before the fork")
@@ -351,3 +351,29 @@ def test_a_vault_opened_before_a_daemon_forks_loses_nothing(tmp_path: Path) -> N
     with Vault(db, embedder=False) as after:
         assert acked <= {e.key for e in after.scan(limit=100).items}
         assert after.check().ok
+
+
+def test_a_backup_moved_over_a_vault_in_use_is_what_comes_back(tmp_path: Path) -> None:
+    """Restoring a backup by moving it over the vault while a holder has it open: the holder refuses to read
+    or write the file now there (its writes would go to the old one and be lost), and when it closes it takes
+    its -wal away from under the vault's name (the next process would have read the old file's pages from it
+    over the restored ones)."""
+    db = tmp_path / "v.db"
+    holder = Vault(db, embedder=False)
+    for i in range(3):
+        holder.remember("fact", f"old{i}", f"before the backup {i}")
+    backup = holder.backup(tmp_path / "backup.db")
+    with Vault(backup, embedder=False) as edited:
+        edited.remember("fact", "restored-only", "written into the backup")
+    for i in range(3, 30):
+        holder.remember("fact", f"old{i}", f"after the backup {i}")
+    os.replace(backup, db)
+    with pytest.raises(StorageError, match="was replaced or removed since this vault opened it"):
+        holder.remember("fact", "lost", "would go to the old file")
+    with pytest.raises(StorageError, match="was replaced or removed"):
+        holder.recall("backup")
+    holder.close()
+    assert not Path(f"{db}-wal").exists()
+    assert integrity(db) == "ok"
+    with Vault(db, embedder=False) as restored:
+        assert {e.key for e in restored.scan(limit=100).items} == {"old0", "old1", "old2", "restored-only"}

@@ -81,16 +81,22 @@ class SQLiteBackend:
             return 0o600
 
     def read_snapshot(self, conn: Connection) -> AbstractContextManager[Connection]:
+        self.pool.refuse_replaced()  # one stat: an answer from a file no longer at the path would be stale
         return read_snapshot(conn)
 
     def write(self, conn: Connection, work: Callable[[Connection], T]) -> T:
         """``work`` in one transaction, then its pages copied into the main file (:func:`.connection.checkpoint`):
-        an acknowledged write is in the one file, not only in the WAL beside it, should the process die."""
+        an acknowledged write is in the one file, not only in the WAL beside it, should the process die. A
+        file replaced or removed since the vault opened it is written no more (the write would be lost
+        with it)."""
+        self.pool.refuse_replaced()
         result = write_transaction(conn, work)
         checkpoint(conn)
+        self.pool.wrote()
         return result
 
     def write_unsynced(self, conn: Connection, work: Callable[[Connection], T]) -> T:
+        self.pool.refuse_replaced()
         conn.execute("PRAGMA synchronous = NORMAL")  # no fsync for this one
         try:
             return write_transaction(conn, work)

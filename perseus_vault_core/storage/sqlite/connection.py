@@ -20,6 +20,7 @@ encrypts anything itself.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import threading
@@ -384,6 +385,7 @@ class ConnectionPool:
         self._lock = threading.Lock()
         self._closed = False
         self._file: file_locks.FileId | None = None  # the file its first connection opened
+        self._wal: file_locks.FileId | None = None  # ... and the -wal beside it then
         _pools_all.add(self)
 
     def get(self) -> Any:
@@ -397,7 +399,7 @@ class ConnectionPool:
             with self._lock:
                 self._all.append(conn)
                 if self._file is None:
-                    self._file = file_locks.file_id(self.path)
+                    self._file, self._wal = file_locks.file_id(self.path), file_locks.file_id(self.path + "-wal")
             # A server that runs each request on a new thread must not leak a connection (two file
             # descriptors) per thread: close it when its thread is gone.
             weakref.finalize(threading.current_thread(), self._release, conn)
@@ -410,6 +412,11 @@ class ConnectionPool:
         if self._file is None or self.path == ":memory:" or self.path.startswith("file:"):
             return False
         return file_locks.file_id(self.path) != self._file
+
+    def wrote(self) -> None:
+        """After a write: the -wal beside the file exists now; note which it is, once (see :meth:`close`)."""
+        if self._wal is None:
+            self._wal = file_locks.file_id(self.path + "-wal")
 
     def refuse_replaced(self) -> None:
         if self.replaced:
@@ -432,15 +439,19 @@ class ConnectionPool:
         SQLite leaves the WAL in place (its last connection checkpoints and deletes it), but the main
         file already holds everything written through this pool. A file replaced or removed meanwhile is
         left to SQLite, which neither checkpoints nor deletes the ``-wal`` and ``-shm`` of a moved file (those
-        names may now be another file's)."""
+        names may now be another file's), except that this vault's own ``-wal``, left under the name, is taken
+        away when no process has it open (:func:`_stale_side_files`)."""
         with self._lock:
             self._closed = True
+            replaced = self.replaced
             idle = [conn for conn in self._all if not conn.in_transaction]
-            if idle and not self.replaced:
+            if idle and not replaced:
                 checkpoint(idle[0])
             for conn in self._all:
                 _close_quietly(conn)
             self._all.clear()
+            if replaced and self._wal is not None and file_locks.file_id(self.path + "-wal") == self._wal:
+                _stale_side_files(self.path)
         self._local = threading.local()
 
 
@@ -464,6 +475,32 @@ def _fresh_after_fork() -> None:
         pool._lock = threading.Lock()
     for conn in inherited:
         _close_quietly(conn)
+
+
+def _stale_side_files(path: str) -> None:
+    """Remove the ``-wal`` and ``-shm`` a vault whose file was replaced left under its name, when no process
+    has them open. They belong to the file that was there: a process opening the new file would read the old
+    one's pages from them, over its own (a backup moved over a vault in use came back damaged). No process
+    has them open when this one can take the lock on the ``-shm``'s dead-man byte, which every process that
+    maps the WAL index holds shared; it is held while both go. Nothing is done while any connection of this
+    process holds the file now at ``path`` (closing this descriptor would drop its locks)."""
+    if file_locks.holding(path) is not None:
+        return
+    try:
+        fd = os.open(path + "-shm", os.O_RDWR)
+    except OSError:
+        return
+    try:
+        import fcntl
+
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 128)  # SQLite's DMS byte: nobody maps it
+        for suffix in ("-wal", "-shm"):
+            with contextlib.suppress(OSError):
+                os.unlink(path + suffix)
+    except OSError:
+        pass  # in use: the other process's (or the new file's) to keep
+    finally:
+        os.close(fd)
 
 
 def _close_quietly(conn: Any) -> None:
