@@ -186,11 +186,15 @@ def remember_conversation(vault: Vault, args: argparse.Namespace, given: dict[st
 def standard_input(field: str) -> str:
     """What a ``-`` argument stands for: standard input, whole, less one final line break. A hook pipes the
     prompt so: an argument is capped by the operating system (about 128 KiB on Linux)."""
+    if sys.stdin is None:  # no standard input at all (closed): nothing piped
+        return ""
     try:
         text = sys.stdin.read()
         text.encode("utf-8")  # through the resident helper, bytes that were not UTF-8 arrive as surrogates
-    except (OSError, UnicodeError):
+    except UnicodeError:
         raise InvalidInput(field, "standard input is not UTF-8 text") from None
+    except OSError as exc:
+        raise InvalidInput(field, f"cannot read standard input ({exc})") from None
     return text[:-2] if text.endswith("\r\n") else text[:-1] if text.endswith("\n") else text
 
 

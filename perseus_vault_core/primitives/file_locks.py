@@ -122,10 +122,14 @@ def refuse_held(path: str | os.PathLike[str], field: str) -> None:
     text = os.fspath(path)
     ident = file_id(text)
     real = os.path.realpath(text)
+    # What SQLite keeps beside a database is named after it: the name less its suffix is the database, under
+    # whatever name its folder has now (one renamed since the vault opened it, say).
+    base = next((file_id(text[: -len(s)]) for s in SIDE_FILES if text.endswith(s)), None)
     with _lock:
         held = [(found, entry[0].path) for found, entry in _held.items()]
     for found, database in held:
         beside = {database + suffix for suffix in SIDE_FILES}
-        if ident == found or real in beside or (ident is not None and ident in {file_id(p) for p in beside}):
+        if ident == found or base == found or real in beside or (
+                ident is not None and ident in {file_id(p) for p in beside}):
             raise InvalidInput(field, f"{text!r} is the vault's own database file (or one SQLite keeps beside it, "
                                       f"{database!r}): choose another file")

@@ -30,7 +30,7 @@ import os
 import stat
 from typing import Any
 
-PROTOCOL = 1  # the request and reply shapes; a helper of another protocol or version is not used
+PROTOCOL = 2  # the request and reply shapes; a helper of another protocol or version is not used
 ENV = "PERSEUS_VAULT_RESIDENT"
 IDLE_ENV = "PERSEUS_VAULT_RESIDENT_IDLE"
 RUNTIME_ENV = "PERSEUS_VAULT_RUNTIME_DIR"

@@ -9,7 +9,6 @@ the helper checks every claim against its own before it answers.
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import socket
@@ -72,11 +71,12 @@ def answer(argv: Sequence[str]) -> int | None:
     ident = identity(real, options.get("--agent-id"), options.get("--workspace-hash"))
     path = socket_path(folder, ident)
     request = {"protocol": PROTOCOL, "version": __version__, **ident, "command": command, "argv": list(argv),
-               "cwd": os.getcwd(), "stdin": _piped() if "-" in argv else ""}
+               "cwd": os.getcwd()}
+    stdin = _stdin() if "-" in argv else None  # what a "-" argument reads, handed over unread
     try:
-        reply = ask(path, request)
+        reply = ask(path, request, stdin)
         if reply is None and mode == "1" and start(path, ident):
-            reply = ask(path, request)
+            reply = ask(path, request, stdin)
     except Failed:
         return None
     if reply is None or "code" not in reply:
@@ -91,16 +91,21 @@ def answer(argv: Sequence[str]) -> int | None:
     return int(reply["code"])
 
 
-def _piped() -> str:
-    """All of standard input (what a ``-`` argument reads: a hook pipes the prompt), for the helper; the CLI
-    alone then reads the same text (``sys.stdin`` becomes it), should the helper not answer."""
-    text = sys.stdin.buffer.read().decode("utf-8", "surrogateescape") if sys.stdin is not None else ""
-    sys.stdin = io.StringIO(text)
-    return text
+def _stdin() -> int | None:
+    """This process's standard input, as a descriptor to hand to the helper with the request (``None`` when
+    it has none): the helper reads it only if the command reads a ``-`` argument, and when the helper does not
+    answer, it is still unread for the CLI alone."""
+    if sys.stdin is None:
+        return None
+    try:
+        return sys.stdin.fileno()
+    except (OSError, ValueError):
+        return None
 
 
-def ask(path: str, request: dict[str, Any]) -> dict[str, Any] | None:
-    """Send ``request`` to the helper at ``path``; its reply, ``None`` when none listens there."""
+def ask(path: str, request: dict[str, Any], stdin: int | None = None) -> dict[str, Any] | None:
+    """Send ``request`` (and the descriptor ``stdin``, passed over the socket) to the helper at ``path``; its
+    reply, ``None`` when none listens there."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         try:
@@ -111,7 +116,11 @@ def ask(path: str, request: dict[str, Any]) -> dict[str, Any] | None:
             raise Failed(str(exc)) from None
         sock.settimeout(float(os.environ.get("PERSEUS_VAULT_RESIDENT_TIMEOUT") or REPLY_WAIT_S))
         try:
-            sock.sendall(json.dumps(request).encode("utf-8", "surrogatepass") + b"\n")
+            data = json.dumps(request).encode("utf-8", "surrogatepass") + b"\n"
+            if stdin is not None:
+                sent = socket.send_fds(sock, [data[:1]], [stdin])  # the descriptor rides with the first byte
+                data = data[sent:]
+            sock.sendall(data)
             sock.shutdown(socket.SHUT_WR)
             chunks, size = [], 0
             while chunk := sock.recv(1 << 16):

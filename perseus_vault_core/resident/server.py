@@ -39,9 +39,10 @@ if TYPE_CHECKING:
     from ..facade.vault import Vault
 
 Main = Callable[..., int]
-MAX_REQUEST = 16 << 20
+MAX_REQUEST = 4 << 20  # a command line, however long the operating system lets it be (standard input is not in it)
 REQUEST_DEADLINE_S = 5.0  # a caller's whole request must arrive within this (a byte at a time holds nobody)
-MAX_CALLERS = 32  # callers read at once; one more is closed at once (it answers alone)
+STDIN_DEADLINE_S = 10.0  # and the standard input a "-" argument reads, once the command asks for it
+MAX_CALLERS = 16  # callers read at once; one more is closed at once (it answers alone)
 INDEX_WAIT_S = 5.0  # how long start-up waits for an index to load or build before listening anyway
 
 
@@ -208,14 +209,24 @@ class Helper:
         """Answer one caller; False when the helper should stop."""
         if not _same_user(conn):
             return True
+        stdin: list[int] = []
         try:
-            request = _read(conn, time.monotonic() + REQUEST_DEADLINE_S)
+            request = _read(conn, time.monotonic() + REQUEST_DEADLINE_S, stdin)
         except OSError:
+            _close_all(stdin)
             return True  # gone, or too slow: nothing to answer
         except ValueError as exc:
+            _close_all(stdin)
             log(f"refused: {exc}")
             _send(conn, {"refused": str(exc)})
             return True
+        try:
+            return self.answer(conn, request, stdin[0] if len(stdin) == 1 else None)
+        finally:
+            _close_all(stdin)
+
+    def answer(self, conn: socket.socket, request: dict[str, Any], stdin: int | None) -> bool:
+        """Run a request that arrived whole; False when the helper should stop."""
         if request.get("stop") is True and request.get("protocol") == PROTOCOL:
             _send(conn, {"stopped": True})
             log("stopped")
@@ -226,7 +237,10 @@ class Helper:
             with self.running:
                 if self.stopping.is_set():
                     raise Refused("the helper is stopping")
-                reply = self.run_command(request)
+                if _gave_up(conn):  # its caller answered alone meanwhile: running it would do it twice
+                    log(f"dropped {request['command']}: its caller left")
+                    return True
+                reply = self.run_command(request, stdin)
         except Refused as refused:
             log(f"refused: {refused}")
             _send(conn, {"refused": str(refused)})
@@ -245,8 +259,8 @@ class Helper:
         argv, command = request.get("argv"), request.get("command")
         if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
             raise Refused("argv is not a list of words")
-        if not isinstance(request.get("cwd", "."), str) or not isinstance(request.get("stdin", ""), str):
-            raise Refused("cwd and stdin must be text")
+        if not isinstance(request.get("cwd", "."), str):
+            raise Refused("cwd must be text")
         if command not in SERVED:
             raise Refused(f"not a command it answers: {command!r}")
         if scan(argv)[0] != command:
@@ -254,12 +268,14 @@ class Helper:
         if _file_id(self.ident["db"]) != self.file:
             raise Refused("the vault file was replaced or removed since the helper opened it")
 
-    def run_command(self, request: dict[str, Any]) -> dict[str, Any]:
+    def run_command(self, request: dict[str, Any], piped: int | None = None) -> dict[str, Any]:
         """The request's command line through the CLI's ``main`` on this vault, its output captured and its
-        standard input the caller's (what a ``-`` argument reads)."""
+        standard input the caller's (``piped``: the descriptor it handed over, read only by a ``-`` argument;
+        none, an empty input)."""
         self.cwd, self.command = str(request.get("cwd") or "."), str(request["command"])
         out, err = io.StringIO(), io.StringIO()
-        stdin, sys.stdin = sys.stdin, io.StringIO(request.get("stdin") or "")
+        given: Any = io.StringIO("") if piped is None else Piped(piped, time.monotonic() + STDIN_DEADLINE_S)
+        stdin, sys.stdin = sys.stdin, given
         try:
             with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
                 try:
@@ -270,6 +286,7 @@ class Helper:
                         print(exit_.code, file=sys.stderr)
         finally:
             sys.stdin = stdin
+            given.close()
         return {"code": code, "stdout": out.getvalue(), "stderr": err.getvalue()}
 
     def accept(self, args: argparse.Namespace) -> None:
@@ -317,16 +334,17 @@ def _same_user(conn: socket.socket) -> bool:
     return bool(uid == os.geteuid())
 
 
-def _read(conn: socket.socket, deadline: float) -> dict[str, Any]:
+def _read(conn: socket.socket, deadline: float, fds: list[int]) -> dict[str, Any]:
     """The caller's request, whole by ``deadline`` (OSError past it); ValueError for one too large or malformed
-    (not JSON, nested past the parser's depth, not an object)."""
+    (not JSON, nested past the parser's depth, not an object). The descriptors passed with it go in ``fds``."""
     chunks, size = [], 0
     while True:
         left = deadline - time.monotonic()
         if left <= 0:
             raise TimeoutError("the request did not arrive in time")
         conn.settimeout(left)
-        chunk = conn.recv(1 << 16)
+        chunk, passed, _, _ = socket.recv_fds(conn, 1 << 16, 2)
+        fds.extend(passed)
         if not chunk:
             break
         chunks.append(chunk)
@@ -340,6 +358,46 @@ def _read(conn: socket.socket, deadline: float) -> dict[str, Any]:
     if not isinstance(request, dict):
         raise ValueError("malformed request (not an object)")
     return request
+
+
+class Piped(io.TextIOBase):
+    """A caller's standard input, handed over with its request: read whole, as UTF-8 (bytes that are not arrive
+    as surrogates, which the command refuses as the CLI alone does), by ``deadline`` (an input that does not
+    end by then is an error, so that it holds the helper's other callers no longer)."""
+
+    def __init__(self, fd: int, deadline: float) -> None:
+        self.fd, self.deadline = fd, deadline
+
+    def read(self, size: int | None = -1) -> str:
+        import select
+
+        chunks: list[bytes] = []
+        while True:
+            left = self.deadline - time.monotonic()
+            if left <= 0 or not select.select([self.fd], [], [], left)[0]:
+                raise OSError(f"standard input did not end within {STDIN_DEADLINE_S:g} s")
+            chunk = os.read(self.fd, 1 << 16)
+            if not chunk:
+                return b"".join(chunks).decode("utf-8", "surrogateescape")
+            chunks.append(chunk)
+
+    def readable(self) -> bool:
+        return True
+
+
+def _gave_up(conn: socket.socket) -> bool:
+    """Whether the caller closed its end (it waited its time out and answers alone)."""
+    import select
+
+    poll = select.poll()
+    poll.register(conn, select.POLLHUP | select.POLLERR)
+    return any(events & (select.POLLHUP | select.POLLERR) for _, events in poll.poll(0))
+
+
+def _close_all(fds: list[int]) -> None:
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
 
 
 def _send(conn: socket.socket, reply: dict[str, Any]) -> None:

@@ -37,7 +37,7 @@ from ...primitives.forking import in_child
 from ...primitives.keys import check_key
 from ...primitives.decay import decay
 from ..retry import FIRST_PAUSE, WRITE_RETRIES, pause, transaction
-from .file_checks import beside, check_header, not_a_vault, prove_key, wrong_key
+from .file_checks import beside, check_header, not_a_vault, one_name, prove_key, wrong_key
 
 T = TypeVar("T")
 
@@ -180,6 +180,8 @@ def connect(path: str, driver: Driver | None = None, *, synchronous: str = "FULL
     mod = driver.module
     with file_locks.opening():  # the look at the file and the registration, before any lock is taken
         held = file_locks.holding(path)
+        if path != ":memory:" and not path.startswith("file:"):
+            one_name(path, held)
         if held is None:  # no connection here holds it: its bytes may be read outside SQLite
             check_header(path, driver.key is not None)
             if driver.key is not None:

@@ -120,6 +120,22 @@ def check_header(path: str, keyed: bool) -> None:
 
 
 
+def one_name(path: str, held: file_locks.Holding | None) -> None:
+    """Refuse a vault file known by two names: SQLite names the ``-wal`` after the name a file was opened by,
+    so two names (a hard link, or one file opened by two names in one process) keep two logs of one file,
+    and each reader misses the other's writes, or replays a stale one over them."""
+    if held is not None and held.path != os.path.realpath(path):
+        raise SetupError(f"{path!r} is open in this process under another name ({held.path!r}); open it by "
+                         "one name (SQLite keeps a -wal per name)")
+    try:
+        links = os.stat(path).st_nlink
+    except OSError:
+        return
+    if links > 1:
+        raise SetupError(f"{path!r} has {links} names (hard links): SQLite keeps a -wal per name, so writes made "
+                         "through one name are not seen through another; keep one and remove the others")
+
+
 def beside(path: str, held: file_locks.Holding, library: str, keyed: bool) -> None:
     """Refuse a connection that cannot stand beside this process's open ones to the same file: the file's
     header was read when the first opened, so a key's absence or presence is told from theirs, and another

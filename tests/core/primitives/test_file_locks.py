@@ -88,3 +88,34 @@ def test_a_second_sqlite_library_or_another_key_beside_a_held_file_is_refused() 
         file_checks.beside("/v.db", plain, "sqlcipher", True)
     with pytest.raises(SetupError, match="is encrypted"):
         file_checks.beside("/v.db", keyed, "sqlean", False)
+
+
+def test_what_sqlite_keeps_beside_a_held_file_is_known_under_a_renamed_folder(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    conn = connection.connect(str(tmp_path / "a" / "v.db"))
+    try:
+        conn.execute("CREATE TABLE t (x)")
+        (tmp_path / "a").rename(tmp_path / "b")
+        for name in ("v.db-wal", "v.db-shm"):
+            with pytest.raises(InvalidInput, match="own database file"):
+                file_locks.refuse_held(tmp_path / "b" / name, "target")
+    finally:
+        conn.close()
+
+
+def test_a_vault_file_with_two_names_is_refused(tmp_path: Path) -> None:
+    """SQLite names the -wal after the name a file was opened by: two names keep two logs of one file."""
+    db = tmp_path / "v.db"
+    with Vault(db, embedder=False) as vault:
+        vault.remember("fact", "a", "kept")
+        (tmp_path / "alias.db").symlink_to(db)  # a symlink resolves to one name: allowed
+        with Vault(tmp_path / "alias.db", embedder=False) as same:
+            assert same.get_entity(1).content == "kept"
+        os.link(db, tmp_path / "link.db")
+        with pytest.raises(SetupError, match="open in this process under another name"):
+            Vault(tmp_path / "link.db", embedder=False)
+    with pytest.raises(SetupError, match="has 2 names \\(hard links\\)"):
+        Vault(db, embedder=False)
+    os.unlink(tmp_path / "link.db")
+    with Vault(db, embedder=False) as vault:
+        assert vault.get_entity(1).content == "kept"

@@ -265,7 +265,7 @@ def test_a_call_starts_a_helper_only_when_allowed(env: dict[str, str], vault_a: 
 def test_calls_the_helper_cannot_serve_are_answered_alone(env: dict[str, str], vault_a: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     served: list[Any] = []
-    monkeypatch.setattr(client, "ask", lambda path, request: served.append(request))
+    monkeypatch.setattr(client, "ask", lambda path, request, stdin=None: served.append(request))
     monkeypatch.chdir(vault_a.parent)
     assert client.answer(["prepare", CONTEXT, "--db", str(vault_a)]) is None and len(served) == 1
     for argv in (["remember", "note", "k", "text", "--db", str(vault_a)],  # a write
@@ -307,7 +307,8 @@ def test_a_reader_that_stops_early_gets_the_answer_once(env: dict[str, str], vau
         def flush(self) -> None:
             raise BrokenPipeError(32, "Broken pipe")
 
-    monkeypatch.setattr(client, "ask", lambda path, request: {"code": 0, "stdout": "an answer\n", "stderr": ""})
+    monkeypatch.setattr(client, "ask", lambda path, request, stdin=None: {"code": 0, "stdout": "an answer\n",
+                                                                          "stderr": ""})
     monkeypatch.setattr(sys, "stdout", Closed())
     assert client.answer(["recall", "billing", "--db", str(vault_a)]) == 0
 
@@ -341,7 +342,7 @@ def test_a_request_whose_command_line_runs_another_command_is_refused(env: dict[
         reply = client.ask(str(helper.socket), {**base, "argv": argv})
         assert reply is not None and "refused" in reply and "does not run 'recall'" in reply["refused"], reply
     for forged in ({**base, "argv": "recall x"}, {**base, "argv": ["recall", 1]}, {**base, "argv": ["recall", "x"],
-                                                                                     "stdin": 5}):
+                                                                                     "cwd": 5}):
         reply = client.ask(str(helper.socket), forged)
         assert reply is not None and "refused" in reply
     assert not export.exists() and helper.answered() == 0
@@ -427,3 +428,44 @@ def test_a_dash_reads_standard_input_through_the_helper_and_alone(env: dict[str,
                              input=b"caf\xe9 \xff", capture_output=True, env={**env, **setting}, cwd=ROOT, timeout=120)
         assert bad.returncode == 1 and bad.stderr.decode() == "error: query: standard input is not UTF-8 text\n"
     assert helper.answered() == answered + 1
+
+
+def test_standard_input_is_handed_over_unread_and_read_only_by_a_dash(env: dict[str, str], vault_a: Path,
+                                                                      helpers: list[Helper]) -> None:
+    """The client hands its standard input to the helper with the request, unread: a "-" that is an option's
+    value reads nothing (a hook's stdin left open does not hold the call), a closed stdin is no input at all,
+    alone as through the helper, and a caller that left before its turn is not answered twice."""
+    helpers.append(helper := Helper(env, vault_a))
+    reader, writer = os.pipe()  # standard input that never ends
+    try:
+        started = time.monotonic()
+        done = subprocess.run([sys.executable, "-m", "perseus_vault_core.cli", "--db", str(vault_a), "recall", "billing",
+                               "--category", "-"], stdin=reader, capture_output=True, text=True, env=env, cwd=ROOT,
+                              timeout=60)
+        assert done.returncode == 0 and time.monotonic() - started < 20 and helper.answered() == 1
+    finally:
+        os.close(reader)
+        os.close(writer)
+    for setting in ({"PERSEUS_VAULT_RESIDENT": "0"}, {}):
+        closed = subprocess.run(f'"{sys.executable}" -m perseus_vault_core.cli --db "{vault_a}" prepare - <&-',
+                                shell=True, capture_output=True, text=True, env={**env, **setting}, cwd=ROOT, timeout=60)
+        assert (closed.returncode, closed.stdout, closed.stderr) == (0, "", "No stored memory matches this turn.\n")
+    assert helper.answered() == 2
+
+
+def test_a_call_whose_caller_gave_up_is_not_run_again(env: dict[str, str], vault_a: Path,
+                                                      helpers: list[Helper]) -> None:
+    """A stuck helper's caller answers alone after its wait; when the helper comes back it finds that caller
+    gone and drops the call, which would otherwise run twice (a recall counts its hits)."""
+    helpers.append(helper := Helper(env, vault_a))
+    helper.proc.send_signal(signal.SIGSTOP)
+    try:
+        done = cli(env, "--db", str(vault_a), "recall", "billing queue", PERSEUS_VAULT_RESIDENT_TIMEOUT="1")
+        assert done[0] == 0 and "billing" in done[1]  # answered alone
+    finally:
+        helper.proc.send_signal(signal.SIGCONT)
+    deadline = time.monotonic() + 30
+    while "dropped recall: its caller left" not in helper.log.read_text():
+        assert time.monotonic() < deadline, helper.log.read_text()
+        time.sleep(0.05)
+    assert helper.answered() == 0
