@@ -120,10 +120,8 @@ def hold(db: str, embedder: str) -> None:
     vector index too) or ``none``."""
     with Vault(db, embedder=FakeEmbedder() if embedder == "fake" else False) as vault:
         vault.recall("warm up")  # starts the index builds
-        vault.wait_for_keyword_index(30)
-        if embedder == "fake":
-            vault.wait_for_vector_index(30)
-        print("ready", flush=True)
+        ready = vault.wait_for_keyword_index(60) and (embedder != "fake" or vault.wait_for_vector_index(60))
+        print("ready" if ready else "indexes not ready", flush=True)
         for line in sys.stdin:
             word, _, rest = line.rstrip("\n").partition(" ")
             if word == "write":

@@ -1,9 +1,9 @@
 """Many processes, one memory, under kills (docs/operations.md "Many processes, one file").
 
-Long-lived holders with their in-memory indexes (a ``Vault`` in a process of its own, ``perseus-vault serve``
-over stdio driven by the MCP client, the resident helper) and writers (``perseus-vault remember`` processes,
-and the holders themselves) share one vault file for a bounded time, while ``kill -9`` hits holders and
-writers at random. Throughout, a holder asked for a memory finds every write acknowledged before it was
+Long-lived holders with their in-memory indexes (two ``Vault`` holders in processes of their own, which embed
+what they write, ``perseus-vault serve`` over stdio driven by the MCP client, the resident helper) and writers
+(``perseus-vault remember`` processes, and the holders themselves) share one vault file for a bounded time,
+while ``kill -9`` hits holders (between calls, or in the middle of a write) and writers at random. Throughout, a holder asked for a memory finds every write acknowledged before it was
 asked (by keyword, and by meaning where the writer embedded it); at the end every acknowledged write is
 in the file, SQLite's integrity check says ``ok`` and the vault's own check passes. On PostgreSQL, two
 holders stand for two hosts.
@@ -128,7 +128,11 @@ class Holder:
         assert self.lines is not None
         return self.lines.ask(f"write {key} {text}")
 
-    def kill(self) -> None:
+    def kill(self, mid_write: str | None = None) -> None:
+        """``kill -9``, at once, or (``mid_write``: a write's line) while it writes."""
+        if mid_write is not None and self.lines is not None and self.lines.proc.stdin is not None:
+            self.lines.proc.stdin.write(mid_write + "\n")
+            self.lines.proc.stdin.flush()
         os.kill(self.target, signal.SIGKILL)
         if self.lines is not None:
             self.lines.end()  # a driver whose server died exits; a killed holder is reaped
@@ -242,7 +246,8 @@ def run(db: str, env: dict[str, str], names: list[str], seed: int, runtime: Path
             t.check(asked, [newest, *t.rng.sample(t.snapshot(), min(3, len(t.acked)))])
             if t.rng.random() < 0.15:
                 victim = t.rng.choice(holders)
-                victim.kill()
+                key, text = t.text()  # a write it may be in the middle of: not acknowledged, not required
+                victim.kill(f"write {key} {text}" if t.rng.random() < 0.5 else None)
                 t.kills["holder"] += 1
                 victim.start()
                 t.settle_writers()
@@ -279,14 +284,25 @@ def test_holders_and_writers_under_kill_9_on_one_file(tmp_path: Path, seed: int)
     db = str(tmp_path / "v.db")
     with Vault(db, embedder=FakeEmbedder()) as vault:  # a vector already, so the holders' vector index builds
         vault.remember("fact", "seed", "the vault as the torture test found it")
-    t = run(db, env, ["vault", "serve", "helper"], seed, runtime)
+    t = run(db, env, ["vault-a", "vault-b", "serve", "helper"], seed, runtime)
     assert not t.failures, f"seed {seed}: {t.failures[:5]}"
     assert len(t.acked) > 20
     assert integrity(db) == "ok"
     with Vault(db, embedder=False) as after:
-        held = {e.key for e in after.scan(limit=1000).items}
+        held = everything(after)
         assert set(t.acked) <= held, f"seed {seed}: lost {sorted(set(t.acked) - held)[:10]}"
         assert after.check().ok
+
+
+def everything(vault: Vault) -> set[str]:
+    """Every memory's key, page by page."""
+    keys, cursor = set(), None
+    while True:
+        page = vault.scan(cursor=cursor, limit=500)
+        keys |= {e.key for e in page.items}
+        if not page.has_more:
+            return keys
+        cursor = page.next_cursor
 
 
 def test_two_holders_as_two_hosts_under_kill_9_on_postgres(pg_url: str, seed: int) -> None:
@@ -297,6 +313,6 @@ def test_two_holders_as_two_hosts_under_kill_9_on_postgres(pg_url: str, seed: in
     assert not t.failures, f"seed {seed}: {t.failures[:5]}"
     assert len(t.acked) > 20
     with Vault(pg_url, embedder=False) as after:
-        held = {e.key for e in after.scan(limit=1000).items}
+        held = everything(after)
         assert set(t.acked) <= held, f"seed {seed}: lost {sorted(set(t.acked) - held)[:10]}"
         assert after.check().ok
