@@ -51,6 +51,11 @@ writes there reaches every tenant:
 The functions that write for a bound role are ``SECURITY DEFINER`` (they run as the tables' owner) and do
 only that one thing; :func:`grant` lists what a bound role is given, and the migration applies it again to
 every role bound before it.
+
+Migration 12 keeps trigger-phrase vectors per scope (:func:`phrases_by_scope`): a ``remember`` whose phrase another
+scope had stored skipped embedding it and ran measurably faster, which told one tenant what phrases another uses, and
+the first tenant to store a phrase's vector decided it for all. A bound role now reads and writes its scope's own, by
+the key, and the functions above that shared them go.
 """
 
 from __future__ import annotations
@@ -240,15 +245,49 @@ REVOKE EXECUTE ON FUNCTION {", ".join(_DEFINED)} FROM PUBLIC;
 """
 
 
+# Migration 12: the functions that shared phrase vectors with a bound role, gone with the sharing.
+_SHARING = ("pv_phrase_used(text)", "pv_add_phrase_vectors(text, text[], bytea[])",
+            "pv_keep_phrase_vectors(text, text[], bytea[])", "pv_forget_phrases(text[])")
+
+
+def phrases_by_scope(s: str) -> str:
+    """``trigger_vectors`` per scope (migration 12, in the vault's schema ``s``): the scope key in its key, each vector
+    copied to every scope whose versions use its phrase (one no version uses any more is dropped), and admitted to a
+    bound role by the key, as every scoped table's rows are; a scope's vectors are of the vault's model and dimension
+    (``pv_phrase_vector_fits``), which every reader of that scope's, the owner too, expects."""
+    return f"""
+DROP POLICY scoped ON {s}.trigger_vectors;
+DROP FUNCTION {", ".join(f"{s}.{f}" for f in _SHARING)};
+ALTER TABLE {s}.trigger_vectors ADD COLUMN scope text COLLATE "C" NOT NULL DEFAULT '';
+ALTER TABLE {s}.trigger_vectors DROP CONSTRAINT trigger_vectors_pkey, ADD PRIMARY KEY (model, phrase, scope);
+INSERT INTO {s}.trigger_vectors (model, phrase, embedding, scope)
+SELECT t.model, t.phrase, t.embedding, u.scope FROM {s}.trigger_vectors t JOIN (
+    SELECT DISTINCT v.scope, p.phrase FROM {s}.entity_versions v,
+        jsonb_array_elements_text(CAST(v.recall_when AS jsonb)) AS p(phrase)
+    WHERE v.recall_when <> '[]') u ON u.phrase = t.phrase
+WHERE t.scope = '';
+DELETE FROM {s}.trigger_vectors WHERE scope = '';
+CREATE FUNCTION {s}.pv_phrase_vector_fits(m text, embedding bytea) RETURNS boolean
+LANGUAGE sql STABLE SET search_path = pg_catalog, {s}, pg_temp AS $$
+    SELECT m = (SELECT value FROM {s}.vault_meta WHERE key = 'embedding_model')
+       AND length(embedding) = 4 * (SELECT CAST(value AS bigint) FROM {s}.vault_meta WHERE key = 'embedding_dimension')
+$$;
+CREATE POLICY scoped ON {s}.trigger_vectors USING (scope = pv_bound_scope());
+CREATE POLICY fits ON {s}.trigger_vectors AS RESTRICTIVE USING (true) WITH CHECK (pv_phrase_vector_fits(model, embedding));
+"""
+
+
 # What a bound role is given. Rows of its scope (every table but the shared ones): read, add, delete; of updates,
 # only the columns the vault updates (never an id or a scope key). The shared tables: read (vault_meta: its own
-# binding too, by the policies above); head_changes: append. The functions above for the rest.
+# binding too, by the policies above); head_changes: append. The functions above for the rest. Trigger-phrase
+# vectors are its scope's own from migration 12.
 _SCOPED = ("entities", "entity_versions", "links", "version_vectors", "keyword_docs", "keyword_postings", "checkpoints",
-           "checkpoint_blobs", "checkpoint_writes", "kv_entries")
-_SHARED = ("head_changes", "trigger_vectors", "vault_meta", "_migrations", "vault_scopes")
+           "checkpoint_blobs", "checkpoint_writes", "kv_entries", "trigger_vectors")
+_SHARED = ("head_changes", "vault_meta", "_migrations", "vault_scopes")
 _UPDATED = {"entities": "retrieval_count, last_accessed_ms", "entity_versions": "recorded_to_ms",
             "links": "recorded_to_ms", "version_vectors": "embedding, bits, vec", "keyword_docs": "head",
-            "keyword_postings": "head"}
+            "keyword_postings": "head", "trigger_vectors": "embedding"}
+_CALLED = ("pv_next_id(text, text)", "pv_keep_high_water(text)", "pv_trim_changes()")  # of _DEFINED, those left
 _WHOLE_ROWS = ("checkpoints", "checkpoint_blobs", "checkpoint_writes", "kv_entries", "vault_meta")
 _ROLE = re.compile(r"[a-z_][a-z0-9_$]{0,62}")
 
@@ -284,7 +323,7 @@ def grant(conn: Connection, role: str) -> None:
         f"GRANT INSERT ON head_changes TO {role}",
         f"GRANT UPDATE ON {', '.join(_WHOLE_ROWS)} TO {role}",
         *(f"GRANT UPDATE ({columns}) ON {table} TO {role}" for table, columns in _UPDATED.items()),
-        f"GRANT EXECUTE ON FUNCTION {', '.join(_DEFINED)} TO {role}",
+        f"GRANT EXECUTE ON FUNCTION {', '.join(_CALLED)} TO {role}",
     ):
         conn.execute(statement)
 
@@ -292,6 +331,16 @@ def grant(conn: Connection, role: str) -> None:
 def restrict(conn: Connection) -> None:
     """Migration 11: :data:`RESTRICTED`, and every role already bound given what :func:`grant` gives, no more."""
     conn.execute(RESTRICTED)
+    _grant_bound(conn)
+
+
+def scope_phrases(conn: Connection) -> None:
+    """Migration 12: :func:`phrases_by_scope`, and every role already bound given its scope's phrase vectors."""
+    conn.execute(phrases_by_scope(_schema(conn)))
+    _grant_bound(conn)
+
+
+def _grant_bound(conn: Connection) -> None:
     bound = conn.execute("SELECT s.role FROM vault_scopes s JOIN pg_roles r ON r.rolname = s.role ORDER BY s.role")
     for (role,) in bound.fetchall():
         grant(conn, role)
