@@ -3,7 +3,8 @@
 Runs the quality benchmarks on ../shared/data (keyword, dense, hybrid), the ingest-with-embedding
 comparison, the speed benchmarks at 10k and 100k synthetic memories (10k only with --quick), the PostgreSQL
 backend beside SQLite and LangGraph's PostgresStore at the same sizes (postgres.py; ``--only postgres`` runs it
-alone and replaces only its section), the web inspector's pages at the same sizes (inspector.py; ``--only
+alone and replaces only its section), a role bound to one scope writing beside the owner (bound_roles.py; ``--only
+bound-roles``), the web inspector's pages at the same sizes (inspector.py; ``--only
 inspector``), one million memories (million.py; not with --quick), what an agent reads of a recall and of a
 ``prepare`` block (agent_text.py; ``--only agent-text``), and each other part that has its own section alone
 as well (``--only quality``, ``conversation``, ``limits``, ``hooks``, ``curation``, ``agent-questions``,
@@ -33,6 +34,7 @@ from perseus_vault_core.recall.pipeline import DENSE_DEPTH, MIN_POOL, SHORTLIST_
 from . import (
     against,
     agent_questions,
+    bound_roles,
     catch_up,
     agent_text,
     conversation,
@@ -600,8 +602,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sizes", type=int, nargs="*", help="override the store sizes of the speed and peer runs")
     parser.add_argument("--no-million", action="store_true", help="skip the 1M run (the full mode runs it)")
     parser.add_argument("--output", type=Path, default=REPORT)
-    parser.add_argument("--only", choices=["postgres", "inspector", "limits", "agent-text", "hooks", "curation",
-                                               "agent-questions", "quality", "conversation", "against", "catch-up"],
+    parser.add_argument("--only", choices=["postgres", "bound-roles", "inspector", "limits", "agent-text", "hooks",
+                                           "curation", "agent-questions", "quality", "conversation", "against",
+                                           "catch-up"],
                         help="run only this part; replace only its section of the report")
     parser.add_argument("--ref", help="--only against: the commit to time beside this code (default: the one the "
                         "Speed section's full run measured)")
@@ -621,7 +624,7 @@ def main(argv: list[str] | None = None) -> None:
             sizes = [hooks.REAL] if args.quick else [hooks.REAL, 100_000]
         if args.only == "against":
             return against.main(args.output, args.sizes or [10_000 if args.quick else against.SIZE], args.ref)
-        return {"postgres": postgres.main, "inspector": inspector.main, "limits": limits.main, "hooks": hooks.main,
+        return {"postgres": postgres.main, "bound-roles": bound_roles.main, "inspector": inspector.main, "limits": limits.main, "hooks": hooks.main,
                 "agent-text": agent_text.main, "curation": curation.main,
                 "agent-questions": _agent_questions, "quality": _quality,
                 "conversation": _conversation, "catch-up": catch_up.main}[args.only](args.output, sizes)
@@ -657,6 +660,7 @@ def main(argv: list[str] | None = None) -> None:
     for n in sizes:
         at_size(n)
     pg = postgres.run(sizes, model, cached, log=log)
+    roles = bound_roles.run(sizes, cached, log=log)
     pages = inspector.run(sizes, cached, log=log)
     big = None
     if args.quick or args.no_million:
@@ -700,7 +704,7 @@ def main(argv: list[str] | None = None) -> None:
     images = [f"img/{p.name}" for p in plots.recall_curves(peer_qual)] + [f"img/{plots.latency_by_size(peer_runs).name}"]
     report = render(info, results, qual, ingest, graph, mem, server)
     report += "\n" + "\n".join(conversation.render(chats) + memory_files.render_recall_quality(labelled))
-    report += "\n" + "\n".join(render_peers(peer_qual, peer_runs, images) + postgres.render(pg) + inspector.render(pages) + million_report + render_writes(results, big)
+    report += "\n" + "\n".join(render_peers(peer_qual, peer_runs, images) + postgres.render(pg) + bound_roles.render(roles) + inspector.render(pages) + million_report + render_writes(results, big)
                                + limits.render(at_limits) + hooks.render(at_hooks) + agent_text.render(reads)
                                + agent_questions.render(asked) + curation.render(curated) + catch_up.render(caught))
     args.output.write_text(report + "\n", encoding="utf-8")

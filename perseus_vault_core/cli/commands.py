@@ -236,12 +236,14 @@ COMMANDS: tuple[Command, ...] = (
                   "to an empty PostgreSQL database or back (docs/postgres.md). DST must hold no memory. The copy is "
                   "proved: both are exported and must match byte for byte.",
             example="perseus-vault migrate memory.db postgresql://agent@db.internal/memory"),
-    Command("bind_role", f.line("role {role} now sees agent {agent_id!r}, workspace {workspace_hash!r} only"),
+    Command("bind_role", f.role_binding,
             handler=admin.bind_role, flags=admin.bind_role_flags, creates=True,
             summary="bind a PostgreSQL role to one scope (row-level security)",
             about="On a PostgreSQL vault, as its owner: bind an existing database role to one scope and grant it a "
                   "vault's reads and writes there. A server connecting as that role sees and writes that scope only, "
-                  "even if its own filters failed (docs/postgres.md).",
+                  "even if its own filters failed or it sends SQL of its own. Where the vault's role owns the "
+                  "database, binding also takes temporary objects away there (from PUBLIC, which holds them by "
+                  "default); elsewhere the answer says the role may still make them (docs/postgres.md).",
             example="perseus-vault --db postgresql://owner@db/memory bind-role alice_srv --agent-id alice"),
     Command("backup", f.line("backed up to {backup}"), handler=admin.backup,
             about="A consistent copy of the vault, safe while others write."),

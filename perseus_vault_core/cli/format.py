@@ -284,6 +284,14 @@ def line(template: str) -> Show:
     return show
 
 
+def role_binding(r: Any, _: argparse.Namespace) -> str:
+    text = f"role {r.role} now sees agent {r.agent_id!r}, workspace {r.workspace_hash!r} only"
+    if r.temporary_objects:  # the database is not the vault's role's: its owner may take TEMPORARY away
+        text += ("; it may still create temporary objects on this database (its owner may revoke TEMPORARY from "
+                 "PUBLIC: docs/postgres.md)")
+    return text
+
+
 def memory_files(r: Any, _: argparse.Namespace) -> str:
     return "\n".join(f"{f.file}  {f.entries} entries  [{', '.join(f.sections)}]" for f in r.files) or "no memory files"
 

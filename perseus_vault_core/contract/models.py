@@ -461,11 +461,14 @@ class ImportReport(_Out):
 
 
 class RoleBinding(_Out):
-    """A database role bound to one scope (PostgreSQL's row-level security)."""
+    """A database role bound to one scope (PostgreSQL's row-level security). ``temporary_objects``: whether the role
+    may still create temporary tables, views or functions on the database, which binding takes away where the vault's
+    role owns the database; elsewhere its owner may (docs/postgres.md). The scope holds either way."""
 
     role: str
     agent_id: str
     workspace_hash: str
+    temporary_objects: bool
 
 
 class MigrateReport(_Out):

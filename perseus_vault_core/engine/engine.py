@@ -100,7 +100,8 @@ class Engine:
         self.fusion = fusion
         self.cross_encoder = cross_encoder
         self.memory_lock = threading.Lock()  # one add/delete at a time rewrites a memory file in this process
-        self.trigger_vectors: dict[str, dict[str, np.ndarray]] = {}  # model -> phrase -> vector
+        # model -> (scope key, phrase) -> vector: each scope's own, as stored (storage/base.py)
+        self.trigger_vectors: dict[str, dict[tuple[str, str], np.ndarray]] = {}
         self.heading_vectors: dict[str, dict[str, np.ndarray]] = {}  # model -> memory-file heading -> vector
         self._last_query: tuple[str, Embedder, np.ndarray] | None = None
         self._kept: dict[type, object] = {}  # what the features keep for this open vault (kept())
@@ -207,10 +208,10 @@ class Engine:
             given = known(conn, texts) if known is not None and texts else {}
             phrases = store.phrases_to_embed(self.backend, conn, items, identity) if items else []
         plan = store.VectorPlan(identity, self.embedder.dimension)
-        made = self.embed_texts(list(dict.fromkeys([t for t in texts if t not in given] + phrases)))
+        made = self.embed_texts(list(dict.fromkeys([t for t in texts if t not in given] + [p for _, p in phrases])))
         made.update(given)
         plan.by_text.update((t, made[t]) for t in texts)
-        plan.phrases.update((p, made[p]) for p in phrases)
+        plan.phrases.update((w, made[w[1]]) for w in phrases)
         self.trigger_vectors.setdefault(identity, {}).update(plan.phrases)
         return plan
 

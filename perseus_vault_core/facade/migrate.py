@@ -145,13 +145,14 @@ class _SourceVectors:
 
 
 def _copy_phrases(src: Vault, dst: Vault, recorded: tuple[str, int] | None) -> int:
-    """The source's trigger-phrase vectors for its model, into the target (so ``prepare`` embeds none again)."""
+    """The source's trigger-phrase vectors for its model, each in its scope, into the target (so ``prepare`` embeds
+    none again)."""
     if recorded is None:
         return 0
     model = recorded[0]
-    phrases: dict[str, np.ndarray] = src._engine.read(lambda c: {
-        phrase: np.frombuffer(bytes(vector), dtype=np.float32) for phrase, vector in c.execute(
-            "SELECT phrase, embedding FROM trigger_vectors WHERE model = ?", (model,))})
+    phrases: dict[tuple[str, str], np.ndarray] = src._engine.read(lambda c: {
+        (scope, phrase): np.frombuffer(bytes(vector), dtype=np.float32) for scope, phrase, vector in c.execute(
+            "SELECT scope, phrase, embedding FROM trigger_vectors WHERE model = ?", (model,))})
     if phrases:
         backend = dst._engine.backend
         dst._engine.write(lambda c: backend.vectors.write_phrase_vectors(c, model, phrases))

@@ -21,5 +21,5 @@ def bind_role(vault: Vault, role: str, *, agent_id: str | None = None, workspace
     from ..storage.postgres import tenancy
 
     scope = (agent_id or "", workspace_hash or "")
-    engine.write(lambda c: tenancy.bind_role(c, role, *scope))
-    return RoleBinding(role=role, agent_id=scope[0], workspace_hash=scope[1])
+    temporary = engine.write(lambda c: tenancy.bind_role(c, role, *scope))
+    return RoleBinding(role=role, agent_id=scope[0], workspace_hash=scope[1], temporary_objects=temporary)

@@ -17,8 +17,9 @@ the context is tokenized and indexed once (stem -> places), each distinct phrase
 and a phrase is looked for only where its rarest word occurs, so a long context and many phrases
 cost at most phrases x that many places.
 
-Phrases are embedded once per model and kept in the file (``trigger_vectors``), so a fresh process
-embeds only the context. Results are ranked by score, then id; scope and the other filters apply
+Phrases are embedded once per model and scope and kept in the file (``trigger_vectors``), so a fresh process
+embeds only the context. Each scope keeps its own vectors, even of a phrase another scope uses too: what one tenant
+stored never changes what another's writes cost or what its triggers match by. Results are ranked by score, then id; scope and the other filters apply
 inside the query that reads the candidates, as for every read.
 
 ``prepare(context)`` is the block an agent injects before a turn: the triggered entities first,
@@ -123,22 +124,24 @@ def lexical(phrase: str, context: Context) -> tuple[float, str] | None:
 
 
 def candidates(conn: Connection, view: View) -> list[dict[str, Any]]:
-    """Visible entities that have trigger phrases: ``id``, ``vid`` and ``recall_when`` (their texts are
-    read later, for the matches only: see ``store.rows_in_order``)."""
-    sql = f"SELECT e.id, v.vid, v.recall_when FROM {FROM} WHERE {view.where} AND v.recall_when != '[]'"
-    return [{"id": i, "vid": vid, "recall_when": phrases} for i, vid, phrases in conn.execute(sql, view.params)]
+    """Visible entities that have trigger phrases: ``id``, ``vid``, ``scope`` (its key) and ``recall_when`` (their
+    texts are read later, for the matches only: see ``store.rows_in_order``)."""
+    sql = f"SELECT e.id, v.vid, v.scope, v.recall_when FROM {FROM} WHERE {view.where} AND v.recall_when != '[]'"
+    return [{"id": i, "vid": vid, "scope": scope, "recall_when": phrases}
+            for i, vid, scope, phrases in conn.execute(sql, view.params)]
 
 
-def phrases(rows: Sequence[dict[str, Any]]) -> list[str]:
-    return sorted({p for row in rows for p in json.loads(row["recall_when"])})
+def phrases(rows: Sequence[dict[str, Any]]) -> list[tuple[str, str]]:
+    """The (scope key, phrase) pairs of the rows: a phrase's vector is its scope's own."""
+    return sorted({(row["scope"], p) for row in rows for p in json.loads(row["recall_when"])})
 
 
 def match(
-    rows: Sequence[dict[str, Any]], context: Context, similarity: dict[str, float] | None, min_similarity: float
+    rows: Sequence[dict[str, Any]], context: Context, similarity: dict[tuple[str, str], float] | None, min_similarity: float
 ) -> list[Match]:
     """Each entity's best match (highest score; ties: phrase order as stored), ranked by score then id. Pure.
 
-    ``similarity``: cosine of the context to each phrase, when meaning is used."""
+    ``similarity``: cosine of the context to each phrase by (scope key, phrase), when meaning is used."""
     out = []
     by_words: dict[str, tuple[float, str] | None] = {}  # a phrase many memories share is matched once
     for row in rows:
@@ -147,8 +150,9 @@ def match(
             if phrase not in by_words:
                 by_words[phrase] = lexical(phrase, context)
             found = by_words[phrase]
-            if similarity is not None and phrase in similarity and similarity[phrase] >= min_similarity:
-                meaning = (round(MEANING * similarity[phrase], 6), "meaning")
+            cosine = similarity.get((row["scope"], phrase)) if similarity is not None else None
+            if cosine is not None and cosine >= min_similarity:
+                meaning = (round(MEANING * cosine, 6), "meaning")
                 if found is None or meaning[0] > found[0]:
                     found = meaning
             if found is not None and (best is None or found[0] > best.score):
@@ -264,29 +268,32 @@ def recall_when(engine: Engine, p: RecallWhenParams) -> RecallWhenResult:
     return RecallWhenResult(items=items, total=len(items), semantic=semantic)
 
 
-def trigger_similarity(engine: Engine, wanted_phrases: list[str], context: str) -> dict[str, float]:
-    """Cosine of ``context`` to each phrase. Phrase vectors come from this process's cache, then the
-    file, then the embedder (and are then kept in the file for the next process)."""
+def trigger_similarity(engine: Engine, wanted_phrases: list[tuple[str, str]], context: str
+                       ) -> dict[tuple[str, str], float]:
+    """Cosine of ``context`` to each (scope key, phrase). Phrase vectors come from this process's cache, then the
+    file, then the embedder (and are then kept in the file, in their scope, for the next process)."""
     identity, dimension = engine.embedder_model()
     vectors = engine.backend.vectors
     with engine.reading() as conn:
         vectors.check_model(conn, identity, dimension)
     query = engine.embed_query(context).astype(np.float64)
     known = engine.trigger_vectors.setdefault(identity, {})
-    wanted = [ph for ph in wanted_phrases if ph not in known]
+    wanted = [w for w in wanted_phrases if w not in known]
     if wanted:
         with engine.reading() as conn:
             known.update(vectors.phrase_vectors(conn, identity, wanted))
         # Phrases are embedded when written; these predate that (or came by import). Embed a
         # bounded number per call, in order: the rest match by words only until a later call.
-        made = engine.embed_texts([ph for ph in wanted if ph not in known][:MAX_LAZY_PHRASES])
+        lazy = [w for w in wanted if w not in known][:MAX_LAZY_PHRASES]
+        texts = engine.embed_texts(list(dict.fromkeys(p for _, p in lazy)))
+        made = {w: texts[w[1]] for w in lazy}
         if made:
             known.update(made)
             try:  # a cache: a read-only file or a busy writer costs only the next process's time
                 engine.write(lambda c: vectors.write_phrase_vectors(c, identity, made))
             except VaultError:
                 pass
-    return {ph: float(np.dot(known[ph].astype(np.float64), query)) for ph in wanted_phrases if ph in known}
+    return {w: float(np.dot(known[w].astype(np.float64), query)) for w in wanted_phrases if w in known}
 
 
 def prepare(engine: Engine, p: PrepareParams) -> PrepareResult:

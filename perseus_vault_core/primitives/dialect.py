@@ -5,7 +5,7 @@ fit it:
 
 - a list of values passed as one parameter (a JSON array, so that the statement's text is the same
   however many ids it carries, and SQLite's statement cache keeps it): SQLite reads it with
-  ``json_each``, Postgres with ``json_array_elements_text``, which gives text that must be cast;
+  ``json_each``, Postgres ids as an array (:meth:`Dialect.ids`) and texts with ``json_array_elements_text``;
 - reading one field of a JSON column: ``json_extract`` on SQLite, ``->>`` on Postgres;
 - a where filter's tests on a body field (:mod:`.where_sql` writes them): SQLite's ``json_type``/``json_extract``/``json_each``
   over the text, Postgres's ``jsonb`` operators, with its strings ordered by code point (``COLLATE "C"``,
@@ -44,10 +44,15 @@ class Dialect:
 
     def ids(self, array: str) -> str:
         """A table of one integer column ``value``: the elements of ``array`` (a JSON array of ints:
-        a parameter such as ``:vids`` or a column). Use it with an alias: ``{ids(':vids')} j``."""
+        a parameter such as ``:vids`` or a column). Use it with an alias: ``{ids(':vids')} j``.
+
+        On Postgres the JSON array is read as a ``bigint[]`` (its brackets made braces) and unnested: the planner
+        then knows how many ids there are, where it took any JSON array for 100. A row-level security policy adds
+        its scope to every statement of a bound role, and with 100 ids guessed and no statistics yet, PostgreSQL
+        read the whole scope to join it with a few ids (a bound role's ``remember`` took twice the owner's)."""
         if self.name == "sqlite":
             return f"json_each({array})"
-        return f"(SELECT CAST(value AS bigint) AS value FROM json_array_elements_text(CAST({array} AS json)))"
+        return f"(SELECT value FROM unnest(CAST(translate(CAST({array} AS text), '[]', '{{}}') AS bigint[])) AS value)"
 
     def texts(self, array: str) -> str:
         """A table of one text column ``value``: the elements of a JSON array of strings."""

@@ -284,7 +284,8 @@ class VectorPlan:
     identity: str
     dimension: int
     by_text: dict[str, np.ndarray] = field(default_factory=dict)
-    phrases: dict[str, np.ndarray] = field(default_factory=dict)  # new trigger phrases, written with the batch
+    # New trigger phrases, by (scope key, phrase): each scope keeps its own (storage/base.py), written with the batch.
+    phrases: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)
 
 
 class MissingVectors(Exception):
@@ -443,7 +444,7 @@ def purge(backend: Backend, conn: Connection, entity_id: int, agent_id: str | No
         "SELECT recall_when FROM entity_versions WHERE entity_id = ?", (entity_id,)) for p in json.loads(text)}
     versions = conn.execute("DELETE FROM entity_versions WHERE entity_id = ?", (entity_id,)).rowcount
     conn.execute("DELETE FROM entities WHERE id = ?", (entity_id,))
-    backend.vectors.forget_phrases(conn, sorted(phrases))
+    backend.vectors.forget_phrases(conn, scope_key(prior["agent_id"], prior["workspace_hash"]), sorted(phrases))
     return PurgeResult(id=entity_id, versions=versions, links=links)
 
 
@@ -488,13 +489,16 @@ def reinforce(conn: Connection, ids: Iterable[int], now_ms: int) -> None:
         )
 
 
-def phrases_to_embed(backend: Backend, conn: Connection, items: Sequence[RememberInput], model: str) -> list[str]:
-    """The trigger phrases of a batch that have no stored vector for ``model`` yet."""
-    wanted = sorted({p for item in items for p in item.recall_when})
+def phrases_to_embed(backend: Backend, conn: Connection, items: Sequence[RememberInput], model: str
+                     ) -> list[tuple[str, str]]:
+    """The trigger phrases of a batch, as (scope key, phrase), that their scope has no stored vector of for ``model``
+    yet: another scope's vector of the same phrase is never used, so that what one tenant stored never makes
+    another's write cheaper."""
+    wanted = sorted({(scope_key(item.agent_id, item.workspace_hash), p) for item in items for p in item.recall_when})
     if not wanted:
         return []
     known = backend.vectors.phrase_vectors(conn, model, wanted)
-    return [p for p in wanted if p not in known]
+    return [w for w in wanted if w not in known]
 
 
 def texts_to_embed(conn: Connection, items: Sequence[RememberInput]) -> list[str]:

@@ -136,13 +136,18 @@ class VectorStore(Protocol):
 
     def head_vectors(self, conn: Connection, entity_ids: Sequence[int]) -> dict[int, np.ndarray]: ...
 
-    def phrase_vectors(self, conn: Connection, model: str, wanted: Sequence[str]) -> dict[str, np.ndarray]: ...
+    def phrase_vectors(self, conn: Connection, model: str, wanted: Sequence[tuple[str, str]]
+                       ) -> dict[tuple[str, str], np.ndarray]:
+        """The stored vectors of trigger phrases for ``model``, by (scope key, phrase): each scope keeps its own, so
+        that what one stores never changes what another's ``remember`` costs or its triggers match by. Pairs
+        without one are absent."""
 
-    def write_phrase_vectors(self, conn: Connection, model: str, vectors: dict[str, np.ndarray]) -> None: ...
+    def write_phrase_vectors(self, conn: Connection, model: str, vectors: dict[tuple[str, str], np.ndarray]) -> None:
+        """Keep these phrase vectors, by (scope key, phrase), replacing the scope's own."""
 
-    def forget_phrases(self, conn: Connection, phrases: Sequence[str]) -> None:
-        """After a purge: drop the stored vectors of those of ``phrases`` no version uses any more, whichever
-        scope used them (on PostgreSQL also for a role bound to one scope, which sees its own versions only)."""
+    def forget_phrases(self, conn: Connection, scope: str, phrases: Sequence[str]) -> None:
+        """After a purge in the scope ``scope`` (its key): drop its vectors of those of ``phrases`` that none of its
+        versions uses any more."""
 
 
 class ChangeLog(Protocol):

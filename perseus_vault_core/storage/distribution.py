@@ -4,8 +4,9 @@ docs/postgres.md ("Sharding by scope") shows and the tests hold the schema to.
 Citus places a table's rows on shards by one column. Every table that holds a scope's rows carries the
 scope key ``scope`` (:mod:`..primitives.scopes`) for that, and its keys and foreign keys include it, as Citus requires
 of a distributed table; the shared SQL's joins between two of them equate their keys, so that each join stays
-inside a shard. The other tables hold no scope's rows: settings, schema history, role bindings, a cache
-of phrase vectors and the change log. Both backends have the same tables and the same ``scope`` columns
+inside a shard. The other tables hold no scope's rows: settings, schema history, role bindings and the
+change log. (Trigger-phrase vectors were a cache every scope shared until each scope kept its own: they are a
+scope's rows now, distributed with the rest.) Both backends have the same tables and the same ``scope`` columns
 (one schema shape keeps the shared SQL one); only Postgres has ``keyword_docs`` and
 ``keyword_postings`` (SQLite's keyword index is FTS5's).
 """
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 # Every table holding a scope's rows, distributed by ``scope`` and co-located with ``entities``.
 DISTRIBUTED = ("entities", "entity_versions", "links", "version_vectors", "keyword_docs", "keyword_postings",
-               "checkpoints", "checkpoint_blobs", "checkpoint_writes", "kv_entries")
+               "checkpoints", "checkpoint_blobs", "checkpoint_writes", "kv_entries", "trigger_vectors")
 
 # The tables whose key is their own (agent_id, workspace_hash)'s ...
 OWN_SCOPE = ("entities", "checkpoints", "checkpoint_blobs", "checkpoint_writes", "kv_entries")
@@ -39,9 +40,6 @@ COORDINATOR = {
     "head_changes": "the change log every process's in-memory indexes follow, in one global commit order "
                     "(its positions must commit in order, which one table on one node gives); each row also "
                     "carries its version's scope, for row-level security only",
-    "trigger_vectors": "a cache of trigger-phrase vectors by model and phrase, shared by every scope that "
-                       "uses a phrase; its row-level security asks whether a version the role can see uses the "
-                       "phrase, a distributed query the coordinator runs (a worker's shard could not)",
 }
 GLOBAL = {**REFERENCE, **COORDINATOR}
 
@@ -54,7 +52,8 @@ def citus_statements() -> list[str]:
     return [
         "SET citus.enable_unsafe_triggers = on;  -- the versions' immutability trigger runs on every shard",
         *(f"SELECT create_distributed_function('{f}');" for f in
-          ("pv_decay(bigint, bigint, bigint, bigint)", "pv_bound_scope()", "pv_versions_immutable()")),
+          ("pv_decay(bigint, bigint, bigint, bigint)", "pv_bound_scope()", "pv_phrase_vector_fits(text, bytea)",
+           "pv_versions_immutable()")),
         *(f"SELECT create_reference_table('{t}');" for t in REFERENCE),
         *(f"SELECT citus_add_local_table_to_metadata('{t}');" for t in COORDINATOR),
         "SELECT create_distributed_table('entities', 'scope');",

@@ -201,6 +201,10 @@ LATER_OBJECTS = {
         "DROP TABLE checkpoints", "DROP TABLE checkpoint_blobs", "DROP TABLE checkpoint_writes", "DROP TABLE kv_entries",
         *(s for s in schema.V4.split(";") if s.strip())],
     6: ["DROP INDEX entity_versions_triggered"],
+    # Phrase vectors as step 3 kept them, one per phrase whichever scopes used it.
+    7: ["CREATE TABLE pv_old (model TEXT NOT NULL, phrase TEXT NOT NULL, embedding BLOB NOT NULL, PRIMARY KEY (model, phrase))",
+        "INSERT OR IGNORE INTO pv_old SELECT model, phrase, embedding FROM trigger_vectors",
+        "DROP TABLE trigger_vectors", "ALTER TABLE pv_old RENAME TO trigger_vectors"],
 }
 
 

@@ -25,7 +25,10 @@ column, filled from each row's own scope or its parent's, and in every primary k
 foreign key between those tables, as Citus requires (the leading columns stay, so lookups keep their index).
 Row-level security is restated by the key (tenancy.py), since Citus takes no subquery in a policy.
 Migration 11 keeps a role bound to one scope to its scope's rows: the ids its rows take, the columns it may
-update, and what it may write in the shared tables (tenancy.py says what, and why).
+update, and what it may write in the shared tables (tenancy.py says what, and why). Migration 12 keeps
+trigger-phrase vectors per scope (``trigger_vectors.scope``, in its key), as SQLite's step 7 does; migration 13 pins
+the functions row-level security calls to the vault's schema, so that no object of a bound role's own session stands
+in for a table (hardening.py).
 
 Each migration runs in one transaction that first takes a transaction-scoped advisory lock, so hosts
 that open a new database at once apply each step once (READ COMMITTED, so that the check made after the
@@ -41,7 +44,7 @@ from collections.abc import Callable
 from ...primitives.dialect import POSTGRES
 from ..distribution import BACKFILL, OWN_SCOPE
 from ..migrations import run
-from .tenancy import BY_SCOPE, restrict
+from .tenancy import BY_SCOPE, harden, restrict, scope_phrases
 from .tenancy import SCHEMA as TENANCY
 from .connection import PgConnection, write_transaction
 
@@ -363,6 +366,9 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (10, "every row given its id: a purge's high-water mark, no identity-following triggers", _script(V10)),
     (11, "bound roles: ids given, no sequences, shared tables and settings through the vault's functions",
      restrict),
+    (12, "trigger phrase vectors per scope", scope_phrases),
+    (13, "bound roles kept to their scope: functions pinned to the vault's schema, reads by the scope key",
+     harden),
 ]
 LATEST = MIGRATIONS[-1][0]
 

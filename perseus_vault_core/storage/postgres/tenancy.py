@@ -51,6 +51,16 @@ writes there reaches every tenant:
 The functions that write for a bound role are ``SECURITY DEFINER`` (they run as the tables' owner) and do
 only that one thing; :func:`grant` lists what a bound role is given, and the migration applies it again to
 every role bound before it.
+
+Migration 12 keeps trigger-phrase vectors per scope (:func:`phrases_by_scope`): a ``remember`` whose phrase another
+scope had stored skipped embedding it and ran measurably faster, which told one tenant what phrases another uses, and
+the first tenant to store a phrase's vector decided it for all. A bound role now reads and writes its scope's own, by
+the key, and the functions above that shared them go.
+
+Migration 13 (:mod:`.hardening`) pins every function a policy calls, and every one that runs as the owner, to the
+vault's schema (a bound role's temporary table of the same name had bound it to another scope), admits reads by the
+scope key alone, and takes from a bound role what it does not need on the database (temporary objects) where the
+vault's role may.
 """
 
 from __future__ import annotations
@@ -61,6 +71,7 @@ from ...contract.errors import InvalidInput
 from ...primitives.dialect import POSTGRES
 from ..base import CHANGE_LOG_KEEP, OP_GONE, OP_HEAD, OP_VECTOR, Connection
 from .connection import WRITE_LOCK
+from .hardening import lock_down, schema_name, search_path, statements
 
 # A version's recall_when (a JSON list) holds the phrase: its JSON text, with LIKE's own characters escaped.
 _USES_PHRASE = ("v.recall_when LIKE '%' || replace(replace(replace(CAST(to_json(phrase) AS text), '\\', '\\\\'), "
@@ -240,23 +251,58 @@ REVOKE EXECUTE ON FUNCTION {", ".join(_DEFINED)} FROM PUBLIC;
 """
 
 
+# Migration 12: the functions that shared phrase vectors with a bound role, gone with the sharing.
+_SHARING = ("pv_phrase_used(text)", "pv_add_phrase_vectors(text, text[], bytea[])",
+            "pv_keep_phrase_vectors(text, text[], bytea[])", "pv_forget_phrases(text[])")
+
+
+def phrases_by_scope(s: str) -> str:
+    """``trigger_vectors`` per scope (migration 12, in the vault's schema ``s``): the scope key in its key, each vector
+    copied to every scope whose versions use its phrase (one no version uses any more is dropped), and admitted to a
+    bound role by the key, as every scoped table's rows are; a scope's vectors are of the vault's model and dimension
+    (``pv_phrase_vector_fits``), which every reader of that scope's, the owner too, expects."""
+    return f"""
+DROP POLICY scoped ON {s}.trigger_vectors;
+DROP FUNCTION {", ".join(f"{s}.{f}" for f in _SHARING)};
+ALTER TABLE {s}.trigger_vectors ADD COLUMN scope text COLLATE "C" NOT NULL DEFAULT '';
+ALTER TABLE {s}.trigger_vectors DROP CONSTRAINT trigger_vectors_pkey, ADD PRIMARY KEY (model, phrase, scope);
+INSERT INTO {s}.trigger_vectors (model, phrase, embedding, scope)
+SELECT t.model, t.phrase, t.embedding, u.scope FROM {s}.trigger_vectors t JOIN (
+    SELECT DISTINCT v.scope, p.phrase FROM {s}.entity_versions v,
+        jsonb_array_elements_text(CAST(v.recall_when AS jsonb)) AS p(phrase)
+    WHERE v.recall_when <> '[]') u ON u.phrase = t.phrase
+WHERE t.scope = '';
+DELETE FROM {s}.trigger_vectors WHERE scope = '';
+CREATE FUNCTION {s}.pv_phrase_vector_fits(m text, embedding bytea) RETURNS boolean
+LANGUAGE sql STABLE SET search_path = {search_path(s)} AS $$
+    SELECT m = (SELECT value FROM {s}.vault_meta WHERE key = 'embedding_model')
+       AND length(embedding) = 4 * (SELECT CAST(value AS bigint) FROM {s}.vault_meta WHERE key = 'embedding_dimension')
+$$;
+CREATE POLICY scoped ON {s}.trigger_vectors USING (scope = pv_bound_scope());
+CREATE POLICY fits ON {s}.trigger_vectors AS RESTRICTIVE USING (true) WITH CHECK (pv_phrase_vector_fits(model, embedding));
+"""
+
+
 # What a bound role is given. Rows of its scope (every table but the shared ones): read, add, delete; of updates,
 # only the columns the vault updates (never an id or a scope key). The shared tables: read (vault_meta: its own
-# binding too, by the policies above); head_changes: append. The functions above for the rest.
+# binding too, by the policies above); head_changes: append. The functions above for the rest. Trigger-phrase
+# vectors are its scope's own from migration 12, and from 13 it may not create temporary objects (hardening.py).
 _SCOPED = ("entities", "entity_versions", "links", "version_vectors", "keyword_docs", "keyword_postings", "checkpoints",
-           "checkpoint_blobs", "checkpoint_writes", "kv_entries")
-_SHARED = ("head_changes", "trigger_vectors", "vault_meta", "_migrations", "vault_scopes")
+           "checkpoint_blobs", "checkpoint_writes", "kv_entries", "trigger_vectors")
+_SHARED = ("head_changes", "vault_meta", "_migrations", "vault_scopes")
 _UPDATED = {"entities": "retrieval_count, last_accessed_ms", "entity_versions": "recorded_to_ms",
             "links": "recorded_to_ms", "version_vectors": "embedding, bits, vec", "keyword_docs": "head",
-            "keyword_postings": "head"}
+            "keyword_postings": "head", "trigger_vectors": "embedding"}
+_CALLED = ("pv_next_id(text, text)", "pv_keep_high_water(text)", "pv_trim_changes()")  # of _DEFINED, those left
 _WHOLE_ROWS = ("checkpoints", "checkpoint_blobs", "checkpoint_writes", "kv_entries", "vault_meta")
 _ROLE = re.compile(r"[a-z_][a-z0-9_$]{0,62}")
 
 
-def bind_role(conn: Connection, role: str, agent_id: str, workspace_hash: str) -> None:
+def bind_role(conn: Connection, role: str, agent_id: str, workspace_hash: str) -> bool:
     """Bind the existing database role ``role`` to one scope and grant it what a vault's reads and writes
     need (run as the tables' owner, in a write transaction). A role is bound to one scope; binding it
-    again moves it."""
+    again moves it. Returns whether the role may still create temporary objects on the database (it may where
+    the vault's role does not own the database: :func:`.hardening.lock_down`)."""
     if not _ROLE.fullmatch(role):
         raise InvalidInput("role", "must be a lower-case SQL identifier (letters, digits, _ and $)")
     exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = ?", (role,)).fetchone()
@@ -266,11 +312,13 @@ def bind_role(conn: Connection, role: str, agent_id: str, workspace_hash: str) -
                  "DO UPDATE SET agent_id = excluded.agent_id, workspace_hash = excluded.workspace_hash",
                  (role, agent_id, workspace_hash))
     grant(conn, role)
+    return bool(conn.execute("SELECT has_database_privilege(?, current_database(), 'TEMPORARY')", (role,)).fetchone()[0])
 
 
 def grant(conn: Connection, role: str) -> None:
     """Give the bound role ``role`` exactly what a bound vault needs, taking back anything more it was given on
-    the vault's tables and sequences (a role bound before migration 11 had more)."""
+    the vault's tables and sequences (a role bound before migration 11 had more), and what no bound role needs on
+    the database where the vault's role may (:func:`.hardening.lock_down`)."""
     tables = ", ".join((*_SCOPED, *_SHARED))
     sequences = ", ".join(row[0] for row in conn.execute(
         "SELECT pg_get_serial_sequence(t, c) FROM (VALUES ('entities', 'id'), ('entity_versions', 'vid'), "
@@ -278,24 +326,39 @@ def grant(conn: Connection, role: str) -> None:
     for statement in (
         f"REVOKE ALL ON {tables} FROM {role}",
         f"REVOKE ALL ON SEQUENCE {sequences} FROM {role}",
-        f"GRANT USAGE ON SCHEMA {_schema(conn)} TO {role}",
+        f"GRANT USAGE ON SCHEMA {schema_name(conn)} TO {role}",
         f"GRANT SELECT ON {tables} TO {role}",
         f"GRANT INSERT, DELETE ON {', '.join(_SCOPED)}, vault_meta TO {role}",
         f"GRANT INSERT ON head_changes TO {role}",
         f"GRANT UPDATE ON {', '.join(_WHOLE_ROWS)} TO {role}",
         *(f"GRANT UPDATE ({columns}) ON {table} TO {role}" for table, columns in _UPDATED.items()),
-        f"GRANT EXECUTE ON FUNCTION {', '.join(_DEFINED)} TO {role}",
+        f"GRANT EXECUTE ON FUNCTION {', '.join(_CALLED)} TO {role}",
     ):
         conn.execute(statement)
+    lock_down(conn, role)
 
 
 def restrict(conn: Connection) -> None:
     """Migration 11: :data:`RESTRICTED`, and every role already bound given what :func:`grant` gives, no more."""
     conn.execute(RESTRICTED)
+    _grant_bound(conn)
+
+
+def scope_phrases(conn: Connection) -> None:
+    """Migration 12: :func:`phrases_by_scope`, and every role already bound given its scope's phrase vectors."""
+    conn.execute(phrases_by_scope(schema_name(conn)))
+    _grant_bound(conn)
+
+
+def harden(conn: Connection) -> None:
+    """Migration 13: :func:`.hardening.statements` (functions pinned to the vault's schema, reads by the key alone),
+    and every role already bound given what :func:`grant` gives now (no temporary objects, where the vault's role
+    may take them)."""
+    conn.execute(statements(conn))
+    _grant_bound(conn)
+
+
+def _grant_bound(conn: Connection) -> None:
     bound = conn.execute("SELECT s.role FROM vault_scopes s JOIN pg_roles r ON r.rolname = s.role ORDER BY s.role")
     for (role,) in bound.fetchall():
         grant(conn, role)
-
-
-def _schema(conn: Connection) -> str:
-    return '"' + str(conn.execute("SELECT current_schema()").fetchone()[0]).replace('"', '""') + '"'

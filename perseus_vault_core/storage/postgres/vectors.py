@@ -192,27 +192,35 @@ def head_vectors(conn: Connection, entity_ids: Sequence[int]) -> dict[int, np.nd
     return {int(eid): np.frombuffer(b, dtype=np.float32) for eid, b in rows}
 
 
-def phrase_vectors(conn: Connection, model: str, wanted: Sequence[str]) -> dict[str, np.ndarray]:
-    """The stored vectors of these trigger phrases for ``model`` (phrases without one are absent)."""
-    rows = conn.execute("SELECT phrase, embedding FROM trigger_vectors WHERE model = ? AND phrase = ANY(?)",
-                        (model, list(wanted)))
-    return {phrase: np.frombuffer(vector, dtype=np.float32) for phrase, vector in rows}
+def phrase_vectors(conn: Connection, model: str, wanted: Sequence[tuple[str, str]]) -> dict[tuple[str, str], np.ndarray]:
+    """The stored vectors of these (scope key, phrase) pairs for ``model`` (pairs without one are absent)."""
+    rows = conn.execute(
+        "SELECT t.scope, t.phrase, t.embedding FROM unnest(CAST(? AS text[]), CAST(? AS text[])) AS w(scope, phrase) "
+        "JOIN trigger_vectors t ON t.model = ? AND t.phrase = w.phrase AND t.scope = w.scope",
+        ([scope for scope, _ in wanted], [phrase for _, phrase in wanted], model))
+    return {(scope, phrase): np.frombuffer(vector, dtype=np.float32) for scope, phrase, vector in rows}
 
 
-def write_phrase_vectors(conn: Connection, model: str, vectors: dict[str, np.ndarray]) -> None:
-    """Keep these phrases' vectors: the owner stores them; a role bound to a scope adds those missing, of the
-    recorded model and dimension, and changes none (they are every tenant's: tenancy.py)."""
+def write_phrase_vectors(conn: Connection, model: str, vectors: dict[tuple[str, str], np.ndarray]) -> None:
+    """Keep these phrase vectors, each in its scope (a role bound to one scope writes its own: tenancy.py)."""
     if vectors:
-        phrases = sorted(vectors)
-        conn.execute("SELECT pv_keep_phrase_vectors(?, ?, ?)",
-                     (model, phrases, [np.asarray(vectors[p], dtype=np.float32).tobytes() for p in phrases]))
+        pairs = sorted(vectors)
+        conn.execute(
+            "INSERT INTO trigger_vectors (model, phrase, embedding, scope) "
+            "SELECT ?, u.phrase, u.embedding, u.scope FROM unnest(CAST(? AS text[]), CAST(? AS text[]), "
+            "CAST(? AS bytea[])) AS u(scope, phrase, embedding) "
+            "ON CONFLICT (model, phrase, scope) DO UPDATE SET embedding = excluded.embedding",
+            (model, [scope for scope, _ in pairs], [phrase for _, phrase in pairs],
+             [np.asarray(vectors[pair], dtype=np.float32).tobytes() for pair in pairs]))
 
 
-def forget_phrases(conn: Connection, phrases: Sequence[str]) -> None:
-    """After a purge: drop the vectors of these phrases where no version uses them any more, in any scope (the
-    schema's function sees them all, where a bound role sees its own)."""
+def forget_phrases(conn: Connection, scope: str, phrases: Sequence[str]) -> None:
+    """After a purge: drop the scope's vectors of these phrases that none of its versions uses any more."""
     if phrases:
-        conn.execute("SELECT pv_forget_phrases(?)", (sorted(phrases),))
+        conn.execute(
+            "DELETE FROM trigger_vectors t WHERE t.scope = ? AND t.phrase = ANY(?) AND NOT EXISTS ("
+            "SELECT 1 FROM entity_versions v WHERE v.scope = t.scope AND v.recall_when <> '[]' "
+            "AND CAST(v.recall_when AS jsonb) @> jsonb_build_array(t.phrase))", (scope, sorted(phrases)))
 
 
 __all__ = ["TABLE", "build_index", "candidates", "check_model", "claim", "copy", "cosines", "coverage", "delete",

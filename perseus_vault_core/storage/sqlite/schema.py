@@ -28,7 +28,8 @@ frameworks keep beside the memories: a graph's checkpoints (``checkpoints``, ``c
 ``checkpoint_writes``; see state/checkpoints.py) and key-value collections (``kv_entries``; state/keyvalue.py).
 Version 5 gives every table that holds a scope's rows the scope key ``scope`` (primitives/scopes.py), as the
 PostgreSQL schema has it for sharding (docs/postgres.md): the file needs no sharding, but one schema shape
-keeps the shared SQL one.
+keeps the shared SQL one. Version 7 keeps trigger-phrase vectors per scope (``trigger_vectors.scope``, in its key),
+so that no scope's ``remember`` or ``recall_when`` depends on what another stored.
 """
 
 from __future__ import annotations
@@ -261,6 +262,22 @@ def _v6(conn: Connection) -> None:
                  "WHERE recorded_to_ms IS NULL AND recall_when != '[]'")
 
 
+def _v7(conn: Connection) -> None:
+    # Trigger-phrase vectors per scope (the scope key in their key), as on PostgreSQL: a phrase another scope had
+    # stored made a remember faster (it was not embedded again), which told one tenant of a shared file what
+    # phrases another uses. Each vector is copied to every scope whose versions use its phrase.
+    run_script(conn, """
+        CREATE TABLE pv_new_trigger_vectors (model TEXT NOT NULL, phrase TEXT NOT NULL, embedding BLOB NOT NULL,
+                                             scope TEXT NOT NULL DEFAULT '', PRIMARY KEY (model, phrase, scope));
+        INSERT INTO pv_new_trigger_vectors (model, phrase, embedding, scope)
+            SELECT t.model, t.phrase, t.embedding, u.scope FROM trigger_vectors t JOIN (
+                SELECT DISTINCT v.scope, j.value AS phrase FROM entity_versions v, json_each(v.recall_when) j
+                WHERE v.recall_when != '[]') u ON u.phrase = t.phrase;
+        DROP TABLE trigger_vectors;
+        ALTER TABLE pv_new_trigger_vectors RENAME TO trigger_vectors;
+""")
+
+
 Migration = Callable[[Any], None]
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "entities, versions, keyword indexes, links", _v1),
@@ -269,6 +286,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (4, "graph checkpoints, key-value collections", _v4),
     (5, "the scope key on every scoped table", _v5),
     (6, "current versions with trigger phrases", _v6),
+    (7, "trigger phrase vectors per scope", _v7),
 ]
 LATEST = MIGRATIONS[-1][0]
 

@@ -168,29 +168,31 @@ def head_vectors(conn: Connection, entity_ids: Sequence[int]) -> dict[int, np.nd
 # --- trigger phrases (recall_when): embedded once per model, kept in the file -----------------------
 
 
-def phrase_vectors(conn: Connection, model: str, wanted: Sequence[str]) -> dict[str, np.ndarray]:
-    """The stored vectors of these trigger phrases for ``model`` (phrases without one are absent)."""
-    out: dict[str, np.ndarray] = {}
-    sql = "SELECT phrase, embedding FROM json_each(:p) j CROSS JOIN trigger_vectors t ON t.model = :m AND t.phrase = j.value"
-    for phrase, vector in conn.execute(sql, {"p": json.dumps(list(wanted)), "m": model}):
-        out[phrase] = np.frombuffer(vector, dtype=np.float32)
-    return out
+def phrase_vectors(conn: Connection, model: str, wanted: Sequence[tuple[str, str]]) -> dict[tuple[str, str], np.ndarray]:
+    """The stored vectors of these (scope key, phrase) pairs for ``model`` (pairs without one are absent)."""
+    sql = ("SELECT t.scope, t.phrase, t.embedding FROM json_each(:p) j CROSS JOIN trigger_vectors t "
+           "ON t.model = :m AND t.phrase = json_extract(j.value, '$[1]') AND t.scope = json_extract(j.value, '$[0]')")
+    return {(scope, phrase): np.frombuffer(vector, dtype=np.float32)
+            for scope, phrase, vector in conn.execute(sql, {"p": json.dumps([list(w) for w in wanted]), "m": model})}
 
 
-def write_phrase_vectors(conn: Connection, model: str, vectors: dict[str, np.ndarray]) -> None:
+def write_phrase_vectors(conn: Connection, model: str, vectors: dict[tuple[str, str], np.ndarray]) -> None:
     conn.executemany(
-        "INSERT OR REPLACE INTO trigger_vectors (model, phrase, embedding) VALUES (?, ?, ?)",
-        [(model, p, np.asarray(v, dtype=np.float32).tobytes()) for p, v in sorted(vectors.items())],
+        "INSERT OR REPLACE INTO trigger_vectors (model, phrase, embedding, scope) VALUES (?, ?, ?, ?)",
+        [(model, phrase, np.asarray(v, dtype=np.float32).tobytes(), scope)
+         for (scope, phrase), v in sorted(vectors.items())],
     )
 
 
-def forget_phrases(conn: Connection, phrases: Sequence[str]) -> None:
-    """After a purge: drop the vectors of these phrases that no version uses any more (a purge leaves no text)."""
+def forget_phrases(conn: Connection, scope: str, phrases: Sequence[str]) -> None:
+    """After a purge: drop the scope's vectors of these phrases that none of its versions uses any more (a purge leaves
+    no text)."""
     for phrase in sorted(phrases):
         used = conn.execute("SELECT 1 FROM entity_versions v, json_each(v.recall_when) j "
-                            "WHERE v.recall_when != '[]' AND j.value = ? LIMIT 1", (phrase,)).fetchone()
+                            "WHERE v.scope = ? AND v.recall_when != '[]' AND j.value = ? LIMIT 1",
+                            (scope, phrase)).fetchone()
         if used is None:
-            conn.execute("DELETE FROM trigger_vectors WHERE phrase = ?", (phrase,))
+            conn.execute("DELETE FROM trigger_vectors WHERE scope = ? AND phrase = ?", (scope, phrase))
 
 
 def existing(conn: Connection, vids: Sequence[int]) -> set[int]:

@@ -83,3 +83,31 @@ def test_a_copy_that_lost_its_schema_version_opens_and_gets_it_back(db_path: Pat
     conn = connect(str(db_path))
     assert schema.current_version(conn) == schema.LATEST
     conn.close()
+
+
+def test_a_file_of_version_6_keeps_its_phrase_vectors_in_each_scope_that_uses_them(db_path: Path) -> None:
+    """Step 7 copies each shared phrase vector to every scope whose versions use the phrase (history included), and
+    drops one no version uses any more."""
+    from perseus_vault_core.primitives.scopes import scope_key
+
+    with Vault(db_path, embedder=False) as vault:
+        vault.remember("note", "a", "alice's", recall_when=["shared phrase", "alice only"], agent_id="alice")
+        vault.remember("note", "b", "bob's, at first", recall_when=["shared phrase"], agent_id="bob")
+        vault.remember("note", "b", "bob's, later", agent_id="bob")  # the phrase is in his history only
+    conn = connect(str(db_path))
+    conn.execute("BEGIN IMMEDIATE")
+    conn.execute("DROP TABLE trigger_vectors")
+    conn.execute("CREATE TABLE trigger_vectors (model TEXT NOT NULL, phrase TEXT NOT NULL, embedding BLOB NOT NULL, "
+                 "PRIMARY KEY (model, phrase))")
+    for phrase in ("shared phrase", "alice only", "nobody's"):
+        conn.execute("INSERT INTO trigger_vectors VALUES ('m', ?, ?)", (phrase, phrase.encode()))
+    conn.execute("DELETE FROM _migrations WHERE version > 6")
+    conn.execute("PRAGMA user_version = 6")
+    conn.execute("COMMIT")
+    conn.close()
+    with Vault(db_path, embedder=False) as vault:
+        rows = vault._engine.conn().execute("SELECT model, scope, phrase, embedding FROM trigger_vectors").fetchall()
+    alice, bob = scope_key("alice", ""), scope_key("bob", "")
+    assert sorted(map(tuple, rows)) == sorted([("m", alice, "alice only", b"alice only"),
+                                               ("m", alice, "shared phrase", b"shared phrase"),
+                                               ("m", bob, "shared phrase", b"shared phrase")])

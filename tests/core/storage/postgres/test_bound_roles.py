@@ -171,33 +171,39 @@ def test_a_bound_role_leaves_the_vaults_settings_and_the_other_bindings_alone(te
     assert tenants.bob.memory_unbind(**BOB) and tenants.alice.memory_unbind(**ALICE)
 
 
-def test_a_bound_role_cannot_change_or_delete_the_phrase_vectors_others_use(tenants: Tenants) -> None:
+def test_each_scope_keeps_its_own_phrase_vectors_and_a_bound_role_touches_no_others(tenants: Tenants) -> None:
     tenants.bob.remember("fact", "b", "bob's billing run", recall_when=["billing run", "bob only"], **BOB)
     mine = tenants.alice.remember("fact", "a", "alice's billing run", recall_when=["billing run", "alice only"],
                                   **ALICE)
+    alice_key, bob_key = scope_key(**ALICE), scope_key(**BOB)
 
-    def stored() -> dict[str, bytes]:
-        return tenants.owner._engine.read(lambda c: {p: bytes(e) for p, e in c.execute(
-            "SELECT phrase, embedding FROM trigger_vectors")})
+    def stored() -> dict[tuple[str, str], bytes]:
+        return tenants.owner._engine.read(lambda c: {(s, p): bytes(e) for s, p, e in c.execute(
+            "SELECT scope, phrase, embedding FROM trigger_vectors")})
 
     before = stored()
-    assert set(before) == {"billing run", "bob only", "alice only"}
+    assert set(before) == {(bob_key, "billing run"), (bob_key, "bob only"), (alice_key, "billing run"),
+                           (alice_key, "alice only")}  # a phrase both use is kept by each
     alice = tenants.raw("alice")
     assert alice.execute("SELECT phrase FROM trigger_vectors ORDER BY phrase").fetchall() == [
-        ("alice only",), ("billing run",)]  # the phrases its memories use
-    for sql in ("UPDATE trigger_vectors SET embedding = '\\x00' WHERE phrase = 'billing run'",
-                "DELETE FROM trigger_vectors WHERE phrase = 'billing run'",
-                "INSERT INTO trigger_vectors VALUES ('fake-model', 'bob only', '\\x00') ON CONFLICT DO NOTHING"):
-        _changes_nothing(alice, sql)
+        ("alice only",), ("billing run",)]  # its own scope's
     model = tenants.owner.stats().embedding_model
-    # Through the vault's own function: a missing phrase of the recorded model and dimension only, and never
-    # one that is there.
-    alice.execute("SELECT pv_add_phrase_vectors(%s, %s, %s)", (model, ["billing run", "odd"], [b"\x00" * 8] * 2))
+    fitting = bytes(4 * FakeEmbedder.dimension)
+    for sql, params in (("UPDATE trigger_vectors SET embedding = %s WHERE scope = %s", (fitting, bob_key)),
+                        ("DELETE FROM trigger_vectors WHERE scope = %s", (bob_key,)),
+                        ("INSERT INTO trigger_vectors VALUES (%s, 'bob only', %s, %s) ON CONFLICT DO NOTHING",
+                         (model, fitting, bob_key)),
+                        ("INSERT INTO trigger_vectors VALUES (%s, 'new for bob', %s, %s)", (model, fitting, bob_key))):
+        _changes_nothing(alice, sql, params)
+    # Its own are of the vault's model and dimension, which every reader of its scope (the owner too) expects.
+    for sql, params in (("UPDATE trigger_vectors SET embedding = '\\x00' WHERE scope = %s", (alice_key,)),
+                        ("INSERT INTO trigger_vectors VALUES ('another-model', 'odd', %s, %s)", (fitting, alice_key))):
+        assert "row-level security" in _refused(alice, sql, params)
     assert stored() == before
     tenants.alice.forget(mine.id, **ALICE)
     tenants.alice.purge(mine.id, **ALICE)
-    after = stored()  # the phrase only alice used is gone with her memory; the one bob uses stays as it was
-    assert after == {p: v for p, v in before.items() if p != "alice only"}
+    after = stored()  # alice's phrases are gone with her memory; bob's stay as they were, "billing run" included
+    assert after == {k: v for k, v in before.items() if k[0] == bob_key}
     assert tenants.bob.recall_when("the billing run is due", **BOB).items
 
 
