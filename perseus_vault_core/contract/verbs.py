@@ -57,21 +57,23 @@ VERBS: tuple[Verb, ...] = (
          core=True, aliases=("context",)),
     Verb("remember", p.RememberParams, m.Remembered, "create or update a memory by (category, key)",
          "Store a fact, decision or preference worth keeping under (category, key); the same key again stores a "
-         "new version. Returns it, with similar: memories it likely repeats or updates (supersede the outdated "
-         "one); repeated: the text was held already, nothing written.",
+         "new version. Returns what happened (stored as #N, or already held by #M and nothing written) and the "
+         "candidates: memories it may repeat, update or contradict, each with its relation, true-from date and "
+         "text.",
          read_only=False, core=True),
     Verb("get_entity", p.EntityParams, m.Entity, "one memory, whole, by id",
          "Read one memory whole by id. Returns the memory.",
          core=True),
     Verb("forget", p.EntityParams, m.Entity, "archive a memory (reversible)",
-         "Archive a wrong memory (reversible); supersede one a newer memory replaces. Returns the memory.",
+         "Archive a wrong memory, or a repeat among remember's candidates (reversible). Returns the memory.",
          read_only=False, core=True),
     Verb("scan", p.ScanParams, m.ScanPage, "every memory in scope, page by page",
          "Every memory once, by id, a page at a time (pass next_cursor back). Returns items, next_cursor.", core=True),
     Verb("history", p.HistoryParams, m.HistoryPage, "every version of a fact, newest first",
          "Every version of a fact (category, key), newest first. Returns items, total.", core=True),
     Verb("link", p.LinkParams, m.Link, "link two memories (typed, weighted, directed)",
-         "Link two memories: typed, weighted, directed (depends_on, ...). Returns the link.",
+         "Link two memories: typed, weighted, directed (depends_on, duplicates, ...); a link of your own outranks "
+         "the vault's inferred one. Returns the link.",
          read_only=False, core=True),
     Verb("traverse", p.TraverseParams, m.TraverseResult, "walk the link graph from a memory",
          "A memory's links, walked up to depth hops. Returns nodes (memory, depth, path), edges.", core=True),
@@ -88,7 +90,8 @@ VERBS: tuple[Verb, ...] = (
          "Delete an archived memory, its history and its links for good (forget it first). Use it only when "
          "the data must be gone. Returns what was deleted.", read_only=False, destructive=True),
     Verb("supersede", p.SupersedeParams, m.Entity, "mark a memory replaced by a newer one",
-         "Mark a memory replaced by a newer one; recall prefers the new. Returns the old memory.",
+         "Mark a memory replaced by a newer one (a candidate the newer updates); recall then prefers the newer. "
+         "Returns the old memory.",
          read_only=False, core=True),
     Verb("unlink", p.UnlinkParams, int, "close the links from one memory to another",
          "Close the link(s) from one memory to another (one relation, or all); history keeps them. Returns "

@@ -187,6 +187,9 @@ class RememberManyParams(BaseModel):
 
     items: list[RememberInput] = Field(max_length=MAX_BATCH, description=(
         "The memories to store, each with remember's fields (category, key, content, ...)"))
+    similar: bool = Field(default=False, description=(
+        "Return each memory with its candidates (what remember returns): the memories it may repeat, update or "
+        "contradict"))
 
 
 class EntityParams(ScopeParams):

@@ -1,0 +1,82 @@
+"""recall/candidates.py: a new memory's candidates, scored and cut, and the relation each is kept as. Pure, on
+given features; the whole path (remember, the arms, the links) is in tests/core/features/test_relations.py."""
+
+from __future__ import annotations
+
+import string
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from perseus_vault_core import Vault
+from perseus_vault_core.recall import candidates
+from perseus_vault_core.recall.candidates import Found, Memory, judge, relation, replaced
+from perseus_vault_core.recall.curation import normal, said
+
+from ...conftest import FakeEmbedder
+
+
+def memory(i: int, text: str, category: str = "fact", key: str = "k", day: int = 1) -> Memory:
+    return Memory(i, said(text), category, key, None, day * 86_400_000)
+
+
+@pytest.mark.parametrize("a, b, cosine, expected", [
+    ("Production runs in us-east-1.", "Production runs in eu-west-1.", 0.78, True),  # one value replaced
+    ("Temperature is -5 C.", "Temperature is 5 C.", 0.95, True),
+    ("1:1 with Aisha: Tuesdays 15:30.", "1:1 with Marco: Tuesdays 15:00.", 0.85, False),  # a name: two meetings
+    ("Q2 retro is on July 3.", "Q1 retro is on April 4.", 0.80, False),  # more than one value
+    ("ENG-1412: checkout broken on Safari.", "ENG-1419: checkout broken on Safari.", 0.97, False),  # two records
+    ("Production runs in us-east-1.", "The lunch menu changes on Fridays.", 0.1, False),
+])
+def test_an_update_is_one_value_replaced_in_the_same_statement(a: str, b: str, cosine: float, expected: bool) -> None:
+    assert replaced(said(a), said(b), cosine) is expected
+
+
+@pytest.mark.parametrize("a, b", [("The engine is written in C++.", "The engine is written in C#."),
+                                  ("Temperature is -5 C.", "Temperature is 5 C."), (":", ";")])
+def test_a_symbol_or_a_sign_makes_another_text(a: str, b: str) -> None:
+    assert normal(a) != normal(b) and relation(said(a), said(b), 0.99, 0.99) != "duplicate"
+
+
+def test_the_best_few_above_the_floor_best_first_and_never_the_memory_itself() -> None:
+    new = memory(10, "Production moved to us-east-2 in July.", key="region-move")
+    found = [Found(memory(1, "Production runs in eu-west-1 on EKS.", key="prod-region"), 0.53, 0.2),
+             Found(memory(2, "Staging runs in us-west-2.", key="staging-region"), 0.65),
+             Found(memory(3, "Lunch is at noon.", category="note"), 0.05),
+             Found(memory(4, "Carol owns billing.", category="person"), 0.30),
+             Found(memory(10, "Production moved to us-east-2 in July."), 1.0)]  # its own entity (an update)
+    chosen = judge(new, found)
+    assert [c.id for c in chosen] == [1, 2] or [c.id for c in chosen] == [2, 1]
+    assert all(c.score >= candidates.FLOOR for c in chosen) and len(chosen) <= candidates.MOST
+    assert [c.relation for c in chosen] == ["related", "related"] or chosen[0].relation in ("related", "same_subject")
+
+
+def test_an_exact_repeat_is_a_candidate_whatever_it_scores() -> None:
+    new = memory(9, "  :  ")
+    chosen = judge(new, [Found(memory(1, ":"), None), Found(memory(2, ";"), None)])
+    assert [(c.id, c.relation) for c in chosen] == [(1, "duplicate")]
+
+
+TEXT = st.text(alphabet=string.ascii_letters + string.digits + string.punctuation + " -+#", min_size=1, max_size=30)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=TEXT, data=st.data())
+def test_a_repeat_is_exactly_the_same_text_case_and_whitespace_aside(tmp_path_factory: pytest.TempPathFactory,
+                                                                      text: str, data: st.DataObject) -> None:
+    """Written under a new key after ``text``: a variant in letter case and whitespace only is not stored again;
+    a text with one character changed (a symbol, a sign, a digit, a letter) is stored, whatever it holds."""
+    if not text.strip():
+        return
+    position = data.draw(st.integers(0, len(text) - 1))
+    other = data.draw(st.sampled_from(string.ascii_letters + string.digits + string.punctuation))
+    changed = text[:position] + other + text[position + 1:]
+    variant = "  " + text.swapcase().replace(" ", "   ") + "\n"
+    with Vault(tmp_path_factory.mktemp("v") / "v.db", embedder=FakeEmbedder()) as vault:
+        first = vault.remember("fact", "a", text)
+        again = vault.remember("fact", "b", variant)
+        assert again.repeated == (normal(variant) == normal(text))
+        if normal(changed) != normal(text):
+            stored = vault.remember("fact", "c", changed)
+            assert not stored.repeated and stored.id != first.id and vault.get_entity(stored.id).content == changed
