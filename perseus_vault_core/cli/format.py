@@ -143,7 +143,7 @@ def scan(page: ScanPage, _: argparse.Namespace) -> str:
 
 def history(page: HistoryPage, args: argparse.Namespace) -> str:
     lines = [f"{page.total} version(s) of {args.category}/{args.key}, newest first:"]
-    lines += [f"v{e.version} {e.change:<9} {e.status:<10} recorded {when(e.recorded_from_ms)}, true {truth(e)}: "
+    lines += [f"v{e.version} {e.change:<9} {e.status:<10} recorded {when(e.recorded_from_ms)}, true from {truth(e)}: "
               f"{short(e.content, 80)}" for e in page.items]
     return "\n".join(lines)
 

@@ -244,9 +244,10 @@ def remembered_text(result: Remembered) -> str:
         head = f"unchanged: #{result.id} {name} (true from {truth(result)}) already says this; nothing written"
     else:
         head = f"stored as #{result.id} {name}, version {result.version} (true from {truth(result)})"
+    label = "other candidate" if result.repeated else "candidate"  # the memory holding the text is in the head
     if not result.similar:
-        return head + "; no candidate it repeats, updates or contradicts"
-    lines = [head, "candidates it may repeat, update or contradict:"]
+        return head + f"; no {label} it repeats, updates or contradicts"
+    lines = [head, f"{label}s it may repeat, update or contradict:"]
     for s in result.similar:
         span = date(s.true_from_ms) + (f" to {date(s.true_to_ms)}" if s.true_to_ms is not None else "")
         lines.append(f"#{s.id} ({RELATIONS[s.relation]}, true from {span}): {one_line(s.text)}")

@@ -90,11 +90,9 @@ class Vault:
         ``"saved"``: open the indexes saved beside the vault when current, never build or save one (a
         one-shot process, such as the CLI; ``wait_for_*_index()`` then says whether a saved one was opened).
         ``fusion``: hybrid recall's default weights (see :class:`Fusion`).
-        ``judge``: decides on each new memory's candidates, for an application that has a model:
-        ``judge(memory, candidates) -> {candidate id: "duplicate" | "update" | "distinct" | "related"}``
-        (``memory``: the new memory's RememberInput; ``candidates``: SimilarMemory); its updates supersede
-        the older memory, its duplicates collapse in recall (docs/curation.md; the LangChain adapter makes one
-        of any chat model). By default none: the agent decides, from what remember returns.
+        ``judge``: ``judge(memory, candidates) -> {id: "duplicate" | "update" | "distinct" | "related"}`` decides
+        on each new memory's candidates (updates supersede, duplicates collapse in recall; docs/curation.md). By
+        default none: the agent decides, from what remember returns.
         ``cross_encoder``: an object with ``predict(pairs) -> scores`` that memory_recall uses to cut
         weak matches (by default the operator's ``PERSEUS_VAULT_CROSS_ENCODER`` model, if set).
         ``synchronous``: SQLite's durability setting for writes (``FULL`` survives power loss).
@@ -106,8 +104,7 @@ class Vault:
             "keyword_index": keyword_index, "vector_index": vector_index, **given(threads=threads, key=key)})
         self.path = options.path
         weights = validate(Fusion, fusion, prefix="fusion") if fusion is not None else None
-        self._engine = Engine.open(options, clock=clock, embedder=embedder, fusion=weights, cross_encoder=cross_encoder,
-                                   judge=judge)
+        self._engine = Engine.open(options, clock=clock, embedder=embedder, fusion=weights, cross_encoder=cross_encoder, judge=judge)
         # Closed once: by close(), or dropped unclosed, or at exit (a script's file is then complete too).
         self._closing = weakref.finalize(self, self._engine.close)
 
@@ -208,12 +205,12 @@ class Vault:
 
     @edge
     def traverse(self, start: int, depth: int = 2, relations: list[str] | None = None,
-                 direction: Direction = "both", **filters: Unpack[TraverseOptions]) -> TraverseResult:
-        """Walk the link graph breadth-first from ``start``; scope and time rules apply on every hop."""
+                 direction: Direction = "both", inferred: bool = True, **filters: Unpack[TraverseOptions]) -> TraverseResult:
+        """Walk the link graph breadth-first from ``start`` (scope and time rules on every hop); see TraverseParams."""
         p = validate(TraverseParams, {**filters, **given(start=start, depth=depth, relations=relations,
-                                                            direction=direction)})
+                                                            direction=direction, inferred=inferred)})
         return self._read(lambda c, now: graph.traverse(c, p.start, p.depth, p.relations, p.direction,
-                                                               view(p, now, dialect(c))))
+                                                               view(p, now, dialect(c)), p.inferred))
 
     # --- communities (GraphRAG, docs/graphrag.md) ------------------------------------------------
 

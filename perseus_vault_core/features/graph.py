@@ -21,6 +21,7 @@ from ..primitives.filters import View, from_ids, id_list
 from ..primitives.scopes import scope_key
 from ..records import store
 from ..storage.base import Backend
+from .relations import INFERRED
 
 LINK_COLUMNS = "id, from_id, to_id, relation, weight, source, created_at_ms, recorded_from_ms, recorded_to_ms"
 MAX_DEPTH = 10
@@ -111,8 +112,10 @@ def open_links(view: View, alias: str = "l") -> tuple[str, dict[str, Any]]:
 
 def traverse(
     conn: Connection, start: int, depth: int, relations: list[str] | None, direction: str, view: View,
+    inferred: bool = True,
 ) -> TraverseResult:
-    """Breadth-first walk from ``start`` to ``depth`` hops; each node once, at its shortest depth.
+    """Breadth-first walk from ``start`` to ``depth`` hops; each node once, at its shortest depth; without the
+    links the vault inferred at write time (features/relations.py) unless ``inferred``.
 
     Neighbours are visited in (relation, id) order, so the walk and its paths are deterministic.
     """
@@ -127,6 +130,9 @@ def traverse(
     seen_edges: set[int] = set()
     frontier = [start]
     link_clause, link_params = open_links(view)
+    if not inferred:
+        link_clause = f"{link_clause} AND (l.source IS NULL OR l.source <> :inferred)"
+        link_params = dict(link_params, inferred=INFERRED)
     for hop in range(1, depth + 1):
         if not frontier or len(nodes) >= MAX_NODES:
             break

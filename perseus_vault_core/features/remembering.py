@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -93,13 +94,14 @@ def remember_many(engine: Engine, p: RememberManyParams) -> list[Entity]:
     outside = {i: gather(engine, items[i], _new(engine, items[i], texts[i], 0), texts[i], vectors[i], words=words)
                for i in judged}
     kept: dict[int, tuple[list[candidates.Candidate], dict[int, Row], dict[int, str]]] = {}
+    batch = _Batch.of(items, texts, vectors)
 
     def work(conn: Connection) -> list[tuple[int, str]]:
         written = store.remember_batch(engine.backend, conn, items, engine.now(), plan)
         ids = [entity_id for entity_id, _ in written]
         for i in judged:
             new = _new(engine, items[i], texts[i], ids[i])
-            inside, rows = _in_batch(engine, items, texts, vectors, ids, i)
+            inside, rows = _in_batch(engine, items, batch, ids, i)
             found, heads = outside[i]
             chosen = candidates.judge(new, [*found, *inside])
             rows = {**heads, **rows}
@@ -150,31 +152,68 @@ def gather(engine: Engine, item: RememberInput, new: candidates.Memory, text: st
     return found, heads
 
 
-def _in_batch(engine: Engine, items: Sequence[RememberInput], texts: list[str], vectors: list[np.ndarray | None],
-              ids: list[int], i: int) -> tuple[list[candidates.Found], dict[int, Row]]:
-    """The batch's earlier memories of item ``i``'s scope as found memories: the :data:`POOL` nearest by their
-    vectors (all by their words when the batch has none)."""
-    scope = (items[i].agent_id or "", items[i].workspace_hash or "")
-    earlier = [j for j in range(i) if ids[j] != ids[i] and (items[j].agent_id or "", items[j].workspace_hash or "")
-               == scope and not curation.is_turn(items[j].type or "", items[j].content)]
-    if not earlier:
-        return [], {}
-    cos: dict[int, float] = {}
-    mine = vectors[i]
-    theirs = [vectors[j] for j in earlier]
-    if mine is not None and all(v is not None for v in theirs):
-        matrix = np.stack(theirs).astype(np.float32)  # type: ignore[arg-type]
-        q = mine / max(float(np.linalg.norm(mine)), 1e-12)
-        sims = (matrix @ q) / np.maximum(np.linalg.norm(matrix, axis=1), 1e-12)
-        order = np.argsort(-sims)[:POOL]
-        cos = {earlier[k]: float(sims[k]) for k in order.tolist()}
-        earlier = list(cos)
+@dataclass
+class _Batch:
+    """What a batch's items are compared by, computed once for the whole batch: each one's scope, whether it is a
+    turn (never judged), its unit vector (when every item has one) and its content words with the items holding
+    each word, so that each item meets only its nearest earlier ones (not every earlier one: a batch of 10,000)."""
+
+    scopes: list[tuple[str, str]]
+    turns: list[bool]
+    unit: np.ndarray | None
+    words: list[frozenset[str]]
+    holding: dict[str, list[int]]
+
+    @classmethod
+    def of(cls, items: Sequence[RememberInput], texts: list[str], vectors: list[np.ndarray | None]) -> _Batch:
+        unit = None
+        if items and all(v is not None for v in vectors):
+            matrix = np.stack(vectors).astype(np.float32)  # type: ignore[arg-type]
+            unit = matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+        words = [curation.said(t).words for t in texts]
+        holding: dict[str, list[int]] = {}
+        if unit is None:
+            for k, ws in enumerate(words):
+                for w in ws:
+                    holding.setdefault(w, []).append(k)
+        return cls([(item.agent_id or "", item.workspace_hash or "") for item in items],
+                   [curation.is_turn(item.type or "", item.content) for item in items], unit, words, holding)
+
+    def nearest(self, i: int, ids: list[int]) -> list[tuple[int, float | None]]:
+        """The :data:`POOL` earlier items of item ``i``'s scope nearest to it, by vector (with their cosines) or,
+        in a batch without vectors, by the share of their content words they hold in common."""
+        def fits(k: int) -> bool:
+            return ids[k] != ids[i] and self.scopes[k] == self.scopes[i] and not self.turns[k]
+
+        if self.unit is not None:
+            sims = self.unit[:i] @ self.unit[i]
+            wanted = min(i, 4 * POOL)
+            while True:
+                top = np.argpartition(-sims, wanted - 1)[:wanted] if 0 < wanted < i else np.arange(i)
+                ranked = top[np.argsort(-sims[top], kind="stable")]
+                near: list[tuple[int, float | None]] = [(int(k), float(sims[k])) for k in ranked if fits(int(k))]
+                if len(near) >= POOL or wanted >= i:
+                    return near[:POOL]
+                wanted = min(i, wanted * 4)
+        shared: dict[int, int] = {}
+        for w in self.words[i]:
+            for k in self.holding.get(w, ()):
+                if k < i:
+                    shared[k] = shared.get(k, 0) + 1
+        mine = len(self.words[i])
+        score = {k: n / (mine + len(self.words[k]) - n) for k, n in shared.items() if fits(k)}
+        return [(k, None) for k in sorted(score, key=lambda k: (-score[k], k))[:POOL]]
+
+
+def _in_batch(engine: Engine, items: Sequence[RememberInput], batch: _Batch, ids: list[int], i: int
+              ) -> tuple[list[candidates.Found], dict[int, Row]]:
+    """The batch's earlier memories of item ``i``'s scope nearest to it (:meth:`_Batch.nearest`) as found memories."""
     rows: dict[int, Row] = {}
     found = []
-    for j in earlier:
+    for j, cosine in batch.nearest(i, ids):
         row = _item_row(engine, items[j], ids[j])
         rows[ids[j]] = row
-        found.append(candidates.Found(_memory(row), cos.get(j) if cos else None))
+        found.append(candidates.Found(_memory(row), cosine))
     return found, rows
 
 

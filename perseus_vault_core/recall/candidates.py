@@ -84,13 +84,16 @@ class Candidate:
 
 def judge(new: Memory, found: Sequence[Found]) -> list[Candidate]:
     """``found`` as candidates of ``new``: scored, the best :data:`MOST` at or above the floor, best first,
-    each with its relation (the module docstring). The new memory's own entity is never its candidate."""
+    each with its relation (the module docstring), each memory once. The new memory's own entity is never its
+    candidate."""
     scored = sorted(((score(new, f), f) for f in found if f.memory.id != new.id),
                     key=lambda pair: (-pair[0], pair[1].memory.id))
     out: list[Candidate] = []
     for value, f in scored:
         if len(out) == MOST:
             break
+        if any(c.id == f.memory.id for c in out):  # found twice (by two look-ups, or in the store and the batch)
+            continue
         if value >= (FLOOR if f.cosine is not None else WORDS_FLOOR):
             out.append(Candidate(f.memory.id, round(value, 4), relation(new.said, f.memory.said, f.cosine, value),
                                  f.cosine))

@@ -196,7 +196,7 @@ def _swapped(a: Said, b: Said) -> bool:
 WINDOW = 30  # the first ranked candidates curated, whatever the limit (the top of a list never depends on it)
 # The newer of two related memories goes first when it is about as relevant to the query: at least this share
 # of the older's relevance (a newer memory on another subject, far less relevant, keeps its place).
-AS_RELEVANT = 0.6
+AS_RELEVANT = 0.4
 # A conversation's line stored as a plain memory ("Caroline: I went to the support group"): a turn.
 SPEAKER = re.compile(r"^[A-Z][A-Za-z'.-]{0,30}(?: [A-Z][A-Za-z'.-]{0,30}){0,2}: \S")
 
@@ -258,7 +258,7 @@ def curate(ranked: Sequence[Candidate], kept: Sequence[Kept], query: Said | None
     agent), never by a guess made now. Memories linked as ``duplicates`` collapse into one each, the most
     recent wording taking the group's best place; the older of an ``updates`` pair is marked ``outdated_by``
     the newer; and the one valid later of any kept pair goes just before the older when both are related to
-    the query and the newer is about as relevant (:data:`AS_RELEVANT`), unless the query asks for what only
+    the query and the newer is about as relevant (:data:`AS_RELEVANT`), unless the query names a value only
     the older holds (:func:`_names_the_older`; ``query``: the query's features). Two tenants' memories and conversation turns are never paired."""
     at = {c.id: k for k, c in enumerate(ranked)}
     pairs = [(at[a], at[b], name) for a, b, name in kept if a in at and b in at and a != b
@@ -307,21 +307,14 @@ def curate(ranked: Sequence[Candidate], kept: Sequence[Kept], query: Said | None
 
 
 def _names_the_older(query: Said | None, older: Said, newer: Said) -> bool:
-    """Whether the query asks for what the older memory holds and the newer does not, so that the two answer
-    different questions and the newer goes first no more: a value of the query (a number, a version) only the
-    older holds, or more of the query's words held by the older than by the newer ("How does the user take
-    their coffee?" asks for "User takes coffee black", not for "Jordan likes oat cappuccinos", written later).
-    Two records (two tickets, two incidents) always answer different questions."""
+    """Whether the query names a value only the older memory holds, so that it asks for the older and the newer
+    goes first no more: a number, version or price of the query the older holds and the newer does not ("is the
+    Pro plan still $12?"). Two records (two tickets, two incidents) always answer different questions. The
+    query's other words say nothing here: "where does production run" asks what is true now, whichever of
+    "Production runs in eu-west-1" and "Production moved to us-east-2" shares more of its words."""
     if older.records and newer.records and older.records != newer.records:
         return True
     if query is None:
         return False
-    if any(a in older.anchors and a not in newer.anchors and a not in newer.tokens
-           for a in query.anchors if any(c.isdigit() for c in a)):
-        return True
-    return _covered(query, older) > _covered(query, newer)
-
-
-def _covered(query: Said, memory: Said) -> int:
-    """How many of the query's content words a memory holds (in some spelling: :meth:`Said.holds`)."""
-    return sum(1 for w in query.words if w in memory.words or memory.holds(w))
+    return any(a in older.anchors and a not in newer.anchors and a not in newer.tokens
+               for a in query.anchors if any(c.isdigit() for c in a))

@@ -170,6 +170,8 @@ class TraverseParams(Filters):
     relations: list[Annotated[str, Field(max_length=MAX_RELATION_CHARS)]] | None = Field(
         default=None, max_length=100, description="Follow only links of these types (omit for all)")
     direction: Direction = Field(default="both", description="Follow links out of, into, or both ways")
+    inferred: bool = Field(default=True, description="Follow the links the vault inferred when a memory was written "
+                                                     "(source 'inferred'); false walks only the links someone wrote")
 
 
 class HygieneParams(ScopeParams):

@@ -52,6 +52,16 @@ def test_the_best_few_above_the_floor_best_first_and_never_the_memory_itself() -
     assert [c.relation for c in chosen] == ["related", "related"] or chosen[0].relation in ("related", "same_subject")
 
 
+def test_a_memory_found_twice_is_one_candidate() -> None:
+    """Two look-ups (or the store and the batch, for a batch item that updates a stored memory) may find the same
+    memory: it is judged once, at its better score."""
+    new = memory(10, "Production moved to us-east-2 in July.", key="region-move")
+    older = memory(1, "Production runs in eu-west-1 on EKS.", key="prod-region")
+    chosen = judge(new, [Found(older, 0.40), Found(older, 0.53, 0.2), Found(memory(2, "Staging runs in us-west-2."), 0.6)])
+    assert sorted(c.id for c in chosen) == [1, 2]
+    assert next(c for c in chosen if c.id == 1).cosine == 0.53
+
+
 def test_an_exact_repeat_is_a_candidate_whatever_it_scores() -> None:
     new = memory(9, "  :  ")
     chosen = judge(new, [Found(memory(1, ":"), None), Found(memory(2, ";"), None)])

@@ -66,13 +66,17 @@ def test_curate_arranges_by_the_kept_relations_only() -> None:
     assert curate(ranked, []).order == [1, 2, 3, 4, 5]
 
 
-def test_the_newer_of_two_related_memories_goes_first_unless_the_query_asks_for_the_older() -> None:
+def test_the_newer_of_two_related_memories_goes_first_unless_the_query_names_a_value_only_the_older_holds() -> None:
     older = _candidate(1, 0.50, 1, "User takes coffee black.")
     newer = _candidate(2, 0.45, 9, "Coffee order now: decaf oat latte.")
     kept = [(2, 1, "related")]
     assert curate([older, newer], kept, said("what coffee does the user order")).order == [2, 1]
-    assert curate([older, newer], kept, said("does the user take coffee black")).order == [1, 2]  # only the older
-    far = _candidate(2, 0.20, 9, "Coffee order now: decaf oat latte.")  # far less relevant: keeps its place
+    assert curate([older, newer], kept, said("does the user take coffee black")).order == [2, 1]  # words: no value
+    priced = _candidate(1, 0.50, 1, "Pro plan is $12 a seat.")
+    raised = _candidate(2, 0.45, 9, "Pro plan now costs $15 a seat.")
+    assert curate([priced, raised], kept, said("what does the Pro plan cost")).order == [2, 1]
+    assert curate([priced, raised], kept, said("is the Pro plan still $12")).order == [1, 2]  # a value only the older holds
+    far = _candidate(2, 0.15, 9, "Coffee order now: decaf oat latte.")  # far less relevant: keeps its place
     assert curate([older, far], kept, said("what coffee does the user order")).order == [1, 2]
     other = _candidate(2, 0.45, 9, "Coffee order now: decaf oat latte.", scope="b")  # another tenant's
     assert curate([older, other], kept, said("what coffee does the user order")).order == [1, 2]
@@ -122,10 +126,9 @@ def test_an_update_phrased_another_way_is_a_candidate_and_comes_first(model_vaul
     assert next(s for s in newer.similar if s.id == older.id).text == "Production runs in eu-west-1 on EKS."
     items = [i.id for i in model_vault.recall("production region", reinforce=False).items]
     assert items.index(newer.id) < items.index(older.id)
-    # "run" is a word of the question only the older holds: it may be the answer asked for, so it keeps its
-    # place (both come back, each with the date it became true: July for the newer).
+    # the pair's order is the pair's, not the query's words': "run" is only in the older, and the newer still leads
     items = [i.id for i in model_vault.recall("where does production run", reinforce=False).items]
-    assert {older.id, newer.id} <= set(items)
+    assert items.index(newer.id) < items.index(older.id)
     paraphrase = model_vault.remember("fact", "prod-cluster", "Our prod cluster is hosted in AWS eu-west-1 (Ireland).")
     assert older.id in [s.id for s in paraphrase.similar]  # reported for the agent to judge, never merged
     assert not paraphrase.repeated
