@@ -274,11 +274,12 @@ class Engine:
         self.warm(result.search_mode)
         return result
 
-    def nearest(self, p: RecallParams, vector: np.ndarray | None = None) -> list[tuple[int, float]]:
-        """The memories nearest a vector (else a text's words) by one arm (:func:`recall.nearest`); it
-        warms that arm's index, as a recall does, so the next look-up answers from memory."""
+    def nearest(self, p: RecallParams, vector: np.ndarray | None = None, warm: bool = True) -> list[tuple[int, float]]:
+        """The memories nearest a vector (else a text's words) by one arm (:func:`recall.nearest`); unless
+        ``warm`` is false, it warms that arm's index, as a recall does, so the next look-up answers from memory."""
         found = recall.nearest(self.conn(), p, self.now(), self.arms(), vector)
-        self.warm("dense" if vector is not None else "fts5")
+        if warm:
+            self.warm("dense" if vector is not None else "fts5")
         return found
 
     def warm(self, mode: str) -> None:

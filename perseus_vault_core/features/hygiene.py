@@ -111,8 +111,8 @@ def conflicts(conn: Connection, active: set[int], limit: int) -> list[HygieneCon
     rows = conn.execute(
         "SELECT l.from_id, l.to_id, l.relation, a.content, a.summary, coalesce(a.valid_from_ms, a.updated_at_ms), "
         "b.content, b.summary, coalesce(b.valid_from_ms, b.updated_at_ms) FROM links l "
-        "JOIN entity_versions a ON a.entity_id = l.from_id AND a.recorded_to_ms IS NULL "
-        "JOIN entity_versions b ON b.entity_id = l.to_id AND b.recorded_to_ms IS NULL "
+        "JOIN entity_versions a ON a.entity_id = l.from_id AND a.scope = l.scope AND a.recorded_to_ms IS NULL "
+        "JOIN entity_versions b ON b.entity_id = l.to_id AND b.scope = l.scope AND b.recorded_to_ms IS NULL "
         "WHERE l.recorded_to_ms IS NULL AND l.source = 'inferred' AND l.relation IN ('updates', 'same_subject') "
         "AND a.status = 'active' AND b.status = 'active' ORDER BY l.id DESC").fetchall()
     out = []

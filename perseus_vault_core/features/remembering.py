@@ -91,8 +91,8 @@ def remember_many(engine: Engine, p: RememberManyParams) -> list[Entity]:
     vectors = [plan.by_text.get(t) if plan is not None else None for t in texts]
     judged = [i for i, item in enumerate(items) if not curation.is_turn(item.type or "", item.content)]
     words = plan is None or not plan.by_text  # a vault with vectors asks no keyword look-up per batch item
-    outside = {i: gather(engine, items[i], _new(engine, items[i], texts[i], 0), texts[i], vectors[i], words=words)
-               for i in judged}
+    outside = {i: gather(engine, items[i], _new(engine, items[i], texts[i], 0), texts[i], vectors[i], words=words,
+                         warm=False) for i in judged}
     kept: dict[int, tuple[list[candidates.Candidate], dict[int, Row], dict[int, str]]] = {}
     batch = _Batch.of(items, texts, vectors)
 
@@ -125,9 +125,11 @@ def remember_many(engine: Engine, p: RememberManyParams) -> list[Entity]:
 
 
 def gather(engine: Engine, item: RememberInput, new: candidates.Memory, text: str, vector: np.ndarray | None,
-           words: bool = True) -> tuple[list[candidates.Found], dict[int, Row]]:
+           words: bool = True, warm: bool = True) -> tuple[list[candidates.Found], dict[int, Row]]:
     """What the look-ups find for a new memory in its scope (its vector's nearest, its words' best matches unless
-    ``words`` is false, its key's family), with their cosines to it, and the head row of each."""
+    ``words`` is false, its key's family), with their cosines to it, and the head row of each. ``warm``: start
+    building the in-memory index a look-up could use, as a recall does (a batch uses what is ready, and its
+    writes would only have to be replayed into an index started before them)."""
     scope = {"agent_id": item.agent_id} if item.agent_id else {}
     scope |= {"workspace_hash": item.workspace_hash} if item.workspace_hash else {}
     unset = {f: None for f in ("agent_id", "workspace_hash") if f not in scope}  # the empty scope, not every scope
@@ -137,9 +139,9 @@ def gather(engine: Engine, item: RememberInput, new: candidates.Memory, text: st
     if vector is not None and engine.read(engine.backend.vectors.model) is None:
         vector = None  # no vector stored yet (the vault's first memory): its words alone, then
     query = " ".join(text.split()[:NEAREST_WORDS])[:MAX_QUERY_CHARS]
-    by_meaning = dict(engine.nearest(RecallParams.model_validate({"query": "", **common}), vector)) \
+    by_meaning = dict(engine.nearest(RecallParams.model_validate({"query": "", **common}), vector, warm)) \
         if vector is not None else {}
-    by_words = dict(engine.nearest(RecallParams.model_validate({"query": query, **common}), None)) \
+    by_words = dict(engine.nearest(RecallParams.model_validate({"query": query, **common}), None, warm)) \
         if query and (words or vector is None) else {}
     with engine.reading() as conn:
         family = store.key_family(conn, item.category, item.key, item.agent_id, item.workspace_hash, POOL)

@@ -17,7 +17,9 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 
-from perseus_vault_core import SimilarMemory, date
+from perseus_vault_core import InvalidInput, SimilarMemory, date
+
+from ..arguments import strict
 
 VERDICTS = ("duplicate", "update", "distinct", "related")
 SYSTEM = (
@@ -33,9 +35,10 @@ _OBJECT = re.compile(r"\{.*\}", re.S)
 class ChatModelJudge:
     """``Vault(path, judge=ChatModelJudge(model))``: ``model`` any LangChain chat model (``BaseChatModel``)."""
 
+    @strict
     def __init__(self, model: BaseChatModel) -> None:
         if not isinstance(model, BaseChatModel):
-            raise TypeError("ChatModelJudge needs a LangChain chat model (a BaseChatModel)")
+            raise InvalidInput("model", f"must be a LangChain chat model (a BaseChatModel), not {type(model).__name__}")
         self.model = model
 
     def __call__(self, memory: Any, candidates: list[SimilarMemory]) -> dict[int, str]:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
-from perseus_vault_core import Vault
+from perseus_vault_core import InvalidInput, Vault
 from perseus_vault_integrations.langchain import ChatModelJudge
 from perseus_vault_integrations.langchain.judges import parse
 
@@ -44,5 +44,5 @@ def test_the_model_is_told_the_memory_and_each_candidate_with_its_date(tmp_path:
         vault.remember("fact", "region-now", "Production runs in eu-west-1 today.", valid_from_ms="2026-02-10")
     assert "New memory (fact/region-now, true from 2026-02-10): Production runs in eu-west-1 today." in seen[0]
     assert "- id 1 (fact/region, true from 2026-01-10): Production runs in us-east-1 today." in seen[0]
-    with pytest.raises(TypeError, match="LangChain chat model"):
+    with pytest.raises(InvalidInput, match="LangChain chat model"):
         ChatModelJudge("gpt")  # type: ignore[arg-type]

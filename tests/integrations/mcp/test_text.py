@@ -76,7 +76,9 @@ def test_nothing_found_and_pages_say_so_in_a_line(vault: Vault, clock: Clock) ->
     page = _call(vault, "scan", {"limit": 2}).content[0].text.splitlines()
     assert len(page) == 3 and page[2].startswith('(more: pass cursor "')
     history = _call(vault, "history", {"category": "decision", "key": "db"}).content[0].text.splitlines()
-    assert history[0] == "1 version, newest first:" and " create: We use PostgreSQL 16" in history[1]
+    assert history[0] == "1 version, newest first:"
+    assert history[1] == ("#1 decision/db 2026-01-02 create (recorded 2026-01-02): "  # true from, then written
+                          "We use PostgreSQL 16 for the billing service.")
     whole = _call(vault, "get_entity", {"id": 4}).content[0].text
     assert 'triggers: "billing backups"' in whole and "type fact" in whole
 
