@@ -86,8 +86,7 @@ def judge(new: Memory, found: Sequence[Found]) -> list[Candidate]:
     """``found`` as candidates of ``new``: scored, the best :data:`MOST` at or above the floor, best first,
     each with its relation (the module docstring), each memory once. The new memory's own entity is never its
     candidate."""
-    scored = sorted(((score(new, f), f) for f in found if f.memory.id != new.id),
-                    key=lambda pair: (-pair[0], pair[1].memory.id))
+    scored = _best(new, [f for f in found if f.memory.id != new.id])
     out: list[Candidate] = []
     for value, f in scored:
         if len(out) == MOST:
@@ -107,14 +106,43 @@ def judge(new: Memory, found: Sequence[Found]) -> list[Candidate]:
 def score(new: Memory, f: Found) -> float:
     """How likely ``f`` is a memory ``new`` repeats or updates: the cosine (else the content words'
     Jaccard), plus what the two share beyond meaning (the ``W_*`` weights)."""
+    return _without_values(new, f) + W_VALUES * _values(new, f)
+
+
+def _without_values(new: Memory, f: Found) -> float:
     old = f.memory
     words = curation.jaccard(new.said.words, old.said.words) if new.said.words and old.said.words else 0.0
     base = f.cosine if f.cosine is not None else words
-    values = sum(1 for a in new.said.anchors if old.said.holds(a))
     keys = len(_key_words(new.key) & _key_words(old.key))
-    return (base + W_WORDS * words + W_VALUES * min(values, 3) + W_KEYWORD * min(max(f.keyword, 0.0), 1.0)
+    return (base + W_WORDS * words + W_KEYWORD * min(max(f.keyword, 0.0), 1.0)
             + W_CATEGORY * (new.category == old.category) + W_KEY * min(keys, 2)
             + W_TOPIC * (bool(new.topic) and new.topic == old.topic))
+
+
+def _values(new: Memory, f: Found) -> int:
+    """The new memory's values ``f`` holds in some spelling, three at the most (the dearest part of a score)."""
+    held = 0
+    for a in new.said.anchors:
+        held += f.memory.said.holds(a)
+        if held == 3:
+            break
+    return held
+
+
+def _best(new: Memory, found: Sequence[Found]) -> list[tuple[float, Found]]:
+    """``found`` scored, best first (ties by id), as far as the first :data:`MOST` of each memory need: the values
+    held are counted only for a memory whose score could still reach that far (a write finds some 50 memories and
+    keeps three), so the order of what is returned is the order all the scores would give."""
+    most = W_VALUES * min(len(new.said.anchors), 3)
+    bounded = sorted(((_without_values(new, f), f) for f in found), key=lambda p: (-p[0], p[1].memory.id))
+    exact: list[tuple[float, Found]] = []
+    for k, (partial, f) in enumerate(bounded):
+        kept = sorted(exact, key=lambda p: (-p[0], p[1].memory.id))
+        firsts = list({p[1].memory.id: p for p in reversed(kept)}.values())  # each memory at its best
+        if len(firsts) >= MOST and sorted(v for v, _ in firsts)[-MOST] > partial + most:
+            return kept  # nothing after this can reach the first MOST
+        exact.append((partial + W_VALUES * _values(new, f), f))
+    return sorted(exact, key=lambda p: (-p[0], p[1].memory.id))
 
 
 def relation(a: Said, b: Said, cosine: float | None, value: float) -> Relation:

@@ -62,6 +62,32 @@ def test_a_memory_found_twice_is_one_candidate() -> None:
     assert next(c for c in chosen if c.id == 1).cosine == 0.53
 
 
+VALUES = ["eu-west-1", "us-east-2", "v16", "ENG-142", "Postgres", "Aisha", "$12", "-5", "5", "July", "port 8080"]
+PLAIN = ["production", "runs", "cluster", "billing", "price", "team", "owner", "deploys", "on", "the", "weekly"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_scoring_only_as_far_as_needed_picks_what_scoring_everything_picks(data: st.DataObject) -> None:
+    """judge counts a found memory's values only while its score could still reach the first three: it must pick
+    exactly what scoring every found memory in full picks, in the same order, with the same scores."""
+    def text() -> str:
+        return " ".join(data.draw(st.lists(st.sampled_from(VALUES + PLAIN), min_size=1, max_size=8)))
+
+    new = memory(100, text(), key=data.draw(st.sampled_from(["prod-region", "price", "k"])))
+    found = [Found(memory(data.draw(st.integers(1, 12)), text(), data.draw(st.sampled_from(["fact", "note"])),
+                          data.draw(st.sampled_from(["prod-region", "price", "k", "team"]))),
+                   data.draw(st.floats(-0.2, 1.0)), data.draw(st.floats(0.0, 1.0)))
+             for _ in range(data.draw(st.integers(0, 25)))]
+    found = [f for f in found if f.memory.said.normal != new.said.normal]  # an exact repeat is reported apart
+    full = sorted(((candidates.score(new, f), f) for f in found), key=lambda p: (-p[0], p[1].memory.id))
+    expected: list[tuple[int, float]] = []
+    for value, f in full:
+        if len(expected) < candidates.MOST and value >= candidates.FLOOR and all(i != f.memory.id for i, _ in expected):
+            expected.append((f.memory.id, round(value, 4)))
+    assert [(c.id, c.score) for c in judge(new, found)] == expected
+
+
 def test_an_exact_repeat_is_a_candidate_whatever_it_scores() -> None:
     new = memory(9, "  :  ")
     chosen = judge(new, [Found(memory(1, ":"), None), Found(memory(2, ";"), None)])
