@@ -36,7 +36,10 @@ with Vault(Path(tempfile.mkdtemp()) / "curation.db", clock=lambda: now[0]) as va
     first, second = vault.recall("when do deploys go out", limit=2).items
     print(f"#{first.id} {first.content}; #{second.id} {second.content} outdated_by={second.outdated_by}")
     assert "14:00" in first.content and second.outdated_by == first.id  # for every query that returns both
-    assert "10:00" not in vault.prepare("when do deploys go out?").markdown  # left out of the block
+    block = vault.prepare("when do deploys go out?").markdown  # a mark the vault inferred hides nothing:
+    assert block.index("14:00") < block.index("10:00")  # both, dated, the newer first
+    vault.link(first.id, second.id, "updates")  # the agent confirms it (or supersedes the older)
+    assert "10:00" not in vault.prepare("when do deploys go out?").markdown  # confirmed: left out of the block
     assert vault.history("fact", "deploy-day").items[0].content == "Deploys go out at 10:00 on Tuesdays."  # never lost
     print("unsettled pairs:", [(c.newer, c.older, c.relation) for c in vault.hygiene().conflicts])
 

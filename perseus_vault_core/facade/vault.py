@@ -205,10 +205,10 @@ class Vault:
 
     @edge
     def traverse(self, start: int, depth: int = 2, relations: list[str] | None = None,
-                 direction: Direction = "both", inferred: bool = True, **filters: Unpack[TraverseOptions]) -> TraverseResult:
+                 direction: Direction = "both", **filters: Unpack[TraverseOptions]) -> TraverseResult:
         """Walk the link graph breadth-first from ``start`` (scope and time rules on every hop); see TraverseParams."""
         p = validate(TraverseParams, {**filters, **given(start=start, depth=depth, relations=relations,
-                                                            direction=direction, inferred=inferred)})
+                                                            direction=direction)})
         return self._read(lambda c, now: graph.traverse(c, p.start, p.depth, p.relations, p.direction,
                                                                view(p, now, dialect(c)), p.inferred))
 

@@ -23,11 +23,10 @@ from ..contract.models import SimilarMemory
 from ..contract.params import RememberInput
 from ..primitives.dbapi import Connection
 from ..recall.candidates import Candidate
+from ..recall.curation import INFERRED, JUDGE
 from ..records import store
 from ..storage.base import Backend
 
-INFERRED = "inferred"
-JUDGE = "judge"
 NAMES: dict[str, str] = {"duplicate": "duplicates", "update": "updates", "same_subject": "same_subject",
                          "related": "related", "distinct": "distinct"}
 RELATION_OF = {name: relation for relation, name in NAMES.items()}
@@ -46,6 +45,9 @@ def verdicts(judge: Judge, item: RememberInput, shown: list[SimilarMemory]) -> d
     ids = {s.id for s in shown}
     out = {}
     for key, verdict in said.items():
+        if not isinstance(key, int) or isinstance(key, bool):
+            raise InvalidInput("judge", f"returned a verdict keyed by {key!r} ({type(key).__name__}); a key is a "
+                                        f"candidate's id, an int: one of {sorted(ids)}")
         if key not in ids:
             raise InvalidInput("judge", f"returned a verdict for #{key}, which is not one of the candidates "
                                         f"{sorted(ids)}")

@@ -99,10 +99,15 @@ def remember_many(engine: Engine, p: RememberManyParams) -> list[Entity]:
     def work(conn: Connection) -> list[tuple[int, str]]:
         written = store.remember_batch(engine.backend, conn, items, engine.now(), plan)
         ids = [entity_id for entity_id, _ in written]
+        first_at: dict[int, int] = {}  # each memory written: the first item that wrote it
+        for j, entity_id in enumerate(ids):
+            first_at.setdefault(entity_id, j)
         for i in judged:
             new = _new(engine, items[i], texts[i], ids[i])
             inside, rows = _in_batch(engine, items, batch, ids, i)
             found, heads = outside[i]
+            # a stored memory the batch rewrote before this item is judged by its new text, among the batch's
+            found = [f for f in found if first_at.get(f.memory.id, i) >= i]
             chosen = candidates.judge(new, [*found, *inside])
             rows = {**heads, **rows}
             said = _verdicts(engine, items[i], chosen, rows)  # a judge, when the vault has one, inside: rare

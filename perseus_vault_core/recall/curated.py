@@ -24,8 +24,9 @@ from .arms import Arms
 from .ranking import Scored
 
 KEPT = ("duplicates", "updates", "same_subject", "related")
-_COLUMNS = ("v.entity_id, v.content, v.summary, v.type, coalesce(v.valid_from_ms, e.created_at_ms), e.agent_id, "
-            "e.workspace_hash")
+# When a version became true: its valid-from time, else when it was written (a new version of an old key is new).
+_COLUMNS = ("v.entity_id, v.content, v.summary, v.type, coalesce(v.valid_from_ms, v.updated_at_ms), e.agent_id, "
+            "e.workspace_hash, v.updated_at_ms")
 
 
 def window(conn: Connection, params: RecallParams, v: View, ranked: list[Scored], vids: dict[int, int],
@@ -35,9 +36,14 @@ def window(conn: Connection, params: RecallParams, v: View, ranked: list[Scored]
     if v.historical or not params.curate or len(ranked) < 2:
         return None
     shown = ranked[: curation.WINDOW]
-    pairs = kept(conn, [s.id for s in shown])
-    if not pairs:
+    found = kept(conn, [s.id for s in shown])
+    if not found:
         return None
+    pairs = [(a, b, name) for a, b, name, _ in found]
+    confirmed = frozenset((a, b) for a, b, _, source in found if source != curation.INFERRED)
+    # from the newer to the older: what a write judged, and an updates link whoever wrote it ("#9 updates #4")
+    directed = frozenset((a, b) for a, b, name, source in found
+                         if source in (curation.INFERRED, curation.JUDGE) or name == "updates")
     involved = {i for a, b, _ in pairs for i in (a, b)}
     rows = _read(conn, [vids[s.id] for s in shown if s.id in involved])
     candidates = []
@@ -48,20 +54,20 @@ def window(conn: Connection, params: RecallParams, v: View, ranked: list[Scored]
             continue
         candidates.append(curation.Candidate(
             s.id, s.relevance, s.related, int(r[4]), curation.is_turn(r[3], r[1]), embedding_text(r[1], r[2]),
-            (r[5] or "", r[6] or "")))
-    return curation.curate(candidates, pairs, curation.said(params.query))
+            (r[5] or "", r[6] or ""), written_ms=int(r[7])))
+    return curation.curate(candidates, pairs, curation.said(params.query), confirmed, directed)
 
 
-def kept(conn: Connection, ids: list[int]) -> list[curation.Kept]:
-    """The open links among ``ids`` that curation acts on: (from id, to id, relation)."""
+def kept(conn: Connection, ids: list[int]) -> list[tuple[int, int, str, str | None]]:
+    """The open links among ``ids`` that curation acts on: (from id, to id, relation, source)."""
     d = dialect(conn)
     names = ", ".join(f"'{name}'" for name in KEPT)
-    return [(int(a), int(b), str(name)) for a, b, name in conn.execute(
-        f"SELECT l.from_id, l.to_id, l.relation FROM {d.ids(':ids')} j CROSS JOIN links l ON l.from_id = j.value "
+    return [(int(a), int(b), str(name), source) for a, b, name, source in conn.execute(
+        f"SELECT l.from_id, l.to_id, l.relation, l.source FROM {d.ids(':ids')} j CROSS JOIN links l ON l.from_id = j.value "
         f"WHERE l.recorded_to_ms IS NULL AND l.relation IN ({names}) AND l.to_id IN (SELECT value FROM "
         f"{d.ids(':ids')} k)", {"ids": id_list(ids)})]
 
 
 def _read(conn: Connection, vids: list[int]) -> dict[int, Any]:
-    """Each version's entity id -> (entity id, content, summary, type, valid time, agent, workspace)."""
+    """Each version's entity id -> (entity id, content, summary, type, valid time, agent, workspace, written)."""
     return {r[0]: r for r in conn.execute(f"SELECT {_COLUMNS} FROM {from_vids(conn)}", {"vids": id_list(vids)})}

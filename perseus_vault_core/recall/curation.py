@@ -222,6 +222,7 @@ class Candidate:
     text: str
     scope: tuple[str, str] = ("", "")  # (agent_id, workspace_hash): two tenants' memories are never paired
     _said: Said | None = None
+    written_ms: int = 0  # when this version was written
 
     @property
     def said(self) -> Said:
@@ -239,27 +240,38 @@ class Curated:
     order: list[int]
     duplicates: dict[int, list[int]]
     outdated_by: dict[int, int]
+    confirmed: frozenset[int] = frozenset()  # of the outdated: those whose update someone confirmed
 
     def apply(self, ranked: Sequence[H], include_outdated: bool = True) -> list[H]:
         """``ranked`` (best first) in the curated order: the window as curated, the rest as it was;
-        without the collapsed duplicates, and without the outdated ones unless ``include_outdated``."""
+        without the collapsed duplicates, and unless ``include_outdated``, without the outdated ones whose
+        update someone confirmed (the agent's ``updates`` link, a judge): a mark the vault inferred by rule
+        orders and annotates, and never hides a memory (it may be two true facts: the 2024 and 2025 budgets)."""
         by_id = {item.id: item for item in ranked}
         window = set(self.window)
-        gone = set() if include_outdated else set(self.outdated_by)
+        gone = set() if include_outdated else set(self.outdated_by) & self.confirmed
         return [by_id[i] for i in self.order if i not in gone] + [item for item in ranked if item.id not in window]
 
 
 Kept = tuple[int, int, str]  # a kept relation: (from id, to id, relation), from the newer memory to the older
+INFERRED = "inferred"  # the source of a relation the vault judged at write time (features/relations.py)
+JUDGE = "judge"  # the source of a judge's verdict, kept at write time
 
 
-def curate(ranked: Sequence[Candidate], kept: Sequence[Kept], query: Said | None = None) -> Curated:
+def curate(ranked: Sequence[Candidate], kept: Sequence[Kept], query: Said | None = None,
+           confirmed: frozenset[tuple[int, int]] = frozenset(),
+           directed: frozenset[tuple[int, int]] = frozenset()) -> Curated:
     """Curate ``ranked`` (best first; recall gives its first :data:`WINDOW`) by the relations kept between
     its memories (features/relations.py: judged when the newer of each pair was written, by rule, judge or
     agent), never by a guess made now. Memories linked as ``duplicates`` collapse into one each, the most
     recent wording taking the group's best place; the older of an ``updates`` pair is marked ``outdated_by``
     the newer; and the one valid later of any kept pair goes just before the older when both are related to
     the query and the newer is about as relevant (:data:`AS_RELEVANT`), unless the query names a value only
-    the older holds (:func:`_names_the_older`; ``query``: the query's features). Two tenants' memories and conversation turns are never paired."""
+    the older holds (:func:`_names_the_older`; ``query``: the query's features). The newer of a pair in
+    ``directed`` (from, to) is its ``from``: the write that judged it knew which came later (a new version of an
+    old key is the newer, whatever date it carries); of another pair, the one valid later, of two valid at once
+    the one written later. ``confirmed``: the kept pairs someone stated (the agent, a judge) rather than the vault
+    inferred. Two tenants' memories and conversation turns are never paired."""
     at = {c.id: k for k, c in enumerate(ranked)}
     pairs = [(at[a], at[b], name) for a, b, name in kept if a in at and b in at and a != b
              and ranked[at[a]].scope == ranked[at[b]].scope and not (ranked[at[a]].turn or ranked[at[b]].turn)]
@@ -283,14 +295,23 @@ def curate(ranked: Sequence[Candidate], kept: Sequence[Kept], query: Said | None
     duplicates = {ranked[chosen[f]].id: sorted(ranked[k].id for k in idx if k != chosen[f])
                   for f, idx in members.items() if len(idx) > 1}
     outdated: dict[int, int] = {}
+    sure: set[int] = set()
     later: dict[int, set[int]] = {}  # an index -> the indexes valid after it that may go before it
     for i, j, name in pairs:
         if name == "duplicates":
             continue
-        newer, older = (i, j) if (ranked[i].valid_ms, i) >= (ranked[j].valid_ms, j) else (j, i)
+        x, y = ranked[i], ranked[j]
+        judged = (x.id, y.id) in directed or (y.id, x.id) in directed
+        newer, older = (i, j) if (x.id, y.id) in directed or (
+            not judged and (x.valid_ms, x.id) >= (y.valid_ms, y.id)) else (j, i)
         if name == "updates":
             outdated.setdefault(ranked[older].id, ranked[newer].id)
-        if (ranked[newer].valid_ms > ranked[older].valid_ms and ranked[newer].related and ranked[older].related
+            if (x.id, y.id) in confirmed:
+                sure.add(ranked[older].id)
+        # later: valid later, or judged newer by a later write (two written at one instant are neither)
+        later_ = ranked[newer].valid_ms > ranked[older].valid_ms or (
+            judged and ranked[newer].written_ms != ranked[older].written_ms)
+        if (later_ and ranked[newer].related and ranked[older].related
                 and ranked[newer].relevance >= AS_RELEVANT * ranked[older].relevance
                 and not _names_the_older(query, ranked[older].said, ranked[newer].said)):
             later.setdefault(older, set()).add(newer)
@@ -303,7 +324,7 @@ def curate(ranked: Sequence[Candidate], kept: Sequence[Kept], query: Said | None
             continue
         order.insert(pos, order.pop(found))
         moves += 1
-    return Curated([c.id for c in ranked], [ranked[k].id for k in order], duplicates, outdated)
+    return Curated([c.id for c in ranked], [ranked[k].id for k in order], duplicates, outdated, frozenset(sure))
 
 
 def _names_the_older(query: Said | None, older: Said, newer: Said) -> bool:

@@ -35,7 +35,7 @@ from ...primitives.dbapi import Connection
 from ...primitives.filters import FROM, View
 from ...storage.base import ChangeLog
 from ..graph import open_links
-from ..relations import INFERRED, JUDGE
+from ...recall.curation import INFERRED, JUDGE
 
 Method = Literal["label_propagation", "modularity"]
 METHODS: tuple[str, ...] = ("label_propagation", "modularity")

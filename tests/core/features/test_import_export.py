@@ -108,13 +108,14 @@ def test_export_format(vault: Vault, clock: Clock) -> None:
     written = link_records(recs, inferred=False)
     assert len(written) == 5  # 4 links made, one re-weighted (2 rows), one closed
     assert sum(1 for r in written if r["recorded_to_ms"] is not None) == 2
-    # The links remember inferred travel too, open, each within one scope.
+    # The links remember inferred travel too, each within one scope; closed, as someone linked each pair after
+    # (a link of someone's closes the vault's between the same two).
     names = {v: k for k, v in ids.items()}
     inferred = link_records(recs, inferred=True)
     assert {(names[r["from_id"]], names[r["to_id"]], r["relation"]) for r in inferred} == INFERRED
     assert len(links) == len(written) + len(inferred)
     scope = {r["id"]: (r["agent_id"], r["workspace_hash"]) for r in entities}
-    assert all(r["recorded_to_ms"] is None and scope[r["from_id"]] == scope[r["to_id"]] for r in inferred)
+    assert all(r["recorded_to_ms"] is not None and scope[r["from_id"]] == scope[r["to_id"]] for r in inferred)
     new_db = next(r for r in entities if r["id"] == ids["new-db"])
     assert new_db["retrieval_count"] == 1 and new_db["last_accessed_ms"] is not None
 

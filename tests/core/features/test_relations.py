@@ -106,6 +106,10 @@ def test_a_judge_that_says_nothing_a_judge_can_say_fails_the_write_and_writes_no
         with pytest.raises(InvalidInput, match="judge: returned 'maybe' for #1"):
             vault.remember("fact", "region-now", "Production runs in eu-west-1 today.")
         assert vault.counts().total == 1
+    with Vault(vault_path, clock=clock, embedder=fake_embedder, judge=lambda m, c: {str(x.id): "update" for x in c}) as vault:
+        with pytest.raises(InvalidInput, match=r"judge: returned a verdict keyed by '1' \(str\); a key is a candidate's id"):
+            vault.remember("fact", "region-now", "Production runs in eu-west-1 today.")
+        assert vault.counts().total == 1
     with pytest.raises(InvalidInput, match="judge: must be callable"):
         Vault(vault_path, judge="no")
 
@@ -151,6 +155,31 @@ def test_a_batch_without_vectors_meets_its_nearest_earlier_memories_by_words(vau
                                similar=True)
     assert made[-2].id in [s.id for s in made[-1].similar]
     assert all(s.id != made[-1].id for m in made[:60] for s in m.similar)
+
+
+def test_a_stored_key_the_batch_rewrites_is_judged_by_its_new_text(dense_vault: Vault) -> None:
+    """From the review: a batch rewrote k1 and then wrote k1's old text under k2: k2 is no repeat of k1 now."""
+    dense_vault.remember("fact", "k1", "The cafeteria opens at 8 on weekdays.")
+    made = dense_vault.remember_many([{"category": "fact", "key": "k1", "content": "The gym opens at 6 on weekdays."},
+                                      {"category": "fact", "key": "k2", "content": "The cafeteria opens at 8 on weekdays."}],
+                                     similar=True)
+    assert all(s.relation != "duplicate" for s in made[1].similar)
+    assert [s.text for s in made[1].similar if s.id == made[0].id] in ([], ["The gym opens at 6 on weekdays."])
+    assert all(r != "duplicates" for _, _, r, _ in links(dense_vault))
+    gym = dense_vault.recall("gym opens", reinforce=False).items
+    assert made[0].id in [i.id for i in gym] and not any(made[0].id in (i.duplicates or []) for i in gym)
+
+
+def test_someones_link_closes_the_pairs_inferred_links(dense_vault: Vault, clock: Clock) -> None:
+    """A link the agent writes after the vault inferred one between the same two memories wins: the inferred
+    link closes (either way round), so the agent's "distinct" takes away the outdated mark."""
+    old = dense_vault.remember("fact", "room-101", "Room 101 seats 12 people.")
+    clock.advance(DAY_MS)
+    new = dense_vault.remember("fact", "room-102", "Room 102 seats 12 people.")
+    assert (new.id, old.id, "updates", "inferred") in links(dense_vault)
+    dense_vault.link(old.id, new.id, "distinct")
+    assert links(dense_vault) == [(old.id, new.id, "distinct", "None")]  # the agent's (no source), alone
+    assert all(i.outdated_by is None for i in dense_vault.recall("room seats", reinforce=False).items)
 
 
 def test_hygiene_lists_the_pairs_nobody_settled(dense_vault: Vault, clock: Clock) -> None:

@@ -62,8 +62,12 @@ def test_curate_arranges_by_the_kept_relations_only() -> None:
     done = curate(ranked, [(3, 1, "updates"), (4, 2, "duplicates")])
     assert done.order == [3, 1, 4, 5]  # the update before the fact it updates; 4 stands for 2 (newer wording)
     assert done.duplicates == {4: [2]} and done.outdated_by == {1: 3}
-    assert done.apply(ranked, include_outdated=False) == [ranked[2], ranked[3], ranked[4]]
+    assert done.apply(ranked, include_outdated=False) == [ranked[2], ranked[0], ranked[3], ranked[4]]  # inferred
+    stated = curate(ranked, [(3, 1, "updates"), (4, 2, "duplicates")], confirmed=frozenset({(3, 1)}))
+    assert stated.apply(ranked, include_outdated=False) == [ranked[2], ranked[3], ranked[4]]  # someone said so
     assert curate(ranked, []).order == [1, 2, 3, 4, 5]
+    # a write's judgement knows which of two is newer, whatever dates they carry: the link goes from the newer
+    assert curate(ranked, [(1, 3, "updates")], directed=frozenset({(1, 3)})).outdated_by == {3: 1}
 
 
 def test_the_newer_of_two_related_memories_goes_first_unless_the_query_names_a_value_only_the_older_holds() -> None:
@@ -107,14 +111,35 @@ def test_an_update_is_kept_when_written_and_marks_the_older_for_every_query(mode
         items = model_vault.recall(query, reinforce=False).items
         assert [i.id for i in items[:2]] == [newer.id, older.id], query
         assert items[1].outdated_by == newer.id and items[0].outdated_by is None
-    assert older.id not in [i.id for i in model_vault.recall("where does production run", include_outdated=False,
-                                                             reinforce=False).items]
     plain = model_vault.recall("where does production run", curate=False, reinforce=False).items
     assert all(i.outdated_by is None for i in plain)
+    # A mark the vault inferred orders and annotates and never hides: the rule cannot tell an update from two
+    # true facts ("Room 101 seats 12" and "Room 102 seats 12"), so prepare shows both, the newer first, dated.
+    assert older.id in [i.id for i in model_vault.recall("where does production run", include_outdated=False,
+                                                         reinforce=False).items]
     block = model_vault.prepare("where does production run?", triggered=0).markdown
-    assert "eu-west-1" in block and "us-east-1" not in block  # prepare leaves the outdated out
+    assert block.index("eu-west-1") < block.index("us-east-1")
+    # Someone's word hides it: the agent's own updates link (or a judge's verdict, which supersedes).
+    model_vault.link(newer.id, older.id, "updates")
+    assert older.id not in [i.id for i in model_vault.recall("where does production run", include_outdated=False,
+                                                             reinforce=False).items]
+    block = model_vault.prepare("where does production run?", triggered=0).markdown
+    assert "eu-west-1" in block and "us-east-1" not in block  # prepare leaves the confirmed outdated out
     assert "us-east-1" in model_vault.prepare("where does production run?", triggered=0,
                                               include_outdated=True).markdown
+
+
+def test_a_new_version_of_an_old_key_is_the_newer_of_its_pair(model_vault: Vault, clock: Clock) -> None:
+    """From the review: a key written again is the newest statement, whatever date its first version carries."""
+    first = model_vault.remember("fact", "deploy", "Deploys go out at 10:00 on Tuesdays.")
+    clock.advance(DAY_MS)
+    other = model_vault.remember("fact", "deploy-new", "Deploys go out at 14:00 on Tuesdays.")
+    clock.advance(DAY_MS)
+    again = model_vault.remember("fact", "deploy", "Deploys go out at 09:00 on Tuesdays.")
+    assert again.id == first.id
+    items = model_vault.recall("when do deploys go out", reinforce=False).items
+    assert [i.id for i in items[:2]] == [first.id, other.id]
+    assert items[0].outdated_by is None
 
 
 def test_an_update_phrased_another_way_is_a_candidate_and_comes_first(model_vault: Vault, clock: Clock) -> None:
