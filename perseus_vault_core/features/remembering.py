@@ -24,6 +24,7 @@ checkpointer) and conversation turns never take this path, so they keep every wr
 
 from __future__ import annotations
 
+import heapq
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -91,8 +92,10 @@ def remember_many(engine: Engine, p: RememberManyParams) -> list[Entity]:
     vectors = [plan.by_text.get(t) if plan is not None else None for t in texts]
     judged = [i for i, item in enumerate(items) if not curation.is_turn(item.type or "", item.content)]
     words = plan is None or not plan.by_text  # a vault with vectors asks no keyword look-up per batch item
+    with engine.reading() as conn:  # an empty store (a first import, a fresh vault) has nothing to look up
+        stored = conn.execute("SELECT 1 FROM entities LIMIT 1").fetchone() is not None
     outside = {i: gather(engine, items[i], _new(engine, items[i], texts[i], 0), texts[i], vectors[i], words=words,
-                         warm=False) for i in judged}
+                         warm=False) if stored else ([], {}) for i in judged}
     kept: dict[int, tuple[list[candidates.Candidate], dict[int, Row], dict[int, str]]] = {}
     batch = _Batch.of(items, texts, vectors)
 
@@ -207,9 +210,15 @@ class _Batch:
             for k in self.holding.get(w, ()):
                 if k < i:
                     shared[k] = shared.get(k, 0) + 1
-        mine = len(self.words[i])
-        score = {k: n / (mine + len(self.words[k]) - n) for k, n in shared.items() if fits(k)}
-        return [(k, None) for k in sorted(score, key=lambda k: (-score[k], k))[:POOL]]
+        mine, words = len(self.words[i]), self.words
+        score = {k: n / (mine + len(words[k]) - n) for k, n in shared.items()}
+        wanted = 4 * POOL
+        while True:
+            ranked_ids = heapq.nsmallest(wanted, score, key=lambda k: (-score[k], k))
+            near = [(k, None) for k in ranked_ids if fits(k)]
+            if len(near) >= POOL or wanted >= len(score):
+                return near[:POOL]
+            wanted *= 4
 
 
 def _in_batch(engine: Engine, items: Sequence[RememberInput], batch: _Batch, ids: list[int], i: int

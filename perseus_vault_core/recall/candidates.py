@@ -27,6 +27,7 @@ Measured on benchmarks/data/curation.json and candidates.json (docs/benchmarks.m
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -136,12 +137,13 @@ def _best(new: Memory, found: Sequence[Found]) -> list[tuple[float, Found]]:
     most = W_VALUES * min(len(new.said.anchors), 3)
     bounded = sorted(((_without_values(new, f), f) for f in found), key=lambda p: (-p[0], p[1].memory.id))
     exact: list[tuple[float, Found]] = []
-    for k, (partial, f) in enumerate(bounded):
-        kept = sorted(exact, key=lambda p: (-p[0], p[1].memory.id))
-        firsts = list({p[1].memory.id: p for p in reversed(kept)}.values())  # each memory at its best
-        if len(firsts) >= MOST and sorted(v for v, _ in firsts)[-MOST] > partial + most:
-            return kept  # nothing after this can reach the first MOST
-        exact.append((partial + W_VALUES * _values(new, f), f))
+    best: dict[int, float] = {}  # each memory at its best score so far
+    for partial, f in bounded:
+        if len(best) >= MOST and heapq.nlargest(MOST, best.values())[-1] > partial + most:
+            break  # nothing from here on can reach the first MOST
+        value = partial + W_VALUES * _values(new, f)
+        exact.append((value, f))
+        best[f.memory.id] = max(value, best.get(f.memory.id, value))
     return sorted(exact, key=lambda p: (-p[0], p[1].memory.id))
 
 

@@ -91,16 +91,20 @@ class Said:
     anchors: frozenset[str]
     records: frozenset[str]
     tokens: frozenset[str] = frozenset()
+    # its word tokens of three characters or more that are not all digits, and every prefix of them from three
+    # characters on: what holds() looks a spelling up in (a set each, not a scan of the tokens)
+    spelled: frozenset[str] = frozenset()
+    prefixes: frozenset[str] = frozenset()
 
     def holds(self, anchor: str) -> bool:
         """Whether this text holds ``anchor`` in some spelling: each of its word tokens here, or one that
         begins with it or that it begins with, from three letters on (Postgres, PostgreSQL; Feb,
         February; prod, production). A signed value is held only as it is: -5 is not 5."""
-        if anchor.startswith("-") or any(a == "-" + anchor for a in self.anchors):
+        if anchor.startswith("-") or "-" + anchor in self.anchors:
             return anchor in self.anchors
-        return all(part in self.tokens or (len(part) >= 3 and not part.isdigit() and any(
-            (t.startswith(part) or part.startswith(t)) and len(t) >= 3 and not t.isdigit() for t in self.tokens))
-            for part in tokenize(anchor))
+        return all(part in self.tokens or (len(part) >= 3 and not part.isdigit() and (
+            part in self.prefixes or any(part[:k] in self.spelled for k in range(3, len(part) + 1))))
+            for part in _parts(anchor))
 
 
 def normal(text: str) -> str:
@@ -131,7 +135,14 @@ def said(text: str) -> Said:
     records = frozenset(a for a in anchors if _RECORD.match(a) and any(c.isdigit() for c in a))
     tokens = tokenize(text)
     words = frozenset(stem(t) for t in tokens if t not in STOPWORDS)
-    return Said(normal(whole), words, frozenset(anchors), records, frozenset(tokens))
+    spelled = frozenset(t for t in tokens if len(t) >= 3 and not t.isdigit())
+    prefixes = frozenset(t[:k] for t in spelled for k in range(3, len(t) + 1))
+    return Said(normal(whole), words, frozenset(anchors), records, frozenset(tokens), spelled, prefixes)
+
+
+@lru_cache(maxsize=65536)
+def _parts(anchor: str) -> tuple[str, ...]:
+    return tuple(tokenize(anchor))
 
 
 def jaccard(a: frozenset[str], b: frozenset[str]) -> float:

@@ -10,10 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from perseus_vault_core import Vault
+from perseus_vault_core.primitives.query import tokenize
 from perseus_vault_core.recall import curation
-from perseus_vault_core.recall.curation import Candidate, curate, relation, said
+from perseus_vault_core.recall.curation import Candidate, Said, curate, relation, said
 
 from ...conftest import Clock
 
@@ -42,6 +45,27 @@ def test_an_anchor_is_held_in_another_spelling() -> None:
     text = said("We went with PostgreSQL 15 in production, from February.")
     assert all(text.holds(x) for x in ("postgres", "15", "feb", "prod"))
     assert not text.holds("16") and not text.holds("mysql")
+
+
+def _held_by_scanning(text: Said, anchor: str) -> bool:
+    """holds() as first written: a scan of the text's tokens for each part of the anchor."""
+    if anchor.startswith("-") or any(a == "-" + anchor for a in text.anchors):
+        return anchor in text.anchors
+    return all(part in text.tokens or (len(part) >= 3 and not part.isdigit() and any(
+        (t.startswith(part) or part.startswith(t)) and len(t) >= 3 and not t.isdigit() for t in text.tokens))
+        for part in tokenize(anchor))
+
+
+SPELLINGS = ["Postgres", "PostgreSQL", "pg", "Feb", "February", "prod", "production", "w123", "w12", "-5", "5", "v1.2",
+             "eu-west-1", "us", "ENG-142", "$12", "x", "abc", "abcd"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(SPELLINGS), min_size=1, max_size=8), st.sampled_from(SPELLINGS))
+def test_a_spelling_is_looked_up_as_a_scan_would_find_it(words: list[str], anchor: str) -> None:
+    text = said("Note: " + " ".join(words))
+    for a in {anchor.lower(), *text.anchors}:
+        assert text.holds(a) == _held_by_scanning(text, a), a
 
 
 def _candidate(i: int, relevance: float, day: int, text: str, scope: str = "") -> Candidate:

@@ -12,15 +12,15 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
 SCRIPT = """
-import asyncio, os, signal, sys, threading
+import asyncio, os, signal, sys
 from perseus_vault_integrations.mcp.interrupts import interruptible
 
 async def main():
+    asyncio.get_running_loop().call_later(0.3, os.kill, os.getpid(), signal.SIGINT)  # Ctrl-C while serving
     try:
         await asyncio.sleep(30)
     except asyncio.CancelledError:
         return  # a server that shuts down cleanly when cancelled
-threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
 try:
     if sys.argv[1] == "kept":
         with interruptible():
