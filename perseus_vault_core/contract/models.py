@@ -144,7 +144,7 @@ class RecallItem(Entity):
     ``actionability`` appears with ``startup=True`` and ``validity`` with ``profile="validity"`` or
     ``validity_annotate=True``; without those flags the item carries neither key at all. ``duplicates``
     (the ids of memories saying the same thing, collapsed into this one) and ``outdated_by`` (a newer
-    memory that likely updates this one) appear only when curation found them (docs/curation.md).
+    memory that may update this one) appear only when curation found them (docs/curation.md).
     """
 
     score: float
@@ -152,7 +152,7 @@ class RecallItem(Entity):
     actionability: float | None = None
     validity: Validity | None = None
     duplicates: list[int] | None = None  # memories saying the same thing, collapsed into this one
-    outdated_by: int | None = None  # a newer memory that likely updates this one (docs/curation.md)
+    outdated_by: int | None = None  # a newer memory that may update this one (docs/curation.md)
 
 
 class RecallResult(_Out):

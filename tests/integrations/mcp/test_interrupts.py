@@ -14,6 +14,7 @@ ROOT = Path(__file__).resolve().parents[3]
 SCRIPT = """
 import asyncio, os, signal, sys
 from perseus_vault_integrations.mcp.interrupts import interruptible
+before = signal.getsignal(signal.SIGINT)  # Python's default, or SIG_IGN where the parent ignored Ctrl-C
 
 async def main():
     asyncio.get_running_loop().call_later(0.3, os.kill, os.getpid(), signal.SIGINT)  # Ctrl-C while serving
@@ -29,7 +30,7 @@ try:
         asyncio.run(main())
     print("returned")
 except KeyboardInterrupt:
-    print("interrupted", signal.getsignal(signal.SIGINT) is signal.default_int_handler)
+    print("interrupted", signal.getsignal(signal.SIGINT) is before)  # the handler it found is back
 """
 
 
