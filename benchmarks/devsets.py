@@ -60,6 +60,16 @@ def curation(split: str | None = None) -> dict[str, list[dict[str, Any]]]:
     return {name: [item for item in items if item["split"] == split] for name, items in data.items()}
 
 
+def candidates() -> dict[str, list[dict[str, Any]]] | None:
+    """``candidates.json``: a larger set of the same three lists as ``curation.json`` (at least 150 pairs
+    of each kind, the phrasing of each change varied), for checking what was tuned on curation.json's dev
+    half; ``None`` while it is not there."""
+    if not (DATA / "candidates.json").exists():
+        return None
+    data: dict[str, list[dict[str, Any]]] = _load("candidates.json")
+    return data
+
+
 def team_memory() -> dict[str, list[dict[str, Any]]]:
     """``team_memory.json``: ``{"memories": [...], "questions": [...]}``."""
     data: dict[str, list[dict[str, Any]]] = _load("team_memory.json")

@@ -69,7 +69,7 @@ if TYPE_CHECKING:  # what each name is, for type checkers; at run time each load
         is_advanced,
         validate,
     )
-    from .contract.readable import readable
+    from .contract.readable import date, readable, true_from, truth
     from .contract.text import escape_breaks
     from .contract.verbs import ALIASES, BY_NAME, PROFILES, VERBS, Verb
     from .embeddings import Embedder, LazyEmbedder
@@ -161,6 +161,9 @@ __all__ = [
     "cancellable",
     "escape_breaks",
     "readable",
+    "date",
+    "true_from",
+    "truth",
     "is_advanced",
     "migrate",
     "read_secret_file",
@@ -248,6 +251,9 @@ _WHERE = {
     "Verb": "contract.verbs",
     "escape_breaks": "contract.text",
     "readable": "contract.readable",
+    "date": "contract.readable",
+    "true_from": "contract.readable",
+    "truth": "contract.readable",
 }
 
 

@@ -28,6 +28,7 @@ from ..contract.models import (
     ScanPage,
     TraverseResult,
 )
+from ..contract.readable import date, remembered_text, true_from, truth
 from ..contract.text import escape_breaks, for_terminal, one_line
 from ..features import conversations
 
@@ -91,13 +92,14 @@ def name(e: Any) -> str:
 
 
 def entity_line(e: Any) -> str:
-    return f"#{e.id} [{name(e)}] {short(e.content)}"
+    """A memory on one line: id, category/key, when it was true (readable.truth), its text."""
+    return f"#{e.id} [{name(e)}] {truth(e)}: {short(e.content)}"
 
 
 def entity(e: Entity, _: argparse.Namespace | None = None) -> str:
     lines = [f"#{e.id} [{name(e)}] {e.type}, version {e.version}, {e.status}",
-             f"created {when(e.created_at_ms)}, updated {when(e.updated_at_ms)}"
-             + (f", valid {when(e.valid_from_ms)} to {when(e.valid_to_ms)}" if e.valid_to_ms is not None else "")
+             f"true from {when(true_from(e))}" + (f" to {when(e.valid_to_ms)}" if e.valid_to_ms is not None else "")
+             + f"; created {when(e.created_at_ms)}, this version written {when(e.updated_at_ms)}"
              + (f", expires {when(e.expires_at_ms)}" if e.expires_at_ms is not None else "")]
     if e.summary:
         lines.append(e.summary)
@@ -105,16 +107,12 @@ def entity(e: Entity, _: argparse.Namespace | None = None) -> str:
     return "\n".join(lines)
 
 
-_SIMILAR = {"duplicate": "probably repeats", "update": "probably updates", "related": "is related to"}
-
-
 def remembered(r: Remembered, _: argparse.Namespace) -> str:
-    """What was written, or that nothing was (an exact repeat), then the memories it probably repeats or
-    updates: what an agent or a person acts on next (docs/curation.md)."""
-    lines = [f"already held by #{r.id} [{name(r)}]: nothing written (--keep-duplicate stores it)" if r.repeated
-             else f"remembered #{r.id} [{name(r)}] version {r.version}"]
-    lines += [f"  {_SIMILAR[s.relation]} #{s.id} [{name(s)}] (similarity {s.similarity:.2f})" for s in r.similar]
-    return "\n".join(lines)
+    """What was written, or that nothing was (an exact repeat), then the candidates it may repeat, update or
+    contradict, as a model reads them over MCP (readable.remembered_text): what an agent or a person acts on
+    next (docs/curation.md)."""
+    text = remembered_text(r)
+    return text + "\n(--keep-duplicate stores it)" if r.repeated else text
 
 
 def recall(result: RecallResult, _: argparse.Namespace) -> str:
@@ -125,8 +123,12 @@ def recall(result: RecallResult, _: argparse.Namespace) -> str:
         extra = f"  [actionability {item.actionability:.2f}]" if item.actionability is not None else ""
         if item.validity is not None:
             extra += f"  [{item.validity.grade}, x{item.validity.multiplier:.2f}]"
-        if item.outdated_by is not None:  # curation (docs/curation.md): why it sits below a newer memory
-            extra += f"  [likely outdated by #{item.outdated_by}]"
+        if item.superseded_by is not None:  # shown with --include-archived: never taken for a current memory
+            extra += f"  [superseded by #{item.superseded_by}]"
+        elif item.status != "active":
+            extra += f"  [{item.status}]"
+        if item.outdated_by is not None:  # curation (docs/curation.md): kept as updated by a newer memory
+            extra += f"  [outdated by #{item.outdated_by}]"
         if item.duplicates:
             extra += f"  [also says this: {', '.join(f'#{i}' for i in item.duplicates)}]"
         lines.append(f"{item.score:7.3f}  {entity_line(item)}{extra}")
@@ -141,8 +143,8 @@ def scan(page: ScanPage, _: argparse.Namespace) -> str:
 
 def history(page: HistoryPage, args: argparse.Namespace) -> str:
     lines = [f"{page.total} version(s) of {args.category}/{args.key}, newest first:"]
-    lines += [f"v{e.version} {e.change:<9} {e.status:<10} from {when(e.recorded_from_ms)}: {short(e.content, 80)}"
-              for e in page.items]
+    lines += [f"v{e.version} {e.change:<9} {e.status:<10} recorded {when(e.recorded_from_ms)}, true from {truth(e)}: "
+              f"{short(e.content, 80)}" for e in page.items]
     return "\n".join(lines)
 
 
@@ -178,15 +180,20 @@ def recent(page: ScanPage, _: argparse.Namespace) -> str:
 
 
 def hygiene(report: HygieneReport, _: argparse.Namespace) -> str:
+    settle = ([f"{len(report.conflicts)} pair(s) that may state one fact two ways (newer first; supersede, or "
+               "unlink their inferred link):"]
+              + [f"#{c.newer} ({date(c.newer_true_from_ms)}) {short(c.newer_preview, 60)}  <->  #{c.older} "
+                 f"({date(c.older_true_from_ms)}) {short(c.older_preview, 60)}" for c in report.conflicts]
+              if report.conflicts else [])
     if not report.total:
-        return f"nothing to flag among {report.scanned} active memories"
+        return "\n".join([f"nothing to flag among {report.scanned} active memories", *settle])
     tally = ", ".join(f"{reason} {n}" for reason, n in report.counts.items() if n)
     lines = [f"{report.total} of {report.scanned} active memories flagged, showing {len(report.items)}: {tally}"]
     for item in report.items:
         reasons = ", ".join(f"{r} of #{item.duplicate_of}" if r.endswith("duplicate") else r for r in item.reasons)
         lines.append(f"#{item.id} [{name(item)}] actionability {item.actionability:.2f}: {reasons}"
                      f"  {short(item.preview)}")
-    return "\n".join(lines)
+    return "\n".join(lines + settle)
 
 
 def traverse(walk: TraverseResult, _: argparse.Namespace) -> str:

@@ -101,21 +101,27 @@ class Entity(_Out):
 
 
 class SimilarMemory(_Out):
-    """A memory in the same scope that a new one probably repeats or updates (docs/curation.md)."""
+    """A memory in the same scope that a new one may repeat, update or contradict: a candidate for the agent
+    (or a judge) to decide on, with its text and when it became true (docs/curation.md)."""
 
     id: int
     category: str
     key: str
-    similarity: float  # the cosine of the two memories' vectors (without vectors: their words' Jaccard)
-    relation: Literal["duplicate", "update", "related"]
+    similarity: float  # the candidate's score: the cosine of the two vectors (else the words' Jaccard), plus
+    # what the two share beyond meaning (recall/candidates.py)
+    relation: Literal["duplicate", "update", "same_subject", "related", "distinct"]  # a judge's verdict when there is one
+    text: str = ""  # its summary and content on one line (the first 300 characters)
+    true_from_ms: int | None = None  # when it became true: its valid_from, else its write
+    true_to_ms: int | None = None  # when it stopped being true, if it did
 
 
 class Remembered(Entity):
     """What ``remember`` stored, or, with ``repeated``, the memory in scope that already says exactly this
-    (nothing was written); ``similar``: memories in scope it probably repeats or updates, most similar
-    first, for the agent to supersede or merge."""
+    (nothing was written); ``similar``: its candidates, memories of the scope it may repeat, update or
+    contradict, best first, for the agent (or a judge) to decide on."""
 
     repeated: bool = False
+    written: bool = True  # False: nothing was written (a repeat, or the same key with the same fields)
     similar: list[SimilarMemory] = []
 
 
@@ -138,7 +144,7 @@ class RecallItem(Entity):
     ``actionability`` appears with ``startup=True`` and ``validity`` with ``profile="validity"`` or
     ``validity_annotate=True``; without those flags the item carries neither key at all. ``duplicates``
     (the ids of memories saying the same thing, collapsed into this one) and ``outdated_by`` (a newer
-    memory that likely updates this one) appear only when curation found them (docs/curation.md).
+    memory that may update this one) appear only when curation found them (docs/curation.md).
     """
 
     score: float
@@ -146,7 +152,7 @@ class RecallItem(Entity):
     actionability: float | None = None
     validity: Validity | None = None
     duplicates: list[int] | None = None  # memories saying the same thing, collapsed into this one
-    outdated_by: int | None = None  # a newer memory that likely updates this one (docs/curation.md)
+    outdated_by: int | None = None  # a newer memory that may update this one (docs/curation.md)
 
 
 class RecallResult(_Out):
@@ -538,14 +544,31 @@ class HygieneItem(_Out):
     created_at_ms: int
 
 
+class HygieneConflict(_Out):
+    """Two memories that may state one fact two ways (kept as ``updates`` or ``same_subject`` when the newer was
+    written), neither superseding the other and neither confirmed distinct (an ``unlink`` of their inferred
+    link, or a judge's verdict, settles it): the newer (valid later) and the older, with their texts' first 200
+    characters and when each became true."""
+
+    newer: int
+    older: int
+    relation: str
+    newer_preview: str
+    older_preview: str
+    newer_true_from_ms: int
+    older_true_from_ms: int
+
+
 class HygieneReport(_Out):
     """``items``: flagged memories, least actionable first, up to ``limit``. ``total`` counts every
-    flagged memory, ``scanned`` every active memory examined, ``counts`` each reason over all flagged."""
+    flagged memory, ``scanned`` every active memory examined, ``counts`` each reason over all flagged.
+    ``conflicts``: pairs that may state one fact two ways, newest first, up to ``limit``."""
 
     items: list[HygieneItem]
     total: int
     scanned: int
     counts: dict[str, int]
+    conflicts: list[HygieneConflict] = []
 
 
 class CheckReport(_Out):

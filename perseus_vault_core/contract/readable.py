@@ -1,14 +1,16 @@
 """What a model reads of a result: compact, dated text. Pure.
 
 A model pays for every character it reads, and acts on what the text says, so a memory is written as
-one line, two when it has fields worth saying: its id, category/key, the date of its version, its score
+one line, two when it has fields worth saying: its id, category/key, when it became true (its
+``valid_from``, else when the version was written) and, once it stopped being true, until when, its score
 to two decimals, then its text (the summary first when the content does not hold it)::
 
     #7 fact/db-host 2026-06-03 0.34: The billing database is db-billing-1 in eu-west-1.
        topic billing/infra; ticket: OPS-2291
 
 The second line holds only what is set and tells the reader something: a type other than ``note``, the
-topic, a status other than active, what replaced it, validity and expiry dates, provenance, its body
+topic, a status other than active, what replaced it, when it was written (when that is not the day it
+became true), expiry, provenance, its body
 fields, and the marks recall adds when asked (actionability, validity, a trigger). Usage counters,
 ranks, nulls and millisecond times are left out: programs read the structured result, which keeps
 every field. Stored text stays on its line: names have their line breaks escaped and texts their
@@ -27,7 +29,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from .models import Entity, HistoryPage, RecallResult, RecallWhenResult, ScanPage
+from .models import Entity, HistoryPage, RecallResult, RecallWhenResult, Remembered, ScanPage
 from .text import escape_breaks
 
 EXTRAS_CHARS = 110  # the second line's cap (a hit costs at most ~160 beyond its text): get_entity reads all
@@ -43,6 +45,18 @@ def date(ms: int | None) -> str:
         return "?"
 
 
+def true_from(entity: Entity) -> int:
+    """When what a memory says became true: its ``valid_from``, else when this version was written."""
+    return entity.valid_from_ms if entity.valid_from_ms is not None else entity.updated_at_ms
+
+
+def truth(entity: Entity) -> str:
+    """The dates a reader judges a memory by: when it became true (``2026-01-05``) and, once it stopped being
+    true, until when (``2026-01-05 to 2026-07-01``). Two facts written the same day read apart by these."""
+    span = date(true_from(entity))
+    return span if entity.valid_to_ms is None else f"{span} to {date(entity.valid_to_ms)}"
+
+
 def one_line(text: str) -> str:
     """Stored text on one line: whitespace runs (line breaks among them) as one space."""
     return " ".join(text.split())
@@ -50,8 +64,13 @@ def one_line(text: str) -> str:
 
 def memory_text(entity: Entity) -> str:
     """The summary, then the content (the summary alone is left out when the content holds it)."""
-    content = one_line(entity.content)
-    summary = one_line(entity.summary or "")
+    return line_of(entity.content, entity.summary)
+
+
+def line_of(content: str, summary: str | None) -> str:
+    """A memory's text on one line: its summary, then its content (the summary left out when the content
+    holds it)."""
+    content, summary = one_line(content), one_line(summary or "")
     return f"{summary}: {content}" if summary and summary not in content else content
 
 
@@ -129,10 +148,8 @@ def details(entity: Entity, *, scope_given: bool = False) -> list[str]:
         parts.append(f"supersedes #{entity.supersedes}")
     if entity.version > 1:
         parts.append(f"version {entity.version}")
-    if entity.valid_to_ms is not None:
-        parts.append(f"true {date(entity.valid_from_ms)} to {date(entity.valid_to_ms)}")
-    elif entity.valid_from_ms is not None and date(entity.valid_from_ms) != date(entity.created_at_ms):
-        parts.append(f"true from {date(entity.valid_from_ms)}")
+    if date(true_from(entity)) != date(entity.updated_at_ms):  # the headline says when it became true
+        parts.append(f"written {date(entity.updated_at_ms)}")
     if entity.expires_at_ms is not None:
         parts.append(f"expires {date(entity.expires_at_ms)}")
     if entity.verified:
@@ -149,9 +166,10 @@ def details(entity: Entity, *, scope_given: bool = False) -> list[str]:
 
 
 def hit(entity: Entity, *, score: float | None = None, scope_given: bool = False, prefix: str = "") -> str:
-    """A memory as one line, two when it has details: id, category/key, date, score, text."""
+    """A memory as one line, two when it has details: id, category/key, when it was true (:func:`truth`),
+    score, text."""
     label = escape_breaks(f"{entity.category}/{entity.key}")
-    head = f"{prefix}#{entity.id} {label} {date(entity.updated_at_ms)}"
+    head = f"{prefix}#{entity.id} {label} {truth(entity)}"
     if score is not None:
         head += f" {score:.2f}"
     line = f"{head}: {memory_text(entity)}"
@@ -198,9 +216,9 @@ def page_text(result: ScanPage | HistoryPage, *, scope_given: bool = False, chan
     lines = []
     for item in result.items:
         line = hit(item, scope_given=scope_given)
-        if changes:  # history and recent: what this version did
+        if changes:  # history and recent: what this version did, and when the vault recorded it
             first, _, rest = line.partition(": ")
-            line = f"{first} {item.change}: {rest}"
+            line = f"{first} {item.change} (recorded {date(item.recorded_from_ms)}): {rest}"
         lines.append(line)
     if isinstance(result, ScanPage) and result.has_more:
         lines.append(f"(more: pass cursor {json.dumps(result.next_cursor)})")
@@ -208,6 +226,31 @@ def page_text(result: ScanPage | HistoryPage, *, scope_given: bool = False, chan
         lines.insert(0, f"{_count(result.total, 'version', 'versions')}, newest first:")
         if result.has_more:
             lines.append("(more: pass a larger offset)")
+    return "\n".join(lines)
+
+
+RELATIONS = {"duplicate": "duplicate", "update": "update", "same_subject": "same subject", "related": "related",
+             "distinct": "distinct"}
+
+
+def remembered_text(result: Remembered) -> str:
+    """What ``remember`` did, as data a model reads and acts on in its next call: the memory stored (its id,
+    name, when it is true from), or the one that already holds the text (nothing written), then each
+    candidate it may repeat, update or contradict as ``#id (relation, true from DATE): text``."""
+    name = escape_breaks(f"{result.category}/{result.key}")
+    if result.repeated:
+        head = f"already held by #{result.id} {name} (true from {truth(result)}): nothing written"
+    elif not result.written:
+        head = f"unchanged: #{result.id} {name} (true from {truth(result)}) already says this; nothing written"
+    else:
+        head = f"stored as #{result.id} {name}, version {result.version} (true from {truth(result)})"
+    label = "other candidate" if result.repeated else "candidate"  # the memory holding the text is in the head
+    if not result.similar:
+        return head + f"; no {label} it repeats, updates or contradicts"
+    lines = [head, f"{label}s it may repeat, update or contradict:"]
+    for s in result.similar:
+        span = date(s.true_from_ms) + (f" to {date(s.true_to_ms)}" if s.true_to_ms is not None else "")
+        lines.append(f"#{s.id} ({RELATIONS[s.relation]}, true from {span}): {one_line(s.text)}")
     return "\n".join(lines)
 
 
@@ -233,6 +276,8 @@ def readable(result: Any, *, scope_given: bool = False, changes: bool = False) -
     """What a model reads of a verb's result: the compact lines above for memories and pages of them,
     compact JSON for anything else. ``scope_given``: the call named a scope, so each memory's is left
     out; ``changes``: a page of writes (recent), each line saying what its version did."""
+    if isinstance(result, Remembered):
+        return remembered_text(result)
     if isinstance(result, (RecallResult, RecallWhenResult)):
         return recall_text(result, scope_given=scope_given)
     if isinstance(result, HistoryPage):
@@ -241,6 +286,8 @@ def readable(result: Any, *, scope_given: bool = False, changes: bool = False) -
         return page_text(result, scope_given=scope_given, changes=changes)
     if isinstance(result, Entity):
         return entity_text(result)
+    if isinstance(result, list) and result and all(isinstance(r, Remembered) for r in result):
+        return "\n\n".join(remembered_text(r) for r in result)  # remember_many with its candidates
     if isinstance(result, list) and result and all(isinstance(r, Entity) for r in result):
         return "\n".join(hits(result, scored=False, scope_given=scope_given))
     return compact_json(result)

@@ -49,16 +49,16 @@ class Verb:
 VERBS: tuple[Verb, ...] = (
     Verb("recall", p.RecallParams, m.RecallResult, "find memories by keyword, meaning or both",
          "Find memories for a question or topic, best first; use it before answering from memory. Returns items "
-         "and search_mode. outdated_by: a newer memory likely replaces this one; answer from it.", core=True,
+         "and search_mode. outdated_by: a newer memory may update it.", core=True,
          idempotent=False),
     Verb("prepare", p.PrepareParams, m.PrepareResult, "the markdown block to read before acting on a turn",
          "Call it first in each turn with the user's message: triggered, then relevant memories, as dated "
          "markdown. Returns the block.",
          core=True, aliases=("context",)),
     Verb("remember", p.RememberParams, m.Remembered, "create or update a memory by (category, key)",
-         "Store a fact, decision or preference worth keeping under (category, key); the same key again stores a "
-         "new version. Returns it, with similar: memories it likely repeats or updates (supersede the outdated "
-         "one); repeated: the text was held already, nothing written.",
+         "Store a fact, decision or preference under (category, key); the same key again stores a new version. "
+         "Returns what happened (stored as #N, or already held by #M: nothing written) and candidates it may "
+         "repeat, update or contradict (relation, true-from date, text).",
          read_only=False, core=True),
     Verb("get_entity", p.EntityParams, m.Entity, "one memory, whole, by id",
          "Read one memory whole by id. Returns the memory.",
@@ -71,7 +71,8 @@ VERBS: tuple[Verb, ...] = (
     Verb("history", p.HistoryParams, m.HistoryPage, "every version of a fact, newest first",
          "Every version of a fact (category, key), newest first. Returns items, total.", core=True),
     Verb("link", p.LinkParams, m.Link, "link two memories (typed, weighted, directed)",
-         "Link two memories: typed, weighted, directed (depends_on, ...). Returns the link.",
+         "Link two memories: typed, weighted, directed (depends_on, duplicates, ...); yours outrank inferred ones. "
+         "Returns the link.",
          read_only=False, core=True),
     Verb("traverse", p.TraverseParams, m.TraverseResult, "walk the link graph from a memory",
          "A memory's links, walked up to depth hops. Returns nodes (memory, depth, path), edges.", core=True),
@@ -88,7 +89,8 @@ VERBS: tuple[Verb, ...] = (
          "Delete an archived memory, its history and its links for good (forget it first). Use it only when "
          "the data must be gone. Returns what was deleted.", read_only=False, destructive=True),
     Verb("supersede", p.SupersedeParams, m.Entity, "mark a memory replaced by a newer one",
-         "Mark a memory replaced by a newer one; recall prefers the new. Returns the old memory.",
+         "Mark a memory replaced by a newer one (as an update candidate); recall prefers the newer. Returns the old "
+         "memory.",
          read_only=False, core=True),
     Verb("unlink", p.UnlinkParams, int, "close the links from one memory to another",
          "Close the link(s) from one memory to another (one relation, or all); history keeps them. Returns "
@@ -111,7 +113,8 @@ VERBS: tuple[Verb, ...] = (
          "Memories whose recall_when triggers match a context (standing instructions, warnings). Returns items.",
          core=True),
     Verb("hygiene", p.HygieneParams, m.HygieneReport, "low-signal memories and why (read-only)",
-         "Vague, duplicate, expired and unused memories, with reasons. Returns items, counts.", core=True),
+         "Vague, duplicate, expired, unused and conflicting memories, with reasons. Returns items, counts, "
+         "conflicts.", core=True),
     Verb("counts", p.CountsParams, m.Counts, "how many memories, by status, scope, type and category",
          "How many memories the store holds, by status, scope, type and category, largest first: its shape at a "
          "glance (recall's filters and time travel apply). Returns total and the breakdowns."),

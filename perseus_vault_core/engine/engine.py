@@ -63,7 +63,7 @@ class Engine:
     """The shared state of one open vault (see the module docstring)."""
 
     def __init__(self, options: OpenParams, *, clock: Clock | None, embedder: Embedder | None,
-                 fusion: Fusion, cross_encoder: Any) -> None:
+                 fusion: Fusion, cross_encoder: Any, judge: Any = None) -> None:
         self.path = options.path
         database = is_url(self.path)
         missing = f"no vault at {redact(self.path)} (create one with `perseus-vault init` or by remembering something)"
@@ -99,6 +99,7 @@ class Engine:
         self.embedder: Embedder | None = embedder
         self.fusion = fusion
         self.cross_encoder = cross_encoder
+        self.judge = judge  # decides on each new memory's candidates (features/relations.py), when the app has one
         self.memory_lock = threading.Lock()  # one add/delete at a time rewrites a memory file in this process
         # model -> (scope key, phrase) -> vector: each scope's own, as stored (storage/base.py)
         self.trigger_vectors: dict[str, dict[tuple[str, str], np.ndarray]] = {}
@@ -109,7 +110,7 @@ class Engine:
 
     @classmethod
     def open(cls, options: OpenParams, *, clock: Clock | None, embedder: Embedder | bool | None,
-             fusion: Fusion | None, cross_encoder: Any) -> Engine:
+             fusion: Fusion | None, cross_encoder: Any, judge: Any = None) -> Engine:
         """Resolve the embedder choice (None: the configured default, False: keyword-only) and open."""
         if embedder is None and os.environ.get("PERSEUS_VAULT_EMBEDDER") == "none":
             embedder = False  # the operator runs this vault keyword-only
@@ -124,7 +125,10 @@ class Engine:
             raise InvalidInput("embedder", "must have identity, dimension and embed(texts), or be False")
         if cross_encoder is not None and not callable(getattr(cross_encoder, "predict", None)):
             raise InvalidInput("cross_encoder", "must have predict(pairs) returning one score per pair")
-        return cls(options, clock=clock, embedder=chosen, fusion=fusion or Fusion(), cross_encoder=cross_encoder)
+        if judge is not None and not callable(judge):
+            raise InvalidInput("judge", "must be callable: judge(memory, candidates) -> {candidate id: verdict}")
+        return cls(options, clock=clock, embedder=chosen, fusion=fusion or Fusion(), cross_encoder=cross_encoder,
+                   judge=judge)
 
     def close(self) -> None:
         """End the background work (its threads hold connections and may be writing a snapshot); after
@@ -270,11 +274,12 @@ class Engine:
         self.warm(result.search_mode)
         return result
 
-    def nearest(self, p: RecallParams, vector: np.ndarray | None = None) -> list[tuple[int, float]]:
-        """The memories nearest a vector (else a text's words) by one arm (:func:`recall.nearest`); it
-        warms that arm's index, as a recall does, so the next look-up answers from memory."""
+    def nearest(self, p: RecallParams, vector: np.ndarray | None = None, warm: bool = True) -> list[tuple[int, float]]:
+        """The memories nearest a vector (else a text's words) by one arm (:func:`recall.nearest`); unless
+        ``warm`` is false, it warms that arm's index, as a recall does, so the next look-up answers from memory."""
         found = recall.nearest(self.conn(), p, self.now(), self.arms(), vector)
-        self.warm("dense" if vector is not None else "fts5")
+        if warm:
+            self.warm("dense" if vector is not None else "fts5")
         return found
 
     def warm(self, mode: str) -> None:

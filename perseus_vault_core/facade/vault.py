@@ -76,7 +76,7 @@ class Vault:
                  synchronous: Synchronous = "FULL", keyword_index: bool | Literal["saved"] = True,
                  vector_index: bool | Literal["saved"] = True,
                  embedder: Embedder | Literal[False] | None = None, threads: int | None = None,
-                 fusion: Fusion | dict[str, Any] | None = None, cross_encoder: Any = None,
+                 fusion: Fusion | dict[str, Any] | None = None, cross_encoder: Any = None, judge: Any = None,
                  key: str | bytes | None = None, create: bool = True) -> None:
         """Open the vault at ``path``, creating it (and its folder) if needed; with ``create=False`` a
         missing vault is :class:`NotFound` and nothing is created (what a read-only caller wants).
@@ -90,6 +90,9 @@ class Vault:
         ``"saved"``: open the indexes saved beside the vault when current, never build or save one (a
         one-shot process, such as the CLI; ``wait_for_*_index()`` then says whether a saved one was opened).
         ``fusion``: hybrid recall's default weights (see :class:`Fusion`).
+        ``judge``: ``judge(memory, candidates) -> {id: "duplicate" | "update" | "distinct" | "related"}`` decides
+        on each new memory's candidates (updates supersede, duplicates collapse in recall; docs/curation.md). By
+        default none: the agent decides, from what remember returns.
         ``cross_encoder``: an object with ``predict(pairs) -> scores`` that memory_recall uses to cut
         weak matches (by default the operator's ``PERSEUS_VAULT_CROSS_ENCODER`` model, if set).
         ``synchronous``: SQLite's durability setting for writes (``FULL`` survives power loss).
@@ -101,7 +104,7 @@ class Vault:
             "keyword_index": keyword_index, "vector_index": vector_index, **given(threads=threads, key=key)})
         self.path = options.path
         weights = validate(Fusion, fusion, prefix="fusion") if fusion is not None else None
-        self._engine = Engine.open(options, clock=clock, embedder=embedder, fusion=weights, cross_encoder=cross_encoder)
+        self._engine = Engine.open(options, clock=clock, embedder=embedder, fusion=weights, cross_encoder=cross_encoder, judge=judge)
         # Closed once: by close(), or dropped unclosed, or at exit (a script's file is then complete too).
         self._closing = weakref.finalize(self, self._engine.close)
 
@@ -144,12 +147,11 @@ class Vault:
         return remembering.remember(self._engine, p)
 
     @edge
-    def remember_many(self, items: Iterable[dict[str, Any] | RememberInput]) -> list[Entity]:
-        """Remember a batch in one transaction: all are written, or (on any error) none."""
-        items, e = validate(RememberManyParams, {"items": listed("items", items, "memories")}).items, self._engine
-        plan = e.plan(lambda conn: store.texts_to_embed(conn, items), items)
-        written = e.write_planned(plan, lambda c: store.remember_batch(e.backend, c, items, e.now(), plan))
-        return e.entities([entity_id for entity_id, _ in written])
+    def remember_many(self, items: Iterable[dict[str, Any] | RememberInput], *, similar: bool = False) -> list[Entity]:
+        """Remember a batch in one transaction: all are written, or (on any error) none. Each memory's relations to
+        the ones it may repeat or update are kept; ``similar``: each comes back with them (as ``remember``'s)."""
+        p = validate(RememberManyParams, {"items": listed("items", items, "memories"), "similar": similar})
+        return remembering.remember_many(self._engine, p)
 
     @edge
     def get_entity(self, id: int, *, agent_id: str | None = None, workspace_hash: str | None = None) -> Entity:
@@ -204,11 +206,11 @@ class Vault:
     @edge
     def traverse(self, start: int, depth: int = 2, relations: list[str] | None = None,
                  direction: Direction = "both", **filters: Unpack[TraverseOptions]) -> TraverseResult:
-        """Walk the link graph breadth-first from ``start``; scope and time rules apply on every hop."""
+        """Walk the link graph breadth-first from ``start`` (scope and time rules on every hop); see TraverseParams."""
         p = validate(TraverseParams, {**filters, **given(start=start, depth=depth, relations=relations,
                                                             direction=direction)})
         return self._read(lambda c, now: graph.traverse(c, p.start, p.depth, p.relations, p.direction,
-                                                               view(p, now, dialect(c))))
+                                                               view(p, now, dialect(c)), p.inferred))
 
     # --- communities (GraphRAG, docs/graphrag.md) ------------------------------------------------
 

@@ -21,6 +21,7 @@ from ..primitives.filters import View, from_ids, id_list
 from ..primitives.scopes import scope_key
 from ..records import store
 from ..storage.base import Backend
+from ..recall.curation import INFERRED
 
 LINK_COLUMNS = "id, from_id, to_id, relation, weight, source, created_at_ms, recorded_from_ms, recorded_to_ms"
 MAX_DEPTH = 10
@@ -42,6 +43,10 @@ def link(
     b = store.scoped_head(conn, to_id, agent_id, workspace_hash)
     if (a["agent_id"], a["workspace_hash"]) != (b["agent_id"], b["workspace_hash"]):
         raise InvalidInput("to_id", "belongs to another scope (agent or workspace) than from_id")
+    if source != INFERRED:  # someone's word on a pair wins over the vault's: the pair's inferred links close
+        conn.execute("UPDATE links SET recorded_to_ms = CASE WHEN recorded_from_ms > ? THEN recorded_from_ms ELSE ? END "
+                     "WHERE recorded_to_ms IS NULL AND source = ? AND ((from_id = ? AND to_id = ?) OR "
+                     "(from_id = ? AND to_id = ?))", (now_ms, now_ms, INFERRED, from_id, to_id, to_id, from_id))
     open_row = conn.execute(
         f"SELECT {LINK_COLUMNS} FROM links WHERE from_id = ? AND to_id = ? AND relation = ? AND recorded_to_ms IS NULL",
         (from_id, to_id, relation),
@@ -111,8 +116,10 @@ def open_links(view: View, alias: str = "l") -> tuple[str, dict[str, Any]]:
 
 def traverse(
     conn: Connection, start: int, depth: int, relations: list[str] | None, direction: str, view: View,
+    inferred: bool = True,
 ) -> TraverseResult:
-    """Breadth-first walk from ``start`` to ``depth`` hops; each node once, at its shortest depth.
+    """Breadth-first walk from ``start`` to ``depth`` hops; each node once, at its shortest depth; without the
+    links the vault inferred at write time (features/relations.py) unless ``inferred``.
 
     Neighbours are visited in (relation, id) order, so the walk and its paths are deterministic.
     """
@@ -127,6 +134,9 @@ def traverse(
     seen_edges: set[int] = set()
     frontier = [start]
     link_clause, link_params = open_links(view)
+    if not inferred:
+        link_clause = f"{link_clause} AND (l.source IS NULL OR l.source <> :inferred)"
+        link_params = dict(link_params, inferred=INFERRED)
     for hop in range(1, depth + 1):
         if not frontier or len(nodes) >= MAX_NODES:
             break

@@ -15,6 +15,10 @@ passed but which nobody has archived) and flags each one for any of these reason
 - ``expired``: ``expires_at_ms`` is at or before now;
 - ``never retrieved``: ``retrieval_count`` is 0 and the memory is older than ``min_age_days``.
 
+Beside the flagged memories, ``conflicts`` lists the pairs a write kept as ``updates`` or ``same_subject``
+(features/relations.py) that nobody has settled: neither superseded by the other, their inferred link not
+closed by an ``unlink``, no judge's verdict. Each may be one fact stated twice, or a fact and its update.
+
 A tenant is one (``agent_id``, ``workspace_hash``) pair: memories of two tenants are never
 compared. Community summaries and stored memory files (written by the vault, see graphrag/summaries.py and
 memory_files/files.py) are not examined; memory-file entries are, like any memory. Nothing
@@ -39,7 +43,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..contract.models import HygieneItem, HygieneReason, HygieneReport
+from ..contract.models import HygieneConflict, HygieneItem, HygieneReason, HygieneReport
 from ..contract.params import Filters
 from ..embeddings import embedding_text
 from ..primitives.cancel import checkpoint
@@ -96,7 +100,31 @@ def hygiene(backend: Backend, conn: Connection, filters: Filters, now_ms: int, m
             ) -> HygieneReport:
     """The report for the memories ``filters`` select (call inside a read snapshot)."""
     memories, now = read(backend, conn, filters, now_ms)
-    return report(memories, now, min_age_days, limit)
+    found = report(memories, now, min_age_days, limit)
+    return found.model_copy(update={"conflicts": conflicts(conn, {m.id for m in memories}, limit)})
+
+
+def conflicts(conn: Connection, active: set[int], limit: int) -> list[HygieneConflict]:
+    """The pairs among ``active`` kept as ``updates`` or ``same_subject`` by inference (features/relations.py):
+    candidates of each other that may state one fact two ways, which no one has settled (superseded, unlinked,
+    judged). Newest first."""
+    rows = conn.execute(
+        "SELECT l.from_id, l.to_id, l.relation, a.content, a.summary, coalesce(a.valid_from_ms, a.updated_at_ms), "
+        "b.content, b.summary, coalesce(b.valid_from_ms, b.updated_at_ms) FROM links l "
+        "JOIN entity_versions a ON a.entity_id = l.from_id AND a.scope = l.scope AND a.recorded_to_ms IS NULL "
+        "JOIN entity_versions b ON b.entity_id = l.to_id AND b.scope = l.scope AND b.recorded_to_ms IS NULL "
+        "WHERE l.recorded_to_ms IS NULL AND l.source = 'inferred' AND l.relation IN ('updates', 'same_subject') "
+        "AND a.status = 'active' AND b.status = 'active' ORDER BY l.id DESC").fetchall()
+    out = []
+    for newer, older, relation, a_content, a_summary, a_valid, b_content, b_summary, b_valid in rows:
+        if newer in active and older in active:
+            out.append(HygieneConflict(
+                newer=newer, older=older, relation=relation, newer_preview=embedding_text(a_content, a_summary)[:200],
+                older_preview=embedding_text(b_content, b_summary)[:200], newer_true_from_ms=int(a_valid),
+                older_true_from_ms=int(b_valid)))
+            if len(out) == limit:
+                break
+    return out
 
 
 def read(backend: Backend, conn: Connection, filters: Filters, now_ms: int) -> tuple[list[Memory], int]:

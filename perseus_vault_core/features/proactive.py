@@ -42,7 +42,7 @@ from ..contract.errors import NotSupported, VaultError
 from ..contract.memory_names import FILE_TYPE
 from ..contract.models import PrepareResult, RecallItem, RecallWhenResult, TriggeredItem
 from ..contract.params import MAX_QUERY_CHARS, Filters, PrepareParams, RecallParams, RecallWhenParams, validate
-from ..contract.readable import date
+from ..contract.readable import truth
 from ..contract.text import escape_breaks
 from ..engine.engine import Engine
 from ..primitives.dialect import dialect
@@ -202,9 +202,9 @@ def block(triggered: Sequence[tuple[Any, str]], related: Sequence[Any], max_char
         return True
 
     sections = [
-        ("### Triggered", [(e, f'(#{e.id}, {date(e.updated_at_ms)}; when: "{" ".join(phrase.split())}")')
+        ("### Triggered", [(e, f'(#{e.id}, {truth(e)}; when: "{" ".join(phrase.split())}")')
                            for e, phrase in triggered], shown[0]),
-        ("### Related", [(e, f"(#{e.id}, {date(e.updated_at_ms)})") for e in related], shown[1]),
+        ("### Related", [(e, f"(#{e.id}, {truth(e)})") for e in related], shown[1]),
     ]
     if not triggered and not related:
         return "", [], []

@@ -1,12 +1,20 @@
-"""``remember``: a memory written, and what the agent is told about the ones it probably repeats or updates
-(docs/curation.md).
+"""``remember`` and ``remember_many``: memories written, their relations to the memories they may repeat,
+update or contradict kept, and what the agent is told about them (docs/curation.md).
 
-Before the write, the new text is looked up among the memories of its scope: by its vector (the one the
-write stores, embedded before the transaction) when the vault has vectors, else by its words. The nearest
-few are judged with recall/curation.py and reported in ``similar`` (``duplicate``, ``update`` or just
-``related``), so that the agent can supersede or merge them in its next call. The look-up is one arm of
-recall alone (recall/pipeline.py's ``nearest``: the nearest vectors, else the best keyword matches, under the scope and
-status rules): the in-memory index answers it when ready, the file otherwise.
+Before the write, each new text is looked up among the memories of its scope: by its vector's nearest (the
+vector the write stores, embedded before the transaction) when the vault has vectors, by the best keyword
+matches for its first words, and among the memories whose key is of its key's family. recall/candidates.py
+scores what was found and keeps the best few as candidates, each with its relation (``duplicate``,
+``update``, ``same_subject``, ``related``); the write stores them, in its own transaction, as inferred links
+(features/relations.py), and ``similar`` reports them with their text and dates, so that the agent can
+``supersede``, ``forget`` or ``link`` in its next call. The look-ups are recall's arms alone
+(recall/pipeline.py's ``nearest``, under the scope and status rules): the in-memory indexes answer them when
+ready, the file otherwise.
+
+A batch (``remember_many``) is judged the same way against the store as it was before the batch, without the
+keyword look-up when the vault has vectors (a thousand memories would pay a thousand searches), and each of
+its memories also against the batch's earlier ones, by their vectors (else their words). Conversation turns
+are events, never judged.
 
 A new key whose text, once normalised, is exactly that of a memory already in the scope is not stored a
 second time: the existing memory comes back with ``repeated`` set. ``keep_duplicate`` stores it anyway;
@@ -16,26 +24,32 @@ checkpointer) and conversation turns never take this path, so they keep every wr
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import heapq
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..contract.models import Entity, Remembered, SimilarMemory
-from ..contract.params import MAX_QUERY_CHARS, RecallParams, RememberInput, RememberParams
+from ..contract.params import MAX_QUERY_CHARS, RecallParams, RememberInput, RememberManyParams, RememberParams
+from ..contract.readable import line_of
 from ..embeddings import embedding_text
-from ..recall import curation
+from ..primitives.dbapi import Connection
+from ..recall import candidates, curation
 from ..records import store
+from . import relations
 
 if TYPE_CHECKING:
     from ..engine.engine import Engine
 
-SIMILAR = 5  # memories reported at most
-SHOWN = 0.5  # a neighbour at least this similar is reported (cosine; without vectors, word Jaccard 0.3)
-SHOWN_WORDS = 0.3
-# Without vectors the neighbours are found by a keyword search for the new memory's first words: enough for
-# any memory of a few sentences, and a bounded search for a document (a 256 KiB body asked its first 256
-# words: 80 ms at 10k memories).
+POOL = 20  # memories each look-up finds for a new one, before they are scored as candidates
+# The keyword arm asks the new memory's first words: enough for any memory of a few sentences, and a
+# bounded search for a document (a 256 KiB body asked its first 64 words).
 NEAREST_WORDS = 64
+SHOWN_CHARS = 300  # of each candidate's text, in what remember returns
+Row = dict[str, Any]  # what is read of a candidate: a head row's fields, or a batch item's
 
 
 def remember(engine: Engine, p: RememberParams) -> Remembered:
@@ -43,50 +57,237 @@ def remember(engine: Engine, p: RememberParams) -> Remembered:
     plan = engine.plan(lambda conn: store.texts_to_embed(conn, [item]), [item])
     text = embedding_text(item.content, item.summary)
     vector = plan.by_text.get(text) if plan is not None else None
-    similar, repeat = _neighbours(engine, item, text, vector)
-    if repeat is not None and not p.keep_duplicate and _new_key(engine, item):
-        return _remembered(engine.entity(repeat), [s for s in similar if s.id != repeat], repeated=True)
-    written = engine.write_planned(plan, lambda c: store.remember_batch(engine.backend, c, [item], engine.now(), plan))
+    existing = store.find_id(engine.conn(), item.category, item.key, item.agent_id, item.workspace_hash)
+    if vector is None and existing is not None and engine.embedder is not None:  # its text is stored, embedded
+        vector = engine.read(lambda conn: engine.backend.vectors.head_vectors(conn, [existing])).get(existing)
+    new = _new(engine, item, text, existing or 0)
+    found, rows = gather(engine, item, new, text, vector)
+    judged = candidates.judge(new, found)
+    repeat = next((c.id for c in judged if c.relation == "duplicate" and _same_body(item, rows[c.id])), None)
+    if repeat is not None and not p.keep_duplicate and existing is None:
+        return _remembered(engine.entity(repeat), [c for c in judged if c.id != repeat], rows, repeated=True,
+                           written=False)
+    said = _verdicts(engine, item, judged, rows)  # outside the write: a judge may take a second
+
+    def work(conn: Connection) -> list[tuple[int, str]]:
+        written = store.remember_batch(engine.backend, conn, [item], engine.now(), plan)
+        entity_id, change = written[0]
+        if change != "unchanged":
+            relations.keep(engine.backend, conn, entity_id, new.valid_ms, judged,
+                           {c.id: _valid_ms(rows[c.id]) for c in judged}, engine.now(), said)
+        return written
+
+    written = engine.write_planned(plan, work)
     entity = engine.entity(written[0][0])
-    return _remembered(entity, [s for s in similar if s.id != entity.id])
+    return _remembered(entity, [c for c in judged if c.id != entity.id], rows, written=written[0][1] != "unchanged",
+                       said=said)
 
 
-def _remembered(entity: Entity, similar: list[SimilarMemory], repeated: bool = False) -> Remembered:
-    return Remembered.model_validate({**entity.model_dump(), "repeated": repeated, "similar": similar})
+def remember_many(engine: Engine, p: RememberManyParams) -> list[Entity]:
+    """A batch in one transaction (all written, or none), each memory judged against the store and the batch's
+    earlier memories and its relations kept; with ``similar``, each comes back with its candidates."""
+    items = p.items
+    plan = engine.plan(lambda conn: store.texts_to_embed(conn, items), items)
+    texts = [embedding_text(item.content, item.summary) for item in items]
+    vectors = [plan.by_text.get(t) if plan is not None else None for t in texts]
+    judged = [i for i, item in enumerate(items) if not curation.is_turn(item.type or "", item.content)]
+    words = plan is None or not plan.by_text  # a vault with vectors asks no keyword look-up per batch item
+    with engine.reading() as conn:  # an empty store (a first import, a fresh vault) has nothing to look up
+        stored = conn.execute("SELECT 1 FROM entities LIMIT 1").fetchone() is not None
+    outside = {i: gather(engine, items[i], _new(engine, items[i], texts[i], 0), texts[i], vectors[i], words=words,
+                         warm=False) if stored else ([], {}) for i in judged}
+    kept: dict[int, tuple[list[candidates.Candidate], dict[int, Row], dict[int, str]]] = {}
+    batch = _Batch.of(items, texts, vectors)
+
+    def work(conn: Connection) -> list[tuple[int, str]]:
+        written = store.remember_batch(engine.backend, conn, items, engine.now(), plan)
+        ids = [entity_id for entity_id, _ in written]
+        first_at: dict[int, int] = {}  # each memory written: the first item that wrote it
+        for j, entity_id in enumerate(ids):
+            first_at.setdefault(entity_id, j)
+        for i in judged:
+            new = _new(engine, items[i], texts[i], ids[i])
+            inside, rows = _in_batch(engine, items, batch, ids, i)
+            found, heads = outside[i]
+            # a stored memory the batch rewrote before this item is judged by its new text, among the batch's
+            found = [f for f in found if first_at.get(f.memory.id, i) >= i]
+            chosen = candidates.judge(new, [*found, *inside])
+            rows = {**heads, **rows}
+            said = _verdicts(engine, items[i], chosen, rows)  # a judge, when the vault has one, inside: rare
+            kept[i] = (chosen, rows, said)
+            if written[i][1] != "unchanged":
+                relations.keep(engine.backend, conn, ids[i], new.valid_ms, chosen,
+                               {c.id: _valid_ms(rows[c.id]) for c in chosen}, engine.now(), said)
+        return written
+
+    written = engine.write_planned(plan, work)
+    entities = engine.entities([entity_id for entity_id, _ in written])
+    if not p.similar:
+        return entities
+    out: list[Entity] = []
+    for i, (entity, (_, change)) in enumerate(zip(entities, written)):
+        chosen, rows, said = kept.get(i, ([], {}, {}))
+        out.append(_remembered(entity, [c for c in chosen if c.id != entity.id], rows, written=change != "unchanged",
+                               said=said))
+    return out
 
 
-def _new_key(engine: Engine, item: RememberInput) -> bool:
-    return store.find_id(engine.conn(), item.category, item.key, item.agent_id, item.workspace_hash) is None
-
-
-def _neighbours(engine: Engine, item: RememberInput, text: str, vector: np.ndarray | None
-                ) -> tuple[list[SimilarMemory], int | None]:
-    """The memories of ``item``'s scope most like it, judged (see the module docstring), and the id of
-    one whose text is exactly its text (normalised), if any."""
+def gather(engine: Engine, item: RememberInput, new: candidates.Memory, text: str, vector: np.ndarray | None,
+           words: bool = True, warm: bool = True) -> tuple[list[candidates.Found], dict[int, Row]]:
+    """What the look-ups find for a new memory in its scope (its vector's nearest, its words' best matches unless
+    ``words`` is false, its key's family), with their cosines to it, and the head row of each. ``warm``: start
+    building the in-memory index a look-up could use, as a recall does (a batch uses what is ready, and its
+    writes would only have to be replayed into an index started before them)."""
     scope = {"agent_id": item.agent_id} if item.agent_id else {}
     scope |= {"workspace_hash": item.workspace_hash} if item.workspace_hash else {}
     unset = {f: None for f in ("agent_id", "workspace_hash") if f not in scope}  # the empty scope, not every scope
-    common: dict[str, object] = {"limit": SIMILAR + 1, "reinforce": False, **scope}
+    common: dict[str, object] = {"limit": POOL + 1, "reinforce": False, **scope}
     if unset:
         common["where"] = unset
     if vector is not None and engine.read(engine.backend.vectors.model) is None:
-        vector = None  # no vector stored yet (the vault's first memory): its words, then
-    words = "" if vector is not None else " ".join(text.split()[:NEAREST_WORDS])[:MAX_QUERY_CHARS]
-    found = engine.nearest(RecallParams.model_validate({"query": words, **common}), vector)
-    rows = store.head_rows(engine.conn(), [entity_id for entity_id, _ in found]) if found else {}
-    new = curation.said(text)
-    similar, repeat = [], None
-    for entity_id, score in found:
-        row = rows[entity_id]
-        if vector is not None and score < min(SHOWN, curation.RELATED):
-            continue  # too far to repeat it, update it or be shown: not read further
-        other = curation.said(embedding_text(row["content"], row["summary"]))
-        if repeat is None and other.normal == new.normal:  # summary and content, normalised
-            repeat = entity_id
-        closeness = score if vector is not None else curation.jaccard(new.words, other.words)
-        relation = curation.relation(new, other, score if vector is not None else None)
-        if relation is None and closeness < (SHOWN if vector is not None else SHOWN_WORDS):
-            continue
-        similar.append(SimilarMemory(id=entity_id, category=row["category"], key=row["key"],
-                                     similarity=round(float(closeness), 4), relation=relation or "related"))
-    return similar[:SIMILAR], repeat
+        vector = None  # no vector stored yet (the vault's first memory): its words alone, then
+    query = " ".join(text.split()[:NEAREST_WORDS])[:MAX_QUERY_CHARS]
+    by_meaning = dict(engine.nearest(RecallParams.model_validate({"query": "", **common}), vector, warm)) \
+        if vector is not None else {}
+    by_words = dict(engine.nearest(RecallParams.model_validate({"query": query, **common}), None, warm)) \
+        if query and (words or vector is None) else {}
+    with engine.reading() as conn:
+        family = store.key_family(conn, item.category, item.key, item.agent_id, item.workspace_hash, POOL)
+        ids = [i for i in dict.fromkeys([*by_meaning, *by_words, *family]) if i != new.id]
+        heads = store.head_rows(conn, ids) if ids else {}
+        cosines = _cosines(engine, conn, [i for i in ids if i not in by_meaning], vector)
+    cosines.update(by_meaning)
+    found = [candidates.Found(_memory(heads[i]), cosines.get(i) if vector is not None else None, by_words.get(i, 0.0))
+             for i in ids if i in heads and not curation.is_turn(heads[i]["type"], heads[i]["content"])]
+    return found, heads
+
+
+@dataclass
+class _Batch:
+    """What a batch's items are compared by, computed once for the whole batch: each one's scope, whether it is a
+    turn (never judged), its unit vector (when every item has one) and its content words with the items holding
+    each word, so that each item meets only its nearest earlier ones (not every earlier one: a batch of 10,000)."""
+
+    scopes: list[tuple[str, str]]
+    turns: list[bool]
+    unit: np.ndarray | None
+    words: list[frozenset[str]]
+    holding: dict[str, list[int]]
+
+    @classmethod
+    def of(cls, items: Sequence[RememberInput], texts: list[str], vectors: list[np.ndarray | None]) -> _Batch:
+        unit = None
+        if items and all(v is not None for v in vectors):
+            matrix = np.stack(vectors).astype(np.float32)  # type: ignore[arg-type]
+            unit = matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+        words = [curation.said(t).words for t in texts]
+        holding: dict[str, list[int]] = {}
+        if unit is None:
+            for k, ws in enumerate(words):
+                for w in ws:
+                    holding.setdefault(w, []).append(k)
+        return cls([(item.agent_id or "", item.workspace_hash or "") for item in items],
+                   [curation.is_turn(item.type or "", item.content) for item in items], unit, words, holding)
+
+    def nearest(self, i: int, ids: list[int]) -> list[tuple[int, float | None]]:
+        """The :data:`POOL` earlier items of item ``i``'s scope nearest to it, by vector (with their cosines) or,
+        in a batch without vectors, by the share of their content words they hold in common."""
+        def fits(k: int) -> bool:
+            return ids[k] != ids[i] and self.scopes[k] == self.scopes[i] and not self.turns[k]
+
+        if self.unit is not None:
+            sims = self.unit[:i] @ self.unit[i]
+            wanted = min(i, 4 * POOL)
+            while True:
+                top = np.argpartition(-sims, wanted - 1)[:wanted] if 0 < wanted < i else np.arange(i)
+                ranked = top[np.argsort(-sims[top], kind="stable")]
+                near: list[tuple[int, float | None]] = [(int(k), float(sims[k])) for k in ranked if fits(int(k))]
+                if len(near) >= POOL or wanted >= i:
+                    return near[:POOL]
+                wanted = min(i, wanted * 4)
+        shared: dict[int, int] = {}
+        for w in self.words[i]:
+            for k in self.holding.get(w, ()):
+                if k < i:
+                    shared[k] = shared.get(k, 0) + 1
+        mine, words = len(self.words[i]), self.words
+        score = {k: n / (mine + len(words[k]) - n) for k, n in shared.items()}
+        wanted = 4 * POOL
+        while True:
+            ranked_ids = heapq.nsmallest(wanted, score, key=lambda k: (-score[k], k))
+            near = [(k, None) for k in ranked_ids if fits(k)]
+            if len(near) >= POOL or wanted >= len(score):
+                return near[:POOL]
+            wanted *= 4
+
+
+def _in_batch(engine: Engine, items: Sequence[RememberInput], batch: _Batch, ids: list[int], i: int
+              ) -> tuple[list[candidates.Found], dict[int, Row]]:
+    """The batch's earlier memories of item ``i``'s scope nearest to it (:meth:`_Batch.nearest`) as found memories."""
+    rows: dict[int, Row] = {}
+    found = []
+    for j, cosine in batch.nearest(i, ids):
+        row = _item_row(engine, items[j], ids[j])
+        rows[ids[j]] = row
+        found.append(candidates.Found(_memory(row), cosine))
+    return found, rows
+
+
+def _same_body(item: RememberInput, row: Row) -> bool:
+    """Whether a memory holding the new one's text also holds its body fields: only then is it a repeat (the
+    text alone the same, the fields another record's, is another memory)."""
+    body = row["body"]
+    held = json.loads(body) if isinstance(body, str) else body
+    return (held or {}) == (item.extra_body() or {})
+
+
+def _new(engine: Engine, item: RememberInput, text: str, entity_id: int) -> candidates.Memory:
+    return candidates.Memory(entity_id, curation.said(text), item.category, item.key, item.topic_path,
+                             item.valid_from_ms if item.valid_from_ms is not None else engine.now())
+
+
+def _item_row(engine: Engine, item: RememberInput, entity_id: int) -> Row:
+    return {"id": entity_id, "category": item.category, "key": item.key, "content": item.content,
+            "summary": item.summary, "topic_path": item.topic_path, "valid_from_ms": item.valid_from_ms,
+            "valid_to_ms": item.valid_to_ms, "updated_at_ms": engine.now()}
+
+
+def _cosines(engine: Engine, conn: Connection, ids: list[int], vector: np.ndarray | None) -> dict[int, float]:
+    """The cosine of ``vector`` to each of these memories' current vectors (the other look-ups found them)."""
+    if vector is None or not ids:
+        return {}
+    unit = vector / max(float(np.linalg.norm(vector)), 1e-12)
+    return {i: float(np.dot(v, unit) / max(float(np.linalg.norm(v)), 1e-12))
+            for i, v in engine.backend.vectors.head_vectors(conn, ids).items()}
+
+
+def _memory(row: Row) -> candidates.Memory:
+    return candidates.Memory(int(row["id"]), curation.said(embedding_text(row["content"], row["summary"])),
+                             row["category"], row["key"], row["topic_path"], _valid_ms(row))
+
+
+def _valid_ms(row: Row) -> int:
+    return int(row["valid_from_ms"] if row["valid_from_ms"] is not None else row["updated_at_ms"])
+
+
+def _verdicts(engine: Engine, item: RememberInput, found: list[candidates.Candidate], rows: dict[int, Row]
+              ) -> dict[int, str]:
+    """The vault's judge's verdict on each candidate (features/relations.py), or none without a judge."""
+    if engine.judge is None or not found:
+        return {}
+    return relations.verdicts(engine.judge, item, [_similar(c, rows[c.id]) for c in found])
+
+
+def _remembered(entity: Entity, found: list[candidates.Candidate], rows: dict[int, Row],
+                repeated: bool = False, written: bool = True, said: dict[int, str] | None = None) -> Remembered:
+    said = said or {}
+    return Remembered.model_validate({**entity.model_dump(), "repeated": repeated, "written": written,
+                                      "similar": [_similar(c, rows[c.id], said.get(c.id)) for c in found]})
+
+
+def _similar(c: candidates.Candidate, row: Row, verdict: str | None = None) -> SimilarMemory:
+    text = line_of(row["content"], row["summary"])
+    return SimilarMemory(id=c.id, category=row["category"], key=row["key"], similarity=c.score,
+                         relation=verdict or c.relation,  # type: ignore[arg-type]
+                         text=text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 1] + "…",
+                         true_from_ms=_valid_ms(row), true_to_ms=row.get("valid_to_ms"))

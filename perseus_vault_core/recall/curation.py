@@ -1,37 +1,42 @@
-"""Curation: which memories repeat one another, and which one updates another. Pure functions
-(docs/curation.md).
+"""Curation: what the vault reads of a memory's text, the rules that compare two texts, and the arrangement of
+a recall's first places by the relations kept between them. Pure functions (docs/curation.md).
 
 An agent's memory collects the same fact twice (a new session learns it again, under another key) and
-facts that changed (production moved region; the team replaced a tool). Recall, ``prepare``,
-``remember`` and ``hygiene`` ask this module about pairs of memories, judged offline from what the
-vault holds: the two texts, their stored vectors (the bundled model's), and when each became valid.
+facts that changed (production moved region; the team replaced a tool). The vault never merges, hides or
+marks a memory on a guess made at read time: a write judges the new memory against its candidates once
+(candidates.py, kept by features/relations.py), and :func:`curate` arranges a recall's first places by what
+was kept: memories kept as ``duplicates`` collapse into one, the older of an ``updates`` pair is marked
+``outdated_by`` the newer, and of two memories kept as related the one valid later goes first unless the
+query asks for what only the older holds.
 
-A pair is one of:
+What a text is read as (:class:`Said`): its normal form (:func:`normal`: Unicode's canonical form, letter
+case and whitespace set aside, every symbol, sign and digit kept, so "C++" is not "C#"), its content words,
+and its *values* (anchors): the tokens that pin a statement down, those holding a digit (versions, dates,
+ports, regions such as ``eu-west-1``), identifiers (``ENG-142``, ``#77``, paths, addresses), and capitalised
+words inside a sentence (names: people, products, days); record identifiers among them (two tickets).
 
-- ``duplicate``: the two say the same thing. The same text once normalised (case, whitespace and
-  punctuation aside), or close in meaning with the same *values* (below) and no sign that one value
-  replaced another;
-- ``update``: the two speak of the same subject and differ in a value: a number, a name, an identifier
-  (its *anchors*) or a few words swapped in an otherwise shared statement. The one valid later updates
-  the other;
-- ``None``: anything else, including two records that name different identifiers (two tickets, two
-  incidents), which are never merged nor ordered.
+:func:`relation`, the looser rule ``hygiene`` reports near-duplicates by (a report for a person, never acted
+on), calls two memories:
 
-Values (*anchors*) are the tokens that pin a statement down: those holding a digit (versions, dates,
-ports, regions such as ``eu-west-1``), identifiers (``ENG-142``, ``#77``, paths, addresses), and
-capitalised words inside a sentence (names: people, products, days). The rules read no word list of
-any domain, so they carry over to other memories than the ones they were measured on.
+- ``duplicate``: the same text once normalised, or close in meaning with the same values and no sign that
+  one value replaced another;
+- ``update``: the same subject with a value, a name, an identifier or a few words swapped in an otherwise
+  shared statement;
+- ``None``: anything else, including two records that name different identifiers.
+
+The rules read no word list of any domain, so they carry over to other memories than the ones they were
+measured on.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Sequence
 from functools import lru_cache
 from dataclasses import dataclass
 from typing import Literal, Protocol, TypeVar
 
-import numpy as np
 
 from ..primitives.porter import stem
 from ..primitives.query import STOPWORDS, tokenize
@@ -86,19 +91,27 @@ class Said:
     anchors: frozenset[str]
     records: frozenset[str]
     tokens: frozenset[str] = frozenset()
+    # its word tokens of three characters or more that are not all digits, and every prefix of them from three
+    # characters on: what holds() looks a spelling up in (a set each, not a scan of the tokens)
+    spelled: frozenset[str] = frozenset()
+    prefixes: frozenset[str] = frozenset()
 
     def holds(self, anchor: str) -> bool:
         """Whether this text holds ``anchor`` in some spelling: each of its word tokens here, or one that
         begins with it or that it begins with, from three letters on (Postgres, PostgreSQL; Feb,
-        February; prod, production)."""
-        return all(part in self.tokens or (len(part) >= 3 and not part.isdigit() and any(
-            (t.startswith(part) or part.startswith(t)) and len(t) >= 3 and not t.isdigit() for t in self.tokens))
-            for part in tokenize(anchor))
+        February; prod, production). A signed value is held only as it is: -5 is not 5."""
+        if anchor.startswith("-") or "-" + anchor in self.anchors:
+            return anchor in self.anchors
+        return all(part in self.tokens or (len(part) >= 3 and not part.isdigit() and (
+            part in self.prefixes or any(part[:k] in self.spelled for k in range(3, len(part) + 1))))
+            for part in _parts(anchor))
 
 
 def normal(text: str) -> str:
-    """The text exact repeats share: case folded, punctuation dropped, whitespace collapsed."""
-    return " ".join(tokenize(text.casefold()))
+    """The text exact repeats share: Unicode's canonical form (NFC), letter case folded, whitespace runs as one
+    space, and nothing else: every symbol, sign and digit counts ("written in C++" is not "written in C#",
+    "-5 C" is not "5 C")."""
+    return unicodedata.normalize("NFC", " ".join(unicodedata.normalize("NFC", text).casefold().split()))
 
 
 @lru_cache(maxsize=8192)
@@ -113,14 +126,23 @@ def said(text: str) -> Said:
         for token in _WORD.findall(raw):
             if _VALUE.search(token) or (not first and token[0].isupper() and token != "I"
                                         and token.lower() not in STOPWORDS):
-                anchors.add(token.lower().strip(".-:"))
+                value = token.lower().strip(".-:")
+                signed = raw.startswith(("-", "−")) and raw[1:2].isdigit() and raw[1:].startswith(token)
+                anchors.add("-" + value if signed else value)  # a sign is part of the value: -5 is not 5
             first = False
         first = bool(_SENTENCE_END.search(raw))
     anchors.discard("")
     records = frozenset(a for a in anchors if _RECORD.match(a) and any(c.isdigit() for c in a))
     tokens = tokenize(text)
     words = frozenset(stem(t) for t in tokens if t not in STOPWORDS)
-    return Said(normal(whole), words, frozenset(anchors), records, frozenset(tokens))
+    spelled = frozenset(t for t in tokens if len(t) >= 3 and not t.isdigit())
+    prefixes = frozenset(t[:k] for t in spelled for k in range(3, len(t) + 1))
+    return Said(normal(whole), words, frozenset(anchors), records, frozenset(tokens), spelled, prefixes)
+
+
+@lru_cache(maxsize=65536)
+def _parts(anchor: str) -> tuple[str, ...]:
+    return tuple(tokenize(anchor))
 
 
 def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
@@ -144,7 +166,7 @@ def relation(a: Said, b: Said, cosine: float | None) -> Relation | None:
     only_a = [x for x in a.anchors if not b.holds(x)]
     only_b = [x for x in b.anchors if not a.holds(x)]
     if only_a and only_b:  # a value on each side that the other lacks: one replaced the other ...
-        return "update" if similar >= update and _same_statement(a, b) else None  # ... when all else stays
+        return "update" if similar >= update and same_statement(a, b) else None  # ... when all else stays
     if similar < SWAP_CEILING and _swapped(a, b):  # a word or two exchanged: dark and light mode, Aisha and Marco
         return None
     if only_a or only_b:  # values on one side only: the same statement with more detail, or another one
@@ -161,7 +183,7 @@ def _within(fewer: Said, more: Said) -> bool:
     return bool(fewer.words) and len(fewer.words & more.words) >= 0.8 * len(fewer.words)
 
 
-def _same_statement(a: Said, b: Said) -> bool:
+def same_statement(a: Said, b: Said) -> bool:
     """Whether the two say the same thing but for their values: one's content words, values aside, all
     among the other's ("Production runs in us-east-1", "Production runs in eu-west-1"). Two statements
     about different subjects differ in a word beside the values (the web team's standup, the mobile
@@ -180,26 +202,12 @@ def _swapped(a: Said, b: Said) -> bool:
     return 0 < len(only_a) <= 2 and 0 < len(only_b) <= 2 and len(shared) >= 2 * max(len(only_a), len(only_b))
 
 
-def cosines(vectors: Sequence[np.ndarray | None]) -> np.ndarray:
-    """Pairwise cosines of unit vectors (NaN where either is missing)."""
-    n = len(vectors)
-    out = np.full((n, n), np.nan)
-    have = [i for i, v in enumerate(vectors) if v is not None]
-    if have:
-        matrix = np.stack([vectors[i] for i in have]).astype(np.float64)  # type: ignore[misc]
-        matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
-        block = matrix @ matrix.T
-        out[np.ix_(have, have)] = block
-    return out
-
-
 # --- a result's curation: duplicates collapsed, newer facts first ------------------------------------
 
 WINDOW = 30  # the first ranked candidates curated, whatever the limit (the top of a list never depends on it)
-NEWER_GAP_MS = 3_600_000  # "newer" by the order rule alone: valid at least an hour later (not one batch's spread)
-SAME_SUBJECT = 0.50  # the two memories' cosine at least this: the order rule may put the newer first ...
-SIMILAR_RELEVANCE = 0.85  # ... when the newer is about as relevant to the query (a near tie: a newer fact about
-# another attribute of the same thing, further from the question, keeps its place)
+# The newer of two related memories goes first when it is about as relevant to the query: at least this share
+# of the older's relevance (a newer memory on another subject, far less relevant, keeps its place).
+AS_RELEVANT = 0.4
 # A conversation's line stored as a plain memory ("Caroline: I went to the support group"): a turn.
 SPEAKER = re.compile(r"^[A-Z][A-Za-z'.-]{0,30}(?: [A-Z][A-Za-z'.-]{0,30}){0,2}: \S")
 
@@ -214,8 +222,8 @@ def is_turn(kind: str, content: str) -> bool:
 class Candidate:
     """One ranked memory as curation sees it: its relevance to the query, whether that judged it
     related, when it became valid, whether it is a conversation turn (never curated: two turns may
-    say the same words and both happened), its text, stored vector and scope (an unscoped recall sees
-    every tenant's memories: one tenant's never stands for another's, nor updates it)."""
+    say the same words and both happened), its text and scope (an unscoped recall sees every tenant's
+    memories: one tenant's never stands for another's, nor updates it)."""
 
     id: int
     relevance: float
@@ -223,9 +231,9 @@ class Candidate:
     valid_ms: int
     turn: bool
     text: str
-    vector: np.ndarray | None
     scope: tuple[str, str] = ("", "")  # (agent_id, workspace_hash): two tenants' memories are never paired
     _said: Said | None = None
+    written_ms: int = 0  # when this version was written
 
     @property
     def said(self) -> Said:
@@ -243,91 +251,102 @@ class Curated:
     order: list[int]
     duplicates: dict[int, list[int]]
     outdated_by: dict[int, int]
+    confirmed: frozenset[int] = frozenset()  # of the outdated: those whose update someone confirmed
 
     def apply(self, ranked: Sequence[H], include_outdated: bool = True) -> list[H]:
         """``ranked`` (best first) in the curated order: the window as curated, the rest as it was;
-        without the collapsed duplicates, and without the outdated ones unless ``include_outdated``."""
+        without the collapsed duplicates, and unless ``include_outdated``, without the outdated ones whose
+        update someone confirmed (the agent's ``updates`` link, a judge): a mark the vault inferred by rule
+        orders and annotates, and never hides a memory (it may be two true facts: the 2024 and 2025 budgets)."""
         by_id = {item.id: item for item in ranked}
         window = set(self.window)
-        gone = set() if include_outdated else set(self.outdated_by)
+        gone = set() if include_outdated else set(self.outdated_by) & self.confirmed
         return [by_id[i] for i in self.order if i not in gone] + [item for item in ranked if item.id not in window]
 
 
-def curate(ranked: Sequence[Candidate], query: Said | None = None, sims: np.ndarray | None = None) -> Curated:
-    """Curate ``ranked`` (best first; recall gives its first :data:`WINDOW`). Duplicates collapse into one
-    memory each, the most recent wording taking the group's best place. Then a newer memory goes just
-    before an older one about the same subject: an ``update`` pair (the older marked ``outdated_by`` the
-    newer), or a near tie (both related to the query, close in meaning, the newer valid an hour or more
-    later and about as relevant) where the query names no value the older alone holds (``query``: the
-    query's features). Only pairs whose vectors are close enough are read further (by numpy masks), so a
-    window costs little when nothing in it is alike. ``sims``: the candidates' :func:`cosines`, when the
-    caller has them."""
+Kept = tuple[int, int, str]  # a kept relation: (from id, to id, relation), from the newer memory to the older
+INFERRED = "inferred"  # the source of a relation the vault judged at write time (features/relations.py)
+JUDGE = "judge"  # the source of a judge's verdict, kept at write time
+
+
+def curate(ranked: Sequence[Candidate], kept: Sequence[Kept], query: Said | None = None,
+           confirmed: frozenset[tuple[int, int]] = frozenset(),
+           directed: frozenset[tuple[int, int]] = frozenset()) -> Curated:
+    """Curate ``ranked`` (best first; recall gives its first :data:`WINDOW`) by the relations kept between
+    its memories (features/relations.py: judged when the newer of each pair was written, by rule, judge or
+    agent), never by a guess made now. Memories linked as ``duplicates`` collapse into one each, the most
+    recent wording taking the group's best place; the older of an ``updates`` pair is marked ``outdated_by``
+    the newer; and the one valid later of any kept pair goes just before the older when both are related to
+    the query and the newer is about as relevant (:data:`AS_RELEVANT`), unless the query names a value only
+    the older holds (:func:`_names_the_older`; ``query``: the query's features). The newer of a pair in
+    ``directed`` (from, to) is its ``from``: the write that judged it knew which came later (a new version of an
+    old key is the newer, whatever date it carries); of another pair, the one valid later, of two valid at once
+    the one written later. ``confirmed``: the kept pairs someone stated (the agent, a judge) rather than the vault
+    inferred. Two tenants' memories and conversation turns are never paired."""
+    at = {c.id: k for k, c in enumerate(ranked)}
+    pairs = [(at[a], at[b], name) for a, b, name in kept if a in at and b in at and a != b
+             and ranked[at[a]].scope == ranked[at[b]].scope and not (ranked[at[a]].turn or ranked[at[b]].turn)]
     n = len(ranked)
-    if sims is None:
-        sims = cosines([c.vector for c in ranked])
-    missing = np.isnan(sims)  # a memory without a vector: its words decide (relation's Jaccard)
-    codes: dict[tuple[str, str], int] = {}
-    scope = np.array([codes.setdefault(c.scope, len(codes)) for c in ranked])
-    plain = np.array([not c.turn for c in ranked])
-    same = (scope[:, None] == scope[None, :]) & plain[:, None] & plain[None, :]
-    known: dict[tuple[int, int], Relation | None] = {}
-
-    def pair(i: int, j: int) -> Relation | None:
-        i, j = min(i, j), max(i, j)
-        if (i, j) not in known:
-            known[i, j] = relation(ranked[i].said, ranked[j].said, None if missing[i, j] else float(sims[i, j]))
-        return known[i, j]
-
-    close = np.nan_to_num(sims, nan=-1.0)
-    # The masks are walked as lists: a numpy call per place would cost more than the window's arithmetic.
-    alike = (same & (missing | (close >= DUPLICATE))).T.tolist()  # alike[j][i]: i and j may repeat each other
     head = list(range(n))  # index -> its group's first (best ranked) member
-    for j in range(1, n):
-        for i in range(j):
-            if alike[j][i] and head[i] == i and pair(i, j) == "duplicate":
-                head[j] = i
-                break
+
+    def first(k: int) -> int:
+        while head[k] != k:
+            k = head[k]
+        return k
+
+    for i, j, name in pairs:
+        if name == "duplicates":
+            a, b = first(i), first(j)
+            head[max(a, b)] = min(a, b)
     members: dict[int, list[int]] = {}
     for j in range(n):
-        members.setdefault(head[j], []).append(j)
-    kept = {first: max(idx, key=lambda k: (ranked[k].valid_ms, -k)) for first, idx in members.items()}
-    order = [kept[first] for first in sorted(members)]  # each group at its best member's place
-    duplicates = {ranked[kept[f]].id: sorted(ranked[k].id for k in idx if k != kept[f])
+        members.setdefault(first(j), []).append(j)
+    chosen = {f: max(idx, key=lambda k: (ranked[k].valid_ms, -k)) for f, idx in members.items()}
+    order = [chosen[f] for f in sorted(members)]  # each group at its best member's place
+    duplicates = {ranked[chosen[f]].id: sorted(ranked[k].id for k in idx if k != chosen[f])
                   for f, idx in members.items() if len(idx) > 1}
     outdated: dict[int, int] = {}
-    valid = np.array([c.valid_ms for c in ranked], dtype=np.int64)
-    later = same & (valid[None, :] > valid[:, None])  # [i, j]: j is valid after i, in i's scope
-    maybe = (later & (missing | (close >= min(UPDATE, SAME_SUBJECT)))).tolist()
-
-    def newer_first(i: int, j: int) -> bool:
-        older, newer = ranked[i], ranked[j]
-        if pair(i, j) == "update":
-            outdated.setdefault(older.id, newer.id)
-            return True
-        return (not missing[i, j] and close[i, j] >= SAME_SUBJECT and older.related and newer.related
-                and newer.valid_ms - older.valid_ms >= NEWER_GAP_MS
-                and newer.relevance >= SIMILAR_RELEVANCE * older.relevance
-                and not _names_the_older(query, older.said, newer.said))
-
+    sure: set[int] = set()
+    later: dict[int, set[int]] = {}  # an index -> the indexes valid after it that may go before it
+    for i, j, name in pairs:
+        if name == "duplicates":
+            continue
+        x, y = ranked[i], ranked[j]
+        judged = (x.id, y.id) in directed or (y.id, x.id) in directed
+        newer, older = (i, j) if (x.id, y.id) in directed or (
+            not judged and (x.valid_ms, x.id) >= (y.valid_ms, y.id)) else (j, i)
+        if name == "updates":
+            outdated.setdefault(ranked[older].id, ranked[newer].id)
+            if (x.id, y.id) in confirmed:
+                sure.add(ranked[older].id)
+        # later: valid later, or judged newer by a later write (two written at one instant are neither)
+        later_ = ranked[newer].valid_ms > ranked[older].valid_ms or (
+            judged and ranked[newer].written_ms != ranked[older].written_ms)
+        if (later_ and ranked[newer].related and ranked[older].related
+                and ranked[newer].relevance >= AS_RELEVANT * ranked[older].relevance
+                and not _names_the_older(query, ranked[older].said, ranked[newer].said)):
+            later.setdefault(older, set()).add(newer)
     pos, moves = 0, 0
     while pos < len(order) and moves < n * n:  # each place: its newest fact about the subject
         i = order[pos]
-        found = next((pos + 1 + q for q, j in enumerate(order[pos + 1 :]) if maybe[i][j] and newer_first(i, j)), None)
+        found = next((pos + 1 + q for q, j in enumerate(order[pos + 1:]) if j in later.get(i, ())), None)
         if found is None:
             pos += 1
             continue
         order.insert(pos, order.pop(found))
         moves += 1
-    return Curated([c.id for c in ranked], [ranked[k].id for k in order], duplicates, outdated)
+    return Curated([c.id for c in ranked], [ranked[k].id for k in order], duplicates, outdated, frozenset(sure))
 
 
 def _names_the_older(query: Said | None, older: Said, newer: Said) -> bool:
-    """Whether the query names a value (an anchor: a name, a number) the older memory holds and the
-    newer does not: then the two answer different questions (ticket ENG-1 and ENG-2, staging and
-    production), and the newer is not the older's update for this one."""
+    """Whether the query names a value only the older memory holds, so that it asks for the older and the newer
+    goes first no more: a number, version or price of the query the older holds and the newer does not ("is the
+    Pro plan still $12?"). Two records (two tickets, two incidents) always answer different questions. The
+    query's other words say nothing here: "where does production run" asks what is true now, whichever of
+    "Production runs in eu-west-1" and "Production moved to us-east-2" shares more of its words."""
     if older.records and newer.records and older.records != newer.records:
-        return True  # two records: two tickets, two incidents
+        return True
     if query is None:
         return False
-    return any(a in older.anchors and a not in newer.anchors and a not in newer.normal.split()
+    return any(a in older.anchors and a not in newer.anchors and a not in newer.tokens
                for a in query.anchors if any(c.isdigit() for c in a))

@@ -81,7 +81,7 @@ DENSE_DEPTH = 1_500
 DEPTH_PER_POOL = 15
 SHORTLIST_PER_POOL = 4
 SHORTLIST_SHARE = 4
-NEAREST_DEPTH = 200  # candidates of nearest(), a shortlist of a quarter of them scored exactly
+NEAREST_DEPTH = 1_000  # candidates of nearest(), a shortlist of a quarter of them scored exactly
 # A where filter that keeps under this share of the first dense candidates is answered by the exact cosine
 # of each head it keeps, not by going deeper: at 100k, one kept in a thousand took 1.5 s of deepening.
 SELECTIVE = 0.02

@@ -214,6 +214,17 @@ def find_id(conn: Connection, category: str, key: str, agent_id: str | None, wor
     return None if row is None else int(row[0])
 
 
+def key_family(conn: Connection, category: str, key: str, agent_id: str | None, workspace_hash: str | None,
+               limit: int) -> list[int]:
+    """The newest ``limit`` entities of the scope and category whose key is of ``key``'s family: the same first
+    word (``prod-region``, ``prod-region-2024``), read as one range of the entities' unique index."""
+    first = key.split("-", 1)[0]
+    return [int(r[0]) for r in conn.execute(
+        "SELECT id FROM entities WHERE agent_id = ? AND workspace_hash = ? AND category = ? AND "
+        "(key = ? OR (key >= ? AND key < ?)) ORDER BY id DESC LIMIT ?",
+        (agent_id or "", workspace_hash or "", category, first, first + "-", first + ".", limit))]
+
+
 def scoped_head(conn: Connection, entity_id: int, agent_id: str | None, workspace_hash: str | None) -> dict[str, Any]:
     """The head row of ``entity_id`` if it exists in the caller's scope, else :class:`NotFound`."""
     params: dict[str, Any] = {"id": entity_id}

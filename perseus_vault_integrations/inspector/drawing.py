@@ -89,8 +89,11 @@ def neighbourhood(nodes: Sequence[Node], edges: Sequence[Any], link: Callable[[i
     for e in edges:
         if e.from_id in at and e.to_id in at:
             (x1, y1), (x2, y2) = at[e.from_id], at[e.to_id]
-            lines.append(el("line", el("title", f"{e.relation} ({e.weight:g}): #{e.from_id} → #{e.to_id}"),
-                            x1=x1, y1=y1, x2=x2, y2=y2, class_="edge", marker_end="url(#arrow)",
+            inferred = getattr(e, "source", None) == "inferred"  # judged by the vault at write time
+            lines.append(el("line", el("title", f"{e.relation} ({e.weight:g}{', inferred' if inferred else ''}): "
+                                                f"#{e.from_id} → #{e.to_id}"),
+                            x1=x1, y1=y1, x2=x2, y2=y2, class_="edge inferred" if inferred else "edge",
+                            marker_end="url(#arrow)",
                             data_from=e.from_id, data_to=e.to_id))
     labelled = len(nodes) <= MAX_LABELS
     dots = []

@@ -12,6 +12,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from perseus_vault_core import true_from
+
 from .markup import Child, Markup, el, join, url
 
 NAV = (("/", "Overview"), ("/browse", "Browse"), ("/recall", "Recall"), ("/graph", "Graph"),
@@ -79,6 +81,13 @@ def when(ms: int | None) -> Markup:
         return el("span", "—", class_="none")
     text = dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
     return el("time", text, datetime=text)
+
+
+def true_dates(entity: Any) -> Markup:
+    """When what a memory says became true (its valid_from, else when the version was written) and, once it
+    stopped, until when: the dates a reader judges it by (perseus_vault_core.truth, as the agents read it)."""
+    start = when(true_from(entity))
+    return start if entity.valid_to_ms is None else join(start, " to ", when(entity.valid_to_ms))
 
 
 def size(n: int) -> str:

@@ -12,6 +12,7 @@ One module per LangChain component, named as LangChain names its own:
   async), keeping a graph's threads in the same vault.
 - :class:`PerseusVaultEmbeddings` / :class:`LangChainEmbedder` (``embeddings``): embeddings across the
   boundary, both ways.
+- :class:`ChatModelJudge` (``judges``): any chat model as the vault's judge of each new memory's candidates.
 
 Each takes the vault first, as a :class:`~perseus_vault_core.Vault`, a path or a ``postgresql://`` URL, and
 refuses an unknown argument with :class:`~perseus_vault_core.InvalidInput`.
@@ -27,11 +28,13 @@ require("langchain", "the LangChain adapters", "langchain_core", "langgraph.stor
 from .checkpoint import PerseusVaultSaver
 from .chat_message_histories import PerseusVaultChatMessageHistory
 from .embeddings import LangChainEmbedder, PerseusVaultEmbeddings
+from .judges import ChatModelJudge
 from .retrievers import PerseusVaultRetriever
 from .stores import PerseusVaultStore
 from .vectorstores import PerseusVaultVectorStore
 
 __all__ = [
+    "ChatModelJudge",
     "LangChainEmbedder",
     "PerseusVaultChatMessageHistory",
     "PerseusVaultEmbeddings",

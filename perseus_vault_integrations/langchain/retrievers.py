@@ -36,6 +36,8 @@ from perseus_vault_core import (
     RecallParams,
     RecallResult,
     Vault,
+    date,
+    true_from,
     validate,
 )
 
@@ -56,7 +58,18 @@ def to_document(item: RecallItem, search_mode: str) -> Document:
     metadata = item.model_dump(mode="json", exclude={"content"})
     metadata["body"] = {k: v for k, v in metadata["body"].items() if k != "content"}  # page_content has it
     metadata["search_mode"] = search_mode
+    metadata.update(true_dates(item))
     return Document(id=str(item.id), page_content=item.content, metadata=metadata)
+
+
+def true_dates(item: RecallItem) -> dict[str, str]:
+    """When what a memory says became true and, once it stopped, until when (``2026-07-01``), as a model
+    reading the metadata compares two facts by: ``true_from`` (its valid_from, else when it was written)
+    and ``true_to``. The millisecond fields stay beside them for code."""
+    dates = {"true_from": date(true_from(item))}
+    if item.valid_to_ms is not None:
+        dates["true_to"] = date(item.valid_to_ms)
+    return dates
 
 
 def _whole(name: str, value: Any, low: int) -> int:

@@ -19,13 +19,13 @@ from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from llama_index.core.vector_stores.types import MetadataFilters
 
-from perseus_vault_core import MAX_LIMIT, InvalidInput, RecallItem
+from perseus_vault_core import MAX_LIMIT, InvalidInput, RecallItem, date, true_from
 
 from ..arguments import OwnsItsVault, VaultLike, check_recall_params, open_vault
 from .vector_stores import to_where
 
 # What the LLM reads beside a memory's text, when set; the other fields stay in metadata for code.
-LLM_METADATA = ("category", "key", "topic_path", "summary")
+LLM_METADATA = ("category", "key", "true_from", "true_to", "topic_path", "summary")
 _ITEM_FIELDS = set(RecallItem.model_fields)
 DEFAULT_TOP_K = 10
 
@@ -38,6 +38,8 @@ def to_node(item: RecallItem) -> NodeWithScore:
     data.pop("content")
     body = data.pop("body")
     data["body"] = {k: v for k, v in body.items() if k not in ("content", "summary")}
+    data["true_from"] = date(true_from(item))  # when it became true (valid_from, else written): dates to compare
+    data["true_to"] = date(item.valid_to_ms) if item.valid_to_ms is not None else None
     hidden = [k for k, v in data.items() if k not in LLM_METADATA or v is None or v == ""]
     node = TextNode(id_=str(item.id), text=item.content, metadata=data, excluded_llm_metadata_keys=hidden,
                     excluded_embed_metadata_keys=list(data))

@@ -43,6 +43,7 @@ from perseus_vault_core import SetupError, read_secret_file
 
 from ..arguments import VaultLike
 from .server import build_server
+from .interrupts import interruptible
 from .stdio import max_message_bytes
 
 TOKEN_ENV = "PERSEUS_VAULT_HTTP_TOKEN"
@@ -340,7 +341,11 @@ def serve_app(app: Any, host: str, port: int, announce: list[str], sock: socket.
     if stdout is not None:
         sys.stdout.write(f"{stdout}\n")
         sys.stdout.flush()
-    uvicorn.Server(server_config(app, host, port, tls)).run(sockets=[sock])
+    server = uvicorn.Server(server_config(app, host, port, tls))
+    with interruptible():  # uvicorn catches Ctrl-C, shuts down, then raises it again here (interrupts.py)
+        server.run(sockets=[sock])
+    if server.should_exit:  # stopped by a signal whose second raising the event loop took for its own
+        raise KeyboardInterrupt
 
 
 def serve_http(vault: VaultLike, host: str, port: int, token: str | None, *, agent_id: str | None = None,

@@ -69,6 +69,7 @@ from perseus_vault_core import (
 )
 
 from ..arguments import VaultLike, strict
+from .interrupts import interruptible
 from .stdio import stdio_streams
 
 PREFIX = "perseus_vault_"
@@ -486,7 +487,8 @@ def serve_stdio(vault: VaultLike, *, agent_id: str | None = None, workspace_hash
         async with stdio_streams() as (read, write):
             await lowlevel.run(read, write, lowlevel.create_initialization_options())
 
-    anyio.run(main)
+    with interruptible():  # Ctrl-C stops it with KeyboardInterrupt, every time (interrupts.py)
+        anyio.run(main)
 
 
 def instructions(bound: dict[str, str]) -> str:

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
+from langchain_core.language_models import FakeListChatModel
 from langchain_core.messages import HumanMessage
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.embeddings import MockEmbedding
@@ -194,6 +195,7 @@ MISSPELLED: dict[str, Callable[[Path], Any]] = {
     "langchain.PerseusVaultSaver": lambda p: lc.PerseusVaultSaver(p, topic_pth="x"),
     "langchain.PerseusVaultEmbeddings": lambda p: lc.PerseusVaultEmbeddings(p, topic_pth="x"),
     "langchain.LangChainEmbedder": lambda p: lc.LangChainEmbedder(DeterministicFakeEmbedding(size=8), topic_pth="x"),
+    "langchain.ChatModelJudge": lambda p: lc.ChatModelJudge(FakeListChatModel(responses=["{}"]), topic_pth="x"),
     "llama_index.PerseusVaultRetriever": lambda p: li.PerseusVaultRetriever(p, topic_pth="x"),
     "llama_index.PerseusVaultMemoryBlock": lambda p: li.PerseusVaultMemoryBlock(p, topic_pth="x"),
     "llama_index.PerseusVaultPropertyGraphStore": lambda p: li.PerseusVaultPropertyGraphStore(p, topic_pth="x"),

@@ -176,13 +176,20 @@ def test_history_as_of_valid_at_bitemporal(world: World, scope: Scope) -> None:
 @scoped
 def test_traverse_and_communities(world: World, scope: Scope) -> None:
     v, kw = world.vault, _kw(scope)
+    written = v.traverse(world.db_ids[scope], depth=5, inferred=False, **kw)
+    _only(world, scope, [n.entity.id for n in written.nodes])
+    assert len(written.nodes) == len(NOTES)  # the chain of links written
+    # The links inferred on write (db's revision to the memory file's sqlite entry, say) reach further, in scope.
     walk = v.traverse(world.db_ids[scope], depth=5, **kw)
     _only(world, scope, [n.entity.id for n in walk.nodes])
-    assert len(walk.nodes) == len(NOTES)
+    _only(world, scope, [end for e in walk.edges for end in (e.from_id, e.to_id)])
+    assert {n.entity.id for n in written.nodes} < {n.entity.id for n in walk.nodes}
+    assert any(e.source == "inferred" for e in walk.edges)
     for other_scope, start in world.db_ids.items():
         if other_scope != scope:
-            with pytest.raises(NotFound):
-                v.traverse(start, depth=5, **kw)
+            for inferred in (True, False):
+                with pytest.raises(NotFound):
+                    v.traverse(start, depth=5, inferred=inferred, **kw)
     for method in ("label_propagation", "modularity"):
         found = v.communities(method=method, **kw)
         assert found.communities

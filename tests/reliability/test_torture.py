@@ -178,7 +178,7 @@ class Torture:
 
         def wait() -> None:
             out, err = proc.communicate()
-            if proc.returncode == 0 and out.startswith("remembered"):
+            if proc.returncode == 0 and out.startswith("stored as #"):
                 with self.lock:
                     self.acked[key] = (text, False)
             elif proc.returncode != -signal.SIGKILL:

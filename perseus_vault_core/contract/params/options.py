@@ -160,6 +160,7 @@ class TraverseOptions(TypedDict, total=False):
     as_of_unix_ms: int | str | dt.datetime | None
     valid_at_unix_ms: int | str | dt.datetime | None
     query_time_unix_ms: int | str | dt.datetime | None
+    inferred: bool
 
 
 class HygieneOptions(TypedDict, total=False):

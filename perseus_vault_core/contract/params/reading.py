@@ -99,10 +99,10 @@ class RecallParams(Filters):
     reinforce: bool = advanced(True, description="Count this retrieval (retrieval_count, last_accessed_ms)")
     fusion: Fusion | None = advanced(description="Hybrid fusion weights for this call")
     curate: bool = advanced(True, description=(
-        "Collapse memories that say the same thing (the newest wording stays, with the others' ids in "
-        "duplicates) and put a newer fact before the older one it updates (marked outdated_by)"))
+        "Collapse memories kept as duplicates (the others' ids in duplicates); a newer fact goes before the "
+        "older it updates (marked outdated_by)"))
     include_outdated: bool = advanced(True, description=(
-        "Keep memories a newer one likely updates (after it, marked outdated_by); false leaves them out"))
+        "Keep memories a newer one may update (marked outdated_by); false leaves out confirmed ones"))
 
     @field_validator("query")
     @classmethod
@@ -170,6 +170,7 @@ class TraverseParams(Filters):
     relations: list[Annotated[str, Field(max_length=MAX_RELATION_CHARS)]] | None = Field(
         default=None, max_length=100, description="Follow only links of these types (omit for all)")
     direction: Direction = Field(default="both", description="Follow links out of, into, or both ways")
+    inferred: bool = advanced(True, description="Also follow inferred links (docs/curation.md)")
 
 
 class HygieneParams(ScopeParams):
@@ -283,4 +284,4 @@ class PrepareParams(_ContextInput):
     semantic: bool | None = advanced(description="Also match trigger phrases by meaning (default: when possible)")
     reinforce: bool = advanced(False, description="Count the memories shown as retrieved")
     include_outdated: bool = advanced(False, description=(
-        "Also show related memories that a newer one likely updates (left out by default)"))
+        "Also show memories confirmed outdated (left out by default)"))

@@ -163,8 +163,8 @@ class RememberParams(RememberInput):
     """``remember``: one memory, and whether to store it when its scope already holds the same text."""
 
     keep_duplicate: bool = advanced(False, description=(
-        "Store it under its new key even when a memory in its scope already says exactly this (normally "
-        "that memory is returned, with repeated set, and nothing is written)"))
+        "Store it under its new key even when a memory of its scope holds exactly this text (else that one is "
+        "returned, repeated set, nothing written)"))
 
     def memory(self) -> RememberInput:
         """What is stored: the memory without the call's own option."""
@@ -187,6 +187,9 @@ class RememberManyParams(BaseModel):
 
     items: list[RememberInput] = Field(max_length=MAX_BATCH, description=(
         "The memories to store, each with remember's fields (category, key, content, ...)"))
+    similar: bool = Field(default=False, description=(
+        "Return each memory with its candidates (what remember returns): the memories it may repeat, update or "
+        "contradict"))
 
 
 class EntityParams(ScopeParams):

@@ -35,6 +35,7 @@ from ...primitives.dbapi import Connection
 from ...primitives.filters import FROM, View
 from ...storage.base import ChangeLog
 from ..graph import open_links
+from ...recall.curation import INFERRED, JUDGE
 
 Method = Literal["label_propagation", "modularity"]
 METHODS: tuple[str, ...] = ("label_propagation", "modularity")
@@ -115,7 +116,10 @@ def load(conn: Connection, view: View) -> Graph:
     clause, params = open_links(view)
     nodes = graph.nodes
     weights: dict[tuple[int, int], list[float]] = defaultdict(list)
-    for a, b, weight in conn.execute(f"SELECT l.from_id, l.to_id, l.weight FROM links l WHERE {clause}", params):
+    # The links someone wrote: those the vault judged at write time (features/relations.py) join no community yet.
+    written = f"{clause} AND (l.source IS NULL OR l.source NOT IN (:inferred, :judge))"
+    for a, b, weight in conn.execute(f"SELECT l.from_id, l.to_id, l.weight FROM links l WHERE {written}",
+                                     dict(params, inferred=INFERRED, judge=JUDGE)):
         if a in nodes and b in nodes and nodes[a] == nodes[b]:
             weights[(a, b) if a < b else (b, a)].append(weight)
     # fsum is exact (row order cannot change a sum) and rounding keeps 0.1 + 0.2 - 0.3 at zero

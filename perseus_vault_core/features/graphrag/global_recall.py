@@ -18,7 +18,7 @@ Everything here is a pure function; the orchestration is :func:`graphrag.verbs.g
 from __future__ import annotations
 
 from ...contract.models import GlobalCommunity, RecallItem
-from ...contract.readable import date
+from ...contract.readable import truth
 from ...contract.text import escape_breaks, one_line
 from .communities import Group
 
@@ -86,7 +86,7 @@ def context(query: str, chosen: list[GlobalCommunity], max_chars: int) -> str:
             "Evidence:",
         ]
         section += [f"- [{escape_breaks(f'{e.category}/{e.key}')}] {one_line(e.content, EVIDENCE_CHARS)} "
-                    f"(#{e.id}, {date(e.updated_at_ms)})" for e in gc.evidence]  # dated, as recall's lines
+                    f"(#{e.id}, {truth(e)})" for e in gc.evidence]  # dated, as recall's lines
         for line in section:
             if used + 1 + len(line) > max_chars:
                 break

@@ -13,7 +13,7 @@ from typing import Any
 from perseus_vault_core import MAX_OFFSET
 
 from ..layout import (Page, address, checkbox, choice, field, form, memory_link, message, preview, scope_fields,
-                      status_badge, table, text_input, when)
+                      status_badge, table, text_input, true_dates)
 from ..markup import Markup, el, join
 from ..query import Ask, Context
 
@@ -43,10 +43,10 @@ def render(ctx: Context, ask: Ask) -> Page:
 def _row(ask: Ask, e: Any, *extra: Any) -> list[Any]:
     content = e.content if ask.flag("full") else preview(e.content)
     return [memory_link(ask.scope, e.id), memory_link(ask.scope, e.id, address(e)), e.type, e.topic_path or "—",
-            status_badge(e.status), when(e.updated_at_ms), *extra, el("span", content, class_="text")]
+            status_badge(e.status), true_dates(e), *extra, el("span", content, class_="text")]
 
 
-HEAD = ("id", "category/key", "type", "topic path", "status", "updated")
+HEAD = ("id", "category/key", "type", "topic path", "status", "true from")
 
 
 def _scanned(ctx: Context, ask: Ask, status: str, limit: int, filters: dict[str, Any], query: dict[str, Any]) -> Markup:

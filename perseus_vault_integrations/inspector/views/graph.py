@@ -19,9 +19,11 @@ def render(ctx: Context, ask: Ask) -> Page:
     start = ask.number("id", 0, 0, 2**53 - 1)
     depth = ask.number("depth", 2, 1, 4)
     direction: Any = ask.pick("direction", DIRECTIONS, "both")  # one of traverse's directions
+    inferred = ask.pick("inferred", ("yes", "no"), "yes")  # the links the vault inferred at write time too
     controls = [*scope_fields(ask.scope), field("memory id", text_input("id", start or None, size_=8)),
                 field("hops", choice("depth", [(str(n), str(n)) for n in range(1, 5)], str(depth))),
-                field("links", choice("direction", [(d, d) for d in DIRECTIONS], direction))]
+                field("links", choice("direction", [(d, d) for d in DIRECTIONS], direction)),
+                field("inferred links", choice("inferred", [("yes", "shown"), ("no", "left out")], inferred))]
     ready, seconds = ctx.clustered(ask.scope)
     waiting = None if ready else join(el("meta", http_equiv="refresh", content="3"), message(
         f"The link graph is being clustered ({seconds:.0f} s so far): the communities appear when it is done; "
@@ -29,20 +31,21 @@ def render(ctx: Context, ask: Ask) -> Page:
     if not start:
         return Page("Graph", join(form(controls, path="/graph"), waiting or _largest(ctx, ask.scope)))
     walk = ctx.vault.traverse(start, depth=depth, direction=direction, include_archived=ask.flag("include_archived"),
-                              **ask.scope.args())
+                              inferred=inferred == "yes", **ask.scope.args())
     ids = [n.entity.id for n in walk.nodes]
     found = ctx.vault.communities(containing=ids, limit=1000, central=3, **ask.scope.args()) if ready else None
     index = {m: i for i, c in enumerate(found.communities) for m in c.members} if found else {}
     nodes = [Node(n.entity.id, n.depth, n.path[-2] if len(n.path) > 1 else None,
                   preview(n.entity.summary or n.entity.content, 60), index.get(n.entity.id)) for n in walk.nodes]
     picture = neighbourhood(nodes, walk.edges, lambda i: ask.scope.link("/graph", id=i, depth=depth,
-                                                                        direction=direction))
+                                                                        direction=direction, inferred=inferred))
     start_entity = walk.nodes[0].entity
     return Page(f"Graph around #{start}", join(
         form(controls, path="/graph"),
         message([f"{len(walk.nodes)} memories within {depth} hop(s) of ",
                  memory_link(ask.scope, start, f"{start_entity.category}/{start_entity.key}"),
-                 f", {len(walk.edges)} links; a node links to its own neighbourhood, its tooltip names it."]),
+                 f", {len(walk.edges)} links ({sum(e.source == 'inferred' for e in walk.edges)} inferred by the vault"
+                 " when a memory was written, dashed); a node links to its own neighbourhood, its tooltip names it."]),
         el("div", picture, class_="figure"), waiting or
         el("section", el("h2", f"Communities here ({len(found.communities) if found else 0})"),
            _legend(ctx, ask.scope, found.communities if found else [], set(ids)))))

@@ -92,7 +92,8 @@ def _links(ctx: Context, e: Entity, own: Scope) -> Markup:
             other = link.to_id if out else link.from_id
             if (link.from_id == e.id) == out and other in titles:
                 o = titles[other]
-                found.append([link.relation, f"{link.weight:g}", memory_link(own, other, address(o)),
+                relation = f"{link.relation} (inferred)" if link.source == "inferred" else link.relation
+                found.append([relation, f"{link.weight:g}", memory_link(own, other, address(o)),
                               status_badge(o.status), preview(o.summary or o.content, 90), when(link.recorded_from_ms)])
         return found
 

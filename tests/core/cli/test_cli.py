@@ -25,6 +25,8 @@ from perseus_vault_core.cli.main import main
 
 from ...conftest import modes
 
+DAY = r"\d{4}-\d\d-\d\d"  # a date as a person reads it: when a memory became true
+
 
 @pytest.fixture(autouse=True)
 def keyword_only(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -103,7 +105,8 @@ def filled(cli: Any, db: str) -> str:
 
 def test_remember_human_and_json(cli: Any, db: str) -> None:
     run = assert_ok(cli("--db", db, "remember", "decision", "db", "We chose SQLite."))
-    assert run.lines() == ["remembered #1 [decision/db] version 1"]
+    assert len(run.lines()) == 1 and re.fullmatch(rf"stored as #1 decision/db, version 1 \(true from {DAY}\); "
+                                                  "no candidate it repeats, updates or contradicts", run.lines()[0])
     run = assert_ok(cli("--db", db, "--json", "remember", "decision", "db", "We chose SQLite, in WAL mode."))
     entity = run.json()
     assert (entity["id"], entity["version"], entity["content"]) == (1, 2, "We chose SQLite, in WAL mode.")
@@ -113,11 +116,16 @@ def test_remember_human_and_json(cli: Any, db: str) -> None:
 
 def test_remember_says_when_it_wrote_nothing_and_what_a_memory_repeats(cli: Any, db: str) -> None:
     assert_ok(cli("--db", db, "remember", "note", "k1", "Same words here."))
-    run = assert_ok(cli("--db", db, "remember", "note", "k2", "same words here"))  # an exact repeat: nothing written
-    assert run.lines()[0] == "already held by #1 [note/k1]: nothing written (--keep-duplicate stores it)"
-    run = assert_ok(cli("--db", db, "remember", "note", "k2", "same words here", "--keep-duplicate"))
-    assert run.lines()[0] == "remembered #2 [note/k2] version 1"
-    assert re.fullmatch(r"  probably repeats #1 \[note/k1\] \(similarity \d\.\d\d\)", run.lines()[1])
+    run = assert_ok(cli("--db", db, "remember", "note", "k2", "same  words HERE."))  # an exact repeat: nothing written
+    expected = [rf"already held by #1 note/k1 \(true from {DAY}\): nothing written; "
+                "no other candidate it repeats, updates or contradicts", r"\(--keep-duplicate stores it\)"]
+    assert all(re.fullmatch(e, line) for e, line in zip(expected, run.lines(), strict=True))
+    run = assert_ok(cli("--db", db, "remember", "note", "k2", "same  words HERE.", "--keep-duplicate"))
+    expected = [rf"stored as #2 note/k2, version 1 \(true from {DAY}\)", "candidates it may repeat, update or contradict:",
+                rf"#1 \(duplicate, true from {DAY}\): Same words here\."]
+    assert all(re.fullmatch(e, line) for e, line in zip(expected, run.lines(), strict=True))
+    run = assert_ok(cli("--db", db, "remember", "note", "k3", "Same words here"))  # a mark less: another text
+    assert re.fullmatch(rf"stored as #3 note/k3, version 1 \(true from {DAY}\)", run.lines()[0])
 
 
 def test_no_stored_text_reaches_the_terminal_as_a_control(cli: Any, db: str) -> None:
@@ -333,7 +341,8 @@ def test_export_stdout_and_file_round_trip(cli: Any, filled: str, tmp_path: Path
     records = [json.loads(line) for line in to_stdout.splitlines()]
     assert records[0] == {"record": "vault", "format": 1}
     assert [r["id"] for r in records if r["record"] == "entity"] == [1, 2, 3]
-    assert len([r for r in records if r["record"] == "link"]) == 1
+    links = [r for r in records if r["record"] == "link"]  # the one written, and those the vault inferred
+    assert [(r["from_id"], r["to_id"]) for r in links if r["source"] != "inferred"] == [(1, 2)]
 
     target = tmp_path / "out.jsonl"
     run = assert_ok(cli("--db", filled, "export", str(target)))
@@ -344,7 +353,7 @@ def test_export_stdout_and_file_round_trip(cli: Any, filled: str, tmp_path: Path
 
     fresh = str(tmp_path / "fresh.db")
     report = assert_ok(cli("--db", fresh, "--json", "import", str(target))).json()
-    assert report["created"] == 3 and report["links"] == 1
+    assert report["created"] == 3 and report["links"] == len(links)
     assert assert_ok(cli("--db", fresh, "export")).out == to_stdout
 
 
@@ -372,7 +381,8 @@ def test_stats(cli: Any, filled: str) -> None:
     assert stats["entities"] == 3 and stats["versions"] == 3 and stats["by_status"] == {"active": 3}
     human = assert_ok(cli("--db", filled, "stats")).lines()
     assert re.fullmatch(rf"vault +{re.escape(filled)} \(sqlite, schema {stats['schema_version']}, \d+ KB\)", human[0])
-    assert "memories       3 (3 active)" in human and "links          0" in human
+    assert "memories       3 (3 active)" in human
+    assert f"links          {stats['links']}" in human and stats["links"] >= 1  # the two SQLite memories: inferred
     assert "vectors        none (no embedding model has written to this vault)" in human
     assert not any("{" in line or "_" in line.split()[0] for line in human)  # no dicts, no field names
 
@@ -380,10 +390,10 @@ def test_stats(cli: Any, filled: str) -> None:
 def test_times_a_person_reads_are_iso_8601(cli: Any, filled: str) -> None:
     iso = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z"
     history = assert_ok(cli("--db", filled, "history", "decision", "cache")).lines()
-    assert all(re.search(f"from {iso}: ", line) for line in history[1:])
+    assert all(re.search(rf"recorded {iso}, true from {DAY}( to {DAY})?: ", line) for line in history[1:])
     entity_id = assert_ok(cli("--db", filled, "--json", "history", "decision", "cache")).json()["items"][0]["id"]
     shown = assert_ok(cli("--db", filled, "get-entity", str(entity_id))).lines()
-    assert re.fullmatch(f"created {iso}, updated {iso}", shown[1])
+    assert re.fullmatch(f"true from {iso}( to {iso})?; created {iso}, this version written {iso}", shown[1])
     assert all(re.match(iso, line) for line in assert_ok(cli("--db", filled, "recent")).lines()[:-1])
     missing = assert_ok(cli("--db", filled, "as-of", "decision", "cache", "946684800000")).out
     assert "was believed at 2000-01-01T00:00:00.000Z" in missing
@@ -521,7 +531,8 @@ def test_real_process(tmp_path: Path) -> None:
     db = str(tmp_path / "proc.db")
     done = _spawn(["remember", "decision", "db", "We chose SQLite in WAL mode."], db)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "remembered #1 [decision/db] version 1"
+    assert re.fullmatch(rf"stored as #1 decision/db, version 1 \(true from {DAY}\); no candidate it repeats, updates "
+                        "or contradicts", done.stdout.strip())
     done = _spawn(["recall", "sqlite", "--json"], db)
     assert done.returncode == 0, done.stderr
     assert [i.key for i in RecallResult.model_validate_json(done.stdout).items] == ["db"]

@@ -33,8 +33,10 @@ def test_link_unlink_traverse(cli: Any, linked: str) -> None:  # noqa: F811
     assert (run.json()["from_id"], run.json()["to_id"], run.json()["weight"]) == (3, 1, 0.5)
     walk = assert_ok(cli("--db", linked, "--json", "traverse", "1", "--depth", "1", "--direction", "out")).json()
     assert [n["entity"]["id"] for n in walk["nodes"]] == [1, 2]
-    human = assert_ok(cli("--db", linked, "traverse", "1")).lines()
+    human = assert_ok(cli("--db", linked, "traverse", "1", "--no-inferred")).lines()  # the links written here
     assert human[0].startswith("#1 [storage/s0]") and human[-1] == "3 node(s), 3 link(s)"
+    walk = assert_ok(cli("--db", linked, "--json", "traverse", "1")).json()  # and those the vault inferred
+    assert {e["source"] for e in walk["edges"]} == {None, "inferred"}
     assert assert_ok(cli("--db", linked, "unlink", "3", "1")).lines() == ["closed 1 link(s)"]
     assert "to_id" in assert_one_line_error(cli("--db", linked, "link", "1", "1"))
     assert "depth" in assert_one_line_error(cli("--db", linked, "traverse", "1", "--depth", "99"))

@@ -241,7 +241,7 @@ def test_the_verbs_built_on_recall_and_scan(filled: Vault) -> None:
     assert {i.key for i in v.search("deploy", where={"prio": 1.5}).items} == set()  # search is over notes only
     for a, b in (("a", "b"), ("b", "c"), ("c", "d"), ("d", "e")):
         v.link(ids[a], ids[b])
-    walk = v.traverse(ids["a"], depth=4, where={"category": "note"})
+    walk = v.traverse(ids["a"], depth=4, where={"category": "note"}, inferred=False)  # the links written here
     assert {n.entity.key for n in walk.nodes} == {"a", "b"}  # the walk stops where the filter does
     found = v.global_recall("deploy checklist", where={"category": {"$ne": "note"}})
     evidence = {e.key for c in found.communities for e in c.evidence}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 from pathlib import Path
@@ -16,8 +17,15 @@ from ...conftest import Clock
 pytestmark = pytest.mark.both_backends  # the contract suite: SQLite and PostgreSQL (tests/conftest.py)
 
 
+def words_of(key: str) -> str:
+    """Four made-up words of ``key``'s own, so that two notes share none: these tests walk the links written
+    here, and notes alike would be linked by the vault as well (test_relations.py)."""
+    letters = "".join(chr(ord("a") + int(c, 16)) for c in hashlib.sha256(key.encode()).hexdigest())
+    return " ".join(letters[k:k + 8] for k in range(0, 32, 8))
+
+
 def note(vault: Vault, key: str, **scope: Any) -> int:
-    return vault.remember("node", key, f"the note called {key}", **scope).id
+    return vault.remember("node", key, words_of(key), **scope).id
 
 
 def link_rows(vault: Vault) -> list[dict[str, Any]]:
@@ -237,12 +245,26 @@ def test_unlink_is_scoped(vault: Vault) -> None:
 # --- traverse ------------------------------------------------------------------------------------
 
 
+def test_a_walk_shows_the_links_the_vault_inferred_and_can_leave_them_out(vault: Vault, clock: Clock) -> None:
+    old = vault.remember("fact", "prod-region", "Production runs in eu-west-1 on EKS.").id
+    clock.advance(1000)
+    new = vault.remember("fact", "prod-move", "Production runs in us-east-2 on EKS.").id
+    other = note(vault, "x")
+    vault.link(new, other, "cites")
+    walk = vault.traverse(new, 1)
+    assert {(e.to_id, e.relation, e.source) for e in walk.edges} == {(old, "updates", "inferred"), (other, "cites", None)}
+    plain = vault.traverse(new, 1, inferred=False)
+    assert [n.entity.id for n in plain.nodes] == [new, other] and {e.source for e in plain.edges} == {None}
+    with pytest.raises(InvalidInput, match="inferred"):
+        vault.traverse(new, 1, inferred="no")  # type: ignore[arg-type]
+
+
 def test_traverse_depth_zero_is_the_start_alone(vault: Vault, graph: dict[str, int]) -> None:
     result = vault.traverse(graph["a"], 0)
     assert result.start == graph["a"]
     assert shape(result) == [(graph["a"], 0, [graph["a"]])]
     assert result.edges == []
-    assert result.nodes[0].entity.content == "the note called a"
+    assert result.nodes[0].entity.content == words_of("a")
 
 
 def test_traverse_depth_one_both_directions(vault: Vault, graph: dict[str, int]) -> None:
@@ -322,7 +344,7 @@ def test_traverse_depth_limits_the_walk(vault: Vault) -> None:
 def test_traverse_is_deterministic_whatever_the_insertion_order(
     vault: Vault, clock: Clock, tmp_path: Path, graph: dict[str, int]
 ) -> None:
-    with Vault(tmp_path / "other.db", clock=clock) as other:
+    with Vault(tmp_path / "other.db", clock=clock, embedder=False) as other:
         ids = {k: note(other, k) for k in "abcde"}
         assert ids == graph
         # Same links, inserted in reverse order (so link ids differ).
@@ -406,9 +428,9 @@ def test_an_expired_or_superseded_node_blocks_the_walk(vault: Vault, clock: Cloc
 
 
 def test_a_node_not_valid_now_blocks_the_walk(vault: Vault, clock: Clock) -> None:
-    a = vault.remember("node", "a", "always held", valid_from_ms=1000).id
-    c = vault.remember("node", "c", "always held too", valid_from_ms=1000).id
-    b = vault.remember("node", "b", "held only last year", valid_from_ms=1000, valid_to_ms=clock.now - 1).id
+    a = vault.remember("node", "a", words_of("a"), valid_from_ms=1000).id  # always held
+    c = vault.remember("node", "c", words_of("c"), valid_from_ms=1000).id  # always held too
+    b = vault.remember("node", "b", words_of("b"), valid_from_ms=1000, valid_to_ms=clock.now - 1).id  # until last year
     vault.link(a, b)
     vault.link(b, c)
     assert shape(vault.traverse(a, 2)) == [(a, 0, [a])]
@@ -476,9 +498,9 @@ def test_traverse_as_of_shows_entities_as_they_were(vault: Vault, clock: Clock) 
     changed_at = clock.advance(1000)
     vault.remember("node", "b", "b, rewritten later")
     then = vault.traverse(a, 1, as_of_unix_ms=changed_at - 1)
-    assert [n.entity.content for n in then.nodes] == ["the note called a", "the note called b"]
+    assert [n.entity.content for n in then.nodes] == [words_of("a"), words_of("b")]
     now = vault.traverse(a, 1)
-    assert [n.entity.content for n in now.nodes] == ["the note called a", "b, rewritten later"]
+    assert [n.entity.content for n in now.nodes] == [words_of("a"), "b, rewritten later"]
 
 
 def test_traverse_as_of_before_the_start_existed_is_not_found(vault: Vault, clock: Clock) -> None:

@@ -34,6 +34,15 @@ def plain(category: str, key: str, content: str, **fields: Any) -> str:
     return json.dumps({"category": category, "key": key, "content": content, **fields})
 
 
+def link_records(recs: list[dict[str, Any]], *, inferred: bool) -> list[dict[str, Any]]:
+    """The link records of an export the vault inferred on write (``inferred=True``) or someone wrote."""
+    return [r for r in recs if r["record"] == "link" and (r["source"] == "inferred") == inferred]
+
+
+# What populate's writes infer (features/relations.py): each from the newer memory to the older, in its scope.
+INFERRED = {("new-db", "old-db", "related"), ("agent-a-2", "agent-a", "same_subject")}
+
+
 def populate(vault: Vault, clock: Clock) -> dict[str, int]:
     """A vault with updates, an archive, a supersession, open and closed links, unicode,
     body extras, recall_when, validity and expiry, reinforcement state and several scopes."""
@@ -96,8 +105,17 @@ def test_export_format(vault: Vault, clock: Clock) -> None:
     assert alice["versions"][0]["recall_when"] == ["moving house", "café plans"]
     doomed = next(r for r in entities if r["id"] == ids["doomed"])
     assert [v["change"] for v in doomed["versions"]] == ["create", "archive"]
-    assert len(links) == 5  # 4 links made, one re-weighted (2 rows), one closed
-    assert sum(1 for r in links if r["recorded_to_ms"] is not None) == 2
+    written = link_records(recs, inferred=False)
+    assert len(written) == 5  # 4 links made, one re-weighted (2 rows), one closed
+    assert sum(1 for r in written if r["recorded_to_ms"] is not None) == 2
+    # The links remember inferred travel too, each within one scope; closed, as someone linked each pair after
+    # (a link of someone's closes the vault's between the same two).
+    names = {v: k for k, v in ids.items()}
+    inferred = link_records(recs, inferred=True)
+    assert {(names[r["from_id"]], names[r["to_id"]], r["relation"]) for r in inferred} == INFERRED
+    assert len(links) == len(written) + len(inferred)
+    scope = {r["id"]: (r["agent_id"], r["workspace_hash"]) for r in entities}
+    assert all(r["recorded_to_ms"] is not None and scope[r["from_id"]] == scope[r["to_id"]] for r in inferred)
     new_db = next(r for r in entities if r["id"] == ids["new-db"])
     assert new_db["retrieval_count"] == 1 and new_db["last_accessed_ms"] is not None
 
@@ -137,7 +155,14 @@ def test_export_filtered_by_agent(vault: Vault, clock: Clock) -> None:
     links = [r for r in recs if r["record"] == "link"]
     assert [r["id"] for r in entities] == [ids["agent-a"], ids["agent-a-2"]]
     assert all(r["agent_id"] == "agent-a" for r in entities)
-    assert [(r["from_id"], r["to_id"]) for r in links] == [(ids["agent-a"], ids["agent-a-2"])]
+    assert [(r["from_id"], r["to_id"]) for r in link_records(recs, inferred=False)] == [
+        (ids["agent-a"], ids["agent-a-2"]),
+    ]
+    # The link inferred between agent a's two notes is in its scope; the one between unscoped notes is not.
+    assert [(r["from_id"], r["to_id"]) for r in link_records(recs, inferred=True)] == [
+        (ids["agent-a-2"], ids["agent-a"]),
+    ]
+    assert len(links) == 2
     only_b = records(export_text(vault, workspace_hash="ws-9"))
     assert [r["id"] for r in only_b if r["record"] == "entity"] == [ids["agent-b"]]
     assert [r for r in only_b if r["record"] == "link"] == []
@@ -147,9 +172,10 @@ def test_export_filtered_by_agent(vault: Vault, clock: Clock) -> None:
 def test_a_scoped_export_imports_on_its_own(vault: Vault, clock: Clock, tmp_path: Path) -> None:
     ids = populate(vault, clock)
     text = export_text(vault, agent_id="agent-a")
+    assert (len(link_records(records(text), inferred=False)), len(link_records(records(text), inferred=True))) == (1, 1)
     with Vault(tmp_path / "copy.db", clock=clock, embedder=False) as copy:
         report = copy.import_jsonl(io.StringIO(text))
-        assert (report.created, report.links) == (2, 1)
+        assert (report.created, report.links) == (2, 2)  # the written link and the inferred one
         assert export_text(copy) == text
         assert [n.entity.id for n in copy.traverse(ids["agent-a"], 1, agent_id="agent-a").nodes] == [
             ids["agent-a"], ids["agent-a-2"],
@@ -162,9 +188,10 @@ def test_a_scoped_export_imports_on_its_own(vault: Vault, clock: Clock, tmp_path
 def test_round_trip_is_byte_identical(vault: Vault, clock: Clock, tmp_path: Path) -> None:
     ids = populate(vault, clock)
     first = export_text(vault)
+    assert len(link_records(records(first), inferred=False)) == 5
     with Vault(tmp_path / "copy.db", clock=clock, embedder=False) as copy:
         report = copy.import_jsonl(io.StringIO(first))
-        assert report == ImportReport(created=len(ids), updated=0, unchanged=0, links=5)
+        assert report == ImportReport(created=len(ids), updated=0, unchanged=0, links=5 + len(INFERRED))
         assert export_text(copy) == first
         assert copy.check().ok
 
@@ -387,12 +414,12 @@ def test_a_link_across_scopes_in_a_file_is_refused(vault: Vault, clock: Clock, t
     vault.remember("note", "b", "agent b's note", agent_id="b")
     vault.link(a, a2)
     recs = records(export_text(vault))
-    link = next(r for r in recs if r["record"] == "link")
+    [link] = link_records(recs, inferred=False)  # the other link, a2 -> a, was inferred on write: left as is
     link["to_id"] = next(r["id"] for r in recs if r["record"] == "entity" and r["agent_id"] == "b")
     with Vault(tmp_path / "copy.db", clock=clock, embedder=False) as copy:
         with pytest.raises(InvalidInput) as err:
             copy.import_jsonl([json.dumps(r) for r in recs])
-        assert _line_field(err.value, len(recs))
+        assert _line_field(err.value, recs.index(link) + 1), err.value.field
         assert copy.stats().entities == 0
 
 
@@ -417,7 +444,7 @@ def test_progress_of_an_export_import_counts_entities_and_links(vault: Vault, cl
     calls: list[tuple[int, int]] = []
     with Vault(tmp_path / "copy.db", clock=clock, embedder=False) as copy:
         copy.import_jsonl(io.StringIO(export_text(vault)), progress=lambda d, t: calls.append((d, t)))
-    total = len(ids) + 5
+    total = len(ids) + 5 + len(INFERRED)  # every entity and link record: written and inferred
     assert calls[-1] == (total, total)
 
 
@@ -442,7 +469,7 @@ def test_import_merges_by_scope_category_and_key(vault: Vault, clock: Clock, tmp
         assert report.created == len(ids) - 2
         assert report.updated == 1
         assert report.unchanged == 1
-        assert report.links == 5
+        assert report.links == 5 + len(INFERRED)  # the written links and those the exporting vault inferred
 
         alice = other.history("fact", "alice-city")
         assert [v.content for v in alice.items] == ["Alice lives in Berlin now", "Alice lives in Rome"]

@@ -238,12 +238,14 @@ def test_block_is_pure_and_within_budget() -> None:
         def __init__(self, i: int, text: str) -> None:
             self.id, self.category, self.key, self.summary, self.content = i, "c", f"k{i}", None, text
             self.updated_at_ms = 1_780_000_000_000
+            self.valid_from_ms, self.valid_to_ms = self.updated_at_ms, None  # true from its write (readable.truth)
 
     trig = [(E(1, "x " * 300), "when one")]
     rel = [E(2, "short related note"), E(3, "another related note")]
     text, t, r = block(trig, rel, 1500)
     assert text.startswith("## Memory for this turn\n### Triggered\n- **c/k1** ")
     assert "### Related" in text and t == [1] and r == [2, 3] and len(text) <= 1500
+    assert "- **c/k2** short related note (#2, 2026-05-28)" in text  # dated by when it became true
     for budget in (100, 150, 300, 500):
         small, t, r = block(trig, rel, budget)
         assert len(small) <= budget
@@ -389,6 +391,7 @@ def test_the_block_escapes_names_and_collapses_phrases_whatever_they_hold() -> N
         def __init__(self, i: int, category: str, key: str) -> None:
             self.id, self.category, self.key, self.summary, self.content = i, category, key, None, f"text {i}"
             self.updated_at_ms = 0
+            self.valid_from_ms, self.valid_to_ms = self.updated_at_ms, None  # true from its write (readable.truth)
 
     breaks = "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"
     trig = [(E(i + 1, f"c{c}{FORGED}", f"k{c}{FORGED}"), f"when{c}{FORGED}") for i, c in enumerate(breaks)]

@@ -91,7 +91,9 @@ def test_a_write_near_the_saved_position_costs_nothing_and_a_far_one_is_replayed
     assert saved(db_path) == first
     with Vault(db_path, embedder=embedder, clock=clock, keyword_index="saved", vector_index="saved") as vault:
         vault.remember_many(records(SAVE_AFTER, start=settle.MIN_HEADS))  # too many to replay at every start
-    assert [s.how for s in vault._engine.settled] == ["replayed", "replayed"]  # from the saved one, not built
+    # from the saved ones, not built: opened at the close and replayed, or opened by the batch's candidate
+    # look-ups before its write and followed to its end
+    assert all(s.how in ("replayed", "followed") for s in vault._engine.settled), vault._engine.settled
     end = position(db_path)
     assert saved(db_path) == {"keyword-index": (end, settle.MIN_HEADS + 1 + SAVE_AFTER),
                               "vector-index": (end, settle.MIN_HEADS + 1 + SAVE_AFTER)}

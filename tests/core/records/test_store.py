@@ -30,7 +30,8 @@ def test_remember_creates_with_every_field(vault: Vault, clock: Clock) -> None:
     assert e.model_extra == {"ticket": "ENG-12", "nested": {"a": [1, 2]}}  # body fields at top level
     assert (e.created_at_ms, e.updated_at_ms, e.valid_from_ms) == (clock.now, clock.now, clock.now)
     assert e.status == "active" and e.decay == 1.0 and e.retrieval_count == 0
-    assert vault.get_entity(e.id).model_dump() == e.model_dump(exclude={"repeated", "similar"})
+    assert e.written and not e.repeated and e.similar == []  # what only remember answers: the first memory
+    assert vault.get_entity(e.id).model_dump() == e.model_dump(exclude={"repeated", "written", "similar"})
 
 
 def test_identical_content_is_a_no_op(vault: Vault, clock: Clock) -> None:

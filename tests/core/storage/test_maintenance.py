@@ -45,6 +45,19 @@ def head(vault: Vault, entity_id: int) -> tuple[Any, ...]:
     ).fetchone()
 
 
+def link_rows(vault: Vault, *, entity_id: int | None = None, open_only: bool = False) -> tuple[int, int]:
+    """Link rows (of ``entity_id``, else all; open ones only if asked), as (written, inferred on write)."""
+    sql = "SELECT COALESCE(source, '') = 'inferred', COUNT(*) FROM links WHERE 1 = 1"
+    args: tuple[Any, ...] = ()
+    if entity_id is not None:
+        sql += " AND (from_id = ? OR to_id = ?)"
+        args = (entity_id, entity_id)
+    if open_only:
+        sql += " AND recorded_to_ms IS NULL"
+    counts = dict(vault._engine.conn().execute(sql + " GROUP BY 1", args).fetchall())
+    return counts.get(0, 0), counts.get(1, 0)
+
+
 def export_text(vault: Vault) -> str:
     buf = io.StringIO()
     vault.export_jsonl(buf)
@@ -213,15 +226,23 @@ def test_stats_counts(vault: Vault, clock: Clock) -> None:
     assert s.by_status == {"active": 4, "archived": 1, "superseded": 1}
     # 6 creates + beta's update + delta's archive + supersede (old and new).
     assert s.versions == 10
-    assert s.links == 2  # open links only: beta -> delta was closed
+    # Open links only: beta -> delta was closed. The writes inferred links too (new -> old decision, ...).
+    written, inferred = link_rows(vault, open_only=True)
+    assert written == 2 and inferred > 0
+    assert s.links == written + inferred
 
 
 def test_stats_follow_purge(vault: Vault, clock: Clock) -> None:
     ids = healthy(vault, clock)
+    written, inferred = link_rows(vault, entity_id=ids["delta"])
+    assert written == 2  # alpha -> delta, and beta -> delta (closed)
     result = vault.purge(ids["delta"])
-    assert (result.versions, result.links) == (2, 2)
+    assert (result.versions, result.links) == (2, written + inferred)  # every row of delta's links goes
+    assert link_rows(vault, entity_id=ids["delta"]) == (0, 0)
     s = vault.stats()
-    assert (s.entities, s.versions, s.links) == (5, 8, 1)
+    written, inferred = link_rows(vault, open_only=True)
+    assert written == 1  # alpha -> beta
+    assert (s.entities, s.versions, s.links) == (5, 8, written + inferred)
     assert s.by_status == {"active": 4, "superseded": 1}
 
 

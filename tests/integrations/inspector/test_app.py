@@ -117,10 +117,16 @@ def test_the_playground_shows_each_arm_the_fused_score_and_the_knobs_effect(serv
 def test_the_graph_draws_the_neighbourhood_coloured_by_community(server: Server, store: tuple[Vault, Sample]) -> None:
     vault, sample = store
     start = sample.themes["storage"][0]
-    page = get(server, f"/graph?id={start}&depth=2&agent_id=ops")
+    everything = get(server, f"/graph?id={start}&depth=2&agent_id=ops")  # the links the vault inferred too, dashed
     walk = vault.traverse(start, depth=2, agent_id="ops")
+    assert sorted(int(n) for n in re.findall(r'data-node="(\d+)"', everything)) == sorted(n.entity.id for n in walk.nodes)
+    inferred = sum(e.source == "inferred" for e in walk.edges)
+    assert inferred and everything.count('class="edge inferred"') == inferred
+    assert everything.count('class="edge"') == len(walk.edges) - inferred
+    page = get(server, f"/graph?id={start}&depth=2&agent_id=ops&inferred=no")  # the links written
+    walk = vault.traverse(start, depth=2, agent_id="ops", inferred=False)
     assert sorted(int(n) for n in re.findall(r'data-node="(\d+)"', page)) == sorted(n.entity.id for n in walk.nodes)
-    assert page.count('class="edge"') == len(walk.edges)
+    assert page.count('class="edge"') == len(walk.edges) and "edge inferred" not in page
     assert "Communities here (2)" in page and "5 linked memories about storage" in page
     assert "no summary written yet" in page  # billing has none
     index = get(server, "/graph?agent_id=ops")
@@ -232,7 +238,7 @@ def test_while_the_link_graph_is_clustered_the_pages_answer_without_it(store: tu
     monkeypatch.setattr(Context, "clustered", lambda self, scope: (False, 4.0))
     with served(vault) as server:
         start = sample.themes["storage"][0]
-        graph = get(server, f"/graph?id={start}&agent_id=ops")
+        graph = get(server, f"/graph?id={start}&agent_id=ops&inferred=no")
         assert "being clustered (4 s so far)" in graph and 'http-equiv="refresh"' in graph
         assert len(re.findall(r'data-node="\d+"', graph)) == 7 and 'fill="#9aa0a6"' in graph  # drawn, all grey
         memory = get(server, f"/memory/{start}")

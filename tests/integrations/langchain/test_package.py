@@ -11,8 +11,9 @@ import perseus_vault_integrations.langchain as lc
 
 
 def test_exports_one_class_per_concept() -> None:
-    assert lc.__all__ == ["LangChainEmbedder", "PerseusVaultChatMessageHistory", "PerseusVaultEmbeddings",
-                          "PerseusVaultRetriever", "PerseusVaultSaver", "PerseusVaultStore", "PerseusVaultVectorStore"]
+    assert lc.__all__ == ["ChatModelJudge", "LangChainEmbedder", "PerseusVaultChatMessageHistory",
+                          "PerseusVaultEmbeddings", "PerseusVaultRetriever", "PerseusVaultSaver", "PerseusVaultStore",
+                          "PerseusVaultVectorStore"]
 
 
 @pytest.mark.parametrize(("module", "blocked"), [("perseus_vault_integrations.langchain", "langchain_core"),

@@ -183,5 +183,5 @@ def test_the_model_reads_no_empty_field(vault: Vault) -> None:
     vault.remember(category="decision", key="db", content="We chose SQLite.")  # no summary, no topic path
     node = PerseusVaultRetriever(vault).retrieve("sqlite")[0].node
     seen = node.get_content(metadata_mode="llm")  # type: ignore[arg-type]
-    assert seen == "category: decision\nkey: db\n\nWe chose SQLite."
+    assert seen == "category: decision\nkey: db\ntrue_from: 2026-01-01\n\nWe chose SQLite."  # T0; no true_to
     assert "None" not in seen and node.metadata["summary"] is None  # still there for code

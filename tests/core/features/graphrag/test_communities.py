@@ -237,3 +237,14 @@ def test_containing_keeps_the_communities_of_those_memories(vault: Vault) -> Non
     with pytest.raises(InvalidInput) as err:
         vault.communities(containing=[0])
     assert err.value.field == "containing.0"
+
+
+def test_the_relations_the_vault_inferred_join_no_community_yet(vault: Vault, clock: Clock) -> None:
+    """Memories alike are linked by the vault when written (source 'inferred'); communities are the links someone
+    wrote, so a store of such links alone has none (docs/graphrag.md)."""
+    ids = [vault.remember("fact", f"region-{i}", f"Production runs in eu-west-{i} on EKS.").id for i in range(1, 4)]
+    inferred = vault.traverse(ids[-1], 1).edges
+    assert inferred and {e.source for e in inferred} == {"inferred"}
+    assert vault.communities().total == 0
+    vault.link(ids[0], ids[1], "cites")
+    assert [c.size for c in vault.communities().communities] == [2]

@@ -1,0 +1,187 @@
+"""Candidates: the memories a new one may repeat, update or contradict, and how each relates to it. Pure
+(docs/curation.md).
+
+When a memory is written, ``remember`` looks it up among its scope's memories by both recall arms (its
+vector's nearest, and the best keyword matches for its words) and hands what it found here. Each found
+memory is scored as a candidate by how close the two are in meaning (the cosine of their vectors) and by
+what they share beyond it: content words, values (the anchors of :mod:`.curation`: numbers, identifiers,
+names), the category, words of their keys, the topic. The best few above a floor are the candidates:
+found with high recall (an update phrased another way, "Production moved to us-east-2" after "Production
+runs in eu-west-1", shares a subject and little else), few per write (at most :data:`MOST`, about two on
+average), for the agent, a language model, or a judge the application passes, to decide on.
+
+Each candidate carries its relation to the new memory, judged by rules that guess only where a guess is
+safe, since recall acts on it for every query that returns the two (the vault never merges or hides a
+memory on a guess):
+
+- ``duplicate``: the same text once normalised (:func:`.curation.normal`: Unicode's canonical form, case
+  and whitespace aside, every symbol and sign kept);
+- ``update``: the same statement with one value replaced by another (a number, a version, a region, an
+  identifier: one on each side), close in meaning: the one valid later updates the other;
+- ``same_subject``: a candidate scored high enough to be about the same thing (close in meaning, and sharing
+  values or words);
+- ``related``: a candidate, for the agent to judge, nothing more.
+
+Measured on benchmarks/data/curation.json and candidates.json (docs/benchmarks.md, "Candidates").
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from . import curation
+from .curation import Said
+
+Relation = Literal["duplicate", "update", "same_subject", "related"]
+
+MOST = 3  # candidates kept at the most
+FLOOR = 0.36  # a candidate's score at least this (with vectors: the cosine's scale)
+WORDS_FLOOR = 0.30  # without vectors: the score built on the word sets' Jaccard instead
+SAME_SUBJECT = 0.70  # a candidate's score at least this: the two are about one thing (a value or words shared too)
+# What a candidate's score adds to the cosine, for what the two share beyond meaning.
+W_WORDS = 0.40  # x the content words' Jaccard
+W_VALUES = 0.10  # x the values (anchors) the new memory shares with it, three at the most
+W_KEYWORD = 0.10  # x the keyword arm's score of it for the new memory's words (0..1)
+W_CATEGORY = 0.05  # the same category
+W_KEY = 0.05  # x the words their keys share past the first, two at the most
+W_TOPIC = 0.05  # the same topic path
+
+
+@dataclass(frozen=True)
+class Memory:
+    """What candidates reads of one memory: its id, text features, category, key, topic and when it became
+    valid (its valid_from, else its write)."""
+
+    id: int
+    said: Said
+    category: str
+    key: str
+    topic: str | None
+    valid_ms: int
+
+
+@dataclass(frozen=True)
+class Found:
+    """A memory one of the arms found for the new one: its cosine to the new memory (``None`` when either
+    has no vector) and its keyword score for the new memory's words (0 when that arm did not find it)."""
+
+    memory: Memory
+    cosine: float | None
+    keyword: float = 0.0
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A memory the new one may repeat, update or contradict: its id, score, relation and cosine."""
+
+    id: int
+    score: float
+    relation: Relation
+    cosine: float | None
+
+
+def judge(new: Memory, found: Sequence[Found]) -> list[Candidate]:
+    """``found`` as candidates of ``new``: scored, the best :data:`MOST` at or above the floor, best first,
+    each with its relation (the module docstring), each memory once. The new memory's own entity is never its
+    candidate."""
+    scored = _best(new, [f for f in found if f.memory.id != new.id])
+    out: list[Candidate] = []
+    for value, f in scored:
+        if len(out) == MOST:
+            break
+        if any(c.id == f.memory.id for c in out):  # found twice (by two look-ups, or in the store and the batch)
+            continue
+        if value >= (FLOOR if f.cosine is not None else WORDS_FLOOR):
+            out.append(Candidate(f.memory.id, round(value, 4), relation(new.said, f.memory.said, f.cosine, value),
+                                 f.cosine))
+    # An exact repeat is always reported, whatever it scored (a text with no words scores nothing by them).
+    for f in found:
+        if f.memory.id != new.id and f.memory.said.normal == new.said.normal and all(c.id != f.memory.id for c in out):
+            out.insert(0, Candidate(f.memory.id, 1.0, "duplicate", f.cosine))
+    return out[:MOST]
+
+
+def score(new: Memory, f: Found) -> float:
+    """How likely ``f`` is a memory ``new`` repeats or updates: the cosine (else the content words'
+    Jaccard), plus what the two share beyond meaning (the ``W_*`` weights)."""
+    return _without_values(new, f) + W_VALUES * _values(new, f)
+
+
+def _without_values(new: Memory, f: Found) -> float:
+    old = f.memory
+    words = curation.jaccard(new.said.words, old.said.words) if new.said.words and old.said.words else 0.0
+    base = f.cosine if f.cosine is not None else words
+    keys = len(_key_words(new.key) & _key_words(old.key))
+    return (base + W_WORDS * words + W_KEYWORD * min(max(f.keyword, 0.0), 1.0)
+            + W_CATEGORY * (new.category == old.category) + W_KEY * min(keys, 2)
+            + W_TOPIC * (bool(new.topic) and new.topic == old.topic))
+
+
+def _values(new: Memory, f: Found) -> int:
+    """The new memory's values ``f`` holds in some spelling, three at the most (the dearest part of a score)."""
+    held = 0
+    for a in new.said.anchors:
+        held += f.memory.said.holds(a)
+        if held == 3:
+            break
+    return held
+
+
+def _best(new: Memory, found: Sequence[Found]) -> list[tuple[float, Found]]:
+    """``found`` scored, best first (ties by id), as far as the first :data:`MOST` of each memory need: the values
+    held are counted only for a memory whose score could still reach that far (a write finds some 50 memories and
+    keeps three), so the order of what is returned is the order all the scores would give."""
+    most = W_VALUES * min(len(new.said.anchors), 3)
+    bounded = sorted(((_without_values(new, f), f) for f in found), key=lambda p: (-p[0], p[1].memory.id))
+    exact: list[tuple[float, Found]] = []
+    best: dict[int, float] = {}  # each memory at its best score so far
+    for partial, f in bounded:
+        if len(best) >= MOST and heapq.nlargest(MOST, best.values())[-1] > partial + most:
+            break  # nothing from here on can reach the first MOST
+        value = partial + W_VALUES * _values(new, f)
+        exact.append((value, f))
+        best[f.memory.id] = max(value, best.get(f.memory.id, value))
+    return sorted(exact, key=lambda p: (-p[0], p[1].memory.id))
+
+
+def relation(a: Said, b: Said, cosine: float | None, value: float) -> Relation:
+    """How two candidates of each other relate (the module docstring); ``value``: the candidate's score."""
+    if a.normal == b.normal:
+        return "duplicate"
+    if replaced(a, b, cosine):
+        return "update"
+    return "same_subject" if value >= SAME_SUBJECT else "related"
+
+
+def replaced(a: Said, b: Said, cosine: float | None) -> bool:
+    """The same statement with one value replaced by another: one anchor on each side that the other lacks,
+    each a value (a digit or a mark in it: a version, a region, a time, an identifier; a name exchanged is
+    another subject), all else of the statement kept, and close in meaning. "Production runs in us-east-1"
+    and "Production runs in eu-west-1" are; "1:1 with Aisha: Tuesdays 15:30" and "1:1 with Marco: Tuesdays
+    15:00" are not (two meetings); two records (two tickets) never are."""
+    if a.records and b.records and a.records != b.records:
+        return False
+    close = cosine if cosine is not None else curation.jaccard(a.words, b.words)
+    if close < (curation.UPDATE if cosine is not None else curation.WORDS_UPDATE):
+        return False
+    only_a = [x for x in a.anchors if not b.holds(x)]
+    only_b = [x for x in b.anchors if not a.holds(x)]
+    if len(only_a) != 1 or len(only_b) != 1 or not (_is_value(only_a[0]) and _is_value(only_b[0])):
+        return False
+    return curation.same_statement(a, b)
+
+
+def newer(a: Memory, b: Memory) -> tuple[Memory, Memory]:
+    """The pair as (newer, older): the one valid later is newer (the later written, on a tie)."""
+    return (a, b) if (a.valid_ms, a.id) > (b.valid_ms, b.id) else (b, a)
+
+
+def _is_value(anchor: str) -> bool:
+    return any(c.isdigit() for c in anchor) or any(c in anchor for c in "/@#")
+
+
+def _key_words(key: str) -> set[str]:
+    return {w for w in key.lower().replace("_", "-").replace("/", "-").split("-") if w and not w.isdigit()}
