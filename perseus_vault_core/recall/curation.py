@@ -33,7 +33,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Sequence
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from dataclasses import dataclass
 from typing import Literal, Protocol, TypeVar
 
@@ -91,10 +91,17 @@ class Said:
     anchors: frozenset[str]
     records: frozenset[str]
     tokens: frozenset[str] = frozenset()
-    # its word tokens of three characters or more that are not all digits, and every prefix of them from three
-    # characters on: what holds() looks a spelling up in (a set each, not a scan of the tokens)
-    spelled: frozenset[str] = frozenset()
-    prefixes: frozenset[str] = frozenset()
+
+    @cached_property
+    def spelled(self) -> frozenset[str]:
+        """Its word tokens of three characters or more that are not all digits: what holds() looks a spelling up
+        in (a set, not a scan of the tokens); made at the first holds(), which only a write's candidates ask."""
+        return frozenset(t for t in self.tokens if len(t) >= 3 and not t.isdigit())
+
+    @cached_property
+    def prefixes(self) -> frozenset[str]:
+        """Every prefix of :attr:`spelled`'s tokens from three characters on."""
+        return frozenset(t[:k] for t in self.spelled for k in range(3, len(t) + 1))
 
     def holds(self, anchor: str) -> bool:
         """Whether this text holds ``anchor`` in some spelling: each of its word tokens here, or one that
@@ -135,9 +142,7 @@ def said(text: str) -> Said:
     records = frozenset(a for a in anchors if _RECORD.match(a) and any(c.isdigit() for c in a))
     tokens = tokenize(text)
     words = frozenset(stem(t) for t in tokens if t not in STOPWORDS)
-    spelled = frozenset(t for t in tokens if len(t) >= 3 and not t.isdigit())
-    prefixes = frozenset(t[:k] for t in spelled for k in range(3, len(t) + 1))
-    return Said(normal(whole), words, frozenset(anchors), records, frozenset(tokens), spelled, prefixes)
+    return Said(normal(whole), words, frozenset(anchors), records, frozenset(tokens))
 
 
 @lru_cache(maxsize=65536)
