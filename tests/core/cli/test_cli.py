@@ -236,6 +236,20 @@ def test_recall_filters_and_enumeration(cli: Any, filled: str) -> None:
     assert [i["key"] for i in run.json()["items"]] == ["db-engine"]
 
 
+def test_include_archived_marks_what_is_no_longer_current(cli: Any, filled: str) -> None:
+    """recall --include-archived lists archived and superseded memories, each marked so: never read as current."""
+    assert_ok(cli("--db", filled, "remember", "decision", "db-engine-2", "We moved the vault to PostgreSQL storage."))
+    with Vault(filled) as vault:
+        vault.supersede(1, 4)
+        vault.forget(3)
+    lines = assert_ok(cli("--db", filled, "recall", "storage", "--include-archived", "--mode", "fts5")).lines()
+    marks = {int(re.search(r"#(\d+)", line).group(1)): line for line in lines[1:]}  # type: ignore[union-attr]
+    assert marks[1].endswith("[superseded by #4]") and marks[3].endswith("[archived]")
+    assert "superseded" not in marks[4] and "archived" not in marks[4]  # the current one carries no mark
+    assert 1 not in {int(re.search(r"#(\d+)", line).group(1))  # type: ignore[union-attr]
+                     for line in assert_ok(cli("--db", filled, "recall", "storage", "--mode", "fts5")).lines()[1:]}
+
+
 def test_recall_no_reinforce(cli: Any, filled: str) -> None:
     assert_ok(cli("--db", filled, "recall", "redis", "--no-reinforce"))
     with Vault(filled) as vault:

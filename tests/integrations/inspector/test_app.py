@@ -66,6 +66,7 @@ def test_browse_filters_and_pages_by_cursor(server: Server, store: tuple[Vault, 
     second = get(server, next_link.group(1).replace("&amp;", "&"))
     firsts = set(re.findall(r'href="/memory/(\d+)"', first))
     assert firsts and not firsts & set(re.findall(r'href="/memory/(\d+)"', second))  # the next page, not the same
+    assert "<th>true from</th>" in page and page.count("<time datetime=") >= len(decisions)  # each row dated
     archived = get(server, f"/browse?status=archived")
     assert f'/memory/{sample.ids["gone"]}"' in archived and f'/memory/{sample.ids["queue2"]}"' not in archived
     superseded = get(server, "/browse?status=superseded")

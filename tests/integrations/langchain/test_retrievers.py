@@ -15,10 +15,10 @@ import pytest
 from langchain_core.documents import Document
 from langchain_tests.integration_tests import RetrieversIntegrationTests
 
-from perseus_vault_core import InvalidInput, NotSupported, Vault
+from perseus_vault_core import InvalidInput, NotSupported, Vault, date
 from perseus_vault_integrations.langchain import PerseusVaultRetriever
 
-from ...conftest import Clock, FakeEmbedder
+from ...conftest import DAY_MS, Clock, FakeEmbedder
 
 pytestmark = [
     pytest.mark.asyncio,
@@ -104,6 +104,15 @@ def test_documents_carry_the_entity(vault: Vault) -> None:
     assert set(meta["ranks"]) <= {"fts5", "dense"} and meta["ranks"]
     assert meta["score"] >= docs[1].metadata["score"]
     assert "content" not in meta and "content" not in meta["body"]  # the text is page_content, once
+    assert meta["true_from"] == date(entity.valid_from_ms or entity.updated_at_ms) and "true_to" not in meta
+
+
+def test_a_document_says_when_its_fact_was_true(vault: Vault, clock: Clock) -> None:
+    """Two facts that disagree are told apart by when each was true, not when it was written (issue 45)."""
+    start, end = clock.now - 400 * DAY_MS, clock.now + 30 * DAY_MS
+    vault.remember("fact", "region-lease", "Production runs in eu-west-1 zanzibar.", valid_from_ms=start, valid_to_ms=end)
+    [doc] = PerseusVaultRetriever(vault=vault, k=1, mode="fts5").invoke("zanzibar")
+    assert (doc.metadata["true_from"], doc.metadata["true_to"]) == (date(start), date(end))
 
 
 def test_k_and_any_recall_argument_per_call(vault: Vault) -> None:
