@@ -76,6 +76,12 @@ def team_memory() -> dict[str, list[dict[str, Any]]]:
     return data
 
 
+def team_themes() -> dict[str, Any]:
+    """``team_themes.json``: broad questions over the team memory, ``{"questions": [{question, answers}]}``."""
+    data: dict[str, Any] = _load("team_themes.json")
+    return data
+
+
 def _load(name: str) -> Any:
     with open(DATA / name, encoding="utf-8") as handle:
         return json.load(handle)

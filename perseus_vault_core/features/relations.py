@@ -63,8 +63,7 @@ def keep(backend: Backend, conn: Connection, entity_id: int, valid_ms: int, foun
     candidate's valid time), each from the newer of the two to the older; returns how many were opened.
     ``judged``: a judge's verdicts, which win: an ``update`` supersedes the older of the two by the newer, and
     every verdict is kept as a link of source ``judge`` (``distinct`` too, so that nothing asks again)."""
-    conn.execute("UPDATE links SET recorded_to_ms = ? WHERE recorded_to_ms IS NULL AND source = ? AND "
-                 "(from_id = ? OR to_id = ?)", (now_ms, INFERRED, entity_id, entity_id))
+    close_inferred(conn, entity_id, now_ms)
     others = [c for c in found if c.id != entity_id]
     if not others:
         return 0
@@ -80,6 +79,12 @@ def keep(backend: Backend, conn: Connection, entity_id: int, valid_ms: int, foun
         if verdict == "update":
             store.supersede(backend, conn, b, a, None, None, now_ms)
         rows.append((a, b, NAMES[verdict or c.relation], float(c.score), JUDGE if verdict else INFERRED))
+    return open_links(backend, conn, entity_id, rows, now_ms)
+
+
+def open_links(backend: Backend, conn: Connection, entity_id: int, rows: Sequence[tuple[int, int, str, float, str]],
+               now_ms: int) -> int:
+    """Open one link per (from id, to id, relation, weight, source) in ``rows``, in ``entity_id``'s scope."""
     first = backend.next_id(conn, "links") if rows else 0
     conn.executemany(  # in the entity's scope, read in the same statement; ids given, ascending
         "INSERT INTO links (id, from_id, to_id, relation, weight, source, created_at_ms, recorded_from_ms, scope) "
@@ -87,6 +92,12 @@ def keep(backend: Backend, conn: Connection, entity_id: int, valid_ms: int, foun
         [(first + n, a, b, name, weight, source, now_ms, now_ms, entity_id) for n, (a, b, name, weight, source) in
          enumerate(rows)])
     return len(rows)
+
+
+def close_inferred(conn: Connection, entity_id: int, now_ms: int) -> None:
+    """Close the inferred links from or to ``entity_id`` (they stay as history): judged of a version it replaces."""
+    conn.execute("UPDATE links SET recorded_to_ms = ? WHERE recorded_to_ms IS NULL AND source = ? AND "
+                 "(from_id = ? OR to_id = ?)", (now_ms, INFERRED, entity_id, entity_id))
 
 
 def _spoken_for(conn: Connection, entity_id: int, others: list[int]) -> set[int]:
