@@ -71,7 +71,8 @@ def stored_near(engine: Engine, writes: Sequence[RememberInput], vectors: dict[s
 
 def _unit(matrix: np.ndarray) -> np.ndarray:
     matrix = matrix.astype(np.float32)
-    return matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+    unit: np.ndarray = matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+    return unit
 
 
 def keep(backend: Backend, conn: Connection, writes: Sequence[RememberInput], written: Sequence[tuple[int, str]],
