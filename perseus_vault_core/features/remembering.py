@@ -266,6 +266,11 @@ def _memory(row: Row) -> candidates.Memory:
                              row["category"], row["key"], row["topic_path"], _valid_ms(row))
 
 
+def valid_ms(row: Row) -> int:
+    """When a memory (its head row) became true: its valid-from time, else its write."""
+    return _valid_ms(row)
+
+
 def _valid_ms(row: Row) -> int:
     return int(row["valid_from_ms"] if row["valid_from_ms"] is not None else row["updated_at_ms"])
 
@@ -291,3 +296,18 @@ def _similar(c: candidates.Candidate, row: Row, verdict: str | None = None) -> S
                          relation=verdict or c.relation,  # type: ignore[arg-type]
                          text=text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 1] + "…",
                          true_from_ms=_valid_ms(row), true_to_ms=row.get("valid_to_ms"))
+
+
+def judge_stored(engine: Engine, row: Row, vector: np.ndarray | None, earlier: bool = True
+                 ) -> tuple[list[candidates.Candidate], dict[int, Row]]:
+    """A stored memory (its head ``row``, its ``vector``) judged as a write judges a new one: its candidates, and
+    the row of each. ``earlier``: only among memories of lower ids (written before it), as its write would have
+    found them. For memories written before relations were judged (features/backfill.py)."""
+    item = RememberInput.model_construct(category=row["category"], key=row["key"], content=row["content"],
+                                         summary=row["summary"], agent_id=row["agent_id"] or None,
+                                         workspace_hash=row["workspace_hash"] or None)
+    text = embedding_text(row["content"], row["summary"])
+    found, rows = gather(engine, item, _memory(row), text, vector, warm=False)
+    if earlier:
+        found = [f for f in found if f.memory.id < int(row["id"])]
+    return candidates.judge(_memory(row), found), rows

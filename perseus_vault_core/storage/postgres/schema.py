@@ -43,6 +43,7 @@ from collections.abc import Callable
 
 from ...primitives.dialect import POSTGRES
 from ..distribution import BACKFILL, OWN_SCOPE
+from ..meta import mark_relations_pending
 from ..migrations import run
 from .tenancy import BY_SCOPE, harden, restrict, scope_phrases
 from .tenancy import SCHEMA as TENANCY
@@ -369,6 +370,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (12, "trigger phrase vectors per scope", scope_phrases),
     (13, "bound roles kept to their scope: functions pinned to the vault's schema, reads by the scope key",
      harden),
+    (14, "memories written before writes judged relations, marked for reindex", mark_relations_pending),
 ]
 LATEST = MIGRATIONS[-1][0]
 

@@ -29,7 +29,8 @@ frameworks keep beside the memories: a graph's checkpoints (``checkpoints``, ``c
 Version 5 gives every table that holds a scope's rows the scope key ``scope`` (primitives/scopes.py), as the
 PostgreSQL schema has it for sharding (docs/postgres.md): the file needs no sharding, but one schema shape
 keeps the shared SQL one. Version 7 keeps trigger-phrase vectors per scope (``trigger_vectors.scope``, in its key),
-so that no scope's ``remember`` or ``recall_when`` depends on what another stored.
+so that no scope's ``remember`` or ``recall_when`` depends on what another stored. Version 8 marks the memories
+written before writes judged their relations, for ``reindex`` to judge (features/backfill.py).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from typing import Any
 from ...primitives.dbapi import Connection
 from ...primitives.dialect import SQLITE
 from ..distribution import BACKFILL, OWN_SCOPE
+from ..meta import mark_relations_pending
 from ..migrations import run
 from .connection import write_transaction
 
@@ -287,6 +289,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (5, "the scope key on every scoped table", _v5),
     (6, "current versions with trigger phrases", _v6),
     (7, "trigger phrase vectors per scope", _v7),
+    (8, "memories written before writes judged relations, marked for reindex", mark_relations_pending),
 ]
 LATEST = MIGRATIONS[-1][0]
 
