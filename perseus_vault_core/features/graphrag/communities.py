@@ -2,8 +2,12 @@
 
 The graph is the caller's view of the vault: the entities it may see (scope, status and time
 rules as for every read, summaries of communities left out) and the links open in that view
-whose two ends it may see. Links are undirected here; several links between one pair add
-their weights, and a pair whose weights sum to zero or less is not an edge.
+whose two ends it may see. Written links (``link``, a judge's verdict but ``distinct``) count at their
+weight and place the memories they join; a relation the vault inferred at write time counts at
+:data:`INFERRED_SHARE` of its score, and only where one of its ends is not placed, so that a store nobody
+linked has communities and one whose writer linked keeps those its links make. Links are undirected
+here; several links between one pair add their weights, and a pair whose weights sum to zero or less is
+not an edge.
 
 Determinism. The graph is rebuilt in a canonical order (nodes by id, edges by id pair) and
 clustered by label propagation (the default: networkx's semi-synchronous variant, which involves
