@@ -8,7 +8,7 @@ bound-roles``), the web inspector's pages at the same sizes (inspector.py; ``--o
 inspector``), one million memories (million.py; not with --quick), what an agent reads of a recall and of a
 ``prepare`` block (agent_text.py; ``--only agent-text``), and each other part that has its own section alone
 as well (``--only quality``, ``conversation``, ``limits``, ``hooks``, ``curation``, ``agent-questions``,
-``catch-up``;
+``catch-up``, ``graph-themes``;
 ``--only against [--ref REF]`` times warm recall beside an earlier commit's, against.py), and
 writes the figures to docs/benchmarks.md with the machine, versions and date, and each target beside
 the figure it judges. Without the collections (see ``quality.data_dir``) it stops at once with one line
@@ -39,6 +39,7 @@ from . import (
     agent_text,
     conversation,
     curation,
+    graph_themes,
     graphrag,
     hooks,
     inspector,
@@ -594,6 +595,7 @@ def _part_alone(render_run: Callable[[], list[str]]) -> Callable[[Path, list[int
 _quality = _part_alone(lambda: render_quality(quality.run(list(quality.COLLECTIONS))))
 _conversation = _part_alone(lambda: conversation.render(conversation.run(_cached_model())))
 _agent_questions = _part_alone(lambda: agent_questions.render(agent_questions.run(_cached_model())))
+_graph_themes = _part_alone(lambda: graph_themes.render(graph_themes.run(_cached_model())))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -604,7 +606,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--output", type=Path, default=REPORT)
     parser.add_argument("--only", choices=["postgres", "bound-roles", "inspector", "limits", "agent-text", "hooks",
                                            "curation", "agent-questions", "quality", "conversation", "against",
-                                           "catch-up"],
+                                           "catch-up", "graph-themes"],
                         help="run only this part; replace only its section of the report")
     parser.add_argument("--ref", help="--only against: the commit to time beside this code (default: the one the "
                         "Speed section's full run measured)")
@@ -627,7 +629,8 @@ def main(argv: list[str] | None = None) -> None:
         return {"postgres": postgres.main, "bound-roles": bound_roles.main, "inspector": inspector.main, "limits": limits.main, "hooks": hooks.main,
                 "agent-text": agent_text.main, "curation": curation.main,
                 "agent-questions": _agent_questions, "quality": _quality,
-                "conversation": _conversation, "catch-up": catch_up.main}[args.only](args.output, sizes)
+                "conversation": _conversation, "catch-up": catch_up.main,
+                "graph-themes": _graph_themes}[args.only](args.output, sizes)
     byte_compile()
     from perseus_vault_core.embeddings import load
 
@@ -697,6 +700,8 @@ def main(argv: list[str] | None = None) -> None:
     reads = agent_text.run()
     log("agent questions on the team memory ...")
     asked = agent_questions.run(cached)
+    log("graphrag on stores nobody linked ...")
+    themes = graph_themes.run(cached)
     log("curation on the labelled set, and the similar-memory report's cost ...")
     curated = curation.run(cached, log=log, sizes=(10_000,) if args.quick else (10_000, 100_000))
     log("a holder catching up with another process's writes ...")
@@ -706,7 +711,7 @@ def main(argv: list[str] | None = None) -> None:
     report += "\n" + "\n".join(conversation.render(chats) + memory_files.render_recall_quality(labelled))
     report += "\n" + "\n".join(render_peers(peer_qual, peer_runs, images) + postgres.render(pg) + bound_roles.render(roles) + inspector.render(pages) + million_report + render_writes(results, big)
                                + limits.render(at_limits) + hooks.render(at_hooks) + agent_text.render(reads)
-                               + agent_questions.render(asked) + curation.render(curated) + catch_up.render(caught))
+                               + agent_questions.render(asked) + graph_themes.render(themes) + curation.render(curated) + catch_up.render(caught))
     args.output.write_text(report + "\n", encoding="utf-8")
     log(f"wrote {args.output} and {', '.join(images)}")
 

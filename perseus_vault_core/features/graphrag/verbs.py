@@ -43,7 +43,7 @@ from ...records import store
 from ...storage import Connection
 from . import summaries
 from .communities import SUMMARY_TYPE, Communities, Group, Partition
-from .global_recall import choose, context, plan_evidence
+from .global_recall import VOTERS, choose, context, plan_evidence
 
 Polish = Callable[[str], str]
 
@@ -238,7 +238,10 @@ def global_recall(engine: Engine, p: GlobalRecallParams) -> GlobalRecallResult:
         "limit": min(MAX_LIMIT, max(50, 10 * p.communities)), "reinforce": False, "min_score": None, "curate": False,
         **scope}),  # every summary ranked (breadth: the best communities, however weakly they match)
         only=sorted(have[g] for g in groups if g in have))
-    chosen = choose(found.items, groups, p.communities)
+    voters = engine.recall(validate(RecallParams, {
+        "query": p.query, "mode": p.mode, "limit": VOTERS, "reinforce": False, "min_score": None, "where": p.where,
+        **scope}))  # the memories that answer it: their communities count too
+    chosen = choose(found.items, voters.items, groups, p.communities)
     members = sorted({m for g, _ in chosen for m in g.members})
     allowed = _matching(engine, members, p) if p.where is not None else None
     if allowed is not None:
