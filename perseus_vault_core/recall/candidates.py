@@ -19,7 +19,8 @@ memory on a guess):
 - ``update``: the same statement with one value replaced by another (a number, a version, a region, an
   identifier: one on each side), close in meaning: the one valid later updates the other;
 - ``same_subject``: a candidate scored high enough to be about the same thing (close in meaning, and sharing
-  values or words);
+  values or words), or one whose one value of the statement was exchanged for one of the same shape however
+  the rest is worded (a region for a region: :func:`exchanged`);
 - ``related``: a candidate, for the agent to judge, nothing more.
 
 Measured on benchmarks/data/curation.json and candidates.json (docs/benchmarks.md, "Candidates").
@@ -28,6 +29,7 @@ Measured on benchmarks/data/curation.json and candidates.json (docs/benchmarks.m
 from __future__ import annotations
 
 import heapq
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -153,7 +155,24 @@ def relation(a: Said, b: Said, cosine: float | None, value: float) -> Relation:
         return "duplicate"
     if replaced(a, b, cosine):
         return "update"
-    return "same_subject" if value >= SAME_SUBJECT else "related"
+    return "same_subject" if value >= SAME_SUBJECT or exchanged(a, b) else "related"
+
+
+def exchanged(a: Said, b: Said) -> bool:
+    """One value on each side that the other lacks, and no other, both of one shape: the subject's value changed,
+    however the rest is worded ("Production runs in eu-west-1 on EKS" and "Production moved to us-east-2 in July"); two records
+    never are."""
+    if a.records != b.records and a.records and b.records:
+        return False
+    only_a = [x for x in a.anchors if _is_value(x) and not b.holds(x)]
+    only_b = [x for x in b.anchors if _is_value(x) and not a.holds(x)]
+    return len(only_a) == 1 and len(only_b) == 1 and _shape(only_a[0]) == _shape(only_b[0])
+
+
+def _shape(value: str) -> str:
+    """A value's shape: each run of letters as ``a``, of digits as ``9``, marks kept (``eu-west-1``: ``a-a-9``),
+    so that a region is exchanged for a region and a version for a version, not a port for a web address."""
+    return re.sub(r"[a-z]+", "a", re.sub(r"[0-9]+", "9", value.lower()))
 
 
 def replaced(a: Said, b: Said, cosine: float | None) -> bool:

@@ -210,9 +210,13 @@ def _swapped(a: Said, b: Said) -> bool:
 # --- a result's curation: duplicates collapsed, newer facts first ------------------------------------
 
 WINDOW = 30  # the first ranked candidates curated, whatever the limit (the top of a list never depends on it)
-# The newer of two related memories goes first when it is about as relevant to the query: at least this share
-# of the older's relevance (a newer memory on another subject, far less relevant, keeps its place).
+# The newer of two memories kept as an update or as of the same subject goes first when it is about as relevant
+# to the query: at least this share of the older's relevance (a newer memory on another subject keeps its place).
+# Memories kept only as ``related`` (a shared name, value or topic) keep their places: on the team memory's natural
+# questions, moving the newer of those first put a memory about another attribute of the same service ahead of
+# the answer (first hit 0.35 against 0.59 uncurated; docs/benchmarks.md).
 AS_RELEVANT = 0.4
+NEWER_FIRST = ("updates", "same_subject")
 # A conversation's line stored as a plain memory ("Caroline: I went to the support group"): a turn.
 SPEAKER = re.compile(r"^[A-Z][A-Za-z'.-]{0,30}(?: [A-Z][A-Za-z'.-]{0,30}){0,2}: \S")
 
@@ -281,8 +285,9 @@ def curate(ranked: Sequence[Candidate], kept: Sequence[Kept], query: Said | None
     its memories (features/relations.py: judged when the newer of each pair was written, by rule, judge or
     agent), never by a guess made now. Memories linked as ``duplicates`` collapse into one each, the most
     recent wording taking the group's best place; the older of an ``updates`` pair is marked ``outdated_by``
-    the newer; and the one valid later of any kept pair goes just before the older when both are related to
-    the query and the newer is about as relevant (:data:`AS_RELEVANT`), unless the query names a value only
+    the newer; and the one valid later of a pair kept as an update or of the same subject (:data:`NEWER_FIRST`)
+    goes just before the older when both are related to the query and the newer is about as relevant
+    (:data:`AS_RELEVANT`), unless the query names a value only
     the older holds (:func:`_names_the_older`; ``query``: the query's features). The newer of a pair in
     ``directed`` (from, to) is its ``from``: the write that judged it knew which came later (a new version of an
     old key is the newer, whatever date it carries); of another pair, the one valid later, of two valid at once
@@ -327,7 +332,7 @@ def curate(ranked: Sequence[Candidate], kept: Sequence[Kept], query: Said | None
         # later: valid later, or judged newer by a later write (two written at one instant are neither)
         later_ = ranked[newer].valid_ms > ranked[older].valid_ms or (
             judged and ranked[newer].written_ms != ranked[older].written_ms)
-        if (later_ and ranked[newer].related and ranked[older].related
+        if (later_ and name in NEWER_FIRST and ranked[newer].related and ranked[older].related
                 and ranked[newer].relevance >= AS_RELEVANT * ranked[older].relevance
                 and not _names_the_older(query, ranked[older].said, ranked[newer].said)):
             later.setdefault(older, set()).add(newer)
@@ -346,10 +351,11 @@ def curate(ranked: Sequence[Candidate], kept: Sequence[Kept], query: Said | None
 def _names_the_older(query: Said | None, older: Said, newer: Said) -> bool:
     """Whether the query names a value only the older memory holds, so that it asks for the older and the newer
     goes first no more: a number, version or price of the query the older holds and the newer does not ("is the
-    Pro plan still $12?"). Two records (two tickets, two incidents) always answer different questions. The
+    Pro plan still $12?"). A record (a ticket, an incident) restates no fact nor another record: the newer
+    one goes first only when it names the same identifiers as the older. The
     query's other words say nothing here: "where does production run" asks what is true now, whichever of
     "Production runs in eu-west-1" and "Production moved to us-east-2" shares more of its words."""
-    if older.records and newer.records and older.records != newer.records:
+    if newer.records and older.records != newer.records:  # a ticket restates no fact, nor another ticket
         return True
     if query is None:
         return False

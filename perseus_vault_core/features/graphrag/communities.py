@@ -4,8 +4,8 @@ The graph is the caller's view of the vault: the entities it may see (scope, sta
 rules as for every read, summaries of communities left out) and the links open in that view
 whose two ends it may see. Written links (``link``, a judge's verdict but ``distinct``) count at their
 weight and place the memories they join; a relation the vault inferred at write time counts at
-:data:`INFERRED_SHARE` of its score, and only where one of its ends is not placed, so that a store nobody
-linked has communities and one whose writer linked keeps those its links make. Links are undirected
+:data:`INFERRED_SHARE` of its score, and only between two memories nobody placed, so that a store nobody
+linked has communities and one whose writer linked keeps exactly those its links make. Links are undirected
 here; several links between one pair add their weights, and a pair whose weights sum to zero or less is
 not an edge.
 
@@ -132,10 +132,10 @@ def load(conn: Connection, view: View) -> Graph:
         elif source != JUDGE or relation != "distinct":  # a judge's verdict counts as written, but for 'distinct'
             weights[(a, b) if a < b else (b, a)].append(weight)
             placed.update((a, b))
-    # The relations the vault judged at write time (features/relations.py) place the memories nobody linked: an
-    # inferred link is an edge where one of its ends has no written link, at a share of its score.
+    # The relations the vault judged at write time (features/relations.py) cluster the memories nobody linked: an
+    # inferred link is an edge where neither end has a written link, at a share of its score.
     for a, b, weight in inferred:
-        if not (a in placed and b in placed):
+        if a not in placed and b not in placed:
             weights[(a, b) if a < b else (b, a)].append(INFERRED_SHARE * weight)
     # fsum is exact (row order cannot change a sum) and rounding keeps 0.1 + 0.2 - 0.3 at zero
     summed = {pair: round(math.fsum(ws), 9) for pair, ws in weights.items()}

@@ -94,11 +94,18 @@ def test_curate_arranges_by_the_kept_relations_only() -> None:
     assert curate(ranked, [(1, 3, "updates")], directed=frozenset({(1, 3)})).outdated_by == {3: 1}
 
 
-def test_the_newer_of_two_related_memories_goes_first_unless_the_query_names_a_value_only_the_older_holds() -> None:
+def test_the_newer_of_two_memories_of_one_subject_goes_first_unless_the_query_names_a_value_only_the_older_holds(
+) -> None:
     older = _candidate(1, 0.50, 1, "User takes coffee black.")
     newer = _candidate(2, 0.45, 9, "Coffee order now: decaf oat latte.")
-    kept = [(2, 1, "related")]
+    kept = [(2, 1, "same_subject")]
     assert curate([older, newer], kept, said("what coffee does the user order")).order == [2, 1]
+    assert curate([older, newer], [(2, 1, "updates")], said("what coffee does the user order")).order == [2, 1]
+    # kept only as related (a shared name or topic: two attributes of one thing): the ranking stands
+    assert curate([older, newer], [(2, 1, "related")], said("what coffee does the user order")).order == [1, 2]
+    slo = _candidate(1, 0.50, 1, "dispatch SLO: 99.9% of assign-job calls under 500 ms.")
+    ticket = _candidate(2, 0.45, 9, "ENG-345 - Assign-job p95 above 500 ms at Monday peak.")
+    assert curate([slo, ticket], kept, said("what is the SLO for dispatch")).order == [1, 2]  # a ticket restates no fact
     assert curate([older, newer], kept, said("does the user take coffee black")).order == [2, 1]  # words: no value
     priced = _candidate(1, 0.50, 1, "Pro plan is $12 a seat.")
     raised = _candidate(2, 0.45, 9, "Pro plan now costs $15 a seat.")
