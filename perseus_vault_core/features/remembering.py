@@ -27,7 +27,7 @@ from __future__ import annotations
 import heapq
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -94,20 +94,23 @@ def remember_many(engine: Engine, p: RememberManyParams) -> list[Entity]:
     words = plan is None or not plan.by_text  # a vault with vectors asks no keyword look-up per batch item
     with engine.reading() as conn:  # an empty store (a first import, a fresh vault) has nothing to look up
         stored = conn.execute("SELECT 1 FROM entities LIMIT 1").fetchone() is not None
+    seen = Seen()  # what the batch's look-ups read of the store, read once
     outside = {i: gather(engine, items[i], _new(engine, items[i], texts[i], 0), texts[i], vectors[i], words=words,
-                         warm=False) if stored else ([], {}) for i in judged}
+                         warm=False, seen=seen) if stored else ([], {}) for i in judged}
     kept: dict[int, tuple[list[candidates.Candidate], dict[int, Row], dict[int, str]]] = {}
     batch = _Batch.of(items, texts, vectors)
 
     def work(conn: Connection) -> list[tuple[int, str]]:
-        written = store.remember_batch(engine.backend, conn, items, engine.now(), plan)
+        now = engine.now()
+        written = store.remember_batch(engine.backend, conn, items, now, plan)
         ids = [entity_id for entity_id, _ in written]
+        made: dict[int, tuple[Row, candidates.Memory]] = {}  # each batch item as its later items meet it
         first_at: dict[int, int] = {}  # each memory written: the first item that wrote it
         for j, entity_id in enumerate(ids):
             first_at.setdefault(entity_id, j)
         for i in judged:
             new = _new(engine, items[i], texts[i], ids[i])
-            inside, rows = _in_batch(engine, items, batch, ids, i)
+            inside, rows = _in_batch(engine, items, batch, ids, i, made, now)
             found, heads = outside[i]
             # a stored memory the batch rewrote before this item is judged by its new text, among the batch's
             found = [f for f in found if first_at.get(f.memory.id, i) >= i]
@@ -132,12 +135,31 @@ def remember_many(engine: Engine, p: RememberManyParams) -> list[Entity]:
     return out
 
 
+@dataclass
+class Seen:
+    """What look-ups read of stored memories, kept for a batch's next look-ups (its items find many of the same
+    memories): head rows, their features, and their vectors with their norms (``None``: a memory without one)."""
+
+    rows: dict[int, Row] = field(default_factory=dict)
+    memories: dict[int, candidates.Memory] = field(default_factory=dict)
+    vectors: dict[int, tuple[np.ndarray, float] | None] = field(default_factory=dict)
+
+    def memory(self, row: Row) -> candidates.Memory:
+        found = self.memories.get(row["id"])
+        if found is None:
+            found = self.memories[row["id"]] = _memory(row)
+        return found
+
+
 def gather(engine: Engine, item: RememberInput, new: candidates.Memory, text: str, vector: np.ndarray | None,
-           words: bool = True, warm: bool = True) -> tuple[list[candidates.Found], dict[int, Row]]:
+           words: bool = True, warm: bool = True, seen: Seen | None = None
+           ) -> tuple[list[candidates.Found], dict[int, Row]]:
     """What the look-ups find for a new memory in its scope (its vector's nearest, its words' best matches unless
     ``words`` is false, its key's family), with their cosines to it, and the head row of each. ``warm``: start
     building the in-memory index a look-up could use, as a recall does (a batch uses what is ready, and its
-    writes would only have to be replayed into an index started before them)."""
+    writes would only have to be replayed into an index started before them). ``seen``: what earlier look-ups of
+    the same batch read (a head row, its features and its vector are read once for the batch)."""
+    seen = seen if seen is not None else Seen()
     scope = {"agent_id": item.agent_id} if item.agent_id else {}
     scope |= {"workspace_hash": item.workspace_hash} if item.workspace_hash else {}
     unset = {f: None for f in ("agent_id", "workspace_hash") if f not in scope}  # the empty scope, not every scope
@@ -154,10 +176,14 @@ def gather(engine: Engine, item: RememberInput, new: candidates.Memory, text: st
     with engine.reading() as conn:
         family = store.key_family(conn, item.category, item.key, item.agent_id, item.workspace_hash, POOL)
         ids = [i for i in dict.fromkeys([*by_meaning, *by_words, *family]) if i != new.id]
-        heads = store.head_rows(conn, ids) if ids else {}
-        cosines = _cosines(engine, conn, [i for i in ids if i not in by_meaning], vector)
+        unread = [i for i in ids if i not in seen.rows]
+        if unread:
+            seen.rows.update(store.head_rows(conn, unread))
+        heads = {i: seen.rows[i] for i in ids if i in seen.rows}
+        cosines = _cosines(engine, conn, [i for i in ids if i not in by_meaning], vector, seen)
     cosines.update(by_meaning)
-    found = [candidates.Found(_memory(heads[i]), cosines.get(i) if vector is not None else None, by_words.get(i, 0.0))
+    found = [candidates.Found(seen.memory(heads[i]), cosines.get(i) if vector is not None else None,
+                              by_words.get(i, 0.0))
              for i in ids if i in heads and not curation.is_turn(heads[i]["type"], heads[i]["content"])]
     return found, heads
 
@@ -221,15 +247,19 @@ class _Batch:
             wanted *= 4
 
 
-def _in_batch(engine: Engine, items: Sequence[RememberInput], batch: _Batch, ids: list[int], i: int
+def _in_batch(engine: Engine, items: Sequence[RememberInput], batch: _Batch, ids: list[int], i: int,
+              made: dict[int, tuple[Row, candidates.Memory]], now_ms: int
               ) -> tuple[list[candidates.Found], dict[int, Row]]:
-    """The batch's earlier memories of item ``i``'s scope nearest to it (:meth:`_Batch.nearest`) as found memories."""
+    """The batch's earlier memories of item ``i``'s scope nearest to it (:meth:`_Batch.nearest`) as found memories;
+    ``made``: each earlier item's row and features, made when a later item first meets it (written at ``now_ms``)."""
     rows: dict[int, Row] = {}
     found = []
     for j, cosine in batch.nearest(i, ids):
-        row = _item_row(engine, items[j], ids[j])
-        rows[ids[j]] = row
-        found.append(candidates.Found(_memory(row), cosine))
+        if j not in made:
+            row = _item_row(items[j], ids[j], now_ms)
+            made[j] = (row, _memory(row))
+        rows[ids[j]], memory = made[j]
+        found.append(candidates.Found(memory, cosine))
     return found, rows
 
 
@@ -246,19 +276,26 @@ def _new(engine: Engine, item: RememberInput, text: str, entity_id: int) -> cand
                              item.valid_from_ms if item.valid_from_ms is not None else engine.now())
 
 
-def _item_row(engine: Engine, item: RememberInput, entity_id: int) -> Row:
+def _item_row(item: RememberInput, entity_id: int, now_ms: int) -> Row:
     return {"id": entity_id, "category": item.category, "key": item.key, "content": item.content,
             "summary": item.summary, "topic_path": item.topic_path, "valid_from_ms": item.valid_from_ms,
-            "valid_to_ms": item.valid_to_ms, "updated_at_ms": engine.now()}
+            "valid_to_ms": item.valid_to_ms, "updated_at_ms": now_ms}
 
 
-def _cosines(engine: Engine, conn: Connection, ids: list[int], vector: np.ndarray | None) -> dict[int, float]:
-    """The cosine of ``vector`` to each of these memories' current vectors (the other look-ups found them)."""
+def _cosines(engine: Engine, conn: Connection, ids: list[int], vector: np.ndarray | None, seen: Seen
+             ) -> dict[int, float]:
+    """The cosine of ``vector`` to each of these memories' current vectors (the other look-ups found them); each
+    vector and its norm read once (``seen``)."""
     if vector is None or not ids:
         return {}
     unit = vector / max(float(np.linalg.norm(vector)), 1e-12)
-    return {i: float(np.dot(v, unit) / max(float(np.linalg.norm(v)), 1e-12))
-            for i, v in engine.backend.vectors.head_vectors(conn, ids).items()}
+    unread = [i for i in ids if i not in seen.vectors]
+    if unread:
+        read = engine.backend.vectors.head_vectors(conn, unread)
+        seen.vectors.update((i, (read[i], max(float(np.linalg.norm(read[i])), 1e-12)) if i in read else None)
+                            for i in unread)
+    return {i: float(np.dot(v, unit) / norm) for i in ids if (held := seen.vectors[i]) is not None
+            for v, norm in (held,)}
 
 
 def _memory(row: Row) -> candidates.Memory:
