@@ -49,6 +49,8 @@ POOL = 20  # memories each look-up finds for a new one, before they are scored a
 # bounded search for a document (a 256 KiB body asked its first 64 words).
 NEAREST_WORDS = 64
 SHOWN_CHARS = 300  # of each candidate's text, in what remember returns
+BUILD_FOR = 16  # a batch of this many memories to judge against a stored vault builds its look-ups' index first
+BUILD_WAIT_S = 120.0  # at the most; past it, the look-ups read the file until the build is done
 Row = dict[str, Any]  # what is read of a candidate: a head row's fields, or a batch item's
 
 
@@ -94,6 +96,11 @@ def remember_many(engine: Engine, p: RememberManyParams) -> list[Entity]:
     words = plan is None or not plan.by_text  # a vault with vectors asks no keyword look-up per batch item
     with engine.reading() as conn:  # an empty store (a first import, a fresh vault) has nothing to look up
         stored = conn.execute("SELECT 1 FROM entities LIMIT 1").fetchone() is not None
+        embedded = engine.backend.vectors.model(conn) is not None
+    if stored and len(judged) >= BUILD_FOR:
+        # The in-memory index the look-ups read, built once now: without it each item's look-up reads the file,
+        # the scope's statistics or vectors, a cost that grows with the store (the same answers either way).
+        engine.wait(engine.keyword_index if words or not embedded else engine.vector_index, BUILD_WAIT_S)
     seen = Seen()  # what the batch's look-ups read of the store, read once
     outside = {i: gather(engine, items[i], _new(engine, items[i], texts[i], 0), texts[i], vectors[i], words=words,
                          warm=False, seen=seen) if stored else ([], {}) for i in judged}
