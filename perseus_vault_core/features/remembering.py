@@ -145,11 +145,15 @@ def remember_many(engine: Engine, p: RememberManyParams) -> list[Entity]:
 @dataclass
 class Seen:
     """What look-ups read of stored memories, kept for a batch's next look-ups (its items find many of the same
-    memories): head rows, their features, and their vectors with their norms (``None``: a memory without one)."""
+    memories, and all its look-ups are made before its write): head rows, their features, their vectors with their
+    norms (``None``: a memory without one), whether the vault has vectors, and what the same for many items."""
 
     rows: dict[int, Row] = field(default_factory=dict)
     memories: dict[int, candidates.Memory] = field(default_factory=dict)
     vectors: dict[int, tuple[np.ndarray, float] | None] = field(default_factory=dict)
+    embedded: bool | None = None  # whether the vault stores vectors yet
+    params: dict[tuple[str | None, str | None], RecallParams] = field(default_factory=dict)  # by scope
+    families: dict[tuple[str, str, str, str], list[int]] = field(default_factory=dict)  # store.key_family's
 
     def memory(self, row: Row) -> candidates.Memory:
         found = self.memories.get(row["id"])
@@ -173,15 +177,26 @@ def gather(engine: Engine, item: RememberInput, new: candidates.Memory, text: st
     common: dict[str, object] = {"limit": POOL + 1, "reinforce": False, **scope}
     if unset:
         common["where"] = unset
-    if vector is not None and engine.read(engine.backend.vectors.model) is None:
+    if seen.embedded is None:
+        seen.embedded = engine.read(engine.backend.vectors.model) is not None
+    if vector is not None and not seen.embedded:
         vector = None  # no vector stored yet (the vault's first memory): its words alone, then
     query = " ".join(text.split()[:NEAREST_WORDS])[:MAX_QUERY_CHARS]
-    by_meaning = dict(engine.nearest(RecallParams.model_validate({"query": "", **common}), vector, warm)) \
-        if vector is not None else {}
+    if vector is not None:
+        where = (item.agent_id, item.workspace_hash)
+        if where not in seen.params:  # the look-up by meaning asks the same of every item of a scope
+            seen.params[where] = RecallParams.model_validate({"query": "", **common})
+        by_meaning = dict(engine.nearest(seen.params[where], vector, warm))
+    else:
+        by_meaning = {}
     by_words = dict(engine.nearest(RecallParams.model_validate({"query": query, **common}), None, warm)) \
         if query and (words or vector is None) else {}
     with engine.reading() as conn:
-        family = store.key_family(conn, item.category, item.key, item.agent_id, item.workspace_hash, POOL)
+        kin = (item.category, item.key.split("-", 1)[0], item.agent_id or "", item.workspace_hash or "")
+        if kin not in seen.families:  # a key's family: the same for every key of its first word
+            seen.families[kin] = store.key_family(conn, item.category, item.key, item.agent_id, item.workspace_hash,
+                                                  POOL)
+        family = seen.families[kin]
         ids = [i for i in dict.fromkeys([*by_meaning, *by_words, *family]) if i != new.id]
         unread = [i for i in ids if i not in seen.rows]
         if unread:

@@ -111,11 +111,17 @@ def score(new: Memory, f: Found) -> float:
     return _without_values(new, f) + W_VALUES * _values(new, f)
 
 
-def _without_values(new: Memory, f: Found) -> float:
+def _without_values(new: Memory, f: Found, key: frozenset[str] | None = None) -> float:
+    """Its score but for the values; ``key``: the new memory's key words (:func:`_key_words`), when already read."""
     old = f.memory
-    words = curation.jaccard(new.said.words, old.said.words) if new.said.words and old.said.words else 0.0
+    mine, theirs = new.said.words, old.said.words
+    if mine and theirs:  # the content words' Jaccard, the union counted, not made
+        shared = len(mine & theirs)
+        words = shared / (len(mine) + len(theirs) - shared)
+    else:
+        words = 0.0
     base = f.cosine if f.cosine is not None else words
-    keys = len(_key_words(new.key) & _key_words(old.key))  # cached: a key meets many others
+    keys = len((_key_words(new.key) if key is None else key) & _key_words(old.key))  # cached: a key meets many
     return (base + W_WORDS * words + W_KEYWORD * min(max(f.keyword, 0.0), 1.0)
             + W_CATEGORY * (new.category == old.category) + W_KEY * min(keys, 2)
             + W_TOPIC * (bool(new.topic) and new.topic == old.topic))
@@ -132,7 +138,8 @@ def _best(new: Memory, found: Sequence[Found]) -> list[tuple[float, Found]]:
     keeps three) and could still reach the floor (a memory that cannot is left out: it is never a candidate), so
     the candidates judge() takes from what is returned are those all the scores would give, in the same order."""
     most = W_VALUES * min(len(new.said.anchors), 3)
-    bounded = sorted(((_without_values(new, f), f) for f in found), key=lambda p: (-p[0], p[1].memory.id))
+    key = _key_words(new.key)
+    bounded = sorted(((_without_values(new, f, key), f) for f in found), key=lambda p: (-p[0], p[1].memory.id))
     floors = {FLOOR if f.cosine is not None else WORDS_FLOOR for f in found}
     # One floor for all (all found with vectors, or all without): what cannot reach it is never a candidate.
     floor = floors.pop() if len(floors) == 1 else float("-inf")
