@@ -24,7 +24,6 @@ checkpointer) and conversation turns never take this path, so they keep every wr
 
 from __future__ import annotations
 
-import heapq
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -220,7 +219,8 @@ class _Batch:
     turns: list[bool]
     unit: np.ndarray | None
     words: list[frozenset[str]]
-    holding: dict[str, list[int]]
+    holding: dict[str, np.ndarray]  # a word -> the items holding it, ascending
+    sizes: np.ndarray  # each item's number of content words
 
     @classmethod
     def of(cls, items: Sequence[RememberInput], texts: list[str], vectors: list[np.ndarray | None]) -> _Batch:
@@ -235,7 +235,9 @@ class _Batch:
                 for w in ws:
                     holding.setdefault(w, []).append(k)
         return cls([(item.agent_id or "", item.workspace_hash or "") for item in items],
-                   [curation.is_turn(item.type or "", item.content) for item in items], unit, words, holding)
+                   [curation.is_turn(item.type or "", item.content) for item in items], unit, words,
+                   {w: np.asarray(ks, dtype=np.int64) for w, ks in holding.items()},
+                   np.array([len(ws) for ws in words], dtype=np.int64))
 
     def nearest(self, i: int, ids: list[int]) -> list[tuple[int, float | None]]:
         """The :data:`POOL` earlier items of item ``i``'s scope nearest to it, by vector (with their cosines) or,
@@ -253,20 +255,20 @@ class _Batch:
                 if len(near) >= POOL or wanted >= i:
                     return near[:POOL]
                 wanted = min(i, wanted * 4)
-        shared: dict[int, int] = {}
-        for w in self.words[i]:
-            for k in self.holding.get(w, ()):
-                if k < i:
-                    shared[k] = shared.get(k, 0) + 1
-        mine, words = len(self.words[i]), self.words
-        score = {k: n / (mine + len(words[k]) - n) for k, n in shared.items()}
-        wanted = 4 * POOL
-        while True:
-            ranked_ids = heapq.nsmallest(wanted, score, key=lambda k: (-score[k], k))
-            near = [(k, None) for k in ranked_ids if fits(k)]
-            if len(near) >= POOL or wanted >= len(score):
-                return near[:POOL]
-            wanted *= 4
+        # The earlier items holding each of its words, counted: the words each shares with it, and their Jaccard,
+        # best first, ties by position (the exact division of the same integers as n / (mine + theirs - n)).
+        earlier = [held[: np.searchsorted(held, i)] for w in self.words[i] if (held := self.holding.get(w)) is not None]
+        if not earlier:
+            return []
+        ks, shared = np.unique(np.concatenate(earlier), return_counts=True)
+        score = shared / (len(self.words[i]) + self.sizes[ks] - shared)
+        near = []
+        for k in ks[np.lexsort((ks, -score))].tolist():
+            if fits(k):
+                near.append((k, None))
+                if len(near) == POOL:
+                    break
+        return near
 
 
 def _in_batch(engine: Engine, items: Sequence[RememberInput], batch: _Batch, ids: list[int], i: int,

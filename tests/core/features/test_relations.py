@@ -191,3 +191,28 @@ def test_hygiene_lists_the_pairs_nobody_settled(dense_vault: Vault, clock: Clock
     assert conflict.older_preview == "Production runs in us-east-1."
     dense_vault.supersede(old.id, new.id)
     assert dense_vault.hygiene().conflicts == []
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_batch_without_vectors_meets_the_earlier_items_sharing_the_most_of_their_words(seed: int) -> None:
+    """remembering._Batch.nearest without vectors: the POOL earlier items of the scope with the best Jaccard of
+    content words, ties by position, as sorting every earlier item would give (many ties: a small vocabulary)."""
+    import random
+
+    from perseus_vault_core.contract.params import RememberInput
+    from perseus_vault_core.features.remembering import POOL, _Batch
+    from perseus_vault_core.recall.curation import jaccard, said
+
+    rng = random.Random(seed)
+    vocab = [f"w{i}" for i in range(rng.choice([8, 40, 400]))]
+    items = [RememberInput(category="note", key=f"k{i}", content=" ".join(rng.choices(vocab, k=rng.randint(1, 10))),
+                           agent_id=rng.choice(["a", "b"])) for i in range(300)]
+    texts = [item.content for item in items]
+    batch = _Batch.of(items, texts, [None] * len(items))
+    ids = [rng.randint(1, 250) for _ in items]  # a key written twice is one entity
+    for i in range(0, len(items), 7):
+        words = said(texts[i]).words
+        every = sorted((k for k in range(i) if ids[k] != ids[i] and items[k].agent_id == items[i].agent_id
+                        and words & said(texts[k]).words),
+                       key=lambda k: (-jaccard(words, said(texts[k]).words), k))
+        assert batch.nearest(i, ids) == [(k, None) for k in every[:POOL]]
