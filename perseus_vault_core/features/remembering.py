@@ -13,8 +13,9 @@ ready, the file otherwise.
 
 A batch (``remember_many``) is judged the same way against the store as it was before the batch, without the
 keyword look-up when the vault has vectors (a thousand memories would pay a thousand searches), and each of
-its memories also against the batch's earlier ones, by their vectors (else their words). Conversation turns
-are events, never judged.
+its memories also against the batch's earlier ones, by their vectors (else their words). A batch of
+:data:`BUILD_FOR` or more builds the in-memory index its look-ups read first, and reads each stored memory it
+meets once (:class:`Seen`). Conversation turns are events, never judged.
 
 A new key whose text, once normalised, is exactly that of a memory already in the scope is not stored a
 second time: the existing memory comes back with ``repeated`` set. ``keep_duplicate`` stores it anyway;

@@ -216,3 +216,20 @@ def test_a_batch_without_vectors_meets_the_earlier_items_sharing_the_most_of_the
                         and words & said(texts[k]).words),
                        key=lambda k: (-jaccard(words, said(texts[k]).words), k))
         assert batch.nearest(i, ids) == [(k, None) for k in every[:POOL]]
+
+
+def test_a_batch_judged_against_stored_memories_builds_the_index_its_look_ups_read_first(vault: Vault) -> None:
+    """A batch of BUILD_FOR memories or more, judged against a stored vault, has its look-ups answered from the
+    in-memory index (built once, first) instead of each reading the file; a smaller batch leaves it unbuilt."""
+    from perseus_vault_core.features.remembering import BUILD_FOR
+
+    index = vault._engine.keyword_index
+    assert index is not None
+    vault.remember_many([{"category": "note", "key": f"a{i}", "content": f"billing note {i}"} for i in range(40)])
+    vault.remember_many([{"category": "note", "key": f"b{i}", "content": f"billing note {i}"}
+                         for i in range(BUILD_FOR - 1)])
+    assert not index.ready  # an empty store had nothing to look up, and a small batch builds nothing
+    chosen = vault.remember_many([{"category": "note", "key": f"c{i}", "content": f"billing note {i}"}
+                                  for i in range(BUILD_FOR)], similar=True)
+    assert index.ready
+    assert all(any(s.relation == "duplicate" for s in e.similar) for e in chosen)  # "billing note 0" twice before
