@@ -23,7 +23,7 @@ from ..contract.text import preview as content_preview
 from ..contract.text import preview_body
 from ..embeddings import embedding_text
 from ..primitives.decay import decay
-from ..primitives.dialect import dialect
+from ..primitives.dialect import SQLITE, dialect
 from ..primitives.filters import FROM, from_ids, from_vids, id_list, scope_clauses
 from ..primitives.scopes import scope_key
 from ..storage import Backend, Connection
@@ -219,10 +219,19 @@ def key_family(conn: Connection, category: str, key: str, agent_id: str | None, 
     """The newest ``limit`` entities of the scope and category whose key is of ``key``'s family: the same first
     word (``prod-region``, ``prod-region-2024``), read as one range of the entities' unique index."""
     first = key.split("-", 1)[0]
+    scope = (agent_id or "", workspace_hash or "", category)
+    if dialect(conn) is SQLITE:
+        # SQLite reads the range by the index only from bounds alone (with the OR, it scanned every key of the
+        # category); in its byte order "-" sorts just before ".", so the OR then only drops what is in the range
+        # and not the family ("prod region").
+        return [int(r[0]) for r in conn.execute(
+            "SELECT id FROM entities WHERE agent_id = ? AND workspace_hash = ? AND category = ? AND key >= ? AND "
+            "key < ? AND (key = ? OR key >= ?) ORDER BY id DESC LIMIT ?",
+            (*scope, first, first + ".", first, first + "-", limit))]
     return [int(r[0]) for r in conn.execute(
         "SELECT id FROM entities WHERE agent_id = ? AND workspace_hash = ? AND category = ? AND "
         "(key = ? OR (key >= ? AND key < ?)) ORDER BY id DESC LIMIT ?",
-        (agent_id or "", workspace_hash or "", category, first, first + "-", first + ".", limit))]
+        (*scope, first, first + "-", first + ".", limit))]
 
 
 def scoped_head(conn: Connection, entity_id: int, agent_id: str | None, workspace_hash: str | None) -> dict[str, Any]:

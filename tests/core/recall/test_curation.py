@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from perseus_vault_core import Vault
 from perseus_vault_core.primitives.query import tokenize
 from perseus_vault_core.recall import curation
-from perseus_vault_core.recall.curation import Candidate, Said, curate, relation, said
+from perseus_vault_core.recall.curation import Candidate, Said, curate, held, relation, said
 
 from ...conftest import Clock
 
@@ -66,6 +66,32 @@ def test_a_spelling_is_looked_up_as_a_scan_would_find_it(words: list[str], ancho
     text = said("Note: " + " ".join(words))
     for a in {anchor.lower(), *text.anchors}:
         assert text.holds(a) == _held_by_scanning(text, a), a
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="abcpPq01-5.:/#@$ ", max_size=40), st.text(alphabet="abcpPq01-5.:/#@$", min_size=1, max_size=8))
+def test_any_anchor_is_held_as_a_scan_would_find_it(words: str, anchor: str) -> None:
+    """holds() refuses most anchors by one look-up in the text's reach before its rule: never one the rule holds."""
+    text = said("Note: " + words)
+    for a in {anchor.lower(), anchor.lower().strip(".-:"), *text.anchors}:
+        assert text.holds(a) == _held_by_scanning(text, a), a
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(SPELLINGS + ["-12", "12", "v16", "Postgres-15", "1:30", "#77"]), max_size=10),
+       st.lists(st.sampled_from(SPELLINGS + ["-12", "12", "v16", "Postgres-15", "1:30", "#77"]), max_size=10),
+       st.integers(1, 4))
+def test_the_anchors_held_are_counted_as_holds_counts_them(one: list[str], other: list[str], most: int) -> None:
+    """held() counts by set operations what asking holds() of each anchor counts."""
+    a, b = said("Note: " + " ".join(one)), said("Note: " + " ".join(other))
+    assert held(a, b, most) == min(most, sum(b.holds(x) for x in a.anchors))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="abcpPq01-5.:/#@$ ", max_size=40), st.text(alphabet="abcpPq01-5.:/#@$ ", max_size=40))
+def test_any_anchors_held_are_counted_as_holds_counts_them(one: str, other: str) -> None:
+    a, b = said("Note: " + one), said("Note: " + other)
+    assert held(a, b, 3) == min(3, sum(b.holds(x) for x in a.anchors))
 
 
 def _candidate(i: int, relevance: float, day: int, text: str, scope: str = "") -> Candidate:
