@@ -14,13 +14,25 @@ entity by its best-matching phrase:
 
 Words are matched against the context's last ``MAX_CONTEXT_TOKENS`` tokens (its most recent part):
 the context is tokenized and indexed once (stem -> places), each distinct phrase is analysed once,
-and a phrase is looked for only where its rarest word occurs, so a long context and many phrases
-cost at most phrases x that many places.
+and a phrase is looked for only where its rarest word occurs.
+
+Which memories are examined comes from an index, never a scan of every memory's phrases:
+
+- by words, ``trigger_terms`` (storage/trigger_terms.py): content stem -> version, for every version, written with
+  it. A phrase can match by words only if the context holds one of its content stems, so the versions filed under
+  the context's stems are all those that can; the cost follows the words the context holds, not how many phrases
+  are stored;
+- by meaning, every (scope, phrase) vector of the model as one matrix this process keeps (trigger_meaning.py): one
+  product screens them all, the phrases at or above ``min_similarity`` are scored exactly (one float64 dot product)
+  and the versions holding them are found in ``trigger_terms`` too, whatever words they share with the context.
+
+Only those versions are then read, through the view every read uses (scope, filters, status, time travel), and
+``match`` applies the rules above to all their phrases, so the results are what reading every visible memory's
+phrases gave (tests/core/features/test_trigger_meaning.py holds the two equal on random stores).
 
 Phrases are embedded once per model and scope and kept in the file (``trigger_vectors``), so a fresh process
 embeds only the context. Each scope keeps its own vectors, even of a phrase another scope uses too: what one tenant
-stored never changes what another's writes cost or what its triggers match by. Results are ranked by score, then id; scope and the other filters apply
-inside the query that reads the candidates, as for every read.
+stored never changes what another's writes cost or what its triggers match by. Results are ranked by score, then id.
 
 ``prepare(context)`` is the block an agent injects before a turn: the triggered entities first,
 then the entities ``recall`` finds most relevant to the context, as markdown within a character
