@@ -5,7 +5,7 @@ managed service's snapshots, its disk encryption: docs/postgres.md); the vault's
 
 from __future__ import annotations
 
-from .. import trigger_terms
+from ..trigger_terms import rebuild as rebuild_trigger_index
 from ...contract.models import CheckReport, Stats
 from ...primitives.dbapi import Connection
 from ..checks import BAD_VECTORS, invariant_problems
@@ -94,6 +94,6 @@ def reindex(conn: Connection) -> None:
     """Rebuild the keyword and trigger-phrase indexes from the rows, drop unusable vectors and build a missing HNSW index (the
     caller holds the write)."""
     conn.execute(f"DELETE FROM version_vectors WHERE vid IN ({BAD_VECTORS})")
-    trigger_terms.rebuild(conn)
+    rebuild_trigger_index(conn)
     rebuild_keyword_index(conn)  # logs a rebuild, which every process's keyword and vector mirrors follow
     build_index(conn)

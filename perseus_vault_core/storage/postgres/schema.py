@@ -45,7 +45,7 @@ from collections.abc import Callable
 from ...primitives.dialect import POSTGRES
 from ..distribution import BACKFILL, OWN_SCOPE
 from ..migrations import run
-from .. import trigger_terms
+from ..trigger_terms import rebuild as rebuild_trigger_index
 from .tenancy import BY_SCOPE, grant_bound, harden, restrict, scope_phrases
 from .hardening import schema_name
 from .tenancy import SCHEMA as TENANCY
@@ -357,7 +357,7 @@ CREATE TABLE {s}.trigger_terms (term text COLLATE "C" NOT NULL, vid bigint NOT N
 ALTER TABLE {s}.trigger_terms ENABLE ROW LEVEL SECURITY;
 CREATE POLICY scoped ON {s}.trigger_terms USING (scope = pv_bound_scope());
 """)
-    trigger_terms.rebuild(conn)
+    rebuild_trigger_index(conn)
     grant_bound(conn)
 
 

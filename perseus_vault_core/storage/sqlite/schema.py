@@ -44,7 +44,7 @@ from ...primitives.dbapi import Connection
 from ...primitives.dialect import SQLITE
 from ..distribution import BACKFILL, OWN_SCOPE
 from ..migrations import run
-from .. import trigger_terms
+from ..trigger_terms import rebuild as rebuild_trigger_index
 from .connection import write_transaction
 
 TOKENIZE = "porter unicode61 remove_diacritics 2"  # bm25() weighs the columns by bm25.WEIGHTS
@@ -286,7 +286,7 @@ def _v8(conn: Connection) -> None:
     # lookup; a purge deletes its versions' rows by the same key.
     conn.execute("CREATE TABLE trigger_terms (term TEXT NOT NULL, vid INTEGER NOT NULL, scope TEXT NOT NULL DEFAULT '', "
                  "PRIMARY KEY (term, vid, scope)) WITHOUT ROWID")
-    trigger_terms.rebuild(conn)
+    rebuild_trigger_index(conn)
 
 
 Migration = Callable[[Any], None]
