@@ -18,10 +18,10 @@ and a phrase is looked for only where its rarest word occurs.
 
 Which memories are examined comes from an index, never a scan of every memory's phrases:
 
-- by words, ``trigger_terms`` (storage/trigger_terms.py): content stem -> version, for every version, written with
-  it. A phrase can match by words only if the context holds one of its content stems, so the versions filed under
-  the context's stems are all those that can; the cost follows the words the context holds, not how many phrases
-  are stored;
+- by words, ``trigger_terms`` (storage/trigger_terms.py): content stem -> (version, phrase, how many of its stems a
+  match needs), for every version, written with it. A phrase can match by words only if the context holds that many
+  of its content stems, so the versions with such a phrase are all those that can, and the only ones read; the cost
+  follows the words the context holds, not how many phrases are stored;
 - by meaning, every (scope, phrase) vector of the model as one matrix this process keeps (trigger_meaning.py): one
   product screens them all, the phrases at or above ``min_similarity`` are scored exactly (one float64 dot product)
   and the versions holding them are found in ``trigger_terms`` too, whatever words they share with the context.

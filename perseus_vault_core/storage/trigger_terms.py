@@ -1,15 +1,19 @@
-"""The trigger-phrase index (``trigger_terms``): which versions' ``recall_when`` phrases hold a word, by stem.
+"""The trigger-phrase index (``trigger_terms``): which versions' ``recall_when`` phrases a context can match by words.
 
 ``recall_when`` and ``prepare`` (features/proactive.py) match a context against every visible memory's trigger
-phrases. A phrase can match by words only when the context holds at least one of its content stems (``phrase``
-needs all its stems in order, ``terms`` at least one of them), so an inverted index from content stem to version
-finds every version that can match by words, and no other: the cost follows the words the context holds, not
-how many phrases are stored.
+phrases. By words, a phrase of n distinct content stems (Porter, stopwords aside) matches only when the context holds
+at least :func:`needed` (n) of them: ``phrase`` needs all its stems in order, ``terms`` at least 2/3 of its content
+stems and at least min(2, n). So the index files each phrase of each version under each of its content stems, with
+that number: one row (term, vid, phrase, need, scope), ``phrase`` numbering the version's distinct phrases (by their
+set of content stems: two phrases with the same set match the same contexts). A lookup counts, per (version,
+phrase), how many of its terms the context holds, and keeps the versions where some phrase reaches its ``need``:
+exactly the versions with a phrase that could match by words, and no other. What it reads is the rows of the
+context's stems; a phrase whose words the context does not hold costs nothing, and one sharing a single word
+with it costs one row.
 
-One row per (term, version): a phrase's terms are its distinct content stems (Porter, stopwords aside); a phrase
-of stopwords only is filed under ``""`` (:data:`NO_CONTENT`), which no context's stem equals, so that it is found
-when it matches by meaning (it never matches by words). Every version is indexed, closed ones too, so time travel
-finds the versions it sees. Rows are written in the transaction that writes their version (records/store.py),
+A phrase of stopwords only is filed under ``""`` (:data:`NO_CONTENT`), which no context's stem equals, so that it is
+found when it matches by meaning (it never matches by words). Every version is indexed, closed ones too, so time
+travel finds the versions it sees. Rows are written in the transaction that writes their version (records/store.py),
 deleted with it (purge), and rebuilt from the versions by the migration that made the table and by ``reindex``.
 Each row carries its version's scope key, as every scoped table does (storage/distribution.py).
 
@@ -38,31 +42,44 @@ def analysed(phrase: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return tuple(stem(t) for t in tokens), tuple(dict.fromkeys(stem(t) for t in tokens if t not in STOPWORDS))
 
 
+def needed(n: int) -> int:
+    """How many of a phrase's ``n`` distinct content stems a context must hold for it to match by words: the fewest
+    that ``terms`` accepts (at least 2/3 of them, and at least min(2, n), computed as proactive.lexical does), which
+    ``phrase`` (all of them) never falls below. 1 for a phrase of no content stem (filed under NO_CONTENT). Pure."""
+    return next((f for f in range(1, n + 1) if f / n >= 2 / 3 and f >= min(2, n)), 1)
+
+
 def terms(phrase: str) -> tuple[str, ...]:
     """The terms a phrase is filed under: its content stems, or :data:`NO_CONTENT`. Pure."""
     return analysed(phrase)[1] or (NO_CONTENT,)
 
 
-def rows(vid: int, scope: str, recall_when: str) -> list[tuple[str, int, str]]:
-    """The index rows (term, vid, scope) of one version, from its ``recall_when`` column (a JSON list). Pure."""
+Row = tuple[str, int, int, int, str]  # (term, vid, phrase number, need, scope)
+
+
+def rows(vid: int, scope: str, recall_when: str) -> list[Row]:
+    """The index rows (term, vid, phrase, need, scope) of one version, from its ``recall_when`` column (a JSON list):
+    its distinct phrases, by their set of content stems, numbered in order. Pure."""
     if recall_when == "[]":
         return []
-    found = dict.fromkeys(t for phrase in json.loads(recall_when) for t in terms(phrase))
-    return [(t, vid, scope) for t in found]
+    sets = dict.fromkeys(tuple(sorted(terms(phrase))) for phrase in json.loads(recall_when))
+    return [(t, vid, number, needed(len(content) if content != (NO_CONTENT,) else 0), scope)
+            for number, content in enumerate(sets) for t in content]
 
 
 def write(conn: Connection, versions: Iterable[tuple[int, str, str]]) -> None:
     """File versions given as (vid, scope key, recall_when), in the caller's write transaction."""
     found = [row for vid, scope, recall_when in versions for row in rows(vid, scope, recall_when)]
     if found:
-        conn.executemany("INSERT INTO trigger_terms (term, vid, scope) VALUES (?, ?, ?)", found)
+        conn.executemany("INSERT INTO trigger_terms (term, vid, phrase, need, scope) VALUES (?, ?, ?, ?, ?)", found)
 
 
 def delete(conn: Connection, versions: Iterable[tuple[int, str, str]]) -> None:
     """Remove the rows of versions given as (vid, scope key, recall_when), before a purge deletes them."""
-    found = [row for vid, scope, recall_when in versions for row in rows(vid, scope, recall_when)]
+    found = [(term, vid, number, scope) for vid, scope, recall_when in versions
+             for term, _, number, _, _ in rows(vid, scope, recall_when)]
     if found:
-        conn.executemany("DELETE FROM trigger_terms WHERE term = ? AND vid = ? AND scope = ?", found)
+        conn.executemany("DELETE FROM trigger_terms WHERE term = ? AND vid = ? AND phrase = ? AND scope = ?", found)
 
 
 def rebuild(conn: Connection) -> None:
@@ -79,24 +96,28 @@ def rebuild(conn: Connection) -> None:
         after = int(batch[-1][0])
 
 
-def versions(conn: Connection, wanted: Sequence[str], scope: str | None = None) -> list[int]:
-    """The versions filed under any of the ``wanted`` terms (in ``scope`` only, when given), ascending."""
+def versions(conn: Connection, stems: Iterable[str], scope: str | None = None) -> list[int]:
+    """The versions (in ``scope`` only, when given) with a phrase of which a context holding ``stems`` holds at least
+    its ``need`` content stems, ascending: every version with a phrase that can match such a context by words."""
+    wanted = sorted(set(stems) - {NO_CONTENT})
     if not wanted:
         return []
     d = dialect(conn)
-    sql = f"SELECT DISTINCT vid FROM trigger_terms WHERE term IN (SELECT value FROM {d.texts('?')} )"
-    params: tuple[str, ...] = (json.dumps(sorted(set(wanted)), ensure_ascii=False),)
+    where, params = f"term IN (SELECT value FROM {d.texts('?')} )", [json.dumps(wanted, ensure_ascii=False)]
     if scope is not None:
-        sql += " AND scope = ?"
-        params += (scope,)
-    return sorted(int(vid) for (vid,) in conn.execute(sql + " ORDER BY vid", params))
+        where += " AND scope = ?"
+        params.append(scope)
+    return [int(vid) for (vid,) in conn.execute(
+        f"SELECT DISTINCT vid FROM (SELECT vid FROM trigger_terms WHERE {where} "
+        "GROUP BY vid, phrase HAVING count(*) >= max(need)) found ORDER BY vid", params)]
 
 
 def holding(conn: Connection, scope: str, phrase: str) -> list[int]:
-    """The versions in ``scope`` filed under every term of ``phrase``: each that holds the phrase, and maybe others."""
+    """The versions in ``scope`` with a phrase filed under every term of ``phrase``: each that holds the phrase, and
+    maybe others (a phrase of the same content stems and more)."""
     wanted = sorted(set(terms(phrase)))
     d = dialect(conn)
     return [int(vid) for (vid,) in conn.execute(
-        f"SELECT vid FROM trigger_terms WHERE scope = ? AND term IN (SELECT value FROM {d.texts('?')} ) "
-        "GROUP BY vid HAVING count(*) = ? ORDER BY vid",
+        f"SELECT DISTINCT vid FROM (SELECT vid FROM trigger_terms WHERE scope = ? AND term IN "
+        f"(SELECT value FROM {d.texts('?')} ) GROUP BY vid, phrase HAVING count(*) = ?) found ORDER BY vid",
         (scope, json.dumps(wanted, ensure_ascii=False), len(wanted)))]

@@ -352,8 +352,9 @@ def _v14(conn: PgConnection) -> None:
     a bound role's rows its scope's own, as for every scoped table."""
     s = schema_name(conn)
     conn.execute(f"""
-CREATE TABLE {s}.trigger_terms (term text COLLATE "C" NOT NULL, vid bigint NOT NULL,
-                                scope text COLLATE "C" NOT NULL DEFAULT '', PRIMARY KEY (term, vid, scope));
+CREATE TABLE {s}.trigger_terms (term text COLLATE "C" NOT NULL, vid bigint NOT NULL, phrase integer NOT NULL,
+                                need integer NOT NULL, scope text COLLATE "C" NOT NULL DEFAULT '',
+                                PRIMARY KEY (term, vid, phrase, scope) INCLUDE (need));
 ALTER TABLE {s}.trigger_terms ENABLE ROW LEVEL SECURITY;
 CREATE POLICY scoped ON {s}.trigger_terms USING (scope = pv_bound_scope());
 """)

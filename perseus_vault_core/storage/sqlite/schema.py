@@ -30,7 +30,8 @@ Version 5 gives every table that holds a scope's rows the scope key ``scope`` (p
 PostgreSQL schema has it for sharding (docs/postgres.md): the file needs no sharding, but one schema shape
 keeps the shared SQL one. Version 7 keeps trigger-phrase vectors per scope (``trigger_vectors.scope``, in its key),
 so that no scope's ``remember`` or ``recall_when`` depends on what another stored. Version 8 adds ``trigger_terms``,
-the trigger-phrase index (storage/trigger_terms.py): content stem -> version, filled from the versions already there.
+the trigger-phrase index (storage/trigger_terms.py): content stem -> (version, phrase, stems it needs), filled from
+the versions already there.
 """
 
 from __future__ import annotations
@@ -284,8 +285,9 @@ def _v8(conn: Connection) -> None:
     # The trigger-phrase index: recall_when and prepare look a context's stems up in it instead of reading every
     # visible memory's phrases (7-8 s a turn at 20,000 memories of 32 phrases). Keyed by term first, for that
     # lookup; a purge deletes its versions' rows by the same key.
-    conn.execute("CREATE TABLE trigger_terms (term TEXT NOT NULL, vid INTEGER NOT NULL, scope TEXT NOT NULL DEFAULT '', "
-                 "PRIMARY KEY (term, vid, scope)) WITHOUT ROWID")
+    conn.execute("CREATE TABLE trigger_terms (term TEXT NOT NULL, vid INTEGER NOT NULL, phrase INTEGER NOT NULL, "
+                 "need INTEGER NOT NULL, scope TEXT NOT NULL DEFAULT '', PRIMARY KEY (term, vid, phrase, scope)) "
+                 "WITHOUT ROWID")
     rebuild_trigger_index(conn)
 
 

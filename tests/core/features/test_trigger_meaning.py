@@ -150,7 +150,7 @@ def test_the_matrix_screens_in_float32_and_scores_exactly() -> None:
 def test_the_cost_follows_the_words_the_context_holds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                        unused: int) -> None:
     """No timing: the versions the index names and the rows read through the view are the same whether or not the
-    vault holds thousands of phrases the context does not hold."""
+    vault holds thousands of phrases the context does not hold, or holds a word of but too few to match."""
     examined: list[int] = []
     found = proactive.candidates
 
@@ -164,7 +164,9 @@ def test_the_cost_follows_the_words_the_context_holds(tmp_path: Path, monkeypatc
         vault.remember_many([{"category": "note", "key": f"hit{i}", "content": f"hit {i}",
                               "recall_when": ["choosing a database", f"unrelated thing {i}"]} for i in range(5)])
         vault.remember_many([{"category": "note", "key": f"miss{i}", "content": f"miss {i}",
-                              "recall_when": [f"zebra{i % 97} crossing{i % 89}", "quarterly report", "lunch order"]}
+                              "recall_when": [f"zebra{i % 97} crossing{i % 89}", "quarterly report", "lunch order",
+                                              # a word of the context each, short of a match: not read either
+                                              "choosing a restaurant", "database migration plan", "lunch today"]}
                              for i in range(unused)])
         monkeypatch.setattr(proactive, "candidates", counted)
         assert len(vault.prepare("we are choosing a database today").triggered) == 5

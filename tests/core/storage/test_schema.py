@@ -61,7 +61,8 @@ def test_prepare_finds_the_triggered_versions_through_the_trigger_index(db_path:
         vault.forget(vault.recall_when("working on billing").items[0].id)
         conn = vault._engine.conn()
         plan = [row[-1] for row in conn.execute(
-            "EXPLAIN QUERY PLAN SELECT DISTINCT vid FROM trigger_terms WHERE term IN (SELECT value FROM json_each(?))",
+            "EXPLAIN QUERY PLAN SELECT vid FROM trigger_terms WHERE term IN (SELECT value FROM json_each(?)) "
+            "GROUP BY vid, phrase HAVING count(*) >= max(need)",
             ('["work", "bill"]',))]
         assert any("trigger_terms USING PRIMARY KEY (term=?)" in step for step in plan), plan
         read: list[int] = []
@@ -69,7 +70,8 @@ def test_prepare_finds_the_triggered_versions_through_the_trigger_index(db_path:
         monkeypatch.setattr(proactive, "candidates", lambda c, v, vids: read.extend(vids) or found(c, v, vids))
         assert len(vault.recall_when("working on billing").items) == 9
         assert len(read) == 11  # the ten versions of the ten memories with the phrase, and the forgotten one's
-        assert trigger_terms.versions(conn, ["bill"]) == sorted(read)
+        assert trigger_terms.versions(conn, ["work", "bill"]) == sorted(read)
+        assert trigger_terms.versions(conn, ["bill", "note"]) == []  # one of its two stems: it cannot match
 
 
 def test_a_copy_that_lost_its_schema_version_opens_and_gets_it_back(db_path: Path) -> None:

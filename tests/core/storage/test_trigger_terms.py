@@ -14,8 +14,9 @@ from perseus_vault_core.storage.sqlite.connection import connect
 pytestmark = pytest.mark.both_backends
 
 
-def _index(vault: Vault) -> list[tuple[str, int, str]]:
-    return sorted(map(tuple, vault._engine.conn().execute("SELECT term, vid, scope FROM trigger_terms").fetchall()))
+def _index(vault: Vault) -> list[tuple[Any, ...]]:
+    return sorted(map(tuple, vault._engine.conn().execute(
+        "SELECT term, vid, phrase, need, scope FROM trigger_terms").fetchall()))
 
 
 def _rebuilt(vault: Vault) -> list[tuple[Any, ...]]:
@@ -24,12 +25,28 @@ def _rebuilt(vault: Vault) -> list[tuple[Any, ...]]:
     return sorted(row for vid, scope, text in versions for row in trigger_terms.rows(int(vid), scope, text))
 
 
+def test_a_phrase_needs_the_fewest_stems_its_words_can_match_by() -> None:
+    """``needed`` is the smallest count that proactive.lexical accepts as a ``terms`` match (and ``phrase`` needs
+    all): a context holding fewer of a phrase's content stems cannot match it by words."""
+    from perseus_vault_core.features.proactive import Context, lexical
+
+    for n in range(1, 40):
+        stems = [f"w{i}x" for i in range(n)]  # tokens that are their own stems
+        assert [stem for stem in stems if trigger_terms.analysed(" ".join(stems))[1]] == stems
+        phrase = " ".join(stems)
+        k = trigger_terms.needed(n)
+        assert lexical(phrase, Context.of("zzz " + " ".join(reversed(stems[:k])))) is not None
+        assert lexical(phrase, Context.of("zzz " + " ".join(reversed(stems[:k - 1])))) is None
+
+
 def test_terms_are_content_stems_or_the_empty_term() -> None:
     assert trigger_terms.terms("Editing the audit-chain modules") == ("edit", "audit", "chain", "modul")
     assert trigger_terms.terms("before you do it") == (trigger_terms.NO_CONTENT,)  # stopwords only: meaning alone
     assert trigger_terms.terms("!!!") == (trigger_terms.NO_CONTENT,)
-    assert trigger_terms.rows(7, "s", '["audit chain", "the audit", "it"]') == [("audit", 7, "s"), ("chain", 7, "s"),
-                                                                                 ("", 7, "s")]
+    assert trigger_terms.rows(7, "s", '["audit chain", "the audit", "it", "chains of audits", "deploy the billing window cache"]') == [
+        ("audit", 7, 0, 2, "s"), ("chain", 7, 0, 2, "s"),  # "chains of audits": the same stems, the same phrase
+        ("audit", 7, 1, 1, "s"), ("", 7, 2, 1, "s"),
+        *((term, 7, 3, 3, "s") for term in ("bill", "cach", "deploi", "window"))]  # 3 of 4 stems: 2/3, and 2
     assert trigger_terms.rows(7, "s", "[]") == []
 
 
