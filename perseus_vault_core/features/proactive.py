@@ -120,6 +120,9 @@ def lexical(phrase: str, context: Context) -> tuple[float, str] | None:
     stems, content = _analysed(phrase)
     if not content:  # stopwords never match on their own
         return None
+    # Too few of its content stems anywhere in the context: neither rule can match (the trigger index's test).
+    if sum(1 for s in content if s in context.positions) < trigger_terms.needed(len(content)):
+        return None
     if _contains(context, stems):
         return PHRASE, "phrase"
     found = sum(1 for s in content if s in context.content)

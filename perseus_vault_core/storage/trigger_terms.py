@@ -42,6 +42,7 @@ def analysed(phrase: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return tuple(stem(t) for t in tokens), tuple(dict.fromkeys(stem(t) for t in tokens if t not in STOPWORDS))
 
 
+@lru_cache(maxsize=None)
 def needed(n: int) -> int:
     """How many of a phrase's ``n`` distinct content stems a context must hold for it to match by words: the fewest
     that ``terms`` accepts (at least 2/3 of them, and at least min(2, n), computed as proactive.lexical does), which
