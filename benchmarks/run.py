@@ -9,7 +9,8 @@ inspector``), one million memories (million.py; not with --quick), what an agent
 ``prepare`` block (agent_text.py; ``--only agent-text``), and each other part that has its own section alone
 as well (``--only quality``, ``conversation``, ``limits``, ``hooks``, ``curation``, ``agent-questions``,
 ``catch-up``, ``graph-themes``;
-``--only against [--ref REF]`` times warm recall beside an earlier commit's, against.py), and
+``triggers``: ``prepare`` and ``recall_when`` at 20,000 memories x 32 phrases, beside the code of
+``PERSEUS_BEFORE_TREE`` when set; ``--only against [--ref REF]`` times warm recall beside an earlier commit's, against.py), and
 writes the figures to docs/benchmarks.md with the machine, versions and date, and each target beside
 the figure it judges. Without the collections (see ``quality.data_dir``) it stops at once with one line
 naming the missing one. Embeddings of the corpora are cached in benchmarks/.cache (keyed by
@@ -52,6 +53,7 @@ from . import (
     postgres,
     quality,
     speed,
+    triggers,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -606,7 +608,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--output", type=Path, default=REPORT)
     parser.add_argument("--only", choices=["postgres", "bound-roles", "inspector", "limits", "agent-text", "hooks",
                                            "curation", "agent-questions", "quality", "conversation", "against",
-                                           "catch-up", "graph-themes"],
+                                           "catch-up", "graph-themes", "triggers"],
                         help="run only this part; replace only its section of the report")
     parser.add_argument("--ref", help="--only against: the commit to time beside this code (default: the one the "
                         "Speed section's full run measured)")
@@ -629,7 +631,7 @@ def main(argv: list[str] | None = None) -> None:
         return {"postgres": postgres.main, "bound-roles": bound_roles.main, "inspector": inspector.main, "limits": limits.main, "hooks": hooks.main,
                 "agent-text": agent_text.main, "curation": curation.main,
                 "agent-questions": _agent_questions, "quality": _quality,
-                "conversation": _conversation, "catch-up": catch_up.main,
+                "conversation": _conversation, "catch-up": catch_up.main, "triggers": triggers.main,
                 "graph-themes": _graph_themes}[args.only](args.output, sizes)
     byte_compile()
     from perseus_vault_core.embeddings import load

@@ -26,7 +26,7 @@ from ..primitives.decay import decay
 from ..primitives.dialect import SQLITE, dialect
 from ..primitives.filters import FROM, from_ids, from_vids, id_list, scope_clauses
 from ..primitives.scopes import scope_key
-from ..storage import Backend, Connection
+from ..storage import Backend, Connection, trigger_terms
 
 # Versioned fields, in entity_versions column order (after the bookkeeping columns).
 STATE_FIELDS = (
@@ -294,6 +294,9 @@ def insert_version(
     )
     backend.keyword.index_versions(conn, [(vid, state["content"], state["summary"], state["tags"])],
                                    heads=recorded_to_ms is None)
+    if state["recall_when"] != "[]":  # the trigger-phrase index, in the same transaction (in its entity's scope)
+        scope = conn.execute("SELECT scope FROM entity_versions WHERE vid = ?", (vid,)).fetchone()[0]
+        trigger_terms.write(conn, [(vid, scope, state["recall_when"])])
     return int(vid)
 
 
@@ -399,6 +402,8 @@ def remember_batch(
         conn.executemany(_ENTITY_INSERT, entity_rows)
         conn.executemany(_VERSION_INSERT, version_rows)
         backend.keyword.index_versions(conn, index_rows, heads=True)
+        trigger_terms.write(conn, ((row[0], row[-1], row[7 + STATE_FIELDS.index("recall_when")])
+                                   for row in version_rows))
         backend.vectors.write(conn, vector_rows)
     for i, existing in later:
         results[i] = _update(backend, conn, items[i], now_ms, existing, plan)
@@ -460,8 +465,10 @@ def purge(backend: Backend, conn: Connection, entity_id: int, agent_id: str | No
     backend.keyword.unindex_versions(conn, entity_id)
     vids = [row[0] for row in conn.execute("SELECT vid FROM entity_versions WHERE entity_id = ?", (entity_id,))]
     backend.vectors.delete(conn, vids)
-    phrases = {p for (text,) in conn.execute(
-        "SELECT recall_when FROM entity_versions WHERE entity_id = ?", (entity_id,)) for p in json.loads(text)}
+    triggered = [(int(vid), scope, text) for vid, scope, text in conn.execute(
+        "SELECT vid, scope, recall_when FROM entity_versions WHERE entity_id = ? AND recall_when != '[]'", (entity_id,))]
+    trigger_terms.delete(conn, triggered)
+    phrases = {p for _, _, text in triggered for p in json.loads(text)}
     versions = conn.execute("DELETE FROM entity_versions WHERE entity_id = ?", (entity_id,)).rowcount
     conn.execute("DELETE FROM entities WHERE id = ?", (entity_id,))
     backend.vectors.forget_phrases(conn, scope_key(prior["agent_id"], prior["workspace_hash"]), sorted(phrases))
