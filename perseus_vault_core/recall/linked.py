@@ -20,6 +20,7 @@ memories first" never moves a neighbour before the hit that brought it for the l
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from ..primitives.dialect import dialect
 from ..primitives.filters import FROM, View, id_list
@@ -30,7 +31,7 @@ ANCHORS = 5  # the best candidates whose neighbours join
 SHARE = 0.2  # a neighbour's gain: this share of the relevance of the best anchor linked to it
 
 
-def _open(v: View) -> tuple[str, dict[str, int]]:
+def _open(v: View) -> tuple[str, dict[str, Any]]:
     """The links open in the view: now, or at its point in time (as features/graph.open_links)."""
     if v.historical:
         at = v.params.get("believed", v.params.get("as_of"))

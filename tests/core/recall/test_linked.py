@@ -4,6 +4,8 @@ default, recall is what it was."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from perseus_vault_core import InvalidInput, Vault
@@ -16,11 +18,11 @@ FILLER = ["Bob prefers tea in the afternoon.", "The office plants need water on 
           "Standup is at 09:30 every day.", "The quarterly review is in the big room."]
 
 
-def _ids(vault: Vault, query: str, **more: object) -> list[int]:
+def _ids(vault: Vault, query: str, **more: Any) -> list[int]:
     return [i.id for i in vault.recall(query, reinforce=False, **more).items]
 
 
-def _bridge(vault: Vault, **scope: str) -> tuple[int, int]:
+def _bridge(vault: Vault, **scope: Any) -> tuple[int, int]:
     """Alice's service and where it runs (the second names neither Alice nor a region), linked by hand."""
     owner = vault.remember(category="person", key="alice", content="Alice Moreau owns the invoicing service.", **scope)
     where = vault.remember(category="fact", key="invoicing-region", content="invoicing is deployed in eu-west-1.",
