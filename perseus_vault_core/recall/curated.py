@@ -32,7 +32,8 @@ _COLUMNS = ("v.entity_id, v.content, v.summary, v.type, coalesce(v.valid_from_ms
 def window(conn: Connection, params: RecallParams, v: View, ranked: list[Scored], vids: dict[int, int],
            arms: Arms) -> curation.Curated | None:
     """The first places of ``ranked`` curated; ``None`` when nothing is (asked not to; a point in time,
-    which shows the store as it was; no kept relation among the window's memories)."""
+    which shows the store as it was; no kept relation among the window's memories). A memory is judged on
+    its own relevance: what a link to a better hit added (``follow_links``, linked.py) ranks it, not this."""
     if v.historical or not params.curate or len(ranked) < 2:
         return None
     shown = ranked[: curation.WINDOW]
@@ -50,10 +51,10 @@ def window(conn: Connection, params: RecallParams, v: View, ranked: list[Scored]
     for s in shown:
         r = rows.get(s.id)
         if r is None:  # linked to nothing here: it keeps its place
-            candidates.append(curation.Candidate(s.id, s.relevance, s.related, 0, True, ""))
+            candidates.append(curation.Candidate(s.id, s.relevance - s.lift, s.related and not s.linked, 0, True, ""))
             continue
         candidates.append(curation.Candidate(
-            s.id, s.relevance, s.related, int(r[4]), curation.is_turn(r[3], r[1]), embedding_text(r[1], r[2]),
+            s.id, s.relevance - s.lift, s.related and not s.linked, int(r[4]), curation.is_turn(r[3], r[1]), embedding_text(r[1], r[2]),
             (r[5] or "", r[6] or ""), written_ms=int(r[7])))
     return curation.curate(candidates, pairs, curation.said(params.query), confirmed, directed)
 
