@@ -8,7 +8,7 @@ bound-roles``), the web inspector's pages at the same sizes (inspector.py; ``--o
 inspector``), one million memories (million.py; not with --quick), what an agent reads of a recall and of a
 ``prepare`` block (agent_text.py; ``--only agent-text``), and each other part that has its own section alone
 as well (``--only quality``, ``conversation``, ``limits``, ``hooks``, ``curation``, ``agent-questions``,
-``catch-up``, ``graph-themes``;
+``catch-up``, ``graph-themes``, ``curation-cost``;
 ``triggers``: ``prepare`` and ``recall_when`` at 20,000 memories x 32 phrases, beside the code of
 ``PERSEUS_BEFORE_TREE`` when set; ``--only against [--ref REF]`` times warm recall beside an earlier commit's, against.py), and
 writes the figures to docs/benchmarks.md with the machine, versions and date, and each target beside
@@ -40,6 +40,7 @@ from . import (
     agent_text,
     conversation,
     curation,
+    curation_cost,
     graph_themes,
     graphrag,
     hooks,
@@ -608,7 +609,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--output", type=Path, default=REPORT)
     parser.add_argument("--only", choices=["postgres", "bound-roles", "inspector", "limits", "agent-text", "hooks",
                                            "curation", "agent-questions", "quality", "conversation", "against",
-                                           "catch-up", "graph-themes", "triggers"],
+                                           "catch-up", "graph-themes", "triggers", "curation-cost"],
                         help="run only this part; replace only its section of the report")
     parser.add_argument("--ref", help="--only against: the commit to time beside this code (default: the one the "
                         "Speed section's full run measured)")
@@ -626,13 +627,15 @@ def main(argv: list[str] | None = None) -> None:
     if args.only:  # this part alone (postgres.py, inspector.py): its section of the report replaced, the rest kept
         if args.only == "hooks" and not args.sizes:  # 2,000 and 100,000 memories (and 1M in the full run)
             sizes = [hooks.REAL] if args.quick else [hooks.REAL, 100_000]
+        if args.only == "curation-cost" and not args.sizes:
+            sizes = [curation_cost.SIZE]
         if args.only == "against":
             return against.main(args.output, args.sizes or [10_000 if args.quick else against.SIZE], args.ref)
         return {"postgres": postgres.main, "bound-roles": bound_roles.main, "inspector": inspector.main, "limits": limits.main, "hooks": hooks.main,
                 "agent-text": agent_text.main, "curation": curation.main,
                 "agent-questions": _agent_questions, "quality": _quality,
                 "conversation": _conversation, "catch-up": catch_up.main, "triggers": triggers.main,
-                "graph-themes": _graph_themes}[args.only](args.output, sizes)
+                "graph-themes": _graph_themes, "curation-cost": curation_cost.main}[args.only](args.output, sizes)
     byte_compile()
     from perseus_vault_core.embeddings import load
 
