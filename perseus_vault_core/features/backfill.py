@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..contract.errors import NotSupported
+from ..contract.errors import InvalidInput, NotSupported
 from ..contract.models import EmbedReport
 from ..embeddings.base import checked, embedding_text
 from ..engine.engine import Engine
@@ -78,19 +78,25 @@ def embed(engine: Engine, reembed: bool, progress: Progress | None) -> EmbedRepo
 def relations(engine: Engine, progress: Progress | None = None) -> int:
     """Judge each current memory a migration marked as written before writes judged relations, in the order
     they were written, against the memories written before it (as its write would have), and keep what is found
-    as inferred links where the pair has none yet; returns how many memories were judged. Each batch is its own
-    transaction and records how far it got: a backfill stopped midway resumes where it stopped."""
+    as inferred links where the pair has or had no link (an inferred link someone unlinked stays closed); returns
+    how many memories were judged (conversation turns are not). Each batch is its own transaction and records how
+    far it got: a backfill stopped midway resumes where it stopped. ``progress(done, total)``: memories gone
+    through of those marked, from the first (a resumed backfill starts at what it had done)."""
+    if progress is not None and not callable(progress):
+        raise InvalidInput("progress", "must be a function taking (done, total)")
     with engine.reading() as conn:
         through, after = get_meta(conn, PENDING), get_meta(conn, JUDGED)
     if through is None:
         return 0
     start = int(after) if after is not None else 0
     with engine.reading() as conn:
-        ids = [int(r[0]) for r in conn.execute(
+        marked = [int(r[0]) for r in conn.execute(
             "SELECT e.id FROM entities e JOIN entity_versions v ON v.entity_id = e.id AND v.scope = e.scope AND "
-            "v.recorded_to_ms IS NULL WHERE e.id > ? AND e.id <= ? AND v.status = 'active' ORDER BY e.id",
-            (start, int(through)))]
-    done = 0
+            "v.recorded_to_ms IS NULL WHERE e.id <= ? AND v.status = 'active' ORDER BY e.id", (int(through),))]
+    ids = [i for i in marked if i > start]
+    done, judged_count = len(marked) - len(ids), 0
+    if progress is not None:
+        progress(done, len(marked))
     for first in range(0, len(ids), RELATION_BATCH):
         chunk = ids[first: first + RELATION_BATCH]
         with engine.reading() as conn:
@@ -116,11 +122,12 @@ def relations(engine: Engine, progress: Progress | None = None) -> int:
 
         engine.write(work)
         done += len(chunk)
+        judged_count += len(judged)
         if progress is not None:
-            progress(done, len(ids))
+            progress(done, len(marked))
     if not ids:  # nothing left to judge (every marked memory forgotten, or a stop after the last batch)
         engine.write(_judged_all)
-    return done
+    return judged_count
 
 
 def _judged_all(conn: Connection) -> None:

@@ -64,13 +64,13 @@ def keep(backend: Backend, conn: Connection, entity_id: int, valid_ms: int, foun
     ``judged``: a judge's verdicts, which win: an ``update`` supersedes the older of the two by the newer, and
     every verdict is kept as a link of source ``judge`` (``distinct`` too, so that nothing asks again).
     ``fresh=False`` (a memory judged long after its write: features/backfill.py) closes nothing and opens no link
-    where the pair has one already, of any source."""
+    where the pair has or had one, of any source (an inferred link someone unlinked stays closed)."""
     if fresh:
         close_inferred(conn, entity_id, now_ms)
     others = [c for c in found if c.id != entity_id]
     if not others:
         return 0
-    said = _spoken_for(conn, entity_id, [c.id for c in others], INFERRED if fresh else "")
+    said = _spoken_for(conn, entity_id, [c.id for c in others], INFERRED if fresh else "", closed=not fresh)
     judged = judged or {}
     rows = []
     for c in others:
@@ -103,14 +103,17 @@ def close_inferred(conn: Connection, entity_id: int, now_ms: int) -> None:
                  "(from_id = ? OR to_id = ?)", (now_ms, INFERRED, entity_id, entity_id))
 
 
-def _spoken_for(conn: Connection, entity_id: int, others: list[int], ignored: str = INFERRED) -> set[int]:
+def _spoken_for(conn: Connection, entity_id: int, others: list[int], ignored: str = INFERRED,
+                closed: bool = False) -> set[int]:
     """Those of ``others`` whose pair with ``entity_id`` someone decided on: an open link of another source
-    than ``ignored`` (inference; '': none ignored) between the two (either way), or one superseding the other."""
+    than ``ignored`` (inference; '': none ignored) between the two (either way), or one superseding the other.
+    ``closed``: a closed link counts too (a pair judged, or unlinked, before: a backfill leaves it as it is)."""
     marks = ",".join("?" * len(others))
+    open_ = "" if closed else "AND recorded_to_ms IS NULL "
     linked = conn.execute(
-        f"SELECT to_id FROM links WHERE from_id = ? AND to_id IN ({marks}) AND recorded_to_ms IS NULL AND "
+        f"SELECT to_id FROM links WHERE from_id = ? AND to_id IN ({marks}) {open_}AND "
         f"(source IS NULL OR source != ?) UNION SELECT from_id FROM links WHERE to_id = ? AND from_id IN ({marks}) "
-        f"AND recorded_to_ms IS NULL AND (source IS NULL OR source != ?)",
+        f"{open_}AND (source IS NULL OR source != ?)",
         (entity_id, *others, ignored, entity_id, *others, ignored)).fetchall()
     superseded = conn.execute(
         f"SELECT entity_id FROM entity_versions WHERE recorded_to_ms IS NULL AND entity_id IN ({marks}) AND "

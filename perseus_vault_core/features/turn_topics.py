@@ -85,11 +85,9 @@ def keep(backend: Backend, conn: Connection, writes: Sequence[RememberInput], wr
     row_of = {k: n for n, k in enumerate(have)}
     rows: list[tuple[int, int, str, float, str]] = []
     for k, ((entity_id, change), item) in enumerate(zip(written, writes)):
-        if change == "unchanged":
-            continue
-        relations.close_inferred(conn, entity_id, now_ms)  # judged of the version this one replaces
-        if k not in row_of:
-            continue
+        if change == "unchanged" or k not in row_of:  # an edit that left the text (its speaker's words) as it was
+            continue  # keeps its links: they were judged of that text
+        relations.close_inferred(conn, entity_id, now_ms)  # judged of the text this one replaces
         near = dict(stored.get(texts[k], []))
         sims = unit[: row_of[k]] @ unit[row_of[k]]  # the call's earlier turns that have vectors
         for n, cosine in enumerate(sims.tolist()):

@@ -23,8 +23,9 @@ Everything here is a pure function; the orchestration is :func:`graphrag.verbs.g
 from __future__ import annotations
 
 from ...contract.models import GlobalCommunity, RecallItem
-from ...contract.readable import truth
+from ...contract.readable import line_of, truth
 from ...contract.text import escape_breaks, one_line
+from ...recall.curation import TURN_TYPE
 from .communities import Group
 
 EVIDENCE_CHARS = 300
@@ -87,6 +88,11 @@ def plan_evidence(group: Group, hits: list[int], per_community: int,
     return chosen
 
 
+def _said(e: RecallItem) -> str:
+    """What an evidence line shows of a memory: its content; a turn's with its speaker (its summary) first."""
+    return line_of(e.content, e.summary) if e.type == TURN_TYPE else e.content
+
+
 def context(query: str, chosen: list[GlobalCommunity], max_chars: int) -> str:
     """The answer material as markdown, within ``max_chars``: whole lines only, in order of
     importance (each community's heading and summary before its evidence lines, each with its memory's
@@ -101,7 +107,7 @@ def context(query: str, chosen: list[GlobalCommunity], max_chars: int) -> str:
             gc.summary,
             "Evidence:",
         ]
-        section += [f"- [{escape_breaks(f'{e.category}/{e.key}')}] {one_line(e.content, EVIDENCE_CHARS)} "
+        section += [f"- [{escape_breaks(f'{e.category}/{e.key}')}] {one_line(_said(e), EVIDENCE_CHARS)} "
                     f"(#{e.id}, {truth(e)})" for e in gc.evidence]  # dated, as recall's lines
         for line in section:
             if used + 1 + len(line) > max_chars:

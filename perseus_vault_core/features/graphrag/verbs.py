@@ -34,11 +34,13 @@ from ...contract.params import (
     RememberInput,
     validate,
 )
+from ...contract.readable import line_of
 from ...contract.text import one_line
 from ...embeddings import embedding_text
 from ...engine.engine import Engine
 from ...primitives.dialect import dialect
 from ...primitives.filters import from_ids, id_list, view
+from ...recall.curation import TURN_TYPE
 from ...records import store
 from ...storage import Connection
 from . import summaries
@@ -78,7 +80,7 @@ def describe(conn: Connection, groups: list[Group], central: int) -> list[Commun
     for g in groups:
         members = [
             CommunityMember(id=m, category=rows[m]["category"], key=rows[m]["key"],
-                            title=one_line(rows[m]["summary"] or rows[m]["content"], 100), centrality=g.centrality[m])
+                            title=one_line(_title(rows[m]), 100), centrality=g.centrality[m])
             for m in g.central(central) if m in rows
         ]
         out.append(Community(id=g.id, size=len(g.members), agent_id=g.agent_id or None,
@@ -224,6 +226,13 @@ def _evidence(engine: Engine, chosen: list[tuple[Group, RecallItem]], hits: dict
                                    summary_id=item.id, score=item.score, evidence=evidence))
     fitted = iter(store.fit([e for gc in out for e in gc.evidence]))  # the response budget, over all evidence
     return [gc.model_copy(update={"evidence": [next(fitted) for _ in gc.evidence]}) for gc in out]
+
+
+def _title(row: dict[str, Any]) -> str:
+    """A member's title: its summary, else its content; a turn's with its speaker (its summary) before its words."""
+    if row["type"] == TURN_TYPE:
+        return line_of(row["content"], row["summary"])
+    return str(row["summary"] or row["content"])
 
 
 def global_recall(engine: Engine, p: GlobalRecallParams) -> GlobalRecallResult:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from perseus_vault_core import Vault
+from perseus_vault_core import InvalidInput, Vault
 from perseus_vault_core.features import relations
 from perseus_vault_core.storage.meta import RELATIONS_PENDING, get_meta
 from perseus_vault_core.storage.postgres import schema as pg_schema
@@ -107,5 +107,21 @@ def test_a_backfill_stopped_midway_resumes_where_it_stopped(
         partial = links(vault)
         seen: list[tuple[int, int]] = []
         assert vault.reindex(progress=lambda d, t: seen.append((d, t))).relations_judged == 2  # the last two
-        assert seen == [(2, 2)]
+        assert seen == [(4, 6), (6, 6)]  # the bar goes on from where the stopped backfill left it
         assert set(partial) <= set(links(vault))
+
+
+def test_an_inferred_link_someone_unlinked_stays_closed_through_a_backfill(
+        backend: str, vault_path: str | Path, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A vault the version before the marking migration wrote (it judged relations): an unlink there stands."""
+    _written(vault_path, clock, judged=True, monkeypatch=monkeypatch)
+    with Vault(vault_path, embedder=FakeEmbedder()) as vault:
+        a, b, relation, _ = links(vault)[0]
+        vault.unlink(a, b, relation)
+        kept = links(vault)
+        _before_marking(vault, backend)
+    with Vault(vault_path, embedder=FakeEmbedder()) as vault:
+        assert vault.reindex().relations_judged == len(TEXTS)
+        assert links(vault) == kept and not any({x, y} == {a, b} for x, y, _, _ in links(vault))
+        with pytest.raises(InvalidInput, match="progress"):
+            vault.reindex(progress=5)  # type: ignore[arg-type]

@@ -46,6 +46,9 @@ def test_a_resent_turn_is_not_judged_again_and_an_edited_one_is(dense_vault: Vau
     before = dense_vault.traverse(last, 1).edges
     assert dense_vault.remember_conversation("s1", said).unchanged == 3
     assert dense_vault.traverse(last, 1).edges == before
+    retimed = [*said[:2], {**said[2], "time": "2026-01-02T10:00:00Z"}]  # its words unchanged: its links stay
+    assert dense_vault.remember_conversation("s1", retimed).updated == 1
+    assert dense_vault.traverse(last, 1).edges == before
     edited = [*said[:2], {**said[2], "text": "Which bank should I open an account with today"}]
     dense_vault.remember_conversation("s1", edited)
     assert _topics(dense_vault, last) == {(last, first.turns[1].id)}
