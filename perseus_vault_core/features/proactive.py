@@ -144,19 +144,26 @@ def candidates(conn: Connection, view: View, vids: Sequence[int]) -> list[dict[s
 
 
 def match(
-    rows: Sequence[dict[str, Any]], context: Context, similarity: dict[tuple[str, str], float] | None, min_similarity: float
+    rows: Sequence[dict[str, Any]], context: Context, similarity: dict[tuple[str, str], float] | None, min_similarity: float,
+    by_index: dict[int, set[int]] | None = None,
 ) -> list[Match]:
     """Each entity's best match (highest score; ties: phrase order as stored), ranked by score then id. Pure.
 
-    ``similarity``: cosine of the context to each phrase by (scope key, phrase), when meaning is used."""
+    ``similarity``: cosine of the context to each phrase by (scope key, phrase), when meaning is used. ``by_index``:
+    for each version (vid), the places of the phrases that can match by words (the trigger index's answer); the
+    others are matched by meaning only. None: every phrase is matched by words."""
     out = []
     by_words: dict[str, tuple[float, str] | None] = {}  # a phrase many memories share is matched once
     for row in rows:
         best: Match | None = None
-        for phrase in json.loads(row["recall_when"]):
-            if phrase not in by_words:
-                by_words[phrase] = lexical(phrase, context)
-            found = by_words[phrase]
+        wordy = by_index.get(row["vid"], set()) if by_index is not None else None
+        for place, phrase in enumerate(json.loads(row["recall_when"])):
+            if wordy is not None and place not in wordy:
+                found = None
+            else:
+                if phrase not in by_words:
+                    by_words[phrase] = lexical(phrase, context)
+                found = by_words[phrase]
             cosine = similarity.get((row["scope"], phrase)) if similarity is not None else None
             if cosine is not None and cosine >= min_similarity:
                 meaning = (round(MEANING * cosine, 6), "meaning")
@@ -262,10 +269,11 @@ def recall_when(engine: Engine, p: RecallWhenParams) -> RecallWhenResult:
     context = Context.of(p.context)
     with engine.reading() as conn:
         v = view(f, engine.now(), dialect(conn))
-        vids = set(trigger_terms.versions(conn, sorted(set(context.sequence))))
-        vids |= trigger_meaning.holders(conn, sorted(k for k, c in (similarity or {}).items() if c >= p.min_similarity))
+        wordy = trigger_terms.phrases(conn, sorted(set(context.sequence)))
+        vids = set(wordy) | trigger_meaning.holders(
+            conn, sorted(k for k, c in (similarity or {}).items() if c >= p.min_similarity))
         rows = candidates(conn, v, sorted(vids))
-        matches = match(rows, context, similarity, p.min_similarity)[: p.limit]
+        matches = match(rows, context, similarity, p.min_similarity, wordy)[: p.limit]
         vid_of = {row["id"]: row["vid"] for row in rows}
         full = store.rows_in_order(conn, [vid_of[m.entity_id] for m in matches])
         items = store.fit(

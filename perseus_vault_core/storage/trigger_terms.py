@@ -4,10 +4,10 @@
 phrases. By words, a phrase of n distinct content stems (Porter, stopwords aside) matches only when the context holds
 at least :func:`needed` (n) of them: ``phrase`` needs all its stems in order, ``terms`` at least 2/3 of its content
 stems and at least min(2, n). So the index files each phrase of each version under each of its content stems, with
-that number: one row (term, vid, phrase, need, scope), ``phrase`` numbering the version's distinct phrases (by their
-set of content stems: two phrases with the same set match the same contexts). A lookup counts, per (version,
-phrase), how many of its terms the context holds, and keeps the versions where some phrase reaches its ``need``:
-exactly the versions with a phrase that could match by words, and no other. What it reads is the rows of the
+that number: one row (term, vid, phrase, need, scope), ``phrase`` being the phrase's place in the version's list. A
+lookup counts, per (version, phrase), how many of its terms the context holds, and keeps those that reach their
+``need``: exactly the phrases that could match by words, and the versions that hold them, and no other; only those
+phrases are then matched (a version of 32 phrases found for one of them is matched on that one). What it reads is the rows of the
 context's stems; a phrase whose words the context does not hold costs nothing, and one sharing a single word
 with it costs one row.
 
@@ -60,12 +60,14 @@ Row = tuple[str, int, int, int, str]  # (term, vid, phrase number, need, scope)
 
 def rows(vid: int, scope: str, recall_when: str) -> list[Row]:
     """The index rows (term, vid, phrase, need, scope) of one version, from its ``recall_when`` column (a JSON list):
-    its distinct phrases, by their set of content stems, numbered in order. Pure."""
+    each phrase under each of its terms, numbered by its place in the list. Pure."""
     if recall_when == "[]":
         return []
-    sets = dict.fromkeys(tuple(sorted(terms(phrase))) for phrase in json.loads(recall_when))
-    return [(t, vid, number, needed(len(content) if content != (NO_CONTENT,) else 0), scope)
-            for number, content in enumerate(sets) for t in content]
+    out: list[Row] = []
+    for number, phrase in enumerate(json.loads(recall_when)):
+        content = analysed(phrase)[1]
+        out += [(t, vid, number, needed(len(content)), scope) for t in terms(phrase)]
+    return out
 
 
 def write(conn: Connection, versions: Iterable[tuple[int, str, str]]) -> None:
@@ -100,17 +102,25 @@ def rebuild(conn: Connection) -> None:
 def versions(conn: Connection, stems: Iterable[str], scope: str | None = None) -> list[int]:
     """The versions (in ``scope`` only, when given) with a phrase of which a context holding ``stems`` holds at least
     its ``need`` content stems, ascending: every version with a phrase that can match such a context by words."""
+    return sorted(phrases(conn, stems, scope))
+
+
+def phrases(conn: Connection, stems: Iterable[str], scope: str | None = None) -> dict[int, set[int]]:
+    """Those versions (as :func:`versions`), each with the places in its ``recall_when`` list of the phrases that
+    can match by words: no other phrase of it needs to be looked at."""
     wanted = sorted(set(stems) - {NO_CONTENT})
     if not wanted:
-        return []
+        return {}
     d = dialect(conn)
     where, params = f"term IN (SELECT value FROM {d.texts('?')} )", [json.dumps(wanted, ensure_ascii=False)]
     if scope is not None:
         where += " AND scope = ?"
         params.append(scope)
-    return [int(vid) for (vid,) in conn.execute(
-        f"SELECT DISTINCT vid FROM (SELECT vid FROM trigger_terms WHERE {where} "
-        "GROUP BY vid, phrase HAVING count(*) >= max(need)) found ORDER BY vid", params)]
+    out: dict[int, set[int]] = {}
+    for vid, number in conn.execute(f"SELECT vid, phrase FROM trigger_terms WHERE {where} GROUP BY vid, phrase "
+                                    "HAVING count(*) >= max(need)", params):
+        out.setdefault(int(vid), set()).add(int(number))
+    return out
 
 
 def holding(conn: Connection, scope: str, phrase: str) -> list[int]:

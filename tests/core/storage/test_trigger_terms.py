@@ -44,9 +44,10 @@ def test_terms_are_content_stems_or_the_empty_term() -> None:
     assert trigger_terms.terms("before you do it") == (trigger_terms.NO_CONTENT,)  # stopwords only: meaning alone
     assert trigger_terms.terms("!!!") == (trigger_terms.NO_CONTENT,)
     assert trigger_terms.rows(7, "s", '["audit chain", "the audit", "it", "chains of audits", "deploy the billing window cache"]') == [
-        ("audit", 7, 0, 2, "s"), ("chain", 7, 0, 2, "s"),  # "chains of audits": the same stems, the same phrase
+        ("audit", 7, 0, 2, "s"), ("chain", 7, 0, 2, "s"),  # each phrase by its place in the list
         ("audit", 7, 1, 1, "s"), ("", 7, 2, 1, "s"),
-        *((term, 7, 3, 3, "s") for term in ("bill", "cach", "deploi", "window"))]  # 3 of 4 stems: 2/3, and 2
+        ("chain", 7, 3, 2, "s"), ("audit", 7, 3, 2, "s"),  # "chains of audits": the same stems, its own place
+        *((term, 7, 4, 3, "s") for term in ("deploi", "bill", "window", "cach"))]  # 3 of 4 stems: 2/3, and 2
     assert trigger_terms.rows(7, "s", "[]") == []
 
 
