@@ -28,6 +28,7 @@ import tempfile
 from typing import Any
 
 from perseus_vault_core import Vault
+from perseus_vault_core.contract.readable import line_of
 
 from . import conversation, devsets
 
@@ -48,8 +49,9 @@ def _day_ms(day: str) -> int:
 
 
 def _text(vault: Vault, entity_id: int) -> str:
+    """A member's text as a summary may quote it: its summary and content, and a turn's as ``Speaker: text``."""
     e = vault.get_entity(entity_id)
-    return " ".join(f"{e.summary or ''} {e.content}".split())
+    return " ".join(f"{e.summary or ''} {e.content}".split()) + "\n" + line_of(e.content, e.summary)
 
 
 def ask(vault: Vault, questions: list[tuple[str, set[int], dict[str, Any]]]) -> dict[str, Any]:
