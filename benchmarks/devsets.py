@@ -1,4 +1,4 @@
-"""Two labelled development sets for the vault's curation and recall, in ``benchmarks/data/``.
+"""Three labelled development sets for the vault's curation and recall, in ``benchmarks/data/``.
 
 Both were written by hand for this project, memory by memory, the way an agent's memory reads: short
 first-person or team-voice notes, decisions with their reasons, runbook lines, tickets, chat lines
@@ -37,6 +37,13 @@ software team and its user: ``{"memories": [...], "questions": [...]}``.
   ``attribute`` (one attribute of an entity that has several), ``paraphrase`` (the answers share no
   content word with the question), ``current`` (a changed fact; ``outdated`` lists the older versions
   the answer must outrank), ``howto`` (a runbook), ``preference``, ``person``, ``decision-why``, ``chat``.
+
+``bridges.json`` asks questions only two memories answer together, as HotpotQA's bridge questions do: "which
+region hosts the service Alice owns?" needs "Alice Moreau owns billing-api" and "billing-api is deployed in
+eu-west-1", and the second names neither Alice nor a region. ``{"memories": [...], "questions": [...]}``: 110
+memories of one company's services, people, tools, customers and one user's life (a memory as in
+``team_memory.json``), each a bridge of some question or a distractor sharing its vocabulary; 54 questions
+``{"question", "answers": [the memory the question names, the memory that holds the answer]}``.
 """
 
 from __future__ import annotations
@@ -73,6 +80,18 @@ def candidates() -> dict[str, list[dict[str, Any]]] | None:
 def team_memory() -> dict[str, list[dict[str, Any]]]:
     """``team_memory.json``: ``{"memories": [...], "questions": [...]}``."""
     data: dict[str, list[dict[str, Any]]] = _load("team_memory.json")
+    return data
+
+
+def team_themes() -> dict[str, Any]:
+    """``team_themes.json``: broad questions over the team memory, ``{"questions": [{question, answers}]}``."""
+    data: dict[str, Any] = _load("team_themes.json")
+    return data
+
+
+def bridges() -> dict[str, list[dict[str, Any]]]:
+    """``bridges.json``: ``{"memories": [...], "questions": [...]}``."""
+    data: dict[str, list[dict[str, Any]]] = _load("bridges.json")
     return data
 
 

@@ -8,8 +8,9 @@ bound-roles``), the web inspector's pages at the same sizes (inspector.py; ``--o
 inspector``), one million memories (million.py; not with --quick), what an agent reads of a recall and of a
 ``prepare`` block (agent_text.py; ``--only agent-text``), and each other part that has its own section alone
 as well (``--only quality``, ``conversation``, ``limits``, ``hooks``, ``curation``, ``agent-questions``,
-``catch-up``;
-``--only against [--ref REF]`` times warm recall beside an earlier commit's, against.py), and
+``catch-up``, ``graph-themes``, ``curation-cost``;
+``triggers``: ``prepare`` and ``recall_when`` at 20,000 memories x 32 phrases, beside the code of
+``PERSEUS_BEFORE_TREE`` when set; ``--only against [--ref REF]`` times warm recall beside an earlier commit's, against.py), and
 writes the figures to docs/benchmarks.md with the machine, versions and date, and each target beside
 the figure it judges. Without the collections (see ``quality.data_dir``) it stops at once with one line
 naming the missing one. Embeddings of the corpora are cached in benchmarks/.cache (keyed by
@@ -39,6 +40,8 @@ from . import (
     agent_text,
     conversation,
     curation,
+    curation_cost,
+    graph_themes,
     graphrag,
     hooks,
     inspector,
@@ -51,6 +54,7 @@ from . import (
     postgres,
     quality,
     speed,
+    triggers,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -594,6 +598,7 @@ def _part_alone(render_run: Callable[[], list[str]]) -> Callable[[Path, list[int
 _quality = _part_alone(lambda: render_quality(quality.run(list(quality.COLLECTIONS))))
 _conversation = _part_alone(lambda: conversation.render(conversation.run(_cached_model())))
 _agent_questions = _part_alone(lambda: agent_questions.render(agent_questions.run(_cached_model())))
+_graph_themes = _part_alone(lambda: graph_themes.render(graph_themes.run(_cached_model())))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -604,7 +609,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--output", type=Path, default=REPORT)
     parser.add_argument("--only", choices=["postgres", "bound-roles", "inspector", "limits", "agent-text", "hooks",
                                            "curation", "agent-questions", "quality", "conversation", "against",
-                                           "catch-up"],
+                                           "catch-up", "graph-themes", "triggers", "curation-cost"],
                         help="run only this part; replace only its section of the report")
     parser.add_argument("--ref", help="--only against: the commit to time beside this code (default: the one the "
                         "Speed section's full run measured)")
@@ -622,12 +627,15 @@ def main(argv: list[str] | None = None) -> None:
     if args.only:  # this part alone (postgres.py, inspector.py): its section of the report replaced, the rest kept
         if args.only == "hooks" and not args.sizes:  # 2,000 and 100,000 memories (and 1M in the full run)
             sizes = [hooks.REAL] if args.quick else [hooks.REAL, 100_000]
+        if args.only == "curation-cost" and not args.sizes:
+            sizes = [curation_cost.SIZE]
         if args.only == "against":
             return against.main(args.output, args.sizes or [10_000 if args.quick else against.SIZE], args.ref)
         return {"postgres": postgres.main, "bound-roles": bound_roles.main, "inspector": inspector.main, "limits": limits.main, "hooks": hooks.main,
                 "agent-text": agent_text.main, "curation": curation.main,
                 "agent-questions": _agent_questions, "quality": _quality,
-                "conversation": _conversation, "catch-up": catch_up.main}[args.only](args.output, sizes)
+                "conversation": _conversation, "catch-up": catch_up.main, "triggers": triggers.main,
+                "graph-themes": _graph_themes, "curation-cost": curation_cost.main}[args.only](args.output, sizes)
     byte_compile()
     from perseus_vault_core.embeddings import load
 
@@ -697,6 +705,8 @@ def main(argv: list[str] | None = None) -> None:
     reads = agent_text.run()
     log("agent questions on the team memory ...")
     asked = agent_questions.run(cached)
+    log("graphrag on stores nobody linked ...")
+    themes = graph_themes.run(cached)
     log("curation on the labelled set, and the similar-memory report's cost ...")
     curated = curation.run(cached, log=log, sizes=(10_000,) if args.quick else (10_000, 100_000))
     log("a holder catching up with another process's writes ...")
@@ -706,7 +716,7 @@ def main(argv: list[str] | None = None) -> None:
     report += "\n" + "\n".join(conversation.render(chats) + memory_files.render_recall_quality(labelled))
     report += "\n" + "\n".join(render_peers(peer_qual, peer_runs, images) + postgres.render(pg) + bound_roles.render(roles) + inspector.render(pages) + million_report + render_writes(results, big)
                                + limits.render(at_limits) + hooks.render(at_hooks) + agent_text.render(reads)
-                               + agent_questions.render(asked) + curation.render(curated) + catch_up.render(caught))
+                               + agent_questions.render(asked) + graph_themes.render(themes) + curation.render(curated) + catch_up.render(caught))
     args.output.write_text(report + "\n", encoding="utf-8")
     log(f"wrote {args.output} and {', '.join(images)}")
 

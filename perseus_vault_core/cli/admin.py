@@ -150,7 +150,9 @@ def check(vault: Vault, args: argparse.Namespace, given: dict[str, Any]) -> Any:
 
 
 def reindex(vault: Vault, args: argparse.Namespace, given: dict[str, Any]) -> Any:
-    return _exit_1_unless_ok(args, vault.reindex(), format.reindex)
+    with _progress_bar(args, "memory", "relations") as progress:
+        report = vault.reindex(progress=progress)
+    return _exit_1_unless_ok(args, report, format.reindex)
 
 
 def _exit_1_unless_ok(args: argparse.Namespace, report: Any, show: format.Show) -> Any:

@@ -227,7 +227,9 @@ COMMANDS: tuple[Command, ...] = (
     Command("check", f.check, handler=admin.check,
             about="Integrity of the file, keyword indexes in sync with their rows, the vault's invariants. Exit "
                   "status 1 when a problem is found."),
-    Command("reindex", f.reindex, handler=admin.reindex, about="Rebuild both keyword indexes from the rows, then check."),
+    Command("reindex", f.reindex, handler=admin.reindex, flags=admin.progress_flags,
+            about="Rebuild both keyword indexes from the rows, judge the relations of memories an earlier version "
+                  "wrote without judging them (a progress bar on a terminal), then check."),
     Command("migrate", f.line("copied {entities} memories ({versions} versions, {links} links, {vectors} vectors) "
                               "and {state_rows} rows of framework state from {source} to {target}; both export the "
                               "same {lines} lines"),

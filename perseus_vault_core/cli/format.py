@@ -255,7 +255,8 @@ def check(r: Any, _: argparse.Namespace) -> str:
 
 
 def reindex(r: Any, _: argparse.Namespace) -> str:
-    return "reindexed; check ok" if r.ok else "reindexed; problems remain:\n" + "\n".join(f"- {p}" for p in r.problems)
+    judged = f"; relations judged for {r.relations_judged:,} memories" if r.relations_judged else ""
+    return f"reindexed{judged}; check ok" if r.ok else f"reindexed{judged}; problems remain:\n" + "\n".join(f"- {p}" for p in r.problems)
 
 
 def stats(s: Any, _: argparse.Namespace) -> str:

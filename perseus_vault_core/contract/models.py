@@ -576,6 +576,13 @@ class CheckReport(_Out):
     problems: list[str]
 
 
+class ReindexReport(CheckReport):
+    """``check`` after ``reindex``; ``relations_judged``: memories written before writes judged their relations
+    (by an earlier version), judged now."""
+
+    relations_judged: int = 0
+
+
 # The names a stored body field can never take at top level: every field of every item model.
 RESULT_FIELDS: frozenset[str] = frozenset(
     name for model in (Entity, Remembered, RecallItem, TriggeredItem, EvidenceItem) for name in model.model_fields)

@@ -163,8 +163,10 @@ ADMIN_VERBS: tuple[Verb, ...] = (
     Verb("check", p.NoParams, m.CheckReport, "integrity and index sync (exit 1 on problems)",
          "Check the file's integrity, the keyword indexes against their rows, and the vault's invariants. "
          "Returns ok and the problems.", scoped=False),
-    Verb("reindex", p.NoParams, m.CheckReport, "rebuild the keyword indexes, then check",
-         "Rebuild both keyword indexes from the rows, then check. Returns the check.", read_only=False, scoped=False),
+    Verb("reindex", p.NoParams, m.ReindexReport, "rebuild the keyword indexes, judge unjudged relations, check",
+         "Rebuild both keyword indexes from the rows, judge the relations of memories an earlier version wrote without "
+         "judging them, then check. Returns the check and how many memories were judged.", read_only=False,
+         scoped=False),
     Verb("backup", p.BackupParams, str, "consistent copy of the vault (safe while writing)",
          "Copy the vault consistently while others keep writing. Returns the copy's path.", scoped=False),
     Verb("rekey", p.RekeyParams, type(None), "re-encrypt an encrypted vault under a new key",

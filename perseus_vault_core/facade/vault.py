@@ -4,7 +4,7 @@ Each verb validates its arguments into its params model (contract/params/) and h
 that owns the concept, lending it the :class:`~..engine.engine.Engine`: ``remember`` to
 features/remembering.py and the other writes to records/store.py, recall to the engine (which wires
 recall/pipeline.py to its arms), and the rest to the feature of that name (features/: ``graph``,
-``proactive``, ``graphrag/verbs``, ``temporal``, ``memory_files/verbs``, ``backfill`` for ``embed``,
+``proactive``, ``graphrag/verbs``, ``temporal``, ``memory_files/verbs``, ``backfill`` for ``embed`` and ``reindex``,
 ...); the file's upkeep to the storage backend (docs/architecture.md has the table). It is safe to
 share between threads: each thread gets its own connection.
 """
@@ -26,7 +26,7 @@ from ..contract.models import (  # noqa: I001
     CheckReport, CommunitiesResult, CommunitySummary, ConversationResult, ConversationWrite, Counts, EmbedReport,
     Entity, GlobalRecallResult, HistoryPage, HygieneReport, ImportReport, Link, MemoryChange, MemoryExportReport,
     MemoryFiles, MemoryImportReport, MemoryRecallResult, MemoryText, PrepareResult, PurgeResult, RecallResult,
-    RecallWhenResult, Remembered, ScanPage, Stats, TraverseResult,
+    RecallWhenResult, ReindexReport, Remembered, ScanPage, Stats, TraverseResult,
 )
 from ..contract.params import (  # noqa: I001
     AddMemoryParams, AsOfParams, BackupParams, BitemporalParams, CommunitiesParams, CommunitySummaryParams,
@@ -474,11 +474,11 @@ class Vault:
         return self._engine.backend.check()
 
     @edge
-    def reindex(self) -> CheckReport:
-        """Rebuild the keyword indexes from the rows, then check."""
+    def reindex(self, progress: Callable[[int, int], None] | None = None) -> ReindexReport:
+        """Rebuild the keyword indexes, judge the relations of memories written before writes did, then check."""
         self._engine.backend.reindex()
         self._engine.reset_indexes()
-        return self.check()
+        return ReindexReport(relations_judged=backfill.relations(self._engine, progress), **self.check().model_dump())
 
     @edge
     def rekey(self, new_key: str | bytes) -> None:

@@ -31,6 +31,7 @@ from ..primitives.filters import FROM, view
 from ..recall.curation import TURN_TYPE
 from ..records import store
 from ..storage import Connection
+from . import turn_topics
 
 CATEGORY = "conversation"
 TYPE = TURN_TYPE  # curation leaves turns alone: two turns may say the same words, and both were said
@@ -251,9 +252,14 @@ def transcript(result: ConversationResult, around: int | None = None) -> str:
 def remember(engine: Engine, p: RememberConversationParams) -> ConversationWrite:
     """Store ``p.messages`` as the session's next turns, in one transaction."""
     plan = engine.plan(lambda conn: store.texts_to_embed(conn, batch(conn, p).writes))
+    vectors = plan.by_text if plan is not None else {}
+    near = turn_topics.stored_near(engine, engine.read(lambda conn: batch(conn, p)).writes, vectors)
 
     def work(conn: Connection) -> ConversationWrite:
         b = batch(conn, p)  # numbered inside the transaction: no other writer shares a number
-        return report(p, b, store.remember_batch(engine.backend, conn, b.writes, engine.now(), plan))
+        written = store.remember_batch(engine.backend, conn, b.writes, engine.now(), plan)
+        if written:
+            turn_topics.keep(engine.backend, conn, b.writes, written, vectors, near, engine.now())
+        return report(p, b, written)
 
     return engine.write_planned(plan, work)

@@ -14,13 +14,25 @@ entity by its best-matching phrase:
 
 Words are matched against the context's last ``MAX_CONTEXT_TOKENS`` tokens (its most recent part):
 the context is tokenized and indexed once (stem -> places), each distinct phrase is analysed once,
-and a phrase is looked for only where its rarest word occurs, so a long context and many phrases
-cost at most phrases x that many places.
+and a phrase is looked for only where its rarest word occurs.
+
+Which memories are examined comes from an index, never a scan of every memory's phrases:
+
+- by words, ``trigger_terms`` (storage/trigger_terms.py): content stem -> (version, phrase, how many of its stems a
+  match needs), for every version, written with it. A phrase can match by words only if the context holds that many
+  of its content stems, so the versions with such a phrase are all those that can, and the only ones read; the cost
+  follows the words the context holds, not how many phrases are stored;
+- by meaning, every (scope, phrase) vector of the model as one matrix this process keeps (trigger_meaning.py): one
+  product screens them all, the phrases at or above ``min_similarity`` are scored exactly (one float64 dot product)
+  and the versions holding them are found in ``trigger_terms`` too, whatever words they share with the context.
+
+Only those versions are then read, through the view every read uses (scope, filters, status, time travel), and
+``match`` applies the rules above to all their phrases, so the results are what reading every visible memory's
+phrases gave (tests/core/features/test_trigger_meaning.py holds the two equal on random stores).
 
 Phrases are embedded once per model and scope and kept in the file (``trigger_vectors``), so a fresh process
 embeds only the context. Each scope keeps its own vectors, even of a phrase another scope uses too: what one tenant
-stored never changes what another's writes cost or what its triggers match by. Results are ranked by score, then id; scope and the other filters apply
-inside the query that reads the candidates, as for every read.
+stored never changes what another's writes cost or what its triggers match by. Results are ranked by score, then id.
 
 ``prepare(context)`` is the block an agent injects before a turn: the triggered entities first,
 then the entities ``recall`` finds most relevant to the context, as markdown within a character
@@ -33,12 +45,9 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
-import numpy as np
-
-from ..contract.errors import NotSupported, VaultError
+from ..contract.errors import NotSupported
 from ..contract.memory_names import FILE_TYPE
 from ..contract.models import PrepareResult, RecallItem, RecallWhenResult, TriggeredItem
 from ..contract.params import MAX_QUERY_CHARS, Filters, PrepareParams, RecallParams, RecallWhenParams, validate
@@ -46,11 +55,12 @@ from ..contract.readable import truth
 from ..contract.text import escape_breaks
 from ..engine.engine import Engine
 from ..primitives.dialect import dialect
-from ..primitives.filters import FROM, View, view
+from ..primitives.filters import View, from_vids, id_list, view
 from ..primitives.porter import stem
 from ..primitives.query import STOPWORDS, tokenize
 from ..records import store
-from ..storage import Connection
+from ..storage import Connection, trigger_terms
+from . import trigger_meaning
 from .graphrag.communities import SUMMARY_TYPE
 
 PHRASE, TERMS, MEANING = 1.0, 0.75, 0.7
@@ -90,11 +100,7 @@ class Context:
         return Context(sequence, frozenset(s for t, s in zip(tokens, sequence) if t not in STOPWORDS))
 
 
-@lru_cache(maxsize=4096)
-def _analysed(phrase: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """A trigger phrase's stems in order, and its distinct content stems (stopwords aside). Pure."""
-    tokens = tokenize(phrase)
-    return tuple(stem(t) for t in tokens), tuple(dict.fromkeys(stem(t) for t in tokens if t not in STOPWORDS))
+_analysed = trigger_terms.analysed  # one analysis for the index and the match, so the index finds every match
 
 
 def _contains(context: Context, part: tuple[str, ...]) -> bool:
@@ -114,6 +120,9 @@ def lexical(phrase: str, context: Context) -> tuple[float, str] | None:
     stems, content = _analysed(phrase)
     if not content:  # stopwords never match on their own
         return None
+    # Too few of its content stems anywhere in the context: neither rule can match (the trigger index's test).
+    if sum(1 for s in content if s in context.positions) < trigger_terms.needed(len(content)):
+        return None
     if _contains(context, stems):
         return PHRASE, "phrase"
     found = sum(1 for s in content if s in context.content)
@@ -123,33 +132,38 @@ def lexical(phrase: str, context: Context) -> tuple[float, str] | None:
     return None
 
 
-def candidates(conn: Connection, view: View) -> list[dict[str, Any]]:
-    """Visible entities that have trigger phrases: ``id``, ``vid``, ``scope`` (its key) and ``recall_when`` (their
-    texts are read later, for the matches only: see ``store.rows_in_order``)."""
-    sql = f"SELECT e.id, v.vid, v.scope, v.recall_when FROM {FROM} WHERE {view.where} AND v.recall_when != '[]'"
+def candidates(conn: Connection, view: View, vids: Sequence[int]) -> list[dict[str, Any]]:
+    """Those of ``vids`` (versions the trigger index found) that the view shows and that have trigger phrases: ``id``,
+    ``vid``, ``scope`` (its key) and ``recall_when`` (their texts are read later, for the matches only: see
+    ``store.rows_in_order``)."""
+    if not vids:
+        return []
+    sql = f"SELECT e.id, v.vid, v.scope, v.recall_when FROM {from_vids(conn)} WHERE {view.where} AND v.recall_when != '[]'"
     return [{"id": i, "vid": vid, "scope": scope, "recall_when": phrases}
-            for i, vid, scope, phrases in conn.execute(sql, view.params)]
-
-
-def phrases(rows: Sequence[dict[str, Any]]) -> list[tuple[str, str]]:
-    """The (scope key, phrase) pairs of the rows: a phrase's vector is its scope's own."""
-    return sorted({(row["scope"], p) for row in rows for p in json.loads(row["recall_when"])})
+            for i, vid, scope, phrases in conn.execute(sql, {**view.params, "vids": id_list(list(vids))})]
 
 
 def match(
-    rows: Sequence[dict[str, Any]], context: Context, similarity: dict[tuple[str, str], float] | None, min_similarity: float
+    rows: Sequence[dict[str, Any]], context: Context, similarity: dict[tuple[str, str], float] | None, min_similarity: float,
+    by_index: dict[int, set[int]] | None = None,
 ) -> list[Match]:
     """Each entity's best match (highest score; ties: phrase order as stored), ranked by score then id. Pure.
 
-    ``similarity``: cosine of the context to each phrase by (scope key, phrase), when meaning is used."""
+    ``similarity``: cosine of the context to each phrase by (scope key, phrase), when meaning is used. ``by_index``:
+    for each version (vid), the places of the phrases that can match by words (the trigger index's answer); the
+    others are matched by meaning only. None: every phrase is matched by words."""
     out = []
     by_words: dict[str, tuple[float, str] | None] = {}  # a phrase many memories share is matched once
     for row in rows:
         best: Match | None = None
-        for phrase in json.loads(row["recall_when"]):
-            if phrase not in by_words:
-                by_words[phrase] = lexical(phrase, context)
-            found = by_words[phrase]
+        wordy = by_index.get(row["vid"], set()) if by_index is not None else None
+        for place, phrase in enumerate(json.loads(row["recall_when"])):
+            if wordy is not None and place not in wordy:
+                found = None
+            else:
+                if phrase not in by_words:
+                    by_words[phrase] = lexical(phrase, context)
+                found = by_words[phrase]
             cosine = similarity.get((row["scope"], phrase)) if similarity is not None else None
             if cosine is not None and cosine >= min_similarity:
                 meaning = (round(MEANING * cosine, 6), "meaning")
@@ -232,7 +246,6 @@ def block(triggered: Sequence[tuple[Any, str]], related: Sequence[Any], max_char
 
 # --- the verbs -----------------------------------------------------------------------------------
 
-MAX_LAZY_PHRASES = 256  # trigger phrases a read may embed (those written before they were embedded on write)
 # Files and community summaries repeat other memories: a turn's block leaves them out.
 NOT_IN_PREPARE = (SUMMARY_TYPE, FILE_TYPE)
 
@@ -242,8 +255,6 @@ def recall_when(engine: Engine, p: RecallWhenParams) -> RecallWhenResult:
     f = Filters(type=p.type, category=p.category, topic_path=p.topic_path, where=p.where, agent_id=p.agent_id,
                 workspace_hash=p.workspace_hash, query_time_unix_ms=p.query_time_unix_ms)
     with engine.reading() as conn:
-        v = view(f, engine.now(), dialect(conn))
-        rows = candidates(conn, v)
         stored_model = engine.backend.vectors.model(conn)
     usable = stored_model is not None and engine.embedder is not None
     if p.semantic and not usable:
@@ -253,11 +264,17 @@ def recall_when(engine: Engine, p: RecallWhenParams) -> RecallWhenResult:
         )
     semantic = usable if p.semantic is None else p.semantic
     similarity = None
-    if semantic and rows and tokenize(p.context):
-        similarity = trigger_similarity(engine, phrases(rows), p.context)
-    matches = match(rows, Context.of(p.context), similarity, p.min_similarity)[: p.limit]
-    vid_of = {row["id"]: row["vid"] for row in rows}
+    if semantic and tokenize(p.context):
+        similarity = trigger_meaning.near(engine, p.context, p.min_similarity)
+    context = Context.of(p.context)
     with engine.reading() as conn:
+        v = view(f, engine.now(), dialect(conn))
+        wordy = trigger_terms.phrases(conn, sorted(set(context.sequence)))
+        vids = set(wordy) | trigger_meaning.holders(
+            conn, sorted(k for k, c in (similarity or {}).items() if c >= p.min_similarity))
+        rows = candidates(conn, v, sorted(vids))
+        matches = match(rows, context, similarity, p.min_similarity, wordy)[: p.limit]
+        vid_of = {row["id"]: row["vid"] for row in rows}
         full = store.rows_in_order(conn, [vid_of[m.entity_id] for m in matches])
         items = store.fit(
             store.to_hit(TriggeredItem, row, v.instant, m.score, {"recall_when": n}, trigger=m.trigger, match=m.kind)
@@ -266,34 +283,6 @@ def recall_when(engine: Engine, p: RecallWhenParams) -> RecallWhenResult:
     if p.reinforce and items:
         engine.reinforce([item.id for item in items])
     return RecallWhenResult(items=items, total=len(items), semantic=semantic)
-
-
-def trigger_similarity(engine: Engine, wanted_phrases: list[tuple[str, str]], context: str
-                       ) -> dict[tuple[str, str], float]:
-    """Cosine of ``context`` to each (scope key, phrase). Phrase vectors come from this process's cache, then the
-    file, then the embedder (and are then kept in the file, in their scope, for the next process)."""
-    identity, dimension = engine.embedder_model()
-    vectors = engine.backend.vectors
-    with engine.reading() as conn:
-        vectors.check_model(conn, identity, dimension)
-    query = engine.embed_query(context).astype(np.float64)
-    known = engine.trigger_vectors.setdefault(identity, {})
-    wanted = [w for w in wanted_phrases if w not in known]
-    if wanted:
-        with engine.reading() as conn:
-            known.update(vectors.phrase_vectors(conn, identity, wanted))
-        # Phrases are embedded when written; these predate that (or came by import). Embed a
-        # bounded number per call, in order: the rest match by words only until a later call.
-        lazy = [w for w in wanted if w not in known][:MAX_LAZY_PHRASES]
-        texts = engine.embed_texts(list(dict.fromkeys(p for _, p in lazy)))
-        made = {w: texts[w[1]] for w in lazy}
-        if made:
-            known.update(made)
-            try:  # a cache: a read-only file or a busy writer costs only the next process's time
-                engine.write(lambda c: vectors.write_phrase_vectors(c, identity, made))
-            except VaultError:
-                pass
-    return {w: float(np.dot(known[w].astype(np.float64), query)) for w in wanted_phrases if w in known}
 
 
 def prepare(engine: Engine, p: PrepareParams) -> PrepareResult:

@@ -58,17 +58,19 @@ def verdicts(judge: Judge, item: RememberInput, shown: list[SimilarMemory]) -> d
 
 
 def keep(backend: Backend, conn: Connection, entity_id: int, valid_ms: int, found: Sequence[Candidate],
-         valid_of: dict[int, int], now_ms: int, judged: Mapping[int, str] | None = None) -> int:
+         valid_of: dict[int, int], now_ms: int, judged: Mapping[int, str] | None = None, fresh: bool = True) -> int:
     """Close ``entity_id``'s inferred links and open one per candidate in ``found`` (``valid_of``: each
     candidate's valid time), each from the newer of the two to the older; returns how many were opened.
     ``judged``: a judge's verdicts, which win: an ``update`` supersedes the older of the two by the newer, and
-    every verdict is kept as a link of source ``judge`` (``distinct`` too, so that nothing asks again)."""
-    conn.execute("UPDATE links SET recorded_to_ms = ? WHERE recorded_to_ms IS NULL AND source = ? AND "
-                 "(from_id = ? OR to_id = ?)", (now_ms, INFERRED, entity_id, entity_id))
+    every verdict is kept as a link of source ``judge`` (``distinct`` too, so that nothing asks again).
+    ``fresh=False`` (a memory judged long after its write: features/backfill.py) closes nothing and opens no link
+    where the pair has or had one, of any source (an inferred link someone unlinked stays closed)."""
+    if fresh:
+        close_inferred(conn, entity_id, now_ms)
     others = [c for c in found if c.id != entity_id]
     if not others:
         return 0
-    said = _spoken_for(conn, entity_id, [c.id for c in others])
+    said = _spoken_for(conn, entity_id, [c.id for c in others], INFERRED if fresh else "", closed=not fresh)
     judged = judged or {}
     rows = []
     for c in others:
@@ -80,6 +82,12 @@ def keep(backend: Backend, conn: Connection, entity_id: int, valid_ms: int, foun
         if verdict == "update":
             store.supersede(backend, conn, b, a, None, None, now_ms)
         rows.append((a, b, NAMES[verdict or c.relation], float(c.score), JUDGE if verdict else INFERRED))
+    return open_links(backend, conn, entity_id, rows, now_ms)
+
+
+def open_links(backend: Backend, conn: Connection, entity_id: int, rows: Sequence[tuple[int, int, str, float, str]],
+               now_ms: int) -> int:
+    """Open one link per (from id, to id, relation, weight, source) in ``rows``, in ``entity_id``'s scope."""
     first = backend.next_id(conn, "links") if rows else 0
     conn.executemany(  # in the entity's scope, read in the same statement; ids given, ascending
         "INSERT INTO links (id, from_id, to_id, relation, weight, source, created_at_ms, recorded_from_ms, scope) "
@@ -89,15 +97,24 @@ def keep(backend: Backend, conn: Connection, entity_id: int, valid_ms: int, foun
     return len(rows)
 
 
-def _spoken_for(conn: Connection, entity_id: int, others: list[int]) -> set[int]:
+def close_inferred(conn: Connection, entity_id: int, now_ms: int) -> None:
+    """Close the inferred links from or to ``entity_id`` (they stay as history): judged of a version it replaces."""
+    conn.execute("UPDATE links SET recorded_to_ms = ? WHERE recorded_to_ms IS NULL AND source = ? AND "
+                 "(from_id = ? OR to_id = ?)", (now_ms, INFERRED, entity_id, entity_id))
+
+
+def _spoken_for(conn: Connection, entity_id: int, others: list[int], ignored: str = INFERRED,
+                closed: bool = False) -> set[int]:
     """Those of ``others`` whose pair with ``entity_id`` someone decided on: an open link of another source
-    than inference between the two (either way), or one superseding the other."""
+    than ``ignored`` (inference; '': none ignored) between the two (either way), or one superseding the other.
+    ``closed``: a closed link counts too (a pair judged, or unlinked, before: a backfill leaves it as it is)."""
     marks = ",".join("?" * len(others))
+    open_ = "" if closed else "AND recorded_to_ms IS NULL "
     linked = conn.execute(
-        f"SELECT to_id FROM links WHERE from_id = ? AND to_id IN ({marks}) AND recorded_to_ms IS NULL AND "
+        f"SELECT to_id FROM links WHERE from_id = ? AND to_id IN ({marks}) {open_}AND "
         f"(source IS NULL OR source != ?) UNION SELECT from_id FROM links WHERE to_id = ? AND from_id IN ({marks}) "
-        f"AND recorded_to_ms IS NULL AND (source IS NULL OR source != ?)",
-        (entity_id, *others, INFERRED, entity_id, *others, INFERRED)).fetchall()
+        f"{open_}AND (source IS NULL OR source != ?)",
+        (entity_id, *others, ignored, entity_id, *others, ignored)).fetchall()
     superseded = conn.execute(
         f"SELECT entity_id FROM entity_versions WHERE recorded_to_ms IS NULL AND entity_id IN ({marks}) AND "
         f"superseded_by = ? UNION SELECT superseded_by FROM entity_versions WHERE recorded_to_ms IS NULL AND "

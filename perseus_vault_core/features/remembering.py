@@ -13,8 +13,9 @@ ready, the file otherwise.
 
 A batch (``remember_many``) is judged the same way against the store as it was before the batch, without the
 keyword look-up when the vault has vectors (a thousand memories would pay a thousand searches), and each of
-its memories also against the batch's earlier ones, by their vectors (else their words). Conversation turns
-are events, never judged.
+its memories also against the batch's earlier ones, by their vectors (else their words). A batch of
+:data:`BUILD_FOR` or more builds the in-memory index its look-ups read first, and reads each stored memory it
+meets once (:class:`Seen`). Conversation turns are events, never judged.
 
 A new key whose text, once normalised, is exactly that of a memory already in the scope is not stored a
 second time: the existing memory comes back with ``repeated`` set. ``keep_duplicate`` stores it anyway;
@@ -24,10 +25,9 @@ checkpointer) and conversation turns never take this path, so they keep every wr
 
 from __future__ import annotations
 
-import heapq
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -49,6 +49,8 @@ POOL = 20  # memories each look-up finds for a new one, before they are scored a
 # bounded search for a document (a 256 KiB body asked its first 64 words).
 NEAREST_WORDS = 64
 SHOWN_CHARS = 300  # of each candidate's text, in what remember returns
+BUILD_FOR = 16  # a batch of this many memories to judge against a stored vault builds its look-ups' index first
+BUILD_WAIT_S = 120.0  # at the most; past it, the look-ups read the file until the build is done
 Row = dict[str, Any]  # what is read of a candidate: a head row's fields, or a batch item's
 
 
@@ -94,20 +96,28 @@ def remember_many(engine: Engine, p: RememberManyParams) -> list[Entity]:
     words = plan is None or not plan.by_text  # a vault with vectors asks no keyword look-up per batch item
     with engine.reading() as conn:  # an empty store (a first import, a fresh vault) has nothing to look up
         stored = conn.execute("SELECT 1 FROM entities LIMIT 1").fetchone() is not None
+        embedded = engine.backend.vectors.model(conn) is not None
+    if stored and len(judged) >= BUILD_FOR:
+        # The in-memory index the look-ups read, built once now: without it each item's look-up reads the file,
+        # the scope's statistics or vectors, a cost that grows with the store (the same answers either way).
+        engine.wait(engine.keyword_index if words or not embedded else engine.vector_index, BUILD_WAIT_S)
+    seen = Seen()  # what the batch's look-ups read of the store, read once
     outside = {i: gather(engine, items[i], _new(engine, items[i], texts[i], 0), texts[i], vectors[i], words=words,
-                         warm=False) if stored else ([], {}) for i in judged}
+                         warm=False, seen=seen) if stored else ([], {}) for i in judged}
     kept: dict[int, tuple[list[candidates.Candidate], dict[int, Row], dict[int, str]]] = {}
     batch = _Batch.of(items, texts, vectors)
 
     def work(conn: Connection) -> list[tuple[int, str]]:
-        written = store.remember_batch(engine.backend, conn, items, engine.now(), plan)
+        now = engine.now()
+        written = store.remember_batch(engine.backend, conn, items, now, plan)
         ids = [entity_id for entity_id, _ in written]
+        made: dict[int, tuple[Row, candidates.Memory]] = {}  # each batch item as its later items meet it
         first_at: dict[int, int] = {}  # each memory written: the first item that wrote it
         for j, entity_id in enumerate(ids):
             first_at.setdefault(entity_id, j)
         for i in judged:
             new = _new(engine, items[i], texts[i], ids[i])
-            inside, rows = _in_batch(engine, items, batch, ids, i)
+            inside, rows = _in_batch(engine, items, batch, ids, i, made, now)
             found, heads = outside[i]
             # a stored memory the batch rewrote before this item is judged by its new text, among the batch's
             found = [f for f in found if first_at.get(f.memory.id, i) >= i]
@@ -132,32 +142,70 @@ def remember_many(engine: Engine, p: RememberManyParams) -> list[Entity]:
     return out
 
 
+@dataclass
+class Seen:
+    """What look-ups read of stored memories, kept for a batch's next look-ups (its items find many of the same
+    memories, and all its look-ups are made before its write): head rows, their features, their vectors with their
+    norms (``None``: a memory without one), whether the vault has vectors, and what the same for many items."""
+
+    rows: dict[int, Row] = field(default_factory=dict)
+    memories: dict[int, candidates.Memory] = field(default_factory=dict)
+    vectors: dict[int, tuple[np.ndarray, float] | None] = field(default_factory=dict)
+    embedded: bool | None = None  # whether the vault stores vectors yet
+    params: dict[tuple[str | None, str | None], RecallParams] = field(default_factory=dict)  # by scope
+    families: dict[tuple[str, str, str, str], list[int]] = field(default_factory=dict)  # store.key_family's
+
+    def memory(self, row: Row) -> candidates.Memory:
+        found = self.memories.get(row["id"])
+        if found is None:
+            found = self.memories[row["id"]] = _memory(row)
+        return found
+
+
 def gather(engine: Engine, item: RememberInput, new: candidates.Memory, text: str, vector: np.ndarray | None,
-           words: bool = True, warm: bool = True) -> tuple[list[candidates.Found], dict[int, Row]]:
+           words: bool = True, warm: bool = True, seen: Seen | None = None
+           ) -> tuple[list[candidates.Found], dict[int, Row]]:
     """What the look-ups find for a new memory in its scope (its vector's nearest, its words' best matches unless
     ``words`` is false, its key's family), with their cosines to it, and the head row of each. ``warm``: start
     building the in-memory index a look-up could use, as a recall does (a batch uses what is ready, and its
-    writes would only have to be replayed into an index started before them)."""
+    writes would only have to be replayed into an index started before them). ``seen``: what earlier look-ups of
+    the same batch read (a head row, its features and its vector are read once for the batch)."""
+    seen = seen if seen is not None else Seen()
     scope = {"agent_id": item.agent_id} if item.agent_id else {}
     scope |= {"workspace_hash": item.workspace_hash} if item.workspace_hash else {}
     unset = {f: None for f in ("agent_id", "workspace_hash") if f not in scope}  # the empty scope, not every scope
     common: dict[str, object] = {"limit": POOL + 1, "reinforce": False, **scope}
     if unset:
         common["where"] = unset
-    if vector is not None and engine.read(engine.backend.vectors.model) is None:
+    if seen.embedded is None:
+        seen.embedded = engine.read(engine.backend.vectors.model) is not None
+    if vector is not None and not seen.embedded:
         vector = None  # no vector stored yet (the vault's first memory): its words alone, then
     query = " ".join(text.split()[:NEAREST_WORDS])[:MAX_QUERY_CHARS]
-    by_meaning = dict(engine.nearest(RecallParams.model_validate({"query": "", **common}), vector, warm)) \
-        if vector is not None else {}
+    if vector is not None:
+        where = (item.agent_id, item.workspace_hash)
+        if where not in seen.params:  # the look-up by meaning asks the same of every item of a scope
+            seen.params[where] = RecallParams.model_validate({"query": "", **common})
+        by_meaning = dict(engine.nearest(seen.params[where], vector, warm))
+    else:
+        by_meaning = {}
     by_words = dict(engine.nearest(RecallParams.model_validate({"query": query, **common}), None, warm)) \
         if query and (words or vector is None) else {}
     with engine.reading() as conn:
-        family = store.key_family(conn, item.category, item.key, item.agent_id, item.workspace_hash, POOL)
+        kin = (item.category, item.key.split("-", 1)[0], item.agent_id or "", item.workspace_hash or "")
+        if kin not in seen.families:  # a key's family: the same for every key of its first word
+            seen.families[kin] = store.key_family(conn, item.category, item.key, item.agent_id, item.workspace_hash,
+                                                  POOL)
+        family = seen.families[kin]
         ids = [i for i in dict.fromkeys([*by_meaning, *by_words, *family]) if i != new.id]
-        heads = store.head_rows(conn, ids) if ids else {}
-        cosines = _cosines(engine, conn, [i for i in ids if i not in by_meaning], vector)
+        unread = [i for i in ids if i not in seen.rows]
+        if unread:
+            seen.rows.update(store.head_rows(conn, unread))
+        heads = {i: seen.rows[i] for i in ids if i in seen.rows}
+        cosines = _cosines(engine, conn, [i for i in ids if i not in by_meaning], vector, seen)
     cosines.update(by_meaning)
-    found = [candidates.Found(_memory(heads[i]), cosines.get(i) if vector is not None else None, by_words.get(i, 0.0))
+    found = [candidates.Found(seen.memory(heads[i]), cosines.get(i) if vector is not None else None,
+                              by_words.get(i, 0.0))
              for i in ids if i in heads and not curation.is_turn(heads[i]["type"], heads[i]["content"])]
     return found, heads
 
@@ -172,7 +220,8 @@ class _Batch:
     turns: list[bool]
     unit: np.ndarray | None
     words: list[frozenset[str]]
-    holding: dict[str, list[int]]
+    holding: dict[str, np.ndarray]  # a word -> the items holding it, ascending
+    sizes: np.ndarray  # each item's number of content words
 
     @classmethod
     def of(cls, items: Sequence[RememberInput], texts: list[str], vectors: list[np.ndarray | None]) -> _Batch:
@@ -187,7 +236,9 @@ class _Batch:
                 for w in ws:
                     holding.setdefault(w, []).append(k)
         return cls([(item.agent_id or "", item.workspace_hash or "") for item in items],
-                   [curation.is_turn(item.type or "", item.content) for item in items], unit, words, holding)
+                   [curation.is_turn(item.type or "", item.content) for item in items], unit, words,
+                   {w: np.asarray(ks, dtype=np.int64) for w, ks in holding.items()},
+                   np.array([len(ws) for ws in words], dtype=np.int64))
 
     def nearest(self, i: int, ids: list[int]) -> list[tuple[int, float | None]]:
         """The :data:`POOL` earlier items of item ``i``'s scope nearest to it, by vector (with their cosines) or,
@@ -205,31 +256,35 @@ class _Batch:
                 if len(near) >= POOL or wanted >= i:
                     return near[:POOL]
                 wanted = min(i, wanted * 4)
-        shared: dict[int, int] = {}
-        for w in self.words[i]:
-            for k in self.holding.get(w, ()):
-                if k < i:
-                    shared[k] = shared.get(k, 0) + 1
-        mine, words = len(self.words[i]), self.words
-        score = {k: n / (mine + len(words[k]) - n) for k, n in shared.items()}
-        wanted = 4 * POOL
-        while True:
-            ranked_ids = heapq.nsmallest(wanted, score, key=lambda k: (-score[k], k))
-            near = [(k, None) for k in ranked_ids if fits(k)]
-            if len(near) >= POOL or wanted >= len(score):
-                return near[:POOL]
-            wanted *= 4
+        # The earlier items holding each of its words, counted: the words each shares with it, and their Jaccard,
+        # best first, ties by position (the exact division of the same integers as n / (mine + theirs - n)).
+        earlier = [held[: np.searchsorted(held, i)] for w in self.words[i] if (held := self.holding.get(w)) is not None]
+        if not earlier:
+            return []
+        ks, shared = np.unique(np.concatenate(earlier), return_counts=True)
+        score = shared / (len(self.words[i]) + self.sizes[ks] - shared)
+        near = []
+        for k in ks[np.lexsort((ks, -score))].tolist():
+            if fits(k):
+                near.append((k, None))
+                if len(near) == POOL:
+                    break
+        return near
 
 
-def _in_batch(engine: Engine, items: Sequence[RememberInput], batch: _Batch, ids: list[int], i: int
+def _in_batch(engine: Engine, items: Sequence[RememberInput], batch: _Batch, ids: list[int], i: int,
+              made: dict[int, tuple[Row, candidates.Memory]], now_ms: int
               ) -> tuple[list[candidates.Found], dict[int, Row]]:
-    """The batch's earlier memories of item ``i``'s scope nearest to it (:meth:`_Batch.nearest`) as found memories."""
+    """The batch's earlier memories of item ``i``'s scope nearest to it (:meth:`_Batch.nearest`) as found memories;
+    ``made``: each earlier item's row and features, made when a later item first meets it (written at ``now_ms``)."""
     rows: dict[int, Row] = {}
     found = []
     for j, cosine in batch.nearest(i, ids):
-        row = _item_row(engine, items[j], ids[j])
-        rows[ids[j]] = row
-        found.append(candidates.Found(_memory(row), cosine))
+        if j not in made:
+            row = _item_row(items[j], ids[j], now_ms)
+            made[j] = (row, _memory(row))
+        rows[ids[j]], memory = made[j]
+        found.append(candidates.Found(memory, cosine))
     return found, rows
 
 
@@ -246,24 +301,36 @@ def _new(engine: Engine, item: RememberInput, text: str, entity_id: int) -> cand
                              item.valid_from_ms if item.valid_from_ms is not None else engine.now())
 
 
-def _item_row(engine: Engine, item: RememberInput, entity_id: int) -> Row:
+def _item_row(item: RememberInput, entity_id: int, now_ms: int) -> Row:
     return {"id": entity_id, "category": item.category, "key": item.key, "content": item.content,
             "summary": item.summary, "topic_path": item.topic_path, "valid_from_ms": item.valid_from_ms,
-            "valid_to_ms": item.valid_to_ms, "updated_at_ms": engine.now()}
+            "valid_to_ms": item.valid_to_ms, "updated_at_ms": now_ms}
 
 
-def _cosines(engine: Engine, conn: Connection, ids: list[int], vector: np.ndarray | None) -> dict[int, float]:
-    """The cosine of ``vector`` to each of these memories' current vectors (the other look-ups found them)."""
+def _cosines(engine: Engine, conn: Connection, ids: list[int], vector: np.ndarray | None, seen: Seen
+             ) -> dict[int, float]:
+    """The cosine of ``vector`` to each of these memories' current vectors (the other look-ups found them); each
+    vector and its norm read once (``seen``)."""
     if vector is None or not ids:
         return {}
     unit = vector / max(float(np.linalg.norm(vector)), 1e-12)
-    return {i: float(np.dot(v, unit) / max(float(np.linalg.norm(v)), 1e-12))
-            for i, v in engine.backend.vectors.head_vectors(conn, ids).items()}
+    unread = [i for i in ids if i not in seen.vectors]
+    if unread:
+        read = engine.backend.vectors.head_vectors(conn, unread)
+        seen.vectors.update((i, (read[i], max(float(np.linalg.norm(read[i])), 1e-12)) if i in read else None)
+                            for i in unread)
+    return {i: float(np.dot(v, unit) / norm) for i in ids if (held := seen.vectors[i]) is not None
+            for v, norm in (held,)}
 
 
 def _memory(row: Row) -> candidates.Memory:
     return candidates.Memory(int(row["id"]), curation.said(embedding_text(row["content"], row["summary"])),
                              row["category"], row["key"], row["topic_path"], _valid_ms(row))
+
+
+def valid_ms(row: Row) -> int:
+    """When a memory (its head row) became true: its valid-from time, else its write."""
+    return _valid_ms(row)
 
 
 def _valid_ms(row: Row) -> int:
@@ -291,3 +358,18 @@ def _similar(c: candidates.Candidate, row: Row, verdict: str | None = None) -> S
                          relation=verdict or c.relation,  # type: ignore[arg-type]
                          text=text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 1] + "…",
                          true_from_ms=_valid_ms(row), true_to_ms=row.get("valid_to_ms"))
+
+
+def judge_stored(engine: Engine, row: Row, vector: np.ndarray | None, earlier: bool = True
+                 ) -> tuple[list[candidates.Candidate], dict[int, Row]]:
+    """A stored memory (its head ``row``, its ``vector``) judged as a write judges a new one: its candidates, and
+    the row of each. ``earlier``: only among memories of lower ids (written before it), as its write would have
+    found them. For memories written before relations were judged (features/backfill.py)."""
+    item = RememberInput.model_construct(category=row["category"], key=row["key"], content=row["content"],
+                                         summary=row["summary"], agent_id=row["agent_id"] or None,
+                                         workspace_hash=row["workspace_hash"] or None)
+    text = embedding_text(row["content"], row["summary"])
+    found, rows = gather(engine, item, _memory(row), text, vector, warm=False)
+    if earlier:
+        found = [f for f in found if f.memory.id < int(row["id"])]
+    return candidates.judge(_memory(row), found), rows

@@ -19,7 +19,8 @@ memory on a guess):
 - ``update``: the same statement with one value replaced by another (a number, a version, a region, an
   identifier: one on each side), close in meaning: the one valid later updates the other;
 - ``same_subject``: a candidate scored high enough to be about the same thing (close in meaning, and sharing
-  values or words);
+  values or words), or one whose one value of the statement was exchanged for one of the same shape however
+  the rest is worded (a region for a region: :func:`exchanged`);
 - ``related``: a candidate, for the agent to judge, nothing more.
 
 Measured on benchmarks/data/curation.json and candidates.json (docs/benchmarks.md, "Candidates").
@@ -28,8 +29,10 @@ Measured on benchmarks/data/curation.json and candidates.json (docs/benchmarks.m
 from __future__ import annotations
 
 import heapq
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 from . import curation
@@ -110,11 +113,17 @@ def score(new: Memory, f: Found) -> float:
     return _without_values(new, f) + W_VALUES * _values(new, f)
 
 
-def _without_values(new: Memory, f: Found) -> float:
+def _without_values(new: Memory, f: Found, key: frozenset[str] | None = None) -> float:
+    """Its score but for the values; ``key``: the new memory's key words (:func:`_key_words`), when already read."""
     old = f.memory
-    words = curation.jaccard(new.said.words, old.said.words) if new.said.words and old.said.words else 0.0
+    mine, theirs = new.said.words, old.said.words
+    if mine and theirs:  # the content words' Jaccard, the union counted, not made
+        shared = len(mine & theirs)
+        words = shared / (len(mine) + len(theirs) - shared)
+    else:
+        words = 0.0
     base = f.cosine if f.cosine is not None else words
-    keys = len(_key_words(new.key) & _key_words(old.key))
+    keys = len((_key_words(new.key) if key is None else key) & _key_words(old.key))  # cached: a key meets many
     return (base + W_WORDS * words + W_KEYWORD * min(max(f.keyword, 0.0), 1.0)
             + W_CATEGORY * (new.category == old.category) + W_KEY * min(keys, 2)
             + W_TOPIC * (bool(new.topic) and new.topic == old.topic))
@@ -122,23 +131,25 @@ def _without_values(new: Memory, f: Found) -> float:
 
 def _values(new: Memory, f: Found) -> int:
     """The new memory's values ``f`` holds in some spelling, three at the most (the dearest part of a score)."""
-    held = 0
-    for a in new.said.anchors:
-        held += f.memory.said.holds(a)
-        if held == 3:
-            break
-    return held
+    return curation.held(new.said, f.memory.said, 3)
 
 
 def _best(new: Memory, found: Sequence[Found]) -> list[tuple[float, Found]]:
     """``found`` scored, best first (ties by id), as far as the first :data:`MOST` of each memory need: the values
     held are counted only for a memory whose score could still reach that far (a write finds some 50 memories and
-    keeps three), so the order of what is returned is the order all the scores would give."""
+    keeps three) and could still reach the floor (a memory that cannot is left out: it is never a candidate), so
+    the candidates judge() takes from what is returned are those all the scores would give, in the same order."""
     most = W_VALUES * min(len(new.said.anchors), 3)
-    bounded = sorted(((_without_values(new, f), f) for f in found), key=lambda p: (-p[0], p[1].memory.id))
+    key = _key_words(new.key)
+    bounded = sorted(((_without_values(new, f, key), f) for f in found), key=lambda p: (-p[0], p[1].memory.id))
+    floors = {FLOOR if f.cosine is not None else WORDS_FLOOR for f in found}
+    # One floor for all (all found with vectors, or all without): what cannot reach it is never a candidate.
+    floor = floors.pop() if len(floors) == 1 else float("-inf")
     exact: list[tuple[float, Found]] = []
     best: dict[int, float] = {}  # each memory at its best score so far
     for partial, f in bounded:
+        if partial + most < floor:
+            break  # nothing from here on can reach the floor
         if len(best) >= MOST and heapq.nlargest(MOST, best.values())[-1] > partial + most:
             break  # nothing from here on can reach the first MOST
         value = partial + W_VALUES * _values(new, f)
@@ -153,7 +164,24 @@ def relation(a: Said, b: Said, cosine: float | None, value: float) -> Relation:
         return "duplicate"
     if replaced(a, b, cosine):
         return "update"
-    return "same_subject" if value >= SAME_SUBJECT else "related"
+    return "same_subject" if value >= SAME_SUBJECT or exchanged(a, b) else "related"
+
+
+def exchanged(a: Said, b: Said) -> bool:
+    """One value on each side that the other lacks, and no other, both of one shape: the subject's value changed,
+    however the rest is worded ("Production runs in eu-west-1 on EKS" and "Production moved to us-east-2 in July"); two records
+    never are."""
+    if a.records != b.records and a.records and b.records:
+        return False
+    only_a = [x for x in a.anchors if _is_value(x) and not b.holds(x)]
+    only_b = [x for x in b.anchors if _is_value(x) and not a.holds(x)]
+    return len(only_a) == 1 and len(only_b) == 1 and _shape(only_a[0]) == _shape(only_b[0])
+
+
+def _shape(value: str) -> str:
+    """A value's shape: each run of letters as ``a``, of digits as ``9``, marks kept (``eu-west-1``: ``a-a-9``),
+    so that a region is exchanged for a region and a version for a version, not a port for a web address."""
+    return re.sub(r"[a-z]+", "a", re.sub(r"[0-9]+", "9", value.lower()))
 
 
 def replaced(a: Said, b: Said, cosine: float | None) -> bool:
@@ -183,5 +211,6 @@ def _is_value(anchor: str) -> bool:
     return any(c.isdigit() for c in anchor) or any(c in anchor for c in "/@#")
 
 
-def _key_words(key: str) -> set[str]:
-    return {w for w in key.lower().replace("_", "-").replace("/", "-").split("-") if w and not w.isdigit()}
+@lru_cache(maxsize=65536)
+def _key_words(key: str) -> frozenset[str]:
+    return frozenset(w for w in key.lower().replace("_", "-").replace("/", "-").split("-") if w and not w.isdigit())

@@ -16,14 +16,15 @@ from typing import Any
 
 from ..contract.params import RecallParams
 from ..embeddings import embedding_text
-from ..primitives.dialect import dialect
 from ..primitives.filters import View, from_vids, id_list
 from ..storage import Connection
 from . import curation
 from .arms import Arms
 from .ranking import Scored
 
-KEPT = ("duplicates", "updates", "same_subject", "related")
+# The relations curation acts on (``related`` orders nothing: recall/curation.py's NEWER_FIRST), so a window whose
+# memories are only related reads nothing more.
+KEPT = ("duplicates", *curation.NEWER_FIRST)
 # When a version became true: its valid-from time, else when it was written (a new version of an old key is new).
 _COLUMNS = ("v.entity_id, v.content, v.summary, v.type, coalesce(v.valid_from_ms, v.updated_at_ms), e.agent_id, "
             "e.workspace_hash, v.updated_at_ms")
@@ -32,7 +33,8 @@ _COLUMNS = ("v.entity_id, v.content, v.summary, v.type, coalesce(v.valid_from_ms
 def window(conn: Connection, params: RecallParams, v: View, ranked: list[Scored], vids: dict[int, int],
            arms: Arms) -> curation.Curated | None:
     """The first places of ``ranked`` curated; ``None`` when nothing is (asked not to; a point in time,
-    which shows the store as it was; no kept relation among the window's memories)."""
+    which shows the store as it was; no kept relation among the window's memories). A memory is judged on
+    its own relevance: what a link to a better hit added (``follow_links``, linked.py) ranks it, not this."""
     if v.historical or not params.curate or len(ranked) < 2:
         return None
     shown = ranked[: curation.WINDOW]
@@ -50,22 +52,21 @@ def window(conn: Connection, params: RecallParams, v: View, ranked: list[Scored]
     for s in shown:
         r = rows.get(s.id)
         if r is None:  # linked to nothing here: it keeps its place
-            candidates.append(curation.Candidate(s.id, s.relevance, s.related, 0, True, ""))
+            candidates.append(curation.Candidate(s.id, s.relevance - s.lift, s.related and not s.linked, 0, True, ""))
             continue
         candidates.append(curation.Candidate(
-            s.id, s.relevance, s.related, int(r[4]), curation.is_turn(r[3], r[1]), embedding_text(r[1], r[2]),
+            s.id, s.relevance - s.lift, s.related and not s.linked, int(r[4]), curation.is_turn(r[3], r[1]), embedding_text(r[1], r[2]),
             (r[5] or "", r[6] or ""), written_ms=int(r[7])))
     return curation.curate(candidates, pairs, curation.said(params.query), confirmed, directed)
 
 
 def kept(conn: Connection, ids: list[int]) -> list[tuple[int, int, str, str | None]]:
     """The open links among ``ids`` that curation acts on: (from id, to id, relation, source)."""
-    d = dialect(conn)
     names = ", ".join(f"'{name}'" for name in KEPT)
+    listed = ", ".join(str(int(i)) for i in ids)  # integers, written in: one index look-up each, no JSON to read
     return [(int(a), int(b), str(name), source) for a, b, name, source in conn.execute(
-        f"SELECT l.from_id, l.to_id, l.relation, l.source FROM {d.ids(':ids')} j CROSS JOIN links l ON l.from_id = j.value "
-        f"WHERE l.recorded_to_ms IS NULL AND l.relation IN ({names}) AND l.to_id IN (SELECT value FROM "
-        f"{d.ids(':ids')} k)", {"ids": id_list(ids)})]
+        f"SELECT l.from_id, l.to_id, l.relation, l.source FROM links l WHERE l.from_id IN ({listed}) AND l.to_id IN "
+        f"({listed}) AND l.recorded_to_ms IS NULL AND l.relation IN ({names})")]
 
 
 def _read(conn: Connection, vids: list[int]) -> dict[int, Any]:

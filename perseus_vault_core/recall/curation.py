@@ -103,15 +103,82 @@ class Said:
         """Every prefix of :attr:`spelled`'s tokens from three characters on."""
         return frozenset(t[:k] for t in self.spelled for k in range(3, len(t) + 1))
 
+    @cached_property
+    def reach(self) -> frozenset[str]:
+        """What a text that holds an anchor has of it (:func:`_probes`): its anchors, its word tokens, and the
+        first three characters of each spelling (marked), so that holds() refuses most anchors by one look-up."""
+        return self.anchors | self.tokens | frozenset(_PREFIX + t[:3] for t in self.spelled)
+
+    @cached_property
+    def arranged(self) -> _Arranged:
+        """Its anchors arranged for :func:`held`, which counts those another text holds in a few set operations."""
+        plain: dict[str, list[str]] = {}
+        spelled: dict[str, list[str]] = {}
+        rest = []
+        for anchor in self.anchors:
+            parts = _parts(anchor)
+            if anchor.startswith("-") or len(parts) != 1:
+                rest.append(anchor)
+            elif len(parts[0]) >= 3 and not parts[0].isdigit():
+                spelled.setdefault(parts[0], []).append(anchor)
+            else:
+                plain.setdefault(parts[0], []).append(anchor)
+        chains: dict[str, set[str]] = {}
+        for part in spelled:
+            for k in range(3, len(part) + 1):
+                chains.setdefault(part[:k], set()).add(part)
+        single = frozenset(a for group in (*plain.values(), *spelled.values()) for a in group)
+        return _Arranged({p: tuple(a) for p, a in plain.items()}, {p: tuple(a) for p, a in spelled.items()},
+                         {c: frozenset(p) for c, p in chains.items()}, single, tuple(rest))
+
+    @cached_property
+    def negated(self) -> frozenset[str]:
+        """The values it holds signed, without their sign (-5: 5), each held only as it is written."""
+        return frozenset(a[1:] for a in self.anchors if a.startswith("-"))
+
     def holds(self, anchor: str) -> bool:
         """Whether this text holds ``anchor`` in some spelling: each of its word tokens here, or one that
         begins with it or that it begins with, from three letters on (Postgres, PostgreSQL; Feb,
         February; prod, production). A signed value is held only as it is: -5 is not 5."""
+        probes = _probes(anchor)
+        if probes is not None and self.reach.isdisjoint(probes):
+            return False  # neither the anchor nor a spelling of its first part: not held (the rule below agrees)
         if anchor.startswith("-") or "-" + anchor in self.anchors:
             return anchor in self.anchors
         return all(part in self.tokens or (len(part) >= 3 and not part.isdigit() and (
             part in self.prefixes or any(part[:k] in self.spelled for k in range(3, len(part) + 1))))
             for part in _parts(anchor))
+
+
+@dataclass(frozen=True)
+class _Arranged:
+    """A text's anchors by how :meth:`Said.holds` decides them: of one part that is held as a token (``plain``,
+    part -> its anchors), of one part that a spelling may stand for (``spelled``), each prefix of three characters
+    or more of those parts (``chains``, prefix -> the parts it begins), the anchors of one part (``single``, not
+    signed), and the rest (signed, of several parts or none), decided one by one."""
+
+    plain: dict[str, tuple[str, ...]]
+    spelled: dict[str, tuple[str, ...]]
+    chains: dict[str, frozenset[str]]
+    single: frozenset[str]
+    rest: tuple[str, ...]
+
+
+def held(of: Said, text: Said, most: int) -> int:
+    """How many of ``of``'s anchors ``text`` holds (:meth:`Said.holds`), ``most`` at the most: what calling holds()
+    for each would count, by set operations over the whole text (a write's candidates count thousands)."""
+    a = of.arranged
+    parts = (a.plain.keys() & text.tokens) | (a.spelled.keys() & text.prefixes if a.spelled else set())
+    for prefix in a.chains.keys() & text.spelled if a.chains else ():
+        parts |= a.chains[prefix]  # a token of the text the part begins with
+    found = {anchor for part in parts for anchor in a.plain.get(part) or a.spelled[part]}
+    signed = a.single & text.negated  # held only as written, when the text has the signed value
+    count = len(found - signed) + sum(anchor in text.anchors for anchor in signed)
+    for anchor in a.rest:
+        if count >= most:
+            break
+        count += text.holds(anchor)
+    return min(count, most)
 
 
 def normal(text: str) -> str:
@@ -148,6 +215,23 @@ def said(text: str) -> Said:
 @lru_cache(maxsize=65536)
 def _parts(anchor: str) -> tuple[str, ...]:
     return tuple(tokenize(anchor))
+
+
+_PREFIX = "\x00"  # marks a spelling's first three characters in Said.reach (no token holds it)
+
+
+@lru_cache(maxsize=65536)
+def _probes(anchor: str) -> tuple[str, ...] | None:
+    """What a text must have of ``anchor`` to hold it (:meth:`Said.holds`), one of them at least: the anchor
+    itself among its anchors (a signed value, held only as it is), or its first part among its tokens, or, for a
+    part a spelling may stand for (three characters or more, not all digits), a token that begins with the
+    part's first three characters. ``None``: an anchor of no parts, which every text holds."""
+    parts = _parts(anchor)
+    if not parts:
+        return None
+    first = parts[0]
+    spelled = len(first) >= 3 and not first.isdigit()
+    return (anchor, _PREFIX + first[:3]) if spelled else (anchor, first)
 
 
 def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
@@ -210,9 +294,13 @@ def _swapped(a: Said, b: Said) -> bool:
 # --- a result's curation: duplicates collapsed, newer facts first ------------------------------------
 
 WINDOW = 30  # the first ranked candidates curated, whatever the limit (the top of a list never depends on it)
-# The newer of two related memories goes first when it is about as relevant to the query: at least this share
-# of the older's relevance (a newer memory on another subject, far less relevant, keeps its place).
+# The newer of two memories kept as an update or as of the same subject goes first when it is about as relevant
+# to the query: at least this share of the older's relevance (a newer memory on another subject keeps its place).
+# Memories kept only as ``related`` (a shared name, value or topic) keep their places: on the team memory's natural
+# questions, moving the newer of those first put a memory about another attribute of the same service ahead of
+# the answer (first hit 0.35 against 0.59 uncurated; docs/benchmarks.md).
 AS_RELEVANT = 0.4
+NEWER_FIRST = ("updates", "same_subject")
 # A conversation's line stored as a plain memory ("Caroline: I went to the support group"): a turn.
 SPEAKER = re.compile(r"^[A-Z][A-Za-z'.-]{0,30}(?: [A-Z][A-Za-z'.-]{0,30}){0,2}: \S")
 
@@ -281,8 +369,9 @@ def curate(ranked: Sequence[Candidate], kept: Sequence[Kept], query: Said | None
     its memories (features/relations.py: judged when the newer of each pair was written, by rule, judge or
     agent), never by a guess made now. Memories linked as ``duplicates`` collapse into one each, the most
     recent wording taking the group's best place; the older of an ``updates`` pair is marked ``outdated_by``
-    the newer; and the one valid later of any kept pair goes just before the older when both are related to
-    the query and the newer is about as relevant (:data:`AS_RELEVANT`), unless the query names a value only
+    the newer; and the one valid later of a pair kept as an update or of the same subject (:data:`NEWER_FIRST`)
+    goes just before the older when both are related to the query and the newer is about as relevant
+    (:data:`AS_RELEVANT`), unless the query names a value only
     the older holds (:func:`_names_the_older`; ``query``: the query's features). The newer of a pair in
     ``directed`` (from, to) is its ``from``: the write that judged it knew which came later (a new version of an
     old key is the newer, whatever date it carries); of another pair, the one valid later, of two valid at once
@@ -327,7 +416,7 @@ def curate(ranked: Sequence[Candidate], kept: Sequence[Kept], query: Said | None
         # later: valid later, or judged newer by a later write (two written at one instant are neither)
         later_ = ranked[newer].valid_ms > ranked[older].valid_ms or (
             judged and ranked[newer].written_ms != ranked[older].written_ms)
-        if (later_ and ranked[newer].related and ranked[older].related
+        if (later_ and name in NEWER_FIRST and ranked[newer].related and ranked[older].related
                 and ranked[newer].relevance >= AS_RELEVANT * ranked[older].relevance
                 and not _names_the_older(query, ranked[older].said, ranked[newer].said)):
             later.setdefault(older, set()).add(newer)
@@ -346,10 +435,11 @@ def curate(ranked: Sequence[Candidate], kept: Sequence[Kept], query: Said | None
 def _names_the_older(query: Said | None, older: Said, newer: Said) -> bool:
     """Whether the query names a value only the older memory holds, so that it asks for the older and the newer
     goes first no more: a number, version or price of the query the older holds and the newer does not ("is the
-    Pro plan still $12?"). Two records (two tickets, two incidents) always answer different questions. The
+    Pro plan still $12?"). A record (a ticket, an incident) restates no fact nor another record: the newer
+    one goes first only when it names the same identifiers as the older. The
     query's other words say nothing here: "where does production run" asks what is true now, whichever of
     "Production runs in eu-west-1" and "Production moved to us-east-2" shares more of its words."""
-    if older.records and newer.records and older.records != newer.records:
+    if newer.records and older.records != newer.records:  # a ticket restates no fact, nor another ticket
         return True
     if query is None:
         return False

@@ -12,8 +12,8 @@ The order of work:
 3. hybrid combines the arms' scores (:mod:`.fusion`): relevance = 0.6 x keyword score + 0.4 x cosine
    by default, over every candidate either arm found (a keyword hit the dense pool missed still gets its
    cosine); every item keeps its rank in each arm;
-4. a dialogue's turns are judged in their context (:mod:`.context`), and each candidate is related or
-   not: ``min_score="auto"`` (the default) leaves the unrelated out, a number cuts below it;
+4. a dialogue's turns are judged in their context (:mod:`.context`), with ``follow_links`` the best hits'
+   linked memories join (:mod:`.linked`), and each candidate is related or not: ``min_score="auto"`` (the default) leaves the unrelated out, a number cuts below it;
 5. the knobs (:mod:`.ranking`, :mod:`.validity`, :mod:`.actionability`) re-score the pool, and its first
    places are curated (:mod:`.curated` reads, :mod:`.curation` judges: a duplicate collapses into the
    newest wording, a newer fact goes before the older one it updates);
@@ -44,7 +44,7 @@ from ..primitives.porter import stem
 from ..primitives.query import is_enumeration, parse, tokenize
 from ..records import store
 from ..storage import Connection
-from . import context, curation
+from . import context, curation, linked
 from .arms import Arms
 from .actionability import actionability, startup_factor
 from .curated import window
@@ -190,7 +190,7 @@ def _model(arms: Arms) -> tuple[str, int]:
 
 
 # Knobs that weigh query words: an enumeration has none, so asking for them is refused, not ignored.
-_WORD_KNOBS = ("content_weight", "diversity_halving", "expansion", "fusion", "min_score")
+_WORD_KNOBS = ("content_weight", "diversity_halving", "expansion", "follow_links", "fusion", "min_score")
 
 
 def _enumerate(conn: Connection, params: RecallParams, v: View) -> Iterator[RecallItem]:
@@ -466,6 +466,8 @@ def _tier(conn: Connection, params: RecallParams, v: View, mode: str, arms: Arms
         return {e: fusion.keyword_weight * kw.get(e, 0.0) + fusion.dense_weight * c for e, c in cosine.items()}
 
     scored = context.lift(conn, v, scored, vids, own, related)  # a dialogue's turns, judged in context
+    if params.follow_links:  # the best hits' linked memories join (linked.py)
+        scored = linked.join(conn, v, scored, vids, own, related)
     for s in scored:  # judged on relevance, before any knob: related ones rank first (ranking.order)
         s.related = related[s.id]
     if params.min_score == "auto":

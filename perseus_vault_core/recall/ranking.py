@@ -56,6 +56,8 @@ class Scored:
     score: float = 0.0
     keyword: int | None = None  # index of the first query word it matches, for diversity
     related: bool = True  # judged on its relevance, before the knobs: related ones rank first
+    linked: bool = False  # related only as a related hit's linked neighbour (linked.py)
+    lift: float = 0.0  # the relevance its link to a related hit added (linked.py)
 
 
 # How far the knobs together may move a relevance: a factor in this range (docs/recall.md).

@@ -23,10 +23,10 @@ from ..contract.text import preview as content_preview
 from ..contract.text import preview_body
 from ..embeddings import embedding_text
 from ..primitives.decay import decay
-from ..primitives.dialect import dialect
+from ..primitives.dialect import SQLITE, dialect
 from ..primitives.filters import FROM, from_ids, from_vids, id_list, scope_clauses
 from ..primitives.scopes import scope_key
-from ..storage import Backend, Connection
+from ..storage import Backend, Connection, trigger_terms
 
 # Versioned fields, in entity_versions column order (after the bookkeeping columns).
 STATE_FIELDS = (
@@ -219,10 +219,19 @@ def key_family(conn: Connection, category: str, key: str, agent_id: str | None, 
     """The newest ``limit`` entities of the scope and category whose key is of ``key``'s family: the same first
     word (``prod-region``, ``prod-region-2024``), read as one range of the entities' unique index."""
     first = key.split("-", 1)[0]
+    scope = (agent_id or "", workspace_hash or "", category)
+    if dialect(conn) is SQLITE:
+        # SQLite reads the range by the index only from bounds alone (with the OR, it scanned every key of the
+        # category); in its byte order "-" sorts just before ".", so the OR then only drops what is in the range
+        # and not the family ("prod region").
+        return [int(r[0]) for r in conn.execute(
+            "SELECT id FROM entities WHERE agent_id = ? AND workspace_hash = ? AND category = ? AND key >= ? AND "
+            "key < ? AND (key = ? OR key >= ?) ORDER BY id DESC LIMIT ?",
+            (*scope, first, first + ".", first, first + "-", limit))]
     return [int(r[0]) for r in conn.execute(
         "SELECT id FROM entities WHERE agent_id = ? AND workspace_hash = ? AND category = ? AND "
         "(key = ? OR (key >= ? AND key < ?)) ORDER BY id DESC LIMIT ?",
-        (agent_id or "", workspace_hash or "", category, first, first + "-", first + ".", limit))]
+        (*scope, first, first + "-", first + ".", limit))]
 
 
 def scoped_head(conn: Connection, entity_id: int, agent_id: str | None, workspace_hash: str | None) -> dict[str, Any]:
@@ -285,6 +294,9 @@ def insert_version(
     )
     backend.keyword.index_versions(conn, [(vid, state["content"], state["summary"], state["tags"])],
                                    heads=recorded_to_ms is None)
+    if state["recall_when"] != "[]":  # the trigger-phrase index, in the same transaction (in its entity's scope)
+        scope = conn.execute("SELECT scope FROM entity_versions WHERE vid = ?", (vid,)).fetchone()[0]
+        trigger_terms.write(conn, [(vid, scope, state["recall_when"])])
     return int(vid)
 
 
@@ -390,6 +402,8 @@ def remember_batch(
         conn.executemany(_ENTITY_INSERT, entity_rows)
         conn.executemany(_VERSION_INSERT, version_rows)
         backend.keyword.index_versions(conn, index_rows, heads=True)
+        trigger_terms.write(conn, ((row[0], row[-1], row[7 + STATE_FIELDS.index("recall_when")])
+                                   for row in version_rows))
         backend.vectors.write(conn, vector_rows)
     for i, existing in later:
         results[i] = _update(backend, conn, items[i], now_ms, existing, plan)
@@ -451,8 +465,10 @@ def purge(backend: Backend, conn: Connection, entity_id: int, agent_id: str | No
     backend.keyword.unindex_versions(conn, entity_id)
     vids = [row[0] for row in conn.execute("SELECT vid FROM entity_versions WHERE entity_id = ?", (entity_id,))]
     backend.vectors.delete(conn, vids)
-    phrases = {p for (text,) in conn.execute(
-        "SELECT recall_when FROM entity_versions WHERE entity_id = ?", (entity_id,)) for p in json.loads(text)}
+    triggered = [(int(vid), scope, text) for vid, scope, text in conn.execute(
+        "SELECT vid, scope, recall_when FROM entity_versions WHERE entity_id = ? AND recall_when != '[]'", (entity_id,))]
+    trigger_terms.delete(conn, triggered)
+    phrases = {p for _, _, text in triggered for p in json.loads(text)}
     versions = conn.execute("DELETE FROM entity_versions WHERE entity_id = ?", (entity_id,)).rowcount
     conn.execute("DELETE FROM entities WHERE id = ?", (entity_id,))
     backend.vectors.forget_phrases(conn, scope_key(prior["agent_id"], prior["workspace_hash"]), sorted(phrases))

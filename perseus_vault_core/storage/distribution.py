@@ -15,7 +15,8 @@ from __future__ import annotations
 
 # Every table holding a scope's rows, distributed by ``scope`` and co-located with ``entities``.
 DISTRIBUTED = ("entities", "entity_versions", "links", "version_vectors", "keyword_docs", "keyword_postings",
-               "checkpoints", "checkpoint_blobs", "checkpoint_writes", "kv_entries", "trigger_vectors")
+               "checkpoints", "checkpoint_blobs", "checkpoint_writes", "kv_entries", "trigger_vectors",
+               "trigger_terms")
 
 # The tables whose key is their own (agent_id, workspace_hash)'s ...
 OWN_SCOPE = ("entities", "checkpoints", "checkpoint_blobs", "checkpoint_writes", "kv_entries")

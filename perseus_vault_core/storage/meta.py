@@ -5,6 +5,16 @@ from __future__ import annotations
 
 from ..primitives.dbapi import Connection
 
+# The highest entity id written before writes judged relations (features/backfill.py ``relations``): set by a
+# migration of a vault that held memories then, removed once ``reindex`` has judged them.
+RELATIONS_PENDING = "relations_pending_through"
+
+
+def mark_relations_pending(conn: Connection) -> None:
+    """The migration step that sets :data:`RELATIONS_PENDING` (nothing, in a vault with no memory yet)."""
+    conn.execute("INSERT INTO vault_meta (key, value) SELECT ?, CAST(max(id) AS TEXT) FROM entities "
+                 "HAVING max(id) IS NOT NULL", (RELATIONS_PENDING,))
+
 
 def get_meta(conn: Connection, key: str) -> str | None:
     row = conn.execute("SELECT value FROM vault_meta WHERE key = ?", (key,)).fetchone()

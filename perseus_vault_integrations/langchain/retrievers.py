@@ -170,6 +170,7 @@ class PerseusVaultRetriever(OwnsItsVault, BaseRetriever):
     fusion: Fusion | None = None
     curate: bool | None = None
     include_outdated: bool | None = None
+    follow_links: bool | None = None
     _owned_vault: Vault | None = PrivateAttr(default=None)
 
     def __init__(self, vault: VaultLike, **fields: Any) -> None:

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from perseus_vault_core import SetupError, Vault
+from perseus_vault_core.storage.meta import RELATIONS_PENDING
 from perseus_vault_core.storage.sqlite import schema
 from perseus_vault_core.storage.sqlite.connection import connect
 
@@ -205,6 +206,8 @@ LATER_OBJECTS = {
     7: ["CREATE TABLE pv_old (model TEXT NOT NULL, phrase TEXT NOT NULL, embedding BLOB NOT NULL, PRIMARY KEY (model, phrase))",
         "INSERT OR IGNORE INTO pv_old SELECT model, phrase, embedding FROM trigger_vectors",
         "DROP TABLE trigger_vectors", "ALTER TABLE pv_old RENAME TO trigger_vectors"],
+    8: ["DROP TABLE trigger_terms"],
+    9: [f"DELETE FROM vault_meta WHERE key = '{RELATIONS_PENDING}'"],
 }
 
 

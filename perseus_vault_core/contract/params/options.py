@@ -63,6 +63,7 @@ class RecallOptions(TypedDict, total=False):
     fusion: Fusion | dict[str, Any] | None
     curate: bool
     include_outdated: bool
+    follow_links: bool
 
 
 class SearchOptions(TypedDict, total=False):
@@ -95,6 +96,7 @@ class SearchOptions(TypedDict, total=False):
     fusion: Fusion | dict[str, Any] | None
     curate: bool
     include_outdated: bool
+    follow_links: bool
 
 
 class RecallByVectorOptions(TypedDict, total=False):
@@ -127,6 +129,7 @@ class RecallByVectorOptions(TypedDict, total=False):
     fusion: Fusion | dict[str, Any] | None
     curate: bool
     include_outdated: bool
+    follow_links: bool
 
 
 class ScanOptions(TypedDict, total=False):

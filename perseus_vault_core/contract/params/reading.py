@@ -83,26 +83,28 @@ class RecallParams(Filters):
     limit: int = Field(default=10, ge=1, le=MAX_LIMIT, description="Most results to return")
     offset: int = Field(default=0, ge=0, le=MAX_INT, description="Results to skip (clamped at 10,000)")
     min_score: MinScore = Field(default="auto", description=(
-        "Leave out memories less relevant than this ('auto': what the arms judge unrelated; null, or none on the "
-        "command line: the plain top-k)"))
+        "Leave out memories less relevant than this ('auto': what the arms judge unrelated; null or none: the "
+        "plain top-k)"))
     preview_cap: int | None = Field(default=None, ge=1, le=MAX_INT, description=(
         "Cut each memory to about N characters"))
     startup: bool = advanced(False, description="Re-rank by actionability (concrete beats vague); adds actionability")
     profile: Literal["validity"] | None = advanced(description=(
-        "validity: re-rank by freshness, provenance and expiry; adds validity"))
-    validity_annotate: bool = advanced(False, description="Add the validity block without re-ranking")
+        "Re-rank by freshness, provenance and expiry; adds validity"))
+    validity_annotate: bool = advanced(False, description="Add validity without re-ranking")
     expansion: bool | Expansion | None = advanced(description="Add indexed stem variants of query words")
     trust_weight: float = advanced(0.15, ge=0.0, le=10.0, description="Boost for verified or certain provenance")
-    content_weight: float = advanced(0.0, ge=0.0, le=10.0, description="Boost for content holding the query words")
+    content_weight: float = advanced(0.0, ge=0.0, le=10.0, description="Boost for content with the query words")
     diversity_halving: float = advanced(1.0, gt=0.0, le=1.0, description="Per-keyword quota factor (1 = off)")
     recency_half_life_secs: float | None = advanced(gt=0.0, description="Multiply scores by 0.5^(age / this)")
     reinforce: bool = advanced(True, description="Count this retrieval (retrieval_count, last_accessed_ms)")
-    fusion: Fusion | None = advanced(description="Hybrid fusion weights for this call")
+    fusion: Fusion | None = advanced(description="Hybrid fusion weights")
     curate: bool = advanced(True, description=(
         "Collapse memories kept as duplicates (the others' ids in duplicates); a newer fact goes before the "
         "older it updates (marked outdated_by)"))
     include_outdated: bool = advanced(True, description=(
         "Keep memories a newer one may update (marked outdated_by); false leaves out confirmed ones"))
+    follow_links: bool = advanced(False, description=(
+        "Also rank memories linked to the best hits (one hop; docs/recall.md)"))
 
     @field_validator("query")
     @classmethod

@@ -2,8 +2,12 @@
 
 The graph is the caller's view of the vault: the entities it may see (scope, status and time
 rules as for every read, summaries of communities left out) and the links open in that view
-whose two ends it may see. Links are undirected here; several links between one pair add
-their weights, and a pair whose weights sum to zero or less is not an edge.
+whose two ends it may see. Written links (``link``, a judge's verdict but ``distinct``) count at their
+weight and place the memories they join; a relation the vault inferred at write time counts at
+:data:`INFERRED_SHARE` of its score, and only between two memories nobody placed, so that a store nobody
+linked has communities and one whose writer linked keeps exactly those its links make. Links are undirected
+here; several links between one pair add their weights, and a pair whose weights sum to zero or less is
+not an edge.
 
 Determinism. The graph is rebuilt in a canonical order (nodes by id, edges by id pair) and
 clustered by label propagation (the default: networkx's semi-synchronous variant, which involves
@@ -41,6 +45,7 @@ Method = Literal["label_propagation", "modularity"]
 METHODS: tuple[str, ...] = ("label_propagation", "modularity")
 SUMMARY_TYPE = "community_summary"
 _MEMO_SIZE = 4_096
+INFERRED_SHARE = 0.5  # of an inferred link's score, as its weight: below a written link's default 1.0
 _PARTITIONS_KEPT = 16
 
 
@@ -116,12 +121,22 @@ def load(conn: Connection, view: View) -> Graph:
     clause, params = open_links(view)
     nodes = graph.nodes
     weights: dict[tuple[int, int], list[float]] = defaultdict(list)
-    # The links someone wrote: those the vault judged at write time (features/relations.py) join no community yet.
-    written = f"{clause} AND (l.source IS NULL OR l.source NOT IN (:inferred, :judge))"
-    for a, b, weight in conn.execute(f"SELECT l.from_id, l.to_id, l.weight FROM links l WHERE {written}",
-                                     dict(params, inferred=INFERRED, judge=JUDGE)):
-        if a in nodes and b in nodes and nodes[a] == nodes[b]:
+    placed: set[int] = set()  # the memories someone linked: their written links decide their communities
+    inferred: list[tuple[int, int, float]] = []
+    for a, b, weight, source, relation in conn.execute(
+            f"SELECT l.from_id, l.to_id, l.weight, l.source, l.relation FROM links l WHERE {clause}", params):
+        if a not in nodes or b not in nodes or nodes[a] != nodes[b]:
+            continue
+        if source == INFERRED:
+            inferred.append((a, b, weight))
+        elif source != JUDGE or relation != "distinct":  # a judge's verdict counts as written, but for 'distinct'
             weights[(a, b) if a < b else (b, a)].append(weight)
+            placed.update((a, b))
+    # The relations the vault judged at write time (features/relations.py) cluster the memories nobody linked: an
+    # inferred link is an edge where neither end has a written link, at a share of its score.
+    for a, b, weight in inferred:
+        if a not in placed and b not in placed:
+            weights[(a, b) if a < b else (b, a)].append(INFERRED_SHARE * weight)
     # fsum is exact (row order cannot change a sum) and rounding keeps 0.1 + 0.2 - 0.3 at zero
     summed = {pair: round(math.fsum(ws), 9) for pair, ws in weights.items()}
     graph.edges = {pair: w for pair, w in sorted(summed.items()) if w > 0}

@@ -30,10 +30,12 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from ...contract.readable import line_of
 from ...primitives.dialect import dialect
 from ...primitives.filters import id_list
 from ...primitives.porter import stem
 from ...primitives.query import STOPWORDS, tokenize
+from ...recall.curation import TURN_TYPE
 from ...records import store
 from ...storage import Backend, Connection
 from .. import graph
@@ -124,14 +126,17 @@ def existing(conn: Connection, groups: list[Group]) -> dict[str, int]:
 
 
 def member_texts(conn: Connection, group: Group) -> list[tuple[int, str | None, str]]:
-    """(id, summary, content) of the group's most central members, most central first."""
+    """(id, summary, content) of the group's most central members, most central first; a conversation turn's as
+    (id, None, "Speaker: text"), its summary being its speaker."""
     central = group.central(MEMBERS_READ)
     rows = conn.execute(
-        f"SELECT e.id, v.summary, v.content FROM {dialect(conn).ids(':ids')} j CROSS JOIN entities e ON e.id = j.value "
-        "CROSS JOIN entity_versions v ON v.entity_id = e.id AND v.scope = e.scope AND v.recorded_to_ms IS NULL",
+        f"SELECT e.id, v.summary, v.content, v.type FROM {dialect(conn).ids(':ids')} j CROSS JOIN entities e "
+        "ON e.id = j.value CROSS JOIN entity_versions v ON v.entity_id = e.id AND v.scope = e.scope AND "
+        "v.recorded_to_ms IS NULL",
         {"ids": id_list(central)},
     )
-    by_id = {int(r[0]): (int(r[0]), r[1], r[2]) for r in rows}
+    by_id = {int(r[0]): (int(r[0]), None, line_of(r[2], r[1])) if r[3] == TURN_TYPE else (int(r[0]), r[1], r[2])
+             for r in rows}
     return [by_id[i] for i in central if i in by_id]
 
 

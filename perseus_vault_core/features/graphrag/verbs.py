@@ -34,16 +34,18 @@ from ...contract.params import (
     RememberInput,
     validate,
 )
+from ...contract.readable import line_of
 from ...contract.text import one_line
 from ...embeddings import embedding_text
 from ...engine.engine import Engine
 from ...primitives.dialect import dialect
 from ...primitives.filters import from_ids, id_list, view
+from ...recall.curation import TURN_TYPE
 from ...records import store
 from ...storage import Connection
 from . import summaries
 from .communities import SUMMARY_TYPE, Communities, Group, Partition
-from .global_recall import choose, context, plan_evidence
+from .global_recall import VOTERS, choose, context, plan_evidence
 
 Polish = Callable[[str], str]
 
@@ -78,7 +80,7 @@ def describe(conn: Connection, groups: list[Group], central: int) -> list[Commun
     for g in groups:
         members = [
             CommunityMember(id=m, category=rows[m]["category"], key=rows[m]["key"],
-                            title=one_line(rows[m]["summary"] or rows[m]["content"], 100), centrality=g.centrality[m])
+                            title=one_line(_title(rows[m]), 100), centrality=g.centrality[m])
             for m in g.central(central) if m in rows
         ]
         out.append(Community(id=g.id, size=len(g.members), agent_id=g.agent_id or None,
@@ -226,6 +228,13 @@ def _evidence(engine: Engine, chosen: list[tuple[Group, RecallItem]], hits: dict
     return [gc.model_copy(update={"evidence": [next(fitted) for _ in gc.evidence]}) for gc in out]
 
 
+def _title(row: dict[str, Any]) -> str:
+    """A member's title: its summary, else its content; a turn's with its speaker (its summary) before its words."""
+    if row["type"] == TURN_TYPE:
+        return line_of(row["content"], row["summary"])
+    return str(row["summary"] or row["content"])
+
+
 def global_recall(engine: Engine, p: GlobalRecallParams) -> GlobalRecallResult:
     """The best communities for ``p.query`` by their summaries, then the best evidence among their members."""
     scope = {k: v for k, v in (("agent_id", p.agent_id), ("workspace_hash", p.workspace_hash)) if v is not None}
@@ -238,7 +247,10 @@ def global_recall(engine: Engine, p: GlobalRecallParams) -> GlobalRecallResult:
         "limit": min(MAX_LIMIT, max(50, 10 * p.communities)), "reinforce": False, "min_score": None, "curate": False,
         **scope}),  # every summary ranked (breadth: the best communities, however weakly they match)
         only=sorted(have[g] for g in groups if g in have))
-    chosen = choose(found.items, groups, p.communities)
+    voters = engine.recall(validate(RecallParams, {
+        "query": p.query, "mode": p.mode, "limit": VOTERS, "reinforce": False, "min_score": None, "where": p.where,
+        **scope}))  # the memories that answer it: their communities count too
+    chosen = choose(found.items, voters.items, groups, p.communities)
     members = sorted({m for g, _ in chosen for m in g.members})
     allowed = _matching(engine, members, p) if p.where is not None else None
     if allowed is not None:

@@ -5,6 +5,7 @@ managed service's snapshots, its disk encryption: docs/postgres.md); the vault's
 
 from __future__ import annotations
 
+from ..trigger_terms import rebuild as rebuild_trigger_index
 from ...contract.models import CheckReport, Stats
 from ...primitives.dbapi import Connection
 from ..checks import BAD_VECTORS, invariant_problems
@@ -78,7 +79,8 @@ def check(conn: Connection) -> CheckReport:
 
 
 # The tables an import grows, whose statistics :func:`analyze` refreshes.
-GROWN = ("entities", "entity_versions", "keyword_docs", "keyword_postings", "version_vectors", "head_changes", "links")
+GROWN = ("entities", "entity_versions", "keyword_docs", "keyword_postings", "version_vectors", "head_changes", "links",
+         "trigger_terms")
 
 
 def analyze(conn: Connection) -> None:
@@ -89,8 +91,9 @@ def analyze(conn: Connection) -> None:
 
 
 def reindex(conn: Connection) -> None:
-    """Rebuild the keyword index from the rows, drop unusable vectors and build a missing HNSW index (the
+    """Rebuild the keyword and trigger-phrase indexes from the rows, drop unusable vectors and build a missing HNSW index (the
     caller holds the write)."""
     conn.execute(f"DELETE FROM version_vectors WHERE vid IN ({BAD_VECTORS})")
+    rebuild_trigger_index(conn)
     rebuild_keyword_index(conn)  # logs a rebuild, which every process's keyword and vector mirrors follow
     build_index(conn)

@@ -28,7 +28,8 @@ Migration 11 keeps a role bound to one scope to its scope's rows: the ids its ro
 update, and what it may write in the shared tables (tenancy.py says what, and why). Migration 12 keeps
 trigger-phrase vectors per scope (``trigger_vectors.scope``, in its key), as SQLite's step 7 does; migration 13 pins
 the functions row-level security calls to the vault's schema, so that no object of a bound role's own session stands
-in for a table (hardening.py).
+in for a table (hardening.py). Migration 14 adds ``trigger_terms``, the trigger-phrase index (storage/trigger_terms.py), as
+SQLite's step 8 does: a scope's rows, read and written by a bound role in its scope only, filled from the versions.
 
 Each migration runs in one transaction that first takes a transaction-scoped advisory lock, so hosts
 that open a new database at once apply each step once (READ COMMITTED, so that the check made after the
@@ -43,8 +44,11 @@ from collections.abc import Callable
 
 from ...primitives.dialect import POSTGRES
 from ..distribution import BACKFILL, OWN_SCOPE
+from ..meta import mark_relations_pending
 from ..migrations import run
-from .tenancy import BY_SCOPE, harden, restrict, scope_phrases
+from ..trigger_terms import rebuild as rebuild_trigger_index
+from .tenancy import BY_SCOPE, grant_bound, harden, restrict, scope_phrases
+from .hardening import schema_name
 from .tenancy import SCHEMA as TENANCY
 from .connection import PgConnection, write_transaction
 
@@ -344,6 +348,21 @@ END $$;
 Migration = Callable[[PgConnection], None]
 
 
+def _v14(conn: PgConnection) -> None:
+    """The trigger-phrase index (SQLite's step 8): keyed by term first, for the lookup; the scope key in its key, and
+    a bound role's rows its scope's own, as for every scoped table."""
+    s = schema_name(conn)
+    conn.execute(f"""
+CREATE TABLE {s}.trigger_terms (term text COLLATE "C" NOT NULL, vid bigint NOT NULL, phrase integer NOT NULL,
+                                need integer NOT NULL, scope text COLLATE "C" NOT NULL DEFAULT '',
+                                PRIMARY KEY (term, vid, phrase, scope) INCLUDE (need));
+ALTER TABLE {s}.trigger_terms ENABLE ROW LEVEL SECURITY;
+CREATE POLICY scoped ON {s}.trigger_terms USING (scope = pv_bound_scope());
+""")
+    rebuild_trigger_index(conn)
+    grant_bound(conn)
+
+
 def _script(sql: str) -> Migration:
     def step(conn: PgConnection) -> None:
         conn.execute(sql)  # one simple-protocol statement list: no parameters, so psycopg sends it whole
@@ -369,6 +388,8 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (12, "trigger phrase vectors per scope", scope_phrases),
     (13, "bound roles kept to their scope: functions pinned to the vault's schema, reads by the scope key",
      harden),
+    (14, "trigger phrase index", _v14),
+    (15, "memories written before writes judged relations, marked for reindex", mark_relations_pending),
 ]
 LATEST = MIGRATIONS[-1][0]
 

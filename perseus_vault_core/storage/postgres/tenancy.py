@@ -288,7 +288,7 @@ CREATE POLICY fits ON {s}.trigger_vectors AS RESTRICTIVE USING (true) WITH CHECK
 # binding too, by the policies above); head_changes: append. The functions above for the rest. Trigger-phrase
 # vectors are its scope's own from migration 12, and from 13 it may not create temporary objects (hardening.py).
 _SCOPED = ("entities", "entity_versions", "links", "version_vectors", "keyword_docs", "keyword_postings", "checkpoints",
-           "checkpoint_blobs", "checkpoint_writes", "kv_entries", "trigger_vectors")
+           "checkpoint_blobs", "checkpoint_writes", "kv_entries", "trigger_vectors", "trigger_terms")
 _SHARED = ("head_changes", "vault_meta", "_migrations", "vault_scopes")
 _UPDATED = {"entities": "retrieval_count, last_accessed_ms", "entity_versions": "recorded_to_ms",
             "links": "recorded_to_ms", "version_vectors": "embedding, bits, vec", "keyword_docs": "head",
@@ -319,7 +319,10 @@ def grant(conn: Connection, role: str) -> None:
     """Give the bound role ``role`` exactly what a bound vault needs, taking back anything more it was given on
     the vault's tables and sequences (a role bound before migration 11 had more), and what no bound role needs on
     the database where the vault's role may (:func:`.hardening.lock_down`)."""
-    tables = ", ".join((*_SCOPED, *_SHARED))
+    # The tables the schema has by now: an earlier migration grants again before a later one makes its table.
+    present = [t for t in (*_SCOPED, *_SHARED) if conn.execute("SELECT to_regclass(?)", (t,)).fetchone()[0] is not None]
+    scoped = ", ".join(t for t in _SCOPED if t in present)
+    tables = ", ".join(present)
     sequences = ", ".join(row[0] for row in conn.execute(
         "SELECT pg_get_serial_sequence(t, c) FROM (VALUES ('entities', 'id'), ('entity_versions', 'vid'), "
         "('links', 'id'), ('head_changes', 'seq')) AS identity(t, c)").fetchall())
@@ -328,7 +331,7 @@ def grant(conn: Connection, role: str) -> None:
         f"REVOKE ALL ON SEQUENCE {sequences} FROM {role}",
         f"GRANT USAGE ON SCHEMA {schema_name(conn)} TO {role}",
         f"GRANT SELECT ON {tables} TO {role}",
-        f"GRANT INSERT, DELETE ON {', '.join(_SCOPED)}, vault_meta TO {role}",
+        f"GRANT INSERT, DELETE ON {scoped}, vault_meta TO {role}",
         f"GRANT INSERT ON head_changes TO {role}",
         f"GRANT UPDATE ON {', '.join(_WHOLE_ROWS)} TO {role}",
         *(f"GRANT UPDATE ({columns}) ON {table} TO {role}" for table, columns in _UPDATED.items()),
@@ -355,6 +358,11 @@ def harden(conn: Connection) -> None:
     and every role already bound given what :func:`grant` gives now (no temporary objects, where the vault's role
     may take them)."""
     conn.execute(statements(conn))
+    _grant_bound(conn)
+
+
+def grant_bound(conn: Connection) -> None:
+    """Every role already bound given what :func:`grant` gives now (after a migration that adds a table)."""
     _grant_bound(conn)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+from ..trigger_terms import rebuild as rebuild_trigger_index
 from ...contract.errors import InvalidInput
 from ...contract.models import CheckReport, Stats
 from ...primitives import file_locks
@@ -77,9 +78,10 @@ def check(conn: Connection) -> CheckReport:
 
 
 def reindex(conn: Connection) -> None:
-    """Rebuild both keyword indexes from the rows and drop unusable vectors (the caller holds the
+    """Rebuild both keyword indexes and the trigger-phrase index from the rows and drop unusable vectors (the caller holds the
     write transaction)."""
     conn.execute(f"DELETE FROM version_vectors WHERE vid IN ({BAD_VECTORS})")
+    rebuild_trigger_index(conn)
     rebuild_keyword_index(conn)  # logs a rebuild, which every process's keyword and vector mirrors follow
 
 

@@ -21,7 +21,8 @@ from perseus_vault_core.contract.verbs import ADMIN_VERBS, VERBS
 
 # The documented exceptions (docs/cli.md says each): flags of the command line's own ...
 CLI_ONLY = {
-    "embed": {"quiet", "progress"}, "import": {"quiet", "progress"}, "scan": {"all"},
+    "embed": {"quiet", "progress"}, "import": {"quiet", "progress"}, "reindex": {"quiet", "progress"},
+    "scan": {"all"},
     "rekey": {"new_key_file"},  # a key never on the command line: from a file or the environment
     "remember-conversation": {"file"},  # the messages, from a file or standard input
 }

@@ -15,7 +15,8 @@ from perseus_vault_core.contract.params import signatures
 from perseus_vault_core.contract.verbs import ADMIN_VERBS, BY_NAME, PROFILES, VERBS, Verb, fields
 
 # Arguments only Python can pass (functions), which no params model describes.
-PYTHON_ONLY = {"community_summary": {"polish"}, "embed": {"progress"}, "import_jsonl": {"progress"}}
+PYTHON_ONLY = {"community_summary": {"polish"}, "embed": {"progress"}, "import_jsonl": {"progress"},
+               "reindex": {"progress"}}
 # Methods that are not verbs of the registry: the lifecycle, and what only Python callers use.
 NOT_VERBS = {"close", "recall_by_vector", "wait_for_keyword_index", "wait_for_vector_index", "memory_unbind"}
 

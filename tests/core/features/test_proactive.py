@@ -17,6 +17,7 @@ from perseus_vault_core.features import proactive
 from perseus_vault_core.features.proactive import MAX_CONTEXT_TOKENS, Context, block, lexical, match
 from perseus_vault_core.primitives.porter import stem
 from perseus_vault_core.primitives.query import STOPWORDS, tokenize
+from perseus_vault_core.storage import trigger_terms
 
 from ...conftest import Clock, FakeEmbedder
 
@@ -133,6 +134,7 @@ def test_context_and_phrases_are_analysed_once(monkeypatch: pytest.MonkeyPatch) 
     stems, tokenized = [], []
     monkeypatch.setattr(proactive, "stem", lambda t: stems.append(t) or stem(t))
     monkeypatch.setattr(proactive, "tokenize", lambda t: tokenized.append(t) or tokenize(t))
+    monkeypatch.setattr(trigger_terms, "tokenize", lambda t: tokenized.append(t) or tokenize(t))  # phrases: the index's
     text = " ".join(["deploying the audit chain"] * 4000)  # 16,000 tokens
     context = Context.of(text)
     assert len(stems) == len(context.sequence) == MAX_CONTEXT_TOKENS  # only the most recent are examined

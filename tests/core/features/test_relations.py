@@ -60,7 +60,7 @@ def test_the_agents_link_supersede_and_unlink_win_over_inference(dense_vault: Va
     dense_vault.unlink(c.id, a.id, "updates")  # judged wrong: closed, and not opened again by a recall or reopen
     dense_vault.recall("where does production run")
     assert not any({x, y} == {a.id, c.id} for x, y, _, _ in links(dense_vault))
-    assert dense_vault.hygiene().conflicts == []
+    assert not any({x.newer, x.older} == {a.id, c.id} for x in dense_vault.hygiene().conflicts)
 
 
 def test_a_kept_relation_is_read_not_judged_again(vault_path: Any, clock: Clock, fake_embedder: Any) -> None:
@@ -191,3 +191,45 @@ def test_hygiene_lists_the_pairs_nobody_settled(dense_vault: Vault, clock: Clock
     assert conflict.older_preview == "Production runs in us-east-1."
     dense_vault.supersede(old.id, new.id)
     assert dense_vault.hygiene().conflicts == []
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_batch_without_vectors_meets_the_earlier_items_sharing_the_most_of_their_words(seed: int) -> None:
+    """remembering._Batch.nearest without vectors: the POOL earlier items of the scope with the best Jaccard of
+    content words, ties by position, as sorting every earlier item would give (many ties: a small vocabulary)."""
+    import random
+
+    from perseus_vault_core.contract.params import RememberInput
+    from perseus_vault_core.features.remembering import POOL, _Batch
+    from perseus_vault_core.recall.curation import jaccard, said
+
+    rng = random.Random(seed)
+    vocab = [f"w{i}" for i in range(rng.choice([8, 40, 400]))]
+    items = [RememberInput(category="note", key=f"k{i}", content=" ".join(rng.choices(vocab, k=rng.randint(1, 10))),
+                           agent_id=rng.choice(["a", "b"])) for i in range(300)]
+    texts = [item.content for item in items]
+    batch = _Batch.of(items, texts, [None] * len(items))
+    ids = [rng.randint(1, 250) for _ in items]  # a key written twice is one entity
+    for i in range(0, len(items), 7):
+        words = said(texts[i]).words
+        every = sorted((k for k in range(i) if ids[k] != ids[i] and items[k].agent_id == items[i].agent_id
+                        and words & said(texts[k]).words),
+                       key=lambda k: (-jaccard(words, said(texts[k]).words), k))
+        assert batch.nearest(i, ids) == [(k, None) for k in every[:POOL]]
+
+
+def test_a_batch_judged_against_stored_memories_builds_the_index_its_look_ups_read_first(vault: Vault) -> None:
+    """A batch of BUILD_FOR memories or more, judged against a stored vault, has its look-ups answered from the
+    in-memory index (built once, first) instead of each reading the file; a smaller batch leaves it unbuilt."""
+    from perseus_vault_core.features.remembering import BUILD_FOR
+
+    index = vault._engine.keyword_index
+    assert index is not None
+    vault.remember_many([{"category": "note", "key": f"a{i}", "content": f"billing note {i}"} for i in range(40)])
+    vault.remember_many([{"category": "note", "key": f"b{i}", "content": f"billing note {i}"}
+                         for i in range(BUILD_FOR - 1)])
+    assert not index.ready  # an empty store had nothing to look up, and a small batch builds nothing
+    chosen = vault.remember_many([{"category": "note", "key": f"c{i}", "content": f"billing note {i}"}
+                                  for i in range(BUILD_FOR)], similar=True)
+    assert index.ready
+    assert all(any(s.relation == "duplicate" for s in e.similar) for e in chosen)  # "billing note 0" twice before

@@ -74,16 +74,18 @@ def test_scoring_only_as_far_as_needed_picks_what_scoring_everything_picks(data:
     def text() -> str:
         return " ".join(data.draw(st.lists(st.sampled_from(VALUES + PLAIN), min_size=1, max_size=8)))
 
+    vectors = data.draw(st.booleans())  # a vault with vectors, or a keyword-only one (the words' floor)
     new = memory(100, text(), key=data.draw(st.sampled_from(["prod-region", "price", "k"])))
     found = [Found(memory(data.draw(st.integers(1, 12)), text(), data.draw(st.sampled_from(["fact", "note"])),
                           data.draw(st.sampled_from(["prod-region", "price", "k", "team"]))),
-                   data.draw(st.floats(-0.2, 1.0)), data.draw(st.floats(0.0, 1.0)))
+                   data.draw(st.floats(-0.2, 1.0)) if vectors else None, data.draw(st.floats(0.0, 1.0)))
              for _ in range(data.draw(st.integers(0, 25)))]
     found = [f for f in found if f.memory.said.normal != new.said.normal]  # an exact repeat is reported apart
     full = sorted(((candidates.score(new, f), f) for f in found), key=lambda p: (-p[0], p[1].memory.id))
+    floor = candidates.FLOOR if vectors else candidates.WORDS_FLOOR
     expected: list[tuple[int, float]] = []
     for value, f in full:
-        if len(expected) < candidates.MOST and value >= candidates.FLOOR and all(i != f.memory.id for i, _ in expected):
+        if len(expected) < candidates.MOST and value >= floor and all(i != f.memory.id for i, _ in expected):
             expected.append((f.memory.id, round(value, 4)))
     assert [(c.id, c.score) for c in judge(new, found)] == expected
 

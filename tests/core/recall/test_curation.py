@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from perseus_vault_core import Vault
 from perseus_vault_core.primitives.query import tokenize
 from perseus_vault_core.recall import curation
-from perseus_vault_core.recall.curation import Candidate, Said, curate, relation, said
+from perseus_vault_core.recall.curation import Candidate, Said, curate, held, relation, said
 
 from ...conftest import Clock
 
@@ -68,6 +68,32 @@ def test_a_spelling_is_looked_up_as_a_scan_would_find_it(words: list[str], ancho
         assert text.holds(a) == _held_by_scanning(text, a), a
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="abcpPq01-5.:/#@$ ", max_size=40), st.text(alphabet="abcpPq01-5.:/#@$", min_size=1, max_size=8))
+def test_any_anchor_is_held_as_a_scan_would_find_it(words: str, anchor: str) -> None:
+    """holds() refuses most anchors by one look-up in the text's reach before its rule: never one the rule holds."""
+    text = said("Note: " + words)
+    for a in {anchor.lower(), anchor.lower().strip(".-:"), *text.anchors}:
+        assert text.holds(a) == _held_by_scanning(text, a), a
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(SPELLINGS + ["-12", "12", "v16", "Postgres-15", "1:30", "#77"]), max_size=10),
+       st.lists(st.sampled_from(SPELLINGS + ["-12", "12", "v16", "Postgres-15", "1:30", "#77"]), max_size=10),
+       st.integers(1, 4))
+def test_the_anchors_held_are_counted_as_holds_counts_them(one: list[str], other: list[str], most: int) -> None:
+    """held() counts by set operations what asking holds() of each anchor counts."""
+    a, b = said("Note: " + " ".join(one)), said("Note: " + " ".join(other))
+    assert held(a, b, most) == min(most, sum(b.holds(x) for x in a.anchors))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="abcpPq01-5.:/#@$ ", max_size=40), st.text(alphabet="abcpPq01-5.:/#@$ ", max_size=40))
+def test_any_anchors_held_are_counted_as_holds_counts_them(one: str, other: str) -> None:
+    a, b = said("Note: " + one), said("Note: " + other)
+    assert held(a, b, 3) == min(3, sum(b.holds(x) for x in a.anchors))
+
+
 def _candidate(i: int, relevance: float, day: int, text: str, scope: str = "") -> Candidate:
     return Candidate(i, relevance, True, day * DAY_MS, False, text, (scope, ""))
 
@@ -94,11 +120,18 @@ def test_curate_arranges_by_the_kept_relations_only() -> None:
     assert curate(ranked, [(1, 3, "updates")], directed=frozenset({(1, 3)})).outdated_by == {3: 1}
 
 
-def test_the_newer_of_two_related_memories_goes_first_unless_the_query_names_a_value_only_the_older_holds() -> None:
+def test_the_newer_of_two_memories_of_one_subject_goes_first_unless_the_query_names_a_value_only_the_older_holds(
+) -> None:
     older = _candidate(1, 0.50, 1, "User takes coffee black.")
     newer = _candidate(2, 0.45, 9, "Coffee order now: decaf oat latte.")
-    kept = [(2, 1, "related")]
+    kept = [(2, 1, "same_subject")]
     assert curate([older, newer], kept, said("what coffee does the user order")).order == [2, 1]
+    assert curate([older, newer], [(2, 1, "updates")], said("what coffee does the user order")).order == [2, 1]
+    # kept only as related (a shared name or topic: two attributes of one thing): the ranking stands
+    assert curate([older, newer], [(2, 1, "related")], said("what coffee does the user order")).order == [1, 2]
+    slo = _candidate(1, 0.50, 1, "dispatch SLO: 99.9% of assign-job calls under 500 ms.")
+    ticket = _candidate(2, 0.45, 9, "ENG-345 - Assign-job p95 above 500 ms at Monday peak.")
+    assert curate([slo, ticket], kept, said("what is the SLO for dispatch")).order == [1, 2]  # a ticket restates no fact
     assert curate([older, newer], kept, said("does the user take coffee black")).order == [2, 1]  # words: no value
     priced = _candidate(1, 0.50, 1, "Pro plan is $12 a seat.")
     raised = _candidate(2, 0.45, 9, "Pro plan now costs $15 a seat.")

@@ -251,3 +251,16 @@ def test_an_item_carries_each_text_once(vault: Vault) -> None:
     data = item.model_dump()
     assert data["note"] == note and data["body"] == {"score": 5}  # a result-field name stays in body
     assert type(item).model_validate(data).body == {"note": note, "score": 5}  # and reads back whole
+
+
+def test_a_key_family_is_the_key_and_the_keys_that_extend_it_by_a_dash(vault: Vault) -> None:
+    """store.key_family (what a write's candidates read of its key's family): the first word itself and the keys
+    that go on after it with a dash, newest first; not a key that goes on with a space, a dot or a letter."""
+    from perseus_vault_core.records import store
+
+    keys = ["prod", "prod-region", "prod region", "prod.x", "prodx", "prod!", "prod-", "pro", "prod-region-2024"]
+    ids = {k: vault.remember(category="note", key=k, content=f"text of {k}").id for k in keys}
+    vault.remember(category="other", key="prod-db", content="another category")
+    family = store.key_family(vault._engine.conn(), "note", "prod-anything", None, None, 20)
+    assert family == sorted((ids[k] for k in ("prod", "prod-region", "prod-", "prod-region-2024")), reverse=True)
+    assert store.key_family(vault._engine.conn(), "note", "prod-anything", None, None, 2) == family[:2]

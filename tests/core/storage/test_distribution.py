@@ -93,8 +93,11 @@ def _constraint_problems(conn: PgConnection) -> list[str]:
             problems.append(f"{table}: unique index {index} {sorted(columns)} lacks scope")
     foreign = conn.execute(
         "SELECT c.conrelid::regclass::text, c.confrelid::regclass::text, "
-        "ARRAY(SELECT attname::text FROM pg_attribute WHERE attrelid = c.conrelid AND attnum = ANY(c.conkey)), "
-        "ARRAY(SELECT attname::text FROM pg_attribute WHERE attrelid = c.confrelid AND attnum = ANY(c.confkey)) "
+        # In the key's own order (a scan of pg_attribute has none: it changed when the schema gained a table).
+        "ARRAY(SELECT a.attname::text FROM unnest(c.conkey) WITH ORDINALITY k(n, i) JOIN pg_attribute a "
+        "ON a.attrelid = c.conrelid AND a.attnum = k.n ORDER BY k.i), "
+        "ARRAY(SELECT a.attname::text FROM unnest(c.confkey) WITH ORDINALITY k(n, i) JOIN pg_attribute a "
+        "ON a.attrelid = c.confrelid AND a.attnum = k.n ORDER BY k.i) "
         "FROM pg_constraint c WHERE c.contype = 'f' AND c.connamespace = current_schema()::regnamespace").fetchall()
     for table, target, mine, theirs in foreign:
         if table in DISTRIBUTED and target in DISTRIBUTED:

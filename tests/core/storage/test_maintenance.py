@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from perseus_vault_core import CheckReport, InvalidInput, Stats, Vault
+from perseus_vault_core import CheckReport, InvalidInput, ReindexReport, Stats, Vault
 from perseus_vault_core.storage.sqlite import schema
 
 from ...conftest import Clock, modes
@@ -100,7 +100,7 @@ def test_check_finds_a_head_missing_from_the_keyword_index(vault: Vault, clock: 
     assert report.ok is False
     assert any("entities_fts" in p for p in report.problems), report.problems
     repaired = vault.reindex()
-    assert repaired == CheckReport(ok=True, problems=[])
+    assert repaired == ReindexReport(ok=True, problems=[], relations_judged=0)
     assert vault.check().ok
     assert keys(vault, "quokka") == ["alpha"]
     assert vault.wait_for_keyword_index(timeout=60)  # the mirror rebuilds after a reindex, and agrees
@@ -192,7 +192,7 @@ def test_check_finds_a_link_to_a_missing_entity(vault: Vault, clock: Clock) -> N
 def test_reindex_on_a_healthy_vault_changes_no_answer(vault: Vault, clock: Clock) -> None:
     healthy(vault, clock)
     before = (export_text(vault), keys(vault, "note"), keys(vault, "decision"))
-    assert vault.reindex() == CheckReport(ok=True, problems=[])
+    assert vault.reindex() == ReindexReport(ok=True, problems=[], relations_judged=0)
     assert (export_text(vault), keys(vault, "note"), keys(vault, "decision")) == before
 
 

@@ -47,26 +47,31 @@ def test_a_failing_migration_changes_nothing(db_path: Path, monkeypatch: pytest.
     assert conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'half_done'").fetchone()[0] == 0
 
 
-def test_prepare_reads_the_triggered_versions_from_their_index(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """prepare's first read (the current versions with trigger phrases) goes through the partial index of
-    step 6, not a scan of every current version, and finds exactly the triggered ones."""
+def test_prepare_finds_the_triggered_versions_through_the_trigger_index(db_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                                         ) -> None:
+    """prepare's first read looks the context's stems up in ``trigger_terms`` (step 8) by its key, not a scan, and
+    reads only the versions it names through the view; a forgotten memory is found there and not shown."""
     from perseus_vault_core.features import proactive
+    from perseus_vault_core.storage import trigger_terms
 
     with Vault(db_path, embedder=False) as vault:
         vault.remember_many([{"category": "note", "key": f"k{i}", "content": f"note {i} about billing",
-                              "recall_when": ["working on billing"] if i % 100 == 0 else []} for i in range(1_000)])
+                              "recall_when": ["working on billing"] if i % 100 == 0 else [f"topic {i} only"]}
+                             for i in range(1_000)])
         vault.forget(vault.recall_when("working on billing").items[0].id)
-        plans: list[str] = []
+        conn = vault._engine.conn()
+        plan = [row[-1] for row in conn.execute(
+            "EXPLAIN QUERY PLAN SELECT vid FROM trigger_terms WHERE term IN (SELECT value FROM json_each(?)) "
+            "GROUP BY vid, phrase HAVING count(*) >= max(need)",
+            ('["work", "bill"]',))]
+        assert any("trigger_terms USING PRIMARY KEY (term=?)" in step for step in plan), plan
+        read: list[int] = []
         found = proactive.candidates
-
-        def watched(conn: Any, view: Any) -> list[dict[str, Any]]:
-            sql = f"SELECT e.id FROM {proactive.FROM} WHERE {view.where} AND v.recall_when != '[]'"
-            plans.extend(row[-1] for row in conn.execute("EXPLAIN QUERY PLAN " + sql, view.params))
-            return found(conn, view)
-
-        monkeypatch.setattr(proactive, "candidates", watched)
+        monkeypatch.setattr(proactive, "candidates", lambda c, v, vids: read.extend(vids) or found(c, v, vids))
         assert len(vault.recall_when("working on billing").items) == 9
-    assert any("USING INDEX entity_versions_triggered" in plan for plan in plans), plans
+        assert len(read) == 11  # the ten versions of the ten memories with the phrase, and the forgotten one's
+        assert trigger_terms.versions(conn, ["work", "bill"]) == sorted(read)
+        assert trigger_terms.versions(conn, ["bill", "note"]) == []  # one of its two stems: it cannot match
 
 
 def test_a_copy_that_lost_its_schema_version_opens_and_gets_it_back(db_path: Path) -> None:
@@ -97,6 +102,7 @@ def test_a_file_of_version_6_keeps_its_phrase_vectors_in_each_scope_that_uses_th
     conn = connect(str(db_path))
     conn.execute("BEGIN IMMEDIATE")
     conn.execute("DROP TABLE trigger_vectors")
+    conn.execute("DROP TABLE trigger_terms")  # step 8's
     conn.execute("CREATE TABLE trigger_vectors (model TEXT NOT NULL, phrase TEXT NOT NULL, embedding BLOB NOT NULL, "
                  "PRIMARY KEY (model, phrase))")
     for phrase in ("shared phrase", "alice only", "nobody's"):

@@ -239,12 +239,32 @@ def test_containing_keeps_the_communities_of_those_memories(vault: Vault) -> Non
     assert err.value.field == "containing.0"
 
 
-def test_the_relations_the_vault_inferred_join_no_community_yet(vault: Vault, clock: Clock) -> None:
-    """Memories alike are linked by the vault when written (source 'inferred'); communities are the links someone
-    wrote, so a store of such links alone has none (docs/graphrag.md)."""
+def test_the_relations_the_vault_inferred_make_communities_of_memories_nobody_linked(vault: Vault, clock: Clock
+                                                                                    ) -> None:
+    """Memories alike are linked by the vault when written (source 'inferred'); those links place the memories
+    nobody linked, at half their score (docs/graphrag.md)."""
     ids = [vault.remember("fact", f"region-{i}", f"Production runs in eu-west-{i} on EKS.").id for i in range(1, 4)]
     inferred = vault.traverse(ids[-1], 1).edges
     assert inferred and {e.source for e in inferred} == {"inferred"}
-    assert vault.communities().total == 0
-    vault.link(ids[0], ids[1], "cites")
-    assert [c.size for c in vault.communities().communities] == [2]
+    [found] = vault.communities().communities
+    assert found.members == ids
+
+
+def test_written_links_decide_the_communities_of_the_memories_they_join(vault: Vault, clock: Clock) -> None:
+    """An inferred link that touches a memory someone linked is no edge: a store with written links keeps exactly
+    the communities they make; the memories nobody linked cluster among themselves."""
+    a = vault.remember("fact", "db-billing", "The billing service stores invoices in PostgreSQL 16.").id
+    b = vault.remember("fact", "billing-owner", "Alice Moreau owns the billing service rollout.").id
+    c = vault.remember("fact", "db-search", "The billing service stores its search index in PostgreSQL 16 too.").id
+    d = vault.remember("fact", "search-owner", "Bruno Keller owns the search cluster upgrade.").id
+    pairs = {frozenset((e.from_id, e.to_id)) for e in vault.traverse(c, 1).edges if e.source == "inferred"}
+    assert frozenset((a, c)) in pairs  # the vault judged c alike a
+    vault.link(a, b, "owned_by")
+    vault.link(c, d, "owned_by")
+    assert sorted(g.members for g in vault.communities().communities) == [[a, b], [c, d]]
+    e = vault.remember("note", "invoice-retention", "Invoices in the billing PostgreSQL 16 database are kept "
+                       "for ten years.").id
+    f = vault.remember("note", "invoice-retention-eu", "Invoices in the billing PostgreSQL 16 database of EU "
+                       "customers are kept for ten years.").id
+    assert any({x.from_id, x.to_id} == {e, f} for x in vault.traverse(f, 1).edges if x.source == "inferred")
+    assert sorted(g.members for g in vault.communities().communities) == [[a, b], [c, d], [e, f]]

@@ -182,3 +182,20 @@ def test_a_stored_name_cannot_add_a_line_to_the_answer_context(vault: Vault) -> 
     context = vault.global_recall("sqlite storage").context
     assert f"- [storage/b\\u2028{forged}] Backups copy" in context
     assert not any(line.startswith(forged) for line in context.splitlines())
+
+
+def test_global_recall_answers_on_a_store_nobody_linked(dense_vault: Vault) -> None:
+    """No link call anywhere: the relations the vault inferred at write time make the communities (issue 46)."""
+    for key, text in [("db-billing", "The billing service stores invoices in PostgreSQL 16."),
+                      ("db-billing-backups", "The billing PostgreSQL 16 database is backed up nightly."),
+                      ("db-billing-owner", "Elena owns the billing PostgreSQL 16 database."),
+                      ("lunch", "Lunch is at noon in the atrium."),
+                      ("lunch-friday", "On Friday lunch in the atrium is pizza at noon.")]:
+        dense_vault.remember("fact", key, text)
+    assert all(e.source == "inferred" for c in dense_vault.communities().communities
+               for e in dense_vault.traverse(c.members[0], 1).edges)
+    result = dense_vault.global_recall("what do we know about the billing database")
+    assert result.communities and "No community" not in result.context
+    first = result.communities[0]
+    assert {1, 2, 3} <= set(first.community.members) and "postgresql" in first.summary.lower()
+    assert "db-billing" in {e.key for e in first.evidence}
