@@ -15,7 +15,6 @@ can be checked on the other.
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 import tempfile
 from collections import defaultdict
@@ -29,17 +28,6 @@ KINDS = ("attribute", "paraphrase", "current", "howto", "preference", "person", 
 Mode = Literal["fts5", "dense", "hybrid"]
 RUNS: tuple[tuple[Mode, bool], ...] = (("fts5", True), ("dense", True), ("hybrid", True), ("hybrid", False))
 ASKED = "2025-03-01"  # a week after the last memory
-
-
-def _day_ms(day: str) -> int:
-    return int(dt.datetime.fromisoformat(day).replace(tzinfo=dt.timezone.utc).timestamp() * 1000)
-
-
-class _Clock:
-    now = 0
-
-    def __call__(self) -> int:
-        return self.now
 
 
 def _score(vault: Vault, names: dict[int, str], questions: list[dict[str, Any]], mode: Mode,
@@ -59,15 +47,11 @@ def _score(vault: Vault, names: dict[int, str], questions: list[dict[str, Any]],
 
 def run(model: Any) -> dict[str, Any]:
     data = devsets.team_memory()
-    clock = _Clock()
+    clock = devsets.Clock()
     with tempfile.TemporaryDirectory() as tmp, Vault(os.path.join(tmp, "team.db"), embedder=model,
                                                       clock=clock) as vault:
-        names: dict[int, str] = {}
-        for m in data["memories"]:
-            clock.now = _day_ms(m["valid_from"])
-            extra = {k: m[k] for k in ("topic_path", "summary") if k in m}
-            names[vault.remember(category=m["category"], key=m["key"], content=m["content"], **extra).id] = m["id"]
-        clock.now = _day_ms(ASKED)
+        names = devsets.remember_dated(vault, clock, data["memories"])
+        clock.now = devsets.day_ms(ASKED)
         runs = {f"{mode}{'' if curate else ', curate=False'}": _score(vault, names, data["questions"], mode, curate)
                 for mode, curate in RUNS}
     return {"memories": len(data["memories"]), "questions": len(data["questions"]), "runs": runs}

@@ -24,7 +24,6 @@ interleaved, their p50 and the difference; and ``remember_many`` of 1,000 memori
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import statistics
 import tempfile
@@ -47,18 +46,6 @@ Log = Callable[[str], None]
 PAIRS = {"updates": ("older", "newer"), "paraphrases": ("a", "b"), "distinct": ("a", "b")}
 
 
-def _day_ms(day: str) -> int:
-    return int(dt.datetime.fromisoformat(day).replace(tzinfo=dt.timezone.utc).timestamp() * 1000)
-
-
-class _Clock:
-    def __init__(self) -> None:
-        self.now = 0
-
-    def __call__(self) -> int:
-        return self.now
-
-
 def _memories(data: dict[str, Any]) -> list[tuple[str, int, str, dict[str, Any]]]:
     """(list name, item index, role, memory) for every memory of the set."""
     return [(name, n, role, item[role]) for name, roles in PAIRS.items() for n, item in enumerate(data[name])
@@ -69,17 +56,17 @@ def build(path: str, embedder: Any, data: dict[str, Any]
           ) -> tuple[Vault, dict[tuple[str, int, str], int], dict[int, list[Any]]]:
     """The store, each memory written at its valid_from date (its key made unique by a running number, which
     says nothing of its pair), and each write's candidates by the id written."""
-    clock = _Clock()
+    clock = devsets.Clock()
     vault = Vault(path, embedder=embedder, clock=clock)
     ids: dict[tuple[str, int, str], int] = {}
     similar: dict[int, list[Any]] = {}
     for k, (name, n, role, m) in enumerate(sorted(_memories(data), key=lambda r: (r[3]["valid_from"], r[0], r[1], r[2]))):
-        clock.now = _day_ms(m["valid_from"])
+        clock.now = devsets.day_ms(m["valid_from"])
         entity = vault.remember(category=m["category"], key=f"{m['key']}-{k:04d}", content=m["content"],
                                 valid_from_ms=clock.now)
         ids[name, n, role] = entity.id
         similar[entity.id] = entity.similar
-    clock.now = _day_ms("2027-01-01")
+    clock.now = devsets.day_ms("2027-01-01")
     return vault, ids, similar
 
 

@@ -29,9 +29,8 @@ import numpy as np
 
 from perseus_vault_core import Vault
 
-from .peers import Bm25s, Chroma, FusedBm25sChroma, LookupEmbedder, Peer
+from .peers import Bm25s, Chroma, FusedBm25sChroma, Peer, corpus
 from .speed import percentiles
-from .synthetic import memories, queries
 
 SECTION = "## Curation's cost on warm recall, beside bm25s and Chroma"
 SIZE = 100_000
@@ -52,13 +51,7 @@ class Arm:
 
 
 def run(n: int, cached: Any, log: Callable[[str], None] = print) -> dict[str, Any]:
-    records = list(memories(n))
-    ids = [str(r["key"]) for r in records]
-    texts = [str(r["content"]) for r in records]
-    vectors = cached.embed(texts)
-    qs = queries(QUERIES)
-    table = dict(zip(texts, vectors)) | dict(zip(qs, cached.embed(qs)))
-    embed = LookupEmbedder(cached, table)
+    records, ids, texts, vectors, qs, table, embed = corpus(n, QUERIES, cached)
     out: dict[str, Any] = {"entities": n, "queries": QUERIES, "k": K}
     with tempfile.TemporaryDirectory() as tmp:
         vault = Vault(os.path.join(tmp, "vault.db"), embedder=embed)

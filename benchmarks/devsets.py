@@ -48,9 +48,12 @@ memories of one company's services, people, tools, customers and one user's life
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from pathlib import Path
 from typing import Any
+
+from perseus_vault_core import Vault
 
 DATA = Path(__file__).resolve().parent / "data"
 SPLITS = ("dev", "check")
@@ -93,6 +96,30 @@ def bridges() -> dict[str, list[dict[str, Any]]]:
     """``bridges.json``: ``{"memories": [...], "questions": [...]}``."""
     data: dict[str, list[dict[str, Any]]] = _load("bridges.json")
     return data
+
+
+def day_ms(day: str) -> int:
+    """A set's ISO date (``valid_from``) as Unix milliseconds, UTC."""
+    return int(dt.datetime.fromisoformat(day).replace(tzinfo=dt.timezone.utc).timestamp() * 1000)
+
+
+class Clock:
+    """The vault's clock, set by hand: each memory written on the day it became valid."""
+
+    now = 0
+
+    def __call__(self) -> int:
+        return self.now
+
+
+def remember_dated(vault: Vault, clock: Clock, memories: list[dict[str, Any]]) -> dict[int, str]:
+    """Each memory remembered on the day it became valid (``clock`` set to it); entity id -> its id in the set."""
+    names = {}
+    for m in memories:
+        clock.now = day_ms(m["valid_from"])
+        extra = {k: m[k] for k in ("topic_path", "summary") if k in m}
+        names[vault.remember(category=m["category"], key=m["key"], content=m["content"], **extra).id] = m["id"]
+    return names
 
 
 def _load(name: str) -> Any:

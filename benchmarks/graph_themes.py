@@ -21,7 +21,6 @@ its sentences found word for word in the text of the community member it names.
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 import re
 import tempfile
@@ -35,17 +34,6 @@ from . import conversation, devsets
 ASKED = "2025-03-01"
 EVIDENCE = 15  # global_recall's default: 3 communities x 5 evidence memories
 _LINE = re.compile(r"^- (.*) \(#(\d+)\)$")
-
-
-class _Clock:
-    now = 0
-
-    def __call__(self) -> int:
-        return self.now
-
-
-def _day_ms(day: str) -> int:
-    return int(dt.datetime.fromisoformat(day).replace(tzinfo=dt.timezone.utc).timestamp() * 1000)
 
 
 def _text(vault: Vault, entity_id: int) -> str:
@@ -86,15 +74,11 @@ def ask(vault: Vault, questions: list[tuple[str, set[int], dict[str, Any]]]) -> 
 def team(model: Any) -> dict[str, Any]:
     data = devsets.team_memory()
     themes = devsets.team_themes()
-    clock = _Clock()
+    clock = devsets.Clock()
     with tempfile.TemporaryDirectory() as tmp, Vault(os.path.join(tmp, "team.db"), embedder=model,
                                                       clock=clock) as vault:
-        names: dict[str, int] = {}
-        for m in data["memories"]:
-            clock.now = _day_ms(m["valid_from"])
-            extra = {k: m[k] for k in ("topic_path", "summary") if k in m}
-            names[m["id"]] = vault.remember(category=m["category"], key=m["key"], content=m["content"], **extra).id
-        clock.now = _day_ms(ASKED)
+        names = {name: entity for entity, name in devsets.remember_dated(vault, clock, data["memories"]).items()}
+        clock.now = devsets.day_ms(ASKED)
         graph = vault.communities()
         out = ask(vault, [(q["question"], {names[a] for a in q["answers"]}, {}) for q in themes["questions"]])
         out.update(memories=len(names), communities=graph.total, edges=graph.edges)

@@ -21,7 +21,6 @@ of a recall:
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import os
 import tempfile
@@ -40,17 +39,6 @@ MODES: tuple[Literal["fts5", "dense", "hybrid"], ...] = ("fts5", "dense", "hybri
 ARMS = (False, True)  # follow_links
 PARTS = ("bridges", "team", "locomo", "scifact", "cranfield")
 Question = tuple[str, dict[str, int], tuple[str, ...], dict[str, Any]]  # text, judged, groups, recall options
-
-
-def _day_ms(day: str) -> int:
-    return int(dt.datetime.fromisoformat(day).replace(tzinfo=dt.timezone.utc).timestamp() * 1000)
-
-
-class _Clock:
-    now = 0
-
-    def __call__(self) -> int:
-        return self.now
 
 
 def ask(vault: Vault, questions: list[Question], name_of: Callable[[Any], str],
@@ -78,16 +66,6 @@ def ask(vault: Vault, questions: list[Question], name_of: Callable[[Any], str],
     return dict(out)
 
 
-def _remember_dated(vault: Vault, clock: _Clock, memories: list[dict[str, Any]]) -> dict[int, str]:
-    """Each memory remembered on the day it became valid; entity id -> its id in the set."""
-    names = {}
-    for m in memories:
-        clock.now = _day_ms(m["valid_from"])
-        extra = {k: m[k] for k in ("topic_path", "summary") if k in m}
-        names[vault.remember(category=m["category"], key=m["key"], content=m["content"], **extra).id] = m["id"]
-    return names
-
-
 def _linked_pairs(vault: Vault, names: dict[int, str], questions: list[dict[str, Any]]) -> int:
     """How many questions' two memories are linked (either way, any relation)."""
     ids = {v: k for k, v in names.items()}
@@ -102,11 +80,11 @@ def _linked_pairs(vault: Vault, names: dict[int, str], questions: list[dict[str,
 def dev_set(model: Any, name: str) -> dict[str, Any]:
     """bridges.json or team_memory.json, each memory remembered on its day, asked a week after the last."""
     data = devsets.bridges() if name == "bridges" else devsets.team_memory()
-    clock = _Clock()
+    clock = devsets.Clock()
     with tempfile.TemporaryDirectory() as tmp, Vault(os.path.join(tmp, f"{name}.db"), embedder=model,
                                                       clock=clock) as vault:
-        names = _remember_dated(vault, clock, data["memories"])
-        clock.now = _day_ms(max(m["valid_from"] for m in data["memories"])) + 7 * 86_400_000
+        names = devsets.remember_dated(vault, clock, data["memories"])
+        clock.now = devsets.day_ms(max(m["valid_from"] for m in data["memories"])) + 7 * 86_400_000
         questions: list[Question] = [(q["question"], dict.fromkeys(q["answers"], 1), ("all",), {})
                                      for q in data["questions"]]
         last = {q["question"]: q["answers"][-1] for q in data["questions"]} if name == "bridges" else None

@@ -443,17 +443,26 @@ def query_budget(cost: str, n: int, n_queries: int) -> int:
     return min(n_queries, 30 if n <= 10_000 else 10 if n <= 100_000 else 0)
 
 
-def speed(n: int, model: Any, cached: Any, n_queries: int = 300, k: int = 10,
-          log: Callable[[str], None] = print) -> dict[str, Any]:
-    """All systems on ``n`` synthetic memories: ingest, disk, interleaved p50/p95 and ratios to the vault."""
+Corpus = tuple[list[dict[str, Any]], list[str], list[str], np.ndarray, list[str], dict[str, np.ndarray], "LookupEmbedder"]
+
+
+def corpus(n: int, n_queries: int, cached: Any) -> Corpus:
+    """``n`` synthetic memories and ``n_queries`` queries with their cached vectors: (records, ids, texts, vectors,
+    queries, text -> vector for both, an embedder that looks every one of them up)."""
     records = list(memories(n))
     ids = [str(r["key"]) for r in records]
     texts = [str(r["content"]) for r in records]
-    log(f"peers at {n:,}: vectors ...")
     vectors = cached.embed(texts)
     qs = queries(n_queries)
     table = dict(zip(texts, vectors)) | dict(zip(qs, cached.embed(qs)))
-    embed = LookupEmbedder(cached, table)
+    return records, ids, texts, vectors, qs, table, LookupEmbedder(cached, table)
+
+
+def speed(n: int, model: Any, cached: Any, n_queries: int = 300, k: int = 10,
+          log: Callable[[str], None] = print) -> dict[str, Any]:
+    """All systems on ``n`` synthetic memories: ingest, disk, interleaved p50/p95 and ratios to the vault."""
+    log(f"peers at {n:,}: vectors ...")
+    records, ids, texts, vectors, qs, table, embed = corpus(n, n_queries, cached)
     out: dict[str, Any] = {"entities": n, "queries": n_queries, "k": k}
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "vault.db")

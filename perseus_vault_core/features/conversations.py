@@ -253,7 +253,7 @@ def remember(engine: Engine, p: RememberConversationParams) -> ConversationWrite
     """Store ``p.messages`` as the session's next turns, in one transaction."""
     plan = engine.plan(lambda conn: store.texts_to_embed(conn, batch(conn, p).writes))
     vectors = plan.by_text if plan is not None else {}
-    near = turn_topics.stored_near(engine, engine.read(lambda conn: batch(conn, p)).writes, vectors)
+    near = turn_topics.stored_near(engine, {"agent_id": p.agent_id, "workspace_hash": p.workspace_hash}, vectors)
 
     def work(conn: Connection) -> ConversationWrite:
         b = batch(conn, p)  # numbered inside the transaction: no other writer shares a number

@@ -76,7 +76,7 @@ def remember(engine: Engine, p: RememberParams) -> Remembered:
         entity_id, change = written[0]
         if change != "unchanged":
             relations.keep(engine.backend, conn, entity_id, new.valid_ms, judged,
-                           {c.id: _valid_ms(rows[c.id]) for c in judged}, engine.now(), said)
+                           {c.id: valid_ms(rows[c.id]) for c in judged}, engine.now(), said)
         return written
 
     written = engine.write_planned(plan, work)
@@ -127,7 +127,7 @@ def remember_many(engine: Engine, p: RememberManyParams) -> list[Entity]:
             kept[i] = (chosen, rows, said)
             if written[i][1] != "unchanged":
                 relations.keep(engine.backend, conn, ids[i], new.valid_ms, chosen,
-                               {c.id: _valid_ms(rows[c.id]) for c in chosen}, engine.now(), said)
+                               {c.id: valid_ms(rows[c.id]) for c in chosen}, engine.now(), said)
         return written
 
     written = engine.write_planned(plan, work)
@@ -325,15 +325,11 @@ def _cosines(engine: Engine, conn: Connection, ids: list[int], vector: np.ndarra
 
 def _memory(row: Row) -> candidates.Memory:
     return candidates.Memory(int(row["id"]), curation.said(embedding_text(row["content"], row["summary"])),
-                             row["category"], row["key"], row["topic_path"], _valid_ms(row))
+                             row["category"], row["key"], row["topic_path"], valid_ms(row))
 
 
 def valid_ms(row: Row) -> int:
     """When a memory (its head row) became true: its valid-from time, else its write."""
-    return _valid_ms(row)
-
-
-def _valid_ms(row: Row) -> int:
     return int(row["valid_from_ms"] if row["valid_from_ms"] is not None else row["updated_at_ms"])
 
 
@@ -357,7 +353,7 @@ def _similar(c: candidates.Candidate, row: Row, verdict: str | None = None) -> S
     return SimilarMemory(id=c.id, category=row["category"], key=row["key"], similarity=c.score,
                          relation=verdict or c.relation,  # type: ignore[arg-type]
                          text=text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 1] + "…",
-                         true_from_ms=_valid_ms(row), true_to_ms=row.get("valid_to_ms"))
+                         true_from_ms=valid_ms(row), true_to_ms=row.get("valid_to_ms"))
 
 
 def judge_stored(engine: Engine, row: Row, vector: np.ndarray | None, earlier: bool = True

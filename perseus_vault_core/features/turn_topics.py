@@ -41,15 +41,14 @@ RECENT = 2_000  # stored turns of the scope a new turn may be linked to: the lat
 Stored = dict[str, list[tuple[int, float]]]  # a turn's embedded text -> the stored turns near it, with cosines
 
 
-def stored_near(engine: Engine, writes: Sequence[RememberInput], vectors: dict[str, np.ndarray]) -> Stored:
-    """For each text of ``writes`` that has a vector (a new text: those a write embeds), the :data:`POOL` stored
-    turns of its scope nearest it, at or above :data:`FLOOR`. Read before the write, outside its transaction: the
-    scope's turn vectors once, compared with all the call's texts at once (a call is one session: one scope)."""
-    texts = list(dict.fromkeys(t for t in (embedding_text(i.content, i.summary) for i in writes) if t in vectors))
+def stored_near(engine: Engine, scope: dict[str, str | None], vectors: dict[str, np.ndarray]) -> Stored:
+    """For each text of ``vectors`` (the new texts of a call's turns: those its write embeds), the :data:`POOL`
+    stored turns of ``scope`` (``agent_id``, ``workspace_hash``: a call is one session, in one scope) nearest it, at
+    or above :data:`FLOOR`. Read before the write, outside its transaction: the scope's turn vectors once, compared
+    with all the call's texts at once."""
+    texts = list(vectors)
     if not texts or engine.read(engine.backend.vectors.model) is None:
         return {}
-    first = writes[0]
-    scope = {f: getattr(first, f) for f in ("agent_id", "workspace_hash")}
     filters = Filters.model_validate({"type": TURN_TYPE, **{f: v for f, v in scope.items() if v},
                                       "where": {f: None for f, v in scope.items() if not v} or None})
     with engine.reading() as conn:
