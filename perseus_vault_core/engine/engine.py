@@ -40,6 +40,8 @@ from ..indexes.vector import VectorIndex
 from ..primitives.background import Background
 from ..recall import pipeline as recall
 from ..recall.arms import Arms
+from ..recall.curated import KEPT
+from ..recall.kept_relations import KeptRelations
 from ..records import store
 from ..storage import Connection, is_url, open_backend
 from ..storage.postgres import redact
@@ -98,6 +100,9 @@ class Engine:
                 index.saved_only = wanted == "saved"
         self.embedder: Embedder | None = embedder
         self.fusion = fusion
+        # what curation acts on, held warm (recall/kept_relations.py)
+        self.relations = KeptRelations(KEPT, lambda c: self.backend.next_id(c, "links") - 1,
+                                       self.backend.changes.position)
         self.cross_encoder = cross_encoder
         self.judge = judge  # decides on each new memory's candidates (features/relations.py), when the app has one
         self.memory_lock = threading.Lock()  # one add/delete at a time rewrites a memory file in this process
@@ -265,6 +270,7 @@ class Engine:
             embed_query=self.embed_query if self.embedder is not None else None,
             embedder_model=self.embedder_model if self.embedder is not None else None,
             fusion=self.fusion,
+            relations=self.relations,
         )
 
     def recall(self, p: RecallParams, only: list[int] | None = None, vector: np.ndarray | None = None) -> RecallResult:
@@ -272,7 +278,30 @@ class Engine:
         result = recall.recall(self.conn(), p, self.now(), self.reinforce, self.arms(), only=only, vector=vector)
         self.recalls += 1
         self.warm(result.search_mode)
+        if p.curate:
+            self.warm_relations()
         return result
+
+    def warm_relations(self) -> None:
+        """Hold every relation curation acts on (recall/kept_relations.py), read in the background once."""
+        held = self.relations
+        if held.complete or held.loading:
+            return
+        held.loading = True
+
+        def load() -> None:
+            try:
+                conn = self.backend.connect()
+                try:
+                    with self.backend.read_snapshot(conn):
+                        held.load(conn, self.background.check)
+                finally:
+                    conn.close()
+            except Exception:  # noqa: BLE001 - recall reads them as it meets them, as before the load
+                held.loading = False
+
+        if not self.background.start("kept-relations", load):
+            held.loading = False
 
     def nearest(self, p: RecallParams, vector: np.ndarray | None = None, warm: bool = True) -> list[tuple[int, float]]:
         """The memories nearest a vector (else a text's words) by one arm (:func:`recall.nearest`); unless

@@ -13,6 +13,7 @@ from ..contract.params import Fusion
 from ..indexes.keyword import KeywordIndex
 from ..indexes.vector import VectorIndex
 from ..storage import Backend
+from .kept_relations import KeptRelations
 
 
 @dataclass
@@ -26,3 +27,4 @@ class Arms:
     embed_query: Callable[[str], np.ndarray] | None = None
     embedder_model: Callable[[], tuple[str, int]] | None = None
     fusion: Fusion | None = None
+    relations: KeptRelations | None = None  # the relations curation acts on, held for the open vault

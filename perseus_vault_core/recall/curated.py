@@ -12,20 +12,21 @@ time, and a pair's marks are the same for every query that returns both.
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..contract.params import RecallParams
 from ..embeddings import embedding_text
 from ..primitives.filters import View, from_vids, id_list
 from ..storage import Connection
 from . import curation
 from .arms import Arms
+from .kept_relations import Row
 from .ranking import Scored
 
 # The relations curation acts on (``related`` orders nothing: recall/curation.py's NEWER_FIRST), so a window whose
 # memories are only related reads nothing more.
 KEPT = ("duplicates", *curation.NEWER_FIRST)
 # When a version became true: its valid-from time, else when it was written (a new version of an old key is new).
+# What curation needs of a version: (entity id, when it became valid, whether a turn, its text, its scope, when written).
+Version = tuple[int, int, bool, str, tuple[str, str], int]
 _COLUMNS = ("v.entity_id, v.content, v.summary, v.type, coalesce(v.valid_from_ms, v.updated_at_ms), e.agent_id, "
             "e.workspace_hash, v.updated_at_ms")
 
@@ -38,8 +39,11 @@ def window(conn: Connection, params: RecallParams, v: View, ranked: list[Scored]
     if v.historical or not params.curate or len(ranked) < 2:
         return None
     shown = ranked[: curation.WINDOW]
-    found = kept(conn, [s.id for s in shown])
-    if not found:
+    ids = [s.id for s in shown]
+    found = arms.relations.among(conn, ids) if arms.relations is not None else None
+    if found is None:  # nothing held, or this snapshot is older than what is
+        found = kept(conn, ids)
+    if not found or _in_order(found, ids):
         return None
     pairs = [(a, b, name) for a, b, name, _ in found]
     confirmed = frozenset((a, b) for a, b, _, source in found if source != curation.INFERRED)
@@ -47,28 +51,46 @@ def window(conn: Connection, params: RecallParams, v: View, ranked: list[Scored]
     directed = frozenset((a, b) for a, b, name, source in found
                          if source in (curation.INFERRED, curation.JUDGE) or name == "updates")
     involved = {i for a, b, _ in pairs for i in (a, b)}
-    rows = _read(conn, [vids[s.id] for s in shown if s.id in involved])
+    wanted = [vids[s.id] for s in shown if s.id in involved]
+    by_vid = arms.relations.versions(wanted, lambda missing: _read(conn, missing)) if arms.relations else \
+        _read(conn, wanted)
+    rows = {r[0]: r for r in by_vid.values()}
     candidates = []
     for s in shown:
         r = rows.get(s.id)
+        relevance, related = s.relevance - s.lift, s.related and not s.linked
         if r is None:  # linked to nothing here: it keeps its place
-            candidates.append(curation.Candidate(s.id, s.relevance - s.lift, s.related and not s.linked, 0, True, ""))
-            continue
-        candidates.append(curation.Candidate(
-            s.id, s.relevance - s.lift, s.related and not s.linked, int(r[4]), curation.is_turn(r[3], r[1]), embedding_text(r[1], r[2]),
-            (r[5] or "", r[6] or ""), written_ms=int(r[7])))
+            candidates.append(curation.Candidate(s.id, relevance, related, 0, True, ""))
+        else:
+            candidates.append(curation.Candidate(s.id, relevance, related, r[1], r[2], r[3], r[4], written_ms=r[5]))
     return curation.curate(candidates, pairs, curation.said(params.query), confirmed, directed)
 
 
-def kept(conn: Connection, ids: list[int]) -> list[tuple[int, int, str, str | None]]:
-    """The open links among ``ids`` that curation acts on: (from id, to id, relation, source)."""
+def _in_order(found: list[Row], ids: list[int]) -> bool:
+    """Whether curating would change nothing: every pair kept as of the same subject, judged at write time (so
+    its ``from`` is the newer), the newer already placed first. Curation then reads nothing more."""
+    at = {i: k for k, i in enumerate(ids)}
+    return all(name == "same_subject" and source in (curation.INFERRED, curation.JUDGE) and at[a] < at[b]
+               for a, b, name, source in found)
+
+
+def kept(conn: Connection, ids: list[int]) -> list[Row]:
+    """The open links among ``ids`` that curation acts on, read from the file: (from id, to id, relation,
+    source), in order (kept_relations.py holds them for a warm vault and gives the same)."""
     names = ", ".join(f"'{name}'" for name in KEPT)
     listed = ", ".join(str(int(i)) for i in ids)  # integers, written in: one index look-up each, no JSON to read
-    return [(int(a), int(b), str(name), source) for a, b, name, source in conn.execute(
+    return sorted(((int(a), int(b), str(name), source) for a, b, name, source in conn.execute(
         f"SELECT l.from_id, l.to_id, l.relation, l.source FROM links l WHERE l.from_id IN ({listed}) AND l.to_id IN "
-        f"({listed}) AND l.recorded_to_ms IS NULL AND l.relation IN ({names})")]
+        f"({listed}) AND l.recorded_to_ms IS NULL AND l.relation IN ({names})")), key=order)
 
 
-def _read(conn: Connection, vids: list[int]) -> dict[int, Any]:
-    """Each version's entity id -> (entity id, content, summary, type, valid time, agent, workspace, written)."""
-    return {r[0]: r for r in conn.execute(f"SELECT {_COLUMNS} FROM {from_vids(conn)}", {"vids": id_list(vids)})}
+def order(row: Row) -> tuple[int, int, str, str]:
+    """The order kept links are given in (curation's first pair of an older memory names its newer)."""
+    return row[0], row[1], row[2], row[3] or ""
+
+
+def _read(conn: Connection, vids: list[int]) -> dict[int, Version]:
+    """Each version's number -> what curation needs of it (:data:`Version`)."""
+    return {int(r[8]): (int(r[0]), int(r[4]), curation.is_turn(r[3], r[1]), embedding_text(r[1], r[2]),
+                        (r[5] or "", r[6] or ""), int(r[7]))
+            for r in conn.execute(f"SELECT {_COLUMNS}, v.vid FROM {from_vids(conn)}", {"vids": id_list(vids)})}

@@ -188,12 +188,20 @@ def normal(text: str) -> str:
     return unicodedata.normalize("NFC", " ".join(unicodedata.normalize("NFC", text).casefold().split()))
 
 
+@dataclass(frozen=True)
+class Values:
+    """What ordering a pair reads of a memory's text (:func:`_names_the_older`): its anchors, its record
+    identifiers and its word tokens, without the stemmed words (:class:`Said` has those too)."""
+
+    anchors: frozenset[str]
+    records: frozenset[str]
+    tokens: frozenset[str]
+
+
 @lru_cache(maxsize=8192)
-def said(text: str) -> Said:
-    """The features of ``text`` (see :class:`Said`), its values and words from its first
-    :data:`READ_CHARS` characters; kept for the texts met most recently, since the same memories come
-    back recall after recall."""
-    whole, text = text, text[:READ_CHARS]
+def values(text: str) -> Values:
+    """The anchors, records and tokens of ``text``'s first :data:`READ_CHARS` characters (see :class:`Said`)."""
+    text = text[:READ_CHARS]
     anchors = set()
     first = True
     for raw in text.split():
@@ -207,9 +215,17 @@ def said(text: str) -> Said:
         first = bool(_SENTENCE_END.search(raw))
     anchors.discard("")
     records = frozenset(a for a in anchors if _RECORD.match(a) and any(c.isdigit() for c in a))
-    tokens = tokenize(text)
-    words = frozenset(stem(t) for t in tokens if t not in STOPWORDS)
-    return Said(normal(whole), words, frozenset(anchors), records, frozenset(tokens))
+    return Values(frozenset(anchors), records, frozenset(tokenize(text)))
+
+
+@lru_cache(maxsize=8192)
+def said(text: str) -> Said:
+    """The features of ``text`` (see :class:`Said`), its values and words from its first
+    :data:`READ_CHARS` characters; kept for the texts met most recently, since the same memories come
+    back recall after recall."""
+    found = values(text)
+    words = frozenset(stem(t) for t in found.tokens if t not in STOPWORDS)
+    return Said(normal(text), words, found.anchors, found.records, found.tokens)
 
 
 @lru_cache(maxsize=65536)
@@ -311,7 +327,7 @@ def is_turn(kind: str, content: str) -> bool:
     return kind == TURN_TYPE or SPEAKER.match(content) is not None
 
 
-@dataclass
+@dataclass(slots=True)
 class Candidate:
     """One ranked memory as curation sees it: its relevance to the query, whether that judged it
     related, when it became valid, whether it is a conversation turn (never curated: two turns may
@@ -325,14 +341,11 @@ class Candidate:
     turn: bool
     text: str
     scope: tuple[str, str] = ("", "")  # (agent_id, workspace_hash): two tenants' memories are never paired
-    _said: Said | None = None
     written_ms: int = 0  # when this version was written
 
     @property
-    def said(self) -> Said:
-        if self._said is None:
-            self._said = said(self.text)
-        return self._said
+    def values(self) -> Values:
+        return values(self.text)
 
 
 @dataclass
@@ -395,7 +408,8 @@ def curate(ranked: Sequence[Candidate], kept: Sequence[Kept], query: Said | None
     members: dict[int, list[int]] = {}
     for j in range(n):
         members.setdefault(first(j), []).append(j)
-    chosen = {f: max(idx, key=lambda k: (ranked[k].valid_ms, -k)) for f, idx in members.items()}
+    chosen = {f: idx[0] if len(idx) == 1 else max(idx, key=lambda k: (ranked[k].valid_ms, -k))
+              for f, idx in members.items()}
     order = [chosen[f] for f in sorted(members)]  # each group at its best member's place
     duplicates = {ranked[chosen[f]].id: sorted(ranked[k].id for k in idx if k != chosen[f])
                   for f, idx in members.items() if len(idx) > 1}
@@ -418,12 +432,15 @@ def curate(ranked: Sequence[Candidate], kept: Sequence[Kept], query: Said | None
             judged and ranked[newer].written_ms != ranked[older].written_ms)
         if (later_ and name in NEWER_FIRST and ranked[newer].related and ranked[older].related
                 and ranked[newer].relevance >= AS_RELEVANT * ranked[older].relevance
-                and not _names_the_older(query, ranked[older].said, ranked[newer].said)):
+                and not _names_the_older(query, ranked[older].values, ranked[newer].values)):
             later.setdefault(older, set()).add(newer)
     pos, moves = 0, 0
     while pos < len(order) and moves < n * n:  # each place: its newest fact about the subject
-        i = order[pos]
-        found = next((pos + 1 + q for q, j in enumerate(order[pos + 1:]) if j in later.get(i, ())), None)
+        wanted = later.get(order[pos])
+        if not wanted:  # nothing newer may go before it
+            pos += 1
+            continue
+        found = next((q for q in range(pos + 1, len(order)) if order[q] in wanted), None)
         if found is None:
             pos += 1
             continue
@@ -432,7 +449,7 @@ def curate(ranked: Sequence[Candidate], kept: Sequence[Kept], query: Said | None
     return Curated([c.id for c in ranked], [ranked[k].id for k in order], duplicates, outdated, frozenset(sure))
 
 
-def _names_the_older(query: Said | None, older: Said, newer: Said) -> bool:
+def _names_the_older(query: Said | None, older: Values, newer: Values) -> bool:
     """Whether the query names a value only the older memory holds, so that it asks for the older and the newer
     goes first no more: a number, version or price of the query the older holds and the newer does not ("is the
     Pro plan still $12?"). A record (a ticket, an incident) restates no fact nor another record: the newer
