@@ -12,7 +12,7 @@ $(STAMP): pyproject.toml scripts/setup.sh
 	./scripts/setup.sh
 	touch $(STAMP)
 
-$(GRAPH): $(EMB)/graph.py $(EMB)/minilm.py $(EMB)/__main__.py | $(STAMP)
+$(GRAPH): $(EMB)/onnx_graph.py $(EMB)/minilm.py $(EMB)/__main__.py | $(STAMP)
 	$(VENV)/bin/python -m perseus_vault_core.embeddings
 	touch $(GRAPH)
 

@@ -39,8 +39,7 @@ TITLE = "## Warm recall beside an earlier commit"
 
 
 def main(output: Path, sizes: list[int], ref: str | None = None) -> None:
-    from .postgres import write_section
-    from .run import log
+    from .report import log, write_section  # inside: the timed processes run this file as a script
 
     section = render(run(sizes or [SIZE], ref or BASE_REF, log=log))
     write_section(output, section)

@@ -21,6 +21,8 @@ from typing import Any
 
 import anyio
 
+from .report import log, write_section
+
 SECTION = "## What an agent reads"
 QUERY = "which database do we use for the billing service"
 CONTEXT = "I am about to change the billing service's database migrations; anything I should know?"
@@ -120,9 +122,6 @@ def render(result: dict[str, Any], before: dict[str, Any] | None = None) -> list
 
 def main(output: Path, sizes: list[int]) -> None:
     """``python -m benchmarks.run --only agent-text [--output FILE]``: this part alone, its section replaced."""
-    from .postgres import write_section
-    from .run import log
-
     result = run()
     log(json.dumps({k: {n: v for n, v in part.items() if n != "text"} for k, part in result.items()}))
     write_section(output, render(result))

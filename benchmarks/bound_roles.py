@@ -30,7 +30,8 @@ from urllib.parse import quote, urlsplit, urlunsplit
 from perseus_vault_core import Vault, bind_role
 from perseus_vault_core.embeddings import embedding_text
 
-from .postgres import analyze, database, describe, server, write_section
+from .postgres import analyze, database, describe, server
+from .report import commit, log, write_section
 from .speed import GivenVectors, fresh_memories, percentiles
 from .synthetic import memories, queries
 
@@ -135,12 +136,10 @@ def ratio(size: dict[str, Any], phase: str) -> float:
 
 def render(result: dict[str, Any]) -> list[str]:
     """The section of docs/benchmarks.md, from :func:`run`'s result."""
-    from .run import _commit
-
     info = result["server"]
     writes_timed = result["sizes"][0]["writes"] if result["sizes"] else WRITES
     out = [SECTION, "",
-           f"Run {result['date']} (commit {_commit()}) on PostgreSQL {info['server_version']} with pgvector"
+           f"Run {result['date']} (commit {commit()}) on PostgreSQL {info['server_version']} with pgvector"
            f" {info['pgvector']}, psycopg {info['psycopg']}. The speed section's synthetic memories (over four"
            " agents' scopes, with their cached MiniLM vectors) loaded by the vault's owner, then a role bound to one"
            " of those scopes (`bind_role`). New memories remembered one at a time into that scope, each with its"
@@ -170,7 +169,6 @@ def main(output: Path, sizes: list[int]) -> None:
     its section of ``output`` replaced."""
     from perseus_vault_core.embeddings import load
 
-    from .run import log
     from .vector_cache import CachingEmbedder
 
     write_section(output, render(run(sizes, CachingEmbedder(load()), log=log)))

@@ -33,10 +33,10 @@ SECTION = "## Catching up with other processes' writes"
 
 
 def main(output: Path, sizes: list[int]) -> None:
-    from .postgres import write_section
-    from .run import _cached_model, log
+    from .report import log, write_section  # inside: the writer process runs this file as a script
+    from .vector_cache import cached_model
 
-    cached = _cached_model()
+    cached = cached_model()
     section = render([run(n, cached, log=log) for n in (sizes or SIZES)])
     write_section(output, section)
     log(f"wrote the {section[0].lstrip('# ')} section of {output}")

@@ -25,7 +25,6 @@ interleaved, their p50 and the difference; and ``remember_many`` of 1,000 memori
 from __future__ import annotations
 
 import json
-import statistics
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -38,6 +37,7 @@ from perseus_vault_core.features import remembering
 
 from . import devsets
 from .million import DerivedVectors
+from .report import log, write_section
 from .speed import fresh_memories, percentiles
 from .synthetic import memories
 
@@ -248,8 +248,6 @@ def main(output: Path, sizes: list[int]) -> None:
     """``python -m benchmarks.run --only curation``: this part alone, its section of ``output`` replaced."""
     from perseus_vault_core.embeddings import load
 
-    from .postgres import write_section
-    from .run import log
     from .vector_cache import CachingEmbedder
 
     write_section(output, render(run(CachingEmbedder(load()), log=log)))

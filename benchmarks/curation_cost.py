@@ -30,7 +30,9 @@ import numpy as np
 from perseus_vault_core import Vault
 
 from .peers import Bm25s, Chroma, FusedBm25sChroma, Peer, _exact_top, corpus
+from .report import log, write_section
 from .speed import percentiles
+from .vector_cache import cached_model
 
 SECTION = "## Curation's cost on warm recall, beside bm25s and Chroma"
 SIZE = 100_000
@@ -132,10 +134,7 @@ def render(results: list[dict[str, Any]]) -> list[str]:
 
 
 def main(output: Path, sizes: list[int]) -> None:
-    from .postgres import write_section
-    from .run import _cached_model, log
-
-    results = [run(n, _cached_model(), log=log) for n in sizes]
+    results = [run(n, cached_model(), log=log) for n in sizes]
     log(json.dumps(results))
     write_section(output, render(results))
     log(f"wrote the {SECTION.lstrip('# ')} section of {output}")

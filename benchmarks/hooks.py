@@ -34,7 +34,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .synthetic import memories, queries
+from .report import commit, fmt, log, verdict, write_section
+from .speed import byte_compile
 
 SECTION = "## New processes: hooks, the resident helper, start-up"
 ROOT = Path(__file__).resolve().parents[1]
@@ -320,9 +321,7 @@ def at_million(path: str) -> dict[str, Any]:
 
 
 def run(sizes: list[int], log: Log = print) -> dict[str, Any]:
-    from .run import _commit
-
-    result: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "commit": _commit(),
+    result: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "commit": commit(),
                               "imports": imports(), "sizes": []}
     log(f"imports: {json.dumps(result['imports'])}")
     for n in sizes:
@@ -333,11 +332,9 @@ def run(sizes: list[int], log: Log = print) -> dict[str, Any]:
 
 
 def render(result: dict[str, Any]) -> list[str]:
-    from .run import _commit, fmt, verdict
-
     date = result.get("date") or time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     out = [SECTION, "",
-           f"Run {date} (commit {result.get('commit') or _commit()}). What a hook pays: a new process"
+           f"Run {date} (commit {result.get('commit') or commit()}). What a hook pays: a new process"
            f" running the console script (`perseus-vault prepare --db ... \"<context>\"`, and `recall`), wall time from"
            f" its start to its exit, p50 of {RUNS} runs interleaved with a bare interpreter's start"
            " (`python -c \"import json, sqlite3\"`) in the same rounds; the ratio is to that bare start. \"Alone\" is the"
@@ -414,9 +411,6 @@ def _settled(imported: dict[str, Any]) -> str:
 def main(output: Path, sizes: list[int]) -> None:
     """``python -m benchmarks.run --only hooks [--sizes N ...] [--output FILE]``: this part alone, its section
     of ``output`` replaced."""
-    from .postgres import write_section
-    from .run import byte_compile, log
-
     byte_compile()  # the new processes import the package as an installed wheel's
     result = run(sizes, log=log)
     write_section(output, render(result))

@@ -36,6 +36,8 @@ import httpx
 from perseus_vault_core import Vault
 
 from .graphrag import build_store
+from .report import commit, log, write_section
+from .speed import byte_compile
 from .synthetic import queries
 
 SECTION = "## Web inspector"
@@ -210,11 +212,9 @@ def run(sizes: list[int], cached: Any, log: Log = print) -> dict[str, Any]:
 
 def render(result: dict[str, Any]) -> list[str]:
     """The section "Web inspector" of docs/benchmarks.md, from :func:`run`'s result."""
-    from .run import _commit
-
     sizes = result["sizes"]
     out = [SECTION, "",
-           f"Run {result['date']} (commit {_commit()}). Each page of `perseus-vault ui` over the synthetic store (4 "
+           f"Run {result['date']} (commit {commit()}). Each page of `perseus-vault ui` over the synthetic store (4 "
            "agents, one link per memory in clusters of 50, 2% of memories with two updates, 1% archived, 1% "
            f"superseded, a memory file of {ENTRIES} entries), fetched {REQUESTS} times over HTTP on loopback with "
            "different memories, queries and filters; milliseconds of server time (the inspector's Server-Timing: "
@@ -252,8 +252,6 @@ def main(output: Path, sizes: list[int]) -> None:
     section of ``output`` replaced (the model loaded for its identity, the store's vectors from the cache)."""
     from perseus_vault_core.embeddings import load
 
-    from .postgres import write_section
-    from .run import byte_compile, log
     from .vector_cache import CachingEmbedder
 
     byte_compile()

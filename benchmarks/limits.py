@@ -20,6 +20,7 @@ from typing import Any
 from perseus_vault_core import Vault
 from perseus_vault_core.contract import where
 
+from .report import log, write_section
 from .synthetic import memories, queries
 
 SECTION = "## Per-call limits at their maximum"
@@ -124,8 +125,5 @@ def render(result: dict[str, Any]) -> list[str]:
 
 def main(output: Path, sizes: list[int]) -> None:
     """``python -m benchmarks.run --only limits [--output FILE]``: this part alone, its section replaced."""
-    from .postgres import write_section
-    from .run import log
-
     write_section(output, render(run(log=log)))
     log(f"wrote the {SECTION[3:]} section of {output}")

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from .report import fmt, pp, verdict
 from .speed import ROOT, first_recall
 from .synthetic import memories, queries
 
@@ -199,8 +200,6 @@ if __name__ == "__main__":
 
 def render(m: dict[str, Any], minutes: float) -> list[str]:
     """The report's 1M section: the figures, then each target beside its figure."""
-    from .run import _pp, fmt, verdict
-
     b, r, f = m["build"], m["reader"], m["first_recall"]
     out = [
         "## One million memories", "",
@@ -218,10 +217,10 @@ def render(m: dict[str, Any], minutes: float) -> list[str]:
         f"| import with vectors | {fmt(m['import_per_s'], 0)} memories/s ({fmt(b['import_s'], 1)} s) |",
         f"| index builds and saves after the import (keyword; both) | {fmt(b['keyword_index_build_s'], 1)} s;"
         f" {fmt(b['both_indexes_s'], 1)} s |",
-        f"| keyword recall p50 / p95 | {_pp(r['recall_fts5'])} ms |",
-        f"| dense recall p50 / p95 (query embedding included) | {_pp(r['recall_dense'])} ms |",
-        f"| hybrid recall p50 / p95 (query embedding included) | {_pp(r['recall_hybrid'])} ms |",
-        f"| dense recall by vector p50 / p95 (query vector given) | {_pp(r['recall_by_vector'])} ms |",
+        f"| keyword recall p50 / p95 | {pp(r['recall_fts5'])} ms |",
+        f"| dense recall p50 / p95 (query embedding included) | {pp(r['recall_dense'])} ms |",
+        f"| hybrid recall p50 / p95 (query embedding included) | {pp(r['recall_hybrid'])} ms |",
+        f"| dense recall by vector p50 / p95 (query vector given) | {pp(r['recall_by_vector'])} ms |",
         f"| first pass, keyword / dense / hybrid p50 | {fmt(r['first_pass_fts5']['p50'])} / {fmt(r['first_pass_dense']['p50'])}"
         f" / {fmt(r['first_pass_hybrid']['p50'])} ms |",
         f"| dense recall@10 against an exact scan (100 queries) | {r['dense_recall_at_10_vs_exact']:.3f} |",

@@ -46,7 +46,8 @@ from perseus_vault_core import Vault, migrate
 
 from . import quality as q
 from .peers import LookupEmbedder, Peer, VaultArm, _exact_top, query_budget
-from .speed import first_recall, percentiles
+from .report import commit, fmt, log, write_section
+from .speed import byte_compile, first_recall, percentiles
 from .synthetic import memories, queries
 
 SERVER_VARIABLE = "PERSEUS_VAULT_BENCH_PG_URL"
@@ -419,11 +420,9 @@ def targets(result: dict[str, Any]) -> list[tuple[str, str, bool]]:
 
 def render(result: dict[str, Any]) -> list[str]:
     """The section "PostgreSQL backend" of docs/benchmarks.md, from :func:`run`'s result."""
-    from .run import _commit
-
     info = result["server"]
     out = [SECTION, "",
-           f"Run {result['date']} (commit {_commit()}) on PostgreSQL {info['server_version']} with pgvector"
+           f"Run {result['date']} (commit {commit()}) on PostgreSQL {info['server_version']} with pgvector"
            f" {info['pgvector']} (shared_buffers {info['shared_buffers']}, work_mem {info['work_mem']},"
            f" effective_cache_size {info['effective_cache_size']}, hnsw.ef_search {info['hnsw.ef_search']}),"
            " one server for the run and a database per store; langgraph-checkpoint-postgres"
@@ -450,8 +449,6 @@ def render(result: dict[str, Any]) -> list[str]:
 
 
 def _render_ingest(sizes: list[dict[str, Any]]) -> list[str]:
-    from .run import fmt
-
     out = ["### Copy and ingest", "",
            f"`migrate` copies the SQLite file into an empty database. Ingest: `remember_many` in batches of {BATCH:,}"
            f" with the vectors given, into a new vault on each backend; PostgresStore `batch` calls of {BATCH:,}"
@@ -471,8 +468,6 @@ def _render_ingest(sizes: list[dict[str, Any]]) -> list[str]:
 
 
 def _render_latency(s: dict[str, Any]) -> list[str]:
-    from .run import fmt
-
     scans, fewest = s["store_index_scans"], min(r["queries"] for r in s["latency"])
     out = [f"### Latency at {s['entities']:,} (k = {s['k']}, interleaved)", "",
            f"The Postgres vault's in-memory indexes were built {fmt(s['pg_index_build_s'])} s after its first recall;"
@@ -487,8 +482,6 @@ def _render_latency(s: dict[str, Any]) -> list[str]:
 
 
 def _render_first_recall(sizes: list[dict[str, Any]]) -> list[str]:
-    from .run import fmt
-
     out = ["### A new process's first recall on Postgres", "",
            "A new Python process opens `Vault(url)` and answers one keyword recall, then one dense recall with its"
            " query vector given (`speed.first_recall`, p50 of 5 processes): with the indexes the benchmark's"
@@ -505,8 +498,6 @@ def _render_first_recall(sizes: list[dict[str, Any]]) -> list[str]:
 
 
 def _render_quality(result: dict[str, Any]) -> list[str]:
-    from .run import fmt
-
     out = ["### Quality on both backends", ""]
     if not result["quality"]:
         return out + [f"Not run: {result.get('quality_skipped') or 'no collections given'}.", ""]
@@ -522,29 +513,9 @@ def _render_quality(result: dict[str, Any]) -> list[str]:
     return out + [""]
 
 
-def replace_section(report: str, section: list[str]) -> str:
-    """``report`` with the section ``section`` heads (its first line, a ``## `` heading, up to the next one)
-    replaced by ``section``, or ``section`` appended where it has none; everything else is kept as it was.
-    Every part that runs alone (``--only``) writes its section so."""
-    lines = report.rstrip("\n").split("\n")
-    if section[0] in lines:
-        start = lines.index(section[0])
-        end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
-        lines[start:end] = section
-    else:
-        lines += [""] + section
-    return "\n".join(lines).rstrip("\n") + "\n"
-
-
 def update_report(path: Path, result: dict[str, Any]) -> None:
     """Write this part's section into the report at ``path``, keeping the rest (a new report if there is none)."""
     write_section(path, render(result))
-
-
-def write_section(path: Path, section: list[str]) -> None:
-    """``section`` into the report at ``path`` in place of the one with its heading, the rest kept."""
-    old = path.read_text(encoding="utf-8") if path.exists() else "# Benchmarks\n"
-    path.write_text(replace_section(old, section), encoding="utf-8")
 
 
 def main(output: Path, sizes: list[int]) -> None:
@@ -552,7 +523,6 @@ def main(output: Path, sizes: list[int]) -> None:
     (the model loaded for its identity, every vector from the cache), its section of ``output`` replaced."""
     from perseus_vault_core.embeddings import load
 
-    from .run import byte_compile, log
     from .vector_cache import CachingEmbedder
 
     byte_compile()  # the new processes of first_recall import the package as an installed wheel's

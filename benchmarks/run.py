@@ -25,7 +25,6 @@ import datetime as dt
 import json
 import os
 import platform
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -56,8 +55,10 @@ from . import (
     speed,
     triggers,
 )
+from .report import ROOT, commit, fmt, log, pp, verdict, write_section
+from .speed import byte_compile
+from .vector_cache import cached_model
 
-ROOT = Path(__file__).resolve().parents[1]
 REPORT = ROOT / "docs" / "benchmarks.md"
 
 
@@ -89,7 +90,7 @@ def machine() -> dict[str, str]:
         "numpy": numpy.__version__,
         "platform": platform.platform(),
         "memory": _memory_gb(),
-        "commit": _commit(),
+        "commit": commit(),
         "peers": ", ".join(f"{p} {_version(p)}" for p in (
             "langgraph", "langgraph-checkpoint-sqlite", "langgraph-checkpoint-postgres", "chromadb", "llama-index-core",
             "bm25s", "rank-bm25", "nltk", "matplotlib")),
@@ -114,38 +115,6 @@ def _memory_gb() -> str:
         return "?"
 
 
-def _commit() -> str:
-    import subprocess
-
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                              check=True).stdout.strip()
-        # The report and its images are this run's own output (written before the last sections render).
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
-                                ":(exclude)docs/benchmarks.md", ":(exclude)docs/img"], cwd=ROOT,
-                               capture_output=True, text=True, check=True).stdout.strip()
-        return head + (" (with uncommitted changes)" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "?"
-
-
-def verdict(value: float, target: float, higher_is_better: bool, unit: str) -> str:
-    ok = value >= target if higher_is_better else value <= target
-    sign = ">=" if higher_is_better else "<="
-    if ok:
-        return f"met (target {sign} {target:g} {unit})"
-    gap = (target - value) if higher_is_better else (value - target)
-    return f"**MISSED** by {gap:.3g} {unit} (target {sign} {target:g} {unit})"
-
-
-def fmt(x: float, digits: int = 2) -> str:
-    return f"{x:,.{digits}f}"
-
-
-def _pp(stat: dict[str, float]) -> str:
-    return f"{fmt(stat['p50'])} / {fmt(stat['p95'])}"
-
-
 def where_rows(sizes: list[dict[str, Any]]) -> list[str]:
     """Recall with a ``where`` filter on body fields (speed.filtered_recall), beside the same queries unfiltered."""
     runs = [s for s in sizes if "recall_where" in s]
@@ -161,8 +130,8 @@ def where_rows(sizes: list[dict[str, Any]]) -> list[str]:
     for s in runs:
         for mode, label in (("fts5", "keyword"), ("dense", "dense"), ("hybrid", "hybrid")):
             w = s["recall_where"][mode]
-            out.append(f"| {s['entities']:,} | {label} | {_pp(w['none'])} | {_pp(w['most'])} | {_pp(w['few'])} | "
-                       f"{_pp(w['few_new'])} |")
+            out.append(f"| {s['entities']:,} | {label} | {pp(w['none'])} | {pp(w['most'])} | {pp(w['few'])} | "
+                       f"{pp(w['few_new'])} |")
     return out
 
 
@@ -184,7 +153,7 @@ def render_writes(sizes: list[dict[str, Any]], big: dict[str, Any] | None) -> li
            "| entities | write p50 / p95 | keyword recall right after it, p50 / p95 | answered by the index |",
            "|---|---|---|---|"]
     for n, w in rows:
-        out.append(f"| {n:,} | {_pp(w['write'])} ms | {_pp(w['recall_after'])} ms | {'yes' if w['from_index'] else '**no**'} |")
+        out.append(f"| {n:,} | {pp(w['write'])} ms | {pp(w['recall_after'])} ms | {'yes' if w['from_index'] else '**no**'} |")
     if len(rows) > 1:
         (n0, w0), (n1, w1) = rows[0], rows[-1]
         out += ["", f"At {n1:,} a write's p50 is {w1['write']['p50'] / w0['write']['p50']:.2f}x its p50 at {n0:,},"
@@ -251,9 +220,9 @@ def render(info: dict[str, str], sizes: list[dict[str, Any]], qual: list[dict[st
     ]
     for s in sizes:
         out.append(
-            f"| {s['entities']:,} | {_pp(s['recall_fts5'])} | {_pp(s['recall_dense'])} | {_pp(s['recall_hybrid'])} | "
-            f"{_pp(s['recall_hybrid_agent_filter'])} | {_pp(s['recall_hybrid_after_write'])} | "
-            f"{_pp(s['recall_fts5_no_reinforce'])} | {_pp(s['recall_fts5_words_afresh'])} | {_pp(s['embed_query'])} | "
+            f"| {s['entities']:,} | {pp(s['recall_fts5'])} | {pp(s['recall_dense'])} | {pp(s['recall_hybrid'])} | "
+            f"{pp(s['recall_hybrid_agent_filter'])} | {pp(s['recall_hybrid_after_write'])} | "
+            f"{pp(s['recall_fts5_no_reinforce'])} | {pp(s['recall_fts5_words_afresh'])} | {pp(s['embed_query'])} | "
             f"{fmt(s['db_mb'], 1)} |"
         )
     out += where_rows(sizes)
@@ -261,9 +230,9 @@ def render(info: dict[str, str], sizes: list[dict[str, Any]], qual: list[dict[st
             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for s in sizes:
         out.append(
-            f"| {s['entities']:,} | {fmt(s['import_per_s'], 0)} | {fmt(s['import_cached_vectors_per_s'], 0)} | {_pp(s['as_of'])} | "
-            f"{_pp(s['scan_page_100'])} | {_pp(s['history'])} | {fmt(s['keyword_index_build_s'])} s | "
-            f"{fmt(s['vector_index_build_s'])} s | {_pp(s['recall_fts5_sql'])} | {_pp(s['recall_dense_sql'])} | "
+            f"| {s['entities']:,} | {fmt(s['import_per_s'], 0)} | {fmt(s['import_cached_vectors_per_s'], 0)} | {pp(s['as_of'])} | "
+            f"{pp(s['scan_page_100'])} | {pp(s['history'])} | {fmt(s['keyword_index_build_s'])} s | "
+            f"{fmt(s['vector_index_build_s'])} s | {pp(s['recall_fts5_sql'])} | {pp(s['recall_dense_sql'])} | "
             f"{fmt(s['cold_start']['first_answer_s_p50'])} s ({fmt(s['cold_start']['process_s_p50'])} s process) | "
             f"{fmt(s['peak_memory_mb'], 0)} MB |"
         )
@@ -369,11 +338,11 @@ def render_mcp(s: dict[str, Any]) -> list[str]:
             " `_meta`), the target's measure. See `benchmarks/mcp.py`.", "",
             "| path | p50 / p95 ms | p50 - direct p50 | over the engine's own time, p50 / p95 |",
             "|---|---|---|---|",
-            f"| direct `Vault.recall` | {_pp(s['direct_ms'])} | - | - |",
-            f"| MCP over stdio | {_pp(s['stdio_ms'])} | {fmt(s['stdio_overhead_ms'])} ms | "
-            f"{_pp(s['stdio_over_engine_ms'])} ms |",
-            f"| MCP over streamable HTTP (bearer token) | {_pp(s['http_ms'])} | {fmt(s['http_overhead_ms'])} ms | "
-            f"{_pp(s['http_over_engine_ms'])} ms |",
+            f"| direct `Vault.recall` | {pp(s['direct_ms'])} | - | - |",
+            f"| MCP over stdio | {pp(s['stdio_ms'])} | {fmt(s['stdio_overhead_ms'])} ms | "
+            f"{pp(s['stdio_over_engine_ms'])} ms |",
+            f"| MCP over streamable HTTP (bearer token) | {pp(s['http_ms'])} | {fmt(s['http_overhead_ms'])} ms | "
+            f"{pp(s['http_over_engine_ms'])} ms |",
             "", "### MCP target", "", "| target | figure | verdict |", "|---|---|---|",
             f"| stdio round trip over the engine's own time, recall p50 | {fmt(s['stdio_over_engine_ms']['p50'])} ms | "
             f"{verdict(s['stdio_over_engine_ms']['p50'], 5, False, 'ms')} |", ""] + render_surface(s["surface"])
@@ -408,9 +377,9 @@ def render_memory(m: dict[str, Any]) -> list[str]:
             "| measure | figure |", "|---|---|",
             f"| import of the folder (vectors from the cache) | {fmt(m['import_s'])} s |",
             f"| re-import of the unchanged folder | {fmt(m['reimport_s'])} s ({m['reimport_written']} entries written) |",
-            f"| memory_recall p50 / p95 ({m['mode']}, query embedding included) | {_pp(m['hybrid_ms'])} ms |",
-            f"| memory_recall with `file` p50 / p95 | {_pp(m['hybrid_file_ms'])} ms |",
-            f"| memory_recall on a keyword-only vault p50 / p95 | {_pp(m['keyword_ms'])} ms |",
+            f"| memory_recall p50 / p95 ({m['mode']}, query embedding included) | {pp(m['hybrid_ms'])} ms |",
+            f"| memory_recall with `file` p50 / p95 | {pp(m['hybrid_file_ms'])} ms |",
+            f"| memory_recall on a keyword-only vault p50 / p95 | {pp(m['keyword_ms'])} ms |",
             f"| matched entries per question (mean, first 20) | {m['mean_total']:.1f} |",
             "", "### Memory-file target", "", "| target | figure | verdict |", "|---|---|---|",
             f"| memory_recall p50 over 10k entries | {fmt(m['hybrid_ms']['p50'])} ms | {verdict(m['hybrid_ms']['p50'], 50, False, 'ms')} |",
@@ -429,12 +398,12 @@ def render_graph(g: dict[str, Any]) -> list[str]:
            f" ({g['communities']} communities; {g['planted_recovered'] * 100:.0f}% of planted clusters found exactly) |",
            f"| communities, modularity (Louvain), fresh vault | {fmt(g['modularity_ms'] / 1000)} s ({g['modularity_communities']}"
            f" communities; {g['modularity_planted_recovered'] * 100:.0f}% of planted clusters found exactly) |",
-           f"| communities again, graph unchanged, p50 / p95 | {_pp(g['communities_unchanged_ms'])} ms |",
+           f"| communities again, graph unchanged, p50 / p95 | {pp(g['communities_unchanged_ms'])} ms |",
            f"| communities after one new link (its component clustered again) | {fmt(g['communities_after_link_ms'] / 1000)} s |",
            f"| global_recall, first call (writes {g['summaries_written']} community summaries; their vectors are their members' means) | {fmt(g['global_recall_first_s'])} s |",
-           f"| global_recall p50 / p95 ({g['global_recall_mode']}, query embedding included) | {_pp(g['global_recall_ms'])} ms |",
-           *([f"| traverse depth 2 (outgoing), p50 / p95 over {g['traverse']['starts']} starts | {_pp(g['traverse']['vault_ms'])} ms;"
-              f" {g['traverse']['peer']} on the same links, interleaved: {_pp(g['traverse']['peer_ms'])} ms"
+           f"| global_recall p50 / p95 ({g['global_recall_mode']}, query embedding included) | {pp(g['global_recall_ms'])} ms |",
+           *([f"| traverse depth 2 (outgoing), p50 / p95 over {g['traverse']['starts']} starts | {pp(g['traverse']['vault_ms'])} ms;"
+              f" {g['traverse']['peer']} on the same links, interleaved: {pp(g['traverse']['peer_ms'])} ms"
               f" (**{g['traverse']['ratio_p50']:.1f}x** ours at p50) |"] if "traverse" in g else []),
            f"| `perseus-vault prepare` in a new process, wall time, p50 of {p['runs']} | {fmt(p['p50_s'])} s"
            f" (first run, storing trigger vectors: {fmt(p['first_s'])} s; block {p['chars']} chars, {p['triggered']} triggered) |",
@@ -558,36 +527,10 @@ def render_peers(qual: list[dict[str, Any]], runs: list[dict[str, Any]], images:
     return out
 
 
-def byte_compile() -> None:
-    """Byte-compile the vault's packages: the new processes the benchmarks time (prepare, first recall, the
-    1M reader) then import them as an installed wheel's, where a checkout under ``PYTHONDONTWRITEBYTECODE``
-    would compile every module again in each one."""
-    import compileall
-
-    root = Path(__file__).resolve().parent.parent
-    for package in ("perseus_vault_core", "perseus_vault_integrations"):
-        if not compileall.compile_dir(str(root / package), quiet=1):
-            raise SystemExit(f"benchmarks.run: {package} does not byte-compile")
-
-
-def log(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
-
-
-def _cached_model() -> Any:
-    from perseus_vault_core.embeddings import load
-
-    from .vector_cache import CachingEmbedder
-
-    return CachingEmbedder(load())
-
-
 def _part_alone(render_run: Callable[[], list[str]]) -> Callable[[Path, list[int]], None]:
     """An ``--only`` part that has no ``main`` of its own: run and render it, its section of the report
     replaced, the rest kept."""
     def part(output: Path, sizes: list[int]) -> None:
-        from .postgres import write_section
-
         section = render_run()
         write_section(output, section)
         log(f"wrote the {section[0].lstrip('# ')} section of {output}")
@@ -596,9 +539,9 @@ def _part_alone(render_run: Callable[[], list[str]]) -> Callable[[Path, list[int
 
 
 _quality = _part_alone(lambda: render_quality(quality.run(list(quality.COLLECTIONS))))
-_conversation = _part_alone(lambda: conversation.render(conversation.run(_cached_model())))
-_agent_questions = _part_alone(lambda: agent_questions.render(agent_questions.run(_cached_model())))
-_graph_themes = _part_alone(lambda: graph_themes.render(graph_themes.run(_cached_model())))
+_conversation = _part_alone(lambda: conversation.render(conversation.run(cached_model())))
+_agent_questions = _part_alone(lambda: agent_questions.render(agent_questions.run(cached_model())))
+_graph_themes = _part_alone(lambda: graph_themes.render(graph_themes.run(cached_model())))
 
 
 def main(argv: list[str] | None = None) -> None:

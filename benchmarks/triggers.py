@@ -162,8 +162,7 @@ def render(r: dict[str, Any]) -> list[str]:
 
 
 def main(output: Path, sizes: list[int]) -> None:
-    from .postgres import write_section
-    from .run import log
+    from .report import log, write_section  # inside: the timed processes run this file as a script
 
     before = os.environ.get("PERSEUS_BEFORE_TREE")
     section = render(run(Path(before) if before else None, log=log))

@@ -50,3 +50,10 @@ class CachingEmbedder:
                 found[keys[i]] = rows[j][2]
         return np.stack([np.frombuffer(found[k], dtype=np.float32) for k in keys]) if keys else np.zeros(
             (0, self.dimension), dtype=np.float32)
+
+
+def cached_model() -> CachingEmbedder:
+    """The bundled model, its vectors served from the cache."""
+    from perseus_vault_core.embeddings import load
+
+    return CachingEmbedder(load())

@@ -70,7 +70,7 @@ if TYPE_CHECKING:  # what each name is, for type checkers; at run time each load
         is_advanced,
         validate,
     )
-    from .contract.readable import date, readable, true_from, truth
+    from .contract.readable import date, iso_time, no_version, readable, true_from, truth
     from .contract.text import escape_breaks
     from .contract.verbs import ALIASES, BY_NAME, PROFILES, VERBS, Verb
     from .embeddings import Embedder, LazyEmbedder
@@ -164,6 +164,8 @@ __all__ = [
     "escape_breaks",
     "readable",
     "date",
+    "iso_time",
+    "no_version",
     "true_from",
     "truth",
     "is_advanced",
@@ -255,6 +257,8 @@ _WHERE = {
     "escape_breaks": "contract.text",
     "readable": "contract.readable",
     "date": "contract.readable",
+    "iso_time": "contract.readable",
+    "no_version": "contract.readable",
     "true_from": "contract.readable",
     "truth": "contract.readable",
 }

@@ -3,8 +3,9 @@
 - the adapters (``perseus_vault_integrations``) use only the names in ``perseus_vault_core.__all__``,
   imported as ``from perseus_vault_core import ...``;
 - the core never imports an adapter, not even inside a function;
-- neither package has an import cycle among its modules, counting a package's ``__init__`` as a module
-  and an import under ``if TYPE_CHECKING:`` as an import (naming a type ties two modules as much);
+- neither package, nor ``benchmarks/``, has an import cycle among its modules, counting a package's
+  ``__init__`` as a module and an import under ``if TYPE_CHECKING:`` as an import (naming a type ties two
+  modules as much);
 - the core's tree is the drawing in docs/architecture.md: its top holds only the layer packages of
   :data:`LAYERS`, drawn in that order, and each layer imports only the layers beneath it;
 - SQLite stays behind the storage seam: outside ``perseus_vault_core/storage/``, no module imports
@@ -287,6 +288,12 @@ def test_the_adapters_have_no_import_cycle() -> None:
 
 def test_the_core_has_no_import_cycle() -> None:
     found = cycles(import_graph(ROOT, CORE))
+    assert not found, f"import cycles: {described(found)}"
+
+
+def test_the_benchmarks_have_no_import_cycle() -> None:
+    """Each part renders its section with benchmarks/report.py; none imports run.py, which runs them all."""
+    found = cycles(import_graph(ROOT, "benchmarks"))
     assert not found, f"import cycles: {described(found)}"
 
 

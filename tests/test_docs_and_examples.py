@@ -49,3 +49,12 @@ def test_example_runs(example: Path, tmp_path: Path, request: pytest.FixtureRequ
                             env=env)
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip()
+
+
+def test_the_glossary_names_modules_that_exist_and_the_architecture_links_it() -> None:
+    glossary = (ROOT / "docs" / "glossary.md").read_text(encoding="utf-8")
+    named = set(re.findall(r"`((?:[a-z_]+/)+(?:[a-z_]+\.py)?)`", glossary))
+    assert len(named) > 20
+    missing = [m for m in sorted(named) if not (ROOT / "perseus_vault_core" / m).exists() and not (ROOT / m).exists()]
+    assert not missing, missing
+    assert "(glossary.md)" in (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")

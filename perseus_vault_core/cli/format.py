@@ -6,7 +6,6 @@ Every function takes the result and the parsed arguments (some lines name what w
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import sys
 from collections.abc import Callable
@@ -28,8 +27,8 @@ from ..contract.models import (
     ScanPage,
     TraverseResult,
 )
-from ..contract.readable import date, remembered_text, true_from, truth
-from ..contract.text import escape_breaks, for_terminal, one_line
+from ..contract.readable import date, instant, no_version, remembered_text, true_from, truth
+from ..contract.text import clip_line, escape_breaks, for_terminal
 from ..features import conversations
 
 Show = Callable[[Any, argparse.Namespace], str]
@@ -60,21 +59,7 @@ def prepare(r: Any, _: argparse.Namespace) -> str:
 
 
 def short(text: str, width: int = 100) -> str:
-    return one_line(text, width)
-
-
-def when(ms: int | str | None) -> str:
-    """Unix milliseconds as ISO 8601 in UTC (``2026-12-03T07:10:17.821Z``); ``-`` for none. ``--json`` keeps
-    the milliseconds, which every option taking a time also accepts, as it accepts ISO 8601 (a time as the
-    command line gave it, text, is shown as given unless it is milliseconds)."""
-    if ms is None:
-        return "-"
-    if isinstance(ms, str):
-        if not ms.strip().lstrip("-").isdigit():
-            return ms
-        ms = int(ms)
-    moment = dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc)
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return clip_line(text, width)
 
 
 def size(n: int) -> str:
@@ -98,9 +83,9 @@ def entity_line(e: Any) -> str:
 
 def entity(e: Entity, _: argparse.Namespace | None = None) -> str:
     lines = [f"#{e.id} [{name(e)}] {e.type}, version {e.version}, {e.status}",
-             f"true from {when(true_from(e))}" + (f" to {when(e.valid_to_ms)}" if e.valid_to_ms is not None else "")
-             + f"; created {when(e.created_at_ms)}, this version written {when(e.updated_at_ms)}"
-             + (f", expires {when(e.expires_at_ms)}" if e.expires_at_ms is not None else "")]
+             f"true from {instant(true_from(e))}" + (f" to {instant(e.valid_to_ms)}" if e.valid_to_ms is not None else "")
+             + f"; created {instant(e.created_at_ms)}, this version written {instant(e.updated_at_ms)}"
+             + (f", expires {instant(e.expires_at_ms)}" if e.expires_at_ms is not None else "")]
     if e.summary:
         lines.append(e.summary)
     lines.append(e.content)
@@ -143,22 +128,22 @@ def scan(page: ScanPage, _: argparse.Namespace) -> str:
 
 def history(page: HistoryPage, args: argparse.Namespace) -> str:
     lines = [f"{page.total} version(s) of {args.category}/{args.key}, newest first:"]
-    lines += [f"v{e.version} {e.change:<9} {e.status:<10} recorded {when(e.recorded_from_ms)}, true from {truth(e)}: "
+    lines += [f"v{e.version} {e.change:<9} {e.status:<10} recorded {instant(e.recorded_from_ms)}, true from {truth(e)}: "
               f"{short(e.content, 80)}" for e in page.items]
     return "\n".join(lines)
 
 
 def as_of(e: Entity | None, args: argparse.Namespace) -> str:
-    return entity(e) if e else f"no version of {args.category}/{args.key} was believed at {when(args.as_of_unix_ms)}"
+    return entity(e) if e else no_version(args.category, args.key, as_of=args.as_of_unix_ms)
 
 
 def valid_at(e: Entity | None, args: argparse.Namespace) -> str:
-    return entity(e) if e else f"no version of {args.category}/{args.key} was true at {when(args.valid_at_unix_ms)}"
+    return entity(e) if e else no_version(args.category, args.key, valid_at=args.valid_at_unix_ms)
 
 
 def bitemporal(e: Entity | None, args: argparse.Namespace) -> str:
-    return entity(e) if e else (f"no version of {args.category}/{args.key} was believed at {when(args.as_of_unix_ms)} "
-                                f"to be true at {when(args.valid_at_unix_ms)}")
+    return entity(e) if e else no_version(args.category, args.key, as_of=args.as_of_unix_ms,
+                                          valid_at=args.valid_at_unix_ms)
 
 
 def counts(c: Counts, _: argparse.Namespace) -> str:
@@ -174,7 +159,7 @@ def counts(c: Counts, _: argparse.Namespace) -> str:
 
 
 def recent(page: ScanPage, _: argparse.Namespace) -> str:
-    lines = [f"{when(e.recorded_from_ms)} {e.change:<9} v{e.version} {entity_line(e)}" for e in page.items]
+    lines = [f"{instant(e.recorded_from_ms)} {e.change:<9} v{e.version} {entity_line(e)}" for e in page.items]
     lines.append(f"next cursor: {page.next_cursor}" if page.has_more else "(end)")
     return "\n".join(lines)
 

@@ -25,7 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     return built()
 
 
-def _one_line(text: str) -> str:
+def _error_line(text: str) -> str:
     """Messages may quote user text; keep the promise of one line per error, with no control character
     a terminal would act on."""
     from ..contract.text import escape_breaks, for_terminal
@@ -92,7 +92,7 @@ def main(argv: Sequence[str] | None = None, *, vault: Vault | None = None,
             with Vault(args.db, keyword_index=indexes, vector_index=indexes, create=args.creates) as opened:
                 args.func(opened, args)
     except VaultError as exc:
-        print(f"error: {_one_line(str(exc))}", file=sys.stderr)
+        print(f"error: {_error_line(str(exc))}", file=sys.stderr)
         return 1
     except BrokenPipeError:
         return 0
@@ -104,7 +104,7 @@ def main(argv: Sequence[str] | None = None, *, vault: Vault | None = None,
     except Exception as exc:  # the CLI never shows a traceback unless asked
         if os.environ.get("PERSEUS_VAULT_DEBUG"):
             raise
-        print(f"error: {type(exc).__name__}: {_one_line(str(exc))}", file=sys.stderr)
+        print(f"error: {type(exc).__name__}: {_error_line(str(exc))}", file=sys.stderr)
         return 1
     return 0
 

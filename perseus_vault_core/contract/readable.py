@@ -1,4 +1,10 @@
-"""What a model reads of a result: compact, dated text. Pure.
+"""What a reader sees of a result, a model or a person: compact, dated text, and every time written for
+one. Pure.
+
+Times: :func:`iso_time` is the one way a time becomes text, ISO 8601 in UTC to the precision a surface
+wants (a memory's line its date, a transcript the minute, the inspector the second, the command line the
+millisecond); :func:`instant` writes a time a caller gave, and :func:`no_version` is what a time-travel
+lookup says when it finds nothing, on every surface.
 
 A model pays for every character it reads, and acts on what the text says, so a memory is written as
 one line, two when it has fields worth saying: its id, category/key, when it became true (its
@@ -30,19 +36,63 @@ from typing import Any
 from pydantic import BaseModel
 
 from .models import Entity, HistoryPage, RecallResult, RecallWhenResult, Remembered, ScanPage
-from .text import escape_breaks
+from .text import collapse_whitespace, escape_breaks
 
 EXTRAS_CHARS = 110  # the second line's cap (a hit costs at most ~160 beyond its text): get_entity reads all
 
 
+def iso_time(ms: float | None, timespec: str = "milliseconds") -> str | None:
+    """Unix milliseconds as ISO 8601 in UTC, to ``timespec``: ``date`` (``2026-06-03``), ``minutes``
+    (``2026-06-03T07:10Z``), ``seconds`` (``2026-06-03T07:10:17Z``), ``milliseconds``
+    (``2026-06-03T07:10:17.821Z``), or ``auto`` (seconds, milliseconds when it has them). None for none, and
+    for a time no calendar holds (past year 9999)."""
+    if ms is None:
+        return None
+    try:
+        moment = dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc)
+    except (OverflowError, OSError, ValueError):
+        return None
+    if timespec == "date":
+        return moment.date().isoformat()
+    if timespec == "auto":
+        timespec = "milliseconds" if ms % 1000 else "seconds"
+    return moment.isoformat(timespec=timespec).replace("+00:00", "Z")
+
+
 def date(ms: int | None) -> str:
     """``ms`` as its UTC calendar date, ``2026-06-03`` ('?' when it is not a date)."""
-    if ms is None:
-        return "?"
-    try:
-        return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).date().isoformat()
-    except (OverflowError, OSError, ValueError):
-        return "?"
+    return iso_time(ms, "date") or "?"
+
+
+def instant(value: int | str | None) -> str:
+    """A time for a reader to the millisecond (``2026-12-03T07:10:17.821Z``); ``-`` for none. A time given as
+    text (ISO 8601, as a caller wrote it) is shown as given unless it is milliseconds. Structured results
+    (``--json``, MCP's structured content) keep the milliseconds, which every time argument accepts too."""
+    if value is None:
+        return "-"
+    if isinstance(value, str):
+        if not value.strip().lstrip("-").isdigit():
+            return value
+        value = int(value)
+    return iso_time(value) or str(value)
+
+
+def _asked(value: int | str) -> str:
+    """A time a lookup asked for: :func:`instant`, then its milliseconds when it was given as a number (what a
+    caller passes next)."""
+    text = instant(value)
+    return text if text == value else f"{text} ({int(value)} unix ms)"
+
+
+def no_version(category: str, key: str, *, as_of: int | str | None = None, valid_at: int | str | None = None) -> str:
+    """What ``as_of``, ``valid_at`` and ``bitemporal`` say when no version matches, on every surface:
+    ``No version of decision/db was believed at 2026-01-01T00:00:00.000Z (1767225600000 unix ms).``"""
+    when = []
+    if as_of is not None:
+        when.append(f"was believed at {_asked(as_of)}")
+    if valid_at is not None:
+        when.append(("to be true at " if when else "was true in the world at ") + _asked(valid_at))
+    return f"No version of {escape_breaks(category)}/{escape_breaks(key)} {' '.join(when)}."
 
 
 def true_from(entity: Entity) -> int:
@@ -57,11 +107,6 @@ def truth(entity: Entity) -> str:
     return span if entity.valid_to_ms is None else f"{span} to {date(entity.valid_to_ms)}"
 
 
-def one_line(text: str) -> str:
-    """Stored text on one line: whitespace runs (line breaks among them) as one space."""
-    return " ".join(text.split())
-
-
 def memory_text(entity: Entity) -> str:
     """The summary, then the content (the summary alone is left out when the content holds it)."""
     return line_of(entity.content, entity.summary)
@@ -70,13 +115,13 @@ def memory_text(entity: Entity) -> str:
 def line_of(content: str, summary: str | None) -> str:
     """A memory's text on one line: its summary, then its content (the summary left out when the content
     holds it)."""
-    content, summary = one_line(content), one_line(summary or "")
+    content, summary = collapse_whitespace(content), collapse_whitespace(summary or "")
     return f"{summary}: {content}" if summary and summary not in content else content
 
 
 def _value(value: Any) -> str:
     if isinstance(value, str):
-        return one_line(value)
+        return collapse_whitespace(value)
     if isinstance(value, float):
         return f"{value:.3g}"
     if isinstance(value, list) and all(not isinstance(v, (dict, list)) for v in value):
@@ -103,7 +148,7 @@ def _marks(entity: Entity, scope_given: bool) -> list[str]:
     marks = []
     trigger = getattr(entity, "trigger", None)
     if trigger:
-        marks.append(f'when "{one_line(trigger)}"')
+        marks.append(f'when "{collapse_whitespace(trigger)}"')
     actionability = getattr(entity, "actionability", None)
     if actionability is not None:
         marks.append(f"actionability {actionability:.2f}")
@@ -157,9 +202,9 @@ def details(entity: Entity, *, scope_given: bool = False) -> list[str]:
     if entity.certainty is not None:
         parts.append(f"certainty {entity.certainty:.2f}")
     if entity.source:
-        parts.append(f"source {one_line(entity.source)}")
+        parts.append(f"source {collapse_whitespace(entity.source)}")
     if entity.provenance_class:
-        parts.append(f"provenance {one_line(entity.provenance_class)}")
+        parts.append(f"provenance {collapse_whitespace(entity.provenance_class)}")
     for name, value in entity.body.items():
         parts.extend(_fields(value, str(name)))
     return parts
@@ -185,7 +230,7 @@ def entity_text(entity: Entity) -> str:
     """One memory whole: its line and details, then its trigger phrases and when it was first written."""
     lines = [hit(entity)]
     if entity.recall_when:
-        lines.append("   triggers: " + "; ".join(f'"{one_line(p)}"' for p in entity.recall_when))
+        lines.append("   triggers: " + "; ".join(f'"{collapse_whitespace(p)}"' for p in entity.recall_when))
     if entity.version > 1 or date(entity.created_at_ms) != date(entity.updated_at_ms):
         lines.append(f"   first written {date(entity.created_at_ms)}; this version: {entity.change}")
     return "\n".join(lines)
@@ -250,7 +295,7 @@ def remembered_text(result: Remembered) -> str:
     lines = [head, f"{label}s it may repeat, update or contradict:"]
     for s in result.similar:
         span = date(s.true_from_ms) + (f" to {date(s.true_to_ms)}" if s.true_to_ms is not None else "")
-        lines.append(f"#{s.id} ({RELATIONS[s.relation]}, true from {span}): {one_line(s.text)}")
+        lines.append(f"#{s.id} ({RELATIONS[s.relation]}, true from {span}): {collapse_whitespace(s.text)}")
     return "\n".join(lines)
 
 

@@ -17,7 +17,8 @@ the controls other than a line feed and a tab as their escapes.
 
 A memory is cut to fit a page (``preview_cap``, or a page past the response budget; records/store.py):
 :func:`preview` cuts its content and names the tool that reads it whole, :func:`preview_body` keeps the
-body's fields that fit. :func:`one_line` writes a text as one short line.
+body's fields that fit. :func:`collapse_whitespace` puts a text on one line, :func:`clip_line` on one
+short line.
 """
 
 from __future__ import annotations
@@ -70,9 +71,14 @@ def for_terminal(value: str, json: bool = False) -> str:
     return value.translate(_FOR_JSON) if json else value.replace("\r\n", "\n").translate(_FOR_TEXT)
 
 
-def one_line(text: str, limit: int) -> str:
-    """``text`` on one line (whitespace collapsed), cut to ``limit`` characters with an ellipsis."""
-    text = " ".join(text.split())
+def collapse_whitespace(text: str) -> str:
+    """``text`` on one line: each run of whitespace (line breaks among them) as one space."""
+    return " ".join(text.split())
+
+
+def clip_line(text: str, limit: int) -> str:
+    """``text`` on one line (:func:`collapse_whitespace`), cut to ``limit`` characters with an ellipsis."""
+    text = collapse_whitespace(text)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

@@ -1,5 +1,5 @@
 """``python -m perseus_vault_core.embeddings``: write the bundled model's ONNX graph into the package
-(``make setup`` runs it in a checkout; the graph is built, not kept in git). :mod:`.graph` says how it is
+(``make setup`` runs it in a checkout; the graph is built, not kept in git). :mod:`.onnx_graph` says how it is
 built, :func:`.minilm.write_graph` where it goes and how it is checked."""
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Two faithful ways to run it share one identity (their vectors agree to cosine 0.
 against sentence-transformers' own output):
 
 - ``onnx`` (default): ONNX Runtime over the graph the installed package carries (``model/all-MiniLM-L6-v2.onnx``:
-  the encoder, mean pooling and normalisation that :mod:`.graph` writes from the published weights, which
+  the encoder, mean pooling and normalisation that :mod:`.onnx_graph` writes from the published weights, which
   it stores in half precision; 45 MB) and the model's own ``tokenizer.json``. Nothing to prepare or
   download: a process opens it in about half a second, a query embeds in a few milliseconds, and the
   default install has no torch. The graph's sha256 (:data:`GRAPH_SHA256`) is checked before first use.
@@ -35,7 +35,7 @@ from .base import BATCH, BUNDLED_DIMENSION, BUNDLED_IDENTITY, BUNDLED_SHA256, MA
 
 SHIPPED = Path(__file__).with_name("model")  # the graph and tokenizer this package ships
 GRAPH = SHIPPED / "all-MiniLM-L6-v2.onnx"  # written by `make setup` in a checkout (not in git), carried by a wheel
-# sha256 of GRAPH, as graph.write gives it from the weights with BUNDLED_SHA256 (a test rebuilds it).
+# sha256 of GRAPH, as onnx_graph.write gives it from the weights with BUNDLED_SHA256 (a test rebuilds it).
 GRAPH_SHA256 = "ace584535ca97ec30abcd3904704578880bba6ab8535624bf6449abb65fb427c"
 
 
@@ -143,11 +143,11 @@ def graph_path() -> Path:
 
 
 def write_graph(target: Path) -> Path:
-    """Write the graph from the published weights (:mod:`.graph`) to ``target``, whole or not at all; raises
+    """Write the graph from the published weights (:mod:`.onnx_graph`) to ``target``, whole or not at all; raises
     :class:`SetupError` (leaving nothing) when its bytes are not the ones :data:`GRAPH_SHA256` names."""
     import onnx
 
-    from .graph import write
+    from .onnx_graph import write
 
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")

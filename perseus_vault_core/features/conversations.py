@@ -16,7 +16,6 @@ that was forgotten (or superseded) stays so, since a resent log must not undo a 
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -24,7 +23,8 @@ from typing import Any
 from ..contract.errors import NotFound
 from ..contract.models import ConversationResult, ConversationTurn, ConversationWrite, Entity, TurnWritten
 from ..contract.params import ConversationParams, Filters, MessageInput, RememberConversationParams, RememberInput
-from ..contract.text import escape_breaks
+from ..contract.readable import iso_time
+from ..contract.text import collapse_whitespace, escape_breaks
 from ..engine.engine import Engine
 from ..primitives.dialect import Dialect, dialect
 from ..primitives.filters import FROM, view
@@ -56,16 +56,6 @@ def key_range(session: str) -> tuple[str, str]:
     """The keys of a session's turns are those from ``<session>#`` up to ``<session>$`` ('$' follows
     '#'): one range of the scope's unique index, whatever the session is called (it holds no '#')."""
     return session + "#", session + "$"
-
-
-def iso(ms: int) -> str | None:
-    """``ms`` as ISO 8601 UTC text (seconds, or milliseconds when it has them); None past year 9999."""
-    try:
-        stamp = dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc)
-    except (OverflowError, OSError, ValueError):
-        return None
-    text = stamp.isoformat(timespec="milliseconds" if ms % 1000 else "seconds")
-    return text.replace("+00:00", "Z")
 
 
 # --- writing -------------------------------------------------------------------------------------
@@ -131,7 +121,7 @@ def _item(p: RememberConversationParams, message: MessageInput, turn: int) -> Re
         body["role"] = message.role
     if message.time is not None:
         body["at_ms"] = message.time
-        at = iso(message.time)
+        at = iso_time(message.time, "auto")
         if at is not None:
             body["at"] = at
     if message.id is not None:
@@ -238,9 +228,8 @@ def transcript(result: ConversationResult, around: int | None = None) -> str:
         return f"no turns in conversation {result.session!r}{held}"
     lines = []
     for t in result.turns:
-        when = iso(t.at_ms)
-        when = when[:16] + "Z" if when is not None else str(t.at_ms)  # to the minute: a transcript, not a log
-        line = f"#{t.entity.id} {t.turn} {escape_breaks(t.speaker)} ({when}): {' '.join(t.entity.content.split())}"
+        when = iso_time(t.at_ms, "minutes") or str(t.at_ms)  # to the minute: a transcript, not a log
+        line = f"#{t.entity.id} {t.turn} {escape_breaks(t.speaker)} ({when}): {collapse_whitespace(t.entity.content)}"
         if around is not None:
             line = ("> " if t.entity.id == around else "  ") + line
         lines.append(line)

@@ -14,12 +14,13 @@ to ``valid_to_ms``); an open end runs to the edge of the picture.
 
 from __future__ import annotations
 
-import datetime as dt
 import math
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from perseus_vault_core import iso_time
 
 from .markup import Markup, el
 
@@ -118,10 +119,6 @@ LEFT = 70
 ROW = 16
 
 
-def _iso(ms: float) -> str:
-    return dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).strftime("%Y-%m-%d %H:%M")
-
-
 def timeline(versions: Sequence[Any]) -> Markup:
     """The SVG of a fact's versions (oldest at the top): believed and true intervals on one time axis,
     from a little before its first instant to a little after its last (open ends run to the edge)."""
@@ -144,13 +141,15 @@ def timeline(versions: Sequence[Any]) -> Markup:
         rows.append(el("text", f"v{e.version}", x=4, y=top + ROW - 3, class_="axis"))
         for n, ((a, b), kind, start, end) in enumerate(((believed, "believed", e.recorded_from_ms, e.recorded_to_ms),
                                                        (true, "true", e.valid_from_ms, e.valid_to_ms))):
-            tip = f"v{e.version} {kind} from {_iso(start) if start else 'always'} to {_iso(end) if end else 'now on'}"
+            since, until = iso_time(start, "minutes") if start else "always", iso_time(end, "minutes") if end else "now on"
+            tip = f"v{e.version} {kind} from {since} to {until}"
             rows.append(el("rect", el("title", tip), x=a, y=top + n * ROW, width=max(b - a, 2), height=ROW - 4,
                            class_=f"bar {kind}" + (" open" if end is None else "")))
     height = 24 + len(ordered) * 2 * ROW + 24
     ticks = [low + (high - low) * k / 4 for k in range(5)]
     anchors = ("start", "middle", "middle", "middle", "end")  # the outer labels stay inside the picture
-    axis = [el("text", _iso(t), x=x(t, t), y=height - 6, class_="axis", text_anchor=a) for t, a in zip(ticks, anchors)]
+    axis = [el("text", iso_time(t, "minutes"), x=x(t, t), y=height - 6, class_="axis", text_anchor=a)
+            for t, a in zip(ticks, anchors)]
     legend = [el("rect", x=LEFT, y=2, width=12, height=10, class_="bar believed"),
               el("text", "believed (transaction time)", x=LEFT + 16, y=11, class_="axis"),
               el("rect", x=LEFT + 220, y=2, width=12, height=10, class_="bar true"),

@@ -6,13 +6,12 @@ nothing from the network, no inline script or style (the Content-Security-Policy
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from perseus_vault_core import true_from
+from perseus_vault_core import iso_time, true_from
 
 from .markup import Child, Markup, el, join, url
 
@@ -79,7 +78,7 @@ def when(ms: int | None) -> Markup:
     """A unix-millisecond time as ISO 8601 (UTC), in a ``<time>`` element; a dash for none."""
     if ms is None:
         return el("span", "—", class_="none")
-    text = dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+    text = iso_time(ms, "seconds") or str(ms)
     return el("time", text, datetime=text)
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from benchmarks import agent_text
-from benchmarks.postgres import replace_section
+from benchmarks.report import replace_section
 
 
 def test_a_recall_costs_at_most_160_characters_a_hit_beyond_its_text_and_prepare_is_dated() -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks import hooks
+from benchmarks.synthetic import memories
 from perseus_vault_core import Vault
 
 
@@ -16,7 +17,7 @@ from perseus_vault_core import Vault
 def test_a_small_run_times_every_case_and_renders_them(tmp_path: Path) -> None:
     db = str(tmp_path / "v.db")
     with Vault(db, embedder=False) as vault:
-        vault.import_jsonl(json.dumps(m) for m in hooks.memories(200))
+        vault.import_jsonl(json.dumps(m) for m in memories(200))
     result = hooks.new_processes(db, db, lambda _: None, runs=1)
     assert set(result["cases"]) == {"bare interpreter"} | {
         f"{verb}, {label}, {how}" for verb in ("prepare", "recall") for label in ("keyword-only", "with the model")

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from ...contract.models import GlobalCommunity, RecallItem
 from ...contract.readable import line_of, truth
-from ...contract.text import escape_breaks, one_line
+from ...contract.text import clip_line, escape_breaks
 from ...recall.curation import TURN_TYPE
 from .communities import Group
 
@@ -98,8 +98,8 @@ def context(query: str, chosen: list[GlobalCommunity], max_chars: int) -> str:
     importance (each community's heading and summary before its evidence lines, each with its memory's
     id and the date of its version)."""
     if not chosen:
-        return one_line(f"No community of linked memories matches: {query}", max_chars)
-    lines = [f"# Communities for: {one_line(query, 200)}"]
+        return clip_line(f"No community of linked memories matches: {query}", max_chars)
+    lines = [f"# Communities for: {clip_line(query, 200)}"]
     used = len(lines[0])
     for n, gc in enumerate(chosen, start=1):
         section = [
@@ -107,7 +107,7 @@ def context(query: str, chosen: list[GlobalCommunity], max_chars: int) -> str:
             gc.summary,
             "Evidence:",
         ]
-        section += [f"- [{escape_breaks(f'{e.category}/{e.key}')}] {one_line(_said(e), EVIDENCE_CHARS)} "
+        section += [f"- [{escape_breaks(f'{e.category}/{e.key}')}] {clip_line(_said(e), EVIDENCE_CHARS)} "
                     f"(#{e.id}, {truth(e)})" for e in gc.evidence]  # dated, as recall's lines
         for line in section:
             if used + 1 + len(line) > max_chars:

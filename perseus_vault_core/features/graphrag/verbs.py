@@ -35,7 +35,7 @@ from ...contract.params import (
     validate,
 )
 from ...contract.readable import line_of
-from ...contract.text import one_line
+from ...contract.text import clip_line
 from ...embeddings import embedding_text
 from ...engine.engine import Engine
 from ...primitives.dialect import dialect
@@ -80,7 +80,7 @@ def describe(conn: Connection, groups: list[Group], central: int) -> list[Commun
     for g in groups:
         members = [
             CommunityMember(id=m, category=rows[m]["category"], key=rows[m]["key"],
-                            title=one_line(_title(rows[m]), 100), centrality=g.centrality[m])
+                            title=clip_line(_title(rows[m]), 100), centrality=g.centrality[m])
             for m in g.central(central) if m in rows
         ]
         out.append(Community(id=g.id, size=len(g.members), agent_id=g.agent_id or None,

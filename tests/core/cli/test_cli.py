@@ -606,7 +606,7 @@ def test_times_on_the_command_line_are_unix_ms_or_iso_8601(cli: Any, db: str) ->
                          "2026-01-01T00:00:00Z")).json()
     assert made["valid_from_ms"] == 1_767_225_600_000
     assert assert_ok(cli("--db", db, "--json", "as-of", "note", "k", "2100-01-01")).json()["id"] == made["id"]
-    assert assert_ok(cli("--db", db, "as-of", "note", "k", "1")).out.startswith("no version of note/k")
+    assert assert_ok(cli("--db", db, "as-of", "note", "k", "1")).out.startswith("No version of note/k")
     assert "as_of_unix_ms" in assert_one_line_error(cli("--db", db, "as-of", "note", "k", "soon"))
     found = assert_ok(cli("--db", db, "--json", "recall", "", "--as-of", "2100-01-01T00:00:00Z")).json()
     assert [i["id"] for i in found["items"]] == [made["id"]]

