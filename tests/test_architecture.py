@@ -293,9 +293,9 @@ UNTESTED: frozenset[str] = frozenset({
     f"{CORE}/facade/roles.py", f"{CORE}/features/graphrag/verbs.py", f"{CORE}/features/memory_files/edits.py",
     f"{CORE}/features/memory_files/files.py", f"{CORE}/features/memory_files/sync.py",
     f"{CORE}/features/remembering.py", f"{CORE}/indexes/vector.py", f"{CORE}/indexes/vocabulary.py",
-    f"{CORE}/primitives/background.py", f"{CORE}/primitives/cancel.py", f"{CORE}/primitives/dbapi.py",
+    f"{CORE}/primitives/background.py", f"{CORE}/primitives/dbapi.py",
     f"{CORE}/primitives/dialect.py", f"{CORE}/primitives/filters.py", f"{CORE}/primitives/hits.py",
-    f"{CORE}/primitives/keys.py", f"{CORE}/primitives/scopes.py", f"{CORE}/primitives/where_sql.py",
+    f"{CORE}/primitives/where_sql.py",
     f"{CORE}/recall/arms.py", f"{CORE}/recall/curated.py", f"{CORE}/resident/__init__.py",
     f"{CORE}/resident/client.py", f"{CORE}/state/scoped.py",
     # storage: through tests/core/storage/ on both backends
