@@ -11,6 +11,10 @@
 - SQLite stays behind the storage seam: outside ``perseus_vault_core/storage/``, no module imports
   the SQLite backend (the package's ``open_backend`` picks it) and no SQL names an SQLite-only thing
   (FTS5 tables, sqlite-vec functions, pragmas, the change log, ``INSERT OR``).
+- the tests mirror the modules (:func:`unmirrored_tests`, :func:`untested_modules`): a module's own tests
+  are ``tests/core/<its path>/test_<its name>.py`` (``tests/integrations/...`` for an adapter), a package's
+  ``__init__`` that defines something is tested by ``test_package.py`` in its folder, and every test file
+  under ``tests/core/`` and ``tests/integrations/`` is one module's.
 
 And, at run time, importing the core loads no framework and no adapter.
 """
@@ -263,6 +267,113 @@ def drawn_layers(text: str, packages: set[str]) -> list[tuple[str, ...]]:
     return rows
 
 
+# Where each module's own tests live: ``tests/core/<path>/test_<name>.py`` for
+# ``perseus_vault_core/<path>/<name>.py``, ``tests/integrations/...`` for ``perseus_vault_integrations/...``;
+# ``test_package.py`` for a package's ``__init__``.
+# Tests of the product whole are outside the rule: ``tests/reliability/`` (crashes, concurrency, bad input,
+# tenancy), ``tests/benchmarks/`` (the benchmarks' own tests) and the files at the top of ``tests/`` (the
+# architecture, the layout, the docs and examples, the install, every surface at once).
+TESTS = "tests"
+MIRRORS = {"core": CORE, "integrations": INTEGRATIONS}
+
+# Modules still without a test file of their own (most are exercised through the verbs that use them,
+# from other modules' tests): each waits for its own ``test_<name>.py``, and the check fails once one has
+# it, so that the list only shrinks. Do not add to it: a new module comes with its test file.
+UNTESTED: frozenset[str] = frozenset({
+    # the contract: models and params, exercised by every verb's tests and tests/core/contract/test_verbs.py
+    f"{CORE}/contract/errors.py", f"{CORE}/contract/memory_names.py", f"{CORE}/contract/models.py",
+    f"{CORE}/contract/readable.py", f"{CORE}/contract/params/base.py",
+    f"{CORE}/contract/params/conversations.py", f"{CORE}/contract/params/memory.py",
+    f"{CORE}/contract/params/opening.py", f"{CORE}/contract/params/operations.py",
+    f"{CORE}/contract/params/options.py", f"{CORE}/contract/params/overview.py",
+    f"{CORE}/contract/params/reading.py", f"{CORE}/contract/params/signatures.py",
+    f"{CORE}/contract/params/writing.py",
+    # the command line's human output, through tests/core/cli/test_main.py
+    f"{CORE}/cli/format.py",
+    # the layers' pieces, through the tests of the features and verbs that use them
+    f"{CORE}/facade/roles.py", f"{CORE}/features/graphrag/verbs.py", f"{CORE}/features/memory_files/edits.py",
+    f"{CORE}/features/memory_files/files.py", f"{CORE}/features/memory_files/sync.py",
+    f"{CORE}/features/remembering.py", f"{CORE}/indexes/vector.py", f"{CORE}/indexes/vocabulary.py",
+    f"{CORE}/primitives/background.py", f"{CORE}/primitives/dbapi.py",
+    f"{CORE}/primitives/dialect.py", f"{CORE}/primitives/filters.py", f"{CORE}/primitives/hits.py",
+    f"{CORE}/primitives/where_sql.py",
+    f"{CORE}/recall/arms.py", f"{CORE}/recall/curated.py", f"{CORE}/resident/__init__.py",
+    f"{CORE}/resident/client.py", f"{CORE}/state/scoped.py",
+    # storage: through tests/core/storage/ on both backends
+    f"{CORE}/storage/__init__.py", f"{CORE}/storage/base.py", f"{CORE}/storage/changelog.py",
+    f"{CORE}/storage/checks.py", f"{CORE}/storage/keyword_mirror.py", f"{CORE}/storage/meta.py",
+    f"{CORE}/storage/retry.py", f"{CORE}/storage/vector_rows.py", f"{CORE}/storage/sqlite/__init__.py",
+    f"{CORE}/storage/sqlite/changes.py", f"{CORE}/storage/sqlite/vectors.py",
+    # the adapters: through tests/integrations/inspector/test_app.py, mcp/test_server.py and the others
+    f"{INTEGRATIONS}/commands.py", f"{INTEGRATIONS}/extras.py", f"{INTEGRATIONS}/inspector/query.py",
+    f"{INTEGRATIONS}/inspector/sessions.py", f"{INTEGRATIONS}/inspector/views/browse.py",
+    f"{INTEGRATIONS}/inspector/views/files.py", f"{INTEGRATIONS}/inspector/views/graph.py",
+    f"{INTEGRATIONS}/inspector/views/hygiene.py", f"{INTEGRATIONS}/inspector/views/memory.py",
+    f"{INTEGRATIONS}/inspector/views/overview.py", f"{INTEGRATIONS}/inspector/views/playground.py",
+    f"{INTEGRATIONS}/inspector/views/timetravel.py", f"{INTEGRATIONS}/llama_index/storage_context.py",
+    f"{INTEGRATIONS}/mcp/client.py", f"{INTEGRATIONS}/mcp/http.py", f"{INTEGRATIONS}/mcp/reference.py",
+})
+
+# Test files that still test several modules or a concern no module is named for, each waiting to be
+# split into the modules' own files (the check fails once it is gone, so the list only shrinks).
+UNMIRRORED: frozenset[str] = frozenset({
+    f"{TESTS}/core/features/test_phrase_vectors.py",  # storage's phrase vectors and features/proactive.py
+    f"{TESTS}/core/recall/test_dense_recall.py",  # recall/pipeline.py's dense arm and indexes/vector.py
+    f"{TESTS}/integrations/langchain/test_text_filters.py",  # vectorstores.py, retrievers.py, ../arguments.py
+    f"{TESTS}/integrations/llama_index/test_text_filters.py",  # vector_stores.py, retrievers.py, ../arguments.py
+    f"{TESTS}/integrations/mcp/test_text.py",  # what server.py writes for a model to read
+})
+
+
+def is_face(path: Path) -> bool:
+    """A package's ``__init__`` that defines no function or class: a docstring, imports and names (its
+    public face), with nothing of its own to test."""
+    return path.name == "__init__.py" and not any(
+        isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))))
+
+
+def mirror_of(module: Path, root: Path) -> Path:
+    """Where the tests of ``module`` (a path under ``root``) live."""
+    side = {package: folder for folder, package in MIRRORS.items()}
+    package, *inner, name = module.relative_to(root).parts
+    return root.joinpath(TESTS, side[package], *inner, "test_package.py" if name == "__init__.py" else f"test_{name}")
+
+
+def unmirrored_tests(root: Path, allowed: frozenset[str] = frozenset()) -> list[str]:
+    """Test files under ``tests/core/`` and ``tests/integrations/`` that are no module's (an allowed one
+    that is gone, or mirrors a module now, is named too)."""
+    mirrored = {mirror_of(path, root) for package in MIRRORS.values() for path in (root / package).rglob("*.py")}
+    bad = []
+    for folder in MIRRORS:
+        for test in sorted((root / TESTS / folder).rglob("test_*.py")):
+            name = test.relative_to(root).as_posix()
+            if test not in mirrored and name not in allowed:
+                bad.append(f"{name} tests no module (name it test_<module>.py beside the module's mirror)")
+    for name in sorted(allowed):
+        if not (root / name).is_file() or root / name in mirrored:
+            bad.append(f"{name} is allowed as unmirrored but is gone or mirrors a module now: take it off the list")
+    return bad
+
+
+def untested_modules(root: Path, allowed: frozenset[str] = frozenset()) -> list[str]:
+    """Modules of both packages without their test file, leaving out ``__main__`` (a script's entry) and
+    a package's face (an allowed one that has its test file now, or is gone, is named too)."""
+    bad = []
+    modules = sorted(path for package in MIRRORS.values() for path in (root / package).rglob("*.py"))
+    for module in modules:
+        name = module.relative_to(root).as_posix()
+        if module.name == "__main__.py" or is_face(module) or mirror_of(module, root).is_file():
+            if name in allowed and module.name != "__main__.py" and not is_face(module):
+                bad.append(f"{name} has {mirror_of(module, root).relative_to(root).as_posix()} now: "
+                           "take it off the untested list")
+        elif name not in allowed:
+            bad.append(f"{name} has no {mirror_of(module, root).relative_to(root).as_posix()}")
+    bad += [f"{name} is on the untested list but is no module any more" for name in sorted(allowed)
+            if not (root / name).is_file()]
+    return bad
+
+
 # --- the repository keeps the rules -----------------------------------------------------------------
 
 
@@ -321,6 +432,16 @@ def test_importing_the_core_loads_no_framework_and_no_adapter() -> None:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+def test_each_test_file_is_a_module_s() -> None:
+    bad = unmirrored_tests(ROOT, UNMIRRORED)
+    assert not bad, "\n".join(bad)
+
+
+def test_each_module_has_its_test_file() -> None:
+    bad = untested_modules(ROOT, UNTESTED)
+    assert not bad, "\n".join(bad)
 
 
 # --- the checks can fail ------------------------------------------------------------------------------
@@ -412,4 +533,41 @@ def test_the_seam_check_names_each_leak(tmp_path: Path) -> None:
         f"{CORE}.memory:3 reads cursor.lastrowid (use INSERT ... RETURNING)",
         f"{CORE}.recall:2 imports {CORE}.storage.sqlite",
         f"{CORE}.recall:4 SQL uses '_fts'",
+    ]
+
+
+def test_the_mirror_check_names_each_test_file_and_module_out_of_place(tmp_path: Path) -> None:
+    root = write(tmp_path, {
+        f"{CORE}/__init__.py": "from .store import Store\n",  # a face: nothing to test
+        f"{CORE}/store.py": "class Store: ...\n",
+        f"{CORE}/recall/__init__.py": "def recall(): ...\n",  # defines something: test_package.py
+        f"{CORE}/recall/fusion.py": "",
+        f"{CORE}/recall/__main__.py": "recall()\n",
+        f"{CORE}/gone.py": "",
+        f"{INTEGRATIONS}/mcp/server.py": "",
+        f"{TESTS}/core/test_store.py": "",
+        f"{TESTS}/core/recall/test_dense_recall.py": "",
+        f"{TESTS}/core/recall/test_fusion.py": "",
+        f"{TESTS}/core/test_gone.py": "",
+        f"{TESTS}/integrations/mcp/test_text.py": "",
+        f"{TESTS}/reliability/test_crash.py": "",  # the product whole: outside the rule
+        f"{TESTS}/test_layout.py": "",
+    })
+    lost = " tests no module (name it test_<module>.py beside the module's mirror)"
+    assert unmirrored_tests(root) == [f"{TESTS}/core/recall/test_dense_recall.py{lost}",
+                                      f"{TESTS}/integrations/mcp/test_text.py{lost}"]
+    allowed = frozenset({f"{TESTS}/integrations/mcp/test_text.py", f"{TESTS}/core/test_gone.py"})
+    assert unmirrored_tests(root, allowed) == [
+        f"{TESTS}/core/recall/test_dense_recall.py{lost}",
+        f"{TESTS}/core/test_gone.py is allowed as unmirrored but is gone or mirrors a module now: take it off the list",
+    ]
+    assert untested_modules(root) == [
+        f"{CORE}/recall/__init__.py has no {TESTS}/core/recall/test_package.py",
+        f"{INTEGRATIONS}/mcp/server.py has no {TESTS}/integrations/mcp/test_server.py",
+    ]
+    allowed = frozenset({f"{INTEGRATIONS}/mcp/server.py", f"{CORE}/store.py", f"{CORE}/old.py"})
+    assert untested_modules(root, allowed) == [
+        f"{CORE}/recall/__init__.py has no {TESTS}/core/recall/test_package.py",
+        f"{CORE}/store.py has {TESTS}/core/test_store.py now: take it off the untested list",
+        f"{CORE}/old.py is on the untested list but is no module any more",
     ]

@@ -37,7 +37,7 @@ RUNTIME_ENV = "PERSEUS_VAULT_RUNTIME_DIR"
 DEFAULT_IDLE_S = 900.0  # a helper exits after this long without a call
 DEFAULT_PATH = "perseus_vault.db"  # vault.DEFAULT_PATH, without importing the vault (a test holds them equal)
 # The commands a helper answers: reads whose output depends only on the vault and the arguments (each
-# command's words as the parser accepts them; tests/core/resident/test_resident.py holds this to the table).
+# command's words as the parser accepts them; tests/core/resident/test_server.py holds this to the table).
 SERVED = frozenset({"prepare", "context", "recall", "recall-when", "recall_when", "search"})
 # Settings that change what a command answers: a helper serves only calls made with its own.
 IDENTITY_ENV = ("PERSEUS_VAULT_EMBEDDER",)

@@ -3,8 +3,8 @@ indexes and the vectors), ``backup`` copies a consistent file while writer proce
 schema is refused without touching the file, and every earlier schema version migrates.
 
 Already covered elsewhere: single-row FTS drift and the in-memory mirror after reindex
-(``tests/core/storage/test_maintenance.py``), a backup beside a writer thread (same file), the newer-schema
-refusal and an atomic failing migration (``tests/core/storage/test_schema.py``).
+(``tests/core/storage/sqlite/test_maintenance.py``), a backup beside a writer thread (same file), the newer-schema
+refusal and an atomic failing migration (``tests/core/storage/sqlite/test_schema.py``).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ MCP server bound to a scope (whose callers may pass another scope).
 
 Every scope holds the same memories, word for word, except one marker word (``ownerALICEWS1``...),
 so that a leak shows both in ids and in any text a path returns. An unscoped copy sits beside them.
-``tests/core/facade/test_tenancy.py`` covers the fts5 paths, partial scopes, scan cursors and the writes;
+``tests/reliability/test_tenancy.py`` covers the fts5 paths, partial scopes, scan cursors and the writes;
 this file adds the dense and hybrid modes, the in-memory indexes, the graph, proactive and global
 paths, memory files, and the adapters.
 """

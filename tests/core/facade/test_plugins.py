@@ -15,7 +15,7 @@ from perseus_vault_core import Vault
 from perseus_vault_core.cli import parser as cli_parser
 from perseus_vault_core.facade.plugins import GROUP, Plugin, discover
 
-from ..cli.test_cli import _clean_env, assert_ok, assert_one_line_error, cli, db, keyword_only  # noqa: F401
+from ..cli.test_main import _clean_env, assert_ok, assert_one_line_error, cli, db, keyword_only  # noqa: F401
 
 INSTALL = 'pip install "perseus-vault[mcp]"'
 

@@ -13,7 +13,7 @@ import pytest
 from perseus_vault_core import CheckReport, InvalidInput, ReindexReport, Stats, Vault
 from perseus_vault_core.storage.sqlite import schema
 
-from ...conftest import Clock, modes
+from ....conftest import Clock, modes
 
 
 def healthy(vault: Vault, clock: Clock) -> dict[str, int]:

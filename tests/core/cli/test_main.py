@@ -31,7 +31,7 @@ DAY = r"\d{4}-\d\d-\d\d"  # a date as a person reads it: when a memory became tr
 @pytest.fixture(autouse=True)
 def keyword_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """These tests are about the CLI's contract, not embeddings: run it keyword-only (the operator
-    setting), so they are fast and their rankings are BM25's. tests/core/cli/test_embed.py runs the
+    setting), so they are fast and their rankings are BM25's. tests/core/cli/test_admin.py runs the
     CLI with the bundled model."""
     monkeypatch.setenv("PERSEUS_VAULT_EMBEDDER", "none")
 

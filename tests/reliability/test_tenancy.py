@@ -19,7 +19,7 @@ import pytest
 from perseus_vault_core import InvalidInput, NotFound, Vault
 from perseus_vault_core.storage.sqlite import keyword
 
-from ...conftest import DAY_MS, T0, Clock
+from ..conftest import DAY_MS, T0, Clock
 
 pytestmark = pytest.mark.both_backends  # the contract suite: SQLite and PostgreSQL (tests/conftest.py)
 

@@ -16,7 +16,7 @@ from perseus_vault_core.storage.sqlite import keyword
 from perseus_vault_core.storage.sqlite.connection import read_snapshot
 from perseus_vault_core.storage.sqlite.keyword import varints_total
 
-from ...conftest import Clock
+from ....conftest import Clock
 
 WORDS = (
     "billing ledger invoice postgres sqlite replica backup restore cache latency queue worker deploy rollback "

@@ -17,7 +17,7 @@ import pytest
 from perseus_vault_core import SetupError, StorageError, Vault
 from perseus_vault_core.storage.sqlite import connection as factory
 
-from ...conftest import modes
+from ....conftest import modes
 
 
 def test_default_driver_loads_sqlite_vec_and_fts5(tmp_path: Path) -> None:

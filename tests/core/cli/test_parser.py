@@ -14,7 +14,7 @@ from mcp import Client
 from perseus_vault_core import InvalidInput, Vault
 from perseus_vault_integrations.mcp import build_server
 
-from .test_cli import _clean_env, assert_one_line_error, cli, keyword_only  # noqa: F401  (fixtures)
+from .test_main import _clean_env, assert_one_line_error, cli, keyword_only  # noqa: F401  (fixtures)
 
 
 def test_a_misspelled_required_argument_is_named_with_its_near_name(tmp_path: Path) -> None:

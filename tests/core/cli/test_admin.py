@@ -1,5 +1,6 @@
-"""The CLI's conversation commands: remember-conversation and conversation (keyword-only, like
-tests/core/cli/test_cli.py)."""
+"""The commands that do more than hand their flags to the vault (perseus_vault_core/cli/admin.py): the
+conversation commands, remember-conversation and conversation (keyword-only, like tests/core/cli/test_main.py),
+and embed with the bundled model (writes embed, recall defaults to hybrid, embed backfills)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ from typing import Any
 
 import pytest
 
-from .test_cli import _clean_env, assert_ok, assert_one_line_error, cli, db, keyword_only  # noqa: F401
+from perseus_vault_core.cli.main import main
+
+from .test_main import _clean_env, assert_ok, assert_one_line_error, cli, db, keyword_only  # noqa: F401
 
 CHAT = [
     {"speaker": "Caroline", "text": "I went to the LGBTQ support group yesterday.", "time": "2023-05-08T13:56:00Z"},
@@ -72,3 +75,39 @@ def test_scope_and_errors_are_one_line(cli: Any, db: str, tmp_path: Path) -> Non
     assert "around: no entity with id 99" in assert_one_line_error(cli("--db", db, "conversation", "s", "--around", "99"))
     assert "no vault" in assert_one_line_error(cli("--db", str(tmp_path / "none.db"), "conversation", "s"))
     assert not (tmp_path / "none.db").exists()  # reading never creates a vault
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_cli_remembers_with_vectors_and_recalls_hybrid(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    db = str(tmp_path / "cli.db")
+    monkeypatch.delenv("PERSEUS_VAULT_EMBEDDER", raising=False)
+    assert run(capsys, "remember", "decision", "storage", "We chose SQLite in WAL mode.", "--db", db)[0] == 0
+    code, out, _ = run(capsys, "recall", "which database engine did we pick", "--db", db, "--json")
+    result = json.loads(out)
+    assert code == 0 and result["search_mode"] == "hybrid" and result["items"][0]["key"] == "storage"
+    code, out, _ = run(capsys, "recall", "which database engine did we pick", "--mode", "dense", "--startup",
+                       "--profile", "validity", "--db", db)
+    assert code == 0 and "dense" in out and "actionability" in out and "valid" in out
+    code, out, _ = run(capsys, "stats", "--db", db, "--json")
+    assert json.loads(out)["embedding_coverage"] == 1.0
+
+
+def test_cli_embed_backfills_a_keyword_only_vault(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    db = str(tmp_path / "cli.db")
+    monkeypatch.setenv("PERSEUS_VAULT_EMBEDDER", "none")
+    for i in range(3):
+        assert run(capsys, "remember", "note", f"k{i}", f"note {i} about backups", "--db", db)[0] == 0
+    assert json.loads(run(capsys, "stats", "--db", db, "--json")[1])["embedding_coverage"] == 0.0
+    code, _, err = run(capsys, "embed", "--db", db)
+    assert code == 1 and err.startswith("error:") and "without an embedder" in err
+    monkeypatch.delenv("PERSEUS_VAULT_EMBEDDER")
+    code, out, _ = run(capsys, "embed", "--db", db)
+    assert code == 0 and "embedded 3 version(s)" in out
+    assert json.loads(run(capsys, "stats", "--db", db, "--json")[1])["embedding_coverage"] == 1.0

@@ -16,9 +16,9 @@ import pytest
 
 from perseus_vault_core.cli.main import main
 
-from ..conftest import wait_for_port
+from .conftest import wait_for_port
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 ENV = {"PERSEUS_VAULT_EMBEDDER": "none"}
 
 

@@ -1,4 +1,5 @@
-"""What a new process pays before its first answer: the modules it loads (a hook starts one before every
+"""The core package's face (perseus_vault_core/__init__.py, whose public names load when first used): what a
+new process pays before its first answer, the modules it loads (a hook starts one before every
 agent turn; docs/hooks.md), measured by what ends up in ``sys.modules``, in a fresh interpreter each."""
 
 from __future__ import annotations

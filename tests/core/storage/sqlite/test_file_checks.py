@@ -1,6 +1,7 @@
-"""Encryption at rest (SQLCipher): no readable body or index text in any file on disk, recall unchanged,
-clear errors for a wrong, missing or superfluous key, ``rekey`` without loss, encrypted backups, and the
-MCP server over an encrypted vault with the key from the environment."""
+"""Encryption at rest (SQLCipher), and the checks of storage/sqlite/file_checks.py: no readable body or
+index text in any file on disk, recall unchanged, clear errors for a wrong, missing or superfluous key
+(told before SQLite opens the file), ``rekey`` without loss, encrypted backups, and the MCP server over an
+encrypted vault with the key from the environment."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from perseus_vault_core.cli.main import main
 from perseus_vault_core.primitives import keys
 from perseus_vault_core.storage.sqlite import connection, file_checks
 
-from ...conftest import Clock, FakeEmbedder, modes
+from ....conftest import Clock, FakeEmbedder, modes
 
 pytest.importorskip("sqlcipher3")
 

@@ -1,0 +1,55 @@
+"""The embedder contract (embeddings/base.py): the text a memory is embedded by, and the check every
+embedder's output passes before it reaches the vault."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+
+from perseus_vault_core import InvalidInput
+from perseus_vault_core import embeddings as E
+from perseus_vault_core.embeddings.base import checked, normalize
+
+
+def test_embedding_text_joins_summary_and_content() -> None:
+    assert E.embedding_text("body", None) == "body"
+    assert E.embedding_text("body", "Title") == "Title: body"  # the colon says which part is which
+    assert E.embedding_text("body", "A title.") == "A title. body"
+    assert E.embedding_text("body", "  ") == "body"
+
+
+class _Returns:
+    """An embedder that answers every call with the same array."""
+
+    identity = "test:returns"
+    dimension = 3
+
+    def __init__(self, out: np.ndarray) -> None:
+        self.out = out
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return self.out
+
+
+def test_checked_makes_each_row_unit_length() -> None:
+    out = checked(_Returns(np.array([[3.0, 4.0, 0.0], [0.0, 0.0, 2.0]])), ["a", "b"])
+    assert out.dtype == np.float32 and np.allclose(out, [[0.6, 0.8, 0.0], [0.0, 0.0, 1.0]])
+
+
+@pytest.mark.parametrize(("out", "said"), [
+    (np.ones((1, 3)), "shape (1, 3), expected (2, 3)"),
+    (np.ones((2, 4)), "shape (2, 4), expected (2, 3)"),
+    (np.array([[1.0, np.nan, 0.0], [1.0, 0.0, 0.0]]), "NaN or infinite"),
+    (np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 0.0]]), "zero vector"),
+])
+def test_checked_refuses_an_embedder_that_breaks_the_contract(out: np.ndarray, said: str) -> None:
+    with pytest.raises(InvalidInput, match=re.escape(said)):
+        checked(_Returns(out), ["a", "b"])
+
+
+def test_normalize_leaves_a_zero_row_zero() -> None:
+    out = normalize(np.array([[0.0, 2.0], [0.0, 0.0]]))
+    assert np.allclose(out, [[0.0, 1.0], [0.0, 0.0]])
