@@ -102,7 +102,7 @@ class Engine:
         self.fusion = fusion
         # what curation acts on, held warm (recall/kept_relations.py)
         self.relations = KeptRelations(KEPT, lambda c: self.backend.next_id(c, "links") - 1,
-                                       self.backend.changes.position)
+                                       self.backend.changes)
         self.cross_encoder = cross_encoder
         self.judge = judge  # decides on each new memory's candidates (features/relations.py), when the app has one
         self.memory_lock = threading.Lock()  # one add/delete at a time rewrites a memory file in this process

@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 from ..storage import Connection
+from ..storage.base import ChangeLog
 
 T = TypeVar("T")
 Row = tuple[int, int, str, str | None]  # (from id, to id, relation, source)
@@ -51,13 +52,13 @@ class KeptRelations:
     """The open links of the relations in ``names`` from or to each memory met, kept current with the file.
     ``last_link``: the highest number the store ever gave a link, as a snapshot sees it (``Backend.next_id``
     less one: a purge that deletes the latest link does not lower it, so a lower one means an older snapshot);
-    ``position``: the change log's position (``ChangeLog.position``)."""
+    ``changes``: the store's change log (a version written, or purged)."""
 
-    def __init__(self, names: Sequence[str], last_link: Callable[[Connection], int],
-                 position: Callable[[Connection], int], clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, names: Sequence[str], last_link: Callable[[Connection], int], changes: ChangeLog,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self._names = ", ".join(f"'{name}'" for name in names)
         self._last_link = last_link
-        self._position = position
+        self._changes = changes
         self._clock = clock
         self._lock = threading.Lock()
         self._versions: dict[int, Any] = {}  # a version's number -> what curation read of it
@@ -137,7 +138,7 @@ class KeptRelations:
 
     def _stamp_of(self, conn: Connection) -> Stamp:
         (since,) = conn.execute("SELECT count(*) FROM links WHERE recorded_to_ms >= ?", (self._closed_ms,)).fetchone()
-        return self._last_link(conn), self._position(conn), int(since)
+        return self._last_link(conn), self._changes.position(conn), int(since)
 
     @staticmethod
     def _closings(conn: Connection) -> tuple[int, int]:
@@ -171,8 +172,7 @@ class KeptRelations:
             touched.update(int(x) for row in conn.execute(
                 "SELECT from_id, to_id FROM links WHERE id > ? AND id <= ?", (self._stamp[0], last_id)) for x in row)
         if position > self._stamp[1]:
-            vids = [int(v) for (v,) in conn.execute("SELECT vid FROM head_changes WHERE seq > ? AND seq <= ?",
-                                                    (self._stamp[1], position))]
+            vids = [vid for vid, _ in self._changes.entries(conn, self._stamp[1], position, False)]
             if vids:  # two reads, not a join (a distributed database keeps the log apart: storage/changelog.py)
                 touched.update(int(e) for (e,) in conn.execute(
                     f"SELECT entity_id FROM entity_versions WHERE vid IN ({_listed(sorted(set(vids)))})"))

@@ -39,7 +39,7 @@ def _open(where: str | Path, clock: Clock) -> tuple[Vault, Monotonic]:
     vault = Vault(where, clock=clock, embedder=False)
     ticks = Monotonic()
     backend = vault._engine.backend
-    vault._engine.relations = KeptRelations(KEPT, lambda c: backend.next_id(c, "links") - 1, backend.changes.position,
+    vault._engine.relations = KeptRelations(KEPT, lambda c: backend.next_id(c, "links") - 1, backend.changes,
                                             clock=ticks)
     return vault, ticks
 
