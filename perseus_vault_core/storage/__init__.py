@@ -6,7 +6,7 @@ a ``postgresql://`` URL in place of the file's path (docs/postgres.md).
 
 import sys
 
-from .base import Backend, ChangeLog, Connection, Cursor, KeywordMirror, KeywordStore, Tokenizer, VectorStore
+from .base import Backend, ChangeLog, Connection, Cursor, KeywordStore, Tokenizer, VectorStore
 from .postgres import PostgresBackend, is_url
 from .sqlite import SQLITE_ERRORS, SQLiteBackend
 
@@ -26,5 +26,5 @@ def open_backend(path: str, *, key: str | bytes | None, synchronous: str) -> Bac
     return SQLiteBackend(path, key=key, synchronous=synchronous)
 
 
-__all__ = ["Backend", "ChangeLog", "Connection", "Cursor", "KeywordMirror", "KeywordStore", "Tokenizer",
-           "VectorStore", "driver_errors", "is_url", "open_backend"]
+__all__ = ["Backend", "ChangeLog", "Connection", "Cursor", "KeywordStore", "Tokenizer", "VectorStore",
+           "driver_errors", "is_url", "open_backend"]
