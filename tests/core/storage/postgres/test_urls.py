@@ -10,7 +10,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 import pytest
 
 from perseus_vault_core import NotFound, StorageError, Vault
-from perseus_vault_core.storage.postgres import redact, scrub
+from perseus_vault_core.storage.urls import redact, scrub
 from perseus_vault_core.storage.postgres.pool import split_url
 
 from ....conftest import Clock, FakeEmbedder
