@@ -295,14 +295,14 @@ UNTESTED: frozenset[str] = frozenset({
     f"{CORE}/features/memory_files/files.py", f"{CORE}/features/memory_files/sync.py",
     f"{CORE}/features/remembering.py", f"{CORE}/indexes/vector.py", f"{CORE}/indexes/vocabulary.py",
     f"{CORE}/primitives/background.py", f"{CORE}/primitives/dbapi.py",
-    f"{CORE}/primitives/dialect.py", f"{CORE}/primitives/filters.py", f"{CORE}/primitives/hits.py",
+    f"{CORE}/primitives/dialect.py", f"{CORE}/primitives/filters.py",
     f"{CORE}/primitives/where_sql.py",
-    f"{CORE}/recall/arms.py", f"{CORE}/recall/curated.py", f"{CORE}/resident/__init__.py",
+    f"{CORE}/recall/curated.py", f"{CORE}/resident/__init__.py",
     f"{CORE}/resident/client.py", f"{CORE}/state/scoped.py",
     # storage: through tests/core/storage/ on both backends
     f"{CORE}/storage/__init__.py", f"{CORE}/storage/base.py", f"{CORE}/storage/changelog.py",
-    f"{CORE}/storage/checks.py", f"{CORE}/storage/keyword_mirror.py", f"{CORE}/storage/meta.py",
-    f"{CORE}/storage/retry.py", f"{CORE}/storage/vector_rows.py", f"{CORE}/storage/sqlite/__init__.py",
+    f"{CORE}/storage/checks.py", f"{CORE}/storage/meta.py",
+    f"{CORE}/storage/retry.py", f"{CORE}/storage/vector_rows.py",
     f"{CORE}/storage/sqlite/changes.py", f"{CORE}/storage/sqlite/vectors.py",
     # the adapters: through tests/integrations/inspector/test_app.py, mcp/test_server.py and the others
     f"{INTEGRATIONS}/commands.py", f"{INTEGRATIONS}/extras.py", f"{INTEGRATIONS}/inspector/query.py",

@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from ..contract.errors import InvalidInput, NotFound, StorageError
+from ..contract.errors import InvalidInput, NotFound
 from ..contract.models import Entity, RecallResult
 from ..contract.params import Fusion, OpenParams, RecallParams, RememberInput
 from ..embeddings import Embedder, LazyEmbedder, checked
@@ -43,8 +43,8 @@ from ..recall.arms import Arms
 from ..recall.curated import KEPT
 from ..recall.kept_relations import KeptRelations
 from ..records import store
-from ..storage import Connection, is_url, open_backend
-from ..storage.postgres import redact
+from ..storage import Connection, open_backend
+from ..storage.urls import is_url, redact
 
 T = TypeVar("T")
 K = TypeVar("K")
@@ -172,15 +172,14 @@ class Engine:
         return self.backend.write(self.conn(), work)
 
     def write_planned(self, plan: store.VectorPlan | None, work: Callable[[Connection], T]) -> T:
-        """A write whose new versions need vectors: when the transaction meets a text its plan did
-        not foresee, it rolls back, the text is embedded, and it runs again (a few times at most)."""
-        for _ in range(5):
-            try:
-                return self.write(work)
-            except store.MissingVectors as missing:
-                assert plan is not None and self.embedder is not None
-                plan.by_text.update(zip(missing.texts, checked(self.embedder, missing.texts)))
-        raise StorageError("the vault kept changing under this write; try again")
+        """A write whose new versions need vectors (``plan``: :meth:`plan`), with this vault's transaction and
+        embedder: a text the plan did not foresee is embedded and the write run again (:func:`store.write_planned`
+        states the protocol)."""
+        def embed(texts: list[str]) -> np.ndarray:
+            assert self.embedder is not None
+            return checked(self.embedder, texts)
+
+        return store.write_planned(self.write, embed, plan, work)
 
     def entity(self, entity_id: int) -> Entity:
         """The current version of an entity that exists (just written or checked)."""

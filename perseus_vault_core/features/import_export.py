@@ -381,9 +381,7 @@ def _write_entity(
             )
             text = embedding_text(ver.content, ver.summary)
             if plan is not None:
-                if text not in plan.by_text:
-                    raise store.MissingVectors([text])
-                backend.vectors.write(conn, [(vid, plan.by_text[text])])
+                backend.vectors.write(conn, [(vid, plan.vector(text))])
         return
     newest = _state(rec, rec.versions[-1], id_map)
     if all(prior[f] == newest[f] for f in store.STATE_FIELDS):

@@ -7,10 +7,9 @@ Shared by the backend's searches (:mod:`storage`) and the in-memory indexes (:mo
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
@@ -90,12 +89,25 @@ class Hit:
 
 
 def visible_hits(conn: Connection, ranking: Ranking, view: View, pool: int) -> list[Hit]:
+    """The ``pool`` best candidates of ``ranking`` the view lets this caller see, best first (:func:`walk`)."""
+    return walk(conn, ranking, view, pool).hits
+
+
+class Walk(NamedTuple):
+    """What :func:`walk` found: the visible hits, best first, and how many candidates it looked at (for
+    callers that judge the filters' bite)."""
+
+    hits: list[Hit]
+    examined: int
+
+
+def walk(conn: Connection, ranking: Ranking, view: View, pool: int) -> Walk:
     """Walk a ranking best first, keeping the candidates the view lets this caller see (a partial
     ranking: its exact part only).
 
     Batches grow with the share of candidates the filters rejected so far, so a narrow view
-    costs a few statements, not one per page of candidates. ``visible_hits.examined`` after a
-    call: how many candidates were looked at (for callers that judge the filters' bite).
+    costs a few statements, not one per page of candidates. The walk says how many candidates it looked
+    at (``examined``), for callers that judge the filters' bite.
 
     A where filter that keeps so few candidates that the walk would look at more than :data:`SCAN_SHARE` of
     the ranking's ``population`` is asked about every candidate at once instead (:func:`kept_by_where`: one
@@ -112,8 +124,8 @@ def visible_hits(conn: Connection, ranking: Ranking, view: View, pool: int) -> l
                 ranking.exact - taken > SCAN_SHARE * population:
             # The filter keeps few: ask it about every candidate at once, then walk the ones it keeps.
             keep = kept_by_where(conn, view, ranking.vids, heads, population)
-            return visible_hits(conn, Ranking(ranking.vids[keep], ranking.entity_ids[keep], ranking.scores[keep],
-                                              heads=heads), view, pool)
+            return walk(conn, Ranking(ranking.vids[keep], ranking.entity_ids[keep], ranking.scores[keep],
+                                      heads=heads), view, pool)
         eids, vids, scores = ranking.best(min(taken + want, ranking.exact))
         eids, vids, scores = eids[taken:], vids[taken:], scores[taken:]
         taken += len(vids)
@@ -127,11 +139,8 @@ def visible_hits(conn: Connection, ranking: Ranking, view: View, pool: int) -> l
                         if vid in visible)
         rate = max(len(hits) / taken, 0.01)
         want = min(int((pool - len(hits)) / rate * 1.25) + 8, 20_000)
-    _last_walk.examined = taken
-    return hits[:pool]
+    return Walk(hits[:pool], taken)
 
-
-_last_walk = threading.local()
 
 # A walk that would look at more candidates than this share of the heads asks the where filter about all
 # of them at once instead: a pass over the heads costs about a fifth of what the walk pays per candidate
@@ -183,8 +192,3 @@ def selected_hits(ranking: Ranking, visible: dict[int, tuple[Any, ...]], pool: i
     keep = np.isin(ranking.vids, np.fromiter(visible, dtype=np.int64, count=len(visible)))
     kept = Ranking(ranking.vids[keep], ranking.entity_ids[keep], ranking.scores[keep])
     return [Hit(eid, vid, score, visible[vid]) for eid, vid, score in kept.top(pool)]
-
-
-def examined() -> int:
-    """Candidates the last :func:`visible_hits` on this thread looked at."""
-    return int(getattr(_last_walk, "examined", 0))

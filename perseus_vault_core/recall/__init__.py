@@ -3,6 +3,7 @@ scores (:mod:`.fusion`), weighs them with the knobs (:mod:`.ranking`, :mod:`.val
 :mod:`.actionability`), curates the first places (:mod:`.curation` judges, :mod:`.curated` gathers),
 judges a dialogue's turns in their context (:mod:`.context`), and pages.
 
-It is lent what it needs (the backend, the in-memory indexes, a query embedder: :class:`.arms.Arms`)
-and knows no engine: the engine wires it (docs/architecture.md).
+It is lent what it needs (the backend, the in-memory indexes, a query embedder: :class:`.arms.Arms`, which
+also chooses, for both arms, whether an index or the backend answers) and knows no engine: the engine wires
+it (docs/architecture.md).
 """

@@ -7,8 +7,8 @@ The order of work:
    hybrid when it holds vectors and has an embedder, else fts5 (``search_mode`` says); an empty query
    (``''``) lists what the view holds instead;
 2. each arm returns a pool of visible candidates (scope, status, time and ``where`` applied inside its
-   query): keyword and dense through the backend's search (:mod:`storage`), or its in-memory indexes
-   (:mod:`indexes`) when they are ready;
+   query): keyword and dense from the in-memory indexes (:mod:`indexes`) when they can answer, else
+   from the backend's search (:mod:`storage`), as :class:`.arms.Arms` chooses for both;
 3. hybrid combines the arms' scores (:mod:`.fusion`): relevance = 0.6 x keyword score + 0.4 x cosine
    by default, over every candidate either arm found (a keyword hit the dense pool missed still gets its
    cosine); every item keeps its rank in each arm;
@@ -38,8 +38,7 @@ from ..embeddings import BUNDLED_IDENTITY, embedding_text
 from ..primitives.dialect import dialect
 from ..primitives.filters import FROM, View, from_vids, id_list, narrow, view
 from ..primitives.forking import GATE, Pool
-from ..primitives.hits import (POOL_COLUMNS, POOL_NAMES, Hit, Ranking, examined, kept_by_where, selected_hits, selection,
-                               visible_hits)
+from ..primitives.hits import POOL_COLUMNS, POOL_NAMES, Hit, visible_hits, walk
 from ..primitives.porter import stem
 from ..primitives.query import is_enumeration, parse, tokenize
 from ..records import store
@@ -125,10 +124,7 @@ def nearest(conn: Connection, params: RecallParams, now_ms: int, arms: Arms, vec
             hits, _ = _keyword_arm(conn, params, v, params.limit, arms)
         else:  # a shallow search: what matters is the closest few (a repeat is at distance 0)
             agent, workspace = v.params.get("agent_id"), v.params.get("workspace_hash")
-            answer = arms.vector_index.search(conn, vector, NEAREST_DEPTH, agent, workspace, NEAREST_DEPTH // 4) \
-                if arms.vector_index is not None else None
-            ranking, _ = answer if answer is not None else arms.backend.vectors.candidates(
-                conn, vector, NEAREST_DEPTH, agent, workspace, NEAREST_DEPTH // 4)
+            ranking, _ = arms.dense(conn, vector, NEAREST_DEPTH, agent, workspace, NEAREST_DEPTH // 4)
             hits = visible_hits(conn, ranking, v, params.limit)
     return [(h.entity_id, float(h.score)) for h in hits[: params.limit]]
 
@@ -285,9 +281,8 @@ def _keyword_arm(conn: Connection, params: RecallParams, v: View, pool: int, arm
     if terms.empty:
         return [], 0
     config = params.expansion_config()
-    keyword = arms.backend.keyword
-    extra = keyword.variants(conn, terms.stems, config, v) if config else []
-    hits, top = keyword.search(conn, list(terms.words) + extra, list(terms.stems) + extra, v, pool, arms.keyword_index)
+    extra = arms.backend.keyword.variants(conn, terms.stems, config, v) if config else []
+    hits, top = arms.keyword(conn, list(terms.words) + extra, list(terms.stems) + extra, v, pool)
     for h in hits:  # the arm's own hits: scored in place, on the absolute scale
         h.score = keyword_score(h.score, top)
     return hits, len(extra)
@@ -298,51 +293,22 @@ def _dense_arm(conn: Connection, query: np.ndarray, v: View, pool: int, arms: Ar
     other filters reject many, the search goes deeper until as many visible candidates have been
     weighed as an unfiltered search weighs. A where filter that keeps fewer than :data:`SELECTIVE` of
     the first candidates is answered exactly instead: the cosine of every head it keeps."""
-    vectors = arms.backend.vectors
     if v.historical or v.narrowed:  # a point in time, or a list of entities: an exact scan of those
-        hits, found = vectors.search(conn, query, v, pool)
-        return vectors.rescore(hits, found, query)
+        return arms.exact_dense(conn, query, v, pool)
     agent, workspace = v.params.get("agent_id"), v.params.get("workspace_hash")
     target = max(DENSE_DEPTH, DEPTH_PER_POOL * pool)
     depth = target
     for _ in range(6):
         keep = max(SHORTLIST_PER_POOL * pool, depth // SHORTLIST_SHARE)
-        answer = arms.vector_index.search(conn, query, depth, agent, workspace, keep) if arms.vector_index else None
-        ranking, complete = answer if answer is not None else vectors.candidates(conn, query, depth, agent, workspace,
-                                                                                  keep)
-        hits = visible_hits(conn, ranking, v, pool)
-        accepted = len(hits) / max(1, examined())
+        ranking, complete = arms.dense(conn, query, depth, agent, workspace, keep)
+        hits, examined = walk(conn, ranking, v, pool)
+        accepted = len(hits) / max(1, examined)
         if complete or (len(hits) >= pool and accepted * depth >= target / 2):
             break
         if v.condition_sql is not None and accepted < SELECTIVE:
-            return _kept_nearest(conn, query, v, pool, arms)
+            return arms.kept_nearest(conn, query, v, pool)
         depth = int(depth * min(8.0, max(2.0, 1.0 / max(accepted, 0.01))))  # filters bite: look deeper
     return hits
-
-
-def _kept_nearest(conn: Connection, query: np.ndarray, v: View, pool: int, arms: Arms) -> list[Hit]:
-    """The ``pool`` visible heads the where filter keeps nearest to ``query`` by exact cosine, ties by id:
-    with the vector index, the heads it holds asked of the filter (answers remembered, indexes/heads.py),
-    then their cosines from memory; else one pass of SQL over the heads. The same hits either way."""
-    index = arms.vector_index
-    live = index.live(conn) if index is not None else None
-    if index is not None and live is not None:
-        vids, entity_ids = live
-        keep = kept_by_where(conn, v, vids, index.heads, len(vids))
-        scores = index.cosines(conn, vids[keep].tolist(), query)
-        if scores is not None:
-            held = [(vid, eid) for vid, eid in zip(vids[keep].tolist(), entity_ids[keep].tolist()) if vid in scores]
-            ranking = Ranking(np.asarray([h[0] for h in held], dtype=np.int64),
-                              np.asarray([h[1] for h in held], dtype=np.int64),
-                              np.asarray([scores[h[0]] for h in held], dtype=np.float32), heads=index.heads)
-            return visible_hits(conn, ranking, v, pool)  # the view's other rules
-    visible = selection(conn, v)
-    by_vid = arms.backend.vectors.cosines(conn, list(visible), query)  # a head without a vector is no candidate
-    held_vids = [vid for vid in visible if vid in by_vid]
-    ranking = Ranking(np.asarray(held_vids, dtype=np.int64),
-                      np.asarray([visible[vid][0] for vid in held_vids], dtype=np.int64),
-                      np.asarray([by_vid[vid] for vid in held_vids], dtype=np.float32))
-    return selected_hits(ranking, visible, pool)
 
 
 def _search(
@@ -446,7 +412,7 @@ def _tier(conn: Connection, params: RecallParams, v: View, mode: str, arms: Arms
         assert query_vector is not None
         # A keyword hit the dense pool did not reach still has a cosine: every candidate is weighed by both.
         unseen = [vids[e] for e in kw if e not in cos]
-        by_vid = _cosines(conn, unseen, query_vector, arms, v) if unseen else {}
+        by_vid = arms.cosines(conn, unseen, query_vector, v) if unseen else {}
         cos.update({e: by_vid[vids[e]] for e in kw if e not in cos and vids[e] in by_vid})
         fused = combine(kw, cos, params.fusion or arms.fusion or Fusion())
         scored = [Scored(eid, score, score) for eid, score in fused[:pool]]
@@ -457,7 +423,7 @@ def _tier(conn: Connection, params: RecallParams, v: View, mode: str, arms: Arms
     fusion = params.fusion or arms.fusion or Fusion()
 
     def own(fresh: dict[int, int]) -> dict[int, float]:  # a candidate the arms did not find, by their rule
-        by_vid = _cosines(conn, list(fresh.values()), query.get(), arms, v) if mode != "fts5" else {}  # type: ignore[arg-type]
+        by_vid = arms.cosines(conn, list(fresh.values()), query.get(), v) if mode != "fts5" else {}  # type: ignore[arg-type]
         cosine = {e: by_vid[vid] for e, vid in fresh.items() if vid in by_vid} if mode != "fts5" else {}
         if mode == "fts5":
             return {e: kw.get(e, 0.0) for e in fresh}
@@ -477,16 +443,6 @@ def _tier(conn: Connection, params: RecallParams, v: View, mode: str, arms: Arms
         scored = [s for s in scored if s.relevance >= floor]
     tier = _rank(conn, params, v, mode, scored, vids, ranks, known, arms)
     return tier, variant_count, deeper
-
-
-def _cosines(conn: Connection, vids: list[int], query: np.ndarray, arms: Arms, v: View) -> dict[int, float]:
-    """The cosine of each of these versions: from the vector index's memory when it can answer for this
-    snapshot and the versions are heads (the current view's), else from the file; the same scores."""
-    if arms.vector_index is not None and not v.historical:
-        found = arms.vector_index.cosines(conn, vids, query)
-        if found is not None:
-            return found
-    return arms.backend.vectors.cosines(conn, vids, query)
 
 
 # --- the knobs -----------------------------------------------------------------------------------

@@ -10,13 +10,13 @@ version (``recorded_to_ms``) and inserts a new one; the keyword indexes are upda
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import numpy as np
 
-from ..contract.errors import Conflict, InvalidInput, NotFound
+from ..contract.errors import Conflict, InvalidInput, NotFound, StorageError
 from ..contract.models import Entity, PurgeResult, RecallItem
 from ..contract.params import OVERFLOW_PREVIEW_CHARS, RESPONSE_BUDGET_CHARS, RememberInput
 from ..contract.text import preview as content_preview
@@ -310,15 +310,50 @@ class VectorPlan:
     # New trigger phrases, by (scope key, phrase): each scope keeps its own (storage/base.py), written with the batch.
     phrases: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)
 
+    def vector(self, text: str) -> np.ndarray:
+        """The planned vector of ``text``, for a version being written; a text the plan did not foresee raises
+        :class:`MissingVectors` (:func:`write_planned`)."""
+        found = self.by_text.get(text)
+        if found is None:
+            raise MissingVectors([text])
+        return found
+
 
 class MissingVectors(Exception):
     """Raised inside a write transaction (which then rolls back) when a version is about to be stored
-    with a text its plan did not foresee (a batch touching one memory twice, a concurrent writer):
-    the caller embeds ``texts`` and runs the transaction again, so no version goes without its vector."""
+    with a text its plan did not foresee: :func:`write_planned` embeds ``texts`` and runs it again."""
 
     def __init__(self, texts: list[str]) -> None:
         super().__init__(f"{len(texts)} text(s) to embed")
         self.texts = texts
+
+
+PLANNED_ATTEMPTS = 5  # runs of a planned write, each meeting texts the last did not, before it gives up
+T = TypeVar("T")
+
+
+def write_planned(write: Callable[[Callable[[Connection], T]], T], embed: Callable[[list[str]], np.ndarray],
+                  plan: VectorPlan | None, work: Callable[[Connection], T]) -> T:
+    """A write whose new versions need vectors: the whole protocol, in this one place.
+
+    1. Before the transaction, the caller embedded the texts it expects the write to store (``plan``,
+       ``Engine.plan``): the model never runs inside a transaction.
+    2. ``work`` runs in one transaction (``write``); each version it stores takes its vector from the plan
+       (:meth:`VectorPlan.vector`). A text the plan did not foresee (a batch touching one memory twice, a
+       concurrent writer that changed what the plan read) raises :class:`MissingVectors`, and the
+       transaction rolls back.
+    3. The missing texts are embedded (``embed``, outside the transaction) into the plan, and ``work`` runs
+       again, from the start.
+
+    No version is ever stored without its vector. After :data:`PLANNED_ATTEMPTS` runs that each met new
+    texts, :class:`StorageError`: the vault kept changing under the write."""
+    for _ in range(PLANNED_ATTEMPTS):
+        try:
+            return write(work)
+        except MissingVectors as missing:
+            assert plan is not None
+            plan.by_text.update(zip(missing.texts, embed(missing.texts)))
+    raise StorageError("the vault kept changing under this write; try again")
 
 
 def _vectorize(backend: Backend, conn: Connection, vid: int, state: dict[str, Any], prior: dict[str, Any] | None, plan: VectorPlan | None) -> None:
@@ -328,9 +363,7 @@ def _vectorize(backend: Backend, conn: Connection, vid: int, state: dict[str, An
     if prior is not None and text == embedding_text(prior["content"], prior["summary"]):
         backend.vectors.copy(conn, prior["vid"], vid)
     elif plan is not None:
-        if text not in plan.by_text:
-            raise MissingVectors([text])
-        backend.vectors.write(conn, [(vid, plan.by_text[text])])
+        backend.vectors.write(conn, [(vid, plan.vector(text))])
 
 
 def new_version(
@@ -395,9 +428,7 @@ def remember_batch(
             index_rows.append((vid, state["content"], state["summary"], state["tags"]))
             text = embedding_text(state["content"], state["summary"])
             if plan is not None:
-                if text not in plan.by_text:
-                    raise MissingVectors([text])
-                vector_rows.append((vid, plan.by_text[text]))
+                vector_rows.append((vid, plan.vector(text)))
             results[i] = (eid, "created")
         conn.executemany(_ENTITY_INSERT, entity_rows)
         conn.executemany(_VERSION_INSERT, version_rows)

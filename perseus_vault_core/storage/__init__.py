@@ -1,14 +1,16 @@
 """Storage backends behind one seam (:mod:`.base` says what a backend provides; docs/architecture.md).
 
 :mod:`.sqlite` is the embedded file, the default; :mod:`.postgres` is PostgreSQL with pgvector, chosen by
-a ``postgresql://`` URL in place of the file's path (docs/postgres.md).
+a ``postgresql://`` URL in place of the file's path (:mod:`.urls`; docs/postgres.md).
 """
 
 import sys
 
-from .base import Backend, ChangeLog, Connection, Cursor, KeywordMirror, KeywordStore, Tokenizer, VectorStore
-from .postgres import PostgresBackend, is_url
-from .sqlite import SQLITE_ERRORS, SQLiteBackend
+from .base import Backend, ChangeLog, Connection, Cursor, KeywordStore, Tokenizer, VectorStore
+from .postgres.backend import PostgresBackend
+from .sqlite.backend import SQLiteBackend
+from .sqlite.connection import SQLITE_ERRORS
+from .urls import is_url
 
 
 def driver_errors() -> tuple[type[BaseException], ...]:
@@ -26,5 +28,5 @@ def open_backend(path: str, *, key: str | bytes | None, synchronous: str) -> Bac
     return SQLiteBackend(path, key=key, synchronous=synchronous)
 
 
-__all__ = ["Backend", "ChangeLog", "Connection", "Cursor", "KeywordMirror", "KeywordStore", "Tokenizer",
-           "VectorStore", "driver_errors", "is_url", "open_backend"]
+__all__ = ["Backend", "ChangeLog", "Connection", "Cursor", "KeywordStore", "Tokenizer", "VectorStore",
+           "driver_errors", "open_backend"]

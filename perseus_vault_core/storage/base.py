@@ -51,15 +51,6 @@ class Tokenizer(Protocol):
     def terms(self, columns: Sequence[str | None]) -> tuple[Terms, int]: ...
 
 
-class KeywordMirror(Protocol):
-    """An in-memory keyword index the backend's search may rank with (:class:`indexes.KeywordIndex`)."""
-
-    def search(self, conn: Connection, stems: Sequence[str], agent_id: str | None = None,
-               workspace_hash: str | None = None, depth: int | None = None) -> Ranking | None:
-        """A ranking for the snapshot ``conn`` reads, or None when the index cannot vouch for it;
-        ``depth``: only the best ``depth`` rows need be in order (``Ranking.exact``)."""
-
-
 class KeywordStore(Protocol):
     """Keyword search: the persistent inverted index, written in the writer's transaction."""
 
@@ -78,10 +69,10 @@ class KeywordStore(Protocol):
     def rebuild(self, conn: Connection) -> None:
         """Rebuild the keyword index from the rows (and log a rebuild)."""
 
-    def search(self, conn: Connection, words: list[str], stems: list[str], view: View, pool: int,
-               index: KeywordMirror | None = None) -> tuple[list[Hit], float]:
+    def search(self, conn: Connection, words: list[str], view: View, pool: int) -> tuple[list[Hit], float]:
         """The ``pool`` best visible matches for the OR of ``words`` (BM25, best first, ties by id),
-        and the query's ceiling: the most its words could score under the same statistics."""
+        and the query's ceiling: the most its words could score under the same statistics. (Recall asks
+        its in-memory index first, when that can answer: storage knows none.)"""
 
     def variants(self, conn: Connection, stems: tuple[str, ...], config: Expansion, view: View) -> list[str]:
         """Index terms that extend the query's stems (query expansion)."""

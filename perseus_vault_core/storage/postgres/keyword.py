@@ -40,8 +40,7 @@ from ...primitives.dialect import POSTGRES
 from ...primitives.filters import View
 from ...primitives.hits import Hit, Ranking, visible_hits
 from ...primitives.porter import stem
-from ..base import OP_GONE, OP_HEAD, OP_REBUILT, Connection, KeywordMirror
-from ..keyword_mirror import answer
+from ..base import OP_GONE, OP_HEAD, OP_REBUILT, Connection
 from .changes import log_changes
 
 __all__ = [
@@ -234,21 +233,15 @@ def _statistics_rows(view: View, alias: str) -> tuple[str, dict[str, Any]]:
     return " AND ".join(clauses) or "TRUE", params
 
 
-def search(
-    conn: Connection, words: list[str], stems: list[str], view: View, pool: int, index: KeywordMirror | None = None
-) -> tuple[list[Hit], float]:
+def search(conn: Connection, words: list[str], view: View, pool: int) -> tuple[list[Hit], float]:
     """The ``pool`` best visible matches for the OR of ``words``, best first, ties by id, scored by BM25;
     and the query's ceiling (:func:`bm25.ceiling`) under the same statistics. A word given twice counts
-    twice, as in FTS5's OR of phrases.
-
-    ``stems`` are the words' index terms, in the same order, for the in-memory ``index``: when it can
-    answer for this connection's snapshot it ranks and SQL only filters, as on the SQLite backend;
-    otherwise the postings are ranked here, with the same scores.
+    twice, as in FTS5's OR of phrases. (The in-memory keyword index, which recall asks first, gives the
+    same hits with the same scores: recall/arms.py.)
     """
     if not words:
         return [], 0.0
-    mirrored = answer(conn, index, words, stems, view, pool)
-    return mirrored if mirrored is not None else _ranked(conn, words, view, pool)
+    return _ranked(conn, words, view, pool)
 
 
 def _ranked(conn: Connection, words: list[str], view: View, pool: int) -> tuple[list[Hit], float]:

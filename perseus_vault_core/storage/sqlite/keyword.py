@@ -23,8 +23,7 @@ from ...primitives.bm25 import ASCII_TOKEN, WEIGHTS, Terms, avgdl, ceiling, idf,
 from ...primitives.filters import View, scope_clauses
 from ...primitives.hits import Hit, Ranking
 from ...primitives.porter import stem
-from ..base import CHANGE_LOG_KEEP, OP_GONE, OP_HEAD, OP_REBUILT, Connection, KeywordMirror
-from ..keyword_mirror import answer
+from ..base import CHANGE_LOG_KEEP, OP_GONE, OP_HEAD, OP_REBUILT, Connection
 from .schema import TOKENIZE
 
 _WEIGHTS = ", ".join(str(w) for w in WEIGHTS)
@@ -191,23 +190,17 @@ def unindex_versions(conn: Connection, entity_id: int) -> None:
             unindex_head(conn, vid, content, summary, tags)
 
 
-def search(
-    conn: Connection, words: list[str], stems: list[str], view: View, pool: int, index: KeywordMirror | None = None
-) -> tuple[list[Hit], float]:
+def search(conn: Connection, words: list[str], view: View, pool: int) -> tuple[list[Hit], float]:
     """The ``pool`` best visible matches for the OR of ``words``, best first, ties by id, scored by
     BM25; and the query's ceiling, the most its words could score under the same statistics
     (:func:`keyword_index.ceiling`), which turns a BM25 score into an absolute one.
 
-    ``stems`` are the words' index terms, in the same order. When the in-memory ``index``
-    can answer for this connection's snapshot, it ranks and SQL only filters; otherwise
-    FTS5 does both in one statement (unscoped), or :func:`scoped_search` does (scoped).
-    The paths give the same hits with the same scores.
+    FTS5 ranks and filters in one statement (unscoped), or :func:`scoped_search` does (scoped); the
+    in-memory keyword index, which recall asks first (recall/arms.py), gives the same hits with the same
+    scores.
     """
     if not words:
         return [], 0.0
-    mirrored = answer(conn, index, words, stems, view, pool)
-    if mirrored is not None:
-        return mirrored
     if view.scoped:
         return scoped_search(conn, words, view, pool)
     table = "versions_fts" if view.historical else "entities_fts"

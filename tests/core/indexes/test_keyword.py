@@ -187,9 +187,10 @@ def test_a_reader_behind_the_mirror_gets_fts5_not_a_newer_snapshot(vault: Vault,
     assert index.search(reader, ["bill"]) is None  # the mirror is ahead: it stands aside
     from perseus_vault_core.primitives.filters import view
     from perseus_vault_core.contract.params import Filters
-    from perseus_vault_core.storage.sqlite import keyword
+    from perseus_vault_core.recall.arms import Arms
 
-    hits, _ = keyword.search(reader, ["billing"], ["bill"], view(Filters(), clock.now), 100, index)
+    hits, _ = Arms(vault._engine.backend, keyword_index=index).keyword(reader, ["billing"], ["bill"],
+                                                                       view(Filters(), clock.now), 100)
     assert len(hits) == 50  # the reader still sees k7's old content in its snapshot
     reader.execute("COMMIT")
     reader.close()

@@ -264,3 +264,38 @@ def test_a_key_family_is_the_key_and_the_keys_that_extend_it_by_a_dash(vault: Va
     family = store.key_family(vault._engine.conn(), "note", "prod-anything", None, None, 20)
     assert family == sorted((ids[k] for k in ("prod", "prod-region", "prod-", "prod-region-2024")), reverse=True)
     assert store.key_family(vault._engine.conn(), "note", "prod-anything", None, None, 2) == family[:2]
+
+
+def test_a_planned_write_embeds_what_its_plan_missed_and_runs_again() -> None:
+    """The retry-on-missing-vectors protocol (store.write_planned), with no database: a run that meets a text
+    the plan lacks rolls back, only that text is embedded, and the next run finds it; a write that keeps
+    meeting new texts gives up."""
+    import numpy as np
+
+    from perseus_vault_core import StorageError
+    from perseus_vault_core.records.store import PLANNED_ATTEMPTS, VectorPlan, write_planned
+
+    plan = VectorPlan("model", 2, {"known": np.array([1.0, 0.0])})
+    embedded: list[list[str]] = []
+    runs: list[list[np.ndarray]] = []
+
+    def embed(texts: list[str]) -> np.ndarray:
+        embedded.append(texts)
+        return np.array([[0.0, 1.0]] * len(texts))
+
+    def work(conn: object) -> str:
+        runs.append([])
+        for text in ("known", "new"):
+            runs[-1].append(plan.vector(text))
+        return "written"
+
+    assert write_planned(lambda w: w(None), embed, plan, work) == "written"  # type: ignore[arg-type]
+    assert embedded == [["new"]] and len(runs) == 2 and [v.tolist() for v in runs[1]] == [[1.0, 0.0], [0.0, 1.0]]
+    fresh = iter(range(100))
+
+    def changing(conn: object) -> None:
+        plan.vector(f"text {next(fresh)}")
+
+    with pytest.raises(StorageError, match="kept changing"):
+        write_planned(lambda w: w(None), embed, plan, changing)  # type: ignore[arg-type]
+    assert len(embedded) == 1 + PLANNED_ATTEMPTS

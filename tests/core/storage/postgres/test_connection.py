@@ -132,7 +132,7 @@ def test_a_transaction_is_the_backends_to_open(pg_url: str) -> None:
 
 def test_a_read_snapshot_reads_the_log_position_and_the_model_with_its_begin(pg_url: str) -> None:
     from perseus_vault_core.storage import changelog, vector_rows
-    from perseus_vault_core.storage.postgres import _snapshot
+    from perseus_vault_core.storage.postgres.backend import _snapshot
     from perseus_vault_core.storage.postgres.schema import migrate
 
     conn = connect(pg_url)

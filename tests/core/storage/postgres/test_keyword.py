@@ -16,7 +16,6 @@ from perseus_vault_core import Vault
 from perseus_vault_core.contract.params import Expansion, Filters
 from perseus_vault_core.primitives.bm25 import ceiling
 from perseus_vault_core.primitives.filters import View, view
-from perseus_vault_core.primitives.hits import Ranking
 from perseus_vault_core.primitives.query import parse
 from perseus_vault_core.storage.base import OP_GONE, OP_HEAD, OP_REBUILT
 from perseus_vault_core.storage.postgres import changes
@@ -115,13 +114,13 @@ def _view(pair: Pair, **filters: Any) -> View:
 def _lite(pair: Pair, query: str, v: View, pool: int = 1000) -> tuple[list[tuple[int, int, float]], float]:
     terms = parse(query)
     with read_snapshot(pair.lite):
-        hits, top = lite_keyword.search(pair.lite, list(terms.words), list(terms.stems), v, pool)
+        hits, top = lite_keyword.search(pair.lite, list(terms.words), v, pool)
     return [(h.entity_id, h.vid, h.score) for h in hits], top
 
 
 def _pg(pair: Pair, query: str, v: View, pool: int = 1000) -> tuple[list[tuple[int, int, float]], float]:
     terms = parse(query)
-    hits, top = pg_keyword.search(pair.pg, list(terms.words), list(terms.stems), v, pool)
+    hits, top = pg_keyword.search(pair.pg, list(terms.words), v, pool)
     return [(h.entity_id, h.vid, h.score) for h in hits], top
 
 
@@ -158,12 +157,12 @@ def test_history_views_rank_every_version_as_the_sqlite_backend(pair: Pair, filt
 
 def test_a_word_given_twice_counts_twice(pair: Pair) -> None:
     v = _view(pair)
-    once, top_once = pg_keyword.search(pair.pg, ["cache"], ["cach"], v, 50)
-    twice, top_twice = pg_keyword.search(pair.pg, ["cache", "cache"], ["cach", "cach"], v, 50)
+    once, top_once = pg_keyword.search(pair.pg, ["cache"], v, 50)
+    twice, top_twice = pg_keyword.search(pair.pg, ["cache", "cache"], v, 50)
     assert [h.vid for h in twice] == [h.vid for h in once] and top_twice == 2 * top_once
     assert [h.score for h in twice] == [2 * h.score for h in once]
     with read_snapshot(pair.lite):
-        lite, top = lite_keyword.search(pair.lite, ["cache", "cache"], ["cach", "cach"], v, 50)
+        lite, top = lite_keyword.search(pair.lite, ["cache", "cache"], v, 50)
     assert [(h.vid, h.score) for h in twice] == [(h.vid, h.score) for h in lite] and top_twice == top
 
 
@@ -295,37 +294,13 @@ def test_the_tokenizer_is_fts5s(pair: Pair) -> None:
     assert pg_keyword.tokenizer(pair.pg).terms(columns) == lite_keyword.tokenizer(pair.lite).terms(columns)
 
 
-class _Mirror:
-    """A stand-in for the in-memory index: it cannot vouch for the snapshot, or ranks what it was given."""
-
-    def __init__(self, ranking: Ranking | None) -> None:
-        self.ranking, self.calls = ranking, 0
-
-    def search(self, conn: Any, stems: Any, agent_id: Any = None, workspace_hash: Any = None,
-               depth: Any = None) -> Ranking | None:
-        self.calls += 1
-        return self.ranking
-
-
-def test_sql_answers_when_the_mirror_cannot_or_may_not(pair: Pair) -> None:
-    v = _view(pair)
-    expected = _pg(pair, "billing ledger", v)
-    mirror = _Mirror(None)
-    hits, top = pg_keyword.search(pair.pg, ["billing", "ledger"], ["bill", "ledger"], v, 1000, mirror)
-    assert ([(h.entity_id, h.vid, h.score) for h in hits], top) == expected and mirror.calls == 1
-    history = _view(pair, as_of_unix_ms=pair.now)
-    pg_keyword.search(pair.pg, ["billing"], ["bill"], history, 10, mirror)
-    pg_keyword.search(pair.pg, ["café"], ["cafe"], v, 10, mirror)
-    assert mirror.calls == 1  # history and non-ASCII words: never the mirror
-
-
 def test_an_empty_index_and_an_empty_query(pg_url: str) -> None:
     pg = connect(pg_url)
     try:
         migrate(pg, 1_000)
         v = view(Filters(), 1_000)
-        assert pg_keyword.search(pg, [], [], v, 10) == ([], 0.0)
-        hits, top = pg_keyword.search(pg, ["cache"], ["cach"], v, 10)
+        assert pg_keyword.search(pg, [], v, 10) == ([], 0.0)
+        hits, top = pg_keyword.search(pg, ["cache"], v, 10)
         assert hits == [] and top == ceiling(0, [0])
         assert pg_keyword.totals(pg) == (0, 0)
         write_transaction(pg, pg_keyword.rebuild)
@@ -341,9 +316,9 @@ def test_a_multi_term_word_requires_all_its_terms(pair: Pair) -> None:
                              "RETURNING id").fetchone()
     vid = _version(pair.pg, eid, "wibble wobble wobble", pair.now)
     _index(pair.pg, vid)
-    hits, _ = pg_keyword.search(pair.pg, ["wibble-wobble"], ["wibble-wobble"], _view(pair), 10)
+    hits, _ = pg_keyword.search(pair.pg, ["wibble-wobble"], _view(pair), 10)
     assert [h.vid for h in hits] == [vid]
-    alone, _ = pg_keyword.search(pair.pg, ["wibble"], ["wibbl"], _view(pair), 10)
+    alone, _ = pg_keyword.search(pair.pg, ["wibble"], _view(pair), 10)
     assert hits[0].score == alone[0].score  # frequency 1, the least of 1 and 2; same document frequency
 
 

@@ -12,6 +12,7 @@ from perseus_vault_core import Vault
 from perseus_vault_core.contract.params import Expansion, Filters
 from perseus_vault_core.primitives.filters import view
 from perseus_vault_core.primitives.query import parse
+from perseus_vault_core.recall.arms import Arms
 from perseus_vault_core.storage.sqlite import keyword
 from perseus_vault_core.storage.sqlite.connection import read_snapshot
 from perseus_vault_core.storage.sqlite.keyword import varints_total
@@ -64,14 +65,17 @@ def _replay(vault: Vault, clock: Clock, steps: list[tuple[str, dict[str, Any]]],
 
 
 def _hits(vault: Vault, query: str, use_index: bool, **filters: Any) -> list[tuple[str, float]]:
-    """Raw BM25 hits (key, score), best first, from keyword.search on one path; and last, the
-    query's ceiling, as ("", ceiling), which the paths must agree on too."""
+    """Raw BM25 hits (key, score), best first, on one path (the SQL search, or the in-memory index as recall
+    asks it); and last, the query's ceiling, as ("", ceiling), which the paths must agree on too."""
     conn = vault._engine.conn()
     terms = parse(query)
     v = view(Filters(**filters), vault._engine.now())
     with read_snapshot(conn):
-        hits, top = keyword.search(conn, list(terms.words), list(terms.stems), v, 1000,
-                                   vault._engine.keyword_index if use_index else None)
+        if use_index:
+            arms = Arms(vault._engine.backend, keyword_index=vault._engine.keyword_index)
+            hits, top = arms.keyword(conn, list(terms.words), list(terms.stems), v, 1000)
+        else:
+            hits, top = keyword.search(conn, list(terms.words), v, 1000)
         keys = dict(conn.execute("SELECT id, key FROM entities").fetchall())
     return [(keys[h.entity_id], h.score) for h in hits] + [("", top)]
 
