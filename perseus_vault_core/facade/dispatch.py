@@ -18,8 +18,8 @@ from ..contract.params import ScopeParams
 from ..contract.verbs import ADMIN_VERBS, ALIASES, VERBS
 from ..engine.engine import Engine
 from ..features import (
-    backfill, conversations, counts, entities, graph, hygiene, import_export, proactive, remembering, scan, temporal,
-    upkeep,
+    backfill, conversations, counts, entities, graph, hygiene, import_export, proactive, remembering, scan,
+    temporal, upkeep,
 )
 from ..features.graphrag import verbs as graphrag
 from ..features.memory_files import verbs as memory
@@ -33,7 +33,8 @@ WORK: Mapping[str, Callable[..., Any]] = MappingProxyType({
     "global_recall": graphrag.global_recall,
     "recall_when": proactive.recall_when, "prepare": proactive.prepare,
     "remember_conversation": conversations.remember, "conversation": conversations.conversation,
-    "memory_import": memory.memory_import, "memory_unbind": memory.memory_unbind, "add_memory": memory.add_memory,
+    "memory_import": memory.memory_import, "memory_unbind": memory.memory_unbind,
+    "add_memory": memory.add_memory,
     "delete_memory": memory.delete_memory, "get_memory": memory.get_memory,
     "list_memory_files": memory.list_memory_files, "memory_export": memory.memory_export,
     "memory_recall": memory.memory_recall, "search": memory.search,
@@ -41,7 +42,8 @@ WORK: Mapping[str, Callable[..., Any]] = MappingProxyType({
     "scan": scan.scan, "counts": counts.counts, "hygiene": hygiene.hygiene,
     "history": temporal.history, "as_of": temporal.as_of, "valid_at": temporal.valid_at,
     "bitemporal": temporal.bitemporal, "recent": temporal.recent,
-    "embed": backfill.embed, "import_jsonl": import_export.import_jsonl, "export_jsonl": import_export.export_jsonl,
+    "embed": backfill.embed,
+    "import_jsonl": import_export.import_jsonl, "export_jsonl": import_export.export_jsonl,
     "stats": upkeep.stats, "check": upkeep.check, "reindex": upkeep.reindex, "backup": upkeep.backup,
     "rekey": upkeep.rekey,
 })
@@ -55,14 +57,16 @@ EXTRAS: Mapping[str, frozenset[str]] = MappingProxyType(
 
 
 def run(engine: Engine, verb: str, params: BaseModel, extras: dict[str, Any]) -> Any:
-    """``verb``'s work (a name or an alias) on its validated ``params``; a wrong verb, model or extra is refused."""
+    """``verb``'s work (a name or an alias) on its validated ``params``; a wrong verb, model or extra is
+    refused."""
     name = ALIASES.get(verb, verb) if isinstance(verb, str) else ""
     work = WORK.get(name)
     if work is None:
         raise InvalidInput("verb", f"no verb named {verb!r}")
     model = MODELS[name]
     if not isinstance(params, model):
-        raise InvalidInput("params", f"{name} takes its validated {model.__name__}, not {type(params).__name__}")
+        given = type(params).__name__
+        raise InvalidInput("params", f"{name} takes its validated {model.__name__}, not {given}")
     for extra in extras:
         if extra not in EXTRAS[name]:
             raise InvalidInput(extra, f"is not an argument of {name}")

@@ -457,17 +457,17 @@ class Vault:
     @edge
     def stats(self) -> Stats:
         """Counts, sizes, versions, embedding coverage and model, and the indexes' state."""
-        return self.call("stats", NoParams())
+        return self.call("stats", validate(NoParams, {}))
 
     @edge
     def check(self) -> CheckReport:
         """Integrity of the file, keyword indexes in sync with their rows, and the vault's invariants."""
-        return self.call("check", NoParams())
+        return self.call("check", validate(NoParams, {}))
 
     @edge
     def reindex(self, progress: Callable[[int, int], None] | None = None) -> ReindexReport:
         """Rebuild the keyword indexes, judge the relations of memories written before writes did, then check."""
-        return self.call("reindex", NoParams(), progress=progress)
+        return self.call("reindex", validate(NoParams, {}), progress=progress)
 
     @edge
     def rekey(self, new_key: str | bytes) -> None:

@@ -16,13 +16,15 @@ def get_entity(engine: Engine, p: EntityParams) -> Entity:
 
 
 def forget(engine: Engine, p: EntityParams) -> Entity:
-    """Archive the memory (reversible: remembering its (category, key) again restores it); it, as it now stands."""
+    """Archive the memory (reversible: remembering its (category, key) again restores it); it, as it now
+    stands."""
     engine.write(lambda c: store.forget(engine.backend, c, p.id, p.agent_id, p.workspace_hash, engine.now()))
     return engine.entity(p.id)
 
 
 def purge(engine: Engine, p: EntityParams) -> PurgeResult:
-    """Delete an archived memory, its history and its links; then the saved index snapshots that may hold it."""
+    """Delete an archived memory, its history and its links; then the saved index snapshots that may hold
+    it."""
     result = engine.write(lambda c: store.purge(engine.backend, c, p.id, p.agent_id, p.workspace_hash))
     engine.forget_snapshots()
     return result
@@ -30,6 +32,6 @@ def purge(engine: Engine, p: EntityParams) -> PurgeResult:
 
 def supersede(engine: Engine, p: SupersedeParams) -> Entity:
     """Mark ``p.old_id`` superseded by ``p.new_id``; the old memory as it now stands."""
-    engine.write(lambda c: store.supersede(engine.backend, c, p.old_id, p.new_id, p.agent_id, p.workspace_hash,
-                                           engine.now()))
+    engine.write(lambda c: store.supersede(engine.backend, c, p.old_id, p.new_id, p.agent_id,
+                                           p.workspace_hash, engine.now()))
     return engine.entity(p.old_id)

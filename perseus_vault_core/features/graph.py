@@ -40,8 +40,8 @@ def _link(row: Any) -> Link:
 
 def link(engine: Engine, p: LinkParams) -> Link:
     """The ``link`` verb: add (or re-weight) the edge ``p`` describes, in one transaction."""
-    return engine.write(lambda c: open_link(engine.backend, c, p.from_id, p.to_id, p.relation, float(p.weight),
-                                            p.source, p.agent_id, p.workspace_hash, engine.now()))
+    return engine.write(lambda c: open_link(engine.backend, c, p.from_id, p.to_id, p.relation,
+                                            float(p.weight), p.source, p.agent_id, p.workspace_hash, engine.now()))
 
 
 def unlink(engine: Engine, p: UnlinkParams) -> int:
@@ -53,7 +53,8 @@ def unlink(engine: Engine, p: UnlinkParams) -> int:
 def traverse(engine: Engine, p: TraverseParams) -> TraverseResult:
     """The ``traverse`` verb: the walk ``p`` asks for, in one read snapshot, under its scope and time view."""
     with engine.reading() as c:
-        return walk(c, p.start, p.depth, p.relations, p.direction, view(p, engine.now(), dialect(c)), p.inferred)
+        v = view(p, engine.now(), dialect(c))
+        return walk(c, p.start, p.depth, p.relations, p.direction, v, p.inferred)
 
 
 def open_link(

@@ -28,7 +28,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..contract.errors import InvalidInput
 from ..contract.models import ImportReport, Link
-from ..contract.params import MAX_INT, MAX_WEIGHT, ExportParams, ImportParams, RememberInput, texts_problem, validate
+from ..contract.params import (
+    MAX_INT, MAX_WEIGHT, ExportParams, ImportParams, RememberInput, texts_problem, validate,
+)
 from ..contract.text import line_break
 from ..embeddings import embedding_text
 from ..engine.engine import Engine

@@ -26,7 +26,9 @@ from typing import Any
 
 from ..contract.errors import NotFound
 from ..contract.models import Entity, HistoryPage, ScanPage
-from ..contract.params import AsOfParams, BitemporalParams, FactParams, HistoryParams, RecentParams, ValidAtParams
+from ..contract.params import (
+    AsOfParams, BitemporalParams, FactParams, HistoryParams, RecentParams, ValidAtParams,
+)
 from ..engine.engine import Engine
 from ..primitives.dbapi import Connection
 from ..primitives.dialect import dialect

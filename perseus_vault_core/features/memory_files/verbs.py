@@ -220,5 +220,6 @@ def memory_recall(engine: Engine, p: MemoryRecallParams) -> MemoryRecallResult:
 
 
 def search(engine: Engine, p: RecallParams) -> RecallResult:
-    """``recall`` over the notes of an imported folder (the memories of type ``note``), whatever type ``p`` names."""
+    """``recall`` over the notes of an imported folder (the memories of type ``note``), whatever type ``p``
+    names."""
     return engine.recall(p if p.type == NOTE_TYPE else p.model_copy(update={"type": NOTE_TYPE}))
