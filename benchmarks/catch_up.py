@@ -100,7 +100,7 @@ def _pp(samples: list[float]) -> dict[str, float]:
 
 def _current(vault: Any, mode: str) -> int:
     """1 when the index(es) ``mode`` reads followed the log to its end (they answered), else 0 (SQL did)."""
-    engine = vault._engine
+    engine = vault.engine
     indexes = {"fts5": [engine.keyword_index], "dense": [engine.vector_index]}.get(
         mode, [engine.keyword_index, engine.vector_index])
     position = engine.read(engine.backend.changes.position)

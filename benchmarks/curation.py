@@ -79,7 +79,7 @@ def _rank(items: list[Any], wanted: int) -> int | None:
 
 def _kept(vault: Vault) -> set[frozenset[int]]:
     """The pairs kept as duplicates or updates of each other (what recall merges or marks)."""
-    conn = vault._engine.conn()
+    conn = vault.engine.conn()
     return {frozenset((int(a), int(b))) for a, b in conn.execute(
         "SELECT from_id, to_id FROM links WHERE recorded_to_ms IS NULL AND relation IN ('duplicates', 'updates')")}
 

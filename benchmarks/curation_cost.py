@@ -67,9 +67,9 @@ def run(n: int, cached: Any, log: Callable[[str], None] = print) -> dict[str, An
         vault.wait_for_keyword_index()
         vault.wait_for_vector_index()
         vault.recall(qs[0], limit=K)  # a curated recall: the relations curation acts on load in the background
-        while vault._engine.relations.loading:
+        while vault.engine.relations.loading:
             time.sleep(0.05)
-        out["relations_held"] = vault._engine.relations.complete
+        out["relations_held"] = vault.engine.relations.complete
         keyword, dense = Bm25s(), Chroma()
         # Chroma as shipped (ef_search 100) answers with less recall than the vault's dense arm; at ef_search 800
         # its recall is the vault's (docs/benchmarks.md, the peers' latency): "ahead at equal recall" is read there

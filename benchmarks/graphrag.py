@@ -74,7 +74,7 @@ def build_store(path: str, cached: Any, n: int = 10_000, links: int = 50_000,
         for a, b in sorted(pairs):
             by_source.setdefault(a, []).append(b)
         now = int(time.time() * 1000)
-        vault._engine.write(lambda c: [graph_module.link_many(vault._engine.backend, c, a, bs, "related", now) for a, bs in by_source.items()])
+        vault.engine.write(lambda c: [graph_module.link_many(vault.engine.backend, c, a, bs, "related", now) for a, bs in by_source.items()])
     return planted, sorted(pairs)
 
 

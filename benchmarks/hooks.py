@@ -118,7 +118,7 @@ imported = time.perf_counter()
 vault.close()
 closed = time.perf_counter()
 print(json.dumps({"import_s": imported - started, "close_s": closed - imported,
-                  "settled": [[s.name, s.how, s.seconds] for s in vault._engine.settled]}))
+                  "settled": [[s.name, s.how, s.seconds] for s in vault.engine.settled]}))
 """
 
 

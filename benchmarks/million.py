@@ -137,7 +137,7 @@ def answer(path: str, n_queries: int) -> dict[str, Any]:
         out["from_snapshot"] = "from a snapshot" in stats.keyword_index and "from a snapshot" in stats.vector_index
         out["peak_rss_mb"] = peak_rss_mb()
         # Exact top 10 by cosine over every stored vector (all memories here are live and visible).
-        index = vault._engine.vector_index
+        index = vault.engine.vector_index
         assert index is not None
         rows = index.rows.n
         matrix, entities = index._matrix[:rows], index.rows.entities[:rows]

@@ -51,11 +51,11 @@ def measure(path: str, n_queries: int) -> list[tuple[str, str, tuple[float, floa
         ("unscoped, as_of", {"as_of_unix_ms": now}), ("agent-1, as_of", {"agent_id": "agent-1", "as_of_unix_ms": now}),
     ]
     with Vault(path, embedder=False) as vault:
-        index = vault._engine.keyword_index
-        vault._engine.keyword_index = None  # as a fresh process answers, before its mirror is built
+        index = vault.engine.keyword_index
+        vault.engine.keyword_index = None  # as a fresh process answers, before its mirror is built
         for label, kw in cases:
             rows.append(("SQL", label, _timed(lambda q, kw=kw: vault.recall(q, mode="fts5", reinforce=False, **kw), qs)))
-        vault._engine.keyword_index = index
+        vault.engine.keyword_index = index
         assert vault.wait_for_keyword_index(), "keyword index did not build"
         for label, kw in cases[:2]:
             rows.append(("in-memory", label, _timed(lambda q, kw=kw: vault.recall(q, mode="fts5", reinforce=False, **kw), qs)))

@@ -116,7 +116,7 @@ def write_cost(path: str, model: Any, qs: list[str]) -> dict[str, Any]:
 def words_afresh(vault: Vault) -> Iterator[None]:
     """Within: the keyword index keeps no word's shares (indexes/shares.py), so every query scores its
     words as the first query after a write does; what it kept before is back after."""
-    index = vault._engine.keyword_index
+    index = vault.engine.keyword_index
     kept, index._shares = index._shares, Shares(budget=0)
     try:
         yield
@@ -152,7 +152,7 @@ def filtered_recall(vault: Vault, qs: list[str], n_queries: int = 100) -> dict[s
             new = {"project": f"p{(100 + m * 300 + i) % 1000:03d}"}  # asked of no earlier call
             for name, where in (("none", None), *FILTERS.items(), ("few_new", new)):
                 extra = {} if where is None else {"where": where}
-                vault._engine._last_query = None  # each call embeds its query, as a call of its own would
+                vault.engine._last_query = None  # each call embeds its query, as a call of its own would
                 started = time.perf_counter()
                 vault.recall(q, mode=mode, reinforce=False, **extra)
                 if i >= len(warm):  # the first ten are warm-up
@@ -182,11 +182,11 @@ def run_size(n: int, model: Any, cached: Any, n_queries: int = 300, seed: int = 
             out["import_cached_vectors_per_s"] = n / (time.perf_counter() - started)
         with Vault(path, embedder=model) as vault:
             # A fresh process answers with SQL until its in-memory indexes are built.
-            indexes = vault._engine.keyword_index, vault._engine.vector_index
-            vault._engine.keyword_index = vault._engine.vector_index = None
+            indexes = vault.engine.keyword_index, vault.engine.vector_index
+            vault.engine.keyword_index = vault.engine.vector_index = None
             out["recall_fts5_sql"] = timed([lambda q=q: vault.recall(q, mode="fts5") for q in qs[:60]], warmup=3)
             out["recall_dense_sql"] = timed([lambda q=q: vault.recall(q, mode="dense") for q in qs[:30]], warmup=3)
-            vault._engine.keyword_index, vault._engine.vector_index = indexes
+            vault.engine.keyword_index, vault.engine.vector_index = indexes
             started = time.perf_counter()
             assert vault.wait_for_keyword_index(), "keyword index did not build"
             out["keyword_index_build_s"] = time.perf_counter() - started
@@ -260,7 +260,7 @@ def dense_recall_vs_exact(vault: Vault, model: Any, qs: list[str]) -> float:
     from perseus_vault_core.storage.sqlite.connection import read_snapshot
 
     found = 0
-    conn = vault._engine.conn()
+    conn = vault.engine.conn()
     for q in qs:
         got = {i.id for i in vault.recall(q, mode="dense", limit=10, reinforce=False).items}
         with read_snapshot(conn):

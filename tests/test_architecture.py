@@ -10,11 +10,15 @@
   :data:`LAYERS`, drawn in that order, and each layer imports only the layers beneath it;
 - SQLite stays behind the storage seam: outside ``perseus_vault_core/storage/``, no module imports
   the SQLite backend (the package's ``open_backend`` picks it) and no SQL names an SQLite-only thing
-  (FTS5 tables, sqlite-vec functions, pragmas, the change log, ``INSERT OR``).
+  (FTS5 tables, sqlite-vec functions, pragmas, the change log, ``INSERT OR``);
 - the tests mirror the modules (:func:`unmirrored_tests`, :func:`untested_modules`): a module's own tests
   are ``tests/core/<its path>/test_<its name>.py`` (``tests/integrations/...`` for an adapter), a package's
   ``__init__`` that defines something is tested by ``test_package.py`` in its folder, and every test file
-  under ``tests/core/`` and ``tests/integrations/`` is one module's.
+  under ``tests/core/`` and ``tests/integrations/`` is one module's;
+- the facade has one convention: each verb method of ``Vault`` validates its arguments and ends in one
+  call down, ``self.call(<its verb>, <params model>)``, and facade/dispatch.py hands each verb's model to
+  one function of a layer below; outside the facade, no module reads a private attribute of ``Vault``
+  (``vault.engine`` is the public way to its engine).
 
 And, at run time, importing the core loads no framework and no adapter.
 """
@@ -374,6 +378,163 @@ def untested_modules(root: Path, allowed: frozenset[str] = frozenset()) -> list[
     return bad
 
 
+FACADE = f"{CORE}/facade"
+# What a verb method may call besides its one call down: the helpers that turn arguments into a params model.
+ARGUMENT_CHECKS = frozenset({"validate", "given", "listed", "path_text", "check_key", "query_vector",
+                             "isinstance", "hasattr", "callable"})
+
+
+def _class(path: Path, name: str) -> ast.ClassDef:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name]
+    assert found, f"{path} defines no class {name}"
+    return found[0]
+
+
+def vault_private_names(root: Path) -> set[str]:
+    """``Vault``'s private attributes: its members named ``_x`` and what its methods assign to ``self._x``
+    (dunders aside)."""
+    cls = _class(root / FACADE / "vault.py", "Vault")
+    names = {n.name for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    names |= {t.attr for n in ast.walk(cls) if isinstance(n, (ast.Assign, ast.AnnAssign))
+              for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+              if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"}
+    return {n for n in names if n.startswith("_") and not n.startswith("__")}
+
+
+def private_vault_reads(root: Path, names: set[str]) -> list[str]:
+    """Reads of ``names`` outside the facade, in the core, the adapters, the benchmarks, the examples and
+    the tests: ``x._engine`` (or ``getattr(x, "_engine")``) on anything but ``self``, whose attribute of
+    that name is its own (state/scoped.py keeps its engine so)."""
+    bad = []
+    for top in (CORE, INTEGRATIONS, "benchmarks", "examples", "tests"):
+        for path in sorted((root / top).rglob("*.py")):
+            if path.is_relative_to(root / FACADE):
+                continue
+            where = path.relative_to(root).as_posix()
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+                if isinstance(node, ast.Attribute) and node.attr in names:
+                    target, name = node.value, node.attr
+                elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                      and node.func.id in ("getattr", "setattr", "hasattr") and len(node.args) > 1
+                      and isinstance(node.args[1], ast.Constant) and node.args[1].value in names):
+                    target, name = node.args[0], str(node.args[1].value)
+                else:
+                    continue
+                if not (isinstance(target, ast.Name) and target.id in ("self", "cls")):
+                    bad.append(f"{where}:{node.lineno} reads Vault's private {name}")
+    return bad
+
+
+def _is_edge(method: ast.FunctionDef) -> bool:
+    return any(isinstance(d, ast.Name) and d.id == "edge" for d in method.decorator_list)
+
+
+def work_table(root: Path) -> dict[str, ast.expr]:
+    """facade/dispatch.py's ``WORK``: each verb's name and the expression naming its function."""
+    for node in ast.parse((root / FACADE / "dispatch.py").read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == "WORK":
+            table = next(n for n in ast.walk(node.value) if isinstance(n, ast.Dict))
+            return {ast.literal_eval(k): v for k, v in zip(table.keys, table.values) if k is not None}
+    raise AssertionError("facade/dispatch.py has no WORK table")
+
+
+def _self_engine(node: ast.expr) -> bool:
+    return (isinstance(node, ast.Attribute) and node.attr == "_engine" and isinstance(node.value, ast.Name)
+            and node.value.id == "self")
+
+
+def verbs_with_more_than_one_call_down(root: Path) -> list[str]:
+    """``Vault``'s verb methods (wrapped in ``edge``, ``__init__`` and ``call`` aside) that do more than
+    check their arguments and make one call down. A verb's body, after its docstring, is statements that
+    check its arguments (every call in them is one of ARGUMENT_CHECKS, or the error a ``raise`` makes, or a
+    method of a value of its own, such as a dict's ``items``) and then ``return <the call down>``: for a
+    verb of facade/dispatch.py's table, ``self.call("<its own name>", ...)``; for another, ``self.call`` of
+    a verb of the table or one method of ``self._engine``. ``self`` appears nowhere else and no ``lambda``
+    anywhere: a verb that opens a transaction, reads the clock or reaches the backend is named."""
+    verbs = set(work_table(root))
+    bad = []
+    for method in _class(root / FACADE / "vault.py", "Vault").body:
+        if not (isinstance(method, ast.FunctionDef) and _is_edge(method)) or method.name in ("__init__", "call"):
+            continue
+        where = f"Vault.{method.name}"
+        body = method.body[1:] if ast.get_docstring(method) is not None else method.body
+        last = body[-1] if body else None
+        down = last.value if isinstance(last, ast.Return) and isinstance(last.value, ast.Call) else None
+        if down is None:
+            bad.append(f"{where} does not end in returning one call down")
+            continue
+        func, down_nodes = down.func, list(ast.walk(last))
+        named = down.args[0].value if down.args and isinstance(down.args[0], ast.Constant) else None
+        if isinstance(func, ast.Attribute) and func.attr == "call" and isinstance(func.value, ast.Name) \
+                and func.value.id == "self":
+            if method.name in verbs and named != method.name:
+                bad.append(f"{where} calls {named!r} down, not its own verb")
+            elif named not in verbs:
+                bad.append(f"{where} calls {named!r} down, which facade/dispatch.py does not name")
+        elif not (isinstance(func, ast.Attribute) and _self_engine(func.value)) or method.name in verbs:
+            bad.append(f"{where} ends in {ast.unparse(func)}(...), not self.call({method.name!r}, ...)")
+        a = method.args
+        arguments = a.args + a.kwonlyargs + [n for n in (a.vararg, a.kwarg) if n is not None]
+        own = {a.arg for a in arguments} | {n.id for s in body for n in ast.walk(s)
+                                            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        raised = {id(n.exc) for s in body for n in ast.walk(s) if isinstance(n, ast.Raise) and n.exc}
+        for node in (n for s in body for n in ast.walk(s)):
+            if isinstance(node, ast.Lambda):
+                bad.append(f"{where}:{node.lineno} makes a lambda")
+            elif isinstance(node, ast.Name) and node.id == "self" and not any(node is n for n in down_nodes):
+                bad.append(f"{where}:{node.lineno} uses self before its call down")
+            elif isinstance(node, ast.Call) and node is not down and id(node) not in raised:
+                f = node.func
+                if not ((isinstance(f, ast.Name) and f.id in ARGUMENT_CHECKS) or (isinstance(f, ast.Attribute)
+                        and isinstance(f.value, ast.Name) and f.value.id in own - {"self"})):
+                    bad.append(f"{where}:{node.lineno} calls {ast.unparse(f)}, which checks no argument")
+    return bad
+
+
+def work_not_below(root: Path) -> list[str]:
+    """Entries of facade/dispatch.py's table that are not one function of a layer below the facade taking
+    ``(engine, params)`` (anything more with a default) and returning what the verb method of that name
+    says it returns."""
+    dispatch = root / FACADE / "dispatch.py"
+    imported = {}  # a name dispatch.py imports -> the module (or class) it names
+    for node in ast.walk(ast.parse(dispatch.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = ".".join([CORE, "facade"][: 3 - node.level] + ([node.module] if node.module else []))
+            imported |= {alias.asname or alias.name: f"{base}.{alias.name}" for alias in node.names}
+    row = {name: i for i, names in enumerate(LAYERS) for name in names}
+    modules = package_modules(root, CORE)
+    vault = _class(root / FACADE / "vault.py", "Vault")
+    methods = {m.name: m for m in vault.body if isinstance(m, ast.FunctionDef)}
+    bad = []
+    for verb, expr in work_table(root).items():
+        if not (isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name)
+                and expr.value.id in imported):
+            bad.append(f"{verb}: {ast.unparse(expr)} is not a function of an imported module or class")
+            continue
+        owner, function = imported[expr.value.id], expr.attr
+        module = owner if owner in modules else owner.rpartition(".")[0]
+        if module not in modules or row.get(layer(module), -1) <= row["facade"]:
+            bad.append(f"{verb}: {owner}.{function} is not of a layer below the facade")
+            continue
+        scope = (ast.parse(modules[module].read_text(encoding="utf-8")).body if owner == module
+                 else _class(modules[module], owner.rpartition(".")[2]).body)  # a method: the engine's recall
+        defs = [n for n in scope if isinstance(n, ast.FunctionDef) and n.name == function]
+        if not defs:
+            bad.append(f"{verb}: {owner} defines no function {function}")
+            continue
+        args = defs[0].args
+        names = [a.arg for a in args.posonlyargs + args.args]
+        if len(names) < 2 or names[0] not in ("engine", "self") or len(names) - 2 > len(args.defaults):
+            bad.append(f"{verb}: {owner}.{function}({', '.join(names)}) does not take (engine, params) alone")
+        method = methods.get(verb)
+        said, promised = (ast.unparse(r) if r is not None else "nothing said"
+                          for r in (defs[0].returns, method.returns if method is not None else None))
+        if method is not None and said != promised:
+            bad.append(f"{verb}: {owner}.{function} returns {said}, Vault.{verb} {promised}")
+    return bad
+
+
 # --- the repository keeps the rules -----------------------------------------------------------------
 
 
@@ -423,6 +584,18 @@ def test_the_tree_is_the_drawing() -> None:
     assert not shadowing, f"layer packages named like public names: {sorted(shadowing)}"
     drawing = drawn_layers((ROOT / "docs" / "architecture.md").read_text(encoding="utf-8"), packages)
     assert drawing == list(LAYERS), "docs/architecture.md draws the layers otherwise than LAYERS orders them"
+
+
+def test_no_module_outside_the_facade_reads_a_private_attribute_of_vault() -> None:
+    names = vault_private_names(ROOT)
+    assert "_engine" in names
+    bad = private_vault_reads(ROOT, names)
+    assert not bad, "\n".join(bad)
+
+
+def test_each_verb_of_the_facade_makes_one_call_down_to_one_function_below() -> None:
+    bad = verbs_with_more_than_one_call_down(ROOT) + work_not_below(ROOT)
+    assert not bad, "\n".join(bad)
 
 
 def test_importing_the_core_loads_no_framework_and_no_adapter() -> None:
@@ -570,4 +743,60 @@ def test_the_mirror_check_names_each_test_file_and_module_out_of_place(tmp_path:
         f"{CORE}/recall/__init__.py has no {TESTS}/core/recall/test_package.py",
         f"{CORE}/store.py has {TESTS}/core/test_store.py now: take it off the untested list",
         f"{CORE}/old.py is on the untested list but is no module any more",
+    ]
+
+
+def test_the_facade_checks_name_each_violation(tmp_path: Path) -> None:
+    root = write(tmp_path, {
+        f"{CORE}/facade/vault.py": (
+            "class Vault:\n"
+            "    def __init__(self):\n        self._engine = open()\n        self.path = ''\n"
+            "    def _read(self, work):\n        return self._engine.read(work)\n"
+            "    @edge\n    def get(self, id) -> E:\n        'One memory.'\n"
+            "        return self.call('get', validate(P, given(id=id)))\n"
+            "    @edge\n    def forget(self, id) -> E:\n"
+            "        p, e = validate(P, {'id': id}), self._engine\n"
+            "        e.write(lambda c: store.forget(c, p.id))\n"
+            "        return e.entity(p.id)\n"
+            "    @edge\n    def scan(self, **f) -> S:\n"
+            "        if 'x' in f:\n            raise InvalidInput('x', 'no')\n"
+            "        return self.call('get', validate(P, {k: v for k, v in f.items()}))\n"
+            "    @edge\n    def wait(self, t):\n        return self._engine.wait(self._engine.index, t)\n"
+            "    @edge\n    def peek(self):\n        return store.peek(self._engine.conn())\n"),
+        f"{CORE}/facade/helpers.py": "def scan(engine, p): ...\n",
+        f"{CORE}/facade/dispatch.py": (
+            "from ..features import work as w\nfrom . import helpers\n"
+            "WORK: dict = {'get': w.get, 'forget': w.forget, 'scan': helpers.scan, 'gone': w.gone,\n"
+            "              'wait': w.scan}\n"),
+        f"{CORE}/features/work.py": ("def get(engine, p, progress=None) -> E:\n    ...\n"
+                                     "def forget(engine) -> E:\n    ...\n"
+                                     "def scan(engine, p) -> list[E]:\n    ...\n"),
+        f"{CORE}/state/scoped.py": ("class Scoped:\n    def __init__(self, vault):\n"
+                                    "        self._engine = vault._engine\n"),
+        f"{INTEGRATIONS}/mcp/server.py": "def run(vault):\n    return getattr(vault, '_read')(None)\n",
+        "benchmarks/speed.py": "def p50(vault):\n    vault._engine.index = None\n",
+        "tests/test_x.py": "def test(vault):\n    assert vault._engine.conn() and vault.engine and vault.closing\n",
+    })
+    assert vault_private_names(root) == {"_engine", "_read"}
+    assert private_vault_reads(root, vault_private_names(root)) == [
+        f"{CORE}/state/scoped.py:3 reads Vault's private _engine",  # its own self._engine is not Vault's
+        f"{INTEGRATIONS}/mcp/server.py:2 reads Vault's private _read",
+        "benchmarks/speed.py:2 reads Vault's private _engine",
+        "tests/test_x.py:2 reads Vault's private _engine",
+    ]
+    assert verbs_with_more_than_one_call_down(root) == [
+        "Vault.forget ends in e.entity(...), not self.call('forget', ...)",
+        "Vault.forget:13 uses self before its call down",  # the engine taken, to open a transaction with
+        "Vault.forget:14 makes a lambda",
+        "Vault.forget:14 calls store.forget, which checks no argument",
+        "Vault.scan calls 'get' down, not its own verb",
+        "Vault.wait ends in self._engine.wait(...), not self.call('wait', ...)",  # a verb of the table
+        "Vault.peek ends in store.peek(...), not self.call('peek', ...)",
+        "Vault.peek:26 calls self._engine.conn, which checks no argument",
+    ]
+    assert work_not_below(root) == [
+        "forget: perseus_vault_core.features.work.forget(engine) does not take (engine, params) alone",
+        "scan: perseus_vault_core.facade.helpers.scan is not of a layer below the facade",
+        "gone: perseus_vault_core.features.work defines no function gone",
+        "wait: perseus_vault_core.features.work.scan returns list[E], Vault.wait nothing said",
     ]

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -81,10 +82,14 @@ def test_a_one_shot_command_interrupted_says_so_in_one_line(tmp_path: Path, monk
                                                           capsys: pytest.CaptureFixture[str]) -> None:
     from perseus_vault_core import Vault
 
-    def interrupted(self: Vault, *args: object, **kwargs: object) -> None:
-        raise KeyboardInterrupt
+    call = Vault.call
 
-    monkeypatch.setattr(Vault, "recall", interrupted)
+    def interrupted(self: Vault, verb: str, *args: Any, **kwargs: Any) -> Any:
+        if verb == "recall":  # the command line calls each verb through Vault.call
+            raise KeyboardInterrupt
+        return call(self, verb, *args, **kwargs)
+
+    monkeypatch.setattr(Vault, "call", interrupted)
     assert main(["--db", str(tmp_path / "v.db"), "remember", "note", "k", "some text"]) == 0
     assert main(["--db", str(tmp_path / "v.db"), "recall", "text"]) == 130
     assert capsys.readouterr().err == "perseus-vault: interrupted\n"

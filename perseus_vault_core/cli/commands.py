@@ -15,6 +15,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ..contract import verbs
+from ..contract.params import validate
 from ..facade.vault import Vault
 from . import admin
 from . import format as f
@@ -83,14 +84,16 @@ REGISTRY: Mapping[str, verbs.Verb] = MappingProxyType({v.name: v for v in verbs.
 
 
 def invoke(command: Command, vault: Vault, args: argparse.Namespace) -> None:
-    """Call the command's verb with the arguments the user gave and print the result."""
+    """Call the command's verb with the arguments the user gave (validated here, once, into its params model)
+    and print the result."""
     given = {name: getattr(args, name) for name in command.fields if hasattr(args, name)}
     if command.stdin and given.get(command.stdin) == "-":
         given[command.stdin] = admin.standard_input(command.stdin)
     if command.handler is not None:
         result = command.handler(vault, args, given)
     else:
-        result = getattr(vault, command.verb)(**given)
+        assert command.spec is not None, f"{command.name}: a command without a verb needs a handler"
+        result = vault.call(command.verb, validate(command.spec.params, given))
     if result is not admin.PRINTED:
         f.emit(args, result, command.show)
 

@@ -10,6 +10,7 @@ import difflib
 import functools
 import inspect
 import os
+import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -21,6 +22,7 @@ from ..primitives.forking import GATE
 from ..storage import driver_errors
 
 F = TypeVar("F", bound=Callable[..., Any])
+_INSIDE = threading.local()  # .engine: the engine whose verb this thread is running, while it runs
 
 
 def edge(method: F) -> F:
@@ -29,21 +31,24 @@ def edge(method: F) -> F:
     The modules below raise the vault's own errors on purpose; this catches what slips past them
     (an I/O error, a corrupt page), so callers only ever handle one error tree. A verb runs inside the
     fork gate (primitives/forking.py): a fork waits until no verb is inside SQLite, so a forked child's
-    copies of the connections are idle, and it closes them before it opens its own.
+    copies of the connections are idle, and it closes them before it opens its own. A verb's own call down
+    (``Vault.call``, on the same engine) runs as it is: the verb's edge already holds all of this.
     """
 
     @functools.wraps(method)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        engine = getattr(args[0], "_engine", None) if args else None
+        if engine is not None and getattr(_INSIDE, "engine", None) is engine:
+            return method(*args, **kwargs)
         with GATE.inside():
-            return _call(method, args, kwargs)
+            return _call(method, args, kwargs, engine)
 
     return wrapper  # type: ignore[return-value]
 
 
-def _call(method: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def _call(method: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], engine: Any) -> Any:
     """``method(*args, **kwargs)`` with what goes wrong beneath it turned into the vault's errors."""
     try:
-        engine = getattr(args[0], "_engine", None) if args else None
         if engine is None:  # Vault.__init__: opening the vault leased a connection; give it back now
             result = method(*args, **kwargs)
             opened = getattr(args[0], "_engine", None) if args else None
@@ -51,8 +56,12 @@ def _call(method: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, A
                 with opened.backend.lease():
                     pass
             return result
-        with engine.backend.lease():  # the verb keeps one connection; a pooled one goes back after
-            return method(*args, **kwargs)
+        outer, _INSIDE.engine = getattr(_INSIDE, "engine", None), engine
+        try:
+            with engine.backend.lease():  # the verb keeps one connection; a pooled one goes back after
+                return method(*args, **kwargs)
+        finally:
+            _INSIDE.engine = outer
     except VaultError:
         raise
     except driver_errors() as exc:  # evaluated only when something was raised

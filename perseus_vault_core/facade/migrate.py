@@ -77,15 +77,15 @@ def migrate(source: Vault | str | os.PathLike[str], target: str | os.PathLike[st
     with ExitStack() as stack:
         src = source if isinstance(source, Vault) else stack.enter_context(
             Vault(source, create=False, embedder=False, keyword_index=False, vector_index=False))
-        engine = src._engine
+        engine = src.engine
         recorded = engine.read(engine.backend.vectors.model)
         copier = CopiedVectors(*recorded) if recorded is not None else None
         # Indexes only as saved ones: none is built while copying, and closing saves them for the next process.
         dst = stack.enter_context(Vault(target, embedder=copier or False, keyword_index="saved", vector_index="saved"))
-        held = dst._engine.read(lambda c: int(c.execute("SELECT count(*) FROM entities").fetchone()[0]))
+        held = dst.engine.read(lambda c: int(c.execute("SELECT count(*) FROM entities").fetchone()[0]))
         if held:
             raise Conflict(f"the target already holds {held} memories; migrate copies into an empty vault")
-        state = dst._engine.read(lambda c: sum(_count(c, table) for table in STATE_TABLES))
+        state = dst.engine.read(lambda c: sum(_count(c, table) for table in STATE_TABLES))
         if state:
             raise Conflict(f"the target already holds {state} rows of framework state (checkpoints, key-value "
                            "entries); migrate copies into an empty vault")
@@ -94,7 +94,7 @@ def migrate(source: Vault | str | os.PathLike[str], target: str | os.PathLike[st
         spool.seek(0)
         parsed = parse_records(read_records(spool))
         known = _SourceVectors(src) if copier is not None else None
-        target_engine = dst._engine
+        target_engine = dst.engine
         plan = target_engine.plan(lambda conn: texts(parsed[0], parsed[2]), known=known)
         target_engine.write_planned(plan, lambda c: import_records(target_engine.backend, c, parsed, target_engine.now(),
                                                                    None, plan))
@@ -141,7 +141,7 @@ class _SourceVectors:
                     found[text] = np.frombuffer(bytes(vector), dtype=np.float32)
             return found
 
-        return self.src._engine.read(read)
+        return self.src.engine.read(read)
 
 
 def _copy_phrases(src: Vault, dst: Vault, recorded: tuple[str, int] | None) -> int:
@@ -150,12 +150,12 @@ def _copy_phrases(src: Vault, dst: Vault, recorded: tuple[str, int] | None) -> i
     if recorded is None:
         return 0
     model = recorded[0]
-    phrases: dict[tuple[str, str], np.ndarray] = src._engine.read(lambda c: {
+    phrases: dict[tuple[str, str], np.ndarray] = src.engine.read(lambda c: {
         (scope, phrase): np.frombuffer(bytes(vector), dtype=np.float32) for scope, phrase, vector in c.execute(
             "SELECT scope, phrase, embedding FROM trigger_vectors WHERE model = ?", (model,))})
     if phrases:
-        backend = dst._engine.backend
-        dst._engine.write(lambda c: backend.vectors.write_phrase_vectors(c, model, phrases))
+        backend = dst.engine.backend
+        dst.engine.write(lambda c: backend.vectors.write_phrase_vectors(c, model, phrases))
     return len(phrases)
 
 
@@ -167,10 +167,10 @@ def _copy_state(src: Vault, dst: Vault) -> int:
         marks = ", ".join("?" for _ in columns.split(", "))
         offset = 0
         while True:
-            rows = src._engine.read(lambda c: c.execute(
+            rows = src.engine.read(lambda c: c.execute(
                 f"SELECT {columns} FROM {table} ORDER BY {key} LIMIT ? OFFSET ?", (STATE_PAGE, offset)).fetchall())
             if rows:
-                dst._engine.write(lambda c: c.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks})",
+                dst.engine.write(lambda c: c.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks})",
                                                           [tuple(r) for r in rows]))
             offset += len(rows)
             if len(rows) < STATE_PAGE:
@@ -186,7 +186,7 @@ def _digest(vault: Vault, table: str, columns: str, key: str) -> tuple[int, int]
     (the two databases sort text differently)."""
     count, total, offset = 0, 0, 0
     while True:
-        rows = vault._engine.read(lambda c: c.execute(
+        rows = vault.engine.read(lambda c: c.execute(
             f"SELECT {columns} FROM {table} ORDER BY {key} LIMIT ? OFFSET ?", (STATE_PAGE, offset)).fetchall())
         for row in rows:
             plain = tuple(bytes(v) if isinstance(v, (bytes, bytearray, memoryview)) else v for v in row)

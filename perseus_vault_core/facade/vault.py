@@ -1,12 +1,11 @@
 """``Vault``: the one object a user meets. Every verb is a method here.
 
-Each verb validates its arguments into its params model (contract/params/) and hands them to the module
-that owns the concept, lending it the :class:`~..engine.engine.Engine`: ``remember`` to
-features/remembering.py and the other writes to records/store.py, recall to the engine (which wires
-recall/pipeline.py to its arms), and the rest to the feature of that name (features/: ``graph``,
-``proactive``, ``graphrag/verbs``, ``temporal``, ``memory_files/verbs``, ``backfill`` for ``embed`` and ``reindex``,
-...); the file's upkeep to the storage backend (docs/architecture.md has the table). It is safe to
-share between threads: each thread gets its own connection.
+Each verb validates its arguments into its params model (contract/params/) and hands the model to
+:meth:`Vault.call`, which gives it, with the :class:`~..engine.engine.Engine`, to the one function of a layer
+below that does the verb's work (facade/dispatch.py names each: a feature's, or the engine's ``recall``); that
+function owns the transaction, the clock and any SQL. The MCP server, the CLI and the resident helper, which
+validate what they are given themselves, call ``Vault.call`` directly: a call is validated once. It is safe
+to share between threads: each thread gets its own connection.
 """
 
 from __future__ import annotations
@@ -15,12 +14,12 @@ import datetime as dt
 import os
 import weakref
 from collections.abc import Callable, Iterable, Sequence
-from pathlib import Path
-from typing import IO, Any, Literal, TypeVar, Unpack
+from typing import IO, Any, Literal, Unpack
 
 import numpy as np
+from pydantic import BaseModel
 
-from ..contract.errors import Conflict, InvalidInput
+from ..contract.errors import InvalidInput
 from ..contract.memory_names import NOTE_TYPE
 from ..contract.models import (  # noqa: I001
     CheckReport, CommunitiesResult, CommunitySummary, ConversationResult, ConversationWrite, Counts, EmbedReport,
@@ -30,12 +29,12 @@ from ..contract.models import (  # noqa: I001
 )
 from ..contract.params import (  # noqa: I001
     AddMemoryParams, AsOfParams, BackupParams, BitemporalParams, CommunitiesParams, CommunitySummaryParams,
-    ConversationParams, CountsParams, DeleteMemoryParams, Direction, EmbedParams, EntityParams, GetMemoryParams,
-    Fusion, GlobalRecallParams, HistoryParams, HygieneParams, ImportParams, LinkParams,
-    ListMemoryFilesParams, MemoryExportParams, MemoryImportParams, MemoryRecallParams, MessageInput, OpenParams,
-    PrepareParams, RecallParams, RecallWhenParams, RecentParams, RekeyParams, RememberConversationParams,
-    RememberInput, RememberManyParams, RememberParams, ScanParams, ScopeParams, SupersedeParams, Synchronous, TraverseParams,
-    UnlinkParams, ValidAtParams, validate,
+    ConversationParams, CountsParams, DeleteMemoryParams, Direction, EmbedParams, EntityParams, ExportParams,
+    GetMemoryParams, Fusion, GlobalRecallParams, HistoryParams, HygieneParams, ImportParams, LinkParams,
+    ListMemoryFilesParams, MemoryExportParams, MemoryImportParams, MemoryRecallParams, MessageInput, NoParams,
+    OpenParams, PrepareParams, RecallParams, RecallWhenParams, RecentParams, RekeyParams, RememberConversationParams,
+    RememberInput, RememberManyParams, RememberParams, ScanParams, ScopeParams, SupersedeParams, Synchronous,
+    TraverseParams, UnlinkParams, ValidAtParams, validate,
 )
 from ..contract.params.options import (  # noqa: I001
     CommunitiesOptions, CommunitySummaryOptions, CountsOptions, GlobalRecallOptions, HygieneOptions, PrepareOptions,
@@ -44,19 +43,13 @@ from ..contract.params.options import (  # noqa: I001
 )
 from ..embeddings import Embedder
 from ..engine.engine import Clock, Engine
-from ..features import backfill, conversations, counts, graph, hygiene, import_export, proactive, remembering, scan, temporal
-from ..features.graphrag import verbs as graphrag
-from ..features.memory_files import verbs as memory
-from ..primitives.dialect import dialect
-from ..primitives.filters import view
-from ..recall import pipeline as recall
-from ..records import store
-from ..storage import Connection
+from ..primitives.keys import check_key
+from ..recall.pipeline import query_vector
+from . import dispatch
 from .edge import edge, given, listed, path_text
 
 DEFAULT_PATH = "perseus_vault.db"
 Instant = int | str | dt.datetime  # unix ms, ISO 8601 text, or a datetime (see params.UnixMs)
-T = TypeVar("T")
 
 
 def default_path() -> str:
@@ -130,9 +123,22 @@ class Vault:
         their vectors and the stored ones come from the same model."""
         return self._engine.embedder
 
-    def _read(self, work: Callable[[Connection, int], T]) -> T:
-        """``work(connection, now)`` in one read snapshot."""
-        return self._engine.read(lambda c: work(c, self._engine.now()))
+    @property
+    def engine(self) -> Engine:
+        """The open vault's :class:`~..engine.engine.Engine` (backend, clock, embedder, indexes): what the
+        modules beside the facade (state/, migrate.py), the resident helper, benchmarks and tests reach the
+        storage through, instead of a private attribute. Not needed to use the vault (docs/architecture.md)."""
+        return self._engine
+
+    @edge
+    def call(self, verb: str, params: BaseModel, **extras: Any) -> Any:
+        """Run ``verb`` (a name of contract/verbs.py, or ``memory_unbind``) on its params model, already
+        validated: the one way down, which every verb method takes after validating its arguments, and which
+        the MCP server, the CLI and the resident helper take with the model they validated. ``extras``: what
+        only Python callers give: ``polish`` (``community_summary``), ``progress`` (``embed``,
+        ``import_jsonl``, ``reindex``), ``lines`` / ``stream`` (an open file for ``import_jsonl`` /
+        ``export_jsonl``), ``vector`` (``recall``)."""
+        return dispatch.run(self._engine, verb, params, extras)
 
     # --- writing -----------------------------------------------------------------------------
     @edge
@@ -144,45 +150,37 @@ class Vault:
         required = {"category": category, "key": key, "content": content}
         # Missing required arguments are reported by the model (naming the field), not by Python.
         p = validate(RememberParams, {**{k: v for k, v in required.items() if v is not None}, **fields})
-        return remembering.remember(self._engine, p)
+        return self.call("remember", p)
 
     @edge
     def remember_many(self, items: Iterable[dict[str, Any] | RememberInput], *, similar: bool = False) -> list[Entity]:
         """Remember a batch in one transaction: all are written, or (on any error) none. Each memory's relations to
         the ones it may repeat or update are kept; ``similar``: each comes back with them (as ``remember``'s)."""
         p = validate(RememberManyParams, {"items": listed("items", items, "memories"), "similar": similar})
-        return remembering.remember_many(self._engine, p)
+        return self.call("remember_many", p)
 
     @edge
     def get_entity(self, id: int, *, agent_id: str | None = None, workspace_hash: str | None = None) -> Entity:
         """One entity, whole (current version). Scope arguments, when given, must match it."""
-        p = validate(EntityParams, given(id=id, agent_id=agent_id, workspace_hash=workspace_hash))
-        return store.to_entity(store.scoped_head(self._engine.conn(), p.id, p.agent_id, p.workspace_hash),
-                               self._engine.now())
+        return self.call("get_entity", validate(EntityParams, given(id=id, agent_id=agent_id,
+                                                                    workspace_hash=workspace_hash)))
 
     @edge
     def forget(self, id: int, *, agent_id: str | None = None, workspace_hash: str | None = None) -> Entity:
         """Archive an entity (reversible: remembering its (category, key) again restores it)."""
-        p, e = validate(EntityParams, given(id=id, agent_id=agent_id, workspace_hash=workspace_hash)), self._engine
-        e.write(lambda c: store.forget(e.backend, c, p.id, p.agent_id, p.workspace_hash, e.now()))
-        return e.entity(p.id)
+        return self.call("forget", validate(EntityParams, given(id=id, agent_id=agent_id, workspace_hash=workspace_hash)))
 
     @edge
     def purge(self, id: int, *, agent_id: str | None = None, workspace_hash: str | None = None) -> PurgeResult:
         """Delete an archived entity, its history and its links for good."""
-        p, e = validate(EntityParams, given(id=id, agent_id=agent_id, workspace_hash=workspace_hash)), self._engine
-        result = e.write(lambda c: store.purge(e.backend, c, p.id, p.agent_id, p.workspace_hash))
-        e.forget_snapshots()
-        return result
+        return self.call("purge", validate(EntityParams, given(id=id, agent_id=agent_id, workspace_hash=workspace_hash)))
 
     @edge
     def supersede(self, old_id: int, new_id: int, *, agent_id: str | None = None,
                   workspace_hash: str | None = None) -> Entity:
         """Mark ``old_id`` superseded by ``new_id``; returns the old entity as it now stands."""
-        p, e = validate(SupersedeParams, given(old_id=old_id, new_id=new_id, agent_id=agent_id,
-                                                workspace_hash=workspace_hash)), self._engine
-        e.write(lambda c: store.supersede(e.backend, c, p.old_id, p.new_id, p.agent_id, p.workspace_hash, e.now()))
-        return e.entity(p.old_id)
+        return self.call("supersede", validate(SupersedeParams, given(old_id=old_id, new_id=new_id, agent_id=agent_id,
+                                                                      workspace_hash=workspace_hash)))
 
     # --- links -------------------------------------------------------------------------------
 
@@ -190,18 +188,16 @@ class Vault:
     def link(self, from_id: int, to_id: int, relation: str = "related", weight: float = 1.0, *,
              source: str | None = None, agent_id: str | None = None, workspace_hash: str | None = None) -> Link:
         """Add (or re-weight) a directed, typed edge between two entities of one scope."""
-        p, e = validate(LinkParams, given(from_id=from_id, to_id=to_id, relation=relation, weight=weight,
-                                           source=source, agent_id=agent_id, workspace_hash=workspace_hash)), self._engine
-        return e.write(lambda c: graph.link(e.backend, c, p.from_id, p.to_id, p.relation, float(p.weight), p.source,
-                                            p.agent_id, p.workspace_hash, e.now()))
+        return self.call("link", validate(LinkParams, given(from_id=from_id, to_id=to_id, relation=relation, weight=weight,
+                                                             source=source, agent_id=agent_id,
+                                                             workspace_hash=workspace_hash)))
 
     @edge
     def unlink(self, from_id: int, to_id: int, relation: str | None = None, *,
                agent_id: str | None = None, workspace_hash: str | None = None) -> int:
         """Close the link(s) from ``from_id`` to ``to_id`` (one relation or all); returns how many closed."""
-        p, e = validate(UnlinkParams, given(from_id=from_id, to_id=to_id, relation=relation, agent_id=agent_id,
-                                             workspace_hash=workspace_hash)), self._engine
-        return e.write(lambda c: graph.unlink(c, p.from_id, p.to_id, p.relation, p.agent_id, p.workspace_hash, e.now()))
+        return self.call("unlink", validate(UnlinkParams, given(from_id=from_id, to_id=to_id, relation=relation,
+                                                                agent_id=agent_id, workspace_hash=workspace_hash)))
 
     @edge
     def traverse(self, start: int, depth: int = 2, relations: list[str] | None = None,
@@ -209,15 +205,14 @@ class Vault:
         """Walk the link graph breadth-first from ``start`` (scope and time rules on every hop); see TraverseParams."""
         p = validate(TraverseParams, {**filters, **given(start=start, depth=depth, relations=relations,
                                                             direction=direction)})
-        return self._read(lambda c, now: graph.traverse(c, p.start, p.depth, p.relations, p.direction,
-                                                               view(p, now, dialect(c)), p.inferred))
+        return self.call("traverse", p)
 
     # --- communities (GraphRAG, docs/graphrag.md) ------------------------------------------------
 
     @edge
     def communities(self, **options: Unpack[CommunitiesOptions]) -> CommunitiesResult:
         """Clusters of the link graph in the caller's view, largest first, with their central members."""
-        return graphrag.communities(self._engine, validate(CommunitiesParams, options))
+        return self.call("communities", validate(CommunitiesParams, options))
 
     @edge
     def community_summary(self, community_id: str, *, polish: Callable[[str], str] | None = None,
@@ -229,14 +224,14 @@ class Vault:
         p = validate(CommunitySummaryParams, {**options, "community_id": community_id})
         if polish is not None and not callable(polish):
             raise InvalidInput("polish", "must be a function that takes the extractive text and returns text")
-        return graphrag.community_summary(self._engine, p, polish)
+        return self.call("community_summary", p, polish=polish)
 
     @edge
     def global_recall(self, query: str, **options: Unpack[GlobalRecallOptions]) -> GlobalRecallResult:
         """Answer a question that spans clusters: the best communities by their summaries, then the best
         evidence among their members, and an answer context within ``max_chars``. Summaries that do
         not exist yet are written first."""
-        return graphrag.global_recall(self._engine, validate(GlobalRecallParams, {**options, "query": query}))
+        return self.call("global_recall", validate(GlobalRecallParams, {**options, "query": query}))
 
     # --- proactive recall (docs/proactive.md) --------------------------------------------------
 
@@ -244,13 +239,13 @@ class Vault:
     def recall_when(self, context: str, **options: Unpack[RecallWhenOptions]) -> RecallWhenResult:
         """Entities whose ``recall_when`` trigger phrases match ``context``, best first: by phrase, by
         stemmed terms, and by meaning when the vault has vectors and an embedder."""
-        return proactive.recall_when(self._engine, validate(RecallWhenParams, {**options, "context": context}))
+        return self.call("recall_when", validate(RecallWhenParams, {**options, "context": context}))
 
     @edge
     def prepare(self, context: str, **options: Unpack[PrepareOptions]) -> PrepareResult:
         """The markdown block to inject before an agent turn: entities triggered by ``context`` first,
         then those ``recall`` finds most relevant to it, within ``max_chars``."""
-        return proactive.prepare(self._engine, validate(PrepareParams, {**options, "context": context}))
+        return self.call("prepare", validate(PrepareParams, {**options, "context": context}))
 
     # --- conversations (docs/conversations.md) ---------------------------------------------------
 
@@ -262,7 +257,7 @@ class Vault:
         already stored in the session keeps its turn."""
         p = validate(RememberConversationParams, given(session=session, messages=listed("messages", messages, "messages"),
                                                         agent_id=agent_id, workspace_hash=workspace_hash))
-        return conversations.remember(self._engine, p)
+        return self.call("remember_conversation", p)
 
     @edge
     def conversation(self, session: str, around: int | None = None, before: int | None = None,
@@ -272,7 +267,7 @@ class Vault:
         ``limit`` turns from ``from_turn``. Read-only."""
         p = validate(ConversationParams, given(session=session, around=around, before=before, after=after,
                                                 from_turn=from_turn, limit=limit, agent_id=agent_id, workspace_hash=workspace_hash))
-        return self._read(lambda c, now: conversations.read(c, p, now))
+        return self.call("conversation", p)
 
     # --- memory files (docs/memory-files.md) -----------------------------------------------------
 
@@ -285,20 +280,19 @@ class Vault:
         ``delete_memory`` rewrite the files there."""
         p = validate(MemoryImportParams, given(folder=path_text("folder", folder), memory_dir=memory_dir, bind=bind,
                                                agent_id=agent_id, workspace_hash=workspace_hash))
-        return memory.memory_import(self._engine, p.folder, p.memory_dir, p.bind, p.agent_id, p.workspace_hash)
+        return self.call("memory_import", p)
 
     @edge
     def memory_unbind(self, *, agent_id: str | None = None, workspace_hash: str | None = None) -> bool:
         """Stop rewriting a folder's files for this scope; True when there was a binding."""
-        validate(ScopeParams, given(agent_id=agent_id, workspace_hash=workspace_hash))
-        return memory.memory_unbind(self._engine, agent_id, workspace_hash)
+        return self.call("memory_unbind", validate(ScopeParams, given(agent_id=agent_id, workspace_hash=workspace_hash)))
 
     @edge
     def add_memory(self, file: str, section: str, text: str, date: str | None = None, *,
                    agent_id: str | None = None, workspace_hash: str | None = None) -> MemoryChange:
         """Add a dated entry (``date`` defaults to today, UTC) at the end of ``section`` of memory file
         ``file`` (both created if missing); a bound folder's file is rewritten atomically first."""
-        return memory.add_memory(self._engine, validate(AddMemoryParams, given(
+        return self.call("add_memory", validate(AddMemoryParams, given(
             file=file, section=section, text=text, date=date, agent_id=agent_id, workspace_hash=workspace_hash)))
 
     @edge
@@ -306,21 +300,21 @@ class Vault:
                       agent_id: str | None = None, workspace_hash: str | None = None) -> MemoryChange:
         """Delete the one entry of ``section`` matching ``date`` and/or ``text``; refuses when none or
         several match. History keeps it."""
-        return memory.delete_memory(self._engine, validate(DeleteMemoryParams, given(
+        return self.call("delete_memory", validate(DeleteMemoryParams, given(
             file=file, section=section, date=date, text=text, agent_id=agent_id, workspace_hash=workspace_hash)))
 
     @edge
     def get_memory(self, file: str, section: str | None = None, *, entries: bool = False, agent_id: str | None = None,
                    workspace_hash: str | None = None) -> MemoryText:
         """A memory file verbatim, or one of its ``##`` sections (heading included); ``entries``: also its entries."""
-        return memory.get_memory(self._engine, validate(GetMemoryParams, given(
+        return self.call("get_memory", validate(GetMemoryParams, given(
             file=file, section=section, entries=entries, agent_id=agent_id, workspace_hash=workspace_hash)))
 
     @edge
     def list_memory_files(self, *, agent_id: str | None = None, workspace_hash: str | None = None) -> MemoryFiles:
         """The memory files in scope, by name, with their entry counts and sections."""
-        validate(ListMemoryFilesParams, given(agent_id=agent_id, workspace_hash=workspace_hash))
-        return memory.list_memory_files(self._engine, agent_id, workspace_hash)
+        return self.call("list_memory_files", validate(ListMemoryFilesParams, given(agent_id=agent_id,
+                                                                                  workspace_hash=workspace_hash)))
 
     @edge
     def memory_export(self, folder: str | os.PathLike[str], *, agent_id: str | None = None,
@@ -328,13 +322,13 @@ class Vault:
         """Write every memory file in scope to ``folder/<file>.md`` (atomically, byte for byte as stored)."""
         p = validate(MemoryExportParams, given(folder=path_text("folder", folder), agent_id=agent_id,
                                                workspace_hash=workspace_hash))
-        return memory.memory_export(self._engine, p.folder, p.agent_id, p.workspace_hash)
+        return self.call("memory_export", p)
 
     @edge
     def memory_recall(self, query: str, file: str | None = None, limit: int = 50, *, agent_id: str | None = None,
                       workspace_hash: str | None = None) -> MemoryRecallResult:
         """Entries of the memory files about ``query``, oldest first."""
-        return memory.memory_recall(self._engine, validate(MemoryRecallParams, given(
+        return self.call("memory_recall", validate(MemoryRecallParams, given(
             query=query, file=file, limit=limit, agent_id=agent_id, workspace_hash=workspace_hash)))
 
     # --- reading (docs/recall.md) ----------------------------------------------------------------
@@ -342,14 +336,14 @@ class Vault:
     @edge
     def recall(self, query: str, **options: Unpack[RecallOptions]) -> RecallResult:
         """Find memories for ``query``: keyword, dense or hybrid, with every filter and knob by wire name."""
-        return self._engine.recall(validate(RecallParams, {"query": query, **options}))
+        return self.call("recall", validate(RecallParams, {"query": query, **options}))
 
     @edge
     def search(self, query: str, **options: Unpack[SearchOptions]) -> RecallResult:
         """Recall over the notes of an imported folder (outside the memory layer); ``recall``'s options."""
         if "type" in options:
             raise InvalidInput("type", "search is over markdown notes; use recall for other types")
-        return self._engine.recall(validate(RecallParams, {"query": query, "type": NOTE_TYPE, **options}))
+        return self.call("search", validate(RecallParams, {"query": query, "type": NOTE_TYPE, **options}))
 
     @edge
     def recall_by_vector(self, vector: Sequence[float] | np.ndarray, **options: Unpack[RecallByVectorOptions]
@@ -359,8 +353,8 @@ class Vault:
         for name in ("query", "mode"):
             if name in options:
                 raise InvalidInput(name, "does not apply to recall_by_vector (the vector is the query)")
-        query = recall.query_vector(vector)
-        return self._engine.recall(validate(RecallParams, {"query": "", **options}), vector=query)
+        query = query_vector(vector)
+        return self.call("recall", validate(RecallParams, {"query": "", **options}), vector=query)
 
     @edge
     def wait_for_keyword_index(self, timeout: float = 600.0) -> bool:
@@ -376,19 +370,18 @@ class Vault:
     def scan(self, cursor: str | None = None, limit: int = 100, **filters: Unpack[ScanOptions]) -> ScanPage:
         """One keyset page of every visible entity by ascending id; feed ``next_cursor`` back for the next."""
         p = validate(ScanParams, {"cursor": cursor, "limit": limit, **filters})
-        return self._read(lambda c, now: scan.scan(c, p, now))
+        return self.call("scan", p)
 
     @edge
     def counts(self, **filters: Unpack[CountsOptions]) -> Counts:
         """How many memories the view holds, by status, scope, type and category (largest first)."""
-        return self._read(lambda c, now: counts.counts(c, validate(CountsParams, filters), now))
+        return self.call("counts", validate(CountsParams, filters))
 
     @edge
     def hygiene(self, *, limit: int = 100, min_age_days: int = 7, **filters: Unpack[HygieneOptions]) -> HygieneReport:
         """Report the active memories that weaken a startup block, least actionable first, each with
         its reasons (rules in docs/hygiene.md). Read-only: nothing is reinforced."""
-        p, e = validate(HygieneParams, {**filters, "limit": limit, "min_age_days": min_age_days}), self._engine
-        return self._read(lambda c, now: hygiene.hygiene(e.backend, c, p.filters(), now, p.min_age_days, p.limit))
+        return self.call("hygiene", validate(HygieneParams, {**filters, "limit": limit, "min_age_days": min_age_days}))
 
     # --- time (docs/time.md) ---------------------------------------------------------------------
 
@@ -398,7 +391,7 @@ class Vault:
         """Every version of a fact, newest first, paginated, with ``total``."""
         p = validate(HistoryParams, given(category=category, key=key, agent_id=agent_id,
                                            workspace_hash=workspace_hash, limit=limit, offset=offset))
-        return self._read(lambda c, now: temporal.history(c, temporal.fact(c, p), p.limit, p.offset, now))
+        return self.call("history", p)
 
     @edge
     def as_of(self, category: str, key: str, as_of_unix_ms: Instant, *, agent_id: str | None = None,
@@ -406,7 +399,7 @@ class Vault:
         """The version of a fact the vault believed at ``as_of_unix_ms`` (``None`` if it had none then)."""
         p = validate(AsOfParams, given(category=category, key=key, as_of_unix_ms=as_of_unix_ms, agent_id=agent_id,
                                         workspace_hash=workspace_hash))
-        return self._read(lambda c, now: temporal.as_of(c, temporal.fact(c, p), p.as_of_unix_ms))
+        return self.call("as_of", p)
 
     @edge
     def valid_at(self, category: str, key: str, valid_at_unix_ms: Instant, *, agent_id: str | None = None,
@@ -414,7 +407,7 @@ class Vault:
         """The version of a fact true in the world at ``valid_at_unix_ms``, per current knowledge."""
         p = validate(ValidAtParams, given(category=category, key=key, valid_at_unix_ms=valid_at_unix_ms,
                                            agent_id=agent_id, workspace_hash=workspace_hash))
-        return self._read(lambda c, now: temporal.bitemporal(c, temporal.fact(c, p), now, p.valid_at_unix_ms))
+        return self.call("valid_at", p)
 
     @edge
     def bitemporal(self, category: str, key: str, as_of_unix_ms: Instant, valid_at_unix_ms: Instant, *,
@@ -422,15 +415,14 @@ class Vault:
         """The version believed at ``as_of_unix_ms`` to be true at ``valid_at_unix_ms``."""
         p = validate(BitemporalParams, given(category=category, key=key, as_of_unix_ms=as_of_unix_ms, agent_id=agent_id,
                                               valid_at_unix_ms=valid_at_unix_ms, workspace_hash=workspace_hash))
-        return self._read(lambda c, now: temporal.bitemporal(c, temporal.fact(c, p), p.as_of_unix_ms,
-                                                                    p.valid_at_unix_ms))
+        return self.call("bitemporal", p)
 
     @edge
     def recent(self, cursor: str | None = None, limit: int = 20, *, agent_id: str | None = None,
                workspace_hash: str | None = None) -> ScanPage:
         """The latest writes, newest first: each version as written; feed ``next_cursor`` back for older ones."""
         p = validate(RecentParams, given(cursor=cursor, limit=limit, agent_id=agent_id, workspace_hash=workspace_hash))
-        return self._read(lambda c, now: temporal.recent(c, p, now))
+        return self.call("recent", p)
 
     # --- embeddings, moving data in and out --------------------------------------------------
 
@@ -441,60 +433,50 @@ class Vault:
         p = validate(EmbedParams, {"reembed": reembed})
         if progress is not None and not callable(progress):
             raise InvalidInput("progress", "must be a function taking (done, total)")
-        return backfill.embed(self._engine, p.reembed, progress)
+        return self.call("embed", p, progress=progress)
 
     @edge
     def import_jsonl(self, source: str | os.PathLike[str] | IO[str] | Iterable[str],
                      progress: Callable[[int, int], None] | None = None) -> ImportReport:
         """Import a JSONL file (an export, or lines shaped like ``remember`` arguments) in one transaction."""
-        if isinstance(source, (str, os.PathLike)):  # a path: what the wire's model describes (an open file is not)
-            source = validate(ImportParams, {"source": path_text("source", source)}).source
-        return import_export.import_jsonl(self._engine, source, progress)
+        lines = None if isinstance(source, (str, os.PathLike)) else source  # an open file: "-" names it, as on the CLI
+        p = validate(ImportParams, {"source": "-" if lines is not None else path_text("source", source)})
+        return self.call("import_jsonl", p, progress=progress, lines=lines)
 
     @edge
     def export_jsonl(self, target: str | os.PathLike[str] | IO[str], *, agent_id: str | None = None,
                      workspace_hash: str | None = None) -> int:
         """Write every entity (with its history) and link in scope as JSONL; returns the line count."""
-        validate(ScopeParams, given(agent_id=agent_id, workspace_hash=workspace_hash))
-        return import_export.export_jsonl(self._engine, target if hasattr(target, "write") else
-                                          path_text("target", target), agent_id, workspace_hash)
+        stream = target if hasattr(target, "write") else None  # an open file: "-" names it, as on the CLI
+        p = validate(ExportParams, given(target="-" if stream is not None else path_text("target", target),
+                                         agent_id=agent_id, workspace_hash=workspace_hash))
+        return self.call("export_jsonl", p, stream=stream)
 
     # --- looking after the file ----------------------------------------------------------------
 
     @edge
     def stats(self) -> Stats:
         """Counts, sizes, versions, embedding coverage and model, and the indexes' state."""
-        e = self._engine
-        describe = [i.describe() if i is not None else "off" for i in (e.keyword_index, e.vector_index)]
-        return e.read(lambda c: e.backend.stats(c, *describe))
+        return self.call("stats", validate(NoParams, {}))
 
     @edge
     def check(self) -> CheckReport:
         """Integrity of the file, keyword indexes in sync with their rows, and the vault's invariants."""
-        return self._engine.backend.check()
+        return self.call("check", validate(NoParams, {}))
 
     @edge
     def reindex(self, progress: Callable[[int, int], None] | None = None) -> ReindexReport:
         """Rebuild the keyword indexes, judge the relations of memories written before writes did, then check."""
-        self._engine.backend.reindex()
-        self._engine.reset_indexes()
-        return ReindexReport(relations_judged=backfill.relations(self._engine, progress), **self.check().model_dump())
+        return self.call("reindex", validate(NoParams, {}), progress=progress)
 
     @edge
     def rekey(self, new_key: str | bytes) -> None:
         """Re-encrypt the vault under ``new_key`` (no memory is lost); afterwards only ``new_key`` opens it.
         Refused (StorageError, nothing changed) while another process has the file open: it would keep the old key."""
-        if isinstance(new_key, str):  # bytes are for Python callers only
-            validate(RekeyParams, {"new_key": new_key})
-        if not self._engine.backend.encrypted:
-            raise Conflict("the vault is not encrypted; rekey changes the key of an encrypted vault")
-        self._engine.backend.rekey(new_key)
+        text = new_key if isinstance(new_key, str) else check_key(new_key, "key")  # bytes: Python callers only
+        return self.call("rekey", validate(RekeyParams, {"new_key": text}))
 
     @edge
     def backup(self, target: str | os.PathLike[str]) -> str:
         """A consistent copy of the vault at ``target`` while others keep writing."""
-        p = validate(BackupParams, {"target": path_text("target", target)})
-        folder = Path(p.target).resolve().parent
-        if not folder.is_dir():
-            raise InvalidInput("target", f"folder {folder} does not exist")
-        return self._engine.backend.backup(p.target)
+        return self.call("backup", validate(BackupParams, {"target": path_text("target", target)}))

@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 from ..contract.errors import InvalidInput, NotSupported
 from ..contract.models import EmbedReport
+from ..contract.params import EmbedParams
 from ..embeddings.base import checked, embedding_text
 from ..engine.engine import Engine
 from ..records import store
@@ -34,8 +35,9 @@ PENDING, JUDGED = RELATIONS_PENDING, "relations_judged_through"
 RELATION_BATCH = 100  # memories judged per transaction
 
 
-def embed(engine: Engine, reembed: bool, progress: Progress | None) -> EmbedReport:
-    """Backfill the missing vectors, or with ``reembed`` drop every vector first and embed all."""
+def embed(engine: Engine, p: EmbedParams, progress: Progress | None = None) -> EmbedReport:
+    """Backfill the missing vectors, or with ``p.reembed`` drop every vector first and embed all."""
+    reembed = p.reembed
     embedder = engine.embedder
     if embedder is None:
         raise NotSupported("this vault was opened without an embedder (embedder=False)")

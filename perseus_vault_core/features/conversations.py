@@ -149,6 +149,12 @@ def report(p: RememberConversationParams, b: Batch, changes: list[tuple[int, str
 # --- reading -------------------------------------------------------------------------------------
 
 
+def conversation(engine: Engine, p: ConversationParams) -> ConversationResult:
+    """The ``conversation`` verb: :func:`read` in one read snapshot."""
+    with engine.reading() as conn:
+        return read(conn, p, engine.now())
+
+
 def read(conn: Connection, p: ConversationParams, now_ms: int) -> ConversationResult:
     """The session's turns in order: a page from ``p.from_turn``, or the turns around ``p.around``.
 

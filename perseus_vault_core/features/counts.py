@@ -15,6 +15,7 @@ from typing import TypeVar
 
 from ..contract.models import Counts, ScopeCount
 from ..contract.params import CountsParams
+from ..engine.engine import Engine
 from ..primitives.dbapi import Connection
 from ..primitives.dialect import dialect
 from ..primitives.filters import FROM_VERSIONS_FIRST, view
@@ -23,7 +24,13 @@ from ..records import store
 K = TypeVar("K", bound=Hashable)
 
 
-def counts(conn: Connection, p: CountsParams, now_ms: int) -> Counts:
+def counts(engine: Engine, p: CountsParams) -> Counts:
+    """The ``counts`` verb, in one read snapshot."""
+    with engine.reading() as conn:
+        return tally(conn, p, engine.now())
+
+
+def tally(conn: Connection, p: CountsParams, now_ms: int) -> Counts:
     v = view(p.model_copy(update={"include_archived": True}), now_ms, dialect(conn))
     sql = (f"SELECT e.agent_id, e.workspace_hash, v.type, e.category, {store.SHOWN_STATUS}, count(*) "
            f"FROM {FROM_VERSIONS_FIRST} WHERE {v.where} GROUP BY 1, 2, 3, 4, 5")

@@ -12,16 +12,21 @@ neither start from nor pass through an entity the caller may not see.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..contract.errors import InvalidInput, NotFound
 from ..contract.models import Link, TraverseNode, TraverseResult
+from ..contract.params import LinkParams, TraverseParams, UnlinkParams
 from ..primitives.dbapi import Connection
-from ..primitives.filters import View, from_ids, id_list
+from ..primitives.dialect import dialect
+from ..primitives.filters import View, from_ids, id_list, view
 from ..primitives.scopes import scope_key
 from ..records import store
 from ..storage.base import Backend
 from ..recall.curation import INFERRED
+
+if TYPE_CHECKING:
+    from ..engine.engine import Engine
 
 LINK_COLUMNS = "id, from_id, to_id, relation, weight, source, created_at_ms, recorded_from_ms, recorded_to_ms"
 MAX_DEPTH = 10
@@ -33,7 +38,26 @@ def _link(row: Any) -> Link:
     return Link(**dict(zip(names, row)))
 
 
-def link(
+def link(engine: Engine, p: LinkParams) -> Link:
+    """The ``link`` verb: add (or re-weight) the edge ``p`` describes, in one transaction."""
+    return engine.write(lambda c: open_link(engine.backend, c, p.from_id, p.to_id, p.relation,
+                                            float(p.weight), p.source, p.agent_id, p.workspace_hash, engine.now()))
+
+
+def unlink(engine: Engine, p: UnlinkParams) -> int:
+    """The ``unlink`` verb: close the links ``p`` names, in one transaction; how many closed."""
+    return engine.write(lambda c: close_links(c, p.from_id, p.to_id, p.relation, p.agent_id, p.workspace_hash,
+                                              engine.now()))
+
+
+def traverse(engine: Engine, p: TraverseParams) -> TraverseResult:
+    """The ``traverse`` verb: the walk ``p`` asks for, in one read snapshot, under its scope and time view."""
+    with engine.reading() as c:
+        v = view(p, engine.now(), dialect(c))
+        return walk(c, p.start, p.depth, p.relations, p.direction, v, p.inferred)
+
+
+def open_link(
     backend: Backend, conn: Connection, from_id: int, to_id: int, relation: str, weight: float, source: str | None,
     agent_id: str | None, workspace_hash: str | None, now_ms: int,
 ) -> Link:
@@ -88,7 +112,7 @@ def link_many(backend: Backend, conn: Connection, from_id: int, to_ids: list[int
     return len(rows)
 
 
-def unlink(
+def close_links(
     conn: Connection, from_id: int, to_id: int, relation: str | None,
     agent_id: str | None, workspace_hash: str | None, now_ms: int,
 ) -> int:
@@ -114,7 +138,7 @@ def open_links(view: View, alias: str = "l") -> tuple[str, dict[str, Any]]:
     return f"{alias}.recorded_to_ms IS NULL", {}
 
 
-def traverse(
+def walk(
     conn: Connection, start: int, depth: int, relations: list[str] | None, direction: str, view: View,
     inferred: bool = True,
 ) -> TraverseResult:

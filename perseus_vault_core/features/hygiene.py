@@ -44,8 +44,9 @@ from fractions import Fraction
 import numpy as np
 
 from ..contract.models import HygieneConflict, HygieneItem, HygieneReason, HygieneReport
-from ..contract.params import Filters
+from ..contract.params import Filters, HygieneParams
 from ..embeddings import embedding_text
+from ..engine.engine import Engine
 from ..primitives.cancel import checkpoint
 from ..primitives.dense import cosine
 from ..primitives.dialect import dialect
@@ -96,7 +97,13 @@ def _duplicates(a: Memory, b: Memory, cosine: float | None) -> bool:
     return curation.relation(a.said, b.said, cosine) == "duplicate"
 
 
-def hygiene(backend: Backend, conn: Connection, filters: Filters, now_ms: int, min_age_days: int, limit: int
+def hygiene(engine: Engine, p: HygieneParams) -> HygieneReport:
+    """The ``hygiene`` verb: the report for the memories ``p`` selects, in one read snapshot."""
+    with engine.reading() as conn:
+        return examine(engine.backend, conn, p.filters(), engine.now(), p.min_age_days, p.limit)
+
+
+def examine(backend: Backend, conn: Connection, filters: Filters, now_ms: int, min_age_days: int, limit: int
             ) -> HygieneReport:
     """The report for the memories ``filters`` select (call inside a read snapshot)."""
     memories, now = read(backend, conn, filters, now_ms)

@@ -28,7 +28,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..contract.errors import InvalidInput
 from ..contract.models import ImportReport, Link
-from ..contract.params import MAX_INT, MAX_WEIGHT, RememberInput, texts_problem, validate
+from ..contract.params import (
+    MAX_INT, MAX_WEIGHT, ExportParams, ImportParams, RememberInput, texts_problem, validate,
+)
 from ..contract.text import line_break
 from ..embeddings import embedding_text
 from ..engine.engine import Engine
@@ -444,10 +446,12 @@ def _write_link(
 # --- the verbs -----------------------------------------------------------------------------------
 
 
-def import_jsonl(engine: Engine, source: str | os.PathLike[str] | IO[str] | Iterable[str],
-                 progress: Progress | None) -> ImportReport:
-    """Import a JSONL file (an export, or lines shaped like ``remember`` arguments) in one transaction."""
-    if isinstance(source, (str, os.PathLike)):
+def import_jsonl(engine: Engine, p: ImportParams, progress: Progress | None = None,
+                 lines: IO[str] | Iterable[str] | None = None) -> ImportReport:
+    """Import a JSONL file (an export, or lines shaped like ``remember`` arguments) in one transaction;
+    ``lines``: the lines themselves (an open file, standard input), read instead of the file ``p`` names."""
+    source = p.source if lines is None else lines
+    if isinstance(source, str):
         file_locks.refuse_held(source, "source")  # never a descriptor of the vault's own file (its locks)
         try:
             with open(source, encoding="utf-8") as handle:
@@ -461,13 +465,14 @@ def import_jsonl(engine: Engine, source: str | os.PathLike[str] | IO[str] | Iter
     return engine.write_planned(plan, lambda c: import_records(engine.backend, c, parsed, engine.now(), progress, plan))
 
 
-def export_jsonl(engine: Engine, target: str | os.PathLike[str] | IO[str], agent_id: str | None,
-                 workspace_hash: str | None) -> int:
-    """Write every entity (with its history) and link in scope as JSONL; the line count."""
+def export_jsonl(engine: Engine, p: ExportParams, stream: IO[str] | None = None) -> int:
+    """Write every entity (with its history) and link in scope as JSONL; the line count. ``stream``: an open
+    file written instead of the file ``p`` names."""
     count = 0
+    target = p.target if stream is None else stream
     with engine.reading() as conn:
-        lines = export_lines(conn, agent_id, workspace_hash)
-        if isinstance(target, (str, os.PathLike)):
+        lines = export_lines(conn, p.agent_id, p.workspace_hash)
+        if isinstance(target, str):
             try:
                 handle = open_target(target, encrypted=engine.backend.encrypted)
             except OSError as exc:

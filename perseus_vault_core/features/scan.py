@@ -20,6 +20,7 @@ from pydantic import BaseModel
 from ..contract.errors import InvalidInput
 from ..contract.models import ScanPage
 from ..contract.params import ScanParams
+from ..engine.engine import Engine
 from ..primitives.dbapi import Connection
 from ..primitives.dialect import dialect
 from ..primitives.filters import FROM_VERSIONS_FIRST, view
@@ -54,7 +55,13 @@ def decode_cursor(cursor: str, params: BaseModel) -> int:
     return int(after)
 
 
-def scan(conn: Connection, params: ScanParams, now_ms: int) -> ScanPage:
+def scan(engine: Engine, p: ScanParams) -> ScanPage:
+    """The ``scan`` verb: the page ``p`` asks for, in one read snapshot."""
+    with engine.reading() as conn:
+        return page(conn, p, engine.now())
+
+
+def page(conn: Connection, params: ScanParams, now_ms: int) -> ScanPage:
     after = decode_cursor(params.cursor, params) if params.cursor else 0
     # A status asked for is looked for among every status, then kept alone.
     v = view(params.model_copy(update={"include_archived": True}) if params.status else params, now_ms,

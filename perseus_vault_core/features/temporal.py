@@ -26,7 +26,10 @@ from typing import Any
 
 from ..contract.errors import NotFound
 from ..contract.models import Entity, HistoryPage, ScanPage
-from ..contract.params import FactParams, RecentParams
+from ..contract.params import (
+    AsOfParams, BitemporalParams, FactParams, HistoryParams, RecentParams, ValidAtParams,
+)
+from ..engine.engine import Engine
 from ..primitives.dbapi import Connection
 from ..primitives.dialect import dialect
 from ..primitives.filters import FROM, FROM_VERSIONS_FIRST, scope_clauses
@@ -47,7 +50,38 @@ def fact(conn: Connection, p: FactParams) -> int:
     return resolve(conn, p.category, p.key, p.agent_id, p.workspace_hash)
 
 
-def history(conn: Connection, entity_id: int, limit: int, offset: int, now_ms: int) -> HistoryPage:
+# --- the verbs: each reads in one snapshot ---------------------------------------------------------
+
+
+def history(engine: Engine, p: HistoryParams) -> HistoryPage:
+    with engine.reading() as conn:
+        return versions(conn, fact(conn, p), p.limit, p.offset, engine.now())
+
+
+def as_of(engine: Engine, p: AsOfParams) -> Entity | None:
+    with engine.reading() as conn:
+        return believed(conn, fact(conn, p), p.as_of_unix_ms)
+
+
+def valid_at(engine: Engine, p: ValidAtParams) -> Entity | None:
+    with engine.reading() as conn:
+        return believed_true(conn, fact(conn, p), engine.now(), p.valid_at_unix_ms)
+
+
+def bitemporal(engine: Engine, p: BitemporalParams) -> Entity | None:
+    with engine.reading() as conn:
+        return believed_true(conn, fact(conn, p), p.as_of_unix_ms, p.valid_at_unix_ms)
+
+
+def recent(engine: Engine, p: RecentParams) -> ScanPage:
+    with engine.reading() as conn:
+        return latest_writes(conn, p, engine.now())
+
+
+# --- given a connection in a read snapshot -----------------------------------------------------------
+
+
+def versions(conn: Connection, entity_id: int, limit: int, offset: int, now_ms: int) -> HistoryPage:
     total = int(conn.execute("SELECT count(*) FROM entity_versions WHERE entity_id = ?", (entity_id,)).fetchone()[0])
     rows = conn.execute(
         f"SELECT {store.ENTITY_COLUMNS} FROM {FROM} WHERE v.entity_id = ? ORDER BY v.version DESC LIMIT ? OFFSET ?",
@@ -57,7 +91,7 @@ def history(conn: Connection, entity_id: int, limit: int, offset: int, now_ms: i
     return HistoryPage(items=items, total=total, has_more=offset + len(items) < total)
 
 
-def as_of(conn: Connection, entity_id: int, as_of_ms: int) -> Entity | None:
+def believed(conn: Connection, entity_id: int, as_of_ms: int) -> Entity | None:
     row = conn.execute(
         f"SELECT {store.ENTITY_COLUMNS} FROM {FROM} WHERE v.entity_id = ? AND v.recorded_from_ms <= ? "
         "AND (v.recorded_to_ms IS NULL OR v.recorded_to_ms > ?) ORDER BY v.version DESC LIMIT 1",
@@ -66,7 +100,7 @@ def as_of(conn: Connection, entity_id: int, as_of_ms: int) -> Entity | None:
     return None if row is None else store.to_entity(row, as_of_ms)
 
 
-def bitemporal(conn: Connection, entity_id: int, as_of_ms: int, valid_at_ms: int) -> Entity | None:
+def believed_true(conn: Connection, entity_id: int, as_of_ms: int, valid_at_ms: int) -> Entity | None:
     row = conn.execute(
         f"SELECT {store.ENTITY_COLUMNS} FROM {FROM} WHERE v.entity_id = ? AND v.recorded_from_ms <= ? "
         "AND (v.valid_from_ms IS NULL OR v.valid_from_ms <= ?) ORDER BY v.version DESC LIMIT 1",
@@ -80,7 +114,7 @@ def bitemporal(conn: Connection, entity_id: int, as_of_ms: int, valid_at_ms: int
     return entity
 
 
-def recent(conn: Connection, p: RecentParams, now_ms: int) -> ScanPage:
+def latest_writes(conn: Connection, p: RecentParams, now_ms: int) -> ScanPage:
     """The latest writes in scope, newest first: each version with its ``change`` (create, update, archive,
     restore, supersede) and its transaction time; a keyset page of ``p.limit``."""
     params: dict[str, Any] = {"n": p.limit + 1}

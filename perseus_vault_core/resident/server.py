@@ -173,7 +173,7 @@ class Helper:
 
     def warm(self) -> None:
         """Load what the first call would: the saved indexes (or start building them) and the model."""
-        engine = self.vault._engine
+        engine = self.vault.engine
         self.vault.wait_for_keyword_index(INDEX_WAIT_S)
         if engine.read(engine.backend.vectors.model) is not None:
             self.vault.wait_for_vector_index(INDEX_WAIT_S)

@@ -46,6 +46,6 @@ class Scoped:
     def __init__(self, vault: Vault, *, agent_id: str | None = None, workspace_hash: str | None = None) -> None:
         if not isinstance(vault, Vault):
             raise InvalidInput("vault", f"must be a Vault, not {type(vault).__name__}")
-        self._engine = vault._engine  # the edge leases this engine's connection around each call
+        self._engine = vault.engine  # the edge leases this engine's connection around each call
         self.scope = {"a": text("agent_id", agent_id or ""), "w": text("workspace_hash", workspace_hash or "")}
         self.scope["s"] = scope_key(self.scope["a"], self.scope["w"])

@@ -2,7 +2,8 @@
 
 One tool per verb of the core's registry (``perseus_vault_core.VERBS``), named
 ``perseus_vault_<verb>``. A tool's input schema is generated from the verb's params model, the
-same model ``Vault`` validates every call with, so the tools cannot drift from the Python API.
+same model ``Vault`` validates every call with, so the tools cannot drift from the Python API. A call is
+validated here, once, and its model handed to ``Vault.call``.
 
 The boundary is strict: a tool refuses an unknown or misspelled argument and a wrongly typed one
 (no coercion of ``"5"`` to ``5``), with one line naming the argument; nothing is written then.
@@ -385,7 +386,7 @@ class VaultServer(MCPServer):
                 if tool.grouped and isinstance(given, dict) and exc.field.split(".")[0] in given:
                     raise InvalidInput(f"{OPTIONS}.{exc.field}", exc.message) from None
                 raise
-            call = partial(getattr(self.holder["vault"], tool.verb.name), **p.model_dump(exclude_unset=True))
+            call = partial(self.holder["vault"].call, tool.verb.name, p)  # validated once, here
             result, engine_ms = await anyio.to_thread.run_sync(_timed, call)
         except VaultError as exc:
             raise ToolError(_one_line(str(exc))) from exc

@@ -105,7 +105,7 @@ def write_then_build(db: str, writer: str, batches: int, ending: str) -> None:
         vault.remember_many(batch_items(writer, n, 4))
         print(f"ack {n}", flush=True)
     vault.recall("durable memory storage engines", limit=5)
-    building = vault._engine.keyword_index is not None and vault._engine.keyword_index._building
+    building = vault.engine.keyword_index is not None and vault.engine.keyword_index._building
     print(f"building {building}", flush=True)
     if ending == "close":
         vault.close()

@@ -66,7 +66,7 @@ bodies = st.one_of(
 def fingerprint(vault: Vault) -> str:
     """A digest of every table a write can touch (reinforcement counters included)."""
     digest = hashlib.sha256()
-    conn = vault._engine.conn()
+    conn = vault.engine.conn()
     for table in ("entities", "entity_versions", "links", "version_vectors", "head_changes", "trigger_vectors",
                   "vault_meta"):
         for row in conn.execute(f"SELECT * FROM {table} ORDER BY 1"):

@@ -147,7 +147,7 @@ def _fill_bob(world: World, bob: Vault, folder: Path) -> None:
                        {"source": "input", "step": 1}, {"secret": 1})
     saver.put_writes(config, [("secret", f"pending {MARK}")], "task-1")
     KeyValues(bob, **BOB).put("bob-docs", "k", {"secret": MARK})
-    vids = world.owner._engine.read(lambda c: [v for (v,) in c.execute(
+    vids = world.owner.engine.read(lambda c: [v for (v,) in c.execute(
         "SELECT vid FROM entity_versions WHERE scope = ? ORDER BY vid", (scope_key(**BOB),))])
     world.bob.update(entity=first.id, other=second.id, vids=vids, key=scope_key(**BOB),
                      model=world.owner.stats().embedding_model)
@@ -410,7 +410,7 @@ def test_through_the_vaults_own_verbs_with_the_scope_filter_gone(world: World, m
     url += ("&" if "?" in url else "?") + "pool_size=1"
     seen: list[str] = []
     with Vault(url, embedder=FakeEmbedder(), keyword_index=False, vector_index=False) as alice:
-        conn = alice._engine.conn()  # the pool's one connection: every verb below runs on it
+        conn = alice.engine.conn()  # the pool's one connection: every verb below runs on it
         for sql in [*shadow_views(world, _schema(conn.raw)), *shadow_functions(world, _schema(conn.raw)),
                     *shadow_operators(world, _schema(conn.raw))]:
             conn.raw.execute(sql)
@@ -574,7 +574,7 @@ def test_a_database_made_before_step_12_is_upgraded_on_open(pg_url: str, clock: 
 
         with Vault(pg_url, clock=clock, embedder=FakeEmbedder()) as owner:  # the owner opens it: step 12 runs
             assert owner.stats().schema_version == schema.LATEST
-            stored = owner._engine.read(lambda c: {(s, p): bytes(e) for s, p, e in c.execute(
+            stored = owner.engine.read(lambda c: {(s, p): bytes(e) for s, p, e in c.execute(
                 "SELECT scope, phrase, embedding FROM trigger_vectors")})
         a, b = scope_key(**ALICE), scope_key(**BOB)
         assert stored == {(a, "launch window"): vectors["launch window"], (b, "launch window"): vectors["launch window"],

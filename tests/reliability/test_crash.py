@@ -164,7 +164,7 @@ def test_a_wrong_key_never_touches_an_encrypted_vault_a_crash_left(tmp_path: Pat
         assert _snapshot(db) == before  # bytes, sizes and existence of every file
 
     with Vault(db, embedder=False, key=RAW_KEY) as vault:
-        keys = {key for (key,) in vault._engine.conn().execute("SELECT key FROM entities WHERE category = ?", (CATEGORY,))}
+        keys = {key for (key,) in vault.engine.conn().execute("SELECT key FROM entities WHERE category = ?", (CATEGORY,))}
         assert vault.check().ok
     present: dict[int, int] = {}
     for key in keys:

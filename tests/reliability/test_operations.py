@@ -86,7 +86,7 @@ def test_check_detects_and_reindex_repairs_drift(db_path: Path, clock: Clock, ki
     with Vault(db_path, clock=clock, embedder=FakeEmbedder()) as vault:
         ids = _fill(vault)
         assert vault.check().ok
-        conn = vault._engine.conn()
+        conn = vault.engine.conn()
         conn.execute("PRAGMA foreign_keys = OFF")
         conn.execute("BEGIN IMMEDIATE")
         damage(conn)
@@ -113,7 +113,7 @@ def test_check_detects_and_reindex_repairs_drift(db_path: Path, clock: Clock, ki
 def test_check_by_cli_exits_1_on_drift_and_reindex_fixes_it(db_path: Path) -> None:
     with Vault(db_path, embedder=False) as vault:
         _fill(vault)
-        conn = vault._engine.conn()
+        conn = vault.engine.conn()
         conn.execute("BEGIN IMMEDIATE")
         _drop_head_from_fts(conn)
         conn.execute("COMMIT")
@@ -239,7 +239,7 @@ def test_every_earlier_schema_version_migrates(db_path: Path, clock: Clock, vers
     conn.close()
 
     with Vault(db_path, clock=clock, embedder=FakeEmbedder()) as vault:
-        conn = vault._engine.conn()
+        conn = vault.engine.conn()
         assert schema.current_version(conn) == schema.LATEST
         assert [v for (v,) in conn.execute("SELECT version FROM _migrations ORDER BY version")] == \
                list(range(1, schema.LATEST + 1))

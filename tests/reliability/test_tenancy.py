@@ -179,12 +179,12 @@ def test_other_tenants_writes_never_move_a_tenants_keyword_scores(
     checkpoint = clock.now
     clock.advance(1000)
     if path == "sql":
-        vault._engine.keyword_index = vault._engine.vector_index = None
+        vault.engine.keyword_index = vault.engine.vector_index = None
     else:
         assert vault.wait_for_keyword_index() and vault.wait_for_vector_index()
     calls = {"n": 0}
     # The SQL path's scoring with the scope's own statistics: FTS5's data on SQLite, the postings on Postgres.
-    store = vault._engine.backend.keyword
+    store = vault.engine.backend.keyword
     name = "scoped_search" if store is keyword else "_ranked"
     scored = getattr(store, name)
 

@@ -49,12 +49,12 @@ class World:
     def own(self, scope: Scope | None) -> set[int]:
         """Every entity of the scope (memory files and community summaries included), read from the
         rows themselves, not through a read path."""
-        rows = self.vault._engine.conn().execute("SELECT id FROM entities WHERE agent_id = ? AND workspace_hash = ?",
+        rows = self.vault.engine.conn().execute("SELECT id FROM entities WHERE agent_id = ? AND workspace_hash = ?",
                                           scope or ("", "")).fetchall()
         return {r[0] for r in rows}
 
     def others(self, scope: Scope) -> set[int]:
-        return {r[0] for r in self.vault._engine.conn().execute("SELECT id FROM entities")} - self.own(scope)
+        return {r[0] for r in self.vault.engine.conn().execute("SELECT id FROM entities")} - self.own(scope)
 
     def foreign_markers(self, scope: Scope) -> list[str]:
         return [marker(s) for s in [*SCOPES, None] if s != scope]

@@ -97,7 +97,7 @@ def _summary_model(group: Group, entity: Entity, *, materialized: bool, replaced
                             members=list(group.members), replaced=replaced)
 
 
-def community_summary(engine: Engine, p: CommunitySummaryParams, polish: Polish | None) -> CommunitySummary:
+def community_summary(engine: Engine, p: CommunitySummaryParams, polish: Polish | None = None) -> CommunitySummary:
     """The summary of one community: read when it exists (and needs no polish), else written."""
     now = engine.now()
     with engine.reading() as conn:

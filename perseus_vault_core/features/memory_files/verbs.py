@@ -1,5 +1,6 @@
 """The memory-file verbs: import and export a folder, read, add and delete entries, recall by topic
-(docs/memory-files.md). Each takes the engine and validated arguments from the facade."""
+(docs/memory-files.md), and ``search`` over the folder's other notes. Each takes the engine and its verb's
+validated params model from the facade."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ...contract.errors import Conflict, InvalidInput, NotFound
-from ...contract.memory_names import check_name
+from ...contract.memory_names import NOTE_TYPE, check_name
 from ...contract.models import (
     MemoryChange,
     MemoryEntry,
@@ -21,9 +22,13 @@ from ...contract.models import (
     MemoryImportReport,
     MemoryRecallResult,
     MemoryText,
+    RecallResult,
     SkippedLine,
 )
-from ...contract.params import AddMemoryParams, DeleteMemoryParams, GetMemoryParams, MemoryRecallParams
+from ...contract.params import (
+    AddMemoryParams, DeleteMemoryParams, GetMemoryParams, ListMemoryFilesParams, MemoryExportParams,
+    MemoryImportParams, MemoryRecallParams, RecallParams, ScopeParams,
+)
 from ...embeddings import checked
 from ...engine.engine import Engine
 from . import edits, files, index, sync
@@ -34,26 +39,26 @@ def _scope(agent_id: str | None, workspace_hash: str | None) -> dict[str, Any]:
     return {"agent_id": agent_id, "workspace_hash": workspace_hash}
 
 
-def memory_import(engine: Engine, folder: str | os.PathLike[str], memory_dir: str, bind: bool,
-                  agent_id: str | None, workspace_hash: str | None) -> MemoryImportReport:
+def memory_import(engine: Engine, p: MemoryImportParams) -> MemoryImportReport:
     """Import the memory files of ``folder/memory_dir`` (or of ``folder``) and the folder's notes."""
-    root = Path(folder).expanduser().resolve()
+    root = Path(p.folder).expanduser().resolve()
     if not root.is_dir():
-        raise InvalidInput("folder", f"{folder} is not a folder")
-    directory = files.memory_dir(root, memory_dir)
-    scope = _scope(agent_id, workspace_hash)
+        raise InvalidInput("folder", f"{p.folder} is not a folder")
+    directory = files.memory_dir(root, p.memory_dir)
+    scope = _scope(p.agent_id, p.workspace_hash)
     found = files.read_folder(root, directory, scope)  # symlinks out and control characters skipped
-    report = sync.sync(engine, found.records, scope, prune=True, notes=found.notes, bind_to=directory if bind else None)
+    report = sync.sync(engine, found.records, scope, prune=True, notes=found.notes,
+                       bind_to=directory if p.bind else None)
     report.skipped = found.skipped + [SkippedLine(file=r.name, line=s.line, text=s.text, reason=s.reason)
                                       for r in found.records for s in r.parsed.skipped]
     return report
 
 
-def memory_unbind(engine: Engine, agent_id: str | None, workspace_hash: str | None) -> bool:
+def memory_unbind(engine: Engine, p: ScopeParams) -> bool:
     with engine.reading() as conn:
-        had = sync.binding(engine, conn, agent_id, workspace_hash) is not None
+        had = sync.binding(engine, conn, p.agent_id, p.workspace_hash) is not None
     if had:
-        engine.write(lambda c: sync.bind(engine, c, None, agent_id, workspace_hash))
+        engine.write(lambda c: sync.bind(engine, c, None, p.agent_id, p.workspace_hash))
     return had
 
 
@@ -126,11 +131,11 @@ def get_memory(engine: Engine, p: GetMemoryParams) -> MemoryText:
                       text=text.decode("utf-8", errors="replace"), entries=entries)
 
 
-def list_memory_files(engine: Engine, agent_id: str | None, workspace_hash: str | None) -> MemoryFiles:
-    v = sync.file_view(engine, agent_id, workspace_hash)
+def list_memory_files(engine: Engine, p: ListMemoryFilesParams) -> MemoryFiles:
+    v = sync.file_view(engine, p.agent_id, p.workspace_hash)
     with engine.reading() as conn:
         stored = sync.stored_files(conn, v)
-        folder = sync.binding(engine, conn, agent_id, workspace_hash)
+        folder = sync.binding(engine, conn, p.agent_id, p.workspace_hash)
     out = []
     for name, body, updated in stored:
         parsed = parse(name, files.file_bytes(body))
@@ -139,14 +144,13 @@ def list_memory_files(engine: Engine, agent_id: str | None, workspace_hash: str 
     return MemoryFiles(files=out, bound_folder=str(folder) if folder is not None else None)
 
 
-def memory_export(engine: Engine, folder: str | os.PathLike[str], agent_id: str | None,
-                  workspace_hash: str | None) -> MemoryExportReport:
-    target = Path(folder)
+def memory_export(engine: Engine, p: MemoryExportParams) -> MemoryExportReport:
+    target = Path(p.folder)
     try:
         target.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise InvalidInput("folder", f"cannot create {folder}: {exc.strerror}") from None
-    v = sync.file_view(engine, agent_id, workspace_hash)
+        raise InvalidInput("folder", f"cannot create {p.folder}: {exc.strerror}") from None
+    v = sync.file_view(engine, p.agent_id, p.workspace_hash)
     with engine.reading() as conn:
         stored = sync.stored_files(conn, v)
     names = [name for name, _, _ in stored]
@@ -213,3 +217,9 @@ def memory_recall(engine: Engine, p: MemoryRecallParams) -> MemoryRecallResult:
            for f, section, date, text in (entries.entry(c.entity_id) for c in kept)]
     return MemoryRecallResult(entries=out, total=total, truncated=total > len(out), search_mode=mode,
                               reranked=reranked)
+
+
+def search(engine: Engine, p: RecallParams) -> RecallResult:
+    """``recall`` over the notes of an imported folder (the memories of type ``note``), whatever type ``p``
+    names."""
+    return engine.recall(p if p.type == NOTE_TYPE else p.model_copy(update={"type": NOTE_TYPE}))

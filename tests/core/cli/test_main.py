@@ -616,7 +616,7 @@ def test_a_name_stored_with_line_breaks_prints_on_one_line(cli: Any, db: str) ->
     """A key an older vault stored with line breaks (refused since) cannot add a line to the CLI's output."""
     with Vault(db, embedder=False) as vault:
         planted = vault.remember("note", "k", "the deploy checklist lives in the wiki").id
-        vault._engine.write(lambda c: c.execute("UPDATE entities SET key = ? WHERE id = ?",
+        vault.engine.write(lambda c: c.execute("UPDATE entities SET key = ? WHERE id = ?",
                                                 ("old\n#99 [forged/line]\u2028x", planted)))
     recalled = cli("--db", db, "recall", "deploy checklist")
     assert recalled.code == 0 and len(recalled.lines()) == 2, recalled.out  # the header and one hit

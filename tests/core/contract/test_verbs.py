@@ -18,7 +18,7 @@ from perseus_vault_core.contract.verbs import ADMIN_VERBS, BY_NAME, PROFILES, VE
 PYTHON_ONLY = {"community_summary": {"polish"}, "embed": {"progress"}, "import_jsonl": {"progress"},
                "reindex": {"progress"}}
 # Methods that are not verbs of the registry: the lifecycle, and what only Python callers use.
-NOT_VERBS = {"close", "recall_by_vector", "wait_for_keyword_index", "wait_for_vector_index", "memory_unbind"}
+NOT_VERBS = {"close", "call", "recall_by_vector", "wait_for_keyword_index", "wait_for_vector_index", "memory_unbind"}
 
 
 def _method(verb: Verb) -> Any:

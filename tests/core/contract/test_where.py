@@ -468,7 +468,7 @@ def test_filtered_answers_are_the_plain_evaluation(store: tuple[Vault, list[Any]
     expected = {d["id"] for d in docs if _matches(d, where)}
     assert {e.id for e in v.scan(where=where, limit=1000).items} == expected
     assert {i.id for i in v.recall("", where=where, limit=1000, reinforce=False, curate=False).items} == expected
-    engine = v._engine
+    engine = v.engine
     indexes = engine.keyword_index, engine.vector_index
     for mode in ("fts5", "dense", "hybrid"):
         # Every memory holds "memo": the unfiltered ranking of everything, cut to the matching ones, is the
@@ -528,7 +528,7 @@ def test_a_filter_that_keeps_few_is_answered_exactly_by_every_path(big: Vault, m
 
     monkeypatch.setattr(hits, "ask", ask)
     monkeypatch.setattr(heads, "ask", ask)
-    engine = big._engine
+    engine = big.engine
     rare = {"rare": True}
     everything = [i.id for offset in (0, 1000, 2000) for i in big.recall(
         "memo canary", mode="fts5", limit=1000, offset=offset, reinforce=False, curate=False, min_score=None).items]

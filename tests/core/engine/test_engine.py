@@ -23,11 +23,11 @@ def test_a_write_its_plan_did_not_foresee_is_embedded_and_run_again(dense_vault:
                                          {"category": "note", "key": "k", "content": "second text"}])
     assert [e.content for e in written] == ["second text", "second text"]
     assert dense_vault.history("note", "k").total == 2
-    assert _unvectored(dense_vault._engine.conn()) == 0
+    assert _unvectored(dense_vault.engine.conn()) == 0
 
 
 def test_a_write_that_keeps_missing_vectors_gives_up_with_a_storage_error(dense_vault: Vault) -> None:
-    engine = dense_vault._engine
+    engine = dense_vault.engine
     plan = engine.plan(lambda conn: [])
     assert plan is not None
     attempts = []
@@ -43,7 +43,7 @@ def test_a_write_that_keeps_missing_vectors_gives_up_with_a_storage_error(dense_
 
 def test_reading_sees_one_snapshot_while_another_thread_writes(vault: Vault) -> None:
     vault.remember("note", "a", "one")
-    engine = vault._engine
+    engine = vault.engine
     with engine.reading() as conn:
         before = conn.execute("SELECT count(*) FROM entities").fetchone()[0]
         writer = threading.Thread(target=lambda: vault.remember("note", "b", "two"))
@@ -55,13 +55,13 @@ def test_reading_sees_one_snapshot_while_another_thread_writes(vault: Vault) -> 
 
 def test_reinforce_counts_a_retrieval_without_a_new_version(vault: Vault) -> None:
     entity = vault.remember("note", "a", "one")
-    vault._engine.reinforce([entity.id])
+    vault.engine.reinforce([entity.id])
     again = vault.get_entity(entity.id)
     assert again.retrieval_count == entity.retrieval_count + 1 and again.version == entity.version
 
 
 def test_the_last_query_vector_is_reused(dense_vault: Vault) -> None:
-    engine = dense_vault._engine
+    engine = dense_vault.engine
     first = engine.embed_query("which database")
     assert engine.embed_query("which database") is first
     assert engine.embed_query("another question") is not first

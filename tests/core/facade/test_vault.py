@@ -146,7 +146,7 @@ def test_connections_of_finished_threads_are_released(db_path: Path) -> None:
             t.start()
             t.join()
         gc.collect()
-        assert vault._engine.backend.pool.open_connections <= 3
+        assert vault.engine.backend.pool.open_connections <= 3
 
 
 def test_create_false_never_makes_a_vault(tmp_path: Path) -> None:
@@ -191,7 +191,7 @@ def test_any_other_exception_beneath_a_verb_leaves_as_a_vault_error(vault: Vault
 
     vault.remember("note", "k", "x")
     for broken, field in ((invalid, "n"), (overflow, "argument")):
-        monkeypatch.setattr(temporal, "history", broken)
+        monkeypatch.setattr(temporal, "versions", broken)
         with pytest.raises(InvalidInput) as err:
             vault.history("note", "k")
         assert err.value.field == field and "\n" not in str(err.value)

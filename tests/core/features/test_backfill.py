@@ -41,8 +41,8 @@ def _written(location: str | Path, clock: Clock, judged: bool, monkeypatch: pyte
 def _before_marking(vault: Vault, backend: str) -> None:
     """The file as the version before the marking migration left it."""
     step = (sqlite_schema if backend == "sqlite" else pg_schema).MIGRATIONS[-1][0]
-    conn = vault._engine.conn()
-    vault._engine.write(lambda c: c.execute("DELETE FROM _migrations WHERE version = ?", (step,)))
+    conn = vault.engine.conn()
+    vault.engine.write(lambda c: c.execute("DELETE FROM _migrations WHERE version = ?", (step,)))
     if backend == "sqlite":
         conn.execute(f"PRAGMA user_version = {step - 1}")
 
@@ -60,12 +60,12 @@ def test_reindex_judges_what_an_earlier_version_wrote_as_its_writes_would_have(
         _before_marking(vault, backend)
     seen: list[tuple[int, int]] = []
     with Vault(vault_path, embedder=FakeEmbedder()) as vault:  # the migration marks the memories written before
-        assert vault._engine.read(lambda c: get_meta(c, RELATIONS_PENDING)) == str(len(TEXTS))
+        assert vault.engine.read(lambda c: get_meta(c, RELATIONS_PENDING)) == str(len(TEXTS))
         report = vault.reindex(progress=lambda done, total: seen.append((done, total)))
         assert report.ok and report.relations_judged == len(TEXTS)
         assert seen[-1] == (len(TEXTS), len(TEXTS))
         assert links(vault) == expected
-        assert vault._engine.read(lambda c: get_meta(c, RELATIONS_PENDING)) is None
+        assert vault.engine.read(lambda c: get_meta(c, RELATIONS_PENDING)) is None
         assert vault.reindex().relations_judged == 0  # judged once
         assert links(vault) == expected
 
@@ -74,16 +74,16 @@ def test_a_stored_relation_survives_reopening_and_is_not_judged_again(
         vault_path: str | Path, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
     _written(vault_path, clock, judged=True, monkeypatch=monkeypatch)
     with Vault(vault_path, embedder=FakeEmbedder()) as vault:
-        before = vault._engine.conn().execute(
+        before = vault.engine.conn().execute(
             "SELECT id, from_id, to_id, relation, weight FROM links WHERE recorded_to_ms IS NULL ORDER BY id").fetchall()
         assert before
-        assert vault._engine.read(lambda c: get_meta(c, RELATIONS_PENDING)) is None  # a new vault: nothing marked
+        assert vault.engine.read(lambda c: get_meta(c, RELATIONS_PENDING)) is None  # a new vault: nothing marked
     calls: list[Any] = []
     monkeypatch.setattr(relations, "keep", lambda *a, **k: calls.append(a) or 0)
     with Vault(vault_path, embedder=FakeEmbedder()) as vault:
         assert vault.reindex().relations_judged == 0
         vault.recall("Production runs where", reinforce=False)
-        after = vault._engine.conn().execute(
+        after = vault.engine.conn().execute(
             "SELECT id, from_id, to_id, relation, weight FROM links WHERE recorded_to_ms IS NULL ORDER BY id").fetchall()
     assert [tuple(r) for r in after] == [tuple(r) for r in before] and calls == []
 

@@ -460,7 +460,7 @@ def test_another_agents_entity_never_appears_in_a_walk(vault: Vault, backend: st
     vault.link(x, y)
     # A link across scopes cannot be made through the API; simulate a tampered file. (On Postgres the
     # database refuses it too: both ends' foreign keys include the link's scope key.)
-    conn = vault._engine.conn()
+    conn = vault.engine.conn()
     for frm, to in ((y, z), (z, beyond)):
         tamper = ("INSERT INTO links (id, from_id, to_id, relation, weight, created_at_ms, recorded_from_ms, scope) "
                   "SELECT (SELECT max(id) + 1 FROM links), ?, ?, 'related', 1.0, 0, 0, scope FROM entities WHERE id = ?",

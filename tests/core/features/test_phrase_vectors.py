@@ -28,7 +28,7 @@ BOB = {"agent_id": "bob", "workspace_hash": "ws-b"}
 
 
 def _stored(vault: Vault) -> dict[tuple[str, str], np.ndarray]:
-    return vault._engine.read(lambda c: {(s, p): np.frombuffer(bytes(e), dtype=np.float32) for s, p, e in c.execute(
+    return vault.engine.read(lambda c: {(s, p): np.frombuffer(bytes(e), dtype=np.float32) for s, p, e in c.execute(
         "SELECT scope, phrase, embedding FROM trigger_vectors")})
 
 
@@ -55,10 +55,10 @@ def test_another_scopes_vector_of_a_phrase_never_changes_what_a_tenant_matches(d
     it holds): bob's triggers still match by bob's, which is the model's embedding of the phrase."""
     dense_vault.remember("fact", "deploy", "bob deploys on mondays", recall_when=["deploy window"], **BOB)
     dense_vault.remember("fact", "deploy", "carol deploys on fridays", recall_when=["deploy window"], **CAROL)
-    backend, model = dense_vault._engine.backend, fake_embedder.identity
+    backend, model = dense_vault.engine.backend, fake_embedder.identity
     skewed = {(scope_key(**CAROL), "deploy window"): fake_embedder.embed(["something else entirely"])[0]}
-    dense_vault._engine.write(lambda c: backend.vectors.write_phrase_vectors(c, model, skewed))
-    dense_vault._engine.trigger_vectors.clear()  # as a process that has not read them yet
+    dense_vault.engine.write(lambda c: backend.vectors.write_phrase_vectors(c, model, skewed))
+    dense_vault.engine.trigger_vectors.clear()  # as a process that has not read them yet
     found = dense_vault.recall_when("the deploy window opens", min_similarity=0.0, **BOB).items
     assert [i.key for i in found] == ["deploy"] and found[0].match == "phrase"
     own = _stored(dense_vault)[(scope_key(**BOB), "deploy window")]

@@ -215,14 +215,14 @@ def test_phrase_vectors_are_kept_in_the_file(db_path: Path, clock: Clock) -> Non
         seed(v)
         result = v.recall_when("database choosing", min_similarity=0.99)
         assert result.semantic is True
-        stored = v._engine.conn().execute("SELECT count(*) FROM trigger_vectors").fetchone()[0]
+        stored = v.engine.conn().execute("SELECT count(*) FROM trigger_vectors").fetchone()[0]
         assert stored == 3
     fresh = FakeEmbedder()
     with Vault(db_path, clock=clock, embedder=fresh) as v:
         v.recall_when("database choosing")
         assert fresh.texts == 1  # only the context was embedded: the phrases came from the file
         v.embed(reembed=True)
-        assert v._engine.conn().execute("SELECT count(*) FROM trigger_vectors").fetchone()[0] == 0
+        assert v.engine.conn().execute("SELECT count(*) FROM trigger_vectors").fetchone()[0] == 0
 
 
 def test_meaning_matches_a_paraphrase_with_the_bundled_model(tmp_path: Path, real_embedder: Any) -> None:
@@ -309,7 +309,7 @@ def test_purge_leaves_no_trigger_phrase_behind(db_path: Path, clock: Clock) -> N
         ids = seed(v)
         v.remember("note", "shared", "Another note that fires on the same phrase.", recall_when=["choosing a database"])
         v.recall_when("choosing a database for the audit-chain module")
-        phrases = lambda: sorted(r[0] for r in v._engine.conn().execute("SELECT phrase FROM trigger_vectors"))  # noqa: E731
+        phrases = lambda: sorted(r[0] for r in v.engine.conn().execute("SELECT phrase FROM trigger_vectors"))  # noqa: E731
         assert phrases() == ["choosing a database", "editing the audit-chain module", "planning a meeting with Alice"]
         for key in ("db", "audit"):
             v.forget(ids[key])
@@ -380,7 +380,7 @@ def test_stored_text_stays_inside_its_line_of_the_block(vault: Vault) -> None:
     planted = vault.remember("decision", "db", f"We chose SQLite.\n{FORGED}\u2028{FORGED}\r\n\x85{FORGED}",
                              summary=f"storage\x1c{FORGED}", recall_when=["choosing a database"]).id
     older = seed(vault)["plain"]
-    vault._engine.write(lambda c: c.execute("UPDATE entities SET key = ? WHERE id = ?", (f"old\n{FORGED}\u2029x", older)))
+    vault.engine.write(lambda c: c.execute("UPDATE entities SET key = ? WHERE id = ?", (f"old\n{FORGED}\u2029x", older)))
     out = vault.prepare("we are choosing a database for the vault: was Postgres considered?")
     assert planted in out.triggered and older in out.related
     lines = own_lines(out.markdown)

@@ -19,7 +19,7 @@ DAY_MS = 86_400_000
 
 def links(vault: Vault, open_only: bool = True) -> list[tuple[int, int, str, str]]:
     sql = "SELECT from_id, to_id, relation, source FROM links" + (" WHERE recorded_to_ms IS NULL" if open_only else "")
-    return sorted((int(a), int(b), str(r), str(s)) for a, b, r, s in vault._engine.conn().execute(sql + " ORDER BY id"))
+    return sorted((int(a), int(b), str(r), str(s)) for a, b, r, s in vault.engine.conn().execute(sql + " ORDER BY id"))
 
 
 def test_a_write_keeps_its_candidates_as_inferred_links_from_the_newer(dense_vault: Vault, clock: Clock) -> None:
@@ -223,7 +223,7 @@ def test_a_batch_judged_against_stored_memories_builds_the_index_its_look_ups_re
     in-memory index (built once, first) instead of each reading the file; a smaller batch leaves it unbuilt."""
     from perseus_vault_core.features.remembering import BUILD_FOR
 
-    index = vault._engine.keyword_index
+    index = vault.engine.keyword_index
     assert index is not None
     vault.remember_many([{"category": "note", "key": f"a{i}", "content": f"billing note {i}"} for i in range(40)])
     vault.remember_many([{"category": "note", "key": f"b{i}", "content": f"billing note {i}"}

@@ -33,7 +33,7 @@ def brute_force(vault: Vault, context: str, *, agent_id: str | None = None, cate
                 limit: int = 10) -> list[tuple[int, float, str, str]]:
     """Today's rules the way they were run before the index: every visible memory with phrases read, every one of
     their (scope, phrase) vectors compared with the context's (the stored vector: the embedder's own)."""
-    engine = vault._engine
+    engine = vault.engine
     f = Filters(category=category, agent_id=agent_id, query_time_unix_ms=query_time_unix_ms)
     with engine.reading() as conn:
         v = view(f, engine.now(), dialect(conn))

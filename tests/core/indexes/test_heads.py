@@ -64,7 +64,7 @@ FILTERS = [
 def test_the_rule_sees_exactly_the_heads_the_sql_clause_sees(db_path: Path, clock: Clock) -> None:
     with Vault(db_path, clock=clock, embedder=False) as vault:
         _varied(vault, clock)
-        conn = vault._engine.conn()
+        conn = vault.engine.conn()
         heads = {row[0]: row[1:] for row in conn.execute(
             f"SELECT v.vid, {', '.join(RULE_COLUMNS)} FROM {FROM} WHERE v.recorded_to_ms IS NULL")}
         assert len(heads) == 123
@@ -89,7 +89,7 @@ def test_views_the_rule_cannot_judge_have_none(clock: Clock) -> None:
 def test_held_columns_are_the_files_and_the_limit_holds(db_path: Path, clock: Clock) -> None:
     with Vault(db_path, clock=clock, embedder=False) as vault:
         _varied(vault, clock, n=60)
-        conn = vault._engine.conn()
+        conn = vault.engine.conn()
         vids = [vid for (vid,) in conn.execute("SELECT vid FROM entity_versions ORDER BY vid")]
         sql = f"SELECT v.vid, {', '.join(POOL_COLUMNS + RULE_COLUMNS)} FROM {FROM} WHERE v.vid = ?"
         heads = Heads()
@@ -107,7 +107,7 @@ def test_held_columns_are_the_files_and_the_limit_holds(db_path: Path, clock: Cl
 def test_the_background_pass_holds_every_head(db_path: Path, clock: Clock) -> None:
     with Vault(db_path, clock=clock, embedder=False) as vault:
         _varied(vault, clock, n=80)
-        engine = vault._engine
+        engine = vault.engine
         assert engine.keyword_index is not None
         engine.reset_indexes()  # what remember's look-ups kept (versions updated since): start as a new process
         engine.keyword_index.heads.clear()
@@ -138,7 +138,7 @@ def test_recall_from_held_heads_is_recall_by_sql(db_path: Path, clock: Clock, mo
     with Vault(db_path, clock=clock, embedder=FakeEmbedder()) as vault:
         _varied(vault, clock)
         assert vault.wait_for_keyword_index() and vault.wait_for_vector_index()
-        engine = vault._engine
+        engine = vault.engine
         shared = engine.keyword_index.heads  # type: ignore[union-attr]
         for given, query in zip(FILTERS[::3], itertools.cycle(["ledger billing", "canary deploy", "kafka queue"])):
             held = _page(vault, query, mode, **given)
@@ -156,7 +156,7 @@ def test_the_vector_index_scores_heads_as_the_file_does(db_path: Path, clock: Cl
     with Vault(db_path, clock=clock, embedder=FakeEmbedder()) as vault:
         _varied(vault, clock, n=50)
         assert vault.wait_for_vector_index()
-        engine = vault._engine
+        engine = vault.engine
         conn = engine.conn()
         vids = [vid for (vid,) in conn.execute("SELECT vid FROM entity_versions WHERE recorded_to_ms IS NULL")]
         query = FakeEmbedder().embed(["ledger billing backup"])[0]

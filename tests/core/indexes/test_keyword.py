@@ -38,14 +38,14 @@ def results(vault: Vault, query: str, **kw: object) -> list[tuple[int, float]]:
 
 
 def compare_paths(vault: Vault, queries: list[str], **kw: object) -> None:
-    index = vault._engine.keyword_index
+    index = vault.engine.keyword_index
     assert index is not None and index.ready, index.describe() if index else "no index"
     fast = [results(vault, q, **kw) for q in queries]
-    vault._engine.keyword_index = None
+    vault.engine.keyword_index = None
     try:
         slow = [results(vault, q, **kw) for q in queries]
     finally:
-        vault._engine.keyword_index = index
+        vault.engine.keyword_index = index
     for q, a, b in zip(queries, fast, slow):
         assert [i for i, _ in a] == [i for i, _ in b], q
         if "agent_id" in kw or "workspace_hash" in kw:
@@ -88,9 +88,9 @@ def test_same_ids_and_scores_as_fts5(vault: Vault, corpus: random.Random) -> Non
 
 def test_statistics_match_fts5(vault: Vault, corpus: random.Random) -> None:
     assert vault.wait_for_keyword_index()
-    index = vault._engine.keyword_index
+    index = vault.engine.keyword_index
     assert index is not None
-    assert fts5_totals(vault._engine.conn()) == (index._n_rows, index._n_tokens)
+    assert fts5_totals(vault.engine.conn()) == (index._n_rows, index._n_tokens)
 
 
 def test_follows_updates_archives_and_purges(vault: Vault, corpus: random.Random, clock: Clock) -> None:
@@ -112,8 +112,8 @@ def test_follows_updates_archives_and_purges(vault: Vault, corpus: random.Random
                     vault.purge(found[0].id)
     compare_paths(vault, queries(rng))
     compare_scoped(vault, rng)  # archived heads still count in their scope's statistics, purged ones no more
-    index = vault._engine.keyword_index
-    assert index is not None and fts5_totals(vault._engine.conn()) == (index._n_rows, index._n_tokens)
+    index = vault.engine.keyword_index
+    assert index is not None and fts5_totals(vault.engine.conn()) == (index._n_rows, index._n_tokens)
 
 
 def _writer(path: str, start: int) -> None:
@@ -146,8 +146,8 @@ def test_reindex_makes_mirrors_rebuild(vault: Vault, corpus: random.Random) -> N
 
 
 def test_disables_itself_when_tokens_disagree(vault: Vault, corpus: random.Random) -> None:
-    index = KeywordIndex(vault._engine.backend)
-    conn = vault._engine.conn()
+    index = KeywordIndex(vault.engine.backend)
+    conn = vault.engine.conn()
     # Simulate drift between the rows and FTS5: remove one head from FTS5 behind the vault's back.
     vid, content, summary, tags = conn.execute(
         "SELECT vid, content, summary, tags FROM entity_versions WHERE recorded_to_ms IS NULL LIMIT 1"
@@ -166,7 +166,7 @@ def test_a_reader_behind_the_mirror_gets_fts5_not_a_newer_snapshot(vault: Vault,
     answered by FTS5 for its own snapshot, never by a mirror that moved on."""
     vault.remember_many({"category": "fact", "key": f"k{i}", "content": f"billing note {i}"} for i in range(50))
     assert vault.wait_for_keyword_index()
-    index = vault._engine.keyword_index
+    index = vault.engine.keyword_index
     assert index is not None
     from perseus_vault_core.storage.sqlite.connection import connect
 
@@ -189,7 +189,7 @@ def test_a_reader_behind_the_mirror_gets_fts5_not_a_newer_snapshot(vault: Vault,
     from perseus_vault_core.contract.params import Filters
     from perseus_vault_core.recall.arms import Arms
 
-    hits, _ = Arms(vault._engine.backend, keyword_index=index).keyword(reader, ["billing"], ["bill"],
+    hits, _ = Arms(vault.engine.backend, keyword_index=index).keyword(reader, ["billing"], ["bill"],
                                                                        view(Filters(), clock.now), 100)
     assert len(hits) == 50  # the reader still sees k7's old content in its snapshot
     reader.execute("COMMIT")
@@ -223,7 +223,7 @@ def test_pruned_rankings_keep_the_best_rows_and_their_exact_scores(vault: Vault,
     from perseus_vault_core.primitives.query import parse
 
     assert vault.wait_for_keyword_index()
-    index = vault._engine.keyword_index
+    index = vault.engine.keyword_index
     assert index is not None
     pruned_any = 0
     for query in zipf:
@@ -250,13 +250,13 @@ def test_recall_with_pruning_matches_fts5_even_when_filters_hide_most_rows(
 
     monkeypatch.setattr(KeywordIndex, "search", spy)
     for kw in ({}, {"category": "decision"}, {"topic_path": "few"}):
-        index = vault._engine.keyword_index
+        index = vault.engine.keyword_index
         fast = [[(i.id, i.score) for i in vault.recall(q, reinforce=False, limit=5, **kw).items] for q in zipf]
-        vault._engine.keyword_index = None
+        vault.engine.keyword_index = None
         try:
             slow = [[(i.id, i.score) for i in vault.recall(q, reinforce=False, limit=5, **kw).items] for q in zipf]
         finally:
-            vault._engine.keyword_index = index
+            vault.engine.keyword_index = index
         for q, a, b in zip(zipf, fast, slow):
             assert [i for i, _ in a] == [i for i, _ in b], q
             assert [s for _, s in a] == pytest.approx([s for _, s in b], rel=1e-12, abs=0), q

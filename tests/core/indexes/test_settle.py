@@ -40,7 +40,7 @@ def saved(path: Path) -> dict[str, tuple[int, int] | None]:
 def position(path: Path) -> int:
     """The end of the vault's change log."""
     with Vault(path, embedder=False, keyword_index=False, vector_index=False) as vault:
-        end: int = vault._engine.read(vault._engine.backend.changes.position)
+        end: int = vault.engine.read(vault.engine.backend.changes.position)
     return end
 
 
@@ -53,7 +53,7 @@ path, lines = sys.argv[1], sys.stdin.read().splitlines()
 with Vault(path, embedder=FakeEmbedder()) as vault:
     for start in range(0, len(lines), 500):  # in batches, as a large file is fed: settled once, at close
         vault.import_jsonl(lines[start:start + 500])
-print(json.dumps([[s.name, s.how] for s in vault._engine.settled]))
+print(json.dumps([[s.name, s.how] for s in vault.engine.settled]))
 """
 
 
@@ -76,7 +76,7 @@ def test_a_new_process_after_a_writer_exited_answers_from_the_saved_indexes_as_t
         assert {mode: answers(one_shot, mode) for mode in ("fts5", "dense", "hybrid")} == expected
         stats = one_shot.stats()
         assert stats.keyword_index.endswith("from a snapshot)") and stats.vector_index.endswith("from a snapshot)")
-        assert one_shot._engine.keyword_index is not None and not one_shot._engine.keyword_index._building
+        assert one_shot.engine.keyword_index is not None and not one_shot.engine.keyword_index._building
 
 
 def test_a_write_near_the_saved_position_costs_nothing_and_a_far_one_is_replayed(db_path: Path, clock: Clock) -> None:
@@ -87,13 +87,13 @@ def test_a_write_near_the_saved_position_costs_nothing_and_a_far_one_is_replayed
     assert first["keyword-index"] is not None and first["vector-index"] is not None
     with Vault(db_path, embedder=embedder, clock=clock, keyword_index="saved", vector_index="saved") as vault:
         vault.remember("note", "one", "a single billing note")  # the next reader replays an entry or two
-    assert [s.how for s in vault._engine.settled] == ["current", "current"]
+    assert [s.how for s in vault.engine.settled] == ["current", "current"]
     assert saved(db_path) == first
     with Vault(db_path, embedder=embedder, clock=clock, keyword_index="saved", vector_index="saved") as vault:
         vault.remember_many(records(SAVE_AFTER, start=settle.MIN_HEADS))  # too many to replay at every start
     # from the saved ones, not built: opened at the close and replayed, or opened by the batch's candidate
     # look-ups before its write and followed to its end
-    assert all(s.how in ("replayed", "followed") for s in vault._engine.settled), vault._engine.settled
+    assert all(s.how in ("replayed", "followed") for s in vault.engine.settled), vault.engine.settled
     end = position(db_path)
     assert saved(db_path) == {"keyword-index": (end, settle.MIN_HEADS + 1 + SAVE_AFTER),
                               "vector-index": (end, settle.MIN_HEADS + 1 + SAVE_AFTER)}
@@ -109,25 +109,25 @@ def test_a_process_that_holds_its_index_saves_it_by_following_the_log(db_path: P
         vault.recall("billing")
         assert vault.wait_for_keyword_index(30)
         vault.remember_many(records(2 * SAVE_AFTER, start=settle.MIN_HEADS))
-    assert [(s.name, s.how) for s in vault._engine.settled] == [("keyword-index", "followed"), ("vector-index", "none")]
+    assert [(s.name, s.how) for s in vault.engine.settled] == [("keyword-index", "followed"), ("vector-index", "none")]
     assert saved(db_path)["keyword-index"] == (position(db_path), settle.MIN_HEADS + 2 * SAVE_AFTER)
 
 
 def test_small_vaults_readers_small_writes_and_processes_without_indexes_leave_nothing(db_path: Path) -> None:
     with Vault(db_path, embedder=False) as vault:
         vault.remember_many(records(settle.MIN_HEADS - 1))  # the SQL path answers as fast as a snapshot here
-    assert [s.how for s in vault._engine.settled] == ["small", "small"]
+    assert [s.how for s in vault.engine.settled] == ["small", "small"]
     with Vault(db_path, embedder=False, keyword_index=False, vector_index=False) as vault:
         vault.remember_many(records(SAVE_AFTER, start=settle.MIN_HEADS))  # asked for no index work at all
-    assert vault._engine.settled == []
+    assert vault.engine.settled == []
     with Vault(db_path, embedder=False, keyword_index="saved") as vault:
         vault.recall("billing")  # a reader: nothing to settle
-    assert vault._engine.settled == []
+    assert vault.engine.settled == []
     with Vault(db_path, embedder=False, keyword_index="saved", vector_index="saved") as vault:  # as the CLI
         vault.remember("note", "one", "a single billing note")  # none saved, but a build is not worth one write
         vault.forget(1)
         vault.purge(1)
-    assert [s.how for s in vault._engine.settled] == ["left", "left"]
+    assert [s.how for s in vault.engine.settled] == ["left", "left"]
     assert saved(db_path) == {"keyword-index": None, "vector-index": None}
 
 
@@ -138,7 +138,7 @@ def test_a_settle_that_cannot_save_still_closes_the_vault(db_path: Path, monkeyp
     monkeypatch.setattr(snapshot, "write", refuse)
     with Vault(db_path, embedder=False) as vault:
         vault.remember_many(records(settle.MIN_HEADS))
-    assert vault._engine.settled[0].how.startswith("failed: ")
+    assert vault.engine.settled[0].how.startswith("failed: ")
     with Vault(db_path, embedder=False) as vault:  # closed whole: the file opens and holds every write
         assert vault.stats().entities == settle.MIN_HEADS
 

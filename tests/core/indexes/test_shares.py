@@ -56,7 +56,7 @@ def ranked(index: KeywordIndex, query: str, depth: int | None) -> tuple[list[int
 def test_held_shares_rank_to_the_bit_as_shares_computed_afresh(vault: Vault) -> None:
     queries = zipf_vault(vault)
     assert vault.wait_for_keyword_index()
-    index = vault._engine.keyword_index
+    index = vault.engine.keyword_index
     assert index is not None
     kept = index._shares
     asks = [(q, depth) for q in queries for depth in (None, 5, 20, 60)]
@@ -76,7 +76,7 @@ def test_held_shares_rank_to_the_bit_as_shares_computed_afresh(vault: Vault) -> 
 def test_a_write_makes_the_next_query_score_its_words_afresh(vault: Vault, clock: Clock) -> None:
     vault.remember_many({"category": "fact", "key": f"k{i}", "content": f"billing ledger note {i}"} for i in range(50))
     assert vault.wait_for_keyword_index()
-    index = vault._engine.keyword_index
+    index = vault.engine.keyword_index
     assert index is not None
     before = vault.recall("ledger", mode="fts5", reinforce=False, limit=100)
     assert index._shares.get("ledger") is not None
@@ -84,9 +84,9 @@ def test_a_write_makes_the_next_query_score_its_words_afresh(vault: Vault, clock
     new = vault.remember("fact", "new", "ledger ledger ledger").id  # a new row for the word held, new statistics
     after = vault.recall("ledger", mode="fts5", reinforce=False, limit=100)
     assert after.items[0].id == new and len(after.items) == len(before.items) + 1
-    vault._engine.keyword_index = None
+    vault.engine.keyword_index = None
     try:
         by_sql = vault.recall("ledger", mode="fts5", reinforce=False, limit=100)
     finally:
-        vault._engine.keyword_index = index
+        vault.engine.keyword_index = index
     assert [i.id for i in after.items] == [i.id for i in by_sql.items]

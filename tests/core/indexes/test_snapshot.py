@@ -187,7 +187,7 @@ def test_the_snapshot_is_saved_again_once_far_behind(db_path: Path, monkeypatch:
         assert first is not None
         fill(vault, 40, start=100)
         vault.recall("billing", mode="fts5")  # catches up with the log, then saves in the background
-        index = vault._engine.keyword_index
+        index = vault.engine.keyword_index
         assert index is not None
         for _ in range(500):
             if not index._saving and index._saved_seq == index.seq:
@@ -280,7 +280,7 @@ def test_a_large_replay_is_queued_and_answers_exactly_while_it_is_indexed(db_pat
         expected = [answers(writer, "fts5")] + [[(i.id, round(i.score, 9)) for i in writer.recall(
             q, limit=10, reinforce=False, agent_id="x").items] for q in QUERIES]
     with Vault(db_path, embedder=False, clock=clock) as vault:
-        index = vault._engine.keyword_index
+        index = vault.engine.keyword_index
         assert index is not None
         assert vault.recall("note billing ledger", mode="fts5", limit=10, reinforce=False).items == first
         assert len(index._pending) >= 150 > keyword.FLUSH_ROWS  # the first answer scanned the queue

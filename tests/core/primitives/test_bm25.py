@@ -22,7 +22,7 @@ from perseus_vault_core.storage.sqlite.keyword import Fts5Tokenizer
 def lite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """A connection of the SQLite backend: its FTS5 is the reference."""
     with Vault(Path(tmp_path_factory.mktemp("fts5")) / "v.db", embedder=False, keyword_index=False) as vault:
-        yield vault._engine.conn()
+        yield vault.engine.conn()
 
 
 def _fts5_folds(conn: Any, codes: list[int]) -> dict[int, str | None]:

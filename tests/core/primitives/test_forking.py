@@ -69,7 +69,7 @@ def _in_child(path: str, inherited: Vault, out: Any) -> None:
     with Vault(path, embedder=FakeEmbedder()) as fresh:  # a new vault on the same file
         new = len(fresh.recall("ledger", mode="hybrid", limit=5).items)
     old = len(inherited.recall("ledger", mode="hybrid", limit=5).items)  # the vault the parent opened
-    out.put((new, old, inherited._engine.keyword_index.ready, id(inherited._engine.conn())))
+    out.put((new, old, inherited.engine.keyword_index.ready, id(inherited.engine.conn())))
 
 
 def test_a_child_forked_mid_build_recalls_on_a_new_and_on_the_inherited_vault(
@@ -83,7 +83,7 @@ def test_a_child_forked_mid_build_recalls_on_a_new_and_on_the_inherited_vault(
         deadline = time.monotonic() + 10
         while GATE.busy == 0 and time.monotonic() < deadline:
             time.sleep(0.01)
-        assert GATE.busy > 0 and not vault._engine.keyword_index.ready  # the build is running now
+        assert GATE.busy > 0 and not vault.engine.keyword_index.ready  # the build is running now
         out = FORK.Queue()
         child = FORK.Process(target=_in_child, args=(str(db_path), vault, out))
         child.start()
@@ -91,6 +91,6 @@ def test_a_child_forked_mid_build_recalls_on_a_new_and_on_the_inherited_vault(
         assert child.exitcode == 0, "the child hung or failed"
         new, old, ready, conn = out.get(timeout=5)
         assert (new, old, ready) == (5, 5, False)  # the child's copy of the mirror starts over
-        assert conn != id(vault._engine.conn())  # on a connection of its own, never the parent's
+        assert conn != id(vault.engine.conn())  # on a connection of its own, never the parent's
         assert vault.wait_for_keyword_index(60)  # and the parent's build went on
         assert len(vault.recall("ledger", mode="hybrid", limit=5).items) == 5

@@ -55,7 +55,7 @@ def _found(result: tuple[list[Any], float]) -> tuple[list[tuple[int, int, float]
 
 def test_the_backend_answers_when_the_index_cannot_or_may_not(vault: Vault, clock: Clock) -> None:
     ids = _billing(vault, clock)
-    backend, conn = vault._engine.backend, vault._engine.conn()
+    backend, conn = vault.engine.backend, vault.engine.conn()
     mirror = _Mirror()
     arms = Arms(backend, keyword_index=cast(KeywordIndex, mirror))
     v = view(Filters(), clock.now)
@@ -76,7 +76,7 @@ def test_the_backend_answers_when_the_index_cannot_or_may_not(vault: Vault, cloc
 def test_an_index_ranks_and_the_view_filters_deeper_when_a_pruned_ranking_falls_short(vault: Vault,
                                                                                        clock: Clock) -> None:
     ids = _billing(vault, clock)
-    backend, conn = vault._engine.backend, vault._engine.conn()
+    backend, conn = vault.engine.backend, vault.engine.conn()
     heads = dict(conn.execute("SELECT entity_id, vid FROM entity_versions WHERE recorded_to_ms IS NULL").fetchall())
     eids = np.array(ids, dtype=np.int64)
     vids = np.array([heads[e] for e in ids], dtype=np.int64)
@@ -107,7 +107,7 @@ class _Vectors:
 def test_dense_candidates_and_cosines_come_from_the_vector_index_when_it_can_answer(
         dense_vault: Vault, clock: Clock, fake_embedder: FakeEmbedder) -> None:
     ids = _billing(dense_vault, clock)
-    backend, conn = dense_vault._engine.backend, dense_vault._engine.conn()
+    backend, conn = dense_vault.engine.backend, dense_vault.engine.conn()
     query = fake_embedder.embed(["billing ledger"])[0]
     now, then = view(Filters(), clock.now), view(Filters(as_of_unix_ms=clock.now), clock.now)
     with backend.read_snapshot(conn):

@@ -90,10 +90,10 @@ def test_mirror_and_sql_paths_agree(dense_vault: Vault, notes: dict[str, int], c
     dense_vault.remember("note", "db", "The billing ledger moved to sqlite")  # the mirror follows the write
     fast = [(i.id, i.score) for i in dense_vault.recall("billing ledger sqlite", mode="dense", limit=20,
                                                         reinforce=False).items]
-    index, dense_vault._engine.vector_index = dense_vault._engine.vector_index, None
+    index, dense_vault.engine.vector_index = dense_vault.engine.vector_index, None
     slow = [(i.id, i.score) for i in dense_vault.recall("billing ledger sqlite", mode="dense", limit=20,
                                                         reinforce=False).items]
-    dense_vault._engine.vector_index = index
+    dense_vault.engine.vector_index = index
     assert [i for i, _ in fast] == [i for i, _ in slow]
     assert [s for _, s in fast] == pytest.approx([s for _, s in slow], abs=1e-5)
 
@@ -215,7 +215,7 @@ def test_unchanged_text_keeps_its_vector(dense_vault: Vault, fake_embedder: Fake
     assert dense_vault.stats().embedding_coverage == 1.0
     dense_vault.forget(e.id)
     dense_vault.purge(e.id)
-    conn = dense_vault._engine.conn()
+    conn = dense_vault.engine.conn()
     assert conn.execute("SELECT count(*) FROM version_vectors").fetchone()[0] == 0
 
 
@@ -248,10 +248,10 @@ def test_vector_index_follows_another_process(db_path, fake_embedder: FakeEmbedd
         proc.join(120)
         assert proc.exitcode == 0
         fast = [(i.id, i.score) for i in vault.recall("zebra stripes", mode="dense", limit=30, reinforce=False).items]
-        assert vault._engine.vector_index is not None and vault._engine.vector_index.ready
-        index, vault._engine.vector_index = vault._engine.vector_index, None
+        assert vault.engine.vector_index is not None and vault.engine.vector_index.ready
+        index, vault.engine.vector_index = vault.engine.vector_index, None
         slow = [(i.id, i.score) for i in vault.recall("zebra stripes", mode="dense", limit=30, reinforce=False).items]
-        vault._engine.vector_index = index
+        vault.engine.vector_index = index
         assert fast == slow and len([1 for i, _ in fast]) >= 19
 
 
@@ -286,7 +286,7 @@ def test_shallow_prefilter_same_answer_in_memory_and_in_sql(
         e = dense_vault.remember("note", f"k{i}", f"ledger entry {i} about billing and invoices {i % 7}")
         if i % 3:
             dense_vault.forget(e.id)  # two in three are archived: the view rejects them
-    dense_vault._engine.reset_indexes()  # remember's similar-memory look-ups warmed them: SQL answers first
+    dense_vault.engine.reset_indexes()  # remember's similar-memory look-ups warmed them: SQL answers first
     depths.clear()  # and those look-ups searched too: count the recalls below only
     kept.clear()
     query = dict(mode="dense", limit=4, reinforce=False)
@@ -359,7 +359,7 @@ def test_a_broken_embedder_cannot_start_a_reembed(dense_vault: Vault) -> None:
         def embed(self, texts):  # type: ignore[no-untyped-def]
             return super().embed(texts)[:, :10]  # the wrong width
 
-    dense_vault._engine.embedder = Broken()
+    dense_vault.engine.embedder = Broken()
     with pytest.raises(InvalidInput, match="embedder"):
         dense_vault.embed(reembed=True)
     assert dense_vault.stats().embedded == 5 and dense_vault.stats().embedding_model == FakeEmbedder.identity
@@ -374,7 +374,7 @@ def test_no_version_goes_without_its_vector(dense_vault: Vault) -> None:
     import json as _json
 
     dense_vault.import_jsonl([_json.dumps({"category": "note", "key": "s", "content": "three"})])
-    conn = dense_vault._engine.conn()
+    conn = dense_vault.engine.conn()
     unvectored = conn.execute(
         "SELECT count(*) FROM entity_versions v WHERE NOT EXISTS (SELECT 1 FROM version_vectors x WHERE x.vid = v.vid)"
     ).fetchone()[0]
@@ -433,7 +433,7 @@ def test_bad_settings_are_refused(db_path, monkeypatch: pytest.MonkeyPatch, fake
 def test_the_vector_index_waits_for_the_first_vector(db_path, fake_embedder: FakeEmbedder) -> None:  # type: ignore[no-untyped-def]
     with Vault(db_path, embedder=fake_embedder) as vault:
         assert not vault.wait_for_vector_index(timeout=5)
-        assert vault._engine.vector_index is not None and not vault._engine.vector_index.disabled
+        assert vault.engine.vector_index is not None and not vault.engine.vector_index.disabled
         vault.remember("note", "k", "now there is a vector")
         assert vault.wait_for_vector_index()
 
@@ -443,7 +443,7 @@ def test_a_vector_backfill_does_not_rebuild_the_keyword_index(db_path, clock: Cl
         plain.remember_many({"category": "note", "key": f"k{i}", "content": f"billing note {i}"} for i in range(50))
     with Vault(db_path, clock=clock, embedder=fake_embedder) as vault:
         assert vault.wait_for_keyword_index()
-        index = vault._engine.keyword_index
+        index = vault.engine.keyword_index
         assert index is not None
         rows_before = index.rows
         vault.embed()
@@ -567,7 +567,7 @@ def test_a_recall_reads_the_stored_model_once_and_a_keyword_recall_not_at_all(
         pytest.skip("counts SQLite's statements (a Postgres snapshot reads the model with its BEGIN)")
     dense_vault.recall("billing ledger", mode="dense", reinforce=False)  # the indexes warm first
     statements: list[str] = []
-    conn = dense_vault._engine.conn()
+    conn = dense_vault.engine.conn()
     conn.set_trace_callback(statements.append)
     try:
         reads = {}

@@ -38,16 +38,16 @@ class Monotonic:
 def _open(where: str | Path, clock: Clock) -> tuple[Vault, Monotonic]:
     vault = Vault(where, clock=clock, embedder=False)
     ticks = Monotonic()
-    backend = vault._engine.backend
-    vault._engine.relations = KeptRelations(KEPT, lambda c: backend.next_id(c, "links") - 1, backend.changes,
+    backend = vault.engine.backend
+    vault.engine.relations = KeptRelations(KEPT, lambda c: backend.next_id(c, "links") - 1, backend.changes,
                                             clock=ticks)
     return vault, ticks
 
 
 def _agree(vault: Vault, ids: list[int]) -> None:
-    conn = vault._engine.conn()
+    conn = vault.engine.conn()
     for chosen in (ids, ids[::2], ids[1:4]):
-        held = vault._engine.relations.among(conn, chosen)
+        held = vault.engine.relations.among(conn, chosen)
         assert held is not None
         assert held == kept(conn, chosen)
 
@@ -92,8 +92,8 @@ def test_held_relations_are_the_file_s_after_any_writes(ops: list[tuple[str, int
                     live.remove(ids[a])
                 elif op == "load":  # every relation read at once: a memory not held then has none
                     handle = (writer, reader)[a % 2]
-                    with handle._engine.reading() as conn:
-                        handle._engine.relations.load(conn)
+                    with handle.engine.reading() as conn:
+                        handle.engine.relations.load(conn)
                 elif op == "step back":  # an unlink stamped before the latest closing seen: the recount finds it
                     clock.advance(-60_000)
                     try:
@@ -119,13 +119,13 @@ def test_what_another_handle_writes_is_seen_at_its_next_recall(vault_path: str |
         writer.link(ids[1], ids[0], "updates", source="inferred")
         writer.link(ids[3], ids[2], "same_subject", source="inferred")
         writer.link(ids[4], ids[5], "related", source="inferred")  # not a relation curation acts on
-        conn = reader._engine.conn()
-        assert reader._engine.relations.among(conn, ids) == [
+        conn = reader.engine.conn()
+        assert reader.engine.relations.among(conn, ids) == [
             (ids[1], ids[0], "updates", "inferred"), (ids[3], ids[2], "same_subject", "inferred")]
         clock.advance(1_000)
         writer.remember(category="fact", key="k1", content="memory 1, a new version")  # closes its inferred links
         writer.unlink(ids[3], ids[2])
-        assert reader._engine.relations.among(conn, ids) == []
+        assert reader.engine.relations.among(conn, ids) == []
         _agree(writer, ids)
     finally:
         writer.close()
@@ -137,8 +137,8 @@ def test_a_load_holds_every_relation_and_changes_after_it_are_seen(vault_path: s
     reader, _ = _open(vault_path, clock)
     try:
         ids = _memories(writer)  # similar memories: each write inferred relations to the ones before it
-        held = reader._engine.relations
-        with reader._engine.reading() as conn:
+        held = reader.engine.relations
+        with reader.engine.reading() as conn:
             held.load(conn)
         assert held.complete and not held.loading
         _agree(reader, ids)
@@ -157,7 +157,7 @@ def test_a_load_holds_every_relation_and_changes_after_it_are_seen(vault_path: s
 def test_a_curated_recall_loads_them_in_the_background(vault_path: str | Path, clock: Clock) -> None:
     with Vault(vault_path, clock=clock, embedder=False) as vault:
         _memories(vault)
-        held = vault._engine.relations
+        held = vault.engine.relations
         vault.recall("memory about the service", curate=False)
         assert not held.complete and not held.loading  # asked not to curate: nothing read
         vault.recall("memory about the service")

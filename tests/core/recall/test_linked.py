@@ -73,7 +73,7 @@ def test_a_link_into_another_scope_is_not_followed(vault: Vault, backend: str) -
     elsewhere = vault.remember(category="fact", key="invoicing-region", content="invoicing is deployed in us-east-2.",
                                workspace_hash="w2")
     # Links never cross scopes through the API; one written behind its back is still never followed.
-    vault._engine.write(lambda c: c.execute(
+    vault.engine.write(lambda c: c.execute(
         "INSERT INTO links (id, from_id, to_id, relation, weight, source, created_at_ms, recorded_from_ms, scope) "
         "SELECT 9999, ?, ?, 'related', 1.0, NULL, 0, 0, e.scope FROM entities e WHERE e.id = ?",
         (owner, elsewhere.id, owner)))

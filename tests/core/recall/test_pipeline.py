@@ -61,7 +61,7 @@ def test_bm25_order_is_fts5_bm25(vault: Vault, notes: dict[str, int], backend: s
     """Scores are FTS5's bm25(), whichever path computed them."""
     if backend == "postgres":
         pytest.skip("reads FTS5's own bm25(); tests/core/storage/postgres/test_keyword.py holds Postgres's scores to it")
-    conn = vault._engine.conn()
+    conn = vault.engine.conn()
     expected = conn.execute(
         "SELECT v.entity_id, -bm25(entities_fts, 1.0, 1.0, 0.5) FROM entities_fts "
         "JOIN entity_versions v ON v.vid = entities_fts.rowid WHERE entities_fts MATCH '\"billing\" OR \"postgres\"'"
@@ -394,13 +394,13 @@ def test_recall_among_given_entities_matches_filtering_the_full_answer(dense_vau
     arms = {}
     for mode in ("fts5", "dense"):
         params = RecallParams(query="sqlite wal backup", mode=mode, limit=100, reinforce=False, min_score=None)
-        full = dense_vault._engine.recall(params)
-        narrow = dense_vault._engine.recall(params, only=chosen)
+        full = dense_vault.engine.recall(params)
+        narrow = dense_vault.engine.recall(params, only=chosen)
         assert [i.id for i in narrow.items] == [i.id for i in full.items if i.id in chosen]
         arms[mode] = [i.id for i in narrow.items]
     # Fusion works on ranks, and ranks among the chosen differ from ranks among all: the narrowed
     # hybrid answer fuses the narrowed arms (each item's ranks are its places in them).
-    hybrid = dense_vault._engine.recall(RecallParams(query="sqlite wal backup", mode="hybrid", limit=100, reinforce=False, min_score=None),
+    hybrid = dense_vault.engine.recall(RecallParams(query="sqlite wal backup", mode="hybrid", limit=100, reinforce=False, min_score=None),
                                  only=chosen)
     assert {i.id for i in hybrid.items} == set(arms["fts5"]) | set(arms["dense"]) and set(arms["dense"]) <= set(chosen)
     for item in hybrid.items:

@@ -12,7 +12,7 @@ pytestmark = pytest.mark.both_backends  # the contract suite: SQLite and Postgre
 
 
 def count_rows(vault: Vault, table: str) -> int:
-    return int(vault._engine.conn().execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+    return int(vault.engine.conn().execute(f"SELECT count(*) FROM {table}").fetchone()[0])
 
 
 def test_remember_creates_with_every_field(vault: Vault, clock: Clock) -> None:
@@ -261,9 +261,9 @@ def test_a_key_family_is_the_key_and_the_keys_that_extend_it_by_a_dash(vault: Va
     keys = ["prod", "prod-region", "prod region", "prod.x", "prodx", "prod!", "prod-", "pro", "prod-region-2024"]
     ids = {k: vault.remember(category="note", key=k, content=f"text of {k}").id for k in keys}
     vault.remember(category="other", key="prod-db", content="another category")
-    family = store.key_family(vault._engine.conn(), "note", "prod-anything", None, None, 20)
+    family = store.key_family(vault.engine.conn(), "note", "prod-anything", None, None, 20)
     assert family == sorted((ids[k] for k in ("prod", "prod-region", "prod-", "prod-region-2024")), reverse=True)
-    assert store.key_family(vault._engine.conn(), "note", "prod-anything", None, None, 2) == family[:2]
+    assert store.key_family(vault.engine.conn(), "note", "prod-anything", None, None, 2) == family[:2]
 
 
 def test_a_planned_write_embeds_what_its_plan_missed_and_runs_again() -> None:

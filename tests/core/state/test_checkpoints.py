@@ -81,9 +81,9 @@ def test_deleting_runs_frees_the_values_only_they_held(vault: Vault) -> None:
     assert [c.checkpoint_id for c in store.list("t")] == ["02"]
     kept = store.get("t")
     assert kept is not None and {b.channel: b.data for b in kept.blobs} == {"a": b"a@2", "big": b"big@1"}
-    rows = vault._engine.conn().execute("SELECT count(*) FROM checkpoint_blobs").fetchone()[0]
+    rows = vault.engine.conn().execute("SELECT count(*) FROM checkpoint_blobs").fetchone()[0]
     assert rows == 2  # a@1 went with the run that alone held it
-    assert vault._engine.conn().execute("SELECT count(*) FROM checkpoint_writes").fetchone()[0] == 0
+    assert vault.engine.conn().execute("SELECT count(*) FROM checkpoint_writes").fetchone()[0] == 0
     store.delete_runs([])
 
 

@@ -64,7 +64,7 @@ def unplaced(tables: dict[str, bool]) -> list[str]:
 
 
 def test_every_table_carries_the_scope_key_or_is_a_whole_table(vault: Vault, backend: str) -> None:
-    conn = vault._engine.conn()
+    conn = vault.engine.conn()
     tables = _tables(conn, backend)
     assert unplaced(tables) == []
     expected = set(DISTRIBUTED) | set(GLOBAL)
@@ -117,7 +117,7 @@ def _constraint_problems(conn: PgConnection) -> list[str]:
 def test_keys_foreign_keys_and_policies_include_the_scope_key(vault: Vault, backend: str) -> None:
     if backend != "postgres":
         pytest.skip("the file is never sharded: its keys are SQLite's own")
-    conn = vault._engine.conn()
+    conn = vault.engine.conn()
     assert _constraint_problems(conn) == []
     # The lookups keep their leading columns (and so their index).
     keys = dict(conn.execute(
@@ -153,7 +153,7 @@ def test_check_reports_a_row_whose_scope_key_is_not_its_parents(dense_vault: Vau
     v.link(a.id, b.id, "about", **ALICE)
     KeyValues(v, **ALICE).put("docs", "k", {"x": 1})
     assert v.check().ok, v.check().problems
-    write = v._engine.write
+    write = v.engine.write
     if backend == "postgres":  # the composite foreign keys refuse such rows: only a table without one takes them
         write(lambda c: c.execute("UPDATE kv_entries SET scope = 'wrong'"))
         write(lambda c: c.execute("UPDATE keyword_postings SET scope = 'wrong' WHERE vid = "
@@ -466,7 +466,7 @@ def test_migrating_an_existing_vault_fills_in_every_rows_scope_key(backend: str,
     conn = _old_vault(backend, old_location)
     conn.close()
     with Vault(old_location, clock=clock, embedder=False) as v:
-        c = v._engine.conn()
+        c = v.engine.conn()
         expected = {"alice": scope_key("alice", "ws-a"), "bob\x1f": scope_key("bob\x1f", "ws-b")}
         assert expected["bob\x1f"] == "4:bob\x1fws-b"
         for table in OWN_SCOPE:
@@ -496,7 +496,7 @@ def test_every_row_is_given_its_id_and_a_purged_id_never_returns(vault: Vault, b
     Proved by taking the defaults away: on Postgres the id columns lose their identity (an insert that relied
     on it would fail on NOT NULL); on both, ids ascend and a purge's ids are never given again."""
     if backend == "postgres":
-        conn = vault._engine.backend.conn()
+        conn = vault.engine.backend.conn()
         for table, column in (("entities", "id"), ("entity_versions", "vid"), ("links", "id")):
             conn.execute(f"ALTER TABLE {table} ALTER COLUMN {column} DROP IDENTITY")
     a = vault.remember("note", "a", "first")
@@ -514,7 +514,7 @@ def test_every_row_is_given_its_id_and_a_purged_id_never_returns(vault: Vault, b
     vault.purge(top.id)
     again = vault.remember("note", "d", "fourth")
     assert again.id > top.id  # the purged entity's id is not given again, nor its version's
-    conn = vault._engine.backend.conn()
+    conn = vault.engine.backend.conn()
     vids = [int(r[0]) for r in conn.execute("SELECT vid FROM entity_versions ORDER BY vid")]
     assert vids == sorted(set(vids)) and vids[-1] > vids[-2]
     links = [int(r[0]) for r in conn.execute("SELECT id FROM links ORDER BY id")]

@@ -15,12 +15,12 @@ pytestmark = pytest.mark.both_backends
 
 
 def _index(vault: Vault) -> list[tuple[Any, ...]]:
-    return sorted(map(tuple, vault._engine.conn().execute(
+    return sorted(map(tuple, vault.engine.conn().execute(
         "SELECT term, vid, phrase, need, scope FROM trigger_terms").fetchall()))
 
 
 def _rebuilt(vault: Vault) -> list[tuple[Any, ...]]:
-    conn = vault._engine.conn()
+    conn = vault.engine.conn()
     versions = conn.execute("SELECT vid, scope, recall_when FROM entity_versions ORDER BY vid").fetchall()
     return sorted(row for vid, scope, text in versions for row in trigger_terms.rows(int(vid), scope, text))
 
@@ -60,11 +60,11 @@ def test_every_write_files_its_version_and_a_purge_removes_them(vault: Vault) ->
     vault.supersede(b, vault.recall_when("topic 1").items[0].id)
     assert _index(vault) == _rebuilt(vault) and len(_index(vault)) > 8
     vault.forget(a, agent_id="alice")
-    gone = {vid for (vid,) in vault._engine.conn().execute("SELECT vid FROM entity_versions WHERE entity_id = ?", (a,))}
+    gone = {vid for (vid,) in vault.engine.conn().execute("SELECT vid FROM entity_versions WHERE entity_id = ?", (a,))}
     vault.purge(a, agent_id="alice")
     assert _index(vault) == _rebuilt(vault) and len(gone) == 3
     assert not gone & {r[1] for r in _index(vault)}
-    vault._engine.conn().execute("DELETE FROM trigger_terms")  # lost: reindex builds it again
+    vault.engine.conn().execute("DELETE FROM trigger_terms")  # lost: reindex builds it again
     vault.reindex()
     assert _index(vault) == _rebuilt(vault)
 

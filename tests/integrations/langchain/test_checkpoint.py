@@ -222,7 +222,7 @@ def test_an_unchanged_channel_is_stored_once(vault_path: str | Path) -> None:
         graph = builder.compile(checkpointer=saver)
         run_id = str(uuid.uuid4())  # as LangGraph's server names its runs: in the config's metadata
         graph.invoke({"book": "x" * 100_000, "n": 0}, {**thread("t"), "metadata": {"run_id": run_id}})
-        conn = vault._engine.conn()
+        conn = vault.engine.conn()
         blobs = dict(conn.execute("SELECT channel, count(*) FROM checkpoint_blobs GROUP BY channel").fetchall())
         assert blobs["book"] == 1 and blobs["n"] == 6
         assert conn.execute("SELECT count(*) FROM checkpoints").fetchone()[0] == 7
@@ -269,4 +269,4 @@ def test_bad_input_is_refused_and_changes_nothing(vault_path: str | Path) -> Non
         with pytest.raises(InvalidInput, match="limit"):
             list(saver.list(None, limit=-1))
         assert list(saver.list(None)) == []
-        assert vault._engine.conn().execute("SELECT count(*) FROM checkpoint_blobs").fetchone()[0] == 0
+        assert vault.engine.conn().execute("SELECT count(*) FROM checkpoint_blobs").fetchone()[0] == 0

@@ -121,8 +121,8 @@ def test_only_the_changed_component_is_clustered_again(db_path: Path, clock: Clo
     with Vault(db_path, clock=clock, embedder=False) as v:
         ids = build(v)
         v.unlink(ids["storage"][4], ids["billing"][4])
-        clusters = Communities(v._engine.backend.changes)
-        conn = v._engine.conn()
+        clusters = Communities(v.engine.backend.changes)
+        conn = v.engine.conn()
         clusters.partition(conn, view(Filters(), clock()), "label_propagation")
         assert clusters.clustered == 3
         clusters.partition(conn, view(Filters(), clock()), "label_propagation")

@@ -149,8 +149,8 @@ def test_summary_vectors_are_their_members_centroid_with_no_model_call(dense_vau
     result = dense_vault.global_recall("invoices and refunds", communities=1, mode="dense")
     assert fake_embedder.texts - before == 1  # the question; three summaries written without the model
     assert chosen_members(result) == [sorted(ids["billing"])]
-    vectors = dense_vault._engine.backend.vectors
-    conn = dense_vault._engine.conn()
+    vectors = dense_vault.engine.backend.vectors
+    conn = dense_vault.engine.conn()
     for community in dense_vault.communities().communities:
         members = vectors.head_vectors(conn, community.members)
         mean = np.mean([members[m] for m in community.members], axis=0)
@@ -178,7 +178,7 @@ def test_a_stored_name_cannot_add_a_line_to_the_answer_context(vault: Vault) -> 
     a = vault.remember("storage", "a", "We chose SQLite in WAL mode for storage.").id
     b = vault.remember("storage", "b", "Backups copy the SQLite storage file nightly.").id
     vault.link(a, b)
-    vault._engine.write(lambda c: c.execute("UPDATE entities SET key = ? WHERE id = ?", (f"b\u2028{forged}", b)))
+    vault.engine.write(lambda c: c.execute("UPDATE entities SET key = ? WHERE id = ?", (f"b\u2028{forged}", b)))
     context = vault.global_recall("sqlite storage").context
     assert f"- [storage/b\\u2028{forged}] Backups copy" in context
     assert not any(line.startswith(forged) for line in context.splitlines())

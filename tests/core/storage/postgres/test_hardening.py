@@ -38,12 +38,12 @@ class Tenants:
 
     def head(self, entity_id: int) -> int:
         """The vid of an entity's current version."""
-        return int(self.owner._engine.read(lambda c: c.execute(
+        return int(self.owner.engine.read(lambda c: c.execute(
             "SELECT vid FROM entity_versions WHERE entity_id = ? AND recorded_to_ms IS NULL", (entity_id,)).fetchone()[0]))
 
     def ids(self) -> dict[str, int]:
         """Each id table's next id, as the vault reads it."""
-        return self.owner._engine.read(lambda c: {t: schema.next_id(c, t, col)  # type: ignore[arg-type]
+        return self.owner.engine.read(lambda c: {t: schema.next_id(c, t, col)  # type: ignore[arg-type]
                                                   for t, col in (("entities", "id"), ("entity_versions", "vid"),
                                                                  ("links", "id"))})
 
@@ -144,7 +144,7 @@ def test_a_bound_role_cannot_choose_an_id_so_no_tenant_is_locked_out(tenants: Te
 
 def test_a_bound_role_leaves_the_vaults_settings_and_the_other_bindings_alone(tenants: Tenants, tmp_path: Path) -> None:
     alice = tenants.raw("alice")
-    dimension = tenants.owner._engine.read(lambda c: c.execute(
+    dimension = tenants.owner.engine.read(lambda c: c.execute(
         "SELECT value FROM vault_meta WHERE key = 'embedding_dimension'").fetchone()[0])
     for sql in ("UPDATE vault_meta SET value = '999' WHERE key = 'embedding_dimension'",
                 "DELETE FROM vault_meta WHERE key IN ('embedding_model', 'embedding_dimension', 'vault_id')",
@@ -153,7 +153,7 @@ def test_a_bound_role_leaves_the_vaults_settings_and_the_other_bindings_alone(te
                 f"ON CONFLICT (key) DO UPDATE SET value = '{TOP - 1}'",
                 "INSERT INTO vault_meta VALUES ('anything', 'x')"):
         _changes_nothing(alice, sql)
-    stored = tenants.owner._engine.read(lambda c: dict(c.execute("SELECT key, value FROM vault_meta").fetchall()))
+    stored = tenants.owner.engine.read(lambda c: dict(c.execute("SELECT key, value FROM vault_meta").fetchall()))
     assert stored["embedding_dimension"] == dimension and "anything" not in stored
     assert int(stored.get("high_water:entities", 0)) < 1000
     with Vault(tenants.url, embedder=FakeEmbedder()) as again:  # every server still opens the vault
@@ -178,7 +178,7 @@ def test_each_scope_keeps_its_own_phrase_vectors_and_a_bound_role_touches_no_oth
     alice_key, bob_key = scope_key(**ALICE), scope_key(**BOB)
 
     def stored() -> dict[tuple[str, str], bytes]:
-        return tenants.owner._engine.read(lambda c: {(s, p): bytes(e) for s, p, e in c.execute(
+        return tenants.owner.engine.read(lambda c: {(s, p): bytes(e) for s, p, e in c.execute(
             "SELECT scope, phrase, embedding FROM trigger_vectors")})
 
     before = stored()
@@ -213,7 +213,7 @@ def test_a_bound_role_cannot_forge_or_trim_the_change_log(tenants: Tenants) -> N
     own = tenants.head(tenants.alice.remember("fact", "a", "alice's", **ALICE).id)
     alice = tenants.raw("alice")
     key = scope_key(ALICE["agent_id"], ALICE["workspace_hash"])
-    log = tenants.owner._engine.read(lambda c: c.execute("SELECT seq, vid, op FROM head_changes ORDER BY seq").fetchall())
+    log = tenants.owner.engine.read(lambda c: c.execute("SELECT seq, vid, op FROM head_changes ORDER BY seq").fetchall())
     for sql, params in (("INSERT INTO head_changes (vid, op, scope) VALUES (0, 0, '')", None),  # "rebuild everything"
                         ("INSERT INTO head_changes (vid, op, scope) VALUES (0, 3, %s)", (key,)),
                         ("INSERT INTO head_changes (vid, op, scope) VALUES (%s, -1, %s)", (head, key)),  # bob's head
@@ -223,7 +223,7 @@ def test_a_bound_role_cannot_forge_or_trim_the_change_log(tenants: Tenants) -> N
                         ("UPDATE head_changes SET op = 0", None)):
         _changes_nothing(alice, sql, params)
     alice.execute("SELECT pv_trim_changes()")  # the vault's trim: it keeps what the vault always keeps
-    assert tenants.owner._engine.read(lambda c: c.execute(
+    assert tenants.owner.engine.read(lambda c: c.execute(
         "SELECT seq, vid, op FROM head_changes ORDER BY seq").fetchall()) == log
     alice.execute("INSERT INTO head_changes (vid, op, scope) VALUES (%s, 2, %s)", (own, key))  # as a write would
     assert tenants.owner.get_entity(theirs.id).content == "bob's"

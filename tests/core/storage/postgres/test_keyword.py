@@ -93,7 +93,7 @@ def pair(pg_url: str, tmp_path: Path) -> Iterator[Pair]:
     clock = Clock()
     with Vault(tmp_path / "v.db", clock=clock, embedder=False, keyword_index=False) as vault:
         middle = _corpus(vault, clock)
-        lite = vault._engine.conn()
+        lite = vault.engine.conn()
         pg = connect(pg_url)
         migrate(pg, 1_000)
         _copy(lite, pg, "entities")
@@ -329,6 +329,6 @@ def test_a_term_too_long_for_a_btree_key_is_stored_and_found(pg_url: str) -> Non
     with Vault(pg_url, embedder=False) as vault:
         vault.remember("note", "blob", f"a blob {long_word} here")
         vault.remember("note", "other", f"another {long_word[:-1]}y")
-        vault._engine.keyword_index = None  # the SQL path
+        vault.engine.keyword_index = None  # the SQL path
         assert [i.key for i in vault.recall(long_word, reinforce=False).items] == ["blob"]
         assert vault.check().ok

@@ -38,7 +38,7 @@ def _with(url: str, **options: object) -> str:
 
 def _server_sessions(vault: Vault) -> int:
     """Sessions open on the vault's database now, this one's included."""
-    backend = vault._engine.backend
+    backend = vault.engine.backend
     conn = backend.connect()
     try:
         return int(conn.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()").fetchone()[0])
@@ -48,7 +48,7 @@ def _server_sessions(vault: Vault) -> int:
 
 def test_a_verb_gives_its_connection_back_and_the_next_thread_reuses_it(pg_url: str) -> None:
     with Vault(pg_url, embedder=False, keyword_index=False, vector_index=False) as vault:
-        backend = vault._engine.backend
+        backend = vault.engine.backend
         vault.remember("note", "a", "the pool lends connections")
         assert backend._connections.leased() == 0  # back in the pool once the verb returned
         seen: list[int] = []
@@ -77,7 +77,7 @@ def test_many_threads_share_at_most_pool_size_connections(pg_url: str) -> None:
             nonlocal peak
             got = vault.recall(f"memory number {i}", mode="fts5", reinforce=False, min_score=None).total
             with lock:
-                peak = max(peak, vault._engine.backend._connections.leased())
+                peak = max(peak, vault.engine.backend._connections.leased())
             return got
 
         with ThreadPoolExecutor(8) as pool:
@@ -90,7 +90,7 @@ def test_many_threads_share_at_most_pool_size_connections(pg_url: str) -> None:
 def test_a_thread_that_waits_too_long_for_a_connection_gets_one_clear_error(pg_url: str) -> None:
     with Vault(_with(pg_url, pool_size=1, pool_timeout=0.3), embedder=False, keyword_index=False, vector_index=False) as vault:
         vault.remember("note", "a", "one connection only")
-        backend = vault._engine.backend
+        backend = vault.engine.backend
         holding, release = threading.Event(), threading.Event()
 
         def hold() -> None:
@@ -113,7 +113,7 @@ def test_a_thread_that_waits_too_long_for_a_connection_gets_one_clear_error(pg_u
 
 def _end_the_pooled_session(vault: Vault) -> int:
     """Have the server end the session of the connection the vault's pool lends next; its process id."""
-    backend = vault._engine.backend
+    backend = vault.engine.backend
     with backend.lease():
         pid = int(backend.conn().execute("SELECT pg_backend_pid()").fetchone()[0])
     admin = backend.connect()
@@ -142,7 +142,7 @@ def test_a_connection_that_died_just_after_use_is_replaced_by_the_next_verbs_fir
 
     with Vault(pg_url, embedder=False, keyword_index=False, vector_index=False) as vault:
         first = vault.remember("note", "a", "survives a dropped session")
-        backend = vault._engine.backend
+        backend = vault.engine.backend
         pid = _end_the_pooled_session(vault)
         assert pool.FRESH_S > 0.5  # so the pool lends the dead one without asking
         if verb == "recall":

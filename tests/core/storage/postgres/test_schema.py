@@ -76,7 +76,7 @@ def test_the_shared_tables_have_the_sqlite_schemas_columns(conn: PgConnection, t
 
     migrate(conn, 1_000)
     with Vault(tmp_path / "v.db") as vault:
-        lite = vault._engine.conn()
+        lite = vault.engine.conn()
         for table in SHARED:
             # (name, NOT NULL); a key column counts as NOT NULL (SQLite lets a TEXT key be NULL, by a quirk)
             sqlite_columns = [(r[1], bool(r[3] or r[5])) for r in lite.execute(f"PRAGMA table_info({table})")]

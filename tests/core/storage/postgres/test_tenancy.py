@@ -79,7 +79,7 @@ def test_with_the_vaults_scope_filter_gone_a_bound_role_still_sees_only_its_scop
     assert bound.prepare("bob billing alice billing").triggered == [ids["alice"]]
     assert bound.stats().entities == 2 and owner.stats().entities == 4  # the owner is not limited
     assert bound.wait_for_keyword_index() and bound.wait_for_vector_index()
-    everything: Any = bound._engine.keyword_index
+    everything: Any = bound.engine.keyword_index
     assert "2 rows" in everything.describe()  # the in-memory index holds alice's memories only
 
 
@@ -139,7 +139,7 @@ def test_a_bound_role_sees_and_writes_its_own_checkpoints_and_key_values_only(
         KeyValues(owner, **scope).put("docs", "k", {"who": scope["agent_id"]})
     # Bound to alice, with the vault's own scope filter pointed at bob: the database still shows alice's rows.
     as_bob = Checkpoints(bound, **BOB)
-    bob_rows = bound._engine.read(lambda c: c.execute("SELECT agent_id FROM checkpoint_blobs").fetchall())
+    bob_rows = bound.engine.read(lambda c: c.execute("SELECT agent_id FROM checkpoint_blobs").fetchall())
     assert bob_rows == [("alice",)]
     assert as_bob.get("t") is None and KeyValues(bound, **BOB).get("docs", "k") is None
     stored = Checkpoints(bound, **ALICE).get("t")

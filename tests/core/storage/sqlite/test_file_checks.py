@@ -108,7 +108,7 @@ def test_every_connection_is_keyed_and_keeps_temp_data_in_memory(tmp_path: Path,
         seen: list[Any] = []
 
         def other_thread() -> None:
-            conn = vault._engine.conn()
+            conn = vault.engine.conn()
             seen.append((conn.execute("PRAGMA temp_store").fetchone()[0], vault.recall("ledger").total))
 
         worker = threading.Thread(target=other_thread)
@@ -275,7 +275,7 @@ def test_rekey_is_refused_while_another_process_uses_the_vault(tmp_path: Path, c
         assert vault.get_entity(1).content == "kept" and other.get_entity(1).content == "kept"
     with open_vault(db, clock, KEY) as vault:  # nothing changed: the old key still opens it, in WAL mode
         assert vault.get_entity(1).content == "kept"
-        assert vault._engine.conn().execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert vault.engine.conn().execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
 def test_a_backup_of_an_encrypted_vault_is_encrypted(tmp_path: Path, clock: Clock) -> None:

@@ -67,12 +67,12 @@ def _replay(vault: Vault, clock: Clock, steps: list[tuple[str, dict[str, Any]]],
 def _hits(vault: Vault, query: str, use_index: bool, **filters: Any) -> list[tuple[str, float]]:
     """Raw BM25 hits (key, score), best first, on one path (the SQL search, or the in-memory index as recall
     asks it); and last, the query's ceiling, as ("", ceiling), which the paths must agree on too."""
-    conn = vault._engine.conn()
+    conn = vault.engine.conn()
     terms = parse(query)
-    v = view(Filters(**filters), vault._engine.now())
+    v = view(Filters(**filters), vault.engine.now())
     with read_snapshot(conn):
         if use_index:
-            arms = Arms(vault._engine.backend, keyword_index=vault._engine.keyword_index)
+            arms = Arms(vault.engine.backend, keyword_index=vault.engine.keyword_index)
             hits, top = arms.keyword(conn, list(terms.words), list(terms.stems), v, 1000)
         else:
             hits, top = keyword.search(conn, list(terms.words), v, 1000)
@@ -171,8 +171,8 @@ def test_expansion_is_bounded_per_call(vault: Vault) -> None:
     for n in range(0, len(words), 200):
         vault.remember("note", f"theirs{n}", " ".join(words[n : n + 200]), agent_id="bob")
     vault.remember("note", "mine", f"{few[0]}kk {few[100]}kk", agent_id="alice")
-    conn = vault._engine.conn()
-    alice = view(Filters(agent_id="alice"), vault._engine.now())
+    conn = vault.engine.conn()
+    alice = view(Filters(agent_id="alice"), vault.engine.now())
     for bases, reads, checks, found in (
         (few, keyword.MAX_EXPANDED_STEMS, 2 * keyword.MAX_EXPANDED_STEMS + 1, [f"{few[0]}kk"]),
         (many, -(-keyword.MAX_VARIANT_CHECKS // 12), keyword.MAX_VARIANT_CHECKS, []),

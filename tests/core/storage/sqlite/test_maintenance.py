@@ -39,7 +39,7 @@ def healthy(vault: Vault, clock: Clock) -> dict[str, int]:
 
 
 def head(vault: Vault, entity_id: int) -> tuple[Any, ...]:
-    return vault._engine.conn().execute(
+    return vault.engine.conn().execute(
         "SELECT vid, content, summary, tags FROM entity_versions WHERE entity_id = ? AND recorded_to_ms IS NULL",
         (entity_id,),
     ).fetchone()
@@ -54,7 +54,7 @@ def link_rows(vault: Vault, *, entity_id: int | None = None, open_only: bool = F
         args = (entity_id, entity_id)
     if open_only:
         sql += " AND recorded_to_ms IS NULL"
-    counts = dict(vault._engine.conn().execute(sql + " GROUP BY 1", args).fetchall())
+    counts = dict(vault.engine.conn().execute(sql + " GROUP BY 1", args).fetchall())
     return counts.get(0, 0), counts.get(1, 0)
 
 
@@ -85,7 +85,7 @@ def test_check_is_ok_on_a_healthy_vault(vault: Vault, clock: Clock) -> None:
 
 
 def drop_from_keyword_index(vault: Vault, entity_id: int) -> None:
-    vault._engine.conn().execute(
+    vault.engine.conn().execute(
         "INSERT INTO entities_fts(entities_fts, rowid, content, summary, tags) VALUES ('delete', ?, ?, ?, ?)",
         head(vault, entity_id),
     )
@@ -120,7 +120,7 @@ def test_reindex_brings_back_a_mirror_disabled_by_drift(vault: Vault, clock: Clo
     """keyword.rebuild: "Rebuild both indexes from the rows; mirrors rebuild too"."""
     ids = healthy(vault, clock)
     drop_from_keyword_index(vault, ids["alpha"])
-    vault._engine.reset_indexes()  # remember's similar-memory look-up built one already: build again, over the drift
+    vault.engine.reset_indexes()  # remember's similar-memory look-up built one already: build again, over the drift
     assert vault.wait_for_keyword_index(timeout=60) is False  # built over a drifted index: refuses to serve
     assert vault.reindex().ok
     assert vault.wait_for_keyword_index(timeout=60) is True
@@ -129,7 +129,7 @@ def test_reindex_brings_back_a_mirror_disabled_by_drift(vault: Vault, clock: Clo
 
 def test_check_finds_a_bogus_row_in_the_keyword_index(vault: Vault, clock: Clock) -> None:
     healthy(vault, clock)
-    vault._engine.conn().execute(
+    vault.engine.conn().execute(
         "INSERT INTO entities_fts(rowid, content, summary, tags) VALUES (987654, 'phantom axolotl', NULL, 'x')"
     )
     report = vault.check()
@@ -142,10 +142,10 @@ def test_check_finds_a_bogus_row_in_the_keyword_index(vault: Vault, clock: Clock
 
 def test_check_finds_drift_in_the_history_index(vault: Vault, clock: Clock) -> None:
     ids = healthy(vault, clock)
-    first = vault._engine.conn().execute(
+    first = vault.engine.conn().execute(
         "SELECT vid, content, summary, tags FROM entity_versions WHERE entity_id = ? AND version = 1", (ids["beta"],)
     ).fetchone()
-    vault._engine.conn().execute(
+    vault.engine.conn().execute(
         "INSERT INTO versions_fts(versions_fts, rowid, content, summary, tags) VALUES ('delete', ?, ?, ?, ?)", first
     )
     report = vault.check()
@@ -159,7 +159,7 @@ def test_check_finds_drift_in_the_history_index(vault: Vault, clock: Clock) -> N
 
 def test_check_finds_an_entity_without_a_current_version(vault: Vault, clock: Clock) -> None:
     ids = healthy(vault, clock)
-    conn = vault._engine.conn()
+    conn = vault.engine.conn()
     # Close the head without a successor (and keep the keyword index consistent with it).
     vid, content, summary, tags = head(vault, ids["alpha"])
     conn.execute(
@@ -174,7 +174,7 @@ def test_check_finds_an_entity_without_a_current_version(vault: Vault, clock: Cl
 
 def test_check_finds_a_link_to_a_missing_entity(vault: Vault, clock: Clock) -> None:
     ids = healthy(vault, clock)
-    conn = vault._engine.conn()
+    conn = vault.engine.conn()
     conn.execute("PRAGMA foreign_keys = OFF")
     try:
         conn.execute(
@@ -384,7 +384,7 @@ def test_check_finds_overlapping_versions(vault: Vault, clock: Clock) -> None:
     e = vault.remember("fact", "k", "first")
     clock.advance(100)
     vault.remember("fact", "k", "second")
-    vault._engine.conn().execute("UPDATE entity_versions SET recorded_to_ms = recorded_to_ms + 50 WHERE entity_id = ? AND version = 1", (e.id,))
+    vault.engine.conn().execute("UPDATE entity_versions SET recorded_to_ms = recorded_to_ms + 50 WHERE entity_id = ? AND version = 1", (e.id,))
     report = vault.check()
     assert not report.ok and any("overlap" in p for p in report.problems)
 

@@ -15,11 +15,11 @@ from perseus_vault_core.storage.sqlite.connection import connect
 
 def test_fresh_file_is_at_the_latest_version(db_path: Path) -> None:
     with Vault(db_path) as vault:
-        conn = vault._engine.conn()
+        conn = vault.engine.conn()
         assert schema.current_version(conn) == schema.LATEST
         assert conn.execute("SELECT version FROM _migrations").fetchall() == [(v,) for v, _, _ in schema.MIGRATIONS]
     with Vault(db_path) as vault:  # reopening applies nothing twice
-        assert vault._engine.conn().execute("SELECT count(*) FROM _migrations").fetchone()[0] == len(schema.MIGRATIONS)
+        assert vault.engine.conn().execute("SELECT count(*) FROM _migrations").fetchone()[0] == len(schema.MIGRATIONS)
 
 
 def test_newer_schema_is_refused(db_path: Path) -> None:
@@ -59,7 +59,7 @@ def test_prepare_finds_the_triggered_versions_through_the_trigger_index(db_path:
                               "recall_when": ["working on billing"] if i % 100 == 0 else [f"topic {i} only"]}
                              for i in range(1_000)])
         vault.forget(vault.recall_when("working on billing").items[0].id)
-        conn = vault._engine.conn()
+        conn = vault.engine.conn()
         plan = [row[-1] for row in conn.execute(
             "EXPLAIN QUERY PLAN SELECT vid FROM trigger_terms WHERE term IN (SELECT value FROM json_each(?)) "
             "GROUP BY vid, phrase HAVING count(*) >= max(need)",
@@ -112,7 +112,7 @@ def test_a_file_of_version_6_keeps_its_phrase_vectors_in_each_scope_that_uses_th
     conn.execute("COMMIT")
     conn.close()
     with Vault(db_path, embedder=False) as vault:
-        rows = vault._engine.conn().execute("SELECT model, scope, phrase, embedding FROM trigger_vectors").fetchall()
+        rows = vault.engine.conn().execute("SELECT model, scope, phrase, embedding FROM trigger_vectors").fetchall()
     alice, bob = scope_key("alice", ""), scope_key("bob", "")
     assert sorted(map(tuple, rows)) == sorted([("m", alice, "alice only", b"alice only"),
                                                ("m", alice, "shared phrase", b"shared phrase"),
