@@ -22,6 +22,8 @@ demo: $(STAMP) $(GRAPH)
 	./scripts/demo.sh
 
 test: $(STAMP) $(GRAPH)
+	$(VENV)/bin/python -m ruff format --check --quiet .
+	$(VENV)/bin/python -m ruff check --quiet .
 	$(VENV)/bin/python -m mypy
 	$(VENV)/bin/python -m pytest
 

@@ -52,7 +52,9 @@ def run(sizes: list[int], ref: str, log: Any = print) -> dict[str, Any]:
     from .synthetic import queries
 
     commit = _git("rev-parse", "--short", f"{ref}^{{commit}}")
-    here = _git("rev-parse", "--short", "HEAD") + (" with uncommitted changes" if _git("status", "--porcelain") else "")
+    here = _git("rev-parse", "--short", "HEAD") + (
+        " with uncommitted changes" if _git("status", "--porcelain") else ""
+    )
     out: dict[str, Any] = {"ref": commit, "here": here, "sizes": []}
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp) / "base"
@@ -86,22 +88,34 @@ def _medians(rounds: list[dict[str, list[float]]]) -> dict[str, list[float]]:
 
 
 def render(result: dict[str, Any]) -> list[str]:
-    lines = [TITLE, "",
-             f"Warm recall p50 / p95 in ms (k = 10, the defaults, reinforcement written) of the code at {result['ref']} "
-             f"and of this code ({result['here']}), in one run on one machine: alternating processes, "
-             f"{ROUNDS} rounds each, the median of the rounds (benchmarks/against.py). Dense and hybrid include "
-             "embedding the query.", "",
-             "| entities | mode | " + f"{result['ref']} | this code | ratio (p50) |", "|---|---|---|---|---|"]
+    lines = [
+        TITLE,
+        "",
+        f"Warm recall p50 / p95 in ms (k = 10, the defaults, reinforcement written) of the code at {result['ref']} "
+        f"and of this code ({result['here']}), in one run on one machine: alternating processes, "
+        f"{ROUNDS} rounds each, the median of the rounds (benchmarks/against.py). Dense and hybrid include "
+        "embedding the query.",
+        "",
+        "| entities | mode | " + f"{result['ref']} | this code | ratio (p50) |",
+        "|---|---|---|---|---|",
+    ]
     for size in result["sizes"]:
         for row, here in size["here"].items():
-            base = size["base"].get(row) or size["base"][row.split(",")[0]]  # curate=False: beside the default
-            lines.append(f"| {size['entities']:,} | {row} | {base[0]:.2f} / {base[1]:.2f} | {here[0]:.2f} / {here[1]:.2f} "
-                         f"| {here[0] / base[0]:.2f}x |")
+            base = (
+                size["base"].get(row) or size["base"][row.split(",")[0]]
+            )  # curate=False: beside the default
+            lines.append(
+                f"| {size['entities']:,} | {row} | {base[0]:.2f} / {base[1]:.2f} | {here[0]:.2f} / {here[1]:.2f} "
+                f"| {here[0] / base[0]:.2f}x |"
+            )
     both = all(row in size["base"] for size in result["sizes"] for row in size["here"])
-    note = ("A `curate=False` row is each code without curating its first places (docs/curation.md), beside the "
-            "same row of the other." if both else
-            "A `curate=False` row is this code without curating its first places (docs/curation.md), beside the "
-            "earlier code's default (which had no curation): what curation costs, and what the rest costs.")
+    note = (
+        "A `curate=False` row is each code without curating its first places (docs/curation.md), beside the "
+        "same row of the other."
+        if both
+        else "A `curate=False` row is this code without curating its first places (docs/curation.md), beside the "
+        "earlier code's default (which had no curation): what curation costs, and what the rest costs."
+    )
     return lines + ["", note, ""]
 
 
@@ -125,10 +139,17 @@ def _model_files(base: Path) -> None:
 
 def _child(tree: Path, what: str, db: Path, lines: Path, qs: Path) -> str:
     env = dict(os.environ, PYTHONPATH=str(tree))
-    done = subprocess.run([sys.executable, str(Path(__file__).resolve()), what, str(db), str(lines), str(qs)],
-                          cwd=tree, env=env, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), what, str(db), str(lines), str(qs)],
+        cwd=tree,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     if done.returncode != 0:
-        raise SystemExit(f"benchmarks.run --only against: the {what} process of {tree} failed:\n{done.stderr[-2000:]}")
+        raise SystemExit(
+            f"benchmarks.run --only against: the {what} process of {tree} failed:\n{done.stderr[-2000:]}"
+        )
     return done.stdout.strip().splitlines()[-1]
 
 

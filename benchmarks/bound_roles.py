@@ -69,7 +69,9 @@ def autovacuum(url: str, on: bool) -> None:
     import psycopg
 
     with psycopg.connect(url, autocommit=True) as conn:
-        tables = [t for (t,) in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")]
+        tables = [
+            t for (t,) in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")
+        ]
         for table in tables:
             conn.execute(f"ALTER TABLE {table} SET (autovacuum_enabled = {'on' if on else 'off'})")
 
@@ -81,7 +83,7 @@ def writes(vaults: dict[str, Vault], items: list[dict[str, Any]], seed: int) -> 
     samples: dict[str, list[float]] = {name: [] for name in names}
     for i in range(0, len(items) - 1, 2):
         rng.shuffle(names)
-        for name, item in zip(names, items[i:i + 2]):
+        for name, item in zip(names, items[i : i + 2]):
             started = time.perf_counter()
             vaults[name].remember(**item)
             samples[name].append((time.perf_counter() - started) * 1000)
@@ -93,7 +95,11 @@ def run_size(admin: str, n: int, cached: Any, log: Log = print, count: int = WRI
     records = list(memories(n))
     phrases = queries(2 * 2 * (count + WARMUP), seed=17)
     items = [dict(m, **SCOPE, recall_when=[p]) for m, p in zip(fresh_memories(len(phrases)), phrases)]
-    texts = [str(r["content"]) for r in records] + [embedding_text(str(m["content"]), None) for m in items] + phrases
+    texts = (
+        [str(r["content"]) for r in records]
+        + [embedding_text(str(m["content"]), None) for m in items]
+        + phrases
+    )
     given = GivenVectors(cached, dict(zip(texts, cached.embed(texts))))
     half = len(items) // 2
     out: dict[str, Any] = {"entities": n, "writes": count}
@@ -101,7 +107,7 @@ def run_size(admin: str, n: int, cached: Any, log: Log = print, count: int = WRI
         autovacuum(url, on=False)
         log(f"  bound roles at {n:,}: loading ...")
         for at in range(0, n, BATCH):
-            owner.remember_many(records[at:at + BATCH])
+            owner.remember_many(records[at : at + BATCH])
         with bound(admin, url, SCOPE, owner) as role_url, Vault(role_url, embedder=given) as tenant:
             vaults = {"owner": owner, "bound": tenant}
             log(f"  bound roles at {n:,}: writes before statistics ...")
@@ -115,7 +121,7 @@ def run_size(admin: str, n: int, cached: Any, log: Log = print, count: int = WRI
 
 def run(sizes: list[int], cached: Any, log: Log = print, count: int = WRITES) -> dict[str, Any]:
     """Every figure of the section; vectors from ``cached`` (the vector cache before the bundled model)."""
-    out: dict[str, Any] = {"date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "sizes": []}
+    out: dict[str, Any] = {"date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"), "sizes": []}
     with server() as admin:
         with database(admin, "describe") as url:
             out["server"] = describe(url)
@@ -138,29 +144,37 @@ def render(result: dict[str, Any]) -> list[str]:
     """The section of docs/benchmarks.md, from :func:`run`'s result."""
     info = result["server"]
     writes_timed = result["sizes"][0]["writes"] if result["sizes"] else WRITES
-    out = [SECTION, "",
-           f"Run {result['date']} (commit {commit()}) on PostgreSQL {info['server_version']} with pgvector"
-           f" {info['pgvector']}, psycopg {info['psycopg']}. The speed section's synthetic memories (over four"
-           " agents' scopes, with their cached MiniLM vectors) loaded by the vault's owner, then a role bound to one"
-           " of those scopes (`bind_role`). New memories remembered one at a time into that scope, each with its"
-           " vector given (no model time) and a trigger phrase of its own, alternately by the owner's vault and the"
-           f" bound role's in an order shuffled per pair: {writes_timed} each (after {WARMUP} not counted), first"
-           " right after loading, before PostgreSQL has statistics of the tables (autovacuum kept off until then; it"
-           " gathers them within a minute), then after `ANALYZE`. The bound role's rows each pass a policy, and each"
-           " id it gives a check (docs/postgres.md, \"Tenants\"). See `benchmarks/bound_roles.py`.", "",
-           "| memories | statistics | owner `remember` p50 / p95 | bound role p50 / p95 | bound / owner, p50 |",
-           "|---|---|---|---|---|"]
+    out = [
+        SECTION,
+        "",
+        f"Run {result['date']} (commit {commit()}) on PostgreSQL {info['server_version']} with pgvector"
+        f" {info['pgvector']}, psycopg {info['psycopg']}. The speed section's synthetic memories (over four"
+        " agents' scopes, with their cached MiniLM vectors) loaded by the vault's owner, then a role bound to one"
+        " of those scopes (`bind_role`). New memories remembered one at a time into that scope, each with its"
+        " vector given (no model time) and a trigger phrase of its own, alternately by the owner's vault and the"
+        f" bound role's in an order shuffled per pair: {writes_timed} each (after {WARMUP} not counted), first"
+        " right after loading, before PostgreSQL has statistics of the tables (autovacuum kept off until then; it"
+        " gathers them within a minute), then after `ANALYZE`. The bound role's rows each pass a policy, and each"
+        ' id it gives a check (docs/postgres.md, "Tenants"). See `benchmarks/bound_roles.py`.',
+        "",
+        "| memories | statistics | owner `remember` p50 / p95 | bound role p50 / p95 | bound / owner, p50 |",
+        "|---|---|---|---|---|",
+    ]
     for s in result["sizes"]:
         for phase, label in PHASES.items():
             owner, tenant = s[phase]["owner"], s[phase]["bound"]
-            out.append(f"| {s['entities']:,} | {label} | {owner['p50']:.2f} / {owner['p95']:.2f} ms |"
-                       f" {tenant['p50']:.2f} / {tenant['p95']:.2f} ms | {ratio(s, phase):.2f}x |")
+            out.append(
+                f"| {s['entities']:,} | {label} | {owner['p50']:.2f} / {owner['p95']:.2f} ms |"
+                f" {tenant['p50']:.2f} / {tenant['p95']:.2f} ms | {ratio(s, phase):.2f}x |"
+            )
     out += ["", "| target | figure | verdict |", "|---|---|---|"]
     for s in result["sizes"]:
         for phase, label in PHASES.items():
             r = ratio(s, phase)
-            out.append(f"| a bound role's `remember` p50 at most {TARGET}x the owner's, {s['entities']:,}, {label} |"
-                       f" {r:.2f}x | {'met' if r <= TARGET else '**MISSED**'} |")
+            out.append(
+                f"| a bound role's `remember` p50 at most {TARGET}x the owner's, {s['entities']:,}, {label} |"
+                f" {r:.2f}x | {'met' if r <= TARGET else '**MISSED**'} |"
+            )
     return out + [""]
 
 

@@ -78,8 +78,15 @@ def run(n: int, cached: Any, log: Any = print) -> dict[str, Any]:
                         holder.recall(q, mode=mode, reinforce=False)
                         first.append((time.perf_counter() - started) * 1000)
                         answered += _current(holder, mode)
-                    out["rows"].append({"writes": count, "mode": mode, "first": _pp(first), "quiet": quiet[mode],
-                                        "by_index": f"{answered} of {trials}"})
+                    out["rows"].append(
+                        {
+                            "writes": count,
+                            "mode": mode,
+                            "first": _pp(first),
+                            "quiet": quiet[mode],
+                            "by_index": f"{answered} of {trials}",
+                        }
+                    )
                     log(f"catch-up: {count} write(s), {mode}: {out['rows'][-1]}")
     return out
 
@@ -95,14 +102,18 @@ def _timed(vault: Any, mode: str, qs: list[str]) -> dict[str, float]:
 
 def _pp(samples: list[float]) -> dict[str, float]:
     ordered = sorted(samples)
-    return {"p50": statistics.median(ordered), "p95": ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))]}
+    return {
+        "p50": statistics.median(ordered),
+        "p95": ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))],
+    }
 
 
 def _current(vault: Any, mode: str) -> int:
     """1 when the index(es) ``mode`` reads followed the log to its end (they answered), else 0 (SQL did)."""
     engine = vault.engine
     indexes = {"fts5": [engine.keyword_index], "dense": [engine.vector_index]}.get(
-        mode, [engine.keyword_index, engine.vector_index])
+        mode, [engine.keyword_index, engine.vector_index]
+    )
     position = engine.read(engine.backend.changes.position)
     return int(all(i is not None and i.ready and i.seq == position for i in indexes))
 
@@ -110,25 +121,36 @@ def _current(vault: Any, mode: str) -> int:
 def _write(db: str, batch: list[dict[str, Any]], tmp: Path, cache: Path) -> None:
     lines = tmp / "batch.jsonl"
     lines.write_text("".join(json.dumps(m) + "\n" for m in batch), encoding="utf-8")
-    done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "write", db, str(lines), str(cache)],
-                          cwd=ROOT, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), "write", db, str(lines), str(cache)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     if done.returncode != 0:
         raise SystemExit(f"benchmarks.run --only catch-up: the writer failed:\n{done.stderr[-2000:]}")
 
 
 def render(results: list[dict[str, Any]]) -> list[str]:
-    lines = [SECTION, "",
-             "A holder keeps a store of synthetic memories open with both in-memory indexes warm (as the"
-             " MCP server, the resident helper or an app's `Vault` does); another process writes 1 memory"
-             f" (`remember`) or {BULK:,} (`remember_many`), with their vectors, and exits. The holder's next recall in"
-             " a mode first brings that mode's index up to those writes (it follows the change log), then answers."
-             " ms, p50 / p95 over the trials, beside the same queries with nothing new (benchmarks/catch_up.py).", "",
-             "| entities | writes by another process | mode | first recall after them | with nothing new | answered by "
-             "the index |", "|---|---|---|---|---|---|"]
+    lines = [
+        SECTION,
+        "",
+        "A holder keeps a store of synthetic memories open with both in-memory indexes warm (as the"
+        " MCP server, the resident helper or an app's `Vault` does); another process writes 1 memory"
+        f" (`remember`) or {BULK:,} (`remember_many`), with their vectors, and exits. The holder's next recall in"
+        " a mode first brings that mode's index up to those writes (it follows the change log), then answers."
+        " ms, p50 / p95 over the trials, beside the same queries with nothing new (benchmarks/catch_up.py).",
+        "",
+        "| entities | writes by another process | mode | first recall after them | with nothing new | answered by "
+        "the index |",
+        "|---|---|---|---|---|---|",
+    ]
     for result in results:
         for r in result["rows"]:
-            lines.append(f"| {result['entities']:,} | {r['writes']:,} | {r['mode']} | {r['first']['p50']:.2f} / "
-                         f"{r['first']['p95']:.2f} | {r['quiet']['p50']:.2f} / {r['quiet']['p95']:.2f} | {r['by_index']} |")
+            lines.append(
+                f"| {result['entities']:,} | {r['writes']:,} | {r['mode']} | {r['first']['p50']:.2f} / "
+                f"{r['first']['p95']:.2f} | {r['quiet']['p50']:.2f} / {r['quiet']['p95']:.2f} | {r['by_index']} |"
+            )
     return lines + [""]
 
 

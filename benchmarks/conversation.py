@@ -43,7 +43,9 @@ RETRIEVAL = (1, 2, 3, 4)  # the usual LoCoMo retrieval setting leaves the advers
 DEVELOPMENT_TARGETS = {"turns": 0.72, "conversation": 0.76}
 
 
-def load(root: Path | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, dict[str, int]]]:
+def load(
+    root: Path | None = None,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, dict[str, int]]]:
     base = data_dir([NAME], root) / NAME
     with open(base / "corpus.jsonl", encoding="utf-8") as handle:
         turns = [json.loads(line) for line in handle if line.strip()]
@@ -60,8 +62,17 @@ def load(root: Path | None = None) -> tuple[list[dict[str, Any]], list[dict[str,
 
 def write_turns(vault: Vault, turns: list[dict[str, Any]]) -> None:
     """Each turn a plain memory, ``Speaker: text``, keyed by its corpus id."""
-    vault.remember_many([{"category": "turn", "key": t["_id"], "content": f"{t['title']}: {t['text']}",
-                          "workspace_hash": t["metadata"]["conv"]} for t in turns])
+    vault.remember_many(
+        [
+            {
+                "category": "turn",
+                "key": t["_id"],
+                "content": f"{t['title']}: {t['text']}",
+                "workspace_hash": t["metadata"]["conv"],
+            }
+            for t in turns
+        ]
+    )
 
 
 def write_conversations(vault: Vault, turns: list[dict[str, Any]]) -> dict[int, str]:
@@ -72,18 +83,35 @@ def write_conversations(vault: Vault, turns: list[dict[str, Any]]) -> dict[int, 
     corpus_id: dict[int, str] = {}
     for (conv, number), said in sorted(sessions.items()):
         written = vault.remember_conversation(
-            f"session-{number}", [{"speaker": t["title"], "text": t["text"], "time": t["metadata"]["timestamp"],
-                                   "id": t["metadata"]["dia_id"]} for t in said], workspace_hash=conv)
+            f"session-{number}",
+            [
+                {
+                    "speaker": t["title"],
+                    "text": t["text"],
+                    "time": t["metadata"]["timestamp"],
+                    "id": t["metadata"]["dia_id"],
+                }
+                for t in said
+            ],
+            workspace_hash=conv,
+        )
         corpus_id.update({turn.id: t["_id"] for turn, t in zip(written.turns, said)})
     return corpus_id
 
 
-def evaluate(vault: Vault, questions: list[dict[str, Any]], qrels: dict[str, dict[str, int]], mode: str,
-             name_of: Callable[[Any], str], **options: Any) -> dict[str, Any]:
+def evaluate(
+    vault: Vault,
+    questions: list[dict[str, Any]],
+    qrels: dict[str, dict[str, int]],
+    mode: str,
+    name_of: Callable[[Any], str],
+    **options: Any,
+) -> dict[str, Any]:
     per: dict[int, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])
     for q in questions:
-        result = vault.recall(q["text"], mode=mode, limit=10, reinforce=False, workspace_hash=q["metadata"]["conv"],
-                              **options)
+        result = vault.recall(
+            q["text"], mode=mode, limit=10, reinforce=False, workspace_hash=q["metadata"]["conv"], **options
+        )
         ranked = [name_of(item) for item in result.items]
         cell = per[q["metadata"]["category"]]
         cell[0] += recall_at(ranked, qrels[q["_id"]], 10)
@@ -92,9 +120,13 @@ def evaluate(vault: Vault, questions: list[dict[str, Any]], qrels: dict[str, dic
     main = [per[c] for c in RETRIEVAL if c in per]
     n = sum(c[2] for c in main)
     return {
-        "r@10": sum(c[0] for c in main) / n, "ndcg@10": sum(c[1] for c in main) / n, "questions": int(n),
-        "categories": {CATEGORIES[c]: {"r@10": v[0] / v[2], "ndcg@10": v[1] / v[2], "questions": int(v[2])}
-                       for c, v in sorted(per.items())},
+        "r@10": sum(c[0] for c in main) / n,
+        "ndcg@10": sum(c[1] for c in main) / n,
+        "questions": int(n),
+        "categories": {
+            CATEGORIES[c]: {"r@10": v[0] / v[2], "ndcg@10": v[1] / v[2], "questions": int(v[2])}
+            for c, v in sorted(per.items())
+        },
     }
 
 
@@ -106,30 +138,41 @@ def embedding_texts(turns: list[dict[str, Any]], kind: str) -> list[str]:
 
         def near(j: int) -> str | None:
             if 0 <= j < len(turns) and (turns[j]["metadata"]["conv"], turns[j]["metadata"]["session"]) == (
-                    t["metadata"]["conv"], t["metadata"]["session"]):
+                t["metadata"]["conv"],
+                t["metadata"]["session"],
+            ):
                 return f"{turns[j]['title']}: {turns[j]['text']}"
             return None
 
         before, after = near(i - 1), near(i + 1)
-        out.append({
-            "the text alone": t["text"],
-            "speaker, a space, text": f"{t['title']} {t['text']}",
-            "speaker: text (what the vault embeds)": here,
-            "speaker: text, after the session date": f"{t['metadata']['timestamp'][:10]} {here}",
-            "speaker: text, after the previous turn": "\n".join(x for x in (before, here) if x),
-            "speaker: text, before the next turn": "\n".join(x for x in (here, after) if x),
-            "speaker: text, between both neighbours": "\n".join(x for x in (before, here, after) if x),
-        }[kind])
+        out.append(
+            {
+                "the text alone": t["text"],
+                "speaker, a space, text": f"{t['title']} {t['text']}",
+                "speaker: text (what the vault embeds)": here,
+                "speaker: text, after the session date": f"{t['metadata']['timestamp'][:10]} {here}",
+                "speaker: text, after the previous turn": "\n".join(x for x in (before, here) if x),
+                "speaker: text, before the next turn": "\n".join(x for x in (here, after) if x),
+                "speaker: text, between both neighbours": "\n".join(x for x in (before, here, after) if x),
+            }[kind]
+        )
     return out
 
 
-EMBEDDINGS = ("the text alone", "speaker, a space, text", "speaker: text (what the vault embeds)",
-              "speaker: text, after the session date", "speaker: text, after the previous turn",
-              "speaker: text, before the next turn", "speaker: text, between both neighbours")
+EMBEDDINGS = (
+    "the text alone",
+    "speaker, a space, text",
+    "speaker: text (what the vault embeds)",
+    "speaker: text, after the session date",
+    "speaker: text, after the previous turn",
+    "speaker: text, before the next turn",
+    "speaker: text, between both neighbours",
+)
 
 
-def embedding_choices(model: Any, turns: list[dict[str, Any]], questions: list[dict[str, Any]],
-                      qrels: dict[str, dict[str, int]]) -> dict[str, dict[str, float]]:
+def embedding_choices(
+    model: Any, turns: list[dict[str, Any]], questions: list[dict[str, Any]], qrels: dict[str, dict[str, int]]
+) -> dict[str, dict[str, float]]:
     """The dense arm alone (exact cosine within each conversation) for each embedding choice."""
     by_conv: dict[str, list[int]] = defaultdict(list)
     for i, t in enumerate(turns):
@@ -159,57 +202,89 @@ def run(model: Any, root: Path | None = None) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         with Vault(os.path.join(tmp, "turns.db"), embedder=model) as vault:
             write_turns(vault, turns)
-            result["paths"]["turns"] = {m: evaluate(vault, questions, qrels, m, lambda i: i.key)
-                                        for m in ("fts5", "dense", "hybrid")}
+            result["paths"]["turns"] = {
+                m: evaluate(vault, questions, qrels, m, lambda i: i.key) for m in ("fts5", "dense", "hybrid")
+            }
         with Vault(os.path.join(tmp, "conversation.db"), embedder=model) as vault:
             names = write_conversations(vault, turns)
-            result["paths"]["conversation"] = {m: evaluate(vault, questions, qrels, m, lambda i: names[i.id])
-                                               for m in ("fts5", "dense", "hybrid")}
+            result["paths"]["conversation"] = {
+                m: evaluate(vault, questions, qrels, m, lambda i: names[i.id])
+                for m in ("fts5", "dense", "hybrid")
+            }
     result["embeddings"] = embedding_choices(model, turns, questions, qrels)
     return result
 
 
 def render(r: dict[str, Any]) -> list[str]:
-    out = ["## Conversational memory (locomo-dev)", "",
-           f"{r['turns']:,} turns of three LoCoMo conversations, {r['questions']} questions, each asked inside its"
-           " conversation's scope through `recall(question, limit=10)`; R@10 and nDCG@10 over categories 1-4 (the"
-           " usual LoCoMo retrieval setting), then per category (5, adversarial, apart). `turns`: each turn one"
-           " memory, `Speaker: text` (as the held-out conversations are measured); `conversation`: the"
-           " conversational ingest path (`remember_conversation`, the speaker as summary). See"
-           " `benchmarks/conversation.py`.", "",
-           "| path | mode | R@10 (1-4) | nDCG@10 (1-4) | " + " | ".join(f"{n} R@10 / nDCG@10" for n in CATEGORIES.values())
-           + " |", "|---|---|---|---|" + "---|" * len(CATEGORIES)]
+    out = [
+        "## Conversational memory (locomo-dev)",
+        "",
+        f"{r['turns']:,} turns of three LoCoMo conversations, {r['questions']} questions, each asked inside its"
+        " conversation's scope through `recall(question, limit=10)`; R@10 and nDCG@10 over categories 1-4 (the"
+        " usual LoCoMo retrieval setting), then per category (5, adversarial, apart). `turns`: each turn one"
+        " memory, `Speaker: text` (as the held-out conversations are measured); `conversation`: the"
+        " conversational ingest path (`remember_conversation`, the speaker as summary). See"
+        " `benchmarks/conversation.py`.",
+        "",
+        "| path | mode | R@10 (1-4) | nDCG@10 (1-4) | "
+        + " | ".join(f"{n} R@10 / nDCG@10" for n in CATEGORIES.values())
+        + " |",
+        "|---|---|---|---|" + "---|" * len(CATEGORIES),
+    ]
     for path, modes in r["paths"].items():
         for mode, s in modes.items():
-            cats = " | ".join(f"{s['categories'][n]['r@10']:.3f} / {s['categories'][n]['ndcg@10']:.3f}"
-                              if n in s["categories"] else "-" for n in CATEGORIES.values())
+            cats = " | ".join(
+                f"{s['categories'][n]['r@10']:.3f} / {s['categories'][n]['ndcg@10']:.3f}"
+                if n in s["categories"]
+                else "-"
+                for n in CATEGORIES.values()
+            )
             out.append(f"| {path} | {mode} | {s['r@10']:.4f} | {s['ndcg@10']:.4f} | {cats} |")
     out += ["", "### Targets", "", "| target | figure | verdict |", "|---|---|---|"]
     for path, modes in r["paths"].items():
         hybrid = modes["hybrid"]
         ok = hybrid["r@10"] >= 0.70
-        out.append(f"| {path}: hybrid R@10 over categories 1-4 at or above 0.70 (LoCoMo's best published turn-level"
-                   f" retriever: 0.675) | {hybrid['r@10']:.4f} | {'met' if ok else '**MISSED**'} |")
+        out.append(
+            f"| {path}: hybrid R@10 over categories 1-4 at or above 0.70 (LoCoMo's best published turn-level"
+            f" retriever: 0.675) | {hybrid['r@10']:.4f} | {'met' if ok else '**MISSED**'} |"
+        )
         goal = DEVELOPMENT_TARGETS[path]
         short = goal - hybrid["r@10"]
-        out.append(f"| {path}: hybrid R@10 over categories 1-4 at or above {goal:.2f} (development target) | "
-                   f"{hybrid['r@10']:.4f} | {'met' if short <= 0 else f'**MISSED** by {short:.4f}'} |")
+        out.append(
+            f"| {path}: hybrid R@10 over categories 1-4 at or above {goal:.2f} (development target) | "
+            f"{hybrid['r@10']:.4f} | {'met' if short <= 0 else f'**MISSED** by {short:.4f}'} |"
+        )
         for metric in ("r@10", "ndcg@10"):
             best = max(modes["fts5"][metric], modes["dense"][metric])
-            out.append(f"| {path}: hybrid {metric} at or above the better arm | {hybrid[metric]:.4f} vs {best:.4f} |"
-                       f" {'met' if hybrid[metric] >= best else '**MISSED**'} |")
+            out.append(
+                f"| {path}: hybrid {metric} at or above the better arm | {hybrid[metric]:.4f} vs {best:.4f} |"
+                f" {'met' if hybrid[metric] >= best else '**MISSED**'} |"
+            )
         for metric, label in (("r@10", "R@10"), ("ndcg@10", "nDCG@10")):
-            worse = [n for n in CATEGORIES.values() if n in hybrid["categories"] and hybrid["categories"][n][metric]
-                     < max(modes[m]["categories"][n][metric] for m in ("fts5", "dense"))]
-            out.append(f"| {path}: hybrid {label} at or above the better arm in every category | "
-                       f"{', '.join(worse) or 'every category'}{' below' if worse else ''} | "
-                       f"{'**MISSED**' if worse else 'met'} |")
-    out += ["", "### What the model embeds for a turn", "",
-            "The dense arm alone, exact cosine within each conversation, categories 1-4. The vault embeds a"
-            " memory as `summary: content` (for a conversation turn: `Speaker: text`). The next turn helps a"
-            " little more, but only once it exists: a turn's vector would have to be rewritten when the next"
-            " one arrives, and hybrid gained about 0.005 R@10 from it in development, so the vault does not.", "",
-            "| embedded text | R@10 | nDCG@10 |", "|---|---|---|"]
+            worse = [
+                n
+                for n in CATEGORIES.values()
+                if n in hybrid["categories"]
+                and hybrid["categories"][n][metric]
+                < max(modes[m]["categories"][n][metric] for m in ("fts5", "dense"))
+            ]
+            out.append(
+                f"| {path}: hybrid {label} at or above the better arm in every category | "
+                f"{', '.join(worse) or 'every category'}{' below' if worse else ''} | "
+                f"{'**MISSED**' if worse else 'met'} |"
+            )
+    out += [
+        "",
+        "### What the model embeds for a turn",
+        "",
+        "The dense arm alone, exact cosine within each conversation, categories 1-4. The vault embeds a"
+        " memory as `summary: content` (for a conversation turn: `Speaker: text`). The next turn helps a"
+        " little more, but only once it exists: a turn's vector would have to be rewritten when the next"
+        " one arrives, and hybrid gained about 0.005 R@10 from it in development, so the vault does not.",
+        "",
+        "| embedded text | R@10 | nDCG@10 |",
+        "|---|---|---|",
+    ]
     for kind, s in r["embeddings"].items():
         out.append(f"| {kind} | {s['r@10']:.4f} | {s['ndcg@10']:.4f} |")
     return out + [""]

@@ -48,22 +48,30 @@ PAIRS = {"updates": ("older", "newer"), "paraphrases": ("a", "b"), "distinct": (
 
 def _memories(data: dict[str, Any]) -> list[tuple[str, int, str, dict[str, Any]]]:
     """(list name, item index, role, memory) for every memory of the set."""
-    return [(name, n, role, item[role]) for name, roles in PAIRS.items() for n, item in enumerate(data[name])
-            for role in roles]
+    return [
+        (name, n, role, item[role])
+        for name, roles in PAIRS.items()
+        for n, item in enumerate(data[name])
+        for role in roles
+    ]
 
 
-def build(path: str, embedder: Any, data: dict[str, Any]
-          ) -> tuple[Vault, dict[tuple[str, int, str], int], dict[int, list[Any]]]:
+def build(
+    path: str, embedder: Any, data: dict[str, Any]
+) -> tuple[Vault, dict[tuple[str, int, str], int], dict[int, list[Any]]]:
     """The store, each memory written at its valid_from date (its key made unique by a running number, which
     says nothing of its pair), and each write's candidates by the id written."""
     clock = devsets.Clock()
     vault = Vault(path, embedder=embedder, clock=clock)
     ids: dict[tuple[str, int, str], int] = {}
     similar: dict[int, list[Any]] = {}
-    for k, (name, n, role, m) in enumerate(sorted(_memories(data), key=lambda r: (r[3]["valid_from"], r[0], r[1], r[2]))):
+    for k, (name, n, role, m) in enumerate(
+        sorted(_memories(data), key=lambda r: (r[3]["valid_from"], r[0], r[1], r[2]))
+    ):
         clock.now = devsets.day_ms(m["valid_from"])
-        entity = vault.remember(category=m["category"], key=f"{m['key']}-{k:04d}", content=m["content"],
-                                valid_from_ms=clock.now)
+        entity = vault.remember(
+            category=m["category"], key=f"{m['key']}-{k:04d}", content=m["content"], valid_from_ms=clock.now
+        )
         ids[name, n, role] = entity.id
         similar[entity.id] = entity.similar
     clock.now = devsets.day_ms("2027-01-01")
@@ -80,12 +88,17 @@ def _rank(items: list[Any], wanted: int) -> int | None:
 def _kept(vault: Vault) -> set[frozenset[int]]:
     """The pairs kept as duplicates or updates of each other (what recall merges or marks)."""
     conn = vault.engine.conn()
-    return {frozenset((int(a), int(b))) for a, b in conn.execute(
-        "SELECT from_id, to_id FROM links WHERE recorded_to_ms IS NULL AND relation IN ('duplicates', 'updates')")}
+    return {
+        frozenset((int(a), int(b)))
+        for a, b in conn.execute(
+            "SELECT from_id, to_id FROM links WHERE recorded_to_ms IS NULL AND relation IN ('duplicates', 'updates')"
+        )
+    }
 
 
-def measure(vault: Vault, ids: dict[tuple[str, int, str], int], similar: dict[int, list[Any]],
-            data: dict[str, Any]) -> dict[str, dict[str, float]]:
+def measure(
+    vault: Vault, ids: dict[tuple[str, int, str], int], similar: dict[int, list[Any]], data: dict[str, Any]
+) -> dict[str, dict[str, float]]:
     out: dict[str, dict[str, float]] = {}
     kept = _kept(vault)
     for split in ("dev", "check", "all"):
@@ -102,8 +115,11 @@ def measure(vault: Vault, ids: dict[tuple[str, int, str], int], similar: dict[in
                 if name == "distinct":
                     items = vault.recall(item[y]["content"], limit=10, reinforce=False).items
                     together = any({a, b} <= {i.id, *(i.duplicates or [])} for i in items)
-                    marked += together or frozenset((a, b)) in kept or any(
-                        i.id in (a, b) and i.outdated_by in (a, b) for i in items)
+                    marked += (
+                        together
+                        or frozenset((a, b)) in kept
+                        or any(i.id in (a, b) and i.outdated_by in (a, b) for i in items)
+                    )
             row[f"{name}_at3"] = found / max(1, total)
             row[f"{name}_n"] = total
             if name == "distinct":
@@ -115,8 +131,11 @@ def measure(vault: Vault, ids: dict[tuple[str, int, str], int], similar: dict[in
             total += 1
             items = vault.recall(item["question"], reinforce=False).items
             newer, older = _rank(items, ids["updates", n, "newer"]), _rank(items, ids["updates", n, "older"])
-            wins += newer is not None and (older is None or newer < older or
-                                           any(i.id == ids["updates", n, "older"] and i.outdated_by for i in items))
+            wins += newer is not None and (
+                older is None
+                or newer < older
+                or any(i.id == ids["updates", n, "older"] and i.outdated_by for i in items)
+            )
         row["newer_first"] = wins / max(1, total)
         guard_wins = guard_total = 0
         for n, item in enumerate(data["distinct"]):
@@ -170,7 +189,10 @@ def write_cost(n: int, cached: Any) -> dict[str, Any]:
                     started = time.perf_counter()
                     vault.remember(**m)  # type: ignore[arg-type]
                     (without if off else with_report).append((time.perf_counter() - started) * 1000)
-            batches = [[dict(m) for m in fresh[2 * WRITES + k * BATCH: 2 * WRITES + (k + 1) * BATCH]] for k in range(2)]
+            batches = [
+                [dict(m) for m in fresh[2 * WRITES + k * BATCH : 2 * WRITES + (k + 1) * BATCH]]
+                for k in range(2)
+            ]
             started = time.perf_counter()
             vault.remember_many(batches[0])
             batch_s = time.perf_counter() - started
@@ -179,8 +201,14 @@ def write_cost(n: int, cached: Any) -> dict[str, Any]:
                 vault.remember_many(batches[1])
                 batch_off_s = time.perf_counter() - started
     on, off = percentiles(with_report), percentiles(without)
-    return {"entities": n, "with": on, "without": off, "added_p50_ms": on["p50"] - off["p50"], "batch_s": batch_s,
-            "batch_off_s": batch_off_s}
+    return {
+        "entities": n,
+        "with": on,
+        "without": off,
+        "added_p50_ms": on["p50"] - off["p50"],
+        "batch_s": batch_s,
+        "batch_off_s": batch_off_s,
+    }
 
 
 SETS = {"curation.json": devsets.curation, "candidates.json": devsets.candidates}
@@ -206,41 +234,60 @@ def run(embedder: Any, log: Log = print, sizes: tuple[int, ...] = (10_000, 100_0
     return {"quality": quality, "writes": writes}
 
 
-ROWS = [("update pairs: the older among the newer's first 3 candidates", "updates_at3", ">= 0.90"),
-        ("paraphrase pairs: the earlier among the later's first 3 candidates", "paraphrases_at3", ">= 0.90"),
-        ("distinct pairs: the earlier among the later's first 3 candidates (the agent judges them)",
-         "distinct_at3", ""),
-        ("distinct pairs merged or marked outdated (no judge)", "distinct_marked", "<= 0.02"),
-        ("the newer fact above the older, for a question about it", "newer_first", ""),
-        ("guard: a distinct pair's own memory above its twin, for a question about it", "distinct_guard", "")]
+ROWS = [
+    ("update pairs: the older among the newer's first 3 candidates", "updates_at3", ">= 0.90"),
+    ("paraphrase pairs: the earlier among the later's first 3 candidates", "paraphrases_at3", ">= 0.90"),
+    (
+        "distinct pairs: the earlier among the later's first 3 candidates (the agent judges them)",
+        "distinct_at3",
+        "",
+    ),
+    ("distinct pairs merged or marked outdated (no judge)", "distinct_marked", "<= 0.02"),
+    ("the newer fact above the older, for a question about it", "newer_first", ""),
+    ("guard: a distinct pair's own memory above its twin, for a question about it", "distinct_guard", ""),
+]
 
 
 def render(result: dict[str, Any]) -> list[str]:
-    out = [SECTION, "",
-           "Each labelled set's memories written one by one with `remember`, each on the day it became valid, with"
-           " the bundled model; each write's candidates (`similar`) kept; then recall's defaults. curation.json and"
-           " candidates.json (benchmarks/devsets.py: update, paraphrase and similar-but-distinct pairs across team,"
-           " personal, project and people domains, written for this project). The rules were tuned on"
-           " curation.json's dev half, but the candidates' floor and the newer-first rule (the newer at least 40% as"
-           " relevant; only a number the query names keeps the older first) were chosen looking at both sets'"
-           " figures: neither set is wholly held out.", ""]
+    out = [
+        SECTION,
+        "",
+        "Each labelled set's memories written one by one with `remember`, each on the day it became valid, with"
+        " the bundled model; each write's candidates (`similar`) kept; then recall's defaults. curation.json and"
+        " candidates.json (benchmarks/devsets.py: update, paraphrase and similar-but-distinct pairs across team,"
+        " personal, project and people domains, written for this project). The rules were tuned on"
+        " curation.json's dev half, but the candidates' floor and the newer-first rule (the newer at least 40% as"
+        " relevant; only a number the query names keeps the older first) were chosen looking at both sets'"
+        " figures: neither set is wholly held out.",
+        "",
+    ]
     for name, q in result["quality"].items():
         a = q["all"]
-        out += [f"**{name}** ({int(a['updates_n'])} update, {int(a['paraphrases_n'])} paraphrase and "
-                f"{int(a['distinct_n'])} distinct pairs; {a['per_write']:.2f} candidates per write, target <= 3):", "",
-                "| measure | dev | check | all | target |", "|---|---|---|---|---|"]
+        out += [
+            f"**{name}** ({int(a['updates_n'])} update, {int(a['paraphrases_n'])} paraphrase and "
+            f"{int(a['distinct_n'])} distinct pairs; {a['per_write']:.2f} candidates per write, target <= 3):",
+            "",
+            "| measure | dev | check | all | target |",
+            "|---|---|---|---|---|",
+        ]
         for label, key, target in ROWS:
             out.append(f"| {label} | {q['dev'][key]:.3f} | {q['check'][key]:.3f} | {a[key]:.3f} | {target} |")
         out.append("")
-    out += ["What judging a new memory's candidates and keeping their relations adds to a write (new memories,"
-            " their vectors given; the in-memory indexes ready; with and without, interleaved, 200 each), and a"
-            f" `remember_many` of {BATCH:,} new memories (each judged too):", "",
-            f"| memories | remember p50 / p95 with candidates | without | added p50 | remember_many of {BATCH:,}, with /"
-            " without | added per 1,000 |", "|---|---|---|---|---|---|"]
+    out += [
+        "What judging a new memory's candidates and keeping their relations adds to a write (new memories,"
+        " their vectors given; the in-memory indexes ready; with and without, interleaved, 200 each), and a"
+        f" `remember_many` of {BATCH:,} new memories (each judged too):",
+        "",
+        f"| memories | remember p50 / p95 with candidates | without | added p50 | remember_many of {BATCH:,}, with /"
+        " without | added per 1,000 |",
+        "|---|---|---|---|---|---|",
+    ]
     for w in result.get("writes", []):
-        out.append(f"| {w['entities']:,} | {w['with']['p50']:.2f} / {w['with']['p95']:.2f} ms | "
-                   f"{w['without']['p50']:.2f} / {w['without']['p95']:.2f} ms | {w['added_p50_ms']:.2f} ms | "
-                   f"{w['batch_s']:.2f} s / {w['batch_off_s']:.2f} s | {w['batch_s'] - w['batch_off_s']:.2f} s |")
+        out.append(
+            f"| {w['entities']:,} | {w['with']['p50']:.2f} / {w['with']['p95']:.2f} ms | "
+            f"{w['without']['p50']:.2f} / {w['without']['p95']:.2f} ms | {w['added_p50_ms']:.2f} ms | "
+            f"{w['batch_s']:.2f} s / {w['batch_off_s']:.2f} s | {w['batch_s'] - w['batch_off_s']:.2f} s |"
+        )
     return out + [""]
 
 

@@ -48,8 +48,12 @@ class Arm:
         self.name = f"Perseus Vault {mode}" + ("" if curate else ", curate=False")
 
     def search(self, text: str, vector: np.ndarray, k: int) -> list[str]:
-        return [i.key for i in self.vault.recall(text, mode=self.mode, limit=k, reinforce=False, min_score=None,
-                                                 curate=self.curate).items]
+        return [
+            i.key
+            for i in self.vault.recall(
+                text, mode=self.mode, limit=k, reinforce=False, min_score=None, curate=self.curate
+            ).items
+        ]
 
 
 def run(n: int, cached: Any, log: Callable[[str], None] = print) -> dict[str, Any]:
@@ -59,14 +63,16 @@ def run(n: int, cached: Any, log: Callable[[str], None] = print) -> dict[str, An
         vault = Vault(os.path.join(tmp, "vault.db"), embedder=embed)
         started = time.perf_counter()
         for first in range(0, n, BATCH):
-            vault.remember_many(records[first: first + BATCH])
+            vault.remember_many(records[first : first + BATCH])
             if first % 20_000 == 0:
                 log(f"  curation-cost: {first + BATCH:,} of {n:,} written")
         out["write_s"] = time.perf_counter() - started
         out["links"] = vault.stats().links  # open links: here all inferred (nobody links)
         vault.wait_for_keyword_index()
         vault.wait_for_vector_index()
-        vault.recall(qs[0], limit=K)  # a curated recall: the relations curation acts on load in the background
+        vault.recall(
+            qs[0], limit=K
+        )  # a curated recall: the relations curation acts on load in the background
         while vault.engine.relations.loading:
             time.sleep(0.05)
         out["relations_held"] = vault.engine.relations.complete
@@ -95,7 +101,9 @@ def run(n: int, cached: Any, log: Callable[[str], None] = print) -> dict[str, An
             mode = s.mode if isinstance(s, Arm) else s.arm
             curated = samples[arms[mode, True].name]
             row: dict[str, Any] = {"system": s.name, "arm": mode, **percentiles(samples[s.name])}
-            if mode == "dense":  # the share of the exact nearest ten found (curation reorders: read it uncurated)
+            if (
+                mode == "dense"
+            ):  # the share of the exact nearest ten found (curation reorders: read it uncurated)
                 row["recall_vs_exact"] = sum(len(f & e) for f, e in zip(found[s.name], exact)) / (K * len(qs))
             if isinstance(s, Arm) and not s.curate:
                 row["curated_over_this"] = statistics.median(curated) / statistics.median(samples[s.name])
@@ -110,25 +118,34 @@ def run(n: int, cached: Any, log: Callable[[str], None] = print) -> dict[str, An
 
 
 def render(results: list[dict[str, Any]]) -> list[str]:
-    lines = [SECTION, "",
-             "The synthetic memories written through `remember_many` (batches of 1,000: each write judged its "
-             "candidates and kept their relations), both in-memory indexes warm, then "
-             f"{QUERIES} queries interleaved across the vault's three modes with curation (the default) and "
-             "without, bm25s, Chroma at its defaults and the two fused by reciprocal rank; query vectors given to "
-             "every system. `curated / this`: the curated arm's p50 over this uncurated one's (target <= 1.05); "
-             "`peer / vault`: the peer's p50 over the curated vault arm's of its mode (above 1: the vault is "
-             "faster). See `benchmarks/curation_cost.py`.", ""]
+    lines = [
+        SECTION,
+        "",
+        "The synthetic memories written through `remember_many` (batches of 1,000: each write judged its "
+        "candidates and kept their relations), both in-memory indexes warm, then "
+        f"{QUERIES} queries interleaved across the vault's three modes with curation (the default) and "
+        "without, bm25s, Chroma at its defaults and the two fused by reciprocal rank; query vectors given to "
+        "every system. `curated / this`: the curated arm's p50 over this uncurated one's (target <= 1.05); "
+        "`peer / vault`: the peer's p50 over the curated vault arm's of its mode (above 1: the vault is "
+        "faster). See `benchmarks/curation_cost.py`.",
+        "",
+    ]
     for r in results:
-        lines += [f"At {r['entities']:,} memories ({r['links']:,} links kept, all inferred; writing them took "
-                  f"{r['write_s']:.0f} s):", "",
-                  "| system | mode | p50 | p95 | curated / this | peer / vault | dense recall@10 vs exact |",
-                  "|---|---|---|---|---|---|---|"]
+        lines += [
+            f"At {r['entities']:,} memories ({r['links']:,} links kept, all inferred; writing them took "
+            f"{r['write_s']:.0f} s):",
+            "",
+            "| system | mode | p50 | p95 | curated / this | peer / vault | dense recall@10 vs exact |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for row in r["latency"]:
             ratio = f"{row['curated_over_this']:.2f}" if "curated_over_this" in row else ""
             peer = f"{row['peer_over_curated']:.2f}" if "peer_over_curated" in row else ""
             exact = f"{row['recall_vs_exact']:.3f}" if "recall_vs_exact" in row else ""
-            lines.append(f"| {row['system']} | {row['arm']} | {row['p50']:.2f} ms | {row['p95']:.2f} ms | {ratio} |"
-                         f" {peer} | {exact} |")
+            lines.append(
+                f"| {row['system']} | {row['arm']} | {row['p50']:.2f} ms | {row['p95']:.2f} ms | {ratio} |"
+                f" {peer} | {exact} |"
+            )
         lines.append("")
     return lines
 

@@ -100,7 +100,7 @@ def bridges() -> dict[str, list[dict[str, Any]]]:
 
 def day_ms(day: str) -> int:
     """A set's ISO date (``valid_from``) as Unix milliseconds, UTC."""
-    return int(dt.datetime.fromisoformat(day).replace(tzinfo=dt.timezone.utc).timestamp() * 1000)
+    return int(dt.datetime.fromisoformat(day).replace(tzinfo=dt.UTC).timestamp() * 1000)
 
 
 class Clock:
@@ -118,7 +118,9 @@ def remember_dated(vault: Vault, clock: Clock, memories: list[dict[str, Any]]) -
     for m in memories:
         clock.now = day_ms(m["valid_from"])
         extra = {k: m[k] for k in ("topic_path", "summary") if k in m}
-        names[vault.remember(category=m["category"], key=m["key"], content=m["content"], **extra).id] = m["id"]
+        names[vault.remember(category=m["category"], key=m["key"], content=m["content"], **extra).id] = m[
+            "id"
+        ]
     return names
 
 

@@ -67,17 +67,27 @@ def ask(vault: Vault, questions: list[tuple[str, set[int], dict[str, Any]]]) -> 
                 sentence, member = m.group(1).rstrip("…"), int(m.group(2))
                 found_lines += member in gc.community.members and sentence in _text(vault, member)
     n = len(questions)
-    return {"questions": n, "answered": answered / n, "held": held / n, "recall15": flat / n,
-            "summary_sentences": lines, "from_members": found_lines / lines if lines else 0.0}
+    return {
+        "questions": n,
+        "answered": answered / n,
+        "held": held / n,
+        "recall15": flat / n,
+        "summary_sentences": lines,
+        "from_members": found_lines / lines if lines else 0.0,
+    }
 
 
 def team(model: Any) -> dict[str, Any]:
     data = devsets.team_memory()
     themes = devsets.team_themes()
     clock = devsets.Clock()
-    with tempfile.TemporaryDirectory() as tmp, Vault(os.path.join(tmp, "team.db"), embedder=model,
-                                                      clock=clock) as vault:
-        names = {name: entity for entity, name in devsets.remember_dated(vault, clock, data["memories"]).items()}
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        Vault(os.path.join(tmp, "team.db"), embedder=model, clock=clock) as vault,
+    ):
+        names = {
+            name: entity for entity, name in devsets.remember_dated(vault, clock, data["memories"]).items()
+        }
         clock.now = devsets.day_ms(ASKED)
         graph = vault.communities()
         out = ask(vault, [(q["question"], {names[a] for a in q["answers"]}, {}) for q in themes["questions"]])
@@ -90,8 +100,11 @@ def locomo(model: Any) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp, Vault(os.path.join(tmp, "locomo.db"), embedder=model) as vault:
         ids = {corpus: entity for entity, corpus in conversation.write_conversations(vault, turns).items()}
         graph = vault.communities()
-        asked = [(q["text"], {ids[t] for t in qrels[q["_id"]]}, {"workspace_hash": q["metadata"]["conv"]})
-                 for q in questions if q["metadata"]["category"] in (1, 3)]
+        asked = [
+            (q["text"], {ids[t] for t in qrels[q["_id"]]}, {"workspace_hash": q["metadata"]["conv"]})
+            for q in questions
+            if q["metadata"]["category"] in (1, 3)
+        ]
         out = ask(vault, asked)
         out.update(memories=len(ids), communities=graph.total, edges=graph.edges)
         return out
@@ -102,19 +115,25 @@ def run(model: Any) -> dict[str, Any]:
 
 
 def render(r: dict[str, Any]) -> list[str]:
-    out = ["## GraphRAG on stores nobody linked", "",
-           "Communities built over the relations the vault inferred at write time (no `link` call anywhere), asked"
-           " broad questions through `global_recall` (3 communities, 5 evidence memories each). Answered: a chosen"
-           " community shows one of the question's memories as evidence; held: the share of its memories the"
-           " chosen communities hold; recall@15: the same share among `recall(question, limit=15)`'s items, for"
-           " comparison. Summary sentences from members: the share of summary sentences found word for word in the"
-           " member they name. See `benchmarks/graph_themes.py`.", "",
-           "| store | memories | communities | questions | answered by a community | held | recall@15 |"
-           " summary sentences from members |",
-           "|---|---|---|---|---|---|---|---|"]
+    out = [
+        "## GraphRAG on stores nobody linked",
+        "",
+        "Communities built over the relations the vault inferred at write time (no `link` call anywhere), asked"
+        " broad questions through `global_recall` (3 communities, 5 evidence memories each). Answered: a chosen"
+        " community shows one of the question's memories as evidence; held: the share of its memories the"
+        " chosen communities hold; recall@15: the same share among `recall(question, limit=15)`'s items, for"
+        " comparison. Summary sentences from members: the share of summary sentences found word for word in the"
+        " member they name. See `benchmarks/graph_themes.py`.",
+        "",
+        "| store | memories | communities | questions | answered by a community | held | recall@15 |"
+        " summary sentences from members |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for name, c in r.items():
-        out.append(f"| {name} | {c['memories']:,} | {c['communities']} | {c['questions']} | {c['answered']:.3f} |"
-                   f" {c['held']:.3f} | {c['recall15']:.3f} | {c['from_members']:.3f} of {c['summary_sentences']} |")
+        out.append(
+            f"| {name} | {c['memories']:,} | {c['communities']} | {c['questions']} | {c['answered']:.3f} |"
+            f" {c['held']:.3f} | {c['recall15']:.3f} | {c['from_members']:.3f} of {c['summary_sentences']} |"
+        )
     return out + [""]
 
 

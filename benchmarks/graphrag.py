@@ -38,8 +38,9 @@ from .synthetic import memories, queries
 CLUSTER = 50
 
 
-def build_store(path: str, cached: Any, n: int = 10_000, links: int = 50_000,
-                seed: int = 5) -> tuple[dict[int, list[int]], list[tuple[int, int]]]:
+def build_store(
+    path: str, cached: Any, n: int = 10_000, links: int = 50_000, seed: int = 5
+) -> tuple[dict[int, list[int]], list[tuple[int, int]]]:
     """Write the store; return the planted clusters (cluster number -> entity ids) and the links."""
     rng = random.Random(seed)
     records = []
@@ -74,7 +75,12 @@ def build_store(path: str, cached: Any, n: int = 10_000, links: int = 50_000,
         for a, b in sorted(pairs):
             by_source.setdefault(a, []).append(b)
         now = int(time.time() * 1000)
-        vault.engine.write(lambda c: [graph_module.link_many(vault.engine.backend, c, a, bs, "related", now) for a, bs in by_source.items()])
+        vault.engine.write(
+            lambda c: [
+                graph_module.link_many(vault.engine.backend, c, a, bs, "related", now)
+                for a, bs in by_source.items()
+            ]
+        )
     return planted, sorted(pairs)
 
 
@@ -102,10 +108,14 @@ def run(model: Any, cached: Any, n_queries: int = 60) -> dict[str, Any]:
             out["modularity_ms"] = (time.perf_counter() - started) * 1000
             out["modularity_communities"] = modularity.total
             found = {tuple(c.members) for c in modularity.communities}
-            out["modularity_planted_recovered"] = sum(tuple(sorted(m)) in found for m in planted.values()) / len(planted)
+            out["modularity_planted_recovered"] = sum(
+                tuple(sorted(m)) in found for m in planted.values()
+            ) / len(planted)
 
             vault.communities()
-            out["communities_unchanged_ms"] = timed([lambda: vault.communities(limit=1000, central=0)] * 20, warmup=2)
+            out["communities_unchanged_ms"] = timed(
+                [lambda: vault.communities(limit=1000, central=0)] * 20, warmup=2
+            )
             members = planted[0]
             vault.link(members[1], members[-2], relation="mentions")
             started = time.perf_counter()
@@ -119,5 +129,7 @@ def run(model: Any, cached: Any, n_queries: int = 60) -> dict[str, Any]:
             out["summaries_written"] = len(vault.recall("", type="community_summary", limit=1000).items)
             out["global_recall_ms"] = timed([lambda q=q: vault.global_recall(q) for q in qs], warmup=5)
             out["global_recall_mode"] = first.search_mode
-        out["prepare"] = prepare_fresh(path, "I am working on the billing pipeline: why is the invoices queue slow?")
+        out["prepare"] = prepare_fresh(
+            path, "I am working on the billing pipeline: why is the invoices queue slow?"
+        )
     return out

@@ -58,7 +58,9 @@ def _env(**more: str) -> dict[str, str]:
     return env | more
 
 
-def interleaved(cases: dict[str, tuple[list[str], dict[str, str]]], runs: int = RUNS) -> dict[str, dict[str, Any]]:
+def interleaved(
+    cases: dict[str, tuple[list[str], dict[str, str]]], runs: int = RUNS
+) -> dict[str, dict[str, Any]]:
     """Every case once per round, ``runs`` rounds after one warm-up round; p50 wall ms and peak MB each."""
     walls: dict[str, list[float]] = {name: [] for name in cases}
     peaks: dict[str, float] = {}
@@ -72,8 +74,15 @@ def interleaved(cases: dict[str, tuple[list[str], dict[str, str]]], runs: int = 
         for name, (argv, env) in cases.items():
             if round_ == 0:
                 peaks[name] = _peak(argv, env)
-    return {name: {"p50_ms": statistics.median(w), "min_ms": min(w), "peak_mb": peaks[name],
-                   "chars": len(outputs[name])} for name, w in walls.items()}
+    return {
+        name: {
+            "p50_ms": statistics.median(w),
+            "min_ms": min(w),
+            "peak_mb": peaks[name],
+            "chars": len(outputs[name]),
+        }
+        for name, w in walls.items()
+    }
 
 
 def _measured(argv: Sequence[str], env: dict[str, str]) -> tuple[float, str]:
@@ -86,13 +95,17 @@ def _measured(argv: Sequence[str], env: dict[str, str]) -> tuple[float, str]:
     return wall, done.stdout.decode()
 
 
-PEAK = "import os, sys, resource; pid = os.fork()\nif pid == 0:\n    os.execvpe(sys.argv[1], sys.argv[1:], os.environ)\n" \
-       "_, status, usage = os.wait4(pid, 0)\nprint(usage.ru_maxrss)"
+PEAK = (
+    "import os, sys, resource; pid = os.fork()\nif pid == 0:\n    os.execvpe(sys.argv[1], sys.argv[1:], os.environ)\n"
+    "_, status, usage = os.wait4(pid, 0)\nprint(usage.ru_maxrss)"
+)
 
 
 def _peak(argv: Sequence[str], env: dict[str, str]) -> float:
     """The peak resident memory (MB) of one run of ``argv`` alone (its own, not this process's)."""
-    done = subprocess.run([sys.executable, "-c", PEAK, *argv], env=env, cwd=ROOT, capture_output=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-c", PEAK, *argv], env=env, cwd=ROOT, capture_output=True, timeout=600
+    )
     return int(done.stdout.decode().strip().splitlines()[-1]) / 1024
 
 
@@ -153,14 +166,25 @@ def first_recall(path: str, indexes: str) -> dict[str, Any]:
     runs = []
     for _ in range(3):
         started = time.perf_counter()
-        done = subprocess.run([sys.executable, "-c", FIRST, path, indexes, QUERY], env=_env(), cwd=ROOT,
-                              capture_output=True, text=True, timeout=600, check=True)
-        runs.append(json.loads(done.stdout.strip().splitlines()[-1]) | {"process_s": time.perf_counter() - started})
+        done = subprocess.run(
+            [sys.executable, "-c", FIRST, path, indexes, QUERY],
+            env=_env(),
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=True,
+        )
+        runs.append(
+            json.loads(done.stdout.strip().splitlines()[-1]) | {"process_s": time.perf_counter() - started}
+        )
     return {key: statistics.median(r[key] for r in runs) for key in ("recall_ms", "process_s")} | {
-        "warm": all(r["warm"] for r in runs)}
+        "warm": all(r["warm"] for r in runs)
+    }
 
 
 # --- the resident helper ---------------------------------------------------------------------------
+
 
 class Helpers:
     """``perseus-vault resident`` for each vault and setting, in a private folder of this run's own."""
@@ -178,8 +202,13 @@ class Helpers:
         env = self.env(**more)
         before = set(os.listdir(self.folder))
         started = time.perf_counter()
-        proc = subprocess.Popen([*_cli(), "resident", "--db", db, "--idle", "3600"], env=env, cwd=ROOT,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [*_cli(), "resident", "--db", db, "--idle", "3600"],
+            env=env,
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         self.procs.append(proc)
         deadline = time.monotonic() + 600
         while not {f for f in os.listdir(self.folder) if f.endswith(".sock")} - before:
@@ -201,8 +230,10 @@ def cases(plain: str, model: str, helpers: Helpers) -> dict[str, tuple[list[str]
     out: dict[str, tuple[list[str], dict[str, str]]] = {"bare interpreter": (BARE, _env())}
     for label, db, setting in (("keyword-only", plain, keyword), ("with the model", model, {})):
         for verb, arg in (("prepare", CONTEXT), ("recall", QUERY)):
-            out[f"{verb}, {label}, alone"] = ([*cli, verb, "--db", db, arg],
-                                              helpers.env(PERSEUS_VAULT_RESIDENT="0", **setting))
+            out[f"{verb}, {label}, alone"] = (
+                [*cli, verb, "--db", db, arg],
+                helpers.env(PERSEUS_VAULT_RESIDENT="0", **setting),
+            )
             out[f"{verb}, {label}, resident helper"] = ([*cli, verb, "--db", db, arg], helpers.env(**setting))
     return out
 
@@ -211,12 +242,16 @@ def new_processes(plain: str, model: str, log: Log, runs: int = RUNS) -> dict[st
     """The CLI's prepare and recall in new processes, alone and through a helper, beside a bare start."""
     helpers = Helpers()
     try:
-        ready = {"keyword-only": helpers.start(plain, PERSEUS_VAULT_EMBEDDER="none"),
-                 "with the model": helpers.start(model)}
+        ready = {
+            "keyword-only": helpers.start(plain, PERSEUS_VAULT_EMBEDDER="none"),
+            "with the model": helpers.start(model),
+        }
         timed = interleaved(cases(plain, model, helpers), runs)
         same = {}  # the same command line alone and through the helper (recall without reinforcement, which moves ranks)
-        for label, db, setting in (("keyword-only", plain, {"PERSEUS_VAULT_EMBEDDER": "none"}),
-                                   ("with the model", model, {})):
+        for label, db, setting in (
+            ("keyword-only", plain, {"PERSEUS_VAULT_EMBEDDER": "none"}),
+            ("with the model", model, {}),
+        ):
             for verb, args in (("prepare", [CONTEXT]), ("recall", [QUERY, "--no-reinforce"])):
                 argv = [*_cli(), verb, "--db", db, *args]
                 alone = _measured(argv, helpers.env(PERSEUS_VAULT_RESIDENT="0", **setting))[1]
@@ -243,14 +278,23 @@ print(json.dumps({"s": took, "peak_mb": peak / 1024, "modules": len(sys.modules)
 
 def imports() -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for label, code in (("import json, sqlite3 (the bare interpreter's)", "import json, sqlite3"),
-                        ("import perseus_vault_core", "import perseus_vault_core"),
-                        ("from perseus_vault_core import Vault", "from perseus_vault_core import Vault"),
-                        ("the CLI before it asks the helper (perseus_vault_core.cli)", "import perseus_vault_core.cli.main")):
+    for label, code in (
+        ("import json, sqlite3 (the bare interpreter's)", "import json, sqlite3"),
+        ("import perseus_vault_core", "import perseus_vault_core"),
+        ("from perseus_vault_core import Vault", "from perseus_vault_core import Vault"),
+        ("the CLI before it asks the helper (perseus_vault_core.cli)", "import perseus_vault_core.cli.main"),
+    ):
         runs = []
         for _ in range(5):
-            done = subprocess.run([sys.executable, "-c", IMPORTS, code], env=_env(), cwd=ROOT, capture_output=True,
-                                  text=True, timeout=120, check=True)
+            done = subprocess.run(
+                [sys.executable, "-c", IMPORTS, code],
+                env=_env(),
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                timeout=120,
+                check=True,
+            )
             runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
         out[label] = {key: statistics.median(r[key] for r in runs) for key in ("s", "peak_mb", "modules")}
     return out
@@ -278,8 +322,14 @@ def inspector_first_page(db: str) -> float:
     runs = []
     for _ in range(3):
         started = time.perf_counter()
-        proc = subprocess.Popen([*_cli(), "ui", "--db", db, "--http", "127.0.0.1:0"], env=_env(), cwd=ROOT,
-                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        proc = subprocess.Popen(
+            [*_cli(), "ui", "--db", db, "--http", "127.0.0.1:0"],
+            env=_env(),
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
         try:
             assert proc.stdout is not None
             base = proc.stdout.readline().strip().rstrip("/")
@@ -294,6 +344,7 @@ def inspector_first_page(db: str) -> float:
 
 
 # --- the run ---------------------------------------------------------------------------------------
+
 
 def run_size(n: int, log: Log) -> dict[str, Any]:
     out: dict[str, Any] = {"entities": n}
@@ -321,8 +372,12 @@ def at_million(path: str) -> dict[str, Any]:
 
 
 def run(sizes: list[int], log: Log = print) -> dict[str, Any]:
-    result: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "commit": commit(),
-                              "imports": imports(), "sizes": []}
+    result: dict[str, Any] = {
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "commit": commit(),
+        "imports": imports(),
+        "sizes": [],
+    }
     log(f"imports: {json.dumps(result['imports'])}")
     for n in sizes:
         log(f"hooks at {n:,} memories ...")
@@ -333,62 +388,85 @@ def run(sizes: list[int], log: Log = print) -> dict[str, Any]:
 
 def render(result: dict[str, Any]) -> list[str]:
     date = result.get("date") or time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    out = [SECTION, "",
-           f"Run {date} (commit {result.get('commit') or commit()}). What a hook pays: a new process"
-           f" running the console script (`perseus-vault prepare --db ... \"<context>\"`, and `recall`), wall time from"
-           f" its start to its exit, p50 of {RUNS} runs interleaved with a bare interpreter's start"
-           " (`python -c \"import json, sqlite3\"`) in the same rounds; the ratio is to that bare start. \"Alone\" is the"
-           " CLI answering by itself (PERSEUS_VAULT_RESIDENT=0): it imports the package, opens the vault and its saved"
-           " indexes and, with the model, loads it. \"Resident helper\" is the same command line answered by"
-           " `perseus-vault resident` (docs/hooks.md), started beforehand: the new process imports the CLI's"
-           " client alone, sends its command line over a Unix socket and prints the answer. Keyword-only runs with"
-           " PERSEUS_VAULT_EMBEDDER=none; with the model, prepare and hybrid recall embed their context in the"
-           " process that answers. Each store was imported by a process that then exited (its close left the saved"
-           " indexes current: indexes/settle.py). Vectors: the model's own for the first"
-           f" {REAL:,} texts, the normalised sum of two of those for the others (million.py). Peak memory is the"
-           " process's own. The targets judge the helper's rows, the way docs/hooks.md sets a hook up; the rows"
-           " \"alone\" are what a call pays that finds no helper (and the first call, which starts one). See"
-           " `benchmarks/hooks.py`.", ""]
+    out = [
+        SECTION,
+        "",
+        f"Run {date} (commit {result.get('commit') or commit()}). What a hook pays: a new process"
+        f' running the console script (`perseus-vault prepare --db ... "<context>"`, and `recall`), wall time from'
+        f" its start to its exit, p50 of {RUNS} runs interleaved with a bare interpreter's start"
+        ' (`python -c "import json, sqlite3"`) in the same rounds; the ratio is to that bare start. "Alone" is the'
+        " CLI answering by itself (PERSEUS_VAULT_RESIDENT=0): it imports the package, opens the vault and its saved"
+        ' indexes and, with the model, loads it. "Resident helper" is the same command line answered by'
+        " `perseus-vault resident` (docs/hooks.md), started beforehand: the new process imports the CLI's"
+        " client alone, sends its command line over a Unix socket and prints the answer. Keyword-only runs with"
+        " PERSEUS_VAULT_EMBEDDER=none; with the model, prepare and hybrid recall embed their context in the"
+        " process that answers. Each store was imported by a process that then exited (its close left the saved"
+        " indexes current: indexes/settle.py). Vectors: the model's own for the first"
+        f" {REAL:,} texts, the normalised sum of two of those for the others (million.py). Peak memory is the"
+        " process's own. The targets judge the helper's rows, the way docs/hooks.md sets a hook up; the rows"
+        ' "alone" are what a call pays that finds no helper (and the first call, which starts one). See'
+        " `benchmarks/hooks.py`.",
+        "",
+    ]
     imports_ = result["imports"]
     out += ["| in a new process | time | peak memory | modules loaded |", "|---|---|---|---|"]
-    out += [f"| `{label}` | {fmt(v['s'] * 1000, 1)} ms | {fmt(v['peak_mb'], 0)} MB | {int(v['modules'])} |"
-            for label, v in imports_.items()]
+    out += [
+        f"| `{label}` | {fmt(v['s'] * 1000, 1)} ms | {fmt(v['peak_mb'], 0)} MB | {int(v['modules'])} |"
+        for label, v in imports_.items()
+    ]
     out.append("")
     targets: list[str] = []
     for size in result["sizes"]:
         n = size["entities"]
         p = size["processes"]
         bare = p["cases"]["bare interpreter"]["p50_ms"]
-        out += [f"### {n:,} memories", "",
-                "| command | p50 wall | ratio to the bare start | fastest | peak memory | output identical to alone |",
-                "|---|---|---|---|---|---|"]
+        out += [
+            f"### {n:,} memories",
+            "",
+            "| command | p50 wall | ratio to the bare start | fastest | peak memory | output identical to alone |",
+            "|---|---|---|---|---|---|",
+        ]
         for name, c in p["cases"].items():
             base = name.rsplit(", ", 1)[0]
-            same = "-" if name == "bare interpreter" or name.endswith("alone") else (
-                "yes" if p["same_output"].get(base) else "**no**")
-            out.append(f"| {name} | {fmt(c['p50_ms'], 0)} ms | {c['p50_ms'] / bare:.1f}x | {fmt(c['min_ms'], 0)} ms | "
-                       f"{fmt(c['peak_mb'], 0)} MB | {same} |")
+            same = (
+                "-"
+                if name == "bare interpreter" or name.endswith("alone")
+                else ("yes" if p["same_output"].get(base) else "**no**")
+            )
+            out.append(
+                f"| {name} | {fmt(c['p50_ms'], 0)} ms | {c['p50_ms'] / bare:.1f}x | {fmt(c['min_ms'], 0)} ms | "
+                f"{fmt(c['peak_mb'], 0)} MB | {same} |"
+            )
         out.append("")
         ready = ", ".join(f"{k} {fmt(v)} s" for k, v in p["helper_ready_s"].items())
-        out += [f"A helper started by hand was listening (model loaded, saved indexes open) after: {ready}.", ""]
+        out += [
+            f"A helper started by hand was listening (model loaded, saved indexes open) after: {ready}.",
+            "",
+        ]
         rows = []
         for key, label in (("import_plain", "keyword-only import"), ("import_model", "import with vectors")):
             if key in size:
                 i = size[key]
-                rows.append(f"| {label} | {fmt(i['import_s'], 1)} s, then its close: {fmt(i['close_s'], 2)} s"
-                            f" ({_settled(i)}) |")
+                rows.append(
+                    f"| {label} | {fmt(i['import_s'], 1)} s, then its close: {fmt(i['close_s'], 2)} s"
+                    f" ({_settled(i)}) |"
+                )
         if "first_recall_saved" in size:
             fs, fq, ip = size["first_recall_saved"], size["first_recall_sql"], size["import_plain"]
-            rows += [f"| a new process's first keyword recall, from the saved index | {fmt(fs['recall_ms'], 1)} ms after"
-                     f" opening; {fmt(fs['process_s'] * 1000, 0)} ms the whole process (warm: {'yes' if fs['warm'] else '**no**'}) |",
-                     f"| the same by SQL, as a one-shot process answered before imports left indexes | {fmt(fq['recall_ms'], 1)} ms"
-                     f" after opening; {fmt(fq['process_s'] * 1000, 0)} ms the whole process |",
-                     f"| from the end of the import to a warm first recall in a new process (its close, then the whole"
-                     f" new process) | {fmt(ip['close_s'] + fs['process_s'], 2)} s |"]
+            rows += [
+                f"| a new process's first keyword recall, from the saved index | {fmt(fs['recall_ms'], 1)} ms after"
+                f" opening; {fmt(fs['process_s'] * 1000, 0)} ms the whole process (warm: {'yes' if fs['warm'] else '**no**'}) |",
+                f"| the same by SQL, as a one-shot process answered before imports left indexes | {fmt(fq['recall_ms'], 1)} ms"
+                f" after opening; {fmt(fq['process_s'] * 1000, 0)} ms the whole process |",
+                f"| from the end of the import to a warm first recall in a new process (its close, then the whole"
+                f" new process) | {fmt(ip['close_s'] + fs['process_s'], 2)} s |",
+            ]
         if "mcp_first_call_s" in size:
-            rows += [f"| `perseus-vault serve` (MCP over stdio): process start to its first answered recall |"
-                     f" {fmt(size['mcp_first_call_s'], 2)} s |",
-                     f"| `perseus-vault ui`: process start to its first page | {fmt(size['inspector_first_page_s'], 2)} s |"]
+            rows += [
+                f"| `perseus-vault serve` (MCP over stdio): process start to its first answered recall |"
+                f" {fmt(size['mcp_first_call_s'], 2)} s |",
+                f"| `perseus-vault ui`: process start to its first page | {fmt(size['inspector_first_page_s'], 2)} s |",
+            ]
         if rows:
             out += ["| after an import by a process that exits | figure |", "|---|---|", *rows, ""]
         if n == 100_000:
@@ -396,16 +474,27 @@ def render(result: dict[str, Any]) -> list[str]:
                 for verb in ("prepare", "recall"):
                     for how in ("resident helper", "alone"):
                         ratio = p["cases"][f"{verb}, {label}, {how}"]["p50_ms"] / bare
-                        targets.append(f"| `{verb}` in a new process, {label}, {how}, at 100k | {ratio:.1f}x |"
-                                       f" {verdict(ratio, limit, False, 'x')} |")
+                        targets.append(
+                            f"| `{verb}` in a new process, {label}, {how}, at 100k | {ratio:.1f}x |"
+                            f" {verdict(ratio, limit, False, 'x')} |"
+                        )
     if targets:
-        out += ["### Hook targets", "", "| target | ratio to the bare start | verdict |", "|---|---|---|", *targets, ""]
+        out += [
+            "### Hook targets",
+            "",
+            "| target | ratio to the bare start | verdict |",
+            "|---|---|---|",
+            *targets,
+            "",
+        ]
     return out
 
 
 def _settled(imported: dict[str, Any]) -> str:
-    return "; ".join(f"{name} {how}" + (f" in {seconds:.2f} s" if seconds >= 0.005 else "")
-                     for name, how, seconds in imported["settled"])
+    return "; ".join(
+        f"{name} {how}" + (f" in {seconds:.2f} s" if seconds >= 0.005 else "")
+        for name, how, seconds in imported["settled"]
+    )
 
 
 def main(output: Path, sizes: list[int]) -> None:

@@ -66,14 +66,23 @@ def _prepare(path: str, n: int, cached: Any) -> dict[str, Any]:
             batch = []
             for entity_id in changed:
                 e = vault.get_entity(entity_id)
-                batch.append({"category": e.category, "key": e.key, "content": e.content, "agent_id": e.agent_id,
-                              "certainty": 0.5 + round_ / 10})
+                batch.append(
+                    {
+                        "category": e.category,
+                        "key": e.key,
+                        "content": e.content,
+                        "agent_id": e.agent_id,
+                        "certainty": 0.5 + round_ / 10,
+                    }
+                )
             vault.remember_many(batch)
         rest = [i for i in ids if i not in set(changed)]
         for entity_id in rest[: n // 100]:
             vault.forget(entity_id)
         by_agent: dict[str | None, list[int]] = {}
-        for entity_id in rest[n // 100 : n // 100 + n // 50]:  # a memory is superseded by one of its own scope
+        for entity_id in rest[
+            n // 100 : n // 100 + n // 50
+        ]:  # a memory is superseded by one of its own scope
             by_agent.setdefault(vault.get_entity(entity_id).agent_id, []).append(entity_id)
         olds = []
         for group in by_agent.values():
@@ -86,17 +95,28 @@ def _prepare(path: str, n: int, cached: Any) -> dict[str, Any]:
         start = dt.date(2020, 1, 1)
         lines = ["# Journal", "", "## Work"] + [
             f"- {start + dt.timedelta(days=3 * i)}: note {i} on the {rng.choice(['billing', 'search', 'storage'])} "
-            f"service and what we learned" for i in range(ENTRIES)]
+            f"service and what we learned"
+            for i in range(ENTRIES)
+        ]
         (folder / "Journal.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
         vault.memory_import(folder.parent)
         cursor, deep = vault.scan(limit=1000, status="active"), ""
         while cursor.has_more:  # a cursor near the end: browse's last pages cost what its first ones do
-            deep, cursor = cursor.next_cursor, vault.scan(cursor=cursor.next_cursor, limit=1000, status="active")
+            deep, cursor = (
+                cursor.next_cursor,
+                vault.scan(cursor=cursor.next_cursor, limit=1000, status="active"),
+            )
         started = time.perf_counter()
         report = vault.hygiene(agent_id="agent-0")
         hygiene_s = time.perf_counter() - started
-    return {"ids": [i for i in ids if i not in hidden], "changed": changed, "before_changes": before_changes, "deep": deep, "hygiene_s": hygiene_s,
-            "hygiene_scanned": report.scanned}
+    return {
+        "ids": [i for i in ids if i not in hidden],
+        "changed": changed,
+        "before_changes": before_changes,
+        "deep": deep,
+        "hygiene_s": hygiene_s,
+        "hygiene_scanned": report.scanned,
+    }
 
 
 def _pages(store: dict[str, Any], qs: list[str]) -> dict[str, list[str]]:
@@ -111,12 +131,15 @@ def _pages(store: dict[str, Any], qs: list[str]) -> dict[str, list[str]]:
         "overview": ["/"] * count,
         "browse, first page": ["/browse?limit=50"] * count,
         "browse, a page near the end": [f"/browse?limit=50&cursor={store['deep']}"] * count,
-        "browse, scope + type + category": [f"/browse?agent_id={a}&type=decision&category=decision" for a in agents],
+        "browse, scope + type + category": [
+            f"/browse?agent_id={a}&type=decision&category=decision" for a in agents
+        ],
         "browse, archived": ["/browse?status=archived"] * count,
         "browse, text": [f"/browse?q={words[i % len(words)]}" for i in range(count)],
         "memory": [f"/memory/{i}" for i in some],
-        "recall playground, hybrid + knobs": [f"/recall?q={qs[i]}&mode=hybrid&validity=1&trust_weight=0.5"
-                                              for i in range(count)],
+        "recall playground, hybrid + knobs": [
+            f"/recall?q={qs[i]}&mode=hybrid&validity=1&trust_weight=0.5" for i in range(count)
+        ],
         "graph, 2 hops": [f"/graph?id={i}&depth=2" for i in some],
         "communities": ["/graph"] * count,
         "time travel": [f"/time?at={store['before_changes']}&agent_id={a}" for a in agents],
@@ -137,9 +160,13 @@ def _timed(client: httpx.Client, url: str) -> tuple[float, float]:
 
 
 def _serve(path: str) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen([sys.executable, "-m", "perseus_vault_core.cli", "ui", "--db", path, "--http",
-                             "127.0.0.1:0"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                            cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "perseus_vault_core.cli", "ui", "--db", path, "--http", "127.0.0.1:0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+    )
     assert proc.stdout is not None
     return proc, proc.stdout.readline().strip().rstrip("/")
 
@@ -189,17 +216,26 @@ def _measure(client: httpx.Client, pages: dict[str, list[str]], log: Log) -> dic
             time.sleep(0.5)
         background = time.perf_counter() - started
         server, wall = zip(*(_timed(client, u) for u in urls[1:]))
-        results[name] = {"first_ms": first[0], "server": _stats(list(server)), "wall": _stats(list(wall)),
-                         "background_s": background}
-        log(f"  {name}: first {first[0]:.1f} ms, p50 {results[name]['server']['p50']:.1f}, "
-            f"max {results[name]['server']['max']:.1f}")
+        results[name] = {
+            "first_ms": first[0],
+            "server": _stats(list(server)),
+            "wall": _stats(list(wall)),
+            "background_s": background,
+        }
+        log(
+            f"  {name}: first {first[0]:.1f} ms, p50 {results[name]['server']['p50']:.1f}, "
+            f"max {results[name]['server']['max']:.1f}"
+        )
     return results
 
 
 def _stats(samples: list[float]) -> dict[str, float]:
     ordered = sorted(samples)
-    return {"p50": statistics.median(ordered), "p95": ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))],
-            "max": ordered[-1]}
+    return {
+        "p50": statistics.median(ordered),
+        "p95": ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))],
+        "max": ordered[-1],
+    }
 
 
 def run(sizes: list[int], cached: Any, log: Log = print) -> dict[str, Any]:
@@ -213,37 +249,47 @@ def run(sizes: list[int], cached: Any, log: Log = print) -> dict[str, Any]:
 def render(result: dict[str, Any]) -> list[str]:
     """The section "Web inspector" of docs/benchmarks.md, from :func:`run`'s result."""
     sizes = result["sizes"]
-    out = [SECTION, "",
-           f"Run {result['date']} (commit {commit()}). Each page of `perseus-vault ui` over the synthetic store (4 "
-           "agents, one link per memory in clusters of 50, 2% of memories with two updates, 1% archived, 1% "
-           f"superseded, a memory file of {ENTRIES} entries), fetched {REQUESTS} times over HTTP on loopback with "
-           "different memories, queries and filters; milliseconds of server time (the inspector's Server-Timing: "
-           "the whole page rendered), p50 / p95 / max, after the page's first request (its own column: the "
-           "communities are clustered and the hygiene report started there; the overview's comes after the requests "
-           "that waited for the in-memory indexes, which read the store's figures). See `benchmarks/inspector.py`.", "",
-           "| page | " + " | ".join(f"{s['entities']:,}: p50 / p95 / max | first" for s in sizes) + " |",
-           "|---|" + "---|---|" * len(sizes)]
+    out = [
+        SECTION,
+        "",
+        f"Run {result['date']} (commit {commit()}). Each page of `perseus-vault ui` over the synthetic store (4 "
+        "agents, one link per memory in clusters of 50, 2% of memories with two updates, 1% archived, 1% "
+        f"superseded, a memory file of {ENTRIES} entries), fetched {REQUESTS} times over HTTP on loopback with "
+        "different memories, queries and filters; milliseconds of server time (the inspector's Server-Timing: "
+        "the whole page rendered), p50 / p95 / max, after the page's first request (its own column: the "
+        "communities are clustered and the hygiene report started there; the overview's comes after the requests "
+        "that waited for the in-memory indexes, which read the store's figures). See `benchmarks/inspector.py`.",
+        "",
+        "| page | " + " | ".join(f"{s['entities']:,}: p50 / p95 / max | first" for s in sizes) + " |",
+        "|---|" + "---|---|" * len(sizes),
+    ]
     for name in sizes[0]["pages"]:
         cells = []
         for s in sizes:
             p = s["pages"][name]
-            cells.append(f"{p['server']['p50']:.1f} / {p['server']['p95']:.1f} / {p['server']['max']:.1f} | "
-                         f"{p['first_ms']:.0f}")
+            cells.append(
+                f"{p['server']['p50']:.1f} / {p['server']['p95']:.1f} / {p['server']['max']:.1f} | "
+                f"{p['first_ms']:.0f}"
+            )
         out.append(f"| {name} | " + " | ".join(cells) + " |")
     big = sizes[-1]
     worst = max(p["server"]["max"] for p in big["pages"].values())
     met = "met" if worst <= TARGET_MS else "NOT met"
-    out += ["", f"Target at {big['entities']:,} memories: every page's server time at most {TARGET_MS:.0f} ms: "
-            f"{met} (the slowest request of any page, after its first: {worst:.0f} ms). The hygiene report itself "
-            f"(agent-0's {big['hygiene_scanned']:,} memories, weighed pairwise) takes "
-            f"{big['hygiene_report_s']:.1f} s, which is why the page computes it in the background and keeps it "
-            "until the next write; clustering the link graph, which the memory and graph pages start in the "
-            f"background the same way, took {big['pages']['memory']['background_s']:.1f} s from the first memory "
-            "page to the first with its communities. The machine's load average while the pages were timed: "
-            + ", ".join(f"{s.get('load', 0):.1f} at {s['entities']:,}" for s in sizes)
-            + f" ({os.cpu_count()} cores; above that, requests wait for a core). Client wall time adds about "
-            f"{statistics.median(p['wall']['p50'] - p['server']['p50'] for p in big['pages'].values()):.1f} ms "
-            "a page on loopback.", ""]
+    out += [
+        "",
+        f"Target at {big['entities']:,} memories: every page's server time at most {TARGET_MS:.0f} ms: "
+        f"{met} (the slowest request of any page, after its first: {worst:.0f} ms). The hygiene report itself "
+        f"(agent-0's {big['hygiene_scanned']:,} memories, weighed pairwise) takes "
+        f"{big['hygiene_report_s']:.1f} s, which is why the page computes it in the background and keeps it "
+        "until the next write; clustering the link graph, which the memory and graph pages start in the "
+        f"background the same way, took {big['pages']['memory']['background_s']:.1f} s from the first memory "
+        "page to the first with its communities. The machine's load average while the pages were timed: "
+        + ", ".join(f"{s.get('load', 0):.1f} at {s['entities']:,}" for s in sizes)
+        + f" ({os.cpu_count()} cores; above that, requests wait for a core). Client wall time adds about "
+        f"{statistics.median(p['wall']['p50'] - p['server']['p50'] for p in big['pages'].values()):.1f} ms "
+        "a page on loopback.",
+        "",
+    ]
     return out
 
 

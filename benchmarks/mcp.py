@@ -63,8 +63,11 @@ def surface() -> dict[str, Any]:
     out: dict[str, Any] = {"before": FLAT_SURFACE_BEFORE, "core_before": CORE_BEFORE}
     for profile in ("core", "all"):
         tools = anyio.run(build_server(vault=None, tools=profile).list_tools)
-        out[profile] = {"tools": len(tools), "chars": sum(map(tool_size, tools)),
-                        "per_tool": {t.name: tool_size(t) for t in tools}}
+        out[profile] = {
+            "tools": len(tools),
+            "chars": sum(map(tool_size, tools)),
+            "per_tool": {t.name: tool_size(t) for t in tools},
+        }
     return out
 
 
@@ -88,9 +91,20 @@ def run(n: int = 10_000, n_queries: int = 200) -> dict[str, Any]:
         stdio_times = anyio.run(stdio)
         out["stdio_ms"], out["stdio_over_engine_ms"] = stdio_times["round_trip"], stdio_times["over_engine"]
         port, token = _free_port(), secrets.token_urlsafe(24)
-        proc = subprocess.Popen([sys.executable, "-m", "perseus_vault_core.cli", "serve", "--db", db, "--http",
-                                 f"127.0.0.1:{port}"], env=dict(env, PERSEUS_VAULT_HTTP_TOKEN=token),
-                                stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "perseus_vault_core.cli",
+                "serve",
+                "--db",
+                db,
+                "--http",
+                f"127.0.0.1:{port}",
+            ],
+            env=dict(env, PERSEUS_VAULT_HTTP_TOKEN=token),
+            stderr=subprocess.DEVNULL,
+        )
         try:
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline:

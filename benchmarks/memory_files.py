@@ -106,40 +106,73 @@ def recall_quality(model: Any, folder: Path = LABELLED) -> dict[str, Any]:
         for e in parse(path.stem, path.read_bytes()).entries:
             texts[f"{path.stem}/{e.section}/{e.date}"] = e.text
     rows = []
-    with tempfile.TemporaryDirectory() as tmp, Vault(os.path.join(tmp, "labelled.db"), embedder=model) as vault:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        Vault(os.path.join(tmp, "labelled.db"), embedder=model) as vault,
+    ):
         report = vault.memory_import(folder)
         for q in labels["questions"]:
             relevant = set(q["relevant"])
             got = [f"{e.file}/{e.section}/{e.date}" for e in vault.memory_recall(q["query"]).entries]
             recall, precision = score(got, relevant)
             paraphrases = {r for r in relevant if shared_words(q["query"], texts[r]) <= 1}
-            rows.append({"id": q["id"], "query": q["query"], "relevant": len(relevant), "returned": len(got),
-                         "recall": recall, "precision": precision, "missed": sorted(relevant - set(got)),
-                         "extra": sorted(set(got) - relevant), "paraphrases": len(paraphrases),
-                         "paraphrases_found": len(paraphrases & set(got))})
+            rows.append(
+                {
+                    "id": q["id"],
+                    "query": q["query"],
+                    "relevant": len(relevant),
+                    "returned": len(got),
+                    "recall": recall,
+                    "precision": precision,
+                    "missed": sorted(relevant - set(got)),
+                    "extra": sorted(set(got) - relevant),
+                    "paraphrases": len(paraphrases),
+                    "paraphrases_found": len(paraphrases & set(got)),
+                }
+            )
     n = max(1, len(rows))
     paraphrases = sum(r["paraphrases"] for r in rows)
-    return {"entries": report.entries_created, "files": report.files, "questions": rows,
-            "recall": sum(r["recall"] for r in rows) / n, "precision": sum(r["precision"] for r in rows) / n,
-            "paraphrases": paraphrases,
-            "paraphrase_recall": sum(r["paraphrases_found"] for r in rows) / max(1, paraphrases)}
+    return {
+        "entries": report.entries_created,
+        "files": report.files,
+        "questions": rows,
+        "recall": sum(r["recall"] for r in rows) / n,
+        "precision": sum(r["precision"] for r in rows) / n,
+        "paraphrases": paraphrases,
+        "paraphrase_recall": sum(r["paraphrases_found"] for r in rows) / max(1, paraphrases),
+    }
 
 
 def render_recall_quality(q: dict[str, Any]) -> list[str]:
     """Markdown lines for docs/benchmarks.md: one row per question, then the means."""
-    out = ["## Memory files: recall and precision", "",
-           f"{q['entries']} dated entries in {q['files']} memory files of an `About Me` folder kept over ten years"
-           f" (tests/fixtures/memory_recall), {len(q['questions'])} agent questions, each labelled with every"
-           " relevant entry; `memory_recall` with the default limit and the bundled model. See"
-           " `benchmarks/memory_files.py`.", "",
-           "| question | relevant (paraphrases) | returned | recall | precision |", "|---|---|---|---|---|"]
-    out += [f"| {r['query']} | {r['relevant']} ({r['paraphrases']}) | {r['returned']} | {r['recall']:.2f} |"
-            f" {r['precision']:.2f} |" for r in q["questions"]]
-    out += [f"| **mean** | | | **{q['recall']:.3f}** | **{q['precision']:.3f}** |", "",
-            f"Paraphrases (relevant entries sharing at most one word with their question): {q['paraphrases']},"
-            f" of which {q['paraphrase_recall']:.0%} came back.", "",
-            "### Memory-file recall targets", "", "| target | figure | verdict |", "|---|---|---|",
-            f"| mean recall | {q['recall']:.3f} | {'met' if q['recall'] >= 0.95 else '**MISSED**'} (target >= 0.95) |",
-            f"| mean precision | {q['precision']:.3f} | {'met' if q['precision'] >= 0.6 else '**MISSED**'} (target >= 0.6) |",
-            ""]
+    out = [
+        "## Memory files: recall and precision",
+        "",
+        f"{q['entries']} dated entries in {q['files']} memory files of an `About Me` folder kept over ten years"
+        f" (tests/fixtures/memory_recall), {len(q['questions'])} agent questions, each labelled with every"
+        " relevant entry; `memory_recall` with the default limit and the bundled model. See"
+        " `benchmarks/memory_files.py`.",
+        "",
+        "| question | relevant (paraphrases) | returned | recall | precision |",
+        "|---|---|---|---|---|",
+    ]
+    out += [
+        f"| {r['query']} | {r['relevant']} ({r['paraphrases']}) | {r['returned']} | {r['recall']:.2f} |"
+        f" {r['precision']:.2f} |"
+        for r in q["questions"]
+    ]
+    out += [
+        f"| **mean** | | | **{q['recall']:.3f}** | **{q['precision']:.3f}** |",
+        "",
+        f"Paraphrases (relevant entries sharing at most one word with their question): {q['paraphrases']},"
+        f" of which {q['paraphrase_recall']:.0%} came back.",
+        "",
+        "### Memory-file recall targets",
+        "",
+        "| target | figure | verdict |",
+        "|---|---|---|",
+        f"| mean recall | {q['recall']:.3f} | {'met' if q['recall'] >= 0.95 else '**MISSED**'} (target >= 0.95) |",
+        f"| mean precision | {q['precision']:.3f} | {'met' if q['precision'] >= 0.6 else '**MISSED**'} (target >= 0.6) |",
+        "",
+    ]
     return out

@@ -60,7 +60,10 @@ class DerivedVectors:
             if found is not None:
                 out[row] = self.base[found]
                 continue
-            a, b = int.from_bytes(key[:8], "little") % self.real, int.from_bytes(key[8:16], "little") % self.real
+            a, b = (
+                int.from_bytes(key[:8], "little") % self.real,
+                int.from_bytes(key[8:16], "little") % self.real,
+            )
             mixed = self.base[a] + self.base[b]
             out[row] = mixed / np.linalg.norm(mixed)
         return out
@@ -129,12 +132,18 @@ def answer(path: str, n_queries: int) -> dict[str, Any]:
     out: dict[str, Any] = {}
     with Vault(path, embedder=model) as vault:
         for mode in ("fts5", "dense", "hybrid"):  # a first pass pages the saved indexes in, then steady state
-            out[f"first_pass_{mode}"] = timed([lambda q=q, m=mode: vault.recall(q, mode=m) for q in qs], warmup=0)
+            out[f"first_pass_{mode}"] = timed(
+                [lambda q=q, m=mode: vault.recall(q, mode=m) for q in qs], warmup=0
+            )
             out[f"recall_{mode}"] = timed([lambda q=q, m=mode: vault.recall(q, mode=m) for q in qs])
         given = model.embed(qs)
-        out["recall_by_vector"] = timed([lambda v=v: vault.recall_by_vector(v, reinforce=False) for v in given])
+        out["recall_by_vector"] = timed(
+            [lambda v=v: vault.recall_by_vector(v, reinforce=False) for v in given]
+        )
         stats = vault.stats()
-        out["from_snapshot"] = "from a snapshot" in stats.keyword_index and "from a snapshot" in stats.vector_index
+        out["from_snapshot"] = (
+            "from a snapshot" in stats.keyword_index and "from a snapshot" in stats.vector_index
+        )
         out["peak_rss_mb"] = peak_rss_mb()
         # Exact top 10 by cosine over every stored vector (all memories here are live and visible).
         index = vault.engine.vector_index
@@ -155,28 +164,39 @@ def answer(path: str, n_queries: int) -> dict[str, Any]:
 
 
 def _child(step: str, *args: str) -> dict[str, Any]:
-    done = subprocess.run([sys.executable, "-m", "benchmarks.million", step, *args], capture_output=True, text=True,
-                          cwd=ROOT, timeout=3600)
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.million", step, *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=3600,
+    )
     if done.returncode:
         raise RuntimeError(f"benchmarks.million {step} failed:\n{done.stderr[-4000:]}")
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
 
 
-def run(model: Any, n: int = SIZE, n_queries: int = 300, extra: Callable[[str], Any] | None = None) -> dict[str, Any]:
+def run(
+    model: Any, n: int = SIZE, n_queries: int = 300, extra: Callable[[str], Any] | None = None
+) -> dict[str, Any]:
     """The whole 1M benchmark, each step in a child process; the vault is deleted afterwards. ``extra``:
     more measures on the built vault (its path), before it goes (benchmarks/hooks.py's new processes)."""
     out: dict[str, Any] = {"entities": n}
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "million.db")
         loaded, indexed = _child("fill", path, str(n)), _child("index", path)
-        out["build"] = {"import_s": loaded["import_s"], "import_peak_rss_mb": loaded["peak_rss_mb"],
-                        **{k: v for k, v in indexed.items() if k != "peak_rss_mb"},
-                        "index_peak_rss_mb": indexed["peak_rss_mb"]}
+        out["build"] = {
+            "import_s": loaded["import_s"],
+            "import_peak_rss_mb": loaded["peak_rss_mb"],
+            **{k: v for k, v in indexed.items() if k != "peak_rss_mb"},
+            "index_peak_rss_mb": indexed["peak_rss_mb"],
+        }
         out["import_per_s"] = n / out["build"]["import_s"]
         out["db_mb"] = os.path.getsize(path) / 1e6
-        out["index_files_mb"] = sum(os.path.getsize(os.path.join(tmp, f)) for f in os.listdir(tmp)
-                                    if f.endswith(".pvidx")) / 1e6
+        out["index_files_mb"] = (
+            sum(os.path.getsize(os.path.join(tmp, f)) for f in os.listdir(tmp) if f.endswith(".pvidx")) / 1e6
+        )
         qs = queries(n_queries)
         out["first_recall"] = first_recall(path, qs[0], model.embed([qs[0]])[0])
         out["reader"] = _child("answer", path, str(n_queries))
@@ -202,7 +222,8 @@ def render(m: dict[str, Any], minutes: float) -> list[str]:
     """The report's 1M section: the figures, then each target beside its figure."""
     b, r, f = m["build"], m["reader"], m["first_recall"]
     out = [
-        "## One million memories", "",
+        "## One million memories",
+        "",
         f"{m['entities']:,} synthetic memories from the speed benchmark's generator, in one vault; this part of the"
         f" run took {minutes:.1f} min. Vectors: the first {REAL:,} texts have the bundled model's own vectors (from the"
         " vector cache); every other text gets the normalised sum of two of those real vectors, chosen by the text's"
@@ -212,8 +233,10 @@ def render(m: dict[str, Any], minutes: float) -> list[str]:
         " opens the saved indexes and answers. Recall latencies include query embedding and written reinforcement, as"
         " in the speed section. Each mode's queries run twice: the first pass pages the saved indexes in from the"
         " files (shown), the second is the steady state of a long-running process (the targets). See"
-        " `benchmarks/million.py`.", "",
-        "| measure | figure |", "|---|---|",
+        " `benchmarks/million.py`.",
+        "",
+        "| measure | figure |",
+        "|---|---|",
         f"| import with vectors | {fmt(m['import_per_s'], 0)} memories/s ({fmt(b['import_s'], 1)} s) |",
         f"| index builds and saves after the import (keyword; both) | {fmt(b['keyword_index_build_s'], 1)} s;"
         f" {fmt(b['both_indexes_s'], 1)} s |",
@@ -232,17 +255,27 @@ def render(m: dict[str, Any], minutes: float) -> list[str]:
         f"| peak memory of the index-building process | {fmt(b['index_peak_rss_mb'], 0)} MB |",
         f"| peak memory of the reader (indexes mapped from the saved files) | {fmt(r['peak_rss_mb'], 0)} MB |",
         "",
-        "### 1M targets", "", "| target | figure | verdict |", "|---|---|---|",
+        "### 1M targets",
+        "",
+        "| target | figure | verdict |",
+        "|---|---|---|",
     ]
     for label, value, target, unit, higher in (
         ("keyword recall p50", r["recall_fts5"]["p50"], 20, "ms", False),
         ("dense recall p50", r["recall_dense"]["p50"], 20, "ms", False),
         ("hybrid recall p50", r["recall_hybrid"]["p50"], 35, "ms", False),
         ("dense recall@10 against exact", r["dense_recall_at_10_vs_exact"], 0.95, "", True),
-        ("peak memory (the largest of the three processes)",
-         max(b["import_peak_rss_mb"], b["index_peak_rss_mb"], r["peak_rss_mb"]), 3000, "MB", False),
+        (
+            "peak memory (the largest of the three processes)",
+            max(b["import_peak_rss_mb"], b["index_peak_rss_mb"], r["peak_rss_mb"]),
+            3000,
+            "MB",
+            False,
+        ),
         ("vault file size", m["db_mb"], 3000, "MB", False),
     ):
-        out.append(f"| {label} | {fmt(value, 3 if not unit else 2)} {unit} | {verdict(value, target, higher, unit)} |")
+        out.append(
+            f"| {label} | {fmt(value, 3 if not unit else 2)} {unit} | {verdict(value, target, higher, unit)} |"
+        )
     out.append("")
     return out

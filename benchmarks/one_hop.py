@@ -41,8 +41,9 @@ PARTS = ("bridges", "team", "locomo", "scifact", "cranfield")
 Question = tuple[str, dict[str, int], tuple[str, ...], dict[str, Any]]  # text, judged, groups, recall options
 
 
-def ask(vault: Vault, questions: list[Question], name_of: Callable[[Any], str],
-        last: dict[str, str] | None = None) -> dict[str, dict[str, dict[str, float]]]:
+def ask(
+    vault: Vault, questions: list[Question], name_of: Callable[[Any], str], last: dict[str, str] | None = None
+) -> dict[str, dict[str, dict[str, float]]]:
     """``{group: {"mode, follow_links": {r@5, r@10, first, answer@10, ms, n}}}``; ``last``: per question text,
     the memory that holds its answer (answer@10)."""
     out: dict[str, dict[str, dict[str, float]]] = defaultdict(dict)
@@ -51,18 +52,30 @@ def ask(vault: Vault, questions: list[Question], name_of: Callable[[Any], str],
             cells: dict[str, list[float]] = defaultdict(lambda: [0.0] * 6)
             for text, judged, groups, options in questions:
                 started = time.perf_counter()
-                items = vault.recall(text, mode=mode, limit=10, reinforce=False, follow_links=follow, **options).items
+                items = vault.recall(
+                    text, mode=mode, limit=10, reinforce=False, follow_links=follow, **options
+                ).items
                 ms = 1000 * (time.perf_counter() - started)
                 ranked = [name_of(i) for i in items]
-                got = (recall_at(ranked, judged, 5), recall_at(ranked, judged, 10),
-                       float(bool(ranked) and judged.get(ranked[0], 0) > 0),
-                       float(last is not None and last[text] in ranked), ms, 1.0)
+                got = (
+                    recall_at(ranked, judged, 5),
+                    recall_at(ranked, judged, 10),
+                    float(bool(ranked) and judged.get(ranked[0], 0) > 0),
+                    float(last is not None and last[text] in ranked),
+                    ms,
+                    1.0,
+                )
                 for g in groups:
                     cells[g] = [a + b for a, b in zip(cells[g], got)]
             for g, c in cells.items():
                 out[g][f"{mode}, {'on' if follow else 'off'}"] = {
-                    "r@5": c[0] / c[5], "r@10": c[1] / c[5], "first": c[2] / c[5], "answer@10": c[3] / c[5],
-                    "ms": c[4] / c[5], "n": c[5]}
+                    "r@5": c[0] / c[5],
+                    "r@10": c[1] / c[5],
+                    "first": c[2] / c[5],
+                    "answer@10": c[3] / c[5],
+                    "ms": c[4] / c[5],
+                    "n": c[5],
+                }
     return dict(out)
 
 
@@ -81,17 +94,24 @@ def dev_set(model: Any, name: str) -> dict[str, Any]:
     """bridges.json or team_memory.json, each memory remembered on its day, asked a week after the last."""
     data = devsets.bridges() if name == "bridges" else devsets.team_memory()
     clock = devsets.Clock()
-    with tempfile.TemporaryDirectory() as tmp, Vault(os.path.join(tmp, f"{name}.db"), embedder=model,
-                                                      clock=clock) as vault:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        Vault(os.path.join(tmp, f"{name}.db"), embedder=model, clock=clock) as vault,
+    ):
         names = devsets.remember_dated(vault, clock, data["memories"])
         clock.now = devsets.day_ms(max(m["valid_from"] for m in data["memories"])) + 7 * 86_400_000
-        questions: list[Question] = [(q["question"], dict.fromkeys(q["answers"], 1), ("all",), {})
-                                     for q in data["questions"]]
+        questions: list[Question] = [
+            (q["question"], dict.fromkeys(q["answers"], 1), ("all",), {}) for q in data["questions"]
+        ]
         last = {q["question"]: q["answers"][-1] for q in data["questions"]} if name == "bridges" else None
         result = ask(vault, questions, lambda i: names[i.id], last)
         linked = _linked_pairs(vault, names, data["questions"]) if name == "bridges" else None
-    return {"memories": len(data["memories"]), "questions": len(data["questions"]), "linked": linked,
-            "runs": result}
+    return {
+        "memories": len(data["memories"]),
+        "questions": len(data["questions"]),
+        "linked": linked,
+        "runs": result,
+    }
 
 
 def locomo(model: Any, root: Path | None = None) -> dict[str, Any]:
@@ -110,16 +130,25 @@ def locomo(model: Any, root: Path | None = None) -> dict[str, Any]:
 def beir(model: Any, name: str, root: Path | None = None) -> dict[str, Any]:
     collection = quality.load(name, root)
     with tempfile.TemporaryDirectory() as tmp, Vault(os.path.join(tmp, "q.db"), embedder=model) as vault:
-        items = [{"category": name, "key": d["_id"], "content": d["text"] or d["title"],
-                  "summary": (d["title"] or None) if d["text"] else None}
-                 for d in collection.docs if (d["text"] or d["title"]).strip()]
+        items = [
+            {
+                "category": name,
+                "key": d["_id"],
+                "content": d["text"] or d["title"],
+                "summary": (d["title"] or None) if d["text"] else None,
+            }
+            for d in collection.docs
+            if (d["text"] or d["title"]).strip()
+        ]
         started = time.perf_counter()
         for at in range(0, len(items), 1_000):
-            vault.remember_many(items[at: at + 1_000])
+            vault.remember_many(items[at : at + 1_000])
         written = time.perf_counter() - started
         vault.wait_for_keyword_index()
         vault.wait_for_vector_index()
-        asked: list[Question] = [(text, collection.qrels[qid], ("all",), {}) for qid, text in collection.queries.items()]
+        asked: list[Question] = [
+            (text, collection.qrels[qid], ("all",), {}) for qid, text in collection.queries.items()
+        ]
         result = ask(vault, asked, lambda i: i.key)
     return {"memories": len(items), "questions": len(asked), "write_s": written, "runs": result}
 
@@ -136,25 +165,41 @@ def run(model: Any, parts: tuple[str, ...] = PARTS, root: Path | None = None) ->
     return out
 
 
-TITLES = {"bridges": "bridges (HotpotQA-like, benchmarks/data/bridges.json)",
-          "team": "team memory (benchmarks/data/team_memory.json)", "locomo": "locomo-dev (turns)",
-          "scifact": "SciFact", "cranfield": "Cranfield"}
+TITLES = {
+    "bridges": "bridges (HotpotQA-like, benchmarks/data/bridges.json)",
+    "team": "team memory (benchmarks/data/team_memory.json)",
+    "locomo": "locomo-dev (turns)",
+    "scifact": "SciFact",
+    "cranfield": "Cranfield",
+}
 
 
 def render(r: dict[str, Any]) -> list[str]:
     out = []
     for part, found in r.items():
-        linked = f"; {found['linked']} of {found['questions']} questions' two memories are linked" \
-            if found.get("linked") is not None else ""
-        out += [f"### {TITLES[part]}", "", f"{found['memories']:,} memories, {found['questions']} questions{linked}.",
-                "", "| questions | mode | follow_links | R@5 | R@10 | first |" + (" answer@10 |" if part == "bridges" else "")
-                + " ms |", "|---|---|---|---|---|---|" + ("---|" if part == "bridges" else "") + "---|"]
+        linked = (
+            f"; {found['linked']} of {found['questions']} questions' two memories are linked"
+            if found.get("linked") is not None
+            else ""
+        )
+        out += [
+            f"### {TITLES[part]}",
+            "",
+            f"{found['memories']:,} memories, {found['questions']} questions{linked}.",
+            "",
+            "| questions | mode | follow_links | R@5 | R@10 | first |"
+            + (" answer@10 |" if part == "bridges" else "")
+            + " ms |",
+            "|---|---|---|---|---|---|" + ("---|" if part == "bridges" else "") + "---|",
+        ]
         for group, runs in found["runs"].items():
             for arm, s in runs.items():
                 mode, follow = arm.split(", ")
                 extra = f" {s['answer@10']:.3f} |" if part == "bridges" else ""
-                out.append(f"| {group} ({int(s['n'])}) | {mode} | {follow} | {s['r@5']:.3f} | {s['r@10']:.3f} |"
-                           f" {s['first']:.3f} |{extra} {s['ms']:.1f} |")
+                out.append(
+                    f"| {group} ({int(s['n'])}) | {mode} | {follow} | {s['r@5']:.3f} | {s['r@10']:.3f} |"
+                    f" {s['first']:.3f} |{extra} {s['ms']:.1f} |"
+                )
         out.append("")
     return out
 

@@ -63,7 +63,11 @@ class LookupEmbedder:
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         texts = [self._unwrap(t) for t in texts]
         if all(t in self.table for t in texts):
-            return np.stack([self.table[t] for t in texts]) if texts else np.zeros((0, self.dimension), np.float32)
+            return (
+                np.stack([self.table[t] for t in texts])
+                if texts
+                else np.zeros((0, self.dimension), np.float32)
+            )
         return np.asarray(self.inner.embed(list(texts)), dtype=np.float32)
 
     def _unwrap(self, text: str) -> str:
@@ -100,8 +104,10 @@ def _stemmer() -> Callable[[str], str] | None:
 
 
 STEM = _stemmer()
-STOP = frozenset("""a an and are as at be but by for if in into is it no not of on or such that the their then
-there these they this to was will with what who why how do we did does""".split())
+STOP = frozenset(
+    """a an and are as at be but by for if in into is it no not of on or such that the their then
+there these they this to was will with what who why how do we did does""".split()
+)
 
 
 def tokens(text: str) -> list[str]:
@@ -111,6 +117,7 @@ def tokens(text: str) -> list[str]:
 
 # --- the peers ---------------------------------------------------------------------------------
 
+
 class Peer:
     name = "peer"
     arm = "dense"  # the vault mode it is compared with: fts5, dense or hybrid
@@ -118,7 +125,9 @@ class Peer:
     persistent = False
     builds = True  # False where it queries what another peer built: no ingest rate of its own
 
-    def build(self, ids: list[str], texts: list[str], vectors: np.ndarray, folder: str, embed: LookupEmbedder) -> None:
+    def build(
+        self, ids: list[str], texts: list[str], vectors: np.ndarray, folder: str, embed: LookupEmbedder
+    ) -> None:
         raise NotImplementedError
 
     def search(self, text: str, vector: np.ndarray, k: int) -> list[str]:
@@ -138,7 +147,9 @@ def _folder_bytes(path: str) -> int:
 class Bm25s(Peer):
     name, arm = "bm25s (in memory)", "fts5"
 
-    def build(self, ids: list[str], texts: list[str], vectors: np.ndarray, folder: str, embed: LookupEmbedder) -> None:
+    def build(
+        self, ids: list[str], texts: list[str], vectors: np.ndarray, folder: str, embed: LookupEmbedder
+    ) -> None:
         import bm25s
 
         self.ids = ids
@@ -157,7 +168,9 @@ class Bm25s(Peer):
 class RankBm25(Peer):
     name, arm, cost = "rank-bm25 (in memory)", "fts5", "medium"
 
-    def build(self, ids: list[str], texts: list[str], vectors: np.ndarray, folder: str, embed: LookupEmbedder) -> None:
+    def build(
+        self, ids: list[str], texts: list[str], vectors: np.ndarray, folder: str, embed: LookupEmbedder
+    ) -> None:
         from rank_bm25 import BM25Okapi
 
         self.ids = ids
@@ -173,7 +186,9 @@ class RankBm25(Peer):
 class LangGraphInMemory(Peer):
     name, cost = "LangGraph InMemoryStore", "slow"
 
-    def build(self, ids: list[str], texts: list[str], vectors: np.ndarray, folder: str, embed: LookupEmbedder) -> None:
+    def build(
+        self, ids: list[str], texts: list[str], vectors: np.ndarray, folder: str, embed: LookupEmbedder
+    ) -> None:
         from langgraph.store.base import PutOp
         from langgraph.store.memory import InMemoryStore
 
@@ -196,7 +211,9 @@ class LangGraphInMemory(Peer):
 class LangGraphSqlite(Peer):
     name, cost, persistent = "LangGraph SqliteStore (sqlite-vec)", "medium", True
 
-    def build(self, ids: list[str], texts: list[str], vectors: np.ndarray, folder: str, embed: LookupEmbedder) -> None:
+    def build(
+        self, ids: list[str], texts: list[str], vectors: np.ndarray, folder: str, embed: LookupEmbedder
+    ) -> None:
         from langgraph.store.base import PutOp
         from langgraph.store.sqlite import SqliteStore
 
@@ -205,10 +222,17 @@ class LangGraphSqlite(Peer):
         from perseus_vault_core.storage.sqlite.connection import choose_driver
 
         self.conn = choose_driver().module.connect(self.path, check_same_thread=False, isolation_level=None)
-        self.store = SqliteStore(self.conn, index={"dims": embed.dimension, "embed": embed.lists, "fields": ["text"]})
+        self.store = SqliteStore(
+            self.conn, index={"dims": embed.dimension, "embed": embed.lists, "fields": ["text"]}
+        )
         self.store.setup()
         for start in range(0, len(ids), 2000):
-            self.store.batch([PutOp(("mem",), i, {"text": t}) for i, t in zip(ids[start:start + 2000], texts[start:start + 2000])])
+            self.store.batch(
+                [
+                    PutOp(("mem",), i, {"text": t})
+                    for i, t in zip(ids[start : start + 2000], texts[start : start + 2000])
+                ]
+            )
 
     def search(self, text: str, vector: np.ndarray, k: int) -> list[str]:
         return [item.key for item in self.store.search(("mem",), query=text, limit=k)]
@@ -233,7 +257,9 @@ class Chroma(Peer):
         if ef_search is not None:
             self.name = f"Chroma PersistentClient (HNSW, ef_search {ef_search})"
 
-    def build(self, ids: list[str], texts: list[str], vectors: np.ndarray, folder: str, embed: LookupEmbedder) -> None:
+    def build(
+        self, ids: list[str], texts: list[str], vectors: np.ndarray, folder: str, embed: LookupEmbedder
+    ) -> None:
         import chromadb
         from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
 
@@ -257,18 +283,26 @@ class Chroma(Peer):
                 return SameVectors()
 
         self.path = os.path.join(folder, "chroma" if self.ef_search is None else f"chroma-ef{self.ef_search}")
-        self.client = chromadb.PersistentClient(path=self.path, settings=chromadb.Settings(anonymized_telemetry=False))
+        self.client = chromadb.PersistentClient(
+            path=self.path, settings=chromadb.Settings(anonymized_telemetry=False)
+        )
         if self.ef_search is None:
-            self.collection = self.client.create_collection("mem", embedding_function=SameVectors(),
-                                                            metadata={"hnsw:space": "cosine"})
+            self.collection = self.client.create_collection(
+                "mem", embedding_function=SameVectors(), metadata={"hnsw:space": "cosine"}
+            )
         else:
             self.collection = self.client.create_collection(
-                "mem", embedding_function=SameVectors(),
-                configuration={"hnsw": {"space": "cosine", "ef_search": self.ef_search}})
+                "mem",
+                embedding_function=SameVectors(),
+                configuration={"hnsw": {"space": "cosine", "ef_search": self.ef_search}},
+            )
         step = min(5000, self.client.get_max_batch_size())
         for start in range(0, len(ids), step):
-            self.collection.add(ids=ids[start:start + step], documents=texts[start:start + step],
-                                embeddings=vectors[start:start + step])
+            self.collection.add(
+                ids=ids[start : start + step],
+                documents=texts[start : start + step],
+                embeddings=vectors[start : start + step],
+            )
 
     def search(self, text: str, vector: np.ndarray, k: int) -> list[str]:
         found = self.collection.query(query_texts=[text], n_results=k, include=[])
@@ -281,19 +315,29 @@ class Chroma(Peer):
 class LlamaSimpleVector(Peer):
     name, cost = "LlamaIndex SimpleVectorStore", "slow"
 
-    def build(self, ids: list[str], texts: list[str], vectors: np.ndarray, folder: str, embed: LookupEmbedder) -> None:
+    def build(
+        self, ids: list[str], texts: list[str], vectors: np.ndarray, folder: str, embed: LookupEmbedder
+    ) -> None:
         from llama_index.core.schema import TextNode
         from llama_index.core.vector_stores import SimpleVectorStore
 
         self.store = SimpleVectorStore()
         for start in range(0, len(ids), 5000):
-            self.store.add([TextNode(id_=i, text=t, embedding=v.tolist())
-                            for i, t, v in zip(ids[start:start + 5000], texts[start:start + 5000], vectors[start:start + 5000])])
+            self.store.add(
+                [
+                    TextNode(id_=i, text=t, embedding=v.tolist())
+                    for i, t, v in zip(
+                        ids[start : start + 5000], texts[start : start + 5000], vectors[start : start + 5000]
+                    )
+                ]
+            )
 
     def search(self, text: str, vector: np.ndarray, k: int) -> list[str]:
         from llama_index.core.vector_stores import VectorStoreQuery
 
-        return list(self.store.query(VectorStoreQuery(query_embedding=vector.tolist(), similarity_top_k=k)).ids or [])
+        return list(
+            self.store.query(VectorStoreQuery(query_embedding=vector.tolist(), similarity_top_k=k)).ids or []
+        )
 
 
 class ChromaDocuments(Peer):
@@ -309,7 +353,9 @@ class ChromaDocuments(Peer):
     def disk_bytes(self) -> int | None:
         return self.chroma.disk_bytes()
 
-    def build(self, ids: list[str], texts: list[str], vectors: np.ndarray, folder: str, embed: LookupEmbedder) -> None:
+    def build(
+        self, ids: list[str], texts: list[str], vectors: np.ndarray, folder: str, embed: LookupEmbedder
+    ) -> None:
         pass  # shares the collection built already
 
     def search(self, text: str, vector: np.ndarray, k: int) -> list[str]:
@@ -325,7 +371,9 @@ class FusedBm25sChroma(Peer):
     def __init__(self, keyword: Bm25s, dense: Chroma) -> None:
         self.keyword, self.dense = keyword, dense
 
-    def build(self, ids: list[str], texts: list[str], vectors: np.ndarray, folder: str, embed: LookupEmbedder) -> None:
+    def build(
+        self, ids: list[str], texts: list[str], vectors: np.ndarray, folder: str, embed: LookupEmbedder
+    ) -> None:
         pass  # shares the two arms built already
 
     def search(self, text: str, vector: np.ndarray, k: int) -> list[str]:
@@ -339,14 +387,26 @@ class FusedBm25sChroma(Peer):
 
 def make_peers() -> list[Peer]:
     keyword, dense = Bm25s(), Chroma()
-    return [keyword, RankBm25(), dense, ChromaDocuments(dense), Chroma(ef_search=CHROMA_DEEP_EF), LangGraphSqlite(),
-            LangGraphInMemory(), LlamaSimpleVector(), FusedBm25sChroma(keyword, dense)]
+    return [
+        keyword,
+        RankBm25(),
+        dense,
+        ChromaDocuments(dense),
+        Chroma(ef_search=CHROMA_DEEP_EF),
+        LangGraphSqlite(),
+        LangGraphInMemory(),
+        LlamaSimpleVector(),
+        FusedBm25sChroma(keyword, dense),
+    ]
 
 
-CHROMA_DEEP_EF = 800  # Chroma's ef_search for recall@10 at or above 0.99 at 100k (0.993 measured; 600 gave 0.988)
+CHROMA_DEEP_EF = (
+    800  # Chroma's ef_search for recall@10 at or above 0.99 at 100k (0.993 measured; 600 gave 0.988)
+)
 
 
 # --- the vault as one more system ---------------------------------------------------------------
+
 
 class VaultArm:
     def __init__(self, vault: Vault, mode: str, keys: dict[str, str] | None = None) -> None:
@@ -355,7 +415,10 @@ class VaultArm:
 
     def search(self, text: str, vector: np.ndarray, k: int) -> list[str]:
         # The k nearest, as the peers answer: no relevance floor (min_score=None), the default ranking otherwise.
-        return [i.key for i in self.vault.recall(text, mode=self.mode, limit=k, reinforce=False, min_score=None).items]
+        return [
+            i.key
+            for i in self.vault.recall(text, mode=self.mode, limit=k, reinforce=False, min_score=None).items
+        ]
 
 
 class VaultArmAfresh(VaultArm):
@@ -371,8 +434,15 @@ class VaultArmAfresh(VaultArm):
             return super().search(text, vector, k)
 
 
-def build_all(peers: list[Peer], ids: list[str], texts: list[str], vectors: np.ndarray, folder: str,
-              embed: LookupEmbedder, log: Callable[[str], None]) -> dict[str, dict[str, float | None]]:
+def build_all(
+    peers: list[Peer],
+    ids: list[str],
+    texts: list[str],
+    vectors: np.ndarray,
+    folder: str,
+    embed: LookupEmbedder,
+    log: Callable[[str], None],
+) -> dict[str, dict[str, float | None]]:
     """Build every peer; its ingest rate (items/s, vectors given) and its size on disk."""
     out: dict[str, dict[str, float | None]] = {}
     for peer in peers:
@@ -381,14 +451,19 @@ def build_all(peers: list[Peer], ids: list[str], texts: list[str], vectors: np.n
         peer.build(ids, texts, vectors, folder, embed)
         elapsed = time.perf_counter() - started
         size = peer.disk_bytes()
-        out[peer.name] = {"ingest_per_s": len(ids) / elapsed if peer.builds else None,
-                          "disk_mb": size / 1e6 if size is not None else None}
+        out[peer.name] = {
+            "ingest_per_s": len(ids) / elapsed if peer.builds else None,
+            "disk_mb": size / 1e6 if size is not None else None,
+        }
     return out
 
 
 # --- quality on the BEIR collections -----------------------------------------------------------
 
-def quality(collections: list[str], cached: Any, root: Any = None, log: Callable[[str], None] = print) -> list[dict[str, Any]]:
+
+def quality(
+    collections: list[str], cached: Any, root: Any = None, log: Callable[[str], None] = print
+) -> list[dict[str, Any]]:
     """nDCG@10, R@10, R@100, MRR@10 and recall@k of every peer (and the vault) on each collection."""
     from . import quality as q
 
@@ -423,9 +498,17 @@ def quality(collections: list[str], cached: Any, root: Any = None, log: Callable
                         curve[j] += recall_at(ranked, judged, k)
                 n = len(col.queries)
                 arm = system.mode if isinstance(system, VaultArm) else system.arm
-                rows.append({"collection": name, "system": system.name, "arm": arm, "queries": n,
-                             "vault": isinstance(system, VaultArm),
-                             **{k: v / n for k, v in totals.items()}, "recall_curve": [c / n for c in curve]})
+                rows.append(
+                    {
+                        "collection": name,
+                        "system": system.name,
+                        "arm": arm,
+                        "queries": n,
+                        "vault": isinstance(system, VaultArm),
+                        **{k: v / n for k, v in totals.items()},
+                        "recall_curve": [c / n for c in curve],
+                    }
+                )
             vault.close()
             for peer in peers:
                 peer.close()
@@ -433,6 +516,7 @@ def quality(collections: list[str], cached: Any, root: Any = None, log: Callable
 
 
 # --- latency, interleaved ----------------------------------------------------------------------
+
 
 def query_budget(cost: str, n: int, n_queries: int) -> int:
     """How many of the queries a peer answers: all for fast peers, fewer for slow ones at scale."""
@@ -443,7 +527,9 @@ def query_budget(cost: str, n: int, n_queries: int) -> int:
     return min(n_queries, 30 if n <= 10_000 else 10 if n <= 100_000 else 0)
 
 
-Corpus = tuple[list[dict[str, Any]], list[str], list[str], np.ndarray, list[str], dict[str, np.ndarray], "LookupEmbedder"]
+Corpus = tuple[
+    list[dict[str, Any]], list[str], list[str], np.ndarray, list[str], dict[str, np.ndarray], "LookupEmbedder"
+]
 
 
 def corpus(n: int, n_queries: int, cached: Any) -> Corpus:
@@ -458,8 +544,9 @@ def corpus(n: int, n_queries: int, cached: Any) -> Corpus:
     return records, ids, texts, vectors, qs, table, LookupEmbedder(cached, table)
 
 
-def speed(n: int, model: Any, cached: Any, n_queries: int = 300, k: int = 10,
-          log: Callable[[str], None] = print) -> dict[str, Any]:
+def speed(
+    n: int, model: Any, cached: Any, n_queries: int = 300, k: int = 10, log: Callable[[str], None] = print
+) -> dict[str, Any]:
     """All systems on ``n`` synthetic memories: ingest, disk, interleaved p50/p95 and ratios to the vault."""
     log(f"peers at {n:,}: vectors ...")
     records, ids, texts, vectors, qs, table, embed = corpus(n, n_queries, cached)
@@ -500,12 +587,19 @@ def speed(n: int, model: Any, cached: Any, n_queries: int = 300, k: int = 10,
             arm = s.mode if isinstance(s, VaultArm) else s.arm
             mine = samples[s.name]
             ref = samples[arms[arm].name]
-            row: dict[str, Any] = {"system": s.name, "arm": arm, "queries": len(mine), **percentiles(list(mine.values()))}
+            row: dict[str, Any] = {
+                "system": s.name,
+                "arm": arm,
+                "queries": len(mine),
+                **percentiles(list(mine.values())),
+            }
             if not isinstance(s, VaultArm):
                 row["ratio_p50"] = statistics.median(mine.values()) / statistics.median(ref[i] for i in mine)
                 row["ratio_p95"] = row["p95"] / percentiles([ref[i] for i in mine])["p95"]
             if arm == "dense":
-                row["recall_vs_exact"] = sum(len(set(results[s.name][i]) & exact[i]) for i in mine) / (k * len(mine))
+                row["recall_vs_exact"] = sum(len(set(results[s.name][i]) & exact[i]) for i in mine) / (
+                    k * len(mine)
+                )
             rows.append(row)
         out["latency"] = rows
         vault.close()
@@ -526,7 +620,10 @@ def _exact_top(vectors: np.ndarray, ids: list[str], qvecs: list[np.ndarray], k: 
 
 # --- graph: traverse against LlamaIndex's property graph ---------------------------------------
 
-def graph_peer(path: str, model: Any, pairs: list[tuple[int, int]], starts: list[int], depth: int = 2) -> dict[str, Any]:
+
+def graph_peer(
+    path: str, model: Any, pairs: list[tuple[int, int]], starts: list[int], depth: int = 2
+) -> dict[str, Any]:
     """``traverse(depth=2, direction="out")`` against ``SimplePropertyGraphStore.get_rel_map`` on the same links."""
     from llama_index.core.graph_stores import SimplePropertyGraphStore
     from llama_index.core.graph_stores.types import EntityNode, Relation
@@ -542,7 +639,9 @@ def graph_peer(path: str, model: Any, pairs: list[tuple[int, int]], starts: list
         for j, s in enumerate(starts):
             calls: list[Callable[[], Any]] = [
                 lambda s=s: vault.traverse(s, depth=depth, direction="out"),
-                lambda s=s: store.get_rel_map([EntityNode(name=str(s), label="memory")], depth=depth, limit=100_000),
+                lambda s=s: store.get_rel_map(
+                    [EntityNode(name=str(s), label="memory")], depth=depth, limit=100_000
+                ),
             ]
             order = calls if j % 2 == 0 else calls[::-1]
             times = []
@@ -554,9 +653,14 @@ def graph_peer(path: str, model: Any, pairs: list[tuple[int, int]], starts: list
             vault_ms.append(v)
             peer_ms.append(p)
     warm = 3
-    return {"starts": len(starts) - warm, "vault_ms": percentiles(vault_ms[warm:]), "peer_ms": percentiles(peer_ms[warm:]),
-            "ratio_p50": statistics.median(peer_ms[warm:]) / statistics.median(vault_ms[warm:]), "peer_build_s": build_s,
-            "peer": "LlamaIndex SimplePropertyGraphStore.get_rel_map"}
+    return {
+        "starts": len(starts) - warm,
+        "vault_ms": percentiles(vault_ms[warm:]),
+        "peer_ms": percentiles(peer_ms[warm:]),
+        "ratio_p50": statistics.median(peer_ms[warm:]) / statistics.median(vault_ms[warm:]),
+        "peer_build_s": build_s,
+        "peer": "LlamaIndex SimplePropertyGraphStore.get_rel_map",
+    }
 
 
 if __name__ == "__main__":
@@ -568,4 +672,9 @@ if __name__ == "__main__":
 
     real = load()
     size = int(sys.argv[1]) if len(sys.argv) > 1 else 2_000
-    print(json.dumps(speed(size, real, CachingEmbedder(real), n_queries=int(sys.argv[2]) if len(sys.argv) > 2 else 40), indent=1))
+    print(
+        json.dumps(
+            speed(size, real, CachingEmbedder(real), n_queries=int(sys.argv[2]) if len(sys.argv) > 2 else 40),
+            indent=1,
+        )
+    )

@@ -32,8 +32,15 @@ def recall_curves(rows: list[dict[str, Any]], folder: Path = IMG) -> list[Path]:
         fig, ax = plt.subplots(figsize=(7, 4.5))
         for r in (r for r in rows if r["collection"] == name):
             label = r["system"] if not r["vault"] else f"{r['system']} (ours)"
-            ax.plot(CURVE_K, r["recall_curve"], marker="o", markersize=3, label=label,
-                    linewidth=2.2 if r["vault"] else 1.0, linestyle="-" if r["vault"] else "--")
+            ax.plot(
+                CURVE_K,
+                r["recall_curve"],
+                marker="o",
+                markersize=3,
+                label=label,
+                linewidth=2.2 if r["vault"] else 1.0,
+                linestyle="-" if r["vault"] else "--",
+            )
         ax.set_xscale("log")
         ax.set_xticks(CURVE_K, [str(k) for k in CURVE_K])
         ax.set_xlabel("k")
@@ -64,8 +71,14 @@ def latency_by_size(runs: list[dict[str, Any]], folder: Path = IMG) -> Path:
         for system, points in sorted(series.items()):
             points.sort()
             ours = system.startswith("Perseus Vault")
-            ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=system,
-                    linewidth=2.2 if ours else 1.0, linestyle="-" if ours else "--")
+            ax.plot(
+                [p[0] for p in points],
+                [p[1] for p in points],
+                marker="o",
+                label=system,
+                linewidth=2.2 if ours else 1.0,
+                linestyle="-" if ours else "--",
+            )
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("entities")

@@ -57,14 +57,18 @@ def data_dir(collections: tuple[str, ...] | list[str] = COLLECTIONS, root: Path 
     for folder in roots:
         if all(_complete(folder / name) for name in collections):
             return folder
-    missing = [n for n in collections if not any(_complete(folder / n) for folder in roots)] or list(collections)
+    missing = [n for n in collections if not any(_complete(folder / n) for folder in roots)] or list(
+        collections
+    )
     plural = "s" if len(missing) > 1 else ""
     folders = ", ".join(f"{n}/" for n in missing)
     how = f"put {folders} there"
     if root is None and not env:
         how += f" or set PERSEUS_VAULT_DATA to the folder holding {'them' if plural else 'it'}"
-    raise MissingData(f"evaluation collection{plural} {', '.join(missing)} not found in {where}"
-                      f" (BEIR layout: {', '.join(BEIR_FILES)}): {how}")
+    raise MissingData(
+        f"evaluation collection{plural} {', '.join(missing)} not found in {where}"
+        f" (BEIR layout: {', '.join(BEIR_FILES)}): {how}"
+    )
 
 
 def _complete(folder: Path) -> bool:
@@ -104,9 +108,16 @@ def build_vault(collection: Collection, path: str, embedder: Any = None) -> Vaul
     vault = Vault(path, embedder=embedder if embedder is not None else False)
     records = (  # a document with no text is its title (a memory's content is never empty); with neither
         # (a few Cranfield records) there is nothing to find, and it is left out
-        json.dumps({"category": collection.name, "key": d["_id"], "content": d["text"] or d["title"],
-                    "summary": (d["title"] or None) if d["text"] else None})
-        for d in collection.docs if (d["text"] or d["title"]).strip()
+        json.dumps(
+            {
+                "category": collection.name,
+                "key": d["_id"],
+                "content": d["text"] or d["title"],
+                "summary": (d["title"] or None) if d["text"] else None,
+            }
+        )
+        for d in collection.docs
+        if (d["text"] or d["title"]).strip()
     )
     vault.import_jsonl(records)
     return vault
@@ -126,8 +137,12 @@ def evaluate(vault: Vault, collection: Collection, mode: str = "fts5", **params:
     return {k: v / n for k, v in totals.items()} | {"queries": float(n)}
 
 
-def run(collections: list[str], root: Path | None = None, modes: tuple[str, ...] = ("fts5", "dense", "hybrid"),
-        fusion: dict[str, Any] | None = None) -> list[dict[str, object]]:
+def run(
+    collections: list[str],
+    root: Path | None = None,
+    modes: tuple[str, ...] = ("fts5", "dense", "hybrid"),
+    fusion: dict[str, Any] | None = None,
+) -> list[dict[str, object]]:
     from perseus_vault_core.embeddings import load as load_embedder
 
     from .vector_cache import CachingEmbedder
@@ -146,13 +161,21 @@ def run(collections: list[str], root: Path | None = None, modes: tuple[str, ...]
             built = time.perf_counter() - started
             for mode in modes:
                 started = time.perf_counter()
-                scores = evaluate(vault, collection, mode, **({"fusion": fusion} if fusion and mode == "hybrid" else {}))
+                scores = evaluate(
+                    vault, collection, mode, **({"fusion": fusion} if fusion and mode == "hybrid" else {})
+                )
                 elapsed = time.perf_counter() - started
-                rows.append({
-                    "collection": name, "mode": mode, "docs": len(collection.docs), **scores,
-                    "reference": REFERENCE.get(name, {}).get(mode, "-"),
-                    "ingest_s": built, "query_ms": 1000 * elapsed / max(1, len(collection.queries)),
-                })
+                rows.append(
+                    {
+                        "collection": name,
+                        "mode": mode,
+                        "docs": len(collection.docs),
+                        **scores,
+                        "reference": REFERENCE.get(name, {}).get(mode, "-"),
+                        "ingest_s": built,
+                        "query_ms": 1000 * elapsed / max(1, len(collection.queries)),
+                    }
+                )
             vault.close()
     return rows
 
@@ -162,7 +185,9 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=None)
     parser.add_argument("--collections", nargs="+", default=list(COLLECTIONS))
     parser.add_argument("--modes", nargs="+", default=["fts5", "dense", "hybrid"])
-    parser.add_argument("--fusion", type=json.loads, default=None, help='e.g. {"keyword_weight": 1.0, "dense_weight": 0.8}')
+    parser.add_argument(
+        "--fusion", type=json.loads, default=None, help='e.g. {"keyword_weight": 1.0, "dense_weight": 0.8}'
+    )
     args = parser.parse_args()
     try:
         rows = run(args.collections, args.data, tuple(args.modes), args.fusion)

@@ -47,18 +47,32 @@ def measure(path: str, n_queries: int) -> list[tuple[str, str, tuple[float, floa
     rows = []
     now = int(time.time() * 1000)
     cases: list[tuple[str, dict[str, Any]]] = [
-        ("unscoped", {}), ("agent-1 (a quarter)", {"agent_id": "agent-1"}),
-        ("unscoped, as_of", {"as_of_unix_ms": now}), ("agent-1, as_of", {"agent_id": "agent-1", "as_of_unix_ms": now}),
+        ("unscoped", {}),
+        ("agent-1 (a quarter)", {"agent_id": "agent-1"}),
+        ("unscoped, as_of", {"as_of_unix_ms": now}),
+        ("agent-1, as_of", {"agent_id": "agent-1", "as_of_unix_ms": now}),
     ]
     with Vault(path, embedder=False) as vault:
         index = vault.engine.keyword_index
         vault.engine.keyword_index = None  # as a fresh process answers, before its mirror is built
         for label, kw in cases:
-            rows.append(("SQL", label, _timed(lambda q, kw=kw: vault.recall(q, mode="fts5", reinforce=False, **kw), qs)))
+            rows.append(
+                (
+                    "SQL",
+                    label,
+                    _timed(lambda q, kw=kw: vault.recall(q, mode="fts5", reinforce=False, **kw), qs),
+                )
+            )
         vault.engine.keyword_index = index
         assert vault.wait_for_keyword_index(), "keyword index did not build"
         for label, kw in cases[:2]:
-            rows.append(("in-memory", label, _timed(lambda q, kw=kw: vault.recall(q, mode="fts5", reinforce=False, **kw), qs)))
+            rows.append(
+                (
+                    "in-memory",
+                    label,
+                    _timed(lambda q, kw=kw: vault.recall(q, mode="fts5", reinforce=False, **kw), qs),
+                )
+            )
     return rows
 
 

@@ -85,8 +85,10 @@ WRITES = 200
 
 def fresh_memories(count: int = WRITES) -> list[dict[str, Any]]:
     """``count`` memories none of the benchmark's vaults holds yet (their keys are new)."""
-    return [dict(m, key=f"{m['key']}-written", content=f"{m['content']} (written later)")
-            for m in memories(count, seed=13)]
+    return [
+        dict(m, key=f"{m['key']}-written", content=f"{m['content']} (written later)")
+        for m in memories(count, seed=13)
+    ]
 
 
 def write_cost(path: str, model: Any, qs: list[str]) -> dict[str, Any]:
@@ -184,8 +186,12 @@ def run_size(n: int, model: Any, cached: Any, n_queries: int = 300, seed: int = 
             # A fresh process answers with SQL until its in-memory indexes are built.
             indexes = vault.engine.keyword_index, vault.engine.vector_index
             vault.engine.keyword_index = vault.engine.vector_index = None
-            out["recall_fts5_sql"] = timed([lambda q=q: vault.recall(q, mode="fts5") for q in qs[:60]], warmup=3)
-            out["recall_dense_sql"] = timed([lambda q=q: vault.recall(q, mode="dense") for q in qs[:30]], warmup=3)
+            out["recall_fts5_sql"] = timed(
+                [lambda q=q: vault.recall(q, mode="fts5") for q in qs[:60]], warmup=3
+            )
+            out["recall_dense_sql"] = timed(
+                [lambda q=q: vault.recall(q, mode="dense") for q in qs[:30]], warmup=3
+            )
             vault.engine.keyword_index, vault.engine.vector_index = indexes
             started = time.perf_counter()
             assert vault.wait_for_keyword_index(), "keyword index did not build"
@@ -198,12 +204,18 @@ def run_size(n: int, model: Any, cached: Any, n_queries: int = 300, seed: int = 
 
             for mode in ("fts5", "dense", "hybrid"):
                 out[f"recall_{mode}"] = timed([lambda q=q, m=mode: vault.recall(q, mode=m) for q in qs])
-            out["recall_fts5_no_reinforce"] = timed([lambda q=q: vault.recall(q, mode="fts5", reinforce=False) for q in qs])
+            out["recall_fts5_no_reinforce"] = timed(
+                [lambda q=q: vault.recall(q, mode="fts5", reinforce=False) for q in qs]
+            )
             # The keyword index keeps each word's shares until the next write (indexes/shares.py); with
             # nothing kept, every query scores its words afresh, as the first query after a write does.
             with words_afresh(vault):
-                out["recall_fts5_words_afresh"] = timed([lambda q=q: vault.recall(q, mode="fts5", reinforce=False) for q in qs])
-            out["recall_hybrid_agent_filter"] = timed([lambda q=q: vault.recall(q, agent_id="agent-1") for q in qs])
+                out["recall_fts5_words_afresh"] = timed(
+                    [lambda q=q: vault.recall(q, mode="fts5", reinforce=False) for q in qs]
+                )
+            out["recall_hybrid_agent_filter"] = timed(
+                [lambda q=q: vault.recall(q, agent_id="agent-1") for q in qs]
+            )
             out["recall_where"] = filtered_recall(vault, qs)
             out["embed_query"] = timed([lambda q=q: model.embed([q]) for q in qs])
             out["dense_recall_at_10_vs_exact"] = dense_recall_vs_exact(vault, model, qs[:100])
@@ -254,8 +266,8 @@ def run_size(n: int, model: Any, cached: Any, n_queries: int = 300, seed: int = 
 
 def dense_recall_vs_exact(vault: Vault, model: Any, qs: list[str]) -> float:
     """Share of the exact top 10 (a full cosine scan in SQL) that dense recall returns."""
-    from perseus_vault_core.primitives.filters import view
     from perseus_vault_core.contract.params import Filters
+    from perseus_vault_core.primitives.filters import view
     from perseus_vault_core.storage.sqlite import vectors
     from perseus_vault_core.storage.sqlite.connection import read_snapshot
 
@@ -281,7 +293,10 @@ def embedding_ingest(model: Any, n: int = 2_000, rounds: int = 2) -> dict[str, f
         started = time.perf_counter()
         model.embed(texts)
         bare.append(n / (time.perf_counter() - started))
-        with tempfile.TemporaryDirectory() as tmp, Vault(os.path.join(tmp, "ingest.db"), embedder=model) as vault:
+        with (
+            tempfile.TemporaryDirectory() as tmp,
+            Vault(os.path.join(tmp, "ingest.db"), embedder=model) as vault,
+        ):
             started = time.perf_counter()
             vault.import_jsonl(json.dumps(r) for r in records)
             ingest.append(n / (time.perf_counter() - started))
@@ -310,8 +325,13 @@ print(json.dumps({"first_answer_s": first_s, "items": len(first.items), "peak_rs
 
 def _child(path: str, mode: str, qs: list[str]) -> dict[str, float]:
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", _CHILD, path, mode, json.dumps(qs)], capture_output=True,
-                          text=True, check=True, cwd=ROOT)
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD, path, mode, json.dumps(qs)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+    )
     result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
     result["process_s"] = time.perf_counter() - started
     return result
@@ -359,13 +379,20 @@ def first_recall(path: str, query: str, vector: Any, runs: int = 5) -> dict[str,
     try:
         results = []
         for _ in range(runs):
-            done = subprocess.run([sys.executable, "-c", _FIRST, path, query, vectors], capture_output=True,
-                                  text=True, check=True, cwd=ROOT)
+            done = subprocess.run(
+                [sys.executable, "-c", _FIRST, path, query, vectors],
+                capture_output=True,
+                text=True,
+                check=True,
+                cwd=ROOT,
+            )
             results.append(json.loads(done.stdout.strip().splitlines()[-1]))
     finally:
         os.unlink(vectors)
-    return {key: statistics.median(r[key] for r in results) for key in ("import_s", "open_s", "keyword_ms", "dense_ms")} | {
-        "from_snapshot": all(r["from_snapshot"] for r in results)}
+    return {
+        key: statistics.median(r[key] for r in results)
+        for key in ("import_s", "open_s", "keyword_ms", "dense_ms")
+    } | {"from_snapshot": all(r["from_snapshot"] for r in results)}
 
 
 _READER = """
@@ -401,8 +428,16 @@ def shared_readers(path: str, qs: list[str], vectors: Any, readers: int = 4) -> 
     given = _vector_file(vectors)
 
     def run(n: int) -> tuple[list[float], bool]:
-        procs = [subprocess.Popen([sys.executable, "-c", _READER, path, given, json.dumps(qs)], cwd=ROOT,
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) for _ in range(n)]
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-c", _READER, path, given, json.dumps(qs)],
+                cwd=ROOT,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            for _ in range(n)
+        ]
         try:
             ready = [json.loads(p.stdout.readline()) for p in procs if p.stdout is not None]
             return [_pss_mb(p.pid) for p in procs], all(r["from_snapshot"] for r in ready)
@@ -415,8 +450,14 @@ def shared_readers(path: str, qs: list[str], vectors: Any, readers: int = 4) -> 
         many, many_ok = run(readers)
     finally:
         os.unlink(given)
-    return {"readers": readers, "one_mb": one[0], "sum_mb": sum(many), "each_mb": many,
-            "ratio": sum(many) / one[0], "from_snapshot": alone_ok and many_ok}
+    return {
+        "readers": readers,
+        "one_mb": one[0],
+        "sum_mb": sum(many),
+        "each_mb": many,
+        "ratio": sum(many) / one[0],
+        "from_snapshot": alone_ok and many_ok,
+    }
 
 
 def prepare_fresh(path: str, context: str, runs: int = 5, keyword_only: bool = False) -> dict[str, Any]:
@@ -436,8 +477,13 @@ def prepare_fresh(path: str, context: str, runs: int = 5, keyword_only: bool = F
     first, text = once()
     times = [once()[0] for _ in range(runs)]
     times.sort()
-    return {"first_s": first, "p50_s": times[len(times) // 2], "runs": runs, "chars": len(text.rstrip("\n")),
-            "triggered": text.count("when: ")}
+    return {
+        "first_s": first,
+        "p50_s": times[len(times) // 2],
+        "runs": runs,
+        "chars": len(text.rstrip("\n")),
+        "triggered": text.count("when: "),
+    }
 
 
 def peak_memory(path: str, qs: list[str]) -> float:

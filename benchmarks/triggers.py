@@ -33,7 +33,24 @@ ROOT = HERE.parent
 MEMORIES, PHRASES, TRIALS, BEFORE_TRIALS, WRITES = 20_000, 32, 21, 5, 41
 SECTION = "## Trigger phrases at store scale"
 
-SYLLABLES = ("ka", "lo", "mi", "ru", "te", "zan", "vor", "pel", "dri", "sko", "gua", "nix", "bet", "fol", "yam", "quo")
+SYLLABLES = (
+    "ka",
+    "lo",
+    "mi",
+    "ru",
+    "te",
+    "zan",
+    "vor",
+    "pel",
+    "dri",
+    "sko",
+    "gua",
+    "nix",
+    "bet",
+    "fol",
+    "yam",
+    "quo",
+)
 RARE = [a + b + c for a in SYLLABLES for b in SYLLABLES for c in SYLLABLES]  # 4,096 made-up words
 LEAD = ("when", "before", "while", "the", "if", "after")
 FILLER = """so we looked at it again this morning and then talked about what to do next with the team because nobody
@@ -49,14 +66,25 @@ def _common() -> list[str]:
 
 
 def phrase(rng: random.Random, common: list[str]) -> str:
-    words = [rng.choice(common) if rng.random() < 0.35 else rng.choice(RARE) for _ in range(rng.randint(2, 4))]
+    words = [
+        rng.choice(common) if rng.random() < 0.35 else rng.choice(RARE) for _ in range(rng.randint(2, 4))
+    ]
     return " ".join(([rng.choice(LEAD)] if rng.random() < 0.3 else []) + words)
 
 
 def lines(common: list[str]) -> list[str]:
     rng = random.Random(46)
-    return [json.dumps({"category": "note", "key": f"m{i}", "content": f"memory {i}: " + phrase(rng, common),
-                        "recall_when": [phrase(rng, common) for _ in range(PHRASES)]}) for i in range(MEMORIES)]
+    return [
+        json.dumps(
+            {
+                "category": "note",
+                "key": f"m{i}",
+                "content": f"memory {i}: " + phrase(rng, common),
+                "recall_when": [phrase(rng, common) for _ in range(PHRASES)],
+            }
+        )
+        for i in range(MEMORIES)
+    ]
 
 
 def contexts(stored: list[str], common: list[str], words: int, held: int, n: int) -> list[str]:
@@ -74,7 +102,10 @@ def contexts(stored: list[str], common: list[str], words: int, held: int, n: int
 
 def _percentiles(times: list[float]) -> dict[str, float]:
     times = sorted(times)
-    return {"p50_ms": 1000 * statistics.median(times), "p95_ms": 1000 * times[min(len(times) - 1, int(0.95 * len(times)))]}
+    return {
+        "p50_ms": 1000 * statistics.median(times),
+        "p95_ms": 1000 * times[min(len(times) - 1, int(0.95 * len(times)))],
+    }
 
 
 def measure(db: str, work: str) -> dict[str, Any]:
@@ -111,14 +142,25 @@ def measure(db: str, work: str) -> dict[str, Any]:
 
 def _in_process(tree: Path, *args: str) -> Any:
     env = {**os.environ, "PYTHONPATH": str(tree)}
-    done = subprocess.run([sys.executable, str(HERE / "triggers.py"), *args], env=env, capture_output=True,
-                          text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, str(HERE / "triggers.py"), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def run(before: Path | None, log: Any = print) -> dict[str, Any]:
-    out: dict[str, Any] = {"memories": MEMORIES, "phrases": PHRASES, "trials": TRIALS, "before_trials": BEFORE_TRIALS,
-                           "writes": WRITES - 1, "rows": []}
+    out: dict[str, Any] = {
+        "memories": MEMORIES,
+        "phrases": PHRASES,
+        "trials": TRIALS,
+        "before_trials": BEFORE_TRIALS,
+        "writes": WRITES - 1,
+        "rows": [],
+    }
     with tempfile.TemporaryDirectory() as tmp:
         common = _common()
         stored = lines(common)
@@ -129,9 +171,19 @@ def run(before: Path | None, log: Any = print) -> dict[str, Any]:
                 continue
             log(f"triggers: {MEMORIES:,} x {PHRASES} phrases, {label} ...")
             work = Path(tmp) / "work.json"
-            work.write_text(json.dumps({"lines": stored, "writes": writes, "contexts": {
-                size: contexts(stored, common, size, held, trials + 1) for size, held in ((40, 3), (2_000, 5))}}),
-                encoding="utf-8")
+            work.write_text(
+                json.dumps(
+                    {
+                        "lines": stored,
+                        "writes": writes,
+                        "contexts": {
+                            size: contexts(stored, common, size, held, trials + 1)
+                            for size, held in ((40, 3), (2_000, 5))
+                        },
+                    }
+                ),
+                encoding="utf-8",
+            )
             db = Path(tmp) / f"{len(out['rows'])}.db"
             out["rows"].append({"code": label, **_in_process(tree, "measure", str(db), str(work))})
     return out
@@ -141,23 +193,30 @@ def render(r: dict[str, Any]) -> list[str]:
     def cell(f: dict[str, float]) -> str:
         return f"{f['p50_ms']:.1f} / {f['p95_ms']:.1f} ms"
 
-    lines = [SECTION, "",
-             f"{r['memories']:,} memories with {r['phrases']} `recall_when` phrases each (2 to 4 words from ~300 words "
-             "many phrases share and 4,096 few do), keyword-only; contexts of ~40 words holding 3 stored phrases and "
-             "of ~2,000 words holding 5, among ordinary words. p50 / p95 over "
-             f"{r['trials']} calls after a warm-up ({r['before_trials']} for the code before the index: seconds "
-             f"each); `remember`: one memory of {r['phrases']} phrases into that store, p50 / p95 of {r['writes']}. "
-             "Each store built (`import_jsonl`, one transaction), its in-memory keyword index built (as a server's "
-             "or the resident helper's is: `prepare`'s recall reads it), and measured in a process of its own "
-             "(benchmarks/triggers.py). `before the index`: the code before `trigger_terms`, which read and compared "
-             "every visible memory's phrases on every call. Target: `prepare` p50 <= 50 ms on the ~40-word context.",
-             "", "| code | build | context | `prepare` p50 / p95 | `recall_when` p50 / p95 | triggered per call | "
-             "`remember` p50 / p95 |", "|---|---|---|---|---|---|---|"]
+    lines = [
+        SECTION,
+        "",
+        f"{r['memories']:,} memories with {r['phrases']} `recall_when` phrases each (2 to 4 words from ~300 words "
+        "many phrases share and 4,096 few do), keyword-only; contexts of ~40 words holding 3 stored phrases and "
+        "of ~2,000 words holding 5, among ordinary words. p50 / p95 over "
+        f"{r['trials']} calls after a warm-up ({r['before_trials']} for the code before the index: seconds "
+        f"each); `remember`: one memory of {r['phrases']} phrases into that store, p50 / p95 of {r['writes']}. "
+        "Each store built (`import_jsonl`, one transaction), its in-memory keyword index built (as a server's "
+        "or the resident helper's is: `prepare`'s recall reads it), and measured in a process of its own "
+        "(benchmarks/triggers.py). `before the index`: the code before `trigger_terms`, which read and compared "
+        "every visible memory's phrases on every call. Target: `prepare` p50 <= 50 ms on the ~40-word context.",
+        "",
+        "| code | build | context | `prepare` p50 / p95 | `recall_when` p50 / p95 | triggered per call | "
+        "`remember` p50 / p95 |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for row in r["rows"]:
         for size in ("40", "2000"):
             p, w = row[f"prepare_{size}"], row[f"recall_when_{size}"]
-            lines.append(f"| {row['code']} | {row['build_s']:.1f} s | ~{int(size):,} words | {cell(p)} | {cell(w)} | "
-                         f"{w['triggered']:.1f} | {cell(row['remember']) if size == '40' else ''} |")
+            lines.append(
+                f"| {row['code']} | {row['build_s']:.1f} s | ~{int(size):,} words | {cell(p)} | {cell(w)} | "
+                f"{w['triggered']:.1f} | {cell(row['remember']) if size == '40' else ''} |"
+            )
     return lines + [""]
 
 

@@ -25,7 +25,9 @@ class CachingEmbedder:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.db = sqlite3.connect(str(path), check_same_thread=False)
         self.db.execute("PRAGMA journal_mode = WAL")
-        self.db.execute("CREATE TABLE IF NOT EXISTS v (model TEXT, hash BLOB, vector BLOB, PRIMARY KEY (model, hash))")
+        self.db.execute(
+            "CREATE TABLE IF NOT EXISTS v (model TEXT, hash BLOB, vector BLOB, PRIMARY KEY (model, hash))"
+        )
         self.hits = 0
         self.misses = 0
 
@@ -35,21 +37,29 @@ class CachingEmbedder:
         for start in range(0, len(keys), 500):
             chunk = keys[start : start + 500]
             marks = ",".join("?" * len(chunk))
-            found.update(self.db.execute(
-                f"SELECT hash, vector FROM v WHERE model = ? AND hash IN ({marks})", (self.identity, *chunk)
-            ).fetchall())
+            found.update(
+                self.db.execute(
+                    f"SELECT hash, vector FROM v WHERE model = ? AND hash IN ({marks})",
+                    (self.identity, *chunk),
+                ).fetchall()
+            )
         todo = [i for i, k in enumerate(keys) if k not in found]
         self.hits += len(keys) - len(todo)
         self.misses += len(todo)
         if todo:
             fresh = self.inner.embed([texts[i] for i in todo])
-            rows = [(self.identity, keys[i], fresh[j].astype(np.float32).tobytes()) for j, i in enumerate(todo)]
+            rows = [
+                (self.identity, keys[i], fresh[j].astype(np.float32).tobytes()) for j, i in enumerate(todo)
+            ]
             self.db.executemany("INSERT OR REPLACE INTO v VALUES (?, ?, ?)", rows)
             self.db.commit()
             for j, i in enumerate(todo):
                 found[keys[i]] = rows[j][2]
-        return np.stack([np.frombuffer(found[k], dtype=np.float32) for k in keys]) if keys else np.zeros(
-            (0, self.dimension), dtype=np.float32)
+        return (
+            np.stack([np.frombuffer(found[k], dtype=np.float32) for k in keys])
+            if keys
+            else np.zeros((0, self.dimension), dtype=np.float32)
+        )
 
 
 def cached_model() -> CachingEmbedder:

@@ -1,6 +1,6 @@
 """Chat memory: a conversation remembered turn by turn, a question recalled, the hit read in context.
 
-    python examples/chat_memory.py
+python examples/chat_memory.py
 """
 
 import tempfile
@@ -9,15 +9,36 @@ from pathlib import Path
 from perseus_vault_core import Vault
 
 CHAT = [
-    {"speaker": "Caroline", "text": "Hey Mel! I went to an LGBTQ support group yesterday.", "id": "d1-1",
-     "time": "2023-05-08T13:56:00Z"},
-    {"speaker": "Melanie", "text": "That's great, Caroline! What was it like?", "id": "d1-2", "time": "2023-05-08T13:57:00Z"},
-    {"speaker": "Caroline", "text": "The transgender stories were so inspiring that I want to study counseling now.",
-     "id": "d1-3", "time": "2023-05-08T13:58:00Z"},
-    {"speaker": "Melanie", "text": "You would be a wonderful counselor. I finally painted that lake sunrise.",
-     "id": "d1-4", "time": "2023-05-08T14:01:00Z"},
-    {"speaker": "Caroline", "text": "I'd love to see it! Are you still going camping in June?", "id": "d1-5",
-     "time": "2023-05-08T14:02:00Z"},
+    {
+        "speaker": "Caroline",
+        "text": "Hey Mel! I went to an LGBTQ support group yesterday.",
+        "id": "d1-1",
+        "time": "2023-05-08T13:56:00Z",
+    },
+    {
+        "speaker": "Melanie",
+        "text": "That's great, Caroline! What was it like?",
+        "id": "d1-2",
+        "time": "2023-05-08T13:57:00Z",
+    },
+    {
+        "speaker": "Caroline",
+        "text": "The transgender stories were so inspiring that I want to study counseling now.",
+        "id": "d1-3",
+        "time": "2023-05-08T13:58:00Z",
+    },
+    {
+        "speaker": "Melanie",
+        "text": "You would be a wonderful counselor. I finally painted that lake sunrise.",
+        "id": "d1-4",
+        "time": "2023-05-08T14:01:00Z",
+    },
+    {
+        "speaker": "Caroline",
+        "text": "I'd love to see it! Are you still going camping in June?",
+        "id": "d1-5",
+        "time": "2023-05-08T14:02:00Z",
+    },
 ]
 
 with Vault(Path(tempfile.mkdtemp()) / "chat.db") as vault:
@@ -26,7 +47,9 @@ with Vault(Path(tempfile.mkdtemp()) / "chat.db") as vault:
         vault.remember_conversation("caroline-and-melanie", [message])
     # Sending the whole log again changes nothing: the message ids are already there.
     again = vault.remember_conversation("caroline-and-melanie", CHAT)
-    print(f"the log sent again: {again.unchanged} turns unchanged, {again.created} new; last turn {again.last_turn}")
+    print(
+        f"the log sent again: {again.unchanged} turns unchanged, {again.created} new; last turn {again.last_turn}"
+    )
     assert again.unchanged == len(CHAT) and again.created == 0
 
     # Later, a question: recall finds the turn (by its words and its speaker), like any memory.

@@ -17,7 +17,9 @@ with Vault(Path(tempfile.mkdtemp()) / "curation.db", clock=lambda: now[0]) as va
     vault.remember("preference", "editor", "The user prefers dark mode in every editor.")
     now[0] += 180 * DAY_MS
     new = vault.remember("fact", "region-move", "Production moved to us-east-2 in July.")
-    print(readable(new))  # what the agent reads: stored as #3 ..., then its candidates with their dates and text
+    print(
+        readable(new)
+    )  # what the agent reads: stored as #3 ..., then its candidates with their dates and text
     assert old.id in [s.id for s in new.similar]
     vault.supersede(old.id, new.id)  # the agent's judgement on a candidate, made explicit
 
@@ -39,13 +41,19 @@ with Vault(Path(tempfile.mkdtemp()) / "curation.db", clock=lambda: now[0]) as va
     block = vault.prepare("when do deploys go out?").markdown  # a mark the vault inferred hides nothing:
     assert block.index("14:00") < block.index("10:00")  # both, dated, the newer first
     vault.link(first.id, second.id, "updates")  # the agent confirms it (or supersedes the older)
-    assert "10:00" not in vault.prepare("when do deploys go out?").markdown  # confirmed: left out of the block
-    assert vault.history("fact", "deploy-day").items[0].content == "Deploys go out at 10:00 on Tuesdays."  # never lost
+    assert (
+        "10:00" not in vault.prepare("when do deploys go out?").markdown
+    )  # confirmed: left out of the block
+    assert (
+        vault.history("fact", "deploy-day").items[0].content == "Deploys go out at 10:00 on Tuesdays."
+    )  # never lost
     print("unsettled pairs:", [(c.newer, c.older, c.relation) for c in vault.hygiene().conflicts])
 
 
 def judge(memory, candidates):  # an application's model would decide here (ChatModelJudge for LangChain)
-    return {c.id: "duplicate" if "dark" in c.text and "dark" in memory.content else "related" for c in candidates}
+    return {
+        c.id: "duplicate" if "dark" in c.text and "dark" in memory.content else "related" for c in candidates
+    }
 
 
 with Vault(Path(tempfile.mkdtemp()) / "judged.db", clock=lambda: now[0], judge=judge) as vault:

@@ -24,8 +24,12 @@ key_file.chmod(0o600)
 os.environ["PERSEUS_VAULT_KEY_FILE"] = str(key_file)
 
 with Vault(path, embedder=False) as vault:  # keyword-only keeps the example fast
-    vault.remember(category="decision", key="vendor", content="We are negotiating with Hyperion Freight.",
-                   recall_when=["talking to suppliers"])
+    vault.remember(
+        category="decision",
+        key="vendor",
+        content="We are negotiating with Hyperion Freight.",
+        recall_when=["talking to suppliers"],
+    )
     print("encrypted:", vault.stats().encrypted)
     print("recall:", [item.content for item in vault.recall("Hyperion").items])
     on_disk = b"".join(p.read_bytes() for p in folder.glob("secret.db*"))

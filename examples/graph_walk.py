@@ -1,6 +1,6 @@
 """Link memories and walk the graph: follow a decision to its evidence.
 
-    python examples/graph_walk.py
+python examples/graph_walk.py
 """
 
 import tempfile

@@ -1,6 +1,6 @@
 """GraphRAG: cluster the link graph, summarize a cluster, and answer a question that spans it.
 
-    python examples/graphrag.py
+python examples/graphrag.py
 """
 
 import tempfile
@@ -9,10 +9,18 @@ from pathlib import Path
 from perseus_vault_core import Vault
 
 NOTES = {
-    "storage": ["We chose SQLite in WAL mode for the vault.", "Nightly backups copy the SQLite file to S3.",
-                "FTS5 indexes the text of every memory.", "Vacuum runs after large purges."],
-    "oncall": ["The pager rotation changes every Monday.", "Escalate sev1 incidents to the on-call lead.",
-               "Runbooks for incidents live in the ops wiki.", "Incident reviews happen within two days."],
+    "storage": [
+        "We chose SQLite in WAL mode for the vault.",
+        "Nightly backups copy the SQLite file to S3.",
+        "FTS5 indexes the text of every memory.",
+        "Vacuum runs after large purges.",
+    ],
+    "oncall": [
+        "The pager rotation changes every Monday.",
+        "Escalate sev1 incidents to the on-call lead.",
+        "Runbooks for incidents live in the ops wiki.",
+        "Incident reviews happen within two days.",
+    ],
 }
 
 with Vault(Path(tempfile.mkdtemp()) / "graphrag.db") as vault:

@@ -1,6 +1,6 @@
 """Bulk-load memories from JSONL, export everything (with history and links), restore it elsewhere.
 
-    python examples/import_export.py
+python examples/import_export.py
 """
 
 import io
@@ -11,8 +11,10 @@ from pathlib import Path
 from perseus_vault_core import Vault
 
 work = Path(tempfile.mkdtemp())
-lines = [json.dumps({"category": "note", "key": f"n{i}", "content": f"Note number {i} about backups"})
-         for i in range(1000)]
+lines = [
+    json.dumps({"category": "note", "key": f"n{i}", "content": f"Note number {i} about backups"})
+    for i in range(1000)
+]
 
 with Vault(work / "a.db") as a:
     report = a.import_jsonl(lines, progress=lambda done, total: None)

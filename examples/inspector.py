@@ -20,7 +20,9 @@ from perseus_vault_integrations.mcp.http import listen, server_config
 with Vault(Path(tempfile.mkdtemp()) / "inspector.db", embedder=False) as vault:
     db = vault.remember("decision", "db-engine", "We chose MySQL for the vault.", topic_path="architecture")
     vault.remember("decision", "db-engine", "We chose SQLite in WAL mode for the vault.")
-    backup = vault.remember("note", "backups", "Nightly backups copy the SQLite file.", topic_path="architecture")
+    backup = vault.remember(
+        "note", "backups", "Nightly backups copy the SQLite file.", topic_path="architecture"
+    )
     vault.link(backup.id, db.id, relation="depends_on")
     vault.remember("note", "html", "<script>alert('stored text is shown, never run')</script>")
 

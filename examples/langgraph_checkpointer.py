@@ -42,13 +42,18 @@ def remember(text: str, runtime: ToolRuntime) -> str:
 def recall(query: str, runtime: ToolRuntime) -> str:
     """Recall what is known about the user."""
     assert runtime.store is not None
-    return "; ".join(item.value["text"] for item in runtime.store.search(("users", "ada"), query=query, limit=3))
+    return "; ".join(
+        item.value["text"] for item in runtime.store.search(("users", "ada"), query=query, limit=3)
+    )
 
 
 def agent(vault: Vault, *script: AIMessage) -> Any:
-    return create_agent(ScriptedModel(messages=iter(script)), tools=[remember, recall],
-                        checkpointer=PerseusVaultSaver(vault),                         # the conversation
-                        store=PerseusVaultStore(vault, index={"fields": ["text"]}))   # what it learned
+    return create_agent(
+        ScriptedModel(messages=iter(script)),
+        tools=[remember, recall],
+        checkpointer=PerseusVaultSaver(vault),  # the conversation
+        store=PerseusVaultStore(vault, index={"fields": ["text"]}),
+    )  # what it learned
 
 
 def call(name: str, **args: Any) -> AIMessage:
@@ -66,9 +71,15 @@ with Vault(path) as vault:
     out = second.invoke({"messages": [{"role": "user", "content": "What did I tell you earlier?"}]}, thread)
     print("thread ada-chat:", [f"{m.type}: {m.content}" for m in out["messages"] if m.content])
     third = agent(vault, call("recall", query="hot beverage preferences"), AIMessage("Green tea it is."))
-    out = third.invoke({"messages": [{"role": "user", "content": "Order me a drink."}]},
-                       {"configurable": {"thread_id": "new-chat"}})
+    out = third.invoke(
+        {"messages": [{"role": "user", "content": "Order me a drink."}]},
+        {"configurable": {"thread_id": "new-chat"}},
+    )
     print("thread new-chat, recalled:", [m.content for m in out["messages"] if m.type == "tool"])
     saver = PerseusVaultSaver(vault)
-    print("checkpoints of ada-chat:", len(list(saver.list({"configurable": {"thread_id": "ada-chat"}}))),
-          "| memories:", vault.stats().entities)
+    print(
+        "checkpoints of ada-chat:",
+        len(list(saver.list({"configurable": {"thread_id": "ada-chat"}}))),
+        "| memories:",
+        vault.stats().entities,
+    )

@@ -19,11 +19,15 @@ from langgraph.store.base import BaseStore
 from perseus_vault_integrations.langchain import PerseusVaultStore
 
 path = Path(tempfile.mkdtemp()) / "agent.db"
-model = GenericFakeChatModel(messages=iter([
-    AIMessage("Noted: you like green tea."),
-    AIMessage("Noted: you work on the billing service."),
-    AIMessage("You like green tea, so tea it is."),
-]))
+model = GenericFakeChatModel(
+    messages=iter(
+        [
+            AIMessage("Noted: you like green tea."),
+            AIMessage("Noted: you work on the billing service."),
+            AIMessage("You like green tea, so tea it is."),
+        ]
+    )
+)
 
 
 def agent(state: MessagesState, *, store: BaseStore) -> dict[str, Any]:
@@ -31,8 +35,9 @@ def agent(state: MessagesState, *, store: BaseStore) -> dict[str, Any]:
     said = str(state["messages"][-1].content)
     known = store.search(user, query=said, limit=3)
     notes = "\n".join(f"- {item.value['text']}" for item in known)
-    reply = model.invoke([SystemMessage(f"What you know about the user:\n{notes or '(nothing yet)'}"),
-                          *state["messages"]])
+    reply = model.invoke(
+        [SystemMessage(f"What you know about the user:\n{notes or '(nothing yet)'}"), *state["messages"]]
+    )
     if said.lower().startswith(("i ", "my ")):
         store.put(user, str(len(store.search(user, limit=1000)) + 1), {"text": said})
     print(f"user: {said}\n  recalled: {[item.value['text'] for item in known]}\n  agent: {reply.content}")

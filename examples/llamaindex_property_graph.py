@@ -25,7 +25,10 @@ with Vault(path, embedder=LlamaIndexEmbedder(embed_model)) as vault:
     store = PerseusVaultPropertyGraphStore(vault)
     index = PropertyGraphIndex.from_documents(
         [Document(text="Philz is a coffee shop founded in Berkeley in 1982.", id_="doc-1")],
-        property_graph_store=store, llm=MockLLM(), embed_model=embed_model, use_async=False,
+        property_graph_store=store,
+        llm=MockLLM(),
+        embed_model=embed_model,
+        use_async=False,
     )
     for subject, relation, obj in store.get_triplets(entity_names=["Philz"]):
         print(f"triplet: {subject.id} -[{relation.label}]-> {obj.id}")

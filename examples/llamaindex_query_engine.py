@@ -17,8 +17,15 @@ from perseus_vault_core import Vault
 from perseus_vault_integrations.llama_index import PerseusVaultRetriever
 
 with Vault(Path(tempfile.mkdtemp()) / "memory.db", embedder=False) as vault:  # keyword-only: no model to load
-    vault.remember("decision", "db-engine", "We chose SQLite in WAL mode for the vault.", topic_path="architecture/storage")
-    vault.remember("decision", "job-queue", "We chose Redis streams for background jobs.", topic_path="architecture/jobs")
+    vault.remember(
+        "decision",
+        "db-engine",
+        "We chose SQLite in WAL mode for the vault.",
+        topic_path="architecture/storage",
+    )
+    vault.remember(
+        "decision", "job-queue", "We chose Redis streams for background jobs.", topic_path="architecture/jobs"
+    )
     vault.remember("note", "lunch", "Friday lunch is at the Thai place.")
 
     # every recall mode, filter and knob is a keyword argument; here: decisions only, two hits. By
@@ -29,8 +36,10 @@ with Vault(Path(tempfile.mkdtemp()) / "memory.db", embedder=False) as vault:  # 
 
     response = engine.query("Which database engine did we choose?")
     for hit in response.source_nodes:
-        print(f"memory {hit.node.node_id} ({hit.node.metadata['category']}/{hit.node.metadata['key']}) "
-              f"score={hit.score:.3f}: {hit.node.get_content()}")
+        print(
+            f"memory {hit.node.node_id} ({hit.node.metadata['category']}/{hit.node.metadata['key']}) "
+            f"score={hit.score:.3f}: {hit.node.get_content()}"
+        )
     assert "We chose SQLite in WAL mode" in str(response)  # the memory reached the LLM's prompt
 
     answer = asyncio.run(engine.aquery("What runs our background jobs?"))  # async: recall in a worker thread

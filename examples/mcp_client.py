@@ -1,6 +1,6 @@
 """The vault over MCP: start `perseus-vault serve` over stdio and use it through VaultClient.
 
-    python examples/mcp_client.py
+python examples/mcp_client.py
 """
 
 import os
@@ -17,8 +17,12 @@ DB = str(Path(tempfile.mkdtemp()) / "mcp.db")
 async def main() -> None:
     async with VaultClient.stdio(DB, env=dict(os.environ)) as vault:  # a real subprocess, real MCP
         print(f"{len(await vault.tools())} tools, e.g. perseus_vault_recall")
-        await vault.remember("decision", "db-engine", "We chose SQLite in WAL mode for the vault.",
-                             recall_when=["choosing a database"])
+        await vault.remember(
+            "decision",
+            "db-engine",
+            "We chose SQLite in WAL mode for the vault.",
+            recall_when=["choosing a database"],
+        )
         await vault.remember("incident", "OPS-311", "Recall latency spiked during the nightly import.")
         found = await vault.recall("which database did we pick", limit=1)
         print(found.search_mode, [(i.key, round(i.score, 3)) for i in found.items])

@@ -1,6 +1,6 @@
 """Memory files: import an Obsidian-style folder, then ask how a view evolved.
 
-    python examples/memory_files.py
+python examples/memory_files.py
 """
 
 import tempfile
@@ -33,7 +33,9 @@ with Vault(root / "memory.db") as vault:
     assert [e.date for e in result.entries] == sorted(e.date for e in result.entries)
 
     original = (about / "Opinions.md").read_bytes()
-    vault.add_memory("Opinions", "Testing", "Property-based tests find what I would not think of.", date="2026-01-01")
+    vault.add_memory(
+        "Opinions", "Testing", "Property-based tests find what I would not think of.", date="2026-01-01"
+    )
     print("\nafter add_memory:\n" + vault.get_memory("Opinions", "Testing").text)
     vault.delete_memory("Opinions", "Testing", date="2026-01-01")
     assert (about / "Opinions.md").read_bytes() == original  # byte for byte

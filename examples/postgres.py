@@ -24,7 +24,9 @@ with Vault(laptop) as v:
 
 # ...copied into the team's database, proved by exporting both.
 report = migrate(laptop, url)
-print(f"copied {report.entities} memories, {report.vectors} vectors; exports identical ({report.lines} lines)")
+print(
+    f"copied {report.entities} memories, {report.vectors} vectors; exports identical ({report.lines} lines)"
+)
 
 with Vault(url) as team:  # every host opens the same URL
     team.remember("fact", "hosts", "Four agents on three hosts share this memory.")

@@ -1,6 +1,6 @@
 """Proactive recall: memories that ask to come back when the context calls for them.
 
-    python examples/prepare_turn.py
+python examples/prepare_turn.py
 """
 
 import tempfile
@@ -9,11 +9,21 @@ from pathlib import Path
 from perseus_vault_core import Vault
 
 with Vault(Path(tempfile.mkdtemp()) / "prepare.db") as vault:
-    vault.remember("decision", "db-engine", "We chose SQLite in WAL mode for the vault.",
-                   recall_when=["choosing a database"])
-    vault.remember("runbook", "audit-chain", "After any change to the audit chain, run scripts/rehash.py.",
-                   recall_when=["editing the audit-chain module"])
-    vault.remember("note", "postgres", "Postgres was considered for the vault and rejected (no embedded mode).")
+    vault.remember(
+        "decision",
+        "db-engine",
+        "We chose SQLite in WAL mode for the vault.",
+        recall_when=["choosing a database"],
+    )
+    vault.remember(
+        "runbook",
+        "audit-chain",
+        "After any change to the audit chain, run scripts/rehash.py.",
+        recall_when=["editing the audit-chain module"],
+    )
+    vault.remember(
+        "note", "postgres", "Postgres was considered for the vault and rejected (no embedded mode)."
+    )
 
     hits = vault.recall_when("I am about to edit the audit chain module")
     for item in hits.items:

@@ -1,6 +1,6 @@
 """Remember a few memories, recall them by keyword, page through them, and look back in time.
 
-    python examples/quickstart.py [path/to/vault.db]
+python examples/quickstart.py [path/to/vault.db]
 """
 
 import sys
@@ -14,15 +14,25 @@ path = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.mkdtemp()) / "q
 
 with Vault(path) as vault:
     db = vault.remember(
-        category="decision", key="db-engine", content="We chose MySQL for the vault.",
-        topic_path="architecture/storage", recall_when=["choosing a database"],
+        category="decision",
+        key="db-engine",
+        content="We chose MySQL for the vault.",
+        topic_path="architecture/storage",
+        recall_when=["choosing a database"],
     )
     before_change = int(time.time() * 1000)
     time.sleep(0.01)
     vault.remember(category="decision", key="db-engine", content="We chose SQLite in WAL mode for the vault.")
-    vault.remember(category="incident", key="OPS-311", content="Recall latency spiked during the nightly import.",
-                   topic_path="operations", verified=True)
-    vault.remember(category="preference", key="answers", content="Alice prefers short answers, command first.")
+    vault.remember(
+        category="incident",
+        key="OPS-311",
+        content="Recall latency spiked during the nightly import.",
+        topic_path="operations",
+        verified=True,
+    )
+    vault.remember(
+        category="preference", key="answers", content="Alice prefers short answers, command first."
+    )
 
     result = vault.recall("which engine runs the vault", limit=5)
     print(f"recall ({result.search_mode}):")

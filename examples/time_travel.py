@@ -1,6 +1,6 @@
 """Bitemporal memory: what we believed when, and what was true when.
 
-    python examples/time_travel.py
+python examples/time_travel.py
 """
 
 import tempfile
@@ -25,10 +25,24 @@ with Vault(Path(tempfile.mkdtemp()) / "time.db", clock=clock) as vault:
 
     print("now:", vault.recall("ceo").items[0].content)
     print("believed on day 1:", vault.as_of("fact", "ceo", as_of_unix_ms=recorded_alice).content)
-    print("true on day 15 (as we know now):", vault.valid_at("fact", "ceo", valid_at_unix_ms=recorded_alice + 15 * DAY).content)
-    print("true on day 25 (as we know now):", vault.valid_at("fact", "ceo", valid_at_unix_ms=recorded_alice + 25 * DAY).content)
-    print("on day 15, what did we think day 25 would be:",
-          vault.bitemporal("fact", "ceo", as_of_unix_ms=recorded_alice + 15 * DAY,
-                           valid_at_unix_ms=recorded_alice + 25 * DAY).content)
-    print("keyword recall as of day 1:", [i.content for i in vault.recall("ceo", as_of_unix_ms=recorded_alice).items])
-    assert vault.valid_at("fact", "ceo", valid_at_unix_ms=recorded_alice + 25 * DAY).content == "Bob is the CEO."
+    print(
+        "true on day 15 (as we know now):",
+        vault.valid_at("fact", "ceo", valid_at_unix_ms=recorded_alice + 15 * DAY).content,
+    )
+    print(
+        "true on day 25 (as we know now):",
+        vault.valid_at("fact", "ceo", valid_at_unix_ms=recorded_alice + 25 * DAY).content,
+    )
+    print(
+        "on day 15, what did we think day 25 would be:",
+        vault.bitemporal(
+            "fact", "ceo", as_of_unix_ms=recorded_alice + 15 * DAY, valid_at_unix_ms=recorded_alice + 25 * DAY
+        ).content,
+    )
+    print(
+        "keyword recall as of day 1:",
+        [i.content for i in vault.recall("ceo", as_of_unix_ms=recorded_alice).items],
+    )
+    assert (
+        vault.valid_at("fact", "ceo", valid_at_unix_ms=recorded_alice + 25 * DAY).content == "Bob is the CEO."
+    )

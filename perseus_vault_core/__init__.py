@@ -16,7 +16,15 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # what each name is, for type checkers; at run time each loads on first use
-    from .contract.errors import Conflict, InvalidInput, NotFound, NotSupported, SetupError, StorageError, VaultError
+    from .contract.errors import (
+        Conflict,
+        InvalidInput,
+        NotFound,
+        NotSupported,
+        SetupError,
+        StorageError,
+        VaultError,
+    )
     from .contract.models import (
         CheckReport,
         CommunitiesResult,
@@ -37,6 +45,7 @@ if TYPE_CHECKING:  # what each name is, for type checkers; at run time each load
         ImportReport,
         Link,
         MemoryRecallResult,
+        MigrateReport,
         PrepareResult,
         PurgeResult,
         RecallItem,
@@ -44,6 +53,7 @@ if TYPE_CHECKING:  # what each name is, for type checkers; at run time each load
         RecallWhenResult,
         ReindexReport,
         Remembered,
+        RoleBinding,
         ScanPage,
         ScopeCount,
         SimilarMemory,
@@ -52,8 +62,6 @@ if TYPE_CHECKING:  # what each name is, for type checkers; at run time each load
         TraverseResult,
         TriggeredItem,
         TurnWritten,
-        MigrateReport,
-        RoleBinding,
     )
     from .contract.params import (
         ADVANCED,

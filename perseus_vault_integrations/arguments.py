@@ -61,8 +61,9 @@ class Opening(Generic[A]):
         self._made = self._make()
         return self._made
 
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                 trace: TracebackType | None) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
         if self._made is not None:
             self._made.close()
             self._made = None
@@ -70,8 +71,9 @@ class Opening(Generic[A]):
     async def __aenter__(self) -> A:
         return await asyncio.to_thread(self.__enter__)
 
-    async def __aexit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                        trace: TracebackType | None) -> None:
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
         await asyncio.to_thread(self.__exit__, kind, error, trace)
 
 
@@ -108,8 +110,9 @@ def vault_from(vault: VaultLike, *, embedder: Embedder | None = None) -> Iterato
         raise
 
 
-def init_model(init: Callable[..., None], model: type[BaseModel], vault: VaultLike,
-               fields: dict[str, Any]) -> Vault | None:
+def init_model(
+    init: Callable[..., None], model: type[BaseModel], vault: VaultLike, fields: dict[str, Any]
+) -> Vault | None:
     """Construct a pydantic adapter with ``init``, its base's ``__init__``: unknown ``fields`` refused,
     the vault given as its ``vault`` field (opened here from a path, and closed again if the fields
     fail validation). The vault the adapter owns, if any."""
@@ -123,11 +126,15 @@ def embedder_of(vault: VaultLike | None, embedder: Embedder | None) -> tuple[Emb
     """What an embedding adapter embeds with: the model of ``vault``, else ``embedder``, else the
     bundled model (loaded on first use); second, the vault opened here from a path, for the adapter to close."""
     if vault is not None and embedder is not None:
-        raise InvalidInput("embedder", "give the vault or an embedder, not both (the vault embeds with its own)")
+        raise InvalidInput(
+            "embedder", "give the vault or an embedder, not both (the vault embeds with its own)"
+        )
     if vault is not None:
         with vault_from(vault) as (opened, owned):
             if opened.embedder is None:
-                raise InvalidInput("vault", "was opened without an embedder (embedder=False): it has no model")
+                raise InvalidInput(
+                    "vault", "was opened without an embedder (embedder=False): it has no model"
+                )
             return opened.embedder, owned
     if embedder is None:
         return LazyEmbedder(), None
@@ -163,8 +170,9 @@ def strict(function: Callable[P, R]) -> Callable[P, R]:
     return checked
 
 
-def check_recall_params(params: dict[str, Any], reserved: Iterable[str], why: str,
-                        own: Iterable[str] = ()) -> dict[str, Any]:
+def check_recall_params(
+    params: dict[str, Any], reserved: Iterable[str], why: str, own: Iterable[str] = ()
+) -> dict[str, Any]:
     """``params`` when they are valid arguments of ``Vault.recall`` (each bad one named) and take none
     of the ``reserved`` names (which the adapter sets itself, ``why`` says how). A misspelled name is
     refused with the nearest one that is taken: recall's, or the adapter's ``own`` arguments
@@ -191,16 +199,18 @@ def document_where(where_document: Any, at: str = "where_document") -> dict[str,
     """Chroma's filter on a document's text (``{"$contains": "t"}``, ``{"$not_contains": "t"}``, ``$and`` /
     ``$or`` of such filters) as the vault's ``where`` on the memory's content (docs/filters.md)."""
     if not isinstance(where_document, dict) or len(where_document) != 1:
-        raise InvalidInput(at, "must be one of {\"$contains\": text}, {\"$not_contains\": text}, "
-                               "{\"$and\": [...]}, {\"$or\": [...]}")
-    (op, value), = where_document.items()
+        raise InvalidInput(
+            at, 'must be one of {"$contains": text}, {"$not_contains": text}, {"$and": [...]}, {"$or": [...]}'
+        )
+    ((op, value),) = where_document.items()
     if op in ("$and", "$or"):
         if not isinstance(value, list) or not value:
             raise InvalidInput(f"{at}.{op}", "must be a non-empty list of document filters")
         return {op: [document_where(part, f"{at}.{op}.{i}") for i, part in enumerate(value)]}
     if op not in DOCUMENT_TESTS:
-        raise InvalidInput(f"{at}.{op}", "is not a document filter the vault takes ($contains, $not_contains, "
-                                         "$and, $or)")
+        raise InvalidInput(
+            f"{at}.{op}", "is not a document filter the vault takes ($contains, $not_contains, $and, $or)"
+        )
     if not isinstance(value, str) or not value:
         raise InvalidInput(f"{at}.{op}", "must be a non-empty string to look for in the text")
     return {"content": {op: value}}

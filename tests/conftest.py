@@ -112,7 +112,9 @@ BACKENDS = ("sqlite", "postgres")
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "both_backends: run this module's vault tests on SQLite and on PostgreSQL")
+    config.addinivalue_line(
+        "markers", "both_backends: run this module's vault tests on SQLite and on PostgreSQL"
+    )
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -276,7 +278,9 @@ def vault_location(backend: str, request: pytest.FixtureRequest, folder: Path) -
         yield folder / "vault.db"
 
 
-def wait_for_port(port: int, proc: "subprocess.Popen[bytes]", timeout: float = 60.0, host: str = "127.0.0.1") -> None:
+def wait_for_port(
+    port: int, proc: subprocess.Popen[bytes], timeout: float = 60.0, host: str = "127.0.0.1"
+) -> None:
     """Wait until a server process listens on ``host`` (loopback), ``port``; fail at once, with its
     stderr, if it exits first (a server that cannot start should not cost the whole timeout)."""
     import socket
@@ -289,5 +293,7 @@ def wait_for_port(port: int, proc: "subprocess.Popen[bytes]", timeout: float = 6
             return
         except OSError:
             if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"the server did not start: {proc.stderr.read() if proc.stderr else b''!r}")
+                raise RuntimeError(
+                    f"the server did not start: {proc.stderr.read() if proc.stderr else b''!r}"
+                ) from None
             time.sleep(0.1)

@@ -18,7 +18,8 @@
 - the facade has one convention: each verb method of ``Vault`` validates its arguments and ends in one
   call down, ``self.call(<its verb>, <params model>)``, and facade/dispatch.py hands each verb's model to
   one function of a layer below; outside the facade, no module reads a private attribute of ``Vault``
-  (``vault.engine`` is the public way to its engine).
+  (``vault.engine`` is the public way to its engine);
+- ruff passes: the tree is formatted and clean by pyproject.toml's rules (:func:`test_ruff_passes`).
 
 And, at run time, importing the core loads no framework and no adapter.
 """
@@ -32,6 +33,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 CORE = "perseus_vault_core"
@@ -98,7 +100,9 @@ def imports_of(module: str, path: Path) -> list[Import]:
 def public_names(init: Path) -> set[str]:
     """The names in the literal ``__all__`` of a package's ``__init__.py``."""
     for node in ast.parse(init.read_text(encoding="utf-8")).body:
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
+        ):
             return set(ast.literal_eval(node.value))
     raise AssertionError(f"{init} has no literal __all__")
 
@@ -118,21 +122,31 @@ def non_public_uses(root: Path) -> list[str]:
             if imp.module != CORE or imp.names is None:
                 bad.append(f"{where} imports {imp.module} (use: from {CORE} import <public names>)")
             else:
-                bad += [f"{where} imports {name} from {CORE}, which is not in its __all__"
-                        for name in imp.names if name not in allowed]
+                bad += [
+                    f"{where} imports {name} from {CORE}, which is not in its __all__"
+                    for name in imp.names
+                    if name not in allowed
+                ]
     return bad
 
 
 SQL = re.compile(r"\b(SELECT|INSERT|UPDATE|DELETE|CREATE|PRAGMA)\b")
-SQLITE_ONLY = re.compile(r"(?i)\bfts5\b|_fts\b|\bvec_\w+\(|\bPRAGMA\b|\bhead_changes\b|\bsqlite_\w+|\bMATCH\b|"
-                         r"\bINSERT OR \w+|\bbm25\(")
+SQLITE_ONLY = re.compile(
+    r"(?i)\bfts5\b|_fts\b|\bvec_\w+\(|\bPRAGMA\b|\bhead_changes\b|\bsqlite_\w+|\bMATCH\b|"
+    r"\bINSERT OR \w+|\bbm25\("
+)
 BACKEND = f"{CORE}.storage.sqlite"
 
 
 def _docstrings(tree: ast.AST) -> set[int]:
-    return {id(node.body[0].value) for node in ast.walk(tree)
-            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body
-            and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    return {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
 
 
 def sqlite_outside_storage(root: Path) -> list[str]:
@@ -141,14 +155,23 @@ def sqlite_outside_storage(root: Path) -> list[str]:
     for module, path in package_modules(root, CORE).items():
         if module == f"{CORE}.storage" or module.startswith(f"{CORE}.storage."):
             continue
-        bad += [f"{module}:{imp.line} imports {imp.module}" for imp in imports_of(module, path)
-                if imp.module == BACKEND or imp.module.startswith(BACKEND + ".")
-                or (imp.module == f"{CORE}.storage" and "sqlite" in (imp.names or ()))]
+        bad += [
+            f"{module}:{imp.line} imports {imp.module}"
+            for imp in imports_of(module, path)
+            if imp.module == BACKEND
+            or imp.module.startswith(BACKEND + ".")
+            or (imp.module == f"{CORE}.storage" and "sqlite" in (imp.names or ()))
+        ]
         tree = ast.parse(path.read_text(encoding="utf-8"))
         docs = _docstrings(tree)
         for node in ast.walk(tree):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs \
-                    and SQL.search(node.value) and (found := SQLITE_ONLY.search(node.value)):
+            if (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and id(node) not in docs
+                and SQL.search(node.value)
+                and (found := SQLITE_ONLY.search(node.value))
+            ):
                 bad.append(f"{module}:{node.lineno} SQL uses {found.group(0)!r}")
             if isinstance(node, ast.Attribute) and node.attr == "lastrowid":  # Postgres has none
                 bad.append(f"{module}:{node.lineno} reads cursor.lastrowid (use INSERT ... RETURNING)")
@@ -156,9 +179,12 @@ def sqlite_outside_storage(root: Path) -> list[str]:
 
 
 def core_imports_of_integrations(root: Path) -> list[str]:
-    return [f"{module}:{imp.line} imports {imp.module}"
-            for module, path in package_modules(root, CORE).items()
-            for imp in imports_of(module, path) if imp.module.split(".")[0] == INTEGRATIONS]
+    return [
+        f"{module}:{imp.line} imports {imp.module}"
+        for module, path in package_modules(root, CORE).items()
+        for imp in imports_of(module, path)
+        if imp.module.split(".")[0] == INTEGRATIONS
+    ]
 
 
 def _packages_above(module: str) -> set[str]:
@@ -178,7 +204,9 @@ def import_graph(root: Path, package: str) -> dict[str, set[str]]:
         for imp in imports_of(module, path):
             if imp.module not in modules:
                 continue
-            targets = {imp.module} | {f"{imp.module}.{n}" for n in imp.names or () if f"{imp.module}.{n}" in modules}
+            targets = {imp.module} | {
+                f"{imp.module}.{n}" for n in imp.names or () if f"{imp.module}.{n}" in modules
+            }
             for target in list(targets):
                 targets |= _packages_above(target) - running
             graph[module] |= targets & modules.keys()
@@ -253,8 +281,10 @@ def upward_imports(graph: dict[str, set[str]], layers: tuple[tuple[str, ...], ..
         for target in sorted(graph[module]):
             here, there = layer(module), layer(target)
             if here != there and (here not in row or there not in row or row[there] <= row[here]):
-                bad.append(f"{module} imports {target}: layer {there or '(the package)'!r} is not beneath "
-                           f"{here or '(the package)'!r}")
+                bad.append(
+                    f"{module} imports {target}: layer {there or '(the package)'!r} is not beneath "
+                    f"{here or '(the package)'!r}"
+                )
     return bad
 
 
@@ -264,8 +294,11 @@ def drawn_layers(text: str, packages: set[str]) -> list[tuple[str, ...]]:
     drawing = text.split("## The layers", 1)[1].split("```", 2)[1]
     rows = []
     for line in drawing.splitlines():
-        names = tuple("" if word == "__init__.py" else word.rstrip("/") for word in line.split()
-                      if word == "__init__.py" or (word.endswith("/") and word.rstrip("/") in packages))
+        names = tuple(
+            "" if word == "__init__.py" else word.rstrip("/")
+            for word in line.split()
+            if word == "__init__.py" or (word.endswith("/") and word.rstrip("/") in packages)
+        )
         if names:
             rows.append(names)
     return rows
@@ -283,50 +316,83 @@ MIRRORS = {"core": CORE, "integrations": INTEGRATIONS}
 # Modules still without a test file of their own (most are exercised through the verbs that use them,
 # from other modules' tests): each waits for its own ``test_<name>.py``, and the check fails once one has
 # it, so that the list only shrinks. Do not add to it: a new module comes with its test file.
-UNTESTED: frozenset[str] = frozenset({
-    # the contract: models and params, exercised by every verb's tests and tests/core/contract/test_verbs.py
-    f"{CORE}/contract/errors.py", f"{CORE}/contract/memory_names.py", f"{CORE}/contract/models.py",
-    f"{CORE}/contract/params/base.py",
-    f"{CORE}/contract/params/conversations.py", f"{CORE}/contract/params/memory.py",
-    f"{CORE}/contract/params/opening.py", f"{CORE}/contract/params/operations.py",
-    f"{CORE}/contract/params/options.py", f"{CORE}/contract/params/overview.py",
-    f"{CORE}/contract/params/reading.py", f"{CORE}/contract/params/signatures.py",
-    f"{CORE}/contract/params/writing.py",
-    # the command line's human output, through tests/core/cli/test_main.py
-    f"{CORE}/cli/format.py",
-    # the layers' pieces, through the tests of the features and verbs that use them
-    f"{CORE}/facade/roles.py", f"{CORE}/features/graphrag/verbs.py", f"{CORE}/features/memory_files/edits.py",
-    f"{CORE}/features/memory_files/files.py", f"{CORE}/features/memory_files/sync.py",
-    f"{CORE}/features/remembering.py", f"{CORE}/indexes/vector.py", f"{CORE}/indexes/vocabulary.py",
-    f"{CORE}/primitives/background.py", f"{CORE}/primitives/dbapi.py",
-    f"{CORE}/primitives/dialect.py", f"{CORE}/primitives/filters.py",
-    f"{CORE}/primitives/where_sql.py",
-    f"{CORE}/recall/curated.py", f"{CORE}/resident/__init__.py",
-    f"{CORE}/resident/client.py", f"{CORE}/state/scoped.py",
-    # storage: through tests/core/storage/ on both backends
-    f"{CORE}/storage/__init__.py", f"{CORE}/storage/base.py", f"{CORE}/storage/changelog.py",
-    f"{CORE}/storage/checks.py", f"{CORE}/storage/meta.py",
-    f"{CORE}/storage/retry.py", f"{CORE}/storage/vector_rows.py",
-    f"{CORE}/storage/sqlite/changes.py", f"{CORE}/storage/sqlite/vectors.py",
-    # the adapters: through tests/integrations/inspector/test_app.py, mcp/test_server.py and the others
-    f"{INTEGRATIONS}/commands.py", f"{INTEGRATIONS}/extras.py", f"{INTEGRATIONS}/inspector/query.py",
-    f"{INTEGRATIONS}/inspector/sessions.py", f"{INTEGRATIONS}/inspector/views/browse.py",
-    f"{INTEGRATIONS}/inspector/views/files.py", f"{INTEGRATIONS}/inspector/views/graph.py",
-    f"{INTEGRATIONS}/inspector/views/hygiene.py", f"{INTEGRATIONS}/inspector/views/memory.py",
-    f"{INTEGRATIONS}/inspector/views/overview.py", f"{INTEGRATIONS}/inspector/views/playground.py",
-    f"{INTEGRATIONS}/inspector/views/timetravel.py", f"{INTEGRATIONS}/llama_index/storage_context.py",
-    f"{INTEGRATIONS}/mcp/client.py", f"{INTEGRATIONS}/mcp/http.py", f"{INTEGRATIONS}/mcp/reference.py",
-})
+UNTESTED: frozenset[str] = frozenset(
+    {
+        # the contract: models and params, exercised by every verb's tests and tests/core/contract/test_verbs.py
+        f"{CORE}/contract/errors.py",
+        f"{CORE}/contract/memory_names.py",
+        f"{CORE}/contract/models.py",
+        f"{CORE}/contract/params/base.py",
+        f"{CORE}/contract/params/conversations.py",
+        f"{CORE}/contract/params/memory.py",
+        f"{CORE}/contract/params/opening.py",
+        f"{CORE}/contract/params/operations.py",
+        f"{CORE}/contract/params/options.py",
+        f"{CORE}/contract/params/overview.py",
+        f"{CORE}/contract/params/reading.py",
+        f"{CORE}/contract/params/signatures.py",
+        f"{CORE}/contract/params/writing.py",
+        # the command line's human output, through tests/core/cli/test_main.py
+        f"{CORE}/cli/format.py",
+        # the layers' pieces, through the tests of the features and verbs that use them
+        f"{CORE}/facade/roles.py",
+        f"{CORE}/features/graphrag/verbs.py",
+        f"{CORE}/features/memory_files/edits.py",
+        f"{CORE}/features/memory_files/files.py",
+        f"{CORE}/features/memory_files/sync.py",
+        f"{CORE}/features/remembering.py",
+        f"{CORE}/indexes/vector.py",
+        f"{CORE}/indexes/vocabulary.py",
+        f"{CORE}/primitives/background.py",
+        f"{CORE}/primitives/dbapi.py",
+        f"{CORE}/primitives/dialect.py",
+        f"{CORE}/primitives/filters.py",
+        f"{CORE}/primitives/where_sql.py",
+        f"{CORE}/recall/curated.py",
+        f"{CORE}/resident/__init__.py",
+        f"{CORE}/resident/client.py",
+        f"{CORE}/state/scoped.py",
+        # storage: through tests/core/storage/ on both backends
+        f"{CORE}/storage/__init__.py",
+        f"{CORE}/storage/base.py",
+        f"{CORE}/storage/changelog.py",
+        f"{CORE}/storage/checks.py",
+        f"{CORE}/storage/meta.py",
+        f"{CORE}/storage/retry.py",
+        f"{CORE}/storage/vector_rows.py",
+        f"{CORE}/storage/sqlite/changes.py",
+        f"{CORE}/storage/sqlite/vectors.py",
+        # the adapters: through tests/integrations/inspector/test_app.py, mcp/test_server.py and the others
+        f"{INTEGRATIONS}/commands.py",
+        f"{INTEGRATIONS}/extras.py",
+        f"{INTEGRATIONS}/inspector/query.py",
+        f"{INTEGRATIONS}/inspector/sessions.py",
+        f"{INTEGRATIONS}/inspector/views/browse.py",
+        f"{INTEGRATIONS}/inspector/views/files.py",
+        f"{INTEGRATIONS}/inspector/views/graph.py",
+        f"{INTEGRATIONS}/inspector/views/hygiene.py",
+        f"{INTEGRATIONS}/inspector/views/memory.py",
+        f"{INTEGRATIONS}/inspector/views/overview.py",
+        f"{INTEGRATIONS}/inspector/views/playground.py",
+        f"{INTEGRATIONS}/inspector/views/timetravel.py",
+        f"{INTEGRATIONS}/llama_index/storage_context.py",
+        f"{INTEGRATIONS}/mcp/client.py",
+        f"{INTEGRATIONS}/mcp/http.py",
+        f"{INTEGRATIONS}/mcp/reference.py",
+    }
+)
 
 # Test files that still test several modules or a concern no module is named for, each waiting to be
 # split into the modules' own files (the check fails once it is gone, so the list only shrinks).
-UNMIRRORED: frozenset[str] = frozenset({
-    f"{TESTS}/core/features/test_phrase_vectors.py",  # storage's phrase vectors and features/proactive.py
-    f"{TESTS}/core/recall/test_dense_recall.py",  # recall/pipeline.py's dense arm and indexes/vector.py
-    f"{TESTS}/integrations/langchain/test_text_filters.py",  # vectorstores.py, retrievers.py, ../arguments.py
-    f"{TESTS}/integrations/llama_index/test_text_filters.py",  # vector_stores.py, retrievers.py, ../arguments.py
-    f"{TESTS}/integrations/mcp/test_text.py",  # what server.py writes for a model to read
-})
+UNMIRRORED: frozenset[str] = frozenset(
+    {
+        f"{TESTS}/core/features/test_phrase_vectors.py",  # storage's phrase vectors and features/proactive.py
+        f"{TESTS}/core/recall/test_dense_recall.py",  # recall/pipeline.py's dense arm and indexes/vector.py
+        f"{TESTS}/integrations/langchain/test_text_filters.py",  # vectorstores.py, retrievers.py, ../arguments.py
+        f"{TESTS}/integrations/llama_index/test_text_filters.py",  # vector_stores.py, retrievers.py, ../arguments.py
+        f"{TESTS}/integrations/mcp/test_text.py",  # what server.py writes for a model to read
+    }
+)
 
 
 def is_face(path: Path) -> bool:
@@ -334,20 +400,25 @@ def is_face(path: Path) -> bool:
     public face), with nothing of its own to test."""
     return path.name == "__init__.py" and not any(
         isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+    )
 
 
 def mirror_of(module: Path, root: Path) -> Path:
     """Where the tests of ``module`` (a path under ``root``) live."""
     side = {package: folder for folder, package in MIRRORS.items()}
     package, *inner, name = module.relative_to(root).parts
-    return root.joinpath(TESTS, side[package], *inner, "test_package.py" if name == "__init__.py" else f"test_{name}")
+    return root.joinpath(
+        TESTS, side[package], *inner, "test_package.py" if name == "__init__.py" else f"test_{name}"
+    )
 
 
 def unmirrored_tests(root: Path, allowed: frozenset[str] = frozenset()) -> list[str]:
     """Test files under ``tests/core/`` and ``tests/integrations/`` that are no module's (an allowed one
     that is gone, or mirrors a module now, is named too)."""
-    mirrored = {mirror_of(path, root) for package in MIRRORS.values() for path in (root / package).rglob("*.py")}
+    mirrored = {
+        mirror_of(path, root) for package in MIRRORS.values() for path in (root / package).rglob("*.py")
+    }
     bad = []
     for folder in MIRRORS:
         for test in sorted((root / TESTS / folder).rglob("test_*.py")):
@@ -356,7 +427,9 @@ def unmirrored_tests(root: Path, allowed: frozenset[str] = frozenset()) -> list[
                 bad.append(f"{name} tests no module (name it test_<module>.py beside the module's mirror)")
     for name in sorted(allowed):
         if not (root / name).is_file() or root / name in mirrored:
-            bad.append(f"{name} is allowed as unmirrored but is gone or mirrors a module now: take it off the list")
+            bad.append(
+                f"{name} is allowed as unmirrored but is gone or mirrors a module now: take it off the list"
+            )
     return bad
 
 
@@ -369,19 +442,35 @@ def untested_modules(root: Path, allowed: frozenset[str] = frozenset()) -> list[
         name = module.relative_to(root).as_posix()
         if module.name == "__main__.py" or is_face(module) or mirror_of(module, root).is_file():
             if name in allowed and module.name != "__main__.py" and not is_face(module):
-                bad.append(f"{name} has {mirror_of(module, root).relative_to(root).as_posix()} now: "
-                           "take it off the untested list")
+                bad.append(
+                    f"{name} has {mirror_of(module, root).relative_to(root).as_posix()} now: "
+                    "take it off the untested list"
+                )
         elif name not in allowed:
             bad.append(f"{name} has no {mirror_of(module, root).relative_to(root).as_posix()}")
-    bad += [f"{name} is on the untested list but is no module any more" for name in sorted(allowed)
-            if not (root / name).is_file()]
+    bad += [
+        f"{name} is on the untested list but is no module any more"
+        for name in sorted(allowed)
+        if not (root / name).is_file()
+    ]
     return bad
 
 
 FACADE = f"{CORE}/facade"
 # What a verb method may call besides its one call down: the helpers that turn arguments into a params model.
-ARGUMENT_CHECKS = frozenset({"validate", "given", "listed", "path_text", "check_key", "query_vector",
-                             "isinstance", "hasattr", "callable"})
+ARGUMENT_CHECKS = frozenset(
+    {
+        "validate",
+        "given",
+        "listed",
+        "path_text",
+        "check_key",
+        "query_vector",
+        "isinstance",
+        "hasattr",
+        "callable",
+    }
+)
 
 
 def _class(path: Path, name: str) -> ast.ClassDef:
@@ -396,9 +485,13 @@ def vault_private_names(root: Path) -> set[str]:
     (dunders aside)."""
     cls = _class(root / FACADE / "vault.py", "Vault")
     names = {n.name for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    names |= {t.attr for n in ast.walk(cls) if isinstance(n, (ast.Assign, ast.AnnAssign))
-              for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
-              if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"}
+    names |= {
+        t.attr
+        for n in ast.walk(cls)
+        if isinstance(n, (ast.Assign, ast.AnnAssign))
+        for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+        if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
+    }
     return {n for n in names if n.startswith("_") and not n.startswith("__")}
 
 
@@ -415,9 +508,14 @@ def private_vault_reads(root: Path, names: set[str]) -> list[str]:
             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
                 if isinstance(node, ast.Attribute) and node.attr in names:
                     target, name = node.value, node.attr
-                elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-                      and node.func.id in ("getattr", "setattr", "hasattr") and len(node.args) > 1
-                      and isinstance(node.args[1], ast.Constant) and node.args[1].value in names):
+                elif (
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Name)
+                    and node.func.id in ("getattr", "setattr", "hasattr")
+                    and len(node.args) > 1
+                    and isinstance(node.args[1], ast.Constant)
+                    and node.args[1].value in names
+                ):
                     target, name = node.args[0], str(node.args[1].value)
                 else:
                     continue
@@ -440,8 +538,12 @@ def work_table(root: Path) -> dict[str, ast.expr]:
 
 
 def _self_engine(node: ast.expr) -> bool:
-    return (isinstance(node, ast.Attribute) and node.attr == "_engine" and isinstance(node.value, ast.Name)
-            and node.value.id == "self")
+    return (
+        isinstance(node, ast.Attribute)
+        and node.attr == "_engine"
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
+    )
 
 
 def verbs_with_more_than_one_call_down(root: Path) -> list[str]:
@@ -455,7 +557,10 @@ def verbs_with_more_than_one_call_down(root: Path) -> list[str]:
     verbs = set(work_table(root))
     bad = []
     for method in _class(root / FACADE / "vault.py", "Vault").body:
-        if not (isinstance(method, ast.FunctionDef) and _is_edge(method)) or method.name in ("__init__", "call"):
+        if not (isinstance(method, ast.FunctionDef) and _is_edge(method)) or method.name in (
+            "__init__",
+            "call",
+        ):
             continue
         where = f"Vault.{method.name}"
         body = method.body[1:] if ast.get_docstring(method) is not None else method.body
@@ -466,8 +571,12 @@ def verbs_with_more_than_one_call_down(root: Path) -> list[str]:
             continue
         func, down_nodes = down.func, list(ast.walk(last))
         named = down.args[0].value if down.args and isinstance(down.args[0], ast.Constant) else None
-        if isinstance(func, ast.Attribute) and func.attr == "call" and isinstance(func.value, ast.Name) \
-                and func.value.id == "self":
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr == "call"
+            and isinstance(func.value, ast.Name)
+            and func.value.id == "self"
+        ):
             if method.name in verbs and named != method.name:
                 bad.append(f"{where} calls {named!r} down, not its own verb")
             elif named not in verbs:
@@ -476,8 +585,12 @@ def verbs_with_more_than_one_call_down(root: Path) -> list[str]:
             bad.append(f"{where} ends in {ast.unparse(func)}(...), not self.call({method.name!r}, ...)")
         a = method.args
         arguments = a.args + a.kwonlyargs + [n for n in (a.vararg, a.kwarg) if n is not None]
-        own = {a.arg for a in arguments} | {n.id for s in body for n in ast.walk(s)
-                                            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        own = {a.arg for a in arguments} | {
+            n.id
+            for s in body
+            for n in ast.walk(s)
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+        }
         raised = {id(n.exc) for s in body for n in ast.walk(s) if isinstance(n, ast.Raise) and n.exc}
         for node in (n for s in body for n in ast.walk(s)):
             if isinstance(node, ast.Lambda):
@@ -486,8 +599,14 @@ def verbs_with_more_than_one_call_down(root: Path) -> list[str]:
                 bad.append(f"{where}:{node.lineno} uses self before its call down")
             elif isinstance(node, ast.Call) and node is not down and id(node) not in raised:
                 f = node.func
-                if not ((isinstance(f, ast.Name) and f.id in ARGUMENT_CHECKS) or (isinstance(f, ast.Attribute)
-                        and isinstance(f.value, ast.Name) and f.value.id in own - {"self"})):
+                if not (
+                    (isinstance(f, ast.Name) and f.id in ARGUMENT_CHECKS)
+                    or (
+                        isinstance(f, ast.Attribute)
+                        and isinstance(f.value, ast.Name)
+                        and f.value.id in own - {"self"}
+                    )
+                ):
                     bad.append(f"{where}:{node.lineno} calls {ast.unparse(f)}, which checks no argument")
     return bad
 
@@ -508,8 +627,9 @@ def work_not_below(root: Path) -> list[str]:
     methods = {m.name: m for m in vault.body if isinstance(m, ast.FunctionDef)}
     bad = []
     for verb, expr in work_table(root).items():
-        if not (isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name)
-                and expr.value.id in imported):
+        if not (
+            isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id in imported
+        ):
             bad.append(f"{verb}: {ast.unparse(expr)} is not a function of an imported module or class")
             continue
         owner, function = imported[expr.value.id], expr.attr
@@ -517,8 +637,11 @@ def work_not_below(root: Path) -> list[str]:
         if module not in modules or row.get(layer(module), -1) <= row["facade"]:
             bad.append(f"{verb}: {owner}.{function} is not of a layer below the facade")
             continue
-        scope = (ast.parse(modules[module].read_text(encoding="utf-8")).body if owner == module
-                 else _class(modules[module], owner.rpartition(".")[2]).body)  # a method: the engine's recall
+        scope = (
+            ast.parse(modules[module].read_text(encoding="utf-8")).body
+            if owner == module
+            else _class(modules[module], owner.rpartition(".")[2]).body
+        )  # a method: the engine's recall
         defs = [n for n in scope if isinstance(n, ast.FunctionDef) and n.name == function]
         if not defs:
             bad.append(f"{verb}: {owner} defines no function {function}")
@@ -528,8 +651,10 @@ def work_not_below(root: Path) -> list[str]:
         if len(names) < 2 or names[0] not in ("engine", "self") or len(names) - 2 > len(args.defaults):
             bad.append(f"{verb}: {owner}.{function}({', '.join(names)}) does not take (engine, params) alone")
         method = methods.get(verb)
-        said, promised = (ast.unparse(r) if r is not None else "nothing said"
-                          for r in (defs[0].returns, method.returns if method is not None else None))
+        said, promised = (
+            ast.unparse(r) if r is not None else "nothing said"
+            for r in (defs[0].returns, method.returns if method is not None else None)
+        )
         if method is not None and said != promised:
             bad.append(f"{verb}: {owner}.{function} returns {said}, Vault.{verb} {promised}")
     return bad
@@ -579,8 +704,12 @@ def test_the_tree_is_the_drawing() -> None:
     loose = sorted(p.name for p in core.glob("*.py") if p.name != "__init__.py")
     assert not loose, f"modules at the core's top, outside every layer: {loose}"
     packages = {p.name for p in core.iterdir() if (p / "__init__.py").is_file()}
-    assert packages == {name for row in LAYERS for name in row} - {""}, "a layer package not in LAYERS, or gone"
-    shadowing = packages & public_names(core / "__init__.py")  # importing one would set the package's attribute
+    assert packages == {name for row in LAYERS for name in row} - {""}, (
+        "a layer package not in LAYERS, or gone"
+    )
+    shadowing = packages & public_names(
+        core / "__init__.py"
+    )  # importing one would set the package's attribute
     assert not shadowing, f"layer packages named like public names: {sorted(shadowing)}"
     drawing = drawn_layers((ROOT / "docs" / "architecture.md").read_text(encoding="utf-8"), packages)
     assert drawing == list(LAYERS), "docs/architecture.md draws the layers otherwise than LAYERS orders them"
@@ -598,11 +727,24 @@ def test_each_verb_of_the_facade_makes_one_call_down_to_one_function_below() -> 
     assert not bad, "\n".join(bad)
 
 
+@pytest.mark.parametrize("command", [["format", "--check"], ["check"]])
+def test_ruff_passes(command: list[str]) -> None:
+    """The tree is formatted and clean by the rules pyproject.toml sets (``make test`` runs the same first)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "ruff", *command, "--quiet", "."], cwd=ROOT, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
 def test_importing_the_core_loads_no_framework_and_no_adapter() -> None:
     roots = (INTEGRATIONS, *FRAMEWORKS)
-    code = (f"import sys, {CORE}\nfrom {CORE} import Vault\n"
-            f"print(sorted(m for m in sys.modules if m.split('.')[0] in {roots!r}))")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    code = (
+        f"import sys, {CORE}\nfrom {CORE} import Vault\n"
+        f"print(sorted(m for m in sys.modules if m.split('.')[0] in {roots!r}))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
 
@@ -629,15 +771,19 @@ def write(root: Path, files: dict[str, str]) -> Path:
 
 
 def test_the_checks_name_each_violation(tmp_path: Path) -> None:
-    root = write(tmp_path, {
-        f"{CORE}/__init__.py": "from .vault import Vault\n__all__ = ['Vault']\n",
-        f"{CORE}/vault.py": "class Vault: ...\n",
-        f"{CORE}/cli.py": f"def serve():\n    from {INTEGRATIONS}.mcp import server\n",
-        f"{INTEGRATIONS}/__init__.py": "",
-        f"{INTEGRATIONS}/mcp/__init__.py": "from .server import build\n",
-        f"{INTEGRATIONS}/mcp/server.py": (f"from {CORE} import Vault, secret\nfrom {CORE}.vault import Vault\n"
-                                          f"import {CORE}\n"),
-    })
+    root = write(
+        tmp_path,
+        {
+            f"{CORE}/__init__.py": "from .vault import Vault\n__all__ = ['Vault']\n",
+            f"{CORE}/vault.py": "class Vault: ...\n",
+            f"{CORE}/cli.py": f"def serve():\n    from {INTEGRATIONS}.mcp import server\n",
+            f"{INTEGRATIONS}/__init__.py": "",
+            f"{INTEGRATIONS}/mcp/__init__.py": "from .server import build\n",
+            f"{INTEGRATIONS}/mcp/server.py": (
+                f"from {CORE} import Vault, secret\nfrom {CORE}.vault import Vault\nimport {CORE}\n"
+            ),
+        },
+    )
     assert non_public_uses(root) == [
         f"{INTEGRATIONS}.mcp.server:1 imports secret from {CORE}, which is not in its __all__",
         f"{INTEGRATIONS}.mcp.server:2 imports {CORE}.vault (use: from {CORE} import <public names>)",
@@ -647,60 +793,90 @@ def test_the_checks_name_each_violation(tmp_path: Path) -> None:
 
 
 def test_a_cycle_is_found_through_relative_imports_and_type_checking_ones(tmp_path: Path) -> None:
-    root = write(tmp_path, {
-        "pkg/__init__.py": "",
-        "pkg/a.py": "from .b import f\nA = 1\n",
-        "pkg/b.py": "def f():\n    from .sub.c import C\n",
-        "pkg/sub/__init__.py": "",
-        "pkg/sub/c.py": "from ..a import A\n",
-        "pkg/d.py": "import typing\nif typing.TYPE_CHECKING:\n    from .e import E\n",
-        "pkg/e.py": "from .d import x\n",
-    })
+    root = write(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/a.py": "from .b import f\nA = 1\n",
+            "pkg/b.py": "def f():\n    from .sub.c import C\n",
+            "pkg/sub/__init__.py": "",
+            "pkg/sub/c.py": "from ..a import A\n",
+            "pkg/d.py": "import typing\nif typing.TYPE_CHECKING:\n    from .e import E\n",
+            "pkg/e.py": "from .d import x\n",
+        },
+    )
     graph = import_graph(root, "pkg")
-    assert graph["pkg.a"] == {"pkg.b"} and graph["pkg.b"] == {"pkg.sub", "pkg.sub.c"} and graph["pkg.d"] == {"pkg.e"}
-    assert sorted(described([c]) for c in cycles(graph)) == ["pkg.a -> pkg.b -> pkg.sub.c -> pkg.a",
-                                                              "pkg.d -> pkg.e -> pkg.d"]
+    assert (
+        graph["pkg.a"] == {"pkg.b"}
+        and graph["pkg.b"] == {"pkg.sub", "pkg.sub.c"}
+        and graph["pkg.d"] == {"pkg.e"}
+    )
+    assert sorted(described([c]) for c in cycles(graph)) == [
+        "pkg.a -> pkg.b -> pkg.sub.c -> pkg.a",
+        "pkg.d -> pkg.e -> pkg.d",
+    ]
 
 
 def test_a_package_s_init_counts_and_an_upward_import_is_named(tmp_path: Path) -> None:
-    root = write(tmp_path, {
-        "core/__init__.py": "",
-        "core/low/__init__.py": "from .b import B\n",
-        "core/low/a.py": "A = 1\n",
-        "core/low/b.py": "from . import a\nB = a.A\n",  # reads low's namespace, whose __init__ imports b
-        "core/low/d.py": "def f():\n    from ..high import c\n",
-        "core/high/__init__.py": "",
-        "core/high/c.py": "from ..low.a import A\n",  # runs low's __init__ first
-    })
+    root = write(
+        tmp_path,
+        {
+            "core/__init__.py": "",
+            "core/low/__init__.py": "from .b import B\n",
+            "core/low/a.py": "A = 1\n",
+            "core/low/b.py": "from . import a\nB = a.A\n",  # reads low's namespace, whose __init__ imports b
+            "core/low/d.py": "def f():\n    from ..high import c\n",
+            "core/high/__init__.py": "",
+            "core/high/c.py": "from ..low.a import A\n",  # runs low's __init__ first
+        },
+    )
     graph = import_graph(root, "core")
-    assert graph["core.high.c"] == {"core.low", "core.low.a"} and graph["core.low.b"] == {"core.low", "core.low.a"}
+    assert graph["core.high.c"] == {"core.low", "core.low.a"} and graph["core.low.b"] == {
+        "core.low",
+        "core.low.a",
+    }
     assert described(cycles(graph)) == "core.low -> core.low.b -> core.low"
     assert upward_imports(graph, (("high",), ("low",))) == [
         "core.low.d imports core.high: layer 'high' is not beneath 'low'",
         "core.low.d imports core.high.c: layer 'high' is not beneath 'low'",
     ]
-    assert upward_imports(graph, (("high", "low"),))[0].startswith("core.high.c imports core.low: layer 'low'")
+    assert upward_imports(graph, (("high", "low"),))[0].startswith(
+        "core.high.c imports core.low: layer 'low'"
+    )
 
 
 def test_the_drawing_is_read_row_by_row() -> None:
-    text = "## The layers\n\n```\n callers   Python code\n cli/      the command line\n __init__.py  names\n" \
-           " storage/  sqlite/ postgres/     embeddings/  the model\n```\n"
-    assert drawn_layers(text, {"cli", "storage", "embeddings"}) == [("cli",), ("",), ("storage", "embeddings")]
+    text = (
+        "## The layers\n\n```\n callers   Python code\n cli/      the command line\n __init__.py  names\n"
+        " storage/  sqlite/ postgres/     embeddings/  the model\n```\n"
+    )
+    assert drawn_layers(text, {"cli", "storage", "embeddings"}) == [
+        ("cli",),
+        ("",),
+        ("storage", "embeddings"),
+    ]
 
 
 def test_the_seam_check_names_each_leak(tmp_path: Path) -> None:
-    root = write(tmp_path, {
-        f"{CORE}/__init__.py": "",
-        f"{CORE}/storage/__init__.py": "from .sqlite import Backend\n",
-        f"{CORE}/storage/sqlite/__init__.py": 'SQL = "SELECT bm25(entities_fts) FROM entities_fts WHERE entities_fts MATCH ?"\n',
-        f"{CORE}/recall.py": ('"""Keyword recall: FTS5 MATCH, as the docs say."""\n'
-                              "from .storage.sqlite import keyword\n"
-                              'MODE = "fts5"\n'
-                              'Q = "SELECT vid FROM entities_fts WHERE entities_fts MATCH :q"\n'),
-        f"{CORE}/memory.py": ('SET = "INSERT OR REPLACE INTO vault_meta (key, value) VALUES (?, ?)"\n'
-                              "def add(conn):\n"
-                              "    return conn.execute('INSERT INTO links (from_id) VALUES (1)').lastrowid\n"),
-    })
+    root = write(
+        tmp_path,
+        {
+            f"{CORE}/__init__.py": "",
+            f"{CORE}/storage/__init__.py": "from .sqlite import Backend\n",
+            f"{CORE}/storage/sqlite/__init__.py": 'SQL = "SELECT bm25(entities_fts) FROM entities_fts WHERE entities_fts MATCH ?"\n',
+            f"{CORE}/recall.py": (
+                '"""Keyword recall: FTS5 MATCH, as the docs say."""\n'
+                "from .storage.sqlite import keyword\n"
+                'MODE = "fts5"\n'
+                'Q = "SELECT vid FROM entities_fts WHERE entities_fts MATCH :q"\n'
+            ),
+            f"{CORE}/memory.py": (
+                'SET = "INSERT OR REPLACE INTO vault_meta (key, value) VALUES (?, ?)"\n'
+                "def add(conn):\n"
+                "    return conn.execute('INSERT INTO links (from_id) VALUES (1)').lastrowid\n"
+            ),
+        },
+    )
     assert sqlite_outside_storage(root) == [
         f"{CORE}.memory:1 SQL uses 'INSERT OR REPLACE'",
         f"{CORE}.memory:3 reads cursor.lastrowid (use INSERT ... RETURNING)",
@@ -710,25 +886,30 @@ def test_the_seam_check_names_each_leak(tmp_path: Path) -> None:
 
 
 def test_the_mirror_check_names_each_test_file_and_module_out_of_place(tmp_path: Path) -> None:
-    root = write(tmp_path, {
-        f"{CORE}/__init__.py": "from .store import Store\n",  # a face: nothing to test
-        f"{CORE}/store.py": "class Store: ...\n",
-        f"{CORE}/recall/__init__.py": "def recall(): ...\n",  # defines something: test_package.py
-        f"{CORE}/recall/fusion.py": "",
-        f"{CORE}/recall/__main__.py": "recall()\n",
-        f"{CORE}/gone.py": "",
-        f"{INTEGRATIONS}/mcp/server.py": "",
-        f"{TESTS}/core/test_store.py": "",
-        f"{TESTS}/core/recall/test_dense_recall.py": "",
-        f"{TESTS}/core/recall/test_fusion.py": "",
-        f"{TESTS}/core/test_gone.py": "",
-        f"{TESTS}/integrations/mcp/test_text.py": "",
-        f"{TESTS}/reliability/test_crash.py": "",  # the product whole: outside the rule
-        f"{TESTS}/test_layout.py": "",
-    })
+    root = write(
+        tmp_path,
+        {
+            f"{CORE}/__init__.py": "from .store import Store\n",  # a face: nothing to test
+            f"{CORE}/store.py": "class Store: ...\n",
+            f"{CORE}/recall/__init__.py": "def recall(): ...\n",  # defines something: test_package.py
+            f"{CORE}/recall/fusion.py": "",
+            f"{CORE}/recall/__main__.py": "recall()\n",
+            f"{CORE}/gone.py": "",
+            f"{INTEGRATIONS}/mcp/server.py": "",
+            f"{TESTS}/core/test_store.py": "",
+            f"{TESTS}/core/recall/test_dense_recall.py": "",
+            f"{TESTS}/core/recall/test_fusion.py": "",
+            f"{TESTS}/core/test_gone.py": "",
+            f"{TESTS}/integrations/mcp/test_text.py": "",
+            f"{TESTS}/reliability/test_crash.py": "",  # the product whole: outside the rule
+            f"{TESTS}/test_layout.py": "",
+        },
+    )
     lost = " tests no module (name it test_<module>.py beside the module's mirror)"
-    assert unmirrored_tests(root) == [f"{TESTS}/core/recall/test_dense_recall.py{lost}",
-                                      f"{TESTS}/integrations/mcp/test_text.py{lost}"]
+    assert unmirrored_tests(root) == [
+        f"{TESTS}/core/recall/test_dense_recall.py{lost}",
+        f"{TESTS}/integrations/mcp/test_text.py{lost}",
+    ]
     allowed = frozenset({f"{TESTS}/integrations/mcp/test_text.py", f"{TESTS}/core/test_gone.py"})
     assert unmirrored_tests(root, allowed) == [
         f"{TESTS}/core/recall/test_dense_recall.py{lost}",
@@ -747,36 +928,44 @@ def test_the_mirror_check_names_each_test_file_and_module_out_of_place(tmp_path:
 
 
 def test_the_facade_checks_name_each_violation(tmp_path: Path) -> None:
-    root = write(tmp_path, {
-        f"{CORE}/facade/vault.py": (
-            "class Vault:\n"
-            "    def __init__(self):\n        self._engine = open()\n        self.path = ''\n"
-            "    def _read(self, work):\n        return self._engine.read(work)\n"
-            "    @edge\n    def get(self, id) -> E:\n        'One memory.'\n"
-            "        return self.call('get', validate(P, given(id=id)))\n"
-            "    @edge\n    def forget(self, id) -> E:\n"
-            "        p, e = validate(P, {'id': id}), self._engine\n"
-            "        e.write(lambda c: store.forget(c, p.id))\n"
-            "        return e.entity(p.id)\n"
-            "    @edge\n    def scan(self, **f) -> S:\n"
-            "        if 'x' in f:\n            raise InvalidInput('x', 'no')\n"
-            "        return self.call('get', validate(P, {k: v for k, v in f.items()}))\n"
-            "    @edge\n    def wait(self, t):\n        return self._engine.wait(self._engine.index, t)\n"
-            "    @edge\n    def peek(self):\n        return store.peek(self._engine.conn())\n"),
-        f"{CORE}/facade/helpers.py": "def scan(engine, p): ...\n",
-        f"{CORE}/facade/dispatch.py": (
-            "from ..features import work as w\nfrom . import helpers\n"
-            "WORK: dict = {'get': w.get, 'forget': w.forget, 'scan': helpers.scan, 'gone': w.gone,\n"
-            "              'wait': w.scan}\n"),
-        f"{CORE}/features/work.py": ("def get(engine, p, progress=None) -> E:\n    ...\n"
-                                     "def forget(engine) -> E:\n    ...\n"
-                                     "def scan(engine, p) -> list[E]:\n    ...\n"),
-        f"{CORE}/state/scoped.py": ("class Scoped:\n    def __init__(self, vault):\n"
-                                    "        self._engine = vault._engine\n"),
-        f"{INTEGRATIONS}/mcp/server.py": "def run(vault):\n    return getattr(vault, '_read')(None)\n",
-        "benchmarks/speed.py": "def p50(vault):\n    vault._engine.index = None\n",
-        "tests/test_x.py": "def test(vault):\n    assert vault._engine.conn() and vault.engine and vault.closing\n",
-    })
+    root = write(
+        tmp_path,
+        {
+            f"{CORE}/facade/vault.py": (
+                "class Vault:\n"
+                "    def __init__(self):\n        self._engine = open()\n        self.path = ''\n"
+                "    def _read(self, work):\n        return self._engine.read(work)\n"
+                "    @edge\n    def get(self, id) -> E:\n        'One memory.'\n"
+                "        return self.call('get', validate(P, given(id=id)))\n"
+                "    @edge\n    def forget(self, id) -> E:\n"
+                "        p, e = validate(P, {'id': id}), self._engine\n"
+                "        e.write(lambda c: store.forget(c, p.id))\n"
+                "        return e.entity(p.id)\n"
+                "    @edge\n    def scan(self, **f) -> S:\n"
+                "        if 'x' in f:\n            raise InvalidInput('x', 'no')\n"
+                "        return self.call('get', validate(P, {k: v for k, v in f.items()}))\n"
+                "    @edge\n    def wait(self, t):\n        return self._engine.wait(self._engine.index, t)\n"
+                "    @edge\n    def peek(self):\n        return store.peek(self._engine.conn())\n"
+            ),
+            f"{CORE}/facade/helpers.py": "def scan(engine, p): ...\n",
+            f"{CORE}/facade/dispatch.py": (
+                "from ..features import work as w\nfrom . import helpers\n"
+                "WORK: dict = {'get': w.get, 'forget': w.forget, 'scan': helpers.scan, 'gone': w.gone,\n"
+                "              'wait': w.scan}\n"
+            ),
+            f"{CORE}/features/work.py": (
+                "def get(engine, p, progress=None) -> E:\n    ...\n"
+                "def forget(engine) -> E:\n    ...\n"
+                "def scan(engine, p) -> list[E]:\n    ...\n"
+            ),
+            f"{CORE}/state/scoped.py": (
+                "class Scoped:\n    def __init__(self, vault):\n        self._engine = vault._engine\n"
+            ),
+            f"{INTEGRATIONS}/mcp/server.py": "def run(vault):\n    return getattr(vault, '_read')(None)\n",
+            "benchmarks/speed.py": "def p50(vault):\n    vault._engine.index = None\n",
+            "tests/test_x.py": "def test(vault):\n    assert vault._engine.conn() and vault.engine and vault.closing\n",
+        },
+    )
     assert vault_private_names(root) == {"_engine", "_read"}
     assert private_vault_reads(root, vault_private_names(root)) == [
         f"{CORE}/state/scoped.py:3 reads Vault's private _engine",  # its own self._engine is not Vault's

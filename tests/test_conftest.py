@@ -25,14 +25,19 @@ def nothing_required(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_the_four_variables() -> None:
-    assert REQUIRE == {"data": "PERSEUS_VAULT_REQUIRE_DATA", "pg": "PERSEUS_VAULT_REQUIRE_PG",
-                       "browser": "PERSEUS_VAULT_REQUIRE_BROWSER", "index": "PERSEUS_VAULT_REQUIRE_INDEX"}
+    assert REQUIRE == {
+        "data": "PERSEUS_VAULT_REQUIRE_DATA",
+        "pg": "PERSEUS_VAULT_REQUIRE_PG",
+        "browser": "PERSEUS_VAULT_REQUIRE_BROWSER",
+        "index": "PERSEUS_VAULT_REQUIRE_INDEX",
+    }
 
 
 @pytest.mark.parametrize("need", NEEDS)
 @pytest.mark.parametrize("value", [None, "0", ""])
-def test_absent_skips_unless_required(need: str, value: str | None, nothing_required: None,
-                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_absent_skips_unless_required(
+    need: str, value: str | None, nothing_required: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     if value is not None:
         monkeypatch.setenv(REQUIRE[need], value)
     with pytest.raises(pytest.skip.Exception, match="^no widget: install one$"):
@@ -40,7 +45,9 @@ def test_absent_skips_unless_required(need: str, value: str | None, nothing_requ
 
 
 @pytest.mark.parametrize("need", NEEDS)
-def test_absent_fails_when_required(need: str, nothing_required: None, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_absent_fails_when_required(
+    need: str, nothing_required: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv(REQUIRE[need], "1")
     with pytest.raises(pytest.fail.Exception) as failed:
         unavailable(need, "no widget: install one")  # type: ignore[arg-type]
@@ -60,8 +67,9 @@ def test_shared_data_found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     assert shared_data("scifact", "cranfield") == tmp_path
 
 
-def test_missing_collection_skips_with_one_line_naming_it(tmp_path: Path, nothing_required: None,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_collection_skips_with_one_line_naming_it(
+    tmp_path: Path, nothing_required: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     beir(tmp_path, "scifact")
     (tmp_path / "cranfield").mkdir()  # present but incomplete: no queries, no judgements
     (tmp_path / "cranfield" / "corpus.jsonl").write_text("", encoding="utf-8")
@@ -74,16 +82,20 @@ def test_missing_collection_skips_with_one_line_naming_it(tmp_path: Path, nothin
     assert f"PERSEUS_VAULT_DATA={tmp_path}" in reason and "qrels/test.tsv" in reason
 
 
-def test_missing_collection_fails_when_data_is_required(tmp_path: Path, nothing_required: None,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_collection_fails_when_data_is_required(
+    tmp_path: Path, nothing_required: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("PERSEUS_VAULT_DATA", str(tmp_path))
     monkeypatch.setenv("PERSEUS_VAULT_REQUIRE_DATA", "1")
-    with pytest.raises(pytest.fail.Exception, match="collection locomo-dev not found.*PERSEUS_VAULT_REQUIRE_DATA=1"):
+    with pytest.raises(
+        pytest.fail.Exception, match="collection locomo-dev not found.*PERSEUS_VAULT_REQUIRE_DATA=1"
+    ):
         shared_data("locomo-dev")
 
 
-def test_without_the_variable_it_looks_beside_the_checkout_and_above(nothing_required: None,
-                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_the_variable_it_looks_beside_the_checkout_and_above(
+    nothing_required: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("PERSEUS_VAULT_DATA", raising=False)
     try:
         found = shared_data("scifact")

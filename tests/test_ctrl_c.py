@@ -40,8 +40,15 @@ def _interrupt(proc: subprocess.Popen[bytes]) -> tuple[int, str]:
 
 
 def _start(argv: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env={**os.environ, **ENV, **(env or {})}, start_new_session=True, cwd=ROOT)
+    return subprocess.Popen(
+        argv,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, **ENV, **(env or {})},
+        start_new_session=True,
+        cwd=ROOT,
+    )
 
 
 @pytest.mark.parametrize("command", [["serve", "--http"], ["serve", "--no-ui", "--http"], ["ui", "--http"]])
@@ -70,16 +77,19 @@ def test_make_demo_stops_on_ctrl_c_without_a_traceback(tmp_path: Path) -> None:
     if not (ROOT / ".venv" / "bin" / "perseus-vault").exists():
         pytest.skip("make demo runs the checkout's .venv (make setup makes it)")
     port = _free_port()
-    proc = _start(["bash", "scripts/demo.sh"], {"PERSEUS_VAULT_DB": str(tmp_path / "demo.db"),
-                                                "PERSEUS_VAULT_HTTP": f"127.0.0.1:{port}"})
+    proc = _start(
+        ["bash", "scripts/demo.sh"],
+        {"PERSEUS_VAULT_DB": str(tmp_path / "demo.db"), "PERSEUS_VAULT_HTTP": f"127.0.0.1:{port}"},
+    )
     wait_for_port(port, proc, timeout=180)
     code, err = _interrupt(proc)
     assert "Traceback" not in err and err.splitlines()[-1] == "perseus-vault: stopped", err
     assert code == 0
 
 
-def test_a_one_shot_command_interrupted_says_so_in_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_one_shot_command_interrupted_says_so_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     from perseus_vault_core import Vault
 
     call = Vault.call

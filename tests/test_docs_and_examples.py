@@ -43,10 +43,13 @@ def test_readme_starts_with_the_two_commands() -> None:
 @pytest.mark.parametrize("example", EXAMPLES, ids=[e.name for e in EXAMPLES])
 def test_example_runs(example: Path, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     env = dict(os.environ)
-    if example.name == "postgres.py":  # an empty database of its own (skips, or fails under REQUIRE_PG, without one)
+    if (
+        example.name == "postgres.py"
+    ):  # an empty database of its own (skips, or fails under REQUIRE_PG, without one)
         env["PERSEUS_VAULT_PG_URL"] = request.getfixturevalue("pg_url")
-    result = subprocess.run([sys.executable, str(example)], capture_output=True, text=True, cwd=tmp_path, timeout=300,
-                            env=env)
+    result = subprocess.run(
+        [sys.executable, str(example)], capture_output=True, text=True, cwd=tmp_path, timeout=300, env=env
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip()
 
@@ -55,6 +58,8 @@ def test_the_glossary_names_modules_that_exist_and_the_architecture_links_it() -
     glossary = (ROOT / "docs" / "glossary.md").read_text(encoding="utf-8")
     named = set(re.findall(r"`((?:[a-z_]+/)+(?:[a-z_]+\.py)?)`", glossary))
     assert len(named) > 20
-    missing = [m for m in sorted(named) if not (ROOT / "perseus_vault_core" / m).exists() and not (ROOT / m).exists()]
+    missing = [
+        m for m in sorted(named) if not (ROOT / "perseus_vault_core" / m).exists() and not (ROOT / m).exists()
+    ]
     assert not missing, missing
     assert "(glossary.md)" in (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")

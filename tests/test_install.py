@@ -9,12 +9,9 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 import textwrap
 import venv
 from pathlib import Path
-
-import pytest
 
 from .conftest import unavailable
 
@@ -29,9 +26,26 @@ def _size_mb(folder: Path) -> float:
 
 def _copy_source(target: Path) -> None:
     """The checkout as a user's clone has it: no venv, build output, caches or vaults."""
-    shutil.copytree(ROOT, target, ignore=shutil.ignore_patterns(
-        ".venv", ".git", "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache", ".mypy_cache", ".hypothesis",
-        "*.db", "*.db-wal", "*.db-shm", ".cache", "node_modules"))
+    shutil.copytree(
+        ROOT,
+        target,
+        ignore=shutil.ignore_patterns(
+            ".venv",
+            ".git",
+            "build",
+            "dist",
+            "*.egg-info",
+            "__pycache__",
+            ".pytest_cache",
+            ".mypy_cache",
+            ".hypothesis",
+            "*.db",
+            "*.db-wal",
+            "*.db-shm",
+            ".cache",
+            "node_modules",
+        ),
+    )
 
 
 def test_a_fresh_install_without_extras_runs_a_dense_recall(tmp_path: Path) -> None:
@@ -40,13 +54,22 @@ def test_a_fresh_install_without_extras_runs_a_dense_recall(tmp_path: Path) -> N
     python = env_dir / "bin" / "python"
     source = tmp_path / "src"
     _copy_source(source)
-    install = subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", str(source)],
-                             capture_output=True, text=True, timeout=1200)
+    install = subprocess.run(
+        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", str(source)],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
     if install.returncode != 0:
-        lines = [line for line in install.stderr.splitlines() if line.strip() and not line.startswith("WARNING: Location")]
+        lines = [
+            line
+            for line in install.stderr.splitlines()
+            if line.strip() and not line.startswith("WARNING: Location")
+        ]
         unavailable("index", f"pip install . failed (no package index?): {(lines or ['?'])[-1][:200]}")
-    listed = subprocess.run([str(python), "-m", "pip", "list", "--format=freeze"], capture_output=True, text=True,
-                            check=True).stdout.lower()
+    listed = subprocess.run(
+        [str(python), "-m", "pip", "list", "--format=freeze"], capture_output=True, text=True, check=True
+    ).stdout.lower()
     names = {line.split("==")[0] for line in listed.splitlines()}
     assert not names & set(HEAVY), names & set(HEAVY)
     site = next((env_dir / "lib").glob("python*/site-packages"))
@@ -61,8 +84,14 @@ def test_a_fresh_install_without_extras_runs_a_dense_recall(tmp_path: Path) -> N
             print(vault.recall("which database engine did we pick", mode="dense", limit=1).items[0].key)
         print(sorted(m for m in ("torch", "sentence_transformers", "transformers") if m in sys.modules))
     """)
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path), "PERSEUS_VAULT_CACHE": str(tmp_path / "cache")}
-    run = subprocess.run([str(python), "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(tmp_path),
+        "PERSEUS_VAULT_CACHE": str(tmp_path / "cache"),
+    }
+    run = subprocess.run(
+        [str(python), "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300
+    )
     assert run.returncode == 0, run.stderr
     assert run.stdout.split("\n")[:2] == ["db", "[]"]
     assert run.stderr == ""

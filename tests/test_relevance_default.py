@@ -25,7 +25,9 @@ ONE_WORD = "database"  # the ledger's memory says "Postgres": no word in common 
 @pytest.fixture
 def vault(tmp_path: Path, real_embedder: Any) -> Iterator[Vault]:
     with Vault(tmp_path / "v.db", embedder=real_embedder) as v:
-        v.remember("fact", "portal", "The customer portal runs on Vercel; preview deployments per pull request.")
+        v.remember(
+            "fact", "portal", "The customer portal runs on Vercel; preview deployments per pull request."
+        )
         v.remember("decision", "db", "The ledger keeps its books in Postgres 15.")
         v.remember("preference", "reviews", "The user wants code reviews within one working day.")
         yield v

@@ -34,19 +34,28 @@ def progress_flags(p: argparse.ArgumentParser) -> None:
 
 
 def scan_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--all", action="store_true", help="follow the cursor to the end: one line (or JSON object) a memory")
+    p.add_argument(
+        "--all", action="store_true", help="follow the cursor to the end: one line (or JSON object) a memory"
+    )
 
 
 def rekey_flags(p: argparse.ArgumentParser) -> None:
     # Keys come from a file or the environment only: a key on the command line lands in shell
     # history and in every process listing.
-    p.add_argument("--new-key-file", dest="new_key_file", metavar="PATH",
-                   help=f"file holding the new key (default: ${NEW_KEY_ENV})")
+    p.add_argument(
+        "--new-key-file",
+        dest="new_key_file",
+        metavar="PATH",
+        help=f"file holding the new key (default: ${NEW_KEY_ENV})",
+    )
 
 
 def messages_file(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", help="the messages as a JSON array or JSON Lines ({speaker, text, time, role, id}), "
-                                "or - for standard input")
+    p.add_argument(
+        "file",
+        help="the messages as a JSON array or JSON Lines ({speaker, text, time, role, id}), "
+        "or - for standard input",
+    )
 
 
 # --- handlers --------------------------------------------------------------------------------------
@@ -57,7 +66,9 @@ def _progress_bar(args: argparse.Namespace, unit: str, desc: str) -> Iterator[Ca
     """A progress callback drawing on stderr (on a terminal, or with --progress; never with --quiet)."""
     from tqdm import tqdm
 
-    bar = tqdm(total=0, unit=unit, desc=desc, disable=args.quiet or not sys.stderr.isatty() and not args.progress)
+    bar = tqdm(
+        total=0, unit=unit, desc=desc, disable=args.quiet or not sys.stderr.isatty() and not args.progress
+    )
 
     def progress(done: int, total: int) -> None:
         bar.total = total
@@ -72,7 +83,9 @@ def _progress_bar(args: argparse.Namespace, unit: str, desc: str) -> Iterator[Ca
 
 def migrate_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("db", metavar="SRC", help="the vault to copy: a file, or a postgresql:// URL")
-    p.add_argument("target", metavar="DST", help="where to copy it: a new file, or an empty PostgreSQL database's URL")
+    p.add_argument(
+        "target", metavar="DST", help="where to copy it: a new file, or an empty PostgreSQL database's URL"
+    )
 
 
 def migrate(vault: Vault, args: argparse.Namespace, given: dict[str, Any]) -> Any:
@@ -83,9 +96,15 @@ def migrate(vault: Vault, args: argparse.Namespace, given: dict[str, Any]) -> An
 
 def bind_role_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("role", help="an existing database role (CREATE ROLE name LOGIN PASSWORD '...')")
-    p.add_argument("--agent-id", dest="agent_id", metavar="AGENT", help="the agent it is bound to (default: none)")
-    p.add_argument("--workspace-hash", dest="workspace_hash", metavar="WORKSPACE",
-                   help="the workspace it is bound to (default: none)")
+    p.add_argument(
+        "--agent-id", dest="agent_id", metavar="AGENT", help="the agent it is bound to (default: none)"
+    )
+    p.add_argument(
+        "--workspace-hash",
+        dest="workspace_hash",
+        metavar="WORKSPACE",
+        help="the workspace it is bound to (default: none)",
+    )
 
 
 def bind_role(vault: Vault, args: argparse.Namespace, given: dict[str, Any]) -> Any:
@@ -215,7 +234,9 @@ def read_messages(source: str) -> list[Any]:
         try:
             messages: list[Any] = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise InvalidInput("messages", f"is not a valid JSON array ({exc.msg}, line {exc.lineno})") from None
+            raise InvalidInput(
+                "messages", f"is not a valid JSON array ({exc.msg}, line {exc.lineno})"
+            ) from None
         return messages
     out = []
     for number, line in enumerate(text.splitlines(), start=1):

@@ -96,7 +96,11 @@ def shape(name: str, field: FieldInfo) -> Shape:
             return Shape("str")
         if get_origin(form) is list and _forms(get_args(form)[0], []) in ([str], [int]):
             return Shape("list" if _forms(get_args(form)[0], []) == [str] else "ids")  # ids: memory ids
-        if form is dict or get_origin(form) is dict or (isinstance(form, type) and issubclass(form, BaseModel)):
+        if (
+            form is dict
+            or get_origin(form) is dict
+            or (isinstance(form, type) and issubclass(form, BaseModel))
+        ):
             return Shape("json")
     raise TypeError(f"{name}: no command-line form for {field.annotation}")
 
@@ -161,7 +165,9 @@ class NumberOr:
         try:
             return float(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a number or {' or '.join(self.words)}, got {text!r}") from None
+            raise argparse.ArgumentTypeError(
+                f"expected a number or {' or '.join(self.words)}, got {text!r}"
+            ) from None
 
 
 def _type(s: Shape) -> Any:
@@ -178,12 +184,23 @@ def option(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-def add_field(parser: argparse.ArgumentParser, name: str, field: FieldInfo, *, positional: bool = False,
-              aliases: tuple[str, ...] = (), optional: str | None = None, piped: bool = False) -> argparse.Action:
+def add_field(
+    parser: argparse.ArgumentParser,
+    name: str,
+    field: FieldInfo,
+    *,
+    positional: bool = False,
+    aliases: tuple[str, ...] = (),
+    optional: str | None = None,
+    piped: bool = False,
+) -> argparse.Action:
     """One argument for ``field``: positional (``optional``: the value when it is left out) or an option;
     ``piped``: ``-`` stands for standard input."""
     s = shape(name, field)
-    kwargs: dict[str, Any] = {"type": _type(s), "choices": s.choices if s.kind == "str" and s.choices else None}
+    kwargs: dict[str, Any] = {
+        "type": _type(s),
+        "choices": s.choices if s.kind == "str" and s.choices else None,
+    }
     if positional:
         kwargs["help"] = help_text(field, s, name) + (" (- reads it from standard input)" if piped else "")
         if optional is not None:
@@ -194,26 +211,52 @@ def add_field(parser: argparse.ArgumentParser, name: str, field: FieldInfo, *, p
     if s.kind == "switch":
         if value is True:
             flags = [option("no_" + name), *aliases]
-        action: Any = argparse.BooleanOptionalAction if value is None else (
-            "store_false" if value is True else "store_true")
-        return parser.add_argument(*flags, dest=name, action=action, default=argparse.SUPPRESS,
-                                   help=help_text(field, s, flags[0]))
+        action: Any = (
+            argparse.BooleanOptionalAction
+            if value is None
+            else ("store_false" if value is True else "store_true")
+        )
+        return parser.add_argument(
+            *flags, dest=name, action=action, default=argparse.SUPPRESS, help=help_text(field, s, flags[0])
+        )
     if s.kind in ("list", "ids"):
         kwargs["action"] = "append"
-    metavar = (f"X|{'|'.join(s.choices)}" if s.kind == "number_or" else
-               None if kwargs["choices"] else _METAVARS.get(s.kind, name.upper()))
-    return parser.add_argument(*flags, dest=name, default=argparse.SUPPRESS, metavar=metavar,
-                               help=help_text(field, s, flags[0]), **kwargs)
+    metavar = (
+        f"X|{'|'.join(s.choices)}"
+        if s.kind == "number_or"
+        else None
+        if kwargs["choices"]
+        else _METAVARS.get(s.kind, name.upper())
+    )
+    return parser.add_argument(
+        *flags,
+        dest=name,
+        default=argparse.SUPPRESS,
+        metavar=metavar,
+        help=help_text(field, s, flags[0]),
+        **kwargs,
+    )
 
 
-def add_fields(parser: argparse.ArgumentParser, model: type[BaseModel], names: list[str], *,
-               positional: list[str], aliases: Mapping[str, tuple[str, ...]], optional: Mapping[str, str],
-               piped: str = "") -> None:
+def add_fields(
+    parser: argparse.ArgumentParser,
+    model: type[BaseModel],
+    names: list[str],
+    *,
+    positional: list[str],
+    aliases: Mapping[str, tuple[str, ...]],
+    optional: Mapping[str, str],
+    piped: str = "",
+) -> None:
     """The arguments for ``names`` of ``model``: ``positional`` first, in that order, then the options,
     the rarely needed knobs (:func:`params.advanced`) last; ``piped``: the positional ``-`` reads from stdin."""
     fields = model.model_fields
     for name in positional:
-        add_field(parser, name, fields[name], positional=True, optional=optional.get(name), piped=name == piped)
+        add_field(
+            parser, name, fields[name], positional=True, optional=optional.get(name), piped=name == piped
+        )
     options = [n for n in names if n not in positional]
-    for name in sorted(options, key=lambda n: is_advanced(fields[n])):  # a stable sort keeps the model's order
+    for name in sorted(
+        options, key=lambda n: is_advanced(fields[n])
+    ):  # a stable sort keeps the model's order
         add_field(parser, name, fields[name], aliases=aliases.get(name, ()))

@@ -39,8 +39,14 @@ def emit(args: argparse.Namespace, value: Any, show: Show) -> None:
     line, when that is nothing); either way with no control character a terminal would act on
     (text.for_terminal)."""
     if args.json:
-        print(for_terminal(value.model_dump_json() if isinstance(value, BaseModel)
-                           else json.dumps(value, ensure_ascii=False), json=True))
+        print(
+            for_terminal(
+                value.model_dump_json()
+                if isinstance(value, BaseModel)
+                else json.dumps(value, ensure_ascii=False),
+                json=True,
+            )
+        )
     else:
         text = show(value, args)
         if text:
@@ -82,10 +88,13 @@ def entity_line(e: Any) -> str:
 
 
 def entity(e: Entity, _: argparse.Namespace | None = None) -> str:
-    lines = [f"#{e.id} [{name(e)}] {e.type}, version {e.version}, {e.status}",
-             f"true from {instant(true_from(e))}" + (f" to {instant(e.valid_to_ms)}" if e.valid_to_ms is not None else "")
-             + f"; created {instant(e.created_at_ms)}, this version written {instant(e.updated_at_ms)}"
-             + (f", expires {instant(e.expires_at_ms)}" if e.expires_at_ms is not None else "")]
+    lines = [
+        f"#{e.id} [{name(e)}] {e.type}, version {e.version}, {e.status}",
+        f"true from {instant(true_from(e))}"
+        + (f" to {instant(e.valid_to_ms)}" if e.valid_to_ms is not None else "")
+        + f"; created {instant(e.created_at_ms)}, this version written {instant(e.updated_at_ms)}"
+        + (f", expires {instant(e.expires_at_ms)}" if e.expires_at_ms is not None else ""),
+    ]
     if e.summary:
         lines.append(e.summary)
     lines.append(e.content)
@@ -128,8 +137,11 @@ def scan(page: ScanPage, _: argparse.Namespace) -> str:
 
 def history(page: HistoryPage, args: argparse.Namespace) -> str:
     lines = [f"{page.total} version(s) of {args.category}/{args.key}, newest first:"]
-    lines += [f"v{e.version} {e.change:<9} {e.status:<10} recorded {instant(e.recorded_from_ms)}, true from {truth(e)}: "
-              f"{short(e.content, 80)}" for e in page.items]
+    lines += [
+        f"v{e.version} {e.change:<9} {e.status:<10} recorded {instant(e.recorded_from_ms)}, true from {truth(e)}: "
+        f"{short(e.content, 80)}"
+        for e in page.items
+    ]
     return "\n".join(lines)
 
 
@@ -142,8 +154,11 @@ def valid_at(e: Entity | None, args: argparse.Namespace) -> str:
 
 
 def bitemporal(e: Entity | None, args: argparse.Namespace) -> str:
-    return entity(e) if e else no_version(args.category, args.key, as_of=args.as_of_unix_ms,
-                                          valid_at=args.valid_at_unix_ms)
+    return (
+        entity(e)
+        if e
+        else no_version(args.category, args.key, as_of=args.as_of_unix_ms, valid_at=args.valid_at_unix_ms)
+    )
 
 
 def counts(c: Counts, _: argparse.Namespace) -> str:
@@ -152,10 +167,15 @@ def counts(c: Counts, _: argparse.Namespace) -> str:
         return f"{name}: " + (", ".join(f"{k} {n}" for k, n in pairs) or "none") + more
 
     scopes = [(f"{s.agent_id or '-'}/{s.workspace_hash or '-'}", s.count) for s in c.by_scope]
-    return "\n".join([f"{c.total} memories", listed("status", c.by_status.items(), 0, 0),
-                      listed("scope (agent/workspace)", scopes, len(scopes), c.scopes),
-                      listed("type", c.by_type.items(), len(c.by_type), c.types),
-                      listed("category", c.by_category.items(), len(c.by_category), c.categories)])
+    return "\n".join(
+        [
+            f"{c.total} memories",
+            listed("status", c.by_status.items(), 0, 0),
+            listed("scope (agent/workspace)", scopes, len(scopes), c.scopes),
+            listed("type", c.by_type.items(), len(c.by_type), c.types),
+            listed("category", c.by_category.items(), len(c.by_category), c.categories),
+        ]
+    )
 
 
 def recent(page: ScanPage, _: argparse.Namespace) -> str:
@@ -165,19 +185,33 @@ def recent(page: ScanPage, _: argparse.Namespace) -> str:
 
 
 def hygiene(report: HygieneReport, _: argparse.Namespace) -> str:
-    settle = ([f"{len(report.conflicts)} pair(s) that may state one fact two ways (newer first; supersede, or "
-               "unlink their inferred link):"]
-              + [f"#{c.newer} ({date(c.newer_true_from_ms)}) {short(c.newer_preview, 60)}  <->  #{c.older} "
-                 f"({date(c.older_true_from_ms)}) {short(c.older_preview, 60)}" for c in report.conflicts]
-              if report.conflicts else [])
+    settle = (
+        [
+            f"{len(report.conflicts)} pair(s) that may state one fact two ways (newer first; supersede, or "
+            "unlink their inferred link):"
+        ]
+        + [
+            f"#{c.newer} ({date(c.newer_true_from_ms)}) {short(c.newer_preview, 60)}  <->  #{c.older} "
+            f"({date(c.older_true_from_ms)}) {short(c.older_preview, 60)}"
+            for c in report.conflicts
+        ]
+        if report.conflicts
+        else []
+    )
     if not report.total:
         return "\n".join([f"nothing to flag among {report.scanned} active memories", *settle])
     tally = ", ".join(f"{reason} {n}" for reason, n in report.counts.items() if n)
-    lines = [f"{report.total} of {report.scanned} active memories flagged, showing {len(report.items)}: {tally}"]
+    lines = [
+        f"{report.total} of {report.scanned} active memories flagged, showing {len(report.items)}: {tally}"
+    ]
     for item in report.items:
-        reasons = ", ".join(f"{r} of #{item.duplicate_of}" if r.endswith("duplicate") else r for r in item.reasons)
-        lines.append(f"#{item.id} [{name(item)}] actionability {item.actionability:.2f}: {reasons}"
-                     f"  {short(item.preview)}")
+        reasons = ", ".join(
+            f"{r} of #{item.duplicate_of}" if r.endswith("duplicate") else r for r in item.reasons
+        )
+        lines.append(
+            f"#{item.id} [{name(item)}] actionability {item.actionability:.2f}: {reasons}"
+            f"  {short(item.preview)}"
+        )
     return "\n".join(lines + settle)
 
 
@@ -187,7 +221,9 @@ def traverse(walk: TraverseResult, _: argparse.Namespace) -> str:
 
 
 def communities(r: CommunitiesResult, _: argparse.Namespace) -> str:
-    lines = [f"{r.total} communit{'y' if r.total == 1 else 'ies'} ({r.method}; {r.nodes} entities, {r.edges} links)"]
+    lines = [
+        f"{r.total} communit{'y' if r.total == 1 else 'ies'} ({r.method}; {r.nodes} entities, {r.edges} links)"
+    ]
     for c in r.communities:
         central = "; ".join(f"#{m.id} {short(m.title, 40)}" for m in c.central[:3])
         summary = f"  summary #{c.summary_id}" if c.summary_id is not None else ""
@@ -198,30 +234,39 @@ def communities(r: CommunitiesResult, _: argparse.Namespace) -> str:
 def recall_when(r: RecallWhenResult, _: argparse.Namespace) -> str:
     if not r.items:
         return "no trigger matches"
-    return "\n".join(f"{i.score:6.3f}  {i.match:8s} \"{i.trigger}\"  {entity_line(i)}" for i in r.items)
+    return "\n".join(f'{i.score:6.3f}  {i.match:8s} "{i.trigger}"  {entity_line(i)}' for i in r.items)
 
 
 def memory_import(r: MemoryImportReport, _: argparse.Namespace) -> str:
-    head = (f"{r.files} file(s): {r.entries_created} entries written, {r.entries_unchanged} unchanged, "
-            f"{r.entries_archived} archived; {r.notes} note(s), {r.links} link(s)"
-            + (f"; bound to {r.bound_folder}" if r.bound_folder else ""))
-    return "\n".join([head] + [f"skipped {s.file}.md:{s.line}: {s.reason}: {short(s.text, 60)}" for s in r.skipped])
+    head = (
+        f"{r.files} file(s): {r.entries_created} entries written, {r.entries_unchanged} unchanged, "
+        f"{r.entries_archived} archived; {r.notes} note(s), {r.links} link(s)"
+        + (f"; bound to {r.bound_folder}" if r.bound_folder else "")
+    )
+    return "\n".join(
+        [head] + [f"skipped {s.file}.md:{s.line}: {s.reason}: {short(s.text, 60)}" for s in r.skipped]
+    )
 
 
 def memory_recall(r: MemoryRecallResult, _: argparse.Namespace) -> str:
     if not r.entries:
         return "no matching entries"
-    head = f"{r.total} matching entr{'y' if r.total == 1 else 'ies'} ({r.search_mode}" + (
-        f", showing the {len(r.entries)} most relevant" if r.truncated else "") + "), oldest first:"
+    head = (
+        f"{r.total} matching entr{'y' if r.total == 1 else 'ies'} ({r.search_mode}"
+        + (f", showing the {len(r.entries)} most relevant" if r.truncated else "")
+        + "), oldest first:"
+    )
     return "\n".join([head] + [f"{e.date}  {e.file} / {e.section}: {short(e.text)}" for e in r.entries])
 
 
 def memory_change(verb: str) -> Show:
     """An entry added or deleted: where, and which file was rewritten."""
+
     def show(r: Any, _: argparse.Namespace) -> str:
         what = f": {short(r.entry.text, 60)}" if verb == "deleted from" else ""
-        return (f"{verb} {r.file} / {r.entry.section} ({r.entry.date}){what}"
-                + (f"; rewrote {r.written}" if r.written else ""))
+        return f"{verb} {r.file} / {r.entry.section} ({r.entry.date}){what}" + (
+            f"; rewrote {r.written}" if r.written else ""
+        )
 
     return show
 
@@ -231,8 +276,11 @@ def conversation(r: Any, args: argparse.Namespace) -> str:
 
 
 def conversation_write(r: Any, _: argparse.Namespace) -> str:
-    return (f"conversation {r.session}: {r.created} new, {r.updated} updated, {r.unchanged} unchanged"
-            + (f", {r.skipped} forgotten (left so)" if r.skipped else "") + f" turn(s); last turn {r.last_turn}")
+    return (
+        f"conversation {r.session}: {r.created} new, {r.updated} updated, {r.unchanged} unchanged"
+        + (f", {r.skipped} forgotten (left so)" if r.skipped else "")
+        + f" turn(s); last turn {r.last_turn}"
+    )
 
 
 def check(r: Any, _: argparse.Namespace) -> str:
@@ -241,34 +289,49 @@ def check(r: Any, _: argparse.Namespace) -> str:
 
 def reindex(r: Any, _: argparse.Namespace) -> str:
     judged = f"; relations judged for {r.relations_judged:,} memories" if r.relations_judged else ""
-    return f"reindexed{judged}; check ok" if r.ok else f"reindexed{judged}; problems remain:\n" + "\n".join(f"- {p}" for p in r.problems)
+    return (
+        f"reindexed{judged}; check ok"
+        if r.ok
+        else f"reindexed{judged}; problems remain:\n" + "\n".join(f"- {p}" for p in r.problems)
+    )
 
 
 def stats(s: Any, _: argparse.Namespace) -> str:
     """The vault at a glance, a line per subject (``--json``: every field as it is)."""
-    engine = (f"SQLite {s.sqlite_version} through {s.sqlite_driver}, sqlite-vec {s.sqlite_vec_version}"
-              if s.backend == "sqlite" else f"PostgreSQL {s.sqlite_version} through {s.sqlite_driver}, {s.sqlite_vec_version}")
+    engine = (
+        f"SQLite {s.sqlite_version} through {s.sqlite_driver}, sqlite-vec {s.sqlite_vec_version}"
+        if s.backend == "sqlite"
+        else f"PostgreSQL {s.sqlite_version} through {s.sqlite_driver}, {s.sqlite_vec_version}"
+    )
     statuses = ", ".join(f"{n:,} {status}" for status, n in s.by_status.items() if n) or "none"
     if s.embedding_model is None:
         vectors = "none (no embedding model has written to this vault)"
     else:
-        vectors = (f"{s.embedded:,} of {s.entities:,} memories embedded ({s.embedding_coverage:.0%}) with "
-                   f"{s.embedding_model}, {s.embedding_dimension} dimensions")
-    rows = [("vault", f"{s.path} ({s.backend}, schema {s.schema_version}, {size(s.db_bytes)}"
-                      + (", encrypted at rest)" if s.encrypted else ")")),
-            ("memories", f"{s.entities:,} ({statuses})"),
-            ("versions", f"{s.versions:,}"),
-            ("links", f"{s.links:,}"),
-            ("vectors", vectors),
-            ("keyword index", s.keyword_index),
-            ("vector index", s.vector_index),
-            ("engine", engine)]
+        vectors = (
+            f"{s.embedded:,} of {s.entities:,} memories embedded ({s.embedding_coverage:.0%}) with "
+            f"{s.embedding_model}, {s.embedding_dimension} dimensions"
+        )
+    rows = [
+        (
+            "vault",
+            f"{s.path} ({s.backend}, schema {s.schema_version}, {size(s.db_bytes)}"
+            + (", encrypted at rest)" if s.encrypted else ")"),
+        ),
+        ("memories", f"{s.entities:,} ({statuses})"),
+        ("versions", f"{s.versions:,}"),
+        ("links", f"{s.links:,}"),
+        ("vectors", vectors),
+        ("keyword index", s.keyword_index),
+        ("vector index", s.vector_index),
+        ("engine", engine),
+    ]
     return "\n".join(f"{name:<15}{value}" for name, value in rows)
 
 
 def line(template: str) -> Show:
     """An answer of one line: ``template`` formatted with the result's fields (a model's or a dict's), a
     memory's name on one line whatever an older vault stored in it (text.escape_breaks)."""
+
     def show(r: Any, _: argparse.Namespace) -> str:
         fields = r if isinstance(r, dict) else r.__dict__ | {"r": r}
         names = {k: escape_breaks(fields[k]) for k in ("category", "key") if isinstance(fields.get(k), str)}
@@ -280,13 +343,18 @@ def line(template: str) -> Show:
 def role_binding(r: Any, _: argparse.Namespace) -> str:
     text = f"role {r.role} now sees agent {r.agent_id!r}, workspace {r.workspace_hash!r} only"
     if r.temporary_objects:  # the database is not the vault's role's: its owner may take TEMPORARY away
-        text += ("; it may still create temporary objects on this database (its owner may revoke TEMPORARY from "
-                 "PUBLIC: docs/postgres.md)")
+        text += (
+            "; it may still create temporary objects on this database (its owner may revoke TEMPORARY from "
+            "PUBLIC: docs/postgres.md)"
+        )
     return text
 
 
 def memory_files(r: Any, _: argparse.Namespace) -> str:
-    return "\n".join(f"{f.file}  {f.entries} entries  [{', '.join(f.sections)}]" for f in r.files) or "no memory files"
+    return (
+        "\n".join(f"{f.file}  {f.entries} entries  [{', '.join(f.sections)}]" for f in r.files)
+        or "no memory files"
+    )
 
 
 def community_summary(r: Any, _: argparse.Namespace) -> str:

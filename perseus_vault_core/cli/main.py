@@ -63,8 +63,12 @@ def _parser_for(argv: Sequence[str]) -> argparse.ArgumentParser:
     return built.parser
 
 
-def main(argv: Sequence[str] | None = None, *, vault: Vault | None = None,
-         accept: Callable[[argparse.Namespace], None] | None = None) -> int:
+def main(
+    argv: Sequence[str] | None = None,
+    *,
+    vault: Vault | None = None,
+    accept: Callable[[argparse.Namespace], None] | None = None,
+) -> int:
     """Run one command line; its exit status. ``vault``: answer with this open vault instead of opening
     ``--db`` (the resident helper's, resident/server.py), after ``accept`` has seen the parsed call."""
     from ..contract.errors import VaultError

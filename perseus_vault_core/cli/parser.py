@@ -35,10 +35,20 @@ class Parser(argparse.ArgumentParser):
         parsed, extras = self.parse_known_args(args, namespace)
         if extras:
             options = _options(self, parsed)
-            near = {word: found[0] for word in extras if word.startswith("-")
-                    for found in [difflib.get_close_matches(word.split("=", 1)[0], options, n=1, cutoff=0.6)] if found}
-            hint = (f" (did you mean {next(iter(near.values()))}?)" if len(near) == 1 else
-                    " (did you mean " + ", ".join(f"{n} for {w}" for w, n in near.items()) + "?)" if near else "")
+            near = {
+                word: found[0]
+                for word in extras
+                if word.startswith("-")
+                for found in [difflib.get_close_matches(word.split("=", 1)[0], options, n=1, cutoff=0.6)]
+                if found
+            }
+            hint = (
+                f" (did you mean {next(iter(near.values()))}?)"
+                if len(near) == 1
+                else " (did you mean " + ", ".join(f"{n} for {w}" for w, n in near.items()) + "?)"
+                if near
+                else ""
+            )
             self.error(f"unrecognized arguments: {' '.join(extras)}{hint}")
         return parsed
 
@@ -60,15 +70,21 @@ class Commands:
 
     def __init__(self) -> None:
         self.common = Parser(add_help=False)
-        self.common.add_argument("--db", default=argparse.SUPPRESS,
-                                 help="vault file or postgresql:// URL (default: $PERSEUS_VAULT_DB or perseus_vault.db)")
-        self.common.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
-                                 help="machine-readable output")
-        self.parser = Parser(prog=PROG, description="Long-term memory for AI agents in one SQLite file.",
-                             parents=[self.common])
+        self.common.add_argument(
+            "--db",
+            default=argparse.SUPPRESS,
+            help="vault file or postgresql:// URL (default: $PERSEUS_VAULT_DB or perseus_vault.db)",
+        )
+        self.common.add_argument(
+            "--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable output"
+        )
+        self.parser = Parser(
+            prog=PROG, description="Long-term memory for AI agents in one SQLite file.", parents=[self.common]
+        )
         self.parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
-        self.sub: Any = self.parser.add_subparsers(dest="command", required=True, parser_class=Parser,
-                                                   metavar="command")
+        self.sub: Any = self.parser.add_subparsers(
+            dest="command", required=True, parser_class=Parser, metavar="command"
+        )
         self.groups: dict[str, Any] = {}
         self.plugins: list[Plugin] = []
 
@@ -82,11 +98,19 @@ class Commands:
         spec = command.spec
         summary = command.summary or (spec.summary if spec is not None else "")
         about = command.about or (spec.description if spec is not None else summary)
-        p: argparse.ArgumentParser = self._under(group).add_parser(word, parents=[self.common], help=summary,
-                                                                   description=about)
+        p: argparse.ArgumentParser = self._under(group).add_parser(
+            word, parents=[self.common], help=summary, description=about
+        )
         if arguments and spec is not None:
-            add_fields(p, spec.params, command.fields, positional=command.positional,
-                       aliases=command.option_aliases(), optional=command.optional, piped=command.stdin)
+            add_fields(
+                p,
+                spec.params,
+                command.fields,
+                positional=command.positional,
+                aliases=command.option_aliases(),
+                optional=command.optional,
+                piped=command.stdin,
+            )
         if arguments and command.flags is not None:
             command.flags(p)
         p.set_defaults(func=partial(commands.invoke, command), creates=command.creates, serves=command.serves)
@@ -108,8 +132,9 @@ class Commands:
         for plugin in discover():
             if self.knows(plugin.name):
                 continue  # a built-in command is never replaced
-            p = self.sub.add_parser(plugin.name, parents=[self.common], help=plugin.summary,
-                                    description=plugin.about)
+            p = self.sub.add_parser(
+                plugin.name, parents=[self.common], help=plugin.summary, description=plugin.about
+            )
             plugin.arguments(p)
             p.set_defaults(func=plugin.run, creates=plugin.creates, serves=plugin.serves)
             self.plugins.append(plugin)

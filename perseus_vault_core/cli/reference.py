@@ -66,11 +66,16 @@ def _usage(words: str, parser: argparse.ArgumentParser) -> str:
         if not a.option_strings:
             parts.append(f"[{a.dest.upper()}]" if a.nargs == "?" else a.dest.upper())
         elif a.nargs == 0:
-            parts.append(f"[{' | '.join(a.option_strings[:2])}]" if isinstance(a, argparse.BooleanOptionalAction)
-                         else f"[{a.option_strings[0]}]")
+            parts.append(
+                f"[{' | '.join(a.option_strings[:2])}]"
+                if isinstance(a, argparse.BooleanOptionalAction)
+                else f"[{a.option_strings[0]}]"
+            )
         else:
             value = "|".join(map(str, a.choices)) if a.choices else str(a.metavar or a.dest.upper())
-            parts.append(f"[{a.option_strings[0]} {value}]" + ("..." if isinstance(a, argparse._AppendAction) else ""))
+            parts.append(
+                f"[{a.option_strings[0]} {value}]" + ("..." if isinstance(a, argparse._AppendAction) else "")
+            )
     lines = [parts[0]]
     for part in parts[1:]:  # wrapped between arguments, never inside one
         if len(lines[-1]) + 1 + len(part) > _WIDTH:
@@ -86,7 +91,12 @@ def _value(a: argparse.Action) -> str:
         return " \\| ".join(f"`{c}`" for c in a.choices)
     if isinstance(a.type, NumberOr):
         return f"number or {' or '.join(f'`{w}`' for w in a.type.words)}"
-    words = {int: "integer", float: "number", time_value: "time (unix ms or ISO 8601)", json_value: "JSON object"}
+    words = {
+        int: "integer",
+        float: "number",
+        time_value: "time (unix ms or ISO 8601)",
+        json_value: "JSON object",
+    }
     value = words.get(a.type, "text") if a.type is not None else "text"
     return value + (", repeatable" if isinstance(a, argparse._AppendAction) else "")
 
@@ -115,8 +125,12 @@ def reference() -> str:
     built = builtins()
     built.add_plugins()
     parsers = listed(built.parser)
-    creators = [f"`{c.name}`" for c in COMMANDS if c.creates] + [f"`{p.name}`" for p in built.plugins if p.creates]
-    short = [f"`{s}` for `--{name.replace('_', '-')}`" for name, spellings in SHORT.items() for s in spellings]
+    creators = [f"`{c.name}`" for c in COMMANDS if c.creates] + [
+        f"`{p.name}`" for p in built.plugins if p.creates
+    ]
+    short = [
+        f"`{s}` for `--{name.replace('_', '-')}`" for name, spellings in SHORT.items() for s in spellings
+    ]
     lines = [HEAD.format(creators=", ".join(creators[:-1]) + f" or {creators[-1]}", short=", ".join(short))]
     done: set[str] = set()
     for command in COMMANDS:

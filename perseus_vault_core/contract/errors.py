@@ -53,12 +53,4 @@ class SetupError(VaultError, RuntimeError):
     """The environment cannot run the vault, e.g. no SQLite build that can load extensions."""
 
 
-__all__ = [
-    "Conflict",
-    "InvalidInput",
-    "NotFound",
-    "NotSupported",
-    "SetupError",
-    "StorageError",
-    "VaultError",
-]
+__all__ = ["Conflict", "InvalidInput", "NotFound", "NotSupported", "SetupError", "StorageError", "VaultError"]

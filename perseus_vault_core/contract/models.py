@@ -94,7 +94,12 @@ class Entity(_Out):
         body = data.get("body")
         if body:  # shown at top level already: not twice
             data["body"] = {k: v for k, v in body.items() if k in RESULT_FIELDS}
-        for name in ("actionability", "validity", "duplicates", "outdated_by"):  # carried only when they say something
+        for name in (
+            "actionability",
+            "validity",
+            "duplicates",
+            "outdated_by",
+        ):  # carried only when they say something
             if name in data and data[name] is None:
                 del data[name]
         return data
@@ -109,7 +114,9 @@ class SimilarMemory(_Out):
     key: str
     similarity: float  # the candidate's score: the cosine of the two vectors (else the words' Jaccard), plus
     # what the two share beyond meaning (recall/candidates.py)
-    relation: Literal["duplicate", "update", "same_subject", "related", "distinct"]  # a judge's verdict when there is one
+    relation: Literal[
+        "duplicate", "update", "same_subject", "related", "distinct"
+    ]  # a judge's verdict when there is one
     text: str = ""  # its summary and content on one line (the first 300 characters)
     true_from_ms: int | None = None  # when it became true: its valid_from, else its write
     true_to_ms: int | None = None  # when it stopped being true, if it did
@@ -526,7 +533,9 @@ class EmbedReport(_Out):
     reembedded: bool
 
 
-HygieneReason = Literal["vague", "date-only", "very short", "duplicate", "near-duplicate", "expired", "never retrieved"]
+HygieneReason = Literal[
+    "vague", "date-only", "very short", "duplicate", "near-duplicate", "expired", "never retrieved"
+]
 
 
 class HygieneItem(_Out):
@@ -585,4 +594,7 @@ class ReindexReport(CheckReport):
 
 # The names a stored body field can never take at top level: every field of every item model.
 RESULT_FIELDS: frozenset[str] = frozenset(
-    name for model in (Entity, Remembered, RecallItem, TriggeredItem, EvidenceItem) for name in model.model_fields)
+    name
+    for model in (Entity, Remembered, RecallItem, TriggeredItem, EvidenceItem)
+    for name in model.model_fields
+)

@@ -49,7 +49,7 @@ def iso_time(ms: float | None, timespec: str = "milliseconds") -> str | None:
     if ms is None:
         return None
     try:
-        moment = dt.datetime.fromtimestamp(ms / 1000, dt.timezone.utc)
+        moment = dt.datetime.fromtimestamp(ms / 1000, dt.UTC)
     except (OverflowError, OSError, ValueError):
         return None
     if timespec == "date":
@@ -84,7 +84,9 @@ def _asked(value: int | str) -> str:
     return text if text == value else f"{text} ({int(value)} unix ms)"
 
 
-def no_version(category: str, key: str, *, as_of: int | str | None = None, valid_at: int | str | None = None) -> str:
+def no_version(
+    category: str, key: str, *, as_of: int | str | None = None, valid_at: int | str | None = None
+) -> str:
     """What ``as_of``, ``valid_at`` and ``bitemporal`` say when no version matches, on every surface:
     ``No version of decision/db was believed at 2026-01-01T00:00:00.000Z (1767225600000 unix ms).``"""
     when = []
@@ -155,7 +157,11 @@ def _marks(entity: Entity, scope_given: bool) -> list[str]:
     validity = getattr(entity, "validity", None)
     if validity is not None:
         marks.append(f"validity {validity.grade} x{validity.multiplier:.2f}")
-    for name, label in (("outdated_by", "outdated by"), ("duplicates", "duplicates"), ("similar", "similar to")):
+    for name, label in (
+        ("outdated_by", "outdated by"),
+        ("duplicates", "duplicates"),
+        ("similar", "similar to"),
+    ):
         value = getattr(entity, name, None)
         if _set(value):
             marks.append(f"{label} {_ids(value)}")
@@ -237,8 +243,10 @@ def entity_text(entity: Entity) -> str:
 
 
 def hits(items: Sequence[Entity], *, scored: bool = True, scope_given: bool = False) -> list[str]:
-    return [hit(item, score=getattr(item, "score", None) if scored else None, scope_given=scope_given)
-            for item in items]
+    return [
+        hit(item, score=getattr(item, "score", None) if scored else None, scope_given=scope_given)
+        for item in items
+    ]
 
 
 def _count(n: int, one: str, many: str) -> str:
@@ -274,8 +282,13 @@ def page_text(result: ScanPage | HistoryPage, *, scope_given: bool = False, chan
     return "\n".join(lines)
 
 
-RELATIONS = {"duplicate": "duplicate", "update": "update", "same_subject": "same subject", "related": "related",
-             "distinct": "distinct"}
+RELATIONS = {
+    "duplicate": "duplicate",
+    "update": "update",
+    "same_subject": "same subject",
+    "related": "related",
+    "distinct": "distinct",
+}
 
 
 def remembered_text(result: Remembered) -> str:
@@ -286,10 +299,14 @@ def remembered_text(result: Remembered) -> str:
     if result.repeated:
         head = f"already held by #{result.id} {name} (true from {truth(result)}): nothing written"
     elif not result.written:
-        head = f"unchanged: #{result.id} {name} (true from {truth(result)}) already says this; nothing written"
+        head = (
+            f"unchanged: #{result.id} {name} (true from {truth(result)}) already says this; nothing written"
+        )
     else:
         head = f"stored as #{result.id} {name}, version {result.version} (true from {truth(result)})"
-    label = "other candidate" if result.repeated else "candidate"  # the memory holding the text is in the head
+    label = (
+        "other candidate" if result.repeated else "candidate"
+    )  # the memory holding the text is in the head
     if not result.similar:
         return head + f"; no {label} it repeats, updates or contradicts"
     lines = [head, f"{label}s it may repeat, update or contradict:"]
@@ -301,8 +318,11 @@ def remembered_text(result: Remembered) -> str:
 
 def compact_json(value: Any) -> str:
     """``value`` as JSON without nulls and empty fields, floats to three decimals."""
-    return json.dumps(_pruned(value.model_dump(mode="json") if isinstance(value, BaseModel) else value),
-                      ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(
+        _pruned(value.model_dump(mode="json") if isinstance(value, BaseModel) else value),
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
 
 
 def _pruned(value: Any) -> Any:
@@ -336,4 +356,3 @@ def readable(result: Any, *, scope_given: bool = False, changes: bool = False) -
     if isinstance(result, list) and result and all(isinstance(r, Entity) for r in result):
         return "\n".join(hits(result, scored=False, scope_given=scope_given))
     return compact_json(result)
-

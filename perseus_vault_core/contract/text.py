@@ -40,8 +40,10 @@ def problem(value: str) -> str | None:
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
-        return ("contains an unpaired surrogate; text must be valid Unicode"
-                " (on a command line: bytes that are not UTF-8)")
+        return (
+            "contains an unpaired surrogate; text must be valid Unicode"
+            " (on a command line: bytes that are not UTF-8)"
+        )
     return None
 
 
@@ -87,9 +89,13 @@ def preview(content: str, cap: int, entity_id: int, *, cut: bool = False) -> str
     memory (also when only its other fields were cut: ``cut``)."""
     if len(content) <= cap and not cut:
         return content
-    what = f"truncated at {cap} of {len(content)} characters" if len(content) > cap else "its other fields cut"
-    return (content[:cap] + f"\n[... preview, {what}; the whole memory: "
-            f"perseus_vault_get_entity(id={entity_id}), or vault.get_entity({entity_id}) in Python]")
+    what = (
+        f"truncated at {cap} of {len(content)} characters" if len(content) > cap else "its other fields cut"
+    )
+    return (
+        content[:cap] + f"\n[... preview, {what}; the whole memory: "
+        f"perseus_vault_get_entity(id={entity_id}), or vault.get_entity({entity_id}) in Python]"
+    )
 
 
 def preview_body(body: dict[str, Any], cap: int) -> tuple[dict[str, Any], bool]:

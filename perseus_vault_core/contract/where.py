@@ -39,7 +39,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Union
+from typing import Any
 
 from .errors import InvalidInput
 from .text import problem
@@ -80,11 +80,29 @@ NOT_FILTERED = {
     "retrieval_count": "changes with every read",
     "last_accessed_ms": "changes with every read",
 }
-COMPARISONS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin", "$exists", "$not", "$contains",
-               "$not_contains", "$substring", "$isubstring")
+COMPARISONS = (
+    "$eq",
+    "$ne",
+    "$gt",
+    "$gte",
+    "$lt",
+    "$lte",
+    "$in",
+    "$nin",
+    "$exists",
+    "$not",
+    "$contains",
+    "$not_contains",
+    "$substring",
+    "$isubstring",
+)
 # The text tests and the test each makes ($not_contains: not $contains).
-_SUBSTRING = {"$contains": "substring", "$not_contains": "substring", "$substring": "substring",
-              "$isubstring": "isubstring"}
+_SUBSTRING = {
+    "$contains": "substring",
+    "$not_contains": "substring",
+    "$substring": "substring",
+    "$isubstring": "isubstring",
+}
 COMBINATIONS = ("$and", "$or", "$not")
 # What one where may ask (docs/limits.md gives each with what it costs at its maximum). A filter is
 # checked inside every query a recall runs, on every memory a scan or a walk meets, so its size is the
@@ -100,7 +118,7 @@ MAX_SUBSTRINGS = 16  # text tests ($contains, ...): each reads the whole field o
 MAX_NEEDLE_CHARS = 256  # the text one of them looks for
 _INT_RANGE = 2**63  # what both databases hold as an integer
 
-Scalar = Union[str, int, float, bool]
+Scalar = str | int | float | bool
 ORDER = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
 
 
@@ -143,7 +161,7 @@ class Group:
     nodes: tuple[Node, ...]
 
 
-Node = Union[Test, Not, Group]
+Node = Test | Not | Group
 EVERYTHING = Group("and", ())
 
 
@@ -177,28 +195,44 @@ class _Parser:
             if key in ("$and", "$or"):
                 if not isinstance(value, (list, tuple)) or not value:
                     raise InvalidInput(here, "must be a non-empty list of filters")
-                nodes.append(Group(key[1:], tuple(self.object(w, _join(here, str(i)), depth + 1)
-                                                  for i, w in enumerate(value))))
+                nodes.append(
+                    Group(
+                        key[1:],
+                        tuple(self.object(w, _join(here, str(i)), depth + 1) for i, w in enumerate(value)),
+                    )
+                )
             elif key == "$not":
                 nodes.append(Not(self.object(value, here, depth + 1)))
             elif key.startswith("$"):
-                raise InvalidInput(here, _unknown(key, COMBINATIONS) if key not in COMPARISONS else
-                                   f"applies to a field: {{\"field\": {{\"{key}\": ...}}}}")
+                raise InvalidInput(
+                    here,
+                    _unknown(key, COMBINATIONS)
+                    if key not in COMPARISONS
+                    else f'applies to a field: {{"field": {{"{key}": ...}}}}',
+                )
             else:
                 nodes.append(self.condition(field(key), value, here, depth))
         return nodes[0] if len(nodes) == 1 else Group("and", tuple(nodes))
 
     def condition(self, f: Field, value: Any, at: str, depth: int) -> Node:
-        if f.kind == "document" and (not isinstance(value, Mapping) or any(k not in TEXT_TESTS for k in value)):
-            raise InvalidInput(at, f"takes only {', '.join(TEXT_TESTS[:-1])} (or $not of them): the query searches "
-                                   "its words, and these filter its text")
+        if f.kind == "document" and (
+            not isinstance(value, Mapping) or any(k not in TEXT_TESTS for k in value)
+        ):
+            raise InvalidInput(
+                at,
+                f"takes only {', '.join(TEXT_TESTS[:-1])} (or $not of them): the query searches "
+                "its words, and these filter its text",
+            )
         if not isinstance(value, Mapping):
             return self.equal(f, value, at)
         if not value:
-            raise InvalidInput(at, "is an empty condition: give a value, or operators such as {\"$gt\": 1}")
+            raise InvalidInput(at, 'is an empty condition: give a value, or operators such as {"$gt": 1}')
         if not all(isinstance(k, str) and _key(k, at).startswith("$") for k in value):
-            raise InvalidInput(at, "is an object: a condition is a value or operators ($eq, $gt, ...); name a nested "
-                                   "field with dots ('a.b')")
+            raise InvalidInput(
+                at,
+                "is an object: a condition is a value or operators ($eq, $gt, ...); name a nested "
+                "field with dots ('a.b')",
+            )
         nodes: list[Node] = []
         for op, operand in value.items():
             here = _join(at, _key(op, at))
@@ -217,7 +251,9 @@ class _Parser:
                 if not isinstance(operand, str) or not operand:
                     raise InvalidInput(here, "must be a non-empty string to look for in the text")
                 if len(operand) > MAX_NEEDLE_CHARS:
-                    raise InvalidInput(here, f"looks for {len(operand)} characters; the limit is {MAX_NEEDLE_CHARS}")
+                    raise InvalidInput(
+                        here, f"looks for {len(operand)} characters; the limit is {MAX_NEEDLE_CHARS}"
+                    )
                 self.substrings += 1
                 if self.substrings > MAX_SUBSTRINGS:
                     raise InvalidInput("where", f"has more than {MAX_SUBSTRINGS} text tests ($contains, ...)")
@@ -230,7 +266,7 @@ class _Parser:
                 nodes.append(node if operand else Not(node))
             elif op == "$not":
                 if not isinstance(operand, Mapping):
-                    raise InvalidInput(here, "takes operators, e.g. {\"$not\": {\"$gt\": 1}}")
+                    raise InvalidInput(here, 'takes operators, e.g. {"$not": {"$gt": 1}}')
                 if depth >= MAX_NESTING:
                     raise InvalidInput(here, f"nests $not deeper than {MAX_NESTING} levels")
                 nodes.append(Not(self.condition(f, operand, here, depth + 1)))
@@ -242,7 +278,7 @@ class _Parser:
         if value is None:  # null is missing: {"f": null} selects memories without f
             return Not(self.test(f, "exists"))
         if isinstance(value, (list, tuple)):
-            raise InvalidInput(at, "is a list: to match any of several values use {\"$in\": [...]}")
+            raise InvalidInput(at, 'is a list: to match any of several values use {"$in": [...]}')
         return self.test(f, "eq", (_scalar(value, at),))
 
     def any_of(self, f: Field, values: Any, at: str) -> Node:
@@ -284,8 +320,11 @@ def field(name: str) -> Field:
     path = tuple(name.removeprefix("body.").split("."))
     for part in path:
         if not part or part.startswith("$") or any(c in part for c in '"\\') or not part.isprintable():
-            raise InvalidInput(name, "is not a field name: dot-separated names, none empty, starting with $, or "
-                                     "holding a quote, a backslash or a control character")
+            raise InvalidInput(
+                name,
+                "is not a field name: dot-separated names, none empty, starting with $, or "
+                "holding a quote, a backslash or a control character",
+            )
     return Field(name, path=path)
 
 
@@ -308,7 +347,9 @@ def _scalar(value: Any, at: str) -> Scalar:
             raise InvalidInput(at, why)
         return value
     if isinstance(value, (list, tuple, Mapping)):
-        raise InvalidInput(at, "must be a single value (a string, number or true/false), not a list or object")
+        raise InvalidInput(
+            at, "must be a single value (a string, number or true/false), not a list or object"
+        )
     raise InvalidInput(at, f"must be a string, number, true/false or null, not {type(value).__name__}")
 
 

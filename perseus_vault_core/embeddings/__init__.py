@@ -27,8 +27,17 @@ from .base import (
 )
 from .minilm import MiniLMOnnx, MiniLMTorch
 
-__all__ = ["BUNDLED_DIMENSION", "BUNDLED_IDENTITY", "BUNDLED_NAME", "Embedder", "LazyEmbedder", "checked",
-           "embedding_text", "load", "normalize"]
+__all__ = [
+    "BUNDLED_DIMENSION",
+    "BUNDLED_IDENTITY",
+    "BUNDLED_NAME",
+    "Embedder",
+    "LazyEmbedder",
+    "checked",
+    "embedding_text",
+    "load",
+    "normalize",
+]
 
 
 def load(spec: str | None = None, threads: int | None = None) -> Embedder:
@@ -40,8 +49,10 @@ def load(spec: str | None = None, threads: int | None = None) -> Embedder:
         try:
             import onnxruntime  # noqa: F401
         except ImportError:  # a core dependency: only a broken install lacks it
-            raise SetupError("the bundled model runs on ONNX Runtime, which is missing: pip install onnxruntime "
-                             "(or PERSEUS_VAULT_EMBEDDER=torch with pip install 'perseus-vault[torch]')") from None
+            raise SetupError(
+                "the bundled model runs on ONNX Runtime, which is missing: pip install onnxruntime "
+                "(or PERSEUS_VAULT_EMBEDDER=torch with pip install 'perseus-vault[torch]')"
+            ) from None
         return MiniLMOnnx(threads)
     if spec == "torch":
         return MiniLMTorch(threads)

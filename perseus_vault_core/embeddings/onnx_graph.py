@@ -40,8 +40,8 @@ def read_safetensors(path: Path) -> dict[str, np.ndarray]:
     """Every tensor of a ``.safetensors`` file, as numpy arrays (views of one read of the file)."""
     data = path.read_bytes()
     (size,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8:8 + size])
-    body = memoryview(data)[8 + size:]
+    header = json.loads(data[8 : 8 + size])
+    body = memoryview(data)[8 + size :]
     out = {}
     for name, info in header.items():
         if name == "__metadata__":
@@ -66,7 +66,9 @@ class _Builder:
         array = np.asarray(value, dtype=dtype)
         if self.half and array.dtype == np.float32 and array.size > 1:
             self.inits.append(self.numpy_helper.from_array(array.astype(np.float16), f"{name}.f16"))
-            self.nodes.append(self.helper.make_node("Cast", [f"{name}.f16"], [name], name=f"{name}.cast", to=self.FLOAT))
+            self.nodes.append(
+                self.helper.make_node("Cast", [f"{name}.f16"], [name], name=f"{name}.cast", to=self.FLOAT)
+            )
             return name
         self.inits.append(self.numpy_helper.from_array(array, name))
         return name
@@ -80,29 +82,49 @@ class _Builder:
         return self.const(key, array.T.copy() if transpose else array)
 
     def dense(self, x: str, prefix: str, out: str) -> str:  # torch's Linear: x W^T + b
-        return self.op("Add", [self.op("MatMul", [x, self.weight(f"{prefix}.weight", transpose=True)], f"{out}.mm"),
-                               self.weight(f"{prefix}.bias")], out)
+        return self.op(
+            "Add",
+            [
+                self.op("MatMul", [x, self.weight(f"{prefix}.weight", transpose=True)], f"{out}.mm"),
+                self.weight(f"{prefix}.bias"),
+            ],
+            out,
+        )
 
     def norm(self, x: str, prefix: str, out: str) -> str:
-        return self.op("LayerNormalization", [x, self.weight(f"{prefix}.weight"), self.weight(f"{prefix}.bias")], out,
-                       axis=-1, epsilon=EPSILON)
+        return self.op(
+            "LayerNormalization",
+            [x, self.weight(f"{prefix}.weight"), self.weight(f"{prefix}.bias")],
+            out,
+            axis=-1,
+            epsilon=EPSILON,
+        )
 
     def embedded(self) -> str:
         """Word + position + token type (always type 0 here), then LayerNorm."""
         op, const = self.op, self.const
-        tokens = op("Gather", [op("Shape", ["input_ids"], "shape"), const("one_index", 1, np.int64)], "tokens")
+        tokens = op(
+            "Gather", [op("Shape", ["input_ids"], "shape"), const("one_index", 1, np.int64)], "tokens"
+        )
         positions = op("Range", [const("zero", 0, np.int64), tokens, const("step", 1, np.int64)], "positions")
         word = op("Gather", [self.weight("embeddings.word_embeddings.weight"), "input_ids"], "word")
         place = op("Gather", [self.weight("embeddings.position_embeddings.weight"), positions], "place")
         kind = const("type0", self.weights["embeddings.token_type_embeddings.weight"][0])
-        return self.norm(op("Add", [op("Add", [word, place], "word_place"), kind], "embedded"), "embeddings.LayerNorm", "x0")
+        return self.norm(
+            op("Add", [op("Add", [word, place], "word_place"), kind], "embedded"),
+            "embeddings.LayerNorm",
+            "x0",
+        )
 
     def layers(self, x: str, mask: str) -> str:
         """The six encoder layers; ``mask`` is the attention mask as floats."""
         op, const = self.op, self.const
         # The mask as an additive bias on the scores (batch x 1 x 1 x tokens), as BERT applies it.
-        hidden = op("Mul", [op("Sub", [const("one", 1.0), mask], "unmask"), const("lowest", np.finfo(np.float32).min)],
-                    "hidden")
+        hidden = op(
+            "Mul",
+            [op("Sub", [const("one", 1.0), mask], "unmask"), const("lowest", np.finfo(np.float32).min)],
+            "hidden",
+        )
         bias = op("Unsqueeze", [hidden, const("axes12", [1, 2], np.int64)], "bias")
         split = const("split_heads", [0, 0, HEADS, HEAD], np.int64)
         merge = const("merge_heads", [0, 0, HIDDEN], np.int64)
@@ -113,22 +135,40 @@ class _Builder:
 
             def heads(name: str, perm: list[int]) -> str:
                 projected = self.dense(x, f"{p}.attention.self.{name}", f"{at}.{name}")
-                return op("Transpose", [op("Reshape", [projected, split], f"{at}.{name}.split")], f"{at}.{name}.t",
-                          perm=perm)
+                return op(
+                    "Transpose",
+                    [op("Reshape", [projected, split], f"{at}.{name}.split")],
+                    f"{at}.{name}.t",
+                    perm=perm,
+                )
 
             q, k, v = heads("query", [0, 2, 1, 3]), heads("key", [0, 2, 3, 1]), heads("value", [0, 2, 1, 3])
-            scores = op("Add", [op("Mul", [op("MatMul", [q, k], f"{at}.qk"), scale], f"{at}.scaled"), bias],
-                        f"{at}.scores")
+            scores = op(
+                "Add",
+                [op("Mul", [op("MatMul", [q, k], f"{at}.qk"), scale], f"{at}.scaled"), bias],
+                f"{at}.scores",
+            )
             context = op("MatMul", [op("Softmax", [scores], f"{at}.probs", axis=-1), v], f"{at}.context")
-            merged = op("Reshape", [op("Transpose", [context], f"{at}.context.t", perm=[0, 2, 1, 3]), merge],
-                        f"{at}.merged")
+            merged = op(
+                "Reshape",
+                [op("Transpose", [context], f"{at}.context.t", perm=[0, 2, 1, 3]), merge],
+                f"{at}.merged",
+            )
             attended = self.dense(merged, f"{p}.attention.output.dense", f"{at}.attended")
-            x = self.norm(op("Add", [attended, x], f"{at}.residual1"), f"{p}.attention.output.LayerNorm", f"{at}.x1")
+            x = self.norm(
+                op("Add", [attended, x], f"{at}.residual1"), f"{p}.attention.output.LayerNorm", f"{at}.x1"
+            )
             inner = self.dense(x, f"{p}.intermediate.dense", f"{at}.inner")
             # GELU, exact (erf) form: 0.5 x (1 + erf(x / sqrt 2))
             erf = op("Erf", [op("Div", [inner, root2], f"{at}.gelu.div")], f"{at}.gelu.erf")
-            gelu = op("Mul", [op("Mul", [inner, one_half], f"{at}.gelu.half"),
-                              op("Add", [erf, const(f"{at}.one", 1.0)], f"{at}.gelu.add")], f"{at}.gelu")
+            gelu = op(
+                "Mul",
+                [
+                    op("Mul", [inner, one_half], f"{at}.gelu.half"),
+                    op("Add", [erf, const(f"{at}.one", 1.0)], f"{at}.gelu.add"),
+                ],
+                f"{at}.gelu",
+            )
             out = self.dense(gelu, f"{p}.output.dense", f"{at}.out")
             x = self.norm(op("Add", [out, x], f"{at}.residual2"), f"{p}.output.LayerNorm", f"{at}.x2")
         return x
@@ -137,12 +177,26 @@ class _Builder:
         """Mean over the real tokens, then unit length (sentence-transformers' Pooling and Normalize modules)."""
         op, const = self.op, self.const
         weights3 = op("Unsqueeze", [mask, const("axis2", [2], np.int64)], "mask3")
-        summed = op("ReduceSum", [op("Mul", [x, weights3], "masked"), const("axis1", [1], np.int64)], "summed",
-                    keepdims=0)
-        count = op("Max", [op("ReduceSum", [weights3, "axis1"], "count", keepdims=0), const("tiny", 1e-9)], "count_min")
+        summed = op(
+            "ReduceSum",
+            [op("Mul", [x, weights3], "masked"), const("axis1", [1], np.int64)],
+            "summed",
+            keepdims=0,
+        )
+        count = op(
+            "Max",
+            [op("ReduceSum", [weights3, "axis1"], "count", keepdims=0), const("tiny", 1e-9)],
+            "count_min",
+        )
         mean = op("Div", [summed, count], "pooled")
-        length = op("Max", [op("ReduceL2", [mean], "length", axes=[-1], keepdims=1),  # axes an attribute until opset 18
-                            const("eps", 1e-12)], "length_min")
+        length = op(
+            "Max",
+            [
+                op("ReduceL2", [mean], "length", axes=[-1], keepdims=1),  # axes an attribute until opset 18
+                const("eps", 1e-12),
+            ],
+            "length_min",
+        )
         return op("Div", [mean, length], "embedding")
 
 
@@ -161,12 +215,18 @@ def build(weights: dict[str, np.ndarray], half: bool = False) -> Any:
     b.pooled(b.layers(x, mask), mask)
     helper = b.helper
     graph = helper.make_graph(
-        b.nodes, "all-MiniLM-L6-v2",
-        [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "tokens"]),
-         helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", "tokens"])],
+        b.nodes,
+        "all-MiniLM-L6-v2",
+        [
+            helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "tokens"]),
+            helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", "tokens"]),
+        ],
         [helper.make_tensor_value_info("embedding", TensorProto.FLOAT, ["batch", HIDDEN])],
-        initializer=b.inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="perseus-vault")
+        initializer=b.inits,
+    )
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="perseus-vault"
+    )
     model.ir_version = 8  # what ONNX Runtime 1.17 and later read
     return model
 

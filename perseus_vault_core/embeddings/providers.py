@@ -32,7 +32,9 @@ def _post(url: str, payload: dict[str, Any], headers: dict[str, str] | None = No
     import urllib.request
 
     request = urllib.request.Request(
-        url, data=json.dumps(payload).encode(), headers={"Content-Type": "application/json", **(headers or {})}
+        url,
+        data=json.dumps(payload).encode(),
+        headers={"Content-Type": "application/json", **(headers or {})},
     )
     try:
         with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
@@ -49,7 +51,9 @@ def _rows(extract: Any, identity: str) -> list[list[float]]:
             raise TypeError("rows are not lists")
         return rows  # type: ignore[no-any-return]
     except (KeyError, TypeError, AttributeError) as exc:
-        raise StorageError(f"{identity} sent a reply without embeddings in the expected shape ({exc})") from exc
+        raise StorageError(
+            f"{identity} sent a reply without embeddings in the expected shape ({exc})"
+        ) from exc
 
 
 class _Remote:
@@ -72,7 +76,9 @@ class _Remote:
             return np.zeros((0, self.dimension), dtype=np.float32)
         vectors = np.asarray(rows, dtype=np.float32)
         if vectors.shape[1] != self.dimension:
-            raise StorageError(f"{self.identity} changed dimension ({vectors.shape[1]}, was {self.dimension})")
+            raise StorageError(
+                f"{self.identity} changed dimension ({vectors.shape[1]}, was {self.dimension})"
+            )
         return normalize(vectors)
 
 
@@ -88,7 +94,9 @@ class OllamaEmbedder(_Remote):
 
 
 class OpenAICompatibleEmbedder(_Remote):
-    def __init__(self, model: str, url: str = "https://api.openai.com/v1", api_key: str | None = None) -> None:
+    def __init__(
+        self, model: str, url: str = "https://api.openai.com/v1", api_key: str | None = None
+    ) -> None:
         self.model, self.url = model, url.rstrip("/")
         self.api_key = api_key if api_key is not None else os.environ.get("PERSEUS_VAULT_OPENAI_API_KEY", "")
         self.identity = f"openai:{model}"
@@ -97,8 +105,10 @@ class OpenAICompatibleEmbedder(_Remote):
     def _call(self, texts: list[str]) -> list[list[float]]:
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
         reply = _post(f"{self.url}/embeddings", {"model": self.model, "input": texts}, headers)
-        return _rows(lambda: [item["embedding"] for item in sorted(reply["data"], key=lambda d: d["index"])],
-                     self.identity)
+        return _rows(
+            lambda: [item["embedding"] for item in sorted(reply["data"], key=lambda d: d["index"])],
+            self.identity,
+        )
 
 
 def from_spec(spec: str) -> _Remote:

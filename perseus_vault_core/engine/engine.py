@@ -64,12 +64,24 @@ def wall_clock() -> int:
 class Engine:
     """The shared state of one open vault (see the module docstring)."""
 
-    def __init__(self, options: OpenParams, *, clock: Clock | None, embedder: Embedder | None,
-                 fusion: Fusion, cross_encoder: Any, judge: Any = None) -> None:
+    def __init__(
+        self,
+        options: OpenParams,
+        *,
+        clock: Clock | None,
+        embedder: Embedder | None,
+        fusion: Fusion,
+        cross_encoder: Any,
+        judge: Any = None,
+    ) -> None:
         self.path = options.path
         database = is_url(self.path)
         missing = f"no vault at {redact(self.path)} (create one with `perseus-vault init` or by remembering something)"
-        if not database and not options.create and (not Path(self.path).is_file() or Path(self.path).stat().st_size == 0):
+        if (
+            not database
+            and not options.create
+            and (not Path(self.path).is_file() or Path(self.path).stat().st_size == 0)
+        ):
             # An empty file is no vault either: SQLite would make one of it, and a read must not write.
             raise NotFound(missing)
         if not database and options.create:
@@ -84,7 +96,9 @@ class Engine:
         self.keyword_index = KeywordIndex(self.backend) if options.keyword_index else None
         self.vector_index = VectorIndex(self.backend) if options.vector_index else None
         self.recalls = 0  # answered by this process: past HEADS_AFTER it is a long-running one
-        self.wrote_from: int | None = None  # the log's end before this process's first write (close() settles)
+        self.wrote_from: int | None = (
+            None  # the log's end before this process's first write (close() settles)
+        )
         self.settled: list[settle.Settled] = []  # what close() did for each index
         if self.keyword_index is not None and self.vector_index is not None:
             self.vector_index.heads = self.keyword_index.heads  # one memory of the heads for both arms
@@ -94,17 +108,23 @@ class Engine:
                 index.background = self.background
                 if index.heads is not None:
                     index.heads.background = self.background
-        for index, wanted in ((self.keyword_index, options.keyword_index), (self.vector_index, options.vector_index)):
+        for index, wanted in (
+            (self.keyword_index, options.keyword_index),
+            (self.vector_index, options.vector_index),
+        ):
             if index is not None:  # saved beside the file, opened by the next process (indexes/snapshot.py)
                 index.snapshot_path = self.backend.mirror_file(index.NAME)
                 index.saved_only = wanted == "saved"
         self.embedder: Embedder | None = embedder
         self.fusion = fusion
         # what curation acts on, held warm (recall/kept_relations.py)
-        self.relations = KeptRelations(KEPT, lambda c: self.backend.next_id(c, "links") - 1,
-                                       self.backend.changes)
+        self.relations = KeptRelations(
+            KEPT, lambda c: self.backend.next_id(c, "links") - 1, self.backend.changes
+        )
         self.cross_encoder = cross_encoder
-        self.judge = judge  # decides on each new memory's candidates (features/relations.py), when the app has one
+        self.judge = (
+            judge  # decides on each new memory's candidates (features/relations.py), when the app has one
+        )
         self.memory_lock = threading.Lock()  # one add/delete at a time rewrites a memory file in this process
         # model -> (scope key, phrase) -> vector: each scope's own, as stored (storage/base.py)
         self.trigger_vectors: dict[str, dict[tuple[str, str], np.ndarray]] = {}
@@ -114,8 +134,16 @@ class Engine:
         self._kept_lock = threading.Lock()
 
     @classmethod
-    def open(cls, options: OpenParams, *, clock: Clock | None, embedder: Embedder | bool | None,
-             fusion: Fusion | None, cross_encoder: Any, judge: Any = None) -> Engine:
+    def open(
+        cls,
+        options: OpenParams,
+        *,
+        clock: Clock | None,
+        embedder: Embedder | bool | None,
+        fusion: Fusion | None,
+        cross_encoder: Any,
+        judge: Any = None,
+    ) -> Engine:
         """Resolve the embedder choice (None: the configured default, False: keyword-only) and open."""
         if embedder is None and os.environ.get("PERSEUS_VAULT_EMBEDDER") == "none":
             embedder = False  # the operator runs this vault keyword-only
@@ -131,9 +159,17 @@ class Engine:
         if cross_encoder is not None and not callable(getattr(cross_encoder, "predict", None)):
             raise InvalidInput("cross_encoder", "must have predict(pairs) returning one score per pair")
         if judge is not None and not callable(judge):
-            raise InvalidInput("judge", "must be callable: judge(memory, candidates) -> {candidate id: verdict}")
-        return cls(options, clock=clock, embedder=chosen, fusion=fusion or Fusion(), cross_encoder=cross_encoder,
-                   judge=judge)
+            raise InvalidInput(
+                "judge", "must be callable: judge(memory, candidates) -> {candidate id: verdict}"
+            )
+        return cls(
+            options,
+            clock=clock,
+            embedder=chosen,
+            fusion=fusion or Fusion(),
+            cross_encoder=cross_encoder,
+            judge=judge,
+        )
 
     def close(self) -> None:
         """End the background work (its threads hold connections and may be writing a snapshot); after
@@ -175,6 +211,7 @@ class Engine:
         """A write whose new versions need vectors (``plan``: :meth:`plan`), with this vault's transaction and
         embedder: a text the plan did not foresee is embedded and the write run again (:func:`store.write_planned`
         states the protocol)."""
+
         def embed(texts: list[str]) -> np.ndarray:
             assert self.embedder is not None
             return checked(self.embedder, texts)
@@ -201,8 +238,12 @@ class Engine:
 
     # --- embedding -------------------------------------------------------------------------------
 
-    def plan(self, texts_of: Callable[[Connection], list[str]], items: Sequence[RememberInput] = (),
-             known: Callable[[Connection, list[str]], dict[str, np.ndarray]] | None = None) -> store.VectorPlan | None:
+    def plan(
+        self,
+        texts_of: Callable[[Connection], list[str]],
+        items: Sequence[RememberInput] = (),
+        known: Callable[[Connection, list[str]], dict[str, np.ndarray]] | None = None,
+    ) -> store.VectorPlan | None:
         """Embed, before the write transaction, the texts a write will store, and the trigger phrases
         of ``items`` not embedded yet (none without an embedder): embedding a phrase once, when it is
         written, keeps the reads that match triggers (``prepare``, every turn) to embedding their context.
@@ -216,7 +257,9 @@ class Engine:
             given = known(conn, texts) if known is not None and texts else {}
             phrases = store.phrases_to_embed(self.backend, conn, items, identity) if items else []
         plan = store.VectorPlan(identity, self.embedder.dimension)
-        made = self.embed_texts(list(dict.fromkeys([t for t in texts if t not in given] + [p for _, p in phrases])))
+        made = self.embed_texts(
+            list(dict.fromkeys([t for t in texts if t not in given] + [p for _, p in phrases]))
+        )
         made.update(given)
         plan.by_text.update((t, made[t]) for t in texts)
         plan.phrases.update((w, made[w[1]]) for w in phrases)
@@ -272,9 +315,13 @@ class Engine:
             relations=self.relations,
         )
 
-    def recall(self, p: RecallParams, only: list[int] | None = None, vector: np.ndarray | None = None) -> RecallResult:
+    def recall(
+        self, p: RecallParams, only: list[int] | None = None, vector: np.ndarray | None = None
+    ) -> RecallResult:
         """Recall (:mod:`recall`) with this vault's arms, then warm the indexes the mode could use."""
-        result = recall.recall(self.conn(), p, self.now(), self.reinforce, self.arms(), only=only, vector=vector)
+        result = recall.recall(
+            self.conn(), p, self.now(), self.reinforce, self.arms(), only=only, vector=vector
+        )
         self.recalls += 1
         self.warm(result.search_mode)
         if p.curate:
@@ -302,7 +349,9 @@ class Engine:
         if not self.background.start("kept-relations", load):
             held.loading = False
 
-    def nearest(self, p: RecallParams, vector: np.ndarray | None = None, warm: bool = True) -> list[tuple[int, float]]:
+    def nearest(
+        self, p: RecallParams, vector: np.ndarray | None = None, warm: bool = True
+    ) -> list[tuple[int, float]]:
         """The memories nearest a vector (else a text's words) by one arm (:func:`recall.nearest`); unless
         ``warm`` is false, it warms that arm's index, as a recall does, so the next look-up answers from memory."""
         found = recall.nearest(self.conn(), p, self.now(), self.arms(), vector)
@@ -314,7 +363,10 @@ class Engine:
         """After a recall, build the in-memory indexes it could use (in the background), or save a
         snapshot of one that moved far past its last (also in the background)."""
         build = self.backend.connect
-        for index, modes in ((self.keyword_index, ("fts5", "hybrid")), (self.vector_index, ("dense", "hybrid"))):
+        for index, modes in (
+            (self.keyword_index, ("fts5", "hybrid")),
+            (self.vector_index, ("dense", "hybrid")),
+        ):
             if index is None or mode not in modes or index.saved_only:
                 continue
             if index.ready:

@@ -18,42 +18,77 @@ from ..contract.params import ScopeParams
 from ..contract.verbs import ADMIN_VERBS, ALIASES, VERBS
 from ..engine.engine import Engine
 from ..features import (
-    backfill, conversations, counts, entities, graph, hygiene, import_export, proactive, remembering, scan,
-    temporal, upkeep,
+    backfill,
+    conversations,
+    counts,
+    entities,
+    graph,
+    hygiene,
+    import_export,
+    proactive,
+    remembering,
+    scan,
+    temporal,
+    upkeep,
 )
 from ..features.graphrag import verbs as graphrag
 from ..features.memory_files import verbs as memory
 
-WORK: Mapping[str, Callable[..., Any]] = MappingProxyType({
-    "remember": remembering.remember, "remember_many": remembering.remember_many,
-    "get_entity": entities.get_entity, "forget": entities.forget, "purge": entities.purge,
-    "supersede": entities.supersede,
-    "link": graph.link, "unlink": graph.unlink, "traverse": graph.traverse,
-    "communities": graphrag.communities, "community_summary": graphrag.community_summary,
-    "global_recall": graphrag.global_recall,
-    "recall_when": proactive.recall_when, "prepare": proactive.prepare,
-    "remember_conversation": conversations.remember, "conversation": conversations.conversation,
-    "memory_import": memory.memory_import, "memory_unbind": memory.memory_unbind,
-    "add_memory": memory.add_memory,
-    "delete_memory": memory.delete_memory, "get_memory": memory.get_memory,
-    "list_memory_files": memory.list_memory_files, "memory_export": memory.memory_export,
-    "memory_recall": memory.memory_recall, "search": memory.search,
-    "recall": Engine.recall,
-    "scan": scan.scan, "counts": counts.counts, "hygiene": hygiene.hygiene,
-    "history": temporal.history, "as_of": temporal.as_of, "valid_at": temporal.valid_at,
-    "bitemporal": temporal.bitemporal, "recent": temporal.recent,
-    "embed": backfill.embed,
-    "import_jsonl": import_export.import_jsonl, "export_jsonl": import_export.export_jsonl,
-    "stats": upkeep.stats, "check": upkeep.check, "reindex": upkeep.reindex, "backup": upkeep.backup,
-    "rekey": upkeep.rekey,
-})
+WORK: Mapping[str, Callable[..., Any]] = MappingProxyType(
+    {
+        "remember": remembering.remember,
+        "remember_many": remembering.remember_many,
+        "get_entity": entities.get_entity,
+        "forget": entities.forget,
+        "purge": entities.purge,
+        "supersede": entities.supersede,
+        "link": graph.link,
+        "unlink": graph.unlink,
+        "traverse": graph.traverse,
+        "communities": graphrag.communities,
+        "community_summary": graphrag.community_summary,
+        "global_recall": graphrag.global_recall,
+        "recall_when": proactive.recall_when,
+        "prepare": proactive.prepare,
+        "remember_conversation": conversations.remember,
+        "conversation": conversations.conversation,
+        "memory_import": memory.memory_import,
+        "memory_unbind": memory.memory_unbind,
+        "add_memory": memory.add_memory,
+        "delete_memory": memory.delete_memory,
+        "get_memory": memory.get_memory,
+        "list_memory_files": memory.list_memory_files,
+        "memory_export": memory.memory_export,
+        "memory_recall": memory.memory_recall,
+        "search": memory.search,
+        "recall": Engine.recall,
+        "scan": scan.scan,
+        "counts": counts.counts,
+        "hygiene": hygiene.hygiene,
+        "history": temporal.history,
+        "as_of": temporal.as_of,
+        "valid_at": temporal.valid_at,
+        "bitemporal": temporal.bitemporal,
+        "recent": temporal.recent,
+        "embed": backfill.embed,
+        "import_jsonl": import_export.import_jsonl,
+        "export_jsonl": import_export.export_jsonl,
+        "stats": upkeep.stats,
+        "check": upkeep.check,
+        "reindex": upkeep.reindex,
+        "backup": upkeep.backup,
+        "rekey": upkeep.rekey,
+    }
+)
 # Each verb's params model: the registry's, and for the one verb only Python callers have, its scope.
 MODELS: Mapping[str, type[BaseModel]] = MappingProxyType(
-    {**{v.name: v.params for v in VERBS + ADMIN_VERBS}, "memory_unbind": ScopeParams})
+    {**{v.name: v.params for v in VERBS + ADMIN_VERBS}, "memory_unbind": ScopeParams}
+)
 # What a verb's function takes beyond (engine, params): values only Python callers give, which no params
 # model holds (a progress callback, an open file, an LLM to polish a summary, a query vector).
 EXTRAS: Mapping[str, frozenset[str]] = MappingProxyType(
-    {name: frozenset(list(inspect.signature(work).parameters)[2:]) for name, work in WORK.items()})
+    {name: frozenset(list(inspect.signature(work).parameters)[2:]) for name, work in WORK.items()}
+)
 
 
 def run(engine: Engine, verb: str, params: BaseModel, extras: dict[str, Any]) -> Any:

@@ -72,14 +72,16 @@ def _call(method: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, A
         raise InvalidInput("argument", f"a number is out of range ({exc})") from None
     except ValidationError as exc:  # a model built beneath the verb refused a value
         raise invalid(exc) from None
-    except TypeError as exc:
+    except TypeError:
         wrong = _call_error(method, args, kwargs)
         if wrong is None:  # not the call's arguments: something beneath the verb
             raise
         raise wrong from None
 
 
-def _call_error(method: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> InvalidInput | None:
+def _call_error(
+    method: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> InvalidInput | None:
     """Why the call's arguments do not fit ``method``'s signature, as one line naming the argument (a
     misspelled one with its near name: ``qury: unknown argument (did you mean query?)``); None when they fit."""
     signature = inspect.signature(method)
@@ -94,8 +96,12 @@ def _call_error(method: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[
         if given not in signature.parameters:
             near = difflib.get_close_matches(given, [n for n in names if n not in bound and n != "self"], n=1)
             if near or not any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values()):
-                return InvalidInput(given, "unknown argument" + (f" (did you mean {near[0]}?)" if near else ""))
-    missing = [n for n in names if n not in bound and signature.parameters[n].default is inspect.Parameter.empty]
+                return InvalidInput(
+                    given, "unknown argument" + (f" (did you mean {near[0]}?)" if near else "")
+                )
+    missing = [
+        n for n in names if n not in bound and signature.parameters[n].default is inspect.Parameter.empty
+    ]
     if missing:
         return InvalidInput(missing[0], "is required")
     return InvalidInput("arguments", why.split(": ", 1)[-1] if ": " in why else why)

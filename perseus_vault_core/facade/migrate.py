@@ -34,16 +34,24 @@ STATE_PAGE = 500  # framework-state rows copied per transaction
 # The framework-state tables (the state package's: schema step 4 on SQLite, 8 on Postgres), each with its
 # columns and its key.
 STATE_TABLES: dict[str, tuple[str, str]] = {
-    "checkpoints": ("agent_id, workspace_hash, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, run_id, "
-                    "type, checkpoint, channel_versions, metadata, scope",
-                    "agent_id, workspace_hash, thread_id, checkpoint_ns, checkpoint_id"),
-    "checkpoint_blobs": ("agent_id, workspace_hash, thread_id, checkpoint_ns, channel, version, type, blob, scope",
-                         "agent_id, workspace_hash, thread_id, checkpoint_ns, channel, version"),
-    "checkpoint_writes": ("agent_id, workspace_hash, thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, "
-                          "type, blob, task_path, scope",
-                          "agent_id, workspace_hash, thread_id, checkpoint_ns, checkpoint_id, task_id, idx"),
-    "kv_entries": ("agent_id, workspace_hash, collection, key, value, updated_at_ms, scope",
-                   "agent_id, workspace_hash, collection, key"),
+    "checkpoints": (
+        "agent_id, workspace_hash, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, run_id, "
+        "type, checkpoint, channel_versions, metadata, scope",
+        "agent_id, workspace_hash, thread_id, checkpoint_ns, checkpoint_id",
+    ),
+    "checkpoint_blobs": (
+        "agent_id, workspace_hash, thread_id, checkpoint_ns, channel, version, type, blob, scope",
+        "agent_id, workspace_hash, thread_id, checkpoint_ns, channel, version",
+    ),
+    "checkpoint_writes": (
+        "agent_id, workspace_hash, thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel, "
+        "type, blob, task_path, scope",
+        "agent_id, workspace_hash, thread_id, checkpoint_ns, checkpoint_id, task_id, idx",
+    ),
+    "kv_entries": (
+        "agent_id, workspace_hash, collection, key, value, updated_at_ms, scope",
+        "agent_id, workspace_hash, collection, key",
+    ),
 }
 
 
@@ -58,8 +66,10 @@ class CopiedVectors:
 
     def embed(self, batch: Sequence[str]) -> np.ndarray:
         if self.identity != BUNDLED_IDENTITY:
-            raise SetupError(f"{len(batch)} version(s) of the source have no vector and its model ({self.identity}) "
-                             "is not this one's to run: run `perseus-vault embed` on the source first")
+            raise SetupError(
+                f"{len(batch)} version(s) of the source have no vector and its model ({self.identity}) "
+                "is not this one's to run: run `perseus-vault embed` on the source first"
+            )
         if self._model is None:
             from ..embeddings import load
 
@@ -75,20 +85,29 @@ def migrate(source: Vault | str | os.PathLike[str], target: str | os.PathLike[st
     if not isinstance(source, Vault) and os.fspath(source) == os.fspath(target):
         raise InvalidInput("target", "is the source itself")
     with ExitStack() as stack:
-        src = source if isinstance(source, Vault) else stack.enter_context(
-            Vault(source, create=False, embedder=False, keyword_index=False, vector_index=False))
+        src = (
+            source
+            if isinstance(source, Vault)
+            else stack.enter_context(
+                Vault(source, create=False, embedder=False, keyword_index=False, vector_index=False)
+            )
+        )
         engine = src.engine
         recorded = engine.read(engine.backend.vectors.model)
         copier = CopiedVectors(*recorded) if recorded is not None else None
         # Indexes only as saved ones: none is built while copying, and closing saves them for the next process.
-        dst = stack.enter_context(Vault(target, embedder=copier or False, keyword_index="saved", vector_index="saved"))
+        dst = stack.enter_context(
+            Vault(target, embedder=copier or False, keyword_index="saved", vector_index="saved")
+        )
         held = dst.engine.read(lambda c: int(c.execute("SELECT count(*) FROM entities").fetchone()[0]))
         if held:
             raise Conflict(f"the target already holds {held} memories; migrate copies into an empty vault")
         state = dst.engine.read(lambda c: sum(_count(c, table) for table in STATE_TABLES))
         if state:
-            raise Conflict(f"the target already holds {state} rows of framework state (checkpoints, key-value "
-                           "entries); migrate copies into an empty vault")
+            raise Conflict(
+                f"the target already holds {state} rows of framework state (checkpoints, key-value "
+                "entries); migrate copies into an empty vault"
+            )
         spool = stack.enter_context(tempfile.SpooledTemporaryFile(SPOOL_BYTES, mode="w+", encoding="utf-8"))
         lines, digest = engine.read(lambda c: _write(export_lines(c), spool))
         spool.seek(0)
@@ -96,17 +115,27 @@ def migrate(source: Vault | str | os.PathLike[str], target: str | os.PathLike[st
         known = _SourceVectors(src) if copier is not None else None
         target_engine = dst.engine
         plan = target_engine.plan(lambda conn: texts(parsed[0], parsed[2]), known=known)
-        target_engine.write_planned(plan, lambda c: import_records(target_engine.backend, c, parsed, target_engine.now(),
-                                                                   None, plan))
+        target_engine.write_planned(
+            plan, lambda c: import_records(target_engine.backend, c, parsed, target_engine.now(), None, plan)
+        )
         phrases = _copy_phrases(src, dst, recorded)
         state_rows = _copy_state(src, dst)
         copied, copied_digest = target_engine.read(lambda c: _write(export_lines(c), None))
         if (copied, copied_digest) != (lines, digest):
-            raise StorageError(f"the copy's export differs from the source's ({copied} lines against {lines}); "
-                               "the target is not a faithful copy")
+            raise StorageError(
+                f"the copy's export differs from the source's ({copied} lines against {lines}); "
+                "the target is not a faithful copy"
+            )
         counts = target_engine.read(_counts)
-        return MigrateReport(source=engine.backend.path, target=target_engine.backend.path, lines=lines,
-                             sha256=digest, phrase_vectors=phrases, state_rows=state_rows, **counts)
+        return MigrateReport(
+            source=engine.backend.path,
+            target=target_engine.backend.path,
+            lines=lines,
+            sha256=digest,
+            phrase_vectors=phrases,
+            state_rows=state_rows,
+            **counts,
+        )
 
 
 def _write(lines: Iterator[str], handle: IO[str] | None) -> tuple[int, str]:
@@ -150,9 +179,14 @@ def _copy_phrases(src: Vault, dst: Vault, recorded: tuple[str, int] | None) -> i
     if recorded is None:
         return 0
     model = recorded[0]
-    phrases: dict[tuple[str, str], np.ndarray] = src.engine.read(lambda c: {
-        (scope, phrase): np.frombuffer(bytes(vector), dtype=np.float32) for scope, phrase, vector in c.execute(
-            "SELECT scope, phrase, embedding FROM trigger_vectors WHERE model = ?", (model,))})
+    phrases: dict[tuple[str, str], np.ndarray] = src.engine.read(
+        lambda c: {
+            (scope, phrase): np.frombuffer(bytes(vector), dtype=np.float32)
+            for scope, phrase, vector in c.execute(
+                "SELECT scope, phrase, embedding FROM trigger_vectors WHERE model = ?", (model,)
+            )
+        }
+    )
     if phrases:
         backend = dst.engine.backend
         dst.engine.write(lambda c: backend.vectors.write_phrase_vectors(c, model, phrases))
@@ -167,16 +201,24 @@ def _copy_state(src: Vault, dst: Vault) -> int:
         marks = ", ".join("?" for _ in columns.split(", "))
         offset = 0
         while True:
-            rows = src.engine.read(lambda c: c.execute(
-                f"SELECT {columns} FROM {table} ORDER BY {key} LIMIT ? OFFSET ?", (STATE_PAGE, offset)).fetchall())
+            rows = src.engine.read(
+                lambda c: c.execute(
+                    f"SELECT {columns} FROM {table} ORDER BY {key} LIMIT ? OFFSET ?", (STATE_PAGE, offset)
+                ).fetchall()
+            )
             if rows:
-                dst.engine.write(lambda c: c.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks})",
-                                                          [tuple(r) for r in rows]))
+                dst.engine.write(
+                    lambda c: c.executemany(
+                        f"INSERT INTO {table} ({columns}) VALUES ({marks})", [tuple(r) for r in rows]
+                    )
+                )
             offset += len(rows)
             if len(rows) < STATE_PAGE:
                 break
         if _digest(src, table, columns, key) != _digest(dst, table, columns, key):
-            raise StorageError(f"the copy's {table} differ from the source's; the target is not a faithful copy")
+            raise StorageError(
+                f"the copy's {table} differ from the source's; the target is not a faithful copy"
+            )
         total += offset
     return total
 
@@ -186,11 +228,16 @@ def _digest(vault: Vault, table: str, columns: str, key: str) -> tuple[int, int]
     (the two databases sort text differently)."""
     count, total, offset = 0, 0, 0
     while True:
-        rows = vault.engine.read(lambda c: c.execute(
-            f"SELECT {columns} FROM {table} ORDER BY {key} LIMIT ? OFFSET ?", (STATE_PAGE, offset)).fetchall())
+        rows = vault.engine.read(
+            lambda c: c.execute(
+                f"SELECT {columns} FROM {table} ORDER BY {key} LIMIT ? OFFSET ?", (STATE_PAGE, offset)
+            ).fetchall()
+        )
         for row in rows:
             plain = tuple(bytes(v) if isinstance(v, (bytes, bytearray, memoryview)) else v for v in row)
-            total = (total + int.from_bytes(hashlib.sha256(repr(plain).encode()).digest(), "big")) % (1 << 256)
+            total = (total + int.from_bytes(hashlib.sha256(repr(plain).encode()).digest(), "big")) % (
+                1 << 256
+            )
         count, offset = count + len(rows), offset + len(rows)
         if len(rows) < STATE_PAGE:
             return count, total
@@ -202,5 +249,9 @@ def _count(conn: Connection, table: str) -> int:
 
 def _counts(conn: Connection) -> dict[str, int]:
     one: Callable[[str], int] = lambda sql: int(conn.execute(sql).fetchone()[0])  # noqa: E731
-    return {"entities": one("SELECT count(*) FROM entities"), "versions": one("SELECT count(*) FROM entity_versions"),
-            "links": one("SELECT count(*) FROM links"), "vectors": one("SELECT count(*) FROM version_vectors")}
+    return {
+        "entities": one("SELECT count(*) FROM entities"),
+        "versions": one("SELECT count(*) FROM entity_versions"),
+        "links": one("SELECT count(*) FROM links"),
+        "vectors": one("SELECT count(*) FROM version_vectors"),
+    }

@@ -18,10 +18,12 @@ from .vault import Vault
 
 GROUP = "perseus_vault.commands"
 # The commands this distribution's own packages add, and what to install when one is missing.
-INSTALL_HINTS = {"serve": 'serve needs the MCP server: pip install "perseus-vault[mcp]" (installed? reinstall it: its '
-                          "commands register when the package is installed)",
-                 "ui": 'ui needs the HTTP server the MCP extra brings: pip install "perseus-vault[mcp]" (installed? '
-                       "reinstall it: its commands register when the package is installed)"}
+INSTALL_HINTS = {
+    "serve": 'serve needs the MCP server: pip install "perseus-vault[mcp]" (installed? reinstall it: its '
+    "commands register when the package is installed)",
+    "ui": 'ui needs the HTTP server the MCP extra brings: pip install "perseus-vault[mcp]" (installed? '
+    "reinstall it: its commands register when the package is installed)",
+}
 
 
 @dataclass(frozen=True)

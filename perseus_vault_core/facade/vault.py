@@ -22,23 +22,94 @@ from pydantic import BaseModel
 from ..contract.errors import InvalidInput
 from ..contract.memory_names import NOTE_TYPE
 from ..contract.models import (  # noqa: I001
-    CheckReport, CommunitiesResult, CommunitySummary, ConversationResult, ConversationWrite, Counts, EmbedReport,
-    Entity, GlobalRecallResult, HistoryPage, HygieneReport, ImportReport, Link, MemoryChange, MemoryExportReport,
-    MemoryFiles, MemoryImportReport, MemoryRecallResult, MemoryText, PrepareResult, PurgeResult, RecallResult,
-    RecallWhenResult, ReindexReport, Remembered, ScanPage, Stats, TraverseResult,
+    CheckReport,
+    CommunitiesResult,
+    CommunitySummary,
+    ConversationResult,
+    ConversationWrite,
+    Counts,
+    EmbedReport,
+    Entity,
+    GlobalRecallResult,
+    HistoryPage,
+    HygieneReport,
+    ImportReport,
+    Link,
+    MemoryChange,
+    MemoryExportReport,
+    MemoryFiles,
+    MemoryImportReport,
+    MemoryRecallResult,
+    MemoryText,
+    PrepareResult,
+    PurgeResult,
+    RecallResult,
+    RecallWhenResult,
+    ReindexReport,
+    Remembered,
+    ScanPage,
+    Stats,
+    TraverseResult,
 )
 from ..contract.params import (  # noqa: I001
-    AddMemoryParams, AsOfParams, BackupParams, BitemporalParams, CommunitiesParams, CommunitySummaryParams,
-    ConversationParams, CountsParams, DeleteMemoryParams, Direction, EmbedParams, EntityParams, ExportParams,
-    GetMemoryParams, Fusion, GlobalRecallParams, HistoryParams, HygieneParams, ImportParams, LinkParams,
-    ListMemoryFilesParams, MemoryExportParams, MemoryImportParams, MemoryRecallParams, MessageInput, NoParams,
-    OpenParams, PrepareParams, RecallParams, RecallWhenParams, RecentParams, RekeyParams, RememberConversationParams,
-    RememberInput, RememberManyParams, RememberParams, ScanParams, ScopeParams, SupersedeParams, Synchronous,
-    TraverseParams, UnlinkParams, ValidAtParams, validate,
+    AddMemoryParams,
+    AsOfParams,
+    BackupParams,
+    BitemporalParams,
+    CommunitiesParams,
+    CommunitySummaryParams,
+    ConversationParams,
+    CountsParams,
+    DeleteMemoryParams,
+    Direction,
+    EmbedParams,
+    EntityParams,
+    ExportParams,
+    Fusion,
+    GetMemoryParams,
+    GlobalRecallParams,
+    HistoryParams,
+    HygieneParams,
+    ImportParams,
+    LinkParams,
+    ListMemoryFilesParams,
+    MemoryExportParams,
+    MemoryImportParams,
+    MemoryRecallParams,
+    MessageInput,
+    NoParams,
+    OpenParams,
+    PrepareParams,
+    RecallParams,
+    RecallWhenParams,
+    RecentParams,
+    RekeyParams,
+    RememberConversationParams,
+    RememberInput,
+    RememberManyParams,
+    RememberParams,
+    ScanParams,
+    ScopeParams,
+    SupersedeParams,
+    Synchronous,
+    TraverseParams,
+    UnlinkParams,
+    ValidAtParams,
+    validate,
 )
 from ..contract.params.options import (  # noqa: I001
-    CommunitiesOptions, CommunitySummaryOptions, CountsOptions, GlobalRecallOptions, HygieneOptions, PrepareOptions,
-    RecallByVectorOptions, RecallOptions, RecallWhenOptions, RememberOptions, ScanOptions, SearchOptions,
+    CommunitiesOptions,
+    CommunitySummaryOptions,
+    CountsOptions,
+    GlobalRecallOptions,
+    HygieneOptions,
+    PrepareOptions,
+    RecallByVectorOptions,
+    RecallOptions,
+    RecallWhenOptions,
+    RememberOptions,
+    ScanOptions,
+    SearchOptions,
     TraverseOptions,
 )
 from ..embeddings import Embedder
@@ -65,12 +136,22 @@ class Vault:
     """
 
     @edge
-    def __init__(self, path: str | os.PathLike[str] | None = None, *, clock: Clock | None = None,
-                 synchronous: Synchronous = "FULL", keyword_index: bool | Literal["saved"] = True,
-                 vector_index: bool | Literal["saved"] = True,
-                 embedder: Embedder | Literal[False] | None = None, threads: int | None = None,
-                 fusion: Fusion | dict[str, Any] | None = None, cross_encoder: Any = None, judge: Any = None,
-                 key: str | bytes | None = None, create: bool = True) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        clock: Clock | None = None,
+        synchronous: Synchronous = "FULL",
+        keyword_index: bool | Literal["saved"] = True,
+        vector_index: bool | Literal["saved"] = True,
+        embedder: Embedder | Literal[False] | None = None,
+        threads: int | None = None,
+        fusion: Fusion | dict[str, Any] | None = None,
+        cross_encoder: Any = None,
+        judge: Any = None,
+        key: str | bytes | None = None,
+        create: bool = True,
+    ) -> None:
         """Open the vault at ``path``, creating it (and its folder) if needed; with ``create=False`` a
         missing vault is :class:`NotFound` and nothing is created (what a read-only caller wants).
 
@@ -92,12 +173,22 @@ class Vault:
         ``key``: encrypt the file at rest with SQLCipher (a passphrase, or ``x'<64 hex digits>'``);
         by default ``PERSEUS_VAULT_KEY`` or ``PERSEUS_VAULT_KEY_FILE``, else a plaintext vault.
         """
-        options = validate(OpenParams, {
-            "path": str(path) if path is not None else default_path(), "create": create, "synchronous": synchronous,
-            "keyword_index": keyword_index, "vector_index": vector_index, **given(threads=threads, key=key)})
+        options = validate(
+            OpenParams,
+            {
+                "path": str(path) if path is not None else default_path(),
+                "create": create,
+                "synchronous": synchronous,
+                "keyword_index": keyword_index,
+                "vector_index": vector_index,
+                **given(threads=threads, key=key),
+            },
+        )
         self.path = options.path
         weights = validate(Fusion, fusion, prefix="fusion") if fusion is not None else None
-        self._engine = Engine.open(options, clock=clock, embedder=embedder, fusion=weights, cross_encoder=cross_encoder, judge=judge)
+        self._engine = Engine.open(
+            options, clock=clock, embedder=embedder, fusion=weights, cross_encoder=cross_encoder, judge=judge
+        )
         # Closed once: by close(), or dropped unclosed, or at exit (a script's file is then complete too).
         self._closing = weakref.finalize(self, self._engine.close)
 
@@ -142,8 +233,13 @@ class Vault:
 
     # --- writing -----------------------------------------------------------------------------
     @edge
-    def remember(self, category: str | None = None, key: str | None = None, content: str | None = None,
-                 **fields: Unpack[RememberOptions]) -> Remembered:
+    def remember(
+        self,
+        category: str | None = None,
+        key: str | None = None,
+        content: str | None = None,
+        **fields: Unpack[RememberOptions],
+    ) -> Remembered:
         """Create or update the memory (category, key) in its scope; identical content is a no-op, and so
         is a new key whose text the scope holds (``repeated``). On an update, fields not passed keep their
         values. ``similar``: the memories it likely repeats or updates (docs/curation.md)."""
@@ -153,58 +249,123 @@ class Vault:
         return self.call("remember", p)
 
     @edge
-    def remember_many(self, items: Iterable[dict[str, Any] | RememberInput], *, similar: bool = False) -> list[Entity]:
+    def remember_many(
+        self, items: Iterable[dict[str, Any] | RememberInput], *, similar: bool = False
+    ) -> list[Entity]:
         """Remember a batch in one transaction: all are written, or (on any error) none. Each memory's relations to
         the ones it may repeat or update are kept; ``similar``: each comes back with them (as ``remember``'s)."""
         p = validate(RememberManyParams, {"items": listed("items", items, "memories"), "similar": similar})
         return self.call("remember_many", p)
 
     @edge
-    def get_entity(self, id: int, *, agent_id: str | None = None, workspace_hash: str | None = None) -> Entity:
+    def get_entity(
+        self, id: int, *, agent_id: str | None = None, workspace_hash: str | None = None
+    ) -> Entity:
         """One entity, whole (current version). Scope arguments, when given, must match it."""
-        return self.call("get_entity", validate(EntityParams, given(id=id, agent_id=agent_id,
-                                                                    workspace_hash=workspace_hash)))
+        return self.call(
+            "get_entity",
+            validate(EntityParams, given(id=id, agent_id=agent_id, workspace_hash=workspace_hash)),
+        )
 
     @edge
     def forget(self, id: int, *, agent_id: str | None = None, workspace_hash: str | None = None) -> Entity:
         """Archive an entity (reversible: remembering its (category, key) again restores it)."""
-        return self.call("forget", validate(EntityParams, given(id=id, agent_id=agent_id, workspace_hash=workspace_hash)))
+        return self.call(
+            "forget", validate(EntityParams, given(id=id, agent_id=agent_id, workspace_hash=workspace_hash))
+        )
 
     @edge
-    def purge(self, id: int, *, agent_id: str | None = None, workspace_hash: str | None = None) -> PurgeResult:
+    def purge(
+        self, id: int, *, agent_id: str | None = None, workspace_hash: str | None = None
+    ) -> PurgeResult:
         """Delete an archived entity, its history and its links for good."""
-        return self.call("purge", validate(EntityParams, given(id=id, agent_id=agent_id, workspace_hash=workspace_hash)))
+        return self.call(
+            "purge", validate(EntityParams, given(id=id, agent_id=agent_id, workspace_hash=workspace_hash))
+        )
 
     @edge
-    def supersede(self, old_id: int, new_id: int, *, agent_id: str | None = None,
-                  workspace_hash: str | None = None) -> Entity:
+    def supersede(
+        self, old_id: int, new_id: int, *, agent_id: str | None = None, workspace_hash: str | None = None
+    ) -> Entity:
         """Mark ``old_id`` superseded by ``new_id``; returns the old entity as it now stands."""
-        return self.call("supersede", validate(SupersedeParams, given(old_id=old_id, new_id=new_id, agent_id=agent_id,
-                                                                      workspace_hash=workspace_hash)))
+        return self.call(
+            "supersede",
+            validate(
+                SupersedeParams,
+                given(old_id=old_id, new_id=new_id, agent_id=agent_id, workspace_hash=workspace_hash),
+            ),
+        )
 
     # --- links -------------------------------------------------------------------------------
 
     @edge
-    def link(self, from_id: int, to_id: int, relation: str = "related", weight: float = 1.0, *,
-             source: str | None = None, agent_id: str | None = None, workspace_hash: str | None = None) -> Link:
+    def link(
+        self,
+        from_id: int,
+        to_id: int,
+        relation: str = "related",
+        weight: float = 1.0,
+        *,
+        source: str | None = None,
+        agent_id: str | None = None,
+        workspace_hash: str | None = None,
+    ) -> Link:
         """Add (or re-weight) a directed, typed edge between two entities of one scope."""
-        return self.call("link", validate(LinkParams, given(from_id=from_id, to_id=to_id, relation=relation, weight=weight,
-                                                             source=source, agent_id=agent_id,
-                                                             workspace_hash=workspace_hash)))
+        return self.call(
+            "link",
+            validate(
+                LinkParams,
+                given(
+                    from_id=from_id,
+                    to_id=to_id,
+                    relation=relation,
+                    weight=weight,
+                    source=source,
+                    agent_id=agent_id,
+                    workspace_hash=workspace_hash,
+                ),
+            ),
+        )
 
     @edge
-    def unlink(self, from_id: int, to_id: int, relation: str | None = None, *,
-               agent_id: str | None = None, workspace_hash: str | None = None) -> int:
+    def unlink(
+        self,
+        from_id: int,
+        to_id: int,
+        relation: str | None = None,
+        *,
+        agent_id: str | None = None,
+        workspace_hash: str | None = None,
+    ) -> int:
         """Close the link(s) from ``from_id`` to ``to_id`` (one relation or all); returns how many closed."""
-        return self.call("unlink", validate(UnlinkParams, given(from_id=from_id, to_id=to_id, relation=relation,
-                                                                agent_id=agent_id, workspace_hash=workspace_hash)))
+        return self.call(
+            "unlink",
+            validate(
+                UnlinkParams,
+                given(
+                    from_id=from_id,
+                    to_id=to_id,
+                    relation=relation,
+                    agent_id=agent_id,
+                    workspace_hash=workspace_hash,
+                ),
+            ),
+        )
 
     @edge
-    def traverse(self, start: int, depth: int = 2, relations: list[str] | None = None,
-                 direction: Direction = "both", **filters: Unpack[TraverseOptions]) -> TraverseResult:
+    def traverse(
+        self,
+        start: int,
+        depth: int = 2,
+        relations: list[str] | None = None,
+        direction: Direction = "both",
+        **filters: Unpack[TraverseOptions],
+    ) -> TraverseResult:
         """Walk the link graph breadth-first from ``start`` (scope and time rules on every hop); see TraverseParams."""
-        p = validate(TraverseParams, {**filters, **given(start=start, depth=depth, relations=relations,
-                                                            direction=direction)})
+        p = validate(
+            TraverseParams,
+            {**filters, **given(start=start, depth=depth, relations=relations, direction=direction)},
+        )
         return self.call("traverse", p)
 
     # --- communities (GraphRAG, docs/graphrag.md) ------------------------------------------------
@@ -215,8 +376,13 @@ class Vault:
         return self.call("communities", validate(CommunitiesParams, options))
 
     @edge
-    def community_summary(self, community_id: str, *, polish: Callable[[str], str] | None = None,
-                          **options: Unpack[CommunitySummaryOptions]) -> CommunitySummary:
+    def community_summary(
+        self,
+        community_id: str,
+        *,
+        polish: Callable[[str], str] | None = None,
+        **options: Unpack[CommunitySummaryOptions],
+    ) -> CommunitySummary:
         """The extractive summary of one community, written once as a ``community_summary`` entity
         linked to every member, and rewritten only when the membership changed (a new id) or with
         ``refresh=True``. ``polish``: any function (an LLM) that rewrites the extractive text; the
@@ -250,86 +416,217 @@ class Vault:
     # --- conversations (docs/conversations.md) ---------------------------------------------------
 
     @edge
-    def remember_conversation(self, session: str, messages: Iterable[dict[str, Any] | MessageInput], *,
-                              agent_id: str | None = None, workspace_hash: str | None = None) -> ConversationWrite:
+    def remember_conversation(
+        self,
+        session: str,
+        messages: Iterable[dict[str, Any] | MessageInput],
+        *,
+        agent_id: str | None = None,
+        workspace_hash: str | None = None,
+    ) -> ConversationWrite:
         """Store ``messages`` (each ``{speaker and/or role, text, time?, id?}``) as the next turns of
         ``session``, in order, in one transaction: all of them, or none. A message with an ``id``
         already stored in the session keeps its turn."""
-        p = validate(RememberConversationParams, given(session=session, messages=listed("messages", messages, "messages"),
-                                                        agent_id=agent_id, workspace_hash=workspace_hash))
+        p = validate(
+            RememberConversationParams,
+            given(
+                session=session,
+                messages=listed("messages", messages, "messages"),
+                agent_id=agent_id,
+                workspace_hash=workspace_hash,
+            ),
+        )
         return self.call("remember_conversation", p)
 
     @edge
-    def conversation(self, session: str, around: int | None = None, before: int | None = None,
-                     after: int | None = None, *, from_turn: int | None = None, limit: int | None = None,
-                     agent_id: str | None = None, workspace_hash: str | None = None) -> ConversationResult:
+    def conversation(
+        self,
+        session: str,
+        around: int | None = None,
+        before: int | None = None,
+        after: int | None = None,
+        *,
+        from_turn: int | None = None,
+        limit: int | None = None,
+        agent_id: str | None = None,
+        workspace_hash: str | None = None,
+    ) -> ConversationResult:
         """The turns of ``session`` in order: around one turn (``before``/``after`` it), or a page of
         ``limit`` turns from ``from_turn``. Read-only."""
-        p = validate(ConversationParams, given(session=session, around=around, before=before, after=after,
-                                                from_turn=from_turn, limit=limit, agent_id=agent_id, workspace_hash=workspace_hash))
+        p = validate(
+            ConversationParams,
+            given(
+                session=session,
+                around=around,
+                before=before,
+                after=after,
+                from_turn=from_turn,
+                limit=limit,
+                agent_id=agent_id,
+                workspace_hash=workspace_hash,
+            ),
+        )
         return self.call("conversation", p)
 
     # --- memory files (docs/memory-files.md) -----------------------------------------------------
 
     @edge
-    def memory_import(self, folder: str | os.PathLike[str], *, memory_dir: str = "About Me", bind: bool = False,
-                      agent_id: str | None = None, workspace_hash: str | None = None) -> MemoryImportReport:
+    def memory_import(
+        self,
+        folder: str | os.PathLike[str],
+        *,
+        memory_dir: str = "About Me",
+        bind: bool = False,
+        agent_id: str | None = None,
+        workspace_hash: str | None = None,
+    ) -> MemoryImportReport:
         """Import an Obsidian-style folder: the memory files in ``folder/memory_dir`` (or in ``folder``
         itself when there is no such subfolder) entry by entry, and the folder's other markdown notes
         with their wikilinks. Re-importing reconciles. ``bind=True`` makes ``add_memory`` /
         ``delete_memory`` rewrite the files there."""
-        p = validate(MemoryImportParams, given(folder=path_text("folder", folder), memory_dir=memory_dir, bind=bind,
-                                               agent_id=agent_id, workspace_hash=workspace_hash))
+        p = validate(
+            MemoryImportParams,
+            given(
+                folder=path_text("folder", folder),
+                memory_dir=memory_dir,
+                bind=bind,
+                agent_id=agent_id,
+                workspace_hash=workspace_hash,
+            ),
+        )
         return self.call("memory_import", p)
 
     @edge
     def memory_unbind(self, *, agent_id: str | None = None, workspace_hash: str | None = None) -> bool:
         """Stop rewriting a folder's files for this scope; True when there was a binding."""
-        return self.call("memory_unbind", validate(ScopeParams, given(agent_id=agent_id, workspace_hash=workspace_hash)))
+        return self.call(
+            "memory_unbind", validate(ScopeParams, given(agent_id=agent_id, workspace_hash=workspace_hash))
+        )
 
     @edge
-    def add_memory(self, file: str, section: str, text: str, date: str | None = None, *,
-                   agent_id: str | None = None, workspace_hash: str | None = None) -> MemoryChange:
+    def add_memory(
+        self,
+        file: str,
+        section: str,
+        text: str,
+        date: str | None = None,
+        *,
+        agent_id: str | None = None,
+        workspace_hash: str | None = None,
+    ) -> MemoryChange:
         """Add a dated entry (``date`` defaults to today, UTC) at the end of ``section`` of memory file
         ``file`` (both created if missing); a bound folder's file is rewritten atomically first."""
-        return self.call("add_memory", validate(AddMemoryParams, given(
-            file=file, section=section, text=text, date=date, agent_id=agent_id, workspace_hash=workspace_hash)))
+        return self.call(
+            "add_memory",
+            validate(
+                AddMemoryParams,
+                given(
+                    file=file,
+                    section=section,
+                    text=text,
+                    date=date,
+                    agent_id=agent_id,
+                    workspace_hash=workspace_hash,
+                ),
+            ),
+        )
 
     @edge
-    def delete_memory(self, file: str, section: str, *, date: str | None = None, text: str | None = None,
-                      agent_id: str | None = None, workspace_hash: str | None = None) -> MemoryChange:
+    def delete_memory(
+        self,
+        file: str,
+        section: str,
+        *,
+        date: str | None = None,
+        text: str | None = None,
+        agent_id: str | None = None,
+        workspace_hash: str | None = None,
+    ) -> MemoryChange:
         """Delete the one entry of ``section`` matching ``date`` and/or ``text``; refuses when none or
         several match. History keeps it."""
-        return self.call("delete_memory", validate(DeleteMemoryParams, given(
-            file=file, section=section, date=date, text=text, agent_id=agent_id, workspace_hash=workspace_hash)))
+        return self.call(
+            "delete_memory",
+            validate(
+                DeleteMemoryParams,
+                given(
+                    file=file,
+                    section=section,
+                    date=date,
+                    text=text,
+                    agent_id=agent_id,
+                    workspace_hash=workspace_hash,
+                ),
+            ),
+        )
 
     @edge
-    def get_memory(self, file: str, section: str | None = None, *, entries: bool = False, agent_id: str | None = None,
-                   workspace_hash: str | None = None) -> MemoryText:
+    def get_memory(
+        self,
+        file: str,
+        section: str | None = None,
+        *,
+        entries: bool = False,
+        agent_id: str | None = None,
+        workspace_hash: str | None = None,
+    ) -> MemoryText:
         """A memory file verbatim, or one of its ``##`` sections (heading included); ``entries``: also its entries."""
-        return self.call("get_memory", validate(GetMemoryParams, given(
-            file=file, section=section, entries=entries, agent_id=agent_id, workspace_hash=workspace_hash)))
+        return self.call(
+            "get_memory",
+            validate(
+                GetMemoryParams,
+                given(
+                    file=file,
+                    section=section,
+                    entries=entries,
+                    agent_id=agent_id,
+                    workspace_hash=workspace_hash,
+                ),
+            ),
+        )
 
     @edge
-    def list_memory_files(self, *, agent_id: str | None = None, workspace_hash: str | None = None) -> MemoryFiles:
+    def list_memory_files(
+        self, *, agent_id: str | None = None, workspace_hash: str | None = None
+    ) -> MemoryFiles:
         """The memory files in scope, by name, with their entry counts and sections."""
-        return self.call("list_memory_files", validate(ListMemoryFilesParams, given(agent_id=agent_id,
-                                                                                  workspace_hash=workspace_hash)))
+        return self.call(
+            "list_memory_files",
+            validate(ListMemoryFilesParams, given(agent_id=agent_id, workspace_hash=workspace_hash)),
+        )
 
     @edge
-    def memory_export(self, folder: str | os.PathLike[str], *, agent_id: str | None = None,
-                      workspace_hash: str | None = None) -> MemoryExportReport:
+    def memory_export(
+        self,
+        folder: str | os.PathLike[str],
+        *,
+        agent_id: str | None = None,
+        workspace_hash: str | None = None,
+    ) -> MemoryExportReport:
         """Write every memory file in scope to ``folder/<file>.md`` (atomically, byte for byte as stored)."""
-        p = validate(MemoryExportParams, given(folder=path_text("folder", folder), agent_id=agent_id,
-                                               workspace_hash=workspace_hash))
+        p = validate(
+            MemoryExportParams,
+            given(folder=path_text("folder", folder), agent_id=agent_id, workspace_hash=workspace_hash),
+        )
         return self.call("memory_export", p)
 
     @edge
-    def memory_recall(self, query: str, file: str | None = None, limit: int = 50, *, agent_id: str | None = None,
-                      workspace_hash: str | None = None) -> MemoryRecallResult:
+    def memory_recall(
+        self,
+        query: str,
+        file: str | None = None,
+        limit: int = 50,
+        *,
+        agent_id: str | None = None,
+        workspace_hash: str | None = None,
+    ) -> MemoryRecallResult:
         """Entries of the memory files about ``query``, oldest first."""
-        return self.call("memory_recall", validate(MemoryRecallParams, given(
-            query=query, file=file, limit=limit, agent_id=agent_id, workspace_hash=workspace_hash)))
+        return self.call(
+            "memory_recall",
+            validate(
+                MemoryRecallParams,
+                given(query=query, file=file, limit=limit, agent_id=agent_id, workspace_hash=workspace_hash),
+            ),
+        )
 
     # --- reading (docs/recall.md) ----------------------------------------------------------------
 
@@ -346,8 +643,9 @@ class Vault:
         return self.call("search", validate(RecallParams, {"query": query, "type": NOTE_TYPE, **options}))
 
     @edge
-    def recall_by_vector(self, vector: Sequence[float] | np.ndarray, **options: Unpack[RecallByVectorOptions]
-                         ) -> RecallResult:
+    def recall_by_vector(
+        self, vector: Sequence[float] | np.ndarray, **options: Unpack[RecallByVectorOptions]
+    ) -> RecallResult:
         """Dense recall with a query vector the caller embedded with the vault's model (framework
         adapters that embed on their side); ``recall``'s filters and knobs, except ``query`` and ``mode``."""
         for name in ("query", "mode"):
@@ -378,50 +676,126 @@ class Vault:
         return self.call("counts", validate(CountsParams, filters))
 
     @edge
-    def hygiene(self, *, limit: int = 100, min_age_days: int = 7, **filters: Unpack[HygieneOptions]) -> HygieneReport:
+    def hygiene(
+        self, *, limit: int = 100, min_age_days: int = 7, **filters: Unpack[HygieneOptions]
+    ) -> HygieneReport:
         """Report the active memories that weaken a startup block, least actionable first, each with
         its reasons (rules in docs/hygiene.md). Read-only: nothing is reinforced."""
-        return self.call("hygiene", validate(HygieneParams, {**filters, "limit": limit, "min_age_days": min_age_days}))
+        return self.call(
+            "hygiene", validate(HygieneParams, {**filters, "limit": limit, "min_age_days": min_age_days})
+        )
 
     # --- time (docs/time.md) ---------------------------------------------------------------------
 
     @edge
-    def history(self, category: str, key: str, *, agent_id: str | None = None, workspace_hash: str | None = None,
-                limit: int = 20, offset: int = 0) -> HistoryPage:
+    def history(
+        self,
+        category: str,
+        key: str,
+        *,
+        agent_id: str | None = None,
+        workspace_hash: str | None = None,
+        limit: int = 20,
+        offset: int = 0,
+    ) -> HistoryPage:
         """Every version of a fact, newest first, paginated, with ``total``."""
-        p = validate(HistoryParams, given(category=category, key=key, agent_id=agent_id,
-                                           workspace_hash=workspace_hash, limit=limit, offset=offset))
+        p = validate(
+            HistoryParams,
+            given(
+                category=category,
+                key=key,
+                agent_id=agent_id,
+                workspace_hash=workspace_hash,
+                limit=limit,
+                offset=offset,
+            ),
+        )
         return self.call("history", p)
 
     @edge
-    def as_of(self, category: str, key: str, as_of_unix_ms: Instant, *, agent_id: str | None = None,
-              workspace_hash: str | None = None) -> Entity | None:
+    def as_of(
+        self,
+        category: str,
+        key: str,
+        as_of_unix_ms: Instant,
+        *,
+        agent_id: str | None = None,
+        workspace_hash: str | None = None,
+    ) -> Entity | None:
         """The version of a fact the vault believed at ``as_of_unix_ms`` (``None`` if it had none then)."""
-        p = validate(AsOfParams, given(category=category, key=key, as_of_unix_ms=as_of_unix_ms, agent_id=agent_id,
-                                        workspace_hash=workspace_hash))
+        p = validate(
+            AsOfParams,
+            given(
+                category=category,
+                key=key,
+                as_of_unix_ms=as_of_unix_ms,
+                agent_id=agent_id,
+                workspace_hash=workspace_hash,
+            ),
+        )
         return self.call("as_of", p)
 
     @edge
-    def valid_at(self, category: str, key: str, valid_at_unix_ms: Instant, *, agent_id: str | None = None,
-                 workspace_hash: str | None = None) -> Entity | None:
+    def valid_at(
+        self,
+        category: str,
+        key: str,
+        valid_at_unix_ms: Instant,
+        *,
+        agent_id: str | None = None,
+        workspace_hash: str | None = None,
+    ) -> Entity | None:
         """The version of a fact true in the world at ``valid_at_unix_ms``, per current knowledge."""
-        p = validate(ValidAtParams, given(category=category, key=key, valid_at_unix_ms=valid_at_unix_ms,
-                                           agent_id=agent_id, workspace_hash=workspace_hash))
+        p = validate(
+            ValidAtParams,
+            given(
+                category=category,
+                key=key,
+                valid_at_unix_ms=valid_at_unix_ms,
+                agent_id=agent_id,
+                workspace_hash=workspace_hash,
+            ),
+        )
         return self.call("valid_at", p)
 
     @edge
-    def bitemporal(self, category: str, key: str, as_of_unix_ms: Instant, valid_at_unix_ms: Instant, *,
-                   agent_id: str | None = None, workspace_hash: str | None = None) -> Entity | None:
+    def bitemporal(
+        self,
+        category: str,
+        key: str,
+        as_of_unix_ms: Instant,
+        valid_at_unix_ms: Instant,
+        *,
+        agent_id: str | None = None,
+        workspace_hash: str | None = None,
+    ) -> Entity | None:
         """The version believed at ``as_of_unix_ms`` to be true at ``valid_at_unix_ms``."""
-        p = validate(BitemporalParams, given(category=category, key=key, as_of_unix_ms=as_of_unix_ms, agent_id=agent_id,
-                                              valid_at_unix_ms=valid_at_unix_ms, workspace_hash=workspace_hash))
+        p = validate(
+            BitemporalParams,
+            given(
+                category=category,
+                key=key,
+                as_of_unix_ms=as_of_unix_ms,
+                agent_id=agent_id,
+                valid_at_unix_ms=valid_at_unix_ms,
+                workspace_hash=workspace_hash,
+            ),
+        )
         return self.call("bitemporal", p)
 
     @edge
-    def recent(self, cursor: str | None = None, limit: int = 20, *, agent_id: str | None = None,
-               workspace_hash: str | None = None) -> ScanPage:
+    def recent(
+        self,
+        cursor: str | None = None,
+        limit: int = 20,
+        *,
+        agent_id: str | None = None,
+        workspace_hash: str | None = None,
+    ) -> ScanPage:
         """The latest writes, newest first: each version as written; feed ``next_cursor`` back for older ones."""
-        p = validate(RecentParams, given(cursor=cursor, limit=limit, agent_id=agent_id, workspace_hash=workspace_hash))
+        p = validate(
+            RecentParams, given(cursor=cursor, limit=limit, agent_id=agent_id, workspace_hash=workspace_hash)
+        )
         return self.call("recent", p)
 
     # --- embeddings, moving data in and out --------------------------------------------------
@@ -436,20 +810,36 @@ class Vault:
         return self.call("embed", p, progress=progress)
 
     @edge
-    def import_jsonl(self, source: str | os.PathLike[str] | IO[str] | Iterable[str],
-                     progress: Callable[[int, int], None] | None = None) -> ImportReport:
+    def import_jsonl(
+        self,
+        source: str | os.PathLike[str] | IO[str] | Iterable[str],
+        progress: Callable[[int, int], None] | None = None,
+    ) -> ImportReport:
         """Import a JSONL file (an export, or lines shaped like ``remember`` arguments) in one transaction."""
-        lines = None if isinstance(source, (str, os.PathLike)) else source  # an open file: "-" names it, as on the CLI
+        lines = (
+            None if isinstance(source, (str, os.PathLike)) else source
+        )  # an open file: "-" names it, as on the CLI
         p = validate(ImportParams, {"source": "-" if lines is not None else path_text("source", source)})
         return self.call("import_jsonl", p, progress=progress, lines=lines)
 
     @edge
-    def export_jsonl(self, target: str | os.PathLike[str] | IO[str], *, agent_id: str | None = None,
-                     workspace_hash: str | None = None) -> int:
+    def export_jsonl(
+        self,
+        target: str | os.PathLike[str] | IO[str],
+        *,
+        agent_id: str | None = None,
+        workspace_hash: str | None = None,
+    ) -> int:
         """Write every entity (with its history) and link in scope as JSONL; returns the line count."""
         stream = target if hasattr(target, "write") else None  # an open file: "-" names it, as on the CLI
-        p = validate(ExportParams, given(target="-" if stream is not None else path_text("target", target),
-                                         agent_id=agent_id, workspace_hash=workspace_hash))
+        p = validate(
+            ExportParams,
+            given(
+                target="-" if stream is not None else path_text("target", target),
+                agent_id=agent_id,
+                workspace_hash=workspace_hash,
+            ),
+        )
         return self.call("export_jsonl", p, stream=stream)
 
     # --- looking after the file ----------------------------------------------------------------
@@ -473,7 +863,9 @@ class Vault:
     def rekey(self, new_key: str | bytes) -> None:
         """Re-encrypt the vault under ``new_key`` (no memory is lost); afterwards only ``new_key`` opens it.
         Refused (StorageError, nothing changed) while another process has the file open: it would keep the old key."""
-        text = new_key if isinstance(new_key, str) else check_key(new_key, "key")  # bytes: Python callers only
+        text = (
+            new_key if isinstance(new_key, str) else check_key(new_key, "key")
+        )  # bytes: Python callers only
         return self.call("rekey", validate(RekeyParams, {"new_key": text}))
 
     @edge

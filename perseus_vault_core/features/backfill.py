@@ -20,8 +20,8 @@ from ..contract.models import EmbedReport
 from ..contract.params import EmbedParams
 from ..embeddings.base import checked, embedding_text
 from ..engine.engine import Engine
-from ..records import store
 from ..recall.curation import is_turn
+from ..records import store
 from ..storage import Connection
 from ..storage.meta import RELATIONS_PENDING, get_meta, set_meta
 from . import relations as kept
@@ -60,7 +60,9 @@ def embed(engine: Engine, p: EmbedParams, progress: Progress | None = None) -> E
         unique = list(dict.fromkeys(texts))
         by_text = dict(zip(unique, checked(embedder, unique)))
 
-        def work(c: Connection, batch: list[tuple[int, str, str | None, bool]] = batch, texts: list[str] = texts) -> None:
+        def work(
+            c: Connection, batch: list[tuple[int, str, str | None, bool]] = batch, texts: list[str] = texts
+        ) -> None:
             vectors.claim(c, embedder.identity, embedder.dimension, defer_index=True)
             alive = vectors.existing(c, [b[0] for b in batch])
             rows = [(vid, by_text[text]) for (vid, _, _, _), text in zip(batch, texts) if vid in alive]
@@ -74,7 +76,9 @@ def embed(engine: Engine, p: EmbedParams, progress: Progress | None = None) -> E
         missing_index = vectors.index_missing(conn)
     if missing_index and not engine.backend.read_only:  # a replica leaves it to its primary
         engine.write(vectors.build_index)
-    return EmbedReport(embedded=done, model=embedder.identity, dimension=embedder.dimension, reembedded=reembed)
+    return EmbedReport(
+        embedded=done, model=embedder.identity, dimension=embedder.dimension, reembedded=reembed
+    )
 
 
 def relations(engine: Engine, progress: Progress | None = None) -> int:
@@ -92,15 +96,20 @@ def relations(engine: Engine, progress: Progress | None = None) -> int:
         return 0
     start = int(after) if after is not None else 0
     with engine.reading() as conn:
-        marked = [int(r[0]) for r in conn.execute(
-            "SELECT e.id FROM entities e JOIN entity_versions v ON v.entity_id = e.id AND v.scope = e.scope AND "
-            "v.recorded_to_ms IS NULL WHERE e.id <= ? AND v.status = 'active' ORDER BY e.id", (int(through),))]
+        marked = [
+            int(r[0])
+            for r in conn.execute(
+                "SELECT e.id FROM entities e JOIN entity_versions v ON v.entity_id = e.id AND v.scope = e.scope AND "
+                "v.recorded_to_ms IS NULL WHERE e.id <= ? AND v.status = 'active' ORDER BY e.id",
+                (int(through),),
+            )
+        ]
     ids = [i for i in marked if i > start]
     done, judged_count = len(marked) - len(ids), 0
     if progress is not None:
         progress(done, len(marked))
     for first in range(0, len(ids), RELATION_BATCH):
-        chunk = ids[first: first + RELATION_BATCH]
+        chunk = ids[first : first + RELATION_BATCH]
         with engine.reading() as conn:
             heads = store.head_rows(conn, chunk)
             vectors = engine.backend.vectors.head_vectors(conn, chunk) if engine.embedder is not None else {}
@@ -115,8 +124,16 @@ def relations(engine: Engine, progress: Progress | None = None) -> int:
 
         def work(c: Connection, judged: list = judged, upto: int = chunk[-1], last: bool = last) -> None:  # type: ignore[type-arg]
             for row, found, rows in judged:
-                kept.keep(engine.backend, c, row["id"], remembering.valid_ms(row), found,
-                          {f.id: remembering.valid_ms(rows[f.id]) for f in found}, engine.now(), fresh=False)
+                kept.keep(
+                    engine.backend,
+                    c,
+                    row["id"],
+                    remembering.valid_ms(row),
+                    found,
+                    {f.id: remembering.valid_ms(rows[f.id]) for f in found},
+                    engine.now(),
+                    fresh=False,
+                )
             if last:
                 _judged_all(c)
             else:

@@ -22,7 +22,13 @@ from typing import Any
 
 from ..contract.errors import NotFound
 from ..contract.models import ConversationResult, ConversationTurn, ConversationWrite, Entity, TurnWritten
-from ..contract.params import ConversationParams, Filters, MessageInput, RememberConversationParams, RememberInput
+from ..contract.params import (
+    ConversationParams,
+    Filters,
+    MessageInput,
+    RememberConversationParams,
+    RememberInput,
+)
 from ..contract.readable import iso_time
 from ..contract.text import collapse_whitespace, escape_breaks
 from ..engine.engine import Engine
@@ -36,7 +42,6 @@ from . import turn_topics
 CATEGORY = "conversation"
 TYPE = TURN_TYPE  # curation leaves turns alone: two turns may say the same words, and both were said
 PAD = 6  # digits of the turn number in a key: keys sort in turn order up to 999,999 turns
-
 
 
 def _turn(d: Dialect) -> str:
@@ -90,7 +95,7 @@ def batch(conn: Connection, p: RememberConversationParams) -> Batch:
     last = 0
     by_id: dict[str, tuple[int, int, str]] = {}  # message id -> (turn, entity id, status)
     for entity_id, k, kind, status, message_id in rows:
-        suffix = k[len(lo):]
+        suffix = k[len(lo) :]
         # Whatever memory sits at a turn's key, its number is taken (a number past 15 digits is no turn's).
         if suffix.isascii() and suffix.isdigit() and len(suffix) <= 15:
             last = max(last, int(suffix))
@@ -126,11 +131,19 @@ def _item(p: RememberConversationParams, message: MessageInput, turn: int) -> Re
             body["at"] = at
     if message.id is not None:
         body["message_id"] = message.id
-    return RememberInput.model_validate({
-        "category": CATEGORY, "key": key(p.session, turn), "type": TYPE, "content": message.text,
-        "summary": message.who, "topic_path": topic_path(p.session), "body": body,
-        "agent_id": p.agent_id, "workspace_hash": p.workspace_hash,
-    })
+    return RememberInput.model_validate(
+        {
+            "category": CATEGORY,
+            "key": key(p.session, turn),
+            "type": TYPE,
+            "content": message.text,
+            "summary": message.who,
+            "topic_path": topic_path(p.session),
+            "body": body,
+            "agent_id": p.agent_id,
+            "workspace_hash": p.workspace_hash,
+        }
+    )
 
 
 def report(p: RememberConversationParams, b: Batch, changes: list[tuple[int, str]]) -> ConversationWrite:
@@ -139,11 +152,20 @@ def report(p: RememberConversationParams, b: Batch, changes: list[tuple[int, str
     turns = []
     for n, (m, turn) in enumerate(zip(p.messages, b.turns)):
         entity_id, change = (b.kept[n], "skipped") if n in b.kept else next(written)
-        turns.append(TurnWritten.model_validate({"id": entity_id, "turn": turn, "speaker": m.who, "message_id": m.id,
-                                                 "change": change}))
+        turns.append(
+            TurnWritten.model_validate(
+                {"id": entity_id, "turn": turn, "speaker": m.who, "message_id": m.id, "change": change}
+            )
+        )
     counts = {c: sum(t.change == c for t in turns) for c in ("created", "updated", "unchanged", "skipped")}
-    return ConversationWrite(session=p.session, agent_id=p.agent_id, workspace_hash=p.workspace_hash, turns=turns,
-                             last_turn=b.last, **counts)
+    return ConversationWrite(
+        session=p.session,
+        agent_id=p.agent_id,
+        workspace_hash=p.workspace_hash,
+        turns=turns,
+        last_turn=b.last,
+        **counts,
+    )
 
 
 # --- reading -------------------------------------------------------------------------------------
@@ -169,7 +191,9 @@ def read(conn: Connection, p: ConversationParams, now_ms: int) -> ConversationRe
             raise NotFound(f"around: {exc}") from None
         at = _turn_of(hit)
         if at is None or hit["category"] != CATEGORY or hit["type"] != TYPE or not lo <= hit["key"] < hi:
-            raise NotFound(f"around: entity {p.around} is not a turn of conversation {p.session!r} in this scope")
+            raise NotFound(
+                f"around: entity {p.around} is not a turn of conversation {p.session!r} in this scope"
+            )
         scope = (hit["agent_id"], hit["workspace_hash"])
     else:
         scope = (p.agent_id or "", p.workspace_hash or "")
@@ -183,24 +207,35 @@ def read(conn: Connection, p: ConversationParams, now_ms: int) -> ConversationRe
     total = int(conn.execute(f"SELECT count(*) FROM {FROM} WHERE {where}", args).fetchone()[0])
     select = f"SELECT {store.ENTITY_COLUMNS} FROM {FROM} WHERE {where}"
     if hit is not None:
-        earlier = conn.execute(f"{select} AND {turn} < :at ORDER BY {turn} DESC, e.id DESC LIMIT :n",
-                               dict(args, at=at, n=p.before)).fetchall()
-        later = conn.execute(f"{select} AND {turn} > :at ORDER BY {turn}, e.id LIMIT :n",
-                             dict(args, at=at, n=p.after + 1)).fetchall()
+        earlier = conn.execute(
+            f"{select} AND {turn} < :at ORDER BY {turn} DESC, e.id DESC LIMIT :n",
+            dict(args, at=at, n=p.before),
+        ).fetchall()
+        later = conn.execute(
+            f"{select} AND {turn} > :at ORDER BY {turn}, e.id LIMIT :n", dict(args, at=at, n=p.after + 1)
+        ).fetchall()
         entities = [store.to_entity(r, v.instant) for r in earlier[::-1]]
         entities.append(store.to_entity(hit, v.instant))
         entities += [store.to_entity(r, v.instant) for r in later[: p.after]]
         following = later[p.after] if len(later) > p.after else None
         turns = _turns(entities, fit=True)
     else:
-        rows = conn.execute(f"{select} AND {turn} >= :start ORDER BY {turn}, e.id LIMIT :n",
-                            dict(args, start=p.from_turn, n=p.limit + 1)).fetchall()
+        rows = conn.execute(
+            f"{select} AND {turn} >= :start ORDER BY {turn}, e.id LIMIT :n",
+            dict(args, start=p.from_turn, n=p.limit + 1),
+        ).fetchall()
         page = store.within_budget(rows[: p.limit])  # a page of huge turns ends early; next_turn goes on
         following = rows[len(page)] if len(rows) > len(page) else None
         turns = _turns([store.to_entity(r, v.instant) for r in page], fit=False)
     next_turn = _turn_of(store.row_dict(following)) if following is not None else None
-    return ConversationResult(session=p.session, agent_id=scope[0] or None, workspace_hash=scope[1] or None,
-                              turns=turns, total=total, next_turn=next_turn)
+    return ConversationResult(
+        session=p.session,
+        agent_id=scope[0] or None,
+        workspace_hash=scope[1] or None,
+        turns=turns,
+        total=total,
+        next_turn=next_turn,
+    )
 
 
 def _turn_of(row: dict[str, Any]) -> int | None:
@@ -217,11 +252,16 @@ def _turns(entities: list[Entity], *, fit: bool) -> list[ConversationTurn]:
         body = whole.body
         at_ms = body.get("at_ms")
         role, message_id = body.get("role"), body.get("message_id")
-        out.append(ConversationTurn(
-            turn=int(body["turn"]), speaker=str(body.get("speaker") or whole.summary or ""),
-            role=role if isinstance(role, str) else None,
-            at_ms=at_ms if isinstance(at_ms, int) else whole.created_at_ms,
-            message_id=message_id if isinstance(message_id, str) else None, entity=entity))
+        out.append(
+            ConversationTurn(
+                turn=int(body["turn"]),
+                speaker=str(body.get("speaker") or whole.summary or ""),
+                role=role if isinstance(role, str) else None,
+                at_ms=at_ms if isinstance(at_ms, int) else whole.created_at_ms,
+                message_id=message_id if isinstance(message_id, str) else None,
+                entity=entity,
+            )
+        )
     return out
 
 
@@ -248,7 +288,9 @@ def remember(engine: Engine, p: RememberConversationParams) -> ConversationWrite
     """Store ``p.messages`` as the session's next turns, in one transaction."""
     plan = engine.plan(lambda conn: store.texts_to_embed(conn, batch(conn, p).writes))
     vectors = plan.by_text if plan is not None else {}
-    near = turn_topics.stored_near(engine, {"agent_id": p.agent_id, "workspace_hash": p.workspace_hash}, vectors)
+    near = turn_topics.stored_near(
+        engine, {"agent_id": p.agent_id, "workspace_hash": p.workspace_hash}, vectors
+    )
 
     def work(conn: Connection) -> ConversationWrite:
         b = batch(conn, p)  # numbered inside the transaction: no other writer shares a number

@@ -32,8 +32,10 @@ def counts(engine: Engine, p: CountsParams) -> Counts:
 
 def tally(conn: Connection, p: CountsParams, now_ms: int) -> Counts:
     v = view(p.model_copy(update={"include_archived": True}), now_ms, dialect(conn))
-    sql = (f"SELECT e.agent_id, e.workspace_hash, v.type, e.category, {store.SHOWN_STATUS}, count(*) "
-           f"FROM {FROM_VERSIONS_FIRST} WHERE {v.where} GROUP BY 1, 2, 3, 4, 5")
+    sql = (
+        f"SELECT e.agent_id, e.workspace_hash, v.type, e.category, {store.SHOWN_STATUS}, count(*) "
+        f"FROM {FROM_VERSIONS_FIRST} WHERE {v.where} GROUP BY 1, 2, 3, 4, 5"
+    )
     by_status: Counter[str] = Counter()
     scopes: Counter[tuple[str, str]] = Counter()
     types: Counter[str] = Counter()
@@ -45,10 +47,18 @@ def tally(conn: Connection, p: CountsParams, now_ms: int) -> Counts:
             types[kind] += n
             categories[category] += n
     return Counts(
-        total=sum(types.values()), by_status=dict(largest(by_status, len(by_status))),
-        by_scope=[ScopeCount(agent_id=a or None, workspace_hash=w or None, count=n) for (a, w), n in largest(scopes, p.top)],
-        by_type=dict(largest(types, p.top)), by_category=dict(largest(categories, p.top)),
-        scopes=len(scopes), types=len(types), categories=len(categories))
+        total=sum(types.values()),
+        by_status=dict(largest(by_status, len(by_status))),
+        by_scope=[
+            ScopeCount(agent_id=a or None, workspace_hash=w or None, count=n)
+            for (a, w), n in largest(scopes, p.top)
+        ],
+        by_type=dict(largest(types, p.top)),
+        by_category=dict(largest(categories, p.top)),
+        scopes=len(scopes),
+        types=len(types),
+        categories=len(categories),
+    )
 
 
 def largest(counter: Counter[K], n: int) -> list[tuple[K, int]]:

@@ -32,6 +32,9 @@ def purge(engine: Engine, p: EntityParams) -> PurgeResult:
 
 def supersede(engine: Engine, p: SupersedeParams) -> Entity:
     """Mark ``p.old_id`` superseded by ``p.new_id``; the old memory as it now stands."""
-    engine.write(lambda c: store.supersede(engine.backend, c, p.old_id, p.new_id, p.agent_id,
-                                           p.workspace_hash, engine.now()))
+    engine.write(
+        lambda c: store.supersede(
+            engine.backend, c, p.old_id, p.new_id, p.agent_id, p.workspace_hash, engine.now()
+        )
+    )
     return engine.entity(p.old_id)

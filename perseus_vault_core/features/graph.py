@@ -21,9 +21,9 @@ from ..primitives.dbapi import Connection
 from ..primitives.dialect import dialect
 from ..primitives.filters import View, from_ids, id_list, view
 from ..primitives.scopes import scope_key
+from ..recall.curation import INFERRED
 from ..records import store
 from ..storage.base import Backend
-from ..recall.curation import INFERRED
 
 if TYPE_CHECKING:
     from ..engine.engine import Engine
@@ -40,14 +40,27 @@ def _link(row: Any) -> Link:
 
 def link(engine: Engine, p: LinkParams) -> Link:
     """The ``link`` verb: add (or re-weight) the edge ``p`` describes, in one transaction."""
-    return engine.write(lambda c: open_link(engine.backend, c, p.from_id, p.to_id, p.relation,
-                                            float(p.weight), p.source, p.agent_id, p.workspace_hash, engine.now()))
+    return engine.write(
+        lambda c: open_link(
+            engine.backend,
+            c,
+            p.from_id,
+            p.to_id,
+            p.relation,
+            float(p.weight),
+            p.source,
+            p.agent_id,
+            p.workspace_hash,
+            engine.now(),
+        )
+    )
 
 
 def unlink(engine: Engine, p: UnlinkParams) -> int:
     """The ``unlink`` verb: close the links ``p`` names, in one transaction; how many closed."""
-    return engine.write(lambda c: close_links(c, p.from_id, p.to_id, p.relation, p.agent_id, p.workspace_hash,
-                                              engine.now()))
+    return engine.write(
+        lambda c: close_links(c, p.from_id, p.to_id, p.relation, p.agent_id, p.workspace_hash, engine.now())
+    )
 
 
 def traverse(engine: Engine, p: TraverseParams) -> TraverseResult:
@@ -58,8 +71,16 @@ def traverse(engine: Engine, p: TraverseParams) -> TraverseResult:
 
 
 def open_link(
-    backend: Backend, conn: Connection, from_id: int, to_id: int, relation: str, weight: float, source: str | None,
-    agent_id: str | None, workspace_hash: str | None, now_ms: int,
+    backend: Backend,
+    conn: Connection,
+    from_id: int,
+    to_id: int,
+    relation: str,
+    weight: float,
+    source: str | None,
+    agent_id: str | None,
+    workspace_hash: str | None,
+    now_ms: int,
 ) -> Link:
     if from_id == to_id:
         raise InvalidInput("to_id", "a link needs two different entities")
@@ -68,9 +89,12 @@ def open_link(
     if (a["agent_id"], a["workspace_hash"]) != (b["agent_id"], b["workspace_hash"]):
         raise InvalidInput("to_id", "belongs to another scope (agent or workspace) than from_id")
     if source != INFERRED:  # someone's word on a pair wins over the vault's: the pair's inferred links close
-        conn.execute("UPDATE links SET recorded_to_ms = CASE WHEN recorded_from_ms > ? THEN recorded_from_ms ELSE ? END "
-                     "WHERE recorded_to_ms IS NULL AND source = ? AND ((from_id = ? AND to_id = ?) OR "
-                     "(from_id = ? AND to_id = ?))", (now_ms, now_ms, INFERRED, from_id, to_id, to_id, from_id))
+        conn.execute(
+            "UPDATE links SET recorded_to_ms = CASE WHEN recorded_from_ms > ? THEN recorded_from_ms ELSE ? END "
+            "WHERE recorded_to_ms IS NULL AND source = ? AND ((from_id = ? AND to_id = ?) OR "
+            "(from_id = ? AND to_id = ?))",
+            (now_ms, now_ms, INFERRED, from_id, to_id, to_id, from_id),
+        )
     open_row = conn.execute(
         f"SELECT {LINK_COLUMNS} FROM links WHERE from_id = ? AND to_id = ? AND relation = ? AND recorded_to_ms IS NULL",
         (from_id, to_id, relation),
@@ -86,19 +110,37 @@ def open_link(
     (row,) = conn.execute(  # its id given, never the column's default (store.insert_version says why)
         "INSERT INTO links (id, from_id, to_id, relation, weight, source, created_at_ms, recorded_from_ms, scope) "
         f"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING {LINK_COLUMNS}",
-        (backend.next_id(conn, "links"), from_id, to_id, relation, weight, source, created, now_ms,
-         scope_key(a["agent_id"], a["workspace_hash"])),
+        (
+            backend.next_id(conn, "links"),
+            from_id,
+            to_id,
+            relation,
+            weight,
+            source,
+            created,
+            now_ms,
+            scope_key(a["agent_id"], a["workspace_hash"]),
+        ),
     ).fetchall()
     return _link(row)
 
 
-def link_many(backend: Backend, conn: Connection, from_id: int, to_ids: list[int], relation: str, now_ms: int,
-              weight: float = 1.0) -> int:
+def link_many(
+    backend: Backend,
+    conn: Connection,
+    from_id: int,
+    to_ids: list[int],
+    relation: str,
+    now_ms: int,
+    weight: float = 1.0,
+) -> int:
     """Open a link from ``from_id`` to each of ``to_ids`` that lacks one (for links the vault makes
     itself between entities it knows share a scope). Returns how many were opened."""
     open_now = {
-        int(r[0]) for r in conn.execute(
-            "SELECT to_id FROM links WHERE from_id = ? AND relation = ? AND recorded_to_ms IS NULL", (from_id, relation)
+        int(r[0])
+        for r in conn.execute(
+            "SELECT to_id FROM links WHERE from_id = ? AND relation = ? AND recorded_to_ms IS NULL",
+            (from_id, relation),
         )
     }
     targets = [t for t in sorted(set(to_ids)) if t not in open_now and t != from_id]
@@ -113,15 +155,22 @@ def link_many(backend: Backend, conn: Connection, from_id: int, to_ids: list[int
 
 
 def close_links(
-    conn: Connection, from_id: int, to_id: int, relation: str | None,
-    agent_id: str | None, workspace_hash: str | None, now_ms: int,
+    conn: Connection,
+    from_id: int,
+    to_id: int,
+    relation: str | None,
+    agent_id: str | None,
+    workspace_hash: str | None,
+    now_ms: int,
 ) -> int:
     """Close the open link(s) from ``from_id`` to ``to_id`` (one relation, or all). Returns how many."""
     store.scoped_head(conn, from_id, agent_id, workspace_hash)
     store.scoped_head(conn, to_id, agent_id, workspace_hash)
     # Never before it opened (a clock that stepped back); CASE, as SQLite's max(a, b) is Postgres's greatest(a, b).
-    sql = ("UPDATE links SET recorded_to_ms = CASE WHEN recorded_from_ms > ? THEN recorded_from_ms ELSE ? END "
-           "WHERE from_id = ? AND to_id = ? AND recorded_to_ms IS NULL")
+    sql = (
+        "UPDATE links SET recorded_to_ms = CASE WHEN recorded_from_ms > ? THEN recorded_from_ms ELSE ? END "
+        "WHERE from_id = ? AND to_id = ? AND recorded_to_ms IS NULL"
+    )
     params: list[Any] = [now_ms, now_ms, from_id, to_id]
     if relation is not None:
         sql += " AND relation = ?"
@@ -133,13 +182,20 @@ def open_links(view: View, alias: str = "l") -> tuple[str, dict[str, Any]]:
     """The links open in ``view``: now, or at its point in time (a clause over ``links`` as ``alias``)."""
     if view.historical:
         at = view.params.get("believed", view.params.get("as_of"))
-        return (f"{alias}.recorded_from_ms <= :link_at AND ({alias}.recorded_to_ms IS NULL "
-                f"OR {alias}.recorded_to_ms > :link_at)"), {"link_at": at}
+        return (
+            f"{alias}.recorded_from_ms <= :link_at AND ({alias}.recorded_to_ms IS NULL "
+            f"OR {alias}.recorded_to_ms > :link_at)"
+        ), {"link_at": at}
     return f"{alias}.recorded_to_ms IS NULL", {}
 
 
 def walk(
-    conn: Connection, start: int, depth: int, relations: list[str] | None, direction: str, view: View,
+    conn: Connection,
+    start: int,
+    depth: int,
+    relations: list[str] | None,
+    direction: str,
+    view: View,
     inferred: bool = True,
 ) -> TraverseResult:
     """Breadth-first walk from ``start`` to ``depth`` hops; each node once, at its shortest depth; without the
@@ -166,7 +222,9 @@ def walk(
             break
         candidates: list[tuple[int, Link]] = []  # (from frontier node, link)
         for node in frontier:
-            candidates.extend((node, edge) for edge in _edges(conn, node, relations, direction, link_clause, link_params))
+            candidates.extend(
+                (node, edge) for edge in _edges(conn, node, relations, direction, link_clause, link_params)
+            )
         neighbour_ids = sorted({_other(edge, node) for node, edge in candidates})
         visible = _visible(conn, neighbour_ids, view)
         next_frontier: list[int] = []
@@ -180,7 +238,11 @@ def walk(
             if other in paths or len(nodes) >= MAX_NODES:
                 continue
             paths[other] = paths[node] + [other]
-            nodes.append(TraverseNode(entity=store.to_entity(visible[other], view.instant), depth=hop, path=paths[other]))
+            nodes.append(
+                TraverseNode(
+                    entity=store.to_entity(visible[other], view.instant), depth=hop, path=paths[other]
+                )
+            )
             next_frontier.append(other)
         frontier = next_frontier
     entities = store.fit([n.entity for n in nodes])  # a walk over huge memories: previews past the budget
@@ -193,7 +255,12 @@ def _other(edge: Link, node: int) -> int:
 
 
 def _edges(
-    conn: Connection, node: int, relations: list[str] | None, direction: str, clause: str, params: dict[str, Any]
+    conn: Connection,
+    node: int,
+    relations: list[str] | None,
+    direction: str,
+    clause: str,
+    params: dict[str, Any],
 ) -> list[Link]:
     sides = {"out": ["from_id"], "in": ["to_id"], "both": ["from_id", "to_id"]}[direction]
     out: list[Link] = []

@@ -59,7 +59,13 @@ from ..storage import Backend, Connection
 from .graphrag.communities import SUMMARY_TYPE
 
 REASONS: tuple[HygieneReason, ...] = (
-    "vague", "date-only", "very short", "duplicate", "near-duplicate", "expired", "never retrieved",
+    "vague",
+    "date-only",
+    "very short",
+    "duplicate",
+    "near-duplicate",
+    "expired",
+    "never retrieved",
 )
 TEXT_REASONS: tuple[HygieneReason, ...] = ("vague", "date-only", "very short")  # from actionability
 FILTERS = ("type", "category", "topic_path", "agent_id", "workspace_hash")  # the ones hygiene takes
@@ -103,8 +109,9 @@ def hygiene(engine: Engine, p: HygieneParams) -> HygieneReport:
         return examine(engine.backend, conn, p.filters(), engine.now(), p.min_age_days, p.limit)
 
 
-def examine(backend: Backend, conn: Connection, filters: Filters, now_ms: int, min_age_days: int, limit: int
-            ) -> HygieneReport:
+def examine(
+    backend: Backend, conn: Connection, filters: Filters, now_ms: int, min_age_days: int, limit: int
+) -> HygieneReport:
     """The report for the memories ``filters`` select (call inside a read snapshot)."""
     memories, now = read(backend, conn, filters, now_ms)
     found = report(memories, now, min_age_days, limit)
@@ -121,14 +128,22 @@ def conflicts(conn: Connection, active: set[int], limit: int) -> list[HygieneCon
         "JOIN entity_versions a ON a.entity_id = l.from_id AND a.scope = l.scope AND a.recorded_to_ms IS NULL "
         "JOIN entity_versions b ON b.entity_id = l.to_id AND b.scope = l.scope AND b.recorded_to_ms IS NULL "
         "WHERE l.recorded_to_ms IS NULL AND l.source = 'inferred' AND l.relation IN ('updates', 'same_subject') "
-        "AND a.status = 'active' AND b.status = 'active' ORDER BY l.id DESC").fetchall()
+        "AND a.status = 'active' AND b.status = 'active' ORDER BY l.id DESC"
+    ).fetchall()
     out = []
     for newer, older, relation, a_content, a_summary, a_valid, b_content, b_summary, b_valid in rows:
         if newer in active and older in active:
-            out.append(HygieneConflict(
-                newer=newer, older=older, relation=relation, newer_preview=embedding_text(a_content, a_summary)[:200],
-                older_preview=embedding_text(b_content, b_summary)[:200], newer_true_from_ms=int(a_valid),
-                older_true_from_ms=int(b_valid)))
+            out.append(
+                HygieneConflict(
+                    newer=newer,
+                    older=older,
+                    relation=relation,
+                    newer_preview=embedding_text(a_content, a_summary)[:200],
+                    older_preview=embedding_text(b_content, b_summary)[:200],
+                    newer_true_from_ms=int(a_valid),
+                    older_true_from_ms=int(b_valid),
+                )
+            )
             if len(out) == limit:
                 break
     return out
@@ -150,13 +165,23 @@ def read(backend: Backend, conn: Connection, filters: Filters, now_ms: int) -> t
         if n % _CHUNK == 0:
             checkpoint()
         r, blob = store.row_dict(row[:-1]), row[-1]
-        vector = np.frombuffer(blob, dtype=np.float32) if blob is not None and len(blob) == vector_bytes else None
-        out.append(Memory(
-            id=int(r["id"]), tenant=(r["agent_id"] or "", r["workspace_hash"] or ""),
-            category=r["category"], key=r["key"], content=r["content"],
-            text=embedding_text(r["content"], r["summary"]), created_at_ms=int(r["created_at_ms"]),
-            retrieval_count=int(r["retrieval_count"]), expires_at_ms=r["expires_at_ms"], vector=vector,
-        ))
+        vector = (
+            np.frombuffer(blob, dtype=np.float32) if blob is not None and len(blob) == vector_bytes else None
+        )
+        out.append(
+            Memory(
+                id=int(r["id"]),
+                tenant=(r["agent_id"] or "", r["workspace_hash"] or ""),
+                category=r["category"],
+                key=r["key"],
+                content=r["content"],
+                text=embedding_text(r["content"], r["summary"]),
+                created_at_ms=int(r["created_at_ms"]),
+                retrieval_count=int(r["retrieval_count"]),
+                expires_at_ms=r["expires_at_ms"],
+                vector=vector,
+            )
+        )
     return out, v.instant
 
 
@@ -190,8 +215,14 @@ def report(memories: Sequence[Memory], now_ms: int, min_age_days: int, limit: in
             counts[reason] += 1
     items = [
         HygieneItem(
-            id=m.id, category=m.category, key=m.key, preview=m.content[:PREVIEW_CHARS], actionability=score,
-            reasons=reasons, duplicate_of=duplicate_of, retrieval_count=m.retrieval_count,
+            id=m.id,
+            category=m.category,
+            key=m.key,
+            preview=m.content[:PREVIEW_CHARS],
+            actionability=score,
+            reasons=reasons,
+            duplicate_of=duplicate_of,
+            retrieval_count=m.retrieval_count,
             created_at_ms=m.created_at_ms,
         )
         for score, _, m, reasons, duplicate_of in flagged[:limit]
@@ -254,7 +285,9 @@ def _cosine_matches(group: list[Memory]) -> dict[int, tuple[float, int]]:
             i = start + int(r)
             near = np.flatnonzero(block[r] >= NEAR_COSINE - _SLACK)
             exact = cosine(matrix[near], matrix[i])
-            for k in sorted(range(len(near)), key=lambda k: (-exact[k], int(near[k]))):  # most similar first, then id
+            for k in sorted(
+                range(len(near)), key=lambda k: (-exact[k], int(near[k]))
+            ):  # most similar first, then id
                 other = members[int(near[k])]
                 if exact[k] >= NEAR_COSINE and _duplicates(other, members[i], float(exact[k])):
                     out[members[i].id] = (float(exact[k]), other.id)

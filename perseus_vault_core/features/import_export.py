@@ -29,7 +29,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..contract.errors import InvalidInput
 from ..contract.models import ImportReport, Link
 from ..contract.params import (
-    MAX_INT, MAX_WEIGHT, ExportParams, ImportParams, RememberInput, texts_problem, validate,
+    MAX_INT,
+    MAX_WEIGHT,
+    ExportParams,
+    ImportParams,
+    RememberInput,
+    texts_problem,
+    validate,
 )
 from ..contract.text import line_break
 from ..embeddings import embedding_text
@@ -116,7 +122,9 @@ def _dump(obj: dict[str, Any]) -> str:
 # --- export ------------------------------------------------------------------------------------
 
 
-def export_lines(conn: Connection, agent_id: str | None = None, workspace_hash: str | None = None) -> Iterator[str]:
+def export_lines(
+    conn: Connection, agent_id: str | None = None, workspace_hash: str | None = None
+) -> Iterator[str]:
     """Every entity (all statuses, all versions) and link in scope, as JSONL lines."""
     yield _dump({"record": "vault", "format": FORMAT})
     clauses, params = [], []
@@ -131,14 +139,22 @@ def export_lines(conn: Connection, agent_id: str | None = None, workspace_hash: 
         "SELECT id, category, key, agent_id, workspace_hash, created_at_ms, retrieval_count, last_accessed_ms "
         f"FROM entities {where} ORDER BY id"
     )
-    version_cols = ["version", "change", "recorded_from_ms", "recorded_to_ms", "updated_at_ms", *store.STATE_FIELDS]
+    version_cols = [
+        "version",
+        "change",
+        "recorded_from_ms",
+        "recorded_to_ms",
+        "updated_at_ms",
+        *store.STATE_FIELDS,
+    ]
     ids = []
     for row in conn.execute(entity_sql, params).fetchall():
         eid, category, key, agent, workspace, created, count, last = row
         ids.append(eid)
         versions = []
         for vrow in conn.execute(
-            f"SELECT {', '.join(version_cols)} FROM entity_versions WHERE entity_id = ? ORDER BY version", (eid,)
+            f"SELECT {', '.join(version_cols)} FROM entity_versions WHERE entity_id = ? ORDER BY version",
+            (eid,),
         ):
             v = dict(zip(version_cols, vrow))
             v.pop("tags")
@@ -146,16 +162,23 @@ def export_lines(conn: Connection, agent_id: str | None = None, workspace_hash: 
             v["recall_when"] = json.loads(v["recall_when"])
             v["verified"] = bool(v["verified"])
             versions.append(v)
-        yield _dump({
-            "record": "entity", "id": eid, "category": category, "key": key, "agent_id": agent or None,
-            "workspace_hash": workspace or None, "created_at_ms": created, "retrieval_count": count,
-            "last_accessed_ms": last, "versions": versions,
-        })
+        yield _dump(
+            {
+                "record": "entity",
+                "id": eid,
+                "category": category,
+                "key": key,
+                "agent_id": agent or None,
+                "workspace_hash": workspace or None,
+                "created_at_ms": created,
+                "retrieval_count": count,
+                "last_accessed_ms": last,
+                "versions": versions,
+            }
+        )
 
     link_names = [c.strip() for c in LINK_COLUMNS.split(",")]
-    link_where = (
-        "WHERE (from_id, scope) IN (SELECT id, scope FROM entities " + where + ")" if where else ""
-    )
+    link_where = "WHERE (from_id, scope) IN (SELECT id, scope FROM entities " + where + ")" if where else ""
     for lrow in conn.execute(f"SELECT {LINK_COLUMNS} FROM links {link_where} ORDER BY id", params):
         yield _dump({"record": "link", **dict(zip(link_names, lrow))})
 
@@ -246,7 +269,9 @@ def texts(entities: list[tuple[int, EntityRecord]], plain: list[tuple[int, Remem
 def import_records(
     backend: Backend,
     conn: Connection,
-    parsed: tuple[list[tuple[int, EntityRecord]], list[tuple[int, LinkRecord]], list[tuple[int, RememberInput]]],
+    parsed: tuple[
+        list[tuple[int, EntityRecord]], list[tuple[int, LinkRecord]], list[tuple[int, RememberInput]]
+    ],
     now_ms: int,
     progress: Progress | None = None,
     plan: store.VectorPlan | None = None,
@@ -254,14 +279,19 @@ def import_records(
     """Write validated records; the caller holds the write transaction (all or nothing)."""
     entities, links, plain = parsed
     # A vault's first vectors (a new vault's import, migrate's copy): its search index is built once, after them.
-    first = plan is not None and bool(plan.by_text) and backend.vectors.claim(conn, plan.identity, plan.dimension,
-                                                                              defer_index=True)
+    first = (
+        plan is not None
+        and bool(plan.by_text)
+        and backend.vectors.claim(conn, plan.identity, plan.dimension, defer_index=True)
+    )
     total = len(entities) + len(links) + len(plain)
     report = ImportReport()
     done = 0
     # Reaching refresh_at takes at least REFRESH_FIRST / 2 records whatever the vault held (max(500 - held, held)):
     # a smaller import, the usual one, never refreshes, and skips counting the vault.
-    held = int(conn.execute("SELECT count(*) FROM entities").fetchone()[0]) if total >= REFRESH_FIRST // 2 else 0
+    held = (
+        int(conn.execute("SELECT count(*) FROM entities").fetchone()[0]) if total >= REFRESH_FIRST // 2 else 0
+    )
     refresh_at = max(REFRESH_FIRST, 2 * held)
 
     def tick() -> None:
@@ -285,7 +315,9 @@ def import_records(
         grown()
     top_link = backend.next_id(conn, "links") - 1
     for number, link in sorted(links, key=lambda pair: pair[1].id):
-        top_link = _write_link(conn, link, id_map, number, top_link, report, keep_id=not backend.next_ids_only)
+        top_link = _write_link(
+            conn, link, id_map, number, top_link, report, keep_id=not backend.next_ids_only
+        )
         tick()
         grown()
     for start in range(0, len(plain), 1000):
@@ -306,7 +338,9 @@ def _check_history(rec: EntityRecord, where: str) -> None:
         raise InvalidInput(f"{where}.versions", "version numbers must be unique and ascending")
     heads = [i for i, v in enumerate(rec.versions) if v.recorded_to_ms is None]
     if heads != [len(rec.versions) - 1]:
-        raise InvalidInput(f"{where}.versions", "exactly one version, the last, must be current (recorded_to_ms null)")
+        raise InvalidInput(
+            f"{where}.versions", "exactly one version, the last, must be current (recorded_to_ms null)"
+        )
     for i, v in enumerate(rec.versions):
         if v.recorded_to_ms is not None and v.recorded_to_ms < v.recorded_from_ms:
             raise InvalidInput(f"{where}.versions.{i}", "recorded_to_ms is before recorded_from_ms")
@@ -321,8 +355,14 @@ def _check_version(rec: EntityRecord, ver: VersionRecord, where: str) -> None:
     validate(
         RememberInput,
         {
-            "category": rec.category, "key": rec.key, "content": ver.content, "summary": ver.summary,
-            "type": ver.type, "topic_path": ver.topic_path, "body": ver.body, "recall_when": ver.recall_when,
+            "category": rec.category,
+            "key": rec.key,
+            "content": ver.content,
+            "summary": ver.summary,
+            "type": ver.type,
+            "topic_path": ver.topic_path,
+            "body": ver.body,
+            "recall_when": ver.recall_when,
         },
         prefix=where,
     )
@@ -330,7 +370,9 @@ def _check_version(rec: EntityRecord, ver: VersionRecord, where: str) -> None:
         raise InvalidInput(f"{where}.status", f"unknown status {ver.status!r}")
 
 
-def _place_entities(backend: Backend, conn: Connection, entities: list[tuple[int, EntityRecord]], report: ImportReport) -> dict[int, int]:
+def _place_entities(
+    backend: Backend, conn: Connection, entities: list[tuple[int, EntityRecord]], report: ImportReport
+) -> dict[int, int]:
     """Decide every imported entity's id in this vault, creating identity rows for new ones.
 
     An exported id is kept when it is above every id here (always so in an empty vault);
@@ -348,8 +390,17 @@ def _place_entities(backend: Backend, conn: Connection, entities: list[tuple[int
         ((new_id,),) = conn.execute(
             "INSERT INTO entities (id, agent_id, workspace_hash, category, key, created_at_ms, retrieval_count, "
             "last_accessed_ms, scope) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-            (explicit, rec.agent_id or "", rec.workspace_hash or "", rec.category, rec.key, rec.created_at_ms,
-             rec.retrieval_count, rec.last_accessed_ms, scope_key(rec.agent_id, rec.workspace_hash)),
+            (
+                explicit,
+                rec.agent_id or "",
+                rec.workspace_hash or "",
+                rec.category,
+                rec.key,
+                rec.created_at_ms,
+                rec.retrieval_count,
+                rec.last_accessed_ms,
+                scope_key(rec.agent_id, rec.workspace_hash),
+            ),
         ).fetchall()
         id_map[rec.id] = int(new_id)
         top = max(top, id_map[rec.id])
@@ -370,7 +421,12 @@ def _state(rec: EntityRecord, ver: VersionRecord, id_map: dict[int, int]) -> dic
 
 
 def _write_entity(
-    backend: Backend, conn: Connection, rec: EntityRecord, id_map: dict[int, int], now_ms: int, report: ImportReport,
+    backend: Backend,
+    conn: Connection,
+    rec: EntityRecord,
+    id_map: dict[int, int],
+    now_ms: int,
+    report: ImportReport,
     plan: store.VectorPlan | None,
 ) -> None:
     eid = id_map[rec.id]
@@ -378,8 +434,15 @@ def _write_entity(
     if prior is None:  # placed just now: restore the whole history as it was
         for ver in rec.versions:
             vid = store.insert_version(
-                backend, conn, eid, ver.version, ver.change, ver.recorded_from_ms, ver.updated_at_ms,
-                _state(rec, ver, id_map), recorded_to_ms=ver.recorded_to_ms,
+                backend,
+                conn,
+                eid,
+                ver.version,
+                ver.change,
+                ver.recorded_from_ms,
+                ver.updated_at_ms,
+                _state(rec, ver, id_map),
+                recorded_to_ms=ver.recorded_to_ms,
             )
             text = embedding_text(ver.content, ver.summary)
             if plan is not None:
@@ -394,7 +457,12 @@ def _write_entity(
 
 
 def _write_link(
-    conn: Connection, link: LinkRecord, id_map: dict[int, int], number: int, top: int, report: ImportReport,
+    conn: Connection,
+    link: LinkRecord,
+    id_map: dict[int, int],
+    number: int,
+    top: int,
+    report: ImportReport,
     keep_id: bool = True,
 ) -> int:
     """Insert one link row (keeping its id when it is above every link id here and ``keep_id``); return the top id.
@@ -415,7 +483,8 @@ def _write_link(
     if a == b:
         raise InvalidInput(f"{where}.to_id", "a link needs two different entities")
     scopes = conn.execute(
-        "SELECT count(*) FROM (SELECT DISTINCT agent_id, workspace_hash FROM entities WHERE id IN (?, ?)) AS scopes", (a, b)
+        "SELECT count(*) FROM (SELECT DISTINCT agent_id, workspace_hash FROM entities WHERE id IN (?, ?)) AS scopes",
+        (a, b),
     ).fetchone()[0]
     if scopes != 1:
         raise InvalidInput(f"{where}.to_id", "belongs to another scope (agent or workspace) than from_id")
@@ -428,16 +497,34 @@ def _write_link(
         same = conn.execute(
             "SELECT 1 FROM links WHERE from_id = ? AND to_id = ? AND relation = ? AND weight = ? "
             "AND source IS NOT DISTINCT FROM ? AND created_at_ms = ? AND recorded_from_ms = ? AND recorded_to_ms = ?",
-            (a, b, link.relation, link.weight, link.source, link.created_at_ms, link.recorded_from_ms,
-             link.recorded_to_ms),
+            (
+                a,
+                b,
+                link.relation,
+                link.weight,
+                link.source,
+                link.created_at_ms,
+                link.recorded_from_ms,
+                link.recorded_to_ms,
+            ),
         ).fetchone()
     if same is not None:
         return top
     ((new_id,),) = conn.execute(  # in its from-entity's scope, read in the same statement
         "INSERT INTO links (id, from_id, to_id, relation, weight, source, created_at_ms, recorded_from_ms, "
         "recorded_to_ms, scope) SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, e.scope FROM entities e WHERE e.id = ? RETURNING id",
-        (link.id if link.id > top and keep_id else top + 1, a, b, link.relation, link.weight, link.source, link.created_at_ms,
-         link.recorded_from_ms, link.recorded_to_ms, a),
+        (
+            link.id if link.id > top and keep_id else top + 1,
+            a,
+            b,
+            link.relation,
+            link.weight,
+            link.source,
+            link.created_at_ms,
+            link.recorded_from_ms,
+            link.recorded_to_ms,
+            a,
+        ),
     ).fetchall()
     report.links += 1
     return max(top, int(new_id))
@@ -446,8 +533,12 @@ def _write_link(
 # --- the verbs -----------------------------------------------------------------------------------
 
 
-def import_jsonl(engine: Engine, p: ImportParams, progress: Progress | None = None,
-                 lines: IO[str] | Iterable[str] | None = None) -> ImportReport:
+def import_jsonl(
+    engine: Engine,
+    p: ImportParams,
+    progress: Progress | None = None,
+    lines: IO[str] | Iterable[str] | None = None,
+) -> ImportReport:
     """Import a JSONL file (an export, or lines shaped like ``remember`` arguments) in one transaction;
     ``lines``: the lines themselves (an open file, standard input), read instead of the file ``p`` names."""
     source = p.source if lines is None else lines
@@ -462,7 +553,9 @@ def import_jsonl(engine: Engine, p: ImportParams, progress: Progress | None = No
         records = read_records(source)
     parsed = parse_records(records)
     plan = engine.plan(lambda conn: texts(parsed[0], parsed[2]))
-    return engine.write_planned(plan, lambda c: import_records(engine.backend, c, parsed, engine.now(), progress, plan))
+    return engine.write_planned(
+        plan, lambda c: import_records(engine.backend, c, parsed, engine.now(), progress, plan)
+    )
 
 
 def export_jsonl(engine: Engine, p: ExportParams, stream: IO[str] | None = None) -> int:

@@ -50,7 +50,14 @@ from typing import Any
 from ..contract.errors import NotSupported
 from ..contract.memory_names import FILE_TYPE
 from ..contract.models import PrepareResult, RecallItem, RecallWhenResult, TriggeredItem
-from ..contract.params import MAX_QUERY_CHARS, Filters, PrepareParams, RecallParams, RecallWhenParams, validate
+from ..contract.params import (
+    MAX_QUERY_CHARS,
+    Filters,
+    PrepareParams,
+    RecallParams,
+    RecallWhenParams,
+    validate,
+)
 from ..contract.readable import truth
 from ..contract.text import escape_breaks
 from ..engine.engine import Engine
@@ -139,12 +146,17 @@ def candidates(conn: Connection, view: View, vids: Sequence[int]) -> list[dict[s
     if not vids:
         return []
     sql = f"SELECT e.id, v.vid, v.scope, v.recall_when FROM {from_vids(conn)} WHERE {view.where} AND v.recall_when != '[]'"
-    return [{"id": i, "vid": vid, "scope": scope, "recall_when": phrases}
-            for i, vid, scope, phrases in conn.execute(sql, {**view.params, "vids": id_list(list(vids))})]
+    return [
+        {"id": i, "vid": vid, "scope": scope, "recall_when": phrases}
+        for i, vid, scope, phrases in conn.execute(sql, {**view.params, "vids": id_list(list(vids))})
+    ]
 
 
 def match(
-    rows: Sequence[dict[str, Any]], context: Context, similarity: dict[tuple[str, str], float] | None, min_similarity: float,
+    rows: Sequence[dict[str, Any]],
+    context: Context,
+    similarity: dict[tuple[str, str], float] | None,
+    min_similarity: float,
     by_index: dict[int, set[int]] | None = None,
 ) -> list[Match]:
     """Each entity's best match (highest score; ties: phrase order as stored), ranked by score then id. Pure.
@@ -198,7 +210,9 @@ def _line(label: str, text: str, suffix: str, room: int) -> str | None:
     return head + text + tail
 
 
-def block(triggered: Sequence[tuple[Any, str]], related: Sequence[Any], max_chars: int) -> tuple[str, list[int], list[int]]:
+def block(
+    triggered: Sequence[tuple[Any, str]], related: Sequence[Any], max_chars: int
+) -> tuple[str, list[int], list[int]]:
     """The markdown block: (text, triggered ids shown, related ids shown). ``triggered``: (entity,
     trigger phrase) pairs, best first; ``related``: entities, best first. Whole lines, in that order,
     while they fit; a line that would overflow is shortened, or left out. Pure."""
@@ -216,8 +230,11 @@ def block(triggered: Sequence[tuple[Any, str]], related: Sequence[Any], max_char
         return True
 
     sections = [
-        ("### Triggered", [(e, f'(#{e.id}, {truth(e)}; when: "{" ".join(phrase.split())}")')
-                           for e, phrase in triggered], shown[0]),
+        (
+            "### Triggered",
+            [(e, f'(#{e.id}, {truth(e)}; when: "{" ".join(phrase.split())}")') for e, phrase in triggered],
+            shown[0],
+        ),
         ("### Related", [(e, f"(#{e.id}, {truth(e)})") for e in related], shown[1]),
     ]
     if not triggered and not related:
@@ -252,8 +269,15 @@ NOT_IN_PREPARE = (SUMMARY_TYPE, FILE_TYPE)
 
 def recall_when(engine: Engine, p: RecallWhenParams) -> RecallWhenResult:
     """Entities whose trigger phrases match ``p.context``, best first (the module docstring's rules)."""
-    f = Filters(type=p.type, category=p.category, topic_path=p.topic_path, where=p.where, agent_id=p.agent_id,
-                workspace_hash=p.workspace_hash, query_time_unix_ms=p.query_time_unix_ms)
+    f = Filters(
+        type=p.type,
+        category=p.category,
+        topic_path=p.topic_path,
+        where=p.where,
+        agent_id=p.agent_id,
+        workspace_hash=p.workspace_hash,
+        query_time_unix_ms=p.query_time_unix_ms,
+    )
     with engine.reading() as conn:
         stored_model = engine.backend.vectors.model(conn)
     usable = stored_model is not None and engine.embedder is not None
@@ -271,13 +295,16 @@ def recall_when(engine: Engine, p: RecallWhenParams) -> RecallWhenResult:
         v = view(f, engine.now(), dialect(conn))
         wordy = trigger_terms.phrases(conn, sorted(set(context.sequence)))
         vids = set(wordy) | trigger_meaning.holders(
-            conn, sorted(k for k, c in (similarity or {}).items() if c >= p.min_similarity))
+            conn, sorted(k for k, c in (similarity or {}).items() if c >= p.min_similarity)
+        )
         rows = candidates(conn, v, sorted(vids))
         matches = match(rows, context, similarity, p.min_similarity, wordy)[: p.limit]
         vid_of = {row["id"]: row["vid"] for row in rows}
         full = store.rows_in_order(conn, [vid_of[m.entity_id] for m in matches])
         items = store.fit(
-            store.to_hit(TriggeredItem, row, v.instant, m.score, {"recall_when": n}, trigger=m.trigger, match=m.kind)
+            store.to_hit(
+                TriggeredItem, row, v.instant, m.score, {"recall_when": n}, trigger=m.trigger, match=m.kind
+            )
             for n, (m, row) in enumerate(zip(matches, full), start=1)
         )
     if p.reinforce and items:
@@ -287,11 +314,24 @@ def recall_when(engine: Engine, p: RecallWhenParams) -> RecallWhenResult:
 
 def prepare(engine: Engine, p: PrepareParams) -> PrepareResult:
     """The markdown block for a turn: triggered entities first, then related ones, within ``p.max_chars``."""
-    scope = {k: v for k, v in (("agent_id", p.agent_id), ("workspace_hash", p.workspace_hash)) if v is not None}
+    scope = {
+        k: v for k, v in (("agent_id", p.agent_id), ("workspace_hash", p.workspace_hash)) if v is not None
+    }
     triggered: list[tuple[TriggeredItem, str]] = []
     if p.triggered:
-        found = recall_when(engine, validate(RecallWhenParams, {
-            "context": p.context, "limit": p.triggered, "semantic": p.semantic, "where": p.where, **scope}))
+        found = recall_when(
+            engine,
+            validate(
+                RecallWhenParams,
+                {
+                    "context": p.context,
+                    "limit": p.triggered,
+                    "semantic": p.semantic,
+                    "where": p.where,
+                    **scope,
+                },
+            ),
+        )
         triggered = [(item, item.trigger) for item in found.items]
     related: list[RecallItem] = []
     mode = "none"
@@ -300,15 +340,27 @@ def prepare(engine: Engine, p: PrepareParams) -> PrepareResult:
         # Files and summaries are left out inside the query (a filter on columns: judged in memory), so the
         # page holds as many other memories as asked for.
         kept: dict[str, Any] = {"type": {"$nin": list(NOT_IN_PREPARE)}}
-        result = engine.recall(validate(RecallParams, {
-            "query": query, "mode": p.mode, "limit": p.related + len(triggered), "reinforce": False,
-            "min_score": p.min_score, "where": {"$and": [p.where, kept]} if p.where else kept,
-            "include_outdated": p.include_outdated, **scope}))
+        result = engine.recall(
+            validate(
+                RecallParams,
+                {
+                    "query": query,
+                    "mode": p.mode,
+                    "limit": p.related + len(triggered),
+                    "reinforce": False,
+                    "min_score": p.min_score,
+                    "where": {"$and": [p.where, kept]} if p.where else kept,
+                    "include_outdated": p.include_outdated,
+                    **scope,
+                },
+            )
+        )
         mode = result.search_mode
         seen = {item.id for item, _ in triggered}
         related = [item for item in result.items if item.id not in seen][: p.related]
     text, shown_triggered, shown_related = block(triggered, related, p.max_chars)
     if p.reinforce and (shown_triggered or shown_related):
         engine.reinforce(sorted(set(shown_triggered + shown_related)))
-    return PrepareResult(markdown=text, triggered=shown_triggered, related=shown_related, chars=len(text),
-                         search_mode=mode)
+    return PrepareResult(
+        markdown=text, triggered=shown_triggered, related=shown_related, chars=len(text), search_mode=mode
+    )

@@ -49,7 +49,9 @@ POOL = 20  # memories each look-up finds for a new one, before they are scored a
 # bounded search for a document (a 256 KiB body asked its first 64 words).
 NEAREST_WORDS = 64
 SHOWN_CHARS = 300  # of each candidate's text, in what remember returns
-BUILD_FOR = 16  # a batch of this many memories to judge against a stored vault builds its look-ups' index first
+BUILD_FOR = (
+    16  # a batch of this many memories to judge against a stored vault builds its look-ups' index first
+)
 BUILD_WAIT_S = 120.0  # at the most; past it, the look-ups read the file until the build is done
 Row = dict[str, Any]  # what is read of a candidate: a head row's fields, or a batch item's
 
@@ -60,29 +62,45 @@ def remember(engine: Engine, p: RememberParams) -> Remembered:
     text = embedding_text(item.content, item.summary)
     vector = plan.by_text.get(text) if plan is not None else None
     existing = store.find_id(engine.conn(), item.category, item.key, item.agent_id, item.workspace_hash)
-    if vector is None and existing is not None and engine.embedder is not None:  # its text is stored, embedded
+    if (
+        vector is None and existing is not None and engine.embedder is not None
+    ):  # its text is stored, embedded
         vector = engine.read(lambda conn: engine.backend.vectors.head_vectors(conn, [existing])).get(existing)
     new = _new(engine, item, text, existing or 0)
     found, rows = gather(engine, item, new, text, vector)
     judged = candidates.judge(new, found)
     repeat = next((c.id for c in judged if c.relation == "duplicate" and _same_body(item, rows[c.id])), None)
     if repeat is not None and not p.keep_duplicate and existing is None:
-        return _remembered(engine.entity(repeat), [c for c in judged if c.id != repeat], rows, repeated=True,
-                           written=False)
+        return _remembered(
+            engine.entity(repeat), [c for c in judged if c.id != repeat], rows, repeated=True, written=False
+        )
     said = _verdicts(engine, item, judged, rows)  # outside the write: a judge may take a second
 
     def work(conn: Connection) -> list[tuple[int, str]]:
         written = store.remember_batch(engine.backend, conn, [item], engine.now(), plan)
         entity_id, change = written[0]
         if change != "unchanged":
-            relations.keep(engine.backend, conn, entity_id, new.valid_ms, judged,
-                           {c.id: valid_ms(rows[c.id]) for c in judged}, engine.now(), said)
+            relations.keep(
+                engine.backend,
+                conn,
+                entity_id,
+                new.valid_ms,
+                judged,
+                {c.id: valid_ms(rows[c.id]) for c in judged},
+                engine.now(),
+                said,
+            )
         return written
 
     written = engine.write_planned(plan, work)
     entity = engine.entity(written[0][0])
-    return _remembered(entity, [c for c in judged if c.id != entity.id], rows, written=written[0][1] != "unchanged",
-                       said=said)
+    return _remembered(
+        entity,
+        [c for c in judged if c.id != entity.id],
+        rows,
+        written=written[0][1] != "unchanged",
+        said=said,
+    )
 
 
 def remember_many(engine: Engine, p: RememberManyParams) -> list[Entity]:
@@ -102,8 +120,21 @@ def remember_many(engine: Engine, p: RememberManyParams) -> list[Entity]:
         # the scope's statistics or vectors, a cost that grows with the store (the same answers either way).
         engine.wait(engine.keyword_index if words or not embedded else engine.vector_index, BUILD_WAIT_S)
     seen = Seen()  # what the batch's look-ups read of the store, read once
-    outside = {i: gather(engine, items[i], _new(engine, items[i], texts[i], 0), texts[i], vectors[i], words=words,
-                         warm=False, seen=seen) if stored else ([], {}) for i in judged}
+    outside = {
+        i: gather(
+            engine,
+            items[i],
+            _new(engine, items[i], texts[i], 0),
+            texts[i],
+            vectors[i],
+            words=words,
+            warm=False,
+            seen=seen,
+        )
+        if stored
+        else ([], {})
+        for i in judged
+    }
     kept: dict[int, tuple[list[candidates.Candidate], dict[int, Row], dict[int, str]]] = {}
     batch = _Batch.of(items, texts, vectors)
 
@@ -126,8 +157,16 @@ def remember_many(engine: Engine, p: RememberManyParams) -> list[Entity]:
             said = _verdicts(engine, items[i], chosen, rows)  # a judge, when the vault has one, inside: rare
             kept[i] = (chosen, rows, said)
             if written[i][1] != "unchanged":
-                relations.keep(engine.backend, conn, ids[i], new.valid_ms, chosen,
-                               {c.id: valid_ms(rows[c.id]) for c in chosen}, engine.now(), said)
+                relations.keep(
+                    engine.backend,
+                    conn,
+                    ids[i],
+                    new.valid_ms,
+                    chosen,
+                    {c.id: valid_ms(rows[c.id]) for c in chosen},
+                    engine.now(),
+                    said,
+                )
         return written
 
     written = engine.write_planned(plan, work)
@@ -137,8 +176,15 @@ def remember_many(engine: Engine, p: RememberManyParams) -> list[Entity]:
     out: list[Entity] = []
     for i, (entity, (_, change)) in enumerate(zip(entities, written)):
         chosen, rows, said = kept.get(i, ([], {}, {}))
-        out.append(_remembered(entity, [c for c in chosen if c.id != entity.id], rows, written=change != "unchanged",
-                               said=said))
+        out.append(
+            _remembered(
+                entity,
+                [c for c in chosen if c.id != entity.id],
+                rows,
+                written=change != "unchanged",
+                said=said,
+            )
+        )
     return out
 
 
@@ -162,9 +208,16 @@ class Seen:
         return found
 
 
-def gather(engine: Engine, item: RememberInput, new: candidates.Memory, text: str, vector: np.ndarray | None,
-           words: bool = True, warm: bool = True, seen: Seen | None = None
-           ) -> tuple[list[candidates.Found], dict[int, Row]]:
+def gather(
+    engine: Engine,
+    item: RememberInput,
+    new: candidates.Memory,
+    text: str,
+    vector: np.ndarray | None,
+    words: bool = True,
+    warm: bool = True,
+    seen: Seen | None = None,
+) -> tuple[list[candidates.Found], dict[int, Row]]:
     """What the look-ups find for a new memory in its scope (its vector's nearest, its words' best matches unless
     ``words`` is false, its key's family), with their cosines to it, and the head row of each. ``warm``: start
     building the in-memory index a look-up could use, as a recall does (a batch uses what is ready, and its
@@ -173,7 +226,9 @@ def gather(engine: Engine, item: RememberInput, new: candidates.Memory, text: st
     seen = seen if seen is not None else Seen()
     scope = {"agent_id": item.agent_id} if item.agent_id else {}
     scope |= {"workspace_hash": item.workspace_hash} if item.workspace_hash else {}
-    unset = {f: None for f in ("agent_id", "workspace_hash") if f not in scope}  # the empty scope, not every scope
+    unset = {
+        f: None for f in ("agent_id", "workspace_hash") if f not in scope
+    }  # the empty scope, not every scope
     common: dict[str, object] = {"limit": POOL + 1, "reinforce": False, **scope}
     if unset:
         common["where"] = unset
@@ -189,13 +244,17 @@ def gather(engine: Engine, item: RememberInput, new: candidates.Memory, text: st
         by_meaning = dict(engine.nearest(seen.params[where], vector, warm))
     else:
         by_meaning = {}
-    by_words = dict(engine.nearest(RecallParams.model_validate({"query": query, **common}), None, warm)) \
-        if query and (words or vector is None) else {}
+    by_words = (
+        dict(engine.nearest(RecallParams.model_validate({"query": query, **common}), None, warm))
+        if query and (words or vector is None)
+        else {}
+    )
     with engine.reading() as conn:
         kin = (item.category, item.key.split("-", 1)[0], item.agent_id or "", item.workspace_hash or "")
         if kin not in seen.families:  # a key's family: the same for every key of its first word
-            seen.families[kin] = store.key_family(conn, item.category, item.key, item.agent_id, item.workspace_hash,
-                                                  POOL)
+            seen.families[kin] = store.key_family(
+                conn, item.category, item.key, item.agent_id, item.workspace_hash, POOL
+            )
         family = seen.families[kin]
         ids = [i for i in dict.fromkeys([*by_meaning, *by_words, *family]) if i != new.id]
         unread = [i for i in ids if i not in seen.rows]
@@ -204,9 +263,13 @@ def gather(engine: Engine, item: RememberInput, new: candidates.Memory, text: st
         heads = {i: seen.rows[i] for i in ids if i in seen.rows}
         cosines = _cosines(engine, conn, [i for i in ids if i not in by_meaning], vector, seen)
     cosines.update(by_meaning)
-    found = [candidates.Found(seen.memory(heads[i]), cosines.get(i) if vector is not None else None,
-                              by_words.get(i, 0.0))
-             for i in ids if i in heads and not curation.is_turn(heads[i]["type"], heads[i]["content"])]
+    found = [
+        candidates.Found(
+            seen.memory(heads[i]), cosines.get(i) if vector is not None else None, by_words.get(i, 0.0)
+        )
+        for i in ids
+        if i in heads and not curation.is_turn(heads[i]["type"], heads[i]["content"])
+    ]
     return found, heads
 
 
@@ -235,14 +298,19 @@ class _Batch:
             for k, ws in enumerate(words):
                 for w in ws:
                     holding.setdefault(w, []).append(k)
-        return cls([(item.agent_id or "", item.workspace_hash or "") for item in items],
-                   [curation.is_turn(item.type or "", item.content) for item in items], unit, words,
-                   {w: np.asarray(ks, dtype=np.int64) for w, ks in holding.items()},
-                   np.array([len(ws) for ws in words], dtype=np.int64))
+        return cls(
+            [(item.agent_id or "", item.workspace_hash or "") for item in items],
+            [curation.is_turn(item.type or "", item.content) for item in items],
+            unit,
+            words,
+            {w: np.asarray(ks, dtype=np.int64) for w, ks in holding.items()},
+            np.array([len(ws) for ws in words], dtype=np.int64),
+        )
 
     def nearest(self, i: int, ids: list[int]) -> list[tuple[int, float | None]]:
         """The :data:`POOL` earlier items of item ``i``'s scope nearest to it, by vector (with their cosines) or,
         in a batch without vectors, by the share of their content words they hold in common."""
+
         def fits(k: int) -> bool:
             return ids[k] != ids[i] and self.scopes[k] == self.scopes[i] and not self.turns[k]
 
@@ -252,13 +320,19 @@ class _Batch:
             while True:
                 top = np.argpartition(-sims, wanted - 1)[:wanted] if 0 < wanted < i else np.arange(i)
                 ranked = top[np.argsort(-sims[top], kind="stable")]
-                near: list[tuple[int, float | None]] = [(int(k), float(sims[k])) for k in ranked if fits(int(k))]
+                near: list[tuple[int, float | None]] = [
+                    (int(k), float(sims[k])) for k in ranked if fits(int(k))
+                ]
                 if len(near) >= POOL or wanted >= i:
                     return near[:POOL]
                 wanted = min(i, wanted * 4)
         # The earlier items holding each of its words, counted: the words each shares with it, and their Jaccard,
         # best first, ties by position (the exact division of the same integers as n / (mine + theirs - n)).
-        earlier = [held[: np.searchsorted(held, i)] for w in self.words[i] if (held := self.holding.get(w)) is not None]
+        earlier = [
+            held[: np.searchsorted(held, i)]
+            for w in self.words[i]
+            if (held := self.holding.get(w)) is not None
+        ]
         if not earlier:
             return []
         ks, shared = np.unique(np.concatenate(earlier), return_counts=True)
@@ -272,9 +346,15 @@ class _Batch:
         return near
 
 
-def _in_batch(engine: Engine, items: Sequence[RememberInput], batch: _Batch, ids: list[int], i: int,
-              made: dict[int, tuple[Row, candidates.Memory]], now_ms: int
-              ) -> tuple[list[candidates.Found], dict[int, Row]]:
+def _in_batch(
+    engine: Engine,
+    items: Sequence[RememberInput],
+    batch: _Batch,
+    ids: list[int],
+    i: int,
+    made: dict[int, tuple[Row, candidates.Memory]],
+    now_ms: int,
+) -> tuple[list[candidates.Found], dict[int, Row]]:
     """The batch's earlier memories of item ``i``'s scope nearest to it (:meth:`_Batch.nearest`) as found memories;
     ``made``: each earlier item's row and features, made when a later item first meets it (written at ``now_ms``)."""
     rows: dict[int, Row] = {}
@@ -297,18 +377,33 @@ def _same_body(item: RememberInput, row: Row) -> bool:
 
 
 def _new(engine: Engine, item: RememberInput, text: str, entity_id: int) -> candidates.Memory:
-    return candidates.Memory(entity_id, curation.said(text), item.category, item.key, item.topic_path,
-                             item.valid_from_ms if item.valid_from_ms is not None else engine.now())
+    return candidates.Memory(
+        entity_id,
+        curation.said(text),
+        item.category,
+        item.key,
+        item.topic_path,
+        item.valid_from_ms if item.valid_from_ms is not None else engine.now(),
+    )
 
 
 def _item_row(item: RememberInput, entity_id: int, now_ms: int) -> Row:
-    return {"id": entity_id, "category": item.category, "key": item.key, "content": item.content,
-            "summary": item.summary, "topic_path": item.topic_path, "valid_from_ms": item.valid_from_ms,
-            "valid_to_ms": item.valid_to_ms, "updated_at_ms": now_ms}
+    return {
+        "id": entity_id,
+        "category": item.category,
+        "key": item.key,
+        "content": item.content,
+        "summary": item.summary,
+        "topic_path": item.topic_path,
+        "valid_from_ms": item.valid_from_ms,
+        "valid_to_ms": item.valid_to_ms,
+        "updated_at_ms": now_ms,
+    }
 
 
-def _cosines(engine: Engine, conn: Connection, ids: list[int], vector: np.ndarray | None, seen: Seen
-             ) -> dict[int, float]:
+def _cosines(
+    engine: Engine, conn: Connection, ids: list[int], vector: np.ndarray | None, seen: Seen
+) -> dict[int, float]:
     """The cosine of ``vector`` to each of these memories' current vectors (the other look-ups found them); each
     vector and its norm read once (``seen``)."""
     if vector is None or not ids:
@@ -317,15 +412,26 @@ def _cosines(engine: Engine, conn: Connection, ids: list[int], vector: np.ndarra
     unread = [i for i in ids if i not in seen.vectors]
     if unread:
         read = engine.backend.vectors.head_vectors(conn, unread)
-        seen.vectors.update((i, (read[i], max(float(np.linalg.norm(read[i])), 1e-12)) if i in read else None)
-                            for i in unread)
-    return {i: float(np.dot(v, unit) / norm) for i in ids if (held := seen.vectors[i]) is not None
-            for v, norm in (held,)}
+        seen.vectors.update(
+            (i, (read[i], max(float(np.linalg.norm(read[i])), 1e-12)) if i in read else None) for i in unread
+        )
+    return {
+        i: float(np.dot(v, unit) / norm)
+        for i in ids
+        if (held := seen.vectors[i]) is not None
+        for v, norm in (held,)
+    }
 
 
 def _memory(row: Row) -> candidates.Memory:
-    return candidates.Memory(int(row["id"]), curation.said(embedding_text(row["content"], row["summary"])),
-                             row["category"], row["key"], row["topic_path"], valid_ms(row))
+    return candidates.Memory(
+        int(row["id"]),
+        curation.said(embedding_text(row["content"], row["summary"])),
+        row["category"],
+        row["key"],
+        row["topic_path"],
+        valid_ms(row),
+    )
 
 
 def valid_ms(row: Row) -> int:
@@ -333,37 +439,62 @@ def valid_ms(row: Row) -> int:
     return int(row["valid_from_ms"] if row["valid_from_ms"] is not None else row["updated_at_ms"])
 
 
-def _verdicts(engine: Engine, item: RememberInput, found: list[candidates.Candidate], rows: dict[int, Row]
-              ) -> dict[int, str]:
+def _verdicts(
+    engine: Engine, item: RememberInput, found: list[candidates.Candidate], rows: dict[int, Row]
+) -> dict[int, str]:
     """The vault's judge's verdict on each candidate (features/relations.py), or none without a judge."""
     if engine.judge is None or not found:
         return {}
     return relations.verdicts(engine.judge, item, [_similar(c, rows[c.id]) for c in found])
 
 
-def _remembered(entity: Entity, found: list[candidates.Candidate], rows: dict[int, Row],
-                repeated: bool = False, written: bool = True, said: dict[int, str] | None = None) -> Remembered:
+def _remembered(
+    entity: Entity,
+    found: list[candidates.Candidate],
+    rows: dict[int, Row],
+    repeated: bool = False,
+    written: bool = True,
+    said: dict[int, str] | None = None,
+) -> Remembered:
     said = said or {}
-    return Remembered.model_validate({**entity.model_dump(), "repeated": repeated, "written": written,
-                                      "similar": [_similar(c, rows[c.id], said.get(c.id)) for c in found]})
+    return Remembered.model_validate(
+        {
+            **entity.model_dump(),
+            "repeated": repeated,
+            "written": written,
+            "similar": [_similar(c, rows[c.id], said.get(c.id)) for c in found],
+        }
+    )
 
 
 def _similar(c: candidates.Candidate, row: Row, verdict: str | None = None) -> SimilarMemory:
     text = line_of(row["content"], row["summary"])
-    return SimilarMemory(id=c.id, category=row["category"], key=row["key"], similarity=c.score,
-                         relation=verdict or c.relation,  # type: ignore[arg-type]
-                         text=text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 1] + "…",
-                         true_from_ms=valid_ms(row), true_to_ms=row.get("valid_to_ms"))
+    return SimilarMemory(
+        id=c.id,
+        category=row["category"],
+        key=row["key"],
+        similarity=c.score,
+        relation=verdict or c.relation,  # type: ignore[arg-type]
+        text=text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 1] + "…",
+        true_from_ms=valid_ms(row),
+        true_to_ms=row.get("valid_to_ms"),
+    )
 
 
-def judge_stored(engine: Engine, row: Row, vector: np.ndarray | None, earlier: bool = True
-                 ) -> tuple[list[candidates.Candidate], dict[int, Row]]:
+def judge_stored(
+    engine: Engine, row: Row, vector: np.ndarray | None, earlier: bool = True
+) -> tuple[list[candidates.Candidate], dict[int, Row]]:
     """A stored memory (its head ``row``, its ``vector``) judged as a write judges a new one: its candidates, and
     the row of each. ``earlier``: only among memories of lower ids (written before it), as its write would have
     found them. For memories written before relations were judged (features/backfill.py)."""
-    item = RememberInput.model_construct(category=row["category"], key=row["key"], content=row["content"],
-                                         summary=row["summary"], agent_id=row["agent_id"] or None,
-                                         workspace_hash=row["workspace_hash"] or None)
+    item = RememberInput.model_construct(
+        category=row["category"],
+        key=row["key"],
+        content=row["content"],
+        summary=row["summary"],
+        agent_id=row["agent_id"] or None,
+        workspace_hash=row["workspace_hash"] or None,
+    )
     text = embedding_text(row["content"], row["summary"])
     found, rows = gather(engine, item, _memory(row), text, vector, warm=False)
     if earlier:

@@ -36,7 +36,9 @@ def _fingerprint(params: BaseModel) -> str:
 
 
 def encode_cursor(after_id: int, params: BaseModel) -> str:
-    payload = json.dumps({"v": _CURSOR_VERSION, "after": after_id, "f": _fingerprint(params)}, separators=(",", ":"))
+    payload = json.dumps(
+        {"v": _CURSOR_VERSION, "after": after_id, "f": _fingerprint(params)}, separators=(",", ":")
+    )
     return base64.urlsafe_b64encode(payload.encode()).decode().rstrip("=")
 
 
@@ -64,8 +66,11 @@ def scan(engine: Engine, p: ScanParams) -> ScanPage:
 def page(conn: Connection, params: ScanParams, now_ms: int) -> ScanPage:
     after = decode_cursor(params.cursor, params) if params.cursor else 0
     # A status asked for is looked for among every status, then kept alone.
-    v = view(params.model_copy(update={"include_archived": True}) if params.status else params, now_ms,
-             dialect(conn))
+    v = view(
+        params.model_copy(update={"include_archived": True}) if params.status else params,
+        now_ms,
+        dialect(conn),
+    )
     args = dict(v.params, after=after, n=params.limit + 1)
     status = f" AND {store.status_clause(params.status, args)}" if params.status else ""
     sql = (

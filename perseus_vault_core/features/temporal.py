@@ -27,7 +27,12 @@ from typing import Any
 from ..contract.errors import NotFound
 from ..contract.models import Entity, HistoryPage, ScanPage
 from ..contract.params import (
-    AsOfParams, BitemporalParams, FactParams, HistoryParams, RecentParams, ValidAtParams,
+    AsOfParams,
+    BitemporalParams,
+    FactParams,
+    HistoryParams,
+    RecentParams,
+    ValidAtParams,
 )
 from ..engine.engine import Engine
 from ..primitives.dbapi import Connection
@@ -37,10 +42,16 @@ from ..records import store
 from .scan import decode_cursor, encode_cursor
 
 
-def resolve(conn: Connection, category: str, key: str, agent_id: str | None, workspace_hash: str | None) -> int:
+def resolve(
+    conn: Connection, category: str, key: str, agent_id: str | None, workspace_hash: str | None
+) -> int:
     entity_id = store.find_id(conn, category, key, agent_id, workspace_hash)
     if entity_id is None:
-        scope = f" (agent_id={agent_id!r}, workspace_hash={workspace_hash!r})" if agent_id or workspace_hash else ""
+        scope = (
+            f" (agent_id={agent_id!r}, workspace_hash={workspace_hash!r})"
+            if agent_id or workspace_hash
+            else ""
+        )
         raise NotFound(f"no fact {category}/{key}{scope}")
     return entity_id
 
@@ -82,12 +93,16 @@ def recent(engine: Engine, p: RecentParams) -> ScanPage:
 
 
 def versions(conn: Connection, entity_id: int, limit: int, offset: int, now_ms: int) -> HistoryPage:
-    total = int(conn.execute("SELECT count(*) FROM entity_versions WHERE entity_id = ?", (entity_id,)).fetchone()[0])
+    total = int(
+        conn.execute("SELECT count(*) FROM entity_versions WHERE entity_id = ?", (entity_id,)).fetchone()[0]
+    )
     rows = conn.execute(
         f"SELECT {store.ENTITY_COLUMNS} FROM {FROM} WHERE v.entity_id = ? ORDER BY v.version DESC LIMIT ? OFFSET ?",
         (entity_id, limit, offset),
     ).fetchall()
-    items = [store.to_entity(r, now_ms) for r in store.within_budget(rows)]  # huge versions: the page ends early
+    items = [
+        store.to_entity(r, now_ms) for r in store.within_budget(rows)
+    ]  # huge versions: the page ends early
     return HistoryPage(items=items, total=total, has_more=offset + len(items) < total)
 
 
@@ -125,10 +140,15 @@ def latest_writes(conn: Connection, p: RecentParams, now_ms: int) -> ScanPage:
     where = f"WHERE {' AND '.join(clauses)} " if clauses else ""
     # Versions first, newest back (a scope's equality would otherwise start from the scope's entities and
     # sort all their versions: 30 ms instead of 0.05 for one tenant of 100,000 memories).
-    rows = conn.execute(f"SELECT {store.ENTITY_COLUMNS} FROM {FROM_VERSIONS_FIRST} {where}ORDER BY v.vid DESC "
-                        "LIMIT :n", params).fetchall()
+    rows = conn.execute(
+        f"SELECT {store.ENTITY_COLUMNS} FROM {FROM_VERSIONS_FIRST} {where}ORDER BY v.vid DESC LIMIT :n",
+        params,
+    ).fetchall()
     page = store.within_budget(rows[: p.limit])
     has_more = len(rows) > len(page)
     last = store.row_dict(page[-1])["vid"] if page else 0
-    return ScanPage(items=[store.to_entity(r, now_ms) for r in page], has_more=has_more,
-                    next_cursor=encode_cursor(last, p) if has_more else None)
+    return ScanPage(
+        items=[store.to_entity(r, now_ms) for r in page],
+        has_more=has_more,
+        next_cursor=encode_cursor(last, p) if has_more else None,
+    )

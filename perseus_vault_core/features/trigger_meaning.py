@@ -73,8 +73,10 @@ class PhraseMatrix:
             return {}
         screen = self.matrix[:size] @ query.astype(np.float32)
         exact = query.astype(np.float64)
-        return {self.keys[i]: float(np.dot(self.matrix[i].astype(np.float64), exact))
-                for i in np.flatnonzero(screen >= threshold - SLACK)}
+        return {
+            self.keys[i]: float(np.dot(self.matrix[i].astype(np.float64), exact))
+            for i in np.flatnonzero(screen >= threshold - SLACK)
+        }
 
 
 class PhraseMatrices:
@@ -90,8 +92,12 @@ def _pairs(texts: Iterable[tuple[str, str]]) -> set[Key]:
 
 
 def _stored(conn: Connection, model: str) -> dict[Key, np.ndarray]:
-    return {(scope, phrase): np.frombuffer(vector, dtype=np.float32) for scope, phrase, vector in conn.execute(
-        "SELECT scope, phrase, embedding FROM trigger_vectors WHERE model = ?", (model,))}
+    return {
+        (scope, phrase): np.frombuffer(vector, dtype=np.float32)
+        for scope, phrase, vector in conn.execute(
+            "SELECT scope, phrase, embedding FROM trigger_vectors WHERE model = ?", (model,)
+        )
+    }
 
 
 def _follow(engine: Engine, conn: Connection, held: PhraseMatrix, model: str) -> None:
@@ -102,26 +108,44 @@ def _follow(engine: Engine, conn: Connection, held: PhraseMatrix, model: str) ->
     if held.position == upto and changes.marker(conn, upto) == held.marker:
         return
     first = changes.first(conn)
-    whole = (held.position is None or changes.marker(conn, held.position) != held.marker
-             or (first is not None and first > held.position + 1) or changes.rebuilt_since(conn, held.position))
+    whole = (
+        held.position is None
+        or changes.marker(conn, held.position) != held.marker
+        or (first is not None and first > held.position + 1)
+        or changes.rebuilt_since(conn, held.position)
+    )
     if whole:
         fresh = PhraseMatrix(held.dimension)
-        pairs = _pairs(conn.execute("SELECT DISTINCT scope, recall_when FROM entity_versions WHERE recall_when != '[]'"))
+        pairs = _pairs(
+            conn.execute("SELECT DISTINCT scope, recall_when FROM entity_versions WHERE recall_when != '[]'")
+        )
         stored = _stored(conn, model)
         fresh.add({k: v for k, v in stored.items() if k in pairs})
         fresh.missing = pairs - set(stored)
         held.__dict__.update(fresh.__dict__)
     else:
         assert held.position is not None
-        vids = sorted({vid for vid, op in changes.entries(conn, held.position, upto, vectors=False) if op == OP_HEAD})
-        found = _pairs(conn.execute(
-            f"SELECT v.scope, v.recall_when FROM {dialect(conn).ids('?')} j CROSS JOIN entity_versions v "
-            "ON v.vid = j.value WHERE v.recall_when != '[]'", (id_list(vids),))) if vids else set()
+        vids = sorted(
+            {vid for vid, op in changes.entries(conn, held.position, upto, vectors=False) if op == OP_HEAD}
+        )
+        found = (
+            _pairs(
+                conn.execute(
+                    f"SELECT v.scope, v.recall_when FROM {dialect(conn).ids('?')} j CROSS JOIN entity_versions v "
+                    "ON v.vid = j.value WHERE v.recall_when != '[]'",
+                    (id_list(vids),),
+                )
+            )
+            if vids
+            else set()
+        )
         new = sorted(k for k in found if k not in held.rows)
         if new:
             known = engine.trigger_vectors.get(model, {})
             vectors = {k: known[k] for k in new if k in known}
-            vectors.update(engine.backend.vectors.phrase_vectors(conn, model, [k for k in new if k not in vectors]))
+            vectors.update(
+                engine.backend.vectors.phrase_vectors(conn, model, [k for k in new if k not in vectors])
+            )
             held.add(vectors)
             held.missing.update(k for k in new if k not in vectors)
     held.position, held.marker = upto, changes.marker(conn, upto)

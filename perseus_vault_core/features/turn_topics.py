@@ -38,7 +38,9 @@ POOL = 10  # stored turns each new turn is compared with: its nearest in meaning
 MOST = 3  # links a turn gets, at most
 FLOOR = 0.6  # the least cosine of two turns linked
 RECENT = 2_000  # stored turns of the scope a new turn may be linked to: the latest written (a bounded cost)
-Stored = dict[str, list[tuple[int, float]]]  # a turn's embedded text -> the stored turns near it, with cosines
+Stored = dict[
+    str, list[tuple[int, float]]
+]  # a turn's embedded text -> the stored turns near it, with cosines
 
 
 def stored_near(engine: Engine, scope: dict[str, str | None], vectors: dict[str, np.ndarray]) -> Stored:
@@ -49,12 +51,21 @@ def stored_near(engine: Engine, scope: dict[str, str | None], vectors: dict[str,
     texts = list(vectors)
     if not texts or engine.read(engine.backend.vectors.model) is None:
         return {}
-    filters = Filters.model_validate({"type": TURN_TYPE, **{f: v for f, v in scope.items() if v},
-                                      "where": {f: None for f, v in scope.items() if not v} or None})
+    filters = Filters.model_validate(
+        {
+            "type": TURN_TYPE,
+            **{f: v for f, v in scope.items() if v},
+            "where": {f: None for f, v in scope.items() if not v} or None,
+        }
+    )
     with engine.reading() as conn:
         seen = view(filters, engine.now(), dialect(conn))
-        ids = [int(r[0]) for r in conn.execute(f"SELECT e.id FROM {FROM} WHERE {seen.where} ORDER BY e.id DESC "
-                                               f"LIMIT {RECENT}", seen.params)]
+        ids = [
+            int(r[0])
+            for r in conn.execute(
+                f"SELECT e.id FROM {FROM} WHERE {seen.where} ORDER BY e.id DESC LIMIT {RECENT}", seen.params
+            )
+        ]
         held = engine.backend.vectors.head_vectors(conn, ids) if ids else {}
     if not held:
         return {}
@@ -74,8 +85,15 @@ def _unit(matrix: np.ndarray) -> np.ndarray:
     return unit
 
 
-def keep(backend: Backend, conn: Connection, writes: Sequence[RememberInput], written: Sequence[tuple[int, str]],
-         vectors: dict[str, np.ndarray], stored: Stored, now_ms: int) -> int:
+def keep(
+    backend: Backend,
+    conn: Connection,
+    writes: Sequence[RememberInput],
+    written: Sequence[tuple[int, str]],
+    vectors: dict[str, np.ndarray],
+    stored: Stored,
+    now_ms: int,
+) -> int:
     """Link each turn ``written`` (created or updated; ``writes``: what was written, in order) to its nearest
     earlier turns: those of ``stored`` and the call's earlier turns of its scope. Returns the links opened."""
     texts = [embedding_text(item.content, item.summary) for item in writes]
@@ -84,15 +102,19 @@ def keep(backend: Backend, conn: Connection, writes: Sequence[RememberInput], wr
     row_of = {k: n for n, k in enumerate(have)}
     rows: list[tuple[int, int, str, float, str]] = []
     for k, ((entity_id, change), item) in enumerate(zip(written, writes)):
-        if change == "unchanged" or k not in row_of:  # an edit that left the text (its speaker's words) as it was
+        if (
+            change == "unchanged" or k not in row_of
+        ):  # an edit that left the text (its speaker's words) as it was
             continue  # keeps its links: they were judged of that text
         relations.close_inferred(conn, entity_id, now_ms)  # judged of the text this one replaces
         near = dict(stored.get(texts[k], []))
         sims = unit[: row_of[k]] @ unit[row_of[k]]  # the call's earlier turns that have vectors
         for n, cosine in enumerate(sims.tolist()):
             j = have[n]
-            if cosine >= FLOOR and (writes[j].agent_id, writes[j].workspace_hash) == (item.agent_id,
-                                                                                       item.workspace_hash):
+            if cosine >= FLOOR and (writes[j].agent_id, writes[j].workspace_hash) == (
+                item.agent_id,
+                item.workspace_hash,
+            ):
                 near[written[j][0]] = max(cosine, near.get(written[j][0], -1.0))
         near.pop(entity_id, None)
         best = sorted(near.items(), key=lambda kv: (-kv[1], kv[0]))[:MOST]

@@ -70,8 +70,9 @@ class Heads:
         self.background = Background()  # the engine lends its own, which Vault.close ends
         _ALL.add(self)
 
-    def matching(self, conn: Connection, condition: tuple[str, dict[str, Any]], vids: np.ndarray,
-                 heads: int) -> np.ndarray:
+    def matching(
+        self, conn: Connection, condition: tuple[str, dict[str, Any]], vids: np.ndarray, heads: int
+    ) -> np.ndarray:
         """Whether the where filter ``condition`` (its SQL over ``v``/``e`` and parameters) keeps each of
         ``vids`` (current heads), as booleans. Answers are remembered per filter; those not known are asked
         in one statement, over every head when they are more than :attr:`WHOLE` of the ``heads``."""
@@ -135,7 +136,8 @@ class Heads:
                         rows = conn.execute(
                             f"SELECT v.vid, {_COLUMNS} FROM {FROM_VERSIONS_FIRST} "
                             f"WHERE v.recorded_to_ms IS NULL {after}ORDER BY v.vid DESC LIMIT :n",
-                            {"last": last, "n": min(_FILL_BATCH, self.LIMIT - len(self._rows))}).fetchall()
+                            {"last": last, "n": min(_FILL_BATCH, self.LIMIT - len(self._rows))},
+                        ).fetchall()
                         for row in rows:
                             self._rows.setdefault(row[0], _known(row))
                         if len(rows) < _FILL_BATCH:

@@ -64,7 +64,7 @@ _EMPTY_F = np.zeros(0, dtype=np.float32)
 
 
 def _csr(
-    tids: "array[int]", slots: "array[int]", weights: "array[float]", n_slots: int, n_terms: int
+    tids: array[int], slots: array[int], weights: array[float], n_slots: int, n_terms: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Postings grouped by term: (indptr, slots, weighted frequencies), one entry per (term, row)."""
     t = np.frombuffer(tids, dtype=np.int32).astype(np.int64)
@@ -106,9 +106,13 @@ class Word(NamedTuple):
     weight: float
 
 
-def _essential(words: Sequence[Word | None], shares: dict[int, np.ndarray],
-               row_norm: Callable[[np.ndarray], np.ndarray], depth: int,
-               floors: dict[int, float] | None = None) -> set[int] | None:
+def _essential(
+    words: Sequence[Word | None],
+    shares: dict[int, np.ndarray],
+    row_norm: Callable[[np.ndarray], np.ndarray],
+    depth: int,
+    floors: dict[int, float] | None = None,
+) -> set[int] | None:
     """Which words a row must hold to reach the best ``depth`` (max-score pruning).
 
     The words are taken rarest first, each one's shares computed (into ``shares``, unless known
@@ -267,8 +271,10 @@ class KeywordIndex(HeadMirror):
                 slots, freqs = found.setdefault(term, ([], []))
                 slots.append(slot)
                 freqs.append(freq)
-        return {term: (np.asarray(slots, dtype=np.int32), np.asarray(freqs, dtype=np.float32))
-                for term, (slots, freqs) in found.items()}
+        return {
+            term: (np.asarray(slots, dtype=np.int32), np.asarray(freqs, dtype=np.float32))
+            for term, (slots, freqs) in found.items()
+        }
 
     def _token_tid(self, token: str) -> int:
         tid = self._tid.setdefault(stem(token), len(self._tid))
@@ -321,14 +327,23 @@ class KeywordIndex(HeadMirror):
         lengths = fit(self._lengths[:n], room)
         lengths[:n][~self.rows.alive[:n]] = 0
         meta = {"n_rows": self._n_rows, "n_tokens": self._n_tokens}
-        return meta, {"indptr": indptr, "slots": slots, "freqs": freqs, "lengths": lengths,
-                      **vocabulary.pack(list(self._tid.items()))}
+        return meta, {
+            "indptr": indptr,
+            "slots": slots,
+            "freqs": freqs,
+            "lengths": lengths,
+            **vocabulary.pack(list(self._tid.items())),
+        }
 
     def _compacted(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The postings as one CSR block of live rows only: the build's block with the rows added since
         merged in, and the rows that stopped being heads left out (a purged memory's words are not saved)."""
         n_terms = len(self._tid)
-        if not self._extra and bool(self.rows.alive[: self.rows.n].all()) and len(self._indptr) == n_terms + 1:
+        if (
+            not self._extra
+            and bool(self.rows.alive[: self.rows.n].all())
+            and len(self._indptr) == n_terms + 1
+        ):
             return self._indptr, self._slots, self._freqs  # as built (never changed in place): no copy
         counts = np.diff(self._indptr)
         tids = [np.repeat(np.arange(len(counts), dtype=np.int64), counts)]
@@ -356,7 +371,11 @@ class KeywordIndex(HeadMirror):
     # -- ranking --
 
     def search(
-        self, conn: Connection, stems: Sequence[str], agent_id: str | None = None, workspace_hash: str | None = None,
+        self,
+        conn: Connection,
+        stems: Sequence[str],
+        agent_id: str | None = None,
+        workspace_hash: str | None = None,
         depth: int | None = None,
     ) -> Ranking | None:
         """Rank for the snapshot ``conn`` is reading, or ``None`` when the mirror cannot vouch for it.
@@ -385,8 +404,9 @@ class KeywordIndex(HeadMirror):
             self._norm_for = key
         return self._norm
 
-    def _ranked(self, stems: Sequence[str], agent_id: str | None, workspace_hash: str | None,
-                depth: int | None = None) -> Ranking:
+    def _ranked(
+        self, stems: Sequence[str], agent_id: str | None, workspace_hash: str | None, depth: int | None = None
+    ) -> Ranking:
         """Live heads matching any of ``stems`` (within the scope, when given), scored as ``-bm25()``.
 
         The arithmetic follows FTS5's ``fts5Bm25Function`` operation by operation, summing the phrases
@@ -417,8 +437,11 @@ class KeywordIndex(HeadMirror):
         terms: list[Word | None] = []  # per query word
         shares: dict[int, np.ndarray] = {}  # each word's share in each row holding it, once computed
         floors: dict[int, float] = {}  # each word's depth-th best share, once computed
-        known = None if scoped or self._pending else \
-            self._shares.at((self.seq, n, self.dead, self._n_rows, self._n_tokens))
+        known = (
+            None
+            if scoped or self._pending
+            else self._shares.at((self.seq, n, self.dead, self._n_rows, self._n_tokens))
+        )
         queued = self._pending_postings(set(stems)) if self._pending else {}
         for i, term in enumerate(stems):
             held = known.get(term) if known is not None else None
@@ -432,29 +455,48 @@ class KeywordIndex(HeadMirror):
             postings = self._postings(term)
             if term in queued:
                 more = queued[term]
-                postings = more if postings is None else (
-                    np.concatenate([postings[0], more[0]]), np.concatenate([postings[1], more[1]]))
+                postings = (
+                    more
+                    if postings is None
+                    else (np.concatenate([postings[0], more[0]]), np.concatenate([postings[1], more[1]]))
+                )
             if postings is not None and keep is not None:
                 inside = keep[postings[0]]
                 postings = postings[0][inside], postings[1][inside]
             df = 0 if postings is None else len(postings[0])
             dfs.append(df)
-            terms.append(Word(postings[0], postings[1], idf(n_rows, df)) if postings is not None and df else None)
+            terms.append(
+                Word(postings[0], postings[1], idf(n_rows, df)) if postings is not None and df else None
+            )
         top = ceiling(n_rows, dfs)
         taken = _essential(terms, shares, row_norm, depth, floors) if depth is not None else None
         if taken is None:  # every matching row
             slots, score = self._matching(terms, shares, row_norm, scoped)
-            ranking = Ranking(rows.vids[slots], rows.entities[slots], score, top, heads=self.heads, population=n_rows)
+            ranking = Ranking(
+                rows.vids[slots], rows.entities[slots], score, top, heads=self.heads, population=n_rows
+            )
         else:
             slots, score = self._pruned(terms, taken, shares, row_norm)
-            ranking = Ranking(rows.vids[slots], rows.entities[slots], score, top, exact=depth, heads=self.heads,
-                              population=n_rows)
+            ranking = Ranking(
+                rows.vids[slots],
+                rows.entities[slots],
+                score,
+                top,
+                exact=depth,
+                heads=self.heads,
+                population=n_rows,
+            )
         if known is not None:
             self._keep_shares(known, stems, terms, shares, floors, depth)
         return ranking
 
-    def _matching(self, terms: Sequence[Word | None], shares: dict[int, np.ndarray],
-                  row_norm: Callable[[np.ndarray], np.ndarray], scoped: bool) -> tuple[np.ndarray, np.ndarray]:
+    def _matching(
+        self,
+        terms: Sequence[Word | None],
+        shares: dict[int, np.ndarray],
+        row_norm: Callable[[np.ndarray], np.ndarray],
+        scoped: bool,
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Every row holding a word, exactly scored (each word's share added in query order; computed into
         ``shares`` unless known there). Returns (slots, scores)."""
         n = self.rows.n
@@ -472,8 +514,14 @@ class KeywordIndex(HeadMirror):
         return hits, score[hits]
 
     @staticmethod
-    def _keep_shares(known: Shares, stems: Sequence[str], terms: Sequence[Word | None], shares: dict[int, np.ndarray],
-                     floors: dict[int, float], depth: int | None) -> None:
+    def _keep_shares(
+        known: Shares,
+        stems: Sequence[str],
+        terms: Sequence[Word | None],
+        shares: dict[int, np.ndarray],
+        floors: dict[int, float],
+        depth: int | None,
+    ) -> None:
         """Hold what this query computed for its words, for the next query of the same state."""
         for i, share in shares.items():
             word = terms[i]
@@ -486,8 +534,13 @@ class KeywordIndex(HeadMirror):
             if depth is not None and i in floors:
                 held.floors[depth] = floors[i]
 
-    def _pruned(self, terms: Sequence[Word | None], taken: set[int], shares: dict[int, np.ndarray],
-                row_norm: Callable[[np.ndarray], np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    def _pruned(
+        self,
+        terms: Sequence[Word | None],
+        taken: set[int],
+        shares: dict[int, np.ndarray],
+        row_norm: Callable[[np.ndarray], np.ndarray],
+    ) -> tuple[np.ndarray, np.ndarray]:
         """The rows holding a word taken, each exactly scored: every word's share added in query order, as
         FTS5 adds them (a word not taken is looked up in those rows only). Returns (slots, scores)."""
         n = self.rows.n
@@ -516,7 +569,9 @@ class KeywordIndex(HeadMirror):
                 if i in taken:
                     score[place[word.slots]] += shares[i]
                     continue
-                if len(candidates) * 16 < len(word.slots):  # few candidates: look each up in the word's postings
+                if len(candidates) * 16 < len(
+                    word.slots
+                ):  # few candidates: look each up in the word's postings
                     at = np.minimum(np.searchsorted(word.slots, candidates), len(word.slots) - 1)
                     holds = word.slots[at] == candidates
                     where, postings = np.flatnonzero(holds), at[holds]
@@ -527,7 +582,9 @@ class KeywordIndex(HeadMirror):
                 if i in shares:  # known from an earlier query: the very same doubles, gathered
                     score[where] += shares[i][postings]
                 else:
-                    score[where] += phrase_scores(word.freqs[postings], row_norm(word.slots[postings]), word.weight)
+                    score[where] += phrase_scores(
+                        word.freqs[postings], row_norm(word.slots[postings]), word.weight
+                    )
         finally:
             place[candidates] = -1
         return candidates, score

@@ -36,7 +36,6 @@ from . import snapshot
 from .heads import Heads
 from .snapshot import Saved
 
-
 CHECKPOINT_ROWS = 1024  # a fork waits for at most this many rows of a build
 SAVE_AFTER = 1_000  # log entries past the saved snapshot (or a hundredth of the rows) before saving again
 
@@ -188,8 +187,18 @@ class HeadMirror:
     HANDLES_VECTORS = False  # whether op 2 concerns this mirror
     REBUILD_ON: tuple[int, ...] = (OP_REBUILT,)
     # Fields that belong to this object, never taken from a fresh build or a loaded snapshot.
-    LOCAL: tuple[str, ...] = ("_lock", "_building", "snapshot_path", "_snapshot_tried", "_saving", "_purged_at",
-                              "load_note", "save_note", "heads", "background")
+    LOCAL: tuple[str, ...] = (
+        "_lock",
+        "_building",
+        "snapshot_path",
+        "_snapshot_tried",
+        "_saving",
+        "_purged_at",
+        "load_note",
+        "save_note",
+        "heads",
+        "background",
+    )
 
     def __init__(self, backend: Backend) -> None:
         _MIRRORS.add(self)
@@ -263,7 +272,9 @@ class HeadMirror:
                 conn = None
                 try:
                     conn = connect()
-                    if not self.load_snapshot(conn):  # a saved one not tried yet (a query the index could not answer)
+                    if not self.load_snapshot(
+                        conn
+                    ):  # a saved one not tried yet (a query the index could not answer)
                         self.build(conn)
                 except NotYet:
                     pass  # nothing to mirror yet; a later recall tries again
@@ -296,7 +307,9 @@ class HeadMirror:
             problem = fresh._finish(conn, seq)
             marker = changes.marker(conn, seq) if self.snapshot_path and problem is None else None
         fresh.seq = seq
-        if marker is not None and self._save(fresh._state(private=True), seq, marker):  # ``fresh`` is private still
+        if marker is not None and self._save(
+            fresh._state(private=True), seq, marker
+        ):  # ``fresh`` is private still
             fresh._saved_seq = seq
         with self._lock:
             self._take(fresh)
@@ -320,11 +333,18 @@ class HeadMirror:
         they are, not copied first."""
         n = self.rows.n
         room = n + max(1024, n // 8)
-        meta = {"name": self.NAME, "seq": self.seq, "n": n, "dead": self.dead,
-                "agents": sorted(self._agent_code, key=self._agent_code.__getitem__),
-                "workspaces": sorted(self._workspace_code, key=self._workspace_code.__getitem__)}
-        arrays = {name: padded(getattr(self.rows, name)[:n], room, private)
-                  for name in ("vids", "entities", "agents", "workspaces", "alive")}
+        meta = {
+            "name": self.NAME,
+            "seq": self.seq,
+            "n": n,
+            "dead": self.dead,
+            "agents": sorted(self._agent_code, key=self._agent_code.__getitem__),
+            "workspaces": sorted(self._workspace_code, key=self._workspace_code.__getitem__),
+        }
+        arrays = {
+            name: padded(getattr(self.rows, name)[:n], room, private)
+            for name in ("vids", "entities", "agents", "workspaces", "alive")
+        }
         extra_meta, extra_arrays = self._own_state(room, private)
         return {**meta, **extra_meta}, {**arrays, **extra_arrays}
 
@@ -378,8 +398,12 @@ class HeadMirror:
         meta, arrays = found
         log = self.backend.changes
         seq = int(meta.get("seq", -1))
-        if meta.get("name") != self.NAME or not 0 <= seq <= log.position(conn) or \
-                meta.get("marker") != log.marker(conn, seq) or not self._compatible(conn, meta):
+        if (
+            meta.get("name") != self.NAME
+            or not 0 <= seq <= log.position(conn)
+            or meta.get("marker") != log.marker(conn, seq)
+            or not self._compatible(conn, meta)
+        ):
             self.load_note = "snapshot not used: it belongs to another state of this file"
             return False
         fresh = type(self)(self.backend)
@@ -447,7 +471,8 @@ class HeadMirror:
     def _add(self, row: Sequence[Any]) -> int:
         vid, entity, agent, workspace = row[:4]
         slot = self.rows.append(
-            vid, entity,
+            vid,
+            entity,
             self._agent_code.setdefault(agent, len(self._agent_code)),
             self._workspace_code.setdefault(workspace, len(self._workspace_code)),
         )
@@ -471,7 +496,9 @@ class HeadMirror:
         if any(op in self.REBUILD_ON for _, op in entries):
             return False
         # The rows the entries need, read in one statement (a new process replays thousands at once).
-        fetched = log.rows(conn, self.FEED, sorted({vid for vid, op in entries if op in (OP_HEAD, OP_VECTOR)}))
+        fetched = log.rows(
+            conn, self.FEED, sorted({vid for vid, op in entries if op in (OP_HEAD, OP_VECTOR)})
+        )
         for vid, op in entries:
             if op == OP_GONE:
                 slot = self._slot_map().pop(vid)
@@ -556,8 +583,11 @@ class HeadMirror:
         if self.disabled:
             return f"disabled: {self.disabled}"
         if self.ready:
-            notes = [f"{self.rows.n - self.dead} rows"] + (["from a snapshot"] if self.origin == "snapshot" else []) \
+            notes = (
+                [f"{self.rows.n - self.dead} rows"]
+                + (["from a snapshot"] if self.origin == "snapshot" else [])
                 + [note for note in (self.load_note, self.save_note) if note]
+            )
             return f"ready ({', '.join(notes)})"
         if self.saved_only:  # a one-shot process: it opens a saved index at its first recall, or uses SQL
             saved = self.snapshot_path is not None and os.path.exists(self.snapshot_path)

@@ -21,7 +21,7 @@ import os
 import re
 import struct
 import threading
-from typing import Any, NamedTuple, Union
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -44,7 +44,7 @@ class Padded(NamedTuple):
     rows: int
 
 
-Saved = Union[np.ndarray, Padded]
+Saved = np.ndarray | Padded
 
 
 def _shape(saved: Saved) -> tuple[np.dtype[Any], tuple[int, ...]]:
@@ -112,7 +112,7 @@ def _read(handle: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]] | None:
     head = handle.read(len(MAGIC) + _LENGTH.size)
     if len(head) < len(MAGIC) + _LENGTH.size or head[: len(MAGIC)] != MAGIC:
         return None
-    (length,) = _LENGTH.unpack(head[len(MAGIC):])
+    (length,) = _LENGTH.unpack(head[len(MAGIC) :])
     if length > MAX_HEADER:
         return None
     header = json.loads(handle.read(length))
@@ -129,8 +129,11 @@ def _read(handle: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]] | None:
             return None  # truncated
         # A plain ndarray over the mapping (it keeps the mapping alive): np.memmap's own indexing costs
         # microseconds per call, paid on every query.
-        arrays[spec["name"]] = (np.memmap(handle, dtype=dtype, mode="c", offset=offset, shape=shape).view(np.ndarray)
-                                if nbytes else np.zeros(shape, dtype=dtype))
+        arrays[spec["name"]] = (
+            np.memmap(handle, dtype=dtype, mode="c", offset=offset, shape=shape).view(np.ndarray)
+            if nbytes
+            else np.zeros(shape, dtype=dtype)
+        )
     return header.get("meta", {}), arrays
 
 
@@ -148,7 +151,7 @@ def peek(path: str) -> tuple[int, int] | None:
         return None
     if head[: len(MAGIC)] != MAGIC or len(head) < len(MAGIC) + _LENGTH.size:
         return None
-    found = _HEAD.match(head[len(MAGIC) + _LENGTH.size:])
+    found = _HEAD.match(head[len(MAGIC) + _LENGTH.size :])
     if found is None or int(found.group(1)) != FORMAT:
         return None
     return int(found.group(2)), int(found.group(3))

@@ -148,8 +148,13 @@ class VectorIndex(HeadMirror):
         return result
 
     def search(
-        self, conn: Connection, query: np.ndarray, depth: int, agent_id: str | None = None,
-        workspace_hash: str | None = None, keep: int | None = None,
+        self,
+        conn: Connection,
+        query: np.ndarray,
+        depth: int,
+        agent_id: str | None = None,
+        workspace_hash: str | None = None,
+        keep: int | None = None,
     ) -> tuple[Ranking, bool] | None:
         """The ``depth`` nearest live heads in scope by sign-bit Hamming distance (ties by entity id),
         cut to the ``keep`` best by :func:`dense.shortlist` when that was not every candidate, scored by
@@ -163,8 +168,12 @@ class VectorIndex(HeadMirror):
             if kept > depth and kept * 2 > n:  # most rows count (dead versions aside): scan all, no gather
                 distance = hamming(self._bits, sign_words(q), n)
                 if kept < n:
-                    distance[~mask] = np.iinfo(np.uint16).max  # farther than any row's (at most the dimension)
-                slots = np.sort(nearest(distance, self.rows.entities[:n], depth))  # in file order: a gentler gather
+                    distance[~mask] = np.iinfo(
+                        np.uint16
+                    ).max  # farther than any row's (at most the dimension)
+                slots = np.sort(
+                    nearest(distance, self.rows.entities[:n], depth)
+                )  # in file order: a gentler gather
                 complete = False
             else:
                 candidates = np.flatnonzero(mask)
@@ -177,7 +186,9 @@ class VectorIndex(HeadMirror):
                 codes = np.stack([column[slots] for column in self._bits], axis=1).view(np.uint8)
                 slots = np.sort(slots[shortlist(codes, q, self.rows.entities[slots], keep)])
             scores = cosine(self._matrix[slots], q)
-            return Ranking(self.rows.vids[slots], self.rows.entities[slots], scores, heads=self.heads), complete
+            return Ranking(
+                self.rows.vids[slots], self.rows.entities[slots], scores, heads=self.heads
+            ), complete
 
         result: tuple[Ranking, bool] | None = self.answer(conn, compute)
         return result
@@ -193,11 +204,16 @@ class VectorIndex(HeadMirror):
         else:
             matrix = fit(self._matrix[:n], room)
             matrix[:n][gone] = 0.0  # a purged memory's vector is not saved
-        bits = np.stack([fit(column[:n], room) for column in self._bits]) if self._bits else \
-            np.zeros((0, room), dtype=np.uint64)
+        bits = (
+            np.stack([fit(column[:n], room) for column in self._bits])
+            if self._bits
+            else np.zeros((0, room), dtype=np.uint64)
+        )
         bits[:, :n][:, gone] = 0
-        return ({"identity": self.identity, "dimension": self.dimension},
-                {"matrix": matrix, "has": fit(self._has[:n] & self.rows.alive[:n], room), "bits": bits})
+        return (
+            {"identity": self.identity, "dimension": self.dimension},
+            {"matrix": matrix, "has": fit(self._has[:n] & self.rows.alive[:n], room), "bits": bits},
+        )
 
     def _restore_own(self, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
         self.identity, self.dimension = str(meta["identity"]), int(meta["dimension"])

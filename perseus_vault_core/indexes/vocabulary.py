@@ -21,14 +21,17 @@ def pack(items: Iterator[tuple[str, int]] | list[tuple[str, int]]) -> dict[str, 
     blob = b"".join(term for term, _ in ordered)
     offsets = np.zeros(len(ordered) + 1, dtype=np.int64)
     np.cumsum([len(term) for term, _ in ordered], out=offsets[1:])
-    return {"terms": np.frombuffer(blob, dtype=np.uint8) if blob else np.zeros(0, dtype=np.uint8),
-            "term_offsets": offsets, "term_ids": np.asarray([tid for _, tid in ordered], dtype=np.int32)}
+    return {
+        "terms": np.frombuffer(blob, dtype=np.uint8) if blob else np.zeros(0, dtype=np.uint8),
+        "term_offsets": offsets,
+        "term_ids": np.asarray([tid for _, tid in ordered], dtype=np.int32),
+    }
 
 
 class _Sorted:
     """The sorted terms as a sequence of bytes, for :func:`bisect.bisect_left`."""
 
-    def __init__(self, blob: bytes, offsets: "array[int]") -> None:
+    def __init__(self, blob: bytes, offsets: array[int]) -> None:
         self.blob, self.offsets = blob, offsets
 
     def __len__(self) -> int:

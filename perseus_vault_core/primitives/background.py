@@ -54,6 +54,7 @@ class Background:
 
     def start(self, name: str, task: Callable[[], None]) -> bool:
         """Run ``task`` on a daemon thread of its own; False (nothing started) once the vault is closing."""
+
         def run() -> None:
             try:
                 task()

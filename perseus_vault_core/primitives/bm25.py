@@ -132,8 +132,12 @@ _FTS5_UNFOLDED = (
 )
 _FTS5_MARKS_KEPT = "1e0-1e3 1fc-1ff"  # folded to lower case with their diacritics
 # The combining marks that remove_diacritics makes token characters, and drops from the token.
-_FTS5_DIACRITICS = frozenset(int(c, 16) for c in (
-    "300 301 302 303 304 306 307 308 309 30a 30b 30c 30f 311 31b 323 324 325 326 327 328 32d 32e 330 331".split()))
+_FTS5_DIACRITICS = frozenset(
+    int(c, 16)
+    for c in (
+        "300 301 302 303 304 306 307 308 309 30a 30b 30c 30f 311 31b 323 324 325 326 327 328 32d 32e 330 331".split()
+    )
+)
 
 
 def _ranges(spec: str) -> tuple[list[int], list[int]]:

@@ -16,7 +16,9 @@ def cosine(rows: np.ndarray, query: np.ndarray) -> np.ndarray:
     where the row sits in memory (BLAS results did). Both dense paths score with this and give
     byte-identical answers. (A float64 sum gave the same rankings at four times the cost: 0.69 against
     0.17 ms for 2,000 rows.)"""
-    scores: np.ndarray = np.einsum("ij,j->i", np.asarray(rows, dtype=np.float32), np.asarray(query, dtype=np.float32))
+    scores: np.ndarray = np.einsum(
+        "ij,j->i", np.asarray(rows, dtype=np.float32), np.asarray(query, dtype=np.float32)
+    )
     return scores
 
 
@@ -53,7 +55,9 @@ def hamming(columns: list[np.ndarray], query: list[np.uint64], n: int) -> np.nda
     return out
 
 
-def _scan_in_gate(columns: list[np.ndarray], query: list[np.uint64], start: int, stop: int, out: np.ndarray) -> None:
+def _scan_in_gate(
+    columns: list[np.ndarray], query: list[np.uint64], start: int, stop: int, out: np.ndarray
+) -> None:
     with GATE.inside():  # a fork waits for the half-scan (forking.py)
         _scan(columns, query, start, stop, out)
 
@@ -88,7 +92,9 @@ def nearest(distance: np.ndarray, entity_ids: np.ndarray, depth: int) -> np.ndar
         return within
     at_cut = distance[within] == cut
     below, at = within[~at_cut], within[at_cut]
-    need = depth - len(below)  # the ties' lowest entity ids (one head each, so no two alike): a partition, no sort
+    need = depth - len(
+        below
+    )  # the ties' lowest entity ids (one head each, so no two alike): a partition, no sort
     at = at[np.argpartition(entity_ids[at], need - 1)[:need]]
     return np.concatenate([below, at])
 
@@ -114,10 +120,14 @@ def sign_scores(codes: np.ndarray, query: np.ndarray) -> np.ndarray:
     table = np.zeros((width, 256), dtype=np.float32)
     for bit in range(8):  # values below 2**bit are done; the next ones add the component of that bit
         low = 1 << bit
-        np.add(table[:, :low], parts[:, 7 - bit : 8 - bit], out=table[:, low : 2 * low])  # packbits: MSB first
+        np.add(
+            table[:, :low], parts[:, 7 - bit : 8 - bit], out=table[:, low : 2 * low]
+        )  # packbits: MSB first
     at = np.asarray(codes, dtype=np.uint8)[:, :width].astype(np.intp)
     at += np.arange(width, dtype=np.intp) * 256
-    scores: np.ndarray = np.einsum("ij->i", np.take(table.reshape(-1), at))  # a quarter of add.reduce's time on rows this short
+    scores: np.ndarray = np.einsum(
+        "ij->i", np.take(table.reshape(-1), at)
+    )  # a quarter of add.reduce's time on rows this short
     return scores
 
 

@@ -77,9 +77,10 @@ class Dialect:
         not a fraction)."""
         if self.name == "sqlite":
             return f"json_type({document}, '$.{name}') = 'integer'"
-        return (f"(json_typeof(CAST({document} AS json) -> '{name}') = 'number' "
-                f"AND (CAST({document} AS json) ->> '{name}') ~ '^-?[0-9]+$')")
-
+        return (
+            f"(json_typeof(CAST({document} AS json) -> '{name}') = 'number' "
+            f"AND (CAST({document} AS json) ->> '{name}') ~ '^-?[0-9]+$')"
+        )
 
     # --- a where filter's body tests (where.py) ---
 
@@ -92,8 +93,9 @@ class Dialect:
     def json_node(self, document: str, path: str) -> JsonNode:
         """The value at ``path`` (a :meth:`json_path` parameter) in a JSON text column."""
         if self.name == "sqlite":
-            return JsonNode(f"json_type({document}, {path})", f"json_extract({document}, {path})",
-                            f"{document}, {path}")
+            return JsonNode(
+                f"json_type({document}, {path})", f"json_extract({document}, {path})", f"{document}, {path}"
+            )
         at = f"(CAST({document} AS jsonb) #> CAST({path} AS text[]))"
         return JsonNode(f"jsonb_typeof({at})", at, at)
 
@@ -112,7 +114,8 @@ class Dialect:
         """True where ``node`` is of ``kind``: text, number, true or false."""
         if self.name == "sqlite":
             return {"text": f"{node.type} = 'text'", "number": f"{node.type} IN ('integer', 'real')"}.get(
-                kind, f"{node.type} = '{kind}'")
+                kind, f"{node.type} = '{kind}'"
+            )
         if kind in ("true", "false"):
             return f"{node.value} = CAST('{kind}' AS jsonb)"
         return f"{node.type} = '{'string' if kind == 'text' else 'number'}'"

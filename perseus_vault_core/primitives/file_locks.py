@@ -129,7 +129,14 @@ def refuse_held(path: str | os.PathLike[str], field: str) -> None:
         held = [(found, entry[0].path) for found, entry in _held.items()]
     for found, database in held:
         beside = {database + suffix for suffix in SIDE_FILES}
-        if ident == found or base == found or real in beside or (
-                ident is not None and ident in {file_id(p) for p in beside}):
-            raise InvalidInput(field, f"{text!r} is the vault's own database file (or one SQLite keeps beside it, "
-                                      f"{database!r}): choose another file")
+        if (
+            ident == found
+            or base == found
+            or real in beside
+            or (ident is not None and ident in {file_id(p) for p in beside})
+        ):
+            raise InvalidInput(
+                field,
+                f"{text!r} is the vault's own database file (or one SQLite keeps beside it, "
+                f"{database!r}): choose another file",
+            )

@@ -28,12 +28,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 from ..contract import where as where_filter
-from . import where_sql
 from ..contract.params import Filters
+from . import where_sql
 from .dialect import Dialect, dialect
 from .scopes import scope_key
 
@@ -45,16 +45,20 @@ FROM = "entity_versions v JOIN entities e ON e.id = v.entity_id AND e.scope = v.
 FROM_VERSIONS_FIRST = "entity_versions v CROSS JOIN entities e ON e.id = v.entity_id AND e.scope = v.scope"
 
 
-@lru_cache(maxsize=None)
+@cache
 def _from_vids(d: Dialect) -> str:
-    return (f"{d.ids(':vids')} j CROSS JOIN entity_versions v ON v.vid = j.value "
-            "CROSS JOIN entities e ON e.id = v.entity_id AND e.scope = v.scope")
+    return (
+        f"{d.ids(':vids')} j CROSS JOIN entity_versions v ON v.vid = j.value "
+        "CROSS JOIN entities e ON e.id = v.entity_id AND e.scope = v.scope"
+    )
 
 
-@lru_cache(maxsize=None)
+@cache
 def _from_ids(d: Dialect) -> str:
-    return (f"{d.ids(':ids')} j CROSS JOIN entities e ON e.id = j.value "
-            "CROSS JOIN entity_versions v ON v.entity_id = e.id AND v.scope = e.scope")
+    return (
+        f"{d.ids(':ids')} j CROSS JOIN entities e ON e.id = j.value "
+        "CROSS JOIN entity_versions v ON v.entity_id = e.id AND v.scope = e.scope"
+    )
 
 
 def from_vids(conn: Any) -> str:
@@ -83,11 +87,31 @@ def _valid_at(alias: str, param: str) -> str:
 # nine are the view's own; the others are what else a where may name (where.COLUMNS), so that a where on
 # those alone is judged in memory too.
 RULE_COLUMNS = (
-    "v.valid_from_ms", "v.valid_to_ms", "v.status", "v.expires_at_ms", "e.agent_id", "e.workspace_hash",
-    "e.category", "v.type", "v.topic_path",
-    *dict.fromkeys(c for c, _ in where_filter.COLUMNS.values() if c not in (
-        "v.valid_from_ms", "v.valid_to_ms", "v.status", "v.expires_at_ms", "e.agent_id", "e.workspace_hash",
-        "e.category", "v.type", "v.topic_path")),
+    "v.valid_from_ms",
+    "v.valid_to_ms",
+    "v.status",
+    "v.expires_at_ms",
+    "e.agent_id",
+    "e.workspace_hash",
+    "e.category",
+    "v.type",
+    "v.topic_path",
+    *dict.fromkeys(
+        c
+        for c, _ in where_filter.COLUMNS.values()
+        if c
+        not in (
+            "v.valid_from_ms",
+            "v.valid_to_ms",
+            "v.status",
+            "v.expires_at_ms",
+            "e.agent_id",
+            "e.workspace_hash",
+            "e.category",
+            "v.type",
+            "v.topic_path",
+        )
+    ),
 )
 _RULE_AT = {name: RULE_COLUMNS.index(column) for name, (column, _) in where_filter.COLUMNS.items()}
 Rule = Callable[[Sequence[Any]], bool]
@@ -144,7 +168,9 @@ def view(filters: Filters, now_ms: int, d: Dialect | None = None) -> View:
         instant = valid_at
     elif as_of is not None:
         params["as_of"] = as_of
-        clauses.append("v.recorded_from_ms <= :as_of AND (v.recorded_to_ms IS NULL OR v.recorded_to_ms > :as_of)")
+        clauses.append(
+            "v.recorded_from_ms <= :as_of AND (v.recorded_to_ms IS NULL OR v.recorded_to_ms > :as_of)"
+        )
         clauses.append(_valid_at("v", "as_of"))
         instant = as_of
     else:
@@ -182,11 +208,20 @@ def view(filters: Filters, now_ms: int, d: Dialect | None = None) -> View:
         params.update(condition_sql[1])
         condition = where_filter.parse(filters.where)
     # The rule judges a head by its columns: a where that reads a body field is left to SQL.
-    current = not filters.time_travel and filters.min_decay is None and (
-        condition is None or where_filter.columns_only(condition))
-    return View(" AND ".join(clauses), params, instant, historical=filters.time_travel,
-                rule=head_rule(filters, now, condition) if current else None, condition=condition,
-                condition_sql=condition_sql)
+    current = (
+        not filters.time_travel
+        and filters.min_decay is None
+        and (condition is None or where_filter.columns_only(condition))
+    )
+    return View(
+        " AND ".join(clauses),
+        params,
+        instant,
+        historical=filters.time_travel,
+        rule=head_rule(filters, now, condition) if current else None,
+        condition=condition,
+        condition_sql=condition_sql,
+    )
 
 
 def head_rule(filters: Filters, now: int, condition: where_filter.Node | None = None) -> Rule:
@@ -204,7 +239,9 @@ def head_rule(filters: Filters, now: int, condition: where_filter.Node | None = 
             return False
         if not archived and (status != "active" or (expires is not None and expires <= now)):
             return False
-        if (agent is not None and agent_id != agent) or (workspace is not None and workspace_hash != workspace):
+        if (agent is not None and agent_id != agent) or (
+            workspace is not None and workspace_hash != workspace
+        ):
             return False
         if (category is not None and cat != category) or (kind is not None and typ != kind):
             return False
@@ -221,12 +258,20 @@ def narrow(v: View, ids: list[int], d: Dialect) -> View:
     Searches over a narrowed view start from the ids (exact, and cheap for a short list) instead
     of ranking the whole store and walking down to them."""
     where = f"{v.where} AND e.id IN (SELECT value FROM {d.ids(':only_ids')} j)"
-    return View(where, dict(v.params, only_ids=id_list(ids)), v.instant, v.historical, narrowed=True,
-                condition=v.condition, condition_sql=v.condition_sql)
+    return View(
+        where,
+        dict(v.params, only_ids=id_list(ids)),
+        v.instant,
+        v.historical,
+        narrowed=True,
+        condition=v.condition,
+        condition_sql=v.condition_sql,
+    )
 
 
-def scope_clauses(agent_id: str | None, workspace_hash: str | None, params: dict[str, Any],
-                  d: Dialect | None = None) -> list[str]:
+def scope_clauses(
+    agent_id: str | None, workspace_hash: str | None, params: dict[str, Any], d: Dialect | None = None
+) -> list[str]:
     """Equality on each scope field that is given; an omitted field means no filter. With both, in a
     dialect that :attr:`~dialect.Dialect.routes_by_scope`, also on the scope key (``:scope``), by which a
     distributed PostgreSQL sends the query to one shard."""

@@ -127,5 +127,8 @@ def _after_fork_in_child() -> None:
 
 
 if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
-    os.register_at_fork(before=GATE._before_fork, after_in_parent=GATE._after_fork_in_parent,
-                        after_in_child=_after_fork_in_child)
+    os.register_at_fork(
+        before=GATE._before_fork,
+        after_in_parent=GATE._after_fork_in_parent,
+        after_in_child=_after_fork_in_child,
+    )

@@ -24,8 +24,9 @@ class Heads(Protocol):
     """The current heads' columns held in memory (:class:`indexes.heads.Heads`), as the walk below reads
     them: stated here, so that what the indexes and the storage searches share names no index."""
 
-    def matching(self, conn: Connection, condition: tuple[str, dict[str, Any]], vids: np.ndarray,
-                 heads: int) -> np.ndarray: ...
+    def matching(
+        self, conn: Connection, condition: tuple[str, dict[str, Any]], vids: np.ndarray, heads: int
+    ) -> np.ndarray: ...
 
     def rows(self, conn: Connection, vids: Sequence[int]) -> list[HeadColumns | None]: ...
 
@@ -40,8 +41,16 @@ class Ranking:
     about how many heads the ranking was drawn from, when known (:func:`visible_hits` weighs a pass over
     them against a long walk)."""
 
-    def __init__(self, vids: np.ndarray, entity_ids: np.ndarray, scores: np.ndarray, ceiling: float = 0.0,
-                 exact: int | None = None, heads: Heads | None = None, population: int = 0) -> None:
+    def __init__(
+        self,
+        vids: np.ndarray,
+        entity_ids: np.ndarray,
+        scores: np.ndarray,
+        ceiling: float = 0.0,
+        exact: int | None = None,
+        heads: Heads | None = None,
+        population: int = 0,
+    ) -> None:
         self.vids, self.entity_ids, self.scores, self.ceiling = vids, entity_ids, scores, ceiling
         self.partial = exact is not None
         self.exact = len(scores) if exact is None else min(exact, len(scores))
@@ -70,8 +79,17 @@ class Ranking:
 # What recall's knobs read of every pool candidate (recall._rank). The walk below reads them in the
 # statement that checks visibility, so the pool costs no second statement.
 POOL_COLUMNS = (
-    "v.entity_id", "v.verified", "v.certainty", "e.created_at_ms", "v.updated_at_ms", "v.status",
-    "v.superseded_by", "v.expires_at_ms", "v.provenance_class", "e.workspace_hash", "v.valid_from_ms",
+    "v.entity_id",
+    "v.verified",
+    "v.certainty",
+    "e.created_at_ms",
+    "v.updated_at_ms",
+    "v.status",
+    "v.superseded_by",
+    "v.expires_at_ms",
+    "v.provenance_class",
+    "e.workspace_hash",
+    "v.valid_from_ms",
 )
 POOL_NAMES = tuple(c.split(".")[1] for c in POOL_COLUMNS)
 
@@ -119,13 +137,22 @@ def walk(conn: Connection, ranking: Ranking, view: View, pool: int) -> Walk:
     heads, rule = ranking.heads, view.rule
     while len(hits) < pool and taken < ranking.exact:
         population = ranking.population
-        if taken and population and view.condition_sql is not None and not ranking.partial and \
-                (pool - len(hits)) / max(len(hits) / taken, 1e-6) > SCAN_SHARE * population and \
-                ranking.exact - taken > SCAN_SHARE * population:
+        if (
+            taken
+            and population
+            and view.condition_sql is not None
+            and not ranking.partial
+            and (pool - len(hits)) / max(len(hits) / taken, 1e-6) > SCAN_SHARE * population
+            and ranking.exact - taken > SCAN_SHARE * population
+        ):
             # The filter keeps few: ask it about every candidate at once, then walk the ones it keeps.
             keep = kept_by_where(conn, view, ranking.vids, heads, population)
-            return walk(conn, Ranking(ranking.vids[keep], ranking.entity_ids[keep], ranking.scores[keep],
-                                      heads=heads), view, pool)
+            return walk(
+                conn,
+                Ranking(ranking.vids[keep], ranking.entity_ids[keep], ranking.scores[keep], heads=heads),
+                view,
+                pool,
+            )
         eids, vids, scores = ranking.best(min(taken + want, ranking.exact))
         eids, vids, scores = eids[taken:], vids[taken:], scores[taken:]
         taken += len(vids)
@@ -135,8 +162,11 @@ def walk(conn: Connection, ranking: Ranking, view: View, pool: int) -> Walk:
                     hits.append(Hit(eid, vid, score, known[0]))
         else:
             visible = {row[0]: row[1:] for row in conn.execute(sql, dict(view.params, vids=id_list(vids)))}
-            hits.extend(Hit(eid, vid, score, visible[vid]) for eid, vid, score in zip(eids, vids, scores)
-                        if vid in visible)
+            hits.extend(
+                Hit(eid, vid, score, visible[vid])
+                for eid, vid, score in zip(eids, vids, scores)
+                if vid in visible
+            )
         rate = max(len(hits) / taken, 0.01)
         want = min(int((pool - len(hits)) / rate * 1.25) + 8, 20_000)
     return Walk(hits[:pool], taken)
@@ -149,7 +179,9 @@ def walk(conn: Connection, ranking: Ranking, view: View, pool: int) -> Walk:
 SCAN_SHARE = 0.2
 
 
-def kept_by_where(conn: Connection, view: View, vids: np.ndarray, heads: Heads | None, population: int) -> np.ndarray:
+def kept_by_where(
+    conn: Connection, view: View, vids: np.ndarray, heads: Heads | None, population: int
+) -> np.ndarray:
     """Whether the view's where filter (alone) keeps each of ``vids`` (current heads), as booleans: from the
     heads' memory when there is one, else in one statement (over every head for many ``vids``)."""
     assert view.condition_sql is not None
@@ -159,8 +191,9 @@ def kept_by_where(conn: Connection, view: View, vids: np.ndarray, heads: Heads |
     return np.isin(vids, asked[kept])
 
 
-def ask(conn: Connection, condition: tuple[str, dict[str, Any]], vids: np.ndarray,
-        whole: bool) -> tuple[np.ndarray, np.ndarray]:
+def ask(
+    conn: Connection, condition: tuple[str, dict[str, Any]], vids: np.ndarray, whole: bool
+) -> tuple[np.ndarray, np.ndarray]:
     """(versions, whether the where filter ``condition`` keeps each): for ``vids``, or, ``whole``, for every
     current head in one pass (cheaper than a lookup per version past a fifth of them)."""
     sql, params = condition
@@ -168,13 +201,27 @@ def ask(conn: Connection, condition: tuple[str, dict[str, Any]], vids: np.ndarra
         # The heads, then those the filter keeps: two statements cost less than a flag on every row, and the
         # entities are joined only when the filter reads their columns (at 100k the join costs what the JSON does).
         source = FROM_VERSIONS_FIRST if re.search(r"\be\.", sql) else "entity_versions v"
-        heads = np.array([r[0] for r in conn.execute(
-            "SELECT v.vid FROM entity_versions v WHERE v.recorded_to_ms IS NULL")], dtype=np.int64)
-        kept = np.array([r[0] for r in conn.execute(
-            f"SELECT v.vid FROM {source} WHERE v.recorded_to_ms IS NULL AND {sql}", params)], dtype=np.int64)
+        heads = np.array(
+            [
+                r[0]
+                for r in conn.execute("SELECT v.vid FROM entity_versions v WHERE v.recorded_to_ms IS NULL")
+            ],
+            dtype=np.int64,
+        )
+        kept = np.array(
+            [
+                r[0]
+                for r in conn.execute(
+                    f"SELECT v.vid FROM {source} WHERE v.recorded_to_ms IS NULL AND {sql}", params
+                )
+            ],
+            dtype=np.int64,
+        )
         return heads, np.isin(heads, kept)
-    rows = conn.execute(f"SELECT v.vid, CASE WHEN {sql} THEN 1 ELSE 0 END FROM {from_vids(conn)}",
-                        dict(params, vids=id_list(np.asarray(vids).tolist()))).fetchall()
+    rows = conn.execute(
+        f"SELECT v.vid, CASE WHEN {sql} THEN 1 ELSE 0 END FROM {from_vids(conn)}",
+        dict(params, vids=id_list(np.asarray(vids).tolist())),
+    ).fetchall()
     return (np.array([r[0] for r in rows], dtype=np.int64), np.array([bool(r[1]) for r in rows], dtype=bool))
 
 

@@ -19,7 +19,9 @@ def read_secret_file(path: str, source: str, what: str = "key") -> str:
     A secret file others can read is no secret: it is refused, like ssh refuses such a private key.
     """
     try:
-        file_locks.refuse_held(path, source)  # a vault's own file given by mistake: never opened beside SQLite
+        file_locks.refuse_held(
+            path, source
+        )  # a vault's own file given by mistake: never opened beside SQLite
     except InvalidInput as exc:
         raise SetupError(str(exc)) from None
     try:
@@ -29,8 +31,10 @@ def read_secret_file(path: str, source: str, what: str = "key") -> str:
     except (OSError, UnicodeDecodeError) as exc:
         raise SetupError(f"{source}: cannot read the {what} file {path!r} ({exc})") from None
     if os.name == "posix" and info.st_mode & (stat.S_IRWXO):
-        raise SetupError(f"{source}: the {what} file {path!r} is accessible to other users; "
-                         f"restrict it with `chmod 600 {path}` (or 640)")
+        raise SetupError(
+            f"{source}: the {what} file {path!r} is accessible to other users; "
+            f"restrict it with `chmod 600 {path}` (or 640)"
+        )
     if text.endswith("\n"):
         text = text[:-2] if text.endswith("\r\n") else text[:-1]
     return text
@@ -47,7 +51,9 @@ def check_key(key: object, source: str) -> str:
         try:
             key = key.decode("utf-8")
         except UnicodeDecodeError:
-            raise InvalidInput(source, "must be UTF-8 text (for a binary key use x'<64 hex digits>')") from None
+            raise InvalidInput(
+                source, "must be UTF-8 text (for a binary key use x'<64 hex digits>')"
+            ) from None
     if not isinstance(key, str) or not key:
         raise InvalidInput(source, "must be a non-empty passphrase or x'<64 hex digits>'")
     if "\x00" in key:

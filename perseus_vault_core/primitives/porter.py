@@ -81,9 +81,20 @@ _STEP2: dict[str, list[_Rule]] = {
     "c": [("enci", "ence", _m_gt0), ("anci", "ance", _m_gt0)],
     "e": [("izer", "ize", _m_gt0)],
     "g": [("logi", "log", _m_gt0)],
-    "l": [("bli", "ble", _m_gt0), ("alli", "al", _m_gt0), ("entli", "ent", _m_gt0), ("eli", "e", _m_gt0), ("ousli", "ous", _m_gt0)],
+    "l": [
+        ("bli", "ble", _m_gt0),
+        ("alli", "al", _m_gt0),
+        ("entli", "ent", _m_gt0),
+        ("eli", "e", _m_gt0),
+        ("ousli", "ous", _m_gt0),
+    ],
     "o": [("ization", "ize", _m_gt0), ("ation", "ate", _m_gt0), ("ator", "ate", _m_gt0)],
-    "s": [("alism", "al", _m_gt0), ("iveness", "ive", _m_gt0), ("fulness", "ful", _m_gt0), ("ousness", "ous", _m_gt0)],
+    "s": [
+        ("alism", "al", _m_gt0),
+        ("iveness", "ive", _m_gt0),
+        ("fulness", "ful", _m_gt0),
+        ("ousness", "ous", _m_gt0),
+    ],
     "t": [("aliti", "al", _m_gt0), ("iviti", "ive", _m_gt0), ("biliti", "ble", _m_gt0)],
 }
 _STEP3: dict[str, list[_Rule]] = {

@@ -129,8 +129,10 @@ class _Writer:
             return "FALSE"
         alias = f"j{len(self.params)}"
         element = self.d.json_element(alias)
-        branches = [f"WHEN 'array' THEN EXISTS (SELECT 1 FROM {self.d.json_elements(node, alias)} "
-                    f"WHERE {self.scalar(element, t)})"]
+        branches = [
+            f"WHEN 'array' THEN EXISTS (SELECT 1 FROM {self.d.json_elements(node, alias)} "
+            f"WHERE {self.scalar(element, t)})"
+        ]
         for name, holds in self.by_type(node, t).items():
             branches.append(f"WHEN '{name}' THEN {holds}")
         return f"(CASE {node.type} {' '.join(branches)} ELSE FALSE END)"
@@ -145,14 +147,24 @@ class _Writer:
                     asks.setdefault(name, []).append(holds)
                 continue
             value = self.d.json_value(node, kind)
-            operands = [] if t.op == "in" and len(values) > 1 else \
-                [self.d.json_operand(self.param(self.d.json_param(v)), kind) for v in values]
-            holds = (self.d.substring(value, operands[0], t.op == "isubstring") if t.op in ("substring", "isubstring")
-                     else f"{value} {ORDER[t.op]} {operands[0]}" if t.op in ORDER
-                     else f"{value} IN ({self.any_of(values, kind) if len(values) > 1 else operands[0]})")
+            operands = (
+                []
+                if t.op == "in" and len(values) > 1
+                else [self.d.json_operand(self.param(self.d.json_param(v)), kind) for v in values]
+            )
+            holds = (
+                self.d.substring(value, operands[0], t.op == "isubstring")
+                if t.op in ("substring", "isubstring")
+                else f"{value} {ORDER[t.op]} {operands[0]}"
+                if t.op in ORDER
+                else f"{value} IN ({self.any_of(values, kind) if len(values) > 1 else operands[0]})"
+            )
             for name in self.d.json_types(kind):
                 asks.setdefault(name, []).append(holds)
-        return {name: parts[0] if len(parts) == 1 else "(" + " OR ".join(parts) + ")" for name, parts in asks.items()}
+        return {
+            name: parts[0] if len(parts) == 1 else "(" + " OR ".join(parts) + ")"
+            for name, parts in asks.items()
+        }
 
     def scalar(self, node: JsonNode, t: Test) -> str:
         """``t`` on one element of a list, its type checked beside it."""
@@ -164,13 +176,18 @@ class _Writer:
             value = self.d.json_value(node, kind)
             if t.op in ("substring", "isubstring"):
                 rhs = self.d.json_operand(self.param(self.d.json_param(values[0])), kind)
-                parts.append(f"({self.d.json_is(node, kind)} AND {self.d.substring(value, rhs, t.op == 'isubstring')})")
+                parts.append(
+                    f"({self.d.json_is(node, kind)} AND {self.d.substring(value, rhs, t.op == 'isubstring')})"
+                )
             elif t.op in ORDER:
                 rhs = self.d.json_operand(self.param(self.d.json_param(values[0])), kind)
                 parts.append(f"({self.d.json_is(node, kind)} AND {value} {ORDER[t.op]} {rhs})")
             else:
-                rhs = self.any_of(values, kind) if len(values) > 1 else \
-                    self.d.json_operand(self.param(self.d.json_param(values[0])), kind)
+                rhs = (
+                    self.any_of(values, kind)
+                    if len(values) > 1
+                    else self.d.json_operand(self.param(self.d.json_param(values[0])), kind)
+                )
                 parts.append(f"({self.d.json_is(node, kind)} AND {value} IN ({rhs}))")
         return "(" + " OR ".join(parts) + ")" if len(parts) > 1 else parts[0]
 

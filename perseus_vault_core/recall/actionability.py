@@ -25,7 +25,9 @@ _DECISION = re.compile(
     r"deadline|due|todo|fix(?:ed)?|rollback|root cause|runbook|policy)\b",
     re.IGNORECASE,
 )
-_VAGUE = re.compile(r"\b(something|stuff|things?|maybe|somehow|etc|misc|various|whatever|tbd)\b", re.IGNORECASE)
+_VAGUE = re.compile(
+    r"\b(something|stuff|things?|maybe|somehow|etc|misc|various|whatever|tbd)\b", re.IGNORECASE
+)
 _DATE = re.compile(
     r"\b(\d{4}-\d{2}-\d{2}|\d{1,2}/\d{1,2}/\d{2,4}|(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d{1,2}"
     r"(,?\s+\d{4})?|today|yesterday|tomorrow|monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b",

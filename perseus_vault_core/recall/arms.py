@@ -38,8 +38,9 @@ class Arms:
     fusion: Fusion | None = None
     relations: KeptRelations | None = None  # the relations curation acts on, held for the open vault
 
-    def keyword(self, conn: Connection, words: list[str], stems: list[str], view: View,
-                pool: int) -> tuple[list[Hit], float]:
+    def keyword(
+        self, conn: Connection, words: list[str], stems: list[str], view: View, pool: int
+    ) -> tuple[list[Hit], float]:
         """The ``pool`` best visible keyword matches for the OR of ``words`` (BM25, best first, ties by id) and
         the query's ceiling (``stems``: the words' index terms, in the same order): from the keyword index
         when it can answer (:meth:`_indexed_keyword`), else from the backend's search; the same hits."""
@@ -48,8 +49,9 @@ class Arms:
         found = self._indexed_keyword(conn, words, stems, view, pool)
         return found if found is not None else self.backend.keyword.search(conn, words, view, pool)
 
-    def _indexed_keyword(self, conn: Connection, words: list[str], stems: list[str], view: View,
-                         pool: int) -> tuple[list[Hit], float] | None:
+    def _indexed_keyword(
+        self, conn: Connection, words: list[str], stems: list[str], view: View, pool: int
+    ) -> tuple[list[Hit], float] | None:
         """The keyword index's ``pool`` best visible hits and the query's ceiling, or None when it cannot
         answer: no index, a view it does not cover (a point in time, a list of ids), non-ASCII words (which
         FTS5 tokenizes by its own rules), or a snapshot it is not at."""
@@ -69,8 +71,15 @@ class Arms:
             hits = visible_hits(conn, ranking, view, pool)
         return hits, ranking.ceiling
 
-    def dense(self, conn: Connection, query: np.ndarray, depth: int, agent_id: str | None,
-              workspace_hash: str | None, keep: int) -> tuple[Ranking, bool]:
+    def dense(
+        self,
+        conn: Connection,
+        query: np.ndarray,
+        depth: int,
+        agent_id: str | None,
+        workspace_hash: str | None,
+        keep: int,
+    ) -> tuple[Ranking, bool]:
         """The ``depth`` current heads in scope nearest ``query`` by sign-bit distance, cut to a shortlist of
         ``keep`` scored by exact cosine, and whether that was every candidate (``VectorStore.candidates``):
         from the vector index when it can answer for this snapshot, else from the backend; the same ranking."""
@@ -106,15 +115,26 @@ class Arms:
             keep = kept_by_where(conn, view, vids, index.heads, len(vids))
             scores = index.cosines(conn, vids[keep].tolist(), query)
             if scores is not None:
-                held = [(vid, eid) for vid, eid in zip(vids[keep].tolist(), entity_ids[keep].tolist()) if vid in scores]
-                ranking = Ranking(np.asarray([h[0] for h in held], dtype=np.int64),
-                                  np.asarray([h[1] for h in held], dtype=np.int64),
-                                  np.asarray([scores[h[0]] for h in held], dtype=np.float32), heads=index.heads)
+                held = [
+                    (vid, eid)
+                    for vid, eid in zip(vids[keep].tolist(), entity_ids[keep].tolist())
+                    if vid in scores
+                ]
+                ranking = Ranking(
+                    np.asarray([h[0] for h in held], dtype=np.int64),
+                    np.asarray([h[1] for h in held], dtype=np.int64),
+                    np.asarray([scores[h[0]] for h in held], dtype=np.float32),
+                    heads=index.heads,
+                )
                 return visible_hits(conn, ranking, view, pool)  # the view's other rules
         visible = selection(conn, view)
-        by_vid = self.backend.vectors.cosines(conn, list(visible), query)  # a head without a vector is no candidate
+        by_vid = self.backend.vectors.cosines(
+            conn, list(visible), query
+        )  # a head without a vector is no candidate
         held_vids = [vid for vid in visible if vid in by_vid]
-        ranking = Ranking(np.asarray(held_vids, dtype=np.int64),
-                          np.asarray([visible[vid][0] for vid in held_vids], dtype=np.int64),
-                          np.asarray([by_vid[vid] for vid in held_vids], dtype=np.float32))
+        ranking = Ranking(
+            np.asarray(held_vids, dtype=np.int64),
+            np.asarray([visible[vid][0] for vid in held_vids], dtype=np.int64),
+            np.asarray([by_vid[vid] for vid in held_vids], dtype=np.float32),
+        )
         return selected_hits(ranking, visible, pool)

@@ -43,7 +43,9 @@ Relation = Literal["duplicate", "update", "same_subject", "related"]
 MOST = 3  # candidates kept at the most
 FLOOR = 0.36  # a candidate's score at least this (with vectors: the cosine's scale)
 WORDS_FLOOR = 0.30  # without vectors: the score built on the word sets' Jaccard instead
-SAME_SUBJECT = 0.70  # a candidate's score at least this: the two are about one thing (a value or words shared too)
+SAME_SUBJECT = (
+    0.70  # a candidate's score at least this: the two are about one thing (a value or words shared too)
+)
 # What a candidate's score adds to the cosine, for what the two share beyond meaning.
 W_WORDS = 0.40  # x the content words' Jaccard
 W_VALUES = 0.10  # x the values (anchors) the new memory shares with it, three at the most
@@ -95,14 +97,23 @@ def judge(new: Memory, found: Sequence[Found]) -> list[Candidate]:
     for value, f in scored:
         if len(out) == MOST:
             break
-        if any(c.id == f.memory.id for c in out):  # found twice (by two look-ups, or in the store and the batch)
+        if any(
+            c.id == f.memory.id for c in out
+        ):  # found twice (by two look-ups, or in the store and the batch)
             continue
         if value >= (FLOOR if f.cosine is not None else WORDS_FLOOR):
-            out.append(Candidate(f.memory.id, round(value, 4), relation(new.said, f.memory.said, f.cosine, value),
-                                 f.cosine))
+            out.append(
+                Candidate(
+                    f.memory.id, round(value, 4), relation(new.said, f.memory.said, f.cosine, value), f.cosine
+                )
+            )
     # An exact repeat is always reported, whatever it scored (a text with no words scores nothing by them).
     for f in found:
-        if f.memory.id != new.id and f.memory.said.normal == new.said.normal and all(c.id != f.memory.id for c in out):
+        if (
+            f.memory.id != new.id
+            and f.memory.said.normal == new.said.normal
+            and all(c.id != f.memory.id for c in out)
+        ):
             out.insert(0, Candidate(f.memory.id, 1.0, "duplicate", f.cosine))
     return out[:MOST]
 
@@ -123,10 +134,17 @@ def _without_values(new: Memory, f: Found, key: frozenset[str] | None = None) ->
     else:
         words = 0.0
     base = f.cosine if f.cosine is not None else words
-    keys = len((_key_words(new.key) if key is None else key) & _key_words(old.key))  # cached: a key meets many
-    return (base + W_WORDS * words + W_KEYWORD * min(max(f.keyword, 0.0), 1.0)
-            + W_CATEGORY * (new.category == old.category) + W_KEY * min(keys, 2)
-            + W_TOPIC * (bool(new.topic) and new.topic == old.topic))
+    keys = len(
+        (_key_words(new.key) if key is None else key) & _key_words(old.key)
+    )  # cached: a key meets many
+    return (
+        base
+        + W_WORDS * words
+        + W_KEYWORD * min(max(f.keyword, 0.0), 1.0)
+        + W_CATEGORY * (new.category == old.category)
+        + W_KEY * min(keys, 2)
+        + W_TOPIC * (bool(new.topic) and new.topic == old.topic)
+    )
 
 
 def _values(new: Memory, f: Found) -> int:
@@ -141,7 +159,9 @@ def _best(new: Memory, found: Sequence[Found]) -> list[tuple[float, Found]]:
     the candidates judge() takes from what is returned are those all the scores would give, in the same order."""
     most = W_VALUES * min(len(new.said.anchors), 3)
     key = _key_words(new.key)
-    bounded = sorted(((_without_values(new, f, key), f) for f in found), key=lambda p: (-p[0], p[1].memory.id))
+    bounded = sorted(
+        ((_without_values(new, f, key), f) for f in found), key=lambda p: (-p[0], p[1].memory.id)
+    )
     floors = {FLOOR if f.cosine is not None else WORDS_FLOOR for f in found}
     # One floor for all (all found with vectors, or all without): what cannot reach it is never a candidate.
     floor = floors.pop() if len(floors) == 1 else float("-inf")
@@ -213,4 +233,6 @@ def _is_value(anchor: str) -> bool:
 
 @lru_cache(maxsize=65536)
 def _key_words(key: str) -> frozenset[str]:
-    return frozenset(w for w in key.lower().replace("_", "-").replace("/", "-").split("-") if w and not w.isdigit())
+    return frozenset(
+        w for w in key.lower().replace("_", "-").replace("/", "-").split("-") if w and not w.isdigit()
+    )

@@ -60,8 +60,12 @@ class Place:
             return False
         if self.session is None or other.session is None:
             return self.session is None and other.session is None and self.speaker != other.speaker
-        return other.session == self.session and other.turn is not None and self.turn is not None \
+        return (
+            other.session == self.session
+            and other.turn is not None
+            and self.turn is not None
             and abs(other.turn - self.turn) == 1
+        )
 
 
 def _place(row: tuple[Any, ...]) -> Place | None:
@@ -85,8 +89,10 @@ _COLUMNS = "e.id, v.vid, e.agent_id, e.workspace_hash, e.category, e.key, v.type
 def places(conn: Connection, vids: list[int]) -> dict[int, Place]:
     """The turns among these versions (heads or not, as the caller's view chose them), by entity id."""
     d = dialect(conn)
-    sql = (f"SELECT {_COLUMNS} FROM {d.ids(':vids')} j CROSS JOIN entity_versions v ON v.vid = j.value "
-           "CROSS JOIN entities e ON e.id = v.entity_id AND e.scope = v.scope")
+    sql = (
+        f"SELECT {_COLUMNS} FROM {d.ids(':vids')} j CROSS JOIN entity_versions v ON v.vid = j.value "
+        "CROSS JOIN entities e ON e.id = v.entity_id AND e.scope = v.scope"
+    )
     found = (_place(tuple(row)) for row in conn.execute(sql, {"vids": id_list(vids)}))
     return {p.id: p for p in found if p is not None}
 
@@ -101,8 +107,14 @@ def _neighbours(conn: Connection, v: View, anchors: list[Place]) -> dict[int, Pl
     return {i: p for i, p in by_id.items() if any(a.adjacent(p) for a in anchors)}
 
 
-def lift(conn: Connection, v: View, scored: list[Scored], vids: dict[int, int],
-         relevance_of: Callable[[dict[int, int]], dict[int, float]], related: dict[int, bool]) -> list[Scored]:
+def lift(
+    conn: Connection,
+    v: View,
+    scored: list[Scored],
+    vids: dict[int, int],
+    relevance_of: Callable[[dict[int, int]], dict[int, float]],
+    related: dict[int, bool],
+) -> list[Scored]:
     """``scored`` with each turn's relevance raised by its context (see the module docstring), and the
     anchors' neighbours that no arm found added; unchanged when no anchor is a turn. ``vids`` (entity
     id -> version) gains the added neighbours; ``relevance_of`` scores versions no arm scored (by the

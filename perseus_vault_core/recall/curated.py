@@ -27,12 +27,15 @@ KEPT = ("duplicates", *curation.NEWER_FIRST)
 # When a version became true: its valid-from time, else when it was written (a new version of an old key is new).
 # What curation needs of a version: (entity id, when it became valid, whether a turn, its text, its scope, when written).
 Version = tuple[int, int, bool, str, tuple[str, str], int]
-_COLUMNS = ("v.entity_id, v.content, v.summary, v.type, coalesce(v.valid_from_ms, v.updated_at_ms), e.agent_id, "
-            "e.workspace_hash, v.updated_at_ms")
+_COLUMNS = (
+    "v.entity_id, v.content, v.summary, v.type, coalesce(v.valid_from_ms, v.updated_at_ms), e.agent_id, "
+    "e.workspace_hash, v.updated_at_ms"
+)
 
 
-def window(conn: Connection, params: RecallParams, v: View, ranked: list[Scored], vids: dict[int, int],
-           arms: Arms) -> curation.Curated | None:
+def window(
+    conn: Connection, params: RecallParams, v: View, ranked: list[Scored], vids: dict[int, int], arms: Arms
+) -> curation.Curated | None:
     """The first places of ``ranked`` curated; ``None`` when nothing is (asked not to; a point in time,
     which shows the store as it was; no kept relation among the window's memories). A memory is judged on
     its own relevance: what a link to a better hit added (``follow_links``, linked.py) ranks it, not this."""
@@ -48,12 +51,18 @@ def window(conn: Connection, params: RecallParams, v: View, ranked: list[Scored]
     pairs = [(a, b, name) for a, b, name, _ in found]
     confirmed = frozenset((a, b) for a, b, _, source in found if source != curation.INFERRED)
     # from the newer to the older: what a write judged, and an updates link whoever wrote it ("#9 updates #4")
-    directed = frozenset((a, b) for a, b, name, source in found
-                         if source in (curation.INFERRED, curation.JUDGE) or name == "updates")
+    directed = frozenset(
+        (a, b)
+        for a, b, name, source in found
+        if source in (curation.INFERRED, curation.JUDGE) or name == "updates"
+    )
     involved = {i for a, b, _ in pairs for i in (a, b)}
     wanted = [vids[s.id] for s in shown if s.id in involved]
-    by_vid = arms.relations.versions(wanted, lambda missing: _read(conn, missing)) if arms.relations else \
-        _read(conn, wanted)
+    by_vid = (
+        arms.relations.versions(wanted, lambda missing: _read(conn, missing))
+        if arms.relations
+        else _read(conn, wanted)
+    )
     rows = {r[0]: r for r in by_vid.values()}
     candidates = []
     for s in shown:
@@ -62,7 +71,9 @@ def window(conn: Connection, params: RecallParams, v: View, ranked: list[Scored]
         if r is None:  # linked to nothing here: it keeps its place
             candidates.append(curation.Candidate(s.id, relevance, related, 0, True, ""))
         else:
-            candidates.append(curation.Candidate(s.id, relevance, related, r[1], r[2], r[3], r[4], written_ms=r[5]))
+            candidates.append(
+                curation.Candidate(s.id, relevance, related, r[1], r[2], r[3], r[4], written_ms=r[5])
+            )
     return curation.curate(candidates, pairs, curation.said(params.query), confirmed, directed)
 
 
@@ -70,18 +81,29 @@ def _in_order(found: list[Row], ids: list[int]) -> bool:
     """Whether curating would change nothing: every pair kept as of the same subject, judged at write time (so
     its ``from`` is the newer), the newer already placed first. Curation then reads nothing more."""
     at = {i: k for k, i in enumerate(ids)}
-    return all(name == "same_subject" and source in (curation.INFERRED, curation.JUDGE) and at[a] < at[b]
-               for a, b, name, source in found)
+    return all(
+        name == "same_subject" and source in (curation.INFERRED, curation.JUDGE) and at[a] < at[b]
+        for a, b, name, source in found
+    )
 
 
 def kept(conn: Connection, ids: list[int]) -> list[Row]:
     """The open links among ``ids`` that curation acts on, read from the file: (from id, to id, relation,
     source), in order (kept_relations.py holds them for a warm vault and gives the same)."""
     names = ", ".join(f"'{name}'" for name in KEPT)
-    listed = ", ".join(str(int(i)) for i in ids)  # integers, written in: one index look-up each, no JSON to read
-    return sorted(((int(a), int(b), str(name), source) for a, b, name, source in conn.execute(
-        f"SELECT l.from_id, l.to_id, l.relation, l.source FROM links l WHERE l.from_id IN ({listed}) AND l.to_id IN "
-        f"({listed}) AND l.recorded_to_ms IS NULL AND l.relation IN ({names})")), key=order)
+    listed = ", ".join(
+        str(int(i)) for i in ids
+    )  # integers, written in: one index look-up each, no JSON to read
+    return sorted(
+        (
+            (int(a), int(b), str(name), source)
+            for a, b, name, source in conn.execute(
+                f"SELECT l.from_id, l.to_id, l.relation, l.source FROM links l WHERE l.from_id IN ({listed}) AND l.to_id IN "
+                f"({listed}) AND l.recorded_to_ms IS NULL AND l.relation IN ({names})"
+            )
+        ),
+        key=order,
+    )
 
 
 def order(row: Row) -> tuple[int, int, str, str]:
@@ -91,6 +113,14 @@ def order(row: Row) -> tuple[int, int, str, str]:
 
 def _read(conn: Connection, vids: list[int]) -> dict[int, Version]:
     """Each version's number -> what curation needs of it (:data:`Version`)."""
-    return {int(r[8]): (int(r[0]), int(r[4]), curation.is_turn(r[3], r[1]), embedding_text(r[1], r[2]),
-                        (r[5] or "", r[6] or ""), int(r[7]))
-            for r in conn.execute(f"SELECT {_COLUMNS}, v.vid FROM {from_vids(conn)}", {"vids": id_list(vids)})}
+    return {
+        int(r[8]): (
+            int(r[0]),
+            int(r[4]),
+            curation.is_turn(r[3], r[1]),
+            embedding_text(r[1], r[2]),
+            (r[5] or "", r[6] or ""),
+            int(r[7]),
+        )
+        for r in conn.execute(f"SELECT {_COLUMNS}, v.vid FROM {from_vids(conn)}", {"vids": id_list(vids)})
+    }

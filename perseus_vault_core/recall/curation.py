@@ -33,10 +33,9 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Sequence
-from functools import cached_property, lru_cache
 from dataclasses import dataclass
+from functools import cached_property, lru_cache
 from typing import Literal, Protocol, TypeVar
-
 
 from ..primitives.porter import stem
 from ..primitives.query import STOPWORDS, tokenize
@@ -58,7 +57,9 @@ H = TypeVar("H", bound=_HasId)
 RELATED = 0.55
 DUPLICATE = 0.68
 UPDATE = 0.60
-SHARED_WORDS = 0.4  # a duplicate shares this share of the shorter one's content words (a paraphrase keeps some)
+SHARED_WORDS = (
+    0.4  # a duplicate shares this share of the shorter one's content words (a paraphrase keeps some)
+)
 SWAP_CEILING = 0.90  # at or above this cosine, words exchanged are synonyms (starts, begins), not new values
 # A memory of more content words than this is a document, not a statement: two documents close in meaning
 # are on one topic (two abstracts), and only a near copy (by vector and by words) is a duplicate.
@@ -128,8 +129,13 @@ class Said:
             for k in range(3, len(part) + 1):
                 chains.setdefault(part[:k], set()).add(part)
         single = frozenset(a for group in (*plain.values(), *spelled.values()) for a in group)
-        return _Arranged({p: tuple(a) for p, a in plain.items()}, {p: tuple(a) for p, a in spelled.items()},
-                         {c: frozenset(p) for c, p in chains.items()}, single, tuple(rest))
+        return _Arranged(
+            {p: tuple(a) for p, a in plain.items()},
+            {p: tuple(a) for p, a in spelled.items()},
+            {c: frozenset(p) for c, p in chains.items()},
+            single,
+            tuple(rest),
+        )
 
     @cached_property
     def negated(self) -> frozenset[str]:
@@ -142,12 +148,20 @@ class Said:
         February; prod, production). A signed value is held only as it is: -5 is not 5."""
         probes = _probes(anchor)
         if probes is not None and self.reach.isdisjoint(probes):
-            return False  # neither the anchor nor a spelling of its first part: not held (the rule below agrees)
+            return (
+                False  # neither the anchor nor a spelling of its first part: not held (the rule below agrees)
+            )
         if anchor.startswith("-") or "-" + anchor in self.anchors:
             return anchor in self.anchors
-        return all(part in self.tokens or (len(part) >= 3 and not part.isdigit() and (
-            part in self.prefixes or any(part[:k] in self.spelled for k in range(3, len(part) + 1))))
-            for part in _parts(anchor))
+        return all(
+            part in self.tokens
+            or (
+                len(part) >= 3
+                and not part.isdigit()
+                and (part in self.prefixes or any(part[:k] in self.spelled for k in range(3, len(part) + 1)))
+            )
+            for part in _parts(anchor)
+        )
 
 
 @dataclass(frozen=True)
@@ -206,8 +220,9 @@ def values(text: str) -> Values:
     first = True
     for raw in text.split():
         for token in _WORD.findall(raw):
-            if _VALUE.search(token) or (not first and token[0].isupper() and token != "I"
-                                        and token.lower() not in STOPWORDS):
+            if _VALUE.search(token) or (
+                not first and token[0].isupper() and token != "I" and token.lower() not in STOPWORDS
+            ):
                 value = token.lower().strip(".-:")
                 signed = raw.startswith(("-", "−")) and raw[1:2].isdigit() and raw[1:].startswith(token)
                 anchors.add("-" + value if signed else value)  # a sign is part of the value: -5 is not 5
@@ -262,17 +277,22 @@ def relation(a: Said, b: Said, cosine: float | None) -> Relation | None:
     if a.records and b.records and a.records != b.records:
         return None  # two records: two tickets, two incidents, two commits
     similar = cosine if cosine is not None else jaccard(a.words, b.words)
-    related, duplicate, update = (RELATED, DUPLICATE, UPDATE) if cosine is not None else \
-        (WORDS_RELATED, WORDS_DUPLICATE, WORDS_UPDATE)
+    related, duplicate, update = (
+        (RELATED, DUPLICATE, UPDATE) if cosine is not None else (WORDS_RELATED, WORDS_DUPLICATE, WORDS_UPDATE)
+    )
     if similar < related:
         return None
     if max(len(a.words), len(b.words)) > LONG_WORDS:  # a document on the same topic is not the same statement
-        return "duplicate" if similar >= LONG_DUPLICATE and jaccard(a.words, b.words) >= LONG_JACCARD else None
+        return (
+            "duplicate" if similar >= LONG_DUPLICATE and jaccard(a.words, b.words) >= LONG_JACCARD else None
+        )
     only_a = [x for x in a.anchors if not b.holds(x)]
     only_b = [x for x in b.anchors if not a.holds(x)]
     if only_a and only_b:  # a value on each side that the other lacks: one replaced the other ...
         return "update" if similar >= update and same_statement(a, b) else None  # ... when all else stays
-    if similar < SWAP_CEILING and _swapped(a, b):  # a word or two exchanged: dark and light mode, Aisha and Marco
+    if similar < SWAP_CEILING and _swapped(
+        a, b
+    ):  # a word or two exchanged: dark and light mode, Aisha and Marco
         return None
     if only_a or only_b:  # values on one side only: the same statement with more detail, or another one
         fewer, more = (a, b) if only_b else (b, a)
@@ -367,7 +387,9 @@ class Curated:
         by_id = {item.id: item for item in ranked}
         window = set(self.window)
         gone = set() if include_outdated else set(self.outdated_by) & self.confirmed
-        return [by_id[i] for i in self.order if i not in gone] + [item for item in ranked if item.id not in window]
+        return [by_id[i] for i in self.order if i not in gone] + [
+            item for item in ranked if item.id not in window
+        ]
 
 
 Kept = tuple[int, int, str]  # a kept relation: (from id, to id, relation), from the newer memory to the older
@@ -375,9 +397,13 @@ INFERRED = "inferred"  # the source of a relation the vault judged at write time
 JUDGE = "judge"  # the source of a judge's verdict, kept at write time
 
 
-def curate(ranked: Sequence[Candidate], kept: Sequence[Kept], query: Said | None = None,
-           confirmed: frozenset[tuple[int, int]] = frozenset(),
-           directed: frozenset[tuple[int, int]] = frozenset()) -> Curated:
+def curate(
+    ranked: Sequence[Candidate],
+    kept: Sequence[Kept],
+    query: Said | None = None,
+    confirmed: frozenset[tuple[int, int]] = frozenset(),
+    directed: frozenset[tuple[int, int]] = frozenset(),
+) -> Curated:
     """Curate ``ranked`` (best first; recall gives its first :data:`WINDOW`) by the relations kept between
     its memories (features/relations.py: judged when the newer of each pair was written, by rule, judge or
     agent), never by a guess made now. Memories linked as ``duplicates`` collapse into one each, the most
@@ -391,8 +417,15 @@ def curate(ranked: Sequence[Candidate], kept: Sequence[Kept], query: Said | None
     the one written later. ``confirmed``: the kept pairs someone stated (the agent, a judge) rather than the vault
     inferred. Two tenants' memories and conversation turns are never paired."""
     at = {c.id: k for k, c in enumerate(ranked)}
-    pairs = [(at[a], at[b], name) for a, b, name in kept if a in at and b in at and a != b
-             and ranked[at[a]].scope == ranked[at[b]].scope and not (ranked[at[a]].turn or ranked[at[b]].turn)]
+    pairs = [
+        (at[a], at[b], name)
+        for a, b, name in kept
+        if a in at
+        and b in at
+        and a != b
+        and ranked[at[a]].scope == ranked[at[b]].scope
+        and not (ranked[at[a]].turn or ranked[at[b]].turn)
+    ]
     n = len(ranked)
     head = list(range(n))  # index -> its group's first (best ranked) member
 
@@ -408,11 +441,16 @@ def curate(ranked: Sequence[Candidate], kept: Sequence[Kept], query: Said | None
     members: dict[int, list[int]] = {}
     for j in range(n):
         members.setdefault(first(j), []).append(j)
-    chosen = {f: idx[0] if len(idx) == 1 else max(idx, key=lambda k: (ranked[k].valid_ms, -k))
-              for f, idx in members.items()}
+    chosen = {
+        f: idx[0] if len(idx) == 1 else max(idx, key=lambda k: (ranked[k].valid_ms, -k))
+        for f, idx in members.items()
+    }
     order = [chosen[f] for f in sorted(members)]  # each group at its best member's place
-    duplicates = {ranked[chosen[f]].id: sorted(ranked[k].id for k in idx if k != chosen[f])
-                  for f, idx in members.items() if len(idx) > 1}
+    duplicates = {
+        ranked[chosen[f]].id: sorted(ranked[k].id for k in idx if k != chosen[f])
+        for f, idx in members.items()
+        if len(idx) > 1
+    }
     outdated: dict[int, int] = {}
     sure: set[int] = set()
     later: dict[int, set[int]] = {}  # an index -> the indexes valid after it that may go before it
@@ -421,18 +459,27 @@ def curate(ranked: Sequence[Candidate], kept: Sequence[Kept], query: Said | None
             continue
         x, y = ranked[i], ranked[j]
         judged = (x.id, y.id) in directed or (y.id, x.id) in directed
-        newer, older = (i, j) if (x.id, y.id) in directed or (
-            not judged and (x.valid_ms, x.id) >= (y.valid_ms, y.id)) else (j, i)
+        newer, older = (
+            (i, j)
+            if (x.id, y.id) in directed or (not judged and (x.valid_ms, x.id) >= (y.valid_ms, y.id))
+            else (j, i)
+        )
         if name == "updates":
             outdated.setdefault(ranked[older].id, ranked[newer].id)
             if (x.id, y.id) in confirmed:
                 sure.add(ranked[older].id)
         # later: valid later, or judged newer by a later write (two written at one instant are neither)
         later_ = ranked[newer].valid_ms > ranked[older].valid_ms or (
-            judged and ranked[newer].written_ms != ranked[older].written_ms)
-        if (later_ and name in NEWER_FIRST and ranked[newer].related and ranked[older].related
-                and ranked[newer].relevance >= AS_RELEVANT * ranked[older].relevance
-                and not _names_the_older(query, ranked[older].values, ranked[newer].values)):
+            judged and ranked[newer].written_ms != ranked[older].written_ms
+        )
+        if (
+            later_
+            and name in NEWER_FIRST
+            and ranked[newer].related
+            and ranked[older].related
+            and ranked[newer].relevance >= AS_RELEVANT * ranked[older].relevance
+            and not _names_the_older(query, ranked[older].values, ranked[newer].values)
+        ):
             later.setdefault(older, set()).add(newer)
     pos, moves = 0, 0
     while pos < len(order) and moves < n * n:  # each place: its newest fact about the subject
@@ -446,7 +493,9 @@ def curate(ranked: Sequence[Candidate], kept: Sequence[Kept], query: Said | None
             continue
         order.insert(pos, order.pop(found))
         moves += 1
-    return Curated([c.id for c in ranked], [ranked[k].id for k in order], duplicates, outdated, frozenset(sure))
+    return Curated(
+        [c.id for c in ranked], [ranked[k].id for k in order], duplicates, outdated, frozenset(sure)
+    )
 
 
 def _names_the_older(query: Said | None, older: Values, newer: Values) -> bool:
@@ -460,5 +509,8 @@ def _names_the_older(query: Said | None, older: Values, newer: Values) -> bool:
         return True
     if query is None:
         return False
-    return any(a in older.anchors and a not in newer.anchors and a not in newer.tokens
-               for a in query.anchors if any(c.isdigit() for c in a))
+    return any(
+        a in older.anchors and a not in newer.anchors and a not in newer.tokens
+        for a in query.anchors
+        if any(c.isdigit() for c in a)
+    )

@@ -35,10 +35,14 @@ def keyword_score(bm25: float, ceiling: float) -> float:
     return min(1.0, max(0.0, bm25 / ceiling))
 
 
-def combine(keyword: Mapping[int, float], dense: Mapping[int, float], fusion: Fusion) -> list[tuple[int, float]]:
+def combine(
+    keyword: Mapping[int, float], dense: Mapping[int, float], fusion: Fusion
+) -> list[tuple[int, float]]:
     """Hybrid relevance of every candidate, best first, ties by id: ``keyword`` and ``dense`` map an
     id to its keyword score and its cosine (an id missing from ``keyword`` scores 0 there; every id
     must have a cosine unless the dense arm did not run)."""
     ids = set(keyword) | set(dense)
-    scored = {i: fusion.keyword_weight * keyword.get(i, 0.0) + fusion.dense_weight * dense.get(i, 0.0) for i in ids}
+    scored = {
+        i: fusion.keyword_weight * keyword.get(i, 0.0) + fusion.dense_weight * dense.get(i, 0.0) for i in ids
+    }
     return sorted(scored.items(), key=lambda pair: (-pair[1], pair[0]))

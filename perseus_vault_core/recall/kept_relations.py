@@ -41,7 +41,9 @@ T = TypeVar("T")
 Row = tuple[int, int, str, str | None]  # (from id, to id, relation, source)
 RECOUNT_S = 5.0  # how often every closed link is counted (a closing stamped before the latest seen)
 MOST = 200_000  # memories held at most: past it, everything is forgotten and read again as met
-Stamp = tuple[int, int, int]  # the highest link number, the change log's position, the closings at or after the latest
+Stamp = tuple[
+    int, int, int
+]  # the highest link number, the change log's position, the closings at or after the latest
 
 
 def _listed(ids: Iterable[int]) -> str:
@@ -54,8 +56,13 @@ class KeptRelations:
     less one: a purge that deletes the latest link does not lower it, so a lower one means an older snapshot);
     ``changes``: the store's change log (a version written, or purged)."""
 
-    def __init__(self, names: Sequence[str], last_link: Callable[[Connection], int], changes: ChangeLog,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        names: Sequence[str],
+        last_link: Callable[[Connection], int],
+        changes: ChangeLog,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._names = ", ".join(f"'{name}'" for name in names)
         self._last_link = last_link
         self._changes = changes
@@ -85,7 +92,11 @@ class KeptRelations:
                 self._catch_up(conn, stamp)
             if self._clock() - self._recounted >= RECOUNT_S or len(self._held) > MOST:
                 self._recount(conn)
-            missing = [i for i in dict.fromkeys(ids) if i not in self._held and (not self.complete or i in self._stale)]
+            missing = [
+                i
+                for i in dict.fromkeys(ids)
+                if i not in self._held and (not self.complete or i in self._stale)
+            ]
             if missing:
                 self._read(conn, missing)
             wanted = set(ids)
@@ -108,8 +119,9 @@ class KeptRelations:
             closed_ms, below = self._closings(conn)
             held: dict[int, set[Row]] = {}
             for a, b, name, source in conn.execute(
-                    f"SELECT from_id, to_id, relation, source FROM links WHERE recorded_to_ms IS NULL AND "
-                    f"relation IN ({self._names})"):
+                f"SELECT from_id, to_id, relation, source FROM links WHERE recorded_to_ms IS NULL AND "
+                f"relation IN ({self._names})"
+            ):
                 row = (int(a), int(b), str(name), source)
                 held.setdefault(row[0], set()).add(row)
                 held.setdefault(row[1], set()).add(row)
@@ -137,21 +149,28 @@ class KeptRelations:
             return {v: self._versions[v] for v in vids if v in self._versions}
 
     def _stamp_of(self, conn: Connection) -> Stamp:
-        (since,) = conn.execute("SELECT count(*) FROM links WHERE recorded_to_ms >= ?", (self._closed_ms,)).fetchone()
+        (since,) = conn.execute(
+            "SELECT count(*) FROM links WHERE recorded_to_ms >= ?", (self._closed_ms,)
+        ).fetchone()
         return self._last_link(conn), self._changes.position(conn), int(since)
 
     @staticmethod
     def _closings(conn: Connection) -> tuple[int, int]:
         """The latest closing's time and how many links were closed before it."""
-        (latest,) = conn.execute("SELECT coalesce(max(recorded_to_ms), 0) FROM links "
-                                 "WHERE recorded_to_ms IS NOT NULL").fetchone()
-        (below,) = conn.execute("SELECT count(*) FROM links WHERE recorded_to_ms < ?", (int(latest),)).fetchone()
+        (latest,) = conn.execute(
+            "SELECT coalesce(max(recorded_to_ms), 0) FROM links WHERE recorded_to_ms IS NOT NULL"
+        ).fetchone()
+        (below,) = conn.execute(
+            "SELECT count(*) FROM links WHERE recorded_to_ms < ?", (int(latest),)
+        ).fetchone()
         return int(latest), int(below)
 
     def _recount(self, conn: Connection) -> None:
         """Forget everything held when a link was closed before the latest closing seen, unseen (a clock stepped
         back), or a purge deleted one (nothing else lowers the count), or too many memories are held."""
-        (below,) = conn.execute("SELECT count(*) FROM links WHERE recorded_to_ms < ?", (self._closed_ms,)).fetchone()
+        (below,) = conn.execute(
+            "SELECT count(*) FROM links WHERE recorded_to_ms < ?", (self._closed_ms,)
+        ).fetchone()
         if int(below) != self._below or len(self._held) > MOST:
             self._forget()
         self._recounted = self._clock()
@@ -163,21 +182,38 @@ class KeptRelations:
         last_id, position, _ = stamp
         if self._stamp[0] < 0:  # nothing held yet: start from this snapshot
             self._closed_ms, self._below = self._closings(conn)
-            (since,) = conn.execute("SELECT count(*) FROM links WHERE recorded_to_ms >= ?",
-                                    (self._closed_ms,)).fetchone()
+            (since,) = conn.execute(
+                "SELECT count(*) FROM links WHERE recorded_to_ms >= ?", (self._closed_ms,)
+            ).fetchone()
             self._stamp = (last_id, position, int(since))
             return
         touched: set[int] = set()
         if last_id > self._stamp[0]:
-            touched.update(int(x) for row in conn.execute(
-                "SELECT from_id, to_id FROM links WHERE id > ? AND id <= ?", (self._stamp[0], last_id)) for x in row)
+            touched.update(
+                int(x)
+                for row in conn.execute(
+                    "SELECT from_id, to_id FROM links WHERE id > ? AND id <= ?", (self._stamp[0], last_id)
+                )
+                for x in row
+            )
         if position > self._stamp[1]:
             vids = [vid for vid, _ in self._changes.entries(conn, self._stamp[1], position, False)]
-            if vids:  # two reads, not a join (a distributed database keeps the log apart: storage/changelog.py)
-                touched.update(int(e) for (e,) in conn.execute(
-                    f"SELECT entity_id FROM entity_versions WHERE vid IN ({_listed(sorted(set(vids)))})"))
-        closings = [(int(a), int(b), int(ms)) for a, b, ms in conn.execute(
-            "SELECT from_id, to_id, recorded_to_ms FROM links WHERE recorded_to_ms >= ?", (self._closed_ms,))]
+            if (
+                vids
+            ):  # two reads, not a join (a distributed database keeps the log apart: storage/changelog.py)
+                touched.update(
+                    int(e)
+                    for (e,) in conn.execute(
+                        f"SELECT entity_id FROM entity_versions WHERE vid IN ({_listed(sorted(set(vids)))})"
+                    )
+                )
+        closings = [
+            (int(a), int(b), int(ms))
+            for a, b, ms in conn.execute(
+                "SELECT from_id, to_id, recorded_to_ms FROM links WHERE recorded_to_ms >= ?",
+                (self._closed_ms,),
+            )
+        ]
         touched.update(x for a, b, _ in closings for x in (a, b))
         for i in touched:
             self._held.pop(i, None)
@@ -194,10 +230,11 @@ class KeptRelations:
         held = {i: self._held.setdefault(i, set()) for i in ids}
         self._stale.difference_update(ids)
         for a, b, name, source in conn.execute(
-                f"SELECT from_id, to_id, relation, source FROM links WHERE from_id IN ({listed}) AND "
-                f"recorded_to_ms IS NULL AND relation IN ({self._names}) UNION ALL "
-                f"SELECT from_id, to_id, relation, source FROM links WHERE to_id IN ({listed}) AND "
-                f"recorded_to_ms IS NULL AND relation IN ({self._names})"):
+            f"SELECT from_id, to_id, relation, source FROM links WHERE from_id IN ({listed}) AND "
+            f"recorded_to_ms IS NULL AND relation IN ({self._names}) UNION ALL "
+            f"SELECT from_id, to_id, relation, source FROM links WHERE to_id IN ({listed}) AND "
+            f"recorded_to_ms IS NULL AND relation IN ({self._names})"
+        ):
             row = (int(a), int(b), str(name), source)
             for end in (row[0], row[1]):
                 if end in held:

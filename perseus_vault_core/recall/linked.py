@@ -35,8 +35,10 @@ def _open(v: View) -> tuple[str, dict[str, Any]]:
     """The links open in the view: now, or at its point in time (as features/graph.open_links)."""
     if v.historical:
         at = v.params.get("believed", v.params.get("as_of"))
-        return "l.recorded_from_ms <= :link_at AND (l.recorded_to_ms IS NULL OR l.recorded_to_ms > :link_at)", \
-            {"link_at": at}
+        return (
+            "l.recorded_from_ms <= :link_at AND (l.recorded_to_ms IS NULL OR l.recorded_to_ms > :link_at)",
+            {"link_at": at},
+        )
     return "l.recorded_to_ms IS NULL", {}
 
 
@@ -44,8 +46,10 @@ def links(conn: Connection, v: View, anchors: list[int]) -> list[tuple[int, int]
     """``(anchor, other end)`` of every link open in the view with one end among ``anchors``, either way."""
     d = dialect(conn)
     clause, params = _open(v)
-    sql = (f"SELECT l.from_id, l.to_id FROM {d.ids(':ids')} j CROSS JOIN links l ON l.from_id = j.value WHERE {clause} "
-           f"UNION SELECT l.to_id, l.from_id FROM {d.ids(':ids')} j CROSS JOIN links l ON l.to_id = j.value WHERE {clause}")
+    sql = (
+        f"SELECT l.from_id, l.to_id FROM {d.ids(':ids')} j CROSS JOIN links l ON l.from_id = j.value WHERE {clause} "
+        f"UNION SELECT l.to_id, l.from_id FROM {d.ids(':ids')} j CROSS JOIN links l ON l.to_id = j.value WHERE {clause}"
+    )
     return [(int(a), int(b)) for a, b in conn.execute(sql, dict(params, ids=id_list(anchors)))]
 
 
@@ -56,14 +60,22 @@ def visible(conn: Connection, v: View, ids: list[int]) -> dict[int, int]:
     return {int(e): int(vid) for e, vid in conn.execute(sql, dict(v.params, near=id_list(ids)))}
 
 
-def join(conn: Connection, v: View, scored: list[Scored], vids: dict[int, int],
-         relevance_of: Callable[[dict[int, int]], dict[int, float]], related: dict[int, bool]) -> list[Scored]:
+def join(
+    conn: Connection,
+    v: View,
+    scored: list[Scored],
+    vids: dict[int, int],
+    relevance_of: Callable[[dict[int, int]], dict[int, float]],
+    related: dict[int, bool],
+) -> list[Scored]:
     """``scored`` with the anchors' visible neighbours added and lifted (see the module docstring). ``vids``
     (entity id -> version) gains the added ones; ``relevance_of`` scores versions no arm scored, by the mode's
     rule; in ``related``, every neighbour is marked related (it is beside a related hit)."""
     if not scored:
         return scored
-    best = sorted((s for s in scored if related.get(s.id, False)), key=lambda s: (-s.relevance, s.id))[:ANCHORS]
+    best = sorted((s for s in scored if related.get(s.id, False)), key=lambda s: (-s.relevance, s.id))[
+        :ANCHORS
+    ]
     anchors = {s.id: s for s in best}
     linked: dict[int, list[int]] = {}
     for anchor, other in links(conn, v, list(anchors)):

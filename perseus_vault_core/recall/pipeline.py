@@ -44,8 +44,8 @@ from ..primitives.query import is_enumeration, parse, tokenize
 from ..records import store
 from ..storage import Connection
 from . import context, curation, linked
-from .arms import Arms
 from .actionability import actionability, startup_factor
+from .arms import Arms
 from .curated import window
 from .fusion import combine, keyword_score
 from .ranking import KNOB_RANGE, Scored, bounded, diversify, order, recency, trust, witness
@@ -87,8 +87,13 @@ SELECTIVE = 0.02
 
 
 def recall(
-    conn: Connection, params: RecallParams, now_ms: int, reinforce: Callable[[list[int]], None], arms: Arms,
-    only: list[int] | None = None, vector: np.ndarray | None = None,
+    conn: Connection,
+    params: RecallParams,
+    now_ms: int,
+    reinforce: Callable[[list[int]], None],
+    arms: Arms,
+    only: list[int] | None = None,
+    vector: np.ndarray | None = None,
 ) -> RecallResult:
     """``only``: when given, recall among those entities alone (still under every rule of the view).
     ``vector``: a query the caller embedded; the search is then dense, by that vector, and ``query``
@@ -113,8 +118,9 @@ def recall(
     return RecallResult(items=items, total=len(items), variants=variant_count, search_mode=mode)
 
 
-def nearest(conn: Connection, params: RecallParams, now_ms: int, arms: Arms, vector: np.ndarray | None = None
-            ) -> list[tuple[int, float]]:
+def nearest(
+    conn: Connection, params: RecallParams, now_ms: int, arms: Arms, vector: np.ndarray | None = None
+) -> list[tuple[int, float]]:
     """The ``params.limit`` visible memories nearest ``vector`` by cosine (the dense arm alone), or, without
     a vector, best for ``params.query``'s words (the keyword arm alone): (entity id, the arm's score), with
     no fusion, knob, curation or context. What remember's similar-memory report reads (remembering.py)."""
@@ -142,7 +148,9 @@ def _mode(conn: Connection, params: RecallParams, arms: Arms) -> str:
         _same_model(conn, recorded, arms)
         return "hybrid"
     if arms.embed_query is None:
-        raise NotSupported(f"mode={params.mode!r} needs an embedding model, and this vault was opened without one")
+        raise NotSupported(
+            f"mode={params.mode!r} needs an embedding model, and this vault was opened without one"
+        )
     if recorded is None:
         raise NotSupported(
             f"mode={params.mode!r} needs stored vectors and this vault has none yet; "
@@ -163,8 +171,10 @@ def _check_vector(conn: Connection, vector: np.ndarray, arms: Arms) -> None:
     if recorded is None:
         raise NotSupported("a search by vector needs stored vectors and this vault has none yet")
     if vector.shape != (recorded[1],):
-        raise InvalidInput("vector", f"has shape {vector.shape}; this vault's vectors have {recorded[1]} dimensions "
-                           f"({recorded[0]})")
+        raise InvalidInput(
+            "vector",
+            f"has shape {vector.shape}; this vault's vectors have {recorded[1]} dimensions ({recorded[0]})",
+        )
 
 
 def query_vector(vector: Any) -> np.ndarray:
@@ -197,9 +207,13 @@ def _enumerate(conn: Connection, params: RecallParams, v: View) -> Iterator[Reca
     for name in _WORD_KNOBS:
         field = RecallParams.model_fields[name]
         if getattr(params, name) not in (field.default, False):
-            raise InvalidInput(name, "weighs query words, and query='' has none (it lists everything in scope)")
+            raise InvalidInput(
+                name, "weighs query words, and query='' has none (it lists everything in scope)"
+            )
     trust_asked = "trust_weight" in params.model_fields_set and params.trust_weight > 0
-    reranked = params.startup or params.profile == "validity" or bool(params.recency_half_life_secs) or trust_asked
+    reranked = (
+        params.startup or params.profile == "validity" or bool(params.recency_half_life_secs) or trust_asked
+    )
     depth = max(POOL_FACTOR * (params.offset + params.limit), MIN_POOL) if reranked else params.limit
     sql = (
         f"SELECT {store.ENTITY_COLUMNS}, "
@@ -232,8 +246,17 @@ class _Marks:
     actions: dict[int, float] = field(default_factory=dict)
 
 
-def _weigh(s: Scored, row: dict[str, Any], params: RecallParams, v: View, marks: _Marks, *, trust_on: bool,
-           rerank_validity: bool, witnessed: float = 0.0) -> None:
+def _weigh(
+    s: Scored,
+    row: dict[str, Any],
+    params: RecallParams,
+    v: View,
+    marks: _Marks,
+    *,
+    trust_on: bool,
+    rerank_validity: bool,
+    witnessed: float = 0.0,
+) -> None:
     """The knobs on one candidate: trust, content witness, validity and startup each multiply its
     relevance, and their product is held to :data:`ranking.KNOB_RANGE` (a re-order of near-ties);
     recency multiplies in full, ``0.5 ** (age / half-life)``, age from the memory's valid-from time
@@ -259,12 +282,18 @@ def _weigh(s: Scored, row: dict[str, Any], params: RecallParams, v: View, marks:
 
 def _trust_only(params: RecallParams) -> bool:
     """Whether trust is the only knob that weighs a search's candidates (the defaults)."""
-    return not (params.content_weight or params.recency_half_life_secs or params.startup
-                or params.profile == "validity" or params.validity_annotate)
+    return not (
+        params.content_weight
+        or params.recency_half_life_secs
+        or params.startup
+        or params.profile == "validity"
+        or params.validity_annotate
+    )
 
 
-def _item(row: dict[str, Any], s: Scored, ranks: dict[str, int], params: RecallParams, v: View,
-          marks: _Marks) -> RecallItem:
+def _item(
+    row: dict[str, Any], s: Scored, ranks: dict[str, int], params: RecallParams, v: View, marks: _Marks
+) -> RecallItem:
     item = store.to_item(row, v.instant, score=s.score, ranks=ranks)
     item.actionability = marks.actions.get(s.id)
     item.validity = marks.validities.get(s.id)
@@ -274,7 +303,9 @@ def _item(row: dict[str, Any], s: Scored, ranks: dict[str, int], params: RecallP
 # --- the arms ------------------------------------------------------------------------------------
 
 
-def _keyword_arm(conn: Connection, params: RecallParams, v: View, pool: int, arms: Arms) -> tuple[list[Hit], int]:
+def _keyword_arm(
+    conn: Connection, params: RecallParams, v: View, pool: int, arms: Arms
+) -> tuple[list[Hit], int]:
     """Keyword hits scored on the absolute scale (:func:`fusion.keyword_score`), and how many
     expansion variants the search used."""
     terms = parse(params.query)
@@ -312,7 +343,7 @@ def _dense_arm(conn: Connection, query: np.ndarray, v: View, pool: int, arms: Ar
 
 
 def _search(
-    conn: Connection, params: RecallParams, v: View, mode: str, arms: Arms, vector: np.ndarray | None = None,
+    conn: Connection, params: RecallParams, v: View, mode: str, arms: Arms, vector: np.ndarray | None = None
 ) -> tuple[Iterable[RecallItem], int]:
     """``vector``: the caller's query vector (dense only); the query text then has no words, so no
     knob matches words against content.
@@ -386,8 +417,9 @@ class _Tier:
     hidden: set[int]
 
 
-def _tier(conn: Connection, params: RecallParams, v: View, mode: str, arms: Arms, pool: int,
-          query: _QueryVector) -> tuple[_Tier, int, bool]:
+def _tier(
+    conn: Connection, params: RecallParams, v: View, mode: str, arms: Arms, pool: int, query: _QueryVector
+) -> tuple[_Tier, int, bool]:
     """The arms at ``pool``, fused and ranked with the knobs; the variants used; and whether a deeper
     pool could find more (some arm filled this one)."""
     lists: dict[str, list[Hit]] = {}
@@ -429,7 +461,9 @@ def _tier(conn: Connection, params: RecallParams, v: View, mode: str, arms: Arms
             return {e: kw.get(e, 0.0) for e in fresh}
         if mode == "dense":
             return cosine
-        return {e: fusion.keyword_weight * kw.get(e, 0.0) + fusion.dense_weight * c for e, c in cosine.items()}
+        return {
+            e: fusion.keyword_weight * kw.get(e, 0.0) + fusion.dense_weight * c for e, c in cosine.items()
+        }
 
     scored = context.lift(conn, v, scored, vids, own, related)  # a dialogue's turns, judged in context
     if params.follow_links:  # the best hits' linked memories join (linked.py)
@@ -449,8 +483,15 @@ def _tier(conn: Connection, params: RecallParams, v: View, mode: str, arms: Arms
 
 
 def _rank(
-    conn: Connection, params: RecallParams, v: View, mode: str, scored: list[Scored],
-    vids: dict[int, int], ranks: dict[str, dict[int, int]], known: dict[int, tuple[Any, ...]], arms: Arms,
+    conn: Connection,
+    params: RecallParams,
+    v: View,
+    mode: str,
+    scored: list[Scored],
+    vids: dict[int, int],
+    ranks: dict[str, dict[int, int]],
+    known: dict[int, tuple[Any, ...]],
+    arms: Arms,
 ) -> _Tier:
     """The candidates weighed by the knobs, ordered and curated (``ranks``: each arm's rank of each entity
     it found, in the order the arms ran)."""
@@ -464,7 +505,9 @@ def _rank(
     marks = _Marks()
     if _trust_only(params) and not needs_text:  # the defaults: _weigh's arithmetic, its branches decided once
         weight = params.trust_weight
-        factors: dict[tuple[Any, Any], float] = {}  # few distinct (verified, certainty) pairs: each weighed once
+        factors: dict[
+            tuple[Any, Any], float
+        ] = {}  # few distinct (verified, certainty) pairs: each weighed once
         for s in scored:
             held = columns[s.id]
             key = (held[_VERIFIED], held[_CERTAINTY])
@@ -483,7 +526,9 @@ def _rank(
                 witnessed = witness(stems, content_stems, len(row["content"]))
                 matched = content_stems | {stem(t) for t in tokenize(f"{row['summary'] or ''} {row['tags']}")}
                 s.keyword = next((i for i, st in enumerate(stems) if st in matched), None)
-            _weigh(s, row, params, v, marks, trust_on=True, rerank_validity=mode == "hybrid", witnessed=witnessed)
+            _weigh(
+                s, row, params, v, marks, trust_on=True, rerank_validity=mode == "hybrid", witnessed=witnessed
+            )
     ranked = diversify(order(scored), params.offset + params.limit, params.diversity_halving)
     curated = window(conn, params, v, ranked, vids, arms)
     hidden: set[int] = set()
@@ -494,7 +539,9 @@ def _rank(
     return _Tier(ranked, vids, ranks, marks, curated, hidden)
 
 
-def _items(conn: Connection, params: RecallParams, v: View, page: list[tuple[Scored, _Tier]]) -> Iterator[RecallItem]:
+def _items(
+    conn: Connection, params: RecallParams, v: View, page: list[tuple[Scored, _Tier]]
+) -> Iterator[RecallItem]:
     """The page's items, their rows fetched whole (a chunk at a time: see store.fit)."""
     by_id = {s.id: (s, tier) for s, tier in page}
     for row in store.rows_in_order(conn, [tier.vids[s.id] for s, tier in page]):
@@ -523,9 +570,14 @@ def _related(keyword: float | None, cosine: float | None, mode: str, arms: Arms,
 
 def _validity(row: dict[str, Any], v: View, params: RecallParams) -> Validity:
     return validity(
-        now_ms=v.instant, updated_at_ms=row["updated_at_ms"], status=row["status"],
-        superseded_by=row["superseded_by"], expires_at_ms=row["expires_at_ms"], verified=bool(row["verified"]),
-        provenance_class=row["provenance_class"], workspace_hash=row["workspace_hash"] or None,
+        now_ms=v.instant,
+        updated_at_ms=row["updated_at_ms"],
+        status=row["status"],
+        superseded_by=row["superseded_by"],
+        expires_at_ms=row["expires_at_ms"],
+        verified=bool(row["verified"]),
+        provenance_class=row["provenance_class"],
+        workspace_hash=row["workspace_hash"] or None,
         query_workspace=params.workspace_hash,
     )
 

@@ -25,8 +25,16 @@ HALF_LIFE_MS = 30 * 86_400_000
 
 
 def validity(
-    *, now_ms: int, updated_at_ms: int, status: str, superseded_by: int | None, expires_at_ms: int | None,
-    verified: bool, provenance_class: str | None, workspace_hash: str | None, query_workspace: str | None,
+    *,
+    now_ms: int,
+    updated_at_ms: int,
+    status: str,
+    superseded_by: int | None,
+    expires_at_ms: int | None,
+    verified: bool,
+    provenance_class: str | None,
+    workspace_hash: str | None,
+    query_workspace: str | None,
 ) -> Validity:
     freshness = 0.5 ** (max(0, now_ms - updated_at_ms) / HALF_LIFE_MS)
     scope_match = query_workspace is not None and workspace_hash == query_workspace
@@ -50,6 +58,12 @@ def validity(
     else:
         grade = "valid"
     return Validity(
-        multiplier=round(multiplier, 6), grade=grade, freshness=round(freshness, 6), scope_match=scope_match,
-        corroborated=corroborated, superseded=superseded, expired=expired, expiring_soon=expiring_soon,
+        multiplier=round(multiplier, 6),
+        grade=grade,
+        freshness=round(freshness, 6),
+        scope_match=scope_match,
+        corroborated=corroborated,
+        superseded=superseded,
+        expired=expired,
+        expiring_soon=expiring_soon,
     )

@@ -71,16 +71,24 @@ def to_entity(row: Sequence[Any] | dict[str, Any], now_ms: int) -> Entity:
     return Entity.model_validate(_fields(row, now_ms))
 
 
-I = TypeVar("I", bound=RecallItem)
+ItemT = TypeVar("ItemT", bound=RecallItem)
 
 
-def to_item(row: Sequence[Any] | dict[str, Any], now_ms: int, score: float, ranks: dict[str, int]) -> RecallItem:
+def to_item(
+    row: Sequence[Any] | dict[str, Any], now_ms: int, score: float, ranks: dict[str, int]
+) -> RecallItem:
     """A recall hit: the entity plus its score and its rank in each arm."""
     return to_hit(RecallItem, row, now_ms, score, ranks)
 
 
-def to_hit(model: type[I], row: Sequence[Any] | dict[str, Any], now_ms: int, score: float, ranks: dict[str, int],
-           **extra: Any) -> I:
+def to_hit(
+    model: type[ItemT],
+    row: Sequence[Any] | dict[str, Any],
+    now_ms: int,
+    score: float,
+    ranks: dict[str, int],
+    **extra: Any,
+) -> ItemT:
     """A hit as ``model`` (a RecallItem subclass), with that model's ``extra`` fields."""
     return model.model_validate({**_fields(row, now_ms), "score": score, "ranks": ranks, **extra})
 
@@ -100,16 +108,23 @@ def preview(entity: E, cap: int) -> E:
             break
         triggers.append(phrase)
         room -= len(phrase)
-    cut = body_cut or len(triggers) < len(entity.recall_when) or any(
-        text is not None and len(text) > cap for text in (summary, source))
+    cut = (
+        body_cut
+        or len(triggers) < len(entity.recall_when)
+        or any(text is not None and len(text) > cap for text in (summary, source))
+    )
     if not cut and len(entity.content) <= cap:
         return entity
     data = entity.model_dump()
     for name in entity.model_extra or {}:  # top-level copies of body fields: the new body decides
         data.pop(name, None)
-    data.update(content=content_preview(entity.content, cap, entity.id, cut=cut), body=body, recall_when=triggers,
-                summary=summary[:cap] if summary is not None else None,
-                source=source[:cap] if source is not None else None)
+    data.update(
+        content=content_preview(entity.content, cap, entity.id, cut=cut),
+        body=body,
+        recall_when=triggers,
+        summary=summary[:cap] if summary is not None else None,
+        source=source[:cap] if source is not None else None,
+    )
     return type(entity).model_validate(data)
 
 
@@ -119,7 +134,9 @@ def size(entity: Entity) -> int:
     return len(entity.content) + len(entity.summary or "") + body
 
 
-def within_budget(rows: Sequence[Sequence[Any]], budget: int = RESPONSE_BUDGET_CHARS) -> Sequence[Sequence[Any]]:
+def within_budget(
+    rows: Sequence[Sequence[Any]], budget: int = RESPONSE_BUDGET_CHARS
+) -> Sequence[Sequence[Any]]:
     """The leading rows (of :data:`ENTITY_COLUMNS`) whose text fits ``budget``, at least one: where a
     page of whole memories ends early so that no answer grows without bound (docs/limits.md)."""
     left = budget
@@ -156,16 +173,24 @@ def _fields(row: Sequence[Any] | dict[str, Any], now_ms: int) -> dict[str, Any]:
     fields["workspace_hash"] = fields["workspace_hash"] or None
     fields["verified"] = bool(fields["verified"])
     fields["recall_when"] = json.loads(fields["recall_when"]) if fields["recall_when"] != "[]" else []
-    if fields["status"] == "active" and fields["expires_at_ms"] is not None and fields["expires_at_ms"] <= now_ms:
+    if (
+        fields["status"] == "active"
+        and fields["expires_at_ms"] is not None
+        and fields["expires_at_ms"] <= now_ms
+    ):
         fields["status"] = "expired"
-    fields["decay"] = decay(now_ms, fields["last_accessed_ms"], fields["updated_at_ms"], fields["retrieval_count"])
+    fields["decay"] = decay(
+        now_ms, fields["last_accessed_ms"], fields["updated_at_ms"], fields["retrieval_count"]
+    )
     # Callers use model_validate (not model_construct): it is faster here, and it checks the row.
     return fields
 
 
 # A version's status as a memory shows it (see ``_fields``): an active one past its expiry is expired.
-SHOWN_STATUS = ("CASE WHEN v.status = 'active' AND v.expires_at_ms IS NOT NULL AND v.expires_at_ms <= :instant "
-                "THEN 'expired' ELSE v.status END")
+SHOWN_STATUS = (
+    "CASE WHEN v.status = 'active' AND v.expires_at_ms IS NOT NULL AND v.expires_at_ms <= :instant "
+    "THEN 'expired' ELSE v.status END"
+)
 
 
 def status_clause(status: str, params: dict[str, Any]) -> str:
@@ -201,12 +226,19 @@ def rows_in_order(conn: Connection, vids: Sequence[int], chunk: int = 64) -> Ite
     never all in memory at once; see :func:`fit`)."""
     for start in range(0, len(vids), chunk):
         part = list(vids[start : start + chunk])
-        found = {r["vid"]: r for r in map(row_dict, conn.execute(
-            f"SELECT {ENTITY_COLUMNS} FROM {from_vids(conn)}", {"vids": id_list(part)}))}
+        found = {
+            r["vid"]: r
+            for r in map(
+                row_dict,
+                conn.execute(f"SELECT {ENTITY_COLUMNS} FROM {from_vids(conn)}", {"vids": id_list(part)}),
+            )
+        }
         yield from (found[vid] for vid in part if vid in found)
 
 
-def find_id(conn: Connection, category: str, key: str, agent_id: str | None, workspace_hash: str | None) -> int | None:
+def find_id(
+    conn: Connection, category: str, key: str, agent_id: str | None, workspace_hash: str | None
+) -> int | None:
     row = conn.execute(
         "SELECT id FROM entities WHERE agent_id = ? AND workspace_hash = ? AND category = ? AND key = ?",
         (agent_id or "", workspace_hash or "", category, key),
@@ -214,8 +246,9 @@ def find_id(conn: Connection, category: str, key: str, agent_id: str | None, wor
     return None if row is None else int(row[0])
 
 
-def key_family(conn: Connection, category: str, key: str, agent_id: str | None, workspace_hash: str | None,
-               limit: int) -> list[int]:
+def key_family(
+    conn: Connection, category: str, key: str, agent_id: str | None, workspace_hash: str | None, limit: int
+) -> list[int]:
     """The newest ``limit`` entities of the scope and category whose key is of ``key``'s family: the same first
     word (``prod-region``, ``prod-region-2024``), read as one range of the entities' unique index."""
     first = key.split("-", 1)[0]
@@ -224,21 +257,37 @@ def key_family(conn: Connection, category: str, key: str, agent_id: str | None, 
         # SQLite reads the range by the index only from bounds alone (with the OR, it scanned every key of the
         # category); in its byte order "-" sorts just before ".", so the OR then only drops what is in the range
         # and not the family ("prod region").
-        return [int(r[0]) for r in conn.execute(
-            "SELECT id FROM entities WHERE agent_id = ? AND workspace_hash = ? AND category = ? AND key >= ? AND "
-            "key < ? AND (key = ? OR key >= ?) ORDER BY id DESC LIMIT ?",
-            (*scope, first, first + ".", first, first + "-", limit))]
-    return [int(r[0]) for r in conn.execute(
-        "SELECT id FROM entities WHERE agent_id = ? AND workspace_hash = ? AND category = ? AND "
-        "(key = ? OR (key >= ? AND key < ?)) ORDER BY id DESC LIMIT ?",
-        (*scope, first, first + "-", first + ".", limit))]
+        return [
+            int(r[0])
+            for r in conn.execute(
+                "SELECT id FROM entities WHERE agent_id = ? AND workspace_hash = ? AND category = ? AND key >= ? AND "
+                "key < ? AND (key = ? OR key >= ?) ORDER BY id DESC LIMIT ?",
+                (*scope, first, first + ".", first, first + "-", limit),
+            )
+        ]
+    return [
+        int(r[0])
+        for r in conn.execute(
+            "SELECT id FROM entities WHERE agent_id = ? AND workspace_hash = ? AND category = ? AND "
+            "(key = ? OR (key >= ? AND key < ?)) ORDER BY id DESC LIMIT ?",
+            (*scope, first, first + "-", first + ".", limit),
+        )
+    ]
 
 
-def scoped_head(conn: Connection, entity_id: int, agent_id: str | None, workspace_hash: str | None) -> dict[str, Any]:
+def scoped_head(
+    conn: Connection, entity_id: int, agent_id: str | None, workspace_hash: str | None
+) -> dict[str, Any]:
     """The head row of ``entity_id`` if it exists in the caller's scope, else :class:`NotFound`."""
     params: dict[str, Any] = {"id": entity_id}
-    clauses = ["e.id = :id", "v.recorded_to_ms IS NULL", *scope_clauses(agent_id, workspace_hash, params, dialect(conn))]
-    row = conn.execute(f"SELECT {ENTITY_COLUMNS} FROM {FROM} WHERE {' AND '.join(clauses)}", params).fetchone()
+    clauses = [
+        "e.id = :id",
+        "v.recorded_to_ms IS NULL",
+        *scope_clauses(agent_id, workspace_hash, params, dialect(conn)),
+    ]
+    row = conn.execute(
+        f"SELECT {ENTITY_COLUMNS} FROM {FROM} WHERE {' AND '.join(clauses)}", params
+    ).fetchone()
     if row is None:
         raise NotFound(f"no entity with id {entity_id} in this scope")
     return row_dict(row)
@@ -268,7 +317,9 @@ def _state_from_input(item: RememberInput, prior: dict[str, Any] | None) -> dict
         "verified": int(bool(pick("verified", item.verified))),
         "certainty": pick("certainty", item.certainty),
         "provenance_class": pick("provenance_class", item.provenance_class),
-        "recall_when": pick("recall_when", json.dumps(item.recall_when, ensure_ascii=False) if item.recall_when else "[]"),
+        "recall_when": pick(
+            "recall_when", json.dumps(item.recall_when, ensure_ascii=False) if item.recall_when else "[]"
+        ),
         "status": "active",
         "valid_from_ms": pick("valid_from_ms", item.valid_from_ms),
         "valid_to_ms": pick("valid_to_ms", item.valid_to_ms),
@@ -279,22 +330,51 @@ def _state_from_input(item: RememberInput, prior: dict[str, Any] | None) -> dict
 
 
 def insert_version(
-    backend: Backend, conn: Connection, entity_id: int, version: int, change: str, recorded_from_ms: int, updated_at_ms: int,
-    state: dict[str, Any], recorded_to_ms: int | None = None,
+    backend: Backend,
+    conn: Connection,
+    entity_id: int,
+    version: int,
+    change: str,
+    recorded_from_ms: int,
+    updated_at_ms: int,
+    state: dict[str, Any],
+    recorded_to_ms: int | None = None,
 ) -> int:
     # Every row is given its id (never a column default): one writer at a time takes the largest plus one, so
     # ids ascend in commit order on every backend, a distributed one included (docs/postgres.md, Citus).
     vid = backend.next_id(conn, "entity_versions", "vid")
-    cols = ("vid", "entity_id", "version", "change", "recorded_from_ms", "recorded_to_ms", "updated_at_ms", *STATE_FIELDS)
-    values = (vid, entity_id, version, change, recorded_from_ms, recorded_to_ms, updated_at_ms,
-              *(state[f] for f in STATE_FIELDS), entity_id)
+    cols = (
+        "vid",
+        "entity_id",
+        "version",
+        "change",
+        "recorded_from_ms",
+        "recorded_to_ms",
+        "updated_at_ms",
+        *STATE_FIELDS,
+    )
+    values = (
+        vid,
+        entity_id,
+        version,
+        change,
+        recorded_from_ms,
+        recorded_to_ms,
+        updated_at_ms,
+        *(state[f] for f in STATE_FIELDS),
+        entity_id,
+    )
     conn.execute(  # in its entity's scope, read in the same statement
         f"INSERT INTO entity_versions ({', '.join(cols)}, scope) SELECT {', '.join('?' * len(cols))}, e.scope "
-        "FROM entities e WHERE e.id = ?", values
+        "FROM entities e WHERE e.id = ?",
+        values,
     )
-    backend.keyword.index_versions(conn, [(vid, state["content"], state["summary"], state["tags"])],
-                                   heads=recorded_to_ms is None)
-    if state["recall_when"] != "[]":  # the trigger-phrase index, in the same transaction (in its entity's scope)
+    backend.keyword.index_versions(
+        conn, [(vid, state["content"], state["summary"], state["tags"])], heads=recorded_to_ms is None
+    )
+    if (
+        state["recall_when"] != "[]"
+    ):  # the trigger-phrase index, in the same transaction (in its entity's scope)
         scope = conn.execute("SELECT scope FROM entity_versions WHERE vid = ?", (vid,)).fetchone()[0]
         trigger_terms.write(conn, [(vid, scope, state["recall_when"])])
     return int(vid)
@@ -332,8 +412,12 @@ PLANNED_ATTEMPTS = 5  # runs of a planned write, each meeting texts the last did
 T = TypeVar("T")
 
 
-def write_planned(write: Callable[[Callable[[Connection], T]], T], embed: Callable[[list[str]], np.ndarray],
-                  plan: VectorPlan | None, work: Callable[[Connection], T]) -> T:
+def write_planned(
+    write: Callable[[Callable[[Connection], T]], T],
+    embed: Callable[[list[str]], np.ndarray],
+    plan: VectorPlan | None,
+    work: Callable[[Connection], T],
+) -> T:
     """A write whose new versions need vectors: the whole protocol, in this one place.
 
     1. Before the transaction, the caller embedded the texts it expects the write to store (``plan``,
@@ -356,7 +440,14 @@ def write_planned(write: Callable[[Callable[[Connection], T]], T], embed: Callab
     raise StorageError("the vault kept changing under this write; try again")
 
 
-def _vectorize(backend: Backend, conn: Connection, vid: int, state: dict[str, Any], prior: dict[str, Any] | None, plan: VectorPlan | None) -> None:
+def _vectorize(
+    backend: Backend,
+    conn: Connection,
+    vid: int,
+    state: dict[str, Any],
+    prior: dict[str, Any] | None,
+    plan: VectorPlan | None,
+) -> None:
     """Give a new version its vector: the planned one for its text, else its predecessor's when
     the text did not change (a status or field change keeps the meaning)."""
     text = embedding_text(state["content"], state["summary"])
@@ -367,7 +458,13 @@ def _vectorize(backend: Backend, conn: Connection, vid: int, state: dict[str, An
 
 
 def new_version(
-    backend: Backend, conn: Connection, prior: dict[str, Any], state: dict[str, Any], change: str, now_ms: int, plan: VectorPlan | None = None
+    backend: Backend,
+    conn: Connection,
+    prior: dict[str, Any],
+    state: dict[str, Any],
+    change: str,
+    now_ms: int,
+    plan: VectorPlan | None = None,
 ) -> None:
     """Close ``prior`` (the head) and make ``state`` the new head of the same entity."""
     at = max(now_ms, prior["recorded_from_ms"])  # never record before the version we close
@@ -381,16 +478,23 @@ def _same(prior: dict[str, Any], state: dict[str, Any]) -> bool:
     return all(prior[f] == state[f] for f in STATE_FIELDS)
 
 
-_ENTITY_INSERT = ("INSERT INTO entities (id, agent_id, workspace_hash, category, key, created_at_ms, scope) "
-                  "VALUES (?, ?, ?, ?, ?, ?, ?)")
+_ENTITY_INSERT = (
+    "INSERT INTO entities (id, agent_id, workspace_hash, category, key, created_at_ms, scope) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
 _VERSION_INSERT = (
     "INSERT INTO entity_versions (vid, entity_id, version, change, recorded_from_ms, recorded_to_ms, updated_at_ms, "
-    + ", ".join(STATE_FIELDS) + f", scope) VALUES ({', '.join('?' * (8 + len(STATE_FIELDS)))})"
+    + ", ".join(STATE_FIELDS)
+    + f", scope) VALUES ({', '.join('?' * (8 + len(STATE_FIELDS)))})"
 )
 
 
 def remember_batch(
-    backend: Backend, conn: Connection, items: Sequence[RememberInput], now_ms: int, plan: VectorPlan | None = None
+    backend: Backend,
+    conn: Connection,
+    items: Sequence[RememberInput],
+    now_ms: int,
+    plan: VectorPlan | None = None,
 ) -> list[tuple[int, str]]:
     """Create or update each item by (scope, category, key), in order, as if one by one.
 
@@ -400,13 +504,17 @@ def remember_batch(
     exists by then.
     """
     if plan is not None and plan.by_text:
-        backend.vectors.claim(conn, plan.identity, plan.dimension)  # refuses another model before anything is written
+        backend.vectors.claim(
+            conn, plan.identity, plan.dimension
+        )  # refuses another model before anything is written
     results: list[tuple[int, str] | None] = [None] * len(items)
     fresh: dict[tuple[str, str, str, str], int] = {}
     later: list[tuple[int, int | None]] = []  # (item index, its entity id when it already exists)
     for i, item in enumerate(items):
         address = (item.agent_id or "", item.workspace_hash or "", item.category, item.key)
-        existing = None if address in fresh else find_id(conn, item.category, item.key, address[0], address[1])
+        existing = (
+            None if address in fresh else find_id(conn, item.category, item.key, address[0], address[1])
+        )
         if address in fresh or existing is not None:
             later.append((i, existing))
         else:
@@ -424,7 +532,9 @@ def remember_batch(
             eid, vid = first_id + n, first_vid + n
             scope = scope_key(address[0], address[1])
             entity_rows.append((eid, *address, now_ms, scope))
-            version_rows.append((vid, eid, 1, "create", now_ms, None, now_ms, *(state[f] for f in STATE_FIELDS), scope))
+            version_rows.append(
+                (vid, eid, 1, "create", now_ms, None, now_ms, *(state[f] for f in STATE_FIELDS), scope)
+            )
             index_rows.append((vid, state["content"], state["summary"], state["tags"]))
             text = embedding_text(state["content"], state["summary"])
             if plan is not None:
@@ -433,12 +543,15 @@ def remember_batch(
         conn.executemany(_ENTITY_INSERT, entity_rows)
         conn.executemany(_VERSION_INSERT, version_rows)
         backend.keyword.index_versions(conn, index_rows, heads=True)
-        trigger_terms.write(conn, ((row[0], row[-1], row[7 + STATE_FIELDS.index("recall_when")])
-                                   for row in version_rows))
+        trigger_terms.write(
+            conn, ((row[0], row[-1], row[7 + STATE_FIELDS.index("recall_when")]) for row in version_rows)
+        )
         backend.vectors.write(conn, vector_rows)
     for i, existing in later:
         results[i] = _update(backend, conn, items[i], now_ms, existing, plan)
-    if plan is not None and plan.phrases:  # so the first recall_when or prepare after it embeds only its context
+    if (
+        plan is not None and plan.phrases
+    ):  # so the first recall_when or prepare after it embeds only its context
         backend.vectors.write_phrase_vectors(conn, plan.identity, plan.phrases)
     return [r for r in results if r is not None]
 
@@ -451,7 +564,12 @@ def _check_window(state: dict[str, Any]) -> None:
 
 
 def _update(
-    backend: Backend, conn: Connection, item: RememberInput, now_ms: int, entity_id: int | None, plan: VectorPlan | None
+    backend: Backend,
+    conn: Connection,
+    item: RememberInput,
+    now_ms: int,
+    entity_id: int | None,
+    plan: VectorPlan | None,
 ) -> tuple[int, str]:
     if entity_id is None:  # created earlier in the same batch
         entity_id = find_id(conn, item.category, item.key, item.agent_id, item.workspace_hash)
@@ -478,7 +596,14 @@ def _restate(prior: dict[str, Any], **changes: Any) -> dict[str, Any]:
     return state
 
 
-def forget(backend: Backend, conn: Connection, entity_id: int, agent_id: str | None, workspace_hash: str | None, now_ms: int) -> None:
+def forget(
+    backend: Backend,
+    conn: Connection,
+    entity_id: int,
+    agent_id: str | None,
+    workspace_hash: str | None,
+    now_ms: int,
+) -> None:
     """Archive (soft-delete): reversible by remembering the same (category, key) again."""
     prior = scoped_head(conn, entity_id, agent_id, workspace_hash)
     if prior["status"] == "archived":
@@ -486,7 +611,9 @@ def forget(backend: Backend, conn: Connection, entity_id: int, agent_id: str | N
     new_version(backend, conn, prior, _restate(prior, status="archived"), "archive", now_ms)
 
 
-def purge(backend: Backend, conn: Connection, entity_id: int, agent_id: str | None, workspace_hash: str | None) -> PurgeResult:
+def purge(
+    backend: Backend, conn: Connection, entity_id: int, agent_id: str | None, workspace_hash: str | None
+) -> PurgeResult:
     """Delete an archived entity with its whole history and links. The only way to lose data."""
     prior = scoped_head(conn, entity_id, agent_id, workspace_hash)
     if prior["status"] != "archived":
@@ -494,15 +621,24 @@ def purge(backend: Backend, conn: Connection, entity_id: int, agent_id: str | No
     keep_high_water(backend, conn)
     links = conn.execute("DELETE FROM links WHERE from_id = ? OR to_id = ?", (entity_id, entity_id)).rowcount
     backend.keyword.unindex_versions(conn, entity_id)
-    vids = [row[0] for row in conn.execute("SELECT vid FROM entity_versions WHERE entity_id = ?", (entity_id,))]
+    vids = [
+        row[0] for row in conn.execute("SELECT vid FROM entity_versions WHERE entity_id = ?", (entity_id,))
+    ]
     backend.vectors.delete(conn, vids)
-    triggered = [(int(vid), scope, text) for vid, scope, text in conn.execute(
-        "SELECT vid, scope, recall_when FROM entity_versions WHERE entity_id = ? AND recall_when != '[]'", (entity_id,))]
+    triggered = [
+        (int(vid), scope, text)
+        for vid, scope, text in conn.execute(
+            "SELECT vid, scope, recall_when FROM entity_versions WHERE entity_id = ? AND recall_when != '[]'",
+            (entity_id,),
+        )
+    ]
     trigger_terms.delete(conn, triggered)
     phrases = {p for _, _, text in triggered for p in json.loads(text)}
     versions = conn.execute("DELETE FROM entity_versions WHERE entity_id = ?", (entity_id,)).rowcount
     conn.execute("DELETE FROM entities WHERE id = ?", (entity_id,))
-    backend.vectors.forget_phrases(conn, scope_key(prior["agent_id"], prior["workspace_hash"]), sorted(phrases))
+    backend.vectors.forget_phrases(
+        conn, scope_key(prior["agent_id"], prior["workspace_hash"]), sorted(phrases)
+    )
     return PurgeResult(id=entity_id, versions=versions, links=links)
 
 
@@ -518,7 +654,13 @@ def keep_high_water(backend: Backend, conn: Connection) -> None:
 
 
 def supersede(
-    backend: Backend, conn: Connection, old_id: int, new_id: int, agent_id: str | None, workspace_hash: str | None, now_ms: int
+    backend: Backend,
+    conn: Connection,
+    old_id: int,
+    new_id: int,
+    agent_id: str | None,
+    workspace_hash: str | None,
+    now_ms: int,
 ) -> None:
     """Mark ``old_id`` as superseded by ``new_id`` (both versioned; the chain is kept both ways)."""
     if old_id == new_id:
@@ -531,7 +673,9 @@ def supersede(
         if old["superseded_by"] == new_id:
             return
         raise Conflict(f"entity {old_id} is already superseded by entity {old['superseded_by']}")
-    new_version(backend, conn, old, _restate(old, status="superseded", superseded_by=new_id), "supersede", now_ms)
+    new_version(
+        backend, conn, old, _restate(old, status="superseded", superseded_by=new_id), "supersede", now_ms
+    )
     if new["supersedes"] != old_id:
         new_version(backend, conn, new, _restate(new, supersedes=old_id), "supersede", now_ms)
 
@@ -547,12 +691,15 @@ def reinforce(conn: Connection, ids: Iterable[int], now_ms: int) -> None:
         )
 
 
-def phrases_to_embed(backend: Backend, conn: Connection, items: Sequence[RememberInput], model: str
-                     ) -> list[tuple[str, str]]:
+def phrases_to_embed(
+    backend: Backend, conn: Connection, items: Sequence[RememberInput], model: str
+) -> list[tuple[str, str]]:
     """The trigger phrases of a batch, as (scope key, phrase), that their scope has no stored vector of for ``model``
     yet: another scope's vector of the same phrase is never used, so that what one tenant stored never makes
     another's write cheaper."""
-    wanted = sorted({(scope_key(item.agent_id, item.workspace_hash), p) for item in items for p in item.recall_when})
+    wanted = sorted(
+        {(scope_key(item.agent_id, item.workspace_hash), p) for item in items for p in item.recall_when}
+    )
     if not wanted:
         return []
     known = backend.vectors.phrase_vectors(conn, model, wanted)

@@ -78,8 +78,11 @@ def private_dir(create: bool) -> str | None:
 
 def identity(db: str, agent_id: str | None, workspace_hash: str | None) -> dict[str, Any]:
     """What a helper serves and a call asks for: the vault's real path, the scope and the settings."""
-    return {"db": db, "scope": [agent_id, workspace_hash],
-            "env": {name: os.environ.get(name) or "" for name in IDENTITY_ENV}}
+    return {
+        "db": db,
+        "scope": [agent_id, workspace_hash],
+        "env": {name: os.environ.get(name) or "" for name in IDENTITY_ENV},
+    }
 
 
 def socket_path(folder: str, ident: dict[str, Any]) -> str:

@@ -18,7 +18,18 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import __version__
-from . import ALONE_ENV, DEFAULT_IDLE_S, DEFAULT_PATH, ENV, IDLE_ENV, PROTOCOL, SERVED, identity, private_dir, socket_path
+from . import (
+    ALONE_ENV,
+    DEFAULT_IDLE_S,
+    DEFAULT_PATH,
+    ENV,
+    IDLE_ENV,
+    PROTOCOL,
+    SERVED,
+    identity,
+    private_dir,
+    socket_path,
+)
 
 REPLY_WAIT_S = 30.0  # the longest a call waits for the helper's answer before answering alone
 START_WAIT_S = 20.0  # the longest a call waits for a helper it started to listen
@@ -70,8 +81,14 @@ def answer(argv: Sequence[str]) -> int | None:
         return None
     ident = identity(real, options.get("--agent-id"), options.get("--workspace-hash"))
     path = socket_path(folder, ident)
-    request = {"protocol": PROTOCOL, "version": __version__, **ident, "command": command, "argv": list(argv),
-               "cwd": os.getcwd()}
+    request = {
+        "protocol": PROTOCOL,
+        "version": __version__,
+        **ident,
+        "command": command,
+        "argv": list(argv),
+        "cwd": os.getcwd(),
+    }
     stdin = _stdin() if "-" in argv else None  # what a "-" argument reads, handed over unread
     try:
         reply = ask(path, request, stdin)
@@ -148,11 +165,27 @@ def start(path: str, ident: dict[str, Any]) -> bool:
         if value is not None:
             scope += [flag, value]
     idle = os.environ.get(IDLE_ENV) or str(DEFAULT_IDLE_S)
-    command = [sys.executable, "-m", "perseus_vault_core.cli", "resident", "--db", ident["db"], *scope, "--idle", idle]
+    command = [
+        sys.executable,
+        "-m",
+        "perseus_vault_core.cli",
+        "resident",
+        "--db",
+        ident["db"],
+        *scope,
+        "--idle",
+        idle,
+    ]
     log = os.open(path + ".log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
-        helper = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
-                                  start_new_session=True, close_fds=True)
+        helper = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+            start_new_session=True,
+            close_fds=True,
+        )
     except OSError:
         return False
     finally:

@@ -39,7 +39,9 @@ if TYPE_CHECKING:
     from ..facade.vault import Vault
 
 Main = Callable[..., int]
-MAX_REQUEST = 4 << 20  # a command line, however long the operating system lets it be (standard input is not in it)
+MAX_REQUEST = (
+    4 << 20
+)  # a command line, however long the operating system lets it be (standard input is not in it)
 REQUEST_DEADLINE_S = 5.0  # a caller's whole request must arrive within this (a byte at a time holds nobody)
 STDIN_DEADLINE_S = 10.0  # and the standard input a "-" argument reads, once the command asks for it
 MAX_CALLERS = 16  # callers read at once; one more is closed at once (it answers alone)
@@ -49,23 +51,34 @@ INDEX_WAIT_S = 5.0  # how long start-up waits for an index to load or build befo
 def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--agent-id", help="serve only calls for this agent_id (as their --agent-id)")
     p.add_argument("--workspace-hash", help="serve only calls for this workspace_hash")
-    p.add_argument("--idle", type=float, default=DEFAULT_IDLE_S, metavar="SECONDS",
-                   help=f"exit after this long without a call (default {DEFAULT_IDLE_S:g})")
-    p.add_argument("--stop", action="store_true", help="stop the helper serving this vault and scope, if one runs")
+    p.add_argument(
+        "--idle",
+        type=float,
+        default=DEFAULT_IDLE_S,
+        metavar="SECONDS",
+        help=f"exit after this long without a call (default {DEFAULT_IDLE_S:g})",
+    )
+    p.add_argument(
+        "--stop", action="store_true", help="stop the helper serving this vault and scope, if one runs"
+    )
 
 
 def serve(vault: Vault, args: argparse.Namespace, main: Main) -> None:
     """Serve ``vault`` (opened by the CLI for ``args.db``) until idle, stopped or replaced."""
     db = str(args.db)
     if "://" in db or db.startswith(("file:", ":memory:")) or vault.encrypted:
-        raise SetupError("a resident helper serves only a plaintext SQLite file (a PostgreSQL URL or an "
-                         "encrypted vault is answered by each CLI call alone)")
+        raise SetupError(
+            "a resident helper serves only a plaintext SQLite file (a PostgreSQL URL or an "
+            "encrypted vault is answered by each CLI call alone)"
+        )
     if not 0 < args.idle < float("inf"):  # NaN fails this too
         raise SetupError("--idle must be a positive number of seconds")
     folder = private_dir(create=True)
     if folder is None:
-        raise SetupError("no private folder for the helper's socket (set PERSEUS_VAULT_RUNTIME_DIR to a folder "
-                         "only you can reach, mode 0700)")
+        raise SetupError(
+            "no private folder for the helper's socket (set PERSEUS_VAULT_RUNTIME_DIR to a folder "
+            "only you can reach, mode 0700)"
+        )
     ident = identity(os.path.realpath(db), args.agent_id, args.workspace_hash)
     path = socket_path(folder, ident)
     if args.stop:
@@ -85,7 +98,9 @@ def _stop(path: str) -> str:
         reply = ask(path, {"protocol": PROTOCOL, "stop": True})
     except Failed as exc:
         return f"the helper did not answer: {exc}"
-    return "stopped" if reply is not None and reply.get("stopped") else "no helper runs for this vault and scope"
+    return (
+        "stopped" if reply is not None and reply.get("stopped") else "no helper runs for this vault and scope"
+    )
 
 
 @contextlib.contextmanager
@@ -123,8 +138,10 @@ class Helper:
         started = time.perf_counter()
         self.warm()
         listener = self.listen()
-        log(f"serving {self.ident['db']} (scope {self.ident['scope']}) at {self.path}; ready in "
-            f"{time.perf_counter() - started:.2f} s; exits after {self.idle:g} s idle")
+        log(
+            f"serving {self.ident['db']} (scope {self.ident['scope']}) at {self.path}; ready in "
+            f"{time.perf_counter() - started:.2f} s; exits after {self.idle:g} s idle"
+        )
         previous = signal.signal(signal.SIGTERM, _exit) if _main_thread() else None
         try:
             while not self.stopping.is_set():
@@ -133,7 +150,7 @@ class Helper:
                     break
                 try:
                     conn, _ = listener.accept()
-                except socket.timeout:
+                except TimeoutError:
                     continue
                 if not self.callers.acquire(blocking=False):
                     conn.close()  # too many callers at once: this one answers alone
@@ -244,9 +261,13 @@ class Helper:
         except Refused as refused:
             log(f"refused: {refused}")
             _send(conn, {"refused": str(refused)})
-            return _file_id(self.ident["db"]) == self.file  # a replaced vault: exit, a new helper opens the new one
+            return (
+                _file_id(self.ident["db"]) == self.file
+            )  # a replaced vault: exit, a new helper opens the new one
         _send(conn, reply)
-        log(f"answered {request['command']} ({reply['code']}) in {(time.perf_counter() - started) * 1000:.1f} ms")
+        log(
+            f"answered {request['command']} ({reply['code']}) in {(time.perf_counter() - started) * 1000:.1f} ms"
+        )
         return True
 
     def check(self, request: dict[str, Any]) -> None:
@@ -403,4 +424,3 @@ def _close_all(fds: list[int]) -> None:
 def _send(conn: socket.socket, reply: dict[str, Any]) -> None:
     with contextlib.suppress(OSError):  # the caller gave up (it answers alone)
         conn.sendall(json.dumps(reply).encode("utf-8", "surrogatepass"))
-

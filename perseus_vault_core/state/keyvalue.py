@@ -40,10 +40,14 @@ class KeyValues(Scoped):
             key = text(f"items[{i}].key", pair[0])
             rows[key] = {**base, "k": key, "v": json_object(f"items[{i}].value", pair[1])}
         if rows:
-            self._engine.write(lambda conn: conn.executemany(
-                "INSERT INTO kv_entries (agent_id, workspace_hash, collection, key, value, updated_at_ms, scope) "
-                "VALUES (:a, :w, :c, :k, :v, :at, :s) ON CONFLICT (agent_id, workspace_hash, collection, key, scope) "
-                "DO UPDATE SET value = excluded.value, updated_at_ms = excluded.updated_at_ms", list(rows.values())))
+            self._engine.write(
+                lambda conn: conn.executemany(
+                    "INSERT INTO kv_entries (agent_id, workspace_hash, collection, key, value, updated_at_ms, scope) "
+                    "VALUES (:a, :w, :c, :k, :v, :at, :s) ON CONFLICT (agent_id, workspace_hash, collection, key, scope) "
+                    "DO UPDATE SET value = excluded.value, updated_at_ms = excluded.updated_at_ms",
+                    list(rows.values()),
+                )
+            )
 
     def put(self, collection: str, key: str, value: Mapping[str, Any]) -> None:
         """Set ``key`` in ``collection`` to ``value`` (a JSON object)."""
@@ -53,9 +57,13 @@ class KeyValues(Scoped):
     def get(self, collection: str, key: str) -> dict[str, Any] | None:
         """The value of ``key`` in ``collection``, or ``None``."""
         params = {**self.scope, "c": text("collection", collection), "k": text("key", key)}
-        row = self._engine.read(lambda conn: conn.execute(
-            "SELECT value FROM kv_entries WHERE agent_id = :a AND workspace_hash = :w AND scope = :s AND collection = :c "
-            "AND key = :k", params).fetchone())
+        row = self._engine.read(
+            lambda conn: conn.execute(
+                "SELECT value FROM kv_entries WHERE agent_id = :a AND workspace_hash = :w AND scope = :s AND collection = :c "
+                "AND key = :k",
+                params,
+            ).fetchone()
+        )
         return json.loads(row[0]) if row is not None else None
 
     @edge
@@ -71,7 +79,9 @@ class KeyValues(Scoped):
         def read(conn: Connection) -> list[Any]:
             return conn.execute(
                 f"SELECT key, value FROM kv_entries WHERE agent_id = :a AND workspace_hash = :w AND scope = :s AND collection = :c "
-                f"AND key IN (SELECT value FROM {dialect(conn).texts(':keys')} j)", params).fetchall()
+                f"AND key IN (SELECT value FROM {dialect(conn).texts(':keys')} j)",
+                params,
+            ).fetchall()
 
         return {str(k): json.loads(v) for k, v in self._engine.read(read)}
 
@@ -79,16 +89,24 @@ class KeyValues(Scoped):
     def get_all(self, collection: str) -> dict[str, dict[str, Any]]:
         """Every key of ``collection`` with its value."""
         params = {**self.scope, "c": text("collection", collection)}
-        rows = self._engine.read(lambda conn: conn.execute(
-            "SELECT key, value FROM kv_entries WHERE agent_id = :a AND workspace_hash = :w AND scope = :s AND collection = :c",
-            params).fetchall())
+        rows = self._engine.read(
+            lambda conn: conn.execute(
+                "SELECT key, value FROM kv_entries WHERE agent_id = :a AND workspace_hash = :w AND scope = :s AND collection = :c",
+                params,
+            ).fetchall()
+        )
         return {str(k): json.loads(v) for k, v in rows}
 
     @edge
     def delete(self, collection: str, key: str) -> bool:
         """Remove ``key`` from ``collection``; whether it was there."""
         params = {**self.scope, "c": text("collection", collection), "k": text("key", key)}
-        removed: int = self._engine.write(lambda conn: conn.execute(
-            "DELETE FROM kv_entries WHERE agent_id = :a AND workspace_hash = :w AND scope = :s AND collection = :c AND key = :k",
-            params).rowcount)
+        removed: int = self._engine.write(
+            lambda conn: (
+                conn.execute(
+                    "DELETE FROM kv_entries WHERE agent_id = :a AND workspace_hash = :w AND scope = :s AND collection = :c AND key = :k",
+                    params,
+                ).rowcount
+            )
+        )
         return removed > 0

@@ -43,9 +43,14 @@ class Scoped:
     """Reads and writes one scope of ``vault``: ``scope`` holds its ``agent_id`` (``a``) and ``workspace_hash``
     (``w``) as SQL parameters, ``''`` for the unscoped vault, and their scope key (``s``, :mod:`..primitives.scopes`)."""
 
-    def __init__(self, vault: Vault, *, agent_id: str | None = None, workspace_hash: str | None = None) -> None:
+    def __init__(
+        self, vault: Vault, *, agent_id: str | None = None, workspace_hash: str | None = None
+    ) -> None:
         if not isinstance(vault, Vault):
             raise InvalidInput("vault", f"must be a Vault, not {type(vault).__name__}")
         self._engine = vault.engine  # the edge leases this engine's connection around each call
-        self.scope = {"a": text("agent_id", agent_id or ""), "w": text("workspace_hash", workspace_hash or "")}
+        self.scope = {
+            "a": text("agent_id", agent_id or ""),
+            "w": text("workspace_hash", workspace_hash or ""),
+        }
         self.scope["s"] = scope_key(self.scope["a"], self.scope["w"])

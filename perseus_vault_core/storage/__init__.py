@@ -28,5 +28,14 @@ def open_backend(path: str, *, key: str | bytes | None, synchronous: str) -> Bac
     return SQLiteBackend(path, key=key, synchronous=synchronous)
 
 
-__all__ = ["Backend", "ChangeLog", "Connection", "Cursor", "KeywordStore", "Tokenizer", "VectorStore",
-           "driver_errors", "open_backend"]
+__all__ = [
+    "Backend",
+    "ChangeLog",
+    "Connection",
+    "Cursor",
+    "KeywordStore",
+    "Tokenizer",
+    "VectorStore",
+    "driver_errors",
+    "open_backend",
+]

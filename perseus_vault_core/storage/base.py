@@ -54,7 +54,9 @@ class Tokenizer(Protocol):
 class KeywordStore(Protocol):
     """Keyword search: the persistent inverted index, written in the writer's transaction."""
 
-    def index_versions(self, conn: Connection, rows: list[tuple[int, str, str | None, str]], heads: bool) -> None:
+    def index_versions(
+        self, conn: Connection, rows: list[tuple[int, str, str | None, str]], heads: bool
+    ) -> None:
         """Index versions (vid, content, summary, tags); ``heads``: they are current versions."""
 
     def unindex_head(self, conn: Connection, vid: int, content: str, summary: str | None, tags: str) -> None:
@@ -101,7 +103,9 @@ class VectorStore(Protocol):
 
     def forget_model(self, conn: Connection) -> None: ...
 
-    def write(self, conn: Connection, rows: Sequence[tuple[int, np.ndarray]], heads: Sequence[int] = ()) -> None: ...
+    def write(
+        self, conn: Connection, rows: Sequence[tuple[int, np.ndarray]], heads: Sequence[int] = ()
+    ) -> None: ...
 
     def copy(self, conn: Connection, from_vid: int, to_vid: int) -> None: ...
 
@@ -115,11 +119,19 @@ class VectorStore(Protocol):
 
     def missing(self, conn: Connection, limit: int) -> list[tuple[int, str, str | None, bool]]: ...
 
-    def candidates(self, conn: Connection, query: np.ndarray, depth: int, agent_id: str | None,
-                   workspace_hash: str | None, keep: int | None = None) -> tuple[Ranking, bool]: ...
+    def candidates(
+        self,
+        conn: Connection,
+        query: np.ndarray,
+        depth: int,
+        agent_id: str | None,
+        workspace_hash: str | None,
+        keep: int | None = None,
+    ) -> tuple[Ranking, bool]: ...
 
-    def search(self, conn: Connection, query: np.ndarray, view: View, pool: int
-               ) -> tuple[list[Hit], dict[int, np.ndarray]]: ...
+    def search(
+        self, conn: Connection, query: np.ndarray, view: View, pool: int
+    ) -> tuple[list[Hit], dict[int, np.ndarray]]: ...
 
     def rescore(self, hits: list[Hit], found: dict[int, np.ndarray], query: np.ndarray) -> list[Hit]: ...
 
@@ -127,13 +139,16 @@ class VectorStore(Protocol):
 
     def head_vectors(self, conn: Connection, entity_ids: Sequence[int]) -> dict[int, np.ndarray]: ...
 
-    def phrase_vectors(self, conn: Connection, model: str, wanted: Sequence[tuple[str, str]]
-                       ) -> dict[tuple[str, str], np.ndarray]:
+    def phrase_vectors(
+        self, conn: Connection, model: str, wanted: Sequence[tuple[str, str]]
+    ) -> dict[tuple[str, str], np.ndarray]:
         """The stored vectors of trigger phrases for ``model``, by (scope key, phrase): each scope keeps its own, so
         that what one stores never changes what another's ``remember`` costs or its triggers match by. Pairs
         without one are absent."""
 
-    def write_phrase_vectors(self, conn: Connection, model: str, vectors: dict[tuple[str, str], np.ndarray]) -> None:
+    def write_phrase_vectors(
+        self, conn: Connection, model: str, vectors: dict[tuple[str, str], np.ndarray]
+    ) -> None:
         """Keep these phrase vectors, by (scope key, phrase), replacing the scope's own."""
 
     def forget_phrases(self, conn: Connection, scope: str, phrases: Sequence[str]) -> None:
@@ -175,7 +190,9 @@ class Backend(Protocol):
     keyword: KeywordStore
     vectors: VectorStore
     changes: ChangeLog
-    errors: tuple[type[BaseException], ...]  # what the driver raises (the API edge turns them into StorageError)
+    errors: tuple[
+        type[BaseException], ...
+    ]  # what the driver raises (the API edge turns them into StorageError)
 
     @property
     def encrypted(self) -> bool: ...

@@ -20,8 +20,10 @@ _FEEDS = {
 
 def head_sql(feed: str, where: str) -> str:
     """The feed's columns of the versions ``where`` selects."""
-    return (f"SELECT v.vid, v.entity_id, e.agent_id, e.workspace_hash, {_FEEDS[feed]} "
-            f"FROM entity_versions v JOIN entities e ON e.id = v.entity_id AND e.scope = v.scope {where}")
+    return (
+        f"SELECT v.vid, v.entity_id, e.agent_id, e.workspace_hash, {_FEEDS[feed]} "
+        f"FROM entity_versions v JOIN entities e ON e.id = v.entity_id AND e.scope = v.scope {where}"
+    )
 
 
 POSITION_SQL = "SELECT coalesce(max(seq), 0) FROM head_changes"
@@ -47,7 +49,9 @@ def marker(conn: Connection, seq: int) -> str | None:
     row = conn.execute("SELECT c.vid, c.op FROM head_changes c WHERE c.seq = ?", (seq,)).fetchone()
     if row is None:
         return None
-    at = conn.execute("SELECT v.recorded_from_ms FROM entity_versions v WHERE v.vid = ?", (row[0],)).fetchone()
+    at = conn.execute(
+        "SELECT v.recorded_from_ms FROM entity_versions v WHERE v.vid = ?", (row[0],)
+    ).fetchone()
     return f"{seq}:{row[0]}:{row[1]}:{at[0] if at is not None else None}"
 
 
@@ -63,20 +67,30 @@ def _ops(vectors: bool) -> str:
 
 def pending(conn: Connection, after: int, upto: int, vectors: bool) -> int:
     """How many entries lie in (after, upto]; ``vectors``: count vector writes too."""
-    return int(conn.execute(f"SELECT count(*) FROM head_changes WHERE seq > ? AND seq <= ? AND {_ops(vectors)}",
-                            (after, upto)).fetchone()[0])
+    return int(
+        conn.execute(
+            f"SELECT count(*) FROM head_changes WHERE seq > ? AND seq <= ? AND {_ops(vectors)}", (after, upto)
+        ).fetchone()[0]
+    )
 
 
 def entries(conn: Connection, after: int, upto: int, vectors: bool) -> list[tuple[int, int]]:
     """The entries in (after, upto] as (vid, op), in order."""
-    return [(int(vid), int(op)) for vid, op in conn.execute(
-        f"SELECT c.vid, c.op FROM head_changes c WHERE c.seq > ? AND c.seq <= ? AND {_ops(vectors)} ORDER BY c.seq",
-        (after, upto))]
+    return [
+        (int(vid), int(op))
+        for vid, op in conn.execute(
+            f"SELECT c.vid, c.op FROM head_changes c WHERE c.seq > ? AND c.seq <= ? AND {_ops(vectors)} ORDER BY c.seq",
+            (after, upto),
+        )
+    ]
 
 
 def rebuilt_since(conn: Connection, after: int) -> bool:
     """Whether the indexes were rebuilt after position ``after``."""
-    return conn.execute("SELECT 1 FROM head_changes WHERE seq > ? AND op = 0 LIMIT 1", (after,)).fetchone() is not None
+    return (
+        conn.execute("SELECT 1 FROM head_changes WHERE seq > ? AND op = 0 LIMIT 1", (after,)).fetchone()
+        is not None
+    )
 
 
 def heads(conn: Connection, feed: str) -> Iterable[Sequence[Any]]:

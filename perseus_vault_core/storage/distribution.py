@@ -14,9 +14,20 @@ scope's rows now, distributed with the rest.) Both backends have the same tables
 from __future__ import annotations
 
 # Every table holding a scope's rows, distributed by ``scope`` and co-located with ``entities``.
-DISTRIBUTED = ("entities", "entity_versions", "links", "version_vectors", "keyword_docs", "keyword_postings",
-               "checkpoints", "checkpoint_blobs", "checkpoint_writes", "kv_entries", "trigger_vectors",
-               "trigger_terms")
+DISTRIBUTED = (
+    "entities",
+    "entity_versions",
+    "links",
+    "version_vectors",
+    "keyword_docs",
+    "keyword_postings",
+    "checkpoints",
+    "checkpoint_blobs",
+    "checkpoint_writes",
+    "kv_entries",
+    "trigger_vectors",
+    "trigger_terms",
+)
 
 # The tables whose key is their own (agent_id, workspace_hash)'s ...
 OWN_SCOPE = ("entities", "checkpoints", "checkpoint_blobs", "checkpoint_writes", "kv_entries")
@@ -39,8 +50,8 @@ REFERENCE = {
 }
 COORDINATOR = {
     "head_changes": "the change log every process's in-memory indexes follow, in one global commit order "
-                    "(its positions must commit in order, which one table on one node gives); each row also "
-                    "carries its version's scope, for row-level security only",
+    "(its positions must commit in order, which one table on one node gives); each row also "
+    "carries its version's scope, for row-level security only"
 }
 GLOBAL = {**REFERENCE, **COORDINATOR}
 
@@ -52,14 +63,23 @@ def citus_statements() -> list[str]:
     co-located with ``entities`` (referenced tables first, as Citus requires of foreign keys)."""
     return [
         "SET citus.enable_unsafe_triggers = on;  -- the versions' immutability trigger runs on every shard",
-        *(f"SELECT create_distributed_function('{f}');" for f in
-          ("pv_decay(bigint, bigint, bigint, bigint)", "pv_bound_scope()", "pv_phrase_vector_fits(text, bytea)",
-           "pv_versions_immutable()")),
+        *(
+            f"SELECT create_distributed_function('{f}');"
+            for f in (
+                "pv_decay(bigint, bigint, bigint, bigint)",
+                "pv_bound_scope()",
+                "pv_phrase_vector_fits(text, bytea)",
+                "pv_versions_immutable()",
+            )
+        ),
         *(f"SELECT create_reference_table('{t}');" for t in REFERENCE),
         *(f"SELECT citus_add_local_table_to_metadata('{t}');" for t in COORDINATOR),
         "SELECT create_distributed_table('entities', 'scope');",
-        *(f"SELECT create_distributed_table('{t}', 'scope', colocate_with => 'entities');"
-          for t in DISTRIBUTED if t != "entities"),
+        *(
+            f"SELECT create_distributed_table('{t}', 'scope', colocate_with => 'entities');"
+            for t in DISTRIBUTED
+            if t != "entities"
+        ),
     ]
 
 

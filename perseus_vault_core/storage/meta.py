@@ -12,8 +12,11 @@ RELATIONS_PENDING = "relations_pending_through"
 
 def mark_relations_pending(conn: Connection) -> None:
     """The migration step that sets :data:`RELATIONS_PENDING` (nothing, in a vault with no memory yet)."""
-    conn.execute("INSERT INTO vault_meta (key, value) SELECT ?, CAST(max(id) AS TEXT) FROM entities "
-                 "HAVING max(id) IS NOT NULL", (RELATIONS_PENDING,))
+    conn.execute(
+        "INSERT INTO vault_meta (key, value) SELECT ?, CAST(max(id) AS TEXT) FROM entities "
+        "HAVING max(id) IS NOT NULL",
+        (RELATIONS_PENDING,),
+    )
 
 
 def get_meta(conn: Connection, key: str) -> str | None:
@@ -26,5 +29,8 @@ def set_meta(conn: Connection, key: str, value: str | None) -> None:
     if value is None:
         conn.execute("DELETE FROM vault_meta WHERE key = ?", (key,))
     else:
-        conn.execute("INSERT INTO vault_meta (key, value) VALUES (?, ?) "
-                     "ON CONFLICT (key) DO UPDATE SET value = excluded.value", (key, value))
+        conn.execute(
+            "INSERT INTO vault_meta (key, value) VALUES (?, ?) "
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )

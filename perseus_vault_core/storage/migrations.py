@@ -19,9 +19,17 @@ C = TypeVar("C", bound=Connection)
 Step = Callable[[Any], None]
 
 
-def run(conn: C, steps: Sequence[tuple[int, str, Step]], *, current: Callable[[C], int],
-        transaction: Callable[[C, Callable[[C], None]], Any], table: str, now_ms: int,
-        lock: Callable[[C], object] | None = None, mark: Callable[[C, int], object] | None = None) -> int:
+def run(
+    conn: C,
+    steps: Sequence[tuple[int, str, Step]],
+    *,
+    current: Callable[[C], int],
+    transaction: Callable[[C, Callable[[C], None]], Any],
+    table: str,
+    now_ms: int,
+    lock: Callable[[C], object] | None = None,
+    mark: Callable[[C, int], object] | None = None,
+) -> int:
     """Apply the ``steps`` above ``current(conn)`` in order, each by ``transaction``; return the version.
     ``table``: the backend's ``CREATE TABLE IF NOT EXISTS _migrations`` statement."""
     latest = steps[-1][0]
@@ -39,7 +47,9 @@ def run(conn: C, steps: Sequence[tuple[int, str, Step]], *, current: Callable[[C
             if lock is not None:
                 lock(c)
             c.execute(table)
-            if current(c) >= version:  # read again inside the transaction: another may have migrated meanwhile
+            if (
+                current(c) >= version
+            ):  # read again inside the transaction: another may have migrated meanwhile
                 return
             step(c)
             c.execute("INSERT INTO _migrations VALUES (?, ?, ?)", (version, name, now_ms))

@@ -28,8 +28,15 @@ def pause(delay: float) -> float:
     return min(delay * 2, 0.5)
 
 
-def transaction(conn: C, work: Callable[[C], T], *, begin: str, retryable: Callable[[BaseException], bool],
-                gave_up: str, retries: int = WRITE_RETRIES) -> T:
+def transaction(
+    conn: C,
+    work: Callable[[C], T],
+    *,
+    begin: str,
+    retryable: Callable[[BaseException], bool],
+    gave_up: str,
+    retries: int = WRITE_RETRIES,
+) -> T:
     """Run ``work(conn)`` between ``begin`` and ``COMMIT``; run it again, whole, while it fails with an
     error ``retryable`` accepts, up to ``retries`` times. A ``begin`` that keeps failing is a
     :class:`StorageError` that starts with ``gave_up`` (what kept failing, in the backend's words); the

@@ -23,8 +23,8 @@ The SQL is shared by both backends.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
-from functools import lru_cache
+from collections.abc import Iterable
+from functools import cache, lru_cache
 
 from ..primitives.dbapi import Connection
 from ..primitives.dialect import dialect
@@ -42,7 +42,7 @@ def analysed(phrase: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return tuple(stem(t) for t in tokens), tuple(dict.fromkeys(stem(t) for t in tokens if t not in STOPWORDS))
 
 
-@lru_cache(maxsize=None)
+@cache
 def needed(n: int) -> int:
     """How many of a phrase's ``n`` distinct content stems a context must hold for it to match by words: the fewest
     that ``terms`` accepts (at least 2/3 of them, and at least min(2, n), computed as proactive.lexical does), which
@@ -74,15 +74,22 @@ def write(conn: Connection, versions: Iterable[tuple[int, str, str]]) -> None:
     """File versions given as (vid, scope key, recall_when), in the caller's write transaction."""
     found = [row for vid, scope, recall_when in versions for row in rows(vid, scope, recall_when)]
     if found:
-        conn.executemany("INSERT INTO trigger_terms (term, vid, phrase, need, scope) VALUES (?, ?, ?, ?, ?)", found)
+        conn.executemany(
+            "INSERT INTO trigger_terms (term, vid, phrase, need, scope) VALUES (?, ?, ?, ?, ?)", found
+        )
 
 
 def delete(conn: Connection, versions: Iterable[tuple[int, str, str]]) -> None:
     """Remove the rows of versions given as (vid, scope key, recall_when), before a purge deletes them."""
-    found = [(term, vid, number, scope) for vid, scope, recall_when in versions
-             for term, _, number, _, _ in rows(vid, scope, recall_when)]
+    found = [
+        (term, vid, number, scope)
+        for vid, scope, recall_when in versions
+        for term, _, number, _, _ in rows(vid, scope, recall_when)
+    ]
     if found:
-        conn.executemany("DELETE FROM trigger_terms WHERE term = ? AND vid = ? AND phrase = ? AND scope = ?", found)
+        conn.executemany(
+            "DELETE FROM trigger_terms WHERE term = ? AND vid = ? AND phrase = ? AND scope = ?", found
+        )
 
 
 def rebuild(conn: Connection) -> None:
@@ -92,7 +99,9 @@ def rebuild(conn: Connection) -> None:
     while True:
         batch = conn.execute(
             "SELECT vid, scope, recall_when FROM entity_versions WHERE vid > ? AND recall_when != '[]' "
-            "ORDER BY vid LIMIT ?", (after, REBUILD_BATCH)).fetchall()
+            "ORDER BY vid LIMIT ?",
+            (after, REBUILD_BATCH),
+        ).fetchall()
         if not batch:
             return
         write(conn, ((int(vid), scope, text) for vid, scope, text in batch))
@@ -117,8 +126,11 @@ def phrases(conn: Connection, stems: Iterable[str], scope: str | None = None) ->
         where += " AND scope = ?"
         params.append(scope)
     out: dict[int, set[int]] = {}
-    for vid, number in conn.execute(f"SELECT vid, phrase FROM trigger_terms WHERE {where} GROUP BY vid, phrase "
-                                    "HAVING count(*) >= max(need)", params):
+    for vid, number in conn.execute(
+        f"SELECT vid, phrase FROM trigger_terms WHERE {where} GROUP BY vid, phrase "
+        "HAVING count(*) >= max(need)",
+        params,
+    ):
         out.setdefault(int(vid), set()).add(int(number))
     return out
 
@@ -128,7 +140,11 @@ def holding(conn: Connection, scope: str, phrase: str) -> list[int]:
     maybe others (a phrase of the same content stems and more)."""
     wanted = sorted(set(terms(phrase)))
     d = dialect(conn)
-    return [int(vid) for (vid,) in conn.execute(
-        f"SELECT DISTINCT vid FROM (SELECT vid FROM trigger_terms WHERE scope = ? AND term IN "
-        f"(SELECT value FROM {d.texts('?')} ) GROUP BY vid, phrase HAVING count(*) = ?) found ORDER BY vid",
-        (scope, json.dumps(wanted, ensure_ascii=False), len(wanted)))]
+    return [
+        int(vid)
+        for (vid,) in conn.execute(
+            f"SELECT DISTINCT vid FROM (SELECT vid FROM trigger_terms WHERE scope = ? AND term IN "
+            f"(SELECT value FROM {d.texts('?')} ) GROUP BY vid, phrase HAVING count(*) = ?) found ORDER BY vid",
+            (scope, json.dumps(wanted, ensure_ascii=False), len(wanted)),
+        )
+    ]

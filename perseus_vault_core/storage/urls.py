@@ -40,7 +40,7 @@ def _secrets(url: str) -> list[str]:
     end = _userinfo_end(rest)
     if end >= 0 and ":" in rest[:end]:
         found.append(rest[:end].split(":", 1)[1])
-    for piece in rest[end + 1:].partition("?")[2].split("&"):
+    for piece in rest[end + 1 :].partition("?")[2].split("&"):
         key, eq, value = piece.partition("=")
         if eq and unquote(key).strip().lower() in _SECRET_PARAMETERS:
             found.append(value)
@@ -62,7 +62,9 @@ def redact(url: str) -> str:
     pieces = []
     for piece in query.split("&") if mark else []:
         key, eq, _ = piece.partition("=")
-        pieces.append(key + eq + _HIDDEN if eq and unquote(key).strip().lower() in _SECRET_PARAMETERS else piece)
+        pieces.append(
+            key + eq + _HIDDEN if eq and unquote(key).strip().lower() in _SECRET_PARAMETERS else piece
+        )
     return scheme + sep + user + base + (mark + "&".join(pieces) if mark else "")
 
 

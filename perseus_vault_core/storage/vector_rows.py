@@ -6,8 +6,6 @@ canonical rescoring of an exact scan's hits: plain SQL over the shared tables, a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 
 from ..contract.errors import Conflict
@@ -47,25 +45,33 @@ def blob(vector: np.ndarray) -> bytes:
 
 def coverage(conn: Connection) -> tuple[int, int]:
     """(current versions with a vector, current versions)."""
-    heads = int(conn.execute("SELECT count(*) FROM entity_versions WHERE recorded_to_ms IS NULL").fetchone()[0])
-    embedded = int(conn.execute(
-        f"SELECT count(*) FROM entity_versions v JOIN {TABLE} x ON x.vid = v.vid AND x.scope = v.scope "
-        "WHERE v.recorded_to_ms IS NULL"
-    ).fetchone()[0])
+    heads = int(
+        conn.execute("SELECT count(*) FROM entity_versions WHERE recorded_to_ms IS NULL").fetchone()[0]
+    )
+    embedded = int(
+        conn.execute(
+            f"SELECT count(*) FROM entity_versions v JOIN {TABLE} x ON x.vid = v.vid AND x.scope = v.scope "
+            "WHERE v.recorded_to_ms IS NULL"
+        ).fetchone()[0]
+    )
     return embedded, heads
 
 
 def missing_count(conn: Connection) -> int:
-    return int(conn.execute(
-        f"SELECT count(*) FROM entity_versions v WHERE NOT EXISTS "
-        f"(SELECT 1 FROM {TABLE} x WHERE x.vid = v.vid AND x.scope = v.scope)"
-    ).fetchone()[0])
+    return int(
+        conn.execute(
+            f"SELECT count(*) FROM entity_versions v WHERE NOT EXISTS "
+            f"(SELECT 1 FROM {TABLE} x WHERE x.vid = v.vid AND x.scope = v.scope)"
+        ).fetchone()[0]
+    )
 
 
 def missing(conn: Connection, limit: int) -> list[tuple[int, str, str | None, bool]]:
     """Versions without a vector, current ones first: (vid, content, summary, is_head)."""
-    sql = (f"SELECT v.vid, v.content, v.summary, v.recorded_to_ms IS NULL FROM entity_versions v "
-           f"WHERE NOT EXISTS (SELECT 1 FROM {TABLE} x WHERE x.vid = v.vid AND x.scope = v.scope)")
+    sql = (
+        f"SELECT v.vid, v.content, v.summary, v.recorded_to_ms IS NULL FROM entity_versions v "
+        f"WHERE NOT EXISTS (SELECT 1 FROM {TABLE} x WHERE x.vid = v.vid AND x.scope = v.scope)"
+    )
     rows = conn.execute(f"{sql} ORDER BY (recorded_to_ms IS NULL) DESC, vid LIMIT ?", (limit,)).fetchall()
     return [(int(vid), content, summary, bool(head)) for vid, content, summary, head in rows]
 

@@ -23,19 +23,31 @@ from starlette.routing import Route
 
 from perseus_vault_core import Conflict, InvalidInput, NotFound, SetupError, StorageError, Vault, VaultError
 
-from .edits import change as change_memory, form_fields, signed_in as sign_in, signed_out as sign_out
+from .edits import change as change_memory
+from .edits import form_fields
+from .edits import signed_in as sign_in
+from .edits import signed_out as sign_out
 from .guard import Guard, Refused
 from .layout import Page, Scope, document, message
 from .markup import el, join
 from .query import Ask, Context
 from .reports import Busy, Kept, Reports
-from .views import browse, files as memory_files, graph, hygiene, memory, overview, playground, timetravel
+from .views import browse, graph, hygiene, memory, overview, playground, timetravel
+from .views import files as memory_files
 
-STATIC = {"app.css": "text/css; charset=utf-8", "app.js": "text/javascript; charset=utf-8",
-          "icon.svg": "image/svg+xml"}
+STATIC = {
+    "app.css": "text/css; charset=utf-8",
+    "app.js": "text/javascript; charset=utf-8",
+    "icon.svg": "image/svg+xml",
+}
 MAX_FORM_BYTES = 64 * 1024  # the inspector's forms are a few fields; anything larger is answered 413 unread
-STATUS: dict[type[VaultError], int] = {InvalidInput: 400, NotFound: 404, Conflict: 409, StorageError: 500,
-                                       SetupError: 500}  # any other refusal (NotSupported, ...): 400
+STATUS: dict[type[VaultError], int] = {
+    InvalidInput: 400,
+    NotFound: 404,
+    Conflict: 409,
+    StorageError: 500,
+    SetupError: 500,
+}  # any other refusal (NotSupported, ...): 400
 View = Callable[..., Page]
 
 
@@ -47,20 +59,43 @@ def _files() -> dict[str, bytes]:
 class Inspector:
     """One served inspector: the vault, the scope it is bound to (if any), whether edits are allowed."""
 
-    def __init__(self, vault: Vault, host: str, port: int, token: str | None, *, allow_edits: bool = False,
-                 agent_id: str | None = None, workspace_hash: str | None = None, https: bool = False) -> None:
+    def __init__(
+        self,
+        vault: Vault,
+        host: str,
+        port: int,
+        token: str | None,
+        *,
+        allow_edits: bool = False,
+        agent_id: str | None = None,
+        workspace_hash: str | None = None,
+        https: bool = False,
+    ) -> None:
         self.vault, self.edits = vault, allow_edits
         self.bound = Scope(agent_id, workspace_hash, bound=agent_id is not None or workspace_hash is not None)
         self.reports, self.kept, self.clusters = Reports(), Kept(), Reports()
         self.static = _files()
         self.where = vault.stats().path  # a database URL without its password
-        routes = [Route(path, self._endpoint(view)) for path, view in (
-            ("/", overview.render), ("/browse", browse.render), ("/recall", playground.render), ("/graph", graph.render),
-            ("/time", timetravel.render), ("/hygiene", hygiene.render), ("/files", memory_files.render))]
-        routes += [Route("/memory/{entity_id:int}", self._endpoint(memory.render)),
-                   Route("/memory/{entity_id:int}/{action}", self.edit, methods=["POST"]),
-                   Route("/login", self.login, methods=["GET", "POST"]), Route("/logout", self.logout, methods=["POST"]),
-                   Route("/static/{name}", self.file), Route("/favicon.ico", self.icon)]
+        routes = [
+            Route(path, self._endpoint(view))
+            for path, view in (
+                ("/", overview.render),
+                ("/browse", browse.render),
+                ("/recall", playground.render),
+                ("/graph", graph.render),
+                ("/time", timetravel.render),
+                ("/hygiene", hygiene.render),
+                ("/files", memory_files.render),
+            )
+        ]
+        routes += [
+            Route("/memory/{entity_id:int}", self._endpoint(memory.render)),
+            Route("/memory/{entity_id:int}/{action}", self.edit, methods=["POST"]),
+            Route("/login", self.login, methods=["GET", "POST"]),
+            Route("/logout", self.logout, methods=["POST"]),
+            Route("/static/{name}", self.file),
+            Route("/favicon.ico", self.icon),
+        ]
         app = Starlette(routes=routes, exception_handlers={HTTPException: self._http_error})
         self.guard = Guard(RequestBodyLimitMiddleware(app, MAX_FORM_BYTES), host, port, token, https=https)
 
@@ -75,8 +110,15 @@ class Inspector:
                 ask = Ask(request.query_params, self.bound)
             except VaultError as error:
                 return self.respond(request, self.bound, _failure(error))
-            context = Context(self.vault, self.bound, self.edits, self.guard.csrf(request), self.reports, self.kept,
-                              self.clusters)
+            context = Context(
+                self.vault,
+                self.bound,
+                self.edits,
+                self.guard.csrf(request),
+                self.reports,
+                self.kept,
+                self.clusters,
+            )
             try:
                 page = view(context, ask, **request.path_params)
             except VaultError as error:
@@ -91,8 +133,14 @@ class Inspector:
 
     def respond(self, request: Request, scope: Scope, page: Page) -> Response:
         signed_in = self.guard.session(request) is not None  # a browser's session: it may sign out
-        html = document(page, scope, path=request.url.path, edits=self.edits, where=self.where,
-                        sign_out=self.guard.csrf(request) if signed_in else None)
+        html = document(
+            page,
+            scope,
+            path=request.url.path,
+            edits=self.edits,
+            where=self.where,
+            sign_out=self.guard.csrf(request) if signed_in else None,
+        )
         return HTMLResponse(html, status_code=page.status)
 
     async def _http_error(self, request: Request, error: Exception) -> Response:
@@ -106,12 +154,16 @@ class Inspector:
         entity_id, action = int(request.path_params["entity_id"]), str(request.path_params["action"])
         try:
             if not self.edits:
-                raise Refused(403, "this inspector is read-only: serve it with --allow-edits to change memories")
+                raise Refused(
+                    403, "this inspector is read-only: serve it with --allow-edits to change memories"
+                )
             fields = await form_fields(request)
             self.guard.check_write(request, fields.get("csrf", ""))
             await run_in_threadpool(change_memory, self.vault, self.bound, entity_id, action)
         except Refused as refused:
-            return self.respond(request, self.bound, Page("Refused", message(refused.reason, "error"), refused.status))
+            return self.respond(
+                request, self.bound, Page("Refused", message(refused.reason, "error"), refused.status)
+            )
         except VaultError as error:
             return self.respond(request, self.bound, _failure(error))
         return RedirectResponse(self.bound.link(f"/memory/{entity_id}"), status_code=303)
@@ -123,8 +175,15 @@ class Inspector:
                 self.guard.check_write(request, fields.get("csrf", ""))
                 return sign_in(self.guard, request, fields)
             except Refused as refused:
-                return self.respond(request, self.bound, Page("Sign in", join(message(refused.reason, "error"),
-                                                                              self._login_form(request)), refused.status))
+                return self.respond(
+                    request,
+                    self.bound,
+                    Page(
+                        "Sign in",
+                        join(message(refused.reason, "error"), self._login_form(request)),
+                        refused.status,
+                    ),
+                )
         if not self.guard.signs_in:
             return RedirectResponse("/", status_code=303)
         return self.respond(request, self.bound, Page("Sign in", self._login_form(request)))
@@ -134,15 +193,26 @@ class Inspector:
             fields = await form_fields(request)
             self.guard.check_write(request, fields.get("csrf", ""))
         except Refused as refused:
-            return self.respond(request, self.bound, Page("Refused", message(refused.reason, "error"), refused.status))
+            return self.respond(
+                request, self.bound, Page("Refused", message(refused.reason, "error"), refused.status)
+            )
         return sign_out(self.guard, request)
 
     def _login_form(self, request: Request) -> Any:
-        return el("form", el("label", el("span", "Bearer token"), el("input", type="password", name="token",
-                                                                     autocomplete="current-password", required=True)),
-                  el("input", type="hidden", name="next", value=request.query_params.get("next", "/")),
-                  el("input", type="hidden", name="csrf", value=self.guard.csrf(request)),
-                  el("button", "Sign in", type="submit"), method="post", action="/login", class_="signin")
+        return el(
+            "form",
+            el(
+                "label",
+                el("span", "Bearer token"),
+                el("input", type="password", name="token", autocomplete="current-password", required=True),
+            ),
+            el("input", type="hidden", name="next", value=request.query_params.get("next", "/")),
+            el("input", type="hidden", name="csrf", value=self.guard.csrf(request)),
+            el("button", "Sign in", type="submit"),
+            method="post",
+            action="/login",
+            class_="signin",
+        )
 
     # --- files ----------------------------------------------------------------------------------
 

@@ -53,8 +53,15 @@ def signed_in(guard: Guard, request: Request, fields: dict[str, str]) -> Respons
         target = "/"
     response = RedirectResponse(target, status_code=303)
     if guard.sessions is not None:
-        response.set_cookie(guard.sessions.name, guard.sessions.new(), max_age=guard.sessions.seconds, path="/",
-                            secure=_secure(guard, request), httponly=True, samesite="strict")
+        response.set_cookie(
+            guard.sessions.name,
+            guard.sessions.new(),
+            max_age=guard.sessions.seconds,
+            path="/",
+            secure=_secure(guard, request),
+            httponly=True,
+            samesite="strict",
+        )
     return response
 
 
@@ -63,8 +70,9 @@ def signed_out(guard: Guard, request: Request) -> Response:
     response = RedirectResponse("/login", status_code=303)
     if guard.sessions is not None:
         guard.sessions.revoke(request.cookies.get(guard.sessions.name))
-        response.delete_cookie(guard.sessions.name, path="/", secure=_secure(guard, request), httponly=True,
-                               samesite="strict")
+        response.delete_cookie(
+            guard.sessions.name, path="/", secure=_secure(guard, request), httponly=True, samesite="strict"
+        )
     return response
 
 

@@ -37,13 +37,18 @@ from .markup import Child, Markup, el, join, url
 from .sessions import Sessions
 
 OPEN_PATHS = ("/login", "/static/", "/favicon.ico")  # served without the token (nothing of the vault in them)
-POLICY = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
-          "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+POLICY = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
+    "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+)
 HEADERS = [
     (b"content-security-policy", POLICY.encode()),
     (b"x-content-type-options", b"nosniff"),
     (b"x-frame-options", b"DENY"),
-    (b"referrer-policy", b"same-origin"),  # not no-referrer: Chromium would then send "Origin: null" on a POST
+    (
+        b"referrer-policy",
+        b"same-origin",
+    ),  # not no-referrer: Chromium would then send "Origin: null" on a POST
     (b"cross-origin-opener-policy", b"same-origin"),
     (b"cross-origin-resource-policy", b"same-origin"),
     (b"cache-control", b"no-store"),
@@ -77,18 +82,30 @@ class Guard:
         started = time.perf_counter()
 
         async def secured(message: MutableMapping[str, Any]) -> None:
-            if message["type"] == "http.response.start":  # a page is whole before it starts: its time is known
+            if (
+                message["type"] == "http.response.start"
+            ):  # a page is whole before it starts: its time is known
                 took = f"app;dur={(time.perf_counter() - started) * 1000:.1f}".encode()
                 names = {name for name, _ in HEADERS}
-                message["headers"] = [h for h in message.get("headers", []) if h[0] not in names] + HEADERS + [
-                    (b"server-timing", took)]
+                message["headers"] = (
+                    [h for h in message.get("headers", []) if h[0] not in names]
+                    + HEADERS
+                    + [(b"server-timing", took)]
+                )
             await send(message)
 
         request = Request(scope)
         site = foreign_site(scope)
-        refused = (page(403, "Refused", f"This inspector answers its own pages only, not another site's "
-                                        f"(Sec-Fetch-Site: {site}): open its address yourself.")
-                   if site is not None else await self.security.validate_request(request, is_post=False))
+        refused = (
+            page(
+                403,
+                "Refused",
+                f"This inspector answers its own pages only, not another site's "
+                f"(Sec-Fetch-Site: {site}): open its address yourself.",
+            )
+            if site is not None
+            else await self.security.validate_request(request, is_post=False)
+        )
         if refused is None and not self.admits(request) and not request.url.path.startswith(OPEN_PATHS):
             refused = sign_in_first(request)
         await (refused or self.app)(scope, receive, secured)
@@ -125,21 +142,36 @@ class Guard:
         if origin is None or origin != own:
             raise Refused(403, "refused: a change must come from this inspector's own pages (Origin)")
         if not hmac.compare_digest(form_csrf.encode(), self.csrf(request).encode()):
-            raise Refused(403, "refused: the form's CSRF token is missing or stale; reload the page and try again")
+            raise Refused(
+                403, "refused: the form's CSRF token is missing or stale; reload the page and try again"
+            )
 
 
 def sign_in_first(request: Request) -> Response:
     """401, as the MCP endpoint answers; for a browser, a page with the way to sign in."""
     target = url("/login", next=request.url.path + (f"?{request.url.query}" if request.url.query else ""))
-    return page(401, "Sign in", ["This inspector needs its bearer token. ", el("a", "Sign in with it", href=target),
-                                 "."], headers={"www-authenticate": "Bearer"})
+    return page(
+        401,
+        "Sign in",
+        ["This inspector needs its bearer token. ", el("a", "Sign in with it", href=target), "."],
+        headers={"www-authenticate": "Bearer"},
+    )
 
 
 def page(status: int, title: str, text: Child, headers: dict[str, str] | None = None) -> Response:
     """A page of one paragraph, for a request the guard answers itself (nothing of the vault in it)."""
-    body = join(Markup("<!doctype html>"), el("html", el("head", el("meta", charset="utf-8"),
-                                                   el("title", f"{title}: Perseus Vault"),
-                                                   el("link", rel="stylesheet", href="/static/app.css")),
-                                      el("body", el("main", el("h1", title), el("p", text)), class_="signin"),
-                                      lang="en"))
+    body = join(
+        Markup("<!doctype html>"),
+        el(
+            "html",
+            el(
+                "head",
+                el("meta", charset="utf-8"),
+                el("title", f"{title}: Perseus Vault"),
+                el("link", rel="stylesheet", href="/static/app.css"),
+            ),
+            el("body", el("main", el("h1", title), el("p", text)), class_="signin"),
+            lang="en",
+        ),
+    )
     return HTMLResponse(body, status_code=status, headers=headers)

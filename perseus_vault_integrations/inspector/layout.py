@@ -15,8 +15,15 @@ from perseus_vault_core import iso_time, true_from
 
 from .markup import Child, Markup, el, join, url
 
-NAV = (("/", "Overview"), ("/browse", "Browse"), ("/recall", "Recall"), ("/graph", "Graph"),
-       ("/time", "Time travel"), ("/hygiene", "Hygiene"), ("/files", "Memory files"))
+NAV = (
+    ("/", "Overview"),
+    ("/browse", "Browse"),
+    ("/recall", "Recall"),
+    ("/graph", "Graph"),
+    ("/time", "Time travel"),
+    ("/hygiene", "Hygiene"),
+    ("/files", "Memory files"),
+)
 PREVIEW_CHARS = 160
 
 
@@ -46,29 +53,56 @@ class Scope:
         return url(path, **({} if self.bound else self.args()), **query)
 
 
-def document(page: Page, scope: Scope, *, path: str, edits: bool, where: str, sign_out: str | None = None
-             ) -> Markup:
+def document(
+    page: Page, scope: Scope, *, path: str, edits: bool, where: str, sign_out: str | None = None
+) -> Markup:
     """The whole HTML document: head, navigation, the view's body, and a footer saying what this is; with
     ``sign_out`` (the page's CSRF token, for a browser signed in), a button that ends its session."""
-    nav = el("nav", el("a", "Perseus Vault", href=scope.link("/"), class_="brand"),
-             [el("a", label, href=scope.link(target), aria_current="page" if target == path else None)
-              for target, label in NAV])
+    nav = el(
+        "nav",
+        el("a", "Perseus Vault", href=scope.link("/"), class_="brand"),
+        [
+            el("a", label, href=scope.link(target), aria_current="page" if target == path else None)
+            for target, label in NAV
+        ],
+    )
     shown = " / ".join(f"{k.split('_')[0]} {v}" for k, v in scope.args().items() if v is not None)
     badge = el("span", ("bound to " if scope.bound else "scope: ") + shown, class_="scope") if shown else None
     mode = "edits allowed (forget, restore, verify)" if edits else "read-only"
-    leave = None if sign_out is None else el(
-        "form", el("input", type="hidden", name="csrf", value=sign_out), el("button", "Sign out", type="submit"),
-        method="post", action="/logout", class_="signout")
-    return join(Markup("<!doctype html>\n"), el(
-        "html",
-        el("head", el("meta", charset="utf-8"), el("meta", name="viewport", content="width=device-width, initial-scale=1"),
-           el("title", f"{page.title} · Perseus Vault"),
-           el("link", rel="stylesheet", href="/static/app.css"),
-           el("link", rel="icon", href="/static/icon.svg", type="image/svg+xml"),
-           el("script", src="/static/app.js", defer=True)),
-        el("body", el("header", nav, badge, leave), el("main", el("h1", page.title), page.body),
-           el("footer", f"{where} · {mode} · memory content is shown as text, never run")),
-        lang="en"))
+    leave = (
+        None
+        if sign_out is None
+        else el(
+            "form",
+            el("input", type="hidden", name="csrf", value=sign_out),
+            el("button", "Sign out", type="submit"),
+            method="post",
+            action="/logout",
+            class_="signout",
+        )
+    )
+    return join(
+        Markup("<!doctype html>\n"),
+        el(
+            "html",
+            el(
+                "head",
+                el("meta", charset="utf-8"),
+                el("meta", name="viewport", content="width=device-width, initial-scale=1"),
+                el("title", f"{page.title} · Perseus Vault"),
+                el("link", rel="stylesheet", href="/static/app.css"),
+                el("link", rel="icon", href="/static/icon.svg", type="image/svg+xml"),
+                el("script", src="/static/app.js", defer=True),
+            ),
+            el(
+                "body",
+                el("header", nav, badge, leave),
+                el("main", el("h1", page.title), page.body),
+                el("footer", f"{where} · {mode} · memory content is shown as text, never run"),
+            ),
+            lang="en",
+        ),
+    )
 
 
 # --- pieces ---------------------------------------------------------------------------------------
@@ -104,7 +138,9 @@ def preview(text: str | None, chars: int = PREVIEW_CHARS) -> str:
 
 
 def memory_link(scope: Scope, entity_id: int, label: Child = None, **query: Any) -> Markup:
-    return el("a", label if label is not None else f"#{entity_id}", href=scope.link(f"/memory/{entity_id}", **query))
+    return el(
+        "a", label if label is not None else f"#{entity_id}", href=scope.link(f"/memory/{entity_id}", **query)
+    )
 
 
 def address(e: Any) -> str:
@@ -116,8 +152,13 @@ def status_badge(status: str) -> Markup:
     return el("span", status, class_=f"badge status-{status}")
 
 
-def table(head: Iterable[Child], rows: Iterable[Iterable[Child]], *, class_: str | None = None,
-          empty: str = "nothing here") -> Markup:
+def table(
+    head: Iterable[Child],
+    rows: Iterable[Iterable[Child]],
+    *,
+    class_: str | None = None,
+    empty: str = "nothing here",
+) -> Markup:
     body = [el("tr", [el("td", cell) for cell in row]) for row in rows]
     if not body:
         return el("p", empty, class_="empty")
@@ -147,26 +188,42 @@ def field(label: str, control: Markup) -> Markup:
 
 
 def text_input(name: str, value: Any, *, placeholder: str | None = None, size_: int | None = None) -> Markup:
-    return el("input", type="text", name=name, value="" if value is None else str(value), placeholder=placeholder,
-              size=size_)
+    return el(
+        "input",
+        type="text",
+        name=name,
+        value="" if value is None else str(value),
+        placeholder=placeholder,
+        size=size_,
+    )
 
 
 def choice(name: str, options: Iterable[tuple[str, str]], chosen: str | None) -> Markup:
-    return el("select", [el("option", label, value=value, selected=value == (chosen or ""))
-                         for value, label in options], name=name, data_submit="change")
+    return el(
+        "select",
+        [el("option", label, value=value, selected=value == (chosen or "")) for value, label in options],
+        name=name,
+        data_submit="change",
+    )
 
 
 def checkbox(name: str, on: bool, label: str) -> Markup:
-    return el("label", el("input", type="checkbox", name=name, value="1", checked=on), " ", label, class_="check")
+    return el(
+        "label", el("input", type="checkbox", name=name, value="1", checked=on), " ", label, class_="check"
+    )
 
 
 def scope_fields(scope: Scope) -> list[Markup]:
     """The scope inputs of a filter form (none when the server binds the scope)."""
     if scope.bound:
         return []
-    return [field("agent", text_input("agent_id", scope.agent_id, size_=12)),
-            field("workspace", text_input("workspace_hash", scope.workspace_hash, size_=12))]
+    return [
+        field("agent", text_input("agent_id", scope.agent_id, size_=12)),
+        field("workspace", text_input("workspace_hash", scope.workspace_hash, size_=12)),
+    ]
 
 
 def form(*controls: Child, path: str, submit: str = "Show") -> Markup:
-    return el("form", controls, el("button", submit, type="submit"), method="get", action=path, class_="filters")
+    return el(
+        "form", controls, el("button", submit, type="submit"), method="get", action=path, class_="filters"
+    )

@@ -76,5 +76,9 @@ def el(tag: str, *children: Child, **attributes: Any) -> Markup:
 
 def url(path: str, **query: Any) -> str:
     """A path of this server with its query (empty and ``None`` values left out, so shared links stay short)."""
-    pairs = [(k, "1" if v is True else str(v)) for k, v in query.items() if v is not None and v is not False and v != ""]
+    pairs = [
+        (k, "1" if v is True else str(v))
+        for k, v in query.items()
+        if v is not None and v is not False and v != ""
+    ]
     return path + ("?" + urlencode(pairs) if pairs else "")

@@ -29,7 +29,9 @@ class Context:
     csrf: str
     reports: Reports
     kept: Kept
-    clusters: Reports  # the link graph's communities, clustered in the background (a report queue of their own)
+    clusters: (
+        Reports  # the link graph's communities, clustered in the background (a report queue of their own)
+    )
 
     def stamp(self, scope: Scope) -> Hashable:
         """The scope's latest write (what a kept answer or report was computed after)."""
@@ -41,8 +43,11 @@ class Context:
         clustering when it is not): clustering 100,000 memories takes seconds, so a page that colours by
         community starts it in the background and shows its graph without colours until it is done."""
         try:
-            job = self.clusters.job(("communities", *scope.args().items()), self.stamp(scope),
-                                    lambda: self.vault.communities(limit=1, central=0, **scope.args()))
+            job = self.clusters.job(
+                ("communities", *scope.args().items()),
+                self.stamp(scope),
+                lambda: self.vault.communities(limit=1, central=0, **scope.args()),
+            )
         except Busy:  # other scopes' graphs wait their turn: shown uncoloured, as while clustering
             return False, 0.0
         return self.clusters.wait(job), job.seconds()
@@ -50,8 +55,9 @@ class Context:
     def counts(self, scope: Scope, **filters: Any) -> Counts:
         """``counts`` for ``scope`` and ``filters``, read once per write (a tenth of a second at 100,000 memories)."""
         asked = {k: v for k, v in {**scope.args(), **filters}.items() if v is not None}
-        answer: Counts = self.kept.get(("counts", tuple(sorted(asked.items()))), self.stamp(scope),
-                                       lambda: self.vault.counts(**asked))
+        answer: Counts = self.kept.get(
+            ("counts", tuple(sorted(asked.items()))), self.stamp(scope), lambda: self.vault.counts(**asked)
+        )
         return answer
 
     def stats(self) -> Stats:
@@ -118,5 +124,9 @@ class Ask:
 
     def filters(self) -> dict[str, Any]:
         """The scope and the attribute filters every listing takes (type, category, topic path)."""
-        return {**self.scope.args(), "type": self.text("type"), "category": self.text("category"),
-                "topic_path": self.text("topic_path")}
+        return {
+            **self.scope.args(),
+            "type": self.text("type"),
+            "category": self.text("category"),
+            "topic_path": self.text("topic_path"),
+        }

@@ -97,7 +97,9 @@ class Job:
 
     def gone(self) -> bool:
         """Whether it ended given up (a page asking again starts it anew)."""
-        return self.future.cancelled() or (self.future.done() and isinstance(self.future.exception(), Cancelled))
+        return self.future.cancelled() or (
+            self.future.done() and isinstance(self.future.exception(), Cancelled)
+        )
 
 
 class Reports:

@@ -25,17 +25,41 @@ class Beside:
             await self.inspector(scope, receive, send)
 
 
-def serve_alone(vault: Any, host: str, port: int, token: str | None, *, allow_edits: bool = False,
-                agent_id: str | None = None, workspace_hash: str | None = None, tls: Tls | None = None) -> None:
+def serve_alone(
+    vault: Any,
+    host: str,
+    port: int,
+    token: str | None,
+    *,
+    allow_edits: bool = False,
+    agent_id: str | None = None,
+    workspace_hash: str | None = None,
+    tls: Tls | None = None,
+) -> None:
     """``perseus-vault ui``: the inspector alone (over HTTPS with ``tls``) until stopped; its URL printed on
     stdout once its lines on stderr are out."""
     require_token(host, token)  # refused before listening
     sock = listen(host, port)
     port = int(sock.getsockname()[1])
-    app = Inspector(vault, host, port, token, allow_edits=allow_edits, agent_id=agent_id, workspace_hash=workspace_hash,
-                    https=tls is not None)
+    app = Inspector(
+        vault,
+        host,
+        port,
+        token,
+        allow_edits=allow_edits,
+        agent_id=agent_id,
+        workspace_hash=workspace_hash,
+        https=tls is not None,
+    )
     url = base_url(host, port, tls is not None)
     note = " (sign in with the bearer token)" if token else ""
     where = "" if is_loopback(host) else ", reachable from other machines"
-    serve_app(app, host, port, [f"the web inspector at {url}/{note}{where}; Ctrl-C to stop"], sock=sock, tls=tls,
-              stdout=f"{url}/")
+    serve_app(
+        app,
+        host,
+        port,
+        [f"the web inspector at {url}/{note}{where}; Ctrl-C to stop"],
+        sock=sock,
+        tls=tls,
+        stdout=f"{url}/",
+    )

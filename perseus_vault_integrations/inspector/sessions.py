@@ -25,12 +25,14 @@ COOKIE = "perseus_vault_inspector"
 class Sessions:
     """The sessions of one inspector served with ``token`` on ``port``."""
 
-    def __init__(self, token: str, port: int, *, seconds: int = SESSION_S,
-                 clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, token: str, port: int, *, seconds: int = SESSION_S, clock: Callable[[], float] = time.time
+    ) -> None:
         self.name = f"{COOKIE}_{port}"  # the cookie's name: one per port of a host
         self.seconds, self._clock = seconds, clock
-        self._key = hmac.new(token.encode(), f"perseus-vault inspector session, port {port}".encode(),
-                             hashlib.sha256).digest()
+        self._key = hmac.new(
+            token.encode(), f"perseus-vault inspector session, port {port}".encode(), hashlib.sha256
+        ).digest()
         self._lock = threading.Lock()
         self._revoked: dict[str, int] = {}  # signed out -> when it would have expired
 

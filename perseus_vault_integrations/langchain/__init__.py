@@ -23,10 +23,16 @@ from __future__ import annotations
 from ..extras import require
 
 # First, so that a missing framework is named once, here, before the modules below import it.
-require("langchain", "the LangChain adapters", "langchain_core", "langgraph.store.base", "langgraph.checkpoint.base")
+require(
+    "langchain",
+    "the LangChain adapters",
+    "langchain_core",
+    "langgraph.store.base",
+    "langgraph.checkpoint.base",
+)
 
-from .checkpoint import PerseusVaultSaver
 from .chat_message_histories import PerseusVaultChatMessageHistory
+from .checkpoint import PerseusVaultSaver
 from .embeddings import LangChainEmbedder, PerseusVaultEmbeddings
 from .judges import ChatModelJudge
 from .retrievers import PerseusVaultRetriever

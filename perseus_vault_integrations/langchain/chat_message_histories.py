@@ -40,10 +40,19 @@ class PerseusVaultChatMessageHistory(OwnsItsVault, BaseChatMessageHistory):
     """
 
     @strict
-    def __init__(self, vault: VaultLike, session_id: str, *, category: str = "chat", agent_id: str | None = None,
-                 workspace_hash: str | None = None) -> None:
+    def __init__(
+        self,
+        vault: VaultLike,
+        session_id: str,
+        *,
+        category: str = "chat",
+        agent_id: str | None = None,
+        workspace_hash: str | None = None,
+    ) -> None:
         if not isinstance(session_id, str) or not session_id.strip() or len(session_id) > MAX_SESSION_CHARS:
-            raise InvalidInput("session_id", f"must be a non-blank string of at most {MAX_SESSION_CHARS} characters")
+            raise InvalidInput(
+                "session_id", f"must be a non-blank string of at most {MAX_SESSION_CHARS} characters"
+            )
         if not isinstance(category, str) or not category.strip():
             raise InvalidInput("category", "must be a non-empty string")
         self.vault, self._owned_vault = open_vault(vault)
@@ -59,8 +68,14 @@ class PerseusVaultChatMessageHistory(OwnsItsVault, BaseChatMessageHistory):
         cursor = None
         while True:
             # '' is the unscoped scope itself: without it an unscoped history would read every scope.
-            page = self.vault.scan(cursor=cursor, limit=MAX_LIMIT, category=self.category, topic_path=self.topic_path,
-                                   agent_id=self.agent_id or "", workspace_hash=self.workspace_hash or "")
+            page = self.vault.scan(
+                cursor=cursor,
+                limit=MAX_LIMIT,
+                category=self.category,
+                topic_path=self.topic_path,
+                agent_id=self.agent_id or "",
+                workspace_hash=self.workspace_hash or "",
+            )
             out.extend(e for e in page.items if e.type == MESSAGE_TYPE)
             if not page.has_more:
                 return out
@@ -76,12 +91,22 @@ class PerseusVaultChatMessageHistory(OwnsItsVault, BaseChatMessageHistory):
         for i, message in enumerate(messages):
             if not isinstance(message, BaseMessage):
                 raise InvalidInput(f"messages[{i}]", "must be a LangChain message")
-            items.append({
-                "category": self.category, "key": f"{self.session_id}/{uuid.uuid4().hex}", "type": MESSAGE_TYPE,
-                "content": message.text, "topic_path": self.topic_path, "agent_id": self.agent_id,
-                "workspace_hash": self.workspace_hash,
-                "body": {"message": message_to_dict(message), "session_id": self.session_id, "role": message.type},
-            })
+            items.append(
+                {
+                    "category": self.category,
+                    "key": f"{self.session_id}/{uuid.uuid4().hex}",
+                    "type": MESSAGE_TYPE,
+                    "content": message.text,
+                    "topic_path": self.topic_path,
+                    "agent_id": self.agent_id,
+                    "workspace_hash": self.workspace_hash,
+                    "body": {
+                        "message": message_to_dict(message),
+                        "session_id": self.session_id,
+                        "role": message.type,
+                    },
+                }
+            )
         if items:
             self.vault.remember_many(items)
 

@@ -73,15 +73,27 @@ class PerseusVaultSaver(OwnsItsVault, BaseCheckpointSaver[str]):
     """
 
     @strict
-    def __init__(self, vault: VaultLike, *, serde: SerializerProtocol | None = None, agent_id: str | None = None,
-                 workspace_hash: str | None = None) -> None:
+    def __init__(
+        self,
+        vault: VaultLike,
+        *,
+        serde: SerializerProtocol | None = None,
+        agent_id: str | None = None,
+        workspace_hash: str | None = None,
+    ) -> None:
         super().__init__(serde=serde)
         with vault_from(vault) as (self.vault, self._owned_vault):
             self.checkpoints = Checkpoints(self.vault, agent_id=agent_id, workspace_hash=workspace_hash)
 
     @classmethod
-    def from_conn_string(cls, conn_string: str, *, serde: SerializerProtocol | None = None,
-                         agent_id: str | None = None, workspace_hash: str | None = None) -> Opening[PerseusVaultSaver]:
+    def from_conn_string(
+        cls,
+        conn_string: str,
+        *,
+        serde: SerializerProtocol | None = None,
+        agent_id: str | None = None,
+        workspace_hash: str | None = None,
+    ) -> Opening[PerseusVaultSaver]:
         """A saver over the vault at ``conn_string`` (a file path or a ``postgresql://`` URL), as a context
         manager for ``with`` or ``async with`` (LangGraph's ``SqliteSaver`` / ``AsyncSqliteSaver`` form):
         the vault is opened on entry and closed on exit."""
@@ -100,37 +112,65 @@ class PerseusVaultSaver(OwnsItsVault, BaseCheckpointSaver[str]):
 
     # --- writing ------------------------------------------------------------------------------
 
-    def put(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
-            new_versions: ChannelVersions) -> RunnableConfig:
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
         """Save ``checkpoint`` as the child of the one ``config`` names, with the values of the channels
         in ``new_versions``; returns the config that names the saved checkpoint."""
         configurable = _configurable(config)
         thread, ns = _thread(configurable), str(configurable.get("checkpoint_ns", ""))
         saved: dict[str, Any] = dict(checkpoint)
-        values: dict[str, Any] = saved.pop("channel_values", {})  # each value goes in a blob, once per version
-        blobs = [ChannelBlob(channel, str(version), *(self.serde.dumps_typed(values[channel]) if channel in values
-                                                     else (EMPTY, None)))
-                 for channel, version in new_versions.items()]
+        values: dict[str, Any] = saved.pop(
+            "channel_values", {}
+        )  # each value goes in a blob, once per version
+        blobs = [
+            ChannelBlob(
+                channel,
+                str(version),
+                *(self.serde.dumps_typed(values[channel]) if channel in values else (EMPTY, None)),
+            )
+            for channel, version in new_versions.items()
+        ]
         kind, payload = self.serde.dumps_typed(saved)
-        self.checkpoints.put(thread, ns, checkpoint["id"], parent_checkpoint_id=configurable.get("checkpoint_id"),
-                             type=kind, checkpoint=payload,
-                             metadata=get_serializable_checkpoint_metadata(config, metadata),
-                             channel_versions={k: str(v) for k, v in checkpoint["channel_versions"].items()},
-                             blobs=blobs)
+        self.checkpoints.put(
+            thread,
+            ns,
+            checkpoint["id"],
+            parent_checkpoint_id=configurable.get("checkpoint_id"),
+            type=kind,
+            checkpoint=payload,
+            metadata=get_serializable_checkpoint_metadata(config, metadata),
+            channel_versions={k: str(v) for k, v in checkpoint["channel_versions"].items()},
+            blobs=blobs,
+        )
         return {"configurable": {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}}
 
-    def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
-                   task_path: str = "") -> None:
+    def put_writes(
+        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
+    ) -> None:
         """Save a task's writes to the checkpoint ``config`` names (a write already saved for the same task
         and index is kept; an error's or interrupt's replaces the one before)."""
         configurable = _configurable(config)
         checkpoint_id = get_checkpoint_id(config)
         if checkpoint_id is None:
             raise InvalidInput("checkpoint_id", "is required: writes belong to a saved checkpoint")
-        rows = [TaskWrite(str(task_id), task_path, WRITES_IDX_MAP.get(channel, idx), channel,
-                          *self.serde.dumps_typed(value)) for idx, (channel, value) in enumerate(writes)]
-        self.checkpoints.put_writes(_thread(configurable), str(configurable.get("checkpoint_ns", "")), checkpoint_id,
-                                    rows)
+        rows = [
+            TaskWrite(
+                str(task_id),
+                task_path,
+                WRITES_IDX_MAP.get(channel, idx),
+                channel,
+                *self.serde.dumps_typed(value),
+            )
+            for idx, (channel, value) in enumerate(writes)
+        ]
+        self.checkpoints.put_writes(
+            _thread(configurable), str(configurable.get("checkpoint_ns", "")), checkpoint_id, rows
+        )
 
     def delete_thread(self, thread_id: str) -> None:
         """Delete a thread's checkpoints and writes, in every namespace."""
@@ -149,34 +189,55 @@ class PerseusVaultSaver(OwnsItsVault, BaseCheckpointSaver[str]):
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """The checkpoint ``config`` names, or its thread's latest (in its namespace) without a checkpoint id."""
         configurable = _configurable(config)
-        stored = self.checkpoints.get(_thread(configurable), str(configurable.get("checkpoint_ns", "")),
-                                      get_checkpoint_id(config))
+        stored = self.checkpoints.get(
+            _thread(configurable), str(configurable.get("checkpoint_ns", "")), get_checkpoint_id(config)
+        )
         return self._tuple(stored) if stored is not None else None
 
-    def list(self, config: RunnableConfig | None, *, filter: dict[str, Any] | None = None,
-             before: RunnableConfig | None = None, limit: int | None = None) -> Iterator[CheckpointTuple]:
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
         """Checkpoints newest first: of ``config``'s thread (every thread without one), its namespace
         (every namespace when it names none) and checkpoint id; whose metadata holds every value of
         ``filter``; older than ``before``; at most ``limit``."""
         configurable = _configurable(config) if config is not None else {}
         thread = str(configurable["thread_id"]) if configurable.get("thread_id") is not None else None
         ns = configurable.get("checkpoint_ns")
-        found = self.checkpoints.list(thread, str(ns) if ns is not None else None, get_checkpoint_id(config)
-                                      if config else None, before=get_checkpoint_id(before) if before else None,
-                                      metadata=filter, limit=limit)
+        found = self.checkpoints.list(
+            thread,
+            str(ns) if ns is not None else None,
+            get_checkpoint_id(config) if config else None,
+            before=get_checkpoint_id(before) if before else None,
+            metadata=filter,
+            limit=limit,
+        )
         return (self._tuple(stored) for stored in found)
 
     def _tuple(self, stored: StoredCheckpoint) -> CheckpointTuple:
         checkpoint: Checkpoint = self.serde.loads_typed((stored.type, stored.checkpoint))
-        values = {b.channel: self.serde.loads_typed((b.type, b.data or b"")) for b in stored.blobs if b.type != EMPTY}
+        values = {
+            b.channel: self.serde.loads_typed((b.type, b.data or b""))
+            for b in stored.blobs
+            if b.type != EMPTY
+        }
         here = {"thread_id": stored.thread_id, "checkpoint_ns": stored.checkpoint_ns}
         return CheckpointTuple(
             config={"configurable": {**here, "checkpoint_id": stored.checkpoint_id}},
             checkpoint={**checkpoint, "channel_values": values},
             metadata=stored.metadata,  # type: ignore[arg-type]
-            parent_config=({"configurable": {**here, "checkpoint_id": stored.parent_checkpoint_id}}
-                           if stored.parent_checkpoint_id else None),
-            pending_writes=[(w.task_id, w.channel, self.serde.loads_typed((w.type, w.data))) for w in stored.writes],
+            parent_config=(
+                {"configurable": {**here, "checkpoint_id": stored.parent_checkpoint_id}}
+                if stored.parent_checkpoint_id
+                else None
+            ),
+            pending_writes=[
+                (w.task_id, w.channel, self.serde.loads_typed((w.type, w.data))) for w in stored.writes
+            ],
         )
 
     def get_next_version(self, current: str | None, channel: None) -> str:
@@ -190,18 +251,30 @@ class PerseusVaultSaver(OwnsItsVault, BaseCheckpointSaver[str]):
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         return await asyncio.to_thread(self.get_tuple, config)
 
-    async def alist(self, config: RunnableConfig | None, *, filter: dict[str, Any] | None = None,
-                    before: RunnableConfig | None = None, limit: int | None = None) -> AsyncIterator[CheckpointTuple]:
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
         found = await asyncio.to_thread(self.list, config, filter=filter, before=before, limit=limit)
         while (item := await asyncio.to_thread(next, found, None)) is not None:
             yield item
 
-    async def aput(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
-                   new_versions: ChannelVersions) -> RunnableConfig:
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
         return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)
 
-    async def aput_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
-                          task_path: str = "") -> None:
+    async def aput_writes(
+        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
+    ) -> None:
         await asyncio.to_thread(self.put_writes, config, list(writes), task_id, task_path)
 
     async def adelete_thread(self, thread_id: str) -> None:
@@ -212,5 +285,3 @@ class PerseusVaultSaver(OwnsItsVault, BaseCheckpointSaver[str]):
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         await asyncio.to_thread(self.copy_thread, source_thread_id, target_thread_id)
-
-

@@ -35,12 +35,18 @@ class LangChainEmbedder:
     """
 
     @strict
-    def __init__(self, embeddings: Embeddings, *, identity: str | None = None, dimension: int | None = None) -> None:
+    def __init__(
+        self, embeddings: Embeddings, *, identity: str | None = None, dimension: int | None = None
+    ) -> None:
         if not isinstance(embeddings, Embeddings):
-            raise InvalidInput("embedding", f"must be a LangChain Embeddings object, not {type(embeddings).__name__}")
+            raise InvalidInput(
+                "embedding", f"must be a LangChain Embeddings object, not {type(embeddings).__name__}"
+            )
         if identity is not None and (not isinstance(identity, str) or not identity.strip()):
             raise InvalidInput("identity", "must be a non-empty string")
-        if dimension is not None and (not isinstance(dimension, int) or isinstance(dimension, bool) or dimension < 1):
+        if dimension is not None and (
+            not isinstance(dimension, int) or isinstance(dimension, bool) or dimension < 1
+        ):
             raise InvalidInput("dimension", "must be a positive whole number")
         self.embeddings = embeddings
         self._identity = identity

@@ -38,7 +38,9 @@ class ChatModelJudge:
     @strict
     def __init__(self, model: BaseChatModel) -> None:
         if not isinstance(model, BaseChatModel):
-            raise InvalidInput("model", f"must be a LangChain chat model (a BaseChatModel), not {type(model).__name__}")
+            raise InvalidInput(
+                "model", f"must be a LangChain chat model (a BaseChatModel), not {type(model).__name__}"
+            )
         self.model = model
 
     def __call__(self, memory: Any, candidates: list[SimilarMemory]) -> dict[int, str]:
@@ -50,7 +52,11 @@ class ChatModelJudge:
 def prompt(memory: Any, candidates: list[SimilarMemory]) -> str:
     """The new memory and its candidates, each with when it became true."""
     when = date(memory.valid_from_ms) if memory.valid_from_ms is not None else "now"
-    lines = [f"New memory ({memory.category}/{memory.key}, true from {when}): {memory.content}", "", "Candidates:"]
+    lines = [
+        f"New memory ({memory.category}/{memory.key}, true from {when}): {memory.content}",
+        "",
+        "Candidates:",
+    ]
     for c in candidates:
         lines.append(f"- id {c.id} ({c.category}/{c.key}, true from {date(c.true_from_ms)}): {c.text}")
     return "\n".join(lines)
@@ -70,6 +76,11 @@ def parse(text: str, ids: set[int]) -> dict[int, str]:
     out = {}
     for key, verdict in data.items():
         number = str(key).lstrip("#").strip()
-        if number.isdigit() and int(number) in ids and isinstance(verdict, str) and verdict.lower() in VERDICTS:
+        if (
+            number.isdigit()
+            and int(number) in ids
+            and isinstance(verdict, str)
+            and verdict.lower() in VERDICTS
+        ):
             out[int(number)] = verdict.lower()
     return out

@@ -88,36 +88,51 @@ def check_search(search_type: Any, search_kwargs: Any) -> dict[str, Any]:
         raise InvalidInput("search_kwargs", "must be a dict")
     for name in search_kwargs:
         if name not in SEARCH_KWARGS and name in RECALL_FIELDS:
-            raise InvalidInput(f"search_kwargs.{name}", f"is a recall parameter: give it as the retriever's own "
-                               f"field (PerseusVaultRetriever(vault, {name}=...)) or per call")
+            raise InvalidInput(
+                f"search_kwargs.{name}",
+                f"is a recall parameter: give it as the retriever's own "
+                f"field (PerseusVaultRetriever(vault, {name}=...)) or per call",
+            )
     refuse_unknown(search_kwargs, SEARCH_KWARGS, "search_kwargs")
     kwargs = dict(search_kwargs)
     if "k" in kwargs:
         _whole("search_kwargs.k", kwargs["k"], 1)
     if kwargs.get("filter") is not None:
         if not isinstance(kwargs["filter"], dict):
-            raise InvalidInput("search_kwargs.filter", "must be a where filter: a dict such as {'project': 'apollo'}")
+            raise InvalidInput(
+                "search_kwargs.filter", "must be a where filter: a dict such as {'project': 'apollo'}"
+            )
         try:
             validate(RecallParams, {"query": "", "where": kwargs["filter"]})
         except InvalidInput as bad:  # named as the retriever takes it: search_kwargs.filter.<place>
-            raise InvalidInput("search_kwargs.filter" + bad.field.removeprefix("where"), bad.message) from None
+            raise InvalidInput(
+                "search_kwargs.filter" + bad.field.removeprefix("where"), bad.message
+            ) from None
     if kwargs.get("where_document") is not None:
         document_where(kwargs["where_document"], "search_kwargs.where_document")
     threshold = kwargs.get("score_threshold")
     if search_type == "similarity_score_threshold":
         if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not -1 <= threshold <= 2:
-            raise InvalidInput("search_kwargs.score_threshold", "is required with search_type="
-                               "'similarity_score_threshold': a number, the lowest recall score kept (docs/recall.md)")
+            raise InvalidInput(
+                "search_kwargs.score_threshold",
+                "is required with search_type="
+                "'similarity_score_threshold': a number, the lowest recall score kept (docs/recall.md)",
+            )
     elif "score_threshold" in kwargs:
-        raise InvalidInput("search_kwargs.score_threshold", "applies only with "
-                           "search_type='similarity_score_threshold'")
+        raise InvalidInput(
+            "search_kwargs.score_threshold", "applies only with search_type='similarity_score_threshold'"
+        )
     for name in ("fetch_k", "lambda_mult"):
         if name in kwargs and search_type != "mmr":
             raise InvalidInput(f"search_kwargs.{name}", "applies only with search_type='mmr'")
     if "fetch_k" in kwargs:
         _whole("search_kwargs.fetch_k", kwargs["fetch_k"], 1)
     lam = kwargs.get("lambda_mult", LAMBDA_MULT)
-    if isinstance(lam, bool) or not isinstance(lam, (int, float)) or not (math.isfinite(lam) and 0 <= lam <= 1):
+    if (
+        isinstance(lam, bool)
+        or not isinstance(lam, (int, float))
+        or not (math.isfinite(lam) and 0 <= lam <= 1)
+    ):
         raise InvalidInput("search_kwargs.lambda_mult", "must be a number from 0 (diverse) to 1 (relevant)")
     return kwargs
 
@@ -137,11 +152,17 @@ class PerseusVaultRetriever(OwnsItsVault, BaseRetriever):
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     vault: Vault
-    search_type: SearchType = Field(default="similarity", description=(
-        "similarity: recall's ranking; similarity_score_threshold: only hits scoring at least "
-        "search_kwargs['score_threshold']; mmr: maximal marginal relevance over fetch_k hits"))
-    search_kwargs: dict[str, Any] = Field(default_factory=dict, description=(
-        "k, filter (recall's where), score_threshold, fetch_k, lambda_mult"))
+    search_type: SearchType = Field(
+        default="similarity",
+        description=(
+            "similarity: recall's ranking; similarity_score_threshold: only hits scoring at least "
+            "search_kwargs['score_threshold']; mmr: maximal marginal relevance over fetch_k hits"
+        ),
+    )
+    search_kwargs: dict[str, Any] = Field(
+        default_factory=dict,
+        description=("k, filter (recall's where), score_threshold, fetch_k, lambda_mult"),
+    )
     k: int = Field(default=4, ge=1, le=MAX_LIMIT, description="Documents to return (recall's limit)")
     mode: Literal["fts5", "dense", "hybrid"] | None = None
     # Unrelated memories are left out by default: "auto" is the mode's threshold (docs/recall.md).
@@ -187,15 +208,22 @@ class PerseusVaultRetriever(OwnsItsVault, BaseRetriever):
         call = dict(overrides)
         for name in ("limit", "where"):
             if name in call:
-                raise InvalidInput(name, f"use {'k' if name == 'limit' else 'filter'}, as search_kwargs names it")
-        search = check_search(self.search_type, {**self.search_kwargs,
-                                                 **{n: call.pop(n) for n in SEARCH_KWARGS if n in call}})
-        data: dict[str, Any] = {name: getattr(self, name) for name in RECALL_FIELDS
-                                if getattr(self, name) is not None or name == "min_score"}  # None: no cut
+                raise InvalidInput(
+                    name, f"use {'k' if name == 'limit' else 'filter'}, as search_kwargs names it"
+                )
+        search = check_search(
+            self.search_type, {**self.search_kwargs, **{n: call.pop(n) for n in SEARCH_KWARGS if n in call}}
+        )
+        data: dict[str, Any] = {
+            name: getattr(self, name)
+            for name in RECALL_FIELDS
+            if getattr(self, name) is not None or name == "min_score"
+        }  # None: no cut
         data.update(call)
         data["limit"] = search.get("k", self.k)
         wheres = ([search["filter"]] if search.get("filter") is not None else []) + (
-            [document_where(search["where_document"])] if search.get("where_document") is not None else [])
+            [document_where(search["where_document"])] if search.get("where_document") is not None else []
+        )
         if wheres:
             data["where"] = wheres[0] if len(wheres) == 1 else {"$and": wheres}
         if self.search_type == "similarity_score_threshold":
@@ -212,14 +240,20 @@ class PerseusVaultRetriever(OwnsItsVault, BaseRetriever):
         args["limit"] = max(k, search.get("fetch_k", FETCH_K))
         embedder = self.vault.embedder
         if embedder is None:
-            raise NotSupported("search_type='mmr' compares what the memories mean, and this vault was opened "
-                               "without an embedder (embedder=False); use search_type='similarity'")
+            raise NotSupported(
+                "search_type='mmr' compares what the memories mean, and this vault was opened "
+                "without an embedder (embedder=False); use search_type='similarity'"
+            )
         result = self.vault.recall(query, **args)
         if not result.items:
             return result
         rows = document_vectors(embedder, [item.content for item in result.items])
-        chosen = maximal_marginal_relevance(query_vector(embedder, query), rows.tolist(),
-                                            lambda_mult=float(search.get("lambda_mult", LAMBDA_MULT)), k=k)
+        chosen = maximal_marginal_relevance(
+            query_vector(embedder, query),
+            rows.tolist(),
+            lambda_mult=float(search.get("lambda_mult", LAMBDA_MULT)),
+            k=k,
+        )
         return result.model_copy(update={"items": [result.items[i] for i in chosen]})
 
     def _documents(self, query: str, overrides: dict[str, Any]) -> list[Document]:

@@ -39,7 +39,7 @@ import asyncio
 import json
 import time
 from collections.abc import Callable, Iterable, Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Literal
 from urllib.parse import quote
 
@@ -97,10 +97,19 @@ class PerseusVaultStore(OwnsItsVault, BaseStore):
     supports_ttl: bool = True
 
     @strict
-    def __init__(self, vault: VaultLike, *, index: IndexConfig | None = None, ttl: TTLConfig | None = None,
-                 category: str = "langgraph", agent_id: str | None = None, workspace_hash: str | None = None,
-                 mode: Mode | None = None, min_score: float | Literal["auto"] | None = "auto",
-                 clock: Callable[[], int] | None = None) -> None:
+    def __init__(
+        self,
+        vault: VaultLike,
+        *,
+        index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+        category: str = "langgraph",
+        agent_id: str | None = None,
+        workspace_hash: str | None = None,
+        mode: Mode | None = None,
+        min_score: float | Literal["auto"] | None = "auto",
+        clock: Callable[[], int] | None = None,
+    ) -> None:
         config: dict[str, Any] = dict(index or {})
         unknown = set(config) - {"dims", "embed", "fields"}
         if unknown:
@@ -114,15 +123,21 @@ class PerseusVaultStore(OwnsItsVault, BaseStore):
             raise InvalidInput("mode", "must be 'fts5', 'dense', 'hybrid' or None (auto)")
         embed = config.get("embed")
         if isinstance(vault, Vault) and embed is not None:
-            raise InvalidInput("index.embed", "an open Vault embeds with its own model; pass a path to embed "
-                               "with this one, or open the Vault with embedder=LangChainEmbedder(...)")
+            raise InvalidInput(
+                "index.embed",
+                "an open Vault embeds with its own model; pass a path to embed "
+                "with this one, or open the Vault with embedder=LangChainEmbedder(...)",
+            )
         embedder = vault_embedder(_embeddings(embed)) if embed is not None else None
         with vault_from(vault, embedder=embedder) as (self.vault, self._owned_vault):
             dims = config.get("dims")
             model = self.vault.embedder
             if dims is not None and (model is None or model.dimension != dims):
-                raise InvalidInput("index.dims", f"is {dims}, but the vault's embedder makes "
-                                   f"{model.dimension if model else 'no'} dimensions")
+                raise InvalidInput(
+                    "index.dims",
+                    f"is {dims}, but the vault's embedder makes "
+                    f"{model.dimension if model else 'no'} dimensions",
+                )
         self.index_config = config or None
         self.ttl_config = ttl
         self.fields = [(f, tokenize_path(f) if f != "$" else f) for f in fields]
@@ -134,15 +149,32 @@ class PerseusVaultStore(OwnsItsVault, BaseStore):
         self._clock = clock or (lambda: time.time_ns() // 1_000_000)
 
     @classmethod
-    def from_conn_string(cls, conn_string: str, *, index: IndexConfig | None = None, ttl: TTLConfig | None = None,
-                         category: str = "langgraph", agent_id: str | None = None, workspace_hash: str | None = None,
-                         mode: Mode | None = None) -> Opening[PerseusVaultStore]:
+    def from_conn_string(
+        cls,
+        conn_string: str,
+        *,
+        index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+        category: str = "langgraph",
+        agent_id: str | None = None,
+        workspace_hash: str | None = None,
+        mode: Mode | None = None,
+    ) -> Opening[PerseusVaultStore]:
         """A store over the vault at ``conn_string`` (a file path or a ``postgresql://`` URL), as a context
         manager for ``with`` or ``async with``, in the form of LangGraph's ``SqliteStore`` and
         ``PostgresStore``: the vault is opened on entry and closed on exit."""
         where = checked_conn_string(conn_string)
-        return Opening(lambda: cls(where, index=index, ttl=ttl, category=category, agent_id=agent_id,
-                                   workspace_hash=workspace_hash, mode=mode))
+        return Opening(
+            lambda: cls(
+                where,
+                index=index,
+                ttl=ttl,
+                category=category,
+                agent_id=agent_id,
+                workspace_hash=workspace_hash,
+                mode=mode,
+            )
+        )
 
     def setup(self) -> None:
         """Nothing to do: the vault makes its tables when it opens. Kept so that code written for LangGraph's
@@ -188,8 +220,11 @@ class PerseusVaultStore(OwnsItsVault, BaseStore):
 
     def _filters(self, prefix: tuple[str, ...] = ()) -> dict[str, Any]:
         # '' is the unscoped scope itself: without it an unscoped store would read every scope.
-        out: dict[str, Any] = {"category": self.category, "agent_id": self.agent_id or "",
-                               "workspace_hash": self.workspace_hash or ""}
+        out: dict[str, Any] = {
+            "category": self.category,
+            "agent_id": self.agent_id or "",
+            "workspace_hash": self.workspace_hash or "",
+        }
         if prefix:
             out["topic_path"] = _topic(prefix)
         return out
@@ -199,8 +234,9 @@ class PerseusVaultStore(OwnsItsVault, BaseStore):
         if len(entity_key) > MAX_KEY_CHARS:
             return None  # no item can have been stored under such a long address
         try:
-            head = self.vault.history(self.category, entity_key, agent_id=self.agent_id,
-                                      workspace_hash=self.workspace_hash, limit=1).items[0]
+            head = self.vault.history(
+                self.category, entity_key, agent_id=self.agent_id, workspace_hash=self.workspace_hash, limit=1
+            ).items[0]
         except NotFound:
             return None
         return head if head.status == "active" else None  # expired items read as absent
@@ -241,7 +277,12 @@ class PerseusVaultStore(OwnsItsVault, BaseStore):
         if len(entity_key) > MAX_KEY_CHARS or len(topic) > MAX_TOPIC_PATH_CHARS:
             raise InvalidInput("namespace", "and key are too long to address an item in the vault")
         texts = self._texts(value, op.index)
-        body: dict[str, Any] = {"namespace": list(namespace), "key": op.key, "value": value, "indexed": bool(texts)}
+        body: dict[str, Any] = {
+            "namespace": list(namespace),
+            "key": op.key,
+            "value": value,
+            "indexed": bool(texts),
+        }
         # What recall shows and searches: the indexed text; an unindexed item is still read as text, never as ''.
         content = "\n".join(texts) or "\n".join(readable_lines(value)) or op.key
         expires = None
@@ -250,16 +291,28 @@ class PerseusVaultStore(OwnsItsVault, BaseStore):
                 raise InvalidInput("ttl", "must be a positive number of minutes, or None")
             body["ttl_minutes"] = op.ttl
             expires = self._now() + int(op.ttl * MINUTE_MS)
-        self.vault.remember(category=self.category, key=entity_key, content=content, type=ITEM_TYPE,
-                            topic_path=topic, body=body, agent_id=self.agent_id, workspace_hash=self.workspace_hash,
-                            expires_at_ms=expires, keep_duplicate=True)  # put addresses by key: every put is kept
+        self.vault.remember(
+            category=self.category,
+            key=entity_key,
+            content=content,
+            type=ITEM_TYPE,
+            topic_path=topic,
+            body=body,
+            agent_id=self.agent_id,
+            workspace_hash=self.workspace_hash,
+            expires_at_ms=expires,
+            keep_duplicate=True,
+        )  # put addresses by key: every put is kept
 
     def _texts(self, value: dict[str, Any], index: Literal[False] | list[str] | None) -> list[str]:
         if index is False:
             return []
         paths = self.fields if index is None else [(p, tokenize_path(p) if p != "$" else p) for p in index]
         out: list[str] = []
-        for _, tokens in paths:  # the whole value ("$") as field: value lines, where LangGraph writes its JSON
+        for (
+            _,
+            tokens,
+        ) in paths:  # the whole value ("$") as field: value lines, where LangGraph writes its JSON
             out.extend(readable_lines(value) if tokens == "$" else get_text_at_path(value, tokens))
         return [t for t in out if t]
 
@@ -268,8 +321,9 @@ class PerseusVaultStore(OwnsItsVault, BaseStore):
         if len(entity_key) > MAX_KEY_CHARS:
             return
         try:
-            head = self.vault.history(self.category, entity_key, agent_id=self.agent_id,
-                                      workspace_hash=self.workspace_hash, limit=1).items[0]
+            head = self.vault.history(
+                self.category, entity_key, agent_id=self.agent_id, workspace_hash=self.workspace_hash, limit=1
+            ).items[0]
         except NotFound:
             return
         if head.status != "archived":
@@ -284,9 +338,14 @@ class PerseusVaultStore(OwnsItsVault, BaseStore):
             address = (tuple(entity.body["namespace"]), entity.body["key"])
             if minutes is None or address in overwritten:
                 continue
-            self.vault.remember(category=self.category, key=entity.key, content=entity.content,
-                                agent_id=self.agent_id, workspace_hash=self.workspace_hash,
-                                expires_at_ms=now + int(minutes * MINUTE_MS))
+            self.vault.remember(
+                category=self.category,
+                key=entity.key,
+                content=entity.content,
+                agent_id=self.agent_id,
+                workspace_hash=self.workspace_hash,
+                expires_at_ms=now + int(minutes * MINUTE_MS),
+            )
 
     def _now(self) -> int:
         return int(self._clock())
@@ -306,17 +365,21 @@ class PerseusVaultStore(OwnsItsVault, BaseStore):
                 out.append((entity, None))
                 if len(out) >= wanted:
                     break
-            return out[op.offset:]
+            return out[op.offset :]
         hits: list[tuple[Entity, float | None]] = []
         if wanted:
             hits = self._recall(op.query, prefix, op.filter, wanted)
         if len(hits) < wanted:  # as InMemoryStore: unindexed items fill up, unscored
-            hits.extend((e, None) for e in self._scan(prefix, op.filter)
-                        if not e.body.get("indexed") and matches(e.body.get("value"), op.filter))
-        return hits[op.offset:wanted]
+            hits.extend(
+                (e, None)
+                for e in self._scan(prefix, op.filter)
+                if not e.body.get("indexed") and matches(e.body.get("value"), op.filter)
+            )
+        return hits[op.offset : wanted]
 
-    def _recall(self, query: str, prefix: tuple[str, ...], filter: dict[str, Any] | None,
-                wanted: int) -> list[tuple[Entity, float | None]]:
+    def _recall(
+        self, query: str, prefix: tuple[str, ...], filter: dict[str, Any] | None, wanted: int
+    ) -> list[tuple[Entity, float | None]]:
         prefix_filters = self._filters(prefix)
         where = pushdown(filter)
         indexed = {"indexed": True}  # an unindexed item is text too, but never a hit (InMemoryStore's rule)
@@ -325,13 +388,23 @@ class PerseusVaultStore(OwnsItsVault, BaseStore):
         out: list[tuple[Entity, float | None]] = []
         offset = 0
         while len(out) < wanted:
-            args = dict(prefix_filters, type=ITEM_TYPE, limit=page, offset=offset, reinforce=False,
-                        min_score=self.min_score, curate=False)  # items by key, each one found (as InMemoryStore)
+            args = dict(
+                prefix_filters,
+                type=ITEM_TYPE,
+                limit=page,
+                offset=offset,
+                reinforce=False,
+                min_score=self.min_score,
+                curate=False,
+            )  # items by key, each one found (as InMemoryStore)
             if self.mode is not None:
                 args["mode"] = self.mode
             result = self.vault.recall(query, **args)
-            out.extend((item, item.score) for item in result.items
-                       if item.body.get("indexed") and matches(item.body.get("value"), filter))
+            out.extend(
+                (item, item.score)
+                for item in result.items
+                if item.body.get("indexed") and matches(item.body.get("value"), filter)
+            )
             offset += page
             if len(result.items) < page or offset > MAX_OFFSET:
                 break
@@ -345,7 +418,7 @@ class PerseusVaultStore(OwnsItsVault, BaseStore):
         chosen = {ns for ns in namespaces if all(_matches_condition(c, ns) for c in conditions)}
         if op.max_depth is not None:
             chosen = {ns[: op.max_depth] for ns in chosen}
-        return sorted(chosen)[op.offset: op.offset + op.limit]
+        return sorted(chosen)[op.offset : op.offset + op.limit]
 
 
 # --- pure helpers ------------------------------------------------------------------------------
@@ -355,13 +428,19 @@ def readable_lines(value: Any, at: str = "") -> list[str]:
     """A JSON value as text a person or a model reads: one ``field: value`` line per value it holds
     (nested fields dotted, a list's values joined by commas), where its JSON would be braces and quotes."""
     if isinstance(value, dict):
-        return [line for name, inner in value.items()
-                for line in readable_lines(inner, f"{at}.{name}" if at else str(name))]
+        return [
+            line
+            for name, inner in value.items()
+            for line in readable_lines(inner, f"{at}.{name}" if at else str(name))
+        ]
     if isinstance(value, list) and all(not isinstance(v, (dict, list)) for v in value):
         text = ", ".join(_scalar(v) for v in value)
     elif isinstance(value, list):
-        return [line for i, inner in enumerate(value)
-                for line in readable_lines(inner, f"{at}.{i}" if at else str(i))]
+        return [
+            line
+            for i, inner in enumerate(value)
+            for line in readable_lines(inner, f"{at}.{i}" if at else str(i))
+        ]
     else:
         text = _scalar(value)
     if not text:
@@ -391,19 +470,30 @@ def _entity_key(namespace: tuple[str, ...], key: str) -> str:
 
 
 def _when(ms: int) -> datetime:
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+    return datetime.fromtimestamp(ms / 1000, tz=UTC)
 
 
 def _item(entity: Entity) -> Item:
     body = entity.body
-    return Item(value=body["value"], key=body["key"], namespace=tuple(body["namespace"]),
-                created_at=_when(entity.created_at_ms), updated_at=_when(entity.updated_at_ms))
+    return Item(
+        value=body["value"],
+        key=body["key"],
+        namespace=tuple(body["namespace"]),
+        created_at=_when(entity.created_at_ms),
+        updated_at=_when(entity.updated_at_ms),
+    )
 
 
 def _search_item(entity: Entity, score: float | None) -> SearchItem:
     body = entity.body
-    return SearchItem(namespace=tuple(body["namespace"]), key=body["key"], value=body["value"],
-                      created_at=_when(entity.created_at_ms), updated_at=_when(entity.updated_at_ms), score=score)
+    return SearchItem(
+        namespace=tuple(body["namespace"]),
+        key=body["key"],
+        value=body["value"],
+        created_at=_when(entity.created_at_ms),
+        updated_at=_when(entity.updated_at_ms),
+        score=score,
+    )
 
 
 def _matches_condition(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
@@ -413,7 +503,7 @@ def _matches_condition(condition: MatchCondition, namespace: tuple[str, ...]) ->
     if condition.match_type == "prefix":
         window = namespace[: len(path)]
     elif condition.match_type == "suffix":
-        window = namespace[len(namespace) - len(path):]
+        window = namespace[len(namespace) - len(path) :]
     else:
         raise InvalidInput("match_type", f"must be 'prefix' or 'suffix', not {condition.match_type!r}")
     return all(want in ("*", have) for want, have in zip(path, window))
@@ -460,8 +550,15 @@ def pushdown(filter: dict[str, Any] | None, at: str = "value") -> dict[str, Any]
     field name the vault cannot address (a dot, a quote), ask for nothing. None: nothing to ask."""
     parts: list[dict[str, Any]] = []
     for name, wanted in list((filter or {}).items())[:PUSHED_FIELDS]:
-        if not isinstance(name, str) or not name or any(c in name for c in '.\"\\') or name.startswith("$") \
-                or not name.isprintable() or len(at) + len(name) > 200 or at.count(".") >= 8:
+        if (
+            not isinstance(name, str)
+            or not name
+            or any(c in name for c in '."\\')
+            or name.startswith("$")
+            or not name.isprintable()
+            or len(at) + len(name) > 200
+            or at.count(".") >= 8
+        ):
             continue  # a name the vault cannot address, or too deep: the exact check below decides
         path = f"{at}.{name}"
         if isinstance(wanted, dict) and not any(isinstance(k, str) and k.startswith("$") for k in wanted):
@@ -495,8 +592,11 @@ def _pushed(path: str, op: str, operand: Any) -> dict[str, Any] | None:
         if operand is None:
             return {path: None}
         if isinstance(operand, (list, tuple)):  # an equal list holds each of its elements
-            held = [{path: {"$in": values}} for e in operand[:PUSHED_FIELDS]
-                    if (values := _equal_values(e)) is not None]
+            held = [
+                {path: {"$in": values}}
+                for e in operand[:PUSHED_FIELDS]
+                if (values := _equal_values(e)) is not None
+            ]
             return {"$and": held} if held else {path: {"$exists": True}}
         values = _equal_values(operand)
         return {path: {"$in": values}} if values is not None else None
@@ -517,8 +617,11 @@ def _field_matches(have: Any, wanted: Any) -> bool:
             return all(_operator(have, op, operand) for op, operand in wanted.items())
         return isinstance(have, dict) and all(_field_matches(have.get(k), v) for k, v in wanted.items())
     if isinstance(wanted, (list, tuple)):
-        return (isinstance(have, (list, tuple)) and len(have) == len(wanted)
-                and all(_field_matches(h, w) for h, w in zip(have, wanted)))
+        return (
+            isinstance(have, (list, tuple))
+            and len(have) == len(wanted)
+            and all(_field_matches(h, w) for h, w in zip(have, wanted))
+        )
     return bool(have == wanted)
 
 

@@ -56,7 +56,13 @@ from perseus_vault_core import (
 )
 
 from ..arguments import OwnsItsVault, VaultLike, check_recall_params, document_where, open_vault
-from .embeddings import LangChainEmbedder, PerseusVaultEmbeddings, document_vectors, query_vector, vault_embedder
+from .embeddings import (
+    LangChainEmbedder,
+    PerseusVaultEmbeddings,
+    document_vectors,
+    query_vector,
+    vault_embedder,
+)
 
 DOCUMENT_TYPE = "document"
 # Recall parameters the store sets itself: its collection and scope, and the hit count of each search.
@@ -73,23 +79,39 @@ class PerseusVaultVectorStore(OwnsItsVault, VectorStore):
     recall knob or filter (``trust_weight``, ``topic_path``, ``reinforce``, ...) for every search.
     """
 
-    def __init__(self, vault: VaultLike, embedding: Embeddings | None = None, *, collection: str = "langchain",
-                 agent_id: str | None = None, workspace_hash: str | None = None,
-                 mode: Literal["fts5", "dense", "hybrid"] = "dense", **recall_params: Any) -> None:
+    def __init__(
+        self,
+        vault: VaultLike,
+        embedding: Embeddings | None = None,
+        *,
+        collection: str = "langchain",
+        agent_id: str | None = None,
+        workspace_hash: str | None = None,
+        mode: Literal["fts5", "dense", "hybrid"] = "dense",
+        **recall_params: Any,
+    ) -> None:
         if not isinstance(collection, str) or not collection.strip():
-            raise InvalidInput("collection", "must be a non-empty string (it is the vault category of the documents)")
+            raise InvalidInput(
+                "collection", "must be a non-empty string (it is the vault category of the documents)"
+            )
         if mode not in ("fts5", "dense", "hybrid"):
             raise InvalidInput("mode", "must be 'fts5', 'dense' or 'hybrid'")
-        check_recall_params(recall_params, SET_HERE, "is set by the vector store itself",
-                            own=("embedding", "collection"))
+        check_recall_params(
+            recall_params, SET_HERE, "is set by the vector store itself", own=("embedding", "collection")
+        )
         embedder = vault_embedder(embedding) if embedding is not None else None
         if isinstance(vault, Vault) and embedder is not None:
             own = vault.embedder
             if not (isinstance(own, LangChainEmbedder) and own.embeddings is embedding) and not (
-                    isinstance(embedding, PerseusVaultEmbeddings) and own is not None
-                    and own.identity == embedder.identity):
-                raise InvalidInput("embedding", "this vault embeds with another model; pass a path instead, or open "
-                                   "the Vault with embedder=LangChainEmbedder(embedding)")
+                isinstance(embedding, PerseusVaultEmbeddings)
+                and own is not None
+                and own.identity == embedder.identity
+            ):
+                raise InvalidInput(
+                    "embedding",
+                    "this vault embeds with another model; pass a path instead, or open "
+                    "the Vault with embedder=LangChainEmbedder(embedding)",
+                )
         self.vault, self._owned_vault = open_vault(vault, embedder=embedder)
         self.collection = collection
         self.agent_id = agent_id
@@ -113,14 +135,19 @@ class PerseusVaultVectorStore(OwnsItsVault, VectorStore):
     def _embedder(self) -> Embedder:
         embedder = self.vault.embedder
         if embedder is None:
-            raise NotSupported("this vault was opened without an embedder (embedder=False): "
-                               "vector search needs one; use mode='fts5' for keyword search")
+            raise NotSupported(
+                "this vault was opened without an embedder (embedder=False): "
+                "vector search needs one; use mode='fts5' for keyword search"
+            )
         return embedder
 
     def _scope(self) -> dict[str, Any]:
         # '' is the unscoped scope itself: without it an unscoped store would read every scope.
-        return {"agent_id": self.agent_id or "", "workspace_hash": self.workspace_hash or "",
-                "category": self.collection}
+        return {
+            "agent_id": self.agent_id or "",
+            "workspace_hash": self.workspace_hash or "",
+            "category": self.collection,
+        }
 
     def _guard(self) -> None:
         """A query vector carries no model name: before searching with one, check that the vault's
@@ -132,9 +159,11 @@ class PerseusVaultVectorStore(OwnsItsVault, VectorStore):
             return  # no vectors yet: nothing to mix with
         embedder = self.vault.embedder
         if (stats.embedding_model, stats.embedding_dimension) != (embedder.identity, embedder.dimension):
-            raise Conflict(f"this vault's vectors come from {stats.embedding_model} ({stats.embedding_dimension} "
-                           f"dimensions) but the store embeds with {embedder.identity} ({embedder.dimension} "
-                           "dimensions); run `perseus-vault embed --reembed` to switch models")
+            raise Conflict(
+                f"this vault's vectors come from {stats.embedding_model} ({stats.embedding_dimension} "
+                f"dimensions) but the store embeds with {embedder.identity} ({embedder.dimension} "
+                "dimensions); run `perseus-vault embed --reembed` to switch models"
+            )
         self._checked_model = True
 
     def _select_relevance_score_fn(self) -> Callable[[float], float]:
@@ -142,8 +171,14 @@ class PerseusVaultVectorStore(OwnsItsVault, VectorStore):
 
     # --- writing --------------------------------------------------------------------------------
 
-    def add_texts(self, texts: Iterable[str], metadatas: list[dict[str, Any]] | None = None, *,
-                  ids: list[str] | None = None, **kwargs: Any) -> list[str]:
+    def add_texts(
+        self,
+        texts: Iterable[str],
+        metadatas: list[dict[str, Any]] | None = None,
+        *,
+        ids: list[str] | None = None,
+        **kwargs: Any,
+    ) -> list[str]:
         """Write the texts as entities in one transaction; returns their ids (the given ones kept)."""
         if kwargs:
             raise InvalidInput(next(iter(kwargs)), "is not an add_texts argument")
@@ -158,9 +193,17 @@ class PerseusVaultVectorStore(OwnsItsVault, VectorStore):
             if not isinstance(text, str):
                 raise InvalidInput(f"texts[{i}]", "must be a string")
             metadata = _json_metadata(metadatas[i] if metadatas else {}, i)
-            items.append({"category": self.collection, "key": key, "content": text, "type": DOCUMENT_TYPE,
-                          "body": {"metadata": metadata}, "agent_id": self.agent_id,
-                          "workspace_hash": self.workspace_hash})
+            items.append(
+                {
+                    "category": self.collection,
+                    "key": key,
+                    "content": text,
+                    "type": DOCUMENT_TYPE,
+                    "body": {"metadata": metadata},
+                    "agent_id": self.agent_id,
+                    "workspace_hash": self.workspace_hash,
+                }
+            )
         if items:
             self.vault.remember_many(items)
         return keys
@@ -170,32 +213,49 @@ class PerseusVaultVectorStore(OwnsItsVault, VectorStore):
         if given is None:
             return str(uuid.uuid4())
         if not isinstance(given, str) or not given.strip() or len(given) > MAX_KEY_CHARS:
-            raise InvalidInput(f"ids[{index}]", f"must be a non-blank string of at most {MAX_KEY_CHARS} characters")
+            raise InvalidInput(
+                f"ids[{index}]", f"must be a non-blank string of at most {MAX_KEY_CHARS} characters"
+            )
         return given
 
-    def delete(self, ids: list[str] | None = None, *, filter: dict[str, Any] | None = None,
-               where: dict[str, Any] | None = None, where_document: dict[str, Any] | None = None,
-               **kwargs: Any) -> bool | None:
+    def delete(
+        self,
+        ids: list[str] | None = None,
+        *,
+        filter: dict[str, Any] | None = None,
+        where: dict[str, Any] | None = None,
+        where_document: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> bool | None:
         """Delete documents for good (purged from the vault with their history): those named by ``ids``
         (unknown ones are skipped), or those that match a metadata ``filter`` (Chroma calls it ``where``)
         and/or ``where_document``, as a search reads them; with both, the named ones that match."""
         if kwargs:
-            raise InvalidInput(next(iter(kwargs)), "is not a delete argument (it takes ids, filter or where, "
-                                                   "where_document)")
+            raise InvalidInput(
+                next(iter(kwargs)), "is not a delete argument (it takes ids, filter or where, where_document)"
+            )
         if filter is not None and where is not None:
             raise InvalidInput("where", "is Chroma's name for filter: give one of them")
         conditions = self._conditions(filter if filter is not None else where, where_document)
         if ids is None and conditions is None:
-            raise InvalidInput("ids", "name the documents to delete, or give a filter or where_document "
-                                      "(deleting a whole collection is not offered)")
+            raise InvalidInput(
+                "ids",
+                "name the documents to delete, or give a filter or where_document "
+                "(deleting a whole collection is not offered)",
+            )
         if ids is None:
             targets = self._matching(conditions)
         else:
             targets = self._entities(ids, active_only=False)
             if conditions is not None:  # the named ones that match, asked a bounded $in at a time
                 keys = [entity.key for entity in targets]
-                kept = {e.key for start in range(0, len(keys), MAX_LIMIT) for e in self._matching(
-                    {"$and": [{"key": {"$in": keys[start:start + MAX_LIMIT]}}, conditions]})}
+                kept = {
+                    e.key
+                    for start in range(0, len(keys), MAX_LIMIT)
+                    for e in self._matching(
+                        {"$and": [{"key": {"$in": keys[start : start + MAX_LIMIT]}}, conditions]}
+                    )
+                }
                 targets = [entity for entity in targets if entity.key in kept]
         for entity in targets:
             if entity.status != "archived":
@@ -203,13 +263,15 @@ class PerseusVaultVectorStore(OwnsItsVault, VectorStore):
             self.vault.purge(entity.id)
         return True
 
-    def _conditions(self, filter: dict[str, Any] | None,
-                    where_document: dict[str, Any] | None) -> dict[str, Any] | None:
+    def _conditions(
+        self, filter: dict[str, Any] | None, where_document: dict[str, Any] | None
+    ) -> dict[str, Any] | None:
         """A metadata filter and a document filter as one ``where`` (``None``: neither)."""
         if filter is not None and not isinstance(filter, dict):
             raise InvalidInput("filter", "must be a dict of metadata conditions")
         parts = ([metadata_where(filter)] if filter else []) + (
-            [document_where(where_document)] if where_document is not None else [])
+            [document_where(where_document)] if where_document is not None else []
+        )
         return None if not parts else parts[0] if len(parts) == 1 else {"$and": parts}
 
     def _matching(self, where: dict[str, Any] | None) -> list[Entity]:
@@ -241,8 +303,9 @@ class PerseusVaultVectorStore(OwnsItsVault, VectorStore):
             if not key.strip() or len(key) > MAX_KEY_CHARS:
                 continue  # no document can have such an id
             try:
-                head = self.vault.history(self.collection, key, agent_id=self.agent_id,
-                                          workspace_hash=self.workspace_hash, limit=1).items[0]
+                head = self.vault.history(
+                    self.collection, key, agent_id=self.agent_id, workspace_hash=self.workspace_hash, limit=1
+                ).items[0]
             except NotFound:
                 continue
             if not active_only or head.status == "active":
@@ -252,13 +315,22 @@ class PerseusVaultVectorStore(OwnsItsVault, VectorStore):
     @staticmethod
     def _document(entity: Entity) -> Document:
         metadata = entity.body.get("metadata")
-        return Document(id=entity.key, page_content=entity.content,
-                        metadata=dict(metadata) if isinstance(metadata, dict) else {})
+        return Document(
+            id=entity.key,
+            page_content=entity.content,
+            metadata=dict(metadata) if isinstance(metadata, dict) else {},
+        )
 
     # --- searching ------------------------------------------------------------------------------
 
-    def _search(self, query: str | None, vector: np.ndarray | None, k: int, filter: MetadataFilter | None,
-                params: dict[str, Any]) -> list[RecallItem]:
+    def _search(
+        self,
+        query: str | None,
+        vector: np.ndarray | None,
+        k: int,
+        filter: MetadataFilter | None,
+        params: dict[str, Any],
+    ) -> list[RecallItem]:
         """Up to ``k`` hits for a text query or a vector; a metadata ``filter`` dict is the search's
         ``where``; a function pages through recall's ranking until ``k`` documents pass (or the ranking
         ends, or recall's offset cap is reached)."""
@@ -314,8 +386,9 @@ class PerseusVaultVectorStore(OwnsItsVault, VectorStore):
     def _query_vector(self, query: str) -> np.ndarray | None:
         return query_vector(self.vault.embedder, query) if self.vault.embedder is not None else None
 
-    def similarity_search(self, query: str, k: int = 4, filter: MetadataFilter | None = None,
-                          **kwargs: Any) -> list[Document]:
+    def similarity_search(
+        self, query: str, k: int = 4, filter: MetadataFilter | None = None, **kwargs: Any
+    ) -> list[Document]:
         if self.mode == "dense":
             return self.similarity_search_by_vector(list(self._vector_for(query)), k, filter=filter, **kwargs)
         return [_document_of(item) for item in self._search(query, None, k, filter, kwargs)]
@@ -325,8 +398,9 @@ class PerseusVaultVectorStore(OwnsItsVault, VectorStore):
             raise InvalidInput("query", "must be a string")
         return query_vector(self._embedder(), query)
 
-    def similarity_search_with_score(self, query: str, k: int = 4, filter: MetadataFilter | None = None,
-                                     **kwargs: Any) -> list[tuple[Document, float]]:
+    def similarity_search_with_score(
+        self, query: str, k: int = 4, filter: MetadataFilter | None = None, **kwargs: Any
+    ) -> list[tuple[Document, float]]:
         """Documents with their cosine similarity to ``query`` (the vault's recall score in a
         keyword-only vault, which has no vectors to compare)."""
         if self.mode == "dense":
@@ -335,31 +409,50 @@ class PerseusVaultVectorStore(OwnsItsVault, VectorStore):
         items = self._search(query, None, k, filter, kwargs)
         return self._with_scores(items, self._query_vector(query))
 
-    def similarity_search_by_vector(self, embedding: list[float], k: int = 4, filter: MetadataFilter | None = None,
-                                    **kwargs: Any) -> list[Document]:
+    def similarity_search_by_vector(
+        self, embedding: list[float], k: int = 4, filter: MetadataFilter | None = None, **kwargs: Any
+    ) -> list[Document]:
         vector = np.asarray(embedding, dtype=np.float32)
         return [_document_of(item) for item in self._search(None, vector, k, filter, kwargs)]
 
-    def similarity_search_with_score_by_vector(self, embedding: list[float], k: int = 4,
-                                               filter: MetadataFilter | None = None,
-                                               **kwargs: Any) -> list[tuple[Document, float]]:
+    def similarity_search_with_score_by_vector(
+        self, embedding: list[float], k: int = 4, filter: MetadataFilter | None = None, **kwargs: Any
+    ) -> list[tuple[Document, float]]:
         vector = np.asarray(embedding, dtype=np.float32)
         items = self._search(None, vector, k, filter, kwargs)
         norm = float(np.linalg.norm(vector))
         return self._with_scores(items, vector / norm if norm else None)
 
-    def max_marginal_relevance_search(self, query: str, k: int = 4, fetch_k: int = 20, lambda_mult: float = 0.5,
-                                      filter: MetadataFilter | None = None, **kwargs: Any) -> list[Document]:
-        return self.max_marginal_relevance_search_by_vector(list(self._vector_for(query)), k, fetch_k, lambda_mult,
-                                                            filter=filter, **kwargs)
+    def max_marginal_relevance_search(
+        self,
+        query: str,
+        k: int = 4,
+        fetch_k: int = 20,
+        lambda_mult: float = 0.5,
+        filter: MetadataFilter | None = None,
+        **kwargs: Any,
+    ) -> list[Document]:
+        return self.max_marginal_relevance_search_by_vector(
+            list(self._vector_for(query)), k, fetch_k, lambda_mult, filter=filter, **kwargs
+        )
 
-    def max_marginal_relevance_search_by_vector(self, embedding: list[float], k: int = 4, fetch_k: int = 20,
-                                                lambda_mult: float = 0.5, filter: MetadataFilter | None = None,
-                                                **kwargs: Any) -> list[Document]:
+    def max_marginal_relevance_search_by_vector(
+        self,
+        embedding: list[float],
+        k: int = 4,
+        fetch_k: int = 20,
+        lambda_mult: float = 0.5,
+        filter: MetadataFilter | None = None,
+        **kwargs: Any,
+    ) -> list[Document]:
         """``fetch_k`` candidates by similarity, then ``k`` of them chosen for relevance and diversity."""
         if isinstance(fetch_k, bool) or not isinstance(fetch_k, int) or fetch_k < 1:
             raise InvalidInput("fetch_k", "must be a positive whole number")
-        if isinstance(lambda_mult, bool) or not isinstance(lambda_mult, (int, float)) or not 0 <= lambda_mult <= 1:
+        if (
+            isinstance(lambda_mult, bool)
+            or not isinstance(lambda_mult, (int, float))
+            or not 0 <= lambda_mult <= 1
+        ):
             raise InvalidInput("lambda_mult", "must be a number from 0 to 1")
         vector = np.asarray(embedding, dtype=np.float32)
         candidates = self._search(None, vector, max(k, fetch_k), filter, kwargs)
@@ -372,13 +465,21 @@ class PerseusVaultVectorStore(OwnsItsVault, VectorStore):
     # --- construction ---------------------------------------------------------------------------
 
     @classmethod
-    def from_texts(cls, texts: list[str], embedding: Embeddings | None = None,
-                   metadatas: list[dict[str, Any]] | None = None, *, ids: list[str] | None = None,
-                   **kwargs: Any) -> PerseusVaultVectorStore:
+    def from_texts(
+        cls,
+        texts: list[str],
+        embedding: Embeddings | None = None,
+        metadatas: list[dict[str, Any]] | None = None,
+        *,
+        ids: list[str] | None = None,
+        **kwargs: Any,
+    ) -> PerseusVaultVectorStore:
         """A store over ``kwargs["vault"]`` (a Vault or a path) holding ``texts``; other keyword
         arguments go to the constructor."""
         if "vault" not in kwargs:
-            raise InvalidInput("vault", "is required: the Vault, or the path of the file to keep the documents in")
+            raise InvalidInput(
+                "vault", "is required: the Vault, or the path of the file to keep the documents in"
+            )
         store = cls(kwargs.pop("vault"), embedding, **kwargs)
         store.add_texts(texts, metadatas, ids=ids)
         return store
@@ -390,13 +491,17 @@ def _json_metadata(metadata: Any, index: int) -> dict[str, Any]:
     try:
         json.dumps(metadata, allow_nan=False)
     except (TypeError, ValueError) as exc:
-        raise InvalidInput(f"metadatas[{index}]", f"must be JSON (strings, numbers, lists, dicts): {exc}") from None
+        raise InvalidInput(
+            f"metadatas[{index}]", f"must be JSON (strings, numbers, lists, dicts): {exc}"
+        ) from None
     return metadata
 
 
 def _document_of(item: RecallItem) -> Document:
     metadata = item.body.get("metadata")
-    return Document(id=item.key, page_content=item.content, metadata=dict(metadata) if isinstance(metadata, dict) else {})
+    return Document(
+        id=item.key, page_content=item.content, metadata=dict(metadata) if isinstance(metadata, dict) else {}
+    )
 
 
 def _passes(filter: Callable[[Document], bool] | None, item: RecallItem) -> bool:

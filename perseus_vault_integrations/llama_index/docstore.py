@@ -24,14 +24,27 @@ class PerseusVaultDocumentStore(OwnsItsVault, KVDocumentStore):
     """
 
     @strict
-    def __init__(self, vault: VaultLike, *, namespace: str | None = None, batch_size: int = DEFAULT_BATCH_SIZE,
-                 agent_id: str | None = None, workspace_hash: str | None = None) -> None:
+    def __init__(
+        self,
+        vault: VaultLike,
+        *,
+        namespace: str | None = None,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        agent_id: str | None = None,
+        workspace_hash: str | None = None,
+    ) -> None:
         self.kvstore = PerseusVaultKVStore(vault, agent_id=agent_id, workspace_hash=workspace_hash)
         self.vault, self._owned_vault = self.kvstore.vault, self.kvstore._owned_vault
         super().__init__(self.kvstore, namespace=namespace, batch_size=batch_size)
 
     @classmethod
-    def from_uri(cls, uri: str, *, namespace: str | None = None, agent_id: str | None = None,
-                 workspace_hash: str | None = None) -> PerseusVaultDocumentStore:
+    def from_uri(
+        cls,
+        uri: str,
+        *,
+        namespace: str | None = None,
+        agent_id: str | None = None,
+        workspace_hash: str | None = None,
+    ) -> PerseusVaultDocumentStore:
         """A store over the vault at ``uri`` (a file path or a ``postgresql://`` URL)."""
         return cls(uri, namespace=namespace, agent_id=agent_id, workspace_hash=workspace_hash)

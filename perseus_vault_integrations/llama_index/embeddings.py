@@ -37,7 +37,9 @@ class PerseusVaultEmbedding(OwnsItsVault, BaseEmbedding):
     _embedder: Embedder = PrivateAttr()
     _owned_vault: Vault | None = PrivateAttr(default=None)
 
-    def __init__(self, vault: VaultLike | None = None, *, embedder: Embedder | None = None, **fields: Any) -> None:
+    def __init__(
+        self, vault: VaultLike | None = None, *, embedder: Embedder | None = None, **fields: Any
+    ) -> None:
         refuse_unknown(fields, set(type(self).model_fields) - {"model_name"}, type(self).__name__)
         model, owned = embedder_of(vault, embedder)
         try:
@@ -110,6 +112,10 @@ class LlamaIndexEmbedder:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         rows = np.asarray(self.embed_model.get_text_embedding_batch(list(texts)), dtype=np.float32)
-        norms = np.linalg.norm(rows, axis=1, keepdims=True) if rows.size else np.ones((0, 1), dtype=np.float32)
-        result: np.ndarray = rows / np.where(norms == 0, 1, norms)  # a zero row stays zero: the vault refuses it
+        norms = (
+            np.linalg.norm(rows, axis=1, keepdims=True) if rows.size else np.ones((0, 1), dtype=np.float32)
+        )
+        result: np.ndarray = rows / np.where(
+            norms == 0, 1, norms
+        )  # a zero row stays zero: the vault refuses it
         return result

@@ -103,15 +103,23 @@ class PerseusVaultPropertyGraphStore(OwnsItsVault, PropertyGraphStore):
     supports_vector_queries: bool = True
 
     @strict
-    def __init__(self, vault: VaultLike, *, namespace: str = "llamaindex", agent_id: str | None = None,
-                 workspace_hash: str | None = None, as_of_unix_ms: int | None = None) -> None:
+    def __init__(
+        self,
+        vault: VaultLike,
+        *,
+        namespace: str = "llamaindex",
+        agent_id: str | None = None,
+        workspace_hash: str | None = None,
+        as_of_unix_ms: int | None = None,
+    ) -> None:
         if not isinstance(namespace, str) or not namespace.strip() or ":" in namespace or len(namespace) > 64:
             raise InvalidInput("namespace", "must be a non-blank name of at most 64 characters without ':'")
         for name, value in (("agent_id", agent_id), ("workspace_hash", workspace_hash)):
             if value is not None and not isinstance(value, str):
                 raise InvalidInput(name, "must be a string")
-        if as_of_unix_ms is not None and (not isinstance(as_of_unix_ms, int) or isinstance(as_of_unix_ms, bool)
-                                          or as_of_unix_ms < 0):
+        if as_of_unix_ms is not None and (
+            not isinstance(as_of_unix_ms, int) or isinstance(as_of_unix_ms, bool) or as_of_unix_ms < 0
+        ):
             raise InvalidInput("as_of_unix_ms", "must be a non-negative integer (unix milliseconds)")
         self.vault, self._owned_vault = open_vault(vault)
         self.node_category = f"{namespace}:node"
@@ -130,7 +138,9 @@ class PerseusVaultPropertyGraphStore(OwnsItsVault, PropertyGraphStore):
 
     # --- reading ------------------------------------------------------------------------------
 
-    def get(self, properties: dict[str, Any] | None = None, ids: list[str] | None = None) -> list[LabelledNode]:
+    def get(
+        self, properties: dict[str, Any] | None = None, ids: list[str] | None = None
+    ) -> list[LabelledNode]:
         """Nodes with any of ``properties`` and among ``ids`` (each filter only when given)."""
         reader = _Reader(self)
         entities = reader.nodes(ids) if ids else list(reader.scan(self.node_category))
@@ -141,8 +151,13 @@ class PerseusVaultPropertyGraphStore(OwnsItsVault, PropertyGraphStore):
                 out.append(node)
         return out
 
-    def get_triplets(self, entity_names: list[str] | None = None, relation_names: list[str] | None = None,
-                     properties: dict[str, Any] | None = None, ids: list[str] | None = None) -> list[Triplet]:
+    def get_triplets(
+        self,
+        entity_names: list[str] | None = None,
+        relation_names: list[str] | None = None,
+        properties: dict[str, Any] | None = None,
+        ids: list[str] | None = None,
+    ) -> list[Triplet]:
         """Triplets touching ``entity_names`` and ``ids`` (as subject or object), labelled one of
         ``relation_names``, with any of ``properties`` on a node or the relation: every given filter
         applies; none given means none returned (LlamaIndex's rule)."""
@@ -156,7 +171,11 @@ class PerseusVaultPropertyGraphStore(OwnsItsVault, PropertyGraphStore):
                     found.setdefault(_triplet_key(triplet), (order, triplet))
             triplets = [t for _, t in sorted(found.values(), key=lambda pair: pair[0])]
         else:
-            triplets = [t for t in (reader.triplet_of(e) for e in reader.scan(self.relation_category)) if t is not None]
+            triplets = [
+                t
+                for t in (reader.triplet_of(e) for e in reader.scan(self.relation_category))
+                if t is not None
+            ]
         if entity_names:
             triplets = [t for t in triplets if t[0].id in entity_names or t[2].id in entity_names]
         if ids:
@@ -164,11 +183,18 @@ class PerseusVaultPropertyGraphStore(OwnsItsVault, PropertyGraphStore):
         if relation_names:
             triplets = [t for t in triplets if t[1].label in relation_names]
         if properties:
-            triplets = [t for t in triplets if any(_properties_match(part.properties, properties) for part in t)]
+            triplets = [
+                t for t in triplets if any(_properties_match(part.properties, properties) for part in t)
+            ]
         return triplets
 
-    def get_rel_map(self, graph_nodes: list[LabelledNode], depth: int = 2, limit: int = 30,
-                    ignore_rels: list[str] | None = None) -> list[Triplet]:
+    def get_rel_map(
+        self,
+        graph_nodes: list[LabelledNode],
+        depth: int = 2,
+        limit: int = 30,
+        ignore_rels: list[str] | None = None,
+    ) -> list[Triplet]:
         """The relations within ``depth`` hops of ``graph_nodes``, breadth first, each once, at most
         ``limit``. Both directions are walked. Relations labelled in ``ignore_rels`` are neither
         returned nor walked through (ignoring ``SOURCE`` keeps a walk off the chunk nodes)."""
@@ -208,8 +234,10 @@ class PerseusVaultPropertyGraphStore(OwnsItsVault, PropertyGraphStore):
         if query.query_embedding is None:
             raise InvalidInput("query_embedding", "is required: vector_query searches by a query vector")
         if query.doc_ids:
-            raise NotSupported("vector_query takes no doc_ids: graph nodes belong to no document (use filters on "
-                               "their properties, or node_ids)")
+            raise NotSupported(
+                "vector_query takes no doc_ids: graph nodes belong to no document (use filters on "
+                "their properties, or node_ids)"
+            )
         k = query.similarity_top_k
         if not isinstance(k, int) or isinstance(k, bool) or k < 1:
             raise InvalidInput("similarity_top_k", "must be a positive integer")
@@ -220,9 +248,17 @@ class PerseusVaultPropertyGraphStore(OwnsItsVault, PropertyGraphStore):
             parts.append({"key": {"$in": [node_key(i) for i in query.node_ids]}})
         where = (parts[0] if len(parts) == 1 else {"$and": parts}) if parts else None
         try:
-            found = self.vault.recall_by_vector(query.query_embedding, limit=min(k, 1_000), category=self.node_category,
-                                                type=ENTITY_TYPE, trust_weight=0.0, reinforce=False, where=where, curate=False,
-                                                **self._view)
+            found = self.vault.recall_by_vector(
+                query.query_embedding,
+                limit=min(k, 1_000),
+                category=self.node_category,
+                type=ENTITY_TYPE,
+                trust_weight=0.0,
+                reinforce=False,
+                where=where,
+                curate=False,
+                **self._view,
+            )
         except NotSupported:
             if not any(True for _ in _Reader(self).scan(self.node_category, limit=1)):
                 return [], []  # an empty graph: nothing to be near (and no vectors yet)
@@ -264,8 +300,11 @@ class PerseusVaultPropertyGraphStore(OwnsItsVault, PropertyGraphStore):
             if not isinstance(rel, Relation):
                 raise InvalidInput(f"relations.{n}", "must be a llama_index Relation")
             if not isinstance(rel.label, str) or not rel.label.strip() or len(rel.label) > MAX_LABEL_CHARS:
-                raise InvalidInput(f"relations.{n}.label", f"must be non-blank text of at most {MAX_LABEL_CHARS} "
-                                   "characters (a vault link's relation)")
+                raise InvalidInput(
+                    f"relations.{n}.label",
+                    f"must be non-blank text of at most {MAX_LABEL_CHARS} "
+                    "characters (a vault link's relation)",
+                )
             key = relation_key(rel.source_id, rel.label, rel.target_id)
             checked.pop(key, None)
             checked[key] = rel
@@ -283,14 +322,22 @@ class PerseusVaultPropertyGraphStore(OwnsItsVault, PropertyGraphStore):
             source = by_key.get((node_cat, node_key(rel.source_id))) or reader.node_entity(rel.source_id)
             target = by_key.get((node_cat, node_key(rel.target_id))) or reader.node_entity(rel.target_id)
             if source is None or target is None:  # deleted by another writer meanwhile
-                raise NotFound(f"relation {rel.source_id!r} -{rel.label}-> {rel.target_id!r} lost an end while written")
+                raise NotFound(
+                    f"relation {rel.source_id!r} -{rel.label}-> {rel.target_id!r} lost an end while written"
+                )
             if source.id == target.id:  # a vault link needs two entities: loop through the relation's own
                 target = by_key[(rel_cat, key)]
-            self.vault.link(source.id, target.id, rel.label, agent_id=self.agent_id,
-                            workspace_hash=self.workspace_hash)
+            self.vault.link(
+                source.id, target.id, rel.label, agent_id=self.agent_id, workspace_hash=self.workspace_hash
+            )
 
-    def delete(self, entity_names: list[str] | None = None, relation_names: list[str] | None = None,
-               properties: dict[str, Any] | None = None, ids: list[str] | None = None) -> None:
+    def delete(
+        self,
+        entity_names: list[str] | None = None,
+        relation_names: list[str] | None = None,
+        properties: dict[str, Any] | None = None,
+        ids: list[str] | None = None,
+    ) -> None:
         """Archive what matches any one argument: the nodes named in ``entity_names`` or ``ids``, or
         having any of ``properties``, each with every relation it has; the relations labelled one of
         ``relation_names`` or having any of ``properties``. (``SimplePropertyGraphStore`` also drops
@@ -312,8 +359,10 @@ class PerseusVaultPropertyGraphStore(OwnsItsVault, PropertyGraphStore):
         if relation_names or properties:
             for entity in reader.scan(self.relation_category):
                 triplet = reader.triplet_of(entity)
-                if triplet is not None and ((relation_names and triplet[1].label in relation_names)
-                                            or (properties and _properties_match(triplet[1].properties, properties))):
+                if triplet is not None and (
+                    (relation_names and triplet[1].label in relation_names)
+                    or (properties and _properties_match(triplet[1].properties, properties))
+                ):
                     doomed_rels[_triplet_key(triplet)] = triplet
         for node_id in doomed_nodes.values():
             for _, triplet in reader.around(node_id):
@@ -324,8 +373,9 @@ class PerseusVaultPropertyGraphStore(OwnsItsVault, PropertyGraphStore):
             if a is not None and b is not None:
                 other = rel_entity if a.id == b.id else b
                 if other is not None:
-                    self.vault.unlink(a.id, other.id, rel.label, agent_id=self.agent_id,
-                                      workspace_hash=self.workspace_hash)
+                    self.vault.unlink(
+                        a.id, other.id, rel.label, agent_id=self.agent_id, workspace_hash=self.workspace_hash
+                    )
             if rel_entity is not None:
                 self.vault.forget(rel_entity.id, agent_id=self.agent_id, workspace_hash=self.workspace_hash)
         for entity_id in doomed_nodes:
@@ -333,7 +383,9 @@ class PerseusVaultPropertyGraphStore(OwnsItsVault, PropertyGraphStore):
 
     def _writable(self) -> None:
         if self.as_of_unix_ms is not None:
-            raise NotSupported("this store shows the graph as of a past instant (as_of_unix_ms) and is read-only")
+            raise NotSupported(
+                "this store shows the graph as of a past instant (as_of_unix_ms) and is read-only"
+            )
 
     def _node_item(self, node: Any, field: str) -> dict[str, Any]:
         if isinstance(node, ChunkNode):
@@ -347,14 +399,33 @@ class PerseusVaultPropertyGraphStore(OwnsItsVault, PropertyGraphStore):
         # Name or text lives in content; the body keeps the rest. A chunk's id is kept as computed
         # here: without an id_, LlamaIndex derives it from Python's per-process string hash.
         data = {"kind": kind, "id": node.id, "label": node.label, "properties": node.properties}
-        return {"category": self.node_category, "key": node_key(node.id), "content": content, "type": type_,
-                "body": {MARK: data}, "source": "llamaindex", **self._scope}
+        return {
+            "category": self.node_category,
+            "key": node_key(node.id),
+            "content": content,
+            "type": type_,
+            "body": {MARK: data},
+            "source": "llamaindex",
+            **self._scope,
+        }
 
     def _relation_item(self, rel: Relation, key: str) -> dict[str, Any]:
-        data = {"kind": "relation", "label": rel.label, "source_id": rel.source_id, "target_id": rel.target_id,
-                "properties": rel.properties}
-        return {"category": self.relation_category, "key": key, "content": f"{rel.source_id} {rel.label} {rel.target_id}",
-                "type": RELATION_TYPE, "body": {MARK: data}, "source": "llamaindex", **self._scope}
+        data = {
+            "kind": "relation",
+            "label": rel.label,
+            "source_id": rel.source_id,
+            "target_id": rel.target_id,
+            "properties": rel.properties,
+        }
+        return {
+            "category": self.relation_category,
+            "key": key,
+            "content": f"{rel.source_id} {rel.label} {rel.target_id}",
+            "type": RELATION_TYPE,
+            "body": {MARK: data},
+            "source": "llamaindex",
+            **self._scope,
+        }
 
     def _remember(self, items: list[dict[str, Any]]) -> list[Entity]:
         written: list[Entity] = []
@@ -364,15 +435,27 @@ class PerseusVaultPropertyGraphStore(OwnsItsVault, PropertyGraphStore):
 
     # --- async: the vault's calls run in a worker thread, off the event loop --------------------
 
-    async def aget(self, properties: dict[str, Any] | None = None, ids: list[str] | None = None) -> list[LabelledNode]:
+    async def aget(
+        self, properties: dict[str, Any] | None = None, ids: list[str] | None = None
+    ) -> list[LabelledNode]:
         return await asyncio.to_thread(self.get, properties, ids)
 
-    async def aget_triplets(self, entity_names: list[str] | None = None, relation_names: list[str] | None = None,
-                            properties: dict[str, Any] | None = None, ids: list[str] | None = None) -> list[Triplet]:
+    async def aget_triplets(
+        self,
+        entity_names: list[str] | None = None,
+        relation_names: list[str] | None = None,
+        properties: dict[str, Any] | None = None,
+        ids: list[str] | None = None,
+    ) -> list[Triplet]:
         return await asyncio.to_thread(self.get_triplets, entity_names, relation_names, properties, ids)
 
-    async def aget_rel_map(self, graph_nodes: list[LabelledNode], depth: int = 2, limit: int = 30,
-                           ignore_rels: list[str] | None = None) -> list[Triplet]:
+    async def aget_rel_map(
+        self,
+        graph_nodes: list[LabelledNode],
+        depth: int = 2,
+        limit: int = 30,
+        ignore_rels: list[str] | None = None,
+    ) -> list[Triplet]:
         return await asyncio.to_thread(self.get_rel_map, graph_nodes, depth, limit, ignore_rels)
 
     async def aupsert_nodes(self, nodes: list[LabelledNode]) -> None:
@@ -381,11 +464,18 @@ class PerseusVaultPropertyGraphStore(OwnsItsVault, PropertyGraphStore):
     async def aupsert_relations(self, relations: list[Relation]) -> None:
         await asyncio.to_thread(self.upsert_relations, relations)
 
-    async def adelete(self, entity_names: list[str] | None = None, relation_names: list[str] | None = None,
-                      properties: dict[str, Any] | None = None, ids: list[str] | None = None) -> None:
+    async def adelete(
+        self,
+        entity_names: list[str] | None = None,
+        relation_names: list[str] | None = None,
+        properties: dict[str, Any] | None = None,
+        ids: list[str] | None = None,
+    ) -> None:
         await asyncio.to_thread(self.delete, entity_names, relation_names, properties, ids)
 
-    async def avector_query(self, query: VectorStoreQuery, **kwargs: Any) -> tuple[list[LabelledNode], list[float]]:
+    async def avector_query(
+        self, query: VectorStoreQuery, **kwargs: Any
+    ) -> tuple[list[LabelledNode], list[float]]:
         return await asyncio.to_thread(self.vector_query, query, **kwargs)
 
     async def astructured_query(self, query: str, param_map: dict[str, Any] | None = None) -> Any:
@@ -408,8 +498,9 @@ class _Reader:
         cursor: str | None = None
         seen = 0
         while True:
-            page = self.vault.scan(cursor=cursor, limit=PAGE if limit is None else limit, category=category,
-                                   **self.store._view)
+            page = self.vault.scan(
+                cursor=cursor, limit=PAGE if limit is None else limit, category=category, **self.store._view
+            )
             for entity in page.items:
                 yield entity
                 seen += 1
@@ -428,8 +519,9 @@ class _Reader:
                 page = self.vault.history(category, key, limit=1, agent_id=agent, workspace_hash=workspace)
                 entity = page.items[0] if page.items else None
             else:
-                entity = self.vault.as_of(category, key, self.store.as_of_unix_ms, agent_id=agent,
-                                          workspace_hash=workspace)
+                entity = self.vault.as_of(
+                    category, key, self.store.as_of_unix_ms, agent_id=agent, workspace_hash=workspace
+                )
         except NotFound:
             entity = None
         if entity is not None and entity.status != "active":
@@ -470,8 +562,12 @@ class _Reader:
         a, b = self.node_of(source), self.node_of(target)
         if a is None or b is None:
             return None
-        rel = Relation(label=data["label"], source_id=data["source_id"], target_id=data["target_id"],
-                       properties=dict(data.get("properties") or {}))
+        rel = Relation(
+            label=data["label"],
+            source_id=data["source_id"],
+            target_id=data["target_id"],
+            properties=dict(data.get("properties") or {}),
+        )
         return a, rel, b
 
     def around(self, node_id: str) -> list[tuple[int, Triplet]]:
@@ -517,14 +613,21 @@ class PerseusVaultGraphStore(OwnsItsVault, SimpleGraphStore):
     """
 
     @strict
-    def __init__(self, vault: VaultLike, *, namespace: str = "llamaindex", agent_id: str | None = None,
-                 workspace_hash: str | None = None) -> None:
+    def __init__(
+        self,
+        vault: VaultLike,
+        *,
+        namespace: str = "llamaindex",
+        agent_id: str | None = None,
+        workspace_hash: str | None = None,
+    ) -> None:
         super().__init__()
         self.vault, self._owned_vault = open_vault(vault)
         self.values = KeyValues(self.vault, agent_id=agent_id, workspace_hash=workspace_hash)
         self.collection = f"{namespace}/graph"
-        self._data.graph_dict = {subj: list(value["triplets"]) for subj, value in self.values.get_all(
-            self.collection).items()}
+        self._data.graph_dict = {
+            subj: list(value["triplets"]) for subj, value in self.values.get_all(self.collection).items()
+        }
 
     def upsert_triplet(self, subj: str, rel: str, obj: str) -> None:
         super().upsert_triplet(subj, rel, obj)

@@ -21,14 +21,26 @@ class PerseusVaultIndexStore(OwnsItsVault, KVIndexStore):
     """
 
     @strict
-    def __init__(self, vault: VaultLike, *, namespace: str | None = None, agent_id: str | None = None,
-                 workspace_hash: str | None = None) -> None:
+    def __init__(
+        self,
+        vault: VaultLike,
+        *,
+        namespace: str | None = None,
+        agent_id: str | None = None,
+        workspace_hash: str | None = None,
+    ) -> None:
         self.kvstore = PerseusVaultKVStore(vault, agent_id=agent_id, workspace_hash=workspace_hash)
         self.vault, self._owned_vault = self.kvstore.vault, self.kvstore._owned_vault
         super().__init__(self.kvstore, namespace=namespace)
 
     @classmethod
-    def from_uri(cls, uri: str, *, namespace: str | None = None, agent_id: str | None = None,
-                 workspace_hash: str | None = None) -> PerseusVaultIndexStore:
+    def from_uri(
+        cls,
+        uri: str,
+        *,
+        namespace: str | None = None,
+        agent_id: str | None = None,
+        workspace_hash: str | None = None,
+    ) -> PerseusVaultIndexStore:
         """A store over the vault at ``uri`` (a file path or a ``postgresql://`` URL)."""
         return cls(uri, namespace=namespace, agent_id=agent_id, workspace_hash=workspace_hash)

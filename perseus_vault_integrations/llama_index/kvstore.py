@@ -28,13 +28,16 @@ class PerseusVaultKVStore(OwnsItsVault, BaseKVStore):
     """
 
     @strict
-    def __init__(self, vault: VaultLike, *, agent_id: str | None = None, workspace_hash: str | None = None) -> None:
+    def __init__(
+        self, vault: VaultLike, *, agent_id: str | None = None, workspace_hash: str | None = None
+    ) -> None:
         with vault_from(vault) as (self.vault, self._owned_vault):
             self.values = KeyValues(self.vault, agent_id=agent_id, workspace_hash=workspace_hash)
 
     @classmethod
-    def from_uri(cls, uri: str, *, agent_id: str | None = None,
-                 workspace_hash: str | None = None) -> PerseusVaultKVStore:
+    def from_uri(
+        cls, uri: str, *, agent_id: str | None = None, workspace_hash: str | None = None
+    ) -> PerseusVaultKVStore:
         """A store over the vault at ``uri`` (a file path or a ``postgresql://`` URL), as LlamaIndex's
         database-backed key-value stores are made."""
         return cls(uri, agent_id=agent_id, workspace_hash=workspace_hash)
@@ -42,8 +45,12 @@ class PerseusVaultKVStore(OwnsItsVault, BaseKVStore):
     def put(self, key: str, val: dict, collection: str = DEFAULT_COLLECTION) -> None:  # type: ignore[type-arg]
         self.values.put(collection, key, val)
 
-    def put_all(self, kv_pairs: list[tuple[str, dict]], collection: str = DEFAULT_COLLECTION,  # type: ignore[type-arg]
-                batch_size: int = DEFAULT_BATCH_SIZE) -> None:
+    def put_all(
+        self,
+        kv_pairs: list[tuple[str, dict]],  # type: ignore[type-arg]
+        collection: str = DEFAULT_COLLECTION,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+    ) -> None:
         """Every pair in one transaction (``batch_size`` is accepted for LlamaIndex's callers; the vault
         writes the whole batch at once)."""
         self.values.put_many(collection, list(kv_pairs))
@@ -60,8 +67,12 @@ class PerseusVaultKVStore(OwnsItsVault, BaseKVStore):
     async def aput(self, key: str, val: dict, collection: str = DEFAULT_COLLECTION) -> None:  # type: ignore[type-arg]
         await asyncio.to_thread(self.put, key, val, collection)
 
-    async def aput_all(self, kv_pairs: list[tuple[str, dict]], collection: str = DEFAULT_COLLECTION,  # type: ignore[type-arg]
-                       batch_size: int = DEFAULT_BATCH_SIZE) -> None:
+    async def aput_all(
+        self,
+        kv_pairs: list[tuple[str, dict]],  # type: ignore[type-arg]
+        collection: str = DEFAULT_COLLECTION,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+    ) -> None:
         await asyncio.to_thread(self.put_all, list(kv_pairs), collection, batch_size)
 
     async def aget(self, key: str, collection: str = DEFAULT_COLLECTION) -> dict | None:  # type: ignore[type-arg]
@@ -72,4 +83,3 @@ class PerseusVaultKVStore(OwnsItsVault, BaseKVStore):
 
     async def adelete(self, key: str, collection: str = DEFAULT_COLLECTION) -> bool:
         return await asyncio.to_thread(self.delete, key, collection)
-

@@ -49,12 +49,20 @@ class PerseusVaultMemoryBlock(OwnsItsVault, BaseMemoryBlock[str]):
 
     name: str = Field(default="PerseusVault", description="The name of the memory block.")
     vault: Vault = Field(description="The vault the memories live in.")
-    category: str = Field(default="conversation", min_length=1, description="Category of the memories written.")
-    topic: str = Field(default="llamaindex/sessions", min_length=1, description="Topic path under which sessions go.")
+    category: str = Field(
+        default="conversation", min_length=1, description="Category of the memories written."
+    )
+    topic: str = Field(
+        default="llamaindex/sessions", min_length=1, description="Topic path under which sessions go."
+    )
     agent_id: str | None = Field(default=None, description="Scope: the agent the memories belong to.")
-    workspace_hash: str | None = Field(default=None, description="Scope: the workspace the memories belong to.")
+    workspace_hash: str | None = Field(
+        default=None, description="Scope: the workspace the memories belong to."
+    )
     limit: int = Field(default=5, ge=1, le=1_000, description="Most memories injected per turn.")
-    mode: Literal["fts5", "dense", "hybrid"] | None = Field(default=None, description="Recall mode (None: auto).")
+    mode: Literal["fts5", "dense", "hybrid"] | None = Field(
+        default=None, description="Recall mode (None: auto)."
+    )
     retrieval_context_window: int = Field(default=5, ge=1, description="Latest messages that form the query.")
     session_only: bool = Field(default=False, description="Recall only the current session's memories.")
     recall_params: dict[str, Any] = Field(default_factory=dict, description="Other recall filters and knobs.")
@@ -76,32 +84,47 @@ class PerseusVaultMemoryBlock(OwnsItsVault, BaseMemoryBlock[str]):
         turns = [(m.role.value, _text(m)) for m in messages if _text(m).strip()]
         if not turns:
             return
-        session = next((str(m.additional_kwargs["session_id"]) for m in messages
-                        if "session_id" in m.additional_kwargs), "")
+        session = next(
+            (str(m.additional_kwargs["session_id"]) for m in messages if "session_id" in m.additional_kwargs),
+            "",
+        )
         transcript = "\n".join(f"{role}: {text}" for role, text in turns)
         digest = hashlib.sha256(f"{session}\n{transcript}".encode("utf-8", "surrogatepass")).hexdigest()
         key = f"{session[: MAX_KEY_CHARS - 26]}/{digest[:24]}" if session else digest[:24]
         self.vault.remember(
-            category=self.category, key=key, content=transcript, type="conversation",
+            category=self.category,
+            key=key,
+            content=transcript,
+            type="conversation",
             topic_path=self._session_topic(session) if session else self.topic,
             body={"session_id": session or None, "messages": [{"role": r, "text": t} for r, t in turns]},
             source="llamaindex Memory",
-            agent_id=self.agent_id, workspace_hash=self.workspace_hash, keep_duplicate=True,  # a transcript, kept as said
+            agent_id=self.agent_id,
+            workspace_hash=self.workspace_hash,
+            keep_duplicate=True,  # a transcript, kept as said
         )
 
     def _recall(self, query: str, session_id: str | None) -> str:
         params = {"min_score": "auto", **self.recall_params}  # no unrelated memory injected by default
         if self.session_only and session_id:
             params["topic_path"] = self._session_topic(session_id)
-        result = self.vault.recall(query, limit=self.limit, mode=self.mode, category=self.category,
-                                   agent_id=self.agent_id, workspace_hash=self.workspace_hash, **params)
+        result = self.vault.recall(
+            query,
+            limit=self.limit,
+            mode=self.mode,
+            category=self.category,
+            agent_id=self.agent_id,
+            workspace_hash=self.workspace_hash,
+            **params,
+        )
         return "\n\n".join(item.content for item in result.items)
 
     async def _aput(self, messages: list[ChatMessage]) -> None:
         await asyncio.to_thread(self._remember, list(messages))
 
-    async def _aget(self, messages: list[ChatMessage] | None = None, session_id: str | None = None,
-                    **block_kwargs: Any) -> str:
+    async def _aget(
+        self, messages: list[ChatMessage] | None = None, session_id: str | None = None, **block_kwargs: Any
+    ) -> str:
         if not messages:
             return ""
         query = " ".join(_text(m) for m in messages[-self.retrieval_context_window :] if _text(m).strip())

@@ -38,11 +38,18 @@ def to_node(item: RecallItem) -> NodeWithScore:
     data.pop("content")
     body = data.pop("body")
     data["body"] = {k: v for k, v in body.items() if k not in ("content", "summary")}
-    data["true_from"] = date(true_from(item))  # when it became true (valid_from, else written): dates to compare
+    data["true_from"] = date(
+        true_from(item)
+    )  # when it became true (valid_from, else written): dates to compare
     data["true_to"] = date(item.valid_to_ms) if item.valid_to_ms is not None else None
     hidden = [k for k, v in data.items() if k not in LLM_METADATA or v is None or v == ""]
-    node = TextNode(id_=str(item.id), text=item.content, metadata=data, excluded_llm_metadata_keys=hidden,
-                    excluded_embed_metadata_keys=list(data))
+    node = TextNode(
+        id_=str(item.id),
+        text=item.content,
+        metadata=data,
+        excluded_llm_metadata_keys=hidden,
+        excluded_embed_metadata_keys=list(data),
+    )
     return NodeWithScore(node=node, score=item.score)
 
 
@@ -65,12 +72,22 @@ class PerseusVaultRetriever(OwnsItsVault, BaseRetriever):
     >>> RetrieverQueryEngine.from_args(retriever, llm=llm).query("which database?")       # doctest: +SKIP
     """
 
-    def __init__(self, vault: VaultLike, *, similarity_top_k: int | None = None, filters: MetadataFilters | None = None,
-                 k: int | None = None, callback_manager: CallbackManager | None = None, verbose: bool = False,
-                 **recall_params: Any) -> None:
+    def __init__(
+        self,
+        vault: VaultLike,
+        *,
+        similarity_top_k: int | None = None,
+        filters: MetadataFilters | None = None,
+        k: int | None = None,
+        callback_manager: CallbackManager | None = None,
+        verbose: bool = False,
+        **recall_params: Any,
+    ) -> None:
         if k is not None and similarity_top_k is not None and k != similarity_top_k:
-            raise InvalidInput("k", f"is similarity_top_k's older name: give one (k={k}, "
-                               f"similarity_top_k={similarity_top_k})")
+            raise InvalidInput(
+                "k",
+                f"is similarity_top_k's older name: give one (k={k}, similarity_top_k={similarity_top_k})",
+            )
         top_k = similarity_top_k if similarity_top_k is not None else k if k is not None else DEFAULT_TOP_K
         if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_LIMIT:
             raise InvalidInput("similarity_top_k", f"must be a whole number from 1 to {MAX_LIMIT}")
@@ -80,8 +97,12 @@ class PerseusVaultRetriever(OwnsItsVault, BaseRetriever):
         # Unrelated memories are left out by default: "auto" is the mode's threshold (docs/recall.md).
         params = {"min_score": "auto", **recall_params, **({"where": where} if where is not None else {})}
         why = "is given per call (the query) or as similarity_top_k (the limit), not as a recall parameter"
-        self.recall_params = check_recall_params(params, ("query", "limit"), why,
-                                                 own=("similarity_top_k", "filters", "callback_manager", "verbose"))
+        self.recall_params = check_recall_params(
+            params,
+            ("query", "limit"),
+            why,
+            own=("similarity_top_k", "filters", "callback_manager", "verbose"),
+        )
         self.similarity_top_k = self.k = top_k
         self.filters = filters
         super().__init__(callback_manager=callback_manager, verbose=verbose)

@@ -19,8 +19,13 @@ from .vector_stores import PerseusVaultVectorStore
 
 
 @strict
-def vault_storage_context(vault: VaultLike, *, namespace: str = "llamaindex", agent_id: str | None = None,
-                          workspace_hash: str | None = None) -> StorageContext:
+def vault_storage_context(
+    vault: VaultLike,
+    *,
+    namespace: str = "llamaindex",
+    agent_id: str | None = None,
+    workspace_hash: str | None = None,
+) -> StorageContext:
     """Every store of a ``StorageContext`` in ``vault`` (a Vault, or a path or ``postgresql://`` URL), under
     ``namespace`` and in one scope:
 
@@ -38,8 +43,14 @@ def vault_storage_context(vault: VaultLike, *, namespace: str = "llamaindex", ag
     opened = vectors.vault
     return StorageContext.from_defaults(
         vector_store=vectors,
-        image_store=PerseusVaultVectorStore(opened, collection=f"{namespace}:image", agent_id=a, workspace_hash=w),
-        docstore=PerseusVaultDocumentStore(opened, namespace=f"{namespace}/docstore", agent_id=a, workspace_hash=w),
-        index_store=PerseusVaultIndexStore(opened, namespace=f"{namespace}/index_store", agent_id=a, workspace_hash=w),
+        image_store=PerseusVaultVectorStore(
+            opened, collection=f"{namespace}:image", agent_id=a, workspace_hash=w
+        ),
+        docstore=PerseusVaultDocumentStore(
+            opened, namespace=f"{namespace}/docstore", agent_id=a, workspace_hash=w
+        ),
+        index_store=PerseusVaultIndexStore(
+            opened, namespace=f"{namespace}/index_store", agent_id=a, workspace_hash=w
+        ),
         graph_store=PerseusVaultGraphStore(opened, namespace=namespace, agent_id=a, workspace_hash=w),
     )

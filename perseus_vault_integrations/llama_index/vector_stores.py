@@ -61,10 +61,21 @@ from ..arguments import OwnsItsVault, VaultLike, document_where, strict, vault_f
 NODE_TYPE = "llamaindex_node"
 SAME_MODEL = 0.98  # the cosine above which an embedding of a text is the vault model's (the same model: 1.0)
 Mode = Literal["fts5", "dense", "hybrid"]
-MODES: dict[VectorStoreQueryMode, Mode] = {VectorStoreQueryMode.DEFAULT: "dense", VectorStoreQueryMode.TEXT_SEARCH: "fts5",
-         VectorStoreQueryMode.HYBRID: "hybrid"}
-_ORDER = {FilterOperator.EQ: "$eq", FilterOperator.NE: "$ne", FilterOperator.GT: "$gt", FilterOperator.GTE: "$gte",
-          FilterOperator.LT: "$lt", FilterOperator.LTE: "$lte", FilterOperator.IN: "$in", FilterOperator.NIN: "$nin"}
+MODES: dict[VectorStoreQueryMode, Mode] = {
+    VectorStoreQueryMode.DEFAULT: "dense",
+    VectorStoreQueryMode.TEXT_SEARCH: "fts5",
+    VectorStoreQueryMode.HYBRID: "hybrid",
+}
+_ORDER = {
+    FilterOperator.EQ: "$eq",
+    FilterOperator.NE: "$ne",
+    FilterOperator.GT: "$gt",
+    FilterOperator.GTE: "$gte",
+    FilterOperator.LT: "$lt",
+    FilterOperator.LTE: "$lte",
+    FilterOperator.IN: "$in",
+    FilterOperator.NIN: "$nin",
+}
 
 
 # --- MetadataFilters as recall's where ----------------------------------------------------------
@@ -81,8 +92,12 @@ def to_where(filters: Any, field: Callable[[str], str], name: str = "filters") -
 
 
 def _group(filters: MetadataFilters, field: Callable[[str], str], at: str) -> dict[str, Any]:
-    parts = [_group(f, field, f"{at}.filters[{i}]") if isinstance(f, MetadataFilters)
-             else _condition(f, field, f"{at}.filters[{i}]") for i, f in enumerate(filters.filters)]
+    parts = [
+        _group(f, field, f"{at}.filters[{i}]")
+        if isinstance(f, MetadataFilters)
+        else _condition(f, field, f"{at}.filters[{i}]")
+        for i, f in enumerate(filters.filters)
+    ]
     condition = filters.condition or FilterCondition.AND
     if not parts:
         return {}
@@ -107,11 +122,33 @@ def _condition(f: MetadataFilter, field: Callable[[str], str], at: str) -> dict[
         return {"$and": [{key: {"$eq": v}} for v in many or []]} if many else {}
     if op == FilterOperator.CONTAINS:  # a list field holding the value
         return {key: {"$eq": value}}
-    if op == FilterOperator.IS_EMPTY:  # missing, null, "", or [] (a list holding no string, number or boolean)
-        return {"$or": [{key: {"$exists": False}}, {key: {"$eq": ""}}, {"$and": [
-            {key: {"$exists": True}},
-            {"$not": {"$or": [{key: {"$gte": ""}}, {key: {"$gte": -1e308}}, {key: {"$in": [True, False]}}]}}]}]}
-    if op in (FilterOperator.TEXT_MATCH, FilterOperator.TEXT_MATCH_INSENSITIVE):  # a text field holding the text
+    if (
+        op == FilterOperator.IS_EMPTY
+    ):  # missing, null, "", or [] (a list holding no string, number or boolean)
+        return {
+            "$or": [
+                {key: {"$exists": False}},
+                {key: {"$eq": ""}},
+                {
+                    "$and": [
+                        {key: {"$exists": True}},
+                        {
+                            "$not": {
+                                "$or": [
+                                    {key: {"$gte": ""}},
+                                    {key: {"$gte": -1e308}},
+                                    {key: {"$in": [True, False]}},
+                                ]
+                            }
+                        },
+                    ]
+                },
+            ]
+        }
+    if op in (
+        FilterOperator.TEXT_MATCH,
+        FilterOperator.TEXT_MATCH_INSENSITIVE,
+    ):  # a text field holding the text
         if not isinstance(value, str) or not value:
             raise InvalidInput(f"{at}.value", f"must be a non-empty string for the operator {op.value!r}")
         return {key: {"$substring" if op == FilterOperator.TEXT_MATCH else "$isubstring": value}}
@@ -146,18 +183,33 @@ class PerseusVaultVectorStore(OwnsItsVault, BasePydanticVectorStore):
     _checked_model: bool = PrivateAttr(default=False)
 
     @strict
-    def __init__(self, vault: VaultLike, *, collection: str = "llamaindex", agent_id: str | None = None,
-                 workspace_hash: str | None = None) -> None:
+    def __init__(
+        self,
+        vault: VaultLike,
+        *,
+        collection: str = "llamaindex",
+        agent_id: str | None = None,
+        workspace_hash: str | None = None,
+    ) -> None:
         if not isinstance(collection, str) or not collection.strip():
             raise InvalidInput("collection", "must be a non-empty string (the vault category of the nodes)")
         with vault_from(vault) as (opened, owned):
-            super().__init__(collection=collection, agent_id=agent_id,  # type: ignore[call-arg]
-                             workspace_hash=workspace_hash)
+            super().__init__(
+                collection=collection,
+                agent_id=agent_id,  # type: ignore[call-arg]
+                workspace_hash=workspace_hash,
+            )
         self._vault, self._owned_vault = opened, owned
 
     @classmethod
-    def from_params(cls, uri: str, *, collection: str = "llamaindex", agent_id: str | None = None,
-                    workspace_hash: str | None = None) -> PerseusVaultVectorStore:
+    def from_params(
+        cls,
+        uri: str,
+        *,
+        collection: str = "llamaindex",
+        agent_id: str | None = None,
+        workspace_hash: str | None = None,
+    ) -> PerseusVaultVectorStore:
         """A store over the vault at ``uri`` (a file path or a ``postgresql://`` URL), as LlamaIndex's
         database-backed vector stores are made."""
         return cls(uri, collection=collection, agent_id=agent_id, workspace_hash=workspace_hash)
@@ -176,7 +228,11 @@ class PerseusVaultVectorStore(OwnsItsVault, BasePydanticVectorStore):
 
     def _scope(self) -> dict[str, Any]:
         # '' is the unscoped scope itself: without it an unscoped store would read every scope.
-        return {"category": self.collection, "agent_id": self.agent_id or "", "workspace_hash": self.workspace_hash or ""}
+        return {
+            "category": self.collection,
+            "agent_id": self.agent_id or "",
+            "workspace_hash": self.workspace_hash or "",
+        }
 
     # --- writing --------------------------------------------------------------------------------
 
@@ -186,8 +242,16 @@ class PerseusVaultVectorStore(OwnsItsVault, BasePydanticVectorStore):
         if kwargs:
             raise InvalidInput(next(iter(kwargs)), "is not an argument of add")
         nodes = list(nodes)
-        self._check_model(next(((n.get_content(metadata_mode=MetadataMode.EMBED), n.embedding) for n in nodes
-                                if n.embedding is not None), None))
+        self._check_model(
+            next(
+                (
+                    (n.get_content(metadata_mode=MetadataMode.EMBED), n.embedding)
+                    for n in nodes
+                    if n.embedding is not None
+                ),
+                None,
+            )
+        )
         items = [self._item(node, i) for i, node in enumerate(nodes)]
         if items:
             self._vault.remember_many(items)
@@ -197,16 +261,27 @@ class PerseusVaultVectorStore(OwnsItsVault, BasePydanticVectorStore):
         if not isinstance(node, BaseNode):
             raise InvalidInput(f"nodes[{index}]", "must be a LlamaIndex node")
         if not node.node_id.strip() or len(node.node_id) > MAX_KEY_CHARS:
-            raise InvalidInput(f"nodes[{index}].id_", f"must be a non-blank id of at most {MAX_KEY_CHARS} characters")
+            raise InvalidInput(
+                f"nodes[{index}].id_", f"must be a non-blank id of at most {MAX_KEY_CHARS} characters"
+            )
         stored = node_to_metadata_dict(node, remove_text=True, flat_metadata=False)
         try:
             json.dumps(node.metadata, allow_nan=False)
         except (TypeError, ValueError) as exc:
             raise InvalidInput(f"nodes[{index}].metadata", f"must be JSON: {exc}") from None
-        body = {"metadata": node.metadata, "ref_doc_id": node.ref_doc_id, "node_type": stored["_node_type"],
-                "node": stored["_node_content"]}
-        return {**self._scope(), "key": node.node_id, "type": NODE_TYPE, "body": body,
-                "content": node.get_content(metadata_mode=MetadataMode.NONE)}
+        body = {
+            "metadata": node.metadata,
+            "ref_doc_id": node.ref_doc_id,
+            "node_type": stored["_node_type"],
+            "node": stored["_node_content"],
+        }
+        return {
+            **self._scope(),
+            "key": node.node_id,
+            "type": NODE_TYPE,
+            "body": body,
+            "content": node.get_content(metadata_mode=MetadataMode.NONE),
+        }
 
     def _check_model(self, sample: tuple[str, list[float]] | None) -> None:
         """Refuse an embedding (of ``sample``'s text) that the vault's model would not have made."""
@@ -217,14 +292,18 @@ class PerseusVaultVectorStore(OwnsItsVault, BasePydanticVectorStore):
         theirs = np.asarray(given, dtype=np.float32)
         ours = np.asarray(model.embed([text])[0], dtype=np.float32)
         if theirs.shape != ours.shape:
-            raise Conflict(f"the index's embed_model makes {theirs.size}-dimension vectors but this vault's model "
-                           f"({model.identity}) makes {ours.size}: use embed_model=PerseusVaultEmbedding(vault), or "
-                           "open the vault with embedder=LlamaIndexEmbedder(embed_model)")
+            raise Conflict(
+                f"the index's embed_model makes {theirs.size}-dimension vectors but this vault's model "
+                f"({model.identity}) makes {ours.size}: use embed_model=PerseusVaultEmbedding(vault), or "
+                "open the vault with embedder=LlamaIndexEmbedder(embed_model)"
+            )
         cosine = float(np.dot(theirs, ours) / ((np.linalg.norm(theirs) * np.linalg.norm(ours)) or 1.0))
         if cosine < SAME_MODEL:
-            raise Conflict(f"the index's embed_model is not this vault's model ({model.identity}): the same text "
-                           f"embeds at cosine {cosine:.2f} to it; use embed_model=PerseusVaultEmbedding(vault), or "
-                           "open the vault with embedder=LlamaIndexEmbedder(embed_model)")
+            raise Conflict(
+                f"the index's embed_model is not this vault's model ({model.identity}): the same text "
+                f"embeds at cosine {cosine:.2f} to it; use embed_model=PerseusVaultEmbedding(vault), or "
+                "open the vault with embedder=LlamaIndexEmbedder(embed_model)"
+            )
         self._checked_model = True
 
     def delete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
@@ -235,16 +314,19 @@ class PerseusVaultVectorStore(OwnsItsVault, BasePydanticVectorStore):
             raise InvalidInput("ref_doc_id", "must be a string")
         self._purge(self._entities({"ref_doc_id": ref_doc_id}))
 
-    def delete_nodes(self, node_ids: list[str] | None = None, filters: MetadataFilters | None = None,
-                     **delete_kwargs: Any) -> None:
+    def delete_nodes(
+        self, node_ids: list[str] | None = None, filters: MetadataFilters | None = None, **delete_kwargs: Any
+    ) -> None:
         """Purge the nodes among ``node_ids`` that pass ``filters`` and ``where_document`` (at least one of
         them must be given)."""
         where_document = delete_kwargs.pop("where_document", None)
         if delete_kwargs:
             raise InvalidInput(next(iter(delete_kwargs)), "is not an argument of delete_nodes")
         if node_ids is None and filters is None and where_document is None:
-            raise InvalidInput("node_ids", "name the nodes to delete, or give filters or where_document (clear() "
-                                           "deletes them all)")
+            raise InvalidInput(
+                "node_ids",
+                "name the nodes to delete, or give filters or where_document (clear() deletes them all)",
+            )
         if node_ids is not None and not node_ids:
             return
         self._purge(self._entities(self._where(node_ids, None, filters, where_document)))
@@ -262,7 +344,9 @@ class PerseusVaultVectorStore(OwnsItsVault, BasePydanticVectorStore):
 
     # --- reading --------------------------------------------------------------------------------
 
-    def get_nodes(self, node_ids: list[str] | None = None, filters: MetadataFilters | None = None) -> list[BaseNode]:
+    def get_nodes(
+        self, node_ids: list[str] | None = None, filters: MetadataFilters | None = None
+    ) -> list[BaseNode]:
         """The stored nodes among ``node_ids`` (all when ``None``) that pass ``filters``, in the order added."""
         if node_ids is not None and not node_ids:
             return []
@@ -281,8 +365,13 @@ class PerseusVaultVectorStore(OwnsItsVault, BasePydanticVectorStore):
                 return
             cursor = page.next_cursor
 
-    def _where(self, node_ids: Sequence[str] | None, doc_ids: Sequence[str] | None,
-               filters: MetadataFilters | None, where_document: Any = None) -> dict[str, Any] | None:
+    def _where(
+        self,
+        node_ids: Sequence[str] | None,
+        doc_ids: Sequence[str] | None,
+        filters: MetadataFilters | None,
+        where_document: Any = None,
+    ) -> dict[str, Any] | None:
         parts = []
         for name, field, ids in (("node_ids", "key", node_ids), ("doc_ids", "ref_doc_id", doc_ids)):
             if ids is not None:
@@ -304,8 +393,10 @@ class PerseusVaultVectorStore(OwnsItsVault, BasePydanticVectorStore):
             raise InvalidInput(next(iter(kwargs)), "is not an argument of query (it takes where_document)")
         mode = MODES.get(query.mode)
         if mode is None:
-            raise NotSupported(f"query mode {query.mode.value!r} is not offered by the vault's vector store: use "
-                               "'default' (meaning), 'text_search' (keyword) or 'hybrid'")
+            raise NotSupported(
+                f"query mode {query.mode.value!r} is not offered by the vault's vector store: use "
+                "'default' (meaning), 'text_search' (keyword) or 'hybrid'"
+            )
         top_k = query.hybrid_top_k if mode == "hybrid" and query.hybrid_top_k else query.similarity_top_k
         if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_LIMIT:
             raise InvalidInput("similarity_top_k", f"must be a whole number from 1 to {MAX_LIMIT}")
@@ -318,8 +409,11 @@ class PerseusVaultVectorStore(OwnsItsVault, BasePydanticVectorStore):
             args["fusion"] = {"keyword_weight": 1.0 - float(query.alpha), "dense_weight": float(query.alpha)}
         args["curate"] = False  # a vector store returns each node by similarity, repeats included
         items = self._recall(mode, query, args)
-        return VectorStoreQueryResult(nodes=[_node(item) for item in items], similarities=[i.score for i in items],
-                                      ids=[item.key for item in items])
+        return VectorStoreQueryResult(
+            nodes=[_node(item) for item in items],
+            similarities=[i.score for i in items],
+            ids=[item.key for item in items],
+        )
 
     def _recall(self, mode: Mode, query: VectorStoreQuery, args: dict[str, Any]) -> list[RecallItem]:
         if mode == "dense" and query.query_embedding is not None:
@@ -338,12 +432,14 @@ class PerseusVaultVectorStore(OwnsItsVault, BasePydanticVectorStore):
     async def adelete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
         await asyncio.to_thread(self.delete, ref_doc_id, **delete_kwargs)
 
-    async def adelete_nodes(self, node_ids: list[str] | None = None, filters: MetadataFilters | None = None,
-                            **delete_kwargs: Any) -> None:
+    async def adelete_nodes(
+        self, node_ids: list[str] | None = None, filters: MetadataFilters | None = None, **delete_kwargs: Any
+    ) -> None:
         await asyncio.to_thread(self.delete_nodes, node_ids, filters, **delete_kwargs)
 
-    async def aget_nodes(self, node_ids: list[str] | None = None,
-                         filters: MetadataFilters | None = None) -> list[BaseNode]:
+    async def aget_nodes(
+        self, node_ids: list[str] | None = None, filters: MetadataFilters | None = None
+    ) -> list[BaseNode]:
         return await asyncio.to_thread(self.get_nodes, node_ids, filters)
 
     async def aclear(self) -> None:
@@ -356,5 +452,6 @@ class PerseusVaultVectorStore(OwnsItsVault, BasePydanticVectorStore):
 def _node(memory: Entity | RecallItem) -> BaseNode:
     """A stored node back as LlamaIndex made it (its text from the memory's content)."""
     body = memory.body
-    return metadata_dict_to_node({"_node_content": body["node"], "_node_type": body["node_type"]},
-                                 text=memory.content)
+    return metadata_dict_to_node(
+        {"_node_content": body["node"], "_node_type": body["node_type"]}, text=memory.content
+    )

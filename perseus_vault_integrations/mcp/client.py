@@ -57,13 +57,21 @@ class VaultClient:
         """``server``: what ``mcp.Client`` accepts (a URL, ``StdioServerParameters``, a transport, or an
         in-process server)."""
         self._client = Client(server)
-        self._http: Any = None  # an HTTP client made here: the transport leaves it open, so __aexit__ closes it
+        self._http: Any = (
+            None  # an HTTP client made here: the transport leaves it open, so __aexit__ closes it
+        )
         self._tools: set[str] | None = None
         self.engine_ms: float | None = None  # the server engine's own time for the last call, when it says
 
     @classmethod
-    def stdio(cls, db: str, *, agent_id: str | None = None, workspace_hash: str | None = None,
-              env: dict[str, str] | None = None) -> VaultClient:
+    def stdio(
+        cls,
+        db: str,
+        *,
+        agent_id: str | None = None,
+        workspace_hash: str | None = None,
+        env: dict[str, str] | None = None,
+    ) -> VaultClient:
         """Start ``perseus-vault serve --db DB`` as a subprocess and talk to it over stdio."""
         args = ["-m", "perseus_vault_core.cli", "serve", "--db", db]
         if agent_id is not None:
@@ -127,7 +135,9 @@ class VaultClient:
         return data
 
     async def remember(self, category: str, key: str, content: str, **fields: Any) -> Entity:
-        return Entity.model_validate(await self.call("remember", category=category, key=key, content=content, **fields))
+        return Entity.model_validate(
+            await self.call("remember", category=category, key=key, content=content, **fields)
+        )
 
     async def recall(self, query: str, **params: Any) -> RecallResult:
         return RecallResult.model_validate(await self.call("recall", query=query, **params))
@@ -141,11 +151,16 @@ class VaultClient:
     context = prepare  # the verb's other name
 
     async def memory_recall(self, query: str, file: str | None = None, limit: int = 50) -> MemoryRecallResult:
-        return MemoryRecallResult.model_validate(await self.call("memory_recall", query=query, file=file, limit=limit))
+        return MemoryRecallResult.model_validate(
+            await self.call("memory_recall", query=query, file=file, limit=limit)
+        )
 
-    async def remember_conversation(self, session: str, messages: list[dict[str, Any]], **scope: Any) -> ConversationWrite:
+    async def remember_conversation(
+        self, session: str, messages: list[dict[str, Any]], **scope: Any
+    ) -> ConversationWrite:
         return ConversationWrite.model_validate(
-            await self.call("remember_conversation", session=session, messages=messages, **scope))
+            await self.call("remember_conversation", session=session, messages=messages, **scope)
+        )
 
     async def conversation(self, session: str, **params: Any) -> ConversationResult:
         """The turns of ``session``: ``around=id`` (with ``before``, ``after``), or a page (``from_turn``, ``limit``)."""
@@ -159,14 +174,18 @@ class VaultClient:
         if PREFIX + "scan" in await self.tools():
             cursor = None
             while True:
-                p = ScanPage.model_validate(await self.call("scan", category=category, cursor=cursor, limit=page, **filters))
+                p = ScanPage.model_validate(
+                    await self.call("scan", category=category, cursor=cursor, limit=page, **filters)
+                )
                 out.extend(p.items)
                 if not p.has_more:
                     return out
                 cursor = p.next_cursor
         offset = 0
         while True:
-            r = await self.recall("", category=category, limit=page, offset=offset, reinforce=False, **filters)
+            r = await self.recall(
+                "", category=category, limit=page, offset=offset, reinforce=False, **filters
+            )
             out.extend(r.items)
             if len(r.items) < page:
                 return out

@@ -42,8 +42,8 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from perseus_vault_core import SetupError, read_secret_file
 
 from ..arguments import VaultLike
-from .server import build_server
 from .interrupts import interruptible
+from .server import build_server
 from .stdio import max_message_bytes
 
 TOKEN_ENV = "PERSEUS_VAULT_HTTP_TOKEN"
@@ -77,8 +77,10 @@ def is_loopback(host: str) -> bool:
 def check_token(token: str, source: str) -> str:
     """A usable bearer token: long enough not to be guessed, and printable ASCII (it travels in a header)."""
     if len(token) < MIN_TOKEN_CHARS:
-        raise SetupError(f"{source}: the bearer token has {len(token)} characters, at least {MIN_TOKEN_CHARS} "
-                         "are needed (make one with: python -c 'import secrets; print(secrets.token_urlsafe(32))')")
+        raise SetupError(
+            f"{source}: the bearer token has {len(token)} characters, at least {MIN_TOKEN_CHARS} "
+            "are needed (make one with: python -c 'import secrets; print(secrets.token_urlsafe(32))')"
+        )
     if not all("!" <= c <= "~" for c in token):
         raise SetupError(f"{source}: the bearer token must be printable ASCII without spaces")
     return token
@@ -117,17 +119,23 @@ def tls_files(cert: str | None, key: str | None) -> Tls | None:
     if cert is None and key is None:
         return None
     if cert is None or key is None:
-        raise SetupError("--tls-cert and --tls-key go together: the certificate (chain) and its private key, PEM files")
+        raise SetupError(
+            "--tls-cert and --tls-key go together: the certificate (chain) and its private key, PEM files"
+        )
     read_secret_file(key, "--tls-key", "private key")  # a key other users can read is no secret: refused
 
     def no_passphrase() -> bytes:  # else OpenSSL would ask for one on the terminal
-        raise SetupError(f"--tls-key: {key!r} is encrypted; give the key without a passphrase "
-                         "(openssl pkey -in KEY -out PLAIN, readable by you only)")
+        raise SetupError(
+            f"--tls-key: {key!r} is encrypted; give the key without a passphrase "
+            "(openssl pkey -in KEY -out PLAIN, readable by you only)"
+        )
 
     try:
         ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(cert, key, password=no_passphrase)
     except (OSError, ssl.SSLError) as error:
-        raise SetupError(f"--tls-cert/--tls-key: cannot serve HTTPS with {cert!r} and {key!r} ({error})") from None
+        raise SetupError(
+            f"--tls-cert/--tls-key: cannot serve HTTPS with {cert!r} and {key!r} ({error})"
+        ) from None
     return Tls(cert, key)
 
 
@@ -135,8 +143,10 @@ def clear_text_warning(host: str, tls: Tls | None) -> list[str]:
     """What a server off loopback without TLS says when it starts: its token travels in clear text."""
     if tls is not None or is_loopback(host):
         return []
-    return [f"warning: plain HTTP on {host}: the bearer token and the inspector's session cookie cross the network "
-            "in clear text; serve HTTPS with --tls-cert and --tls-key, or put a TLS proxy in front (docs/mcp.md)"]
+    return [
+        f"warning: plain HTTP on {host}: the bearer token and the inspector's session cookie cross the network "
+        "in clear text; serve HTTPS with --tls-cert and --tls-key, or put a TLS proxy in front (docs/mcp.md)"
+    ]
 
 
 def transport_security(host: str, port: int, https: bool = False) -> TransportSecuritySettings:
@@ -158,8 +168,11 @@ def transport_security(host: str, port: int, https: bool = False) -> TransportSe
     default = 443 if https else 80  # the port a browser leaves out of Host and Origin
     hosts = sorted(f"{name}:{port}" for name in names) + (sorted(names) if port == default else [])
     scheme = "https" if https else "http"
-    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts,
-                                     allowed_origins=[f"{scheme}://{h}" for h in hosts])
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=hosts,
+        allowed_origins=[f"{scheme}://{h}" for h in hosts],
+    )
 
 
 def bearer(token: str) -> bytes:
@@ -191,9 +204,15 @@ class FetchMetadata:
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         site = foreign_site(scope) if scope["type"] == "http" else None
         if site is not None:
-            await send({"type": "http.response.start", "status": 403, "headers": [(b"content-type", b"text/plain")]})
-            await send({"type": "http.response.body",
-                        "body": f"refused: a request from another site's page (Sec-Fetch-Site: {site})\n".encode()})
+            await send(
+                {"type": "http.response.start", "status": 403, "headers": [(b"content-type", b"text/plain")]}
+            )
+            await send(
+                {
+                    "type": "http.response.body",
+                    "body": f"refused: a request from another site's page (Sec-Fetch-Site: {site})\n".encode(),
+                }
+            )
             return
         await self.app(scope, receive, send)
 
@@ -206,8 +225,13 @@ class BearerAuth:
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "http" and not carries(scope, self.expected):
-            await send({"type": "http.response.start", "status": 401,
-                        "headers": [(b"content-type", b"text/plain"), (b"www-authenticate", b"Bearer")]})
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 401,
+                    "headers": [(b"content-type", b"text/plain"), (b"www-authenticate", b"Bearer")],
+                }
+            )
             await send({"type": "http.response.body", "body": b"missing or wrong bearer token\n"})
             return
         await self.app(scope, receive, send)
@@ -279,27 +303,49 @@ def require_token(host: str, token: str | None) -> None:
     if token is not None:
         check_token(token, "token")
     elif not is_loopback(host):
-        raise SetupError(f"refusing to serve on {host} without a bearer token "
-                         f"(set {TOKEN_ENV}, or {TOKEN_FILE_ENV} or --token-file to a file holding it)")
+        raise SetupError(
+            f"refusing to serve on {host} without a bearer token "
+            f"(set {TOKEN_ENV}, or {TOKEN_FILE_ENV} or --token-file to a file holding it)"
+        )
 
 
-def http_app(vault: VaultLike, host: str, port: int, token: str | None, *, agent_id: str | None = None,
-             workspace_hash: str | None = None, https: bool = False) -> Any:
+def http_app(
+    vault: VaultLike,
+    host: str,
+    port: int,
+    token: str | None,
+    *,
+    agent_id: str | None = None,
+    workspace_hash: str | None = None,
+    https: bool = False,
+) -> Any:
     """The streamable-HTTP app (path ``/mcp``) for a server at ``host``:``port`` (over HTTPS when ``https``),
     behind the token check."""
     require_token(host, token)
     server = build_server(vault, agent_id=agent_id, workspace_hash=workspace_hash)
-    app = server.streamable_http_app(host=host, transport_security=transport_security(host, port, https),
-                                     max_request_body_size=max_message_bytes())
+    app = server.streamable_http_app(
+        host=host,
+        transport_security=transport_security(host, port, https),
+        max_request_body_size=max_message_bytes(),
+    )
     return FetchMetadata(BearerAuth(app, token) if token else app)
 
 
 def server_config(app: Any, host: str, port: int, tls: Tls | None = None) -> uvicorn.Config:
     """uvicorn's settings for ``app``: the stall deadlines, no WebSocket upgrades (MCP uses none), and HTTPS
     with ``tls``."""
-    return uvicorn.Config(app, host=host.strip("[]") or "127.0.0.1", port=port, http=DeadlineH11Protocol,
-                          ws="none", timeout_keep_alive=KEEP_ALIVE_TIMEOUT_S, log_level="warning", lifespan="on",
-                          ssl_certfile=tls.cert if tls else None, ssl_keyfile=tls.key if tls else None)
+    return uvicorn.Config(
+        app,
+        host=host.strip("[]") or "127.0.0.1",
+        port=port,
+        http=DeadlineH11Protocol,
+        ws="none",
+        timeout_keep_alive=KEEP_ALIVE_TIMEOUT_S,
+        log_level="warning",
+        lifespan="on",
+        ssl_certfile=tls.cert if tls else None,
+        ssl_keyfile=tls.key if tls else None,
+    )
 
 
 def base_url(host: str, port: int, https: bool = False) -> str:
@@ -328,8 +374,15 @@ def listen(host: str, port: int) -> socket.socket:
     return sock
 
 
-def serve_app(app: Any, host: str, port: int, announce: list[str], sock: socket.socket | None = None,
-              tls: Tls | None = None, stdout: str | None = None) -> None:
+def serve_app(
+    app: Any,
+    host: str,
+    port: int,
+    announce: list[str],
+    sock: socket.socket | None = None,
+    tls: Tls | None = None,
+    stdout: str | None = None,
+) -> None:
     """Run ``app`` at ``host``:``port`` (or on ``sock``, already bound there; over HTTPS with ``tls``) until
     stopped, after printing ``announce`` to stderr, a line each, and the warning of :func:`clear_text_warning`,
     and then ``stdout`` (a line for a script to read) on stdout: a reader of that line has all the others."""
@@ -348,9 +401,19 @@ def serve_app(app: Any, host: str, port: int, announce: list[str], sock: socket.
         raise KeyboardInterrupt
 
 
-def serve_http(vault: VaultLike, host: str, port: int, token: str | None, *, agent_id: str | None = None,
-               workspace_hash: str | None = None, tls: Tls | None = None) -> None:
-    app = http_app(vault, host, port, token, agent_id=agent_id, workspace_hash=workspace_hash,
-                   https=tls is not None)  # refuses first
-    serve_app(app, host, port, [f"MCP over streamable HTTP at {base_url(host, port, tls is not None)}/mcp"],
-              tls=tls)
+def serve_http(
+    vault: VaultLike,
+    host: str,
+    port: int,
+    token: str | None,
+    *,
+    agent_id: str | None = None,
+    workspace_hash: str | None = None,
+    tls: Tls | None = None,
+) -> None:
+    app = http_app(
+        vault, host, port, token, agent_id=agent_id, workspace_hash=workspace_hash, https=tls is not None
+    )  # refuses first
+    serve_app(
+        app, host, port, [f"MCP over streamable HTTP at {base_url(host, port, tls is not None)}/mcp"], tls=tls
+    )

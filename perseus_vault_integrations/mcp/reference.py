@@ -66,32 +66,58 @@ def reference() -> str:
         if with_aliases is not None:
             os.environ[ALIASES_ENV] = with_aliases
     core = PROFILES["core"]
-    core_size = sum(tool_size(t) for t in tools if t.name.removeprefix(PREFIX) in core) + len(SCOPE_INSTRUCTIONS)
-    lines = ["# MCP tool reference", "",
-             "Generated from the server's schemas by `python -m perseus_vault_integrations.mcp.reference` "
-             "(a test checks it is current). Every tool returns the engine's result model as structured content; "
-             "arguments marked `options.` go inside the tool's `options` object.", "",
-             f"The default `core` profile lists {len(core)} tools ({core_size:,} characters of names, descriptions "
-             "and input schemas, with the sentence of the server's instructions that says what the scope arguments "
-             f"mean); `--tools all` lists all {len(tools)} ({sum(map(tool_size, tools)):,} characters).", ""]
+    core_size = sum(tool_size(t) for t in tools if t.name.removeprefix(PREFIX) in core) + len(
+        SCOPE_INSTRUCTIONS
+    )
+    lines = [
+        "# MCP tool reference",
+        "",
+        "Generated from the server's schemas by `python -m perseus_vault_integrations.mcp.reference` "
+        "(a test checks it is current). Every tool returns the engine's result model as structured content; "
+        "arguments marked `options.` go inside the tool's `options` object.",
+        "",
+        f"The default `core` profile lists {len(core)} tools ({core_size:,} characters of names, descriptions "
+        "and input schemas, with the sentence of the server's instructions that says what the scope arguments "
+        f"mean); `--tools all` lists all {len(tools)} ({sum(map(tool_size, tools)):,} characters).",
+        "",
+    ]
     for tool in sorted(tools, key=lambda t: t.name):
         a = tool.annotations
         assert a is not None
-        hints = [h for h, on in (("read-only", a.read_only_hint), ("destructive", a.destructive_hint),
-                                 ("idempotent", a.idempotent_hint)) if on]
+        hints = [
+            h
+            for h, on in (
+                ("read-only", a.read_only_hint),
+                ("destructive", a.destructive_hint),
+                ("idempotent", a.idempotent_hint),
+            )
+            if on
+        ]
         profile = "core" if tool.name.removeprefix(PREFIX) in core else "all"
-        lines += [f"## {tool.name}", "", tool.description or "", "",
-                  f"Profile: `{profile}`. Annotations: {', '.join(hints) or 'writes'}; closed-world.", ""]
+        lines += [
+            f"## {tool.name}",
+            "",
+            tool.description or "",
+            "",
+            f"Profile: `{profile}`. Annotations: {', '.join(hints) or 'writes'}; closed-world.",
+            "",
+        ]
         full = input_schema(BY_NAME[tool.name.removeprefix(PREFIX)], grouped=True, terse=False)
         props = full.get("properties", {})
         if props:
             lines += ["| argument | type | required / default | meaning |", "|---|---|---|---|"]
             lines += _rows(props, set(full.get("required", [])))
             lines.append("")
-    aliases = ", ".join([f"`{LEGACY_PREFIX}<verb>` for every verb (flat arguments)", f"`{PREFIX}context`"]
-                        + [f"`{k}`" for k in MEMORY_FILE_ALIASES])
-    lines += ["## Compatibility names", "",
-              f"Callable but listed only with `{ALIASES_ENV}=all`: {aliases} (docs/mcp.md).", ""]
+    aliases = ", ".join(
+        [f"`{LEGACY_PREFIX}<verb>` for every verb (flat arguments)", f"`{PREFIX}context`"]
+        + [f"`{k}`" for k in MEMORY_FILE_ALIASES]
+    )
+    lines += [
+        "## Compatibility names",
+        "",
+        f"Callable but listed only with `{ALIASES_ENV}=all`: {aliases} (docs/mcp.md).",
+        "",
+    ]
     return "\n".join(lines)
 
 

@@ -76,8 +76,11 @@ from .stdio import stdio_streams
 PREFIX = "perseus_vault_"
 LEGACY_PREFIX = "mimir_"
 MEMORY_FILE_ALIASES = {  # the memory-file tools' names in an earlier generation of servers
-    "vault_memory_recall": "memory_recall", "vault_get_memory": "get_memory",
-    "vault_list_memory_files": "list_memory_files", "vault_delete_memory": "delete_memory", "vault_search": "search",
+    "vault_memory_recall": "memory_recall",
+    "vault_get_memory": "get_memory",
+    "vault_list_memory_files": "list_memory_files",
+    "vault_delete_memory": "delete_memory",
+    "vault_search": "search",
 }
 ALIASES_ENV = "PERSEUS_VAULT_TOOL_ALIASES"
 TOOLS_ENV = "PERSEUS_VAULT_TOOLS"
@@ -89,9 +92,12 @@ SCOPE = ("agent_id", "workspace_hash")
 INSTRUCTIONS = (
     "Long-term memory: remember facts, decisions and notes, and recall them by keyword, meaning, graph, time or "
     "triggers. Start a turn with perseus_vault_prepare; answer questions with perseus_vault_recall; store what "
-    "is worth keeping with perseus_vault_remember.")
+    "is worth keeping with perseus_vault_remember."
+)
 # Said once here rather than in every tool's schema (a scope-bound server lists no scope arguments).
-SCOPE_INSTRUCTIONS = " agent_id, workspace_hash (any tool): the scope a memory belongs to or a read is limited to."
+SCOPE_INSTRUCTIONS = (
+    " agent_id, workspace_hash (any tool): the scope a memory belongs to or a read is limited to."
+)
 
 log = logging.getLogger("perseus_vault.mcp")
 
@@ -120,7 +126,9 @@ def _compact(schema: Any, defs: dict[str, Any], *, inputs: bool = True) -> Any:
     for key, value in schema.items():
         if key in _DROPPED or (key == "maximum" and value == MAX_INT):
             continue
-        if key == "default" and (value is None or (value is False and inputs)):  # what omitting it means anyway
+        if key == "default" and (
+            value is None or (value is False and inputs)
+        ):  # what omitting it means anyway
             continue
         if key == "properties":
             out[key] = {name: _compact(prop, defs, inputs=inputs) for name, prop in value.items()}
@@ -139,8 +147,14 @@ def _compact(schema: Any, defs: dict[str, Any], *, inputs: bool = True) -> Any:
     return out
 
 
-def input_schema(verb: Verb, *, grouped: bool, hidden: frozenset[str] = frozenset(), terse: bool = True,
-                 described: dict[str, tuple[str, str]] | None = None) -> dict[str, Any]:
+def input_schema(
+    verb: Verb,
+    *,
+    grouped: bool,
+    hidden: frozenset[str] = frozenset(),
+    terse: bool = True,
+    described: dict[str, tuple[str, str]] | None = None,
+) -> dict[str, Any]:
     """The tool's input schema from the verb's params model: required arguments first; with
     ``grouped``, the advanced knobs inside one ``options`` object.
 
@@ -166,8 +180,12 @@ def input_schema(verb: Verb, *, grouped: bool, hidden: frozenset[str] = frozense
     if options and terse:
         ordered[OPTIONS] = {"type": "object", "description": _knobs(options, described or {})}
     elif options:
-        ordered[OPTIONS] = {"type": "object", "additionalProperties": False, "properties": options,
-                            "description": "Rarely needed knobs"}
+        ordered[OPTIONS] = {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": options,
+            "description": "Rarely needed knobs",
+        }
     schema: dict[str, Any] = {"type": "object", "properties": ordered, "additionalProperties": False}
     if required:
         schema["required"] = required
@@ -238,8 +256,12 @@ def output_schema(verb: Verb) -> dict[str, Any]:
         raw = returns.model_json_schema(mode="serialization")
     else:  # X | None, lists, counts: wrapped as {"result": ...}, as the SDK wraps them
         inner = TypeAdapter(returns).json_schema(mode="serialization")
-        raw = {"type": "object", "properties": {"result": {k: v for k, v in inner.items() if k != "$defs"}},
-               "required": ["result"], "$defs": inner.get("$defs", {})}
+        raw = {
+            "type": "object",
+            "properties": {"result": {k: v for k, v in inner.items() if k != "$defs"}},
+            "required": ["result"],
+            "$defs": inner.get("$defs", {}),
+        }
     defs = raw.pop("$defs", {})
     compact: dict[str, Any] = _compact(raw, defs, inputs=False)
     return compact
@@ -320,8 +342,12 @@ def _text(verb: Verb, args: dict[str, Any], result: Any) -> str:
     if verb.name == "conversation":
         return transcript(result, around=args.get("around"))
     if result is None and verb.name in ("as_of", "valid_at", "bitemporal"):
-        return no_version(args["category"], args["key"], as_of=args.get("as_of_unix_ms"),
-                          valid_at=args.get("valid_at_unix_ms"))
+        return no_version(
+            args["category"],
+            args["key"],
+            as_of=args.get("as_of_unix_ms"),
+            valid_at=args.get("valid_at_unix_ms"),
+        )
     scoped = any(args.get(name) is not None for name in SCOPE)
     return readable(result, scope_given=scoped, changes=verb.name == "recent")
 
@@ -344,7 +370,9 @@ def _timed(work: Callable[[], Any]) -> tuple[Any, float]:
 class VaultServer(MCPServer):
     """An MCPServer whose tools are the registry's verbs, validated strictly by their params models."""
 
-    def __init__(self, *, holder: dict[str, Vault], bound: dict[str, str], profile: str, **kwargs: Any) -> None:
+    def __init__(
+        self, *, holder: dict[str, Vault], bound: dict[str, str], profile: str, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         self.holder, self.bound, self.profile = holder, bound, profile
         self.tools: dict[str, VaultTool] = {}
@@ -365,8 +393,10 @@ class VaultServer(MCPServer):
         if verb in BY_NAME and not BY_NAME[verb].scoped and self.bound:
             return f"{name} is not offered by a server bound to a scope (it reaches past the scope)"
         if verb in BY_NAME:
-            return (f"{name} is not in this server's tool profile {self.profile!r} (start it with --tools all "
-                    "for every tool)")
+            return (
+                f"{name} is not in this server's tool profile {self.profile!r} (start it with --tools all "
+                "for every tool)"
+            )
         return f"no tool named {_one_line(name)[:100]!r} on this server"
 
     def remove_tool(self, name: str) -> None:
@@ -392,13 +422,18 @@ class VaultServer(MCPServer):
             raise ToolError(_one_line(str(exc))) from exc
         except Exception as exc:  # never a trace or a path to the caller; the server's log has it
             log.exception("tool %s failed", name)
-            raise ToolError(f"internal error ({type(exc).__name__}); the server's log has the details") from exc
+            raise ToolError(
+                f"internal error ({type(exc).__name__}); the server's log has the details"
+            ) from exc
         # The result's shape is the verb's, not the value's: an Entity-or-null result is always wrapped.
         returns = tool.verb.returns
         direct = isinstance(returns, type) and issubclass(returns, BaseModel)
         structured = result.model_dump(mode="json") if direct else {"result": _jsonable(result)}
-        return CallToolResult(content=[TextContent(type="text", text=_text(tool.verb, p.model_dump(), result))],
-                              structured_content=structured, _meta={ENGINE_MS_META: round(engine_ms, 3)})
+        return CallToolResult(
+            content=[TextContent(type="text", text=_text(tool.verb, p.model_dump(), result))],
+            structured_content=structured,
+            _meta={ENGINE_MS_META: round(engine_ms, 3)},
+        )
 
 
 def served(profile: str, bound: dict[str, str]) -> list[Verb]:
@@ -409,14 +444,22 @@ def served(profile: str, bound: dict[str, str]) -> list[Verb]:
         names = frozenset(n.strip() for n in profile.split(",") if n.strip())
         unknown = sorted(names - PROFILES["all"])
         if unknown or not names:
-            raise InvalidInput("tools", f"must be {', '.join(PROFILES)} or a comma-separated list of verbs "
-                                        f"(unknown: {', '.join(unknown) or 'none given'})")
+            raise InvalidInput(
+                "tools",
+                f"must be {', '.join(PROFILES)} or a comma-separated list of verbs "
+                f"(unknown: {', '.join(unknown) or 'none given'})",
+            )
     return [v for v in VERBS if v.name in names and (v.scoped or not bound)]
 
 
 @strict
-def build_server(vault: VaultLike | None = None, *, agent_id: str | None = None, workspace_hash: str | None = None,
-                 tools: str | None = None) -> VaultServer:
+def build_server(
+    vault: VaultLike | None = None,
+    *,
+    agent_id: str | None = None,
+    workspace_hash: str | None = None,
+    tools: str | None = None,
+) -> VaultServer:
     """An MCP server over ``vault``: a Vault, or a path (opened when the server starts, closed when it
     stops; ``None``: the default vault, as ``Vault()`` opens it); bound to a scope when ``agent_id`` /
     ``workspace_hash`` are given. ``tools``: the tool profile, ``core`` (default, or
@@ -437,26 +480,50 @@ def build_server(vault: VaultLike | None = None, *, agent_id: str | None = None,
             if own:
                 holder.pop("vault").close()
 
-    server = VaultServer(holder=holder, bound=bound, profile=profile, name="perseus-vault", version=__version__,
-                         instructions=instructions(bound), lifespan=lifespan, log_level="WARNING")
+    server = VaultServer(
+        holder=holder,
+        bound=bound,
+        profile=profile,
+        name="perseus-vault",
+        version=__version__,
+        instructions=instructions(bound),
+        lifespan=lifespan,
+        log_level="WARNING",
+    )
     older = {verb: alias for alias, verb in MEMORY_FILE_ALIASES.items()}
     hidden = frozenset(bound)
     verbs = served(profile, bound)
     described = _described(verbs)
     for verb in verbs:
-        annotations = ToolAnnotations(read_only_hint=verb.read_only, destructive_hint=verb.destructive,
-                                      idempotent_hint=verb.idempotent, open_world_hint=False)
+        annotations = ToolAnnotations(
+            read_only_hint=verb.read_only,
+            destructive_hint=verb.destructive,
+            idempotent_hint=verb.idempotent,
+            open_world_hint=False,
+        )
         out = output_schema(verb)
-        shapes = {grouped: input_schema(verb, grouped=grouped, hidden=hidden,
-                                        described={} if verb.name == "recall" else described)
-                  for grouped in (True, False)}
+        shapes = {
+            grouped: input_schema(
+                verb, grouped=grouped, hidden=hidden, described={} if verb.name == "recall" else described
+            )
+            for grouped in (True, False)
+        }
         names = [(PREFIX + verb.name, True, True)] + [(PREFIX + a, True, False) for a in verb.aliases]
         names += [(LEGACY_PREFIX + n, False, False) for n in (verb.name, *verb.aliases)]
         names += [(older[verb.name], False, False)] if verb.name in older else []
         for name, grouped, listed in names:
-            text = verb.description if listed else f"Compatibility name of {PREFIX + verb.name}. {verb.description}"
-            tool = Tool(name=name, description=text, input_schema=shapes[grouped], output_schema=out,
-                        annotations=annotations)
+            text = (
+                verb.description
+                if listed
+                else f"Compatibility name of {PREFIX + verb.name}. {verb.description}"
+            )
+            tool = Tool(
+                name=name,
+                description=text,
+                input_schema=shapes[grouped],
+                output_schema=out,
+                annotations=annotations,
+            )
             server.add_vault_tool(VaultTool(name, verb, grouped, listed, tool))
     return server
 
@@ -470,10 +537,17 @@ def _described(verbs: list[Verb]) -> dict[str, tuple[str, str]]:
     return {name: (str(f.description), recall.name) for name, f in recall.params.model_fields.items()}
 
 
-def serve_stdio(vault: VaultLike, *, agent_id: str | None = None, workspace_hash: str | None = None,
-                tools: str | None = None) -> None:
+def serve_stdio(
+    vault: VaultLike,
+    *,
+    agent_id: str | None = None,
+    workspace_hash: str | None = None,
+    tools: str | None = None,
+) -> None:
     """Serve ``vault`` (a Vault, or a path) over stdin/stdout until the client closes them."""
-    lowlevel = build_server(vault, agent_id=agent_id, workspace_hash=workspace_hash, tools=tools)._lowlevel_server
+    lowlevel = build_server(
+        vault, agent_id=agent_id, workspace_hash=workspace_hash, tools=tools
+    )._lowlevel_server
 
     async def main() -> None:
         async with stdio_streams() as (read, write):

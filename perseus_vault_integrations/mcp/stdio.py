@@ -44,8 +44,10 @@ MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 MAX_MESSAGE_ENV = "PERSEUS_VAULT_MAX_MESSAGE_BYTES"
 # A request's id is sought in this much of the start of an over-limit line (the SDK writes it second).
 _HEAD_BYTES = 1024
-_LEADING_ID = re.compile(rb'\s*\{(?:\s*"(?:jsonrpc|method)"\s*:\s*"[^"\\]*"\s*,)*'
-                         rb'\s*"id"\s*:\s*(-?\d{1,15}|"[^"\\]{0,256}")\s*[,}]')
+_LEADING_ID = re.compile(
+    rb'\s*\{(?:\s*"(?:jsonrpc|method)"\s*:\s*"[^"\\]*"\s*,)*'
+    rb'\s*"id"\s*:\s*(-?\d{1,15}|"[^"\\]{0,256}")\s*[,}]'
+)
 
 
 def max_message_bytes() -> int:
@@ -94,8 +96,14 @@ def _refusal(line: bytes) -> tuple[int | str | None, int, str]:
     request_id = data.get("id") if isinstance(data, dict) else None
     if isinstance(request_id, bool) or not isinstance(request_id, (int, str)):
         request_id = None
-    return request_id, INVALID_REQUEST, ("Invalid Request: not a JSON-RPC 2.0 request, notification or response "
-                                         "(or nested deeper than the server reads)")
+    return (
+        request_id,
+        INVALID_REQUEST,
+        (
+            "Invalid Request: not a JSON-RPC 2.0 request, notification or response "
+            "(or nested deeper than the server reads)"
+        ),
+    )
 
 
 async def _skip_line(reader: asyncio.StreamReader) -> None:
@@ -110,8 +118,12 @@ async def _skip_line(reader: asyncio.StreamReader) -> None:
             return
 
 
-async def _read_messages(reader: asyncio.StreamReader, limit: int, wire: _Wire,
-                         sink: MemoryObjectSendStream[SessionMessage | Exception]) -> None:
+async def _read_messages(
+    reader: asyncio.StreamReader,
+    limit: int,
+    wire: _Wire,
+    sink: MemoryObjectSendStream[SessionMessage | Exception],
+) -> None:
     async with sink:
         while True:
             try:
@@ -123,8 +135,11 @@ async def _read_messages(reader: asyncio.StreamReader, limit: int, wire: _Wire,
             except asyncio.LimitOverrunError:
                 head = await reader.read(_HEAD_BYTES)
                 await _skip_line(reader)
-                await wire.refuse(_leading_id(head), INVALID_REQUEST,
-                                  f"Invalid Request: the message is over the {limit}-byte limit and was discarded")
+                await wire.refuse(
+                    _leading_id(head),
+                    INVALID_REQUEST,
+                    f"Invalid Request: the message is over the {limit}-byte limit and was discarded",
+                )
                 continue
             if not line.strip():
                 continue
@@ -165,9 +180,11 @@ async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
     os.dup2(2, 1)
     reader = asyncio.StreamReader(limit=limit)
     read_transport, _ = await loop.connect_read_pipe(
-        lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(wire_in, "rb", buffering=0))
+        lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(wire_in, "rb", buffering=0)
+    )
     write_transport, protocol = await loop.connect_write_pipe(
-        lambda: asyncio.StreamReaderProtocol(asyncio.StreamReader()), os.fdopen(wire_out, "wb", buffering=0))
+        lambda: asyncio.StreamReaderProtocol(asyncio.StreamReader()), os.fdopen(wire_out, "wb", buffering=0)
+    )
     wire = _Wire(asyncio.StreamWriter(write_transport, protocol, None, loop))
     incoming_sink, incoming = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     outgoing, outgoing_source = anyio.create_memory_object_stream[SessionMessage](0)

@@ -10,23 +10,36 @@ import pytest
 
 from benchmarks import against
 
-IN_GIT = subprocess.run(["git", "rev-parse", "--verify", "HEAD"], cwd=against.ROOT, capture_output=True).returncode == 0
-needs_git = pytest.mark.skipif(not IN_GIT, reason="not a git checkout: the benchmark checks a commit out beside it")
+IN_GIT = (
+    subprocess.run(["git", "rev-parse", "--verify", "HEAD"], cwd=against.ROOT, capture_output=True).returncode
+    == 0
+)
+needs_git = pytest.mark.skipif(
+    not IN_GIT, reason="not a git checkout: the benchmark checks a commit out beside it"
+)
 
 
 @needs_git
 def test_a_small_run_times_both_codes_and_cleans_up(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(against, "QUERIES", 12)
     monkeypatch.setattr(against, "ROUNDS", 1)
-    before = subprocess.run(["git", "worktree", "list"], cwd=against.ROOT, capture_output=True, text=True).stdout
+    before = subprocess.run(
+        ["git", "worktree", "list"], cwd=against.ROOT, capture_output=True, text=True
+    ).stdout
     result = against.run([300], "HEAD", log=lambda _: None)  # this tree's own commit: always there
-    after = subprocess.run(["git", "worktree", "list"], cwd=against.ROOT, capture_output=True, text=True).stdout
+    after = subprocess.run(
+        ["git", "worktree", "list"], cwd=against.ROOT, capture_output=True, text=True
+    ).stdout
     assert before == after
     size = result["sizes"][0]
     assert size["entities"] == 300 and set(size["base"]) == set(size["here"])  # HEAD has curation too
     assert set(size["here"]) == {*against.MODES, *(f"{m}, curate=False" for m in against.MODES)}
-    assert all(0 < p50 <= p95 for figures in size.values() if isinstance(figures, dict)
-               for p50, p95 in figures.values())
+    assert all(
+        0 < p50 <= p95
+        for figures in size.values()
+        if isinstance(figures, dict)
+        for p50, p95 in figures.values()
+    )
     text = "\n".join(against.render(result))
     assert text.startswith(against.TITLE)
     for row in size["here"]:

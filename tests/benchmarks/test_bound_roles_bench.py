@@ -22,7 +22,9 @@ def result(pg_server: str) -> dict[str, Any]:
         return bound_roles.run([300], StandIn(), log=lambda _: None, count=20)
 
 
-def test_both_vaults_write_in_both_phases_and_the_role_is_dropped(result: dict[str, Any], pg_server: str) -> None:
+def test_both_vaults_write_in_both_phases_and_the_role_is_dropped(
+    result: dict[str, Any], pg_server: str
+) -> None:
     assert result["server"]["server_version"] and result["server"]["pgvector"]
     (size,) = result["sizes"]
     assert size["entities"] == 300 and size["writes"] == 20
@@ -31,7 +33,9 @@ def test_both_vaults_write_in_both_phases_and_the_role_is_dropped(result: dict[s
             figures = size[phase][who]
             assert figures["n"] == 20 and 0 < figures["p50"] <= figures["p95"]
     with psycopg.connect(pg_server, autocommit=True) as admin:
-        assert admin.execute("SELECT count(*) FROM pg_roles WHERE rolname LIKE 'pv_bench_%'").fetchone() == (0,)
+        assert admin.execute("SELECT count(*) FROM pg_roles WHERE rolname LIKE 'pv_bench_%'").fetchone() == (
+            0,
+        )
 
 
 def test_the_section_renders_a_verdict_per_phase(result: dict[str, Any]) -> None:
@@ -48,6 +52,8 @@ def test_run_only_bound_roles_runs_this_part_alone(tmp_path: Path, monkeypatch: 
 
     called: list[tuple[Path, list[int]]] = []
     monkeypatch.setattr(bound_roles, "main", lambda output, sizes: called.append((output, sizes)))
-    monkeypatch.setenv("PERSEUS_VAULT_DATA", str(tmp_path))  # no collections there: this part does not need them
+    monkeypatch.setenv(
+        "PERSEUS_VAULT_DATA", str(tmp_path)
+    )  # no collections there: this part does not need them
     run.main(["--only", "bound-roles", "--quick", "--output", str(tmp_path / "b.md")])
     assert called == [(tmp_path / "b.md", [10_000])]

@@ -26,8 +26,10 @@ def test_hybrid_recall_on_conversations_holds(tmp_path: Any, real_embedder: Any)
     turns, questions, qrels = conversation.load(shared_data("locomo-dev"))
     with Vault(tmp_path / "turns.db", embedder=real_embedder) as vault:
         conversation.write_turns(vault, turns)
-        scores = {m: conversation.evaluate(vault, questions, qrels, m, lambda i: i.key)
-                  for m in ("fts5", "dense", "hybrid")}
+        scores = {
+            m: conversation.evaluate(vault, questions, qrels, m, lambda i: i.key)
+            for m in ("fts5", "dense", "hybrid")
+        }
     hybrid = scores["hybrid"]
     assert hybrid["r@10"] >= FLOOR, f"hybrid R@10 {hybrid['r@10']:.4f} below {FLOOR}"
     for metric in ("r@10", "ndcg@10"):

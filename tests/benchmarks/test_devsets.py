@@ -25,16 +25,26 @@ ITEM_FIELDS = {
 }
 KINDS = {"attribute", "paraphrase", "current", "howto", "preference", "person", "decision-why", "chat"}
 MIN_KINDS = {"paraphrase": 12, "current": 8, "attribute": 10}
-MIN_TEAM_CATEGORIES = {"decision": 35, "fact": 35, "runbook": 18, "ticket": 18, "preference": 15,
-                       "person": 15, "chat": 18, "retro": 2}
+MIN_TEAM_CATEGORIES = {
+    "decision": 35,
+    "fact": 35,
+    "runbook": 18,
+    "ticket": 18,
+    "preference": 15,
+    "person": 15,
+    "chat": 18,
+    "retro": 2,
+}
 
 # Function words only: a word left out of this list counts as content, which makes the check stricter.
-STOPWORDS = frozenset("""
+STOPWORDS = frozenset(
+    """
     a about all am an and any are as at be been but by can could did do does for from had has have how
     i if in into is it its just me might must my no not of off on only or our out over own s same
     shall should so t than that the their them then there these they this those to too up us very
     was we were what when where which who whom whose why will with would you your
-""".split())
+""".split()
+)
 
 
 def content_stems(text: str) -> set[str]:
@@ -92,8 +102,9 @@ def test_every_update_is_newer_than_what_it_updates(curation: dict[str, list[dic
 
 
 @pytest.mark.parametrize("name", list(PAIR_FIELDS))
-def test_domains_are_varied_balanced_and_in_both_splits(curation: dict[str, list[dict[str, Any]]],
-                                                         name: str) -> None:
+def test_domains_are_varied_balanced_and_in_both_splits(
+    curation: dict[str, list[dict[str, Any]]], name: str
+) -> None:
     items = curation[name]
     domains = Counter(item["domain"] for item in items)
     assert len(domains) >= 6, domains
@@ -135,10 +146,16 @@ def test_no_length_or_key_pattern_gives_the_label_away(curation: dict[str, list[
         assert 0.2 <= shared / len(items) <= 0.7, f"{name}: keys share a word in {shared} of {len(items)}"
 
 
-def test_every_curation_memory_has_its_own_category_and_key(curation: dict[str, list[dict[str, Any]]]) -> None:
+def test_every_curation_memory_has_its_own_category_and_key(
+    curation: dict[str, list[dict[str, Any]]],
+) -> None:
     """So that a whole list can be remembered into one vault without one memory versioning another."""
-    names = Counter((m["category"], m["key"]) for name, sides in PAIR_FIELDS.items()
-                    for item in curation[name] for m in (item[sides[0]], item[sides[1]]))
+    names = Counter(
+        (m["category"], m["key"])
+        for name, sides in PAIR_FIELDS.items()
+        for item in curation[name]
+        for m in (item[sides[0]], item[sides[1]])
+    )
     assert not [n for n, count in names.items() if count > 1], "repeated (category, key)"
 
 
@@ -205,7 +222,8 @@ def test_current_questions_are_answered_by_the_newer_version(team: dict[str, lis
 
 
 def test_paraphrase_questions_share_no_content_word_with_their_answers(
-        team: dict[str, list[dict[str, Any]]]) -> None:
+    team: dict[str, list[dict[str, Any]]],
+) -> None:
     by_id = {m["id"]: m for m in team["memories"]}
     overlaps = {}
     for q in team["questions"]:

@@ -11,10 +11,16 @@ from perseus_vault_core.contract import where
 
 
 def test_every_filter_sits_at_a_cap_and_is_taken() -> None:
-    for name, w in limits._wheres().items():
+    for w in limits._wheres().values():
         where.parse(w)  # taken: the benchmark times what a caller may send
-    stretched = {"team": {"$in": [f"{i:04d}" + "x" * (where.MAX_VALUE_CHARS - 4)
-                                  for i in range(where.MAX_CHARS // where.MAX_VALUE_CHARS + 1)]}}
+    stretched = {
+        "team": {
+            "$in": [
+                f"{i:04d}" + "x" * (where.MAX_VALUE_CHARS - 4)
+                for i in range(where.MAX_CHARS // where.MAX_VALUE_CHARS + 1)
+            ]
+        }
+    }
     with pytest.raises(InvalidInput):
         where.parse(stretched)
 

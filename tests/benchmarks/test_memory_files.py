@@ -15,5 +15,8 @@ def test_score_is_recall_and_precision_of_one_answer() -> None:
 
 
 def test_shared_words_count_the_question_words_an_entry_holds() -> None:
-    assert shared_words("How has my view on remote work changed?", "- 2017-03-12: Working from home is a trap.") == 1
+    assert (
+        shared_words("How has my view on remote work changed?", "- 2017-03-12: Working from home is a trap.")
+        == 1
+    )
     assert shared_words("What do I think about exercise?", "- 2020-05-05: Started running in lockdown.") == 0

@@ -9,14 +9,41 @@ from benchmarks.run import render_peers
 
 
 def _run(deep_ratio: float, deep_recall: float) -> dict[str, Any]:
-    vault = {"system": "Perseus Vault dense", "arm": "dense", "queries": 300, "p50": 2.0, "p95": 3.0,
-             "recall_vs_exact": 0.997}
-    shallow = {"system": "Chroma (HNSW)", "arm": "dense", "queries": 300, "p50": 1.5, "p95": 2.0,
-               "ratio_p50": 0.75, "ratio_p95": 0.7, "recall_vs_exact": 0.92}
-    deep = {"system": "Chroma (HNSW, ef_search 800)", "arm": "dense", "queries": 300, "p50": 2.0 * deep_ratio,
-            "p95": 3.0, "ratio_p50": deep_ratio, "ratio_p95": 1.0, "recall_vs_exact": deep_recall}
-    return {"entities": 100_000, "queries": 300, "k": 10, "latency": [vault, shallow, deep],
-            "build": {"Perseus Vault": {"ingest_per_s": 1.0, "disk_mb": 1.0}}}
+    vault = {
+        "system": "Perseus Vault dense",
+        "arm": "dense",
+        "queries": 300,
+        "p50": 2.0,
+        "p95": 3.0,
+        "recall_vs_exact": 0.997,
+    }
+    shallow = {
+        "system": "Chroma (HNSW)",
+        "arm": "dense",
+        "queries": 300,
+        "p50": 1.5,
+        "p95": 2.0,
+        "ratio_p50": 0.75,
+        "ratio_p95": 0.7,
+        "recall_vs_exact": 0.92,
+    }
+    deep = {
+        "system": "Chroma (HNSW, ef_search 800)",
+        "arm": "dense",
+        "queries": 300,
+        "p50": 2.0 * deep_ratio,
+        "p95": 3.0,
+        "ratio_p50": deep_ratio,
+        "ratio_p95": 1.0,
+        "recall_vs_exact": deep_recall,
+    }
+    return {
+        "entities": 100_000,
+        "queries": 300,
+        "k": 10,
+        "latency": [vault, shallow, deep],
+        "build": {"Perseus Vault": {"ingest_per_s": 1.0, "disk_mb": 1.0}},
+    }
 
 
 def _verdicts(run: dict[str, Any]) -> list[str]:
@@ -42,8 +69,18 @@ def test_the_like_for_like_row_judges_chroma_returning_its_documents() -> None:
     from benchmarks.peers import ChromaDocuments
 
     run = _run(deep_ratio=1.3, deep_recall=0.993)
-    run["latency"].append({"system": ChromaDocuments.name, "arm": "dense", "queries": 300, "p50": 2.2, "p95": 3.0,
-                           "ratio_p50": 1.1, "ratio_p95": 1.0, "recall_vs_exact": 0.92})
+    run["latency"].append(
+        {
+            "system": ChromaDocuments.name,
+            "arm": "dense",
+            "queries": 300,
+            "p50": 2.2,
+            "p95": 3.0,
+            "ratio_p50": 1.1,
+            "ratio_p95": 1.0,
+            "recall_vs_exact": 0.92,
+        }
+    )
     every, _, whole = _verdicts(run)
     assert "BEHIND" in every  # the ids-only arm still decides the verdict against every peer
     assert "returning the documents" in whole and "ratio 1.10" in whole and whole.endswith("| met |")
@@ -67,8 +104,15 @@ def test_a_peer_that_queries_another_peers_build_reports_no_ingest_rate_of_its_o
 
     built = Built()
     shared = ChromaDocuments(built)  # type: ignore[arg-type]
-    figures = build_all([built, shared, FusedBm25sChroma(built, built)], ["a"], ["text"],  # type: ignore[arg-type]
-                        np.zeros((1, 4), dtype=np.float32), "", None, lambda _: None)  # type: ignore[arg-type]
+    figures = build_all(
+        [built, shared, FusedBm25sChroma(built, built)],
+        ["a"],
+        ["text"],  # type: ignore[arg-type]
+        np.zeros((1, 4), dtype=np.float32),
+        "",
+        None,
+        lambda _: None,
+    )  # type: ignore[arg-type]
     assert figures["built"]["ingest_per_s"] is not None
     assert figures[shared.name] == {"ingest_per_s": None, "disk_mb": 5.0}  # the collection it queries
     assert figures["bm25s + Chroma, RRF k=60"]["ingest_per_s"] is None

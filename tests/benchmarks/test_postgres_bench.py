@@ -24,15 +24,23 @@ class StandIn:
     identity, dimension = BUNDLED_IDENTITY, BUNDLED_DIMENSION
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        rows = [np.random.default_rng(int.from_bytes(hashlib.blake2b(t.encode(), digest_size=8).digest(), "little"))
-                .standard_normal(self.dimension) for t in texts]
+        rows = [
+            np.random.default_rng(
+                int.from_bytes(hashlib.blake2b(t.encode(), digest_size=8).digest(), "little")
+            ).standard_normal(self.dimension)
+            for t in texts
+        ]
         out = np.asarray(rows, dtype=np.float32).reshape(len(texts), self.dimension)
         return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
 
 
 def _collection() -> Collection:
-    docs = [{"_id": f"d{i}", "title": f"note {i}", "text": f"the {w} pipeline was slow because of {w} retries"}
-            for i, w in enumerate(["billing", "ledger", "search", "ingest", "invoices", "cache", "queue", "backup"])]
+    docs = [
+        {"_id": f"d{i}", "title": f"note {i}", "text": f"the {w} pipeline was slow because of {w} retries"}
+        for i, w in enumerate(
+            ["billing", "ledger", "search", "ingest", "invoices", "cache", "queue", "backup"]
+        )
+    ]
     queries = {"q1": "slow billing pipeline", "q2": "cache retries", "q3": "backup"}
     qrels = {"q1": {"d0": 1}, "q2": {"d5": 1}, "q3": {"d7": 2}}
     return Collection("tiny", docs, queries, qrels)
@@ -42,7 +50,9 @@ def _collection() -> Collection:
 def result(pg_server: str) -> dict[str, Any]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(postgres.SERVER_VARIABLE, pg_server)
-        return postgres.run([300], None, StandIn(), log=lambda _: None, n_queries=30, collections=[_collection()])
+        return postgres.run(
+            [300], None, StandIn(), log=lambda _: None, n_queries=30, collections=[_collection()]
+        )
 
 
 def test_the_run_has_every_figure_the_section_needs(result: dict[str, Any]) -> None:
@@ -52,7 +62,11 @@ def test_the_run_has_every_figure_the_section_needs(result: dict[str, Any]) -> N
     assert size["ingest"]["items"] == 300
     assert all(size["ingest"][k] > 0 for k in ("pg_per_s", "sqlite_per_s", "store_per_s", "store_all_per_s"))
     systems = {r["system"]: r for r in size["latency"]}
-    expected = {f"{backend} {mode}" for backend in ("Postgres", "Postgres by SQL", "SQLite") for mode in postgres.MODES}
+    expected = {
+        f"{backend} {mode}"
+        for backend in ("Postgres", "Postgres by SQL", "SQLite")
+        for mode in postgres.MODES
+    }
     assert set(systems) == expected | {postgres.LangGraphPostgres.name}
     assert all(r["queries"] == 30 and 0 < r["p50"] <= r["p95"] for r in systems.values())
     # The same vectors everywhere: every exact dense path finds the exact top 10.
@@ -77,28 +91,50 @@ def test_the_section_renders_with_a_verdict_per_target(result: dict[str, Any]) -
     lines = postgres.render(result)
     text = "\n".join(lines)
     assert lines[0] == postgres.SECTION
-    for heading in ("### Copy and ingest", "### Latency at 300 (k = 10, interleaved)", "### A new process's first recall on Postgres",
-                    "### Quality on both backends", "### PostgreSQL targets (100k not run)"):
+    for heading in (
+        "### Copy and ingest",
+        "### Latency at 300 (k = 10, interleaved)",
+        "### A new process's first recall on Postgres",
+        "### Quality on both backends",
+        "### PostgreSQL targets (100k not run)",
+    ):
         assert heading in lines
-    verdicts = [line for line in lines if line.startswith("| Postgres ") and ("| met |" in line or "**MISSED**" in line)]
+    verdicts = [
+        line
+        for line in lines
+        if line.startswith("| Postgres ") and ("| met |" in line or "**MISSED**" in line)
+    ]
     assert len(verdicts) == 3  # dense and hybrid against PostgresStore, keyword against SQLite
-    assert sum("nDCG@10 equal to SQLite's within 0.005" in line and line.endswith("| met |") for line in lines) == 3
+    assert (
+        sum("nDCG@10 equal to SQLite's within 0.005" in line and line.endswith("| met |") for line in lines)
+        == 3
+    )
     assert "LangGraph PostgresStore (pgvector HNSW)" in text and "| 300 | in the cache |" in text
 
 
-def test_only_postgres_replaces_its_section_and_keeps_the_rest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_only_postgres_replaces_its_section_and_keeps_the_rest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     report = tmp_path / "benchmarks.md"
-    report.write_text("# Benchmarks\n\n## Speed\n\nfast\n\n## PostgreSQL backend\n\nold\n\n### Targets\n\nold\n\n"
-                      "## One million memories\n\nbig\n", encoding="utf-8")
+    report.write_text(
+        "# Benchmarks\n\n## Speed\n\nfast\n\n## PostgreSQL backend\n\nold\n\n### Targets\n\nold\n\n"
+        "## One million memories\n\nbig\n",
+        encoding="utf-8",
+    )
     fake = {"x": 1}
     monkeypatch.setattr(postgres, "render", lambda result: [postgres.SECTION, "", f"new {result['x']}", ""])
     postgres.update_report(report, fake)
-    assert report.read_text(encoding="utf-8") == ("# Benchmarks\n\n## Speed\n\nfast\n\n## PostgreSQL backend\n\nnew 1\n\n"
-                                                  "## One million memories\n\nbig\n")
+    assert report.read_text(encoding="utf-8") == (
+        "# Benchmarks\n\n## Speed\n\nfast\n\n## PostgreSQL backend\n\nnew 1\n\n"
+        "## One million memories\n\nbig\n"
+    )
     missing = tmp_path / "other.md"
     missing.write_text("# Benchmarks\n\n## Speed\n\nfast\n", encoding="utf-8")
     postgres.update_report(missing, fake)
-    assert missing.read_text(encoding="utf-8") == "# Benchmarks\n\n## Speed\n\nfast\n\n## PostgreSQL backend\n\nnew 1\n"
+    assert (
+        missing.read_text(encoding="utf-8")
+        == "# Benchmarks\n\n## Speed\n\nfast\n\n## PostgreSQL backend\n\nnew 1\n"
+    )
 
 
 def test_run_only_postgres_runs_this_part_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -106,7 +142,9 @@ def test_run_only_postgres_runs_this_part_alone(tmp_path: Path, monkeypatch: pyt
 
     called: list[tuple[Path, list[int]]] = []
     monkeypatch.setattr(postgres, "main", lambda output, sizes: called.append((output, sizes)))
-    monkeypatch.setenv("PERSEUS_VAULT_DATA", str(tmp_path))  # no collections there: this part does not need them
+    monkeypatch.setenv(
+        "PERSEUS_VAULT_DATA", str(tmp_path)
+    )  # no collections there: this part does not need them
     run.main(["--only", "postgres", "--quick", "--output", str(tmp_path / "b.md")])
     run.main(["--only", "postgres", "--output", str(tmp_path / "b.md")])
     assert called == [(tmp_path / "b.md", [10_000]), (tmp_path / "b.md", [10_000, 100_000])]

@@ -35,7 +35,9 @@ def test_keyword_quality_holds(cranfield: quality.Collection, tmp_path: Any) -> 
         score = quality.evaluate(vault, cranfield, "fts5")["ndcg@10"]
     finally:
         vault.close()
-    assert score >= RECORDED["fts5"] - TOLERANCE, f"keyword nDCG@10 {score:.4f} fell below {RECORDED['fts5']} - {TOLERANCE}"
+    assert score >= RECORDED["fts5"] - TOLERANCE, (
+        f"keyword nDCG@10 {score:.4f} fell below {RECORDED['fts5']} - {TOLERANCE}"
+    )
 
 
 @pytest.mark.slow
@@ -48,6 +50,7 @@ def test_hybrid_quality_holds(cranfield: quality.Collection, tmp_path: Any, real
     finally:
         vault.close()
     assert scores["hybrid"] >= RECORDED["hybrid"] - TOLERANCE, (
-        f"hybrid nDCG@10 {scores['hybrid']:.4f} fell below {RECORDED['hybrid']} - {TOLERANCE}")
+        f"hybrid nDCG@10 {scores['hybrid']:.4f} fell below {RECORDED['hybrid']} - {TOLERANCE}"
+    )
     # Fusion must earn its keep: hybrid above the keyword arm it fuses.
     assert scores["hybrid"] > scores["fts5"]

@@ -11,7 +11,11 @@ from benchmarks.synthetic import memories
 
 
 def _figures(write: float, after: float) -> dict[str, object]:
-    return {"write": {"p50": write, "p95": write * 2}, "recall_after": {"p50": after, "p95": after * 2}, "from_index": True}
+    return {
+        "write": {"p50": write, "p95": write * 2},
+        "recall_after": {"p50": after, "p95": after * 2},
+        "from_index": True,
+    }
 
 
 def test_the_written_memories_are_new_to_every_benchmark_vault() -> None:
@@ -32,9 +36,15 @@ def test_given_vectors_refuse_a_text_they_were_not_given() -> None:
 
 
 def test_the_report_sets_every_size_beside_the_smallest() -> None:
-    sizes = [{"entities": 10_000, "writes": _figures(2.0, 4.0)}, {"entities": 100_000, "writes": _figures(2.2, 5.0)}]
+    sizes = [
+        {"entities": 10_000, "writes": _figures(2.0, 4.0)},
+        {"entities": 100_000, "writes": _figures(2.2, 5.0)},
+    ]
     big = {"entities": 1_000_000, "reader": {"writes": _figures(3.0, 8.0)}}
     text = "\n".join(render_writes(sizes, big))
     assert "| 1,000,000 | 3.00 / 6.00 ms | 8.00 / 16.00 ms | yes |" in text
-    assert "a write's p50 is 1.50x its p50 at 10,000, and the recall right after it 2.00x (100x the memories)" in text
+    assert (
+        "a write's p50 is 1.50x its p50 at 10,000, and the recall right after it 2.00x (100x the memories)"
+        in text
+    )
     assert render_writes([{"entities": 10_000}], None) == []

@@ -14,8 +14,8 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.language_models import FakeListChatModel
 from langchain_core.messages import HumanMessage
 from llama_index.core.base.llms.types import ChatMessage
-from llama_index.core.embeddings import MockEmbedding
 from llama_index.core.data_structs.data_structs import IndexList
+from llama_index.core.embeddings import MockEmbedding
 from llama_index.core.graph_stores.types import EntityNode
 from llama_index.core.schema import TextNode
 from llama_index.core.vector_stores.types import VectorStoreQuery, VectorStoreQueryMode
@@ -110,8 +110,14 @@ def _mcp_server(server: Any) -> None:
 # Every adapter over a vault: how to make it from a vault (or a path), and one thing it does with it.
 ADAPTERS: dict[str, tuple[Callable[[Any], Any], Callable[[Any], None]]] = {
     "langchain.PerseusVaultRetriever": (lambda v: lc.PerseusVaultRetriever(v), _lc_retriever),
-    "langchain.PerseusVaultVectorStore": (lambda v: lc.PerseusVaultVectorStore(v, mode="fts5"), _lc_vectorstore),
-    "langchain.PerseusVaultChatMessageHistory": (lambda v: lc.PerseusVaultChatMessageHistory(v, "s1"), _lc_history),
+    "langchain.PerseusVaultVectorStore": (
+        lambda v: lc.PerseusVaultVectorStore(v, mode="fts5"),
+        _lc_vectorstore,
+    ),
+    "langchain.PerseusVaultChatMessageHistory": (
+        lambda v: lc.PerseusVaultChatMessageHistory(v, "s1"),
+        _lc_history,
+    ),
     "langchain.PerseusVaultStore": (lambda v: lc.PerseusVaultStore(v), _lc_store),
     "langchain.PerseusVaultSaver": (lambda v: lc.PerseusVaultSaver(v), _lc_saver),
     "llama_index.PerseusVaultRetriever": (lambda v: li.PerseusVaultRetriever(v), _li_retriever),
@@ -132,8 +138,11 @@ def wrote(vault: Vault) -> bool:
     from perseus_vault_core import Checkpoints, KeyValues
 
     values = KeyValues(vault)
-    return (vault.stats().entities >= 1 or next(Checkpoints(vault).list(limit=1), None) is not None
-            or any(values.get_all(c) for c in ("data", "docstore/data", "index_store/data", "llamaindex/graph")))
+    return (
+        vault.stats().entities >= 1
+        or next(Checkpoints(vault).list(limit=1), None) is not None
+        or any(values.get_all(c) for c in ("data", "docstore/data", "index_store/data", "llamaindex/graph"))
+    )
 
 
 @pytest.fixture(autouse=True)
@@ -190,15 +199,23 @@ def test_anything_else_as_the_vault_is_refused(name: str) -> None:
 MISSPELLED: dict[str, Callable[[Path], Any]] = {
     "langchain.PerseusVaultRetriever": lambda p: lc.PerseusVaultRetriever(p, topic_pth="x"),
     "langchain.PerseusVaultVectorStore": lambda p: lc.PerseusVaultVectorStore(p, topic_pth="x"),
-    "langchain.PerseusVaultChatMessageHistory": lambda p: lc.PerseusVaultChatMessageHistory(p, "s1", topic_pth="x"),
+    "langchain.PerseusVaultChatMessageHistory": lambda p: lc.PerseusVaultChatMessageHistory(
+        p, "s1", topic_pth="x"
+    ),
     "langchain.PerseusVaultStore": lambda p: lc.PerseusVaultStore(p, topic_pth="x"),
     "langchain.PerseusVaultSaver": lambda p: lc.PerseusVaultSaver(p, topic_pth="x"),
     "langchain.PerseusVaultEmbeddings": lambda p: lc.PerseusVaultEmbeddings(p, topic_pth="x"),
-    "langchain.LangChainEmbedder": lambda p: lc.LangChainEmbedder(DeterministicFakeEmbedding(size=8), topic_pth="x"),
-    "langchain.ChatModelJudge": lambda p: lc.ChatModelJudge(FakeListChatModel(responses=["{}"]), topic_pth="x"),
+    "langchain.LangChainEmbedder": lambda p: lc.LangChainEmbedder(
+        DeterministicFakeEmbedding(size=8), topic_pth="x"
+    ),
+    "langchain.ChatModelJudge": lambda p: lc.ChatModelJudge(
+        FakeListChatModel(responses=["{}"]), topic_pth="x"
+    ),
     "llama_index.PerseusVaultRetriever": lambda p: li.PerseusVaultRetriever(p, topic_pth="x"),
     "llama_index.PerseusVaultMemoryBlock": lambda p: li.PerseusVaultMemoryBlock(p, topic_pth="x"),
-    "llama_index.PerseusVaultPropertyGraphStore": lambda p: li.PerseusVaultPropertyGraphStore(p, topic_pth="x"),
+    "llama_index.PerseusVaultPropertyGraphStore": lambda p: li.PerseusVaultPropertyGraphStore(
+        p, topic_pth="x"
+    ),
     "llama_index.PerseusVaultKVStore": lambda p: li.PerseusVaultKVStore(p, topic_pth="x"),
     "llama_index.PerseusVaultDocumentStore": lambda p: li.PerseusVaultDocumentStore(p, topic_pth="x"),
     "llama_index.PerseusVaultIndexStore": lambda p: li.PerseusVaultIndexStore(p, topic_pth="x"),
@@ -206,14 +223,18 @@ MISSPELLED: dict[str, Callable[[Path], Any]] = {
     "llama_index.PerseusVaultVectorStore": lambda p: li.PerseusVaultVectorStore(p, topic_pth="x"),
     "llama_index.vault_storage_context": lambda p: li.vault_storage_context(p, topic_pth="x"),
     "llama_index.PerseusVaultEmbedding": lambda p: li.PerseusVaultEmbedding(p, topic_pth="x"),
-    "llama_index.LlamaIndexEmbedder": lambda p: li.LlamaIndexEmbedder(MockEmbedding(embed_dim=8), topic_pth="x"),
+    "llama_index.LlamaIndexEmbedder": lambda p: li.LlamaIndexEmbedder(
+        MockEmbedding(embed_dim=8), topic_pth="x"
+    ),
     "mcp.build_server": lambda p: build_server(p, topic_pth="x"),
     "mcp.VaultClient": lambda p: VaultClient(build_server(p), topic_pth="x"),
 }
 
 
 def test_every_exported_adapter_is_checked() -> None:
-    exported = {f"{package.__name__.rsplit('.', 1)[1]}.{name}" for package in (lc, li) for name in package.__all__}
+    exported = {
+        f"{package.__name__.rsplit('.', 1)[1]}.{name}" for package in (lc, li) for name in package.__all__
+    }
     assert exported | {"mcp.build_server", "mcp.VaultClient"} == set(MISSPELLED)
     assert set(ADAPTERS) <= set(MISSPELLED)
 
@@ -248,12 +269,17 @@ def test_strict_keeps_the_signature_and_refuses_only_what_it_does_not_take() -> 
         strict(lambda **kwargs: None)
 
 
-def test_the_embedding_adapters_embed_with_the_vault_s_model(dense_vault: Vault, vault: Vault,
-                                                            fake_embedder: FakeEmbedder, db_path: Path) -> None:
+def test_the_embedding_adapters_embed_with_the_vault_s_model(
+    dense_vault: Vault, vault: Vault, fake_embedder: FakeEmbedder, db_path: Path
+) -> None:
     expected = [float(x) for x in fake_embedder.embed(["solar panels"])[0]]
     assert lc.PerseusVaultEmbeddings(dense_vault).embed_query("solar panels") == pytest.approx(expected)
-    assert li.PerseusVaultEmbedding(dense_vault).get_query_embedding("solar panels") == pytest.approx(expected)
-    assert lc.PerseusVaultEmbeddings(embedder=fake_embedder).embed_query("solar panels") == pytest.approx(expected)
+    assert li.PerseusVaultEmbedding(dense_vault).get_query_embedding("solar panels") == pytest.approx(
+        expected
+    )
+    assert lc.PerseusVaultEmbeddings(embedder=fake_embedder).embed_query("solar panels") == pytest.approx(
+        expected
+    )
     for make in (lc.PerseusVaultEmbeddings, li.PerseusVaultEmbedding):
         with pytest.raises(InvalidInput, match="vault: was opened without an embedder"):
             make(vault)
@@ -261,8 +287,9 @@ def test_the_embedding_adapters_embed_with_the_vault_s_model(dense_vault: Vault,
             make(dense_vault, embedder=fake_embedder)
 
 
-def test_an_embedding_adapter_made_from_a_path_closes_the_vault_it_opened(tmp_path: Path,
-                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_embedding_adapter_made_from_a_path_closes_the_vault_it_opened(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("PERSEUS_VAULT_EMBEDDER")  # the bundled model, named without being loaded
     langchain = lc.PerseusVaultEmbeddings(tmp_path / "lc.db")
     llama = li.PerseusVaultEmbedding(tmp_path / "li.db")

@@ -47,13 +47,19 @@ def _postgres_index_problems(conn: Any, word: str) -> list[str]:
     if versions != docs:
         problems.append(f"keyword_docs has {docs} documents for {versions} versions")
     for heads, where in ((True, " AND v.recorded_to_ms IS NULL"), (False, "")):
-        rows = conn.execute(f"SELECT count(*) FROM entity_versions v WHERE v.content LIKE ?{where}",
-                            (f"%{word}%",)).fetchone()[0]
-        posted = conn.execute(f"SELECT count(*) FROM keyword_postings p JOIN entity_versions v ON v.vid = p.vid "
-                              f"WHERE p.term = ?{where}", (stem(word),)).fetchone()[0]
+        rows = conn.execute(
+            f"SELECT count(*) FROM entity_versions v WHERE v.content LIKE ?{where}", (f"%{word}%",)
+        ).fetchone()[0]
+        posted = conn.execute(
+            f"SELECT count(*) FROM keyword_postings p JOIN entity_versions v ON v.vid = p.vid "
+            f"WHERE p.term = ?{where}",
+            (stem(word),),
+        ).fetchone()[0]
         if rows != posted:
-            problems.append(f"the postings find {posted} {'heads' if heads else 'versions'} with {word!r}, "
-                            f"the rows have {rows}")
+            problems.append(
+                f"the postings find {posted} {'heads' if heads else 'versions'} with {word!r}, "
+                f"the rows have {rows}"
+            )
     return problems
 
 
@@ -78,14 +84,20 @@ def index_problems(db: Path | str, word: str = "durable") -> list[str]:
 def _row_problems(conn: Any) -> list[str]:
     """Heads against entities, and vectors against versions."""
     problems: list[str] = []
-    all_heads = conn.execute("SELECT count(*) FROM entity_versions WHERE recorded_to_ms IS NULL").fetchone()[0]
+    all_heads = conn.execute("SELECT count(*) FROM entity_versions WHERE recorded_to_ms IS NULL").fetchone()[
+        0
+    ]
     entities = conn.execute("SELECT count(*) FROM entities").fetchone()[0]
     if all_heads != entities:
         problems.append(f"{entities} entities but {all_heads} current versions")
-    missing = conn.execute("SELECT count(*) FROM entity_versions v WHERE NOT EXISTS "
-                           "(SELECT 1 FROM version_vectors x WHERE x.vid = v.vid)").fetchone()[0]
-    ghosts = conn.execute("SELECT count(*) FROM version_vectors x WHERE NOT EXISTS "
-                          "(SELECT 1 FROM entity_versions v WHERE v.vid = x.vid)").fetchone()[0]
+    missing = conn.execute(
+        "SELECT count(*) FROM entity_versions v WHERE NOT EXISTS "
+        "(SELECT 1 FROM version_vectors x WHERE x.vid = v.vid)"
+    ).fetchone()[0]
+    ghosts = conn.execute(
+        "SELECT count(*) FROM version_vectors x WHERE NOT EXISTS "
+        "(SELECT 1 FROM entity_versions v WHERE v.vid = x.vid)"
+    ).fetchone()[0]
     if missing or ghosts:
         problems.append(f"vectors: {missing} versions without one, {ghosts} without a version")
     return problems
@@ -98,15 +110,25 @@ def _sqlite_index_problems(db: Path | str, word: str) -> list[str]:
         integrity = [r[0] for r in conn.execute("PRAGMA integrity_check")]
         if integrity != ["ok"]:
             problems.append(f"integrity_check: {integrity[:5]}")
-        heads = conn.execute("SELECT count(*) FROM entity_versions WHERE recorded_to_ms IS NULL "
-                             "AND content LIKE ?", (f"%{word}%",)).fetchone()[0]
-        in_heads_fts = conn.execute("SELECT count(*) FROM entities_fts WHERE entities_fts MATCH ?", (word,)).fetchone()[0]
+        heads = conn.execute(
+            "SELECT count(*) FROM entity_versions WHERE recorded_to_ms IS NULL AND content LIKE ?",
+            (f"%{word}%",),
+        ).fetchone()[0]
+        in_heads_fts = conn.execute(
+            "SELECT count(*) FROM entities_fts WHERE entities_fts MATCH ?", (word,)
+        ).fetchone()[0]
         if heads != in_heads_fts:
             problems.append(f"entities_fts finds {in_heads_fts} heads with {word!r}, the rows have {heads}")
-        versions = conn.execute("SELECT count(*) FROM entity_versions WHERE content LIKE ?", (f"%{word}%",)).fetchone()[0]
-        in_versions_fts = conn.execute("SELECT count(*) FROM versions_fts WHERE versions_fts MATCH ?", (word,)).fetchone()[0]
+        versions = conn.execute(
+            "SELECT count(*) FROM entity_versions WHERE content LIKE ?", (f"%{word}%",)
+        ).fetchone()[0]
+        in_versions_fts = conn.execute(
+            "SELECT count(*) FROM versions_fts WHERE versions_fts MATCH ?", (word,)
+        ).fetchone()[0]
         if versions != in_versions_fts:
-            problems.append(f"versions_fts finds {in_versions_fts} versions with {word!r}, the rows have {versions}")
+            problems.append(
+                f"versions_fts finds {in_versions_fts} versions with {word!r}, the rows have {versions}"
+            )
         problems.extend(_row_problems(conn))
     finally:
         conn.close()

@@ -22,13 +22,23 @@ CATEGORY = "batch"
 def batch_items(writer: str, n: int, size: int) -> list[dict[str, Any]]:
     """Batch ``n`` of ``writer``: ``size`` new memories, plus a new version of the writer's tally."""
     items: list[dict[str, Any]] = [
-        {"category": CATEGORY, "key": f"{writer}-b{n}-i{j}",
-         "content": f"writer {writer} batch {n} item {j} durable memory about storage engines and sqlite",
-         "summary": f"{writer} {n} {j}", "agent_id": writer}
+        {
+            "category": CATEGORY,
+            "key": f"{writer}-b{n}-i{j}",
+            "content": f"writer {writer} batch {n} item {j} durable memory about storage engines and sqlite",
+            "summary": f"{writer} {n} {j}",
+            "agent_id": writer,
+        }
         for j in range(size)
     ]
-    items.append({"category": "tally", "key": writer, "content": f"writer {writer} acknowledged through batch {n}",
-                  "agent_id": writer})
+    items.append(
+        {
+            "category": "tally",
+            "key": writer,
+            "content": f"writer {writer} acknowledged through batch {n}",
+            "agent_id": writer,
+        }
+    )
     return items
 
 

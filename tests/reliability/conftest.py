@@ -34,7 +34,9 @@ def start_server() -> Iterator[StartServer]:
         port = _free_port()
         args = [sys.executable, "-m", "tests.reliability._workers", "serve", str(db), str(port)]
         env = dict(os.environ, PERSEUS_VAULT_EMBEDDER="none", PERSEUS_VAULT_HTTP_TOKEN=TOKEN)
-        proc = subprocess.Popen(args + ([agent_id] if agent_id else []), cwd=ROOT, env=env, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(
+            args + ([agent_id] if agent_id else []), cwd=ROOT, env=env, stderr=subprocess.PIPE
+        )
         procs.append(proc)
         wait_for_port(port, proc)
         return f"http://127.0.0.1:{port}/mcp"

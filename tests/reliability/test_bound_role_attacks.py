@@ -50,9 +50,24 @@ CAROL = {"agent_id": "carol", "workspace_hash": "ws-c"}  # the owner's first mem
 MARK = "bobsecret7741"  # in every text bob stores; "bob" is in every row of his (agent id, scope key)
 PHRASES = ["launch window", "bob only phrase"]
 FORGED = 2**63 - 11  # what a shadow says the ids have reached: an id past it leaves none for anyone
-TABLES = ("vault_meta", "entities", "entity_versions", "links", "head_changes", "version_vectors", "trigger_vectors",
-          "keyword_docs", "keyword_postings", "vault_scopes", "_migrations", "checkpoints", "checkpoint_blobs",
-          "checkpoint_writes", "kv_entries", "trigger_terms")
+TABLES = (
+    "vault_meta",
+    "entities",
+    "entity_versions",
+    "links",
+    "head_changes",
+    "version_vectors",
+    "trigger_vectors",
+    "keyword_docs",
+    "keyword_postings",
+    "vault_scopes",
+    "_migrations",
+    "checkpoints",
+    "checkpoint_blobs",
+    "checkpoint_writes",
+    "kv_entries",
+    "trigger_terms",
+)
 
 
 @dataclass
@@ -84,15 +99,24 @@ class World:
         own = scope_key(**scope)
         admin = self.admin()
         out: dict[str, Any] = {}
-        keyed = {t for (t,) in admin.execute("SELECT table_name FROM information_schema.columns "
-                                             "WHERE table_schema = current_schema() AND column_name = 'scope'")}
+        keyed = {
+            t
+            for (t,) in admin.execute(
+                "SELECT table_name FROM information_schema.columns "
+                "WHERE table_schema = current_schema() AND column_name = 'scope'"
+            )
+        }
         for table in TABLES:
             scoped = table in keyed
-            rows = admin.execute(f"SELECT * FROM {table}" + (" WHERE scope <> %s" if scoped else ""),
-                                 (own,) if scoped else None).fetchall()
+            rows = admin.execute(
+                f"SELECT * FROM {table}" + (" WHERE scope <> %s" if scoped else ""),
+                (own,) if scoped else None,
+            ).fetchall()
             out[table] = sorted(map(repr, rows))
-        out["next ids"] = [admin.execute("SELECT pv_next_id(%s, %s)", pair).fetchone()[0]
-                           for pair in (("entities", "id"), ("entity_versions", "vid"), ("links", "id"))]
+        out["next ids"] = [
+            admin.execute("SELECT pv_next_id(%s, %s)", pair).fetchone()[0]
+            for pair in (("entities", "id"), ("entity_versions", "vid"), ("links", "id"))
+        ]
         return out
 
 
@@ -140,17 +164,34 @@ def _fill_bob(world: World, bob: Vault, folder: Path) -> None:
     gone = bob.remember("fact", "gone", f"purged {MARK}", **BOB)
     bob.forget(gone.id, **BOB)
     bob.purge(gone.id, **BOB)  # the last id given: it records every table's high-water mark
-    saver = PerseusVaultSaver(bob, **BOB)  # a LangGraph thread: a checkpoint, its channel's value, a pending write
+    saver = PerseusVaultSaver(
+        bob, **BOB
+    )  # a LangGraph thread: a checkpoint, its channel's value, a pending write
     checkpoint = empty_checkpoint()
     checkpoint["channel_values"], checkpoint["channel_versions"] = {"secret": MARK}, {"secret": 1}
-    config = saver.put({"configurable": {"thread_id": "bob-thread", "checkpoint_ns": ""}}, checkpoint,
-                       {"source": "input", "step": 1}, {"secret": 1})
+    config = saver.put(
+        {"configurable": {"thread_id": "bob-thread", "checkpoint_ns": ""}},
+        checkpoint,
+        {"source": "input", "step": 1},
+        {"secret": 1},
+    )
     saver.put_writes(config, [("secret", f"pending {MARK}")], "task-1")
     KeyValues(bob, **BOB).put("bob-docs", "k", {"secret": MARK})
-    vids = world.owner.engine.read(lambda c: [v for (v,) in c.execute(
-        "SELECT vid FROM entity_versions WHERE scope = ? ORDER BY vid", (scope_key(**BOB),))])
-    world.bob.update(entity=first.id, other=second.id, vids=vids, key=scope_key(**BOB),
-                     model=world.owner.stats().embedding_model)
+    vids = world.owner.engine.read(
+        lambda c: [
+            v
+            for (v,) in c.execute(
+                "SELECT vid FROM entity_versions WHERE scope = ? ORDER BY vid", (scope_key(**BOB),)
+            )
+        ]
+    )
+    world.bob.update(
+        entity=first.id,
+        other=second.id,
+        vids=vids,
+        key=scope_key(**BOB),
+        model=world.owner.stats().embedding_model,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -165,7 +206,9 @@ def world(pg_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
             for who, scope in (("alice", ALICE), ("bob", BOB)):
                 bind_role(owner, roles[who], **scope)
             with Vault(_as(url, roles["alice"]), clock=clock, embedder=embedder) as alice:
-                alice.remember("fact", "mine", "alice keeps her own notes", recall_when=["launch window"], **ALICE)
+                alice.remember(
+                    "fact", "mine", "alice keeps her own notes", recall_when=["launch window"], **ALICE
+                )
             with Vault(_as(url, roles["bob"]), clock=clock, embedder=embedder) as bob:
                 _fill_bob(world, bob, tmp_path_factory.mktemp("bob-notes"))
             world.admin().execute("ANALYZE")  # statistics exist: pg_stats must not show bob's values to alice
@@ -192,8 +235,8 @@ def shadow_tables(world: World, s: str) -> list[str]:
         *(f"CREATE TEMP TABLE {t} (LIKE {s}.{t} INCLUDING DEFAULTS)" for t in TABLES),
         "CREATE TEMP TABLE pg_sequences (schemaname name, sequencename name, last_value bigint)",
         "INSERT INTO pg_temp.vault_scopes VALUES (current_user, 'bob', 'ws-b')",
-        "INSERT INTO pg_temp.vault_meta VALUES " + ", ".join(
-            f"('high_water:{t}', '{FORGED}')" for t in ("entities", "entity_versions", "links"))
+        "INSERT INTO pg_temp.vault_meta VALUES "
+        + ", ".join(f"('high_water:{t}', '{FORGED}')" for t in ("entities", "entity_versions", "links"))
         + ", ('embedding_model', 'forged'), ('embedding_dimension', '1')",
         f"INSERT INTO pg_temp.entities (id, agent_id, workspace_hash, category, key, created_at_ms, scope) "
         f"VALUES ({FORGED}, 'bob', 'ws-b', 'fact', 'forged', 1, '{key}')",
@@ -204,22 +247,36 @@ def shadow_tables(world: World, s: str) -> list[str]:
 
 def shadow_views(world: World, s: str) -> list[str]:
     """The binding and ``pg_sequences`` as temporary views."""
-    return ["CREATE TEMP VIEW vault_scopes AS SELECT CAST(current_user AS name) AS role, text 'bob' AS agent_id, "
-            "text 'ws-b' AS workspace_hash",
-            f"CREATE TEMP VIEW pg_sequences AS SELECT name '{s.strip(chr(34))}' AS schemaname, relname AS sequencename, "
-            f"bigint '{FORGED}' AS last_value FROM pg_catalog.pg_class WHERE relkind = 'S'"]
+    return [
+        "CREATE TEMP VIEW vault_scopes AS SELECT CAST(current_user AS name) AS role, text 'bob' AS agent_id, "
+        "text 'ws-b' AS workspace_hash",
+        f"CREATE TEMP VIEW pg_sequences AS SELECT name '{s.strip(chr(34))}' AS schemaname, relname AS sequencename, "
+        f"bigint '{FORGED}' AS last_value FROM pg_catalog.pg_class WHERE relkind = 'S'",
+    ]
 
 
 # What each kind of function answers when an attacker writes it: whatever lets the attack through.
-_FORGED_RESULT = {"text": "'{key}'", "boolean": "true", "bigint": str(FORGED), "integer": "4",
-                  "double precision": "1.0", "void": "", "regclass": "NULL"}
+_FORGED_RESULT = {
+    "text": "'{key}'",
+    "boolean": "true",
+    "bigint": str(FORGED),
+    "integer": "4",
+    "double precision": "1.0",
+    "void": "",
+    "regclass": "NULL",
+}
 # PostgreSQL's own functions the policies' functions call, with what a stand-in answers.
-BUILTINS = (("current_setting(text)", "text", "'read committed'"), ("starts_with(text, text)", "boolean", "true"),
-            ("pg_advisory_xact_lock(bigint)", "void", ""), ("substr(text, integer)", "text", "'[\"bob\", \"ws-b\"]'"),
-            ("octet_length(text)", "integer", "3"), ("length(bytea)", "integer", "4"),
-            ("pg_get_serial_sequence(text, text)", "text", "NULL"), ("pg_sequence_last_value(regclass)", "bigint",
-                                                                      str(FORGED)),
-            ("jsonb_build_array(text, text)", "jsonb", "'[\"bob\", \"ws-b\"]'"))
+BUILTINS = (
+    ("current_setting(text)", "text", "'read committed'"),
+    ("starts_with(text, text)", "boolean", "true"),
+    ("pg_advisory_xact_lock(bigint)", "void", ""),
+    ("substr(text, integer)", "text", '\'["bob", "ws-b"]\''),
+    ("octet_length(text)", "integer", "3"),
+    ("length(bytea)", "integer", "4"),
+    ("pg_get_serial_sequence(text, text)", "text", "NULL"),
+    ("pg_sequence_last_value(regclass)", "bigint", str(FORGED)),
+    ("jsonb_build_array(text, text)", "jsonb", '\'["bob", "ws-b"]\''),
+)
 
 
 def shadow_functions(world: World, s: str) -> list[str]:
@@ -229,24 +286,43 @@ def shadow_functions(world: World, s: str) -> list[str]:
     vault = conn.execute(
         "SELECT p.proname, pg_get_function_identity_arguments(p.oid), format_type(p.prorettype, NULL) FROM pg_proc p "
         "WHERE p.pronamespace = current_schema()::regnamespace AND p.proname LIKE 'pv\\_%' "
-        "AND p.prorettype <> 'trigger'::regtype").fetchall()
+        "AND p.prorettype <> 'trigger'::regtype"
+    ).fetchall()
     assert len(vault) >= 8, vault
-    stand_ins = [(f"{name}({args})", kind, _FORGED_RESULT[kind].format(key=world.bob["key"])) for name, args, kind in vault]
-    return [f"CREATE FUNCTION pg_temp.{signature} RETURNS {kind} LANGUAGE sql AS $$ "
-            + (f"SELECT CAST({answer} AS {kind})" if answer else "SELECT") + " $$"
-            for signature, kind, answer in (*stand_ins, *BUILTINS)]
+    stand_ins = [
+        (f"{name}({args})", kind, _FORGED_RESULT[kind].format(key=world.bob["key"]))
+        for name, args, kind in vault
+    ]
+    return [
+        f"CREATE FUNCTION pg_temp.{signature} RETURNS {kind} LANGUAGE sql AS $$ "
+        + (f"SELECT CAST({answer} AS {kind})" if answer else "SELECT")
+        + " $$"
+        for signature, kind, answer in (*stand_ins, *BUILTINS)
+    ]
 
 
 # The operators the policies and the functions use, each as a temporary one that is always true.
-OPERATORS = (("=", "text", "text"), ("=", "bigint", "bigint"), ("<=", "bigint", "bigint"), ("<>", "text", "text"),
-             ("~~", "text", "text"), ("@>", "jsonb", "jsonb"), ("=", "jsonb", "jsonb"), ("=", "name", "name"))
+OPERATORS = (
+    ("=", "text", "text"),
+    ("=", "bigint", "bigint"),
+    ("<=", "bigint", "bigint"),
+    ("<>", "text", "text"),
+    ("~~", "text", "text"),
+    ("@>", "jsonb", "jsonb"),
+    ("=", "jsonb", "jsonb"),
+    ("=", "name", "name"),
+)
 
 
 def shadow_operators(world: World, s: str) -> list[str]:
-    made = [f"CREATE FUNCTION pg_temp.pv_always(a {left}, b {right}) RETURNS boolean LANGUAGE sql AS $$ SELECT true $$"
-            for left, right in sorted({(left, right) for _, left, right in OPERATORS})]
-    return made + [f"CREATE OPERATOR pg_temp.{op} (LEFTARG = {left}, RIGHTARG = {right}, FUNCTION = pg_temp.pv_always)"
-                   for op, left, right in OPERATORS]
+    made = [
+        f"CREATE FUNCTION pg_temp.pv_always(a {left}, b {right}) RETURNS boolean LANGUAGE sql AS $$ SELECT true $$"
+        for left, right in sorted({(left, right) for _, left, right in OPERATORS})
+    ]
+    return made + [
+        f"CREATE OPERATOR pg_temp.{op} (LEFTARG = {left}, RIGHTARG = {right}, FUNCTION = pg_temp.pv_always)"
+        for op, left, right in OPERATORS
+    ]
 
 
 def shadow_everything(world: World, s: str) -> list[str]:
@@ -254,8 +330,13 @@ def shadow_everything(world: World, s: str) -> list[str]:
 
 
 SHADOWS: dict[str, Callable[[World, str], list[str]]] = {
-    "none": lambda world, s: [], "tables": shadow_tables, "views": shadow_views, "functions": shadow_functions,
-    "operators": shadow_operators, "everything": shadow_everything}
+    "none": lambda world, s: [],
+    "tables": shadow_tables,
+    "views": shadow_views,
+    "functions": shadow_functions,
+    "operators": shadow_operators,
+    "everything": shadow_everything,
+}
 
 
 def install(world: World, conn: Any, shadows: str, s: str) -> None:
@@ -277,52 +358,100 @@ def attacks(world: World, s: str) -> list[tuple[str, Any]]:
     fitting = bytes(4 * FakeEmbedder.dimension)
     next_ids = world.outside()["next ids"]
     adds = [
-        (f"INSERT INTO {s}.entities (id, agent_id, workspace_hash, category, key, created_at_ms, scope) "
-         "VALUES (%s, 'bob', 'ws-b', 'fact', 'forged', 1, %s)", (next_ids[0], key)),
-        (f"INSERT INTO {s}.entity_versions (vid, entity_id, version, change, recorded_from_ms, type, content, tags, body, "
-         "verified, recall_when, status, updated_at_ms, scope) VALUES (%s, %s, 9, 'update', 1, 'fact', 'forged', '', "
-         "'{}', 0, '[]', 'active', 1, %s)", (next_ids[1], b["entity"], key)),
-        (f"INSERT INTO {s}.links (id, from_id, to_id, relation, weight, created_at_ms, recorded_from_ms, scope) "
-         "VALUES (%s, %s, %s, 'forged', 1, 1, 1, %s)", (next_ids[2], b["entity"], b["other"], key)),
-        (f"INSERT INTO {s}.version_vectors (vid, embedding, bits, vec, scope) VALUES (%s, %s, %s, NULL, %s) "
-         "ON CONFLICT (vid, scope) DO UPDATE SET embedding = excluded.embedding", (vid, fitting, b"\x00", key)),
-        (f"INSERT INTO {s}.keyword_docs (vid, entity_id, agent_id, workspace_hash, head, length, scope) "
-         "VALUES (%s, %s, 'bob', 'ws-b', true, 1, %s) ON CONFLICT (vid, scope) DO UPDATE SET head = false",
-         (vid, b["entity"], key)),
-        (f"INSERT INTO {s}.keyword_postings (term, vid, freq, length, entity_id, agent_id, workspace_hash, head, scope) "
-         "VALUES ('forged', %s, 1, 1, %s, 'bob', 'ws-b', true, %s)", (vid, b["entity"], key)),
-        (f"INSERT INTO {s}.checkpoints (agent_id, workspace_hash, thread_id, checkpoint_ns, checkpoint_id, type, "
-         "checkpoint, channel_versions, metadata, scope) VALUES ('bob', 'ws-b', 'bob-thread', '', '1', 'json', "
-         "'\\x00', '{}', '{}', %s) ON CONFLICT DO NOTHING", (key,)),
-        (f"INSERT INTO {s}.checkpoint_blobs (agent_id, workspace_hash, thread_id, checkpoint_ns, channel, version, "
-         "type, blob, scope) VALUES ('bob', 'ws-b', 'forged', '', 'c', '1', 'json', NULL, %s)", (key,)),
-        (f"INSERT INTO {s}.checkpoint_writes (agent_id, workspace_hash, thread_id, checkpoint_ns, checkpoint_id, "
-         "task_id, idx, channel, type, blob, scope) VALUES ('bob', 'ws-b', 'forged', '', '1', 't', 0, 'c', 'json', "
-         "'\\x00', %s)", (key,)),
-        (f"INSERT INTO {s}.kv_entries (agent_id, workspace_hash, collection, key, value, updated_at_ms, scope) "
-         "VALUES ('bob', 'ws-b', 'bob-docs', 'k', '\"forged\"', 1, %s) ON CONFLICT (agent_id, workspace_hash, "
-         "collection, key, scope) DO UPDATE SET value = excluded.value", (key,)),
-        (f"INSERT INTO {s}.trigger_vectors (model, phrase, embedding, scope) VALUES (%s, %s, %s, %s) "
-         "ON CONFLICT (model, phrase, scope) DO UPDATE SET embedding = excluded.embedding",
-         (b["model"], PHRASES[1], fitting, key)),
-        (f"INSERT INTO {s}.trigger_vectors (model, phrase, embedding) VALUES (%s, 'forged phrase', %s)",
-         (b["model"], fitting)),
+        (
+            f"INSERT INTO {s}.entities (id, agent_id, workspace_hash, category, key, created_at_ms, scope) "
+            "VALUES (%s, 'bob', 'ws-b', 'fact', 'forged', 1, %s)",
+            (next_ids[0], key),
+        ),
+        (
+            f"INSERT INTO {s}.entity_versions (vid, entity_id, version, change, recorded_from_ms, type, content, tags, body, "
+            "verified, recall_when, status, updated_at_ms, scope) VALUES (%s, %s, 9, 'update', 1, 'fact', 'forged', '', "
+            "'{}', 0, '[]', 'active', 1, %s)",
+            (next_ids[1], b["entity"], key),
+        ),
+        (
+            f"INSERT INTO {s}.links (id, from_id, to_id, relation, weight, created_at_ms, recorded_from_ms, scope) "
+            "VALUES (%s, %s, %s, 'forged', 1, 1, 1, %s)",
+            (next_ids[2], b["entity"], b["other"], key),
+        ),
+        (
+            f"INSERT INTO {s}.version_vectors (vid, embedding, bits, vec, scope) VALUES (%s, %s, %s, NULL, %s) "
+            "ON CONFLICT (vid, scope) DO UPDATE SET embedding = excluded.embedding",
+            (vid, fitting, b"\x00", key),
+        ),
+        (
+            f"INSERT INTO {s}.keyword_docs (vid, entity_id, agent_id, workspace_hash, head, length, scope) "
+            "VALUES (%s, %s, 'bob', 'ws-b', true, 1, %s) ON CONFLICT (vid, scope) DO UPDATE SET head = false",
+            (vid, b["entity"], key),
+        ),
+        (
+            f"INSERT INTO {s}.keyword_postings (term, vid, freq, length, entity_id, agent_id, workspace_hash, head, scope) "
+            "VALUES ('forged', %s, 1, 1, %s, 'bob', 'ws-b', true, %s)",
+            (vid, b["entity"], key),
+        ),
+        (
+            f"INSERT INTO {s}.checkpoints (agent_id, workspace_hash, thread_id, checkpoint_ns, checkpoint_id, type, "
+            "checkpoint, channel_versions, metadata, scope) VALUES ('bob', 'ws-b', 'bob-thread', '', '1', 'json', "
+            "'\\x00', '{}', '{}', %s) ON CONFLICT DO NOTHING",
+            (key,),
+        ),
+        (
+            f"INSERT INTO {s}.checkpoint_blobs (agent_id, workspace_hash, thread_id, checkpoint_ns, channel, version, "
+            "type, blob, scope) VALUES ('bob', 'ws-b', 'forged', '', 'c', '1', 'json', NULL, %s)",
+            (key,),
+        ),
+        (
+            f"INSERT INTO {s}.checkpoint_writes (agent_id, workspace_hash, thread_id, checkpoint_ns, checkpoint_id, "
+            "task_id, idx, channel, type, blob, scope) VALUES ('bob', 'ws-b', 'forged', '', '1', 't', 0, 'c', 'json', "
+            "'\\x00', %s)",
+            (key,),
+        ),
+        (
+            f"INSERT INTO {s}.kv_entries (agent_id, workspace_hash, collection, key, value, updated_at_ms, scope) "
+            "VALUES ('bob', 'ws-b', 'bob-docs', 'k', '\"forged\"', 1, %s) ON CONFLICT (agent_id, workspace_hash, "
+            "collection, key, scope) DO UPDATE SET value = excluded.value",
+            (key,),
+        ),
+        (
+            f"INSERT INTO {s}.trigger_vectors (model, phrase, embedding, scope) VALUES (%s, %s, %s, %s) "
+            "ON CONFLICT (model, phrase, scope) DO UPDATE SET embedding = excluded.embedding",
+            (b["model"], PHRASES[1], fitting, key),
+        ),
+        (
+            f"INSERT INTO {s}.trigger_vectors (model, phrase, embedding) VALUES (%s, 'forged phrase', %s)",
+            (b["model"], fitting),
+        ),
         (f"INSERT INTO {s}.head_changes (vid, op, scope) VALUES (%s, -1, %s)", (vid, key)),
-        (f"INSERT INTO {s}.vault_meta (key, value) VALUES ('memory_folder:[\"bob\", \"ws-b\"]', '/tmp/forged') "
-         "ON CONFLICT (key) DO UPDATE SET value = excluded.value", None),
-        (f"INSERT INTO {s}.vault_scopes VALUES (current_user, 'bob', 'ws-b') ON CONFLICT (role) "
-         "DO UPDATE SET agent_id = 'bob', workspace_hash = 'ws-b'", None),
+        (
+            f"INSERT INTO {s}.vault_meta (key, value) VALUES ('memory_folder:[\"bob\", \"ws-b\"]', '/tmp/forged') "
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            None,
+        ),
+        (
+            f"INSERT INTO {s}.vault_scopes VALUES (current_user, 'bob', 'ws-b') ON CONFLICT (role) "
+            "DO UPDATE SET agent_id = 'bob', workspace_hash = 'ws-b'",
+            None,
+        ),
         (f"INSERT INTO {s}._migrations VALUES (999, 'forged', 1)", None),
         # Its own scope's row, at the id a shadow says comes next: every later id would be past bigint's end.
-        (f"INSERT INTO {s}.entities (id, agent_id, workspace_hash, category, key, created_at_ms, scope) "
-         "VALUES (%s, 'alice', 'ws-a', 'fact', 'last id', 1, %s)", (FORGED + 1, scope_key(**ALICE))),
+        (
+            f"INSERT INTO {s}.entities (id, agent_id, workspace_hash, category, key, created_at_ms, scope) "
+            "VALUES (%s, 'alice', 'ws-a', 'fact', 'last id', 1, %s)",
+            (FORGED + 1, scope_key(**ALICE)),
+        ),
     ]
     changes = [
         (f"UPDATE {s}.entities SET retrieval_count = 999, last_accessed_ms = 1 WHERE agent_id = 'bob'", None),
-        (f"UPDATE {s}.entity_versions SET recorded_to_ms = 1 WHERE scope = %s AND recorded_to_ms IS NULL", (key,)),
+        (
+            f"UPDATE {s}.entity_versions SET recorded_to_ms = 1 WHERE scope = %s AND recorded_to_ms IS NULL",
+            (key,),
+        ),
         (f"UPDATE {s}.links SET recorded_to_ms = 1 WHERE scope = %s", (key,)),
         (f"UPDATE {s}.version_vectors SET embedding = %s WHERE scope = %s", (fitting, key)),
-        *((f"UPDATE {s}.{t} SET head = false WHERE scope = %s", (key,)) for t in ("keyword_docs", "keyword_postings")),
+        *(
+            (f"UPDATE {s}.{t} SET head = false WHERE scope = %s", (key,))
+            for t in ("keyword_docs", "keyword_postings")
+        ),
         (f"UPDATE {s}.checkpoints SET metadata = '{{}}' WHERE agent_id = 'bob'", None),
         (f"UPDATE {s}.checkpoint_blobs SET blob = NULL WHERE agent_id = 'bob'", None),
         (f"UPDATE {s}.checkpoint_writes SET blob = '\\x00' WHERE agent_id = 'bob'", None),
@@ -334,18 +463,27 @@ def attacks(world: World, s: str) -> list[tuple[str, Any]]:
         (f"UPDATE {s}.vault_scopes SET agent_id = 'bob', workspace_hash = 'ws-b'", None),
         (f"UPDATE {s}._migrations SET name = 'forged'", None),
     ]
-    deletes = [(f"DELETE FROM {s}.{t} WHERE scope = %s", (key,)) for t in TABLES
-               if t not in ("vault_meta", "vault_scopes", "_migrations")]
-    deletes += [(f"DELETE FROM {s}.trigger_vectors WHERE phrase = ANY(%s)", (PHRASES,)),
-                (f"DELETE FROM {s}.vault_meta WHERE key LIKE '%%bob%%' OR key LIKE 'high_water:%%'", None),
-                (f"DELETE FROM {s}.vault_scopes WHERE role <> current_user", None),
-                (f"DELETE FROM {s}._migrations", None)]
+    deletes = [
+        (f"DELETE FROM {s}.{t} WHERE scope = %s", (key,))
+        for t in TABLES
+        if t not in ("vault_meta", "vault_scopes", "_migrations")
+    ]
+    deletes += [
+        (f"DELETE FROM {s}.trigger_vectors WHERE phrase = ANY(%s)", (PHRASES,)),
+        (f"DELETE FROM {s}.vault_meta WHERE key LIKE '%%bob%%' OR key LIKE 'high_water:%%'", None),
+        (f"DELETE FROM {s}.vault_scopes WHERE role <> current_user", None),
+        (f"DELETE FROM {s}._migrations", None),
+    ]
     # The functions that run as the owner, with the stand-ins in place (and those of before step 12).
-    functions = [*((f"SELECT {s}.pv_keep_high_water(%s)", (t,)) for t in ("entities", "entity_versions", "links")),
-                 (f"SELECT {s}.pv_trim_changes()", None),
-                 (f"SELECT {s}.pv_forget_phrases(%s)", (PHRASES,)),
-                 (f"SELECT {s}.pv_add_phrase_vectors('forged', ARRAY['forged phrase', %s], ARRAY[%s, %s])",
-                  (PHRASES[1], b"\x00" * 4, b"\x00" * 4))]
+    functions = [
+        *((f"SELECT {s}.pv_keep_high_water(%s)", (t,)) for t in ("entities", "entity_versions", "links")),
+        (f"SELECT {s}.pv_trim_changes()", None),
+        (f"SELECT {s}.pv_forget_phrases(%s)", (PHRASES,)),
+        (
+            f"SELECT {s}.pv_add_phrase_vectors('forged', ARRAY['forged phrase', %s], ARRAY[%s, %s])",
+            (PHRASES[1], b"\x00" * 4, b"\x00" * 4),
+        ),
+    ]
     return adds + changes + deletes + functions
 
 
@@ -362,27 +500,38 @@ def leaks(world: World, conn: psycopg.Connection[Any], s: str) -> list[str]:
     a notice a leaky function of hers raised on bob's text, a statistic of bob's values."""
     found = []
     for table in TABLES:
-        found += [f"{table}: {row!r}" for row in conn.execute(f"SELECT * FROM {s}.{table}") if _mentions_bob(row)]
-    found += [f"pv_bound_scope() = {scope!r}" for (scope,) in conn.execute(f"SELECT {s}.pv_bound_scope()")
-              if scope != scope_key(**ALICE)]
+        found += [
+            f"{table}: {row!r}" for row in conn.execute(f"SELECT * FROM {s}.{table}") if _mentions_bob(row)
+        ]
+    found += [
+        f"pv_bound_scope() = {scope!r}"
+        for (scope,) in conn.execute(f"SELECT {s}.pv_bound_scope()")
+        if scope != scope_key(**ALICE)
+    ]
     if conn.execute(f"SELECT {s}.pv_version_visible(%s)", (world.bob["vids"][0],)).fetchone()[0]:
         found.append("pv_version_visible says bob's version is visible")
     if conn.execute(f"SELECT {s}.pv_own_meta(%s)", ('memory_folder:["bob", "ws-b"]',)).fetchone()[0]:
         found.append("pv_own_meta says bob's memory folder is alice's")
-    found += [f"pg_stats: {row!r}" for row in conn.execute("SELECT * FROM pg_catalog.pg_stats WHERE schemaname = %s",
-                                                           (s.strip('"'),)) if _mentions_bob(row)]
+    found += [
+        f"pg_stats: {row!r}"
+        for row in conn.execute("SELECT * FROM pg_catalog.pg_stats WHERE schemaname = %s", (s.strip('"'),))
+        if _mentions_bob(row)
+    ]
     notices: list[str] = []
     conn.add_notice_handler(lambda diagnostic: notices.append(str(diagnostic.message_primary)))
-    conn.execute("CREATE FUNCTION pg_temp.pv_leak(t text) RETURNS boolean LANGUAGE plpgsql AS "
-                 "$$ BEGIN RAISE NOTICE '%', t; RETURN true; END $$")
+    conn.execute(
+        "CREATE FUNCTION pg_temp.pv_leak(t text) RETURNS boolean LANGUAGE plpgsql AS "
+        "$$ BEGIN RAISE NOTICE '%', t; RETURN true; END $$"
+    )
     conn.execute(f"SELECT count(*) FROM {s}.entity_versions WHERE pg_temp.pv_leak(content)")
     found += [f"a notice: {n}" for n in notices if MARK in n]
     return found
 
 
 @pytest.mark.parametrize("shadows", list(SHADOWS))
-def test_a_bound_role_with_its_own_stand_ins_reads_and_changes_nothing_of_another_scope(world: World,
-                                                                                      shadows: str) -> None:
+def test_a_bound_role_with_its_own_stand_ins_reads_and_changes_nothing_of_another_scope(
+    world: World, shadows: str
+) -> None:
     world.grant_temporary("alice")
     before = world.outside()
     alice = world.raw("alice")
@@ -395,7 +544,9 @@ def test_a_bound_role_with_its_own_stand_ins_reads_and_changes_nothing_of_anothe
     assert alice.execute(f"SELECT {s}.pv_next_id('entities', 'id')").fetchone()[0] == before["next ids"][0]
 
 
-def test_through_the_vaults_own_verbs_with_the_scope_filter_gone(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_through_the_vaults_own_verbs_with_the_scope_filter_gone(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Alice's vault, one connection in its pool carrying her stand-ins, its own scope filter taken away, asks for
     bob's rows and writes into his scope with every verb: it reads none, and writes none."""
     from langgraph.store.base import GetOp, PutOp, SearchOp
@@ -411,26 +562,41 @@ def test_through_the_vaults_own_verbs_with_the_scope_filter_gone(world: World, m
     seen: list[str] = []
     with Vault(url, embedder=FakeEmbedder(), keyword_index=False, vector_index=False) as alice:
         conn = alice.engine.conn()  # the pool's one connection: every verb below runs on it
-        for sql in [*shadow_views(world, _schema(conn.raw)), *shadow_functions(world, _schema(conn.raw)),
-                    *shadow_operators(world, _schema(conn.raw))]:
+        for sql in [
+            *shadow_views(world, _schema(conn.raw)),
+            *shadow_functions(world, _schema(conn.raw)),
+            *shadow_operators(world, _schema(conn.raw)),
+        ]:
             conn.raw.execute(sql)
         reads: list[Callable[[], Any]] = [
-            *(lambda m=m, k=k: alice.recall("launch code rocket store notes", mode=m, reinforce=False, **k)
-              for m in ("fts5", "dense", "hybrid") for k in (BOB, {})),
-            lambda: alice.scan(limit=100, **BOB), lambda: alice.scan(limit=100),
-            lambda: alice.get_entity(b["entity"]), lambda: alice.traverse(b["entity"]),
-            lambda: alice.history("fact", "launch", **BOB), lambda: alice.recall_when("the launch window", **BOB),
-            lambda: alice.prepare("the launch window is near", **BOB), lambda: alice.conversation("bob-chat", **BOB),
-            lambda: alice.list_memory_files(**BOB), lambda: alice.stats(),
+            *(
+                lambda m=m, k=k: alice.recall("launch code rocket store notes", mode=m, reinforce=False, **k)
+                for m in ("fts5", "dense", "hybrid")
+                for k in (BOB, {})
+            ),
+            lambda: alice.scan(limit=100, **BOB),
+            lambda: alice.scan(limit=100),
+            lambda: alice.get_entity(b["entity"]),
+            lambda: alice.traverse(b["entity"]),
+            lambda: alice.history("fact", "launch", **BOB),
+            lambda: alice.recall_when("the launch window", **BOB),
+            lambda: alice.prepare("the launch window is near", **BOB),
+            lambda: alice.conversation("bob-chat", **BOB),
+            lambda: alice.list_memory_files(**BOB),
+            lambda: alice.stats(),
             lambda: (lambda out: (alice.export_jsonl(out), out.getvalue()))(io.StringIO()),
-            lambda: Checkpoints(alice, **BOB).get("bob-thread"), lambda: KeyValues(alice, **BOB).get_all("bob-docs"),
+            lambda: Checkpoints(alice, **BOB).get("bob-thread"),
+            lambda: KeyValues(alice, **BOB).get_all("bob-docs"),
             lambda: PerseusVaultSaver(alice, **BOB).get_tuple({"configurable": {"thread_id": "bob-thread"}}),
-            lambda: PerseusVaultStore(alice, **BOB).batch([GetOp(("bob",), "secret"), SearchOp(("bob",), query="item")]),
+            lambda: PerseusVaultStore(alice, **BOB).batch(
+                [GetOp(("bob",), "secret"), SearchOp(("bob",), query="item")]
+            ),
         ]
         writes: list[Callable[[], Any]] = [
             lambda: alice.remember("fact", "forged", "written into bob's scope", **BOB),
             lambda: alice.remember("fact", "launch", "bob's memory, rewritten", **BOB),
-            lambda: alice.forget(b["entity"], **BOB), lambda: alice.purge(b["entity"], **BOB),
+            lambda: alice.forget(b["entity"], **BOB),
+            lambda: alice.purge(b["entity"], **BOB),
             lambda: alice.link(b["entity"], b["other"], "forged", **BOB),
             lambda: alice.unlink(b["entity"], b["other"], "about", **BOB),
             lambda: alice.remember_conversation("bob-chat", [{"speaker": "x", "text": "forged"}], **BOB),
@@ -445,7 +611,9 @@ def test_through_the_vaults_own_verbs_with_the_scope_filter_gone(world: World, m
                 seen.append(repr(call()))
             except VaultError as error:  # refused: the database's row-level security, or nothing found
                 seen.append(str(error))
-        assert conn.raw.execute("SELECT agent_id FROM vault_scopes").fetchall() == [("bob",)]  # the stand-in held
+        assert conn.raw.execute("SELECT agent_id FROM vault_scopes").fetchall() == [
+            ("bob",)
+        ]  # the stand-in held
     assert [out for out in seen if MARK in out or "bob's launch" in out.lower()] == []
     assert world.outside() == before
 
@@ -453,27 +621,36 @@ def test_through_the_vaults_own_verbs_with_the_scope_filter_gone(world: World, m
 # --- what binding takes away, what a database the vault's role does not own keeps -----------------------
 
 
-def test_binding_takes_temporary_objects_away_where_the_vault_owns_the_database(pg_url: str, clock: Clock) -> None:
+def test_binding_takes_temporary_objects_away_where_the_vault_owns_the_database(
+    pg_url: str, clock: Clock
+) -> None:
     role = _role(pg_url, "alice")
     try:
         with Vault(pg_url, clock=clock, embedder=False) as owner:
             binding = bind_role(owner, role, **ALICE)
         assert binding.temporary_objects is False
         with psycopg.connect(_as(pg_url, role), autocommit=True) as alice:
-            for sql in ("CREATE TEMP TABLE vault_scopes (role name, agent_id text, workspace_hash text)",
-                        "CREATE TEMP VIEW vault_scopes AS SELECT 1", "CREATE FUNCTION pg_temp.f() RETURNS int "
-                        "LANGUAGE sql AS 'SELECT 1'", "CREATE TABLE public.vault_scopes_2 (x int)"):
+            for sql in (
+                "CREATE TEMP TABLE vault_scopes (role name, agent_id text, workspace_hash text)",
+                "CREATE TEMP VIEW vault_scopes AS SELECT 1",
+                "CREATE FUNCTION pg_temp.f() RETURNS int LANGUAGE sql AS 'SELECT 1'",
+                "CREATE TABLE public.vault_scopes_2 (x int)",
+            ):
                 with pytest.raises(psycopg.errors.InsufficientPrivilege):
                     alice.execute(sql)
         with psycopg.connect(pg_url, autocommit=True) as admin:  # PUBLIC no longer holds TEMPORARY here
-            public = admin.execute("SELECT count(*) FROM pg_database d, aclexplode(d.datacl) a WHERE d.datname = "
-                                   "current_database() AND a.grantee = 0 AND a.privilege_type = 'TEMPORARY'").fetchone()
+            public = admin.execute(
+                "SELECT count(*) FROM pg_database d, aclexplode(d.datacl) a WHERE d.datname = "
+                "current_database() AND a.grantee = 0 AND a.privilege_type = 'TEMPORARY'"
+            ).fetchone()
             assert public == (0,)
     finally:
         _drop_roles(pg_url, [role])
 
 
-def test_where_the_vaults_role_does_not_own_the_database_the_pinned_functions_hold(pg_url: str, clock: Clock) -> None:
+def test_where_the_vaults_role_does_not_own_the_database_the_pinned_functions_hold(
+    pg_url: str, clock: Clock
+) -> None:
     """A vault made by a role that owns neither the database nor its schema (a managed database, say): binding
     leaves temporary objects where they were and says so, and a stand-in binding still binds nothing."""
     roles = {"owner": _role(pg_url, "vowner"), "alice": _role(pg_url, "alice"), "bob": _role(pg_url, "bob")}
@@ -485,14 +662,18 @@ def test_where_the_vaults_role_does_not_own_the_database_the_pinned_functions_ho
             bind_role(owner, roles["bob"], **BOB)
             owner.remember("fact", "launch", f"Bob's launch code is 7741 {MARK}", **BOB)
             with psycopg.connect(_as(pg_url, roles["alice"]), autocommit=True) as alice:
-                alice.execute("CREATE TEMP TABLE vault_scopes (role name, agent_id text, workspace_hash text)")
+                alice.execute(
+                    "CREATE TEMP TABLE vault_scopes (role name, agent_id text, workspace_hash text)"
+                )
                 alice.execute("INSERT INTO vault_scopes VALUES (current_user, 'bob', 'ws-b')")
                 assert alice.execute("SELECT public.pv_bound_scope()").fetchone() == (scope_key(**ALICE),)
                 assert alice.execute("SELECT content FROM public.entity_versions").fetchall() == []
                 with pytest.raises(psycopg.errors.InsufficientPrivilege, match="row-level security"):
-                    alice.execute("INSERT INTO public.kv_entries (agent_id, workspace_hash, collection, key, value, "
-                                  "updated_at_ms, scope) VALUES ('bob', 'ws-b', 'c', 'k', '1', 1, %s)",
-                                  (scope_key(**BOB),))
+                    alice.execute(
+                        "INSERT INTO public.kv_entries (agent_id, workspace_hash, collection, key, value, "
+                        "updated_at_ms, scope) VALUES ('bob', 'ws-b', 'c', 'k', '1', 1, %s)",
+                        (scope_key(**BOB),),
+                    )
         assert binding.temporary_objects is True  # and the binding says so
     finally:
         _drop_roles(pg_url, list(roles.values()))
@@ -504,7 +685,8 @@ def test_every_function_a_policy_calls_or_that_runs_as_the_owner_pins_its_search
         rows = conn.execute(
             "SELECT p.oid::regprocedure::text, p.prosecdef, coalesce(p.proconfig, '{}'), "
             "EXISTS (SELECT 1 FROM pg_depend d WHERE d.refobjid = p.oid AND d.classid = 'pg_policy'::regclass) "
-            "FROM pg_proc p WHERE p.pronamespace = current_schema()::regnamespace AND p.proname LIKE 'pv\\_%'").fetchall()
+            "FROM pg_proc p WHERE p.pronamespace = current_schema()::regnamespace AND p.proname LIKE 'pv\\_%'"
+        ).fetchall()
         pinned = f"search_path=pg_catalog, {s}, pg_temp"  # the catalog first, the session's own objects last
         by_policy = {name for name, _, _, used in rows if used}
         assert {"pv_bound_scope()", "pv_given_id(text,text,bigint)", "pv_own_meta(text)"} <= by_policy
@@ -512,12 +694,20 @@ def test_every_function_a_policy_calls_or_that_runs_as_the_owner_pins_its_search
         assert loose == []
         # Every function of the vault's but pv_decay (inlined into its callers, it reads no table) is pinned.
         assert sorted(name for name, _, config, _ in rows if pinned not in config) == [
-            "pv_decay(bigint,bigint,bigint,bigint)"]
-        bodies = dict(conn.execute("SELECT p.oid::regprocedure::text, p.prosrc FROM pg_proc p "
-                                   "WHERE p.pronamespace = current_schema()::regnamespace").fetchall())
-    unqualified = [(name, table) for name, body in bodies.items()
-                   for table in re.findall(r"\b(?:FROM|JOIN|INTO|UPDATE|EXISTS)\s+(\w+)", body, re.IGNORECASE)
-                   if table in TABLES]
+            "pv_decay(bigint,bigint,bigint,bigint)"
+        ]
+        bodies = dict(
+            conn.execute(
+                "SELECT p.oid::regprocedure::text, p.prosrc FROM pg_proc p "
+                "WHERE p.pronamespace = current_schema()::regnamespace"
+            ).fetchall()
+        )
+    unqualified = [
+        (name, table)
+        for name, body in bodies.items()
+        for table in re.findall(r"\b(?:FROM|JOIN|INTO|UPDATE|EXISTS)\s+(\w+)", body, re.IGNORECASE)
+        if table in TABLES
+    ]
     assert unqualified == []  # every table a function reads is named with its schema
 
 
@@ -547,13 +737,16 @@ GRANT EXECUTE ON FUNCTION pv_next_id(text, text), pv_keep_high_water(text), pv_a
 """
 
 
-def test_a_database_made_before_step_12_is_upgraded_on_open(pg_url: str, clock: Clock,
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_database_made_before_step_12_is_upgraded_on_open(
+    pg_url: str, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(schema, "MIGRATIONS", [step for step in schema.MIGRATIONS if step[0] <= 11])
     monkeypatch.setattr(trigger_terms, "write", lambda *a, **k: None)  # step 14's index: not there yet
     roles = {"alice": _role(pg_url, "alice"), "bob": _role(pg_url, "bob")}
     try:
-        with Vault(pg_url, clock=clock, embedder=False) as owner:  # the schema, and rows, as step 11 left them
+        with Vault(
+            pg_url, clock=clock, embedder=False
+        ) as owner:  # the schema, and rows, as step 11 left them
             owner.remember("fact", "mine", "alice's notes", recall_when=["launch window"], **ALICE)
             owner.remember("fact", "launch", f"Bob's launch code is 7741 {MARK}", recall_when=PHRASES, **BOB)
         with psycopg.connect(pg_url, autocommit=True) as admin:
@@ -563,9 +756,13 @@ def test_a_database_made_before_step_12_is_upgraded_on_open(pg_url: str, clock: 
             # Phrase vectors were one per phrase, whoever used it; one no version uses any more is dropped.
             vectors = {p: bytes([i]) * 4 * FakeEmbedder.dimension for i, p in enumerate([*PHRASES, "unused"])}
             for phrase, vector in vectors.items():
-                admin.execute("INSERT INTO trigger_vectors VALUES (%s, %s, %s)", (FakeEmbedder.identity, phrase, vector))
-            admin.execute("INSERT INTO vault_meta VALUES ('embedding_model', %s), ('embedding_dimension', %s)",
-                          (FakeEmbedder.identity, str(FakeEmbedder.dimension)))
+                admin.execute(
+                    "INSERT INTO trigger_vectors VALUES (%s, %s, %s)", (FakeEmbedder.identity, phrase, vector)
+                )
+            admin.execute(
+                "INSERT INTO vault_meta VALUES ('embedding_model', %s), ('embedding_dimension', %s)",
+                (FakeEmbedder.identity, str(FakeEmbedder.dimension)),
+            )
         with psycopg.connect(_as(pg_url, roles["alice"]), autocommit=True) as alice:  # the attack worked then
             alice.execute("CREATE TEMP TABLE vault_scopes (role name, agent_id text, workspace_hash text)")
             alice.execute("INSERT INTO vault_scopes VALUES (current_user, 'bob', 'ws-b')")
@@ -574,23 +771,42 @@ def test_a_database_made_before_step_12_is_upgraded_on_open(pg_url: str, clock: 
 
         with Vault(pg_url, clock=clock, embedder=FakeEmbedder()) as owner:  # the owner opens it: step 12 runs
             assert owner.stats().schema_version == schema.LATEST
-            stored = owner.engine.read(lambda c: {(s, p): bytes(e) for s, p, e in c.execute(
-                "SELECT scope, phrase, embedding FROM trigger_vectors")})
+            stored = owner.engine.read(
+                lambda c: {
+                    (s, p): bytes(e)
+                    for s, p, e in c.execute("SELECT scope, phrase, embedding FROM trigger_vectors")
+                }
+            )
         a, b = scope_key(**ALICE), scope_key(**BOB)
-        assert stored == {(a, "launch window"): vectors["launch window"], (b, "launch window"): vectors["launch window"],
-                          (b, "bob only phrase"): vectors["bob only phrase"]}
+        assert stored == {
+            (a, "launch window"): vectors["launch window"],
+            (b, "launch window"): vectors["launch window"],
+            (b, "bob only phrase"): vectors["bob only phrase"],
+        }
         with psycopg.connect(_as(pg_url, roles["alice"]), autocommit=True) as alice:
-            with pytest.raises(psycopg.errors.InsufficientPrivilege):  # binding's rights, applied to the old roles
-                alice.execute("CREATE TEMP TABLE vault_scopes (role name, agent_id text, workspace_hash text)")
-            assert alice.execute("SELECT content FROM public.entity_versions").fetchall() == [("alice's notes",)]
+            with pytest.raises(
+                psycopg.errors.InsufficientPrivilege
+            ):  # binding's rights, applied to the old roles
+                alice.execute(
+                    "CREATE TEMP TABLE vault_scopes (role name, agent_id text, workspace_hash text)"
+                )
+            assert alice.execute("SELECT content FROM public.entity_versions").fetchall() == [
+                ("alice's notes",)
+            ]
         grant_temporary(pg_url, roles["alice"])  # the pinned functions hold without the revoke
         with psycopg.connect(_as(pg_url, roles["alice"]), autocommit=True) as alice:
             alice.execute("CREATE TEMP TABLE vault_scopes (role name, agent_id text, workspace_hash text)")
             alice.execute("INSERT INTO vault_scopes VALUES (current_user, 'bob', 'ws-b')")
-            assert alice.execute("SELECT content FROM public.entity_versions").fetchall() == [("alice's notes",)]
+            assert alice.execute("SELECT content FROM public.entity_versions").fetchall() == [
+                ("alice's notes",)
+            ]
         with Vault(_as(pg_url, roles["alice"]), clock=clock, embedder=FakeEmbedder()) as alice_vault:
-            alice_vault.remember("fact", "new", "written after the upgrade", recall_when=["after the upgrade"], **ALICE)
-            assert [i.key for i in alice_vault.recall_when("right after the upgrade", **ALICE).items] == ["new"]
+            alice_vault.remember(
+                "fact", "new", "written after the upgrade", recall_when=["after the upgrade"], **ALICE
+            )
+            assert [i.key for i in alice_vault.recall_when("right after the upgrade", **ALICE).items] == [
+                "new"
+            ]
             assert alice_vault.recall_when("the launch window", semantic=True, **ALICE).items[0].key == "mine"
     finally:
         _drop_roles(pg_url, list(roles.values()))
@@ -598,6 +814,11 @@ def test_a_database_made_before_step_12_is_upgraded_on_open(pg_url: str, clock: 
 
 def test_the_suite_names_every_table(world: World) -> None:
     """A table added to the vault is attacked too: the suite's list is the schema's."""
-    tables = {t for (t,) in world.admin().execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")}
+    tables = {
+        t
+        for (t,) in world.admin().execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
+        )
+    }
     assert tables == set(TABLES)
     assert json.dumps(sorted(tables))  # every name is plain

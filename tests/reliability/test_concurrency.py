@@ -55,10 +55,14 @@ def _exactly_once(ids: list[int], before: set[int], errors: list[str], who: str)
 
 @pytest.mark.slow
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"], indirect=True)
-def test_writers_and_readers_through_the_engine_and_http(vault_path: Path | str, start_server: StartServer) -> None:
+def test_writers_and_readers_through_the_engine_and_http(
+    vault_path: Path | str, start_server: StartServer
+) -> None:
     db_path = vault_path  # one file, or one database that every process opens by its URL
     with Vault(db_path, embedder=FakeEmbedder()) as vault:
-        vault.remember("seed", "s", "durable seed memory about sqlite")  # the file exists, migrated, with a model
+        vault.remember(
+            "seed", "s", "durable seed memory about sqlite"
+        )  # the file exists, migrated, with a model
     started = time.monotonic()
     urls = [start_server(db_path) for _ in range(SERVERS)]
     print(f"servers up {time.monotonic() - started:.1f}s")
@@ -68,21 +72,49 @@ def test_writers_and_readers_through_the_engine_and_http(vault_path: Path | str,
     counts = {"engine scans": 0, "http scans": 0, "engine recalls": 0, "http recalls": 0}
 
     env = dict(os.environ, PERSEUS_VAULT_EMBEDDER="none")
-    procs = [subprocess.Popen([sys.executable, "-m", "tests.reliability._workers", "batches", str(db_path), f"p{n}",
-                               "0", str(BATCH), str(SECONDS)], cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for n in range(WRITERS)]
-    reader_procs = [subprocess.Popen([sys.executable, "-m", "tests.reliability._workers", "reads", str(db_path),
-                                      str(SECONDS)], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True) for _ in range(READERS)]
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "tests.reliability._workers",
+                "batches",
+                str(db_path),
+                f"p{n}",
+                "0",
+                str(BATCH),
+                str(SECONDS),
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for n in range(WRITERS)
+    ]
+    reader_procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "tests.reliability._workers", "reads", str(db_path), str(SECONDS)],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(READERS)
+    ]
 
     def engine_reader(vault: Vault, n: int) -> None:
         seen: set[int] = set()
         modes = ["fts5", "dense", "hybrid"]
         try:
             while not stop.is_set():
+
                 def read(cursor: str | None) -> tuple[list[int], str | None]:
                     page = vault.scan(cursor=cursor, limit=50)
                     return [e.id for e in page.items], page.next_cursor
+
                 ids = _scan_all(read)
                 _exactly_once(ids, seen, errors, f"engine reader {n}")
                 seen = set(ids)
@@ -105,9 +137,11 @@ def test_writers_and_readers_through_the_engine_and_http(vault_path: Path | str,
         seen: set[int] = set()
         async with VaultClient.http(urls[(n + 1) % SERVERS], TOKEN) as c:
             while not stop.is_set():
+
                 async def page(cursor: str | None) -> tuple[list[int], str | None]:
                     p = await c.call("scan", cursor=cursor, limit=50)
                     return [e["id"] for e in p["items"]], p["next_cursor"]
+
                 ids: list[int] = []
                 cursor = None
                 while True:
@@ -154,7 +188,9 @@ def test_writers_and_readers_through_the_engine_and_http(vault_path: Path | str,
         acked_batches: dict[str, list[int]] = {}
         for n, (out, err) in enumerate(outputs):
             assert procs[n].returncode == 0, (out[-500:], err[-2000:])
-            acked_batches[f"p{n}"] = [int(line.split()[1]) for line in out.splitlines() if line.startswith("ack ")]
+            acked_batches[f"p{n}"] = [
+                int(line.split()[1]) for line in out.splitlines() if line.startswith("ack ")
+            ]
         # Every acknowledged write is there, through a fresh scan.
         keys: set[str] = set()
         cursor = None
@@ -164,10 +200,14 @@ def test_writers_and_readers_through_the_engine_and_http(vault_path: Path | str,
             cursor = page.next_cursor
             if cursor is None:
                 break
-        expected = {f"{w}-b{b}-i{j}" for w, batches in acked_batches.items() for b in batches for j in range(BATCH)}
+        expected = {
+            f"{w}-b{b}-i{j}" for w, batches in acked_batches.items() for b in batches for j in range(BATCH)
+        }
         assert expected - keys == set()
         assert set(http_acked) - keys == set()
         assert all(len(b) >= 3 for b in acked_batches.values()), acked_batches
         assert http_acked and counts["http scans"] and counts["engine scans"] >= WRITERS  # real work was done
     assert index_problems(db_path) == []
-    print(f"{sum(len(b) for b in acked_batches.values())} engine batches, {len(http_acked)} HTTP writes, {counts}")
+    print(
+        f"{sum(len(b) for b in acked_batches.values())} engine batches, {len(http_acked)} HTTP writes, {counts}"
+    )

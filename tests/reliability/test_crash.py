@@ -34,9 +34,24 @@ BATCH = 4  # memories per batch, plus one update of the writer's tally
 
 def _spawn(db: Path | str, writer: str, first: int) -> subprocess.Popen[str]:
     env = dict(os.environ, PERSEUS_VAULT_EMBEDDER="none")
-    return subprocess.Popen([sys.executable, "-m", "tests.reliability._workers", "batches", str(db), writer,
-                             str(first), str(BATCH), "600"],
-                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tests.reliability._workers",
+            "batches",
+            str(db),
+            writer,
+            str(first),
+            str(BATCH),
+            "600",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 class Lines:
@@ -66,7 +81,9 @@ def _present_batches(db: Path | str, writer: str) -> dict[int, int]:
     conn = open_conn(db)
     try:
         counts: dict[int, int] = {}
-        for (key,) in conn.execute("SELECT key FROM entities WHERE category = ? AND agent_id = ?", (CATEGORY, writer)):
+        for (key,) in conn.execute(
+            "SELECT key FROM entities WHERE category = ? AND agent_id = ?", (CATEGORY, writer)
+        ):
             n = int(key.split("-b")[1].split("-")[0])
             counts[n] = counts.get(n, 0) + 1
         return counts
@@ -97,7 +114,10 @@ def test_sigkill_during_batch_ingest_loses_nothing_acknowledged(vault_path: Path
         proc.wait(30)
         lines = out.join()
         assert not [line for line in lines if line.startswith("error")], lines
-        assert proc.returncode == -signal.SIGKILL, (proc.returncode, proc.stderr.read() if proc.stderr else "")
+        assert proc.returncode == -signal.SIGKILL, (
+            proc.returncode,
+            proc.stderr.read() if proc.stderr else "",
+        )
         acked_now = {int(line.split()[1]) for line in lines if line.startswith("ack ")}
         acknowledged |= acked_now
 
@@ -120,7 +140,9 @@ def test_sigkill_during_batch_ingest_loses_nothing_acknowledged(vault_path: Path
                 assert tally.content.endswith(f"through batch {max(present)}")
         next_batch = max(present) + 1 if present else next_batch
     assert len(acknowledged) >= kills  # the kills did land amid real work
-    print(f"{kills} kills, {len(acknowledged)} batches acknowledged, {committed_unsaid} committed but unacknowledged")
+    print(
+        f"{kills} kills, {len(acknowledged)} batches acknowledged, {committed_unsaid} committed but unacknowledged"
+    )
 
 
 RAW_KEY = "x'" + "2d" * 32 + "'"
@@ -143,9 +165,14 @@ def test_a_wrong_key_never_touches_an_encrypted_vault_a_crash_left(tmp_path: Pat
     db = tmp_path / "secret.db"
     env = dict(os.environ, PERSEUS_VAULT_EMBEDDER="none", PERSEUS_VAULT_KEY=RAW_KEY)
     env.pop("PERSEUS_VAULT_KEY_FILE", None)
-    proc = subprocess.Popen([sys.executable, "-m", "tests.reliability._workers", "batches", str(db), "w", "0",
-                             str(BATCH), "600"],
-                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.reliability._workers", "batches", str(db), "w", "0", str(BATCH), "600"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     out = Lines(proc)
     assert out.ready.wait(60), proc.stderr.read() if proc.stderr else ""
     deadline = time.monotonic() + 60
@@ -164,7 +191,12 @@ def test_a_wrong_key_never_touches_an_encrypted_vault_a_crash_left(tmp_path: Pat
         assert _snapshot(db) == before  # bytes, sizes and existence of every file
 
     with Vault(db, embedder=False, key=RAW_KEY) as vault:
-        keys = {key for (key,) in vault.engine.conn().execute("SELECT key FROM entities WHERE category = ?", (CATEGORY,))}
+        keys = {
+            key
+            for (key,) in vault.engine.conn().execute(
+                "SELECT key FROM entities WHERE category = ?", (CATEGORY,)
+            )
+        }
         assert vault.check().ok
     present: dict[int, int] = {}
     for key in keys:
@@ -177,7 +209,9 @@ SAVE_KILLS = 6
 
 
 def _temporaries(db: Path) -> list[str]:
-    return [name for name in os.listdir(db.parent) if name.startswith(db.name + "-") and name.endswith(".tmp")]
+    return [
+        name for name in os.listdir(db.parent) if name.startswith(db.name + "-") and name.endswith(".tmp")
+    ]
 
 
 def _page(db: Path, query: str, saved: bool) -> list[tuple[int, float]]:
@@ -194,14 +228,27 @@ def test_sigkill_mid_save_leaves_a_usable_index_or_none_and_no_stray_file(tmp_pa
     indexes and rows in agreement, and the next save deletes what the killed one left."""
     db = tmp_path / "saves.db"
     with Vault(db, embedder=FakeEmbedder()) as vault:  # vectors too: the checks expect one per version
-        vault.import_jsonl(json.dumps({"category": "note", "key": f"k{i}", "content":
-                           f"durable memory {i} about storage engines, sqlite pages and index {i % 97} snapshots"})
-                           for i in range(20_000))
+        vault.import_jsonl(
+            json.dumps(
+                {
+                    "category": "note",
+                    "key": f"k{i}",
+                    "content": f"durable memory {i} about storage engines, sqlite pages and index {i % 97} snapshots",
+                }
+            )
+            for i in range(20_000)
+        )
     env = dict(os.environ, PERSEUS_VAULT_EMBEDDER="none")
     mid_save = 0
     for round_ in range(SAVE_KILLS):
-        proc = subprocess.Popen([sys.executable, "-m", "tests.reliability._workers", "saves", str(db), "50"],
-                                cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.reliability._workers", "saves", str(db), "50"],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         deadline = time.monotonic() + 60
         while not _temporaries(db) and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.0005)
@@ -229,9 +276,16 @@ BIG = 20_000  # memories already in the vault: the background builds that a reca
 def _big_vault(db: Path) -> None:
     # No index work here: it would leave saved indexes (indexes/settle.py), and the process after it builds none.
     with Vault(db, embedder=FakeEmbedder(), keyword_index=False, vector_index=False) as vault:
-        vault.import_jsonl(json.dumps({"category": "note", "key": f"k{i}", "content":
-                           f"durable memory {i} about storage engines, sqlite pages and index {i % 97} snapshots"})
-                           for i in range(BIG))
+        vault.import_jsonl(
+            json.dumps(
+                {
+                    "category": "note",
+                    "key": f"k{i}",
+                    "content": f"durable memory {i} about storage engines, sqlite pages and index {i % 97} snapshots",
+                }
+            )
+            for i in range(BIG)
+        )
 
 
 def _alone(db: Path, tmp_path: Path) -> Path:
@@ -244,9 +298,14 @@ def _alone(db: Path, tmp_path: Path) -> Path:
 
 def _run_builder(db: Path, ending: str, batches: int = 5) -> tuple[subprocess.Popen[str], Lines]:
     env = dict(os.environ, PERSEUS_VAULT_EMBEDDER="none")
-    proc = subprocess.Popen([sys.executable, "-m", "tests.reliability._workers", "build", str(db), "w",
-                             str(batches), ending],
-                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.reliability._workers", "build", str(db), "w", str(batches), ending],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     return proc, Lines(proc)
 
 
@@ -262,7 +321,9 @@ def _acknowledged_in(copy: Path, lines: list[str]) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("ending", ["close", "exit"])
-def test_a_process_that_ends_right_after_its_writes_leaves_one_complete_file(tmp_path: Path, ending: str) -> None:
+def test_a_process_that_ends_right_after_its_writes_leaves_one_complete_file(
+    tmp_path: Path, ending: str
+) -> None:
     """Write, recall (which starts the background index builds over 20,000 memories), then close and
     exit at once, or exit without closing: the builds end first, the WAL is checkpointed and deleted,
     no temporary is left, and the main file copied alone holds every write."""
@@ -272,13 +333,17 @@ def test_a_process_that_ends_right_after_its_writes_leaves_one_complete_file(tmp
     assert proc.wait(120) == 0, proc.stderr.read() if proc.stderr else ""
     lines = out.join()
     assert "building True" in lines, lines  # it ended while a build was running
-    leftovers = sorted(name for name in os.listdir(tmp_path) if name != "ends.db" and not name.endswith(".pvidx"))
+    leftovers = sorted(
+        name for name in os.listdir(tmp_path) if name != "ends.db" and not name.endswith(".pvidx")
+    )
     assert leftovers == [], leftovers  # no -wal, no -shm, no temporary
     _acknowledged_in(_alone(db, tmp_path), lines)
 
 
 @pytest.mark.slow
-def test_sigkill_during_a_background_build_leaves_every_acknowledged_write_in_the_file(tmp_path: Path) -> None:
+def test_sigkill_during_a_background_build_leaves_every_acknowledged_write_in_the_file(
+    tmp_path: Path,
+) -> None:
     """Kill a process while its background index build runs: every write it acknowledged is already in
     the main file (each write is checkpointed after its commit), so the file copied alone holds them."""
     db = tmp_path / "killed.db"

@@ -57,8 +57,16 @@ def server(tmp_path: Path, start_server: StartServer) -> Iterator[str]:
 
 def _session(client: httpx.Client, url: str) -> dict[str, str]:
     """Initialize an MCP session; returns the headers every later request carries."""
-    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}
+    init = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"},
+        },
+    }
     r = client.post(url, json=init, headers={**AUTH, **ACCEPT})
     assert r.status_code == 200, r.text
     headers = {**AUTH, **ACCEPT, "mcp-session-id": r.headers["mcp-session-id"]}
@@ -76,12 +84,31 @@ def _call(client: httpx.Client, url: str, headers: dict[str, str], raw: bytes | 
 
 def test_the_token_is_checked_on_every_method_and_path(server: str) -> None:
     base = server.rsplit("/", 1)[0]
-    wrong: list[str | bytes | None] = [None, "", "Bearer", f"Bearer {TOKEN[:-1]}", f"Bearer {TOKEN}x", f"bearer {TOKEN}",
-             f"Basic {TOKEN}", TOKEN, f"Bearer  {TOKEN}", f"Bearer {TOKEN}".encode() + b"\xc3\xa9"]
+    wrong: list[str | bytes | None] = [
+        None,
+        "",
+        "Bearer",
+        f"Bearer {TOKEN[:-1]}",
+        f"Bearer {TOKEN}x",
+        f"bearer {TOKEN}",
+        f"Basic {TOKEN}",
+        TOKEN,
+        f"Bearer  {TOKEN}",
+        f"Bearer {TOKEN}".encode() + b"\xc3\xa9",
+    ]
     with httpx.Client(timeout=30) as client:
         for header in wrong:
-            for method, url in (("POST", server), ("GET", server), ("DELETE", server), ("POST", base + "/other")):
-                headers = {} if header is None else {b"Authorization": header if isinstance(header, bytes) else header.encode()}
+            for method, url in (
+                ("POST", server),
+                ("GET", server),
+                ("DELETE", server),
+                ("POST", base + "/other"),
+            ):
+                headers = (
+                    {}
+                    if header is None
+                    else {b"Authorization": header if isinstance(header, bytes) else header.encode()}
+                )
                 r = client.request(method, url, headers=headers, content=b"{}")
                 assert r.status_code == 401, (header, method, url, r.status_code)
                 assert r.headers.get("www-authenticate") == "Bearer"
@@ -125,7 +152,10 @@ def test_the_token_comparison_is_constant_time(monkeypatch: pytest.MonkeyPatch, 
         await guarded(scope, receive, send)
         return int(sent[0]["status"])
 
-    statuses = [anyio.run(request, h) for h in (f"Bearer {TOKEN}".encode(), b"Bearer x", None, b"Bearer " + b"r" * 10_000)]
+    statuses = [
+        anyio.run(request, h)
+        for h in (f"Bearer {TOKEN}".encode(), b"Bearer x", None, b"Bearer " + b"r" * 10_000)
+    ]
     assert statuses == [204, 401, 401, 401]
     assert reached == ["/mcp"]
     assert len(compared) == 4 and all(b == f"Bearer {TOKEN}".encode() for _, b in compared)
@@ -135,8 +165,23 @@ def test_a_remote_bind_without_a_token_refuses_to_start(tmp_path: Path) -> None:
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if k != "PERSEUS_VAULT_HTTP_TOKEN"}
     env["PERSEUS_VAULT_EMBEDDER"] = "none"
-    done = subprocess.run([sys.executable, "-m", "perseus_vault_core.cli", "serve", "--db", str(tmp_path / "r.db"),
-                           "--http", f"0.0.0.0:{port}"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "perseus_vault_core.cli",
+            "serve",
+            "--db",
+            str(tmp_path / "r.db"),
+            "--http",
+            f"0.0.0.0:{port}",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode != 0
     assert "token" in done.stderr and "Traceback" not in done.stderr
 
@@ -160,8 +205,17 @@ def test_request_bodies_over_the_limit_are_refused_before_parsing(server: str) -
         _clean(r)
         # A body just under the limit is read, and refused as a tool error for what it says (too big for a memory).
         content = "z" * (BODY_LIMIT - 4096)
-        near = json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
-            "name": "perseus_vault_remember", "arguments": {"category": "n", "key": "big", "content": content}}})
+        near = json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 3,
+                "method": "tools/call",
+                "params": {
+                    "name": "perseus_vault_remember",
+                    "arguments": {"category": "n", "key": "big", "content": content},
+                },
+            }
+        )
         text = _call(client, server, headers, near)
         assert '"isError":true' in text.replace(" ", "") and "limit" in text
         # The server still serves.
@@ -170,8 +224,17 @@ def test_request_bodies_over_the_limit_are_refused_before_parsing(server: str) -
 
 
 MALFORMED: list[bytes | str] = [
-    b"", b"{", b"not json at all", b"[]", b"[1, 2]", b"null", b'"just a string"', b"\xff\xfe\x00garbage",
-    b'{"jsonrpc": "2.0"}', b'{"jsonrpc": "2.0", "id": 1}', b'{"jsonrpc": "1.0", "id": 1, "method": "tools/list"}',
+    b"",
+    b"{",
+    b"not json at all",
+    b"[]",
+    b"[1, 2]",
+    b"null",
+    b'"just a string"',
+    b"\xff\xfe\x00garbage",
+    b'{"jsonrpc": "2.0"}',
+    b'{"jsonrpc": "2.0", "id": 1}',
+    b'{"jsonrpc": "1.0", "id": 1, "method": "tools/list"}',
     b'{"jsonrpc": "2.0", "id": 1, "method": "no/such/method"}',
     b'{"jsonrpc": "2.0", "id": {"x": 1}, "method": "tools/list"}',
     b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": "nope"}',
@@ -182,7 +245,11 @@ MALFORMED: list[bytes | str] = [
     b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "perseus_vault_remember", '
     b'"arguments": {"category": "c", "key": "k", "content": "x", "body": {"n": NaN}}}}',
     b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "perseus_vault_remember", '
-    b'"arguments": {"category": "c", "key": "k", "content": "x", "body": ' + b'{"d":' * 200 + b"1" + b"}" * 200 + b"}}}",
+    b'"arguments": {"category": "c", "key": "k", "content": "x", "body": '
+    + b'{"d":' * 200
+    + b"1"
+    + b"}" * 200
+    + b"}}}",
     b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "perseus_vault_get_entity", '
     b'"arguments": {"id": 99999}}}',
     b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "perseus_vault_scan", '
@@ -201,23 +268,53 @@ def test_malformed_requests_get_clean_answers(server: str) -> None:
         headers = _session(client, server)
         for raw in MALFORMED:
             _call(client, server, headers, raw)
-        for content_type in ("text/plain", "application/x-www-form-urlencoded", "multipart/form-data", "", "application/xml"):
-            r = client.post(server, content=b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}',
-                            headers={**headers, "Content-Type": content_type})
+        for content_type in (
+            "text/plain",
+            "application/x-www-form-urlencoded",
+            "multipart/form-data",
+            "",
+            "application/xml",
+        ):
+            r = client.post(
+                server,
+                content=b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}',
+                headers={**headers, "Content-Type": content_type},
+            )
             _clean(r)
         for accept in ("text/html", "", "*/*;q=0"):
-            _clean(client.post(server, content=b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}',
-                               headers={**headers, "Accept": accept}))
+            _clean(
+                client.post(
+                    server,
+                    content=b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}',
+                    headers={**headers, "Accept": accept},
+                )
+            )
         for method in ("PUT", "PATCH", "OPTIONS", "HEAD", "TRACE"):
             _clean(client.request(method, server, headers=headers))
         _clean(client.post(server, content=b"{}", headers={**headers, "mcp-session-id": "not-a-session"}))
         _clean(client.post(server.rsplit("/", 1)[0] + "/../../etc/passwd", headers=headers))
-        ok = _call(client, server, headers, json.dumps({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {
-            "name": "perseus_vault_recall", "arguments": {"query": "sqlite", "mode": "fts5"}}}))
+        ok = _call(
+            client,
+            server,
+            headers,
+            json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 9,
+                    "method": "tools/call",
+                    "params": {
+                        "name": "perseus_vault_recall",
+                        "arguments": {"query": "sqlite", "mode": "fts5"},
+                    },
+                }
+            ),
+        )
         assert "We chose SQLite" in ok  # and it still answers
 
 
-def test_an_unexpected_engine_failure_is_answered_without_a_trace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_unexpected_engine_failure_is_answered_without_a_trace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A verb that fails in a way the engine did not foresee (here: a bug that raises a plain
     RuntimeError naming a source file) reaches the client as an error, with no stack trace."""
     import uvicorn
@@ -242,8 +339,19 @@ def test_an_unexpected_engine_failure_is_answered_without_a_trace(tmp_path: Path
             with httpx.Client(timeout=30) as client:
                 headers = _session(client, url)
                 for name, arguments in (("perseus_vault_recall", {"query": "x"}), ("perseus_vault_scan", {})):
-                    text = _call(client, url, headers, json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                                                                   "params": {"name": name, "arguments": arguments}}))
+                    text = _call(
+                        client,
+                        url,
+                        headers,
+                        json.dumps(
+                            {
+                                "jsonrpc": "2.0",
+                                "id": 1,
+                                "method": "tools/call",
+                                "params": {"name": name, "arguments": arguments},
+                            }
+                        ),
+                    )
                     assert '"isError":true' in text.replace(" ", ""), text
         finally:
             server.should_exit = True
@@ -275,14 +383,29 @@ def _cli_env(**overrides: str) -> dict[str, str]:
 
 
 @contextmanager
-def _cli_server(tmp_path: Path, address: str, *args: str, env: dict[str, str] | None = None) -> Iterator[tuple[int, int]]:
+def _cli_server(
+    tmp_path: Path, address: str, *args: str, env: dict[str, str] | None = None
+) -> Iterator[tuple[int, int]]:
     """``perseus-vault serve --http ADDRESS:PORT`` (the bearer ``TOKEN`` from the environment unless
     ``env`` says otherwise) until the block ends; yields (port, pid)."""
     port = _port_on("127.0.0.1" if address == "localhost" else address)
     named = f"[{address}]" if ":" in address else address
-    proc = subprocess.Popen([sys.executable, "-m", "perseus_vault_core.cli", "serve", "--db", str(tmp_path / "s.db"),
-                             "--http", f"{named}:{port}", *args], cwd=ROOT,
-                            env=_cli_env(PERSEUS_VAULT_HTTP_TOKEN=TOKEN) if env is None else env, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "perseus_vault_core.cli",
+            "serve",
+            "--db",
+            str(tmp_path / "s.db"),
+            "--http",
+            f"{named}:{port}",
+            *args,
+        ],
+        cwd=ROOT,
+        env=_cli_env(PERSEUS_VAULT_HTTP_TOKEN=TOKEN) if env is None else env,
+        stderr=subprocess.PIPE,
+    )
     try:
         wait_for_port(port, proc, host="127.0.0.1" if address == "localhost" else address)
         yield port, proc.pid
@@ -297,10 +420,26 @@ def _connect(address: str, port: int) -> socket.socket:
 
 def _status(address: str, port: int, host: str, origin: str | None = None, token: str | None = TOKEN) -> int:
     """The status of an MCP initialize sent with these Host and Origin headers (the token, when given, is right)."""
-    body = json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}).encode()
-    head = ["POST /mcp HTTP/1.1", f"Host: {host}", "Accept: application/json, text/event-stream",
-            "Content-Type: application/json", f"Content-Length: {len(body)}", "Connection: close"]
+    body = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "0"},
+            },
+        }
+    ).encode()
+    head = [
+        "POST /mcp HTTP/1.1",
+        f"Host: {host}",
+        "Accept: application/json, text/event-stream",
+        "Content-Type: application/json",
+        f"Content-Length: {len(body)}",
+        "Connection: close",
+    ]
     head += [f"Authorization: Bearer {token}"] if token else []
     head += [f"Origin: {origin}"] if origin is not None else []
     with _connect(address, port) as sock:
@@ -322,27 +461,57 @@ def test_host_and_origin_are_checked_on_every_loopback_address(tmp_path: Path, a
     connect_to = "127.0.0.1" if address == "localhost" else address
     with _cli_server(tmp_path, address) as (port, _):
         own = f"[{address}]:{port}" if ":" in address else f"{address}:{port}"
-        for host, origin in ((own, None), (own, f"http://{own}"), (f"localhost:{port}", f"http://localhost:{port}"),
-                             (f"127.0.0.1:{port}", f"http://{own}")):
+        for host, origin in (
+            (own, None),
+            (own, f"http://{own}"),
+            (f"localhost:{port}", f"http://localhost:{port}"),
+            (f"127.0.0.1:{port}", f"http://{own}"),
+        ):
             assert _status(connect_to, port, host, origin) == 200, (host, origin)
         for host in (f"evil.example:{port}", "evil.example", f"{own.rsplit(':', 1)[0]}:{port + 1}", ""):
             assert _status(connect_to, port, host) == 421, host  # the SDK's answer on 127.0.0.1
-        for origin in ("http://evil.example", f"http://evil.example:{port}", f"http://localhost:{port + 1}",
-                       f"https://{own}", "null"):
+        for origin in (
+            "http://evil.example",
+            f"http://evil.example:{port}",
+            f"http://localhost:{port + 1}",
+            f"https://{own}",
+            "null",
+        ):
             assert _status(connect_to, port, own, origin) == 403, origin
         assert _status(connect_to, port, "evil.example", token=None) == 401  # the token is asked for first
 
 
 def test_an_ipv6_loopback_address_is_written_in_brackets(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", "perseus_vault_core.cli", "serve", "--db", str(tmp_path / "b.db"),
-                           "--http", "::1:8765"], cwd=ROOT, env=_cli_env(), capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "perseus_vault_core.cli",
+            "serve",
+            "--db",
+            str(tmp_path / "b.db"),
+            "--http",
+            "::1:8765",
+        ],
+        cwd=ROOT,
+        env=_cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 1 and done.stderr.count("\n") == 1 and "[::1]:8765" in done.stderr, done.stderr
 
 
 def _refusal(tmp_path: Path, *args: str, **env: str) -> str:
     """The one line ``perseus-vault serve`` prints when it refuses to start (exit 1)."""
-    done = subprocess.run([sys.executable, "-m", "perseus_vault_core.cli", "serve", "--db", str(tmp_path / "t.db"),
-                           *args], cwd=ROOT, env=_cli_env(**env), capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "perseus_vault_core.cli", "serve", "--db", str(tmp_path / "t.db"), *args],
+        cwd=ROOT,
+        env=_cli_env(**env),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 1, (args, env, done.stderr)
     assert done.stderr.startswith("error: ") and done.stderr.count("\n") == 1, done.stderr
     assert "Traceback" not in done.stderr
@@ -351,15 +520,34 @@ def _refusal(tmp_path: Path, *args: str, **env: str) -> str:
 
 @pytest.mark.parametrize("command", [["serve", "--http"], ["serve", "--no-ui", "--http"], ["ui", "--http"]])
 def test_a_port_in_use_is_one_error_line_and_exit_1(tmp_path: Path, command: list[str]) -> None:
-    subprocess.run([sys.executable, "-m", "perseus_vault_core.cli", "init", "--db", str(tmp_path / "p.db")], cwd=ROOT,
-                   env=_cli_env(), check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "perseus_vault_core.cli", "init", "--db", str(tmp_path / "p.db")],
+        cwd=ROOT,
+        env=_cli_env(),
+        check=True,
+        capture_output=True,
+    )
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen(1)
         port = taken.getsockname()[1]
-        done = subprocess.run([sys.executable, "-m", "perseus_vault_core.cli", command[0], "--db", str(tmp_path / "p.db"),
-                               *command[1:], f"localhost:{port}"], cwd=ROOT, env=_cli_env(PERSEUS_VAULT_HTTP_TOKEN=TOKEN),
-                              capture_output=True, text=True, timeout=60)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "perseus_vault_core.cli",
+                command[0],
+                "--db",
+                str(tmp_path / "p.db"),
+                *command[1:],
+                f"localhost:{port}",
+            ],
+            cwd=ROOT,
+            env=_cli_env(PERSEUS_VAULT_HTTP_TOKEN=TOKEN),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     assert done.returncode == 1, done.stderr
     assert done.stderr == f"error: cannot listen on http://localhost:{port}: the port is in use\n"
 
@@ -369,17 +557,31 @@ def test_the_token_never_comes_from_the_command_line_and_is_never_short(tmp_path
     line = _refusal(tmp_path, "--http", f"127.0.0.1:{port}", "--token", TOKEN)
     assert "PERSEUS_VAULT_HTTP_TOKEN" in line and "--token-file" in line and TOKEN not in line
     for address, token in (("127.0.0.1", ""), ("0.0.0.0", "short"), ("127.0.0.1", TOKEN[:15])):
-        assert "at least 16" in _refusal(tmp_path, "--http", f"{address}:{port}", PERSEUS_VAULT_HTTP_TOKEN=token)
-    assert "printable ASCII" in _refusal(tmp_path, "--http", f"127.0.0.1:{port}", PERSEUS_VAULT_HTTP_TOKEN=TOKEN + " x")
+        assert "at least 16" in _refusal(
+            tmp_path, "--http", f"{address}:{port}", PERSEUS_VAULT_HTTP_TOKEN=token
+        )
+    assert "printable ASCII" in _refusal(
+        tmp_path, "--http", f"127.0.0.1:{port}", PERSEUS_VAULT_HTTP_TOKEN=TOKEN + " x"
+    )
     loose = tmp_path / "loose-token"
     loose.write_text(TOKEN + "\n", encoding="utf-8")
     loose.chmod(0o644)
-    assert "accessible to other users" in _refusal(tmp_path, "--http", f"127.0.0.1:{port}", "--token-file", str(loose))
-    assert "accessible to other users" in _refusal(tmp_path, "--http", f"127.0.0.1:{port}",
-                                                   PERSEUS_VAULT_HTTP_TOKEN_FILE=str(loose))
-    assert "cannot read" in _refusal(tmp_path, "--http", f"127.0.0.1:{port}", "--token-file", str(tmp_path / "none"))
-    assert "only one" in _refusal(tmp_path, "--http", f"127.0.0.1:{port}", PERSEUS_VAULT_HTTP_TOKEN=TOKEN,
-                                  PERSEUS_VAULT_HTTP_TOKEN_FILE=str(loose))
+    assert "accessible to other users" in _refusal(
+        tmp_path, "--http", f"127.0.0.1:{port}", "--token-file", str(loose)
+    )
+    assert "accessible to other users" in _refusal(
+        tmp_path, "--http", f"127.0.0.1:{port}", PERSEUS_VAULT_HTTP_TOKEN_FILE=str(loose)
+    )
+    assert "cannot read" in _refusal(
+        tmp_path, "--http", f"127.0.0.1:{port}", "--token-file", str(tmp_path / "none")
+    )
+    assert "only one" in _refusal(
+        tmp_path,
+        "--http",
+        f"127.0.0.1:{port}",
+        PERSEUS_VAULT_HTTP_TOKEN=TOKEN,
+        PERSEUS_VAULT_HTTP_TOKEN_FILE=str(loose),
+    )
     assert "--http" in _refusal(tmp_path, "--token-file", str(loose))
 
 
@@ -387,8 +589,10 @@ def test_the_token_can_come_from_a_private_file(tmp_path: Path) -> None:
     secret = tmp_path / "token"
     secret.write_text(TOKEN + "\n", encoding="utf-8")
     secret.chmod(stat.S_IRUSR | stat.S_IWUSR)
-    for args, env in ((("--token-file", str(secret)), _cli_env()),
-                      ((), _cli_env(PERSEUS_VAULT_HTTP_TOKEN_FILE=str(secret)))):
+    for args, env in (
+        (("--token-file", str(secret)), _cli_env()),
+        ((), _cli_env(PERSEUS_VAULT_HTTP_TOKEN_FILE=str(secret))),
+    ):
         with _cli_server(tmp_path, "127.0.0.1", *args, env=env) as (port, pid):
             own = f"127.0.0.1:{port}"
             assert _status("127.0.0.1", port, own) == 200
@@ -421,16 +625,32 @@ def test_stalled_connections_are_closed_and_live_streams_are_not(tmp_path: Path)
         with httpx.Client(timeout=30) as client:
             session = _session(client, url)
         stream = _connect("127.0.0.1", port)
-        stream.sendall(b"GET /mcp HTTP/1.1\r\n" + host + b"Accept: text/event-stream\r\n" + "".join(
-            f"{k}: {v}\r\n" for k, v in session.items() if k.lower() not in ("accept", "content-type")).encode() + b"\r\n")
+        stream.sendall(
+            b"GET /mcp HTTP/1.1\r\n"
+            + host
+            + b"Accept: text/event-stream\r\n"
+            + "".join(
+                f"{k}: {v}\r\n" for k, v in session.items() if k.lower() not in ("accept", "content-type")
+            ).encode()
+            + b"\r\n"
+        )
         opened = stream.recv(4096)
         assert opened.startswith(b"HTTP/1.1 200"), opened
 
-        stalled = {name: _connect("127.0.0.1", port) for name in ("silent", "trickled headers", "stalled body", "idle")}
+        stalled = {
+            name: _connect("127.0.0.1", port)
+            for name in ("silent", "trickled headers", "stalled body", "idle")
+        }
         stalled["trickled headers"].sendall(b"POST /mcp HTTP/1.1\r\n" + host)
-        stalled["stalled body"].sendall(b"POST /mcp HTTP/1.1\r\n" + host + f"Authorization: Bearer {TOKEN}\r\n"
-                                        "Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"jsonrpc\"".encode())
-        stalled["idle"].sendall(b"GET /elsewhere HTTP/1.1\r\n" + host + b"\r\n")  # answered 401, then kept alive
+        stalled["stalled body"].sendall(
+            b"POST /mcp HTTP/1.1\r\n"
+            + host
+            + f"Authorization: Bearer {TOKEN}\r\n"
+            'Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"jsonrpc"'.encode()
+        )
+        stalled["idle"].sendall(
+            b"GET /elsewhere HTTP/1.1\r\n" + host + b"\r\n"
+        )  # answered 401, then kept alive
         assert stalled["idle"].recv(4096).startswith(b"HTTP/1.1 401")
 
         started, closed = time.monotonic(), {}
@@ -453,5 +673,9 @@ def test_stalled_connections_are_closed_and_live_streams_are_not(tmp_path: Path)
         for sock in stalled.values():
             sock.close()
         with httpx.Client(timeout=30) as client:  # and the server serves on
-            assert "perseus_vault_recall" in _call(client, url, _session(client, url),
-                                                   json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
+            assert "perseus_vault_recall" in _call(
+                client,
+                url,
+                _session(client, url),
+                json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+            )

@@ -32,7 +32,9 @@ CLI = [sys.executable, "-m", "perseus_vault_core.cli"]
 SHARED_FIRST = 0x40000002  # SQLite's shared-lock range on the database file: PENDING + 2 ...
 SHM_DEAD_MAN = 128  # ... and the -shm byte every process holding the WAL index keeps a read lock on
 
-linux_only = pytest.mark.skipif(not os.path.exists("/proc/locks"), reason="reads the locks from /proc/locks (Linux)")
+linux_only = pytest.mark.skipif(
+    not os.path.exists("/proc/locks"), reason="reads the locks from /proc/locks (Linux)"
+)
 
 
 def locks_of(pid: int, db: Path) -> set[str]:
@@ -50,7 +52,11 @@ def locks_of(pid: int, db: Path) -> set[str]:
             fields = [f for f in line.split() if f != "->"]
             owner, device, start = int(fields[4]), fields[5], fields[6]
             name = inodes.get(int(device.rsplit(":", 1)[1]))
-            if owner == pid and name is not None and int(start) == (SHARED_FIRST if name == "db" else SHM_DEAD_MAN):
+            if (
+                owner == pid
+                and name is not None
+                and int(start) == (SHARED_FIRST if name == "db" else SHM_DEAD_MAN)
+            ):
                 held.add(name)
     return held
 
@@ -61,7 +67,9 @@ def _calls(tmp: Path) -> dict[str, Callable[[Vault], Any]]:
     notes.mkdir(exist_ok=True)
     (notes / "Preferences.md").write_text("# Preferences\n\n## Editors\n\n- 2024-05-02: Vim over Emacs\n")
     jsonl = tmp / "in.jsonl"
-    jsonl.write_text(json.dumps({"category": "fact", "key": "imported", "content": "an imported fact"}) + "\n")
+    jsonl.write_text(
+        json.dumps({"category": "fact", "key": "imported", "content": "an imported fact"}) + "\n"
+    )
     counter = iter(range(1_000_000))
 
     def fresh(stem: str) -> str:
@@ -82,8 +90,12 @@ def _calls(tmp: Path) -> dict[str, Callable[[Vault], Any]]:
         "link": lambda v: v.link(1, 2, "relates_to"),
         "traverse": lambda v: v.traverse(1),
         "memory_recall": lambda v: v.memory_recall("editors"),
-        "add_memory": lambda v: v.add_memory("Preferences", "Editors", "Neovim for large files", date="2024-06-01"),
-        "remember_many": lambda v: v.remember_many([{"category": "fact", "key": f"m{next(counter)}", "content": "many"}]),
+        "add_memory": lambda v: v.add_memory(
+            "Preferences", "Editors", "Neovim for large files", date="2024-06-01"
+        ),
+        "remember_many": lambda v: v.remember_many(
+            [{"category": "fact", "key": f"m{next(counter)}", "content": "many"}]
+        ),
         "purge": lambda v: v.purge(3) if v.get_entity(3).status == "archived" else None,
         "supersede": lambda v: v.supersede(1, 2),
         "unlink": lambda v: v.unlink(1, 2),
@@ -102,7 +114,8 @@ def _calls(tmp: Path) -> dict[str, Callable[[Vault], Any]]:
         "list_memory_files": lambda v: v.list_memory_files(),
         "delete_memory": lambda v: v.delete_memory("Preferences", "Editors", text="Neovim for large files"),
         "remember_conversation": lambda v: v.remember_conversation(
-            "s1", [{"speaker": "user", "text": f"hello {next(counter)}"}]),
+            "s1", [{"speaker": "user", "text": f"hello {next(counter)}"}]
+        ),
         "conversation": lambda v: v.conversation("s1"),
         "embed": lambda v: v.embed(),
         "stats": lambda v: v.stats(),
@@ -122,7 +135,9 @@ NOT_HERE = {"rekey"}
 
 def _filled(db: Path, clock: Clock, **kw: Any) -> Vault:
     vault = Vault(db, clock=clock, embedder=FakeEmbedder(), **kw)
-    vault.remember("fact", "alpha", "the alpha ledger keeps every payment", recall_when=["touching the ledger"])
+    vault.remember(
+        "fact", "alpha", "the alpha ledger keeps every payment", recall_when=["touching the ledger"]
+    )
     vault.remember("fact", "beta", "the beta ledger replaced the alpha ledger")
     vault.remember("note", "gamma", "an old note to archive")
     vault.link(1, 2, "relates_to")
@@ -164,7 +179,9 @@ def _run(call: Callable[[Vault], Any], vault: Vault, failed: list[BaseException]
 
 
 @linux_only
-def test_an_encrypted_holder_keeps_its_locks_while_other_vaults_open_the_file(tmp_path: Path, clock: Clock) -> None:
+def test_an_encrypted_holder_keeps_its_locks_while_other_vaults_open_the_file(
+    tmp_path: Path, clock: Clock
+) -> None:
     """The key proof reads the file's first page outside SQLite: only ever while no connection here holds it."""
     pytest.importorskip("sqlcipher3")
     db = tmp_path / "v.db"
@@ -183,7 +200,9 @@ def test_an_encrypted_holder_keeps_its_locks_while_other_vaults_open_the_file(tm
 
 def _cli(db: Path, *argv: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PERSEUS_VAULT_EMBEDDER": "none", "PERSEUS_VAULT_RESIDENT": "0"}
-    return subprocess.run([*CLI, "--db", str(db), *argv], capture_output=True, text=True, env=env, timeout=120)
+    return subprocess.run(
+        [*CLI, "--db", str(db), *argv], capture_output=True, text=True, env=env, timeout=120
+    )
 
 
 def test_cli_writes_beside_a_long_lived_holder_are_never_lost(tmp_path: Path) -> None:
@@ -203,7 +222,8 @@ def test_cli_writes_beside_a_long_lived_holder_are_never_lost(tmp_path: Path) ->
             assert done.returncode == 0 and done.stdout.startswith("stored as #"), done.stderr
             acknowledged.append(f"cli{i}")
             assert {e.key for e in holder.recall("zebra", mode="fts5", limit=20).items} == {
-                f"cli{j}" for j in range(i + 1)}
+                f"cli{j}" for j in range(i + 1)
+            }
     with Vault(db, embedder=False) as after:
         assert {e.key for e in after.scan(limit=100).items} >= set(acknowledged)
         assert after.check().ok
@@ -242,24 +262,42 @@ def test_a_helper_whose_vault_was_replaced_leaves_the_new_files_alone(tmp_path: 
     for i in range(3):
         assert _cli(db, "remember", "fact", f"old{i}", f"old memory {i} zebra").returncode == 0
     idle = "2" if leaves_by == "idling out" else "60"
-    helper = subprocess.Popen([*CLI, "--db", str(db), "resident", "--idle", idle], env=env, stderr=subprocess.PIPE,
-                              text=True)
+    helper = subprocess.Popen(
+        [*CLI, "--db", str(db), "resident", "--idle", idle], env=env, stderr=subprocess.PIPE, text=True
+    )
     writer = None
     try:
         assert helper.stderr is not None and "serving" in helper.stderr.readline()
-        served = subprocess.run([*CLI, "--db", str(db), "recall", "zebra", "--mode", "fts5"], capture_output=True,
-                                text=True, env=env, timeout=120)  # a recall counts its hits: the helper wrote
+        served = subprocess.run(
+            [*CLI, "--db", str(db), "recall", "zebra", "--mode", "fts5"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )  # a recall counts its hits: the helper wrote
         assert "old memory" in served.stdout and "answered recall" in helper.stderr.readline()
         for suffix in ("", "-wal", "-shm"):
             Path(f"{db}{suffix}").unlink()
-        writer = subprocess.Popen([sys.executable, "-c", WRITER, str(db)], stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, text=True, env=env)
+        writer = subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(db)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
         assert writer.stdin is not None and writer.stdout is not None
         acknowledged = [_write(writer, 5)]
         if leaves_by == "a refused call":
-            called = subprocess.run([*CLI, "--db", str(db), "recall", "new memory", "--mode", "fts5"],
-                                    capture_output=True, text=True, env=env, timeout=120)
-            assert called.returncode == 0 and "new memory" in called.stdout  # answered alone, from the new vault
+            called = subprocess.run(
+                [*CLI, "--db", str(db), "recall", "new memory", "--mode", "fts5"],
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=120,
+            )
+            assert (
+                called.returncode == 0 and "new memory" in called.stdout
+            )  # answered alone, from the new vault
         assert helper.wait(60) == 0
         assert Path(f"{db}-wal").exists() and Path(f"{db}-shm").exists()  # the writer's, still in use
         acknowledged.append(_write(writer, 5))
@@ -283,7 +321,9 @@ def _write(writer: subprocess.Popen[str], n: int) -> list[str]:
 
 
 @linux_only
-def test_a_forked_child_holds_its_own_locks_on_the_parents_vault_and_a_new_one(tmp_path: Path, clock: Clock) -> None:
+def test_a_forked_child_holds_its_own_locks_on_the_parents_vault_and_a_new_one(
+    tmp_path: Path, clock: Clock
+) -> None:
     """SQLite's record of the locks a process holds is copied into a forked child, which POSIX gave none of
     them: the child closes its inherited connections, so that its own take real locks."""
     db = tmp_path / "v.db"

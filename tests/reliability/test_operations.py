@@ -40,34 +40,48 @@ def _fill(vault: Vault) -> list[int]:
 
 def _drop_head_from_fts(conn: Any) -> None:
     vid, content, summary, tags = conn.execute(
-        "SELECT vid, content, summary, tags FROM entity_versions WHERE recorded_to_ms IS NULL ORDER BY vid LIMIT 1").fetchone()
-    conn.execute("INSERT INTO entities_fts(entities_fts, rowid, content, summary, tags) VALUES ('delete', ?, ?, ?, ?)",
-                 (vid, content, summary, tags))
+        "SELECT vid, content, summary, tags FROM entity_versions WHERE recorded_to_ms IS NULL ORDER BY vid LIMIT 1"
+    ).fetchone()
+    conn.execute(
+        "INSERT INTO entities_fts(entities_fts, rowid, content, summary, tags) VALUES ('delete', ?, ?, ?, ?)",
+        (vid, content, summary, tags),
+    )
 
 
 def _bogus_head_row(conn: Any) -> None:
-    conn.execute("INSERT INTO entities_fts(rowid, content, summary, tags) VALUES (999999, 'ghost durable', NULL, '')")
+    conn.execute(
+        "INSERT INTO entities_fts(rowid, content, summary, tags) VALUES (999999, 'ghost durable', NULL, '')"
+    )
 
 
 def _drop_version_from_fts(conn: Any) -> None:
     vid, content, summary, tags = conn.execute(
-        "SELECT vid, content, summary, tags FROM entity_versions WHERE recorded_to_ms IS NOT NULL LIMIT 1").fetchone()
-    conn.execute("INSERT INTO versions_fts(versions_fts, rowid, content, summary, tags) VALUES ('delete', ?, ?, ?, ?)",
-                 (vid, content, summary, tags))
+        "SELECT vid, content, summary, tags FROM entity_versions WHERE recorded_to_ms IS NOT NULL LIMIT 1"
+    ).fetchone()
+    conn.execute(
+        "INSERT INTO versions_fts(versions_fts, rowid, content, summary, tags) VALUES ('delete', ?, ?, ?, ?)",
+        (vid, content, summary, tags),
+    )
 
 
 def _ghost_vector(conn: Any) -> None:  # only with foreign keys off, as a foreign tool might write it
-    conn.execute("INSERT INTO version_vectors SELECT vid + 100000, embedding, bits, scope FROM version_vectors LIMIT 1")
+    conn.execute(
+        "INSERT INTO version_vectors SELECT vid + 100000, embedding, bits, scope FROM version_vectors LIMIT 1"
+    )
 
 
 def _torn_vector(conn: Any) -> None:
-    conn.execute("UPDATE version_vectors SET embedding = substr(embedding, 1, 10) WHERE vid = "
-                 "(SELECT max(vid) FROM entity_versions WHERE recorded_to_ms IS NULL)")
+    conn.execute(
+        "UPDATE version_vectors SET embedding = substr(embedding, 1, 10) WHERE vid = "
+        "(SELECT max(vid) FROM entity_versions WHERE recorded_to_ms IS NULL)"
+    )
 
 
 def _foreign_size_vector(conn: Any) -> None:
-    conn.execute("UPDATE version_vectors SET embedding = embedding || embedding, bits = bits || bits WHERE vid = "
-                 "(SELECT min(vid) FROM entity_versions WHERE recorded_to_ms IS NULL)")
+    conn.execute(
+        "UPDATE version_vectors SET embedding = embedding || embedding, bits = bits || bits WHERE vid = "
+        "(SELECT min(vid) FROM entity_versions WHERE recorded_to_ms IS NULL)"
+    )
 
 
 DRIFT: dict[str, tuple[Callable[[Any], None], str]] = {
@@ -102,11 +116,17 @@ def test_check_detects_and_reindex_repairs_drift(db_path: Path, clock: Clock, ki
         vault.embed()  # refills any vector reindex dropped
         assert index_problems(db_path) == []
         for mode in ("fts5", "dense", "hybrid"):  # every memory is found again, in every mode, nothing extra
-            found = {i.id for i in vault.recall("durable storage engine", mode=mode, limit=50, reinforce=False).items}
+            found = {
+                i.id
+                for i in vault.recall("durable storage engine", mode=mode, limit=50, reinforce=False).items
+            }
             assert found == set(ids), mode
         assert vault.wait_for_keyword_index(60) and vault.wait_for_vector_index(60)
         for mode in ("fts5", "dense"):
-            found = {i.id for i in vault.recall("durable storage engine", mode=mode, limit=50, reinforce=False).items}
+            found = {
+                i.id
+                for i in vault.recall("durable storage engine", mode=mode, limit=50, reinforce=False).items
+            }
             assert found == set(ids), f"{mode} through the in-memory index"
 
 
@@ -120,8 +140,14 @@ def test_check_by_cli_exits_1_on_drift_and_reindex_fixes_it(db_path: Path) -> No
     env = dict(os.environ, PERSEUS_VAULT_EMBEDDER="none")
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "perseus_vault_core.cli", *args, "--db", str(db_path)],
-                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+        return subprocess.run(
+            [sys.executable, "-m", "perseus_vault_core.cli", *args, "--db", str(db_path)],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
 
     first = cli("check")
     assert first.returncode == 1 and "entities_fts" in first.stdout + first.stderr
@@ -138,9 +164,27 @@ def test_backup_is_consistent_while_writer_processes_run(db_path: Path, tmp_path
     with Vault(db_path, embedder=FakeEmbedder()) as vault:
         vault.remember("seed", "s", "durable seed")
     env = dict(os.environ, PERSEUS_VAULT_EMBEDDER="none")
-    writers = [subprocess.Popen([sys.executable, "-m", "tests.reliability._workers", "batches", str(db_path), f"w{n}",
-                                 "0", str(batch), "5"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True) for n in range(2)]
+    writers = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "tests.reliability._workers",
+                "batches",
+                str(db_path),
+                f"w{n}",
+                "0",
+                str(batch),
+                "5",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for n in range(2)
+    ]
     copies: list[Path] = []
     with Vault(db_path, embedder=FakeEmbedder()) as vault:
         deadline = time.monotonic() + 60
@@ -159,13 +203,18 @@ def test_backup_is_consistent_while_writer_processes_run(db_path: Path, tmp_path
         for agent, key in conn.execute("SELECT agent_id, key FROM entities WHERE category = ?", (CATEGORY,)):
             n = int(key.split("-b")[1].split("-")[0])
             counts[(agent, n)] = counts.get((agent, n), 0) + 1
-        for agent in ("w0", "w1"):  # a snapshot: each writer's batches are whole, a prefix, and match its tally
+        for agent in (
+            "w0",
+            "w1",
+        ):  # a snapshot: each writer's batches are whole, a prefix, and match its tally
             mine = sorted(n for a, n in counts if a == agent)
             assert mine == list(range(len(mine)))
             assert all(counts[(agent, n)] == batch for n in mine)
-            tally = conn.execute("SELECT v.content FROM entities e JOIN entity_versions v ON v.entity_id = e.id "
-                                 "AND v.recorded_to_ms IS NULL WHERE e.category = 'tally' AND e.agent_id = ?",
-                                 (agent,)).fetchone()
+            tally = conn.execute(
+                "SELECT v.content FROM entities e JOIN entity_versions v ON v.entity_id = e.id "
+                "AND v.recorded_to_ms IS NULL WHERE e.category = 'tally' AND e.agent_id = ?",
+                (agent,),
+            ).fetchone()
             if mine:
                 assert tally[0].endswith(f"through batch {mine[-1]}")
         sizes.append(len(counts))
@@ -184,28 +233,55 @@ def test_a_newer_schema_is_refused_and_left_untouched(db_path: Path) -> None:
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     conn.close()
     before = db_path.read_bytes()
-    with pytest.raises(SetupError, match=rf"schema version {schema.LATEST + 1}, newer .*\({schema.LATEST}\).*upgrade"):
+    with pytest.raises(
+        SetupError, match=rf"schema version {schema.LATEST + 1}, newer .*\({schema.LATEST}\).*upgrade"
+    ):
         Vault(db_path, embedder=False)
-    done = subprocess.run([sys.executable, "-m", "perseus_vault_core.cli", "stats", "--db", str(db_path)], cwd=ROOT,
-                          env=dict(os.environ, PERSEUS_VAULT_EMBEDDER="none"), capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "perseus_vault_core.cli", "stats", "--db", str(db_path)],
+        cwd=ROOT,
+        env=dict(os.environ, PERSEUS_VAULT_EMBEDDER="none"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode != 0 and "newer" in done.stderr and "Traceback" not in done.stderr
     assert db_path.read_bytes() == before
 
 
 # What each version added, to take away again: a file as the vault of that version left it.
 LATER_OBJECTS = {
-    2: ["DROP TABLE version_vectors", "DELETE FROM vault_meta WHERE key IN ('embedding_model', 'embedding_dimension')"],
+    2: [
+        "DROP TABLE version_vectors",
+        "DELETE FROM vault_meta WHERE key IN ('embedding_model', 'embedding_dimension')",
+    ],
     3: ["DROP TABLE trigger_vectors", "DROP INDEX links_closed"],
-    4: ["DROP TABLE checkpoints", "DROP TABLE checkpoint_blobs", "DROP TABLE checkpoint_writes", "DROP TABLE kv_entries"],
+    4: [
+        "DROP TABLE checkpoints",
+        "DROP TABLE checkpoint_blobs",
+        "DROP TABLE checkpoint_writes",
+        "DROP TABLE kv_entries",
+    ],
     # The scope key: the column away again, and the framework-state tables as step 4 made them (keyed without it).
-    5: [*(f"ALTER TABLE {t} DROP COLUMN scope" for t in ("entities", "entity_versions", "links", "version_vectors")),
-        "DROP TABLE checkpoints", "DROP TABLE checkpoint_blobs", "DROP TABLE checkpoint_writes", "DROP TABLE kv_entries",
-        *(s for s in schema.V4.split(";") if s.strip())],
+    5: [
+        *(
+            f"ALTER TABLE {t} DROP COLUMN scope"
+            for t in ("entities", "entity_versions", "links", "version_vectors")
+        ),
+        "DROP TABLE checkpoints",
+        "DROP TABLE checkpoint_blobs",
+        "DROP TABLE checkpoint_writes",
+        "DROP TABLE kv_entries",
+        *(s for s in schema.V4.split(";") if s.strip()),
+    ],
     6: ["DROP INDEX entity_versions_triggered"],
     # Phrase vectors as step 3 kept them, one per phrase whichever scopes used it.
-    7: ["CREATE TABLE pv_old (model TEXT NOT NULL, phrase TEXT NOT NULL, embedding BLOB NOT NULL, PRIMARY KEY (model, phrase))",
+    7: [
+        "CREATE TABLE pv_old (model TEXT NOT NULL, phrase TEXT NOT NULL, embedding BLOB NOT NULL, PRIMARY KEY (model, phrase))",
         "INSERT OR IGNORE INTO pv_old SELECT model, phrase, embedding FROM trigger_vectors",
-        "DROP TABLE trigger_vectors", "ALTER TABLE pv_old RENAME TO trigger_vectors"],
+        "DROP TABLE trigger_vectors",
+        "ALTER TABLE pv_old RENAME TO trigger_vectors",
+    ],
     8: ["DROP TABLE trigger_terms"],
     9: [f"DELETE FROM vault_meta WHERE key = '{RELATIONS_PENDING}'"],
 }
@@ -241,15 +317,18 @@ def test_every_earlier_schema_version_migrates(db_path: Path, clock: Clock, vers
     with Vault(db_path, clock=clock, embedder=FakeEmbedder()) as vault:
         conn = vault.engine.conn()
         assert schema.current_version(conn) == schema.LATEST
-        assert [v for (v,) in conn.execute("SELECT version FROM _migrations ORDER BY version")] == \
-               list(range(1, schema.LATEST + 1))
+        assert [v for (v,) in conn.execute("SELECT version FROM _migrations ORDER BY version")] == list(
+            range(1, schema.LATEST + 1)
+        )
         assert vault.check().ok
         assert {e.id for e in vault.scan(limit=100).items} == set(ids)
         assert vault.history("note", "k0").total == 2
         assert [n.entity.id for n in vault.traverse(a, depth=1, relations=["depends_on"]).nodes] == [a, b]
         if version < 2:
             vault.embed()  # a vault from before vectors gets them on request
-        assert {i.id for i in vault.recall("durable storage", mode="dense", limit=50, reinforce=False).items} == set(ids)
+        assert {
+            i.id for i in vault.recall("durable storage", mode="dense", limit=50, reinforce=False).items
+        } == set(ids)
         vault.remember("note", "new", "written after the migration", recall_when=["after migrating"])
         assert [i.key for i in vault.recall_when("we are after migrating now").items] == ["new"]
     assert index_problems(db_path) == []

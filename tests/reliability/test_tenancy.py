@@ -59,8 +59,10 @@ def world(vault: Vault, clock: Clock) -> World:
         }
         for a, b, relation in LINKS:
             vault.link(w.ids[scope][a], w.ids[scope][b], relation, **_kw(scope))
-    w.unscoped = {key: vault.remember(category, key, content, topic_path="architecture/storage").id
-                  for key, (category, content) in FACTS.items()}
+    w.unscoped = {
+        key: vault.remember(category, key, content, topic_path="architecture/storage").id
+        for key, (category, content) in FACTS.items()
+    }
     clock.advance(DAY_MS)
     for scope in SCOPES:
         vault.remember("decision", "db", DB_V2, **_kw(scope))
@@ -95,7 +97,9 @@ def search_path(request: pytest.FixtureRequest, vault: Vault, world: World) -> s
 
 @scoped
 @pytest.mark.parametrize("query", ["sqlite storage", "redis", "meeting review wal"])
-def test_recall_words_stay_in_scope(vault: Vault, world: World, search_path: str, scope: Scope, query: str) -> None:
+def test_recall_words_stay_in_scope(
+    vault: Vault, world: World, search_path: str, scope: Scope, query: str
+) -> None:
     result = vault.recall(query, limit=100, **_kw(scope))
     got = {item.id for item in result.items}
     assert got, "the scope's own entities must be found"
@@ -104,7 +108,9 @@ def test_recall_words_stay_in_scope(vault: Vault, world: World, search_path: str
 
 
 @scoped
-def test_recall_enumeration_is_exactly_the_scope(vault: Vault, world: World, search_path: str, scope: Scope) -> None:
+def test_recall_enumeration_is_exactly_the_scope(
+    vault: Vault, world: World, search_path: str, scope: Scope
+) -> None:
     result = vault.recall("", limit=1000, **_kw(scope))
     assert {item.id for item in result.items} == world.scope_ids(scope)
     assert result.total == len(FACTS)
@@ -124,7 +130,9 @@ def test_recall_as_of_stays_in_scope(vault: Vault, world: World, search_path: st
 def test_recall_valid_at_stays_in_scope(vault: Vault, world: World, search_path: str, scope: Scope) -> None:
     result = vault.recall("sqlite", limit=100, valid_at_unix_ms=BEFORE_UPDATE, **_kw(scope))
     assert {i.id for i in result.items} == world.scope_ids(scope)
-    both = vault.recall("", limit=1000, valid_at_unix_ms=BEFORE_UPDATE, as_of_unix_ms=BEFORE_UPDATE, **_kw(scope))
+    both = vault.recall(
+        "", limit=1000, valid_at_unix_ms=BEFORE_UPDATE, as_of_unix_ms=BEFORE_UPDATE, **_kw(scope)
+    )
     assert {i.id for i in both.items} == world.scope_ids(scope)
 
 
@@ -153,16 +161,26 @@ def test_omitted_scope_filters_mean_no_filter(vault: Vault, world: World) -> Non
 
 # --- keyword statistics ----------------------------------------------------------------------
 
-ALICE_WORDS = "billing ledger postgres replica backup restore cache latency deploy rollback queue worker".split()
+ALICE_WORDS = (
+    "billing ledger postgres replica backup restore cache latency deploy rollback queue worker".split()
+)
 KEYWORD_QUERIES = ["billing ledger", "postgres replica backup", "cache latency deploy rollback", "queue"]
 
 
-@pytest.mark.parametrize("scope_kw", [{"agent_id": "alice"}, {"workspace_hash": "ws-a"},
-                                      {"agent_id": "alice", "workspace_hash": "ws-a"}], ids=["agent", "workspace", "both"])
+@pytest.mark.parametrize(
+    "scope_kw",
+    [{"agent_id": "alice"}, {"workspace_hash": "ws-a"}, {"agent_id": "alice", "workspace_hash": "ws-a"}],
+    ids=["agent", "workspace", "both"],
+)
 @pytest.mark.parametrize("mode", ["fts5", "hybrid"])
 @pytest.mark.parametrize("path", ["sql", "in-memory"])
 def test_other_tenants_writes_never_move_a_tenants_keyword_scores(
-    dense_vault: Vault, clock: Clock, monkeypatch: pytest.MonkeyPatch, path: str, mode: str, scope_kw: dict[str, str]
+    dense_vault: Vault,
+    clock: Clock,
+    monkeypatch: pytest.MonkeyPatch,
+    path: str,
+    mode: str,
+    scope_kw: dict[str, str],
 ) -> None:
     """BM25's statistics are the scope's own: bob writing 100 memories, with and without alice's
     words, changes neither the scores nor the order of alice's answers, now or at a past instant.
@@ -170,11 +188,20 @@ def test_other_tenants_writes_never_move_a_tenants_keyword_scores(
     vault, rng = dense_vault, random.Random(7)
     alice = {"agent_id": "alice", "workspace_hash": "ws-a"}
     bob = {"agent_id": "bob", "workspace_hash": "ws-b"}
-    vault.remember_many({"category": "note", "key": f"n{i}", "content": " ".join(rng.choices(ALICE_WORDS, k=rng.randint(3, 15))),
-                         **alice} for i in range(40))
+    vault.remember_many(
+        {
+            "category": "note",
+            "key": f"n{i}",
+            "content": " ".join(rng.choices(ALICE_WORDS, k=rng.randint(3, 15))),
+            **alice,
+        }
+        for i in range(40)
+    )
     for i in range(0, 40, 8):  # alice's own history, for the point in time
         vault.remember("note", f"n{i}", " ".join(rng.choices(ALICE_WORDS, k=6)), **alice)
-    vault.remember_many({"category": "note", "key": f"b{i}", "content": "zebra quokka ledger", **bob} for i in range(5))
+    vault.remember_many(
+        {"category": "note", "key": f"b{i}", "content": "zebra quokka ledger", **bob} for i in range(5)
+    )
     clock.advance(1000)
     checkpoint = clock.now
     clock.advance(1000)
@@ -195,17 +222,33 @@ def test_other_tenants_writes_never_move_a_tenants_keyword_scores(
     monkeypatch.setattr(store, name, counting)
 
     def answers(**filters: Any) -> list[list[tuple[int, float, dict[str, int]]]]:
-        return [[(i.id, i.score, i.ranks) for i in vault.recall(q, mode=mode, limit=20, reinforce=False, **filters).items]
-                for q in KEYWORD_QUERIES]
+        return [
+            [
+                (i.id, i.score, i.ranks)
+                for i in vault.recall(q, mode=mode, limit=20, reinforce=False, **filters).items
+            ]
+            for q in KEYWORD_QUERIES
+        ]
 
     before = answers(**scope_kw)
     assert calls["n"] == (len(KEYWORD_QUERIES) if path == "sql" else 0)  # the in-memory index answered
     before_then = answers(as_of_unix_ms=checkpoint, **scope_kw)
     unscoped = answers()
     assert all(before) and all(before_then)
-    vault.remember_many({"category": "note", "key": f"bob{i}", "content": " ".join(
-        rng.choices(ALICE_WORDS[:4] if i % 2 else ["zebra", "quokka", "narwhal", "ocelot"], k=rng.randint(2, 12))), **bob}
-        for i in range(100))
+    vault.remember_many(
+        {
+            "category": "note",
+            "key": f"bob{i}",
+            "content": " ".join(
+                rng.choices(
+                    ALICE_WORDS[:4] if i % 2 else ["zebra", "quokka", "narwhal", "ocelot"],
+                    k=rng.randint(2, 12),
+                )
+            ),
+            **bob,
+        }
+        for i in range(100)
+    )
     for i in range(0, 100, 10):
         vault.remember("note", f"bob{i}", "ledger ledger billing postgres", **bob)
     vault.forget(vault.recall("ledger", limit=1, reinforce=False, **bob).items[0].id, **bob)
@@ -284,7 +327,9 @@ def test_history_is_the_scopes_own(vault: Vault, world: World, scope: Scope) -> 
 
 
 @scoped
-def test_as_of_and_valid_at_are_the_scopes_own(vault: Vault, world: World, scope: Scope, clock: Clock) -> None:
+def test_as_of_and_valid_at_are_the_scopes_own(
+    vault: Vault, world: World, scope: Scope, clock: Clock
+) -> None:
     then = vault.as_of("decision", "db", BEFORE_UPDATE, **_kw(scope))
     assert then is not None
     assert (then.id, then.content) == (world.ids[scope]["db"], FACTS["db"][1])
@@ -355,7 +400,7 @@ def _wrong_scopes(scope: Scope) -> list[dict[str, str]]:
 
 @scoped
 def test_get_entity_with_a_wrong_scope_is_not_found(vault: Vault, world: World, scope: Scope) -> None:
-    for key, entity_id in world.ids[scope].items():
+    for entity_id in world.ids[scope].values():
         assert vault.get_entity(entity_id, **_kw(scope)).id == entity_id
         assert vault.get_entity(entity_id, agent_id=scope[0]).id == entity_id
         for wrong in _wrong_scopes(scope):

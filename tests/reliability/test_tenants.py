@@ -49,8 +49,11 @@ class World:
     def own(self, scope: Scope | None) -> set[int]:
         """Every entity of the scope (memory files and community summaries included), read from the
         rows themselves, not through a read path."""
-        rows = self.vault.engine.conn().execute("SELECT id FROM entities WHERE agent_id = ? AND workspace_hash = ?",
-                                          scope or ("", "")).fetchall()
+        rows = (
+            self.vault.engine.conn()
+            .execute("SELECT id FROM entities WHERE agent_id = ? AND workspace_hash = ?", scope or ("", ""))
+            .fetchall()
+        )
         return {r[0] for r in rows}
 
     def others(self, scope: Scope) -> set[int]:
@@ -80,15 +83,19 @@ def _fill(vault: Vault, clock: Clock, world: World, scope: Scope | None) -> None
 @pytest.fixture(scope="module", params=BACKENDS)
 def world(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[World]:
     clock = Clock()
-    with vault_location(request.param, request, tmp_path_factory.mktemp("tenants")) as where, \
-            Vault(where, clock=clock, embedder=FakeEmbedder()) as vault:
+    with (
+        vault_location(request.param, request, tmp_path_factory.mktemp("tenants")) as where,
+        Vault(where, clock=clock, embedder=FakeEmbedder()) as vault,
+    ):
         w = World(vault, clock)
         for scope in [*SCOPES, None]:
             _fill(vault, clock, w, scope)
         w.times["first"] = clock.now
         clock.advance(DAY_MS)
         for scope in [*SCOPES, None]:  # a second version of every db note, valid from tomorrow
-            vault.remember("note", "db", f"{NOTES['db']}, revised {marker(scope)}", valid_from_ms=clock.now, **_kw(scope))
+            vault.remember(
+                "note", "db", f"{NOTES['db']}, revised {marker(scope)}", valid_from_ms=clock.now, **_kw(scope)
+            )
         w.times["second"] = clock.now
         clock.advance(DAY_MS)
         yield w
@@ -121,7 +128,9 @@ def test_recall_each_mode(world: World, scope: Scope, mode: str) -> None:
     for query in (QUERY, "", marker(scope)):
         got = world.vault.recall(query, mode=mode, limit=50, reinforce=False, **_kw(scope))
         _only(world, scope, [i.id for i in got.items])
-    for other in world.foreign_markers(scope):  # another scope's own word finds nothing here (except by meaning)
+    for other in world.foreign_markers(
+        scope
+    ):  # another scope's own word finds nothing here (except by meaning)
         got = world.vault.recall(other, mode="fts5", limit=50, reinforce=False, **_kw(scope))
         assert got.items == []
 
@@ -135,14 +144,19 @@ def test_recall_through_the_in_memory_indexes(world: World, scope: Scope) -> Non
     vector = FakeEmbedder().embed([QUERY])[0]
     by_vector = world.vault.recall_by_vector(vector, limit=50, reinforce=False, **_kw(scope))
     _only(world, scope, [i.id for i in by_vector.items])
-    notes = world.vault.search(QUERY, limit=50, reinforce=False, **_kw(scope))  # imported notes only: none here
+    notes = world.vault.search(
+        QUERY, limit=50, reinforce=False, **_kw(scope)
+    )  # imported notes only: none here
     _only(world, scope, [i.id for i in notes.items], nonempty=False)
 
 
 @scoped
 def test_recall_at_points_in_time(world: World, scope: Scope) -> None:
-    for point in ({"as_of_unix_ms": world.times["first"]}, {"valid_at_unix_ms": world.times["first"]},
-                  {"query_time_unix_ms": world.times["second"]}):
+    for point in (
+        {"as_of_unix_ms": world.times["first"]},
+        {"valid_at_unix_ms": world.times["first"]},
+        {"query_time_unix_ms": world.times["second"]},
+    ):
         for mode in ("fts5", "dense", "hybrid"):
             got = world.vault.recall(QUERY, mode=mode, limit=50, reinforce=False, **point, **_kw(scope))
             _only(world, scope, [i.id for i in got.items])
@@ -165,9 +179,12 @@ def test_history_as_of_valid_at_bitemporal(world: World, scope: Scope) -> None:
     assert {e.id for e in history.items} == {own} and history.total == 2
     for version in history.items:
         _clean(world, scope, version.content)
-    found = [v.as_of("note", "db", world.times["first"], **kw), v.valid_at("note", "db", world.times["first"], **kw),
-             v.valid_at("note", "db", world.times["second"], **kw),
-             v.bitemporal("note", "db", world.times["second"], world.times["second"], **kw)]
+    found = [
+        v.as_of("note", "db", world.times["first"], **kw),
+        v.valid_at("note", "db", world.times["first"], **kw),
+        v.valid_at("note", "db", world.times["second"], **kw),
+        v.bitemporal("note", "db", world.times["second"], world.times["second"], **kw),
+    ]
     for entity in found:
         assert entity is not None and entity.id == own
         _clean(world, scope, entity.content)
@@ -264,7 +281,11 @@ def test_llamaindex_retriever(world: World, scope: Scope, mode: str) -> None:
         _clean(world, scope, n.node.get_content(), own=False)
 
 
-TEXTS = ["Ada drinks green tea every morning", "Ada works on the storage engine", "The storage engine is SQLite"]
+TEXTS = [
+    "Ada drinks green tea every morning",
+    "Ada works on the storage engine",
+    "The storage engine is SQLite",
+]
 
 
 @pytest.fixture(scope="module")
@@ -277,19 +298,25 @@ def test_langchain_vector_store(adapter_vault: Vault) -> None:
     from perseus_vault_integrations.langchain import PerseusVaultVectorStore
 
     stores = {s: PerseusVaultVectorStore(adapter_vault, collection="lc", **_kw(s)) for s in [*SCOPES, None]}
-    ids = {s: set(store.add_texts([f"{t} {marker(s)}" for t in TEXTS], ids=["a", "b", "c"]))
-           for s, store in stores.items()}  # the same document ids in every scope
+    ids = {
+        s: set(store.add_texts([f"{t} {marker(s)}" for t in TEXTS], ids=["a", "b", "c"]))
+        for s, store in stores.items()
+    }  # the same document ids in every scope
     assert all(i == {"a", "b", "c"} for i in ids.values())
     vector = FakeEmbedder().embed(["storage engine"])[0].tolist()
     for scope, store in stores.items():
-        found = [*store.similarity_search("storage engine", k=20),
-                 *store.similarity_search_by_vector(vector, k=20),
-                 *store.max_marginal_relevance_search("storage engine", k=5, fetch_k=20),
-                 *store.get_by_ids(["a", "b", "c"])]
+        found = [
+            *store.similarity_search("storage engine", k=20),
+            *store.similarity_search_by_vector(vector, k=20),
+            *store.max_marginal_relevance_search("storage engine", k=5, fetch_k=20),
+            *store.get_by_ids(["a", "b", "c"]),
+        ]
         assert found
         for doc in found:
             assert marker(scope) in doc.page_content
-            assert not [m for m in (marker(s) for s in [*SCOPES, None] if s != scope) if m in doc.page_content]
+            assert not [
+                m for m in (marker(s) for s in [*SCOPES, None] if s != scope) if m in doc.page_content
+            ]
     stores[SCOPES[0]].delete(["a"])  # deleting in one scope leaves the others' "a"
     assert stores[SCOPES[0]].get_by_ids(["a"]) == []
     assert all(len(stores[s].get_by_ids(["a"])) == 1 for s in [*SCOPES[1:], None])
@@ -323,11 +350,18 @@ def test_llamaindex_property_graph_store(adapter_vault: Vault) -> None:
     stores = {s: PerseusVaultPropertyGraphStore(adapter_vault, **_kw(s)) for s in [*SCOPES, None]}
     vector = FakeEmbedder().embed(["storage engine"])[0].tolist()
     for s, g in stores.items():
-        ada = EntityNode(name="Ada", properties={"owner": marker(s)}, embedding=FakeEmbedder().embed(["Ada"])[0].tolist())
+        ada = EntityNode(
+            name="Ada", properties={"owner": marker(s)}, embedding=FakeEmbedder().embed(["Ada"])[0].tolist()
+        )
         engine = EntityNode(name="storage engine", properties={"owner": marker(s)}, embedding=vector)
         g.upsert_nodes([ada, engine])
-        g.upsert_relations([Relation(label="works_on", source_id=ada.id, target_id=engine.id,
-                                     properties={"owner": marker(s)})])
+        g.upsert_relations(
+            [
+                Relation(
+                    label="works_on", source_id=ada.id, target_id=engine.id, properties={"owner": marker(s)}
+                )
+            ]
+        )
     for scope, g in stores.items():
         nodes = g.get()
         triplets = g.get_triplets(entity_names=["Ada"])
@@ -343,7 +377,10 @@ def test_llamaindex_property_graph_store(adapter_vault: Vault) -> None:
 
 
 READ_CALLS: list[tuple[str, dict[str, Any]]] = [
-    *[("recall", {"query": QUERY, "mode": m, "limit": 50, "reinforce": False}) for m in ("fts5", "dense", "hybrid")],
+    *[
+        ("recall", {"query": QUERY, "mode": m, "limit": 50, "reinforce": False})
+        for m in ("fts5", "dense", "hybrid")
+    ],
     ("search", {"query": QUERY, "limit": 50}),
     ("scan", {"limit": 1000}),
     ("communities", {}),

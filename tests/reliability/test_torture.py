@@ -37,16 +37,37 @@ from .conftest import ROOT
 SECONDS = float(os.environ.get("PERSEUS_VAULT_TORTURE_SECONDS") or 25)
 CLI = [sys.executable, "-m", "perseus_vault_core.cli"]
 WORKERS = [sys.executable, "-m", "tests.reliability._workers"]
-WORDS = ("ledger", "billing", "deploy", "queue", "replica", "schema", "latency", "cache", "shard", "token",
-         "incident", "pager", "runbook", "region", "cluster", "budget", "vendor", "invoice", "backup", "audit")
+WORDS = (
+    "ledger",
+    "billing",
+    "deploy",
+    "queue",
+    "replica",
+    "schema",
+    "latency",
+    "cache",
+    "shard",
+    "token",
+    "incident",
+    "pager",
+    "runbook",
+    "region",
+    "cluster",
+    "budget",
+    "vendor",
+    "invoice",
+    "backup",
+    "audit",
+)
 
 
 class Lines:
     """A process spoken to a line at a time (a holder worker), its answers read on a thread of their own."""
 
     def __init__(self, argv: list[str], env: dict[str, str]) -> None:
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT,
-                                     env=env)
+        self.proc = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT, env=env
+        )
         self.answers: queue.Queue[str | None] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
 
@@ -97,8 +118,13 @@ class Holder:
             assert self.runtime is not None
             self.log = Path(tempfile.mkstemp(prefix="pv-helper-", dir=self.runtime.parent)[1])
             with open(self.log, "w") as log:
-                self.helper = subprocess.Popen([*CLI, "--db", self.db, "resident", "--idle", "600"], cwd=ROOT,
-                                               env=self.env, stderr=log, text=True)
+                self.helper = subprocess.Popen(
+                    [*CLI, "--db", self.db, "resident", "--idle", "600"],
+                    cwd=ROOT,
+                    env=self.env,
+                    stderr=log,
+                    text=True,
+                )
             deadline = time.monotonic() + 60
             while "serving" not in self.log.read_text():
                 assert self.helper.poll() is None and time.monotonic() < deadline, self.log.read_text()
@@ -116,9 +142,14 @@ class Holder:
     def find(self, mode: str, key: str, query: str) -> str:
         if self.lines is not None:
             return self.lines.ask(f"find {mode} {key} {query}")
-        done = subprocess.run([*CLI, "--db", self.db, "recall", query, "--mode", mode, "--min-score", "0",
-                               "--no-reinforce"], capture_output=True, text=True, cwd=ROOT, env=self.env,
-                              timeout=120)
+        done = subprocess.run(
+            [*CLI, "--db", self.db, "recall", query, "--mode", mode, "--min-score", "0", "--no-reinforce"],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            env=self.env,
+            timeout=120,
+        )
         answered = self.log.read_text().count("answered recall")
         assert answered == self.answered + 1, f"the helper did not answer ({done.stderr})"
         self.answered = answered
@@ -143,8 +174,13 @@ class Holder:
         if self.lines is not None:
             self.lines.end()
         if self.helper is not None:
-            subprocess.run([*CLI, "--db", self.db, "resident", "--stop"], cwd=ROOT, env=self.env, timeout=60,
-                           capture_output=True)
+            subprocess.run(
+                [*CLI, "--db", self.db, "resident", "--stop"],
+                cwd=ROOT,
+                env=self.env,
+                timeout=60,
+                capture_output=True,
+            )
             self.helper.wait(60)
 
 
@@ -171,8 +207,14 @@ class Torture:
     def cli_writer(self) -> None:
         """A ``perseus-vault remember`` on a thread of its own: acknowledged when it says so and exits 0."""
         key, text = self.text()
-        proc = subprocess.Popen([*CLI, "--db", self.db, "remember", "fact", key, text], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, cwd=ROOT, env=self.env)
+        proc = subprocess.Popen(
+            [*CLI, "--db", self.db, "remember", "fact", key, text],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+            env=self.env,
+        )
         with self.lock:
             self.writers.append(proc)
 
@@ -275,7 +317,9 @@ def seed() -> Iterator[int]:
     yield chosen
 
 
-@pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="finds the MCP server's process in /proc (Linux)")
+@pytest.mark.skipif(
+    not os.path.exists("/proc/self/task"), reason="finds the MCP server's process in /proc (Linux)"
+)
 def test_holders_and_writers_under_kill_9_on_one_file(tmp_path: Path, seed: int) -> None:
     runtime = Path(tempfile.mkdtemp(prefix="pv-", dir="/tmp"))  # short enough for a socket path
     os.chmod(runtime, 0o700)

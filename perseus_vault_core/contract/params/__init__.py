@@ -21,10 +21,6 @@ from __future__ import annotations
 
 from .base import (
     ADVANCED,
-    CommunityMethod,
-    Direction,
-    Filters,
-    Id,
     MAX_BATCH,
     MAX_BODY_BYTES,
     MAX_BODY_DEPTH,
@@ -49,31 +45,46 @@ from .base import (
     MAX_TRIGGER_CHARS,
     MAX_TYPE_CHARS,
     MAX_WEIGHT,
-    MinScore,
-    Mode,
     OVERFLOW_PREVIEW_CHARS,
     RESPONSE_BUDGET_CHARS,
+    CommunityMethod,
+    Direction,
+    Filters,
+    Id,
+    MinScore,
+    Mode,
     ScopeParams,
     UnixMs,
     advanced,
     check_text,
     invalid,
-    texts_problem,
     is_advanced,
+    texts_problem,
     to_unix_ms,
     validate,
 )
-from .writing import (
-    EmbedParams,
-    EntityParams,
-    LinkParams,
-    NoParams,
-    RememberInput,
-    RememberParams,
-    RememberManyParams,
-    SupersedeParams,
-    UnlinkParams,
+from .conversations import (
+    ConversationParams,
+    MessageInput,
+    OptionalName,
+    RememberConversationParams,
+    SessionName,
 )
+from .memory import (
+    AddMemoryParams,
+    DeleteMemoryParams,
+    EntryDate,
+    FileName,
+    GetMemoryParams,
+    ListMemoryFilesParams,
+    MemoryExportParams,
+    MemoryImportParams,
+    MemoryRecallParams,
+    SectionTitle,
+)
+from .opening import OpenParams, Synchronous
+from .operations import BackupParams, ExportParams, ImportParams, RekeyParams
+from .overview import CountsParams, RecentParams
 from .reading import (
     AsOfParams,
     BitemporalParams,
@@ -92,32 +103,16 @@ from .reading import (
     TraverseParams,
     ValidAtParams,
 )
-from .opening import OpenParams, Synchronous
-from .overview import CountsParams, RecentParams
-from .memory import (
-    AddMemoryParams,
-    DeleteMemoryParams,
-    EntryDate,
-    FileName,
-    GetMemoryParams,
-    ListMemoryFilesParams,
-    MemoryExportParams,
-    MemoryImportParams,
-    MemoryRecallParams,
-    SectionTitle,
-)
-from .operations import (
-    BackupParams,
-    ExportParams,
-    ImportParams,
-    RekeyParams,
-)
-from .conversations import (
-    ConversationParams,
-    MessageInput,
-    OptionalName,
-    RememberConversationParams,
-    SessionName,
+from .writing import (
+    EmbedParams,
+    EntityParams,
+    LinkParams,
+    NoParams,
+    RememberInput,
+    RememberManyParams,
+    RememberParams,
+    SupersedeParams,
+    UnlinkParams,
 )
 
 __all__ = [

@@ -34,7 +34,9 @@ MAX_TRIGGER_CHARS = 256
 MAX_BATCH = 10_000
 MAX_QUERY_CHARS = 4_096
 MAX_CONTEXT_CHARS = 32_768  # what prepare and recall_when read of a context: its end
-MAX_CONTEXT_INPUT_CHARS = 1_048_576  # a context they take (a hook passes the raw prompt, pasted files and all)
+MAX_CONTEXT_INPUT_CHARS = (
+    1_048_576  # a context they take (a hook passes the raw prompt, pasted files and all)
+)
 MAX_LIMIT = 1_000
 MAX_OFFSET = 10_000
 MAX_RELATION_CHARS = 128
@@ -75,7 +77,7 @@ def is_advanced(field: Any) -> bool:
 # --- value types -------------------------------------------------------------------------------
 
 
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _TIME_FORMS = "unix milliseconds, or an ISO 8601 time such as 2026-01-31T09:30:00Z"  # what an error says
 _TIME_HELP = "unix ms or ISO 8601"  # what a description says (a model reads every one, in every session)
 
@@ -87,14 +89,14 @@ def to_unix_ms(value: Any) -> Any:
         text = value.strip()
         try:
             if len(text) == 10:  # a calendar date: its midnight, UTC
-                value = dt.datetime.combine(dt.date.fromisoformat(text), dt.time(), dt.timezone.utc)
+                value = dt.datetime.combine(dt.date.fromisoformat(text), dt.time(), dt.UTC)
             else:
                 value = dt.datetime.fromisoformat(text)
         except ValueError:
             raise ValueError(f"must be {_TIME_FORMS} (got {value[:40]!r})") from None
     if isinstance(value, dt.datetime):
         if value.tzinfo is None:
-            value = value.replace(tzinfo=dt.timezone.utc)
+            value = value.replace(tzinfo=dt.UTC)
         return (value - _EPOCH) // dt.timedelta(milliseconds=1)
     return value
 
@@ -103,8 +105,9 @@ def to_unix_ms(value: Any) -> Any:
 MinScore = Annotated[float, Field(ge=-1.0, le=2.0)] | Literal["auto"] | None
 
 # A point in time: unix ms, or ISO 8601 text (converted to unix ms on the way in).
-UnixMs = Annotated[int, Field(ge=0, le=MAX_INT), BeforeValidator(to_unix_ms),
-                   WithJsonSchema({"type": ["integer", "string"]})]
+UnixMs = Annotated[
+    int, Field(ge=0, le=MAX_INT), BeforeValidator(to_unix_ms), WithJsonSchema({"type": ["integer", "string"]})
+]
 Id = Annotated[int, Field(ge=1, le=MAX_INT)]
 
 
@@ -178,7 +181,7 @@ def _where(value: dict[str, Any] | None) -> dict[str, Any] | None:
 
 # A filter over stored fields (docs/filters.md), checked here so every interface refuses the same ones.
 Where = Annotated[dict[str, Any] | None, AfterValidator(_where)]
-WHERE_HELP = "Field filter, e.g. {\"prio\": {\"$gte\": 2}} or {\"content\": {\"$contains\": \"sqlite\"}}"
+WHERE_HELP = 'Field filter, e.g. {"prio": {"$gte": 2}} or {"content": {"$contains": "sqlite"}}'
 
 
 def where_field() -> Any:
@@ -209,10 +212,15 @@ class ScopeParams(BaseModel):
 class Filters(ScopeParams):
     """Which entities a read may see: scope, attributes, status and the point in time."""
 
-    type: str | None = Field(default=None, max_length=MAX_TYPE_CHARS, description="Only this type, e.g. decision")
-    category: str | None = Field(default=None, max_length=MAX_CATEGORY_CHARS, description="Only this category")
-    topic_path: str | None = Field(default=None, max_length=MAX_TOPIC_PATH_CHARS,
-                                   description="Only under this topic path prefix")
+    type: str | None = Field(
+        default=None, max_length=MAX_TYPE_CHARS, description="Only this type, e.g. decision"
+    )
+    category: str | None = Field(
+        default=None, max_length=MAX_CATEGORY_CHARS, description="Only this category"
+    )
+    topic_path: str | None = Field(
+        default=None, max_length=MAX_TOPIC_PATH_CHARS, description="Only under this topic path prefix"
+    )
     where: Where = where_field()
     include_archived: bool = advanced(False, description="Also archived, expired and superseded memories")
     min_decay: float | None = advanced(ge=0.0, le=1.0, description="Only memories at least this fresh (0..1)")
@@ -228,7 +236,6 @@ class Filters(ScopeParams):
     @property
     def time_travel(self) -> bool:
         return self.as_of_unix_ms is not None or self.valid_at_unix_ms is not None
-
 
 
 # --- validation --------------------------------------------------------------------------------
@@ -253,7 +260,7 @@ def invalid(exc: ValidationError, *, prefix: str = "", model: type[BaseModel] | 
     value broke in the form it has, else the forms it may take."""
     errors = _misspelled_first(exc.errors(include_url=False), model)
     loc = _path(errors[0].get("loc", ()))
-    alternatives = [e for e in errors if _path(e.get("loc", ())) [: len(loc)] == loc and _is_union(e)]
+    alternatives = [e for e in errors if _path(e.get("loc", ()))[: len(loc)] == loc and _is_union(e)]
     err = errors[0]
     if len(alternatives) > 1:
         broke = [e for e in alternatives if e.get("type") not in _TYPE_ERRORS]
@@ -269,8 +276,10 @@ def invalid(exc: ValidationError, *, prefix: str = "", model: type[BaseModel] | 
         own = "" if cause.field == (loc[-1] if loc else "") else cause.field  # "where", not "where.where"
         return InvalidInput(".".join(p for p in (prefix, path, own) if p), cause.message)
     if len(alternatives) > 1 and kind in _TYPE_ERRORS:
-        forms = [_MESSAGES.get(str(e.get("type")), "").removeprefix("must be ").format(**(e.get("ctx") or {}))
-                 for e in alternatives]
+        forms = [
+            _MESSAGES.get(str(e.get("type")), "").removeprefix("must be ").format(**(e.get("ctx") or {}))
+            for e in alternatives
+        ]
         return InvalidInput(field, "must be " + " or ".join(f for f in forms if f))
     if kind == "extra_forbidden":
         message = "unknown argument" if len(loc) == 1 else "unknown field"
@@ -292,8 +301,11 @@ def _misspelled_first(errors: list[Any], model: type[BaseModel] | None) -> list[
     missing = {str(e["loc"][0]) for e in errors if e.get("type") == "missing" and len(e.get("loc", ())) == 1}
     for e in errors:
         loc = e.get("loc", ())
-        if e.get("type") == "extra_forbidden" and len(loc) == 1 and \
-                difflib.get_close_matches(str(loc[0]), sorted(missing), n=1, cutoff=0.6):
+        if (
+            e.get("type") == "extra_forbidden"
+            and len(loc) == 1
+            and difflib.get_close_matches(str(loc[0]), sorted(missing), n=1, cutoff=0.6)
+        ):
             return [e] + [other for other in errors if other is not e]
     return errors
 
@@ -301,7 +313,9 @@ def _misspelled_first(errors: list[Any], model: type[BaseModel] | None) -> list[
 def _is_tag(part: Any) -> bool:
     """A part of an error's location that names a form of a union (``bool``, ``Expansion``,
     ``literal['auto']``, ``constrained-float``), not a field."""
-    return isinstance(part, str) and (part[:1].isupper() or any(c in part for c in "[]-'") or part in _TYPE_TAGS)
+    return isinstance(part, str) and (
+        part[:1].isupper() or any(c in part for c in "[]-'") or part in _TYPE_TAGS
+    )
 
 
 def _path(loc: Any) -> list[str]:
@@ -313,8 +327,19 @@ def _is_union(err: Any) -> bool:
 
 
 _TYPE_TAGS = frozenset({"bool", "int", "str", "float", "dict", "list", "none"})
-_TYPE_ERRORS = frozenset({"bool_type", "int_type", "float_type", "string_type", "list_type", "dict_type",
-                          "model_type", "literal_error", "none_required"})
+_TYPE_ERRORS = frozenset(
+    {
+        "bool_type",
+        "int_type",
+        "float_type",
+        "string_type",
+        "list_type",
+        "dict_type",
+        "model_type",
+        "literal_error",
+        "none_required",
+    }
+)
 
 
 # pydantic's messages, in the engine's words ("limit: must be at least 1").
@@ -332,8 +357,10 @@ _MESSAGES = {
     "float_type": "must be a number",
     "bool_type": "must be true or false",
     "string_type": "must be a string",
-    "string_unicode": ("contains an unpaired surrogate; text must be valid Unicode"  # as check_text says it
-                       " (on a command line: bytes that are not UTF-8)"),
+    "string_unicode": (
+        "contains an unpaired surrogate; text must be valid Unicode"  # as check_text says it
+        " (on a command line: bytes that are not UTF-8)"
+    ),
     "list_type": "must be a list",
     "dict_type": "must be a JSON object",
     "model_type": "must be a JSON object",

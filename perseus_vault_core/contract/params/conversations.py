@@ -4,17 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    Field,
-    field_validator,
-    model_validator,
-)
+from pydantic import AfterValidator, BaseModel, Field, field_validator, model_validator
 
 from ..errors import InvalidInput
 from .base import (
-    Id,
+    _STRICT_IN,
+    _TIME_HELP,
     MAX_BATCH,
     MAX_INT,
     MAX_LIMIT,
@@ -24,10 +19,9 @@ from .base import (
     MAX_SESSION_CHARS,
     MAX_SPEAKER_CHARS,
     MAX_TYPE_CHARS,
+    Id,
     ScopeParams,
     UnixMs,
-    _STRICT_IN,
-    _TIME_HELP,
     check_line,
     check_text,
 )
@@ -76,15 +70,22 @@ class MessageInput(BaseModel):
     model_config = _STRICT_IN
 
     speaker: OptionalName = Field(
-        default=None, max_length=MAX_SPEAKER_CHARS, description="Who said it, e.g. 'Caroline' (default: the role)")
+        default=None,
+        max_length=MAX_SPEAKER_CHARS,
+        description="Who said it, e.g. 'Caroline' (default: the role)",
+    )
     text: Annotated[str, AfterValidator(_message_text)] = Field(
-        max_length=MAX_MESSAGE_CHARS, description="What was said")
+        max_length=MAX_MESSAGE_CHARS, description="What was said"
+    )
     time: UnixMs | None = Field(default=None, description="When it was said (" + _TIME_HELP + ")")
     role: OptionalName = Field(
-        default=None, max_length=MAX_TYPE_CHARS, description="e.g. user, assistant, system")
+        default=None, max_length=MAX_TYPE_CHARS, description="e.g. user, assistant, system"
+    )
     id: OptionalName = Field(
-        default=None, max_length=MAX_MESSAGE_ID_CHARS, description=(
-            "Its own id: sent again, it changes nothing (or updates the turn's text)"))
+        default=None,
+        max_length=MAX_MESSAGE_ID_CHARS,
+        description=("Its own id: sent again, it changes nothing (or updates the turn's text)"),
+    )
 
     @model_validator(mode="after")
     def _someone(self) -> MessageInput:
@@ -101,11 +102,15 @@ class RememberConversationParams(ScopeParams):
     """``remember_conversation``: messages appended to a session as turns, in one transaction."""
 
     session: SessionName = Field(description=_SESSION)
-    agent_id: str | None = Field(default=None, max_length=MAX_SCOPE_CHARS, description="The agent the turns belong to")
-    workspace_hash: str | None = Field(default=None, max_length=MAX_SCOPE_CHARS,
-                                       description="The workspace the turns belong to")
-    messages: list[MessageInput] = Field(max_length=MAX_BATCH, description=(
-        "In the order said, each {speaker or role, text, time?, id?}"))
+    agent_id: str | None = Field(
+        default=None, max_length=MAX_SCOPE_CHARS, description="The agent the turns belong to"
+    )
+    workspace_hash: str | None = Field(
+        default=None, max_length=MAX_SCOPE_CHARS, description="The workspace the turns belong to"
+    )
+    messages: list[MessageInput] = Field(
+        max_length=MAX_BATCH, description=("In the order said, each {speaker or role, text, time?, id?}")
+    )
 
     @field_validator("messages")
     @classmethod
@@ -123,12 +128,18 @@ class ConversationParams(ScopeParams):
     """``conversation``: a session's turns in order, a page at a time or around one turn."""
 
     session: SessionName = Field(description=_SESSION)
-    around: Id | None = Field(default=None, description=(
-        "A turn's memory id (e.g. a recall hit): it, with the turns before and after"))
+    around: Id | None = Field(
+        default=None,
+        description=("A turn's memory id (e.g. a recall hit): it, with the turns before and after"),
+    )
     before: int = Field(default=3, ge=0, le=100, description="With around: how many turns before it")
     after: int = Field(default=3, ge=0, le=100, description="With around: how many turns after it")
-    from_turn: int = Field(default=1, ge=1, le=MAX_INT, description=(
-        "Without around: the first turn (next_turn of the last page)"))
+    from_turn: int = Field(
+        default=1,
+        ge=1,
+        le=MAX_INT,
+        description=("Without around: the first turn (next_turn of the last page)"),
+    )
     limit: int = Field(default=100, ge=1, le=MAX_LIMIT, description="Without around: most turns per page")
 
     @model_validator(mode="after")
@@ -137,6 +148,10 @@ class ConversationParams(ScopeParams):
         given = self.model_fields_set
         for name in ("before", "after") if self.around is None else ("from_turn", "limit"):
             if name in given:
-                raise InvalidInput(name, "applies only with around" if self.around is None else
-                                   "does not apply with around (use before and after)")
+                raise InvalidInput(
+                    name,
+                    "applies only with around"
+                    if self.around is None
+                    else "does not apply with around (use before and after)",
+                )
         return self

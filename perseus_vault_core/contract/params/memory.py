@@ -4,21 +4,16 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import (
-    AfterValidator,
-    Field,
-    field_validator,
-    model_validator,
-)
+from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from ..errors import InvalidInput
 from ..memory_names import check_name, valid_date  # the memory layer owns what a file name may be
 from ..text import line_break
 from .base import (
     MAX_ENTRY_CHARS,
-    MAX_SCOPE_CHARS,
     MAX_LIMIT,
     MAX_QUERY_CHARS,
+    MAX_SCOPE_CHARS,
     MAX_SECTION_CHARS,
     ScopeParams,
     _optional_text,
@@ -63,12 +58,17 @@ _SECTION = "The section's heading text (without ##)"
 
 
 class MemoryRecallParams(ScopeParams):
-    query: str = Field(max_length=MAX_QUERY_CHARS, description=(
-        "The topic, in content words ('testing philosophy')"))
-    file: str | None = Field(default=None, max_length=4_096, description=(
-        "Only this memory file (exact case, without .md); omit for all files"))
-    limit: int = Field(default=50, ge=1, le=MAX_LIMIT, description=(
-        "Most entries (the least relevant are dropped)"))
+    query: str = Field(
+        max_length=MAX_QUERY_CHARS, description=("The topic, in content words ('testing philosophy')")
+    )
+    file: str | None = Field(
+        default=None,
+        max_length=4_096,
+        description=("Only this memory file (exact case, without .md); omit for all files"),
+    )
+    limit: int = Field(
+        default=50, ge=1, le=MAX_LIMIT, description=("Most entries (the least relevant are dropped)")
+    )
 
     @field_validator("query")
     @classmethod
@@ -87,8 +87,11 @@ class ListMemoryFilesParams(ScopeParams):
 
 class GetMemoryParams(ScopeParams):
     file: FileName = Field(description=_FILE)
-    section: str | None = Field(default=None, max_length=MAX_SECTION_CHARS, description=(
-        "One section's heading text (without ##); omit for the whole file"))
+    section: str | None = Field(
+        default=None,
+        max_length=MAX_SECTION_CHARS,
+        description=("One section's heading text (without ##); omit for the whole file"),
+    )
     entries: bool = advanced(False, description="Also list its entries, each with its section and date")
 
     @field_validator("section")
@@ -100,7 +103,9 @@ class GetMemoryParams(ScopeParams):
 class AddMemoryParams(ScopeParams):
     file: FileName = Field(description="The memory file's name without .md; created if missing")
     section: SectionTitle = Field(description=_SECTION)
-    text: Annotated[str, AfterValidator(_entry_text)] = Field(max_length=MAX_ENTRY_CHARS, description="The entry's text")
+    text: Annotated[str, AfterValidator(_entry_text)] = Field(
+        max_length=MAX_ENTRY_CHARS, description="The entry's text"
+    )
     date: EntryDate = Field(default=None, description="The entry's date, YYYY-MM-DD (default today, UTC)")
 
 
@@ -108,8 +113,13 @@ class DeleteMemoryParams(ScopeParams):
     file: FileName = Field(description=_FILE)
     section: SectionTitle = Field(description=_SECTION)
     date: str | None = Field(default=None, max_length=32, description="The entry's date, YYYY-MM-DD")
-    text: Annotated[str | None, AfterValidator(_entry_text)] = Field(default=None, max_length=MAX_ENTRY_CHARS, description=(
-        "The entry's text, or a part of it that only that entry contains (not empty: that would match every entry)"))
+    text: Annotated[str | None, AfterValidator(_entry_text)] = Field(
+        default=None,
+        max_length=MAX_ENTRY_CHARS,
+        description=(
+            "The entry's text, or a part of it that only that entry contains (not empty: that would match every entry)"
+        ),
+    )
 
     @model_validator(mode="after")
     def _chosen(self) -> DeleteMemoryParams:
@@ -122,15 +132,22 @@ class MemoryImportParams(ScopeParams):
     """``memory_import``: a folder's memory files and notes, reconciled with the vault's."""
 
     folder: str = Field(description="The folder to import: its memory files and its other markdown notes")
-    memory_dir: str = Field(default="About Me", description=(
-        "The subfolder holding the memory files (the folder itself when there is none)"))
+    memory_dir: str = Field(
+        default="About Me",
+        description=("The subfolder holding the memory files (the folder itself when there is none)"),
+    )
     bind: bool = Field(default=False, description="Let add_memory and delete_memory rewrite the files there")
-    agent_id: str | None = Field(default=None, max_length=MAX_SCOPE_CHARS, description="The agent the entries belong to")
-    workspace_hash: str | None = Field(default=None, max_length=MAX_SCOPE_CHARS,
-                                       description="The workspace the entries belong to")
+    agent_id: str | None = Field(
+        default=None, max_length=MAX_SCOPE_CHARS, description="The agent the entries belong to"
+    )
+    workspace_hash: str | None = Field(
+        default=None, max_length=MAX_SCOPE_CHARS, description="The workspace the entries belong to"
+    )
 
 
 class MemoryExportParams(ScopeParams):
     """``memory_export``: every memory file in scope, written byte for byte as stored."""
 
-    folder: str = Field(description="The folder to write each memory file to, as <file>.md (created if missing)")
+    folder: str = Field(
+        description="The folder to write each memory file to, as <file>.md (created if missing)"
+    )

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from .base import ScopeParams, _STRICT_IN
+from .base import _STRICT_IN, ScopeParams
 
 
 class ImportParams(BaseModel):
@@ -16,7 +16,9 @@ class ImportParams(BaseModel):
 
     model_config = _STRICT_IN
 
-    source: str = Field(description="The JSONL file: an export, or one memory a line shaped like remember's arguments")
+    source: str = Field(
+        description="The JSONL file: an export, or one memory a line shaped like remember's arguments"
+    )
 
 
 class ExportParams(ScopeParams):

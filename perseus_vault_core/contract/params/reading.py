@@ -4,19 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    field_validator,
-    model_validator,
-)
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from .base import (
-    CommunityMethod,
-    Direction,
-    Filters,
-    Id,
+    _STRICT_IN,
+    _TIME_HELP,
     MAX_CATEGORY_CHARS,
     MAX_CONTEXT_CHARS,
     MAX_CONTEXT_INPUT_CHARS,
@@ -28,13 +20,15 @@ from .base import (
     MAX_RELATION_CHARS,
     MAX_TOPIC_PATH_CHARS,
     MAX_TYPE_CHARS,
+    CommunityMethod,
+    Direction,
+    Filters,
+    Id,
     MinScore,
     Mode,
     ScopeParams,
     UnixMs,
     Where,
-    _STRICT_IN,
-    _TIME_HELP,
     _optional_text,
     _words,
     advanced,
@@ -76,35 +70,60 @@ class Fusion(BaseModel):
 class RecallParams(Filters):
     """Every parameter of ``recall``, with its default (docs/recall.md)."""
 
-    query: str = Field(max_length=MAX_QUERY_CHARS, description=(
-        "What to find (words are OR'd); '' lists everything in scope"))
-    mode: Mode | None = Field(default=None, description=(
-        "fts5 (keyword), dense (meaning) or hybrid (both; the default with vectors)"))
+    query: str = Field(
+        max_length=MAX_QUERY_CHARS,
+        description=("What to find (words are OR'd); '' lists everything in scope"),
+    )
+    mode: Mode | None = Field(
+        default=None,
+        description=("fts5 (keyword), dense (meaning) or hybrid (both; the default with vectors)"),
+    )
     limit: int = Field(default=10, ge=1, le=MAX_LIMIT, description="Most results to return")
     offset: int = Field(default=0, ge=0, le=MAX_INT, description="Results to skip (clamped at 10,000)")
-    min_score: MinScore = Field(default="auto", description=(
-        "Leave out memories less relevant than this ('auto': what the arms judge unrelated; null or none: the "
-        "plain top-k)"))
-    preview_cap: int | None = Field(default=None, ge=1, le=MAX_INT, description=(
-        "Cut each memory to about N characters"))
-    startup: bool = advanced(False, description="Re-rank by actionability (concrete beats vague); adds actionability")
-    profile: Literal["validity"] | None = advanced(description=(
-        "Re-rank by freshness, provenance and expiry; adds validity"))
+    min_score: MinScore = Field(
+        default="auto",
+        description=(
+            "Leave out memories less relevant than this ('auto': what the arms judge unrelated; null or none: the "
+            "plain top-k)"
+        ),
+    )
+    preview_cap: int | None = Field(
+        default=None, ge=1, le=MAX_INT, description=("Cut each memory to about N characters")
+    )
+    startup: bool = advanced(
+        False, description="Re-rank by actionability (concrete beats vague); adds actionability"
+    )
+    profile: Literal["validity"] | None = advanced(
+        description=("Re-rank by freshness, provenance and expiry; adds validity")
+    )
     validity_annotate: bool = advanced(False, description="Add validity without re-ranking")
     expansion: bool | Expansion | None = advanced(description="Add indexed stem variants of query words")
-    trust_weight: float = advanced(0.15, ge=0.0, le=10.0, description="Boost for verified or certain provenance")
-    content_weight: float = advanced(0.0, ge=0.0, le=10.0, description="Boost for content with the query words")
+    trust_weight: float = advanced(
+        0.15, ge=0.0, le=10.0, description="Boost for verified or certain provenance"
+    )
+    content_weight: float = advanced(
+        0.0, ge=0.0, le=10.0, description="Boost for content with the query words"
+    )
     diversity_halving: float = advanced(1.0, gt=0.0, le=1.0, description="Per-keyword quota factor (1 = off)")
     recency_half_life_secs: float | None = advanced(gt=0.0, description="Multiply scores by 0.5^(age / this)")
     reinforce: bool = advanced(True, description="Count this retrieval (retrieval_count, last_accessed_ms)")
     fusion: Fusion | None = advanced(description="Hybrid fusion weights")
-    curate: bool = advanced(True, description=(
-        "Collapse memories kept as duplicates (the others' ids in duplicates); a newer fact goes before the "
-        "older it updates (marked outdated_by)"))
-    include_outdated: bool = advanced(True, description=(
-        "Keep memories a newer one may update (marked outdated_by); false leaves out confirmed ones"))
-    follow_links: bool = advanced(False, description=(
-        "Also rank memories linked to the best hits (one hop; docs/recall.md)"))
+    curate: bool = advanced(
+        True,
+        description=(
+            "Collapse memories kept as duplicates (the others' ids in duplicates); a newer fact goes before the "
+            "older it updates (marked outdated_by)"
+        ),
+    )
+    include_outdated: bool = advanced(
+        True,
+        description=(
+            "Keep memories a newer one may update (marked outdated_by); false leaves out confirmed ones"
+        ),
+    )
+    follow_links: bool = advanced(
+        False, description=("Also rank memories linked to the best hits (one hop; docs/recall.md)")
+    )
 
     @field_validator("query")
     @classmethod
@@ -127,11 +146,16 @@ class RecallParams(Filters):
 class ScanParams(Filters):
     """``scan``: a keyset page of every visible memory by ascending id."""
 
-    cursor: str | None = Field(default=None, max_length=256, description=(
-        "next_cursor of the previous page (omit for the first page)"))
+    cursor: str | None = Field(
+        default=None,
+        max_length=256,
+        description=("next_cursor of the previous page (omit for the first page)"),
+    )
     limit: int = Field(default=100, ge=1, le=MAX_LIMIT, description="Most memories per page")
-    status: StatusName | None = Field(default=None, description=(
-        "Only memories with this status (others than active included when asked for)"))
+    status: StatusName | None = Field(
+        default=None,
+        description=("Only memories with this status (others than active included when asked for)"),
+    )
 
 
 class FactParams(ScopeParams):
@@ -170,7 +194,8 @@ class TraverseParams(Filters):
     start: Id = Field(description="The memory to walk from")
     depth: int = Field(default=2, ge=0, le=10, description="How many hops to walk")
     relations: list[Annotated[str, Field(max_length=MAX_RELATION_CHARS)]] | None = Field(
-        default=None, max_length=100, description="Follow only links of these types (omit for all)")
+        default=None, max_length=100, description="Follow only links of these types (omit for all)"
+    )
     direction: Direction = Field(default="both", description="Follow links out of, into, or both ways")
     inferred: bool = advanced(True, description="Also follow inferred links (docs/curation.md)")
 
@@ -178,14 +203,20 @@ class TraverseParams(Filters):
 class HygieneParams(ScopeParams):
     """``hygiene``: which memories to examine and how many flagged ones to return."""
 
-    type: str | None = Field(default=None, max_length=MAX_TYPE_CHARS, description="Only memories of this type")
-    category: str | None = Field(default=None, max_length=MAX_CATEGORY_CHARS, description="Only this category")
-    topic_path: str | None = Field(default=None, max_length=MAX_TOPIC_PATH_CHARS,
-                                   description="Only under this topic path prefix")
+    type: str | None = Field(
+        default=None, max_length=MAX_TYPE_CHARS, description="Only memories of this type"
+    )
+    category: str | None = Field(
+        default=None, max_length=MAX_CATEGORY_CHARS, description="Only this category"
+    )
+    topic_path: str | None = Field(
+        default=None, max_length=MAX_TOPIC_PATH_CHARS, description="Only under this topic path prefix"
+    )
     where: Where = where_field()
     limit: int = Field(default=100, ge=1, le=MAX_LIMIT, description="Most flagged memories to return")
-    min_age_days: int = Field(default=7, ge=0, le=1_000_000,
-                              description="Flag 'never retrieved' only if at least this old")
+    min_age_days: int = Field(
+        default=7, ge=0, le=1_000_000, description="Flag 'never retrieved' only if at least this old"
+    )
 
     @field_validator("type", "category", "topic_path")
     @classmethod
@@ -194,20 +225,28 @@ class HygieneParams(ScopeParams):
 
     def filters(self) -> Filters:
         """The memories to examine, as recall's filters."""
-        return Filters(type=self.type, category=self.category, topic_path=self.topic_path, where=self.where,
-                       agent_id=self.agent_id, workspace_hash=self.workspace_hash)
+        return Filters(
+            type=self.type,
+            category=self.category,
+            topic_path=self.topic_path,
+            where=self.where,
+            agent_id=self.agent_id,
+            workspace_hash=self.workspace_hash,
+        )
 
 
 class CommunitiesParams(Filters):
     """``communities``: which graph (the filters), how to cluster it, and how much to return."""
 
-    method: CommunityMethod = Field(default="label_propagation", description=(
-        "label_propagation (fast) or modularity (Louvain)"))
+    method: CommunityMethod = Field(
+        default="label_propagation", description=("label_propagation (fast) or modularity (Louvain)")
+    )
     min_size: int = Field(default=2, ge=1, le=MAX_INT, description="Smallest community to report")
     limit: int = Field(default=100, ge=1, le=MAX_LIMIT, description="Most communities to return")
     central: int = Field(default=5, ge=0, le=100, description="Most central members listed per community")
-    containing: list[Id] | None = Field(default=None, max_length=MAX_LIMIT, description=(
-        "Only the communities holding one of these memories"))
+    containing: list[Id] | None = Field(
+        default=None, max_length=MAX_LIMIT, description=("Only the communities holding one of these memories")
+    )
 
     @field_validator("min_decay")
     @classmethod
@@ -219,7 +258,9 @@ class CommunitiesParams(Filters):
 
 class CommunitySummaryParams(ScopeParams):
     community_id: str = Field(min_length=1, max_length=64, description="A community's id, from communities")
-    method: CommunityMethod = Field(default="label_propagation", description="The clustering the id comes from")
+    method: CommunityMethod = Field(
+        default="label_propagation", description="The clustering the id comes from"
+    )
     max_chars: int = Field(default=1_200, ge=200, le=20_000, description="Size budget of the summary")
     refresh: bool = Field(default=False, description="Rewrite the summary even if a current one exists")
 
@@ -227,13 +268,19 @@ class CommunitySummaryParams(ScopeParams):
 class GlobalRecallParams(ScopeParams):
     """``global_recall``: the question, how many communities to open and how deep, and the budget."""
 
-    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, description="A broad question spanning many memories")
-    mode: Mode | None = Field(default=None, description="How summaries and members are matched (as recall's mode)")
+    query: str = Field(
+        min_length=1, max_length=MAX_QUERY_CHARS, description="A broad question spanning many memories"
+    )
+    mode: Mode | None = Field(
+        default=None, description="How summaries and members are matched (as recall's mode)"
+    )
     communities: int = Field(default=3, ge=1, le=50, description="How many communities to open")
     per_community: int = Field(default=5, ge=1, le=100, description="Most evidence memories per community")
     max_chars: int = Field(default=4_000, ge=200, le=100_000, description="Size budget of the answer context")
     where: Where = Field(default=None, description="Only evidence whose fields match (as recall's where)")
-    min_score: MinScore = advanced(description="Evidence scoring below this is left out ('auto': the mode's threshold)")
+    min_score: MinScore = advanced(
+        description="Evidence scoring below this is left out ('auto': the mode's threshold)"
+    )
     method: CommunityMethod = advanced("label_propagation", description="Clustering method")
     min_size: int = advanced(2, ge=1, le=MAX_INT, description="Smallest community considered")
     reinforce: bool = advanced(True, description="Count the evidence as retrieved")
@@ -247,8 +294,9 @@ class GlobalRecallParams(ScopeParams):
 class _ContextInput(ScopeParams):
     """Inputs that match against a context (the agent's coming turn) rather than a query."""
 
-    context: str = Field(max_length=MAX_CONTEXT_INPUT_CHARS, description=(
-        "The user's message and what you are about to do"))
+    context: str = Field(
+        max_length=MAX_CONTEXT_INPUT_CHARS, description=("The user's message and what you are about to do")
+    )
 
     @field_validator("context")
     @classmethod
@@ -261,12 +309,18 @@ class RecallWhenParams(_ContextInput):
     """``recall_when``: the context to match triggers against, the filters, and how to match."""
 
     limit: int = Field(default=10, ge=1, le=MAX_LIMIT, description="Most memories to return")
-    type: str | None = Field(default=None, max_length=MAX_TYPE_CHARS, description="Only memories of this type")
-    category: str | None = Field(default=None, max_length=MAX_CATEGORY_CHARS, description="Only this category")
-    topic_path: str | None = Field(default=None, max_length=MAX_TOPIC_PATH_CHARS,
-                                   description="Only under this topic path prefix")
-    semantic: bool | None = Field(default=None, description=(
-        "Also match triggers by meaning (default: when the vault has vectors)"))
+    type: str | None = Field(
+        default=None, max_length=MAX_TYPE_CHARS, description="Only memories of this type"
+    )
+    category: str | None = Field(
+        default=None, max_length=MAX_CATEGORY_CHARS, description="Only this category"
+    )
+    topic_path: str | None = Field(
+        default=None, max_length=MAX_TOPIC_PATH_CHARS, description="Only under this topic path prefix"
+    )
+    semantic: bool | None = Field(
+        default=None, description=("Also match triggers by meaning (default: when the vault has vectors)")
+    )
     where: Where = where_field()
     min_similarity: float = advanced(0.6, ge=-1.0, le=1.0, description="Cosine a meaning match needs")
     query_time_unix_ms: UnixMs | None = advanced(description="The 'now' expiry is judged at (replay)")
@@ -281,9 +335,13 @@ class PrepareParams(_ContextInput):
     related: int = Field(default=5, ge=0, le=100, description="Most other relevant memories in the block")
     mode: Mode | None = Field(default=None, description="How related memories are found (as recall's mode)")
     where: Where = where_field()
-    min_score: MinScore = advanced("auto", description=(
-        "Leave out related memories scoring below this ('auto': the mode's)"))
-    semantic: bool | None = advanced(description="Also match trigger phrases by meaning (default: when possible)")
+    min_score: MinScore = advanced(
+        "auto", description=("Leave out related memories scoring below this ('auto': the mode's)")
+    )
+    semantic: bool | None = advanced(
+        description="Also match trigger phrases by meaning (default: when possible)"
+    )
     reinforce: bool = advanced(False, description="Count the memories shown as retrieved")
-    include_outdated: bool = advanced(False, description=(
-        "Also show memories confirmed outdated (left out by default)"))
+    include_outdated: bool = advanced(
+        False, description=("Also show memories confirmed outdated (left out by default)")
+    )

@@ -107,30 +107,35 @@ def render() -> str:
     models: set[type[BaseModel]] = set()
     classes = []
     for name, (model, named) in OPTIONS.items():
-        lines = [f"class {name}(TypedDict, total=False):",
-                 f'    """{model.__name__}\'s fields{" but " + ", ".join(named) if named else ""}."""', ""]
+        lines = [
+            f"class {name}(TypedDict, total=False):",
+            f'    """{model.__name__}\'s fields{" but " + ", ".join(named) if named else ""}."""',
+            "",
+        ]
         for field, info in model.model_fields.items():
             if field not in named:
                 lines.append(f"    {field}: {field_text(info, models)}")
         classes.append("\n".join(lines))
     imports = sorted(_import(m) for m in models)
-    return "\n".join([
-        '"""Keyword options of Vault\'s verbs, one TypedDict per params model (generated: do not edit).',
-        "",
-        "Regenerate with ``python -m perseus_vault_core.contract.params.signatures > perseus_vault_core/contract/params/options.py``.",
-        '"""',
-        "",
-        "from __future__ import annotations",
-        "",
-        "import datetime as dt",
-        "from typing import Any, Literal, TypedDict",
-        "",
-        *imports,
-        "",
-        "",
-        "\n\n\n".join(classes),
-        "",
-    ])
+    return "\n".join(
+        [
+            '"""Keyword options of Vault\'s verbs, one TypedDict per params model (generated: do not edit).',
+            "",
+            "Regenerate with ``python -m perseus_vault_core.contract.params.signatures > perseus_vault_core/contract/params/options.py``.",
+            '"""',
+            "",
+            "from __future__ import annotations",
+            "",
+            "import datetime as dt",
+            "from typing import Any, Literal, TypedDict",
+            "",
+            *imports,
+            "",
+            "",
+            "\n\n\n".join(classes),
+            "",
+        ]
+    )
 
 
 def signature_fields(method: Any) -> tuple[dict[str, Any], set[str]]:

@@ -37,9 +37,9 @@ from typing import Any, Literal
 
 from ...primitives.dbapi import Connection
 from ...primitives.filters import FROM, View
+from ...recall.curation import INFERRED, JUDGE
 from ...storage.base import ChangeLog
 from ..graph import open_links
-from ...recall.curation import INFERRED, JUDGE
 
 Method = Literal["label_propagation", "modularity"]
 METHODS: tuple[str, ...] = ("label_propagation", "modularity")
@@ -124,12 +124,15 @@ def load(conn: Connection, view: View) -> Graph:
     placed: set[int] = set()  # the memories someone linked: their written links decide their communities
     inferred: list[tuple[int, int, float]] = []
     for a, b, weight, source, relation in conn.execute(
-            f"SELECT l.from_id, l.to_id, l.weight, l.source, l.relation FROM links l WHERE {clause}", params):
+        f"SELECT l.from_id, l.to_id, l.weight, l.source, l.relation FROM links l WHERE {clause}", params
+    ):
         if a not in nodes or b not in nodes or nodes[a] != nodes[b]:
             continue
         if source == INFERRED:
             inferred.append((a, b, weight))
-        elif source != JUDGE or relation != "distinct":  # a judge's verdict counts as written, but for 'distinct'
+        elif (
+            source != JUDGE or relation != "distinct"
+        ):  # a judge's verdict counts as written, but for 'distinct'
             weights[(a, b) if a < b else (b, a)].append(weight)
             placed.update((a, b))
     # The relations the vault judged at write time (features/relations.py) cluster the memories nobody linked: an
@@ -228,17 +231,27 @@ class Communities:
         self._lock = threading.Lock()
         self._memo: OrderedDict[str, list[tuple[int, ...]]] = OrderedDict()
         # view -> (stamp, built at, valid until, partition)
-        self._partitions: OrderedDict[tuple[Any, ...], tuple[tuple[int, ...], int, int | None, Partition]] = OrderedDict()
+        self._partitions: OrderedDict[tuple[Any, ...], tuple[tuple[int, ...], int, int | None, Partition]] = (
+            OrderedDict()
+        )
         self.clustered = 0  # components clustered (not served from the memo) since this object was made
 
     def partition(self, conn: Connection, view: View, method: str) -> Partition:
-        key = (method, view.where, tuple(sorted((k, v) for k, v in view.params.items() if k not in ("now", "instant"))))
+        key = (
+            method,
+            view.where,
+            tuple(sorted((k, v) for k, v in view.params.items() if k not in ("now", "instant"))),
+        )
         current = stamp(conn, self._changes)
         with self._lock:
             kept = self._partitions.get(key)
         if kept is not None:
             kept_stamp, built_at, next_change, partition = kept
-            if kept_stamp == current and built_at <= view.instant and (next_change is None or view.instant < next_change):
+            if (
+                kept_stamp == current
+                and built_at <= view.instant
+                and (next_change is None or view.instant < next_change)
+            ):
                 return partition
         graph = load(conn, view)
         partition = self._build(graph, method)
@@ -254,7 +267,9 @@ class Communities:
         parts = components(graph)
         if method == "modularity" and parts:
             # Modularity weighs each community against the whole graph, so the graph is one unit.
-            parts = [(sorted(n for nodes, _ in parts for n in nodes), [e for _, edges in parts for e in edges])]
+            parts = [
+                (sorted(n for nodes, _ in parts for n in nodes), [e for _, edges in parts for e in edges])
+            ]
         for nodes, edges in parts:
             print_ = fingerprint(method, nodes, edges)
             with self._lock:

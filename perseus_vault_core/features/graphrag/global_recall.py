@@ -34,8 +34,9 @@ MEMBER_SHARE = 0.1  # of a member hit's reciprocal rank: a summary found counts 
 VOTERS = 50  # the memories recalled for the question whose communities count towards choosing them
 
 
-def choose(summary_hits: list[RecallItem], member_hits: list[RecallItem], groups: dict[str, Group], n: int
-           ) -> list[tuple[Group, RecallItem]]:
+def choose(
+    summary_hits: list[RecallItem], member_hits: list[RecallItem], groups: dict[str, Group], n: int
+) -> list[tuple[Group, RecallItem]]:
     """The ``n`` best communities of the caller's view: each scored by the reciprocal rank of its summary among
     ``summary_hits`` plus that of each of its members among ``member_hits`` (``1 / (RANK_K + rank)``), so a
     community whose summary names the question and one whose members answer it both count; ties by the summary's
@@ -43,7 +44,10 @@ def choose(summary_hits: list[RecallItem], member_hits: list[RecallItem], groups
     ranked: dict[str, tuple[int, RecallItem]] = {}
     for rank, item in enumerate(summary_hits, start=1):
         group = groups.get(item.key)
-        if group is None or (group.agent_id, group.workspace_hash) != (item.agent_id or "", item.workspace_hash or ""):
+        if group is None or (group.agent_id, group.workspace_hash) != (
+            item.agent_id or "",
+            item.workspace_hash or "",
+        ):
             continue
         ranked.setdefault(group.id, (rank, item))
     score = {gid: 1 / (RANK_K + rank) for gid, (rank, _) in ranked.items()}
@@ -55,8 +59,9 @@ def choose(summary_hits: list[RecallItem], member_hits: list[RecallItem], groups
     return [(groups[ranked[gid][1].key], ranked[gid][1]) for gid in best]
 
 
-def plan_evidence(group: Group, hits: list[int], per_community: int,
-                  allowed: set[int] | None = None) -> list[tuple[int, str, int]]:
+def plan_evidence(
+    group: Group, hits: list[int], per_community: int, allowed: set[int] | None = None
+) -> list[tuple[int, str, int]]:
     """(member id, via, hops) for one community, in the order they should be shown; only ``allowed``
     members, when given (a where filter's), are shown, though links are followed through the others."""
     chosen: list[tuple[int, str, int]] = []
@@ -107,8 +112,11 @@ def context(query: str, chosen: list[GlobalCommunity], max_chars: int) -> str:
             gc.summary,
             "Evidence:",
         ]
-        section += [f"- [{escape_breaks(f'{e.category}/{e.key}')}] {clip_line(_said(e), EVIDENCE_CHARS)} "
-                    f"(#{e.id}, {truth(e)})" for e in gc.evidence]  # dated, as recall's lines
+        section += [
+            f"- [{escape_breaks(f'{e.category}/{e.key}')}] {clip_line(_said(e), EVIDENCE_CHARS)} "
+            f"(#{e.id}, {truth(e)})"
+            for e in gc.evidence
+        ]  # dated, as recall's lines
         for line in section:
             if used + 1 + len(line) > max_chars:
                 break

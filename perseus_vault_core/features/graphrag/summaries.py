@@ -66,7 +66,9 @@ def _cut(text: str, limit: int) -> str:
     return cut + "…"
 
 
-def extract(members: list[tuple[int, str | None, str]], size: int, max_chars: int) -> tuple[str, str, list[str]]:
+def extract(
+    members: list[tuple[int, str | None, str]], size: int, max_chars: int
+) -> tuple[str, str, list[str]]:
     """(title, text, headline terms) for a community. ``members``: (id, summary, content), most
     central first; ``size``: the community's size (``members`` may be only its central part). Pure."""
     df: Counter[str] = Counter()
@@ -95,7 +97,9 @@ def extract(members: list[tuple[int, str | None, str]], size: int, max_chars: in
 
 
 def _best_sentence(summary: str | None, content: str, df: Counter[str]) -> str:
-    candidates = [s.strip() for part in (summary or "", content) for s in _SENTENCE_END.split(part) if s.strip()]
+    candidates = [
+        s.strip() for part in (summary or "", content) for s in _SENTENCE_END.split(part) if s.strip()
+    ]
     best, best_score = "", -1.0
     for sentence in candidates:
         unique = {s for s, _ in _stems(sentence)}
@@ -122,7 +126,10 @@ def existing(conn: Connection, groups: list[Group]) -> dict[str, int]:
         "CROSS JOIN entity_versions v ON v.entity_id = e.id AND v.scope = e.scope AND v.recorded_to_ms IS NULL "
         "WHERE v.status = 'active'"
     )
-    return {key: int(entity_id) for key, entity_id in conn.execute(sql, {"wanted": wanted, "category": SUMMARY_CATEGORY})}
+    return {
+        key: int(entity_id)
+        for key, entity_id in conn.execute(sql, {"wanted": wanted, "category": SUMMARY_CATEGORY})
+    }
 
 
 def member_texts(conn: Connection, group: Group) -> list[tuple[int, str | None, str]]:
@@ -135,8 +142,10 @@ def member_texts(conn: Connection, group: Group) -> list[tuple[int, str | None, 
         "v.recorded_to_ms IS NULL",
         {"ids": id_list(central)},
     )
-    by_id = {int(r[0]): (int(r[0]), None, line_of(r[2], r[1])) if r[3] == TURN_TYPE else (int(r[0]), r[1], r[2])
-             for r in rows}
+    by_id = {
+        int(r[0]): (int(r[0]), None, line_of(r[2], r[1])) if r[3] == TURN_TYPE else (int(r[0]), r[1], r[2])
+        for r in rows
+    }
     return [by_id[i] for i in central if i in by_id]
 
 
@@ -152,7 +161,9 @@ def topic(conn: Connection, group: Group) -> str | None:
     return str(min(rows, key=lambda r: (-r[1], len(r[0]), r[0]))[0])
 
 
-def attach(backend: Backend, conn: Connection, summary_id: int, group: Group, current_ids: set[str], now_ms: int) -> list[int]:
+def attach(
+    backend: Backend, conn: Connection, summary_id: int, group: Group, current_ids: set[str], now_ms: int
+) -> list[int]:
     """Link a freshly written summary to its members and archive the summaries it replaces (those
     of its members' former communities). Returns the archived summaries' ids."""
     graph.link_many(backend, conn, summary_id, list(group.members), RELATION, now_ms)
@@ -164,7 +175,12 @@ def attach(backend: Backend, conn: Connection, summary_id: int, group: Group, cu
     replaced = []
     for (old_id,) in sorted(rows):
         old = store.head_row(conn, int(old_id))
-        if old is None or old["type"] != SUMMARY_TYPE or old["status"] != "active" or old["key"] in current_ids:
+        if (
+            old is None
+            or old["type"] != SUMMARY_TYPE
+            or old["status"] != "active"
+            or old["key"] in current_ids
+        ):
             continue
         if (old["agent_id"], old["workspace_hash"]) != (group.agent_id, group.workspace_hash):
             continue

@@ -69,18 +69,33 @@ class FileRecord:
             body["raw_b64"] = self.raw_b64
         sections = [s.title for s in self.parsed.sections]
         content = f"Memory file {self.name}: {len(self.parsed.entries)} entries" + (
-            f" in sections {', '.join(sections)}" if sections else "")
-        return {"category": FILE_CATEGORY, "key": self.name, "type": FILE_TYPE, "content": content,
-                "body": body, "provenance_class": "imported", **scope}
+            f" in sections {', '.join(sections)}" if sections else ""
+        )
+        return {
+            "category": FILE_CATEGORY,
+            "key": self.name,
+            "type": FILE_TYPE,
+            "content": content,
+            "body": body,
+            "provenance_class": "imported",
+            **scope,
+        }
 
     def entry_items(self, scope: dict[str, Any]) -> list[dict[str, Any]]:
         out = []
         for entry, key in zip(self.parsed.entries, entry_keys(self.parsed.entries)):
-            out.append({
-                "category": entry_category(self.name), "key": key, "type": ENTRY_TYPE, "content": entry.text,
-                "body": {"file": self.name, "section": entry.section, "date": entry.date},
-                "topic_path": "memory/" + self.name, "provenance_class": "imported", **scope,
-            })
+            out.append(
+                {
+                    "category": entry_category(self.name),
+                    "key": key,
+                    "type": ENTRY_TYPE,
+                    "content": entry.text,
+                    "body": {"file": self.name, "section": entry.section, "date": entry.date},
+                    "topic_path": "memory/" + self.name,
+                    "provenance_class": "imported",
+                    **scope,
+                }
+            )
         return out
 
     @property
@@ -115,7 +130,9 @@ OUTSIDE = "a symlink that leads outside the folder: not read"
 
 def _shown(name: str) -> str:
     """``name`` with control characters escaped, so a report line stays one line."""
-    return "".join((f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}") if is_control(c) else c for c in name)
+    return "".join(
+        (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}") if is_control(c) else c for c in name
+    )
 
 
 def inside(path: Path, folder: Path) -> bool:
@@ -132,7 +149,9 @@ def jailed(folder: Path, name: str, field: str = "file") -> Path:
         raise InvalidInput(field, problem)
     real = Path(os.path.realpath(folder / f"{name}.md"))
     if not inside(real.parent, folder):
-        raise InvalidInput(field, f"{name}.md in {folder} is a symlink that leads outside that folder; refused")
+        raise InvalidInput(
+            field, f"{name}.md in {folder} is a symlink that leads outside that folder; refused"
+        )
     return real
 
 
@@ -218,7 +237,9 @@ def read_folder(folder: Path, directory: Path, scope: dict[str, Any]) -> FolderC
     return FolderContents(records, notes, skipped)
 
 
-def note_item(folder: Path, path: Path, data: bytes, scope: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+def note_item(
+    folder: Path, path: Path, data: bytes, scope: dict[str, Any]
+) -> tuple[dict[str, Any], list[str]]:
     """A note as a remember item, and the targets of its wikilinks."""
     text = data.decode("utf-8", errors="replace")
     front: dict[str, str] = {}
@@ -235,8 +256,16 @@ def note_item(folder: Path, path: Path, data: bytes, scope: dict[str, Any]) -> t
                 break
     rel = path.relative_to(folder).with_suffix("").as_posix()
     title = next((ln.lstrip("#").strip() for ln in body_text.splitlines() if ln.startswith("# ")), path.stem)
-    item = {"category": NOTE_CATEGORY, "key": rel[:512], "type": NOTE_TYPE, "content": body_text,
-            "summary": title, "body": {"path": rel, "front_matter": front}, "provenance_class": "imported", **scope}
+    item = {
+        "category": NOTE_CATEGORY,
+        "key": rel[:512],
+        "type": NOTE_TYPE,
+        "content": body_text,
+        "summary": title,
+        "body": {"path": rel, "front_matter": front},
+        "provenance_class": "imported",
+        **scope,
+    }
     return item, wikilinks(body_text)
 
 
@@ -284,7 +313,9 @@ def export_files(folder: Path, files: list[tuple[str, bytes]]) -> int:
     return len(planned)
 
 
-def current(folder: Path | None, name: str, stored: bytes | None, *, adding: bool) -> tuple[bytes, Path | None, bool]:
+def current(
+    folder: Path | None, name: str, stored: bytes | None, *, adding: bool
+) -> tuple[bytes, Path | None, bool]:
     """What get/add/delete_memory work on: the file's bytes, the path to rewrite (bound scopes only)
     and whether the file exists. ``stored`` is the vault's active copy (None: never imported, or gone).
 
@@ -296,8 +327,10 @@ def current(folder: Path | None, name: str, stored: bytes | None, *, adding: boo
     path = jailed(folder, name)
     if stored is None:
         if adding and os.path.lexists(path):
-            raise Conflict(f"{name}.md is in the bound folder {folder} but was never imported; "
-                           "import the folder again (memory_import) to add to it")
+            raise Conflict(
+                f"{name}.md is in the bound folder {folder} but was never imported; "
+                "import the folder again (memory_import) to add to it"
+            )
         return b"", path, False
     try:
         data = read_file(path)

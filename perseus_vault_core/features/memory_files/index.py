@@ -34,14 +34,16 @@ POOL = 300  # candidates weighed per query (at least 4 x limit)
 # about X", "how has my view on X changed", "what does my memory say about X", "my X habits"). Counted as
 # topic words, they make "every word held" unreachable for an entry that is plainly about X, dilute the
 # keyword share, and pull the query's meaning toward entries that talk about changing or feeling.
-FRAMING = frozenset("""
+FRAMING = frozenset(
+    """
     think thinks thought thoughts view views opinion opinions feel feels feeling feelings felt
     believe believes belief beliefs stance attitude perspective take
     change changed changes changing evolve evolved evolving evolution
     memory memories remember remembered recall note notes say says said mention mentioned tell told know knew
     happen happened happening prefer prefers preferred preference preferences habit habits
     generally usually currently still anymore really
-""".split())
+""".split()
+)
 # What the tokenizer leaves of contractions ("what's", "don't", "I'd", "I'll", "I've", "you're", "I'm"):
 # a query's "s" would otherwise have to be held like a word, and any possessive holds it.
 CONTRACTIONS = frozenset("s t d ll ve re m".split())
@@ -61,7 +63,9 @@ def topic(query: str) -> Topic:
     or the query itself when it has none. A question made only of framing words ("my opinions") is
     about them after all, so they are kept then. Pure."""
     words = parse_terms(query).words
-    kept = [w for w in words if w not in FRAMING and w not in CONTRACTIONS] or [w for w in words if w not in CONTRACTIONS]
+    kept = [w for w in words if w not in FRAMING and w not in CONTRACTIONS] or [
+        w for w in words if w not in CONTRACTIONS
+    ]
     return Topic(tuple(dict.fromkeys(stem(w) for w in kept)), " ".join(kept) or query)
 
 
@@ -99,7 +103,9 @@ class EntryIndex:
     the share of the topic's words each entry holds, and the relevance order meaning +
     ``KEYWORD_WEIGHT`` x that share. The headings' vectors are the caller's (``heading_vectors``)."""
 
-    def __init__(self, rows: list[tuple[Any, ...]], seq: int, next_change: int | None, dimension: int | None) -> None:
+    def __init__(
+        self, rows: list[tuple[Any, ...]], seq: int, next_change: int | None, dimension: int | None
+    ) -> None:
         self.seq, self.next_change = seq, next_change
         self.ids = np.array([r[0] for r in rows], dtype=np.int64)
         self.position = {int(r[0]): i for i, r in enumerate(rows)}
@@ -111,8 +117,10 @@ class EntryIndex:
         self.by_scope: dict[tuple[str, str], list[int]] = {}
         self.by_file: dict[str, set[int]] = {}
         heads: dict[str, int] = {}
-        self.heading_of = np.array([heads.setdefault(heading(f, sec), len(heads)) for f, sec in zip(self.files, self.sections)],
-                                   dtype=np.int64)
+        self.heading_of = np.array(
+            [heads.setdefault(heading(f, sec), len(heads)) for f, sec in zip(self.files, self.sections)],
+            dtype=np.int64,
+        )
         self.headings = list(heads)
         self._heading_vectors: np.ndarray | None = None
         postings: dict[str, list[int]] = {}
@@ -135,7 +143,9 @@ class EntryIndex:
         """Positions of the entries in scope (an omitted scope field is no filter) and in ``file``."""
         picked: list[int] = []
         for (agent, workspace), ix in self.by_scope.items():
-            if (agent_id is None or agent == agent_id) and (workspace_hash is None or workspace == workspace_hash):
+            if (agent_id is None or agent == agent_id) and (
+                workspace_hash is None or workspace == workspace_hash
+            ):
                 picked.extend(ix)
         if file is not None:
             in_file = self.by_file.get(file, set())
@@ -152,14 +162,18 @@ class EntryIndex:
         share: np.ndarray = counts[rows] / max(1, len(stems))
         return share
 
-    def heading_vectors(self, embed: Callable[[list[str]], np.ndarray], known: dict[str, np.ndarray]) -> np.ndarray:
+    def heading_vectors(
+        self, embed: Callable[[list[str]], np.ndarray], known: dict[str, np.ndarray]
+    ) -> np.ndarray:
         """One vector per heading, in ``headings`` order: from ``known`` (the caller's cache, kept across
         rebuilds so a heading is embedded once per model), the others by ``embed`` (added to ``known``)."""
         if self._heading_vectors is None:
             missing = [h for h in self.headings if h not in known]
             if missing:
                 known.update(zip(missing, embed(missing)))
-            self._heading_vectors = np.stack([known[h] for h in self.headings]) if self.headings else np.zeros((0, 0))
+            self._heading_vectors = (
+                np.stack([known[h] for h in self.headings]) if self.headings else np.zeros((0, 0))
+            )
         return self._heading_vectors
 
     def meaning(self, query: np.ndarray, headings: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -171,10 +185,14 @@ class EntryIndex:
         with_vector = self.has_vector[rows]
         if with_vector.any():
             picked = rows[with_vector]
-            out[with_vector] = cosine(self.vectors[picked], query) + cosine(headings, query)[self.heading_of[picked]]
+            out[with_vector] = (
+                cosine(self.vectors[picked], query) + cosine(headings, query)[self.heading_of[picked]]
+            )
         return out
 
-    def candidates(self, rows: np.ndarray, meaning: np.ndarray, share: np.ndarray, keep: np.ndarray) -> list[Candidate]:
+    def candidates(
+        self, rows: np.ndarray, meaning: np.ndarray, share: np.ndarray, keep: np.ndarray
+    ) -> list[Candidate]:
         """Candidate objects for the rows where ``keep`` holds, ranked by relevance (ties by id)."""
         relevance = np.nan_to_num(meaning, nan=0.0) + KEYWORD_WEIGHT * share
         picked = [int(i) for i in np.flatnonzero(keep)]
@@ -182,13 +200,23 @@ class EntryIndex:
         out = []
         for rank, i in enumerate(picked):
             r = int(rows[i])
-            out.append(Candidate(rank=rank, meaning=None if math.isnan(meaning[i]) else float(meaning[i]),
-                                 all_terms=bool(share[i] >= 1.0), date=self.dates[r], file=self.files[r],
-                                 section=self.sections[r], entity_id=int(self.ids[r])))
+            out.append(
+                Candidate(
+                    rank=rank,
+                    meaning=None if math.isnan(meaning[i]) else float(meaning[i]),
+                    all_terms=bool(share[i] >= 1.0),
+                    date=self.dates[r],
+                    file=self.files[r],
+                    section=self.sections[r],
+                    entity_id=int(self.ids[r]),
+                )
+            )
         return out
 
     @staticmethod
-    def matching(meaning: np.ndarray, share: np.ndarray, margin: float = MARGIN, floor: float = MIN_MEANING) -> np.ndarray:
+    def matching(
+        meaning: np.ndarray, share: np.ndarray, margin: float = MARGIN, floor: float = MIN_MEANING
+    ) -> np.ndarray:
         """Which rows match: every topic word held, or a meaning score of at least ``floor`` and within
         ``margin`` of the best (the score margin cut)."""
         finite = meaning[np.isfinite(meaning)]
@@ -196,8 +224,9 @@ class EntryIndex:
         mask: np.ndarray = (share >= 1.0) | (np.nan_to_num(meaning, nan=-math.inf) >= bar)
         return mask
 
-    def top(self, rows: np.ndarray, meaning: np.ndarray, share: np.ndarray, mask: np.ndarray, limit: int
-            ) -> tuple[list[Candidate], int]:
+    def top(
+        self, rows: np.ndarray, meaning: np.ndarray, share: np.ndarray, mask: np.ndarray, limit: int
+    ) -> tuple[list[Candidate], int]:
         """The ``limit`` most relevant rows where ``mask`` holds (ties by id), oldest first, and how many hold."""
         held = np.flatnonzero(mask)
         relevance = np.nan_to_num(meaning[held], nan=0.0) + KEYWORD_WEIGHT * share[held]
@@ -205,9 +234,17 @@ class EntryIndex:
         out = []
         for rank, i in enumerate(held[order]):
             r = int(rows[i])
-            out.append(Candidate(rank=rank, meaning=None if math.isnan(meaning[i]) else float(meaning[i]),
-                                 all_terms=bool(share[i] >= 1.0), date=self.dates[r], file=self.files[r],
-                                 section=self.sections[r], entity_id=int(self.ids[r])))
+            out.append(
+                Candidate(
+                    rank=rank,
+                    meaning=None if math.isnan(meaning[i]) else float(meaning[i]),
+                    all_terms=bool(share[i] >= 1.0),
+                    date=self.dates[r],
+                    file=self.files[r],
+                    section=self.sections[r],
+                    entity_id=int(self.ids[r]),
+                )
+            )
         out.sort(key=lambda c: (c.date, c.file, c.section, c.entity_id))
         return out, len(held)
 
@@ -227,8 +264,10 @@ def load_cross_encoder(path: str) -> Any:
     try:
         from sentence_transformers import CrossEncoder
     except ImportError:
-        raise SetupError(f"{CROSS_ENCODER_ENV}: a cross-encoder runs on sentence-transformers: "
-                         "pip install 'perseus-vault[torch]'") from None
+        raise SetupError(
+            f"{CROSS_ENCODER_ENV}: a cross-encoder runs on sentence-transformers: "
+            "pip install 'perseus-vault[torch]'"
+        ) from None
     try:
         return CrossEncoder(path, device="cpu")
     except Exception as exc:  # a broken model folder, or sentence-transformers missing
@@ -242,5 +281,3 @@ def rerank(candidates: list[Candidate], scores: list[float], limit: int) -> tupl
     best = [c for _, c in sorted(passed, key=lambda sc: (-sc[0], sc[1].rank))][:limit]
     best.sort(key=lambda c: (c.date, c.file, c.section, c.entity_id))
     return best, len(passed)
-
-

@@ -63,15 +63,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = [
-    "DATE_FORMS",
-    "Entry",
-    "ParsedFile",
-    "Section",
-    "Skipped",
-    "parse",
-    "wikilinks",
-]
+__all__ = ["DATE_FORMS", "Entry", "ParsedFile", "Section", "Skipped", "parse", "wikilinks"]
 
 DATE_FORMS: tuple[str, ...] = (
     "2024-03-01",
@@ -439,7 +431,9 @@ class _Parser:
         if indexes:
             first, last = self.lines[indexes[0]], self.lines[indexes[-1]]
             text = "\n".join(self.lines[i].text or "" for i in indexes)
-            self.entries.append(Entry(self.entry_section, self.entry_date, text, first.start, last.end, first.number))
+            self.entries.append(
+                Entry(self.entry_section, self.entry_date, text, first.start, last.end, first.number)
+            )
         self.entry_lines = []
         self.entry_kind = ""
 

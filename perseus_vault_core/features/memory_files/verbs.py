@@ -26,8 +26,15 @@ from ...contract.models import (
     SkippedLine,
 )
 from ...contract.params import (
-    AddMemoryParams, DeleteMemoryParams, GetMemoryParams, ListMemoryFilesParams, MemoryExportParams,
-    MemoryImportParams, MemoryRecallParams, RecallParams, ScopeParams,
+    AddMemoryParams,
+    DeleteMemoryParams,
+    GetMemoryParams,
+    ListMemoryFilesParams,
+    MemoryExportParams,
+    MemoryImportParams,
+    MemoryRecallParams,
+    RecallParams,
+    ScopeParams,
 )
 from ...embeddings import checked
 from ...engine.engine import Engine
@@ -47,10 +54,14 @@ def memory_import(engine: Engine, p: MemoryImportParams) -> MemoryImportReport:
     directory = files.memory_dir(root, p.memory_dir)
     scope = _scope(p.agent_id, p.workspace_hash)
     found = files.read_folder(root, directory, scope)  # symlinks out and control characters skipped
-    report = sync.sync(engine, found.records, scope, prune=True, notes=found.notes,
-                       bind_to=directory if p.bind else None)
-    report.skipped = found.skipped + [SkippedLine(file=r.name, line=s.line, text=s.text, reason=s.reason)
-                                      for r in found.records for s in r.parsed.skipped]
+    report = sync.sync(
+        engine, found.records, scope, prune=True, notes=found.notes, bind_to=directory if p.bind else None
+    )
+    report.skipped = found.skipped + [
+        SkippedLine(file=r.name, line=s.line, text=s.text, reason=s.reason)
+        for r in found.records
+        for s in r.parsed.skipped
+    ]
     return report
 
 
@@ -62,8 +73,9 @@ def memory_unbind(engine: Engine, p: ScopeParams) -> bool:
     return had
 
 
-def _base(engine: Engine, file: str, agent_id: str | None, workspace_hash: str | None, *,
-          adding: bool = False) -> tuple[bytes, Path | None, bool]:
+def _base(
+    engine: Engine, file: str, agent_id: str | None, workspace_hash: str | None, *, adding: bool = False
+) -> tuple[bytes, Path | None, bool]:
     """The current bytes of a memory file (from the bound folder when there is one, else as
     stored), the path to rewrite (when bound), and whether the file exists at all."""
     with engine.reading() as conn:
@@ -72,13 +84,19 @@ def _base(engine: Engine, file: str, agent_id: str | None, workspace_hash: str |
     return files.current(folder, file, stored, adding=adding)  # only imported files, only inside the folder
 
 
-def _rewrite(engine: Engine, p: AddMemoryParams | DeleteMemoryParams, record: files.FileRecord,
-             path: Path | None) -> None:
+def _rewrite(
+    engine: Engine, p: AddMemoryParams | DeleteMemoryParams, record: files.FileRecord, path: Path | None
+) -> None:
     """Store the file's new bytes (and, when bound, rewrite the markdown file atomically first)."""
     data = record.data
     with engine.memory_lock:
-        sync.sync(engine, [record], _scope(p.agent_id, p.workspace_hash), prune=False,
-                  before_commit=(lambda: files.write_atomic(path, data)) if path is not None else None)
+        sync.sync(
+            engine,
+            [record],
+            _scope(p.agent_id, p.workspace_hash),
+            prune=False,
+            before_commit=(lambda: files.write_atomic(path, data)) if path is not None else None,
+        )
 
 
 def add_memory(engine: Engine, p: AddMemoryParams) -> MemoryChange:
@@ -93,25 +111,37 @@ def add_memory(engine: Engine, p: AddMemoryParams) -> MemoryChange:
     if entry is None:
         raise InvalidInput("text", "would not read back as one dated entry (check its first line)")
     _rewrite(engine, p, record, path)
-    return MemoryChange(file=p.file, entry=MemoryEntry(file=p.file, section=entry.section, date=entry.date,
-                                                       text=entry.text), written=str(path) if path is not None else None)
+    return MemoryChange(
+        file=p.file,
+        entry=MemoryEntry(file=p.file, section=entry.section, date=entry.date, text=entry.text),
+        written=str(path) if path is not None else None,
+    )
 
 
 def delete_memory(engine: Engine, p: DeleteMemoryParams) -> MemoryChange:
     base, path, exists = _base(engine, p.file, p.agent_id, p.workspace_hash)
     if not exists:
         raise NotFound(f"no memory file {p.file!r}")
-    found = [e for e in parse(p.file, base).entries
-             if e.section == p.section.strip() and (p.date is None or e.date == p.date)
-             and (p.text is None or p.text == e.text or p.text in e.text)]
+    found = [
+        e
+        for e in parse(p.file, base).entries
+        if e.section == p.section.strip()
+        and (p.date is None or e.date == p.date)
+        and (p.text is None or p.text == e.text or p.text in e.text)
+    ]
     if not found:
         raise NotFound(f"no entry in {p.file} / {p.section} matches")
     if len(found) > 1:
-        raise Conflict(f"{len(found)} entries in {p.file} / {p.section} match; give the date and more of the text")
+        raise Conflict(
+            f"{len(found)} entries in {p.file} / {p.section} match; give the date and more of the text"
+        )
     _rewrite(engine, p, files.record(p.file, edits.remove_entry(base, found[0])), path)
     e = found[0]
-    return MemoryChange(file=p.file, entry=MemoryEntry(file=p.file, section=e.section, date=e.date, text=e.text),
-                        written=str(path) if path is not None else None)
+    return MemoryChange(
+        file=p.file,
+        entry=MemoryEntry(file=p.file, section=e.section, date=e.date, text=e.text),
+        written=str(path) if path is not None else None,
+    )
 
 
 def get_memory(engine: Engine, p: GetMemoryParams) -> MemoryText:
@@ -125,10 +155,21 @@ def get_memory(engine: Engine, p: GetMemoryParams) -> MemoryText:
         if match is None:
             raise NotFound(f"no section {p.section!r} in memory file {p.file!r}")
     text = base[match.start : match.end] if match is not None else base
-    entries = [MemoryEntry(file=p.file, section=e.section, date=e.date, text=e.text) for e in parsed.entries
-               if match is None or e.section == match.title] if p.entries else None
-    return MemoryText(file=p.file, section=match.title if match is not None else None,
-                      text=text.decode("utf-8", errors="replace"), entries=entries)
+    entries = (
+        [
+            MemoryEntry(file=p.file, section=e.section, date=e.date, text=e.text)
+            for e in parsed.entries
+            if match is None or e.section == match.title
+        ]
+        if p.entries
+        else None
+    )
+    return MemoryText(
+        file=p.file,
+        section=match.title if match is not None else None,
+        text=text.decode("utf-8", errors="replace"),
+        entries=entries,
+    )
 
 
 def list_memory_files(engine: Engine, p: ListMemoryFilesParams) -> MemoryFiles:
@@ -139,8 +180,14 @@ def list_memory_files(engine: Engine, p: ListMemoryFilesParams) -> MemoryFiles:
     out = []
     for name, body, updated in stored:
         parsed = parse(name, files.file_bytes(body))
-        out.append(MemoryFileInfo(file=name, entries=len(parsed.entries), sections=[s.title for s in parsed.sections],
-                                  updated_at_ms=updated))
+        out.append(
+            MemoryFileInfo(
+                file=name,
+                entries=len(parsed.entries),
+                sections=[s.title for s in parsed.sections],
+                updated_at_ms=updated,
+            )
+        )
     return MemoryFiles(files=out, bound_folder=str(folder) if folder is not None else None)
 
 
@@ -155,7 +202,9 @@ def memory_export(engine: Engine, p: MemoryExportParams) -> MemoryExportReport:
         stored = sync.stored_files(conn, v)
     names = [name for name, _, _ in stored]
     if len(set(names)) < len(names):
-        raise InvalidInput("agent_id", "memory files of several scopes share a name; export one scope at a time")
+        raise InvalidInput(
+            "agent_id", "memory files of several scopes share a name; export one scope at a time"
+        )
     written = files.export_files(target, [(name, files.file_bytes(body)) for name, body, _ in stored])
     return MemoryExportReport(folder=str(target), files=written)
 
@@ -170,13 +219,17 @@ def _cross(engine: Engine) -> Any:
     return engine.cross_encoder
 
 
-def _meaning(engine: Engine, entries: index.EntryIndex, topic: index.Topic, rows: np.ndarray) -> np.ndarray | None:
+def _meaning(
+    engine: Engine, entries: index.EntryIndex, topic: index.Topic, rows: np.ndarray
+) -> np.ndarray | None:
     """Each row's meaning score (its cosine to the topic plus its heading's), or None without vectors."""
     if entries.vectors is None or engine.embedder is None:
         return None
     identity, dimension = engine.embedder_model()
     with engine.reading() as conn:
-        engine.backend.vectors.check_model(conn, identity, dimension)  # another model's query would rank noise
+        engine.backend.vectors.check_model(
+            conn, identity, dimension
+        )  # another model's query would rank noise
     embedder = engine.embedder
     known = engine.heading_vectors.setdefault(identity, {})
     headings = entries.heading_vectors(lambda texts: checked(embedder, texts), known)
@@ -194,7 +247,9 @@ def memory_recall(engine: Engine, p: MemoryRecallParams) -> MemoryRecallResult:
         return empty
     topic = index.topic(p.query)  # content words: "what do I think about X" is asked about X
     stems = list(topic.stems)
-    share = entries.coverage(stems, rows) if stems else np.zeros(len(rows))  # no content word: none holds "every word"
+    share = (
+        entries.coverage(stems, rows) if stems else np.zeros(len(rows))
+    )  # no content word: none holds "every word"
     meaning = _meaning(engine, entries, topic, rows)
     scores = meaning if meaning is not None else np.full(len(rows), np.nan)
     matching = entries.matching(scores, share)
@@ -203,8 +258,11 @@ def memory_recall(engine: Engine, p: MemoryRecallParams) -> MemoryRecallResult:
     if cross is not None:  # the operator's cross-encoder judges each match against the query
         # the most relevant matches only (it judges one pair at a time): POOL, or 4 x limit
         matched = entries.candidates(rows, scores, share, matching)[: max(index.POOL, 4 * p.limit)]
-        judged = [float(s) for s in cross.predict([(p.query, entries.entry(c.entity_id)[3]) for c in matched])] \
-            if matched else []
+        judged = (
+            [float(s) for s in cross.predict([(p.query, entries.entry(c.entity_id)[3]) for c in matched])]
+            if matched
+            else []
+        )
         kept, total = index.rerank(matched, judged, p.limit)
         reranked = bool(kept)
     else:
@@ -213,10 +271,13 @@ def memory_recall(engine: Engine, p: MemoryRecallParams) -> MemoryRecallResult:
     if not kept and stems:  # below the relevance threshold: relax to any topic word
         kept, total = entries.top(rows, scores, share, share > 0, p.limit)
         mode = "fts"
-    out = [MemoryEntry(file=f, section=section, date=date, text=text)
-           for f, section, date, text in (entries.entry(c.entity_id) for c in kept)]
-    return MemoryRecallResult(entries=out, total=total, truncated=total > len(out), search_mode=mode,
-                              reranked=reranked)
+    out = [
+        MemoryEntry(file=f, section=section, date=date, text=text)
+        for f, section, date, text in (entries.entry(c.entity_id) for c in kept)
+    ]
+    return MemoryRecallResult(
+        entries=out, total=total, truncated=total > len(out), search_mode=mode, reranked=reranked
+    )
 
 
 def search(engine: Engine, p: RecallParams) -> RecallResult:

@@ -7,8 +7,8 @@ import hashlib
 import os
 import re
 import threading
-import uuid
 import time
+import uuid
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -17,9 +17,9 @@ from typing import Any, TypeVar, cast
 from ...contract.errors import InvalidInput, NotSupported, SetupError, StorageError
 from ...contract.models import CheckReport, Stats
 from ...primitives.forking import in_child
+from ..base import ChangeLog, Connection, KeywordStore, VectorStore
 from ..meta import get_meta as read_setting
 from ..meta import set_meta as write_setting
-from ..base import ChangeLog, Connection, KeywordStore, VectorStore
 from ..urls import redact, scrub
 from . import changes, keyword, maintenance, pool, schema, vectors
 from .connection import WRITE_LOCK, PgConnection, connect, write_transaction
@@ -99,8 +99,11 @@ class PostgresBackend:
 
     def __init__(self, url: str, *, key: str | bytes | None = None, synchronous: str = "FULL") -> None:
         if key is not None:
-            raise InvalidInput("key", "a PostgreSQL vault is encrypted at rest by its server, not by a key "
-                                      "(docs/postgres.md); drop the key or PERSEUS_VAULT_KEY")
+            raise InvalidInput(
+                "key",
+                "a PostgreSQL vault is encrypted at rest by its server, not by a key "
+                "(docs/postgres.md); drop the key or PERSEUS_VAULT_KEY",
+            )
         self.url, options = pool.split_url(url)
         self.path = redact(url)
         self.errors = driver_errors()
@@ -116,9 +119,12 @@ class PostgresBackend:
         try:
             import psycopg_pool  # noqa: F401
         except ImportError:
-            raise SetupError("PostgreSQL needs psycopg and psycopg-pool: pip install 'perseus-vault[postgres]'") from None
-        return pool.Connections(self.url, size=self.pool_size, timeout=self.pool_timeout, setup=self._setup(),
-                                describe=self.path)
+            raise SetupError(
+                "PostgreSQL needs psycopg and psycopg-pool: pip install 'perseus-vault[postgres]'"
+            ) from None
+        return pool.Connections(
+            self.url, size=self.pool_size, timeout=self.pool_timeout, setup=self._setup(), describe=self.path
+        )
 
     def _setup(self) -> list[str]:
         """Statements every new connection runs first."""
@@ -184,8 +190,10 @@ class PostgresBackend:
 
     def _writable(self) -> None:
         if self.read_only:
-            raise NotSupported(f"{self.path} is read-only (a streaming replica, or default_transaction_read_only): "
-                               "write through the primary's URL (docs/postgres.md, read replicas)")
+            raise NotSupported(
+                f"{self.path} is read-only (a streaming replica, or default_transaction_read_only): "
+                "write through the primary's URL (docs/postgres.md, read replicas)"
+            )
 
     def get_meta(self, conn: Connection, key: str) -> str | None:
         return read_setting(conn, key)
@@ -195,7 +203,7 @@ class PostgresBackend:
         records from the table itself (the value given is what it reads, the largest id so far): a role bound to
         a scope may not write the vault's settings, whose marks every tenant's ids are counted from."""
         if key.startswith(HIGH_WATER):
-            conn.execute("SELECT pv_keep_high_water(?)", (key[len(HIGH_WATER):],))
+            conn.execute("SELECT pv_keep_high_water(?)", (key[len(HIGH_WATER) :],))
             return
         write_setting(conn, key, value)
 
@@ -211,24 +219,36 @@ class PostgresBackend:
         server = int(conn.execute("SHOW server_version_num").fetchone()[0])
         if server < 150000:
             raise SetupError(f"{self.path} runs PostgreSQL {server // 10000}; the vault needs 15 or later")
-        self.read_only = bool(conn.execute(
-            "SELECT pg_is_in_recovery() OR current_setting('transaction_read_only') = 'on'").fetchone()[0])
+        self.read_only = bool(
+            conn.execute(
+                "SELECT pg_is_in_recovery() OR current_setting('transaction_read_only') = 'on'"
+            ).fetchone()[0]
+        )
         if self.read_only:  # a replica reads the primary's schema; it can neither make nor change one
             version = schema.current_version(conn)  # type: ignore[arg-type]
             if version != schema.LATEST:
-                raise SetupError(f"{self.path} is read-only (a replica?) and its vault schema is version {version}, "
-                                 f"this package's {schema.LATEST}: open it once through the primary first")
+                raise SetupError(
+                    f"{self.path} is read-only (a replica?) and its vault schema is version {version}, "
+                    f"this package's {schema.LATEST}: open it once through the primary first"
+                )
             return
         schema.migrate(conn, now_ms)  # type: ignore[arg-type]
         self.next_ids_only = bool(conn.execute("SELECT pv_bound_scope() IS NOT NULL").fetchone()[0])
-        if read_setting(conn, VAULT_ID) is None:  # the first host to open it names it; the others read that name
-            write_transaction(conn, lambda c: c.execute(  # type: ignore[arg-type]
-                "INSERT INTO vault_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING",
-                (VAULT_ID, uuid.uuid4().hex)))
+        # the first host to open it names it; the others read that name
+        if read_setting(conn, VAULT_ID) is None:
+            write_transaction(
+                conn,  # type: ignore[arg-type]
+                lambda c: c.execute(
+                    "INSERT INTO vault_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING",
+                    (VAULT_ID, uuid.uuid4().hex),
+                ),
+            )
         (version,) = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
         if tuple(int(p) for p in re.findall(r"\d+", version)[:2]) < (0, 8):
-            raise SetupError(f"{self.path} has pgvector {version}; the vault needs 0.8 or later "
-                             "(ALTER EXTENSION vector UPDATE)")
+            raise SetupError(
+                f"{self.path} has pgvector {version}; the vault needs 0.8 or later "
+                "(ALTER EXTENSION vector UPDATE)"
+            )
 
     def stats(self, conn: Connection, keyword_index: str, vector_index: str) -> Stats:
         return maintenance.stats(conn, self.path, keyword_index, vector_index)
@@ -245,12 +265,16 @@ class PostgresBackend:
         maintenance.analyze(conn)
 
     def backup(self, target: str) -> str:
-        raise NotSupported("backup copies a SQLite file; a PostgreSQL vault is backed up by its server (pg_dump, or "
-                           "the managed service's snapshots: docs/postgres.md), or exported with `export`")
+        raise NotSupported(
+            "backup copies a SQLite file; a PostgreSQL vault is backed up by its server (pg_dump, or "
+            "the managed service's snapshots: docs/postgres.md), or exported with `export`"
+        )
 
     def rekey(self, new_key: str | bytes) -> None:
-        raise NotSupported("rekey re-encrypts a SQLite file; a PostgreSQL vault's encryption at rest is the "
-                           "server's (docs/postgres.md)")
+        raise NotSupported(
+            "rekey re-encrypts a SQLite file; a PostgreSQL vault's encryption at rest is the "
+            "server's (docs/postgres.md)"
+        )
 
     def close(self) -> None:
         self._connections.close()
@@ -263,6 +287,7 @@ def _write(conn: Connection, work: Callable[[Connection], T], *, synced: bool) -
     order (``scan`` reads them so, exactly once), a new id is the largest plus one, and an update reads the
     head it replaces. Readers never wait: they read their own snapshots. ``synced=False``: a commit that
     need not reach the disk before it returns (usage counters)."""
+
     def locked(c: PgConnection) -> T:
         c.execute("SELECT pg_advisory_xact_lock(?)", (WRITE_LOCK,))
         if not synced:

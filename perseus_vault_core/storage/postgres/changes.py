@@ -31,10 +31,19 @@ def log_changes(conn: Connection, vids: list[int], op: int) -> None:
         return
     conn.execute("SELECT pg_advisory_xact_lock(?)", (CHANGE_LOG_LOCK,))
     # Each version's scope read first, then the entries in the order given (vid 0, a rebuild, has none).
-    scopes = dict(conn.execute("SELECT vid, scope FROM entity_versions WHERE vid = ANY(?)",
-                               ([int(v) for v in vids if v],)).fetchall()) if any(vids) else {}
-    conn.executemany("INSERT INTO head_changes (vid, op, scope) VALUES (?, ?, ?)",
-                     [(vid, op, scopes.get(vid, "")) for vid in vids])
+    scopes = (
+        dict(
+            conn.execute(
+                "SELECT vid, scope FROM entity_versions WHERE vid = ANY(?)", ([int(v) for v in vids if v],)
+            ).fetchall()
+        )
+        if any(vids)
+        else {}
+    )
+    conn.executemany(
+        "INSERT INTO head_changes (vid, op, scope) VALUES (?, ?, ?)",
+        [(vid, op, scopes.get(vid, "")) for vid in vids],
+    )
     top = conn.execute("SELECT max(seq) FROM head_changes").fetchone()[0]
     if top is not None and top % 10_000 < len(vids):  # crossed a multiple of 10,000: trim
         # By the schema's function, which keeps the newest CHANGE_LOG_KEEP entries: a role bound to a scope may
@@ -50,4 +59,14 @@ def rows(conn: Connection, feed: str, vids: Sequence[int]) -> dict[int, Sequence
     return {int(row[0]): row for row in found}
 
 
-__all__ = ["entries", "first", "heads", "log_changes", "marker", "pending", "position", "rebuilt_since", "rows"]
+__all__ = [
+    "entries",
+    "first",
+    "heads",
+    "log_changes",
+    "marker",
+    "pending",
+    "position",
+    "rebuilt_since",
+    "rows",
+]

@@ -29,7 +29,8 @@ from ..vector_rows import MODEL_SQL
 
 T = TypeVar("T")
 
-_TOKEN = re.compile(r"""
+_TOKEN = re.compile(
+    r"""
       '(?:[^']|'')*'            # a string literal ('' is a quote inside it)
     | \$\$.*?\$\$              # a dollar-quoted body (a function's)
     | --[^\n]*                  # a comment to the end of the line
@@ -40,7 +41,9 @@ _TOKEN = re.compile(r"""
     | \bCROSS\s+JOIN\b            # SQLite's pinned join order: a plain JOIN here (Postgres has no such pin)
     | \?                        # a positional parameter
     | %                         # psycopg's placeholder sign, meant literally here
-""", re.VERBOSE | re.DOTALL | re.IGNORECASE)
+""",
+    re.VERBOSE | re.DOTALL | re.IGNORECASE,
+)
 
 
 @lru_cache(maxsize=1024)
@@ -86,9 +89,16 @@ def _bind(sql: str, parameters: Any) -> tuple[str, Any]:
             raise InvalidInput("parameters", f"parameters given to a statement that takes none: {sql[:200]}")
         return translate(sql, placeholders=False)[0], None
     if style == "named" and not isinstance(parameters, Mapping):
-        raise InvalidInput("parameters", f"a statement with :name parameters needs a mapping, got {type(parameters).__name__}")
-    if style == "positional" and (isinstance(parameters, (Mapping, str, bytes)) or not isinstance(parameters, Sequence)):
-        raise InvalidInput("parameters", f"a statement with ? parameters needs a sequence, got {type(parameters).__name__}")
+        raise InvalidInput(
+            "parameters",
+            f"a statement with :name parameters needs a mapping, got {type(parameters).__name__}",
+        )
+    if style == "positional" and (
+        isinstance(parameters, (Mapping, str, bytes)) or not isinstance(parameters, Sequence)
+    ):
+        raise InvalidInput(
+            "parameters", f"a statement with ? parameters needs a sequence, got {type(parameters).__name__}"
+        )
     return text, parameters
 
 
@@ -121,7 +131,9 @@ class PgConnection:
 
     def __init__(self, raw: Any, renew: Callable[[Any], Any] | None = None) -> None:
         self.raw = raw
-        self.memo: dict[str, Any] | None = None  # a read snapshot's facts, read with its BEGIN (begin_snapshot)
+        self.memo: dict[str, Any] | None = (
+            None  # a read snapshot's facts, read with its BEGIN (begin_snapshot)
+        )
         self._renew = renew  # the pool's: a live connection in place of a dead one (pool.Connections.renew)
         self._fresh = renew is not None  # nothing has run yet on this lease
 
@@ -141,7 +153,12 @@ class PgConnection:
         try:
             result = call()
         except Exception:
-            if not (self._fresh and repeatable and self._renew is not None and (self.raw.broken or self.raw.closed)):
+            if not (
+                self._fresh
+                and repeatable
+                and self._renew is not None
+                and (self.raw.broken or self.raw.closed)
+            ):
                 raise
             self._fresh = False
             self.raw = self._renew(self.raw)
@@ -154,8 +171,12 @@ class PgConnection:
         read asks first (the change log's position, for the in-memory indexes; the vectors' model, for
         recall): :attr:`memo` holds them until the snapshot ends, which cannot change them. A recall
         otherwise spent up to five round trips of its eight on them."""
-        cursor = self._first(lambda: self.raw.execute(
-            f"BEGIN ISOLATION LEVEL REPEATABLE READ; {POSITION_SQL}; {MODEL_SQL}", None, prepare=None), True)
+        cursor = self._first(
+            lambda: self.raw.execute(
+                f"BEGIN ISOLATION LEVEL REPEATABLE READ; {POSITION_SQL}; {MODEL_SQL}", None, prepare=None
+            ),
+            True,
+        )
         cursor.nextset()
         position = int(cursor.fetchone()[0])
         cursor.nextset()
@@ -183,7 +204,9 @@ class PgConnection:
     def in_transaction(self) -> bool:
         from psycopg.pq import TransactionStatus
 
-        return bool(self.raw.info.transaction_status in (TransactionStatus.INTRANS, TransactionStatus.INERROR))
+        return bool(
+            self.raw.info.transaction_status in (TransactionStatus.INTRANS, TransactionStatus.INERROR)
+        )
 
 
 RETRIED = frozenset({"40001", "40P01"})  # serialization failure, deadlock detected
@@ -197,14 +220,25 @@ def conflicted(exc: BaseException) -> bool:
     return getattr(exc, "sqlstate", None) in RETRIED
 
 
-def write_transaction(conn: PgConnection, work: Callable[[PgConnection], T], *, retries: int = WRITE_RETRIES,
-                      isolation: Literal["SERIALIZABLE", "READ COMMITTED"] = "SERIALIZABLE") -> T:
+def write_transaction(
+    conn: PgConnection,
+    work: Callable[[PgConnection], T],
+    *,
+    retries: int = WRITE_RETRIES,
+    isolation: Literal["SERIALIZABLE", "READ COMMITTED"] = "SERIALIZABLE",
+) -> T:
     """Run ``work(conn)`` in one transaction, run again whole while Postgres cancels it for a conflict
     (:func:`..retry.transaction`). ``READ COMMITTED`` is for work that serialises itself with a lock (a
     migration): each statement then sees what was committed before it, where SERIALIZABLE would keep the
     snapshot taken before the lock was granted."""
-    return transaction(conn, work, begin=f"BEGIN ISOLATION LEVEL {isolation}", retryable=conflicted,
-                       gave_up="a write kept conflicting", retries=retries)
+    return transaction(
+        conn,
+        work,
+        begin=f"BEGIN ISOLATION LEVEL {isolation}",
+        retryable=conflicted,
+        gave_up="a write kept conflicting",
+        retries=retries,
+    )
 
 
 def connect(url: str) -> PgConnection:

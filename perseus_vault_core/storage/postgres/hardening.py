@@ -36,12 +36,27 @@ from .connection import WRITE_LOCK
 _OWN = POSTGRES.scope_key("agent_id", "workspace_hash")
 
 # Every function a policy calls, or that runs as the tables' owner, with its arguments: pinned by this step.
-PINNED = ("pv_bound_scope()", "pv_next_id(text, text)", "pv_given_id(text, text, bigint)", "pv_high_water(text)",
-          "pv_keep_high_water(text)", "pv_own_meta(text)", "pv_version_visible(bigint)", "pv_trim_changes()",
-          "pv_versions_immutable()")
+PINNED = (
+    "pv_bound_scope()",
+    "pv_next_id(text, text)",
+    "pv_given_id(text, text, bigint)",
+    "pv_high_water(text)",
+    "pv_keep_high_water(text)",
+    "pv_own_meta(text)",
+    "pv_version_visible(bigint)",
+    "pv_trim_changes()",
+    "pv_versions_immutable()",
+)
 # The tables whose rows name their agent and workspace beside their key: a row written must be its own scope's.
-NAMED = ("entities", "keyword_docs", "keyword_postings", "checkpoints", "checkpoint_blobs", "checkpoint_writes",
-         "kv_entries")
+NAMED = (
+    "entities",
+    "keyword_docs",
+    "keyword_postings",
+    "checkpoints",
+    "checkpoint_blobs",
+    "checkpoint_writes",
+    "kv_entries",
+)
 
 
 def search_path(schema: str) -> str:
@@ -58,8 +73,10 @@ def _id_functions(s: str) -> str:
     """The ids: what comes next, the check of a bound role's, a purge's high-water mark."""
     pin = f"SET search_path = {search_path(s)}"
     literal = s.replace("'", "''")  # the schema inside a string literal
-    ids = " ".join(f"WHEN '{t}.{c}' THEN SELECT max({c}) INTO top FROM {s}.{t};"
-                   for t, c in (("entities", "id"), ("entity_versions", "vid"), ("links", "id")))
+    ids = " ".join(
+        f"WHEN '{t}.{c}' THEN SELECT max({c}) INTO top FROM {s}.{t};"
+        for t, c in (("entities", "id"), ("entity_versions", "vid"), ("links", "id"))
+    )
     return f"""
 -- Past every tenant's ids (run as the owner, whom no policy limits): the table's identity sequence, its largest id,
 -- and the largest a purge removed. Each table's own statement, so that each is planned once per session.
@@ -150,9 +167,15 @@ END $$;
 
 def policies_by_key(s: str) -> str:
     """Reads by the scope key alone; a row written is also its agent's and workspace's own."""
-    return "".join(f"""
+    return (
+        "".join(
+            f"""
 ALTER POLICY scoped ON {s}.{table} USING (scope = pv_bound_scope())
-    WITH CHECK (scope = pv_bound_scope() AND scope = {_OWN});""" for table in NAMED) + "\n"
+    WITH CHECK (scope = pv_bound_scope() AND scope = {_OWN});"""
+            for table in NAMED
+        )
+        + "\n"
+    )
 
 
 def schema_name(conn: Connection) -> str:
@@ -175,7 +198,8 @@ def lock_down(conn: Connection, role: str) -> None:
     database, owns_database, owns_schema = conn.execute(
         "SELECT quote_ident(current_database()), "
         "pg_has_role((SELECT datdba FROM pg_database WHERE datname = current_database()), 'MEMBER'), "
-        "pg_has_role((SELECT nspowner FROM pg_namespace WHERE nspname = current_schema()), 'MEMBER')").fetchone()
+        "pg_has_role((SELECT nspowner FROM pg_namespace WHERE nspname = current_schema()), 'MEMBER')"
+    ).fetchone()
     if owns_database:
         conn.execute(f"REVOKE TEMPORARY ON DATABASE {database} FROM PUBLIC")
         conn.execute(f"REVOKE TEMPORARY, CREATE ON DATABASE {database} FROM {role}")
@@ -183,4 +207,13 @@ def lock_down(conn: Connection, role: str) -> None:
         conn.execute(f"REVOKE CREATE ON SCHEMA {schema_name(conn)} FROM PUBLIC, {role}")
 
 
-__all__ = ["NAMED", "PINNED", "functions", "lock_down", "policies_by_key", "schema_name", "search_path", "statements"]
+__all__ = [
+    "NAMED",
+    "PINNED",
+    "functions",
+    "lock_down",
+    "policies_by_key",
+    "schema_name",
+    "search_path",
+    "statements",
+]

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from ...contract.params import Expansion
-from ...primitives.bm25 import B, K1, Terms, avgdl, ceiling, idf, length_norm, phrase, phrase_scores, terms
+from ...primitives.bm25 import K1, B, Terms, avgdl, ceiling, idf, length_norm, phrase, phrase_scores, terms
 from ...primitives.dialect import POSTGRES
 from ...primitives.filters import View
 from ...primitives.hits import Hit, Ranking, visible_hits
@@ -44,7 +44,14 @@ from ..base import OP_GONE, OP_HEAD, OP_REBUILT, Connection
 from .changes import log_changes
 
 __all__ = [
-    "index_versions", "log_changes", "rebuild", "search", "tokenizer", "totals", "unindex_head", "unindex_versions",
+    "index_versions",
+    "log_changes",
+    "rebuild",
+    "search",
+    "tokenizer",
+    "totals",
+    "unindex_head",
+    "unindex_versions",
     "variants",
 ]
 
@@ -84,7 +91,9 @@ def tokenizer(conn: Connection) -> UnicodeTokenizer:
 
 def totals(conn: Connection) -> tuple[int, int]:
     """(heads indexed, their tokens in all columns): the statistics an unscoped search counts."""
-    n, tokens = conn.execute("SELECT count(*), coalesce(sum(length), 0) FROM keyword_docs WHERE head").fetchone()
+    n, tokens = conn.execute(
+        "SELECT count(*), coalesce(sum(length), 0) FROM keyword_docs WHERE head"
+    ).fetchone()
     return int(n), int(tokens)
 
 
@@ -113,14 +122,19 @@ def _write(conn: Connection, rows: Sequence[Sequence[Any]]) -> None:
         "SELECT u.vid, v.entity_id, e.agent_id, e.workspace_hash, v.recorded_to_ms IS NULL, u.length, v.scope "
         "FROM unnest(CAST(? AS bigint[]), CAST(? AS integer[])) AS u(vid, length) "
         "JOIN entity_versions v ON v.vid = u.vid JOIN entities e ON e.id = v.entity_id AND e.scope = v.scope",
-        (vids, lengths))
+        (vids, lengths),
+    )
     for at in range(0, len(p_terms), INSERT_BATCH):
         conn.execute(
             "INSERT INTO keyword_postings (term, vid, freq, length, entity_id, agent_id, workspace_hash, head, scope) "
             "SELECT u.term, u.vid, u.freq, d.length, d.entity_id, d.agent_id, d.workspace_hash, d.head, d.scope FROM "
             "unnest(CAST(? AS text[]), CAST(? AS bigint[]), CAST(? AS double precision[])) AS u(term, vid, freq) "
             "JOIN keyword_docs d ON d.vid = u.vid",
-            (p_terms[at:at + INSERT_BATCH], p_vids[at:at + INSERT_BATCH], p_freqs[at:at + INSERT_BATCH]),
+            (
+                p_terms[at : at + INSERT_BATCH],
+                p_vids[at : at + INSERT_BATCH],
+                p_freqs[at : at + INSERT_BATCH],
+            ),
         )
 
 
@@ -142,8 +156,9 @@ def unindex_head(conn: Connection, vid: int, content: str, summary: str | None, 
 
 def unindex_versions(conn: Connection, entity_id: int) -> None:
     """Remove every version of an entity from the index (purge), before the rows go."""
-    head = conn.execute("SELECT vid FROM entity_versions WHERE entity_id = ? AND recorded_to_ms IS NULL",
-                        (entity_id,)).fetchone()
+    head = conn.execute(
+        "SELECT vid FROM entity_versions WHERE entity_id = ? AND recorded_to_ms IS NULL", (entity_id,)
+    ).fetchone()
     if head is not None:
         log_changes(conn, [int(head[0])], OP_GONE)
     versions = "SELECT vid, scope FROM entity_versions WHERE entity_id = ?"
@@ -158,8 +173,10 @@ def rebuild(conn: Connection) -> None:
     conn.execute("DELETE FROM keyword_docs")
     last = 0
     while True:
-        rows = conn.execute("SELECT vid, content, summary, tags FROM entity_versions WHERE vid > ? ORDER BY vid "
-                            "LIMIT ?", (last, REBUILD_BATCH)).fetchall()
+        rows = conn.execute(
+            "SELECT vid, content, summary, tags FROM entity_versions WHERE vid > ? ORDER BY vid LIMIT ?",
+            (last, REBUILD_BATCH),
+        ).fetchall()
         if not rows:
             break
         _write(conn, rows)
@@ -176,16 +193,19 @@ _HITS = (
     "WITH kq(ph, term, n) AS (SELECT * FROM unnest(CAST(:q_ph AS integer[]), CAST(:q_term AS text[]), "
     "CAST(:q_n AS integer[]))), "
     "kh AS (SELECT kq.ph, p.vid, p.entity_id, p.length, min(p.freq) AS f FROM kq JOIN keyword_postings p "
-    "ON p.term = kq.term COLLATE \"C\" WHERE {rows} GROUP BY kq.ph, p.vid, p.entity_id, p.length "
+    'ON p.term = kq.term COLLATE "C" WHERE {rows} GROUP BY kq.ph, p.vid, p.entity_id, p.length '
     "HAVING count(*) = max(kq.n))"
 )
-_VERSIONS = ("JOIN entity_versions v ON v.vid = {0}.vid AND v.scope = {0}.scope "
-             "JOIN entities e ON e.id = v.entity_id AND e.scope = v.scope")
+_VERSIONS = (
+    "JOIN entity_versions v ON v.vid = {0}.vid AND v.scope = {0}.scope "
+    "JOIN entities e ON e.id = v.entity_id AND e.scope = v.scope"
+)
 # The best ``:limit`` rows by their BM25 sum over the words in query order (the same operations, in the same
 # order, as bm25.length_norm and bm25.phrase_scores), from the postings alone; the view's other rules
 # (status, time, category...) are applied to them afterwards, best first (hits.visible_hits).
 _RANK = (
-    _HITS + ", kw(pos, ph, idf) AS (SELECT * FROM unnest(CAST(:w_pos AS integer[]), CAST(:w_ph AS integer[]), "
+    _HITS
+    + ", kw(pos, ph, idf) AS (SELECT * FROM unnest(CAST(:w_pos AS integer[]), CAST(:w_ph AS integer[]), "
     "CAST(:w_idf AS double precision[]))) "
     "SELECT kh.entity_id, kh.vid, kh.length, array_agg(kw.pos ORDER BY kw.pos), array_agg(kh.f ORDER BY kw.pos), "
     "sum(kw.idf * ((kh.f * CAST(:k1p1 AS double precision)) / (kh.f + CAST(:k1 AS double precision) * "
@@ -198,8 +218,10 @@ _RANK = (
 
 # The same two statements when every phrase is one term (nearly every query): the postings of each term
 # directly, with no grouping of a phrase's terms first.
-_DF_TERMS = ("SELECT p.term, count(*) FROM keyword_postings p WHERE p.term = ANY(CAST(:terms AS text[])) "
-             "AND {rows} GROUP BY p.term")
+_DF_TERMS = (
+    "SELECT p.term, count(*) FROM keyword_postings p WHERE p.term = ANY(CAST(:terms AS text[])) "
+    "AND {rows} GROUP BY p.term"
+)
 _RANK_TERMS = (
     "WITH kw(pos, term, idf) AS (SELECT * FROM unnest(CAST(:w_pos AS integer[]), CAST(:w_term AS text[]), "
     "CAST(:w_idf AS double precision[]))) "
@@ -207,7 +229,7 @@ _RANK_TERMS = (
     "sum(kw.idf * ((p.freq * CAST(:k1p1 AS double precision)) / (p.freq + CAST(:k1 AS double precision) * "
     "(1 - CAST(:b AS double precision) + CAST(:b AS double precision) * p.length / CAST(:avgdl AS double precision)))) "
     "ORDER BY kw.pos) AS score "
-    "FROM kw JOIN keyword_postings p ON p.term = kw.term COLLATE \"C\" WHERE {rows} "
+    'FROM kw JOIN keyword_postings p ON p.term = kw.term COLLATE "C" WHERE {rows} '
     "GROUP BY p.vid, p.entity_id, p.length ORDER BY score DESC, p.entity_id LIMIT :limit"
 )
 
@@ -254,21 +276,31 @@ def _ranked(conn: Connection, words: list[str], view: View, pool: int) -> tuple[
         if terms_of and terms_of not in phrases:
             phrases.append(terms_of)
         of_word.append(phrases.index(terms_of) if terms_of else -1)
-    q: dict[str, list[Any]] = {"q_ph": [i for i, p in enumerate(phrases) for _ in p],
-                               "q_term": [stored(t) for p in phrases for t in p],
-                               "q_n": [len(p) for p in phrases for _ in p]}
+    q: dict[str, list[Any]] = {
+        "q_ph": [i for i, p in enumerate(phrases) for _ in p],
+        "q_term": [stored(t) for p in phrases for t in p],
+        "q_n": [len(p) for p in phrases for _ in p],
+    }
     docs, scope = _statistics_rows(view, "d")
-    n_rows, n_tokens = (int(x) for x in conn.execute(
-        f"SELECT count(*), coalesce(sum(d.length), 0) FROM keyword_docs d WHERE {docs}", scope or None).fetchone())
+    n_rows, n_tokens = (
+        int(x)
+        for x in conn.execute(
+            f"SELECT count(*), coalesce(sum(d.length), 0) FROM keyword_docs d WHERE {docs}", scope or None
+        ).fetchone()
+    )
     rows, _ = _statistics_rows(view, "p")
     hits_sql = _HITS.replace("{rows}", rows)
     single = all(len(p) == 1 for p in phrases)
     df = [0] * len(phrases)
     if phrases and n_rows and single:
-        counted = dict(conn.execute(_DF_TERMS.replace("{rows}", rows), dict(scope, terms=q["q_term"])).fetchall())
+        counted = dict(
+            conn.execute(_DF_TERMS.replace("{rows}", rows), dict(scope, terms=q["q_term"])).fetchall()
+        )
         df = [int(counted.get(term, 0)) for term in q["q_term"]]
     elif phrases and n_rows:
-        for ph, count in conn.execute(f"{hits_sql} SELECT kh.ph, count(*) FROM kh GROUP BY kh.ph", dict(scope, **q)):
+        for ph, count in conn.execute(
+            f"{hits_sql} SELECT kh.ph, count(*) FROM kh GROUP BY kh.ph", dict(scope, **q)
+        ):
             df[int(ph)] = int(count)
     dfs = [df[i] if i >= 0 else 0 for i in of_word]
     top = ceiling(n_rows, dfs)
@@ -280,8 +312,9 @@ def _ranked(conn: Connection, words: list[str], view: View, pool: int) -> tuple[
         rows += f" AND p.entity_id IN (SELECT value FROM {POSTGRES.ids(':only_ids')} j)"
         scope["only_ids"] = view.params["only_ids"]
     mean = avgdl(n_rows, n_tokens)
-    params: dict[str, Any] = dict(scope, w_pos=held, w_idf=[weights[pos] for pos in held], k1p1=K1 + 1.0, k1=K1, b=B,
-                                  avgdl=mean)
+    params: dict[str, Any] = dict(
+        scope, w_pos=held, w_idf=[weights[pos] for pos in held], k1p1=K1 + 1.0, k1=K1, b=B, avgdl=mean
+    )
     if single:
         rank = _RANK_TERMS.replace("{rows}", rows)
         params["w_term"] = [q["q_term"][of_word[pos]] for pos in held]
@@ -324,16 +357,22 @@ def variants(conn: Connection, stems: tuple[str, ...], config: Expansion, view: 
     ``MAX_VARIANT_CHECKS`` visibility checks in all.
     """
     heads = "" if view.historical else " AND p.head"
-    vocabulary = (f"SELECT p.term FROM keyword_postings p WHERE p.term > :s AND p.term < :end{heads} "
-                  "GROUP BY p.term ORDER BY count(*) DESC, p.term LIMIT :n")
-    visible = (f"SELECT 1 FROM keyword_postings p {_VERSIONS.format('p')} WHERE p.term = :term AND {view.where} "
-               "LIMIT 1")
+    vocabulary = (
+        f"SELECT p.term FROM keyword_postings p WHERE p.term > :s AND p.term < :end{heads} "
+        "GROUP BY p.term ORDER BY count(*) DESC, p.term LIMIT :n"
+    )
+    visible = (
+        f"SELECT 1 FROM keyword_postings p {_VERSIONS.format('p')} WHERE p.term = :term AND {view.where} "
+        "LIMIT 1"
+    )
     found: list[str] = []
     checks = 0
     for s in [s for s in stems if len(s) >= config.min_stem_chars][:MAX_EXPANDED_STEMS]:
         if len(found) >= config.max_variants or checks >= MAX_VARIANT_CHECKS:
             break
-        rows = conn.execute(vocabulary, {"s": s, "end": s + "\U0010ffff", "n": 4 * config.max_variants}).fetchall()
+        rows = conn.execute(
+            vocabulary, {"s": s, "end": s + "\U0010ffff", "n": 4 * config.max_variants}
+        ).fetchall()
         for (term,) in rows:
             if len(found) >= config.max_variants or checks >= MAX_VARIANT_CHECKS:
                 break

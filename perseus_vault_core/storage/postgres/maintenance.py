@@ -5,10 +5,10 @@ managed service's snapshots, its disk encryption: docs/postgres.md); the vault's
 
 from __future__ import annotations
 
-from ..trigger_terms import rebuild as rebuild_trigger_index
 from ...contract.models import CheckReport, Stats
 from ...primitives.dbapi import Connection
 from ..checks import BAD_VECTORS, invariant_problems
+from ..trigger_terms import rebuild as rebuild_trigger_index
 from ..vector_rows import coverage, model
 from .keyword import rebuild as rebuild_keyword_index
 from .schema import current_version
@@ -35,9 +35,11 @@ _KEYWORD_DRIFT = (
 
 
 def stats(conn: Connection, url: str, keyword_index: str, vector_index: str) -> Stats:
-    by_status = dict(conn.execute(
-        "SELECT status, count(*) FROM entity_versions WHERE recorded_to_ms IS NULL GROUP BY status ORDER BY status"
-    ).fetchall())
+    by_status = dict(
+        conn.execute(
+            "SELECT status, count(*) FROM entity_versions WHERE recorded_to_ms IS NULL GROUP BY status ORDER BY status"
+        ).fetchall()
+    )
     recorded = model(conn)
     embedded, heads = coverage(conn)
     import psycopg
@@ -70,17 +72,29 @@ def check(conn: Connection) -> CheckReport:
     problems: list[str] = []
     drift = int(conn.execute(_KEYWORD_DRIFT).fetchone()[0])
     if drift:
-        problems.append(f"the keyword index does not match its rows ({drift} versions differ; reindex rebuilds it)")
+        problems.append(
+            f"the keyword index does not match its rows ({drift} versions differ; reindex rebuilds it)"
+        )
     if index_missing(conn):
-        problems.append("the vectors have no HNSW index, so a search by SQL scans them all (an embed stopped "
-                        "before building it; embed or reindex builds it)")
+        problems.append(
+            "the vectors have no HNSW index, so a search by SQL scans them all (an embed stopped "
+            "before building it; embed or reindex builds it)"
+        )
     problems.extend(invariant_problems(conn))
     return CheckReport(ok=not problems, problems=problems)
 
 
 # The tables an import grows, whose statistics :func:`analyze` refreshes.
-GROWN = ("entities", "entity_versions", "keyword_docs", "keyword_postings", "version_vectors", "head_changes", "links",
-         "trigger_terms")
+GROWN = (
+    "entities",
+    "entity_versions",
+    "keyword_docs",
+    "keyword_postings",
+    "version_vectors",
+    "head_changes",
+    "links",
+    "trigger_terms",
+)
 
 
 def analyze(conn: Connection) -> None:

@@ -42,7 +42,7 @@ def split_url(url: str) -> tuple[str, dict[str, float]]:
     at, slash = rest.find("@"), rest.find("/")
     userinfo = at if sep and at >= 0 and (slash < 0 or at < slash) else -1  # libpq: an @ before any / ends it
     start = url.find("?", len(url) - len(rest) + userinfo + 1) if sep else url.find("?")
-    base, query = (url, "") if start < 0 else (url[:start], url[start + 1:])
+    base, query = (url, "") if start < 0 else (url[:start], url[start + 1 :])
     kept, options = [], {"pool_size": float(POOL_SIZE), "pool_timeout": POOL_TIMEOUT_S}
     for piece in query.split("&") if query else []:
         key, _, value = piece.partition("=")
@@ -55,9 +55,13 @@ def split_url(url: str) -> tuple[str, dict[str, float]]:
         except ValueError:
             raise InvalidInput("path", f"{key} in the URL must be a number, got {value!r}") from None
         if key == "pool_size" and (number != int(number) or not 1 <= number <= 1000):
-            raise InvalidInput("path", f"pool_size in the URL must be a whole number from 1 to 1000, got {value}")
+            raise InvalidInput(
+                "path", f"pool_size in the URL must be a whole number from 1 to 1000, got {value}"
+            )
         if key == "pool_timeout" and not 0 < number <= 3600:
-            raise InvalidInput("path", f"pool_timeout in the URL must be seconds above 0 and at most 3600, got {value}")
+            raise InvalidInput(
+                "path", f"pool_timeout in the URL must be seconds above 0 and at most 3600, got {value}"
+            )
         options[key] = number
     return base + ("?" + "&".join(kept) if kept else ""), options
 
@@ -72,8 +76,17 @@ class Connections:
         self._lock = threading.Lock()
         self.closed = False
         # min_size 0: nothing is opened before a verb needs it (a CLI call opens one connection, not four).
-        self.pool = _pool_class()(url, min_size=0, max_size=size, timeout=timeout, open=True, kwargs={"autocommit": True},
-                                  configure=self._configure, check=_check, name="perseus-vault")
+        self.pool = _pool_class()(
+            url,
+            min_size=0,
+            max_size=size,
+            timeout=timeout,
+            open=True,
+            kwargs={"autocommit": True},
+            configure=self._configure,
+            check=_check,
+            name="perseus-vault",
+        )
 
     def _configure(self, raw: Any) -> None:
         for statement in self._setup:
@@ -108,12 +121,15 @@ class Connections:
             except PoolTimeout:
                 failed = self.pool.failure
                 if failed is not None and failed[0] >= started:
-                    raise StorageError(f"cannot connect to {self._describe}: "
-                                       f"{str(failed[1]).strip().splitlines()[0]}") from None
+                    raise StorageError(
+                        f"cannot connect to {self._describe}: {str(failed[1]).strip().splitlines()[0]}"
+                    ) from None
                 if time.monotonic() >= deadline:
-                    raise StorageError(f"no connection to {self._describe} came free within {self.timeout:g} s "
-                                       f"(all {self.size} of this process's are in use; raise pool_size in the "
-                                       "URL, docs/postgres.md)") from None
+                    raise StorageError(
+                        f"no connection to {self._describe} came free within {self.timeout:g} s "
+                        f"(all {self.size} of this process's are in use; raise pool_size in the "
+                        "URL, docs/postgres.md)"
+                    ) from None
 
     def renew(self, dead: Any) -> Any:
         """A live connection in place of ``dead``, which the pool then discards (PgConnection._first)."""

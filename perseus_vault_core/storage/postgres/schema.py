@@ -47,10 +47,10 @@ from ..distribution import BACKFILL, OWN_SCOPE
 from ..meta import mark_relations_pending
 from ..migrations import run
 from ..trigger_terms import rebuild as rebuild_trigger_index
-from .tenancy import BY_SCOPE, grant_bound, harden, restrict, scope_phrases
-from .hardening import schema_name
-from .tenancy import SCHEMA as TENANCY
 from .connection import PgConnection, write_transaction
+from .hardening import schema_name
+from .tenancy import BY_SCOPE, grant_bound, harden, restrict, scope_phrases
+from .tenancy import SCHEMA as TENANCY
 
 # Taken by every migration (pg_advisory_xact_lock): one number for the vault's schema, held to commit.
 MIGRATION_LOCK = 0x7065727365757331  # "perseus1"
@@ -261,11 +261,14 @@ CREATE TABLE kv_entries (
     updated_at_ms  bigint NOT NULL,
     PRIMARY KEY (agent_id, workspace_hash, collection, key)
 );
-""" + "".join(f"""
+""" + "".join(
+    f"""
 ALTER TABLE {table} ENABLE ROW LEVEL SECURITY;
 CREATE POLICY scoped ON {table}
     USING ((agent_id, workspace_hash) IN (SELECT agent_id, workspace_hash FROM vault_scopes));
-""" for table in _STATE_TABLES)
+"""
+    for table in _STATE_TABLES
+)
 
 
 def _v9() -> str:
@@ -274,12 +277,16 @@ def _v9() -> str:
     # a comparison under the database's collation.
     column = "ADD COLUMN scope text COLLATE \"C\" NOT NULL DEFAULT ''"
     sql = [f"ALTER TABLE {t} {column}; UPDATE {t} SET scope = {key};" for t in OWN_SCOPE]
-    sql += [f"ALTER TABLE {t} {column}; UPDATE {t} AS t SET scope = p.scope FROM {parent} p WHERE {on.format(t='t')};"
-            for t, (parent, on) in BACKFILL.items()]
+    sql += [
+        f"ALTER TABLE {t} {column}; UPDATE {t} AS t SET scope = p.scope FROM {parent} p WHERE {on.format(t='t')};"
+        for t, (parent, on) in BACKFILL.items()
+    ]
     # The change log stays whole (on the coordinator), but each entry names its version's scope, by which
     # row-level security admits it; a rebuild's entry (vid 0) belongs to every scope ('').
-    sql.append(f"ALTER TABLE head_changes {column}; "
-               "UPDATE head_changes AS t SET scope = p.scope FROM entity_versions p WHERE p.vid = t.vid;")
+    sql.append(
+        f"ALTER TABLE head_changes {column}; "
+        "UPDATE head_changes AS t SET scope = p.scope FROM entity_versions p WHERE p.vid = t.vid;"
+    )
     # Keys: the foreign keys go first (they hang on the keys they reference), then each key gains the scope.
     sql.append("""
 ALTER TABLE entity_versions DROP CONSTRAINT entity_versions_entity_id_fkey;
@@ -305,8 +312,10 @@ ALTER TABLE links ADD FOREIGN KEY (from_id, scope) REFERENCES entities (id, scop
 ALTER TABLE version_vectors ADD FOREIGN KEY (vid, scope) REFERENCES entity_versions (vid, scope);
 ALTER TABLE keyword_docs ADD FOREIGN KEY (vid, scope) REFERENCES entity_versions (vid, scope);
 """)
-    sql += [f"ALTER TABLE {t} DROP CONSTRAINT {t}_pkey, ADD PRIMARY KEY ({k}, scope);"
-            for t, k in _STATE_KEYS.items()]
+    sql += [
+        f"ALTER TABLE {t} DROP CONSTRAINT {t}_pkey, ADD PRIMARY KEY ({k}, scope);"
+        for t, k in _STATE_KEYS.items()
+    ]
     sql.append(BY_SCOPE)
     return "\n".join(sql)
 
@@ -323,10 +332,15 @@ _STATE_KEYS = {
 # column default any more, so the triggers that moved the identity sequences past the ids given go: on a
 # distributed PostgreSQL they would have run on the shards, never moving the coordinator's sequence. The
 # sequences stay (they still hold the ids given before this step, which pv_next_id counts).
-V10 = "".join(f"""
+V10 = (
+    "".join(
+        f"""
 DROP TRIGGER {table}_follow_ids ON {table};
 DROP FUNCTION pv_follow_{table}();
-""" for table in ("entities", "entity_versions", "links")) + """
+"""
+        for table in ("entities", "entity_versions", "links")
+    )
+    + """
 CREATE OR REPLACE FUNCTION pv_next_id(tab text, col text) RETURNS bigint
 LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 DECLARE
@@ -344,6 +358,7 @@ BEGIN
     RETURN greatest(coalesce(seq, 0), top, kept) + 1;
 END $$;
 """
+)
 
 Migration = Callable[[PgConnection], None]
 
@@ -383,11 +398,17 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (8, "graph checkpoints, key-value collections", _script(V8)),
     (9, "the scope key on every scoped table, in its keys; row-level security by it", _script(_v9())),
     (10, "every row given its id: a purge's high-water mark, no identity-following triggers", _script(V10)),
-    (11, "bound roles: ids given, no sequences, shared tables and settings through the vault's functions",
-     restrict),
+    (
+        11,
+        "bound roles: ids given, no sequences, shared tables and settings through the vault's functions",
+        restrict,
+    ),
     (12, "trigger phrase vectors per scope", scope_phrases),
-    (13, "bound roles kept to their scope: functions pinned to the vault's schema, reads by the scope key",
-     harden),
+    (
+        13,
+        "bound roles kept to their scope: functions pinned to the vault's schema, reads by the scope key",
+        harden,
+    ),
     (14, "trigger phrase index", _v14),
     (15, "memories written before writes judged relations, marked for reindex", mark_relations_pending),
 ]
@@ -403,13 +424,21 @@ def current_version(conn: PgConnection) -> int:
 
 def migrate(conn: PgConnection, now_ms: int) -> int:
     """Bring the schema up to :data:`LATEST`, one transaction per step; return the version."""
-    return run(conn, MIGRATIONS, current=current_version, now_ms=now_ms, table=_MIGRATIONS_TABLE,
-               lock=lambda c: c.execute("SELECT pg_advisory_xact_lock(?)", (MIGRATION_LOCK,)),
-               transaction=lambda c, work: write_transaction(c, work, isolation="READ COMMITTED"))
+    return run(
+        conn,
+        MIGRATIONS,
+        current=current_version,
+        now_ms=now_ms,
+        table=_MIGRATIONS_TABLE,
+        lock=lambda c: c.execute("SELECT pg_advisory_xact_lock(?)", (MIGRATION_LOCK,)),
+        transaction=lambda c, work: write_transaction(c, work, isolation="READ COMMITTED"),
+    )
 
 
-_MIGRATIONS_TABLE = ("CREATE TABLE IF NOT EXISTS _migrations "
-                     "(version bigint PRIMARY KEY, name text NOT NULL, applied_at_ms bigint NOT NULL)")
+_MIGRATIONS_TABLE = (
+    "CREATE TABLE IF NOT EXISTS _migrations "
+    "(version bigint PRIMARY KEY, name text NOT NULL, applied_at_ms bigint NOT NULL)"
+)
 
 
 def next_id(conn: PgConnection, table: str, column: str = "id") -> int:

@@ -74,10 +74,13 @@ from .connection import WRITE_LOCK
 from .hardening import lock_down, schema_name, search_path, statements
 
 # A version's recall_when (a JSON list) holds the phrase: its JSON text, with LIKE's own characters escaped.
-_USES_PHRASE = ("v.recall_when LIKE '%' || replace(replace(replace(CAST(to_json(phrase) AS text), '\\', '\\\\'), "
-                "'%', '\\%'), '_', '\\_') || '%'")
+_USES_PHRASE = (
+    "v.recall_when LIKE '%' || replace(replace(replace(CAST(to_json(phrase) AS text), '\\', '\\\\'), "
+    "'%', '\\%'), '_', '\\_') || '%'"
+)
 
-SCHEMA = """
+SCHEMA = (
+    """
 CREATE TABLE vault_scopes (role name PRIMARY KEY, agent_id text NOT NULL, workspace_hash text NOT NULL);
 
 ALTER TABLE vault_scopes ENABLE ROW LEVEL SECURITY;
@@ -116,10 +119,14 @@ CREATE POLICY scoped ON keyword_postings
 ALTER TABLE head_changes ENABLE ROW LEVEL SECURITY;
 CREATE POLICY scoped ON head_changes USING (vid = 0 OR vid IN (SELECT vid FROM entity_versions));
 ALTER TABLE trigger_vectors ENABLE ROW LEVEL SECURITY;
-CREATE POLICY scoped ON trigger_vectors USING (EXISTS (SELECT 1 FROM entity_versions v WHERE """ + _USES_PHRASE + "));\n"
+CREATE POLICY scoped ON trigger_vectors USING (EXISTS (SELECT 1 FROM entity_versions v WHERE """
+    + _USES_PHRASE
+    + "));\n"
+)
 
 _OWN = POSTGRES.scope_key("agent_id", "workspace_hash")
-BY_SCOPE = f"""
+BY_SCOPE = (
+    f"""
 CREATE FUNCTION pv_bound_scope() RETURNS text LANGUAGE sql STABLE PARALLEL SAFE AS $$
     SELECT {_OWN} FROM vault_scopes WHERE role = current_user
 $$;
@@ -128,31 +135,43 @@ CREATE FUNCTION pv_phrase_used(phrase text) RETURNS boolean LANGUAGE plpgsql STA
 BEGIN
     RETURN EXISTS (SELECT 1 FROM entity_versions v WHERE {_USES_PHRASE});
 END $$;
-""" + "".join(f"""
+"""
+    + "".join(
+        f"""
 DROP POLICY scoped ON {table};
-CREATE POLICY scoped ON {table} USING ({rule});""" for table, rule in (
-    ("entities", f"scope = pv_bound_scope() AND scope = {_OWN}"),
-    ("entity_versions", "scope = pv_bound_scope()"),
-    ("links", "scope = pv_bound_scope()"),
-    ("version_vectors", "scope = pv_bound_scope()"),
-    ("keyword_docs", f"scope = pv_bound_scope() AND scope = {_OWN}"),
-    ("keyword_postings", f"scope = pv_bound_scope() AND scope = {_OWN}"),
-    ("checkpoints", f"scope = pv_bound_scope() AND scope = {_OWN}"),
-    ("checkpoint_blobs", f"scope = pv_bound_scope() AND scope = {_OWN}"),
-    ("checkpoint_writes", f"scope = pv_bound_scope() AND scope = {_OWN}"),
-    ("kv_entries", f"scope = pv_bound_scope() AND scope = {_OWN}"),
-    ("head_changes", "vid = 0 OR scope = pv_bound_scope()"),
-    ("trigger_vectors", "pv_phrase_used(phrase)"),
-)) + "\n"
+CREATE POLICY scoped ON {table} USING ({rule});"""
+        for table, rule in (
+            ("entities", f"scope = pv_bound_scope() AND scope = {_OWN}"),
+            ("entity_versions", "scope = pv_bound_scope()"),
+            ("links", "scope = pv_bound_scope()"),
+            ("version_vectors", "scope = pv_bound_scope()"),
+            ("keyword_docs", f"scope = pv_bound_scope() AND scope = {_OWN}"),
+            ("keyword_postings", f"scope = pv_bound_scope() AND scope = {_OWN}"),
+            ("checkpoints", f"scope = pv_bound_scope() AND scope = {_OWN}"),
+            ("checkpoint_blobs", f"scope = pv_bound_scope() AND scope = {_OWN}"),
+            ("checkpoint_writes", f"scope = pv_bound_scope() AND scope = {_OWN}"),
+            ("kv_entries", f"scope = pv_bound_scope() AND scope = {_OWN}"),
+            ("head_changes", "vid = 0 OR scope = pv_bound_scope()"),
+            ("trigger_vectors", "pv_phrase_used(phrase)"),
+        )
+    )
+    + "\n"
+)
 
 # The functions that run as the tables' owner: only the owner and bound roles may call them.
-_DEFINED = ("pv_next_id(text, text)", "pv_keep_high_water(text)", "pv_add_phrase_vectors(text, text[], bytea[])",
-            "pv_forget_phrases(text[])", "pv_trim_changes()")
+_DEFINED = (
+    "pv_next_id(text, text)",
+    "pv_keep_high_water(text)",
+    "pv_add_phrase_vectors(text, text[], bytea[])",
+    "pv_forget_phrases(text[])",
+    "pv_trim_changes()",
+)
 
 # A bound role's row takes the id the vault gives next (pv_next_id), checked one writer at a time: it takes the
 # vault's write lock (the vault's own writes hold it already) and reads, in READ COMMITTED, every commit before it.
 _IDS = (("entities", "id"), ("entity_versions", "vid"), ("links", "id"))
-RESTRICTED = f"""
+RESTRICTED = (
+    f"""
 CREATE FUNCTION pv_given_id(tab text, col text, given bigint) RETURNS boolean LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
     wanted bigint;
@@ -183,9 +202,14 @@ BEGIN
         CAST(pv_next_id(tab, CASE tab WHEN 'entity_versions' THEN 'vid' ELSE 'id' END) - 1 AS text))
         ON CONFLICT (key) DO UPDATE SET value = excluded.value;
 END $$;
-""" + "".join(f"""
+"""
+    + "".join(
+        f"""
 CREATE POLICY given_id ON {table} AS RESTRICTIVE FOR INSERT WITH CHECK (pv_given_id('{table}', '{column}', {column}));
-CREATE POLICY kept_id ON {table} AS RESTRICTIVE FOR DELETE USING ({column} <= pv_high_water('{table}'));""" for table, column in _IDS) + f"""
+CREATE POLICY kept_id ON {table} AS RESTRICTIVE FOR DELETE USING ({column} <= pv_high_water('{table}'));"""
+        for table, column in _IDS
+    )
+    + f"""
 
 -- The settings are the owner's; a scope's memory-folder binding (memory_files/sync.py: 'memory_folder:' and the scope as
 -- a JSON list) is that scope's, and no other scope's is shown.
@@ -249,11 +273,16 @@ $$;
 
 REVOKE EXECUTE ON FUNCTION {", ".join(_DEFINED)} FROM PUBLIC;
 """
+)
 
 
 # Migration 12: the functions that shared phrase vectors with a bound role, gone with the sharing.
-_SHARING = ("pv_phrase_used(text)", "pv_add_phrase_vectors(text, text[], bytea[])",
-            "pv_keep_phrase_vectors(text, text[], bytea[])", "pv_forget_phrases(text[])")
+_SHARING = (
+    "pv_phrase_used(text)",
+    "pv_add_phrase_vectors(text, text[], bytea[])",
+    "pv_keep_phrase_vectors(text, text[], bytea[])",
+    "pv_forget_phrases(text[])",
+)
 
 
 def phrases_by_scope(s: str) -> str:
@@ -287,13 +316,35 @@ CREATE POLICY fits ON {s}.trigger_vectors AS RESTRICTIVE USING (true) WITH CHECK
 # only the columns the vault updates (never an id or a scope key). The shared tables: read (vault_meta: its own
 # binding too, by the policies above); head_changes: append. The functions above for the rest. Trigger-phrase
 # vectors are its scope's own from migration 12, and from 13 it may not create temporary objects (hardening.py).
-_SCOPED = ("entities", "entity_versions", "links", "version_vectors", "keyword_docs", "keyword_postings", "checkpoints",
-           "checkpoint_blobs", "checkpoint_writes", "kv_entries", "trigger_vectors", "trigger_terms")
+_SCOPED = (
+    "entities",
+    "entity_versions",
+    "links",
+    "version_vectors",
+    "keyword_docs",
+    "keyword_postings",
+    "checkpoints",
+    "checkpoint_blobs",
+    "checkpoint_writes",
+    "kv_entries",
+    "trigger_vectors",
+    "trigger_terms",
+)
 _SHARED = ("head_changes", "vault_meta", "_migrations", "vault_scopes")
-_UPDATED = {"entities": "retrieval_count, last_accessed_ms", "entity_versions": "recorded_to_ms",
-            "links": "recorded_to_ms", "version_vectors": "embedding, bits, vec", "keyword_docs": "head",
-            "keyword_postings": "head", "trigger_vectors": "embedding"}
-_CALLED = ("pv_next_id(text, text)", "pv_keep_high_water(text)", "pv_trim_changes()")  # of _DEFINED, those left
+_UPDATED = {
+    "entities": "retrieval_count, last_accessed_ms",
+    "entity_versions": "recorded_to_ms",
+    "links": "recorded_to_ms",
+    "version_vectors": "embedding, bits, vec",
+    "keyword_docs": "head",
+    "keyword_postings": "head",
+    "trigger_vectors": "embedding",
+}
+_CALLED = (
+    "pv_next_id(text, text)",
+    "pv_keep_high_water(text)",
+    "pv_trim_changes()",
+)  # of _DEFINED, those left
 _WHOLE_ROWS = ("checkpoints", "checkpoint_blobs", "checkpoint_writes", "kv_entries", "vault_meta")
 _ROLE = re.compile(r"[a-z_][a-z0-9_$]{0,62}")
 
@@ -307,12 +358,20 @@ def bind_role(conn: Connection, role: str, agent_id: str, workspace_hash: str) -
         raise InvalidInput("role", "must be a lower-case SQL identifier (letters, digits, _ and $)")
     exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = ?", (role,)).fetchone()
     if exists is None:
-        raise InvalidInput("role", f"no database role {role!r}: CREATE ROLE {role} LOGIN PASSWORD '...' first")
-    conn.execute("INSERT INTO vault_scopes (role, agent_id, workspace_hash) VALUES (?, ?, ?) ON CONFLICT (role) "
-                 "DO UPDATE SET agent_id = excluded.agent_id, workspace_hash = excluded.workspace_hash",
-                 (role, agent_id, workspace_hash))
+        raise InvalidInput(
+            "role", f"no database role {role!r}: CREATE ROLE {role} LOGIN PASSWORD '...' first"
+        )
+    conn.execute(
+        "INSERT INTO vault_scopes (role, agent_id, workspace_hash) VALUES (?, ?, ?) ON CONFLICT (role) "
+        "DO UPDATE SET agent_id = excluded.agent_id, workspace_hash = excluded.workspace_hash",
+        (role, agent_id, workspace_hash),
+    )
     grant(conn, role)
-    return bool(conn.execute("SELECT has_database_privilege(?, current_database(), 'TEMPORARY')", (role,)).fetchone()[0])
+    return bool(
+        conn.execute("SELECT has_database_privilege(?, current_database(), 'TEMPORARY')", (role,)).fetchone()[
+            0
+        ]
+    )
 
 
 def grant(conn: Connection, role: str) -> None:
@@ -320,12 +379,20 @@ def grant(conn: Connection, role: str) -> None:
     the vault's tables and sequences (a role bound before migration 11 had more), and what no bound role needs on
     the database where the vault's role may (:func:`.hardening.lock_down`)."""
     # The tables the schema has by now: an earlier migration grants again before a later one makes its table.
-    present = [t for t in (*_SCOPED, *_SHARED) if conn.execute("SELECT to_regclass(?)", (t,)).fetchone()[0] is not None]
+    present = [
+        t
+        for t in (*_SCOPED, *_SHARED)
+        if conn.execute("SELECT to_regclass(?)", (t,)).fetchone()[0] is not None
+    ]
     scoped = ", ".join(t for t in _SCOPED if t in present)
     tables = ", ".join(present)
-    sequences = ", ".join(row[0] for row in conn.execute(
-        "SELECT pg_get_serial_sequence(t, c) FROM (VALUES ('entities', 'id'), ('entity_versions', 'vid'), "
-        "('links', 'id'), ('head_changes', 'seq')) AS identity(t, c)").fetchall())
+    sequences = ", ".join(
+        row[0]
+        for row in conn.execute(
+            "SELECT pg_get_serial_sequence(t, c) FROM (VALUES ('entities', 'id'), ('entity_versions', 'vid'), "
+            "('links', 'id'), ('head_changes', 'seq')) AS identity(t, c)"
+        ).fetchall()
+    )
     for statement in (
         f"REVOKE ALL ON {tables} FROM {role}",
         f"REVOKE ALL ON SEQUENCE {sequences} FROM {role}",
@@ -367,6 +434,8 @@ def grant_bound(conn: Connection) -> None:
 
 
 def _grant_bound(conn: Connection) -> None:
-    bound = conn.execute("SELECT s.role FROM vault_scopes s JOIN pg_roles r ON r.rolname = s.role ORDER BY s.role")
+    bound = conn.execute(
+        "SELECT s.role FROM vault_scopes s JOIN pg_roles r ON r.rolname = s.role ORDER BY s.role"
+    )
     for (role,) in bound.fetchall():
         grant(conn, role)

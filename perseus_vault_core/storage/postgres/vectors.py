@@ -69,8 +69,10 @@ def build_index(conn: Connection) -> None:
     for any write. Asked first, so an index that exists costs no lock on the table."""
     recorded = model(conn)
     if recorded is not None and _unbuilt(conn):
-        conn.execute(f"CREATE INDEX IF NOT EXISTS {HNSW_INDEX} ON {TABLE} USING hnsw ({indexed(recorded[1])} "
-                     "vector_cosine_ops)")
+        conn.execute(
+            f"CREATE INDEX IF NOT EXISTS {HNSW_INDEX} ON {TABLE} USING hnsw ({indexed(recorded[1])} "
+            "vector_cosine_ops)"
+        )
 
 
 def index_missing(conn: Connection) -> bool:
@@ -123,17 +125,25 @@ def delete(conn: Connection, vids: Sequence[int]) -> None:
 def existing(conn: Connection, vids: Sequence[int]) -> set[int]:
     """Which of these versions still exist (a purge may have removed some meanwhile)."""
     rows = conn.execute("SELECT vid FROM entity_versions WHERE vid = ANY(?)", ([int(v) for v in vids],))
-    return {int(vid) for vid, in rows}
+    return {int(vid) for (vid,) in rows}
 
 
-def candidates(conn: Connection, query: np.ndarray, depth: int, agent_id: str | None, workspace_hash: str | None,
-               keep: int | None = None) -> tuple[Ranking, bool]:
+def candidates(
+    conn: Connection,
+    query: np.ndarray,
+    depth: int,
+    agent_id: str | None,
+    workspace_hash: str | None,
+    keep: int | None = None,
+) -> tuple[Ranking, bool]:
     """The ``depth`` current versions in scope nearest to ``query`` by the HNSW index, with exact cosine
     scores, and whether that was every candidate there is. ``keep`` is the SQLite path's shortlist (its
     Hamming pre-filter is coarse); the HNSW's candidates are already close, so all are scored."""
     del keep
     params: dict[str, Any] = {"q": literal(query), "depth": depth}
-    where = " AND ".join(["v.recorded_to_ms IS NULL", *scope_clauses(agent_id, workspace_hash, params, POSTGRES)])
+    where = " AND ".join(
+        ["v.recorded_to_ms IS NULL", *scope_clauses(agent_id, workspace_hash, params, POSTGRES)]
+    )
     if not conn.in_transaction:  # SET LOCAL lasts for the transaction: recall runs inside a read snapshot
         raise RuntimeError("vectors.candidates runs inside a read snapshot")
     conn.execute(f"SET LOCAL hnsw.ef_search = {max(40, min(EF_SEARCH_MAX, int(depth)))}")
@@ -146,19 +156,24 @@ def candidates(conn: Connection, query: np.ndarray, depth: int, agent_id: str | 
     if not rows:
         return Ranking(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0)), True
     scores = cosine(np.stack([np.frombuffer(r[2], dtype=np.float32) for r in rows]), query)
-    ranking = Ranking(np.asarray([r[1] for r in rows], dtype=np.int64), np.asarray([r[0] for r in rows], dtype=np.int64),
-                      scores)
+    ranking = Ranking(
+        np.asarray([r[1] for r in rows], dtype=np.int64),
+        np.asarray([r[0] for r in rows], dtype=np.int64),
+        scores,
+    )
     return ranking, len(rows) < depth
 
 
-def search(conn: Connection, query: np.ndarray, view: View, pool: int) -> tuple[list[Hit], dict[int, np.ndarray]]:
+def search(
+    conn: Connection, query: np.ndarray, view: View, pool: int
+) -> tuple[list[Hit], dict[int, np.ndarray]]:
     """The ``pool`` visible versions nearest to ``query`` (cosine similarity, best first, ties by id), with
     their vectors: an exact scan (see the module docstring)."""
     rows = (
         f"{POSTGRES.ids(':only_ids')} j JOIN entities e ON e.id = j.value JOIN entity_versions v ON v.entity_id = e.id "
         f"AND v.scope = e.scope JOIN {TABLE} x ON x.vid = v.vid AND x.scope = v.scope"
-        if view.narrowed else
-        f"{TABLE} x JOIN entity_versions v ON v.vid = x.vid AND v.scope = x.scope "
+        if view.narrowed
+        else f"{TABLE} x JOIN entity_versions v ON v.vid = x.vid AND v.scope = x.scope "
         "JOIN entities e ON e.id = v.entity_id AND e.scope = v.scope"
     )
     sql = (
@@ -166,7 +181,9 @@ def search(conn: Connection, query: np.ndarray, view: View, pool: int) -> tuple[
         f"FROM {rows} WHERE {view.where} ORDER BY similarity DESC, v.entity_id LIMIT :pool"
     )
     hits, found = [], {}
-    for eid, vid, similarity, embedding in conn.execute(sql, dict(view.params, query=literal(query), pool=pool)):
+    for eid, vid, similarity, embedding in conn.execute(
+        sql, dict(view.params, query=literal(query), pool=pool)
+    ):
         hits.append(Hit(int(eid), int(vid), float(similarity)))
         found[int(vid)] = np.frombuffer(embedding, dtype=np.float32)
     return hits, found
@@ -175,7 +192,9 @@ def search(conn: Connection, query: np.ndarray, view: View, pool: int) -> tuple[
 def cosines(conn: Connection, vids: Sequence[int], query: np.ndarray) -> dict[int, float]:
     """The cosine of ``query`` to each of these versions' vectors, scored the canonical way (a version
     without a vector is absent)."""
-    rows = conn.execute(f"SELECT vid, embedding FROM {TABLE} WHERE vid = ANY(?)", ([int(v) for v in vids],)).fetchall()
+    rows = conn.execute(
+        f"SELECT vid, embedding FROM {TABLE} WHERE vid = ANY(?)", ([int(v) for v in vids],)
+    ).fetchall()
     if not rows:
         return {}
     scores = cosine(np.stack([np.frombuffer(b, dtype=np.float32) for _, b in rows]), query)
@@ -192,12 +211,15 @@ def head_vectors(conn: Connection, entity_ids: Sequence[int]) -> dict[int, np.nd
     return {int(eid): np.frombuffer(b, dtype=np.float32) for eid, b in rows}
 
 
-def phrase_vectors(conn: Connection, model: str, wanted: Sequence[tuple[str, str]]) -> dict[tuple[str, str], np.ndarray]:
+def phrase_vectors(
+    conn: Connection, model: str, wanted: Sequence[tuple[str, str]]
+) -> dict[tuple[str, str], np.ndarray]:
     """The stored vectors of these (scope key, phrase) pairs for ``model`` (pairs without one are absent)."""
     rows = conn.execute(
         "SELECT t.scope, t.phrase, t.embedding FROM unnest(CAST(? AS text[]), CAST(? AS text[])) AS w(scope, phrase) "
         "JOIN trigger_vectors t ON t.model = ? AND t.phrase = w.phrase AND t.scope = w.scope",
-        ([scope for scope, _ in wanted], [phrase for _, phrase in wanted], model))
+        ([scope for scope, _ in wanted], [phrase for _, phrase in wanted], model),
+    )
     return {(scope, phrase): np.frombuffer(vector, dtype=np.float32) for scope, phrase, vector in rows}
 
 
@@ -210,8 +232,13 @@ def write_phrase_vectors(conn: Connection, model: str, vectors: dict[tuple[str, 
             "SELECT ?, u.phrase, u.embedding, u.scope FROM unnest(CAST(? AS text[]), CAST(? AS text[]), "
             "CAST(? AS bytea[])) AS u(scope, phrase, embedding) "
             "ON CONFLICT (model, phrase, scope) DO UPDATE SET embedding = excluded.embedding",
-            (model, [scope for scope, _ in pairs], [phrase for _, phrase in pairs],
-             [np.asarray(vectors[pair], dtype=np.float32).tobytes() for pair in pairs]))
+            (
+                model,
+                [scope for scope, _ in pairs],
+                [phrase for _, phrase in pairs],
+                [np.asarray(vectors[pair], dtype=np.float32).tobytes() for pair in pairs],
+            ),
+        )
 
 
 def forget_phrases(conn: Connection, scope: str, phrases: Sequence[str]) -> None:
@@ -220,9 +247,32 @@ def forget_phrases(conn: Connection, scope: str, phrases: Sequence[str]) -> None
         conn.execute(
             "DELETE FROM trigger_vectors t WHERE t.scope = ? AND t.phrase = ANY(?) AND NOT EXISTS ("
             "SELECT 1 FROM entity_versions v WHERE v.scope = t.scope AND v.recall_when <> '[]' "
-            "AND CAST(v.recall_when AS jsonb) @> jsonb_build_array(t.phrase))", (scope, sorted(phrases)))
+            "AND CAST(v.recall_when AS jsonb) @> jsonb_build_array(t.phrase))",
+            (scope, sorted(phrases)),
+        )
 
 
-__all__ = ["TABLE", "build_index", "candidates", "check_model", "claim", "copy", "cosines", "coverage", "delete",
-           "existing", "forget_model", "forget_phrases", "head_vectors", "index_missing", "missing", "missing_count",
-           "model", "phrase_vectors", "rescore", "search", "write", "write_phrase_vectors"]
+__all__ = [
+    "TABLE",
+    "build_index",
+    "candidates",
+    "check_model",
+    "claim",
+    "copy",
+    "cosines",
+    "coverage",
+    "delete",
+    "existing",
+    "forget_model",
+    "forget_phrases",
+    "head_vectors",
+    "index_missing",
+    "missing",
+    "missing_count",
+    "model",
+    "phrase_vectors",
+    "rescore",
+    "search",
+    "write",
+    "write_phrase_vectors",
+]

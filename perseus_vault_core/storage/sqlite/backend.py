@@ -4,21 +4,29 @@ implementations of the storage protocols (the package's docstring lists its modu
 from __future__ import annotations
 
 import os
-
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from typing import TypeVar
 
 from ...contract.models import CheckReport, Stats
 from ...primitives.keys import resolve_key
+from ..base import ChangeLog, Connection, KeywordStore, VectorStore
 from ..meta import get_meta as read_setting
 from ..meta import set_meta as write_setting
-from ..base import ChangeLog, Connection, KeywordStore, VectorStore
 from . import changes, keyword, maintenance, schema, vectors
-from .connection import SQLITE_ERRORS, ConnectionPool, checkpoint, choose_driver, connect, read_snapshot, write_transaction
+from .connection import (
+    SQLITE_ERRORS,
+    ConnectionPool,
+    checkpoint,
+    choose_driver,
+    connect,
+    read_snapshot,
+    write_transaction,
+)
 from .connection import rekey as _rekey
 
 T = TypeVar("T")
+
 
 class SQLiteBackend:
     """One SQLite file: a connection per thread, and the SQLite implementations of the storage protocols."""
@@ -106,8 +114,9 @@ class SQLiteBackend:
         schema.migrate(self.conn(), now_ms)
 
     def stats(self, conn: Connection, keyword_index: str, vector_index: str) -> Stats:
-        return maintenance.stats(conn, self.path, self.driver.name, self.driver.sqlite_version, keyword_index,
-                                 vector_index).model_copy(update={"encrypted": self.driver.encrypted})
+        return maintenance.stats(
+            conn, self.path, self.driver.name, self.driver.sqlite_version, keyword_index, vector_index
+        ).model_copy(update={"encrypted": self.driver.encrypted})
 
     def check(self) -> CheckReport:
         # No snapshot: FTS5's integrity-check is issued as a write statement.

@@ -19,8 +19,10 @@ def rows(conn: Connection, feed: str, vids: Sequence[int]) -> dict[int, Sequence
     """Versions with the feed's columns, by vid (those purged since are absent)."""
     if not vids:
         return {}
-    found = conn.execute(head_sql(feed, "WHERE v.vid IN (SELECT value FROM json_each(?))"),
-                         ("[" + ",".join(str(int(v)) for v in vids) + "]",))
+    found = conn.execute(
+        head_sql(feed, "WHERE v.vid IN (SELECT value FROM json_each(?))"),
+        ("[" + ",".join(str(int(v)) for v in vids) + "]",),
+    )
     return {int(row[0]): row for row in found}
 
 

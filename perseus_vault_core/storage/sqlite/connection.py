@@ -33,16 +33,21 @@ from typing import Any, TypeVar
 
 from ...contract.errors import InvalidInput, SetupError, StorageError
 from ...primitives import file_locks
+from ...primitives.decay import decay
 from ...primitives.forking import in_child
 from ...primitives.keys import check_key
-from ...primitives.decay import decay
 from ..retry import FIRST_PAUSE, WRITE_RETRIES, pause, transaction
 from .file_checks import beside, check_header, not_a_vault, one_name, prove_key, wrong_key
 
 T = TypeVar("T")
 
 # Auto-choice tries these in order; ``sqlcipher`` last (without a key it is a plain SQLite build).
-_CANDIDATES = {"stdlib": "sqlite3", "sqlean": "sqlean", "pysqlite3": "pysqlite3.dbapi2", "sqlcipher": "sqlcipher3.dbapi2"}
+_CANDIDATES = {
+    "stdlib": "sqlite3",
+    "sqlean": "sqlean",
+    "pysqlite3": "pysqlite3.dbapi2",
+    "sqlcipher": "sqlcipher3.dbapi2",
+}
 _CIPHER_FIX = "encryption needs SQLCipher: pip install 'perseus-vault[encryption]' (package sqlcipher3)"
 _FIX = (
     "this Python's sqlite3 cannot load extensions; install a drop-in build with "
@@ -99,8 +104,10 @@ _cipher: Driver | None = None
 def _cipher_driver(key: str, preference: str | None) -> Driver:
     global _cipher
     if preference not in (None, "sqlcipher"):
-        raise SetupError(f"an encryption key is set, which needs the sqlcipher driver, "
-                         f"but PERSEUS_VAULT_SQLITE={preference!r}; unset one of them")
+        raise SetupError(
+            f"an encryption key is set, which needs the sqlcipher driver, "
+            f"but PERSEUS_VAULT_SQLITE={preference!r}; unset one of them"
+        )
     with _cipher_lock:
         if _cipher is None:
             try:
@@ -123,9 +130,7 @@ def choose_driver(preference: str | None = None, *, key: str | None = None) -> D
     if preference is None and _driver is not None:
         return _driver
     if preference is not None and preference not in _CANDIDATES:
-        raise SetupError(
-            f"PERSEUS_VAULT_SQLITE={preference!r} is not one of {', '.join(_CANDIDATES)}"
-        )
+        raise SetupError(f"PERSEUS_VAULT_SQLITE={preference!r} is not one of {', '.join(_CANDIDATES)}")
     names = [preference] if preference else list(_CANDIDATES)
     reasons = []
     for name in names:
@@ -163,7 +168,9 @@ def ascii_lower_sql(text: object) -> object:
 SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
 
 
-def connect(path: str, driver: Driver | None = None, *, synchronous: str = "FULL", vault: bool = False) -> Any:
+def connect(
+    path: str, driver: Driver | None = None, *, synchronous: str = "FULL", vault: bool = False
+) -> Any:
     """Open one configured connection to ``path`` (autocommit; transactions are explicit).
 
     A new file is created private (0600, less under a stricter umask); an existing one keeps its mode.
@@ -190,8 +197,13 @@ def connect(path: str, driver: Driver | None = None, *, synchronous: str = "FULL
             beside(path, held, driver.name, driver.key is not None)
         _create_private(path)
         try:
-            conn = mod.connect(path, isolation_level=None, check_same_thread=False,
-                               timeout=BUSY_TIMEOUT_MS / 1000, factory=_connection_class(mod))
+            conn = mod.connect(
+                path,
+                isolation_level=None,
+                check_same_thread=False,
+                timeout=BUSY_TIMEOUT_MS / 1000,
+                factory=_connection_class(mod),
+            )
         except mod.Error as exc:
             raise StorageError(f"cannot open database {path!r}: {exc}") from exc
         conn.release = file_locks.hold(path, conn, driver.name, driver.key is not None)
@@ -207,8 +219,10 @@ def connect(path: str, driver: Driver | None = None, *, synchronous: str = "FULL
         foreign = not_a_vault(conn) if vault else None
         if foreign is not None:
             conn.close()
-            raise SetupError(f"{path!r} is not a vault: it is a SQLite database of another application ({foreign}); "
-                             "the vault wrote nothing to it. Give a new file's path, or an existing vault's")
+            raise SetupError(
+                f"{path!r} is not a vault: it is a SQLite database of another application ({foreign}); "
+                "the vault wrote nothing to it. Give a new file's path, or an existing vault's"
+            )
         mode = _switch_to_wal(conn)
         if str(mode).lower() != "wal" and path != ":memory:":
             raise StorageError(f"cannot switch {path!r} to WAL mode (got {mode!r})")
@@ -263,14 +277,18 @@ def _connection_class(mod: ModuleType) -> type:
     (:func:`...primitives.file_locks.hold`; a connection collected unclosed lets go of it then)."""
     cls = _CLASSES.get(mod.__name__)
     if cls is None:
+
         def close(self: Any) -> None:
             try:
                 mod.Connection.close(self)
             finally:
                 self.release()
 
-        cls = type("VaultConnection", (mod.Connection,), {"close": close, "release": lambda self: None,
-                                                          "__module__": __name__})
+        cls = type(
+            "VaultConnection",
+            (mod.Connection,),
+            {"close": close, "release": lambda self: None, "__module__": __name__},
+        )
         _CLASSES[mod.__name__] = cls
     return cls
 
@@ -364,11 +382,19 @@ def checkpoint(conn: Any) -> None:
 def write_transaction(conn: Any, work: Callable[[Any], T], *, retries: int = WRITE_RETRIES) -> T:
     """Run ``work(conn)`` inside ``BEGIN IMMEDIATE``; retry the whole unit while SQLite is busy
     (:func:`..retry.transaction`)."""
-    return transaction(conn, work, begin="BEGIN IMMEDIATE", retryable=is_busy,
-                       gave_up="database stayed busy", retries=retries)
+    return transaction(
+        conn,
+        work,
+        begin="BEGIN IMMEDIATE",
+        retryable=is_busy,
+        gave_up="database stayed busy",
+        retries=retries,
+    )
 
 
-_pools_all: weakref.WeakSet[ConnectionPool] = weakref.WeakSet()  # every open pool (a forked child resets them)
+_pools_all: weakref.WeakSet[ConnectionPool] = (
+    weakref.WeakSet()
+)  # every open pool (a forked child resets them)
 
 
 class ConnectionPool:
@@ -401,7 +427,10 @@ class ConnectionPool:
             with self._lock:
                 self._all.append(conn)
                 if self._file is None:
-                    self._file, self._wal = file_locks.file_id(self.path), file_locks.file_id(self.path + "-wal")
+                    self._file, self._wal = (
+                        file_locks.file_id(self.path),
+                        file_locks.file_id(self.path + "-wal"),
+                    )
             # A server that runs each request on a new thread must not leak a connection (two file
             # descriptors) per thread: close it when its thread is gone.
             weakref.finalize(threading.current_thread(), self._release, conn)
@@ -422,8 +451,10 @@ class ConnectionPool:
 
     def refuse_replaced(self) -> None:
         if self.replaced:
-            raise StorageError(f"{self.path!r} was replaced or removed since this vault opened it; open it again "
-                               "to use the file now there")
+            raise StorageError(
+                f"{self.path!r} was replaced or removed since this vault opened it; open it again "
+                "to use the file now there"
+            )
 
     def _release(self, conn: Any) -> None:
         with self._lock:

@@ -67,7 +67,9 @@ def _key_opens_page_one(path: str, size: int, module: ModuleType, key: str) -> b
             conn.execute("PRAGMA cipher_log_level = NONE")
             conn.execute("PRAGMA schema_version").fetchone()  # reads page 1 only
         except module.Error as exc:
-            return "not a database" not in str(exc)  # anything else is not about the key: the real open says it
+            return "not a database" not in str(
+                exc
+            )  # anything else is not about the key: the real open says it
         finally:
             conn.close()
     return True
@@ -110,14 +112,16 @@ def check_header(path: str, keyed: bool) -> None:
         return
     plaintext = head == SQLITE_HEADER
     if not plaintext and not _could_be_encrypted(path, head):
-        raise SetupError(f"{path!r} is not a vault: it is neither a SQLite file nor an encrypted one (is --db, or "
-                         "the path given, the right file?)")
+        raise SetupError(
+            f"{path!r} is not a vault: it is neither a SQLite file nor an encrypted one (is --db, or "
+            "the path given, the right file?)"
+        )
     if not keyed and not plaintext:
-        raise SetupError(f"{path!r} is encrypted (or is not a SQLite file): set {KEY_ENV} or {KEY_FILE_ENV} "
-                         f"to its key")
+        raise SetupError(
+            f"{path!r} is encrypted (or is not a SQLite file): set {KEY_ENV} or {KEY_FILE_ENV} to its key"
+        )
     if keyed and plaintext:
         raise not_encrypted(path)
-
 
 
 def one_name(path: str, held: file_locks.Holding | None) -> None:
@@ -125,15 +129,19 @@ def one_name(path: str, held: file_locks.Holding | None) -> None:
     so two names (a hard link, or one file opened by two names in one process) keep two logs of one file,
     and each reader misses the other's writes, or replays a stale one over them."""
     if held is not None and held.path != os.path.realpath(path):
-        raise SetupError(f"{path!r} is open in this process under another name ({held.path!r}); open it by "
-                         "one name (SQLite keeps a -wal per name)")
+        raise SetupError(
+            f"{path!r} is open in this process under another name ({held.path!r}); open it by "
+            "one name (SQLite keeps a -wal per name)"
+        )
     try:
         links = os.stat(path).st_nlink
     except OSError:
         return
     if links > 1:
-        raise SetupError(f"{path!r} has {links} names (hard links): SQLite keeps a -wal per name, so writes made "
-                         "through one name are not seen through another; keep one and remove the others")
+        raise SetupError(
+            f"{path!r} has {links} names (hard links): SQLite keeps a -wal per name, so writes made "
+            "through one name are not seen through another; keep one and remove the others"
+        )
 
 
 def beside(path: str, held: file_locks.Holding, library: str, keyed: bool) -> None:
@@ -141,24 +149,28 @@ def beside(path: str, held: file_locks.Holding, library: str, keyed: bool) -> No
     header was read when the first opened, so a key's absence or presence is told from theirs, and another
     SQLite library would keep locks of its own, which closing its descriptor would drop for theirs."""
     if held.keyed and not keyed:
-        raise SetupError(f"{path!r} is encrypted (or is not a SQLite file): set {KEY_ENV} or {KEY_FILE_ENV} "
-                         f"to its key")
+        raise SetupError(
+            f"{path!r} is encrypted (or is not a SQLite file): set {KEY_ENV} or {KEY_FILE_ENV} to its key"
+        )
     if keyed and not held.keyed:
         raise not_encrypted(path)
     if held.library != library:
-        raise SetupError(f"{path!r} is open in this process through the {held.library} SQLite driver; a "
-                         f"connection through {library} beside it would drop its locks (set "
-                         f"PERSEUS_VAULT_SQLITE={held.library}, or close the other vault first)")
+        raise SetupError(
+            f"{path!r} is open in this process through the {held.library} SQLite driver; a "
+            f"connection through {library} beside it would drop its locks (set "
+            f"PERSEUS_VAULT_SQLITE={held.library}, or close the other vault first)"
+        )
 
 
 def not_encrypted(path: str) -> SetupError:
-    return SetupError(f"{path!r} is not encrypted, but an encryption key is set: unset {KEY_ENV} / "
-                      f"{KEY_FILE_ENV} to open it (docs/encryption.md shows how to make an encrypted copy)")
+    return SetupError(
+        f"{path!r} is not encrypted, but an encryption key is set: unset {KEY_ENV} / "
+        f"{KEY_FILE_ENV} to open it (docs/encryption.md shows how to make an encrypted copy)"
+    )
 
 
 def wrong_key(path: str) -> SetupError:
     return SetupError(f"wrong encryption key for {path!r} (check {KEY_ENV} / {KEY_FILE_ENV})")
-
 
 
 def not_a_vault(conn: Any) -> str | None:
@@ -168,11 +180,17 @@ def not_a_vault(conn: Any) -> str | None:
     many applications set for themselves). A vault holds ``_migrations`` and ``vault_meta`` (its first
     migration step commits both, so one that another process is creating at this moment has them too); a
     new vault's file holds nothing and is at version 0."""
-    marks = int(conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND "
-                             "name IN ('_migrations', 'vault_meta')").fetchone()[0])
+    marks = int(
+        conn.execute(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND "
+            "name IN ('_migrations', 'vault_meta')"
+        ).fetchone()[0]
+    )
     if marks == 2:
         return None
-    entries = conn.execute("SELECT type, name FROM sqlite_master ORDER BY type = 'table' DESC, name").fetchall()
+    entries = conn.execute(
+        "SELECT type, name FROM sqlite_master ORDER BY type = 'table' DESC, name"
+    ).fetchall()
     version = int(conn.execute("PRAGMA user_version").fetchone()[0])
     if not entries and version == 0:
         return None

@@ -53,7 +53,9 @@ class Fts5Tokenizer:
         conn.execute(
             f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.pv_tok USING fts5(c0, c1, c2, tokenize='{TOKENIZE}')"
         )
-        conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.pv_tok_i USING fts5vocab(temp, pv_tok, 'instance')")
+        conn.execute(
+            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.pv_tok_i USING fts5vocab(temp, pv_tok, 'instance')"
+        )
 
     def terms(self, columns: Sequence[str | None]) -> tuple[Terms, int]:
         self.conn.execute("DELETE FROM temp.pv_tok")
@@ -72,7 +74,7 @@ class Fts5Tokenizer:
         or several when FTS5's Unicode tables split differently from Python's."""
         self.conn.execute("DELETE FROM temp.pv_tok")
         self.conn.execute("INSERT INTO temp.pv_tok(rowid, c0) VALUES (1, ?)", (word,))
-        terms = tuple(t for (t,) in self.conn.execute("SELECT term FROM temp.pv_tok_i ORDER BY \"offset\""))
+        terms = tuple(t for (t,) in self.conn.execute('SELECT term FROM temp.pv_tok_i ORDER BY "offset"'))
         self.conn.execute("DELETE FROM temp.pv_tok")
         return terms
 
@@ -180,7 +182,8 @@ def rebuild(conn: Connection) -> None:
 def unindex_versions(conn: Connection, entity_id: int) -> None:
     """Remove every version of an entity from both indexes (purge), before the rows go."""
     for vid, content, summary, tags, closed in conn.execute(
-        "SELECT vid, content, summary, tags, recorded_to_ms FROM entity_versions WHERE entity_id = ?", (entity_id,)
+        "SELECT vid, content, summary, tags, recorded_to_ms FROM entity_versions WHERE entity_id = ?",
+        (entity_id,),
     ).fetchall():
         conn.execute(
             "INSERT INTO versions_fts(versions_fts, rowid, content, summary, tags) VALUES ('delete', ?, ?, ?, ?)",
@@ -213,8 +216,10 @@ def search(conn: Connection, words: list[str], view: View, pool: int) -> tuple[l
     params = dict(view.params, match=match_expression(words), pool=pool)
     hits = [Hit(int(eid), int(vid), -float(s)) for eid, vid, s in conn.execute(sql, params)]
     # FTS5's own statistics: its row count, and each word's rows as its MATCH counts them.
-    dfs = [int(conn.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (quote(w),)).fetchone()[0])
-           for w in words]
+    dfs = [
+        int(conn.execute(f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (quote(w),)).fetchone()[0])
+        for w in words
+    ]
     return hits, ceiling(fts5_totals(conn, table)[0], dfs)
 
 
@@ -262,18 +267,23 @@ def _scope_totals(conn: Connection, table: str, scope: str, params: dict[str, An
     heads = " AND v.recorded_to_ms IS NULL" if table == "entities_fts" else ""
     n, sizes = conn.execute(  # one row back: the size records laid end to end, summed in numpy
         f"SELECT count(*), group_concat(hex(d.sz), '') FROM entities e CROSS JOIN entity_versions v "
-        f"ON v.entity_id = e.id{heads} CROSS JOIN {table}_docsize d ON d.id = v.vid WHERE {scope}", params,
+        f"ON v.entity_id = e.id{heads} CROSS JOIN {table}_docsize d ON d.id = v.vid WHERE {scope}",
+        params,
     ).fetchone()
     return int(n), varints_total(bytes.fromhex(sizes or ""))
 
 
-def _phrase_rows(conn: Connection, table: str, phrase: tuple[str, ...], scope: str, view: View) -> list[tuple[Any, ...]]:
+def _phrase_rows(
+    conn: Connection, table: str, phrase: tuple[str, ...], scope: str, view: View
+) -> list[tuple[Any, ...]]:
     """``(vid, entity id, shown by the view, size record, weighted frequency)`` for every in-scope row
     holding ``phrase``: FTS5's per-row phrase frequency; the number of rows is the phrase's document
     frequency in the scope."""
     if not phrase:
         return []
-    conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.pv_{table}_i USING fts5vocab(main, {table}, 'instance')")
+    conn.execute(
+        f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.pv_{table}_i USING fts5vocab(main, {table}, 'instance')"
+    )
     # v, e and d depend on i.doc alone, so they are the same on every row of a group.
     base = (
         f"FROM temp.pv_{table}_i i CROSS JOIN entity_versions v ON v.vid = i.doc CROSS JOIN entities e "
@@ -285,7 +295,10 @@ def _phrase_rows(conn: Connection, table: str, phrase: tuple[str, ...], scope: s
     # FTS5 split the word into several terms: count the places where they follow one another in a
     # column (overlapping places count, as in FTS5).
     sql = f'SELECT i.doc, i.col, i."offset", v.entity_id, ({view.where}), d.sz {base}'
-    places = [{(r[0], r[1], r[2]): r[3:] for r in conn.execute(sql, dict(view.params, term=term))} for term in phrase]
+    places = [
+        {(r[0], r[1], r[2]): r[3:] for r in conn.execute(sql, dict(view.params, term=term))}
+        for term in phrase
+    ]
     weight = dict(zip(_COLUMNS, WEIGHTS))
     found: dict[int, list[Any]] = {}
     for (doc, col, start), about in places[0].items():

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import os
 
-from ..trigger_terms import rebuild as rebuild_trigger_index
 from ...contract.errors import InvalidInput
 from ...contract.models import CheckReport, Stats
 from ...primitives import file_locks
 from ...primitives.dbapi import Connection
 from ..checks import BAD_VECTORS, invariant_problems
+from ..trigger_terms import rebuild as rebuild_trigger_index
+from .connection import SQLITE_ERRORS, write_transaction
 from .keyword import rebuild as rebuild_keyword_index
 from .schema import current_version
 from .vectors import coverage, model
-from .connection import SQLITE_ERRORS, write_transaction
 
 
 def stats(
@@ -57,7 +57,9 @@ def _fts_in_sync(conn: Connection, table: str) -> str | None:
     # FTS5's integrity-check is issued as a write: run it as one, so a busy file is waited out
     # (and reported as busy if it stays so) instead of being mistaken for drift.
     try:
-        write_transaction(conn, lambda c: c.execute(f"INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 1)"))
+        write_transaction(
+            conn, lambda c: c.execute(f"INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 1)")
+        )
     except SQLITE_ERRORS as exc:  # FTS5 reports drift as a "malformed" error
         return f"{table} does not match its rows ({exc})"
     return None

@@ -237,7 +237,9 @@ def _scope_last(ddl: str) -> str:
     """Step 4's tables with ``scope`` as their last column and in their key (where Postgres's ON CONFLICT
     needs it, the shared SQL names it, so SQLite's keys must hold it too)."""
     ddl = re.sub(r"CREATE TABLE (\w+)", r"CREATE TABLE pv_new_\1", ddl)
-    return re.sub(r"(\n\s*)PRIMARY KEY \(([^)]*)\)", r"\1scope TEXT NOT NULL DEFAULT '',\1PRIMARY KEY (\2, scope)", ddl)
+    return re.sub(
+        r"(\n\s*)PRIMARY KEY \(([^)]*)\)", r"\1scope TEXT NOT NULL DEFAULT '',\1PRIMARY KEY (\2, scope)", ddl
+    )
 
 
 def _v5(conn: Connection) -> None:
@@ -245,8 +247,10 @@ def _v5(conn: Connection) -> None:
     run_script(conn, _scope_last(V4))
     for table in OWN_SCOPE:
         if table != "entities":
-            conn.execute(f"INSERT INTO pv_new_{table} SELECT *, {SQLITE.scope_key('agent_id', 'workspace_hash')} "
-                         f"FROM {table}")
+            conn.execute(
+                f"INSERT INTO pv_new_{table} SELECT *, {SQLITE.scope_key('agent_id', 'workspace_hash')} "
+                f"FROM {table}"
+            )
             conn.execute(f"DROP TABLE {table}")
             conn.execute(f"ALTER TABLE pv_new_{table} RENAME TO {table}")
     # The others gain the column, filled from the row's own scope or its parent's.
@@ -256,22 +260,28 @@ def _v5(conn: Connection) -> None:
         if table.startswith("keyword_"):  # the keyword index is FTS5's here, with no rows of its own
             continue
         conn.execute(f"ALTER TABLE {table} ADD COLUMN scope TEXT NOT NULL DEFAULT ''")
-        conn.execute(f"UPDATE {table} SET scope = coalesce((SELECT p.scope FROM {parent} p "
-                     f"WHERE {key.format(t=table)}), '')")
+        conn.execute(
+            f"UPDATE {table} SET scope = coalesce((SELECT p.scope FROM {parent} p "
+            f"WHERE {key.format(t=table)}), '')"
+        )
 
 
 def _v6(conn: Connection) -> None:
     # The current versions that carry trigger phrases, which prepare (every agent turn) reads first: without it
     # that read scanned every current version (66 ms at 100,000 memories, about half a second at a million).
-    conn.execute("CREATE INDEX entity_versions_triggered ON entity_versions(entity_id) "
-                 "WHERE recorded_to_ms IS NULL AND recall_when != '[]'")
+    conn.execute(
+        "CREATE INDEX entity_versions_triggered ON entity_versions(entity_id) "
+        "WHERE recorded_to_ms IS NULL AND recall_when != '[]'"
+    )
 
 
 def _v7(conn: Connection) -> None:
     # Trigger-phrase vectors per scope (the scope key in their key), as on PostgreSQL: a phrase another scope had
     # stored made a remember faster (it was not embedded again), which told one tenant of a shared file what
     # phrases another uses. Each vector is copied to every scope whose versions use its phrase.
-    run_script(conn, """
+    run_script(
+        conn,
+        """
         CREATE TABLE pv_new_trigger_vectors (model TEXT NOT NULL, phrase TEXT NOT NULL, embedding BLOB NOT NULL,
                                              scope TEXT NOT NULL DEFAULT '', PRIMARY KEY (model, phrase, scope));
         INSERT INTO pv_new_trigger_vectors (model, phrase, embedding, scope)
@@ -280,16 +290,19 @@ def _v7(conn: Connection) -> None:
                 WHERE v.recall_when != '[]') u ON u.phrase = t.phrase;
         DROP TABLE trigger_vectors;
         ALTER TABLE pv_new_trigger_vectors RENAME TO trigger_vectors;
-""")
+""",
+    )
 
 
 def _v8(conn: Connection) -> None:
     # The trigger-phrase index: recall_when and prepare look a context's stems up in it instead of reading every
     # visible memory's phrases (7-8 s a turn at 20,000 memories of 32 phrases). Keyed by term first, for that
     # lookup; a purge deletes its versions' rows by the same key.
-    conn.execute("CREATE TABLE trigger_terms (term TEXT NOT NULL, vid INTEGER NOT NULL, phrase INTEGER NOT NULL, "
-                 "need INTEGER NOT NULL, scope TEXT NOT NULL DEFAULT '', PRIMARY KEY (term, vid, phrase, scope)) "
-                 "WITHOUT ROWID")
+    conn.execute(
+        "CREATE TABLE trigger_terms (term TEXT NOT NULL, vid INTEGER NOT NULL, phrase INTEGER NOT NULL, "
+        "need INTEGER NOT NULL, scope TEXT NOT NULL DEFAULT '', PRIMARY KEY (term, vid, phrase, scope)) "
+        "WITHOUT ROWID"
+    )
     rebuild_trigger_index(conn)
 
 
@@ -316,15 +329,26 @@ def migrate(conn: Connection, now_ms: int) -> int:
     """Bring the schema up to :data:`LATEST`, one transaction per step; return the version. A copy that kept
     the steps' record but not ``PRAGMA user_version`` (``sqlite3 vault.db .dump | sqlite3 copy.db`` does not
     carry it) gets its version back from ``_migrations`` first."""
-    if current_version(conn) == 0 and conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_migrations'").fetchone() is not None:
+    if (
+        current_version(conn) == 0
+        and conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_migrations'"
+        ).fetchone()
+        is not None
+    ):
         recorded = int(conn.execute("SELECT coalesce(max(version), 0) FROM _migrations").fetchone()[0])
         if recorded:
             write_transaction(conn, lambda c: c.execute(f"PRAGMA user_version = {recorded}"))
-    return run(conn, MIGRATIONS, current=current_version, transaction=write_transaction, now_ms=now_ms,
-               table="CREATE TABLE IF NOT EXISTS _migrations "
-                     "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at_ms INTEGER NOT NULL)",
-               mark=lambda c, version: c.execute(f"PRAGMA user_version = {int(version)}"))
+    return run(
+        conn,
+        MIGRATIONS,
+        current=current_version,
+        transaction=write_transaction,
+        now_ms=now_ms,
+        table="CREATE TABLE IF NOT EXISTS _migrations "
+        "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at_ms INTEGER NOT NULL)",
+        mark=lambda c, version: c.execute(f"PRAGMA user_version = {int(version)}"),
+    )
 
 
 def next_id(conn: Connection, table: str, column: str = "id") -> int:
@@ -338,5 +362,3 @@ def next_id(conn: Connection, table: str, column: str = "id") -> int:
         (table, f"high_water:{table}"),
     ).fetchone()
     return int(row[0])
-
-

@@ -29,8 +29,13 @@ from ...primitives.dense import cosine, shortlist, sign_bits
 from ...primitives.filters import View, scope_clauses
 from ...primitives.hits import Hit, Ranking
 from ..base import OP_VECTOR, OP_VECTORS_RESET
-from ..vector_rows import blob as blob, check_model as check_model, coverage as coverage, missing as missing
-from ..vector_rows import missing_count as missing_count, model as model, rescore as rescore
+from ..vector_rows import blob as blob
+from ..vector_rows import check_model as check_model
+from ..vector_rows import coverage as coverage
+from ..vector_rows import missing as missing
+from ..vector_rows import missing_count as missing_count
+from ..vector_rows import model as model
+from ..vector_rows import rescore as rescore
 from .keyword import log_changes
 
 TABLE = "version_vectors"
@@ -71,9 +76,11 @@ def write(conn: Connection, rows: Sequence[tuple[int, np.ndarray]], heads: Seque
     """Store vectors for versions; ``heads`` lists those that already were heads (the mirrors
     learn of new heads' vectors with the head itself)."""
     if rows:  # each in its version's scope, read in the same statement
-        conn.executemany(f"INSERT OR REPLACE INTO {TABLE} (vid, embedding, bits, scope) "
-                         "SELECT ?, ?, ?, v.scope FROM entity_versions v WHERE v.vid = ?",
-                         [(vid, blob(v), sign_bits(v), vid) for vid, v in rows])
+        conn.executemany(
+            f"INSERT OR REPLACE INTO {TABLE} (vid, embedding, bits, scope) "
+            "SELECT ?, ?, ?, v.scope FROM entity_versions v WHERE v.vid = ?",
+            [(vid, blob(v), sign_bits(v), vid) for vid, v in rows],
+        )
     if heads:
         log_changes(conn, list(heads), OP_VECTOR)
 
@@ -92,8 +99,14 @@ def delete(conn: Connection, vids: Sequence[int]) -> None:
         conn.executemany(f"DELETE FROM {TABLE} WHERE vid = ?", [(v,) for v in vids])
 
 
-def candidates(conn: Connection, query: np.ndarray, depth: int, agent_id: str | None, workspace_hash: str | None,
-               keep: int | None = None) -> tuple[Ranking, bool]:
+def candidates(
+    conn: Connection,
+    query: np.ndarray,
+    depth: int,
+    agent_id: str | None,
+    workspace_hash: str | None,
+    keep: int | None = None,
+) -> tuple[Ranking, bool]:
     """The current view's first steps (see :mod:`indexes.vector`): the ``depth`` current versions in scope
     nearest to ``query`` by sign-bit Hamming distance (ties by entity id), cut to the ``keep`` best by
     :func:`dense.shortlist` when that was not every candidate, with exact cosine scores; and whether that
@@ -115,19 +128,24 @@ def candidates(conn: Connection, query: np.ndarray, depth: int, agent_id: str | 
         picked = shortlist(codes, query, np.asarray([r[0] for r in rows], dtype=np.int64), keep)
         rows = [rows[i] for i in np.sort(picked)]
     scores = cosine(np.stack([np.frombuffer(r[2], dtype=np.float32) for r in rows]), query)
-    ranking = Ranking(np.asarray([r[1] for r in rows], dtype=np.int64), np.asarray([r[0] for r in rows], dtype=np.int64),
-                      scores)
+    ranking = Ranking(
+        np.asarray([r[1] for r in rows], dtype=np.int64),
+        np.asarray([r[0] for r in rows], dtype=np.int64),
+        scores,
+    )
     return ranking, complete
 
 
-def search(conn: Connection, query: np.ndarray, view: View, pool: int) -> tuple[list[Hit], dict[int, np.ndarray]]:
+def search(
+    conn: Connection, query: np.ndarray, view: View, pool: int
+) -> tuple[list[Hit], dict[int, np.ndarray]]:
     """The ``pool`` visible versions nearest to ``query`` (cosine similarity, best first, ties by id),
     with their vectors."""
     rows = (
         f"json_each(:only_ids) j CROSS JOIN entities e ON e.id = j.value CROSS JOIN entity_versions v "
         f"ON v.entity_id = e.id CROSS JOIN {TABLE} x ON x.vid = v.vid"
-        if view.narrowed else
-        f"{TABLE} x CROSS JOIN entity_versions v ON v.vid = x.vid CROSS JOIN entities e ON e.id = v.entity_id"
+        if view.narrowed
+        else f"{TABLE} x CROSS JOIN entity_versions v ON v.vid = x.vid CROSS JOIN entities e ON e.id = v.entity_id"
     )
     sql = (
         f"SELECT v.entity_id, v.vid, 1.0 - vec_distance_cosine(x.embedding, :query) AS similarity, x.embedding "
@@ -168,19 +186,29 @@ def head_vectors(conn: Connection, entity_ids: Sequence[int]) -> dict[int, np.nd
 # --- trigger phrases (recall_when): embedded once per model, kept in the file -----------------------
 
 
-def phrase_vectors(conn: Connection, model: str, wanted: Sequence[tuple[str, str]]) -> dict[tuple[str, str], np.ndarray]:
+def phrase_vectors(
+    conn: Connection, model: str, wanted: Sequence[tuple[str, str]]
+) -> dict[tuple[str, str], np.ndarray]:
     """The stored vectors of these (scope key, phrase) pairs for ``model`` (pairs without one are absent)."""
-    sql = ("SELECT t.scope, t.phrase, t.embedding FROM json_each(:p) j CROSS JOIN trigger_vectors t "
-           "ON t.model = :m AND t.phrase = json_extract(j.value, '$[1]') AND t.scope = json_extract(j.value, '$[0]')")
-    return {(scope, phrase): np.frombuffer(vector, dtype=np.float32)
-            for scope, phrase, vector in conn.execute(sql, {"p": json.dumps([list(w) for w in wanted]), "m": model})}
+    sql = (
+        "SELECT t.scope, t.phrase, t.embedding FROM json_each(:p) j CROSS JOIN trigger_vectors t "
+        "ON t.model = :m AND t.phrase = json_extract(j.value, '$[1]') AND t.scope = json_extract(j.value, '$[0]')"
+    )
+    return {
+        (scope, phrase): np.frombuffer(vector, dtype=np.float32)
+        for scope, phrase, vector in conn.execute(
+            sql, {"p": json.dumps([list(w) for w in wanted]), "m": model}
+        )
+    }
 
 
 def write_phrase_vectors(conn: Connection, model: str, vectors: dict[tuple[str, str], np.ndarray]) -> None:
     conn.executemany(
         "INSERT OR REPLACE INTO trigger_vectors (model, phrase, embedding, scope) VALUES (?, ?, ?, ?)",
-        [(model, phrase, np.asarray(v, dtype=np.float32).tobytes(), scope)
-         for (scope, phrase), v in sorted(vectors.items())],
+        [
+            (model, phrase, np.asarray(v, dtype=np.float32).tobytes(), scope)
+            for (scope, phrase), v in sorted(vectors.items())
+        ],
     )
 
 
@@ -188,9 +216,11 @@ def forget_phrases(conn: Connection, scope: str, phrases: Sequence[str]) -> None
     """After a purge: drop the scope's vectors of these phrases that none of its versions uses any more (a purge leaves
     no text)."""
     for phrase in sorted(phrases):
-        used = conn.execute("SELECT 1 FROM entity_versions v, json_each(v.recall_when) j "
-                            "WHERE v.scope = ? AND v.recall_when != '[]' AND j.value = ? LIMIT 1",
-                            (scope, phrase)).fetchone()
+        used = conn.execute(
+            "SELECT 1 FROM entity_versions v, json_each(v.recall_when) j "
+            "WHERE v.scope = ? AND v.recall_when != '[]' AND j.value = ? LIMIT 1",
+            (scope, phrase),
+        ).fetchone()
         if used is None:
             conn.execute("DELETE FROM trigger_vectors WHERE scope = ? AND phrase = ?", (scope, phrase))
 
@@ -201,4 +231,4 @@ def existing(conn: Connection, vids: Sequence[int]) -> set[int]:
         "SELECT vid FROM entity_versions WHERE vid IN (SELECT value FROM json_each(?))",
         ("[" + ",".join(str(int(v)) for v in vids) + "]",),
     )
-    return {int(vid) for vid, in rows}
+    return {int(vid) for (vid,) in rows}

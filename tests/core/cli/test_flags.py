@@ -11,17 +11,19 @@ import pytest
 from pydantic import BaseModel, Field
 from pydantic.fields import FieldInfo
 
-from perseus_vault_core.cli.main import build_parser
-from perseus_vault_core.cli.commands import COMMANDS
 from perseus_vault_core.cli import flags
+from perseus_vault_core.cli.commands import COMMANDS
 from perseus_vault_core.cli.flags import shape
+from perseus_vault_core.cli.main import build_parser
 from perseus_vault_core.cli.parser import listed
 from perseus_vault_core.contract.params import PrepareParams, RecallParams, RememberManyParams
 from perseus_vault_core.contract.verbs import ADMIN_VERBS, VERBS
 
 # The documented exceptions (docs/cli.md says each): flags of the command line's own ...
 CLI_ONLY = {
-    "embed": {"quiet", "progress"}, "import": {"quiet", "progress"}, "reindex": {"quiet", "progress"},
+    "embed": {"quiet", "progress"},
+    "import": {"quiet", "progress"},
+    "reindex": {"quiet", "progress"},
     "scan": {"all"},
     "rekey": {"new_key_file"},  # a key never on the command line: from a file or the environment
     "remember-conversation": {"file"},  # the messages, from a file or standard input
@@ -76,15 +78,18 @@ def _agrees(words: str, action: argparse.Action, name: str, field: FieldInfo) ->
     return problems
 
 
-def drift(words: str, parser: argparse.ArgumentParser, model: type[BaseModel],
-          exclude: tuple[str, ...] = ()) -> list[str]:
+def drift(
+    words: str, parser: argparse.ArgumentParser, model: type[BaseModel], exclude: tuple[str, ...] = ()
+) -> list[str]:
     """Where the command's arguments and the params model disagree (nothing, when they agree)."""
     actions = {a.dest: a for a in parser._actions if a.dest not in GLOBAL}
     fields = {n: f for n, f in model.model_fields.items() if n not in exclude}
     expected = set(fields) - ELSEWHERE.get(words, set())
     problems = [f"{words}: field {n} has no argument" for n in sorted(expected - set(actions))]
-    problems += [f"{words}: argument {n} is no field of {model.__name__}"
-                 for n in sorted(set(actions) - expected - CLI_ONLY.get(words, set()))]
+    problems += [
+        f"{words}: argument {n} is no field of {model.__name__}"
+        for n in sorted(set(actions) - expected - CLI_ONLY.get(words, set()))
+    ]
     positional = [a.dest for a in parser._actions if not a.option_strings and a.dest in expected]
     required = [n for n, f in fields.items() if f.is_required() and n in expected]
     if positional != required:
@@ -119,9 +124,11 @@ def test_the_drift_check_names_a_default_typed_by_hand(monkeypatch: pytest.Monke
     monkeypatch.setattr(budget, "help", "size budget (default 4000)")
     monkeypatch.setattr(budget, "default", 4000)
     problems = drift("prepare", parser, PrepareParams)
-    assert problems == ["prepare --max-chars: help does not say the field's description",
-                        "prepare --max-chars: a default of its own (4000); the vault applies the model's",
-                        "prepare --max-chars: help does not say the model's default 1500"]
+    assert problems == [
+        "prepare --max-chars: help does not say the field's description",
+        "prepare --max-chars: a default of its own (4000); the vault applies the model's",
+        "prepare --max-chars: help does not say the model's default 1500",
+    ]
 
 
 def test_every_verb_is_a_command_but_the_batch_write() -> None:

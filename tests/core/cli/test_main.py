@@ -93,10 +93,24 @@ def db(tmp_path: Path) -> str:
 
 @pytest.fixture
 def filled(cli: Any, db: str) -> str:
-    assert_ok(cli("--db", db, "remember", "decision", "db-engine", "We chose SQLite in WAL mode.",
-                  "--topic-path", "architecture/storage", "--summary", "sqlite"))
+    assert_ok(
+        cli(
+            "--db",
+            db,
+            "remember",
+            "decision",
+            "db-engine",
+            "We chose SQLite in WAL mode.",
+            "--topic-path",
+            "architecture/storage",
+            "--summary",
+            "sqlite",
+        )
+    )
     assert_ok(cli("--db", db, "remember", "decision", "cache", "Redis caches the hot lookups."))
-    assert_ok(cli("--db", db, "remember", "note", "meeting", "Storage meeting: SQLite stays.", "--type", "fact"))
+    assert_ok(
+        cli("--db", db, "remember", "note", "meeting", "Storage meeting: SQLite stays.", "--type", "fact")
+    )
     return db
 
 
@@ -105,8 +119,11 @@ def filled(cli: Any, db: str) -> str:
 
 def test_remember_human_and_json(cli: Any, db: str) -> None:
     run = assert_ok(cli("--db", db, "remember", "decision", "db", "We chose SQLite."))
-    assert len(run.lines()) == 1 and re.fullmatch(rf"stored as #1 decision/db, version 1 \(true from {DAY}\); "
-                                                  "no candidate it repeats, updates or contradicts", run.lines()[0])
+    assert len(run.lines()) == 1 and re.fullmatch(
+        rf"stored as #1 decision/db, version 1 \(true from {DAY}\); "
+        "no candidate it repeats, updates or contradicts",
+        run.lines()[0],
+    )
     run = assert_ok(cli("--db", db, "--json", "remember", "decision", "db", "We chose SQLite, in WAL mode."))
     entity = run.json()
     assert (entity["id"], entity["version"], entity["content"]) == (1, 2, "We chose SQLite, in WAL mode.")
@@ -116,13 +133,21 @@ def test_remember_human_and_json(cli: Any, db: str) -> None:
 
 def test_remember_says_when_it_wrote_nothing_and_what_a_memory_repeats(cli: Any, db: str) -> None:
     assert_ok(cli("--db", db, "remember", "note", "k1", "Same words here."))
-    run = assert_ok(cli("--db", db, "remember", "note", "k2", "same  words HERE."))  # an exact repeat: nothing written
-    expected = [rf"already held by #1 note/k1 \(true from {DAY}\): nothing written; "
-                "no other candidate it repeats, updates or contradicts", r"\(--keep-duplicate stores it\)"]
+    run = assert_ok(
+        cli("--db", db, "remember", "note", "k2", "same  words HERE.")
+    )  # an exact repeat: nothing written
+    expected = [
+        rf"already held by #1 note/k1 \(true from {DAY}\): nothing written; "
+        "no other candidate it repeats, updates or contradicts",
+        r"\(--keep-duplicate stores it\)",
+    ]
     assert all(re.fullmatch(e, line) for e, line in zip(expected, run.lines(), strict=True))
     run = assert_ok(cli("--db", db, "remember", "note", "k2", "same  words HERE.", "--keep-duplicate"))
-    expected = [rf"stored as #2 note/k2, version 1 \(true from {DAY}\)", "candidates it may repeat, update or contradict:",
-                rf"#1 \(duplicate, true from {DAY}\): Same words here\."]
+    expected = [
+        rf"stored as #2 note/k2, version 1 \(true from {DAY}\)",
+        "candidates it may repeat, update or contradict:",
+        rf"#1 \(duplicate, true from {DAY}\): Same words here\.",
+    ]
     assert all(re.fullmatch(e, line) for e, line in zip(expected, run.lines(), strict=True))
     run = assert_ok(cli("--db", db, "remember", "note", "k3", "Same words here"))  # a mark less: another text
     assert re.fullmatch(rf"stored as #3 note/k3, version 1 \(true from {DAY}\)", run.lines()[0])
@@ -131,8 +156,13 @@ def test_remember_says_when_it_wrote_nothing_and_what_a_memory_repeats(cli: Any,
 def test_no_stored_text_reaches_the_terminal_as_a_control(cli: Any, db: str) -> None:
     """ESC, BEL, CR, DEL and the C1 controls in a stored name or text print as escapes, in text and JSON."""
     assert_ok(cli("--db", db, "remember", "note", "k\x1b[2J", "title \x1b]0;pwned\x07 set\r, \x7f\x9b done"))
-    for argv in (("recall", "title"), ("scan", "--all"), ("--json", "recall", "title"), ("--json", "scan", "--all"),
-                 ("remember", "note", "k\x1b[2J", "title \x1b]0;pwned\x07 set\r, \x7f\x9b done")):
+    for argv in (
+        ("recall", "title"),
+        ("scan", "--all"),
+        ("--json", "recall", "title"),
+        ("--json", "scan", "--all"),
+        ("remember", "note", "k\x1b[2J", "title \x1b]0;pwned\x07 set\r, \x7f\x9b done"),
+    ):
         run = assert_ok(cli("--db", db, *argv))
         assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", run.out), (argv, run.out)
         assert "\\x1b" in run.out or "\\u001b" in run.out, (argv, run.out)
@@ -151,14 +181,44 @@ def test_json_nested_past_reading_is_one_clear_line(cli: Any, db: str, flag: str
 
 
 def test_remember_passes_fields(cli: Any, db: str) -> None:
-    run = assert_ok(cli(
-        "--db", db, "--json", "remember", "decision", "db", "We chose SQLite.",
-        "--summary", "sqlite", "--type", "decision", "--topic-path", "architecture/storage",
-        "--agent-id", "agent-a", "--workspace-hash", "ws-1", "--source", "meeting", "--verified",
-        "--certainty", "0.9", "--provenance-class", "human", "--recall-when", "choosing a database",
-        "--recall-when", "storage", "--body", '{"ticket": "PV-7"}', "--valid-from-ms", "1000",
-        "--expires-at-ms", "9999999999999",
-    ))
+    run = assert_ok(
+        cli(
+            "--db",
+            db,
+            "--json",
+            "remember",
+            "decision",
+            "db",
+            "We chose SQLite.",
+            "--summary",
+            "sqlite",
+            "--type",
+            "decision",
+            "--topic-path",
+            "architecture/storage",
+            "--agent-id",
+            "agent-a",
+            "--workspace-hash",
+            "ws-1",
+            "--source",
+            "meeting",
+            "--verified",
+            "--certainty",
+            "0.9",
+            "--provenance-class",
+            "human",
+            "--recall-when",
+            "choosing a database",
+            "--recall-when",
+            "storage",
+            "--body",
+            '{"ticket": "PV-7"}',
+            "--valid-from-ms",
+            "1000",
+            "--expires-at-ms",
+            "9999999999999",
+        )
+    )
     e = run.json()
     assert e["summary"] == "sqlite" and e["type"] == "decision" and e["topic_path"] == "architecture/storage"
     assert (e["agent_id"], e["workspace_hash"]) == ("agent-a", "ws-1")
@@ -238,16 +298,27 @@ def test_recall_filters_and_enumeration(cli: Any, filled: str) -> None:
 
 def test_include_archived_marks_what_is_no_longer_current(cli: Any, filled: str) -> None:
     """recall --include-archived lists archived and superseded memories, each marked so: never read as current."""
-    assert_ok(cli("--db", filled, "remember", "decision", "db-engine-2", "We moved the vault to PostgreSQL storage."))
+    assert_ok(
+        cli(
+            "--db", filled, "remember", "decision", "db-engine-2", "We moved the vault to PostgreSQL storage."
+        )
+    )
     with Vault(filled) as vault:
         vault.supersede(1, 4)
         vault.forget(3)
-    lines = assert_ok(cli("--db", filled, "recall", "storage", "--include-archived", "--mode", "fts5")).lines()
+    lines = assert_ok(
+        cli("--db", filled, "recall", "storage", "--include-archived", "--mode", "fts5")
+    ).lines()
     marks = {int(re.search(r"#(\d+)", line).group(1)): line for line in lines[1:]}  # type: ignore[union-attr]
     assert marks[1].endswith("[superseded by #4]") and marks[3].endswith("[archived]")
     assert "superseded" not in marks[4] and "archived" not in marks[4]  # the current one carries no mark
-    assert 1 not in {int(re.search(r"#(\d+)", line).group(1))  # type: ignore[union-attr]
-                     for line in assert_ok(cli("--db", filled, "recall", "storage", "--mode", "fts5")).lines()[1:]}
+    assert (
+        1
+        not in {
+            int(re.search(r"#(\d+)", line).group(1))  # type: ignore[union-attr]
+            for line in assert_ok(cli("--db", filled, "recall", "storage", "--mode", "fts5")).lines()[1:]
+        }
+    )
 
 
 def test_recall_no_reinforce(cli: Any, filled: str) -> None:
@@ -328,7 +399,9 @@ def test_import_jsonl_file(cli: Any, db: str, tmp_path: Path) -> None:
 
 
 def test_import_from_stdin(cli: Any, db: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sys, "stdin", io.StringIO('{"category": "fact", "key": "s", "content": "from stdin"}\n'))
+    monkeypatch.setattr(
+        sys, "stdin", io.StringIO('{"category": "fact", "key": "s", "content": "from stdin"}\n')
+    )
     run = assert_ok(cli("--db", db, "import", "-"))
     assert "1 created" in run.out
 
@@ -363,7 +436,9 @@ def test_export_stdout_and_file_round_trip(cli: Any, filled: str, tmp_path: Path
     assert run.lines() == [f"exported {len(records)} lines to {target}"]
     assert target.read_text(encoding="utf-8") == to_stdout
     assert assert_ok(cli("--db", filled, "--json", "export", str(tmp_path / "again.jsonl"))).json() == {
-        "file": str(tmp_path / "again.jsonl"), "lines": len(records)}
+        "file": str(tmp_path / "again.jsonl"),
+        "lines": len(records),
+    }
 
     fresh = str(tmp_path / "fresh.db")
     report = assert_ok(cli("--db", fresh, "--json", "import", str(target))).json()
@@ -394,9 +469,13 @@ def test_stats(cli: Any, filled: str) -> None:
     stats = assert_ok(cli("--db", filled, "--json", "stats")).json()
     assert stats["entities"] == 3 and stats["versions"] == 3 and stats["by_status"] == {"active": 3}
     human = assert_ok(cli("--db", filled, "stats")).lines()
-    assert re.fullmatch(rf"vault +{re.escape(filled)} \(sqlite, schema {stats['schema_version']}, \d+ KB\)", human[0])
+    assert re.fullmatch(
+        rf"vault +{re.escape(filled)} \(sqlite, schema {stats['schema_version']}, \d+ KB\)", human[0]
+    )
     assert "memories       3 (3 active)" in human
-    assert f"links          {stats['links']}" in human and stats["links"] >= 1  # the two SQLite memories: inferred
+    assert (
+        f"links          {stats['links']}" in human and stats["links"] >= 1
+    )  # the two SQLite memories: inferred
     assert "vectors        none (no embedding model has written to this vault)" in human
     assert not any("{" in line or "_" in line.split()[0] for line in human)  # no dicts, no field names
 
@@ -405,7 +484,9 @@ def test_times_a_person_reads_are_iso_8601(cli: Any, filled: str) -> None:
     iso = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z"
     history = assert_ok(cli("--db", filled, "history", "decision", "cache")).lines()
     assert all(re.search(rf"recorded {iso}, true from {DAY}( to {DAY})?: ", line) for line in history[1:])
-    entity_id = assert_ok(cli("--db", filled, "--json", "history", "decision", "cache")).json()["items"][0]["id"]
+    entity_id = assert_ok(cli("--db", filled, "--json", "history", "decision", "cache")).json()["items"][0][
+        "id"
+    ]
     shown = assert_ok(cli("--db", filled, "get-entity", str(entity_id))).lines()
     assert re.fullmatch(f"true from {iso}( to {iso})?; created {iso}, this version written {iso}", shown[1])
     assert all(re.match(iso, line) for line in assert_ok(cli("--db", filled, "recent")).lines()[:-1])
@@ -438,7 +519,11 @@ def test_check_fails_on_a_broken_index_and_reindex_repairs_it(cli: Any, filled: 
 
 
 def test_reindex_json(cli: Any, filled: str) -> None:
-    assert assert_ok(cli("--db", filled, "--json", "reindex")).json() == {"ok": True, "problems": [], "relations_judged": 0}
+    assert assert_ok(cli("--db", filled, "--json", "reindex")).json() == {
+        "ok": True,
+        "problems": [],
+        "relations_judged": 0,
+    }
 
 
 def test_backup(cli: Any, filled: str, tmp_path: Path) -> None:
@@ -450,7 +535,8 @@ def test_backup(cli: Any, filled: str, tmp_path: Path) -> None:
     line = assert_one_line_error(cli("--db", filled, "backup", str(target)))
     assert "target" in line and "exists" in line
     assert assert_ok(cli("--db", filled, "--json", "backup", str(tmp_path / "two.db"))).json() == {
-        "backup": str(tmp_path / "two.db")}
+        "backup": str(tmp_path / "two.db")
+    }
 
 
 # --- errors ------------------------------------------------------------------------------------
@@ -497,12 +583,24 @@ def test_not_found_message_with_a_newline_in_the_key_is_still_one_line(cli: Any,
 def test_help_lists_the_commands(cli: Any) -> None:
     run = cli("--help")
     assert run.code == 0
-    for command in ("remember", "recall", "scan", "history", "import", "export", "stats", "check", "reindex",
-                    "backup"):
+    for command in (
+        "remember",
+        "recall",
+        "scan",
+        "history",
+        "import",
+        "export",
+        "stats",
+        "check",
+        "reindex",
+        "backup",
+    ):
         assert command in run.out
 
 
-def test_a_call_naming_a_command_builds_its_parser_alone(cli: Any, db: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_call_naming_a_command_builds_its_parser_alone(
+    cli: Any, db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A one-shot call pays for its own command's parser (its group's, for a grouped one), not the
     forty others'; asking the top level for help first still lists every command."""
     from perseus_vault_core.cli import parser as cli_parser
@@ -538,15 +636,20 @@ def _command() -> list[str]:
 def _spawn(argv: Sequence[str], env_db: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("PERSEUS_VAULT_DEBUG",)}
     env["PERSEUS_VAULT_DB"] = env_db
-    return subprocess.run([*_command(), *argv], capture_output=True, text=True, env=env, timeout=120, check=False)
+    return subprocess.run(
+        [*_command(), *argv], capture_output=True, text=True, env=env, timeout=120, check=False
+    )
 
 
 def test_real_process(tmp_path: Path) -> None:
     db = str(tmp_path / "proc.db")
     done = _spawn(["remember", "decision", "db", "We chose SQLite in WAL mode."], db)
     assert done.returncode == 0, done.stderr
-    assert re.fullmatch(rf"stored as #1 decision/db, version 1 \(true from {DAY}\); no candidate it repeats, updates "
-                        "or contradicts", done.stdout.strip())
+    assert re.fullmatch(
+        rf"stored as #1 decision/db, version 1 \(true from {DAY}\); no candidate it repeats, updates "
+        "or contradicts",
+        done.stdout.strip(),
+    )
     done = _spawn(["recall", "sqlite", "--json"], db)
     assert done.returncode == 0, done.stderr
     assert [i.key for i in RecallResult.model_validate_json(done.stdout).items] == ["db"]
@@ -564,8 +667,17 @@ def test_real_process(tmp_path: Path) -> None:
 
 def test_a_read_of_a_missing_vault_is_one_line_and_creates_nothing(cli: Any, tmp_path: Path) -> None:
     missing = tmp_path / "no" / "such" / "dir" / "x.db"
-    for argv in (["recall", "foo"], ["scan"], ["stats"], ["prepare", "a turn"], ["export"], ["check"],
-                 ["memory", "list"], ["get-entity", "1"], ["history", "note", "k"]):
+    for argv in (
+        ["recall", "foo"],
+        ["scan"],
+        ["stats"],
+        ["prepare", "a turn"],
+        ["export"],
+        ["check"],
+        ["memory", "list"],
+        ["get-entity", "1"],
+        ["history", "note", "k"],
+    ):
         line = assert_one_line_error(cli("--db", str(missing), *argv))
         assert "no vault at" in line, argv
         assert not (tmp_path / "no").exists(), argv
@@ -590,11 +702,24 @@ def test_version(cli: Any) -> None:
 
 
 def test_the_mcp_names_of_verbs_are_accepted_but_not_listed(cli: Any, db: str) -> None:
-    assert_ok(cli("--db", db, "remember", "decision", "db", "We chose SQLite.", "--recall-when", "choosing a database"))
+    assert_ok(
+        cli(
+            "--db",
+            db,
+            "remember",
+            "decision",
+            "db",
+            "We chose SQLite.",
+            "--recall-when",
+            "choosing a database",
+        )
+    )
     prepared = assert_ok(cli("--db", db, "prepare", "we are choosing a database")).out
     assert assert_ok(cli("--db", db, "context", "we are choosing a database")).out == prepared
-    assert assert_ok(cli("--db", db, "recall_when", "we are choosing a database")).out == assert_ok(
-        cli("--db", db, "recall-when", "we are choosing a database")).out
+    assert (
+        assert_ok(cli("--db", db, "recall_when", "we are choosing a database")).out
+        == assert_ok(cli("--db", db, "recall-when", "we are choosing a database")).out
+    )
     assert assert_ok(cli("--db", db, "--json", "get_entity", "1")).json()["key"] == "db"
     listed = re.findall(r"^    (\S+)", assert_ok(cli("--help")).out, flags=re.M)
     assert "prepare" in listed and "recall-when" in listed
@@ -602,8 +727,9 @@ def test_the_mcp_names_of_verbs_are_accepted_but_not_listed(cli: Any, db: str) -
 
 
 def test_times_on_the_command_line_are_unix_ms_or_iso_8601(cli: Any, db: str) -> None:
-    made = assert_ok(cli("--db", db, "--json", "remember", "note", "k", "text", "--valid-from-ms",
-                         "2026-01-01T00:00:00Z")).json()
+    made = assert_ok(
+        cli("--db", db, "--json", "remember", "note", "k", "text", "--valid-from-ms", "2026-01-01T00:00:00Z")
+    ).json()
     assert made["valid_from_ms"] == 1_767_225_600_000
     assert assert_ok(cli("--db", db, "--json", "as-of", "note", "k", "2100-01-01")).json()["id"] == made["id"]
     assert assert_ok(cli("--db", db, "as-of", "note", "k", "1")).out.startswith("No version of note/k")
@@ -616,10 +742,15 @@ def test_a_name_stored_with_line_breaks_prints_on_one_line(cli: Any, db: str) ->
     """A key an older vault stored with line breaks (refused since) cannot add a line to the CLI's output."""
     with Vault(db, embedder=False) as vault:
         planted = vault.remember("note", "k", "the deploy checklist lives in the wiki").id
-        vault.engine.write(lambda c: c.execute("UPDATE entities SET key = ? WHERE id = ?",
-                                                ("old\n#99 [forged/line]\u2028x", planted)))
+        vault.engine.write(
+            lambda c: c.execute(
+                "UPDATE entities SET key = ? WHERE id = ?", ("old\n#99 [forged/line]\u2028x", planted)
+            )
+        )
     recalled = cli("--db", db, "recall", "deploy checklist")
     assert recalled.code == 0 and len(recalled.lines()) == 2, recalled.out  # the header and one hit
     assert "old\\n#99 [forged/line]\\u2028x" in recalled.out
     forgotten = cli("--db", db, "forget", str(planted))
-    assert forgotten.code == 0 and forgotten.lines() == [f"archived #{planted} [note/old\\n#99 [forged/line]\\u2028x]"]
+    assert forgotten.code == 0 and forgotten.lines() == [
+        f"archived #{planted} [note/old\\n#99 [forged/line]\\u2028x]"
+    ]

@@ -19,12 +19,18 @@ from .test_main import _clean_env, assert_one_line_error, cli, keyword_only  # n
 
 def test_a_misspelled_required_argument_is_named_with_its_near_name(tmp_path: Path) -> None:
     with Vault(tmp_path / "v.db", embedder=False) as vault:
-        for call, says in [(lambda: vault.recall(qury="x"), "qury: unknown argument (did you mean query?)"),  # type: ignore[call-arg]
-                           (lambda: vault.remember(category="a", key="b", contnet="x"),  # type: ignore[call-arg]
-                            "contnet: unknown argument (did you mean content?)"),
-                           (lambda: vault.history(catgory="a", key="b"),  # type: ignore[call-arg]
-                            "catgory: unknown argument (did you mean category?)"),
-                           (lambda: vault.get_entity(), "id: is required")]:  # type: ignore[call-arg]
+        for call, says in [
+            (lambda: vault.recall(qury="x"), "qury: unknown argument (did you mean query?)"),  # type: ignore[call-arg]
+            (
+                lambda: vault.remember(category="a", key="b", contnet="x"),  # type: ignore[call-arg]
+                "contnet: unknown argument (did you mean content?)",
+            ),
+            (
+                lambda: vault.history(catgory="a", key="b"),  # type: ignore[call-arg]
+                "catgory: unknown argument (did you mean category?)",
+            ),
+            (lambda: vault.get_entity(), "id: is required"),
+        ]:  # type: ignore[call-arg]
             with pytest.raises(InvalidInput) as caught:
                 call()
             assert str(caught.value) == says
@@ -43,8 +49,12 @@ def test_empty_content_is_refused_and_writes_nothing(tmp_path: Path) -> None:
             with pytest.raises(InvalidInput, match="^content: must hold some text"):
                 vault.remember("note", "empty", content)
         with pytest.raises(InvalidInput, match=r"^items\.1\.content: must hold some text"):
-            vault.remember_many([{"category": "n", "key": "a", "content": "fine"}, {"category": "n", "key": "b",
-                                                                                     "content": " "}])
+            vault.remember_many(
+                [
+                    {"category": "n", "key": "a", "content": "fine"},
+                    {"category": "n", "key": "b", "content": " "},
+                ]
+            )
         assert vault.scan().items == []
         folder = tmp_path / "obsidian"  # an imported memory file or note may be empty: kept, byte for byte
         (folder / "About Me").mkdir(parents=True)
@@ -58,11 +68,13 @@ def test_cli_names_a_misspelled_option_and_says_what_no_x_does(cli: Any, tmp_pat
     db = str(tmp_path / "v.db")
     assert cli("--db", db, "remember", "note", "k", "a memory").code == 0
     said = assert_one_line_error(cli("--db", db, "recall", "memory", "--limt", "3"))
-    assert said == "error: unrecognized arguments: --limt 3 (did you mean --limit?) (see perseus-vault --help)"
+    assert (
+        said == "error: unrecognized arguments: --limt 3 (did you mean --limit?) (see perseus-vault --help)"
+    )
     said = assert_one_line_error(cli("--db", db, "recall", "memory", "--lim=3", "--mdoe", "fts5"))
     assert "(did you mean --limit for --lim=3, --mode for --mdoe?)" in said
     helped = cli("recall", "--help").out
-    line = " ".join(helped[helped.index("--no-reinforce "):].split("--fusion")[0].split())
+    line = " ".join(helped[helped.index("--no-reinforce ") :].split("--fusion")[0].split())
     assert line.startswith("--no-reinforce Turns off (on by default): Count this retrieval")
     assert "on unless" not in line
 
@@ -71,15 +83,25 @@ def test_a_db_that_is_not_a_vault_says_so(cli: Any, tmp_path: Path) -> None:  # 
     notes = tmp_path / "notes.json"
     notes.write_text('{"not": "a vault"}\n' * 100, encoding="utf-8")
     said = assert_one_line_error(cli("--db", str(notes), "stats"))
-    assert "is not a vault: it is neither a SQLite file nor an encrypted one" in said and "encrypted (or" not in said
-    random = tmp_path / "random.db"  # whole pages of noise: what an encrypted vault looks like without its key
+    assert (
+        "is not a vault: it is neither a SQLite file nor an encrypted one" in said
+        and "encrypted (or" not in said
+    )
+    random = (
+        tmp_path / "random.db"
+    )  # whole pages of noise: what an encrypted vault looks like without its key
     random.write_bytes(bytes((i * 7919 + 13) % 251 for i in range(4096)))
     assert "is encrypted" in assert_one_line_error(cli("--db", str(random), "stats"))
 
 
 def test_prepare_prints_nothing_when_nothing_applies_and_says_why_on_stderr(cli: Any, tmp_path: Path) -> None:  # noqa: F811
     db = str(tmp_path / "v.db")
-    assert cli("--db", db, "remember", "note", "k", "We chose SQLite.", "--recall-when", "choosing a database").code == 0
+    assert (
+        cli(
+            "--db", db, "remember", "note", "k", "We chose SQLite.", "--recall-when", "choosing a database"
+        ).code
+        == 0
+    )
     nothing = cli("--db", db, "prepare", "zzz qqq")
     assert (nothing.code, nothing.out, nothing.err) == (0, "", "No stored memory matches this turn.\n")
     something = cli("--db", db, "prepare", "we are choosing a database")

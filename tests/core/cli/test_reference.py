@@ -26,7 +26,11 @@ def test_every_command_and_argument_is_on_the_page() -> None:
     for words, parser in parsers.items():
         section = text.split(f"# {words}\n", 1)[1].split("\n#", 1)[0]
         for action in parser._actions:
-            if action.dest not in ("help", "db", "json") and action.option_strings and action.help != argparse.SUPPRESS:
+            if (
+                action.dest not in ("help", "db", "json")
+                and action.option_strings
+                and action.help != argparse.SUPPRESS
+            ):
                 assert f"`{action.option_strings[0]}`" in section, (words, action.option_strings[0])
 
 
@@ -40,7 +44,10 @@ def test_every_option_and_argument_has_help() -> None:
     missing = []
     for words, parser in listed(build_parser()).items():
         for action in parser._actions:
-            if isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)) or action.help == argparse.SUPPRESS:
+            if (
+                isinstance(action, (argparse._HelpAction, argparse._SubParsersAction))
+                or action.help == argparse.SUPPRESS
+            ):
                 continue
             if not (action.help or "").strip():
                 missing.append(f"{words} {(action.option_strings or [action.dest])[0]}")

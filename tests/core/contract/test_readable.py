@@ -13,8 +13,13 @@ def test_a_time_is_iso_8601_in_utc_to_the_precision_asked() -> None:
     assert iso_time(T, "seconds") == "2026-06-03T07:10:17Z"
     assert iso_time(T, "minutes") == "2026-06-03T07:10Z"  # a transcript's turns, the inspector's timeline
     assert iso_time(T, "date") == date(T) == "2026-06-03"
-    assert iso_time(T, "auto") == "2026-06-03T07:10:17.821Z" and iso_time(T - 821, "auto") == "2026-06-03T07:10:17Z"
-    assert iso_time(float(T), "minutes") == "2026-06-03T07:10Z"  # the timeline's ticks fall between milliseconds
+    assert (
+        iso_time(T, "auto") == "2026-06-03T07:10:17.821Z"
+        and iso_time(T - 821, "auto") == "2026-06-03T07:10:17Z"
+    )
+    assert (
+        iso_time(float(T), "minutes") == "2026-06-03T07:10Z"
+    )  # the timeline's ticks fall between milliseconds
 
 
 def test_no_time_and_a_time_past_the_calendar_are_none() -> None:
@@ -30,10 +35,15 @@ def test_a_time_a_caller_gave_is_shown_as_given_unless_it_is_milliseconds() -> N
 
 def test_a_lookup_that_finds_nothing_says_so_in_one_sentence() -> None:
     assert no_version("decision", "db", as_of=1) == (
-        "No version of decision/db was believed at 1970-01-01T00:00:00.001Z (1 unix ms).")
+        "No version of decision/db was believed at 1970-01-01T00:00:00.001Z (1 unix ms)."
+    )
     assert no_version("decision", "db", valid_at="2026-01-01") == (
-        "No version of decision/db was true in the world at 2026-01-01.")
+        "No version of decision/db was true in the world at 2026-01-01."
+    )
     assert no_version("decision", "db", as_of=str(T), valid_at=T) == (
         f"No version of decision/db was believed at 2026-06-03T07:10:17.821Z ({T} unix ms) to be true at "
-        f"2026-06-03T07:10:17.821Z ({T} unix ms).")
-    assert no_version("two\nlines", "k", as_of=1).startswith("No version of two\\nlines/k ")  # one line whatever a name holds
+        f"2026-06-03T07:10:17.821Z ({T} unix ms)."
+    )
+    assert no_version("two\nlines", "k", as_of=1).startswith(
+        "No version of two\\nlines/k "
+    )  # one line whatever a name holds

@@ -4,11 +4,17 @@ escape that keeps a stored name on one line, and a memory cut to fit a page. Pur
 from __future__ import annotations
 
 import json
-
 import sys
 
-from perseus_vault_core.contract.text import (LINE_BREAKS, escape_breaks, for_terminal, line_break, preview,
-                                             preview_body, problem)
+from perseus_vault_core.contract.text import (
+    LINE_BREAKS,
+    escape_breaks,
+    for_terminal,
+    line_break,
+    preview,
+    preview_body,
+    problem,
+)
 
 
 def test_the_line_breaks_are_exactly_what_splitlines_splits_on() -> None:
@@ -30,8 +36,10 @@ def test_escaping_keeps_any_text_on_one_line_and_shows_each_break() -> None:
 def test_nul_and_unpaired_surrogates_are_what_a_vault_does_not_store() -> None:
     assert problem("fine \u2028 text\n") is None
     assert problem("a\x00b") == "contains NUL (U+0000), which a vault does not store"
-    assert problem("a\ud800b") == ("contains an unpaired surrogate; text must be valid Unicode"
-                                    " (on a command line: bytes that are not UTF-8)")
+    assert problem("a\ud800b") == (
+        "contains an unpaired surrogate; text must be valid Unicode"
+        " (on a command line: bytes that are not UTF-8)"
+    )
 
 
 def test_a_terminal_is_sent_no_control_it_would_act_on() -> None:
@@ -39,7 +47,9 @@ def test_a_terminal_is_sent_no_control_it_would_act_on() -> None:
     out = for_terminal("".join(controls) + "\n\tünïcode \u2028")
     assert out.endswith("\n\tünïcode \u2028") and not any(c in out for c in controls)
     assert for_terminal("\x1b]0;pwned\x07") == "\\x1b]0;pwned\\x07"
-    assert for_terminal("windows\r\nline\rover") == "windows\nline\\x0dover"  # a lone CR could overwrite a line
+    assert (
+        for_terminal("windows\r\nline\rover") == "windows\nline\\x0dover"
+    )  # a lone CR could overwrite a line
     document = json.dumps({"k": "a\x1b\x7f\x9bb"}, ensure_ascii=False)  # C0 escaped by the encoder
     shown = for_terminal(document, json=True)
     assert json.loads(shown) == {"k": "a\x1b\x7f\x9bb"} and not any(c in shown for c in controls)

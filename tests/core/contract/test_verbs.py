@@ -15,10 +15,21 @@ from perseus_vault_core.contract.params import signatures
 from perseus_vault_core.contract.verbs import ADMIN_VERBS, BY_NAME, PROFILES, VERBS, Verb, fields
 
 # Arguments only Python can pass (functions), which no params model describes.
-PYTHON_ONLY = {"community_summary": {"polish"}, "embed": {"progress"}, "import_jsonl": {"progress"},
-               "reindex": {"progress"}}
+PYTHON_ONLY = {
+    "community_summary": {"polish"},
+    "embed": {"progress"},
+    "import_jsonl": {"progress"},
+    "reindex": {"progress"},
+}
 # Methods that are not verbs of the registry: the lifecycle, and what only Python callers use.
-NOT_VERBS = {"close", "call", "recall_by_vector", "wait_for_keyword_index", "wait_for_vector_index", "memory_unbind"}
+NOT_VERBS = {
+    "close",
+    "call",
+    "recall_by_vector",
+    "wait_for_keyword_index",
+    "wait_for_vector_index",
+    "memory_unbind",
+}
 
 
 def _method(verb: Verb) -> Any:
@@ -44,7 +55,9 @@ def test_named_defaults_are_the_models(verb: Verb) -> None:
             continue
         field = model.model_fields[name]
         assert field.default is not PydanticUndefined, f"{verb.name}({name}=...) defaults a required field"
-        assert default == field.default, f"{verb.name}({name}={default!r}) but the model says {field.default!r}"
+        assert default == field.default, (
+            f"{verb.name}({name}={default!r}) but the model says {field.default!r}"
+        )
 
 
 def test_every_public_method_is_a_verb_or_known() -> None:
@@ -63,7 +76,8 @@ def test_the_operators_verbs_are_in_no_tool_profile() -> None:
 def test_option_typeddicts_are_generated_from_the_models() -> None:
     committed = Path(signatures.__file__).with_name("options.py").read_text(encoding="utf-8")
     assert committed == signatures.render(), (
-        "regenerate: python -m perseus_vault_core.contract.params.signatures > perseus_vault_core/contract/params/options.py")
+        "regenerate: python -m perseus_vault_core.contract.params.signatures > perseus_vault_core/contract/params/options.py"
+    )
 
 
 def test_each_options_typeddict_holds_its_models_other_fields() -> None:
@@ -78,20 +92,33 @@ def test_type_text_covers_times_models_and_literals() -> None:
     from perseus_vault_core.contract.params import RecallParams, RememberInput
 
     models: set[type[BaseModel]] = set()
-    assert signatures.type_text(RememberInput.model_fields["valid_from_ms"].annotation, models) == \
-        "int | str | dt.datetime | None"
-    assert signatures.type_text(RecallParams.model_fields["mode"].annotation, models) == \
-        "Literal['fts5', 'dense', 'hybrid'] | None"
-    assert signatures.type_text(RecallParams.model_fields["fusion"].annotation, models) == \
-        "Fusion | dict[str, Any] | None"
+    assert (
+        signatures.type_text(RememberInput.model_fields["valid_from_ms"].annotation, models)
+        == "int | str | dt.datetime | None"
+    )
+    assert (
+        signatures.type_text(RecallParams.model_fields["mode"].annotation, models)
+        == "Literal['fts5', 'dense', 'hybrid'] | None"
+    )
+    assert (
+        signatures.type_text(RecallParams.model_fields["fusion"].annotation, models)
+        == "Fusion | dict[str, Any] | None"
+    )
     assert {m.__name__ for m in models} == {"Fusion"}
 
 
 # Named arguments Python may pass in more shapes than the wire (a path object, an open file, any iterable),
 # which the facade turns into the model's type before validating.
-WIDER = {("import_jsonl", "source"), ("export_jsonl", "target"), ("memory_import", "folder"),
-         ("memory_export", "folder"), ("backup", "target"), ("rekey", "new_key"), ("remember_many", "items"),
-         ("remember_conversation", "messages")}
+WIDER = {
+    ("import_jsonl", "source"),
+    ("export_jsonl", "target"),
+    ("memory_import", "folder"),
+    ("memory_export", "folder"),
+    ("backup", "target"),
+    ("rekey", "new_key"),
+    ("remember_many", "items"),
+    ("remember_conversation", "messages"),
+}
 
 
 @pytest.mark.parametrize("verb", VERBS + ADMIN_VERBS, ids=lambda v: v.name)
@@ -109,6 +136,10 @@ def test_named_arguments_have_their_models_types(verb: Verb) -> None:
         want = set(signatures.field_text(field, set()).split(" | "))
         have = set(signatures.type_text(hints[name], set()).split(" | "))
         # None in the signature may only mean "not given" (its default), and the model's own None must be there
-        assert "None" in have or "None" not in want, f"{verb.name}({name}) refuses None, which the model takes"
+        assert "None" in have or "None" not in want, (
+            f"{verb.name}({name}) refuses None, which the model takes"
+        )
         have.discard("None"), want.discard("None")
-        assert have == want, f"{verb.name}({name}: {' | '.join(sorted(have))}) but the model takes {' | '.join(sorted(want))}"
+        assert have == want, (
+            f"{verb.name}({name}: {' | '.join(sorted(have))}) but the model takes {' | '.join(sorted(want))}"
+        )

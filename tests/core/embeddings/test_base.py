@@ -39,12 +39,15 @@ def test_checked_makes_each_row_unit_length() -> None:
     assert out.dtype == np.float32 and np.allclose(out, [[0.6, 0.8, 0.0], [0.0, 0.0, 1.0]])
 
 
-@pytest.mark.parametrize(("out", "said"), [
-    (np.ones((1, 3)), "shape (1, 3), expected (2, 3)"),
-    (np.ones((2, 4)), "shape (2, 4), expected (2, 3)"),
-    (np.array([[1.0, np.nan, 0.0], [1.0, 0.0, 0.0]]), "NaN or infinite"),
-    (np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 0.0]]), "zero vector"),
-])
+@pytest.mark.parametrize(
+    ("out", "said"),
+    [
+        (np.ones((1, 3)), "shape (1, 3), expected (2, 3)"),
+        (np.ones((2, 4)), "shape (2, 4), expected (2, 3)"),
+        (np.array([[1.0, np.nan, 0.0], [1.0, 0.0, 0.0]]), "NaN or infinite"),
+        (np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 0.0]]), "zero vector"),
+    ],
+)
 def test_checked_refuses_an_embedder_that_breaks_the_contract(out: np.ndarray, said: str) -> None:
     with pytest.raises(InvalidInput, match=re.escape(said)):
         checked(_Returns(out), ["a", "b"])

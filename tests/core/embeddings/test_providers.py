@@ -16,6 +16,7 @@ import pytest
 from perseus_vault_core import SetupError, StorageError, Vault
 from perseus_vault_core.embeddings.providers import OllamaEmbedder, OpenAICompatibleEmbedder, from_spec
 
+
 class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802 - the http.server API
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
@@ -79,5 +80,7 @@ def test_the_command_line_does_not_import_urllib() -> None:
     import sys
 
     code = "import sys, perseus_vault_core.cli.main; print(sorted(m for m in sys.modules if m.startswith('urllib.req')))"
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
     assert done.stdout.strip() == "[]"

@@ -12,15 +12,23 @@ from perseus_vault_core.storage import Connection
 
 
 def _unvectored(conn: Connection) -> int:
-    return int(conn.execute("SELECT count(*) FROM entity_versions v WHERE NOT EXISTS "
-                            "(SELECT 1 FROM version_vectors x WHERE x.vid = v.vid)").fetchone()[0])
+    return int(
+        conn.execute(
+            "SELECT count(*) FROM entity_versions v WHERE NOT EXISTS "
+            "(SELECT 1 FROM version_vectors x WHERE x.vid = v.vid)"
+        ).fetchone()[0]
+    )
 
 
 def test_a_write_its_plan_did_not_foresee_is_embedded_and_run_again(dense_vault: Vault) -> None:
     """A batch that writes one memory twice meets a text the plan (read before the write) did not
     hold: the transaction rolls back, the text is embedded, and every version still gets its vector."""
-    written = dense_vault.remember_many([{"category": "note", "key": "k", "content": "first text"},
-                                         {"category": "note", "key": "k", "content": "second text"}])
+    written = dense_vault.remember_many(
+        [
+            {"category": "note", "key": "k", "content": "first text"},
+            {"category": "note", "key": "k", "content": "second text"},
+        ]
+    )
     assert [e.content for e in written] == ["second text", "second text"]
     assert dense_vault.history("note", "k").total == 2
     assert _unvectored(dense_vault.engine.conn()) == 0

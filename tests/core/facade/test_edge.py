@@ -40,10 +40,13 @@ def test_a_postgres_driver_error_leaves_as_a_storage_error_once_the_driver_is_lo
         _raising(psycopg.OperationalError("server closed the connection"))()
 
 
-@pytest.mark.parametrize(("raised", "field"), [
-    (RecursionError(), "argument: is nested too deeply"),
-    (OverflowError("int too large"), "argument: a number is out of range"),
-])
+@pytest.mark.parametrize(
+    ("raised", "field"),
+    [
+        (RecursionError(), "argument: is nested too deeply"),
+        (OverflowError("int too large"), "argument: a number is out of range"),
+    ],
+)
 def test_runtime_errors_on_bad_input_leave_as_invalid_input(raised: BaseException, field: str) -> None:
     with pytest.raises(InvalidInput, match=field):
         _raising(raised)()
@@ -79,4 +82,3 @@ def test_listed_takes_any_iterable_and_path_text_any_path() -> None:
     assert listed("items", (x for x in [1, 2]), "numbers") == [1, 2]
     assert path_text("folder", Path("/tmp/x")) == "/tmp/x"
     assert path_text("folder", 7) == 7  # left for the params model to refuse, naming the field
-

@@ -15,7 +15,9 @@ from ...conftest import Clock, FakeEmbedder
 
 
 def _fill(v: Vault, clock: Clock) -> None:
-    a = v.remember("decision", "db", "We chose Postgres for the shared memory", recall_when=["which database"])
+    a = v.remember(
+        "decision", "db", "We chose Postgres for the shared memory", recall_when=["which database"]
+    )
     clock.advance(1000)
     v.remember("decision", "db", "We chose Postgres with pgvector for the shared memory")  # a second version
     b = v.remember("fact", "team", "Four agents share one memory")
@@ -40,21 +42,32 @@ def test_sqlite_to_postgres_and_back_is_lossless(tmp_path: Path, pg_url: str, cl
         original = _export(src)
         report = migrate(src, pg_url)
     # links: the one written and the one the vault inferred between two of the memories (copied as they are)
-    assert (report.entities, report.versions, report.links, report.vectors, report.phrase_vectors) == (4, 6, 2, 6, 1)
+    assert (report.entities, report.versions, report.links, report.vectors, report.phrase_vectors) == (
+        4,
+        6,
+        2,
+        6,
+        1,
+    )
     assert report.lines == len(original.splitlines()) and "secret" not in report.target
     calls = embedder.texts
     with Vault(pg_url, clock=clock, embedder=embedder) as copy:
         assert _export(copy) == original
-        answer = copy.recall("postgres memory", mode="dense", reinforce=False, curate=False)  # the vectors alone
+        answer = copy.recall(
+            "postgres memory", mode="dense", reinforce=False, curate=False
+        )  # the vectors alone
         assert answer.items[0].key == "db" and embedder.texts == calls + 1  # only the query was embedded
         back = migrate(copy, tmp_path / "b.db")
     assert back.sha256 == report.sha256
-    with Vault(tmp_path / "b.db", clock=clock, embedder=embedder) as again, \
-            Vault(tmp_path / "a.db", clock=clock, embedder=embedder) as first:
+    with (
+        Vault(tmp_path / "b.db", clock=clock, embedder=embedder) as again,
+        Vault(tmp_path / "a.db", clock=clock, embedder=embedder) as first,
+    ):
         assert _export(again) == original
         for mode in ("fts5", "dense", "hybrid"):
-            assert ([(i.id, i.score) for i in again.recall("shared memory", mode=mode, reinforce=False).items]
-                    == [(i.id, i.score) for i in first.recall("shared memory", mode=mode, reinforce=False).items])
+            assert [
+                (i.id, i.score) for i in again.recall("shared memory", mode=mode, reinforce=False).items
+            ] == [(i.id, i.score) for i in first.recall("shared memory", mode=mode, reinforce=False).items]
 
 
 def test_a_target_that_holds_memories_is_refused_and_unchanged(tmp_path: Path, clock: Clock) -> None:
@@ -85,13 +98,22 @@ def test_a_source_missing_vectors_of_a_model_not_here_is_refused(tmp_path: Path,
 def test_the_command_line_copies_and_says_what(tmp_path: Path, pg_url: str, clock: Clock) -> None:
     with Vault(tmp_path / "a.db", clock=clock, embedder=False) as src:
         _fill(src, clock)
-    done = subprocess.run([sys.executable, "-m", "perseus_vault_core.cli", "migrate", str(tmp_path / "a.db"), pg_url],
-                          capture_output=True, text=True, env={"PERSEUS_VAULT_EMBEDDER": "none", "PATH": ""})
+    done = subprocess.run(
+        [sys.executable, "-m", "perseus_vault_core.cli", "migrate", str(tmp_path / "a.db"), pg_url],
+        capture_output=True,
+        text=True,
+        env={"PERSEUS_VAULT_EMBEDDER": "none", "PATH": ""},
+    )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith("copied 4 memories (6 versions, 2 links, 0 vectors) and 0 rows of framework state "
-                                  "from ")
-    again = subprocess.run([sys.executable, "-m", "perseus_vault_core.cli", "migrate", str(tmp_path / "a.db"), pg_url],
-                           capture_output=True, text=True, env={"PERSEUS_VAULT_EMBEDDER": "none", "PATH": ""})
+    assert done.stdout.startswith(
+        "copied 4 memories (6 versions, 2 links, 0 vectors) and 0 rows of framework state from "
+    )
+    again = subprocess.run(
+        [sys.executable, "-m", "perseus_vault_core.cli", "migrate", str(tmp_path / "a.db"), pg_url],
+        capture_output=True,
+        text=True,
+        env={"PERSEUS_VAULT_EMBEDDER": "none", "PATH": ""},
+    )
     assert again.returncode == 1 and again.stderr.startswith("error: the target already holds 4 memories")
 
 
@@ -105,24 +127,40 @@ def test_checkpoints_and_key_values_travel_too(tmp_path: Path, pg_url: str, cloc
         for scope in ({}, {"agent_id": "alice"}):
             saved = Checkpoints(src, **scope)
             for i in range(3):
-                saved.put("thread", "", f"0{i}", parent_checkpoint_id=f"0{i - 1}" if i else None, type="msgpack",
-                          checkpoint=bytes([i, 0, 255]), metadata={"step": i, "who": "ада"},
-                          channel_versions={"messages": str(i)}, blobs=[ChannelBlob("messages", str(i), "msgpack",
-                                                                                    b"\x00" * i + b"m")])
+                saved.put(
+                    "thread",
+                    "",
+                    f"0{i}",
+                    parent_checkpoint_id=f"0{i - 1}" if i else None,
+                    type="msgpack",
+                    checkpoint=bytes([i, 0, 255]),
+                    metadata={"step": i, "who": "ада"},
+                    channel_versions={"messages": str(i)},
+                    blobs=[ChannelBlob("messages", str(i), "msgpack", b"\x00" * i + b"m")],
+                )
             saved.put_writes("thread", "", "02", [TaskWrite("task", "~0", 0, "messages", "msgpack", b"\x01")])
-            KeyValues(src, **scope).put_many("docstore/data", [(f"n{i}", {"text": f"node {i}"}) for i in range(700)])
+            KeyValues(src, **scope).put_many(
+                "docstore/data", [(f"n{i}", {"text": f"node {i}"}) for i in range(700)]
+            )
         report = migrate(src, pg_url)
     assert report.state_rows == 2 * (3 + 3 + 1 + 700)
     with Vault(pg_url, embedder=False) as copy:
         alice = Checkpoints(copy, agent_id="alice")
         latest = alice.get("thread")
-        assert latest is not None and latest.checkpoint == bytes([2, 0, 255]) and latest.metadata["who"] == "ада"
-        assert [b.data for b in latest.blobs] == [b"\x00\x00m"] and [w.data for w in latest.writes] == [b"\x01"]
+        assert (
+            latest is not None and latest.checkpoint == bytes([2, 0, 255]) and latest.metadata["who"] == "ада"
+        )
+        assert [b.data for b in latest.blobs] == [b"\x00\x00m"] and [w.data for w in latest.writes] == [
+            b"\x01"
+        ]
         assert [c.checkpoint_id for c in alice.list("thread")] == ["02", "01", "00"]
         assert len(KeyValues(copy).get_all("docstore/data")) == 700
         back = migrate(copy, tmp_path / "b.db")
     assert back.state_rows == report.state_rows
     with Vault(tmp_path / "c.db", embedder=False) as other:
         KeyValues(other).put("c", "k", {"v": 1})
-        with Vault(tmp_path / "a.db", embedder=False) as src, pytest.raises(Conflict, match="framework state"):
+        with (
+            Vault(tmp_path / "a.db", embedder=False) as src,
+            pytest.raises(Conflict, match="framework state"),
+        ):
             migrate(src, tmp_path / "c.db")

@@ -34,8 +34,11 @@ def test_serve_is_listed_and_takes_its_flags(cli: Any) -> None:  # noqa: F811
     assert "--token " not in usage  # refused, never listed
 
 
-def test_without_the_plugin_serve_names_what_to_install(cli: Any, db: str,  # noqa: F811
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_the_plugin_serve_names_what_to_install(
+    cli: Any,
+    db: str,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setattr(cli_parser, "discover", lambda: [])
     line = assert_one_line_error(cli("--db", db, "serve", "--http", "127.0.0.1:8765"))
     assert INSTALL in line
@@ -43,8 +46,11 @@ def test_without_the_plugin_serve_names_what_to_install(cli: Any, db: str,  # no
     assert "serve" not in assert_ok(cli("--help")).out
 
 
-def test_without_the_mcp_extra_serve_names_what_to_install(cli: Any, db: str,  # noqa: F811
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_the_mcp_extra_serve_names_what_to_install(
+    cli: Any,
+    db: str,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     import perseus_vault_integrations
 
     # as if the mcp SDK were not installed: the package that needs it cannot be imported
@@ -53,8 +59,11 @@ def test_without_the_mcp_extra_serve_names_what_to_install(cli: Any, db: str,  #
     assert INSTALL in assert_one_line_error(cli("--db", db, "serve"))
 
 
-def test_a_one_shot_command_never_reads_entry_points(cli: Any, db: str,  # noqa: F811
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_one_shot_command_never_reads_entry_points(
+    cli: Any,
+    db: str,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     def refuse() -> list[Plugin]:
         raise AssertionError("entry points read for a built-in command")
 

@@ -82,7 +82,9 @@ def test_in_memory_paths_are_refused() -> None:
 
 
 @pytest.mark.parametrize("url", ["sqlite:///tmp/v.db", "s3://bucket/v.db", "mysql://user@localhost/db"])
-def test_a_url_of_another_kind_is_refused_not_made_into_folders(url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_url_of_another_kind_is_refused_not_made_into_folders(
+    url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from perseus_vault_core import InvalidInput
 
     monkeypatch.chdir(tmp_path)
@@ -94,7 +96,9 @@ def test_a_url_of_another_kind_is_refused_not_made_into_folders(url: str, tmp_pa
 
 def test_a_postgres_url_is_a_database_never_a_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(StorageError, match=r"cannot connect to postgresql://user:\*\*\*@127.0.0.1:9/db") as err:
+    with pytest.raises(
+        StorageError, match=r"cannot connect to postgresql://user:\*\*\*@127.0.0.1:9/db"
+    ) as err:
         Vault("postgresql://user:secret@127.0.0.1:9/db", embedder=False)  # nothing listens on port 9
     assert "secret" not in str(err.value)  # the password never reaches a message
     assert list(tmp_path.iterdir()) == []
@@ -173,8 +177,9 @@ def test_the_version_is_the_package_version() -> None:
     assert perseus_vault_core.__version__ == version("perseus-vault")
 
 
-def test_any_other_exception_beneath_a_verb_leaves_as_a_vault_error(vault: Vault,
-                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_any_other_exception_beneath_a_verb_leaves_as_a_vault_error(
+    vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from pydantic import BaseModel, ValidationError
 
     from perseus_vault_core import InvalidInput

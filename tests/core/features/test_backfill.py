@@ -18,12 +18,14 @@ from ...conftest import Clock, FakeEmbedder
 from .test_relations import links
 
 pytestmark = pytest.mark.both_backends
-TEXTS = [("fact", "prod-region", "Production runs in us-east-1 on EKS."),
-         ("note", "lunch", "Lunch is at noon in the atrium."),
-         ("fact", "db", "The billing service stores invoices in PostgreSQL 16."),
-         ("fact", "prod-region-now", "Production runs in eu-west-1 on EKS."),
-         ("fact", "db-again", "The billing service keeps its invoices in PostgreSQL 16."),
-         ("note", "standup", "Standup is at 09:30 every day.")]
+TEXTS = [
+    ("fact", "prod-region", "Production runs in us-east-1 on EKS."),
+    ("note", "lunch", "Lunch is at noon in the atrium."),
+    ("fact", "db", "The billing service stores invoices in PostgreSQL 16."),
+    ("fact", "prod-region-now", "Production runs in eu-west-1 on EKS."),
+    ("fact", "db-again", "The billing service keeps its invoices in PostgreSQL 16."),
+    ("note", "standup", "Standup is at 09:30 every day."),
+]
 
 
 def _written(location: str | Path, clock: Clock, judged: bool, monkeypatch: pytest.MonkeyPatch) -> list[int]:
@@ -48,7 +50,8 @@ def _before_marking(vault: Vault, backend: str) -> None:
 
 
 def test_reindex_judges_what_an_earlier_version_wrote_as_its_writes_would_have(
-        backend: str, vault_path: str | Path, clock: Clock, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    backend: str, vault_path: str | Path, clock: Clock, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     reference_location = tmp_path / "reference.db"  # written as this version writes, judging each memory
     _written(reference_location, clock, judged=True, monkeypatch=monkeypatch)
     with Vault(reference_location, embedder=FakeEmbedder()) as reference:
@@ -59,7 +62,9 @@ def test_reindex_judges_what_an_earlier_version_wrote_as_its_writes_would_have(
         assert links(vault) == []
         _before_marking(vault, backend)
     seen: list[tuple[int, int]] = []
-    with Vault(vault_path, embedder=FakeEmbedder()) as vault:  # the migration marks the memories written before
+    with Vault(
+        vault_path, embedder=FakeEmbedder()
+    ) as vault:  # the migration marks the memories written before
         assert vault.engine.read(lambda c: get_meta(c, RELATIONS_PENDING)) == str(len(TEXTS))
         report = vault.reindex(progress=lambda done, total: seen.append((done, total)))
         assert report.ok and report.relations_judged == len(TEXTS)
@@ -71,25 +76,39 @@ def test_reindex_judges_what_an_earlier_version_wrote_as_its_writes_would_have(
 
 
 def test_a_stored_relation_survives_reopening_and_is_not_judged_again(
-        vault_path: str | Path, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
+    vault_path: str | Path, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
     _written(vault_path, clock, judged=True, monkeypatch=monkeypatch)
     with Vault(vault_path, embedder=FakeEmbedder()) as vault:
-        before = vault.engine.conn().execute(
-            "SELECT id, from_id, to_id, relation, weight FROM links WHERE recorded_to_ms IS NULL ORDER BY id").fetchall()
+        before = (
+            vault.engine.conn()
+            .execute(
+                "SELECT id, from_id, to_id, relation, weight FROM links WHERE recorded_to_ms IS NULL ORDER BY id"
+            )
+            .fetchall()
+        )
         assert before
-        assert vault.engine.read(lambda c: get_meta(c, RELATIONS_PENDING)) is None  # a new vault: nothing marked
+        assert (
+            vault.engine.read(lambda c: get_meta(c, RELATIONS_PENDING)) is None
+        )  # a new vault: nothing marked
     calls: list[Any] = []
     monkeypatch.setattr(relations, "keep", lambda *a, **k: calls.append(a) or 0)
     with Vault(vault_path, embedder=FakeEmbedder()) as vault:
         assert vault.reindex().relations_judged == 0
         vault.recall("Production runs where", reinforce=False)
-        after = vault.engine.conn().execute(
-            "SELECT id, from_id, to_id, relation, weight FROM links WHERE recorded_to_ms IS NULL ORDER BY id").fetchall()
+        after = (
+            vault.engine.conn()
+            .execute(
+                "SELECT id, from_id, to_id, relation, weight FROM links WHERE recorded_to_ms IS NULL ORDER BY id"
+            )
+            .fetchall()
+        )
     assert [tuple(r) for r in after] == [tuple(r) for r in before] and calls == []
 
 
 def test_a_backfill_stopped_midway_resumes_where_it_stopped(
-        backend: str, vault_path: str | Path, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
+    backend: str, vault_path: str | Path, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from perseus_vault_core.features import backfill
 
     _written(vault_path, clock, judged=False, monkeypatch=monkeypatch)
@@ -112,7 +131,8 @@ def test_a_backfill_stopped_midway_resumes_where_it_stopped(
 
 
 def test_an_inferred_link_someone_unlinked_stays_closed_through_a_backfill(
-        backend: str, vault_path: str | Path, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
+    backend: str, vault_path: str | Path, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A vault the version before the marking migration wrote (it judged relations): an unlink there stands."""
     _written(vault_path, clock, judged=True, monkeypatch=monkeypatch)
     with Vault(vault_path, embedder=FakeEmbedder()) as vault:

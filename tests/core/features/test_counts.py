@@ -16,12 +16,20 @@ def fill(vault: Vault, clock: Clock) -> dict[str, int]:
     ids = {
         "db": vault.remember("decision", "db", "We chose SQLite", agent_id="a").id,
         "queue": vault.remember("decision", "queue", "We chose a queue", agent_id="a").id,
-        "pace": vault.remember("preference", "pace", "Mornings are for deep work", type="preference", agent_id="a").id,
+        "pace": vault.remember(
+            "preference", "pace", "Mornings are for deep work", type="preference", agent_id="a"
+        ).id,
         "old": vault.remember("fact", "old", "Old address", agent_id="a").id,
         "new": vault.remember("fact", "new", "New address", agent_id="a").id,
         "bob": vault.remember("fact", "bob", "Bob likes tea", agent_id="b", workspace_hash="w").id,
-        "soon": vault.remember("fact", "soon", "Valid until tomorrow", agent_id="b", workspace_hash="w",
-                               expires_at_ms=T0 + DAY_MS).id,
+        "soon": vault.remember(
+            "fact",
+            "soon",
+            "Valid until tomorrow",
+            agent_id="b",
+            workspace_hash="w",
+            expires_at_ms=T0 + DAY_MS,
+        ).id,
     }
     vault.forget(ids["queue"])
     vault.supersede(ids["old"], ids["new"])

@@ -21,7 +21,7 @@ def words_of(key: str) -> str:
     """Four made-up words of ``key``'s own, so that two notes share none: these tests walk the links written
     here, and notes alike would be linked by the vault as well (test_relations.py)."""
     letters = "".join(chr(ord("a") + int(c, 16)) for c in hashlib.sha256(key.encode()).hexdigest())
-    return " ".join(letters[k:k + 8] for k in range(0, 32, 8))
+    return " ".join(letters[k : k + 8] for k in range(0, 32, 8))
 
 
 def note(vault: Vault, key: str, **scope: Any) -> int:
@@ -65,7 +65,13 @@ def test_link_is_typed_weighted_and_directed(vault: Vault, clock: Clock) -> None
     clock.advance(1000)
     link = vault.link(a, b, "cites", 0.25, source="reviewer")
     assert isinstance(link, Link)
-    assert (link.from_id, link.to_id, link.relation, link.weight, link.source) == (a, b, "cites", 0.25, "reviewer")
+    assert (link.from_id, link.to_id, link.relation, link.weight, link.source) == (
+        a,
+        b,
+        "cites",
+        0.25,
+        "reviewer",
+    )
     assert (link.created_at_ms, link.recorded_from_ms, link.recorded_to_ms) == (clock.now, clock.now, None)
     out = vault.traverse(a, 1, direction="out")
     assert [n.entity.id for n in out.nodes] == [a, b]
@@ -132,7 +138,9 @@ def test_self_link_is_refused(vault: Vault) -> None:
         ({"agent_id": "a", "workspace_hash": "w1"}, {"agent_id": "a"}),
     ],
 )
-def test_link_across_scopes_is_refused(vault: Vault, scope_a: dict[str, Any], scope_b: dict[str, Any]) -> None:
+def test_link_across_scopes_is_refused(
+    vault: Vault, scope_a: dict[str, Any], scope_b: dict[str, Any]
+) -> None:
     x = note(vault, "x", **scope_a)
     y = note(vault, "y", **scope_b)
     for frm, to in ((x, y), (y, x)):
@@ -252,7 +260,10 @@ def test_a_walk_shows_the_links_the_vault_inferred_and_can_leave_them_out(vault:
     other = note(vault, "x")
     vault.link(new, other, "cites")
     walk = vault.traverse(new, 1)
-    assert {(e.to_id, e.relation, e.source) for e in walk.edges} == {(old, "updates", "inferred"), (other, "cites", None)}
+    assert {(e.to_id, e.relation, e.source) for e in walk.edges} == {
+        (old, "updates", "inferred"),
+        (other, "cites", None),
+    }
     plain = vault.traverse(new, 1, inferred=False)
     assert [n.entity.id for n in plain.nodes] == [new, other] and {e.source for e in plain.edges} == {None}
     with pytest.raises(InvalidInput, match="inferred"):
@@ -287,7 +298,9 @@ def test_traverse_out_and_in(vault: Vault, graph: dict[str, int]) -> None:
     assert edge_set(into_d) == [(c, d, "cites"), (b, d, "related"), (a, c, "cites"), (a, b, "related")]
 
 
-def test_traverse_depth_two_visits_each_node_once_at_its_shortest_depth(vault: Vault, graph: dict[str, int]) -> None:
+def test_traverse_depth_two_visits_each_node_once_at_its_shortest_depth(
+    vault: Vault, graph: dict[str, int]
+) -> None:
     a, b, c, d = (graph[k] for k in "abcd")
     result = vault.traverse(a, 2, direction="out")
     # d is reachable through c and through b; c comes first in (relation, id) order.
@@ -388,7 +401,9 @@ def test_traverse_refuses_bad_arguments(vault: Vault, graph: dict[str, int]) -> 
     assert err.value.field == "colour"
 
 
-def test_traverse_from_an_invisible_start_is_not_found(vault: Vault, clock: Clock, graph: dict[str, int]) -> None:
+def test_traverse_from_an_invisible_start_is_not_found(
+    vault: Vault, clock: Clock, graph: dict[str, int]
+) -> None:
     with pytest.raises(NotFound):
         vault.traverse(999, 1)
     clock.advance(1000)
@@ -424,13 +439,17 @@ def test_an_expired_or_superseded_node_blocks_the_walk(vault: Vault, clock: Cloc
     clock.advance(1000)
     vault.supersede(d, d2)
     assert shape(vault.traverse(a, 3)) == [(a, 0, [a])]
-    assert sorted(n.entity.id for n in vault.traverse(a, 3, include_archived=True).nodes) == sorted([a, b, c, d])
+    assert sorted(n.entity.id for n in vault.traverse(a, 3, include_archived=True).nodes) == sorted(
+        [a, b, c, d]
+    )
 
 
 def test_a_node_not_valid_now_blocks_the_walk(vault: Vault, clock: Clock) -> None:
     a = vault.remember("node", "a", words_of("a"), valid_from_ms=1000).id  # always held
     c = vault.remember("node", "c", words_of("c"), valid_from_ms=1000).id  # always held too
-    b = vault.remember("node", "b", words_of("b"), valid_from_ms=1000, valid_to_ms=clock.now - 1).id  # until last year
+    b = vault.remember(
+        "node", "b", words_of("b"), valid_from_ms=1000, valid_to_ms=clock.now - 1
+    ).id  # until last year
     vault.link(a, b)
     vault.link(b, c)
     assert shape(vault.traverse(a, 2)) == [(a, 0, [a])]
@@ -462,9 +481,11 @@ def test_another_agents_entity_never_appears_in_a_walk(vault: Vault, backend: st
     # database refuses it too: both ends' foreign keys include the link's scope key.)
     conn = vault.engine.conn()
     for frm, to in ((y, z), (z, beyond)):
-        tamper = ("INSERT INTO links (id, from_id, to_id, relation, weight, created_at_ms, recorded_from_ms, scope) "
-                  "SELECT (SELECT max(id) + 1 FROM links), ?, ?, 'related', 1.0, 0, 0, scope FROM entities WHERE id = ?",
-                  (frm, to, frm))
+        tamper = (
+            "INSERT INTO links (id, from_id, to_id, relation, weight, created_at_ms, recorded_from_ms, scope) "
+            "SELECT (SELECT max(id) + 1 FROM links), ?, ?, 'related', 1.0, 0, 0, scope FROM entities WHERE id = ?",
+            (frm, to, frm),
+        )
         if backend == "postgres":
             with pytest.raises(Exception, match="foreign key"):
                 conn.execute(*tamper)

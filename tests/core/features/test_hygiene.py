@@ -14,13 +14,14 @@ from typing import Any
 
 import numpy as np
 import pytest
-from ...conftest import DAY_MS, T0, Clock, FakeEmbedder
 
 from perseus_vault_core import Cancelled, HygieneReport, InvalidInput, Vault, cancellable
 from perseus_vault_core.cli.main import main
 from perseus_vault_core.features import hygiene
 from perseus_vault_core.recall import curation
 from perseus_vault_core.recall.actionability import actionability
+
+from ...conftest import DAY_MS, T0, Clock, FakeEmbedder
 
 pytestmark = pytest.mark.both_backends  # the contract suite: SQLite and PostgreSQL (tests/conftest.py)
 
@@ -68,7 +69,9 @@ def test_summary_counts_as_text(vault: Vault) -> None:
 
 def test_good_memories_are_not_reported(vault: Vault, clock: Clock) -> None:
     vault.remember("decision", "db", GOOD)
-    vault.remember("runbook", "deploy", "Escalate a failed deploy to the on-call owner, runbook at https://wiki/x")
+    vault.remember(
+        "runbook", "deploy", "Escalate a failed deploy to the on-call owner, runbook at https://wiki/x"
+    )
     clock.advance(30 * DAY_MS)
     assert vault.recall("SQLite WAL deploy escalate").total == 2  # both retrieved once
     report = vault.hygiene()
@@ -106,7 +109,9 @@ def test_expired_memories_are_examined_and_flagged(vault: Vault, clock: Clock) -
 def test_exact_duplicates_point_at_the_earliest(vault: Vault) -> None:
     first = vault.remember("decision", "a", GOOD)
     vault.remember("decision", "b", "  " + GOOD.upper().replace(" ", "   \n") + " ", keep_duplicate=True)
-    vault.remember("decision", "c", GOOD.lower(), keep_duplicate=True)  # stored all the same (an import would)
+    vault.remember(
+        "decision", "c", GOOD.lower(), keep_duplicate=True
+    )  # stored all the same (an import would)
     items = by_key(vault.hygiene())
     assert "a" not in items
     assert items["b"].reasons == ["duplicate"] and items["b"].duplicate_of == first.id
@@ -115,9 +120,13 @@ def test_exact_duplicates_point_at_the_earliest(vault: Vault) -> None:
 
 def test_near_duplicates_by_words(vault: Vault) -> None:
     vault.remember("note", "base", "alpha bravo charlie delta echo foxtrot golf hotel")
-    vault.remember("note", "edge", "alpha bravo charlie delta echo foxtrot golf hotel india kilo")  # Jaccard 8/10
+    vault.remember(
+        "note", "edge", "alpha bravo charlie delta echo foxtrot golf hotel india kilo"
+    )  # Jaccard 8/10
     vault.remember("note", "below", "alpha bravo charlie delta echo foxtrot golf lima mike")  # 7/10 with base
-    vault.remember("note", "closer", "Alpha bravo charlie delta echo foxtrot golf hotel india")  # 9/10 with edge
+    vault.remember(
+        "note", "closer", "Alpha bravo charlie delta echo foxtrot golf hotel india"
+    )  # 9/10 with edge
     items = by_key(vault.hygiene())
     assert "base" not in items and "below" not in items
     assert items["edge"].reasons == ["near-duplicate"] and items["edge"].duplicate_of == 1
@@ -129,10 +138,14 @@ def test_near_duplicates_by_vectors(dense_vault: Vault, fake_embedder: FakeEmbed
     """Both have vectors: the cosine brings a pair up, curation judges it (docs/curation.md). The same
     statement reworded is flagged; one whose values differ (another port, another ticket) is not, however
     close the vectors."""
-    same_meaning = ("Deploys ship from the release branches after reviews on Tuesdays",
-                    "deploy ship from the release branch after review on tuesday")
-    other_values = ("The billing API listens on port 8080 in the staging cluster",
-                    "The billing API listens on port 9090 in the staging cluster")
+    same_meaning = (
+        "Deploys ship from the release branches after reviews on Tuesdays",
+        "deploy ship from the release branch after review on tuesday",
+    )
+    other_values = (
+        "The billing API listens on port 8080 in the staging cluster",
+        "The billing API listens on port 9090 in the staging cluster",
+    )
     for pair in (same_meaning, other_values):
         a, b = fake_embedder.embed(pair)
         assert float(a @ b) >= hygiene.NEAR_COSINE  # the premise: both pairs close in meaning
@@ -143,12 +156,16 @@ def test_near_duplicates_by_vectors(dense_vault: Vault, fake_embedder: FakeEmbed
     assert "k3" not in items
 
 
-def test_words_decide_when_one_side_has_no_vector(db_path: Path, clock: Clock, fake_embedder: FakeEmbedder) -> None:
+def test_words_decide_when_one_side_has_no_vector(
+    db_path: Path, clock: Clock, fake_embedder: FakeEmbedder
+) -> None:
     with Vault(db_path, clock=clock, embedder=False) as plain:
         plain.remember("note", "old", "alpha bravo charlie delta echo foxtrot golf hotel")
     with Vault(db_path, clock=clock, embedder=fake_embedder) as dense:
         dense.remember("note", "new", "alpha bravo charlie delta echo foxtrot golf hotel india kilo")
-        dense.remember("note", "newer", "alpha bravo charlie delta echo foxtrot golf hotel india kilo lima mike")
+        dense.remember(
+            "note", "newer", "alpha bravo charlie delta echo foxtrot golf hotel india kilo lima mike"
+        )
         items = by_key(dense.hygiene())
     assert items["new"].reasons == ["near-duplicate"] and items["new"].duplicate_of == 1  # Jaccard 0.8
     # With "new" the cosine brings the pair up (both have vectors: 0.93 here), curation judges it the same
@@ -200,8 +217,15 @@ def test_order_limit_and_counts(vault: Vault, clock: Clock) -> None:
     keys = [i.key for i in full.items]
     assert keys == ["vague", "date", "short", "plain", "good"]
     assert [i.actionability for i in full.items] == sorted(i.actionability for i in full.items)
-    assert full.counts == {"vague": 1, "date-only": 1, "very short": 3, "duplicate": 0, "near-duplicate": 0,
-                           "expired": 0, "never retrieved": 5}
+    assert full.counts == {
+        "vague": 1,
+        "date-only": 1,
+        "very short": 3,
+        "duplicate": 0,
+        "near-duplicate": 0,
+        "expired": 0,
+        "never retrieved": 5,
+    }
     page = vault.hygiene(limit=2)
     assert [i.key for i in page.items] == keys[:2]
     assert (page.total, page.scanned, page.counts) == (5, 5, full.counts)
@@ -218,8 +242,15 @@ def test_same_store_same_report(db_path: Path, clock: Clock) -> None:
     rng = random.Random(3)
     words = "alpha bravo charlie delta echo foxtrot golf hotel india kilo stuff maybe".split()
     with Vault(db_path, clock=clock, embedder=False) as vault:
-        vault.remember_many({"category": "note", "key": f"k{i}", "agent_id": rng.choice([None, "a"]),
-                             "content": " ".join(rng.choices(words, k=rng.randint(1, 9)))} for i in range(300))
+        vault.remember_many(
+            {
+                "category": "note",
+                "key": f"k{i}",
+                "agent_id": rng.choice([None, "a"]),
+                "content": " ".join(rng.choices(words, k=rng.randint(1, 9))),
+            }
+            for i in range(300)
+        )
         clock.advance(10 * DAY_MS)
         first = vault.hygiene(limit=1000).model_dump_json()
         assert vault.hygiene(limit=1000).model_dump_json() == first
@@ -248,19 +279,22 @@ def test_read_only(dense_vault: Vault, clock: Clock) -> None:
 # --- arguments -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("arguments", "field"), [
-    ({"limit": 0}, "limit"),
-    ({"limit": 1001}, "limit"),
-    ({"limit": "5"}, "limit"),
-    ({"limit": True}, "limit"),
-    ({"min_age_days": -1}, "min_age_days"),
-    ({"min_age_days": 1.5}, "min_age_days"),
-    ({"include_archived": True}, "include_archived"),
-    ({"as_of_unix_ms": 5}, "as_of_unix_ms"),
-    ({"query": "x"}, "query"),
-    ({"agent_id": 5}, "agent_id"),
-    ({"category": ["note"]}, "category"),
-])
+@pytest.mark.parametrize(
+    ("arguments", "field"),
+    [
+        ({"limit": 0}, "limit"),
+        ({"limit": 1001}, "limit"),
+        ({"limit": "5"}, "limit"),
+        ({"limit": True}, "limit"),
+        ({"min_age_days": -1}, "min_age_days"),
+        ({"min_age_days": 1.5}, "min_age_days"),
+        ({"include_archived": True}, "include_archived"),
+        ({"as_of_unix_ms": 5}, "as_of_unix_ms"),
+        ({"query": "x"}, "query"),
+        ({"agent_id": 5}, "agent_id"),
+        ({"category": ["note"]}, "category"),
+    ],
+)
 def test_invalid_arguments_name_the_field(vault: Vault, arguments: dict[str, Any], field: str) -> None:
     with pytest.raises(InvalidInput) as info:
         vault.hygiene(**arguments)
@@ -311,9 +345,20 @@ def test_near_duplicate_search_equals_brute_force(seed: int) -> None:
         if rng.random() < 0.6:
             v = bases[int(rng.integers(5))] + rng.normal(scale=float(rng.choice([0.05, 0.2, 0.4])), size=16)
             vector = (v / np.linalg.norm(v)).astype(np.float32)
-        memories.append(hygiene.Memory(id=i, tenant=(str(rng.integers(2)), ""), category="c", key=str(i), content=text,
-                                       text=text, created_at_ms=0, retrieval_count=0, expires_at_ms=None,
-                                       vector=vector))
+        memories.append(
+            hygiene.Memory(
+                id=i,
+                tenant=(str(rng.integers(2)), ""),
+                category="c",
+                key=str(i),
+                content=text,
+                text=text,
+                created_at_ms=0,
+                retrieval_count=0,
+                expires_at_ms=None,
+                vector=vector,
+            )
+        )
     found = hygiene.near_duplicates(memories)
     expected = brute_force(memories)
     assert set(found) == set(expected) and len(expected) > 20
@@ -324,13 +369,31 @@ def test_near_duplicate_search_equals_brute_force(seed: int) -> None:
 
 def test_an_exact_duplicate_is_not_also_a_near_duplicate() -> None:
     def memory(i: int, text: str) -> hygiene.Memory:
-        return hygiene.Memory(id=i, tenant=("", ""), category="c", key=str(i), content=text, text=text,
-                              created_at_ms=0, retrieval_count=0, expires_at_ms=None, vector=None)
+        return hygiene.Memory(
+            id=i,
+            tenant=("", ""),
+            category="c",
+            key=str(i),
+            content=text,
+            text=text,
+            created_at_ms=0,
+            retrieval_count=0,
+            expires_at_ms=None,
+            vector=None,
+        )
 
-    report = hygiene.report([memory(1, "a b c d e"), memory(2, "A  b c d e"), memory(3, "a b c d e f")],
-                            now_ms=0, min_age_days=7, limit=10)
+    report = hygiene.report(
+        [memory(1, "a b c d e"), memory(2, "A  b c d e"), memory(3, "a b c d e f")],
+        now_ms=0,
+        min_age_days=7,
+        limit=10,
+    )
     reasons = {i.id: (i.reasons, i.duplicate_of) for i in report.items}
-    assert reasons == {1: (["very short"], None), 2: (["very short", "duplicate"], 1), 3: (["near-duplicate"], 1)}
+    assert reasons == {
+        1: (["very short"], None),
+        2: (["very short", "duplicate"], 1),
+        3: (["near-duplicate"], 1),
+    }
 
 
 def test_a_caller_that_gives_up_stops_the_report_midway(vault: Vault) -> None:
@@ -338,8 +401,12 @@ def test_a_caller_that_gives_up_stops_the_report_midway(vault: Vault) -> None:
     the report stops at its next checkpoint instead of weighing every memory to the end."""
     rng = random.Random(3)
     vocab = [f"w{i}" for i in range(400)]
-    vault.remember_many([{"category": "note", "key": f"k{i}", "content": " ".join(rng.choices(vocab, k=10))}
-                         for i in range(3 * hygiene._CHUNK)])
+    vault.remember_many(
+        [
+            {"category": "note", "key": f"k{i}", "content": " ".join(rng.choices(vocab, k=10))}
+            for i in range(3 * hygiene._CHUNK)
+        ]
+    )
     checks: list[int] = []
 
     def given_up_at(n: int) -> bool:
@@ -359,9 +426,21 @@ def test_a_caller_that_gives_up_stops_the_report_midway(vault: Vault) -> None:
 
 def test_cosine_blocks_check_too(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(hygiene, "_BLOCK_CELLS", 16 * 40)  # blocks of 16 rows, as 20,000 memories get ~200
-    memories = [hygiene.Memory(id=i, tenant=("", ""), category="c", key=str(i), content="x", text="x",
-                               created_at_ms=0, retrieval_count=0, expires_at_ms=None,
-                               vector=np.eye(4, dtype=np.float32)[i % 4]) for i in range(1, 41)]
+    memories = [
+        hygiene.Memory(
+            id=i,
+            tenant=("", ""),
+            category="c",
+            key=str(i),
+            content="x",
+            text="x",
+            created_at_ms=0,
+            retrieval_count=0,
+            expires_at_ms=None,
+            vector=np.eye(4, dtype=np.float32)[i % 4],
+        )
+        for i in range(1, 41)
+    ]
     checks: list[int] = []
     with cancellable(lambda: bool(checks.append(1))):
         hygiene.near_duplicates(memories)
@@ -382,11 +461,19 @@ def test_cli_hygiene(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
         vault.remember("note", "vague", "stuff", agent_id="b")
     assert main(["hygiene", "--db", str(db)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == "3 of 3 active memories flagged, showing 3: vague 1, very short 1, duplicate 1, never retrieved 3"
+    assert (
+        lines[0]
+        == "3 of 3 active memories flagged, showing 3: vague 1, very short 1, duplicate 1, never retrieved 3"
+    )
     assert lines[1] == "#3 [note/vague] actionability 0.00: vague, very short, never retrieved  stuff"
-    assert lines[3].startswith("#2 [decision/db-copy] actionability 0.95: duplicate of #1, never retrieved  We decided")
+    assert lines[3].startswith(
+        "#2 [decision/db-copy] actionability 0.95: duplicate of #1, never retrieved  We decided"
+    )
 
-    assert main(["hygiene", "--db", str(db), "--json", "--agent-id", "a", "--limit", "1", "--min-age-days", "0"]) == 0
+    assert (
+        main(["hygiene", "--db", str(db), "--json", "--agent-id", "a", "--limit", "1", "--min-age-days", "0"])
+        == 0
+    )
     data = json.loads(capsys.readouterr().out)
     assert (data["total"], data["scanned"], len(data["items"])) == (2, 2, 1)
     assert data["items"][0]["id"] == 1 and data["counts"]["duplicate"] == 1

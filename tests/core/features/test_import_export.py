@@ -48,14 +48,25 @@ def populate(vault: Vault, clock: Clock) -> dict[str, int]:
     body extras, recall_when, validity and expiry, reinforcement state and several scopes."""
     ids: dict[str, int] = {}
     ids["alice"] = vault.remember(
-        "fact", "alice-city", "Alice lives in Paris ☕, près du café « naïve » 🚀",
-        summary="Alice → Paris", type="fact", topic_path="people/alice",
+        "fact",
+        "alice-city",
+        "Alice lives in Paris ☕, près du café « naïve » 🚀",
+        summary="Alice → Paris",
+        type="fact",
+        topic_path="people/alice",
         body={"ticket": "ENG-1", "nested": {"list": [1, 2.5, None, True], "日本": "語"}},
-        source="chat", verified=True, certainty=0.75, provenance_class="human",
+        source="chat",
+        verified=True,
+        certainty=0.75,
+        provenance_class="human",
         recall_when=["moving house", "café plans"],
     ).id
     ids["lease"] = vault.remember(
-        "fact", "lease", "The office lease", valid_from_ms=T0 - DAY_MS, valid_to_ms=T0 + 30 * DAY_MS,
+        "fact",
+        "lease",
+        "The office lease",
+        valid_from_ms=T0 - DAY_MS,
+        valid_to_ms=T0 + 30 * DAY_MS,
         expires_at_ms=T0 + 60 * DAY_MS,
     ).id
     ids["old-db"] = vault.remember("decision", "db-v1", "We use Postgres").id
@@ -63,7 +74,9 @@ def populate(vault: Vault, clock: Clock) -> dict[str, int]:
     ids["doomed"] = vault.remember("note", "doomed", "to be archived").id
     ids["agent-a"] = vault.remember("note", "plan", "Agent A's plan", agent_id="agent-a").id
     ids["agent-a-2"] = vault.remember("note", "todo", "Agent A's todo", agent_id="agent-a").id
-    ids["agent-b"] = vault.remember("note", "plan", "Agent B's plan", agent_id="agent-b", workspace_hash="ws-9").id
+    ids["agent-b"] = vault.remember(
+        "note", "plan", "Agent B's plan", agent_id="agent-b", workspace_hash="ws-9"
+    ).id
     clock.advance(1000)
     vault.remember("fact", "alice-city", "Alice lives in Berlin now", valid_from_ms=T0 - DAY_MS)
     clock.advance(1000)
@@ -99,9 +112,13 @@ def test_export_format(vault: Vault, clock: Clock) -> None:
         assert line == json.dumps(json.loads(line), ensure_ascii=False, sort_keys=True, separators=(",", ":"))
     alice = next(r for r in entities if r["id"] == ids["alice"])
     assert [v["content"] for v in alice["versions"]] == [
-        "Alice lives in Paris ☕, près du café « naïve » 🚀", "Alice lives in Berlin now",
+        "Alice lives in Paris ☕, près du café « naïve » 🚀",
+        "Alice lives in Berlin now",
     ]
-    assert alice["versions"][0]["body"] == {"ticket": "ENG-1", "nested": {"list": [1, 2.5, None, True], "日本": "語"}}
+    assert alice["versions"][0]["body"] == {
+        "ticket": "ENG-1",
+        "nested": {"list": [1, 2.5, None, True], "日本": "語"},
+    }
     assert alice["versions"][0]["recall_when"] == ["moving house", "café plans"]
     doomed = next(r for r in entities if r["id"] == ids["doomed"])
     assert [v["change"] for v in doomed["versions"]] == ["create", "archive"]
@@ -129,8 +146,9 @@ def test_export_to_a_path_matches_export_to_a_stream(vault: Vault, clock: Clock,
     assert text == export_text(vault)
 
 
-def test_an_export_file_is_private_and_an_existing_one_keeps_its_mode(vault: Vault, clock: Clock, tmp_path: Path,
-                                                                       umask: int) -> None:
+def test_an_export_file_is_private_and_an_existing_one_keeps_its_mode(
+    vault: Vault, clock: Clock, tmp_path: Path, umask: int
+) -> None:
     """An export holds every memory: a new file is 0600; a file the owner made is rewritten in its mode."""
     populate(vault, clock)
     folder = tmp_path / "exports"
@@ -140,7 +158,9 @@ def test_an_export_file_is_private_and_an_existing_one_keeps_its_mode(vault: Vau
     (folder / "shared.jsonl").chmod(0o644)
     vault.export_jsonl(str(folder / "shared.jsonl"))
     assert modes(folder) == {"new.jsonl": 0o600, "shared.jsonl": 0o644}
-    assert (folder / "shared.jsonl").read_text(encoding="utf-8") == export_text(vault)  # truncated, then written
+    assert (folder / "shared.jsonl").read_text(encoding="utf-8") == export_text(
+        vault
+    )  # truncated, then written
 
 
 def test_export_of_an_empty_vault_is_the_header(vault: Vault) -> None:
@@ -156,11 +176,11 @@ def test_export_filtered_by_agent(vault: Vault, clock: Clock) -> None:
     assert [r["id"] for r in entities] == [ids["agent-a"], ids["agent-a-2"]]
     assert all(r["agent_id"] == "agent-a" for r in entities)
     assert [(r["from_id"], r["to_id"]) for r in link_records(recs, inferred=False)] == [
-        (ids["agent-a"], ids["agent-a-2"]),
+        (ids["agent-a"], ids["agent-a-2"])
     ]
     # The link inferred between agent a's two notes is in its scope; the one between unscoped notes is not.
     assert [(r["from_id"], r["to_id"]) for r in link_records(recs, inferred=True)] == [
-        (ids["agent-a-2"], ids["agent-a"]),
+        (ids["agent-a-2"], ids["agent-a"])
     ]
     assert len(links) == 2
     only_b = records(export_text(vault, workspace_hash="ws-9"))
@@ -172,13 +192,17 @@ def test_export_filtered_by_agent(vault: Vault, clock: Clock) -> None:
 def test_a_scoped_export_imports_on_its_own(vault: Vault, clock: Clock, tmp_path: Path) -> None:
     ids = populate(vault, clock)
     text = export_text(vault, agent_id="agent-a")
-    assert (len(link_records(records(text), inferred=False)), len(link_records(records(text), inferred=True))) == (1, 1)
+    assert (
+        len(link_records(records(text), inferred=False)),
+        len(link_records(records(text), inferred=True)),
+    ) == (1, 1)
     with Vault(tmp_path / "copy.db", clock=clock, embedder=False) as copy:
         report = copy.import_jsonl(io.StringIO(text))
         assert (report.created, report.links) == (2, 2)  # the written link and the inferred one
         assert export_text(copy) == text
         assert [n.entity.id for n in copy.traverse(ids["agent-a"], 1, agent_id="agent-a").nodes] == [
-            ids["agent-a"], ids["agent-a-2"],
+            ids["agent-a"],
+            ids["agent-a-2"],
         ]
 
 
@@ -263,11 +287,15 @@ def test_plain_lines_create_update_and_leave_unchanged(vault: Vault, clock: Cloc
 
 def test_plain_lines_from_a_file(vault: Vault, tmp_path: Path) -> None:
     path = tmp_path / "in.jsonl"
-    path.write_text("\n".join(plain("note", f"n{i}", f"note number {i}") for i in range(5)) + "\n", encoding="utf-8")
+    path.write_text(
+        "\n".join(plain("note", f"n{i}", f"note number {i}") for i in range(5)) + "\n", encoding="utf-8"
+    )
     report = vault.import_jsonl(path)
     assert report.created == 5
     assert [e.key for e in vault.scan().items] == [f"n{i}" for i in range(5)]
-    assert sorted(i.key for i in vault.recall("number", limit=10, reinforce=False).items) == [f"n{i}" for i in range(5)]
+    assert sorted(i.key for i in vault.recall("number", limit=10, reinforce=False).items) == [
+        f"n{i}" for i in range(5)
+    ]
 
 
 def test_plain_lines_repeating_a_key_apply_in_order(vault: Vault) -> None:
@@ -299,7 +327,10 @@ def _line_field(err: InvalidInput, number: int) -> bool:
         (plain("fact", "x", "x" * (MAX_BODY_BYTES + 1)), "line 4"),
         (plain("fact", "x", "small", body={"blob": "y" * MAX_BODY_BYTES}), "line 4"),
         (json.dumps({"category": "fact", "key": "x", "content": 5}), "line 4.content"),
-        (json.dumps({"category": "fact", "key": "x", "content": "t", "certainty": "high"}), "line 4.certainty"),
+        (
+            json.dumps({"category": "fact", "key": "x", "content": "t", "certainty": "high"}),
+            "line 4.certainty",
+        ),
         (json.dumps({"category": "fact", "key": "x"}), "line 4.content"),
         (json.dumps({"record": "mystery"}), "line 4.record"),
         (json.dumps({"record": "vault", "format": 99}), "line 4.format"),
@@ -439,7 +470,9 @@ def test_progress_reports_done_and_total(vault: Vault) -> None:
     assert len(calls) > 1  # a long import reports along the way, not only at the end
 
 
-def test_progress_of_an_export_import_counts_entities_and_links(vault: Vault, clock: Clock, tmp_path: Path) -> None:
+def test_progress_of_an_export_import_counts_entities_and_links(
+    vault: Vault, clock: Clock, tmp_path: Path
+) -> None:
     ids = populate(vault, clock)
     calls: list[tuple[int, int]] = []
     with Vault(tmp_path / "copy.db", clock=clock, embedder=False) as copy:
@@ -486,13 +519,18 @@ def test_import_merges_by_scope_category_and_key(vault: Vault, clock: Clock, tmp
         assert len(imported) == len(ids) - 2
         assert [e.id for e in imported] == sorted(e.id for e in imported)
         assert [e.key for e in imported] == ["lease", "db-v1", "db-v2", "doomed", "todo", "plan"]
-        assert len(set(e.id for e in other.scan(limit=1000, include_archived=True).items)) == 12 + 3 + len(ids) - 2
+        assert (
+            len(set(e.id for e in other.scan(limit=1000, include_archived=True).items))
+            == 12 + 3 + len(ids) - 2
+        )
 
         # Links were re-pointed at the entities' ids in this vault.
         lease = other.history("fact", "lease").items[0].id
         alice_id = alice.items[0].id
         walk = other.traverse(alice_id, 1, direction="out")
-        assert [(e.from_id, e.to_id, e.relation, e.weight) for e in walk.edges] == [(alice_id, lease, "mentions", 0.9)]
+        assert [(e.from_id, e.to_id, e.relation, e.weight) for e in walk.edges] == [
+            (alice_id, lease, "mentions", 0.9)
+        ]
         old_db = other.history("decision", "db-v1").items[0]
         new_db = other.history("decision", "db-v2").items[0]
         assert old_db.superseded_by == new_db.id and new_db.supersedes == old_db.id
@@ -518,17 +556,44 @@ def test_imported_ids_never_collide_with_existing_ones(vault: Vault, clock: Cloc
 def _entity_line(eid: int, versions: list[dict]) -> str:  # type: ignore[type-arg]
     import json as _json
 
-    base = {"record": "entity", "id": eid, "category": "c", "key": f"k{eid}", "agent_id": None,
-            "workspace_hash": None, "created_at_ms": 1, "retrieval_count": 0, "last_accessed_ms": None}
+    base = {
+        "record": "entity",
+        "id": eid,
+        "category": "c",
+        "key": f"k{eid}",
+        "agent_id": None,
+        "workspace_hash": None,
+        "created_at_ms": 1,
+        "retrieval_count": 0,
+        "last_accessed_ms": None,
+    }
     return _json.dumps({**base, "versions": versions})
 
 
 def _version(n: int, start: int, end: int | None, text: str = "alpha") -> dict:  # type: ignore[type-arg]
-    return {"version": n, "change": "create", "recorded_from_ms": start, "recorded_to_ms": end, "updated_at_ms": start,
-            "type": "note", "topic_path": None, "content": text, "summary": None, "body": {}, "source": None,
-            "verified": False, "certainty": None, "provenance_class": None, "recall_when": [], "status": "active",
-            "valid_from_ms": start, "valid_to_ms": None, "expires_at_ms": None, "supersedes": None,
-            "superseded_by": None}
+    return {
+        "version": n,
+        "change": "create",
+        "recorded_from_ms": start,
+        "recorded_to_ms": end,
+        "updated_at_ms": start,
+        "type": "note",
+        "topic_path": None,
+        "content": text,
+        "summary": None,
+        "body": {},
+        "source": None,
+        "verified": False,
+        "certainty": None,
+        "provenance_class": None,
+        "recall_when": [],
+        "status": "active",
+        "valid_from_ms": start,
+        "valid_to_ms": None,
+        "expires_at_ms": None,
+        "supersedes": None,
+        "superseded_by": None,
+    }
 
 
 def test_ids_beyond_json_safe_integers_are_refused(vault: Vault) -> None:

@@ -19,9 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ...conftest import DAY_MS, T0, Clock
 
 from perseus_vault_core import InvalidInput, ScanPage, Vault
+
+from ...conftest import DAY_MS, T0, Clock
 
 pytestmark = pytest.mark.both_backends  # the contract suite: SQLite and PostgreSQL (tests/conftest.py)
 
@@ -62,9 +63,17 @@ def seed_with_churn(vault: Vault) -> list[int]:
     """SEED_COUNT seeds with churn entities between them; returns the seeds' ids."""
     items = []
     for i in range(SEED_COUNT):
-        items.append({"category": "seed", "key": f"k{i:04d}", "content": f"seed memory number {i} about storage engines"})
+        items.append(
+            {
+                "category": "seed",
+                "key": f"k{i:04d}",
+                "content": f"seed memory number {i} about storage engines",
+            }
+        )
         if i % CHURN_EVERY == 0:
-            items.append({"category": "churn", "key": f"c{i // CHURN_EVERY:04d}", "content": f"churn {i} storage"})
+            items.append(
+                {"category": "churn", "key": f"c{i // CHURN_EVERY:04d}", "content": f"churn {i} storage"}
+            )
     return [e.id for e in vault.remember_many(items) if e.category == "seed"]
 
 
@@ -131,8 +140,15 @@ def test_limit_may_change_between_pages(vault: Vault) -> None:
 
 
 def test_items_are_whole_entities(vault: Vault) -> None:
-    made = vault.remember("decision", "db", "We chose SQLite.", summary="sqlite", topic_path="architecture/storage",
-                          body={"ticket": "PV-1"}, recall_when=["choosing a database"])
+    made = vault.remember(
+        "decision",
+        "db",
+        "We chose SQLite.",
+        summary="sqlite",
+        topic_path="architecture/storage",
+        body={"ticket": "PV-1"},
+        recall_when=["choosing a database"],
+    )
     (item,) = vault.scan().items
     assert item.id == made.id
     assert item.content == "We chose SQLite."
@@ -168,7 +184,9 @@ def test_no_offset_or_depth_cap(vault: Vault) -> None:
 def mixed(vault: Vault) -> dict[str, int]:
     """A small store with every filterable attribute varied."""
     rows = {
-        "a": dict(category="decision", key="a", content="alpha", type="decision", topic_path="architecture/storage"),
+        "a": dict(
+            category="decision", key="a", content="alpha", type="decision", topic_path="architecture/storage"
+        ),
         "b": dict(category="decision", key="b", content="beta", type="fact", topic_path="architecture"),
         "c": dict(category="note", key="c", content="gamma", type="fact", topic_path="architectures/other"),
         "d": dict(category="note", key="d", content="delta", type="insight", topic_path="ops/architecture"),
@@ -340,8 +358,22 @@ def _bad_cursors(good: str) -> dict[str, str]:
 
 @pytest.mark.parametrize(
     "case",
-    ["garbage", "non-ascii", "truncated", "tampered base64", "plain number", "json list", "missing after",
-     "negative id", "string id", "float id", "boolean id", "huge id", "other version", "forged fingerprint"],
+    [
+        "garbage",
+        "non-ascii",
+        "truncated",
+        "tampered base64",
+        "plain number",
+        "json list",
+        "missing after",
+        "negative id",
+        "string id",
+        "float id",
+        "boolean id",
+        "huge id",
+        "other version",
+        "forged fingerprint",
+    ],
 )
 def test_bad_cursor_is_refused_naming_cursor(vault: Vault, case: str) -> None:
     seed(vault, 10)
@@ -425,7 +457,9 @@ def test_changes_between_pages_never_duplicate_or_skip(vault: Vault, clock: Cloc
 # --- exactly once under a concurrent writer ----------------------------------------------------
 
 
-def _writer_loop(vault: Vault, should_stop: Callable[[], bool], tick: Callable[[], None], seed_count: int) -> None:
+def _writer_loop(
+    vault: Vault, should_stop: Callable[[], bool], tick: Callable[[], None], seed_count: int
+) -> None:
     """Remember new entities, update existing ones with new content, archive churn entities (which
     shifts every later entity's position, so offset paging would skip some) and recall, until told to stop."""
     rng = random.Random(7)
@@ -443,13 +477,17 @@ def _writer_loop(vault: Vault, should_stop: Callable[[], bool], tick: Callable[[
             vault.forget(churn.pop())
             tick()
         i = rng.randrange(seed_count)
-        vault.remember("seed", f"k{i:04d}", f"seed memory {i} rewritten in round {round_} about storage engines")
+        vault.remember(
+            "seed", f"k{i:04d}", f"seed memory {i} rewritten in round {round_} about storage engines"
+        )
         tick()
         vault.recall("storage engines", limit=20)
         tick()
 
 
-def _writer_process(path: str, now_ms: int, seed_count: int, started: Any, stop: Any, ops: Any, errors: Any) -> None:
+def _writer_process(
+    path: str, now_ms: int, seed_count: int, started: Any, stop: Any, ops: Any, errors: Any
+) -> None:
     """Entry point of the spawned writer: its own Vault on the same file."""
 
     def tick() -> None:
@@ -500,7 +538,9 @@ def test_exactly_once_with_a_writer_process(db_path: Path, clock: Clock) -> None
         ctx = multiprocessing.get_context("spawn")
         started, stop, ops, errors = ctx.Event(), ctx.Event(), ctx.Value("i", 0), ctx.Queue()
         writer = ctx.Process(
-            target=_writer_process, args=(str(db_path), clock.now, SEED_COUNT, started, stop, ops, errors), daemon=True
+            target=_writer_process,
+            args=(str(db_path), clock.now, SEED_COUNT, started, stop, ops, errors),
+            daemon=True,
         )
         writer.start()
         try:
@@ -522,7 +562,9 @@ def test_exactly_once_with_a_writer_process(db_path: Path, clock: Clock) -> None
         rewritten = [e for e in vault.scan(category="seed", limit=1000).items if e.version > 1]
         assert rewritten, "the writer updated nothing"
         assert vault.scan(category="live", limit=1000).items, "the writer created nothing"
-        assert len(vault.scan(category="churn", limit=1000).items) < SEED_COUNT // CHURN_EVERY, "nothing archived"
+        assert len(vault.scan(category="churn", limit=1000).items) < SEED_COUNT // CHURN_EVERY, (
+            "nothing archived"
+        )
         assert vault.check().ok
 
 

@@ -19,7 +19,9 @@ def moved(vault: Vault, clock: Clock, **scope: Any) -> tuple[int, int]:
     she lives in Berlin from day 10 on. Returns (entity id, instant of the update)."""
     first = vault.remember("fact", "alice-city", "Alice lives in Paris", **scope)
     update_at = clock.advance(1000)
-    second = vault.remember("fact", "alice-city", "Alice lives in Berlin", valid_from_ms=T0 + 10 * DAY_MS, **scope)
+    second = vault.remember(
+        "fact", "alice-city", "Alice lives in Berlin", valid_from_ms=T0 + 10 * DAY_MS, **scope
+    )
     assert second.id == first.id and second.version == 2
     clock.advance(1000)
     return first.id, update_at
@@ -72,7 +74,9 @@ def test_history_chains_transaction_time_without_gaps(vault: Vault, clock: Clock
     assert items[0].recorded_to_ms is None
 
 
-@pytest.mark.parametrize(("limit", "offset", "field"), [(0, 0, "limit"), (5, -1, "offset"), ("5", 0, "limit")])
+@pytest.mark.parametrize(
+    ("limit", "offset", "field"), [(0, 0, "limit"), (5, -1, "offset"), ("5", 0, "limit")]
+)
 def test_history_refuses_bad_paging(vault: Vault, limit: Any, offset: Any, field: str) -> None:
     vault.remember("fact", "k", "text")
     with pytest.raises(InvalidInput) as err:
@@ -88,7 +92,9 @@ def test_history_shows_archive_and_restore(vault: Vault, clock: Clock) -> None:
     vault.remember("fact", "k", "a fact we will forget")
     items = vault.history("fact", "k").items
     assert [(v.change, v.status) for v in items] == [
-        ("restore", "active"), ("archive", "archived"), ("create", "active"),
+        ("restore", "active"),
+        ("archive", "archived"),
+        ("create", "active"),
     ]
     assert items[1].recorded_from_ms == archived_at and items[1].recorded_to_ms == restored_at
     assert all(v.content == "a fact we will forget" for v in items)
@@ -265,7 +271,9 @@ def test_unknown_fact_is_not_found(vault: Vault) -> None:
 
 
 @pytest.mark.parametrize("scope", [{"agent_id": "b"}, {}, {"workspace_hash": "w1"}])
-def test_a_scoped_fact_is_not_found_from_another_scope(vault: Vault, clock: Clock, scope: dict[str, Any]) -> None:
+def test_a_scoped_fact_is_not_found_from_another_scope(
+    vault: Vault, clock: Clock, scope: dict[str, Any]
+) -> None:
     vault.remember("fact", "k", "agent a's secret", agent_id="a")
     clock.advance(1000)
     with pytest.raises(NotFound):
@@ -288,7 +296,9 @@ def test_each_scope_has_its_own_history(vault: Vault, clock: Clock) -> None:
     assert [v.content for v in vault.history("fact", "k", agent_id="a").items] == ["a two", "a one"]
     assert [v.content for v in vault.history("fact", "k", agent_id="b").items] == ["b one"]
     assert [v.content for v in vault.history("fact", "k").items] == ["unscoped one"]
-    assert [v.content for v in vault.history("fact", "k", agent_id="a", workspace_hash="w1").items] == ["a in w1"]
+    assert [v.content for v in vault.history("fact", "k", agent_id="a", workspace_hash="w1").items] == [
+        "a in w1"
+    ]
     then = vault.as_of("fact", "k", T0, agent_id="a")
     assert then is not None and then.content == "a one" and then.agent_id == "a"
 
@@ -301,7 +311,9 @@ def test_scoped_point_in_time_reads(vault: Vault, clock: Clock) -> None:
     late = vault.valid_at("fact", "alice-city", T0 + 11 * DAY_MS, **scope)
     assert late is not None and late.content == "Alice lives in Berlin"
     with pytest.raises(NotFound):
-        vault.as_of("fact", "alice-city", update_at, agent_id="a")  # workspace omitted: the unscoped-workspace fact
+        vault.as_of(
+            "fact", "alice-city", update_at, agent_id="a"
+        )  # workspace omitted: the unscoped-workspace fact
 
 
 # --- recall in time ----------------------------------------------------------------------------
@@ -411,9 +423,15 @@ def test_recent_lists_every_write_newest_first(vault: Vault, clock: Clock) -> No
     clock.advance(1000)
     vault.forget(b)
     page = vault.recent()
-    assert [(e.id, e.version, e.change) for e in page.items] == [(b, 2, "archive"), (a, 2, "update"), (b, 1, "create"),
-                                                                  (a, 1, "create")]
-    assert [e.recorded_from_ms for e in page.items] == sorted((e.recorded_from_ms for e in page.items), reverse=True)
+    assert [(e.id, e.version, e.change) for e in page.items] == [
+        (b, 2, "archive"),
+        (a, 2, "update"),
+        (b, 1, "create"),
+        (a, 1, "create"),
+    ]
+    assert [e.recorded_from_ms for e in page.items] == sorted(
+        (e.recorded_from_ms for e in page.items), reverse=True
+    )
     assert page.items[1].content == "first, revised" and not page.has_more and page.next_cursor is None
 
 
@@ -426,7 +444,9 @@ def test_recent_pages_by_cursor_and_never_repeats_while_writes_go_on(vault: Vaul
     while True:
         page = vault.recent(cursor=cursor, limit=3)
         seen += [(e.id, e.version) for e in page.items]
-        vault.remember("fact", f"later-{len(seen)}", "written while paging")  # newer than any page: never shown
+        vault.remember(
+            "fact", f"later-{len(seen)}", "written while paging"
+        )  # newer than any page: never shown
         if not page.has_more:
             break
         cursor = page.next_cursor

@@ -9,13 +9,17 @@ from perseus_vault_core.features import turn_topics
 
 pytestmark = pytest.mark.both_backends
 
-GARDEN = [("Ana", "I planted tomatoes and basil in the garden this spring"),
-          ("Ben", "Which bank should I open an account with"),
-          ("Ana", "The garden tomatoes and basil need water every morning")]
+GARDEN = [
+    ("Ana", "I planted tomatoes and basil in the garden this spring"),
+    ("Ben", "Which bank should I open an account with"),
+    ("Ana", "The garden tomatoes and basil need water every morning"),
+]
 
 
 def _topics(vault: Vault, entity_id: int) -> set[tuple[int, int]]:
-    return {(e.from_id, e.to_id) for e in vault.traverse(entity_id, 1).edges if e.relation == turn_topics.RELATION}
+    return {
+        (e.from_id, e.to_id) for e in vault.traverse(entity_id, 1).edges if e.relation == turn_topics.RELATION
+    }
 
 
 def test_a_turn_is_linked_to_the_earlier_turns_about_the_same_thing(dense_vault: Vault) -> None:
@@ -31,8 +35,12 @@ def test_a_turn_is_linked_to_the_earlier_turns_about_the_same_thing(dense_vault:
 
 
 def test_turns_of_one_call_are_linked_too_and_never_across_scopes(dense_vault: Vault) -> None:
-    ours = dense_vault.remember_conversation("s1", [{"speaker": s, "text": t} for s, t in GARDEN], agent_id="a")
-    theirs = dense_vault.remember_conversation("s1", [{"speaker": s, "text": t} for s, t in GARDEN], agent_id="b")
+    ours = dense_vault.remember_conversation(
+        "s1", [{"speaker": s, "text": t} for s, t in GARDEN], agent_id="a"
+    )
+    theirs = dense_vault.remember_conversation(
+        "s1", [{"speaker": s, "text": t} for s, t in GARDEN], agent_id="b"
+    )
     a0, a2 = ours.turns[0].id, ours.turns[2].id
     assert _topics(dense_vault, a2) == {(a2, a0)}
     b0, b2 = theirs.turns[0].id, theirs.turns[2].id

@@ -31,16 +31,24 @@ def _varied(vault: Vault, clock: Clock, n: int = 120, seed: int = 3) -> None:
     for i in range(n):
         window = rng.random()
         vault.remember(
-            category=rng.choice(["decision", "fact", "note"]), key=f"k{i}",
-            content=" ".join(rng.choices(WORDS, k=6)), type=rng.choice(["note", "decision", "incident"]),
+            category=rng.choice(["decision", "fact", "note"]),
+            key=f"k{i}",
+            content=" ".join(rng.choices(WORDS, k=6)),
+            type=rng.choice(["note", "decision", "incident"]),
             topic_path=rng.choice([None, "architecture", "architecture/storage", "architecturex", "ops/db"]),
-            agent_id=rng.choice([None, "a1", "a2"]), workspace_hash=rng.choice([None, "w1"]),
-            verified=rng.random() < 0.3, certainty=rng.choice([None, 0.2, 0.9]),
+            agent_id=rng.choice([None, "a1", "a2"]),
+            workspace_hash=rng.choice([None, "w1"]),
+            verified=rng.random() < 0.3,
+            certainty=rng.choice([None, 0.2, 0.9]),
             provenance_class=rng.choice([None, "human", "tool"]),
             valid_from_ms=now + DAY_MS if window < 0.1 else now - 2 * DAY_MS if window < 0.5 else None,
             keep_duplicate=True,  # the same six words may come up twice: both are stored
             valid_to_ms=now - 1 if 0.3 <= window < 0.4 else now + DAY_MS if 0.4 <= window < 0.5 else None,
-            expires_at_ms=now + 10 if 0.5 <= window < 0.6 else now + 10 * DAY_MS if 0.6 <= window < 0.7 else None,
+            expires_at_ms=now + 10
+            if 0.5 <= window < 0.6
+            else now + 10 * DAY_MS
+            if 0.6 <= window < 0.7
+            else None,
         )
         clock.advance(1)
     heads = vault.scan(limit=1000, include_archived=True).items
@@ -48,16 +56,24 @@ def _varied(vault: Vault, clock: Clock, n: int = 120, seed: int = 3) -> None:
         vault.forget(entity.id, agent_id=entity.agent_id, workspace_hash=entity.workspace_hash)
     clock.advance(100)  # some of the expiring ones have expired now
     at = clock.now  # and some start, end or expire at the very instant the views below are judged
-    for i, window in enumerate([{"valid_from_ms": at}, {"valid_to_ms": at, "valid_from_ms": at - 5}, {"expires_at_ms": at}]):
-        vault.remember(category="note", key=f"edge{i}", content=" ".join(WORDS[:3]), keep_duplicate=True,
-                       **window)  # type: ignore[arg-type]
+    for i, window in enumerate(
+        [{"valid_from_ms": at}, {"valid_to_ms": at, "valid_from_ms": at - 5}, {"expires_at_ms": at}]
+    ):
+        vault.remember(
+            category="note", key=f"edge{i}", content=" ".join(WORDS[:3]), keep_duplicate=True, **window
+        )  # type: ignore[arg-type]
 
 
 FILTERS = [
     dict(zip(("include_archived", "agent_id", "workspace_hash", "category", "type", "topic_path"), combo))
     for combo in itertools.product(
-        [False, True], [None, "a1", ""], [None, "w1"], [None, "decision"], [None, "incident"],
-        [None, "architecture", "/architecture/storage/", "ops"])
+        [False, True],
+        [None, "a1", ""],
+        [None, "w1"],
+        [None, "decision"],
+        [None, "incident"],
+        [None, "architecture", "/architecture/storage/", "ops"],
+    )
 ]
 
 
@@ -65,8 +81,12 @@ def test_the_rule_sees_exactly_the_heads_the_sql_clause_sees(db_path: Path, cloc
     with Vault(db_path, clock=clock, embedder=False) as vault:
         _varied(vault, clock)
         conn = vault.engine.conn()
-        heads = {row[0]: row[1:] for row in conn.execute(
-            f"SELECT v.vid, {', '.join(RULE_COLUMNS)} FROM {FROM} WHERE v.recorded_to_ms IS NULL")}
+        heads = {
+            row[0]: row[1:]
+            for row in conn.execute(
+                f"SELECT v.vid, {', '.join(RULE_COLUMNS)} FROM {FROM} WHERE v.recorded_to_ms IS NULL"
+            )
+        }
         assert len(heads) == 123
         seen_some = 0
         for given in FILTERS:
@@ -115,13 +135,19 @@ def test_the_background_pass_holds_every_head(db_path: Path, clock: Clock) -> No
         assert vault.wait_for_keyword_index()
         for _ in range(HEADS_AFTER - 2):
             vault.recall("ledger")
-        assert not engine.keyword_index.heads.filled and not engine.keyword_index.heads._filling  # a short-lived process
+        assert (
+            not engine.keyword_index.heads.filled and not engine.keyword_index.heads._filling
+        )  # a short-lived process
         vault.recall("ledger")  # the HEADS_AFTER-th: a long-running process, the pass starts
         deadline = time.monotonic() + 10
         while not engine.keyword_index.heads.filled and time.monotonic() < deadline:
             time.sleep(0.01)
         assert engine.keyword_index.heads.filled
-        count = engine.conn().execute("SELECT count(*) FROM entity_versions WHERE recorded_to_ms IS NULL").fetchone()[0]
+        count = (
+            engine.conn()
+            .execute("SELECT count(*) FROM entity_versions WHERE recorded_to_ms IS NULL")
+            .fetchone()[0]
+        )
         assert len(engine.keyword_index.heads) == count
         assert engine.vector_index is None or engine.vector_index.heads is engine.keyword_index.heads
 
@@ -140,7 +166,9 @@ def test_recall_from_held_heads_is_recall_by_sql(db_path: Path, clock: Clock, mo
         assert vault.wait_for_keyword_index() and vault.wait_for_vector_index()
         engine = vault.engine
         shared = engine.keyword_index.heads  # type: ignore[union-attr]
-        for given, query in zip(FILTERS[::3], itertools.cycle(["ledger billing", "canary deploy", "kafka queue"])):
+        for given, query in zip(
+            FILTERS[::3], itertools.cycle(["ledger billing", "canary deploy", "kafka queue"])
+        ):
             held = _page(vault, query, mode, **given)
             assert len(shared) > 0
             for index in (engine.keyword_index, engine.vector_index):
@@ -158,13 +186,17 @@ def test_the_vector_index_scores_heads_as_the_file_does(db_path: Path, clock: Cl
         assert vault.wait_for_vector_index()
         engine = vault.engine
         conn = engine.conn()
-        vids = [vid for (vid,) in conn.execute("SELECT vid FROM entity_versions WHERE recorded_to_ms IS NULL")]
+        vids = [
+            vid for (vid,) in conn.execute("SELECT vid FROM entity_versions WHERE recorded_to_ms IS NULL")
+        ]
         query = FakeEmbedder().embed(["ledger billing backup"])[0]
         by_file = engine.backend.vectors.cosines(conn, vids + [10**9], query)
         assert engine.vector_index is not None
         by_index = engine.vector_index.cosines(conn, vids + [10**9], query)
         assert by_index == by_file and len(by_file) == len(vids)  # every score bit for bit
-        assert isinstance(next(iter(by_index.values())), float) and not isinstance(next(iter(by_index)), np.integer)
+        assert isinstance(next(iter(by_index.values())), float) and not isinstance(
+            next(iter(by_index)), np.integer
+        )
 
 
 def test_no_write_changes_a_column_the_memory_holds() -> None:
@@ -176,8 +208,11 @@ def test_no_write_changes_a_column_the_memory_holds() -> None:
     held = {c.split(".")[1] for c in POOL_COLUMNS + RULE_COLUMNS} | {"agent_id", "workspace_hash", "category"}
     updates = []
     for path in root.rglob("*.py"):
-        for match in re.finditer(r"UPDATE\s+(entity_versions|entities)\s+SET\s+(.*?)(?:WHERE|\"|$)",
-                                 path.read_text(encoding="utf-8"), flags=re.S):
+        for match in re.finditer(
+            r"UPDATE\s+(entity_versions|entities)\s+SET\s+(.*?)(?:WHERE|\"|$)",
+            path.read_text(encoding="utf-8"),
+            flags=re.S,
+        ):
             columns = set(re.findall(r"(\w+)\s*=", match.group(2)))
             updates.append((path.name, match.group(1), columns))
             assert not columns & held, (path.name, columns & held)

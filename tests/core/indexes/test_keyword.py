@@ -34,7 +34,9 @@ def sentence(rng: random.Random, n: int) -> str:
 
 
 def results(vault: Vault, query: str, **kw: object) -> list[tuple[int, float]]:
-    return [(i.id, i.score) for i in vault.recall(query, reinforce=False, trust_weight=0.0, limit=50, **kw).items]
+    return [
+        (i.id, i.score) for i in vault.recall(query, reinforce=False, trust_weight=0.0, limit=50, **kw).items
+    ]
 
 
 def compare_paths(vault: Vault, queries: list[str], **kw: object) -> None:
@@ -54,7 +56,11 @@ def compare_paths(vault: Vault, queries: list[str], **kw: object) -> None:
             assert [s for _, s in a] == pytest.approx([s for _, s in b], rel=1e-12, abs=0), q
 
 
-SCOPES: list[dict[str, object]] = [{"agent_id": "a"}, {"workspace_hash": "w1"}, {"agent_id": "b", "workspace_hash": "w2"}]
+SCOPES: list[dict[str, object]] = [
+    {"agent_id": "a"},
+    {"workspace_hash": "w1"},
+    {"agent_id": "b", "workspace_hash": "w2"},
+]
 
 
 def compare_scoped(vault: Vault, rng: random.Random, n: int = 10) -> None:
@@ -67,9 +73,15 @@ def compare_scoped(vault: Vault, rng: random.Random, n: int = 10) -> None:
 def corpus(vault: Vault, clock: Clock) -> random.Random:
     rng = random.Random(42)
     vault.remember_many(
-        {"category": rng.choice(["fact", "decision"]), "key": f"k{i}", "content": sentence(rng, rng.randint(3, 30)),
-         "summary": sentence(rng, 4) if rng.random() < 0.3 else None, "topic_path": rng.choice(["ops", "db/core", None]),
-         "agent_id": rng.choice(["a", "b", None]), "workspace_hash": rng.choice(["w1", "w2", None])}
+        {
+            "category": rng.choice(["fact", "decision"]),
+            "key": f"k{i}",
+            "content": sentence(rng, rng.randint(3, 30)),
+            "summary": sentence(rng, 4) if rng.random() < 0.3 else None,
+            "topic_path": rng.choice(["ops", "db/core", None]),
+            "agent_id": rng.choice(["a", "b", None]),
+            "workspace_hash": rng.choice(["w1", "w2", None]),
+        }
         for i in range(400)
     )
     return rng
@@ -118,15 +130,19 @@ def test_follows_updates_archives_and_purges(vault: Vault, corpus: random.Random
 
 def _writer(path: str, start: int) -> None:
     with Vault(path, keyword_index=False) as other:
-        other.remember_many({"category": "fact", "key": f"p{start + i}", "content": f"ledger replica zebra{i}"}
-                            for i in range(50))
+        other.remember_many(
+            {"category": "fact", "key": f"p{start + i}", "content": f"ledger replica zebra{i}"}
+            for i in range(50)
+        )
         found = other.recall("ledger", limit=5, reinforce=False).items
         other.forget(found[0].id)
 
 
 def test_follows_writes_from_another_process(db_path: Path) -> None:
     with Vault(db_path) as vault:  # wall clock, like the other process
-        vault.remember_many({"category": "fact", "key": f"k{i}", "content": f"ledger note {i}"} for i in range(100))
+        vault.remember_many(
+            {"category": "fact", "key": f"k{i}", "content": f"ledger note {i}"} for i in range(100)
+        )
         assert vault.wait_for_keyword_index()
         ctx = multiprocessing.get_context("spawn")
         proc = ctx.Process(target=_writer, args=(str(db_path), 0))
@@ -164,7 +180,9 @@ def test_disables_itself_when_tokens_disagree(vault: Vault, corpus: random.Rando
 def test_a_reader_behind_the_mirror_gets_fts5_not_a_newer_snapshot(vault: Vault, clock: Clock) -> None:
     """sync and rank happen under one lock: a reader whose snapshot is older than the mirror is
     answered by FTS5 for its own snapshot, never by a mirror that moved on."""
-    vault.remember_many({"category": "fact", "key": f"k{i}", "content": f"billing note {i}"} for i in range(50))
+    vault.remember_many(
+        {"category": "fact", "key": f"k{i}", "content": f"billing note {i}"} for i in range(50)
+    )
     assert vault.wait_for_keyword_index()
     index = vault.engine.keyword_index
     assert index is not None
@@ -185,12 +203,13 @@ def test_a_reader_behind_the_mirror_gets_fts5_not_a_newer_snapshot(vault: Vault,
     t.start()
     t.join()
     assert index.search(reader, ["bill"]) is None  # the mirror is ahead: it stands aside
-    from perseus_vault_core.primitives.filters import view
     from perseus_vault_core.contract.params import Filters
+    from perseus_vault_core.primitives.filters import view
     from perseus_vault_core.recall.arms import Arms
 
-    hits, _ = Arms(vault.engine.backend, keyword_index=index).keyword(reader, ["billing"], ["bill"],
-                                                                       view(Filters(), clock.now), 100)
+    hits, _ = Arms(vault.engine.backend, keyword_index=index).keyword(
+        reader, ["billing"], ["bill"], view(Filters(), clock.now), 100
+    )
     assert len(hits) == 50  # the reader still sees k7's old content in its snapshot
     reader.execute("COMMIT")
     reader.close()
@@ -213,10 +232,18 @@ def zipf(vault: Vault) -> list[str]:
     vocabulary = [f"w{i}" for i in range(400)]
     weights = [1.0 / (rank + 1) ** 1.1 for rank in range(400)]
     vault.remember_many(
-        {"category": rng.choice(["fact", "decision"]), "key": f"z{i}", "topic_path": "few" if i % 40 == 0 else "many",
-         "content": " ".join(rng.choices(vocabulary, weights, k=rng.randint(5, 40)))} for i in range(3000))
-    return [" ".join([rng.choice(vocabulary[100:]), *rng.sample(vocabulary[:6], rng.randint(1, 3))])
-            for _ in range(40)] + [" ".join(rng.sample(vocabulary[:30], 3)) for _ in range(20)]
+        {
+            "category": rng.choice(["fact", "decision"]),
+            "key": f"z{i}",
+            "topic_path": "few" if i % 40 == 0 else "many",
+            "content": " ".join(rng.choices(vocabulary, weights, k=rng.randint(5, 40))),
+        }
+        for i in range(3000)
+    )
+    return [
+        " ".join([rng.choice(vocabulary[100:]), *rng.sample(vocabulary[:6], rng.randint(1, 3))])
+        for _ in range(40)
+    ] + [" ".join(rng.sample(vocabulary[:30], 3)) for _ in range(20)]
 
 
 def test_pruned_rankings_keep_the_best_rows_and_their_exact_scores(vault: Vault, zipf: list[str]) -> None:
@@ -239,7 +266,8 @@ def test_pruned_rankings_keep_the_best_rows_and_their_exact_scores(vault: Vault,
 
 
 def test_recall_with_pruning_matches_fts5_even_when_filters_hide_most_rows(
-        vault: Vault, zipf: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    vault: Vault, zipf: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     assert vault.wait_for_keyword_index()
     asked: list[int | None] = []
     search = KeywordIndex.search
@@ -251,10 +279,14 @@ def test_recall_with_pruning_matches_fts5_even_when_filters_hide_most_rows(
     monkeypatch.setattr(KeywordIndex, "search", spy)
     for kw in ({}, {"category": "decision"}, {"topic_path": "few"}):
         index = vault.engine.keyword_index
-        fast = [[(i.id, i.score) for i in vault.recall(q, reinforce=False, limit=5, **kw).items] for q in zipf]
+        fast = [
+            [(i.id, i.score) for i in vault.recall(q, reinforce=False, limit=5, **kw).items] for q in zipf
+        ]
         vault.engine.keyword_index = None
         try:
-            slow = [[(i.id, i.score) for i in vault.recall(q, reinforce=False, limit=5, **kw).items] for q in zipf]
+            slow = [
+                [(i.id, i.score) for i in vault.recall(q, reinforce=False, limit=5, **kw).items] for q in zipf
+            ]
         finally:
             vault.engine.keyword_index = index
         for q, a, b in zip(zipf, fast, slow):

@@ -43,9 +43,18 @@ def zipf_vault(vault: Vault) -> list[str]:
     rng = random.Random(11)
     vocabulary = [f"w{i}" for i in range(300)]
     weights = [1.0 / (rank + 1) ** 1.1 for rank in range(300)]
-    vault.remember_many({"category": "fact", "key": f"z{i}", "content": " ".join(rng.choices(vocabulary, weights, k=rng.randint(5, 30)))}
-                        for i in range(2000))
-    return [" ".join([rng.choice(vocabulary[80:]), *rng.sample(vocabulary[:8], rng.randint(1, 3))]) for _ in range(30)]
+    vault.remember_many(
+        {
+            "category": "fact",
+            "key": f"z{i}",
+            "content": " ".join(rng.choices(vocabulary, weights, k=rng.randint(5, 30))),
+        }
+        for i in range(2000)
+    )
+    return [
+        " ".join([rng.choice(vocabulary[80:]), *rng.sample(vocabulary[:8], rng.randint(1, 3))])
+        for _ in range(30)
+    ]
 
 
 def ranked(index: KeywordIndex, query: str, depth: int | None) -> tuple[list[int], list[int], list[float]]:
@@ -74,14 +83,18 @@ def test_held_shares_rank_to_the_bit_as_shares_computed_afresh(vault: Vault) -> 
 
 
 def test_a_write_makes_the_next_query_score_its_words_afresh(vault: Vault, clock: Clock) -> None:
-    vault.remember_many({"category": "fact", "key": f"k{i}", "content": f"billing ledger note {i}"} for i in range(50))
+    vault.remember_many(
+        {"category": "fact", "key": f"k{i}", "content": f"billing ledger note {i}"} for i in range(50)
+    )
     assert vault.wait_for_keyword_index()
     index = vault.engine.keyword_index
     assert index is not None
     before = vault.recall("ledger", mode="fts5", reinforce=False, limit=100)
     assert index._shares.get("ledger") is not None
     clock.advance(10)
-    new = vault.remember("fact", "new", "ledger ledger ledger").id  # a new row for the word held, new statistics
+    new = vault.remember(
+        "fact", "new", "ledger ledger ledger"
+    ).id  # a new row for the word held, new statistics
     after = vault.recall("ledger", mode="fts5", reinforce=False, limit=100)
     assert after.items[0].id == new and len(after.items) == len(before.items) + 1
     vault.engine.keyword_index = None

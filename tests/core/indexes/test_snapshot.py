@@ -18,19 +18,39 @@ from perseus_vault_core.indexes.vocabulary import Vocabulary, pack
 from ...conftest import Clock, FakeEmbedder
 
 QUERIES = ["billing ledger", "deploy tuesday", "incident pager", "postgres decision", "ünïcode café"]
-WORDS = ["billing", "ledger", "deploy", "tuesday", "incident", "pager", "postgres", "decision", "café", "ünïcode"]
+WORDS = [
+    "billing",
+    "ledger",
+    "deploy",
+    "tuesday",
+    "incident",
+    "pager",
+    "postgres",
+    "decision",
+    "café",
+    "ünïcode",
+]
 
 
 def fill(vault: Vault, n: int, start: int = 0, agent: str | None = None) -> None:
-    vault.remember_many([
-        {"category": "note", "key": f"n{i}", "agent_id": agent,
-         "content": f"{WORDS[i % 10]} {WORDS[(i * 7) % 10]} note {i} about {WORDS[(i * 3) % 10]}"}
-        for i in range(start, start + n)])
+    vault.remember_many(
+        [
+            {
+                "category": "note",
+                "key": f"n{i}",
+                "agent_id": agent,
+                "content": f"{WORDS[i % 10]} {WORDS[(i * 7) % 10]} note {i} about {WORDS[(i * 3) % 10]}",
+            }
+            for i in range(start, start + n)
+        ]
+    )
 
 
 def answers(vault: Vault, mode: str) -> list[list[tuple[int, float]]]:
-    return [[(i.id, round(i.score, 9)) for i in vault.recall(q, mode=mode, limit=10, reinforce=False).items]
-            for q in QUERIES]
+    return [
+        [(i.id, round(i.score, 9)) for i in vault.recall(q, mode=mode, limit=10, reinforce=False).items]
+        for q in QUERIES
+    ]
 
 
 def built(path: Path, embedder: Any) -> None:
@@ -44,13 +64,17 @@ def files(path: Path) -> list[Path]:
     return sorted(path.parent.glob(path.name + "-*.pvidx"))
 
 
-def test_a_new_process_answers_its_first_recall_from_the_snapshot_with_the_same_results(db_path: Path) -> None:
+def test_a_new_process_answers_its_first_recall_from_the_snapshot_with_the_same_results(
+    db_path: Path,
+) -> None:
     embedder = FakeEmbedder()
     with Vault(db_path, embedder=embedder) as vault:
         fill(vault, 600)
     built(db_path, embedder)
-    assert [f.name for f in files(db_path)] == [f"{db_path.name}-keyword-index.pvidx",
-                                                f"{db_path.name}-vector-index.pvidx"]
+    assert [f.name for f in files(db_path)] == [
+        f"{db_path.name}-keyword-index.pvidx",
+        f"{db_path.name}-vector-index.pvidx",
+    ]
     with Vault(db_path, embedder=embedder, keyword_index=False, vector_index=False) as sql_only:
         expected = {mode: answers(sql_only, mode) for mode in ("fts5", "dense", "hybrid")}
     with Vault(db_path, embedder=embedder) as vault:
@@ -86,7 +110,9 @@ def test_a_damaged_snapshot_is_ignored_and_the_index_is_built(db_path: Path, dam
     built(db_path, embedder)
     target = files(db_path)[0]
     data = target.read_bytes()
-    target.write_bytes({"truncate": data[: len(data) // 2], "garbage": os.urandom(len(data)), "empty": b""}[damage])
+    target.write_bytes(
+        {"truncate": data[: len(data) // 2], "garbage": os.urandom(len(data)), "empty": b""}[damage]
+    )
     with Vault(db_path, embedder=embedder) as vault:
         assert answers(vault, "fts5") == expected
         assert vault.wait_for_keyword_index(30)
@@ -127,7 +153,9 @@ def test_a_purge_deletes_the_snapshots_and_the_next_ones_do_not_hold_the_purged_
         fill(vault, 100)
         # in a batch, which starts no index build (a remember's look-ups would: one built before the write is
         # saved without it, a write behind, and rightly left so)
-        secret = vault.remember_many([{"category": "note", "key": "secret", "content": "zanzibar quokka"}])[0].id
+        secret = vault.remember_many([{"category": "note", "key": "secret", "content": "zanzibar quokka"}])[
+            0
+        ].id
     built(db_path, embedder)
     assert b"zanzibar" in files(db_path)[0].read_bytes()  # the keyword snapshot holds the vocabulary
     with Vault(db_path, embedder=embedder) as vault:
@@ -161,7 +189,9 @@ def test_snapshot_files_take_the_vault_files_mode(db_path: Path) -> None:
     assert {stat.S_IMODE(f.stat().st_mode) for f in files(db_path)} == {0o640}
 
 
-def test_an_unwritable_folder_leaves_the_index_in_memory(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_unwritable_folder_leaves_the_index_in_memory(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def refuse(*args: Any, **kwargs: Any) -> str:
         raise PermissionError("read-only folder")
 
@@ -215,14 +245,24 @@ def test_the_vocabulary_finds_every_term_by_binary_search_and_takes_new_ones() -
 def test_a_padded_array_is_saved_as_its_zero_padded_copy_would_be(tmp_path: Path) -> None:
     matrix = np.arange(12, dtype=np.float32).reshape(4, 3) + 1
     flags = np.ones(4, dtype=bool)
-    direct = snapshot.write(str(tmp_path / "a"), {"k": 1}, {"m": snapshot.Padded(matrix, 7), "f": snapshot.Padded(flags, 9)})
-    copied = snapshot.write(str(tmp_path / "b"), {"k": 1}, {"m": np.vstack([matrix, np.zeros((3, 3), np.float32)]),
-                                                            "f": np.concatenate([flags, np.zeros(5, bool)])})
+    direct = snapshot.write(
+        str(tmp_path / "a"), {"k": 1}, {"m": snapshot.Padded(matrix, 7), "f": snapshot.Padded(flags, 9)}
+    )
+    copied = snapshot.write(
+        str(tmp_path / "b"),
+        {"k": 1},
+        {
+            "m": np.vstack([matrix, np.zeros((3, 3), np.float32)]),
+            "f": np.concatenate([flags, np.zeros(5, bool)]),
+        },
+    )
     assert Path(direct).read_bytes() == Path(copied).read_bytes()
     snapshot.commit(direct, str(tmp_path / "a"))
     found = snapshot.load(str(tmp_path / "a"))
     assert found is not None
-    assert found[1]["m"].shape == (7, 3) and (found[1]["m"][:4] == matrix).all() and not found[1]["m"][4:].any()
+    assert (
+        found[1]["m"].shape == (7, 3) and (found[1]["m"][:4] == matrix).all() and not found[1]["m"][4:].any()
+    )
     assert found[1]["f"].tolist() == [True] * 4 + [False] * 5
 
 
@@ -258,13 +298,17 @@ def test_saved_only_opens_a_saved_index_and_never_builds_or_saves_one(db_path: P
         assert one_shot.stats().keyword_index.endswith("from a snapshot)")
         assert answers(one_shot, "dense") and one_shot.stats().vector_index.endswith("from a snapshot)")
     with Vault(db_path, embedder=embedder, keyword_index=False, vector_index=False) as sql_only:
-        assert {mode: answers(sql_only, mode) for mode in ("fts5", "dense")} != sql_answers  # 10 more memories
+        assert {
+            mode: answers(sql_only, mode) for mode in ("fts5", "dense")
+        } != sql_answers  # 10 more memories
         expected = {mode: answers(sql_only, mode) for mode in ("fts5", "dense")}
     with Vault(db_path, embedder=embedder, keyword_index="saved", vector_index="saved") as one_shot:
         assert {mode: answers(one_shot, mode) for mode in ("fts5", "dense")} == expected
 
 
-def test_a_large_replay_is_queued_and_answers_exactly_while_it_is_indexed(db_path: Path, clock: Clock) -> None:
+def test_a_large_replay_is_queued_and_answers_exactly_while_it_is_indexed(
+    db_path: Path, clock: Clock
+) -> None:
     from perseus_vault_core.indexes import keyword
 
     with Vault(db_path, embedder=False, clock=clock) as vault:
@@ -274,19 +318,31 @@ def test_a_large_replay_is_queued_and_answers_exactly_while_it_is_indexed(db_pat
         assert vault.wait_for_keyword_index(30)
     with Vault(db_path, embedder=False, clock=clock, keyword_index=False) as writer:
         fill(writer, 150, start=300)  # 150 new heads, ascii and not
-        writer.remember("note", "n7", "billing ledger rewritten: café ünïcode straße")  # a new version of an old head
+        writer.remember(
+            "note", "n7", "billing ledger rewritten: café ünïcode straße"
+        )  # a new version of an old head
         writer.forget(3)
         first = writer.recall("note billing ledger", mode="fts5", limit=10, reinforce=False).items
-        expected = [answers(writer, "fts5")] + [[(i.id, round(i.score, 9)) for i in writer.recall(
-            q, limit=10, reinforce=False, agent_id="x").items] for q in QUERIES]
+        expected = [answers(writer, "fts5")] + [
+            [
+                (i.id, round(i.score, 9))
+                for i in writer.recall(q, limit=10, reinforce=False, agent_id="x").items
+            ]
+            for q in QUERIES
+        ]
     with Vault(db_path, embedder=False, clock=clock) as vault:
         index = vault.engine.keyword_index
         assert index is not None
         assert vault.recall("note billing ledger", mode="fts5", limit=10, reinforce=False).items == first
         assert len(index._pending) >= 150 > keyword.FLUSH_ROWS  # the first answer scanned the queue
         for round_ in range(2):  # each later answer indexes a batch of it first
-            got = [answers(vault, "fts5")] + [[(i.id, round(i.score, 9)) for i in vault.recall(
-                q, limit=10, reinforce=False, agent_id="x").items] for q in QUERIES]
+            got = [answers(vault, "fts5")] + [
+                [
+                    (i.id, round(i.score, 9))
+                    for i in vault.recall(q, limit=10, reinforce=False, agent_id="x").items
+                ]
+                for q in QUERIES
+            ]
             assert got == expected, round_
         assert not index._pending  # all indexed by now
         assert "from a snapshot" in vault.stats().keyword_index

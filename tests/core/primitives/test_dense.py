@@ -11,7 +11,8 @@ from perseus_vault_core.primitives import dense
 @pytest.mark.parametrize("dimension", [64, 100, 200, 384])
 @pytest.mark.parametrize("rows", [0, 1, 37, 5_000])
 def test_the_blocked_and_shared_scan_counts_as_a_plain_popcount(
-        dimension: int, rows: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    dimension: int, rows: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(dense, "_BLOCK", 256)  # several blocks, and a second thread from 1,000 rows
     monkeypatch.setattr(dense, "SHARED_SCAN_ROWS", 1_000)
     rng = np.random.default_rng(dimension + rows)
@@ -19,8 +20,10 @@ def test_the_blocked_and_shared_scan_counts_as_a_plain_popcount(
     words = [dense.sign_words(v) for v in vectors]
     columns = [np.asarray([w[k] for w in words], dtype=np.uint64) for k in range(dense.words(dimension))]
     query = dense.sign_words(rng.standard_normal(dimension).astype(np.float32))
-    expected = np.asarray([sum(bin(int(c[i]) ^ int(q)).count("1") for c, q in zip(columns, query))
-                           for i in range(rows)], dtype=np.uint16)
+    expected = np.asarray(
+        [sum(bin(int(c[i]) ^ int(q)).count("1") for c, q in zip(columns, query)) for i in range(rows)],
+        dtype=np.uint16,
+    )
     got = dense.hamming(columns, query, rows)
     assert got.dtype == np.uint16 and got.tolist() == expected.tolist()
 
@@ -52,7 +55,9 @@ def test_a_rows_sign_score_does_not_depend_on_its_neighbours() -> None:
     query = rng.standard_normal(384).astype(np.float32)
     codes = np.stack([np.frombuffer(dense.sign_bits(v), dtype=np.uint8) for v in vectors])
     order = rng.permutation(500)
-    assert dense.sign_scores(codes[order], query).tobytes() == dense.sign_scores(codes, query)[order].tobytes()
+    assert (
+        dense.sign_scores(codes[order], query).tobytes() == dense.sign_scores(codes, query)[order].tobytes()
+    )
 
 
 def test_the_shortlist_keeps_the_best_sign_scores_ties_by_entity_id() -> None:

@@ -21,7 +21,9 @@ def test_a_connection_holds_its_file_until_closed_or_collected(tmp_path: Path) -
     assert file_locks.holding(db) is None
     first = connection.connect(db)
     second = connection.connect(db)
-    assert file_locks.holding(db) == file_locks.Holding(connection.choose_driver().name, False, os.path.realpath(db))
+    assert file_locks.holding(db) == file_locks.Holding(
+        connection.choose_driver().name, False, os.path.realpath(db)
+    )
     first.close()
     first.close()  # twice is harmless
     assert file_locks.holding(db) is not None  # the second still holds it
@@ -47,8 +49,9 @@ def test_the_held_file_and_what_sqlite_keeps_beside_it_are_refused(tmp_path: Pat
     file_locks.refuse_held(db, "target")  # nothing holds it now
 
 
-def test_the_vaults_own_files_are_refused_by_every_verb_that_names_a_file(tmp_path: Path, clock: Clock,
-                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_vaults_own_files_are_refused_by_every_verb_that_names_a_file(
+    tmp_path: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Import, export, backup, a key file and memory files never open the vault's own files beside SQLite."""
     db = tmp_path / "v.db"
     with Vault(db, clock=clock, embedder=False) as vault:

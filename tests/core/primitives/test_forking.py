@@ -35,7 +35,9 @@ def test_a_fork_waits_for_the_task_inside_to_reach_a_checkpoint() -> None:
     worker = threading.Thread(target=task)
     worker.start()
     entered.wait(10)
-    forking = threading.Thread(target=lambda: (gate._before_fork(), log.append("forked"), gate._after_fork_in_parent()))
+    forking = threading.Thread(
+        target=lambda: (gate._before_fork(), log.append("forked"), gate._after_fork_in_parent())
+    )
     forking.start()
     time.sleep(0.05)
     assert log == []  # the fork waits while the task is between checkpoints
@@ -73,12 +75,17 @@ def _in_child(path: str, inherited: Vault, out: Any) -> None:
 
 
 def test_a_child_forked_mid_build_recalls_on_a_new_and_on_the_inherited_vault(
-        db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(keyword.KeywordIndex, "_index", _slow_index)  # a build that lasts seconds
     monkeypatch.setattr(mirror, "CHECKPOINT_ROWS", 16)
     with Vault(db_path, embedder=FakeEmbedder()) as vault:
-        vault.remember_many([{"category": "note", "key": f"n{i}", "content": f"ledger entry {i} for billing"}
-                             for i in range(3000)])
+        vault.remember_many(
+            [
+                {"category": "note", "key": f"n{i}", "content": f"ledger entry {i} for billing"}
+                for i in range(3000)
+            ]
+        )
         assert vault.recall("ledger", mode="hybrid").items  # starts both background builds
         deadline = time.monotonic() + 10
         while GATE.busy == 0 and time.monotonic() < deadline:

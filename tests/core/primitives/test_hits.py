@@ -18,9 +18,14 @@ def test_the_walk_says_how_many_candidates_it_looked_at(vault: Vault, clock: Clo
     for i in ids[::2]:
         vault.forget(i)  # half are archived: the view hides them
     conn = vault.engine.conn()
-    heads = dict(conn.execute("SELECT entity_id, vid FROM entity_versions WHERE recorded_to_ms IS NULL").fetchall())
-    ranking = Ranking(np.array([heads[e] for e in ids], dtype=np.int64), np.array(ids, dtype=np.int64),
-                      np.linspace(40.0, 1.0, 40))
+    heads = dict(
+        conn.execute("SELECT entity_id, vid FROM entity_versions WHERE recorded_to_ms IS NULL").fetchall()
+    )
+    ranking = Ranking(
+        np.array([heads[e] for e in ids], dtype=np.int64),
+        np.array(ids, dtype=np.int64),
+        np.linspace(40.0, 1.0, 40),
+    )
     v = view(Filters(), clock.now)
     hits, examined = walk(conn, ranking, v, 2)
     assert [h.entity_id for h in hits] == [ids[1], ids[3]]

@@ -26,16 +26,26 @@ def _secret(tmp_path: Path, text: str, mode: int = 0o600) -> str:
     return str(path)
 
 
-@pytest.mark.parametrize("key", ["correct horse", RAW, RAW.upper().replace("X'", "x'"), "x'" + "ab" * 48 + "'"])
+@pytest.mark.parametrize(
+    "key", ["correct horse", RAW, RAW.upper().replace("X'", "x'"), "x'" + "ab" * 48 + "'"]
+)
 def test_a_passphrase_or_a_raw_key_is_taken(key: str) -> None:
     assert check_key(key, "key") == key
     assert check_key(key.encode(), "key") == key
 
 
-@pytest.mark.parametrize(("key", "said"), [
-    ("", "non-empty"), (None, "non-empty"), (b"\xff\xfe", "UTF-8"), ("a\x00b", "NUL"),
-    ("x'abc'", "64 hex digits"), (RAW[:-1], "64 hex digits"), ("x'" + "g" * 64 + "'", "64 hex digits"),
-])
+@pytest.mark.parametrize(
+    ("key", "said"),
+    [
+        ("", "non-empty"),
+        (None, "non-empty"),
+        (b"\xff\xfe", "UTF-8"),
+        ("a\x00b", "NUL"),
+        ("x'abc'", "64 hex digits"),
+        (RAW[:-1], "64 hex digits"),
+        ("x'" + "g" * 64 + "'", "64 hex digits"),
+    ],
+)
 def test_a_key_that_cannot_be_used_is_refused_by_name(key: object, said: str) -> None:
     with pytest.raises(InvalidInput, match=said) as raised:
         check_key(key, "key")
@@ -59,7 +69,9 @@ def test_a_missing_secret_file_says_which(tmp_path: Path) -> None:
         read_secret_file(str(tmp_path / "nope"), "test")
 
 
-def test_the_key_given_then_the_environment_then_none(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_key_given_then_the_environment_then_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     assert resolve_key() is None
     monkeypatch.setenv(KEY_ENV, "from env")
     assert resolve_key() == "from env" and resolve_key("given") == "given"

@@ -65,6 +65,8 @@ def test_stemming_keeps_a_tokens_first_letter() -> None:
 
     letters = "aeiouybcdlmnrstz"
     short = ["".join(p) for n in (3, 4) for p in itertools.product(letters, repeat=n)]  # every rule's edge
-    for token in SAMPLES + short + [w + s for w in ("ies", "sses", "y", "e", "a") for s in ("", "s", "ing", "ed")]:
+    for token in (
+        SAMPLES + short + [w + s for w in ("ies", "sses", "y", "e", "a") for s in ("", "s", "ing", "ed")]
+    ):
         if len(token) >= 3:
             assert stem(token)[0] == token[0], token

@@ -10,7 +10,14 @@ from perseus_vault_core.storage.sqlite.keyword import match_expression, quote
 
 
 def test_tokenize_like_unicode61() -> None:
-    assert tokenize("Audit-chain v2.1: SSRF @localhost!") == ["audit", "chain", "v2", "1", "ssrf", "localhost"]
+    assert tokenize("Audit-chain v2.1: SSRF @localhost!") == [
+        "audit",
+        "chain",
+        "v2",
+        "1",
+        "ssrf",
+        "localhost",
+    ]
     assert tokenize("snake_case") == ["snake", "case"]
     assert tokenize("Café Zürich") == ["café", "zürich"]
     assert tokenize('NEAR(a b) col:x "q"') == ["near", "a", "b", "col", "x", "q"]
@@ -49,7 +56,7 @@ def test_match_expression_only_quotes_word_tokens(text: str) -> None:
 
 
 def test_verbs_any_question_carries_are_no_keyword_terms() -> None:
-    """"which database does ledger use": "use" would let a memory saying "we use X for Y" outrank the
+    """ "which database does ledger use": "use" would let a memory saying "we use X for Y" outrank the
     one that answers; it is dropped as stopwords are, and a query of only such words matches nothing."""
     assert parse("Which database does ledger use?").words == ("database", "ledger")
     assert parse("what do we use, and using what?").empty

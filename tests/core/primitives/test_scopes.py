@@ -17,10 +17,13 @@ def test_the_length_counts_utf8_bytes() -> None:
     assert scope_key("zoë", "w") == "4:zoëw"
 
 
-@pytest.mark.parametrize(("one", "other"), [
-    (("ab", "c"), ("a", "bc")),  # the same characters, split otherwise
-    (("5:a", "b"), ("", "5:ab")),  # an id that looks like a key
-    (("a", ""), ("", "a")),
-])
+@pytest.mark.parametrize(
+    ("one", "other"),
+    [
+        (("ab", "c"), ("a", "bc")),  # the same characters, split otherwise
+        (("5:a", "b"), ("", "5:ab")),  # an id that looks like a key
+        (("a", ""), ("", "a")),
+    ],
+)
 def test_two_pairs_never_share_a_key(one: tuple[str, str], other: tuple[str, str]) -> None:
     assert scope_key(*one) != scope_key(*other)

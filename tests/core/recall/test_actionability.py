@@ -8,7 +8,9 @@ from perseus_vault_core.recall.actionability import actionability, startup_facto
 
 
 def test_anchors_raise_the_score() -> None:
-    concrete = actionability("Decided to move billing to Postgres; see ENG-142 and src/billing/ledger.py, owner Alice.")
+    concrete = actionability(
+        "Decided to move billing to Postgres; see ENG-142 and src/billing/ledger.py, owner Alice."
+    )
     vague = actionability("Talked about some stuff with the team, maybe revisit things later.")
     assert concrete.score > vague.score
     assert {"ticket key", "path", "decision language", "named system"} <= set(concrete.reasons)
@@ -18,7 +20,10 @@ def test_anchors_raise_the_score() -> None:
 def test_date_only_and_short_text_fall() -> None:
     assert "date-only" in actionability("Meeting on 2026-03-04").reasons
     assert "very short" in actionability("ok noted").reasons
-    assert actionability("ok noted").score < actionability("Escalate OPS-12 to the on-call owner if the queue stalls.").score
+    assert (
+        actionability("ok noted").score
+        < actionability("Escalate OPS-12 to the on-call owner if the queue stalls.").score
+    )
 
 
 def test_url_and_ref_count_and_score_is_bounded() -> None:

@@ -31,8 +31,14 @@ class _Mirror:
         self.rankings = list(rankings)
         self.depths: list[int | None] = []
 
-    def search(self, conn: Any, stems: Any, agent_id: Any = None, workspace_hash: Any = None,
-               depth: int | None = None) -> Ranking | None:
+    def search(
+        self,
+        conn: Any,
+        stems: Any,
+        agent_id: Any = None,
+        workspace_hash: Any = None,
+        depth: int | None = None,
+    ) -> Ranking | None:
         self.depths.append(depth)
         return self.rankings.pop(0) if self.rankings else None
 
@@ -66,18 +72,28 @@ def test_the_backend_answers_when_the_index_cannot_or_may_not(vault: Vault, cloc
         assert mirror.depths == [2 * 1000 + 64]  # asked, could not vouch: SQL answered
         history = view(Filters(as_of_unix_ms=clock.now), clock.now)
         listed = narrow(v, ids[:3], dialect(conn))
-        for words, stems, at in ((["billing"], ["bill"], history), (["café"], ["cafe"], v),
-                                 (["billing"], ["bill"], listed)):
-            assert _found(arms.keyword(conn, words, stems, at, 10)) == _found(backend.keyword.search(conn, words, at, 10))
+        for words, stems, at in (
+            (["billing"], ["bill"], history),
+            (["café"], ["cafe"], v),
+            (["billing"], ["bill"], listed),
+        ):
+            assert _found(arms.keyword(conn, words, stems, at, 10)) == _found(
+                backend.keyword.search(conn, words, at, 10)
+            )
         assert arms.keyword(conn, [], [], v, 10) == ([], 0.0)
-    assert mirror.depths == [2 * 1000 + 64]  # a point in time, non-ASCII words, a list of ids, no words: never asked
+    assert mirror.depths == [
+        2 * 1000 + 64
+    ]  # a point in time, non-ASCII words, a list of ids, no words: never asked
 
 
-def test_an_index_ranks_and_the_view_filters_deeper_when_a_pruned_ranking_falls_short(vault: Vault,
-                                                                                       clock: Clock) -> None:
+def test_an_index_ranks_and_the_view_filters_deeper_when_a_pruned_ranking_falls_short(
+    vault: Vault, clock: Clock
+) -> None:
     ids = _billing(vault, clock)
     backend, conn = vault.engine.backend, vault.engine.conn()
-    heads = dict(conn.execute("SELECT entity_id, vid FROM entity_versions WHERE recorded_to_ms IS NULL").fetchall())
+    heads = dict(
+        conn.execute("SELECT entity_id, vid FROM entity_versions WHERE recorded_to_ms IS NULL").fetchall()
+    )
     eids = np.array(ids, dtype=np.int64)
     vids = np.array([heads[e] for e in ids], dtype=np.int64)
     scores = np.linspace(6.0, 1.0, 6)  # the first best: the archived ones sit first, third and fifth
@@ -99,29 +115,44 @@ class _Vectors:
     def cosines(self, conn: Any, vids: Any, query: Any) -> dict[int, float] | None:
         return self.answers
 
-    def search(self, conn: Any, query: Any, depth: int, agent_id: Any = None, workspace_hash: Any = None,
-               keep: Any = None) -> tuple[Ranking, bool] | None:
+    def search(
+        self,
+        conn: Any,
+        query: Any,
+        depth: int,
+        agent_id: Any = None,
+        workspace_hash: Any = None,
+        keep: Any = None,
+    ) -> tuple[Ranking, bool] | None:
         return self.found
 
 
 def test_dense_candidates_and_cosines_come_from_the_vector_index_when_it_can_answer(
-        dense_vault: Vault, clock: Clock, fake_embedder: FakeEmbedder) -> None:
+    dense_vault: Vault, clock: Clock, fake_embedder: FakeEmbedder
+) -> None:
     ids = _billing(dense_vault, clock)
     backend, conn = dense_vault.engine.backend, dense_vault.engine.conn()
     query = fake_embedder.embed(["billing ledger"])[0]
     now, then = view(Filters(), clock.now), view(Filters(as_of_unix_ms=clock.now), clock.now)
     with backend.read_snapshot(conn):
-        vids = [vid for (vid,) in conn.execute("SELECT vid FROM entity_versions WHERE recorded_to_ms IS NULL")]
+        vids = [
+            vid for (vid,) in conn.execute("SELECT vid FROM entity_versions WHERE recorded_to_ms IS NULL")
+        ]
         stored = backend.vectors.cosines(conn, vids, query)
         assert len(stored) == len(ids)
         sql = backend.vectors.candidates(conn, query, 10, None, None, 10)
         own = (Ranking(np.array(vids[:1]), np.array(ids[:1]), np.ones(1, dtype=np.float32)), True)
         held = Arms(backend, vector_index=cast(VectorIndex, _Vectors({vids[0]: 0.5}, own)))
         assert held.cosines(conn, vids, query, now) == {vids[0]: 0.5}
-        assert held.cosines(conn, vids, query, then) == stored  # a point in time: the versions may be no heads
+        assert (
+            held.cosines(conn, vids, query, then) == stored
+        )  # a point in time: the versions may be no heads
         assert held.dense(conn, query, 10, None, None, 10) is own
         behind = Arms(backend, vector_index=cast(VectorIndex, _Vectors(None, None)))
         assert behind.cosines(conn, vids, query, now) == stored
         answer, complete = behind.dense(conn, query, 10, None, None, 10)
-        assert (answer.vids.tolist(), answer.scores.tolist(), complete) == \
-            (sql[0].vids.tolist(), sql[0].scores.tolist(), sql[1])
+        assert (answer.vids.tolist(), answer.scores.tolist(), complete) == (
+            sql[0].vids.tolist(),
+            sql[0].scores.tolist(),
+            sql[1],
+        )

@@ -27,16 +27,43 @@ DAY_MS = 86_400_000
 # --- the pure rules -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("a, b, cosine, expected", [
-    ("We deploy on Tuesdays.", "we  deploy on TUESDAYS.", None, "duplicate"),  # the same text, normalised
-    ("Production runs in us-east-1.", "Production runs in eu-west-1.", 0.78, "update"),  # a value replaced
-    ("The user prefers dark mode in every editor.", "In all my editors I like the dark theme.", 0.70, "duplicate"),
-    ("ENG-1412: checkout button broken on Safari. Assignee: Aisha.",
-     "ENG-1419: checkout button broken on Firefox. Assignee: Marco.", 0.93, None),  # two records
-    ("Web team standup 10:15.", "Mobile team standup 9:45.", 0.72, None),  # another subject, not an update
-    ("Aisha prefers Slack over email.", "Marco prefers email over Slack.", 0.80, None),  # a name exchanged
-    ("Production runs in us-east-1.", "The lunch menu changes on Fridays.", 0.10, None),  # unrelated
-])
+@pytest.mark.parametrize(
+    "a, b, cosine, expected",
+    [
+        ("We deploy on Tuesdays.", "we  deploy on TUESDAYS.", None, "duplicate"),  # the same text, normalised
+        (
+            "Production runs in us-east-1.",
+            "Production runs in eu-west-1.",
+            0.78,
+            "update",
+        ),  # a value replaced
+        (
+            "The user prefers dark mode in every editor.",
+            "In all my editors I like the dark theme.",
+            0.70,
+            "duplicate",
+        ),
+        (
+            "ENG-1412: checkout button broken on Safari. Assignee: Aisha.",
+            "ENG-1419: checkout button broken on Firefox. Assignee: Marco.",
+            0.93,
+            None,
+        ),  # two records
+        (
+            "Web team standup 10:15.",
+            "Mobile team standup 9:45.",
+            0.72,
+            None,
+        ),  # another subject, not an update
+        (
+            "Aisha prefers Slack over email.",
+            "Marco prefers email over Slack.",
+            0.80,
+            None,
+        ),  # a name exchanged
+        ("Production runs in us-east-1.", "The lunch menu changes on Fridays.", 0.10, None),  # unrelated
+    ],
+)
 def test_pairs(a: str, b: str, cosine: float | None, expected: str | None) -> None:
     assert relation(said(a), said(b), cosine) == expected
 
@@ -51,13 +78,41 @@ def _held_by_scanning(text: Said, anchor: str) -> bool:
     """holds() as first written: a scan of the text's tokens for each part of the anchor."""
     if anchor.startswith("-") or any(a == "-" + anchor for a in text.anchors):
         return anchor in text.anchors
-    return all(part in text.tokens or (len(part) >= 3 and not part.isdigit() and any(
-        (t.startswith(part) or part.startswith(t)) and len(t) >= 3 and not t.isdigit() for t in text.tokens))
-        for part in tokenize(anchor))
+    return all(
+        part in text.tokens
+        or (
+            len(part) >= 3
+            and not part.isdigit()
+            and any(
+                (t.startswith(part) or part.startswith(t)) and len(t) >= 3 and not t.isdigit()
+                for t in text.tokens
+            )
+        )
+        for part in tokenize(anchor)
+    )
 
 
-SPELLINGS = ["Postgres", "PostgreSQL", "pg", "Feb", "February", "prod", "production", "w123", "w12", "-5", "5", "v1.2",
-             "eu-west-1", "us", "ENG-142", "$12", "x", "abc", "abcd"]
+SPELLINGS = [
+    "Postgres",
+    "PostgreSQL",
+    "pg",
+    "Feb",
+    "February",
+    "prod",
+    "production",
+    "w123",
+    "w12",
+    "-5",
+    "5",
+    "v1.2",
+    "eu-west-1",
+    "us",
+    "ENG-142",
+    "$12",
+    "x",
+    "abc",
+    "abcd",
+]
 
 
 @settings(max_examples=200, deadline=None)
@@ -69,7 +124,10 @@ def test_a_spelling_is_looked_up_as_a_scan_would_find_it(words: list[str], ancho
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.text(alphabet="abcpPq01-5.:/#@$ ", max_size=40), st.text(alphabet="abcpPq01-5.:/#@$", min_size=1, max_size=8))
+@given(
+    st.text(alphabet="abcpPq01-5.:/#@$ ", max_size=40),
+    st.text(alphabet="abcpPq01-5.:/#@$", min_size=1, max_size=8),
+)
 def test_any_anchor_is_held_as_a_scan_would_find_it(words: str, anchor: str) -> None:
     """holds() refuses most anchors by one look-up in the text's reach before its rule: never one the rule holds."""
     text = said("Note: " + words)
@@ -78,10 +136,14 @@ def test_any_anchor_is_held_as_a_scan_would_find_it(words: str, anchor: str) -> 
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from(SPELLINGS + ["-12", "12", "v16", "Postgres-15", "1:30", "#77"]), max_size=10),
-       st.lists(st.sampled_from(SPELLINGS + ["-12", "12", "v16", "Postgres-15", "1:30", "#77"]), max_size=10),
-       st.integers(1, 4))
-def test_the_anchors_held_are_counted_as_holds_counts_them(one: list[str], other: list[str], most: int) -> None:
+@given(
+    st.lists(st.sampled_from(SPELLINGS + ["-12", "12", "v16", "Postgres-15", "1:30", "#77"]), max_size=10),
+    st.lists(st.sampled_from(SPELLINGS + ["-12", "12", "v16", "Postgres-15", "1:30", "#77"]), max_size=10),
+    st.integers(1, 4),
+)
+def test_the_anchors_held_are_counted_as_holds_counts_them(
+    one: list[str], other: list[str], most: int
+) -> None:
     """held() counts by set operations what asking holds() of each anchor counts."""
     a, b = said("Note: " + " ".join(one)), said("Note: " + " ".join(other))
     assert held(a, b, most) == min(most, sum(b.holds(x) for x in a.anchors))
@@ -107,36 +169,63 @@ def test_curate_arranges_by_the_kept_relations_only() -> None:
         _candidate(2, 0.8, 3, "Deploys go out on Tuesdays."),
         _candidate(3, 0.7, 5, "Production runs in eu-west-1."),
         _candidate(4, 0.6, 4, "deploys go out on tuesdays"),
-        _candidate(5, 0.5, 9, "Production runs in eu-west-1."),  # the same text as 3, but nothing kept: left be
+        _candidate(
+            5, 0.5, 9, "Production runs in eu-west-1."
+        ),  # the same text as 3, but nothing kept: left be
     ]
     done = curate(ranked, [(3, 1, "updates"), (4, 2, "duplicates")])
     assert done.order == [3, 1, 4, 5]  # the update before the fact it updates; 4 stands for 2 (newer wording)
     assert done.duplicates == {4: [2]} and done.outdated_by == {1: 3}
-    assert done.apply(ranked, include_outdated=False) == [ranked[2], ranked[0], ranked[3], ranked[4]]  # inferred
+    assert done.apply(ranked, include_outdated=False) == [
+        ranked[2],
+        ranked[0],
+        ranked[3],
+        ranked[4],
+    ]  # inferred
     stated = curate(ranked, [(3, 1, "updates"), (4, 2, "duplicates")], confirmed=frozenset({(3, 1)}))
-    assert stated.apply(ranked, include_outdated=False) == [ranked[2], ranked[3], ranked[4]]  # someone said so
+    assert stated.apply(ranked, include_outdated=False) == [
+        ranked[2],
+        ranked[3],
+        ranked[4],
+    ]  # someone said so
     assert curate(ranked, []).order == [1, 2, 3, 4, 5]
     # a write's judgement knows which of two is newer, whatever dates they carry: the link goes from the newer
     assert curate(ranked, [(1, 3, "updates")], directed=frozenset({(1, 3)})).outdated_by == {3: 1}
 
 
-def test_the_newer_of_two_memories_of_one_subject_goes_first_unless_the_query_names_a_value_only_the_older_holds(
-) -> None:
+def test_the_newer_of_two_memories_of_one_subject_goes_first_unless_the_query_names_a_value_only_the_older_holds() -> (
+    None
+):
     older = _candidate(1, 0.50, 1, "User takes coffee black.")
     newer = _candidate(2, 0.45, 9, "Coffee order now: decaf oat latte.")
     kept = [(2, 1, "same_subject")]
     assert curate([older, newer], kept, said("what coffee does the user order")).order == [2, 1]
-    assert curate([older, newer], [(2, 1, "updates")], said("what coffee does the user order")).order == [2, 1]
+    assert curate([older, newer], [(2, 1, "updates")], said("what coffee does the user order")).order == [
+        2,
+        1,
+    ]
     # kept only as related (a shared name or topic: two attributes of one thing): the ranking stands
-    assert curate([older, newer], [(2, 1, "related")], said("what coffee does the user order")).order == [1, 2]
+    assert curate([older, newer], [(2, 1, "related")], said("what coffee does the user order")).order == [
+        1,
+        2,
+    ]
     slo = _candidate(1, 0.50, 1, "dispatch SLO: 99.9% of assign-job calls under 500 ms.")
     ticket = _candidate(2, 0.45, 9, "ENG-345 - Assign-job p95 above 500 ms at Monday peak.")
-    assert curate([slo, ticket], kept, said("what is the SLO for dispatch")).order == [1, 2]  # a ticket restates no fact
-    assert curate([older, newer], kept, said("does the user take coffee black")).order == [2, 1]  # words: no value
+    assert curate([slo, ticket], kept, said("what is the SLO for dispatch")).order == [
+        1,
+        2,
+    ]  # a ticket restates no fact
+    assert curate([older, newer], kept, said("does the user take coffee black")).order == [
+        2,
+        1,
+    ]  # words: no value
     priced = _candidate(1, 0.50, 1, "Pro plan is $12 a seat.")
     raised = _candidate(2, 0.45, 9, "Pro plan now costs $15 a seat.")
     assert curate([priced, raised], kept, said("what does the Pro plan cost")).order == [2, 1]
-    assert curate([priced, raised], kept, said("is the Pro plan still $12")).order == [1, 2]  # a value only the older holds
+    assert curate([priced, raised], kept, said("is the Pro plan still $12")).order == [
+        1,
+        2,
+    ]  # a value only the older holds
     far = _candidate(2, 0.15, 9, "Coffee order now: decaf oat latte.")  # far less relevant: keeps its place
     assert curate([older, far], kept, said("what coffee does the user order")).order == [1, 2]
     other = _candidate(2, 0.45, 9, "Coffee order now: decaf oat latte.", scope="b")  # another tenant's
@@ -157,7 +246,9 @@ def model_vault(vault_path: str | Path, clock: Clock, real_embedder: Any) -> Ite
         yield v
 
 
-def test_an_update_is_kept_when_written_and_marks_the_older_for_every_query(model_vault: Vault, clock: Clock) -> None:
+def test_an_update_is_kept_when_written_and_marks_the_older_for_every_query(
+    model_vault: Vault, clock: Clock
+) -> None:
     """A value replaced in the same statement: judged ``update`` when the newer is written, kept, and from then
     on the older is marked for every query that returns both, whatever its words."""
     older = model_vault.remember("fact", "prod-region", "Production runs in us-east-1.")
@@ -172,18 +263,28 @@ def test_an_update_is_kept_when_written_and_marks_the_older_for_every_query(mode
     assert all(i.outdated_by is None for i in plain)
     # A mark the vault inferred orders and annotates and never hides: the rule cannot tell an update from two
     # true facts ("Room 101 seats 12" and "Room 102 seats 12"), so prepare shows both, the newer first, dated.
-    assert older.id in [i.id for i in model_vault.recall("where does production run", include_outdated=False,
-                                                         reinforce=False).items]
+    assert older.id in [
+        i.id
+        for i in model_vault.recall(
+            "where does production run", include_outdated=False, reinforce=False
+        ).items
+    ]
     block = model_vault.prepare("where does production run?", triggered=0).markdown
     assert block.index("eu-west-1") < block.index("us-east-1")
     # Someone's word hides it: the agent's own updates link (or a judge's verdict, which supersedes).
     model_vault.link(newer.id, older.id, "updates")
-    assert older.id not in [i.id for i in model_vault.recall("where does production run", include_outdated=False,
-                                                             reinforce=False).items]
+    assert older.id not in [
+        i.id
+        for i in model_vault.recall(
+            "where does production run", include_outdated=False, reinforce=False
+        ).items
+    ]
     block = model_vault.prepare("where does production run?", triggered=0).markdown
     assert "eu-west-1" in block and "us-east-1" not in block  # prepare leaves the confirmed outdated out
-    assert "us-east-1" in model_vault.prepare("where does production run?", triggered=0,
-                                              include_outdated=True).markdown
+    assert (
+        "us-east-1"
+        in model_vault.prepare("where does production run?", triggered=0, include_outdated=True).markdown
+    )
 
 
 def test_a_new_version_of_an_old_key_is_the_newer_of_its_pair(model_vault: Vault, clock: Clock) -> None:
@@ -199,7 +300,9 @@ def test_a_new_version_of_an_old_key_is_the_newer_of_its_pair(model_vault: Vault
     assert items[0].outdated_by is None
 
 
-def test_an_update_phrased_another_way_is_a_candidate_and_comes_first(model_vault: Vault, clock: Clock) -> None:
+def test_an_update_phrased_another_way_is_a_candidate_and_comes_first(
+    model_vault: Vault, clock: Clock
+) -> None:
     older = model_vault.remember("fact", "prod-region", "Production runs in eu-west-1 on EKS.")
     model_vault.remember("fact", "billing-owner", "Carol owns the billing service.")
     clock.advance(180 * DAY_MS)
@@ -211,13 +314,16 @@ def test_an_update_phrased_another_way_is_a_candidate_and_comes_first(model_vaul
     # the pair's order is the pair's, not the query's words': "run" is only in the older, and the newer still leads
     items = [i.id for i in model_vault.recall("where does production run", reinforce=False).items]
     assert items.index(newer.id) < items.index(older.id)
-    paraphrase = model_vault.remember("fact", "prod-cluster", "Our prod cluster is hosted in AWS eu-west-1 (Ireland).")
+    paraphrase = model_vault.remember(
+        "fact", "prod-cluster", "Our prod cluster is hosted in AWS eu-west-1 (Ireland)."
+    )
     assert older.id in [s.id for s in paraphrase.similar]  # reported for the agent to judge, never merged
     assert not paraphrase.repeated
 
 
-def test_a_paraphrase_is_never_merged_on_a_guess_but_is_with_a_judge(tmp_path: Path, clock: Clock,
-                                                                      real_embedder: Any) -> None:
+def test_a_paraphrase_is_never_merged_on_a_guess_but_is_with_a_judge(
+    tmp_path: Path, clock: Clock, real_embedder: Any
+) -> None:
     with Vault(tmp_path / "a.db", clock=clock, embedder=real_embedder) as vault:
         first = vault.remember("pref", "editor", "The user prefers dark mode in every editor.")
         clock.advance(DAY_MS)
@@ -235,7 +341,9 @@ def test_a_paraphrase_is_never_merged_on_a_guess_but_is_with_a_judge(tmp_path: P
         second = vault.remember("pref", "editor-theme", "In all my editors I like the dark theme.")
         assert [(s.id, s.relation) for s in second.similar] == [(first.id, "duplicate")]
         items = vault.recall("which editor theme does the user like", reinforce=False).items
-        assert items[0].id == second.id and items[0].duplicates == [first.id]  # the newest wording stands for both
+        assert items[0].id == second.id and items[0].duplicates == [
+            first.id
+        ]  # the newest wording stands for both
         assert first.id not in [i.id for i in items]
 
 
@@ -244,20 +352,27 @@ def test_an_exact_repeat_under_a_new_key_writes_nothing_unless_asked(model_vault
     versions = model_vault.counts().total
     again = model_vault.remember("note", "database-choice", "  we chose sqlite  in WAL mode. ")
     assert again.repeated and again.id == first.id and model_vault.counts().total == versions
-    kept = model_vault.remember("note", "database-choice", "We chose SQLite in WAL mode.", keep_duplicate=True)
+    kept = model_vault.remember(
+        "note", "database-choice", "We chose SQLite in WAL mode.", keep_duplicate=True
+    )
     assert not kept.repeated and kept.id != first.id and model_vault.counts().total == versions + 1
     same_key = model_vault.remember("decision", "db", "We chose SQLite in WAL mode.")
     assert same_key.id == first.id and not same_key.repeated  # the same key: remember's own no-op
 
 
-@pytest.mark.parametrize("first, second", [
-    ("The engine is written in C++.", "The engine is written in C#."),
-    ("Temperature is -5 C.", "Temperature is 5 C."),
-    ("We chose SQLite in WAL mode.", "We chose SQLite in WAL mode"),
-    (":", ";"),
-    ("Ship v2.0 on Friday", "Ship v2.1 on Friday"),
-])
-def test_an_exact_repeat_is_exact_every_symbol_sign_and_digit_counts(vault: Vault, first: str, second: str) -> None:
+@pytest.mark.parametrize(
+    "first, second",
+    [
+        ("The engine is written in C++.", "The engine is written in C#."),
+        ("Temperature is -5 C.", "Temperature is 5 C."),
+        ("We chose SQLite in WAL mode.", "We chose SQLite in WAL mode"),
+        (":", ";"),
+        ("Ship v2.0 on Friday", "Ship v2.1 on Friday"),
+    ],
+)
+def test_an_exact_repeat_is_exact_every_symbol_sign_and_digit_counts(
+    vault: Vault, first: str, second: str
+) -> None:
     """Only Unicode's canonical form, letter case and whitespace are set aside: a distinct fact is stored."""
     one = vault.remember("fact", "lang-tools", first)
     two = vault.remember("fact", "lang-tools-2", second)
@@ -275,7 +390,9 @@ def test_unicode_canonical_forms_are_one_text() -> None:
 def test_a_document_is_compared_by_its_start_and_repeated_only_whole(vault: Vault) -> None:
     """Curation reads a memory's first READ_CHARS characters (a 256 KiB body cost 0.35 s a remember when
     read whole); the exact-repeat check still reads all of it."""
-    head = " ".join(f"section {i} of the runbook says step {i}." for i in range(700))  # about 25,000 characters
+    head = " ".join(
+        f"section {i} of the runbook says step {i}." for i in range(700)
+    )  # about 25,000 characters
     assert len(head) > curation.READ_CHARS
     a, b = said(head + " The end."), said(head + " Another end.")
     assert a.words == b.words and a.normal != b.normal
@@ -306,10 +423,18 @@ def test_a_keyword_only_vault_judges_by_words(vault: Vault) -> None:
 def test_hygiene_flags_a_paraphrase_and_not_two_tickets(model_vault: Vault) -> None:
     a = model_vault.remember("pref", "editor", "The user prefers dark mode in every editor.")
     b = model_vault.remember("pref", "editor-theme", "In all my editors I like the dark theme.")
-    t1 = model_vault.remember("ticket", "eng-1412", "ENG-1412: Checkout button unresponsive on Safari 17. "
-                              "Assignee: Aisha. Component: web-checkout. Priority P2.")
-    t2 = model_vault.remember("ticket", "eng-1419", "ENG-1419: Checkout button unresponsive on Firefox ESR. "
-                              "Assignee: Marco. Component: web-checkout. Priority P2.")
+    t1 = model_vault.remember(
+        "ticket",
+        "eng-1412",
+        "ENG-1412: Checkout button unresponsive on Safari 17. "
+        "Assignee: Aisha. Component: web-checkout. Priority P2.",
+    )
+    t2 = model_vault.remember(
+        "ticket",
+        "eng-1419",
+        "ENG-1419: Checkout button unresponsive on Firefox ESR. "
+        "Assignee: Marco. Component: web-checkout. Priority P2.",
+    )
     flagged = {i.id: i.duplicate_of for i in model_vault.hygiene().items if i.duplicate_of is not None}
     assert flagged == {b.id: a.id}
     assert t1.id not in flagged and t2.id not in flagged
@@ -319,16 +444,26 @@ def test_the_window_does_not_depend_on_the_limit(model_vault: Vault, clock: Cloc
     for i in range(40):
         model_vault.remember("fact", f"f{i}", f"Service {i} runs on port {8000 + i} in the staging cluster.")
         clock.advance(DAY_MS)
-    deep = [i.id for i in model_vault.recall("which port does the staging service use", limit=40,
-                                             reinforce=False).items]
+    deep = [
+        i.id
+        for i in model_vault.recall(
+            "which port does the staging service use", limit=40, reinforce=False
+        ).items
+    ]
     for limit in (1, 5, 10, 25):
-        top = [i.id for i in model_vault.recall("which port does the staging service use", limit=limit,
-                                                reinforce=False).items]
+        top = [
+            i.id
+            for i in model_vault.recall(
+                "which port does the staging service use", limit=limit, reinforce=False
+            ).items
+        ]
         assert top == deep[:limit]
     assert curation.WINDOW <= 40
 
 
-def test_two_tenants_memories_are_never_collapsed_or_ordered_together(model_vault: Vault, clock: Clock) -> None:
+def test_two_tenants_memories_are_never_collapsed_or_ordered_together(
+    model_vault: Vault, clock: Clock
+) -> None:
     a = model_vault.remember("fact", "region", "Production runs in us-east-1.", agent_id="a")
     clock.advance(90 * DAY_MS)
     b = model_vault.remember("fact", "region", "Production runs in us-east-1.", agent_id="b")

@@ -50,7 +50,9 @@ def test_dense_mode_never_falls_back_to_keywords(dense_vault: Vault, notes: dict
     r = dense_vault.recall("billing ledger", mode="dense", reinforce=False)
     assert r.search_mode == "dense" and r.items
     assert all(set(i.ranks) == {"dense"} for i in r.items)
-    assert r.items[0].ranks == {"dense": 1} and -1.0 <= r.items[-1].score <= r.items[0].score <= 1.0  # cosines
+    assert (
+        r.items[0].ranks == {"dense": 1} and -1.0 <= r.items[-1].score <= r.items[0].score <= 1.0
+    )  # cosines
 
 
 def test_hybrid_with_an_empty_keyword_arm_is_the_dense_arm(dense_vault: Vault, notes: dict[str, int]) -> None:
@@ -71,13 +73,19 @@ def test_same_call_same_bytes_in_every_mode(dense_vault: Vault, notes: dict[str,
 def test_the_vector_arm_filters_inside_its_query(dense_vault: Vault) -> None:
     """The nearest vectors belong to another tenant: the vector arm must still return this tenant's."""
     for i in range(40):
-        dense_vault.remember("note", f"other{i}", "billing ledger postgres backups", agent_id="other", keep_duplicate=True)
+        dense_vault.remember(
+            "note", f"other{i}", "billing ledger postgres backups", agent_id="other", keep_duplicate=True
+        )
     mine = dense_vault.remember("note", "mine", "an unrelated sentence about gardening", agent_id="me")
     for mode in ("dense", "hybrid"):
-        r = dense_vault.recall("billing ledger postgres backups", mode=mode, agent_id="me", limit=5, reinforce=False)
+        r = dense_vault.recall(
+            "billing ledger postgres backups", mode=mode, agent_id="me", limit=5, reinforce=False
+        )
         assert ids(r) == [mine.id], mode
     assert dense_vault.wait_for_vector_index()
-    r = dense_vault.recall("billing ledger postgres backups", mode="dense", agent_id="me", limit=5, reinforce=False)
+    r = dense_vault.recall(
+        "billing ledger postgres backups", mode="dense", agent_id="me", limit=5, reinforce=False
+    )
     assert ids(r) == [mine.id]
     archived = dense_vault.remember("note", "gone", "billing ledger postgres backups", agent_id="me")
     dense_vault.forget(archived.id)
@@ -88,11 +96,15 @@ def test_the_vector_arm_filters_inside_its_query(dense_vault: Vault) -> None:
 def test_mirror_and_sql_paths_agree(dense_vault: Vault, notes: dict[str, int], clock: Clock) -> None:
     assert dense_vault.wait_for_vector_index()
     dense_vault.remember("note", "db", "The billing ledger moved to sqlite")  # the mirror follows the write
-    fast = [(i.id, i.score) for i in dense_vault.recall("billing ledger sqlite", mode="dense", limit=20,
-                                                        reinforce=False).items]
+    fast = [
+        (i.id, i.score)
+        for i in dense_vault.recall("billing ledger sqlite", mode="dense", limit=20, reinforce=False).items
+    ]
     index, dense_vault.engine.vector_index = dense_vault.engine.vector_index, None
-    slow = [(i.id, i.score) for i in dense_vault.recall("billing ledger sqlite", mode="dense", limit=20,
-                                                        reinforce=False).items]
+    slow = [
+        (i.id, i.score)
+        for i in dense_vault.recall("billing ledger sqlite", mode="dense", limit=20, reinforce=False).items
+    ]
     dense_vault.engine.vector_index = index
     assert [i for i, _ in fast] == [i for i, _ in slow]
     assert [s for _, s in fast] == pytest.approx([s for _, s in slow], abs=1e-5)
@@ -108,19 +120,24 @@ def test_knobs_work_in_every_mode(dense_vault: Vault, clock: Clock) -> None:
         plain = dense_vault.recall("rotation policy", mode=mode, trust_weight=0, reinforce=False)
         trusted = dense_vault.recall("rotation policy", mode=mode, trust_weight=2.0, reinforce=False)
         assert trusted.items[0].id == new.id, mode
-        timed = dense_vault.recall("rotation policy", mode=mode, trust_weight=0, recency_half_life_secs=86_400,
-                                   reinforce=False)
+        timed = dense_vault.recall(
+            "rotation policy", mode=mode, trust_weight=0, recency_half_life_secs=86_400, reinforce=False
+        )
         assert timed.items[0].id == new.id, mode
         capped = dense_vault.recall("rotation policy", mode=mode, preview_cap=8, reinforce=False)
-        assert all(len(i.content) < 250 and "get_entity" in i.content for i in capped.items
-                   if len(dense_vault.get_entity(i.id).content) > 8)
+        assert all(
+            len(i.content) < 250 and "get_entity" in i.content
+            for i in capped.items
+            if len(dense_vault.get_entity(i.id).content) > 8
+        )
         assert plain.items and old.id in ids(plain)
 
 
 def test_startup_reranks_by_actionability_and_is_off_by_default(dense_vault: Vault) -> None:
     vague = dense_vault.remember("note", "vague", "billing stuff, maybe")
-    concrete = dense_vault.remember("note", "concrete",
-                                    "Billing: decided to retry failed charges, see ENG-41 and src/billing/retry.py")
+    concrete = dense_vault.remember(
+        "note", "concrete", "Billing: decided to retry failed charges, see ENG-41 and src/billing/retry.py"
+    )
     for mode in ("fts5", "dense", "hybrid"):
         base = dense_vault.recall("billing", mode=mode, reinforce=False)
         again = dense_vault.recall("billing", mode=mode, reinforce=False, startup=False)
@@ -140,12 +157,19 @@ def test_validity_profile_annotates_and_reranks_hybrid(dense_vault: Vault, clock
         dense_vault.remember("filler", f"f{i}", f"unrelated filler {i}")
     plain = dense_vault.recall("incident runbook payment gateway", mode="hybrid", reinforce=False)
     assert "validity" not in plain.model_dump()["items"][0]
-    annotated = dense_vault.recall("incident runbook payment gateway", mode="fts5", validity_annotate=True,
-                                   reinforce=False, curate=False)
+    annotated = dense_vault.recall(
+        "incident runbook payment gateway", mode="fts5", validity_annotate=True, reinforce=False, curate=False
+    )
     grades = {i.id: i.validity.grade for i in annotated.items if i.validity}
     assert grades[stale.id] == "context_invalid" and grades[fresh.id] == "valid"
-    ranked = dense_vault.recall("incident runbook payment gateway", mode="hybrid", profile="validity",
-                                limit=50, reinforce=False, curate=False)  # the validity multiplier alone
+    ranked = dense_vault.recall(
+        "incident runbook payment gateway",
+        mode="hybrid",
+        profile="validity",
+        limit=50,
+        reinforce=False,
+        curate=False,
+    )  # the validity multiplier alone
     assert ranked.items[0].id == fresh.id
     assert {i.id for i in ranked.items} >= {stale.id, fresh.id}  # re-ranks, never excludes
 
@@ -163,7 +187,9 @@ def test_point_in_time_dense_recall_uses_the_vectors_of_that_time(dense_vault: V
     assert now.items[0].content != "postgres replication lag"
 
 
-def test_another_model_is_refused_and_nothing_is_written(db_path, clock: Clock, fake_embedder: FakeEmbedder) -> None:  # type: ignore[no-untyped-def]
+def test_another_model_is_refused_and_nothing_is_written(
+    db_path, clock: Clock, fake_embedder: FakeEmbedder
+) -> None:  # type: ignore[no-untyped-def]
     class Other(FakeEmbedder):
         identity = "another-model@2"
 
@@ -219,7 +245,9 @@ def test_unchanged_text_keeps_its_vector(dense_vault: Vault, fake_embedder: Fake
     assert conn.execute("SELECT count(*) FROM version_vectors").fetchone()[0] == 0
 
 
-def test_a_vault_without_an_embedder_refuses_meaning_modes(db_path, clock: Clock, fake_embedder: FakeEmbedder) -> None:  # type: ignore[no-untyped-def]
+def test_a_vault_without_an_embedder_refuses_meaning_modes(
+    db_path, clock: Clock, fake_embedder: FakeEmbedder
+) -> None:  # type: ignore[no-untyped-def]
     with Vault(db_path, clock=clock, embedder=fake_embedder) as vault:
         vault.remember("note", "k", "vectors exist")
     with Vault(db_path, clock=clock, embedder=False) as keyword_only:
@@ -232,8 +260,9 @@ def _other_process_writes(path: str) -> None:
     from tests.conftest import FakeEmbedder
 
     with Vault(path, embedder=FakeEmbedder()) as other:
-        other.remember_many({"category": "note", "key": f"p{i}", "content": f"zebra stripes pattern {i}"}
-                            for i in range(20))
+        other.remember_many(
+            {"category": "note", "key": f"p{i}", "content": f"zebra stripes pattern {i}"} for i in range(20)
+        )
         other.forget(other.recall("zebra stripes", mode="fts5", limit=1).items[0].id)
 
 
@@ -241,28 +270,41 @@ def test_vector_index_follows_another_process(db_path, fake_embedder: FakeEmbedd
     import multiprocessing
 
     with Vault(db_path, embedder=fake_embedder) as vault:
-        vault.remember_many({"category": "note", "key": f"k{i}", "content": f"ledger entry {i}"} for i in range(50))
+        vault.remember_many(
+            {"category": "note", "key": f"k{i}", "content": f"ledger entry {i}"} for i in range(50)
+        )
         assert vault.wait_for_vector_index()
-        proc = multiprocessing.get_context("spawn").Process(target=_other_process_writes, args=(str(db_path),))
+        proc = multiprocessing.get_context("spawn").Process(
+            target=_other_process_writes, args=(str(db_path),)
+        )
         proc.start()
         proc.join(120)
         assert proc.exitcode == 0
-        fast = [(i.id, i.score) for i in vault.recall("zebra stripes", mode="dense", limit=30, reinforce=False).items]
+        fast = [
+            (i.id, i.score)
+            for i in vault.recall("zebra stripes", mode="dense", limit=30, reinforce=False).items
+        ]
         assert vault.engine.vector_index is not None and vault.engine.vector_index.ready
         index, vault.engine.vector_index = vault.engine.vector_index, None
-        slow = [(i.id, i.score) for i in vault.recall("zebra stripes", mode="dense", limit=30, reinforce=False).items]
+        slow = [
+            (i.id, i.score)
+            for i in vault.recall("zebra stripes", mode="dense", limit=30, reinforce=False).items
+        ]
         vault.engine.vector_index = index
         assert fast == slow and len([1 for i, _ in fast]) >= 19
 
 
 @pytest.mark.parametrize("shortlisted", [False, True])
 def test_shallow_prefilter_same_answer_in_memory_and_in_sql(
-        dense_vault: Vault, monkeypatch: pytest.MonkeyPatch, shortlisted: bool, backend: str) -> None:
+    dense_vault: Vault, monkeypatch: pytest.MonkeyPatch, shortlisted: bool, backend: str
+) -> None:
     """With a pre-filter far shallower than the store, both paths take the same candidates (cut to the
     same shortlist when one is taken), and a filter that rejects most of them makes the search look
     deeper rather than return short."""
     if backend == "postgres":
-        pytest.skip("SQLite's SQL path repeats the in-memory index's Hamming pre-filter; Postgres's takes HNSW's candidates")
+        pytest.skip(
+            "SQLite's SQL path repeats the in-memory index's Hamming pre-filter; Postgres's takes HNSW's candidates"
+        )
     from perseus_vault_core.recall import pipeline as recall_module
 
     monkeypatch.setattr(recall_module, "DENSE_DEPTH", 5)
@@ -326,8 +368,11 @@ def test_warm_and_cold_answer_alike_with_identical_vectors(db_path) -> None:  # 
             vault.remember("note", f"r{i}", f"random memory {i}")
         for i in range(106):
             vault.remember("note", f"dup{i}", "the very same words", verified=i == 105, keep_duplicate=True)
-        calls = [dict(query=q, mode=m, limit=10, reinforce=False, query_time_unix_ms=1)
-                 for q in ("the very same words", "random memory 3", "something else") for m in ("dense", "hybrid")]
+        calls = [
+            dict(query=q, mode=m, limit=10, reinforce=False, query_time_unix_ms=1)
+            for q in ("the very same words", "random memory 3", "something else")
+            for m in ("dense", "hybrid")
+        ]
         cold = [vault.recall(**c).model_dump_json() for c in calls]
         assert vault.wait_for_vector_index() and vault.wait_for_keyword_index()
         warm = [vault.recall(**c).model_dump_json() for c in calls]
@@ -367,10 +412,18 @@ def test_a_broken_embedder_cannot_start_a_reembed(dense_vault: Vault) -> None:
 
 def test_no_version_goes_without_its_vector(dense_vault: Vault) -> None:
     dense_vault.remember("note", "k", "alpha")
-    dense_vault.remember_many([{"category": "note", "key": "k", "content": "beta"},
-                               {"category": "note", "key": "k", "content": "alpha"}])
-    dense_vault.remember_many([{"category": "note", "key": "s", "content": "one", "summary": "S"},
-                               {"category": "note", "key": "s", "content": "two"}])
+    dense_vault.remember_many(
+        [
+            {"category": "note", "key": "k", "content": "beta"},
+            {"category": "note", "key": "k", "content": "alpha"},
+        ]
+    )
+    dense_vault.remember_many(
+        [
+            {"category": "note", "key": "s", "content": "one", "summary": "S"},
+            {"category": "note", "key": "s", "content": "two"},
+        ]
+    )
     import json as _json
 
     dense_vault.import_jsonl([_json.dumps({"category": "note", "key": "s", "content": "three"})])
@@ -397,8 +450,12 @@ def test_an_embedder_breaking_its_contract_is_refused(db_path, clock: Clock, fau
 
     with Vault(db_path, clock=clock, embedder=Faulty()) as vault:
         with pytest.raises(InvalidInput, match="embedder"):
-            vault.remember_many([{"category": "note", "key": "a", "content": "x"},
-                                 {"category": "note", "key": "b", "content": "y"}])
+            vault.remember_many(
+                [
+                    {"category": "note", "key": "a", "content": "x"},
+                    {"category": "note", "key": "b", "content": "y"},
+                ]
+            )
         assert vault.stats().entities == 0
 
 
@@ -411,11 +468,17 @@ def test_keyword_recall_does_not_need_a_reachable_provider(db_path, monkeypatch:
         assert vault.recall("alpha").search_mode == "fts5"  # no vectors: auto never asks the provider
 
 
-def test_bad_settings_are_refused(db_path, monkeypatch: pytest.MonkeyPatch, fake_embedder: FakeEmbedder) -> None:  # type: ignore[no-untyped-def]
+def test_bad_settings_are_refused(
+    db_path, monkeypatch: pytest.MonkeyPatch, fake_embedder: FakeEmbedder
+) -> None:  # type: ignore[no-untyped-def]
     from perseus_vault_core import InvalidInput, SetupError
 
-    for kwargs, field in (({"threads": "x"}, "threads"), ({"threads": 0}, "threads"),
-                          ({"vector_index": "no"}, "vector_index"), ({"fusion": {"k": 0}}, "fusion.k")):
+    for kwargs, field in (
+        ({"threads": "x"}, "threads"),
+        ({"threads": 0}, "threads"),
+        ({"vector_index": "no"}, "vector_index"),
+        ({"fusion": {"k": 0}}, "fusion.k"),
+    ):
         with pytest.raises(InvalidInput) as err:
             Vault(db_path, **kwargs)
         assert err.value.field == field
@@ -438,9 +501,13 @@ def test_the_vector_index_waits_for_the_first_vector(db_path, fake_embedder: Fak
         assert vault.wait_for_vector_index()
 
 
-def test_a_vector_backfill_does_not_rebuild_the_keyword_index(db_path, clock: Clock, fake_embedder: FakeEmbedder) -> None:  # type: ignore[no-untyped-def]
+def test_a_vector_backfill_does_not_rebuild_the_keyword_index(
+    db_path, clock: Clock, fake_embedder: FakeEmbedder
+) -> None:  # type: ignore[no-untyped-def]
     with Vault(db_path, clock=clock, embedder=False) as plain:
-        plain.remember_many({"category": "note", "key": f"k{i}", "content": f"billing note {i}"} for i in range(50))
+        plain.remember_many(
+            {"category": "note", "key": f"k{i}", "content": f"billing note {i}"} for i in range(50)
+        )
     with Vault(db_path, clock=clock, embedder=fake_embedder) as vault:
         assert vault.wait_for_keyword_index()
         index = vault.engine.keyword_index
@@ -484,7 +551,12 @@ def test_canonical_cosine_does_not_depend_on_row_position() -> None:
     order = rng.permutation(500)
     assert np.array_equal(cosine(rows, query)[order], cosine(rows[order], query))
     assert np.array_equal(cosine(rows[:3], query), cosine(rows, query)[:3])
-    for shift in (1, 2, 3, 5):  # rows that start at any 4-byte boundary, as a blob or a mapped file gives them
+    for shift in (
+        1,
+        2,
+        3,
+        5,
+    ):  # rows that start at any 4-byte boundary, as a blob or a mapped file gives them
         buffer = np.zeros(rows.size + 16, dtype=np.float32)
         moved = buffer[shift : shift + rows.size].reshape(rows.shape)
         moved[:] = rows
@@ -508,10 +580,13 @@ def test_recall_by_vector_matches_dense_recall_of_the_same_embedding(
     assert scoped.items and all(i.category == "filler" for i in scoped.items)
 
 
-@pytest.mark.parametrize("bad, field", [
-    ([1.0, 2.0], "vector"), ([[0.1] * 8], "vector"), ([float("nan")] * 8, "vector"), ("text", "vector"),
-])
-def test_recall_by_vector_names_a_bad_vector(dense_vault: Vault, notes: dict[str, int], bad: Any, field: str) -> None:
+@pytest.mark.parametrize(
+    "bad, field",
+    [([1.0, 2.0], "vector"), ([[0.1] * 8], "vector"), ([float("nan")] * 8, "vector"), ("text", "vector")],
+)
+def test_recall_by_vector_names_a_bad_vector(
+    dense_vault: Vault, notes: dict[str, int], bad: Any, field: str
+) -> None:
     with pytest.raises(InvalidInput) as err:
         dense_vault.recall_by_vector(bad)
     assert err.value.field == field
@@ -526,7 +601,9 @@ def test_recall_by_vector_needs_stored_vectors(vault: Vault) -> None:
         vault.recall_by_vector([0.5, 0.5])
 
 
-def test_the_embedder_is_visible_to_adapters(dense_vault: Vault, fake_embedder: FakeEmbedder, tmp_path: Path) -> None:
+def test_the_embedder_is_visible_to_adapters(
+    dense_vault: Vault, fake_embedder: FakeEmbedder, tmp_path: Path
+) -> None:
     # Adapters that embed on their side (query vectors, MMR candidates) must use the vault's own model.
     assert dense_vault.embedder is fake_embedder
     with Vault(tmp_path / "keyword-only.db", embedder=False) as keyword_only:
@@ -536,7 +613,9 @@ def test_the_embedder_is_visible_to_adapters(dense_vault: Vault, fake_embedder: 
 def test_recall_by_vector_has_no_query_words_for_the_knobs(
     dense_vault: Vault, notes: dict[str, int], fake_embedder: FakeEmbedder
 ) -> None:
-    dense_vault.remember("note", "word", "A vector of billing ledger numbers")  # a literal word no query holds
+    dense_vault.remember(
+        "note", "word", "A vector of billing ledger numbers"
+    )  # a literal word no query holds
     vector = fake_embedder.embed(["billing ledger"])[0]
     plain = dense_vault.recall_by_vector(vector, limit=5, reinforce=False)
     boosted = dense_vault.recall_by_vector(vector, limit=5, reinforce=False, content_weight=5.0)
@@ -544,10 +623,13 @@ def test_recall_by_vector_has_no_query_words_for_the_knobs(
     assert [i.score for i in boosted.items] == pytest.approx([i.score for i in plain.items])
 
 
-def test_absolute_scores_leave_unrelated_memories_out_with_the_bundled_model(tmp_path: Any,
-                                                                               real_embedder: Any) -> None:
+def test_absolute_scores_leave_unrelated_memories_out_with_the_bundled_model(
+    tmp_path: Any, real_embedder: Any
+) -> None:
     with Vault(tmp_path / "real.db", embedder=real_embedder) as vault:
-        deploys = vault.remember("ops", "deploys", "Deploys go out on Tuesdays after the standup.", verified=True)
+        deploys = vault.remember(
+            "ops", "deploys", "Deploys go out on Tuesdays after the standup.", verified=True
+        )
         db = vault.remember("decision", "db-engine", "We chose Postgres for multi-writer scaling.")
         vault.remember("note", "lunch", "Team lunch is on Fridays at the Thai place.")
         # A boost never outranks meaning: the verified deploy note stays below the answer.
@@ -562,7 +644,8 @@ def test_absolute_scores_leave_unrelated_memories_out_with_the_bundled_model(tmp
 
 
 def test_a_recall_reads_the_stored_model_once_and_a_keyword_recall_not_at_all(
-        dense_vault: Vault, notes: dict[str, int], backend: str) -> None:
+    dense_vault: Vault, notes: dict[str, int], backend: str
+) -> None:
     if backend == "postgres":
         pytest.skip("counts SQLite's statements (a Postgres snapshot reads the model with its BEGIN)")
     dense_vault.recall("billing ledger", mode="dense", reinforce=False)  # the indexes warm first

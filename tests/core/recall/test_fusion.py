@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from perseus_vault_core import InvalidInput, Vault
-from perseus_vault_core.indexes.keyword import ceiling, idf
 from perseus_vault_core.contract.params import Fusion
+from perseus_vault_core.indexes.keyword import ceiling, idf
 from perseus_vault_core.recall.fusion import combine, keyword_score
 
 pytestmark = pytest.mark.both_backends  # the contract suite: SQLite and PostgreSQL (tests/conftest.py)

@@ -39,8 +39,9 @@ def _open(where: str | Path, clock: Clock) -> tuple[Vault, Monotonic]:
     vault = Vault(where, clock=clock, embedder=False)
     ticks = Monotonic()
     backend = vault.engine.backend
-    vault.engine.relations = KeptRelations(KEPT, lambda c: backend.next_id(c, "links") - 1, backend.changes,
-                                            clock=ticks)
+    vault.engine.relations = KeptRelations(
+        KEPT, lambda c: backend.next_id(c, "links") - 1, backend.changes, clock=ticks
+    )
     return vault, ticks
 
 
@@ -52,23 +53,38 @@ def _agree(vault: Vault, ids: list[int]) -> None:
         assert held == kept(conn, chosen)
 
 
-SIMILAR = [f"memory {i} about the service" for i in range(MEMORIES)]  # each write infers relations to the others
-DISTINCT = ["Deploys run on Tuesdays.", "Alice owns billing.", "Staging runs Postgres 15.", "Lunch is at noon.",
-            "The VPN needs a hardware key.", "Invoices go out monthly."]
+SIMILAR = [
+    f"memory {i} about the service" for i in range(MEMORIES)
+]  # each write infers relations to the others
+DISTINCT = [
+    "Deploys run on Tuesdays.",
+    "Alice owns billing.",
+    "Staging runs Postgres 15.",
+    "Lunch is at noon.",
+    "The VPN needs a hardware key.",
+    "Invoices go out monthly.",
+]
 
 
 def _memories(vault: Vault, texts: list[str] = SIMILAR) -> list[int]:
     return [vault.remember(category="fact", key=f"k{i}", content=text).id for i, text in enumerate(texts)]
 
 
-OP = st.tuples(st.sampled_from(["link", "unlink", "update", "purge", "step back", "load"]), st.integers(0, MEMORIES - 1),
-               st.integers(0, MEMORIES - 1), st.sampled_from([*KEPT, "related"]),
-               st.sampled_from(["inferred", "judge", None]), st.sampled_from([1.0, 0.5]))
+OP = st.tuples(
+    st.sampled_from(["link", "unlink", "update", "purge", "step back", "load"]),
+    st.integers(0, MEMORIES - 1),
+    st.integers(0, MEMORIES - 1),
+    st.sampled_from([*KEPT, "related"]),
+    st.sampled_from(["inferred", "judge", None]),
+    st.sampled_from([1.0, 0.5]),
+)
 
 
 @settings(max_examples=30, deadline=None)
 @given(ops=st.lists(OP, max_size=25))
-def test_held_relations_are_the_file_s_after_any_writes(ops: list[tuple[str, int, int, str, str | None, float]]) -> None:
+def test_held_relations_are_the_file_s_after_any_writes(
+    ops: list[tuple[str, int, int, str, str | None, float]],
+) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         clock = Clock()
         writer, writer_ticks = _open(Path(tmp) / "v.db", clock)
@@ -85,7 +101,9 @@ def test_held_relations_are_the_file_s_after_any_writes(ops: list[tuple[str, int
                 elif op == "unlink":
                     writer.unlink(ids[a], ids[b])
                 elif op == "update":
-                    writer.remember(category="fact", key=f"k{a}", content=f"memory {a} changed at {clock.now}")
+                    writer.remember(
+                        category="fact", key=f"k{a}", content=f"memory {a} changed at {clock.now}"
+                    )
                 elif op == "purge":
                     writer.forget(ids[a])
                     writer.purge(ids[a])
@@ -94,7 +112,9 @@ def test_held_relations_are_the_file_s_after_any_writes(ops: list[tuple[str, int
                     handle = (writer, reader)[a % 2]
                     with handle.engine.reading() as conn:
                         handle.engine.relations.load(conn)
-                elif op == "step back":  # an unlink stamped before the latest closing seen: the recount finds it
+                elif (
+                    op == "step back"
+                ):  # an unlink stamped before the latest closing seen: the recount finds it
                     clock.advance(-60_000)
                     try:
                         writer.unlink(ids[a], ids[b])
@@ -121,9 +141,13 @@ def test_what_another_handle_writes_is_seen_at_its_next_recall(vault_path: str |
         writer.link(ids[4], ids[5], "related", source="inferred")  # not a relation curation acts on
         conn = reader.engine.conn()
         assert reader.engine.relations.among(conn, ids) == [
-            (ids[1], ids[0], "updates", "inferred"), (ids[3], ids[2], "same_subject", "inferred")]
+            (ids[1], ids[0], "updates", "inferred"),
+            (ids[3], ids[2], "same_subject", "inferred"),
+        ]
         clock.advance(1_000)
-        writer.remember(category="fact", key="k1", content="memory 1, a new version")  # closes its inferred links
+        writer.remember(
+            category="fact", key="k1", content="memory 1, a new version"
+        )  # closes its inferred links
         writer.unlink(ids[3], ids[2])
         assert reader.engine.relations.among(conn, ids) == []
         _agree(writer, ids)
@@ -132,7 +156,9 @@ def test_what_another_handle_writes_is_seen_at_its_next_recall(vault_path: str |
         reader.close()
 
 
-def test_a_load_holds_every_relation_and_changes_after_it_are_seen(vault_path: str | Path, clock: Clock) -> None:
+def test_a_load_holds_every_relation_and_changes_after_it_are_seen(
+    vault_path: str | Path, clock: Clock
+) -> None:
     writer, _ = _open(vault_path, clock)
     reader, _ = _open(vault_path, clock)
     try:

@@ -14,8 +14,12 @@ from ...conftest import Clock
 
 pytestmark = pytest.mark.both_backends
 
-FILLER = ["Bob prefers tea in the afternoon.", "The office plants need water on Fridays.",
-          "Standup is at 09:30 every day.", "The quarterly review is in the big room."]
+FILLER = [
+    "Bob prefers tea in the afternoon.",
+    "The office plants need water on Fridays.",
+    "Standup is at 09:30 every day.",
+    "The quarterly review is in the big room.",
+]
 
 
 def _ids(vault: Vault, query: str, **more: Any) -> list[int]:
@@ -24,11 +28,20 @@ def _ids(vault: Vault, query: str, **more: Any) -> list[int]:
 
 def _bridge(vault: Vault, **scope: Any) -> tuple[int, int]:
     """Alice's service and where it runs (the second names neither Alice nor a region), linked by hand."""
-    owner = vault.remember(category="person", key="alice", content="Alice Moreau owns the invoicing service.", **scope)
-    where = vault.remember(category="fact", key="invoicing-region", content="invoicing is deployed in eu-west-1.",
-                           body={"team": "payments"}, **scope)
+    owner = vault.remember(
+        category="person", key="alice", content="Alice Moreau owns the invoicing service.", **scope
+    )
+    where = vault.remember(
+        category="fact",
+        key="invoicing-region",
+        content="invoicing is deployed in eu-west-1.",
+        body={"team": "payments"},
+        **scope,
+    )
     vault.link(owner.id, where.id, "depends_on", **scope)
-    vault.remember_many([{"category": "note", "key": f"f{i}", "content": c, **scope} for i, c in enumerate(FILLER)])
+    vault.remember_many(
+        [{"category": "note", "key": f"f{i}", "content": c, **scope} for i, c in enumerate(FILLER)]
+    )
     return owner.id, where.id
 
 
@@ -46,7 +59,9 @@ def test_links_are_followed_either_way_and_those_the_vault_inferred_too(vault: V
     assert _ids(vault, "eu-west-1", follow_links=True) == [where, owner]  # against the link's direction
     a = vault.remember(category="fact", key="ledger-owner", content="Kenji Watanabe owns ledger-api.")
     b = vault.remember(category="fact", key="ledger-db", content="ledger-api stores postings in Postgres 16.")
-    assert any(n.entity.id == a.id for n in vault.traverse(b.id, depth=1).nodes)  # inferred at write, not linked
+    assert any(
+        n.entity.id == a.id for n in vault.traverse(b.id, depth=1).nodes
+    )  # inferred at write, not linked
     assert _ids(vault, "Kenji", follow_links=True) == [a.id, b.id]
 
 
@@ -57,8 +72,9 @@ def test_a_neighbour_the_view_hides_never_joins(vault: Vault, clock: Clock) -> N
     query = "What does Alice own?"
     assert where not in _ids(vault, query, follow_links=True, category="person")
     assert where not in _ids(vault, query, follow_links=True, where={"team": "sales"})
-    assert where in _ids(vault, query, follow_links=True, where={"$or": [{"team": "payments"}, {"team": {"$exists":
-                                                                                                        False}}]})
+    assert where in _ids(
+        vault, query, follow_links=True, where={"$or": [{"team": "payments"}, {"team": {"$exists": False}}]}
+    )
     other_owner, other_where = _bridge(vault, workspace_hash="w2")
     assert _ids(vault, query, follow_links=True, workspace_hash="w2") == [other_owner, other_where]
     vault.forget(where)
@@ -70,13 +86,20 @@ def test_a_link_into_another_scope_is_not_followed(vault: Vault, backend: str) -
     if backend == "postgres":
         pytest.skip("PostgreSQL's schema refuses a link across scopes (links_to_id_scope_fkey)")
     owner, _ = _bridge(vault, workspace_hash="w1")
-    elsewhere = vault.remember(category="fact", key="invoicing-region", content="invoicing is deployed in us-east-2.",
-                               workspace_hash="w2")
+    elsewhere = vault.remember(
+        category="fact",
+        key="invoicing-region",
+        content="invoicing is deployed in us-east-2.",
+        workspace_hash="w2",
+    )
     # Links never cross scopes through the API; one written behind its back is still never followed.
-    vault.engine.write(lambda c: c.execute(
-        "INSERT INTO links (id, from_id, to_id, relation, weight, source, created_at_ms, recorded_from_ms, scope) "
-        "SELECT 9999, ?, ?, 'related', 1.0, NULL, 0, 0, e.scope FROM entities e WHERE e.id = ?",
-        (owner, elsewhere.id, owner)))
+    vault.engine.write(
+        lambda c: c.execute(
+            "INSERT INTO links (id, from_id, to_id, relation, weight, source, created_at_ms, recorded_from_ms, scope) "
+            "SELECT 9999, ?, ?, 'related', 1.0, NULL, 0, 0, e.scope FROM entities e WHERE e.id = ?",
+            (owner, elsewhere.id, owner),
+        )
+    )
     assert elsewhere.id not in _ids(vault, "What does Alice own?", follow_links=True, workspace_hash="w1")
 
 
@@ -84,8 +107,9 @@ def test_off_by_default_and_the_same_ranking_without_links(vault: Vault) -> None
     _bridge(vault)
     for query in ("What does Alice own?", "eu-west-1", "tea", "standup"):
         plain = vault.recall(query, reinforce=False).items
-        assert [(i.id, i.score) for i in plain] == [(i.id, i.score) for i in vault.recall(
-            query, reinforce=False, follow_links=False).items]
+        assert [(i.id, i.score) for i in plain] == [
+            (i.id, i.score) for i in vault.recall(query, reinforce=False, follow_links=False).items
+        ]
     lone = vault.remember(category="fact", key="lone", content="The wiki lives at wiki.example.org.")
     alone = [(i.id, i.score) for i in vault.recall("wiki", reinforce=False).items]
     assert [(i.id, i.score) for i in vault.recall("wiki", reinforce=False, follow_links=True).items] == alone

@@ -53,23 +53,29 @@ def test_more_and_rarer_terms_rank_higher(vault: Vault, notes: dict[str, int]) -
     r = vault.recall("zanzibar billing", reinforce=False)
     assert r.items[0].id == notes["rare"]
     scores = [i.score for i in r.items]
-    assert scores == sorted(scores, reverse=True) and all(0.0 < x < 1.0 for x in scores)  # absolute: a share of the ceiling
+    assert scores == sorted(scores, reverse=True) and all(
+        0.0 < x < 1.0 for x in scores
+    )  # absolute: a share of the ceiling
     assert [i.ranks for i in r.items] == [{"fts5": n} for n in range(1, len(r.items) + 1)]
 
 
 def test_bm25_order_is_fts5_bm25(vault: Vault, notes: dict[str, int], backend: str) -> None:
     """Scores are FTS5's bm25(), whichever path computed them."""
     if backend == "postgres":
-        pytest.skip("reads FTS5's own bm25(); tests/core/storage/postgres/test_keyword.py holds Postgres's scores to it")
+        pytest.skip(
+            "reads FTS5's own bm25(); tests/core/storage/postgres/test_keyword.py holds Postgres's scores to it"
+        )
     conn = vault.engine.conn()
     expected = conn.execute(
         "SELECT v.entity_id, -bm25(entities_fts, 1.0, 1.0, 0.5) FROM entities_fts "
-        "JOIN entity_versions v ON v.vid = entities_fts.rowid WHERE entities_fts MATCH '\"billing\" OR \"postgres\"'"
+        'JOIN entity_versions v ON v.vid = entities_fts.rowid WHERE entities_fts MATCH \'"billing" OR "postgres"\''
     ).fetchall()
     # The absolute score: bm25 over the most the query's words could score, sum(idf x (k1 + 1)).
     n = conn.execute("SELECT count(*) FROM entities_fts").fetchone()[0]
-    dfs = [conn.execute("SELECT count(*) FROM entities_fts WHERE entities_fts MATCH ?", (w,)).fetchone()[0]
-           for w in ("billing", "postgres")]
+    dfs = [
+        conn.execute("SELECT count(*) FROM entities_fts WHERE entities_fts MATCH ?", (w,)).fetchone()[0]
+        for w in ("billing", "postgres")
+    ]
     top = sum(max(math.log((n - df + 0.5) / (df + 0.5)), 1e-6) for df in dfs) * 2.2
     got = {i.id: i.score for i in vault.recall("billing postgres", reinforce=False, trust_weight=0.0).items}
     assert got == pytest.approx({eid: s / top for eid, s in expected})
@@ -108,15 +114,43 @@ def test_star_is_a_literal_and_matches_nothing(vault: Vault, notes: dict[str, in
 
 
 FTS_SYNTAX = [
-    '"', '""', '"billing', "billing\"", "NEAR(billing postgres)", "NEAR(", "content:billing", "col:x",
-    "billing AND postgres", "billing OR", "AND", "NOT postgres", "-billing", "billing*", "^billing",
-    "(billing", "billing)", "((", ")", "billing + postgres", "{content summary}: billing", "'", "\\",
-    "bill'ing", "💥 billing", "a:b:c", "NEAR(a b, 3)", ":", ";", "--",
+    '"',
+    '""',
+    '"billing',
+    'billing"',
+    "NEAR(billing postgres)",
+    "NEAR(",
+    "content:billing",
+    "col:x",
+    "billing AND postgres",
+    "billing OR",
+    "AND",
+    "NOT postgres",
+    "-billing",
+    "billing*",
+    "^billing",
+    "(billing",
+    "billing)",
+    "((",
+    ")",
+    "billing + postgres",
+    "{content summary}: billing",
+    "'",
+    "\\",
+    "bill'ing",
+    "💥 billing",
+    "a:b:c",
+    "NEAR(a b, 3)",
+    ":",
+    ";",
+    "--",
 ]
 
 
 @pytest.mark.parametrize("query", ["\x00", "billing\x00postgres"])
-def test_a_nul_in_a_query_is_refused_as_on_every_backend(vault: Vault, notes: dict[str, int], query: str) -> None:
+def test_a_nul_in_a_query_is_refused_as_on_every_backend(
+    vault: Vault, notes: dict[str, int], query: str
+) -> None:
     """PostgreSQL cannot hold a NUL in text, so both backends refuse it alike (text.problem)."""
     with pytest.raises(InvalidInput, match="^query: contains NUL"):
         vault.recall(query)
@@ -143,8 +177,12 @@ def test_any_text_query_never_raises(vault: Vault, query: str) -> None:
 
 
 def test_filters(vault: Vault) -> None:
-    a = vault.remember("decision", "a", "shared words here", type="decision", topic_path="architecture/storage")
-    b = vault.remember("fact", "b", "shared words here", type="fact", topic_path="architecture", keep_duplicate=True)
+    a = vault.remember(
+        "decision", "a", "shared words here", type="decision", topic_path="architecture/storage"
+    )
+    b = vault.remember(
+        "fact", "b", "shared words here", type="fact", topic_path="architecture", keep_duplicate=True
+    )
     c = vault.remember("fact", "c", "shared words here", topic_path="architectures/old", agent_id="x")
     d = vault.remember("fact", "d", "shared words here", workspace_hash="w")
     q = "shared words"
@@ -184,7 +222,10 @@ def test_preview_cap(vault: Vault) -> None:
     assert f"perseus_vault_get_entity(id={e.id})" in item.content and "507" in item.content
     assert vault.get_entity(e.id).content == "needle " + "x" * 500
     short = vault.remember("note", "short", "needle short")
-    assert next(i for i in vault.recall("needle", preview_cap=100).items if i.id == short.id).content == "needle short"
+    assert (
+        next(i for i in vault.recall("needle", preview_cap=100).items if i.id == short.id).content
+        == "needle short"
+    )
 
 
 def test_trust_weight_lifts_verified_never_penalises(vault: Vault) -> None:
@@ -202,31 +243,56 @@ def test_trust_weight_lifts_verified_never_penalises(vault: Vault) -> None:
     assert by_id[verified.id] == pytest.approx(base[verified.id] * 1.25)  # x 1.5, held to the knob range
 
 
-def test_the_default_knobs_shortcut_scores_as_the_general_weighing(vault: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_default_knobs_shortcut_scores_as_the_general_weighing(
+    vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # recall._rank weighs with trust alone in a loop of its own when no other knob is on: the same
     # scores, to the bit, as _weigh's general path.
     from perseus_vault_core.recall import pipeline as recall_module
 
     for n in range(30):
-        vault.remember("note", f"n{n}", f"rotation policy {'tokens keys' if n % 3 else 'secrets'} note {n}",
-                       verified=n % 4 == 0, certainty=None if n % 5 == 0 else (n % 7) / 7)
-    queries = [("rotation policy", {}), ("keys secrets", {"trust_weight": 0.7}), ("policy note", {"trust_weight": 0.0})]
+        vault.remember(
+            "note",
+            f"n{n}",
+            f"rotation policy {'tokens keys' if n % 3 else 'secrets'} note {n}",
+            verified=n % 4 == 0,
+            certainty=None if n % 5 == 0 else (n % 7) / 7,
+        )
+    queries = [
+        ("rotation policy", {}),
+        ("keys secrets", {"trust_weight": 0.7}),
+        ("policy note", {"trust_weight": 0.0}),
+    ]
     fast = [vault.recall(q, reinforce=False, **o).model_dump() for q, o in queries]  # type: ignore[arg-type]
     monkeypatch.setattr(recall_module, "_trust_only", lambda params: False)
     general = [vault.recall(q, reinforce=False, **o).model_dump() for q, o in queries]  # type: ignore[arg-type]
     assert fast == general
-    assert fast[0] != vault.recall("rotation policy", reinforce=False, trust_weight=0.0).model_dump()  # trust weighed
+    assert (
+        fast[0] != vault.recall("rotation policy", reinforce=False, trust_weight=0.0).model_dump()
+    )  # trust weighed
 
 
 def test_a_boost_never_lifts_an_off_topic_memory_over_an_on_topic_one(vault: Vault, clock: Clock) -> None:
-    on_topic = vault.remember("note", "db", "Postgres replication lag: the replica falls behind on bulk imports")
-    off_topic = vault.remember("note", "deploys", "Deploys go out on Tuesdays, replica count checked after",
-                               verified=True, recall_when=["deploys"])
+    on_topic = vault.remember(
+        "note", "db", "Postgres replication lag: the replica falls behind on bulk imports"
+    )
+    off_topic = vault.remember(
+        "note",
+        "deploys",
+        "Deploys go out on Tuesdays, replica count checked after",
+        verified=True,
+        recall_when=["deploys"],
+    )
     clock.advance(400 * DAY_MS)
     fresh = vault.remember("note", "fresh", "Lunch order for the team: replica of last week's")
     query = "postgres replication lag replica"
-    for knobs in ({"trust_weight": 10.0}, {"recency_half_life_secs": 86_400.0}, {"profile": "validity"},
-                  {"startup": True}, {"content_weight": 10.0}):
+    for knobs in (
+        {"trust_weight": 10.0},
+        {"recency_half_life_secs": 86_400.0},
+        {"profile": "validity"},
+        {"startup": True},
+        {"content_weight": 10.0},
+    ):
         got = [i.id for i in vault.recall(query, reinforce=False, min_score=None, **knobs).items]  # type: ignore[arg-type]
         assert got.index(on_topic.id) < got.index(off_topic.id), knobs
         assert got.index(on_topic.id) < got.index(fresh.id), knobs
@@ -236,15 +302,22 @@ def test_content_weight_rewards_literal_witness(vault: Vault) -> None:
     summary_only = vault.remember("note", "a", "unrelated body text here", summary="kafka retention settings")
     in_content = vault.remember("note", "b", "kafka retention settings are seven days, kept in the ops repo")
     off = {i.id: i.score for i in vault.recall("kafka retention", trust_weight=0, reinforce=False).items}
-    on = {i.id: i.score for i in vault.recall("kafka retention", trust_weight=0, content_weight=1.0, reinforce=False).items}
+    on = {
+        i.id: i.score
+        for i in vault.recall("kafka retention", trust_weight=0, content_weight=1.0, reinforce=False).items
+    }
     assert on[summary_only.id] == pytest.approx(off[summary_only.id])
     assert on[in_content.id] > off[in_content.id]
 
 
 def test_diversity_halving_spreads_keywords(vault: Vault) -> None:
     alphas = [vault.remember("note", f"alpha{i}", f"alpha alpha alpha {i}").id for i in range(6)]
-    betas = [vault.remember("note", f"beta{i}", "beta " + " ".join(f"pad{j}" for j in range(30)), keep_duplicate=True).id
-             for i in range(2)]
+    betas = [
+        vault.remember(
+            "note", f"beta{i}", "beta " + " ".join(f"pad{j}" for j in range(30)), keep_duplicate=True
+        ).id
+        for i in range(2)
+    ]
     for i in range(20):
         vault.remember("filler", f"f{i}", f"unrelated filler note {i}")
     plain = vault.recall("beta alpha", limit=4, reinforce=False, curate=False)
@@ -252,7 +325,9 @@ def test_diversity_halving_spreads_keywords(vault: Vault) -> None:
     # "beta" is keyword 0: ceil(4 x 0.5^0) = 4 slots; "alpha" is keyword 1: ceil(4 x 0.5^1) = 2 slots.
     diverse = vault.recall("beta alpha", limit=4, diversity_halving=0.5, reinforce=False, curate=False)
     assert ids(diverse) == alphas[:2] + betas
-    assert ids(vault.recall("beta alpha", limit=4, diversity_halving=1.0, reinforce=False, curate=False)) == ids(plain)
+    assert ids(
+        vault.recall("beta alpha", limit=4, diversity_halving=1.0, reinforce=False, curate=False)
+    ) == ids(plain)
     # over-quota items are deferred, not dropped
     deep = vault.recall("beta alpha", limit=8, diversity_halving=0.5, reinforce=False, curate=False)
     assert set(ids(deep)) == set(alphas + betas)
@@ -261,7 +336,9 @@ def test_diversity_halving_spreads_keywords(vault: Vault) -> None:
 def test_expansion_adds_stem_variants(vault: Vault) -> None:
     e = vault.remember("note", "k", "the connector library handles retries")
     assert vault.recall("connect").items == []
-    r = vault.recall("connect", expansion=True, min_score=None)  # a variant's match is weak: asked for plain top-k
+    r = vault.recall(
+        "connect", expansion=True, min_score=None
+    )  # a variant's match is weak: asked for plain top-k
     assert ids(r) == [e.id] and r.variants >= 1
     assert vault.recall("connect", expansion={"enabled": True, "max_variants": 0}).items == []
     assert vault.recall("connect", expansion=False).variants == 0
@@ -306,14 +383,19 @@ def test_recency_half_life(vault: Vault, clock: Clock) -> None:
     new = vault.remember("note", "new", "deploy checklist", keep_duplicate=True)
     plain = vault.recall("deploy checklist", reinforce=False, curate=False)  # curated, the two take one place
     assert ids(plain) == [old.id, new.id]  # same score: ties by id
-    timed = vault.recall("deploy checklist", recency_half_life_secs=DAY_MS / 1000, reinforce=False, curate=False)
+    timed = vault.recall(
+        "deploy checklist", recency_half_life_secs=DAY_MS / 1000, reinforce=False, curate=False
+    )
     assert ids(timed) == [new.id, old.id]
     # the documented formula in full: 0.5 ** (10 days / 1 day) for the older one
-    assert timed.items[1].score == pytest.approx(timed.items[0].score * 0.5 ** 10)
+    assert timed.items[1].score == pytest.approx(timed.items[0].score * 0.5**10)
     # age runs from the memory's valid-from time when it has one: valid 2 days before the query
-    dated = vault.remember("note", "dated", "deploy checklist", valid_from_ms=clock.now - 2 * DAY_MS,
-                           keep_duplicate=True)
-    timed = vault.recall("deploy checklist", recency_half_life_secs=DAY_MS / 1000, reinforce=False, curate=False)
+    dated = vault.remember(
+        "note", "dated", "deploy checklist", valid_from_ms=clock.now - 2 * DAY_MS, keep_duplicate=True
+    )
+    timed = vault.recall(
+        "deploy checklist", recency_half_life_secs=DAY_MS / 1000, reinforce=False, curate=False
+    )
     scores = {i.id: i.score for i in timed.items}
     assert scores[dated.id] == pytest.approx(scores[new.id] * 0.25)
 
@@ -321,20 +403,30 @@ def test_recency_half_life(vault: Vault, clock: Clock) -> None:
 def test_min_score_judges_relevance_before_any_knob(vault: Vault, clock: Clock) -> None:
     """A knob never lets a memory under min_score in, and never pushes a related one out: min_score is
     applied to the relevance the arms gave, before trust, recency and the rest weigh it."""
-    weak = vault.remember("note", "weak", "lunch menu for friday and a stray mention of the rollout",
-                          verified=True)
+    weak = vault.remember(
+        "note", "weak", "lunch menu for friday and a stray mention of the rollout", verified=True
+    )
     strong = vault.remember("note", "strong", "the rollout plan for the payments service")
     clock.advance(300 * DAY_MS)
     fresh = vault.remember("note", "fresh", "a rollout note written today")
-    relevance = {i.id: i.score for i in vault.recall("rollout plan payments", trust_weight=0, reinforce=False,
-                                                     min_score=None).items}
+    relevance = {
+        i.id: i.score
+        for i in vault.recall("rollout plan payments", trust_weight=0, reinforce=False, min_score=None).items
+    }
     floor = (relevance[weak.id] + relevance[strong.id]) / 2
     assert relevance[weak.id] < floor < relevance[strong.id]
-    for knobs in ({"trust_weight": 10.0}, {"recency_half_life_secs": 86_400.0}, {"startup": True},
-                  {"content_weight": 10.0}, {"profile": "validity"}):
+    for knobs in (
+        {"trust_weight": 10.0},
+        {"recency_half_life_secs": 86_400.0},
+        {"startup": True},
+        {"content_weight": 10.0},
+        {"profile": "validity"},
+    ):
         got = vault.recall("rollout plan payments", min_score=floor, reinforce=False, **knobs)  # type: ignore[arg-type]
         assert weak.id not in ids(got), knobs  # boosted, still under the floor: out
-        assert strong.id in ids(got), knobs  # 300 days old: its score falls under the floor, its relevance does not
+        assert strong.id in ids(got), (
+            knobs
+        )  # 300 days old: its score falls under the floor, its relevance does not
     assert fresh.id not in ids(vault.recall("rollout plan payments", min_score=floor, reinforce=False))
 
 
@@ -367,7 +459,10 @@ def test_as_of_recall_sees_content_of_that_time(vault: Vault, clock: Clock) -> N
     assert vault.recall("chose", as_of_unix_ms=before - 1).items == []  # did not exist yet
 
 
-@pytest.mark.parametrize("text", ["한국어 문서", "データベース 設計", "βάση δεδομένων", "ฐานข้อมูล ระบบ", "Зубная щётка", "café crème"])
+@pytest.mark.parametrize(
+    "text",
+    ["한국어 문서", "データベース 設計", "βάση δεδομένων", "ฐานข้อมูล ระบบ", "Зубная щётка", "café crème"],
+)
 def test_every_script_finds_its_own_words(vault: Vault, text: str) -> None:
     e = vault.remember("note", "k", text)
     first = text.split()[0]
@@ -388,44 +483,70 @@ def test_recall_among_given_entities_matches_filtering_the_full_answer(dense_vau
     exactly as the full search does, in every mode, and never return anything else."""
     from perseus_vault_core.contract.params import RecallParams
 
-    ids = [dense_vault.remember("n", f"k{i}", f"storage note {i} about sqlite {'wal' if i % 3 else 'backup'} mode").id
-           for i in range(30)]
+    ids = [
+        dense_vault.remember(
+            "n", f"k{i}", f"storage note {i} about sqlite {'wal' if i % 3 else 'backup'} mode"
+        ).id
+        for i in range(30)
+    ]
     chosen = ids[::4]
     arms = {}
     for mode in ("fts5", "dense"):
-        params = RecallParams(query="sqlite wal backup", mode=mode, limit=100, reinforce=False, min_score=None)
+        params = RecallParams(
+            query="sqlite wal backup", mode=mode, limit=100, reinforce=False, min_score=None
+        )
         full = dense_vault.engine.recall(params)
         narrow = dense_vault.engine.recall(params, only=chosen)
         assert [i.id for i in narrow.items] == [i.id for i in full.items if i.id in chosen]
         arms[mode] = [i.id for i in narrow.items]
     # Fusion works on ranks, and ranks among the chosen differ from ranks among all: the narrowed
     # hybrid answer fuses the narrowed arms (each item's ranks are its places in them).
-    hybrid = dense_vault.engine.recall(RecallParams(query="sqlite wal backup", mode="hybrid", limit=100, reinforce=False, min_score=None),
-                                 only=chosen)
-    assert {i.id for i in hybrid.items} == set(arms["fts5"]) | set(arms["dense"]) and set(arms["dense"]) <= set(chosen)
+    hybrid = dense_vault.engine.recall(
+        RecallParams(query="sqlite wal backup", mode="hybrid", limit=100, reinforce=False, min_score=None),
+        only=chosen,
+    )
+    assert {i.id for i in hybrid.items} == set(arms["fts5"]) | set(arms["dense"]) and set(
+        arms["dense"]
+    ) <= set(chosen)
     for item in hybrid.items:
         assert item.ranks == {arm: ids_.index(item.id) + 1 for arm, ids_ in arms.items() if item.id in ids_}
 
 
 def test_preview_cap_cuts_every_field_of_the_body(vault: Vault) -> None:
-    e = vault.remember("note", "big", "needle in a short content", summary="s" * 300,
-                       body={"small": 1, "log": "y" * 5000, "later": {"deep": "z" * 5000}})
+    e = vault.remember(
+        "note",
+        "big",
+        "needle in a short content",
+        summary="s" * 300,
+        body={"small": 1, "log": "y" * 5000, "later": {"deep": "z" * 5000}},
+    )
     item = vault.recall("needle", preview_cap=200, reinforce=False).items[0]
     wire = item.model_dump_json()
     assert len(wire) < 2500, len(wire)  # the entity's own text is over 10,000 characters
     assert item.body["small"] == 1 and item.body["log"].endswith("…") and "later" not in item.body
     assert len(item.summary or "") <= 200
-    assert f"perseus_vault_get_entity(id={e.id})" in item.content  # the footer, though the content itself fits
+    assert (
+        f"perseus_vault_get_entity(id={e.id})" in item.content
+    )  # the footer, though the content itself fits
     assert vault.get_entity(e.id).body["later"] == {"deep": "z" * 5000}  # stored whole
-    sourced = vault.remember("note", "sourced", "needle too", source="s" * 1000,
-                             recall_when=[f"trigger number {i} " + "t" * 200 for i in range(8)])
-    cut = next(i for i in vault.recall("needle", preview_cap=300, reinforce=False).items if i.id == sourced.id)
+    sourced = vault.remember(
+        "note",
+        "sourced",
+        "needle too",
+        source="s" * 1000,
+        recall_when=[f"trigger number {i} " + "t" * 200 for i in range(8)],
+    )
+    cut = next(
+        i for i in vault.recall("needle", preview_cap=300, reinforce=False).items if i.id == sourced.id
+    )
     assert len(cut.source or "") <= 300 and len(cut.recall_when) == 1 and "get_entity" in cut.content
 
 
 def test_an_enumeration_applies_the_knobs_that_need_no_query_words(vault: Vault, clock: Clock) -> None:
     vague = vault.remember("note", "vague", "stuff happened")
-    concrete = vault.remember("note", "concrete", "Decided: deploy PV-42 via https://ci.example.com/pipelines/7")
+    concrete = vault.remember(
+        "note", "concrete", "Decided: deploy PV-42 via https://ci.example.com/pipelines/7"
+    )
     clock.advance(1000)
     vault.remember("note", "newest", "misc")
     plain = vault.recall("", reinforce=False)
@@ -435,7 +556,9 @@ def test_an_enumeration_applies_the_knobs_that_need_no_query_words(vault: Vault,
     valid = vault.recall("", profile="validity", reinforce=False)
     assert all(i.validity is not None for i in valid.items)
     annotated = vault.recall("", validity_annotate=True, reinforce=False)
-    assert [i.id for i in annotated.items] == [i.id for i in plain.items] and annotated.items[0].validity is not None
+    assert [i.id for i in annotated.items] == [i.id for i in plain.items] and annotated.items[
+        0
+    ].validity is not None
     paged = vault.recall("", startup=True, limit=1, offset=1, reinforce=False)
     assert [i.id for i in paged.items] == [startup.items[1].id]
     assert vague.id in {i.id for i in startup.items}
@@ -447,22 +570,34 @@ def test_an_enumeration_applies_the_knobs_that_need_no_query_words(vault: Vault,
 
 # --- stable tops ------------------------------------------------------------------------------------
 
-WORDS = ("deploy billing ledger gateway cache queue retry timeout schema index replica backup region "
-         "token session export import alert pager runbook rollout canary quota invoice refund webhook").split()
+WORDS = (
+    "deploy billing ledger gateway cache queue retry timeout schema index replica backup region "
+    "token session export import alert pager runbook rollout canary quota invoice refund webhook"
+).split()
 QUERIES = ("billing ledger retry", "gateway timeout alert", "schema index replica backup")
 
 
 def _fill(vault: Vault, n: int = 1_500) -> None:
     rng = random.Random(36)
-    vault.remember_many([{"category": rng.choice(("note", "fact", "decision")), "key": f"k{i}",
-                          "content": " ".join(rng.choices(WORDS, k=rng.randint(4, 12))) + f" item {i}"}
-                         for i in range(n)])
+    vault.remember_many(
+        [
+            {
+                "category": rng.choice(("note", "fact", "decision")),
+                "key": f"k{i}",
+                "content": " ".join(rng.choices(WORDS, k=rng.randint(4, 12))) + f" item {i}",
+            }
+            for i in range(n)
+        ]
+    )
     vault.wait_for_keyword_index()  # every call answered by the same path (the SQL path's cosines may
     vault.wait_for_vector_index()  # differ from the index's in the last bit, which curation can read)
 
 
 def _ids(vault: Vault, query: str, mode: str, limit: int, offset: int = 0, **more: object) -> list[int]:
-    return [i.id for i in vault.recall(query, mode=mode, limit=limit, offset=offset, reinforce=False, **more).items]
+    return [
+        i.id
+        for i in vault.recall(query, mode=mode, limit=limit, offset=offset, reinforce=False, **more).items
+    ]
 
 
 @pytest.mark.parametrize("mode", ["fts5", "dense", "hybrid"])

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from perseus_vault_core.recall.ranking import KNOB_RANGE, Scored, bounded, diversify, order, recency, trust, witness
+from perseus_vault_core.recall.ranking import (
+    KNOB_RANGE,
+    Scored,
+    bounded,
+    diversify,
+    order,
+    recency,
+    trust,
+    witness,
+)
 
 
 def test_trust_never_negative() -> None:

@@ -6,8 +6,17 @@ import pytest
 
 from perseus_vault_core.recall.validity import HALF_LIFE_MS, validity
 
-BASE = dict(now_ms=10 * HALF_LIFE_MS, updated_at_ms=10 * HALF_LIFE_MS, status="active", superseded_by=None,
-            expires_at_ms=None, verified=False, provenance_class=None, workspace_hash=None, query_workspace=None)
+BASE = dict(
+    now_ms=10 * HALF_LIFE_MS,
+    updated_at_ms=10 * HALF_LIFE_MS,
+    status="active",
+    superseded_by=None,
+    expires_at_ms=None,
+    verified=False,
+    provenance_class=None,
+    workspace_hash=None,
+    query_workspace=None,
+)
 
 
 def v(**changes: object):  # type: ignore[no-untyped-def]

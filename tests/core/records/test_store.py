@@ -17,16 +17,30 @@ def count_rows(vault: Vault, table: str) -> int:
 
 def test_remember_creates_with_every_field(vault: Vault, clock: Clock) -> None:
     e = vault.remember(
-        category="decision", key="db-engine", content="We chose SQLite in WAL mode.",
-        summary="SQLite, WAL", type="decision", topic_path="/architecture/storage/",
-        body={"ticket": "ENG-12", "nested": {"a": [1, 2]}}, agent_id="agent-a", workspace_hash="ws-1",
-        source="meeting", verified=True, certainty=0.9, provenance_class="human",
-        recall_when=["choosing a database", "  "], valid_to_ms=clock.now + DAY_MS, expires_at_ms=clock.now + 2 * DAY_MS,
+        category="decision",
+        key="db-engine",
+        content="We chose SQLite in WAL mode.",
+        summary="SQLite, WAL",
+        type="decision",
+        topic_path="/architecture/storage/",
+        body={"ticket": "ENG-12", "nested": {"a": [1, 2]}},
+        agent_id="agent-a",
+        workspace_hash="ws-1",
+        source="meeting",
+        verified=True,
+        certainty=0.9,
+        provenance_class="human",
+        recall_when=["choosing a database", "  "],
+        valid_to_ms=clock.now + DAY_MS,
+        expires_at_ms=clock.now + 2 * DAY_MS,
     )
     assert e.id == 1 and e.version == 1 and e.change == "create"
     assert e.topic_path == "architecture/storage"
     assert e.recall_when == ["choosing a database"]
-    assert e.body == {"ticket": "ENG-12", "nested": {"a": [1, 2]}}  # content and summary have their own fields
+    assert e.body == {
+        "ticket": "ENG-12",
+        "nested": {"a": [1, 2]},
+    }  # content and summary have their own fields
     assert e.model_extra == {"ticket": "ENG-12", "nested": {"a": [1, 2]}}  # body fields at top level
     assert (e.created_at_ms, e.updated_at_ms, e.valid_from_ms) == (clock.now, clock.now, clock.now)
     assert e.status == "active" and e.decay == 1.0 and e.retrieval_count == 0
@@ -68,19 +82,20 @@ def test_same_key_in_other_scopes_are_other_entities(vault: Vault) -> None:
 
 
 def test_remember_many_is_one_transaction(vault: Vault) -> None:
-    out = vault.remember_many([
-        {"category": "fact", "key": "a", "content": "alpha"},
-        {"category": "fact", "key": "b", "content": "beta"},
-        {"category": "fact", "key": "a", "content": "alpha two"},
-    ])
+    out = vault.remember_many(
+        [
+            {"category": "fact", "key": "a", "content": "alpha"},
+            {"category": "fact", "key": "b", "content": "beta"},
+            {"category": "fact", "key": "a", "content": "alpha two"},
+        ]
+    )
     assert [e.key for e in out] == ["a", "b", "a"]
     assert out[0].id == out[2].id and out[2].version == 2 and out[0].id < out[1].id
     before = count_rows(vault, "entity_versions")
     with pytest.raises(InvalidInput) as err:
-        vault.remember_many([
-            {"category": "fact", "key": "c", "content": "gamma"},
-            {"category": "fact", "key": "d"},
-        ])
+        vault.remember_many(
+            [{"category": "fact", "key": "c", "content": "gamma"}, {"category": "fact", "key": "d"}]
+        )
     assert err.value.field == "items.1.content"
     assert count_rows(vault, "entity_versions") == before
     assert vault.recall("gamma").items == []
@@ -92,10 +107,12 @@ def test_remember_many_rolls_back_on_a_conflict_midway(vault: Vault) -> None:
     vault.supersede(old.id, new.id)
     before = count_rows(vault, "entity_versions")
     with pytest.raises(Conflict):
-        vault.remember_many([
-            {"category": "fact", "key": "fresh", "content": "fresh fact"},
-            {"category": "fact", "key": "old", "content": "changed"},
-        ])
+        vault.remember_many(
+            [
+                {"category": "fact", "key": "fresh", "content": "fresh fact"},
+                {"category": "fact", "key": "old", "content": "changed"},
+            ]
+        )
     assert count_rows(vault, "entity_versions") == before
     assert vault.check().ok
 
@@ -258,11 +275,23 @@ def test_a_key_family_is_the_key_and_the_keys_that_extend_it_by_a_dash(vault: Va
     that go on after it with a dash, newest first; not a key that goes on with a space, a dot or a letter."""
     from perseus_vault_core.records import store
 
-    keys = ["prod", "prod-region", "prod region", "prod.x", "prodx", "prod!", "prod-", "pro", "prod-region-2024"]
+    keys = [
+        "prod",
+        "prod-region",
+        "prod region",
+        "prod.x",
+        "prodx",
+        "prod!",
+        "prod-",
+        "pro",
+        "prod-region-2024",
+    ]
     ids = {k: vault.remember(category="note", key=k, content=f"text of {k}").id for k in keys}
     vault.remember(category="other", key="prod-db", content="another category")
     family = store.key_family(vault.engine.conn(), "note", "prod-anything", None, None, 20)
-    assert family == sorted((ids[k] for k in ("prod", "prod-region", "prod-", "prod-region-2024")), reverse=True)
+    assert family == sorted(
+        (ids[k] for k in ("prod", "prod-region", "prod-", "prod-region-2024")), reverse=True
+    )
     assert store.key_family(vault.engine.conn(), "note", "prod-anything", None, None, 2) == family[:2]
 
 
@@ -290,7 +319,9 @@ def test_a_planned_write_embeds_what_its_plan_missed_and_runs_again() -> None:
         return "written"
 
     assert write_planned(lambda w: w(None), embed, plan, work) == "written"  # type: ignore[arg-type]
-    assert embedded == [["new"]] and len(runs) == 2 and [v.tolist() for v in runs[1]] == [[1.0, 0.0], [0.0, 1.0]]
+    assert (
+        embedded == [["new"]] and len(runs) == 2 and [v.tolist() for v in runs[1]] == [[1.0, 0.0], [0.0, 1.0]]
+    )
     fresh = iter(range(100))
 
     def changing(conn: object) -> None:

@@ -12,12 +12,29 @@ from perseus_vault_core.state import checkpoints
 pytestmark = pytest.mark.both_backends
 
 
-def save(store: Checkpoints, thread: str, cid: str, versions: dict[str, str], *, ns: str = "",
-         parent: str | None = None, run: str | None = None, step: int = 0, new: tuple[str, ...] = ()) -> None:
-    store.put(thread, ns, cid, parent_checkpoint_id=parent, type="json", checkpoint=f"state {cid}".encode(),
-              metadata={"step": step, "source": "loop", **({"run_id": run} if run else {})},
-              channel_versions=versions,
-              blobs=[ChannelBlob(c, versions[c], "json", f"{c}@{versions[c]}".encode()) for c in new])
+def save(
+    store: Checkpoints,
+    thread: str,
+    cid: str,
+    versions: dict[str, str],
+    *,
+    ns: str = "",
+    parent: str | None = None,
+    run: str | None = None,
+    step: int = 0,
+    new: tuple[str, ...] = (),
+) -> None:
+    store.put(
+        thread,
+        ns,
+        cid,
+        parent_checkpoint_id=parent,
+        type="json",
+        checkpoint=f"state {cid}".encode(),
+        metadata={"step": step, "source": "loop", **({"run_id": run} if run else {})},
+        channel_versions=versions,
+        blobs=[ChannelBlob(c, versions[c], "json", f"{c}@{versions[c]}".encode()) for c in new],
+    )
 
 
 def test_the_latest_and_a_given_checkpoint_come_back_whole(vault: Vault) -> None:
@@ -40,19 +57,31 @@ def test_the_latest_and_a_given_checkpoint_come_back_whole(vault: Vault) -> None
 def test_pending_writes_are_ordered_kept_once_and_special_ones_replaced(vault: Vault) -> None:
     store = Checkpoints(vault)
     save(store, "t", "01", {})
-    store.put_writes("t", "", "01", [TaskWrite("task-b", "~0", 0, "x", "json", b"b0"),
-                                     TaskWrite("task-b", "~0", 1, "y", "json", b"b1")])
+    store.put_writes(
+        "t",
+        "",
+        "01",
+        [TaskWrite("task-b", "~0", 0, "x", "json", b"b0"), TaskWrite("task-b", "~0", 1, "y", "json", b"b1")],
+    )
     store.put_writes("t", "", "01", [TaskWrite("task-a", "~1", 0, "x", "json", b"a0")])
-    store.put_writes("t", "", "01", [TaskWrite("task-b", "~0", 0, "x", "json", b"again")])  # kept as first written
+    store.put_writes(
+        "t", "", "01", [TaskWrite("task-b", "~0", 0, "x", "json", b"again")]
+    )  # kept as first written
     store.put_writes("t", "", "01", [TaskWrite("task-a", "~1", -1, "__error__", "json", b"first error")])
     store.put_writes("t", "", "01", [TaskWrite("task-a", "~1", -1, "__error__", "json", b"last error")])
     stored = store.get("t")
     assert stored is not None
     assert [(w.task_id, w.idx, w.data) for w in stored.writes] == [
-        ("task-b", 0, b"b0"), ("task-b", 1, b"b1"), ("task-a", -1, b"last error"), ("task-a", 0, b"a0")]
+        ("task-b", 0, b"b0"),
+        ("task-b", 1, b"b1"),
+        ("task-a", -1, b"last error"),
+        ("task-a", 0, b"a0"),
+    ]
 
 
-def test_listing_is_newest_first_across_pages_with_filters(vault: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_listing_is_newest_first_across_pages_with_filters(
+    vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(checkpoints, "PAGE", 3)
     store = Checkpoints(vault)
     for i in range(8):
@@ -64,7 +93,10 @@ def test_listing_is_newest_first_across_pages_with_filters(vault: Vault, monkeyp
     assert ids(store.list(None))[:4] == [("t", "", "07"), ("t", "", "06"), ("u", "", "05"), ("t", "", "05")]
     assert len(list(store.list(None))) == 10 and len(list(store.list("t"))) == 9
     assert [c.checkpoint_id for c in store.list("t", "", metadata={"step": 1})] == ["07", "05", "03", "01"]
-    assert [c.checkpoint_id for c in store.list("t", "", metadata={"step": 1, "run_id": "r1"})] == ["03", "01"]
+    assert [c.checkpoint_id for c in store.list("t", "", metadata={"step": 1, "run_id": "r1"})] == [
+        "03",
+        "01",
+    ]
     assert [c.checkpoint_id for c in store.list("t", "", metadata={"step": 1}, limit=3)] == ["07", "05", "03"]
     assert [c.checkpoint_id for c in store.list("t", "", before="04", limit=2)] == ["03", "02"]
     assert ids(store.list("t", None, "03")) == [("t", "child:1", "03"), ("t", "", "03")]
@@ -105,8 +137,16 @@ def test_threads_are_copied_deleted_and_scoped(vault: Vault) -> None:
 def test_bad_input_is_refused_by_name(vault: Vault) -> None:
     store = Checkpoints(vault)
     with pytest.raises(InvalidInput, match="metadata: must be JSON"):
-        store.put("t", "", "01", parent_checkpoint_id=None, type="json", checkpoint=b"", metadata={"x": object()},
-                  channel_versions={})
+        store.put(
+            "t",
+            "",
+            "01",
+            parent_checkpoint_id=None,
+            type="json",
+            checkpoint=b"",
+            metadata={"x": object()},
+            channel_versions={},
+        )
     with pytest.raises(InvalidInput, match="thread_id: must be a string"):
         store.get(7)  # type: ignore[arg-type]
     with pytest.raises(InvalidInput, match="limit"):
@@ -126,23 +166,45 @@ def test_nul_or_an_unpaired_surrogate_is_refused_by_name_alike_on_both_backends(
     before = list(store.list())
 
     def put(thread: str = "t", ns: str = "", cid: str = "02", **more: object) -> None:
-        args: dict[str, object] = {"parent_checkpoint_id": "01", "type": "json", "checkpoint": b"", "metadata": {},
-                                   "channel_versions": {}, **more}
+        args: dict[str, object] = {
+            "parent_checkpoint_id": "01",
+            "type": "json",
+            "checkpoint": b"",
+            "metadata": {},
+            "channel_versions": {},
+            **more,
+        }
         store.put(thread, ns, cid, **args)  # type: ignore[arg-type]
 
     for bad in ("x\x00y", "x\ud800y", "\udfff"):
         for call, field in (
-                (lambda: put(thread=bad), "thread_id"), (lambda: put(ns=bad), "checkpoint_ns"),
-                (lambda: put(cid=bad), "checkpoint_id"), (lambda: put(parent_checkpoint_id=bad), "parent_checkpoint_id"),
-                (lambda: put(type=bad), "type"), (lambda: put(metadata={"run_id": bad}), "metadata.run_id"),
-                (lambda: put(channel_versions={"a": "2"}, blobs=[ChannelBlob(bad, "2", "json", b"")]), r"blobs\[0\].channel"),
-                (lambda: store.put_writes(bad, "", "01", [TaskWrite("task", "~0", 0, "x", "json", b"")]), "thread_id"),
-                (lambda: store.put_writes("t", "", "01", [TaskWrite(bad, "~0", 0, "x", "json", b"")]), "task_id"),
-                (lambda: store.put_writes("t", "", "01", [TaskWrite("task", "~0", 0, bad, "json", b"")]), "channel"),
-                (lambda: store.get(bad), "thread_id"), (lambda: list(store.list(bad)), "thread_id"),
-                (lambda: list(store.list(before=bad)), "before"), (lambda: store.delete_thread(bad), "thread_id"),
-                (lambda: store.delete_runs(["r", bad]), "run_ids"), (lambda: store.copy_thread("t", bad), "target_thread_id"),
-                (lambda: Checkpoints(vault, workspace_hash=bad), "workspace_hash")):
+            (lambda: put(thread=bad), "thread_id"),
+            (lambda: put(ns=bad), "checkpoint_ns"),
+            (lambda: put(cid=bad), "checkpoint_id"),
+            (lambda: put(parent_checkpoint_id=bad), "parent_checkpoint_id"),
+            (lambda: put(type=bad), "type"),
+            (lambda: put(metadata={"run_id": bad}), "metadata.run_id"),
+            (
+                lambda: put(channel_versions={"a": "2"}, blobs=[ChannelBlob(bad, "2", "json", b"")]),
+                r"blobs\[0\].channel",
+            ),
+            (
+                lambda: store.put_writes(bad, "", "01", [TaskWrite("task", "~0", 0, "x", "json", b"")]),
+                "thread_id",
+            ),
+            (lambda: store.put_writes("t", "", "01", [TaskWrite(bad, "~0", 0, "x", "json", b"")]), "task_id"),
+            (
+                lambda: store.put_writes("t", "", "01", [TaskWrite("task", "~0", 0, bad, "json", b"")]),
+                "channel",
+            ),
+            (lambda: store.get(bad), "thread_id"),
+            (lambda: list(store.list(bad)), "thread_id"),
+            (lambda: list(store.list(before=bad)), "before"),
+            (lambda: store.delete_thread(bad), "thread_id"),
+            (lambda: store.delete_runs(["r", bad]), "run_ids"),
+            (lambda: store.copy_thread("t", bad), "target_thread_id"),
+            (lambda: Checkpoints(vault, workspace_hash=bad), "workspace_hash"),
+        ):
             with pytest.raises(InvalidInput, match=f"^{field}: contains"):
                 call()
     with pytest.raises(InvalidInput, match="^metadata: contains an unpaired surrogate"):

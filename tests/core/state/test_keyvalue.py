@@ -13,14 +13,18 @@ pytestmark = pytest.mark.both_backends
 def test_values_by_collection_and_key(vault: Vault) -> None:
     kv = KeyValues(vault)
     assert kv.get("docs", "a") is None and kv.get_all("docs") == {}
-    kv.put_many("docs", [("a", {"n": 1}), ("b", {"n": 2, "text": "ключ"}), ("a", {"n": 3})])  # the last a wins
+    kv.put_many(
+        "docs", [("a", {"n": 1}), ("b", {"n": 2, "text": "ключ"}), ("a", {"n": 3})]
+    )  # the last a wins
     kv.put("other", "a", {"elsewhere": True})
     assert kv.get("docs", "a") == {"n": 3}
     assert kv.get_all("docs") == {"a": {"n": 3}, "b": {"n": 2, "text": "ключ"}}
     assert kv.get_many("docs", ["b", "missing", "a"]) == {"a": {"n": 3}, "b": {"n": 2, "text": "ключ"}}
     assert kv.get_many("docs", []) == {}
     assert kv.delete("docs", "a") is True and kv.delete("docs", "a") is False
-    assert kv.get_all("docs") == {"b": {"n": 2, "text": "ключ"}} and kv.get("other", "a") == {"elsewhere": True}
+    assert kv.get_all("docs") == {"b": {"n": 2, "text": "ключ"}} and kv.get("other", "a") == {
+        "elsewhere": True
+    }
     assert vault.stats().entities == 0  # bookkeeping, not memories
 
 
@@ -53,13 +57,19 @@ def test_nul_or_an_unpaired_surrogate_in_a_name_is_refused_alike_on_both_backend
     for bad in ("a\x00b", "a\ud800b"):
         with pytest.raises(InvalidInput, match=r"^items\[0\].key: contains"):
             kv.put_many("docs", [(bad, {"n": 1})])
-        for call, field in ((lambda: kv.put(bad, "k", {}), "collection"), (lambda: kv.get("docs", bad), "key"),
-                            (lambda: kv.get_many("docs", ["k", bad]), r"keys\[1\]"), (lambda: kv.delete("docs", bad), "key"),
-                            (lambda: KeyValues(vault, agent_id=bad), "agent_id")):
+        for call, field in (
+            (lambda: kv.put(bad, "k", {}), "collection"),
+            (lambda: kv.get("docs", bad), "key"),
+            (lambda: kv.get_many("docs", ["k", bad]), r"keys\[1\]"),
+            (lambda: kv.delete("docs", bad), "key"),
+            (lambda: KeyValues(vault, agent_id=bad), "agent_id"),
+        ):
             with pytest.raises(InvalidInput, match=f"^{field}: contains"):
                 call()
     with pytest.raises(InvalidInput, match=r"^items\[0\].value: contains an unpaired surrogate"):
         kv.put("docs", "k", {"text": "a\udfffb"})
     assert kv.get_all("docs") == {}
-    kv.put("docs", "k", {"text": "a\x00b"})  # inside a JSON value, a NUL is its escape: stored alike, read back
+    kv.put(
+        "docs", "k", {"text": "a\x00b"}
+    )  # inside a JSON value, a NUL is its escape: stored alike, read back
     assert kv.get("docs", "k") == {"text": "a\x00b"}

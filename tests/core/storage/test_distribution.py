@@ -22,7 +22,14 @@ from perseus_vault_core.primitives.scopes import scope_key
 from perseus_vault_core.state.checkpoints import ChannelBlob, Checkpoints, TaskWrite
 from perseus_vault_core.state.keyvalue import KeyValues
 from perseus_vault_core.storage.distribution import (
-    BACKFILL, COORDINATOR, DISTRIBUTED, GLOBAL, OWN_SCOPE, REFERENCE, citus_statements)
+    BACKFILL,
+    COORDINATOR,
+    DISTRIBUTED,
+    GLOBAL,
+    OWN_SCOPE,
+    REFERENCE,
+    citus_statements,
+)
 from perseus_vault_core.storage.postgres import schema as pg_schema
 from perseus_vault_core.storage.postgres.connection import PgConnection
 from perseus_vault_core.storage.postgres.connection import connect as pg_connect
@@ -46,20 +53,27 @@ def _tables(conn: Any, backend: str) -> dict[str, bool]:
     """Every table of the vault's schema, read from the catalog, and whether it has ``scope`` NOT NULL."""
     if backend == "sqlite":
         names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
-        return {n: any(c[1] == "scope" and c[3] for c in conn.execute(f"PRAGMA table_info({n})")) for n in names
-                if not SQLITE_INTERNAL.fullmatch(n)}
+        return {
+            n: any(c[1] == "scope" and c[3] for c in conn.execute(f"PRAGMA table_info({n})"))
+            for n in names
+            if not SQLITE_INTERNAL.fullmatch(n)
+        }
     rows = conn.execute(
         "SELECT t.table_name, bool_or(c.column_name = 'scope' AND c.is_nullable = 'NO') FROM information_schema.tables t "
         "JOIN information_schema.columns c ON c.table_schema = t.table_schema AND c.table_name = t.table_name "
-        "WHERE t.table_schema = current_schema() AND t.table_type = 'BASE TABLE' GROUP BY t.table_name").fetchall()
+        "WHERE t.table_schema = current_schema() AND t.table_type = 'BASE TABLE' GROUP BY t.table_name"
+    ).fetchall()
     return {str(n): bool(scoped) for n, scoped in rows}
 
 
 def unplaced(tables: dict[str, bool]) -> list[str]:
     """What keeps the schema from sharding by scope: a table neither carrying the key nor named whole."""
     problems = [f"{t}: no scope key" for t in DISTRIBUTED if t in tables and not tables[t]]
-    problems += [f"{t}: neither distributed by scope nor one of the whole tables" for t in tables
-                 if t not in DISTRIBUTED and t not in GLOBAL]
+    problems += [
+        f"{t}: neither distributed by scope nor one of the whole tables"
+        for t in tables
+        if t not in DISTRIBUTED and t not in GLOBAL
+    ]
     return problems
 
 
@@ -73,7 +87,9 @@ def test_every_table_carries_the_scope_key_or_is_a_whole_table(vault: Vault, bac
     assert set(tables) == expected
     # A new table without the key, and a distributed one that lost it, are caught.
     assert unplaced({**tables, "new_table": False, "links": False}) == [
-        "links: no scope key", "new_table: neither distributed by scope nor one of the whole tables"]
+        "links: no scope key",
+        "new_table: neither distributed by scope nor one of the whole tables",
+    ]
     # The whole tables are each a reference table or a coordinator's, with the reason written down.
     assert set(REFERENCE).isdisjoint(COORDINATOR) and all(len(reason) > 40 for reason in GLOBAL.values())
 
@@ -87,7 +103,8 @@ def _constraint_problems(conn: PgConnection) -> list[str]:
         "SELECT t.relname, i.relname, array_agg(a.attname::text) FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid "
         "JOIN pg_class t ON t.oid = x.indrelid JOIN pg_namespace n ON n.oid = t.relnamespace "
         "JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = ANY(x.indkey) "
-        "WHERE x.indisunique AND n.nspname = current_schema() GROUP BY t.relname, i.relname").fetchall()
+        "WHERE x.indisunique AND n.nspname = current_schema() GROUP BY t.relname, i.relname"
+    ).fetchall()
     for table, index, columns in unique:
         if table in DISTRIBUTED and "scope" not in columns:
             problems.append(f"{table}: unique index {index} {sorted(columns)} lacks scope")
@@ -98,18 +115,22 @@ def _constraint_problems(conn: PgConnection) -> list[str]:
         "ON a.attrelid = c.conrelid AND a.attnum = k.n ORDER BY k.i), "
         "ARRAY(SELECT a.attname::text FROM unnest(c.confkey) WITH ORDINALITY k(n, i) JOIN pg_attribute a "
         "ON a.attrelid = c.confrelid AND a.attnum = k.n ORDER BY k.i) "
-        "FROM pg_constraint c WHERE c.contype = 'f' AND c.connamespace = current_schema()::regnamespace").fetchall()
+        "FROM pg_constraint c WHERE c.contype = 'f' AND c.connamespace = current_schema()::regnamespace"
+    ).fetchall()
     for table, target, mine, theirs in foreign:
         if table in DISTRIBUTED and target in DISTRIBUTED:
             if "scope" not in mine or "scope" not in theirs or mine.index("scope") != theirs.index("scope"):
                 problems.append(f"{table} -> {target} ({mine} -> {theirs}) does not pair the scope keys")
         elif target in DISTRIBUTED or table not in REFERENCE and target not in REFERENCE:
-            problems.append(f"{table} -> {target}: a foreign key Citus takes only from a distributed table "
-                            "to a reference table, or between two of them")
+            problems.append(
+                f"{table} -> {target}: a foreign key Citus takes only from a distributed table "
+                "to a reference table, or between two of them"
+            )
     # Citus refuses to distribute (or add to its metadata) a table whose policy holds a subquery.
     for table, policy in conn.execute(
-            "SELECT c.relname, p.polname FROM pg_policy p JOIN pg_class c ON c.oid = p.polrelid "
-            "WHERE p.polqual::text LIKE '%{SUBLINK%' OR p.polwithcheck::text LIKE '%{SUBLINK%'").fetchall():
+        "SELECT c.relname, p.polname FROM pg_policy p JOIN pg_class c ON c.oid = p.polrelid "
+        "WHERE p.polqual::text LIKE '%{SUBLINK%' OR p.polwithcheck::text LIKE '%{SUBLINK%'"
+    ).fetchall():
         problems.append(f"{table}: policy {policy} holds a subquery")
     return problems
 
@@ -120,16 +141,28 @@ def test_keys_foreign_keys_and_policies_include_the_scope_key(vault: Vault, back
     conn = vault.engine.conn()
     assert _constraint_problems(conn) == []
     # The lookups keep their leading columns (and so their index).
-    keys = dict(conn.execute(
-        "SELECT c.conrelid::regclass::text, pg_get_constraintdef(c.oid) FROM pg_constraint c "
-        "WHERE c.contype = 'p' AND c.connamespace = current_schema()::regnamespace").fetchall())
-    assert keys["entities"] == "PRIMARY KEY (id, scope)" and keys["keyword_postings"] == "PRIMARY KEY (term, vid, scope)"
+    keys = dict(
+        conn.execute(
+            "SELECT c.conrelid::regclass::text, pg_get_constraintdef(c.oid) FROM pg_constraint c "
+            "WHERE c.contype = 'p' AND c.connamespace = current_schema()::regnamespace"
+        ).fetchall()
+    )
+    assert (
+        keys["entities"] == "PRIMARY KEY (id, scope)"
+        and keys["keyword_postings"] == "PRIMARY KEY (term, vid, scope)"
+    )
     # A key or policy of the old kind is caught.
     conn.execute("CREATE TABLE pv_probe (id bigint PRIMARY KEY)")
-    conn.execute("ALTER TABLE links ADD CONSTRAINT pv_probe_fk FOREIGN KEY (from_id) REFERENCES pv_probe (id)")
+    conn.execute(
+        "ALTER TABLE links ADD CONSTRAINT pv_probe_fk FOREIGN KEY (from_id) REFERENCES pv_probe (id)"
+    )
     conn.execute("CREATE UNIQUE INDEX pv_probe_unique ON entities (id)")
     conn.execute("CREATE POLICY probe ON links USING (from_id IN (SELECT id FROM entities))")
-    assert sorted(p.split(":")[0].split(" ")[0] for p in _constraint_problems(conn)) == ["entities", "links", "links"]
+    assert sorted(p.split(":")[0].split(" ")[0] for p in _constraint_problems(conn)) == [
+        "entities",
+        "links",
+        "links",
+    ]
 
 
 def test_the_operators_statements_name_every_table_once(vault: Vault) -> None:
@@ -137,10 +170,14 @@ def test_the_operators_statements_name_every_table_once(vault: Vault) -> None:
     named = [re.search(r"\('(\w+)'", s) for s in statements if "table" in s]
     assert sorted(m.group(1) for m in named if m) == sorted([*DISTRIBUTED, *GLOBAL])
     first = [s for s in statements if "create_distributed_table" in s]
-    assert first[0] == "SELECT create_distributed_table('entities', 'scope');"  # the co-location group's first
+    assert (
+        first[0] == "SELECT create_distributed_table('entities', 'scope');"
+    )  # the co-location group's first
     assert all("colocate_with => 'entities'" in s for s in first[1:])
     docs = (Path(__file__).resolve().parents[3] / "docs" / "postgres.md").read_text()
-    assert all(s in docs for s in statements), "docs/postgres.md shows the statements citus_statements() gives"
+    assert all(s in docs for s in statements), (
+        "docs/postgres.md shows the statements citus_statements() gives"
+    )
 
 
 # --- (c) check reports a row whose key is not its parent's ---------------------------------------------
@@ -154,24 +191,41 @@ def test_check_reports_a_row_whose_scope_key_is_not_its_parents(dense_vault: Vau
     KeyValues(v, **ALICE).put("docs", "k", {"x": 1})
     assert v.check().ok, v.check().problems
     write = v.engine.write
-    if backend == "postgres":  # the composite foreign keys refuse such rows: only a table without one takes them
+    if (
+        backend == "postgres"
+    ):  # the composite foreign keys refuse such rows: only a table without one takes them
         write(lambda c: c.execute("UPDATE kv_entries SET scope = 'wrong'"))
-        write(lambda c: c.execute("UPDATE keyword_postings SET scope = 'wrong' WHERE vid = "
-                                  "(SELECT min(vid) FROM keyword_postings)"))
+        write(
+            lambda c: c.execute(
+                "UPDATE keyword_postings SET scope = 'wrong' WHERE vid = "
+                "(SELECT min(vid) FROM keyword_postings)"
+            )
+        )
         problems = v.check().problems
         assert any("1 kv_entries rows carry a scope key" in p for p in problems), problems
         assert any("the keyword index does not match its rows" in p for p in problems), problems
         with pytest.raises(Exception, match="foreign key"):
-            write(lambda c: c.execute("UPDATE entity_versions SET scope = 'wrong' WHERE entity_id = ?", (b.id,)))
+            write(
+                lambda c: c.execute("UPDATE entity_versions SET scope = 'wrong' WHERE entity_id = ?", (b.id,))
+            )
         return
     right = scope_key(**ALICE)
     for table, where, expected in (
-            ("entity_versions", f"entity_id = {b.id}", "1 versions belong to no entity (of their scope key)"),
-            # The written link (b's write also keeps an inferred b -> a link: features/relations.py).
-            ("links", f"from_id = {a.id} AND to_id = {b.id}", "1 links point at missing entities"),
-            ("version_vectors", "vid = (SELECT max(vid) FROM version_vectors)", "1 vectors match no version (of their scope key)"),
-            ("entities", f"id = {a.id}", "1 entities rows carry a scope key that is not their agent and workspace's"),
-            ("kv_entries", "TRUE", "1 kv_entries rows carry a scope key")):
+        ("entity_versions", f"entity_id = {b.id}", "1 versions belong to no entity (of their scope key)"),
+        # The written link (b's write also keeps an inferred b -> a link: features/relations.py).
+        ("links", f"from_id = {a.id} AND to_id = {b.id}", "1 links point at missing entities"),
+        (
+            "version_vectors",
+            "vid = (SELECT max(vid) FROM version_vectors)",
+            "1 vectors match no version (of their scope key)",
+        ),
+        (
+            "entities",
+            f"id = {a.id}",
+            "1 entities rows carry a scope key that is not their agent and workspace's",
+        ),
+        ("kv_entries", "TRUE", "1 kv_entries rows carry a scope key"),
+    ):
         write(lambda c: c.execute(f"UPDATE {table} SET scope = 'wrong' WHERE {where}"))
         problems = v.check().problems
         assert any(expected in p for p in problems), (expected, problems)
@@ -182,9 +236,14 @@ def test_check_reports_a_row_whose_scope_key_is_not_its_parents(dense_vault: Vau
 # --- (d) every join between distributed tables equates their keys --------------------------------------
 
 _TABLE = "|".join(DISTRIBUTED)
-_REFERENCE = re.compile(rf"\b(FROM|JOIN)\s+({_TABLE})\b(?:\s+(?:AS\s+)?(?!(?:ON|WHERE|JOIN|CROSS|LEFT|INNER|GROUP|ORDER|"
-                        r"LIMIT|USING|SET|RETURNING|UNION)\b)(\w+))?", re.IGNORECASE)
-_END = re.compile(r"\b(JOIN|CROSS|LEFT|INNER|WHERE|GROUP|ORDER|LIMIT|UNION|RETURNING|HAVING)\b", re.IGNORECASE)
+_REFERENCE = re.compile(
+    rf"\b(FROM|JOIN)\s+({_TABLE})\b(?:\s+(?:AS\s+)?(?!(?:ON|WHERE|JOIN|CROSS|LEFT|INNER|GROUP|ORDER|"
+    r"LIMIT|USING|SET|RETURNING|UNION)\b)(\w+))?",
+    re.IGNORECASE,
+)
+_END = re.compile(
+    r"\b(JOIN|CROSS|LEFT|INNER|WHERE|GROUP|ORDER|LIMIT|UNION|RETURNING|HAVING)\b", re.IGNORECASE
+)
 
 
 def _balanced(sql: str, start: int) -> int:
@@ -222,7 +281,7 @@ def _clause(sql: str, start: int) -> str:
             depth += 1
         elif sql[i] == ")":
             depth -= 1
-        elif depth == 0 and (m := _END.match(sql, i)) and (i == 0 or not sql[i - 1].isalnum() and sql[i - 1] != "_"):
+        elif depth == 0 and _END.match(sql, i) and (i == 0 or not sql[i - 1].isalnum() and sql[i - 1] != "_"):
             return sql[start:i]
     return sql[start:end]
 
@@ -235,12 +294,17 @@ def cross_scope_joins(sql: str) -> list[str]:
     """The joins and correlated subqueries of ``sql`` between two distributed tables that do not equate
     their scope keys (a regex-level reading of the SQL the services write)."""
     sql = " ".join(sql.split())
-    refs = [(m.start(), m.group(1).upper(), m.group(2), m.group(3) or m.group(2)) for m in _REFERENCE.finditer(sql)]
+    refs = [
+        (m.start(), m.group(1).upper(), m.group(2), m.group(3) or m.group(2))
+        for m in _REFERENCE.finditer(sql)
+    ]
     distributed = {alias for _, _, _, alias in refs}
     found = []
     for at, kind, table, alias in refs:
         if kind == "JOIN":
-            on = re.compile(r"\s*(?:AS\s+)?\w*\s*ON\b", re.IGNORECASE).match(sql, at + len("JOIN ") + len(table))
+            on = re.compile(r"\s*(?:AS\s+)?\w*\s*ON\b", re.IGNORECASE).match(
+                sql, at + len("JOIN ") + len(table)
+            )
             if on is None:
                 found.append(f"JOIN {table} {alias} without ON")
                 continue
@@ -252,30 +316,55 @@ def cross_scope_joins(sql: str) -> list[str]:
             opened = _opening(sql, at)
             if opened < 0 or not re.match(r"\(\s*SELECT\b", sql[opened:], re.IGNORECASE):
                 continue
-            body = sql[opened + 1:_balanced(sql, opened + 1)]
+            body = sql[opened + 1 : _balanced(sql, opened + 1)]
             inner = {m.group(3) or m.group(2) for m in _REFERENCE.finditer(body)}
-            where = body[body.upper().find(" WHERE ") + 1:] if " WHERE " in body.upper() else ""
+            where = body[body.upper().find(" WHERE ") + 1 :] if " WHERE " in body.upper() else ""
             outer = {a for a in re.findall(r"\b(\w+)\.\w+", where) if a in distributed and a not in inner}
             if outer and not any(_equates(where, alias, o) for o in outer):
-                found.append(f"subquery on {table} {alias} correlated on {sorted(outer)} without the scope key")
+                found.append(
+                    f"subquery on {table} {alias} correlated on {sorted(outer)} without the scope key"
+                )
     return found
 
 
-@pytest.mark.parametrize(("sql", "broken"), [
-    ("SELECT 1 FROM entity_versions v JOIN entities e ON e.id = v.entity_id WHERE v.vid = 1", True),
-    ("SELECT 1 FROM entity_versions v CROSS JOIN entities e ON e.id = v.entity_id AND e.scope = v.scope", False),
-    ("SELECT 1 FROM entity_versions v JOIN entities e ON e.id = v.entity_id AND v.scope = e.scope "
-     "LEFT JOIN version_vectors x ON x.vid = v.vid WHERE e.id = 1", True),
-    ("SELECT 1 FROM json_each(:vids) j CROSS JOIN entity_versions v ON v.vid = j.value "
-     "CROSS JOIN entities e ON e.id = v.entity_id AND e.scope = v.scope", False),
-    ("SELECT count(*) FROM entities e WHERE NOT EXISTS (SELECT 1 FROM entity_versions v WHERE v.entity_id = e.id)", True),
-    ("SELECT count(*) FROM entities e WHERE NOT EXISTS "
-     "(SELECT 1 FROM entity_versions v WHERE v.entity_id = e.id AND v.scope = e.scope AND v.recorded_to_ms IS NULL)",
-     False),
-    ("SELECT e.id FROM entities e WHERE e.id IN (SELECT l.to_id FROM links l WHERE l.relation = 'x')", False),
-    ("SELECT (SELECT x.embedding FROM version_vectors x WHERE x.vid = v.vid) FROM entity_versions v", True),
-    ("SELECT kh.vid FROM kq JOIN keyword_postings p ON p.term = kq.term COLLATE \"C\" WHERE p.head", False),
-])
+@pytest.mark.parametrize(
+    ("sql", "broken"),
+    [
+        ("SELECT 1 FROM entity_versions v JOIN entities e ON e.id = v.entity_id WHERE v.vid = 1", True),
+        (
+            "SELECT 1 FROM entity_versions v CROSS JOIN entities e ON e.id = v.entity_id AND e.scope = v.scope",
+            False,
+        ),
+        (
+            "SELECT 1 FROM entity_versions v JOIN entities e ON e.id = v.entity_id AND v.scope = e.scope "
+            "LEFT JOIN version_vectors x ON x.vid = v.vid WHERE e.id = 1",
+            True,
+        ),
+        (
+            "SELECT 1 FROM json_each(:vids) j CROSS JOIN entity_versions v ON v.vid = j.value "
+            "CROSS JOIN entities e ON e.id = v.entity_id AND e.scope = v.scope",
+            False,
+        ),
+        (
+            "SELECT count(*) FROM entities e WHERE NOT EXISTS (SELECT 1 FROM entity_versions v WHERE v.entity_id = e.id)",
+            True,
+        ),
+        (
+            "SELECT count(*) FROM entities e WHERE NOT EXISTS "
+            "(SELECT 1 FROM entity_versions v WHERE v.entity_id = e.id AND v.scope = e.scope AND v.recorded_to_ms IS NULL)",
+            False,
+        ),
+        (
+            "SELECT e.id FROM entities e WHERE e.id IN (SELECT l.to_id FROM links l WHERE l.relation = 'x')",
+            False,
+        ),
+        (
+            "SELECT (SELECT x.embedding FROM version_vectors x WHERE x.vid = v.vid) FROM entity_versions v",
+            True,
+        ),
+        ('SELECT kh.vid FROM kq JOIN keyword_postings p ON p.term = kq.term COLLATE "C" WHERE p.head', False),
+    ],
+)
 def test_the_join_checker_finds_a_join_that_ignores_the_scope_key(sql: str, broken: bool) -> None:
     assert bool(cross_scope_joins(sql)) is broken, cross_scope_joins(sql)
 
@@ -288,8 +377,18 @@ def _workload(v: Vault, tmp: Path, clock: Clock) -> None:
     at = clock.now
     for who in (ALICE, BOB):
         clock.advance(1_000)
-        made = v.remember_many([{"category": "fact", "key": f"k{i}", "content": f"{who['agent_id']} note {i} about "
-                                 "the billing ledger", "recall_when": ["billing ledger"], **who} for i in range(6)])
+        made = v.remember_many(
+            [
+                {
+                    "category": "fact",
+                    "key": f"k{i}",
+                    "content": f"{who['agent_id']} note {i} about the billing ledger",
+                    "recall_when": ["billing ledger"],
+                    **who,
+                }
+                for i in range(6)
+            ]
+        )
         v.remember("fact", "k0", "the billing ledger moved to postgres", valid_from_ms=at + 10, **who)
         v.link(made[0].id, made[1].id, "about", **who)
         v.link(made[1].id, made[2].id, "about", weight=0.5, **who)
@@ -335,8 +434,14 @@ def _workload(v: Vault, tmp: Path, clock: Clock) -> None:
     v.delete_memory("Preferences", "Meetings", text="likes sharding", **ALICE)
     v.memory_export(tmp / "out", **ALICE)
     v.memory_unbind(**ALICE)
-    v.remember_conversation("s1", [{"speaker": "ann", "text": "shall we shard the ledger?"},
-                                   {"speaker": "bo", "text": "by scope, yes"}], **ALICE)
+    v.remember_conversation(
+        "s1",
+        [
+            {"speaker": "ann", "text": "shall we shard the ledger?"},
+            {"speaker": "bo", "text": "by scope, yes"},
+        ],
+        **ALICE,
+    )
     v.conversation("s1", **ALICE)
     out = io.StringIO()
     v.export_jsonl(out, **ALICE)
@@ -346,8 +451,17 @@ def _workload(v: Vault, tmp: Path, clock: Clock) -> None:
     v.wait_for_vector_index()
     v.recall("billing ledger", mode="hybrid", **ALICE)
     points = Checkpoints(v, **ALICE)
-    points.put("t", "", "c1", parent_checkpoint_id=None, type="json", checkpoint=b"s", metadata={"step": 1},
-               channel_versions={"m": "1"}, blobs=[ChannelBlob("m", "1", "json", b"x")])
+    points.put(
+        "t",
+        "",
+        "c1",
+        parent_checkpoint_id=None,
+        type="json",
+        checkpoint=b"s",
+        metadata={"step": 1},
+        channel_versions={"m": "1"},
+        blobs=[ChannelBlob("m", "1", "json", b"x")],
+    )
     points.put_writes("t", "", "c1", [TaskWrite("task", "", 0, "m", "json", b"w")])
     points.get("t")
     list(points.list("t"))
@@ -365,9 +479,12 @@ def _workload(v: Vault, tmp: Path, clock: Clock) -> None:
 
 
 def test_every_join_the_services_issue_equates_the_scope_keys(
-        backend: str, vault_path: str | Path, clock: Clock, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    backend: str, vault_path: str | Path, clock: Clock, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     if backend != "postgres":
-        pytest.skip("the SQL is recorded on Postgres, which the sharded database is (SQLite's own SQL never is)")
+        pytest.skip(
+            "the SQL is recorded on Postgres, which the sharded database is (SQLite's own SQL never is)"
+        )
     with Vault(vault_path, clock=clock, embedder=FakeEmbedder()) as v:
         seen: list[str] = []
         execute, executemany = PgConnection.execute, PgConnection.executemany
@@ -383,7 +500,9 @@ def test_every_join_the_services_issue_equates_the_scope_keys(
         monkeypatch.setattr(PgConnection, "execute", recorded)
         monkeypatch.setattr(PgConnection, "executemany", recorded_many)
         _workload(v, tmp_path, clock)
-    joined = {s for s in seen if re.search(rf"\b({_TABLE})\b", s) and re.search(r"\bJOIN\b|\(\s*SELECT\b", s, re.I)}
+    joined = {
+        s for s in seen if re.search(rf"\b({_TABLE})\b", s) and re.search(r"\bJOIN\b|\(\s*SELECT\b", s, re.I)
+    }
     assert len(joined) > 40, "the workload reached the services' joins"
     assert {s: cross_scope_joins(s) for s in joined if cross_scope_joins(s)} == {}
     routed = [s for s in seen if "e.scope = :scope" in s]
@@ -424,34 +543,59 @@ def _old_vault(backend: str, location: str | Path) -> Any:
     blob, bits = np.ones(4, dtype=np.float32).tobytes(), b"\x0f"
     for n, (agent, workspace) in enumerate((("alice", "ws-a"), ("bob\x1f", "ws-b"))):
         eid, vid = 10 + 2 * n, 20 + 2 * n
-        conn.execute("INSERT INTO entities (id, agent_id, workspace_hash, category, key, created_at_ms) "
-                     "VALUES (?, ?, ?, 'fact', ?, 1), (?, ?, ?, 'fact', ?, 1)",
-                     (eid, agent, workspace, f"k{n}", eid + 1, agent, workspace, f"j{n}"))
+        conn.execute(
+            "INSERT INTO entities (id, agent_id, workspace_hash, category, key, created_at_ms) "
+            "VALUES (?, ?, ?, 'fact', ?, 1), (?, ?, ?, 'fact', ?, 1)",
+            (eid, agent, workspace, f"k{n}", eid + 1, agent, workspace, f"j{n}"),
+        )
         for e, v in ((eid, vid), (eid + 1, vid + 1)):
-            conn.execute("INSERT INTO entity_versions (vid, entity_id, version, change, recorded_from_ms, type, "
-                         "content, tags, body, verified, recall_when, status, updated_at_ms) VALUES "
-                         "(?, ?, 1, 'create', 1, 'fact', 'ledger', 'fact', '{}', 0, '[]', 'active', 1)", (v, e))
-            conn.execute("INSERT INTO version_vectors (vid, embedding, bits) VALUES (?, ?, ?)", (v, blob, bits))
-        conn.execute("INSERT INTO links (id, from_id, to_id, relation, weight, created_at_ms, recorded_from_ms) "
-                     "VALUES (?, ?, ?, 'about', 1.0, 1, 1)", (30 + n, eid, eid + 1))
+            conn.execute(
+                "INSERT INTO entity_versions (vid, entity_id, version, change, recorded_from_ms, type, "
+                "content, tags, body, verified, recall_when, status, updated_at_ms) VALUES "
+                "(?, ?, 1, 'create', 1, 'fact', 'ledger', 'fact', '{}', 0, '[]', 'active', 1)",
+                (v, e),
+            )
+            conn.execute(
+                "INSERT INTO version_vectors (vid, embedding, bits) VALUES (?, ?, ?)", (v, blob, bits)
+            )
+        conn.execute(
+            "INSERT INTO links (id, from_id, to_id, relation, weight, created_at_ms, recorded_from_ms) "
+            "VALUES (?, ?, ?, 'about', 1.0, 1, 1)",
+            (30 + n, eid, eid + 1),
+        )
         conn.execute("INSERT INTO head_changes (vid, op) VALUES (?, 1), (?, 1), (0, 0)", (vid, vid + 1))
-        conn.execute("INSERT INTO kv_entries (agent_id, workspace_hash, collection, key, value, updated_at_ms) "
-                     "VALUES (?, ?, 'docs', 'k', '{}', 1)", (agent, workspace))
-        conn.execute("INSERT INTO checkpoints (agent_id, workspace_hash, thread_id, checkpoint_ns, checkpoint_id, "
-                     "type, checkpoint, channel_versions, metadata) VALUES (?, ?, 't', '', 'c', 'json', ?, '{}', '{}')",
-                     (agent, workspace, b"state"))
-        conn.execute("INSERT INTO checkpoint_blobs (agent_id, workspace_hash, thread_id, checkpoint_ns, channel, "
-                     "version, type, blob) VALUES (?, ?, 't', '', 'm', '1', 'json', ?)", (agent, workspace, b"x"))
-        conn.execute("INSERT INTO checkpoint_writes (agent_id, workspace_hash, thread_id, checkpoint_ns, checkpoint_id, "
-                     "task_id, idx, channel, type, blob) VALUES (?, ?, 't', '', 'c', 'task', 0, 'm', 'json', ?)",
-                     (agent, workspace, b"w"))
+        conn.execute(
+            "INSERT INTO kv_entries (agent_id, workspace_hash, collection, key, value, updated_at_ms) "
+            "VALUES (?, ?, 'docs', 'k', '{}', 1)",
+            (agent, workspace),
+        )
+        conn.execute(
+            "INSERT INTO checkpoints (agent_id, workspace_hash, thread_id, checkpoint_ns, checkpoint_id, "
+            "type, checkpoint, channel_versions, metadata) VALUES (?, ?, 't', '', 'c', 'json', ?, '{}', '{}')",
+            (agent, workspace, b"state"),
+        )
+        conn.execute(
+            "INSERT INTO checkpoint_blobs (agent_id, workspace_hash, thread_id, checkpoint_ns, channel, "
+            "version, type, blob) VALUES (?, ?, 't', '', 'm', '1', 'json', ?)",
+            (agent, workspace, b"x"),
+        )
+        conn.execute(
+            "INSERT INTO checkpoint_writes (agent_id, workspace_hash, thread_id, checkpoint_ns, checkpoint_id, "
+            "task_id, idx, channel, type, blob) VALUES (?, ?, 't', '', 'c', 'task', 0, 'm', 'json', ?)",
+            (agent, workspace, b"w"),
+        )
         if backend == "postgres":
             for v in (vid, vid + 1):
-                conn.execute("INSERT INTO keyword_docs (vid, entity_id, agent_id, workspace_hash, head, length) "
-                             "VALUES (?, ?, ?, ?, true, 2)", (v, v - 10, agent, workspace))
-                conn.execute("INSERT INTO keyword_postings (term, vid, freq, length, entity_id, agent_id, "
-                             "workspace_hash, head) VALUES ('ledger', ?, 1.0, 2, ?, ?, ?, true)",
-                             (v, v - 10, agent, workspace))
+                conn.execute(
+                    "INSERT INTO keyword_docs (vid, entity_id, agent_id, workspace_hash, head, length) "
+                    "VALUES (?, ?, ?, ?, true, 2)",
+                    (v, v - 10, agent, workspace),
+                )
+                conn.execute(
+                    "INSERT INTO keyword_postings (term, vid, freq, length, entity_id, agent_id, "
+                    "workspace_hash, head) VALUES ('ledger', ?, 1.0, 2, ?, ?, ?, true)",
+                    (v, v - 10, agent, workspace),
+                )
     conn.execute("COMMIT" if backend == "sqlite" else "SELECT 1")
     return conn
 
@@ -461,8 +605,9 @@ def old_location(backend: str, vault_path: str | Path) -> Iterator[str | Path]:
     yield vault_path
 
 
-def test_migrating_an_existing_vault_fills_in_every_rows_scope_key(backend: str, old_location: str | Path,
-                                                                  clock: Clock) -> None:
+def test_migrating_an_existing_vault_fills_in_every_rows_scope_key(
+    backend: str, old_location: str | Path, clock: Clock
+) -> None:
     conn = _old_vault(backend, old_location)
     conn.close()
     with Vault(old_location, clock=clock, embedder=False) as v:
@@ -471,23 +616,33 @@ def test_migrating_an_existing_vault_fills_in_every_rows_scope_key(backend: str,
         assert expected["bob\x1f"] == "4:bob\x1fws-b"
         for table in OWN_SCOPE:
             rows = c.execute(f"SELECT agent_id, scope FROM {table}").fetchall()
-            assert sorted(rows) == sorted((a, s) for a, s in expected.items() for _ in range(len(rows) // 2)), table
+            assert sorted(rows) == sorted(
+                (a, s) for a, s in expected.items() for _ in range(len(rows) // 2)
+            ), table
         children = [t for t in BACKFILL if backend == "postgres" or not t.startswith("keyword_")]
         by_entity = {"entity_versions": "entity_id", "links": "from_id"}
         for table in children:
             column = by_entity.get(table, "vid")
             entity = {"entity_versions": "t.entity_id", "links": "t.from_id"}.get(table, "t.vid - 10")
-            rows = c.execute(f"SELECT t.{column}, t.scope, e.agent_id FROM {table} t JOIN entities e "
-                             f"ON e.id = {entity}").fetchall()
+            rows = c.execute(
+                f"SELECT t.{column}, t.scope, e.agent_id FROM {table} t JOIN entities e ON e.id = {entity}"
+            ).fetchall()
             assert rows and all(scope == expected[agent] for _, scope, agent in rows), (table, rows)
         if backend == "postgres":  # the change log's entries name their version's scope (a rebuild's, none)
-            logged = c.execute("SELECT c.vid, c.scope, v.scope FROM head_changes c LEFT JOIN entity_versions v "
-                               "ON v.vid = c.vid").fetchall()
+            logged = c.execute(
+                "SELECT c.vid, c.scope, v.scope FROM head_changes c LEFT JOIN entity_versions v "
+                "ON v.vid = c.vid"
+            ).fetchall()
             assert len(logged) == 6 and all(mine == (theirs or "") for _, mine, theirs in logged), logged
         # The vault works on the migrated rows: its checks pass, a scoped read finds them.
         report = v.check()
-        assert not [p for p in report.problems if "scope" in p or "belong" in p or "point at" in p], report.problems
-        assert [e.key for e in v.scan(limit=10, agent_id="bob\x1f", workspace_hash="ws-b").items] == ["k1", "j1"]
+        assert not [p for p in report.problems if "scope" in p or "belong" in p or "point at" in p], (
+            report.problems
+        )
+        assert [e.key for e in v.scan(limit=10, agent_id="bob\x1f", workspace_hash="ws-b").items] == [
+            "k1",
+            "j1",
+        ]
         assert v.get_entity(10, **ALICE).key == "k0"
 
 

@@ -11,7 +11,9 @@ import sqlean
 from perseus_vault_core.contract.errors import SetupError
 from perseus_vault_core.storage.migrations import run
 
-TABLE = "CREATE TABLE IF NOT EXISTS _migrations (version INTEGER PRIMARY KEY, name TEXT, applied_at_ms INTEGER)"
+TABLE = (
+    "CREATE TABLE IF NOT EXISTS _migrations (version INTEGER PRIMARY KEY, name TEXT, applied_at_ms INTEGER)"
+)
 
 
 def current(conn: Any) -> int:
@@ -33,7 +35,9 @@ def mark(conn: Any, version: int) -> None:
 
 
 def migrate(conn: Any, steps: list[Any], now_ms: int = 7, **more: Any) -> int:
-    return run(conn, steps, current=current, transaction=transaction, table=TABLE, now_ms=now_ms, mark=mark, **more)
+    return run(
+        conn, steps, current=current, transaction=transaction, table=TABLE, now_ms=now_ms, mark=mark, **more
+    )
 
 
 @pytest.fixture
@@ -49,7 +53,11 @@ def test_steps_run_in_order_once_each_and_are_recorded(conn: Any) -> None:
     assert migrate(conn, steps[:2]) == 2 and ran == [1, 2]
     assert migrate(conn, steps, now_ms=9) == 3 and ran == [1, 2, 3]
     assert migrate(conn, steps) == 3 and ran == [1, 2, 3]
-    assert conn.execute("SELECT * FROM _migrations").fetchall() == [(1, "step 1", 7), (2, "step 2", 7), (3, "step 3", 9)]
+    assert conn.execute("SELECT * FROM _migrations").fetchall() == [
+        (1, "step 1", 7),
+        (2, "step 2", 7),
+        (3, "step 3", 9),
+    ]
 
 
 def test_a_step_applied_meanwhile_by_another_is_skipped(conn: Any) -> None:
@@ -61,7 +69,12 @@ def test_a_step_applied_meanwhile_by_another_is_skipped(conn: Any) -> None:
             c.execute("INSERT INTO _migrations VALUES (1, 'theirs', 1)")
             mark(c, 1)
 
-    assert migrate(conn, [(1, "ours", lambda c: ran.append("1")), (2, "two", lambda c: ran.append("2"))], lock=lock) == 2
+    assert (
+        migrate(
+            conn, [(1, "ours", lambda c: ran.append("1")), (2, "two", lambda c: ran.append("2"))], lock=lock
+        )
+        == 2
+    )
     assert ran == ["2"]
     assert conn.execute("SELECT name FROM _migrations ORDER BY version").fetchall() == [("theirs",), ("two",)]
 

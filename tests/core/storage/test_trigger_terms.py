@@ -15,8 +15,14 @@ pytestmark = pytest.mark.both_backends
 
 
 def _index(vault: Vault) -> list[tuple[Any, ...]]:
-    return sorted(map(tuple, vault.engine.conn().execute(
-        "SELECT term, vid, phrase, need, scope FROM trigger_terms").fetchall()))
+    return sorted(
+        map(
+            tuple,
+            vault.engine.conn()
+            .execute("SELECT term, vid, phrase, need, scope FROM trigger_terms")
+            .fetchall(),
+        )
+    )
 
 
 def _rebuilt(vault: Vault) -> list[tuple[Any, ...]]:
@@ -36,31 +42,46 @@ def test_a_phrase_needs_the_fewest_stems_its_words_can_match_by() -> None:
         phrase = " ".join(stems)
         k = trigger_terms.needed(n)
         assert lexical(phrase, Context.of("zzz " + " ".join(reversed(stems[:k])))) is not None
-        assert lexical(phrase, Context.of("zzz " + " ".join(reversed(stems[:k - 1])))) is None
+        assert lexical(phrase, Context.of("zzz " + " ".join(reversed(stems[: k - 1])))) is None
 
 
 def test_terms_are_content_stems_or_the_empty_term() -> None:
     assert trigger_terms.terms("Editing the audit-chain modules") == ("edit", "audit", "chain", "modul")
-    assert trigger_terms.terms("before you do it") == (trigger_terms.NO_CONTENT,)  # stopwords only: meaning alone
+    assert trigger_terms.terms("before you do it") == (
+        trigger_terms.NO_CONTENT,
+    )  # stopwords only: meaning alone
     assert trigger_terms.terms("!!!") == (trigger_terms.NO_CONTENT,)
-    assert trigger_terms.rows(7, "s", '["audit chain", "the audit", "it", "chains of audits", "deploy the billing window cache"]') == [
-        ("audit", 7, 0, 2, "s"), ("chain", 7, 0, 2, "s"),  # each phrase by its place in the list
-        ("audit", 7, 1, 1, "s"), ("", 7, 2, 1, "s"),
-        ("chain", 7, 3, 2, "s"), ("audit", 7, 3, 2, "s"),  # "chains of audits": the same stems, its own place
-        *((term, 7, 4, 3, "s") for term in ("deploi", "bill", "window", "cach"))]  # 3 of 4 stems: 2/3, and 2
+    assert trigger_terms.rows(
+        7, "s", '["audit chain", "the audit", "it", "chains of audits", "deploy the billing window cache"]'
+    ) == [
+        ("audit", 7, 0, 2, "s"),
+        ("chain", 7, 0, 2, "s"),  # each phrase by its place in the list
+        ("audit", 7, 1, 1, "s"),
+        ("", 7, 2, 1, "s"),
+        ("chain", 7, 3, 2, "s"),
+        ("audit", 7, 3, 2, "s"),  # "chains of audits": the same stems, its own place
+        *((term, 7, 4, 3, "s") for term in ("deploi", "bill", "window", "cach")),
+    ]  # 3 of 4 stems: 2/3, and 2
     assert trigger_terms.rows(7, "s", "[]") == []
 
 
 def test_every_write_files_its_version_and_a_purge_removes_them(vault: Vault) -> None:
     a = vault.remember("note", "a", "first", recall_when=["choosing a database"], agent_id="alice").id
     vault.remember("note", "a", "first, changed", recall_when=["deploy window"], agent_id="alice")
-    vault.remember_many([{"category": "note", "key": f"k{i}", "content": "x", "recall_when": [f"topic {i}"]}
-                         for i in range(3)])
+    vault.remember_many(
+        [
+            {"category": "note", "key": f"k{i}", "content": "x", "recall_when": [f"topic {i}"]}
+            for i in range(3)
+        ]
+    )
     b = vault.remember("note", "b", "other", recall_when=["choosing a database"]).id
     vault.supersede(b, vault.recall_when("topic 1").items[0].id)
     assert _index(vault) == _rebuilt(vault) and len(_index(vault)) > 8
     vault.forget(a, agent_id="alice")
-    gone = {vid for (vid,) in vault.engine.conn().execute("SELECT vid FROM entity_versions WHERE entity_id = ?", (a,))}
+    gone = {
+        vid
+        for (vid,) in vault.engine.conn().execute("SELECT vid FROM entity_versions WHERE entity_id = ?", (a,))
+    }
     vault.purge(a, agent_id="alice")
     assert _index(vault) == _rebuilt(vault) and len(gone) == 3
     assert not gone & {r[1] for r in _index(vault)}
@@ -82,7 +103,16 @@ def test_a_file_of_version_7_gets_its_index_on_open(db_path: Path) -> None:
     conn.execute("COMMIT")
     conn.close()
     with Vault(db_path, embedder=False) as vault:
-        assert _index(vault) == expected and {r[0] for r in expected} == {"choos", "databas", "deploi", "window"}
-        assert [i.key for i in vault.recall_when("we are choosing a database", agent_id="alice",
-                                                 query_time_unix_ms=None).items] == []  # the current one says "deploy"
+        assert _index(vault) == expected and {r[0] for r in expected} == {
+            "choos",
+            "databas",
+            "deploi",
+            "window",
+        }
+        assert [
+            i.key
+            for i in vault.recall_when(
+                "we are choosing a database", agent_id="alice", query_time_unix_ms=None
+            ).items
+        ] == []  # the current one says "deploy"
         assert [i.key for i in vault.recall_when("the deploy window", agent_id="alice").items] == ["a"]

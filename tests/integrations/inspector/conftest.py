@@ -21,8 +21,7 @@ import uvicorn
 
 from perseus_vault_core import Vault
 from perseus_vault_integrations.inspector import Beside, Inspector
-from perseus_vault_integrations.mcp.http import listen
-from perseus_vault_integrations.mcp.http import http_app, server_config
+from perseus_vault_integrations.mcp.http import http_app, listen, server_config
 
 from ...conftest import DAY_MS, Clock
 
@@ -30,20 +29,34 @@ FOLDER = Path(__file__).resolve().parents[2] / "fixtures" / "memory_vault"
 TOKEN = "inspector-token-0123456789abcdef"
 
 THEMES = {
-    "storage": ["SQLite in WAL mode keeps writes durable", "We chose SQLite for the storage engine",
-                "Nightly backups copy the SQLite file to object storage", "The storage layer indexes text with FTS5",
-                "Vacuum runs after large purges of storage"],
-    "billing": ["Stripe sends the invoices every month", "Billing retries failed card payments three times",
-                "Refunds above 500 EUR need approval from finance", "The billing service owns invoice numbering",
-                "Tax rates for invoices come from the billing config"],
-    "oncall": ["The pager rotation changes every Monday", "Escalate sev1 incidents to the on-call lead",
-               "Runbooks for incidents live in the ops wiki", "Incident reviews happen within two days",
-               "The on-call lead owns the incident timeline"],
+    "storage": [
+        "SQLite in WAL mode keeps writes durable",
+        "We chose SQLite for the storage engine",
+        "Nightly backups copy the SQLite file to object storage",
+        "The storage layer indexes text with FTS5",
+        "Vacuum runs after large purges of storage",
+    ],
+    "billing": [
+        "Stripe sends the invoices every month",
+        "Billing retries failed card payments three times",
+        "Refunds above 500 EUR need approval from finance",
+        "The billing service owns invoice numbering",
+        "Tax rates for invoices come from the billing config",
+    ],
+    "oncall": [
+        "The pager rotation changes every Monday",
+        "Escalate sev1 incidents to the on-call lead",
+        "Runbooks for incidents live in the ops wiki",
+        "Incident reviews happen within two days",
+        "The on-call lead owns the incident timeline",
+    ],
 }
 
 # Markup and script in every field a page shows: each must arrive as text and run nothing.
-ATTACK = ('<script>window.__pwned = "script"</script><img src=x onerror="window.__pwned = \'img\'">'
-          '<a href="javascript:window.__pwned=\'a\'">click</a> [md](javascript:window.__pwned=\'md\')')
+ATTACK = (
+    '<script>window.__pwned = "script"</script><img src=x onerror="window.__pwned = \'img\'">'
+    "<a href=\"javascript:window.__pwned='a'\">click</a> [md](javascript:window.__pwned='md')"
+)
 HOSTILE: dict[str, Any] = {
     "category": 'note"><script>window.__pwned="category"</script>',
     "key": "<img src=x onerror=window.__pwned='key'>",
@@ -67,32 +80,61 @@ def fill(vault: Vault, clock: Clock) -> Sample:
     ids: dict[str, int] = {}
     themes: dict[str, list[int]] = {}
     for theme, texts in THEMES.items():
-        themes[theme] = [vault.remember("decision" if i % 2 else "fact", f"{theme}-{i}", text, topic_path=theme,
-                                        type="decision" if i % 2 else "fact", agent_id="ops").id
-                         for i, text in enumerate(texts)]
+        themes[theme] = [
+            vault.remember(
+                "decision" if i % 2 else "fact",
+                f"{theme}-{i}",
+                text,
+                topic_path=theme,
+                type="decision" if i % 2 else "fact",
+                agent_id="ops",
+            ).id
+            for i, text in enumerate(texts)
+        ]
         clock.advance(DAY_MS)
-    for theme, members in themes.items():
+    for members in themes.values():
         for a, b in ((0, 1), (1, 2), (2, 3), (3, 4), (4, 0), (0, 2)):
             vault.link(members[a], members[b], relation="supports" if a < b else "mentions", agent_id="ops")
     vault.link(themes["storage"][4], themes["billing"][4], relation="mentions", weight=0.5, agent_id="ops")
-    ids["city"] = vault.remember("fact", "alice-city", "Alice lives in Paris", agent_id="ops",
-                                 source="chat 2026-01-02", certainty=0.8).id
+    ids["city"] = vault.remember(
+        "fact", "alice-city", "Alice lives in Paris", agent_id="ops", source="chat 2026-01-02", certainty=0.8
+    ).id
     clock.advance(3 * DAY_MS)
-    vault.remember("fact", "alice-city", "Alice lives in Berlin", agent_id="ops", valid_from_ms=clock.now - DAY_MS,
-                   verified=True)  # she had moved the day before it was told
-    ids["queue"] = vault.remember("decision", "queue", "We use a Redis list as the job queue", agent_id="ops").id
-    ids["queue2"] = vault.remember("decision", "queue-v2", "Jobs move to Postgres SKIP LOCKED queues",
-                                   agent_id="ops").id
+    vault.remember(
+        "fact",
+        "alice-city",
+        "Alice lives in Berlin",
+        agent_id="ops",
+        valid_from_ms=clock.now - DAY_MS,
+        verified=True,
+    )  # she had moved the day before it was told
+    ids["queue"] = vault.remember(
+        "decision", "queue", "We use a Redis list as the job queue", agent_id="ops"
+    ).id
+    ids["queue2"] = vault.remember(
+        "decision", "queue-v2", "Jobs move to Postgres SKIP LOCKED queues", agent_id="ops"
+    ).id
     clock.advance(DAY_MS)
     vault.supersede(ids["queue"], ids["queue2"], agent_id="ops")
     ids["gone"] = vault.remember("note", "scratch", "A scratch note nobody needs", agent_id="ops").id
     vault.forget(ids["gone"], agent_id="ops")
-    ids["soon"] = vault.remember("note", "freeze", "Code freeze until the release ships", agent_id="ops",
-                                 expires_at_ms=clock.now + 2 * DAY_MS).id
-    ids["other"] = vault.remember("fact", "bob-tea", "Bob drinks green tea", agent_id="sales", workspace_hash="crm").id
+    ids["soon"] = vault.remember(
+        "note",
+        "freeze",
+        "Code freeze until the release ships",
+        agent_id="ops",
+        expires_at_ms=clock.now + 2 * DAY_MS,
+    ).id
+    ids["other"] = vault.remember(
+        "fact", "bob-tea", "Bob drinks green tea", agent_id="sales", workspace_hash="crm"
+    ).id
     hostile = vault.remember(**HOSTILE, agent_id="ops").id
-    vault.link(hostile, themes["oncall"][0], relation="<script>window.__pwned='relation'</script>", agent_id="ops")
-    storage = next(c for c in vault.communities(agent_id="ops").communities if themes["storage"][0] in c.members)
+    vault.link(
+        hostile, themes["oncall"][0], relation="<script>window.__pwned='relation'</script>", agent_id="ops"
+    )
+    storage = next(
+        c for c in vault.communities(agent_id="ops").communities if themes["storage"][0] in c.members
+    )
     vault.community_summary(storage.id, agent_id="ops")
     clock.advance(DAY_MS)
     return Sample(ids, themes, hostile)
@@ -139,8 +181,9 @@ class Server:
 
 
 @contextmanager
-def served(vault: Vault, *, host: str = "127.0.0.1", token: str | None = None, mcp: bool = False,
-           **options: Any) -> Iterator[Server]:
+def served(
+    vault: Vault, *, host: str = "127.0.0.1", token: str | None = None, mcp: bool = False, **options: Any
+) -> Iterator[Server]:
     """Serve ``vault``'s inspector as if bound to ``host`` (its rules: loopback or not), on 127.0.0.1."""
     sock = listen("127.0.0.1", 0)
     port = sock.getsockname()[1]

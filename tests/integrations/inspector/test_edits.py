@@ -31,7 +31,9 @@ def csrf_of(server: Server, client: httpx.Client, path: str) -> str:
     return found.group(1)
 
 
-def post(server: Server, client: httpx.Client, path: str, csrf: str, origin: str | None = "own") -> httpx.Response:
+def post(
+    server: Server, client: httpx.Client, path: str, csrf: str, origin: str | None = "own"
+) -> httpx.Response:
     headers = {} if origin is None else {"Origin": server.url if origin == "own" else origin}
     return client.post(server.url + path, data={"csrf": csrf}, headers=headers)
 
@@ -51,8 +53,13 @@ def test_forget_restore_and_verify_are_versions_in_the_history(vault: Vault, clo
         clock.advance(1000)
         assert post(server, client, "/memory/1/verify", csrf).status_code == 303
         e = vault.get_entity(1)
-        assert (e.status, e.verified, e.content, e.source, e.version) == ("active", True, "We chose SQLite",
-                                                                          "design review", 4)
+        assert (e.status, e.verified, e.content, e.source, e.version) == (
+            "active",
+            True,
+            "We chose SQLite",
+            "design review",
+            4,
+        )
         changes = [v.change for v in vault.history("decision", "db", agent_id="ops").items]
         assert changes == ["update", "restore", "archive", "create"]
         assert "Mark verified" not in client.get(f"{server.url}/memory/1").text

@@ -45,12 +45,25 @@ def cookie(server: Server) -> str:
 def sign_in(client: httpx.Client, server: Server, token: str, origin: str | None = None) -> httpx.Response:
     form = client.get(f"{server.url}/login?next=/browse").text
     csrf = form.split('name="csrf" value="')[1].split('"')[0]
-    return client.post(f"{server.url}/login", data={"token": token, "next": "/browse", "csrf": csrf},
-                       headers={"Origin": origin or server.url})
+    return client.post(
+        f"{server.url}/login",
+        data={"token": token, "next": "/browse", "csrf": csrf},
+        headers={"Origin": origin or server.url},
+    )
 
 
 def test_off_loopback_a_request_without_the_token_is_refused(remote: Server) -> None:
-    for path in ("/", "/browse", "/memory/1", "/recall?q=salary", "/graph", "/time", "/hygiene", "/files", "/other"):
+    for path in (
+        "/",
+        "/browse",
+        "/memory/1",
+        "/recall?q=salary",
+        "/graph",
+        "/time",
+        "/hygiene",
+        "/files",
+        "/other",
+    ):
         r = httpx.get(remote.url + path)
         assert r.status_code == 401 and r.headers["www-authenticate"] == "Bearer", path
         assert SECRET not in r.text and "Sign in" in r.text
@@ -69,7 +82,11 @@ def test_a_browser_signs_in_once_and_its_cookie_is_not_the_token(remote: Server)
         r = sign_in(client, remote, TOKEN)
         assert r.status_code == 303 and r.headers["location"] == "/browse"
         header = r.headers["set-cookie"]
-        assert "HttpOnly" in header and "SameSite=strict" in header.replace("Strict", "strict") and TOKEN not in header
+        assert (
+            "HttpOnly" in header
+            and "SameSite=strict" in header.replace("Strict", "strict")
+            and TOKEN not in header
+        )
         assert header.startswith(f"{cookie(remote)}=")  # named for this server's port
         assert f"Max-Age={SESSION_S}" in header and "Secure" not in header  # plain HTTP: no Secure
         assert SECRET in client.get(f"{remote.url}/browse").text
@@ -81,7 +98,9 @@ def test_signing_in_from_another_site_is_refused(remote: Server) -> None:
     with httpx.Client() as client:
         assert sign_in(client, remote, TOKEN, origin="http://evil.example").status_code == 403
         assert cookie(remote) not in client.cookies
-        r = client.post(f"{remote.url}/login", data={"token": TOKEN, "csrf": "forged"}, headers={"Origin": remote.url})
+        r = client.post(
+            f"{remote.url}/login", data={"token": TOKEN, "csrf": "forged"}, headers={"Origin": remote.url}
+        )
         assert r.status_code == 403 and cookie(remote) not in client.cookies
         r = sign_in(client, remote, TOKEN)
         assert r.status_code == 303
@@ -89,8 +108,11 @@ def test_signing_in_from_another_site_is_refused(remote: Server) -> None:
         with httpx.Client() as client:
             form = client.get(f"{remote.url}/login").text
             csrf = form.split('name="csrf" value="')[1].split('"')[0]
-            r = client.post(f"{remote.url}/login", data={"token": TOKEN, "next": target, "csrf": csrf},
-                            headers={"Origin": remote.url})
+            r = client.post(
+                f"{remote.url}/login",
+                data={"token": TOKEN, "next": target, "csrf": csrf},
+                headers={"Origin": remote.url},
+            )
             assert r.headers["location"] == "/", target
 
 
@@ -104,7 +126,12 @@ def test_on_loopback_a_forged_host_or_origin_is_refused(vault: Vault) -> None:
         port = server.url.rsplit(":", 1)[1]
         assert httpx.get(server.url + "/").status_code == 200
         assert httpx.get(server.url + "/", headers={"Origin": server.url}).status_code == 200
-        for origin in ("http://evil.example", f"http://evil.example:{port}", f"http://localhost:{int(port) + 1}", "null"):
+        for origin in (
+            "http://evil.example",
+            f"http://evil.example:{port}",
+            f"http://localhost:{int(port) + 1}",
+            "null",
+        ):
             r = httpx.get(server.url + "/browse", headers={"Origin": origin})
             assert r.status_code == 403 and SECRET not in r.text, origin
         for host in (f"evil.example:{port}", "evil.example", f"127.0.0.1:{int(port) + 1}"):
@@ -114,7 +141,13 @@ def test_on_loopback_a_forged_host_or_origin_is_refused(vault: Vault) -> None:
 
 def test_every_response_carries_the_content_security_policy(remote: Server) -> None:
     auth = {"Authorization": f"Bearer {TOKEN}"}
-    for path, headers in (("/", auth), ("/no-such", auth), ("/static/app.js", {}), ("/", {}), ("/memory/9", auth)):
+    for path, headers in (
+        ("/", auth),
+        ("/no-such", auth),
+        ("/static/app.js", {}),
+        ("/", {}),
+        ("/memory/9", auth),
+    ):
         r = httpx.get(remote.url + path, headers=headers)
         assert r.headers["content-security-policy"] == POLICY, path
         assert r.headers["x-content-type-options"] == "nosniff" and r.headers["x-frame-options"] == "DENY"
@@ -131,38 +164,71 @@ def test_off_loopback_without_a_token_the_inspector_refuses_to_exist(vault: Vaul
 
 
 def test_beside_mcp_the_cookie_opens_the_pages_but_never_mcp(vault: Vault) -> None:
-    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}
+    init = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"},
+        },
+    }
     accept = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
     with served(vault, host="0.0.0.0", token=TOKEN, mcp=True) as server, httpx.Client() as client:
         assert sign_in(client, server, TOKEN).status_code == 303
         assert SECRET in client.get(f"{server.url}/browse").text
         assert client.post(f"{server.url}/mcp", json=init, headers=accept).status_code == 401
-        r = client.post(f"{server.url}/mcp", json=init, headers={**accept, "Authorization": f"Bearer {TOKEN}"})
+        r = client.post(
+            f"{server.url}/mcp", json=init, headers={**accept, "Authorization": f"Bearer {TOKEN}"}
+        )
         assert r.status_code == 200
 
 
 def test_a_request_from_another_site_s_page_is_refused_on_every_route(vault: Vault) -> None:
     """A page elsewhere (or on another port of this host) may not even read: an <img> GET carries no Origin,
     and one hygiene query starts seconds of work. The user's own navigation and this server's pages pass."""
-    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}
+    init = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"},
+        },
+    }
     accept = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-    with served(vault, mcp=True) as server:  # loopback, no token: the Host/Origin check alone let these through
+    with served(
+        vault, mcp=True
+    ) as server:  # loopback, no token: the Host/Origin check alone let these through
         for site in ("cross-site", "same-site", "Cross-Site"):
             for path in ("/", "/browse", "/hygiene?min_age_days=3", "/static/app.css", "/login", "/memory/1"):
-                r = httpx.get(server.url + path, headers={"Sec-Fetch-Site": site, "Sec-Fetch-Mode": "no-cors"})
+                r = httpx.get(
+                    server.url + path, headers={"Sec-Fetch-Site": site, "Sec-Fetch-Mode": "no-cors"}
+                )
                 assert r.status_code == 403 and SECRET not in r.text, (site, path)
-                assert r.headers["content-security-policy"] == POLICY  # the guard's own page is locked down too
-            r = httpx.post(server.url + "/memory/1/forget", data={"csrf": "x"}, headers={"Sec-Fetch-Site": site})
+                assert (
+                    r.headers["content-security-policy"] == POLICY
+                )  # the guard's own page is locked down too
+            r = httpx.post(
+                server.url + "/memory/1/forget", data={"csrf": "x"}, headers={"Sec-Fetch-Site": site}
+            )
             assert r.status_code == 403
             r = httpx.post(server.url + "/mcp", json=init, headers={**accept, "Sec-Fetch-Site": site})
             assert r.status_code == 403 and b"Sec-Fetch-Site" in r.content
         for site in ("same-origin", "none"):  # this server's own pages; an address typed or bookmarked
             r = httpx.get(server.url + "/browse", headers={"Sec-Fetch-Site": site})
             assert r.status_code == 200 and SECRET in r.text, site
-        assert httpx.post(server.url + "/mcp", json=init, headers={**accept, "Sec-Fetch-Site": "none"}).status_code == 200
-        assert httpx.get(server.url + "/browse").status_code == 200  # no header: curl, MCP clients, old browsers
+        assert (
+            httpx.post(
+                server.url + "/mcp", json=init, headers={**accept, "Sec-Fetch-Site": "none"}
+            ).status_code
+            == 200
+        )
+        assert (
+            httpx.get(server.url + "/browse").status_code == 200
+        )  # no header: curl, MCP clients, old browsers
 
 
 def csrf_of(page: str) -> str:
@@ -174,9 +240,15 @@ def test_signing_out_ends_the_session_and_a_copy_of_its_cookie(remote: Server) -
         assert sign_in(client, remote, TOKEN).status_code == 303
         copied = client.cookies[cookie(remote)]
         page = client.get(f"{remote.url}/browse").text
-        assert 'action="/logout"' in page and "Sign out" in page  # every page offers it to a signed-in browser
-        r = client.post(f"{remote.url}/logout", data={"csrf": csrf_of(page)}, headers={"Origin": "http://evil.example"})
-        assert r.status_code == 403 and SECRET in client.get(f"{remote.url}/browse").text  # not from another site
+        assert (
+            'action="/logout"' in page and "Sign out" in page
+        )  # every page offers it to a signed-in browser
+        r = client.post(
+            f"{remote.url}/logout", data={"csrf": csrf_of(page)}, headers={"Origin": "http://evil.example"}
+        )
+        assert (
+            r.status_code == 403 and SECRET in client.get(f"{remote.url}/browse").text
+        )  # not from another site
         r = client.post(f"{remote.url}/logout", data={"csrf": csrf_of(page)}, headers={"Origin": remote.url})
         assert r.status_code == 303 and r.headers["location"] == "/login"
         assert cookie(remote) not in client.cookies  # the browser forgets it (Max-Age=0)
@@ -193,15 +265,20 @@ def test_a_session_expires_on_the_server_whatever_the_browser_keeps(remote: Serv
     assert httpx.get(f"{remote.url}/browse", cookies={cookie(remote): lapsed}).status_code == 401
     current = Sessions(TOKEN, port).new()
     assert httpx.get(f"{remote.url}/browse", cookies={cookie(remote): current}).status_code == 200
-    tampered = current.replace(current.split(".")[0], str(int(current.split(".")[0]) + 10**6))  # a later expiry
+    tampered = current.replace(
+        current.split(".")[0], str(int(current.split(".")[0]) + 10**6)
+    )  # a later expiry
     assert httpx.get(f"{remote.url}/browse", cookies={cookie(remote): tampered}).status_code == 401
 
 
 def test_two_servers_on_one_host_keep_their_sessions_apart(vault: Vault) -> None:
     """Browsers do not keep cookies apart by port: each server's cookie has a name of its own, and neither
     accepts the other's, even under the same token."""
-    with served(vault, host="0.0.0.0", token=TOKEN) as a, served(vault, host="0.0.0.0", token=TOKEN) as b, \
-            httpx.Client() as client:  # one cookie jar for both, as one browser
+    with (
+        served(vault, host="0.0.0.0", token=TOKEN) as a,
+        served(vault, host="0.0.0.0", token=TOKEN) as b,
+        httpx.Client() as client,
+    ):  # one cookie jar for both, as one browser
         assert sign_in(client, a, TOKEN).status_code == 303
         assert client.get(f"{a.url}/browse").status_code == 200
         assert client.get(f"{b.url}/browse").status_code == 401  # a's cookie reaches b, and opens nothing
@@ -209,7 +286,12 @@ def test_two_servers_on_one_host_keep_their_sessions_apart(vault: Vault) -> None
         assert borrowed.status_code == 401
         assert sign_in(client, b, TOKEN).status_code == 303
         page = client.get(f"{b.url}/browse").text
-        assert client.post(f"{b.url}/logout", data={"csrf": csrf_of(page)}, headers={"Origin": b.url}).status_code == 303
+        assert (
+            client.post(
+                f"{b.url}/logout", data={"csrf": csrf_of(page)}, headers={"Origin": b.url}
+            ).status_code
+            == 303
+        )
         assert client.get(f"{b.url}/browse").status_code == 401
         assert client.get(f"{a.url}/browse").status_code == 200  # signing out of b leaves a signed in
 
@@ -243,6 +325,9 @@ def test_behind_a_tls_proxy_on_this_host_the_cookie_is_secure(remote: Server) ->
     public = remote.url.replace("http://", "https://")
     with httpx.Client() as client:
         csrf = csrf_of(client.get(f"{remote.url}/login").text)
-        r = client.post(f"{remote.url}/login", data={"token": TOKEN, "next": "/", "csrf": csrf},
-                        headers={"Origin": public, "X-Forwarded-Proto": "https"})
+        r = client.post(
+            f"{remote.url}/login",
+            data={"token": TOKEN, "next": "/", "csrf": csrf},
+            headers={"Origin": public, "X-Forwarded-Proto": "https"},
+        )
         assert r.status_code == 303 and "; secure" in r.headers["set-cookie"].lower()

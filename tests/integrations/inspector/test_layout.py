@@ -33,8 +33,17 @@ from .conftest import TOKEN, Sample, Server, sample_store, served
 
 ROOT = Path(__file__).resolve().parents[3]
 CHROMIUM, DRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
-FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync", "--window-size=1280,900")
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--window-size=1280,900",
+)
 
 
 @pytest.fixture(scope="module")
@@ -46,14 +55,19 @@ def browser() -> Iterator[Any]:
     except ImportError:
         unavailable("browser", "no selenium: pip install -e '.[dev]'")
     if missing:
-        unavailable("browser", f"no headless Chromium ({', '.join(missing)}): apt-get install chromium chromium-driver")
+        unavailable(
+            "browser",
+            f"no headless Chromium ({', '.join(missing)}): apt-get install chromium chromium-driver",
+        )
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
     profile = tempfile.mkdtemp(prefix="perseus-vault-chromium-")
     for flag in (*FLAGS, f"--user-data-dir={profile}"):
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(options=options, service=Service(DRIVER))  # never a downloaded driver or browser
+    driver = webdriver.Chrome(
+        options=options, service=Service(DRIVER)
+    )  # never a downloaded driver or browser
     driver.set_page_load_timeout(60)
     try:
         yield driver
@@ -104,21 +118,34 @@ def wait_for(driver: Any, test: Any, seconds: float = 60) -> None:
     from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
     from selenium.webdriver.support.ui import WebDriverWait
 
-    WebDriverWait(driver, seconds, poll_frequency=0.2,
-                  ignored_exceptions=(NoSuchElementException, StaleElementReferenceException)).until(test)
+    WebDriverWait(
+        driver,
+        seconds,
+        poll_frequency=0.2,
+        ignored_exceptions=(NoSuchElementException, StaleElementReferenceException),
+    ).until(test)
 
 
 def views(sample: Sample) -> dict[str, str]:
     storage = sample.themes["storage"]
-    return {"overview": "/", "browse": "/browse?agent_id=ops&limit=25", "memory": f"/memory/{sample.ids['city']}",
-            "recall": "/recall?q=where+do+backups+go&mode=hybrid&validity=1&agent_id=ops",
-            "graph": f"/graph?id={storage[0]}&depth=2&agent_id=ops", "communities": "/graph?agent_id=ops",
-            "time": "/time?at=2026-01-02T12:00:00Z", "writes": "/time", "hygiene": "/hygiene?agent_id=ops",
-            "files": "/files?agent_id=ops", "file": "/files?agent_id=ops&file=Opinions"}
+    return {
+        "overview": "/",
+        "browse": "/browse?agent_id=ops&limit=25",
+        "memory": f"/memory/{sample.ids['city']}",
+        "recall": "/recall?q=where+do+backups+go&mode=hybrid&validity=1&agent_id=ops",
+        "graph": f"/graph?id={storage[0]}&depth=2&agent_id=ops",
+        "communities": "/graph?agent_id=ops",
+        "time": "/time?at=2026-01-02T12:00:00Z",
+        "writes": "/time",
+        "hygiene": "/hygiene?agent_id=ops",
+        "files": "/files?agent_id=ops",
+        "file": "/files?agent_id=ops&file=Opinions",
+    }
 
 
-def test_each_view_loads_with_no_console_error(browser: Any, server: Server, store: tuple[Vault, Sample],
-                                               shots: Path) -> None:
+def test_each_view_loads_with_no_console_error(
+    browser: Any, server: Server, store: tuple[Vault, Sample], shots: Path
+) -> None:
     from selenium.webdriver.common.by import By
 
     for name, path in views(store[1]).items():
@@ -133,8 +160,9 @@ def test_each_view_loads_with_no_console_error(browser: Any, server: Server, sto
             screenshot(browser, shots, name)
 
 
-def test_a_search_shows_results_and_a_click_opens_the_memory_with_its_history(browser: Any, server: Server,
-                                                                             store: tuple[Vault, Sample]) -> None:
+def test_a_search_shows_results_and_a_click_opens_the_memory_with_its_history(
+    browser: Any, server: Server, store: tuple[Vault, Sample]
+) -> None:
     from selenium.webdriver.common.by import By
 
     visit(browser, server.url + "/browse")
@@ -152,8 +180,9 @@ def test_a_search_shows_results_and_a_click_opens_the_memory_with_its_history(br
     assert errors(browser) == []
 
 
-def test_the_graph_draws_the_walk_and_lights_a_node_s_links(browser: Any, server: Server,
-                                                            store: tuple[Vault, Sample]) -> None:
+def test_the_graph_draws_the_walk_and_lights_a_node_s_links(
+    browser: Any, server: Server, store: tuple[Vault, Sample]
+) -> None:
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
 
@@ -161,7 +190,10 @@ def test_the_graph_draws_the_walk_and_lights_a_node_s_links(browser: Any, server
     start = sample.themes["billing"][0]
     visit(browser, f"{server.url}/graph?id={start}&depth=1&agent_id=ops")
     walk = vault.traverse(start, depth=1, agent_id="ops")
-    drawn = {int(a.get_attribute("data-node")) for a in browser.find_elements(By.CSS_SELECTOR, "svg.graph a[data-node]")}
+    drawn = {
+        int(a.get_attribute("data-node"))
+        for a in browser.find_elements(By.CSS_SELECTOR, "svg.graph a[data-node]")
+    }
     assert drawn == {n.entity.id for n in walk.nodes}
     assert len(browser.find_elements(By.CSS_SELECTOR, "svg.graph line.edge")) == len(walk.edges)
     billing = {c for c in browser.find_elements(By.CSS_SELECTOR, "svg.graph circle")}
@@ -173,14 +205,22 @@ def test_the_graph_draws_the_walk_and_lights_a_node_s_links(browser: Any, server
     assert errors(browser) == []
 
 
-def test_a_hostile_memory_is_shown_as_text_and_runs_nothing(browser: Any, server: Server,
-                                                            store: tuple[Vault, Sample]) -> None:
+def test_a_hostile_memory_is_shown_as_text_and_runs_nothing(
+    browser: Any, server: Server, store: tuple[Vault, Sample]
+) -> None:
     from selenium.webdriver.common.by import By
 
     vault, sample = store
-    pages = [f"/memory/{sample.hostile}", "/browse?agent_id=ops&q=pwned+script", "/", "/recall?q=pwned&mode=fts5",
-             f"/graph?id={sample.hostile}&agent_id=ops", "/files?agent_id=ops&file=Opinions", "/time",
-             f"/graph?id={sample.themes['oncall'][0]}&agent_id=ops"]
+    pages = [
+        f"/memory/{sample.hostile}",
+        "/browse?agent_id=ops&q=pwned+script",
+        "/",
+        "/recall?q=pwned&mode=fts5",
+        f"/graph?id={sample.hostile}&agent_id=ops",
+        "/files?agent_id=ops&file=Opinions",
+        "/time",
+        f"/graph?id={sample.themes['oncall'][0]}&agent_id=ops",
+    ]
     for path in pages:
         visit(browser, server.url + path)
         assert browser.execute_script("return window.__pwned") is None, path
@@ -188,14 +228,20 @@ def test_a_hostile_memory_is_shown_as_text_and_runs_nothing(browser: Any, server
         assert scripts == [f"{server.url}/static/app.js"], path
         for tag in ("img", "iframe", "style", "object", "embed"):
             assert not browser.find_elements(By.CSS_SELECTOR, f"main {tag}"), (path, tag)
-        assert not browser.find_elements(By.CSS_SELECTOR, "a[href^='javascript'], a[href^='JAVASCRIPT']"), path
+        assert not browser.find_elements(By.CSS_SELECTOR, "a[href^='javascript'], a[href^='JAVASCRIPT']"), (
+            path
+        )
         assert not browser.find_elements(By.CSS_SELECTOR, "[onerror], [onload], [onmouseover]"), path
         assert errors(browser) == [], path
     visit(browser, f"{server.url}/memory/{sample.hostile}")
     shown = browser.find_element(By.TAG_NAME, "main").text
-    for text in ('<script>window.__pwned = "script"</script>', "javascript:window.__pwned='source'",
-                 "<svg onload=window.__pwned='topic'>", '<iframe src=\\"javascript:window.__pwned=\'body\'\\">',
-                 "<style>body{display:none}</style>"):
+    for text in (
+        '<script>window.__pwned = "script"</script>',
+        "javascript:window.__pwned='source'",
+        "<svg onload=window.__pwned='topic'>",
+        "<iframe src=\\\"javascript:window.__pwned='body'\\\">",
+        "<style>body{display:none}</style>",
+    ):
         assert text in shown, text
     assert browser.execute_script("return getComputedStyle(document.body).display") == "block"
 
@@ -219,7 +265,9 @@ def test_forget_and_restore_from_the_page(browser: Any, tmp_path: Path, clock: C
             assert errors(browser) == []
 
 
-def test_off_loopback_the_browser_signs_in_with_the_token_once(browser: Any, store: tuple[Vault, Sample]) -> None:
+def test_off_loopback_the_browser_signs_in_with_the_token_once(
+    browser: Any, store: tuple[Vault, Sample]
+) -> None:
     from selenium.webdriver.common.by import By
 
     with served(store[0], host="0.0.0.0", token=TOKEN) as server:
@@ -242,12 +290,16 @@ def test_off_loopback_the_browser_signs_in_with_the_token_once(browser: Any, sto
         wait_for(browser, lambda d: d.find_elements(By.NAME, "token"))
         assert not browser.get_cookies()  # the session cookie is gone
         visit(browser, f"{server.url}/browse?agent_id=ops")
-        assert "Sign in" in browser.find_element(By.TAG_NAME, "h1").text and "storage-0" not in browser.page_source
+        assert (
+            "Sign in" in browser.find_element(By.TAG_NAME, "h1").text
+            and "storage-0" not in browser.page_source
+        )
         browser.delete_all_cookies()
 
 
-def test_a_page_of_another_site_cannot_start_work_here(browser: Any, store: tuple[Vault, Sample],
-                                                       tmp_path: Path) -> None:
+def test_a_page_of_another_site_cannot_start_work_here(
+    browser: Any, store: tuple[Vault, Sample], tmp_path: Path
+) -> None:
     """A page on another port of this host (same-site) or elsewhere loads the inspector's URLs as images: no
     Origin goes with such a GET, but Chromium's Sec-Fetch-Site does, and no report is started."""
     import http.server
@@ -263,15 +315,19 @@ def test_a_page_of_another_site_cannot_start_work_here(browser: Any, store: tupl
     app = Inspector(store[0], "127.0.0.1", sock.getsockname()[1], None)
     with Server(app, sock) as server:
         targets = [f"{server.url}/hygiene?agent_id=ops&min_age_days={n}" for n in range(3)]
-        (tmp_path / "attack.html").write_text("<!doctype html>" + "".join(f'<img src="{t}">' for t in targets))
+        (tmp_path / "attack.html").write_text(
+            "<!doctype html>" + "".join(f'<img src="{t}">' for t in targets)
+        )
         handler = functools.partial(Quiet, directory=str(tmp_path))
         with http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler) as other:
             threading.Thread(target=other.serve_forever, daemon=True).start()
             try:
                 for host in ("127.0.0.1", "localhost"):  # another port of this host; another site
                     browser.get(f"http://{host}:{other.server_address[1]}/attack.html")
-                    wait_for(browser, lambda d: d.execute_script(
-                        "return [...document.images].every(i => i.complete)"))
+                    wait_for(
+                        browser,
+                        lambda d: d.execute_script("return [...document.images].every(i => i.complete)"),
+                    )
             finally:
                 other.shutdown()
         assert not app.reports._jobs  # no report was started for those pages

@@ -97,7 +97,9 @@ def test_the_queue_is_bounded_and_a_full_one_answers_busy() -> None:
     with pytest.raises(Busy) as busy:
         reports.job("c", stamp=1, compute=lambda: "c")
     assert busy.value.retry_after_s > 0
-    assert reports.job("a", stamp=1, compute=lambda: "again") is running  # asking for a queued one is no new job
+    assert (
+        reports.job("a", stamp=1, compute=lambda: "again") is running
+    )  # asking for a queued one is no new job
     release.set()
     assert reports.wait(running) and reports.wait(waiting)
     third = reports.job("c", stamp=1, compute=lambda: "c")  # done ones leave the queue: room again
@@ -106,7 +108,11 @@ def test_the_queue_is_bounded_and_a_full_one_answers_busy() -> None:
 
 
 def test_a_report_nobody_asks_about_is_given_up() -> None:
-    reports, release, started = Reports(wait_s=0.01, pending=2, abandon_s=0.3), threading.Event(), threading.Event()
+    reports, release, started = (
+        Reports(wait_s=0.01, pending=2, abandon_s=0.3),
+        threading.Event(),
+        threading.Event(),
+    )
     calls: list[str] = []
     running = reports.job("a", stamp=1, compute=_checking(release, started))
     queued = reports.job("b", stamp=1, compute=lambda: calls.append("b"))
@@ -155,8 +161,17 @@ def large(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Vault]:
     vocab = [f"w{i}" for i in range(3000)]
     with Vault(tmp_path_factory.mktemp("reports") / "large.db", embedder=False) as vault:
         for start in range(0, 24_000, 1000):
-            vault.remember_many([{"category": "note", "key": f"k{i}", "content": " ".join(rng.choices(vocab, k=12)),
-                                  "agent_id": "a"} for i in range(start, start + 1000)])
+            vault.remember_many(
+                [
+                    {
+                        "category": "note",
+                        "key": f"k{i}",
+                        "content": " ".join(rng.choices(vocab, k=12)),
+                        "agent_id": "a",
+                    }
+                    for i in range(start, start + 1000)
+                ]
+            )
         yield vault
 
 

@@ -17,8 +17,12 @@ from ...conftest import FakeEmbedder
 
 def test_the_transcript_survives_closing_and_reopening(tmp_path: Path) -> None:
     path = tmp_path / "chat.db"
-    sent = [SystemMessage("You are terse."), HumanMessage("Which database do we use?"),
-            AIMessage("SQLite, in WAL mode.", id="ai-1"), ToolMessage("42 rows", tool_call_id="call-1")]
+    sent = [
+        SystemMessage("You are terse."),
+        HumanMessage("Which database do we use?"),
+        AIMessage("SQLite, in WAL mode.", id="ai-1"),
+        ToolMessage("42 rows", tool_call_id="call-1"),
+    ]
     with Vault(path, embedder=False) as vault:
         history = PerseusVaultChatMessageHistory(vault, "session/1")
         history.add_messages(sent[:2])
@@ -58,10 +62,13 @@ def test_clear_archives_one_session(tmp_path: Path) -> None:
 
 def test_concurrent_sessions_do_not_mix(tmp_path: Path) -> None:
     with Vault(tmp_path / "chat.db", embedder=False) as vault:
+
         def talk(session: str) -> None:
             history = PerseusVaultChatMessageHistory(vault, session)
             for n in range(15):
-                history.add_messages([HumanMessage(f"{session} asks {n}"), AIMessage(f"{session} answers {n}")])
+                history.add_messages(
+                    [HumanMessage(f"{session} asks {n}"), AIMessage(f"{session} answers {n}")]
+                )
 
         threads = [threading.Thread(target=talk, args=(f"s{i}",)) for i in range(4)]
         for t in threads:
@@ -77,7 +84,9 @@ def test_scopes_keep_transcripts_apart(tmp_path: Path) -> None:
     with Vault(tmp_path / "chat.db", embedder=False) as vault:
         PerseusVaultChatMessageHistory(vault, "s", agent_id="alice").add_user_message("alice's")
         PerseusVaultChatMessageHistory(vault, "s").add_user_message("unscoped")
-        assert [m.content for m in PerseusVaultChatMessageHistory(vault, "s", agent_id="alice").messages] == ["alice's"]
+        assert [m.content for m in PerseusVaultChatMessageHistory(vault, "s", agent_id="alice").messages] == [
+            "alice's"
+        ]
         assert [m.content for m in PerseusVaultChatMessageHistory(vault, "s").messages] == ["unscoped"]
 
 

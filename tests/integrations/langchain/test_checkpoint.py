@@ -51,7 +51,15 @@ def test_langgraph_conformance_suite(vault_path: str | Path, backend: str, tmp_p
     assert failures == {}
     assert report.passed_all_base()
     offered = {name for name, result in report.results.items() if result.detected}
-    assert offered == {"put", "put_writes", "get_tuple", "list", "delete_thread", "delete_for_runs", "copy_thread"}
+    assert offered == {
+        "put",
+        "put_writes",
+        "get_tuple",
+        "list",
+        "delete_thread",
+        "delete_for_runs",
+        "copy_thread",
+    }
     assert sum(r.tests_passed for r in report.results.values()) >= 70
 
 
@@ -73,16 +81,23 @@ def tally_graph(saver: PerseusVaultSaver) -> Any:
 def _script(saver: Any) -> list[Any]:
     """Runs on two threads, a replay from an earlier state and a fork by update_state; what each step leaves."""
     graph = tally_graph(saver)
-    out: list[Any] = [graph.invoke({"seen": ["hello"]}, thread("ada")), graph.invoke({"seen": ["again"]}, thread("ada")),
-                      graph.invoke({"seen": ["other"]}, thread("bob"))]
+    out: list[Any] = [
+        graph.invoke({"seen": ["hello"]}, thread("ada")),
+        graph.invoke({"seen": ["again"]}, thread("ada")),
+        graph.invoke({"seen": ["other"]}, thread("bob")),
+    ]
     history = list(graph.get_state_history(thread("ada")))
     earlier = next(h for h in history if h.values.get("seen") == ["hello", "step 2"] and h.next)
     out.append(graph.invoke(None, earlier.config))  # time travel: replayed from there
     forked = graph.update_state(history[-1].config, {"seen": ["forked"]})
     out.append(graph.invoke(None, forked))
     for name in ("ada", "bob"):
-        out.append([(h.values, h.next, h.metadata["source"], h.metadata["step"])  # type: ignore[index]
-                    for h in graph.get_state_history(thread(name))])
+        out.append(
+            [
+                (h.values, h.next, h.metadata["source"], h.metadata["step"])  # type: ignore[index]
+                for h in graph.get_state_history(thread(name))
+            ]
+        )
     return out
 
 
@@ -101,7 +116,12 @@ def test_a_thread_resumes_from_the_reopened_vault(vault_path: str | Path) -> Non
         graph.invoke({"seen": ["other"]}, thread("bob"))
     with PerseusVaultSaver.from_conn_string(str(vault_path)) as saver:  # a new process's saver
         graph = tally_graph(saver)
-        assert graph.invoke({"seen": ["back"]}, thread("ada"))["seen"] == ["hello", "step 2", "back", "step 4"]
+        assert graph.invoke({"seen": ["back"]}, thread("ada"))["seen"] == [
+            "hello",
+            "step 2",
+            "back",
+            "step 4",
+        ]
         assert graph.get_state(thread("bob")).values["seen"] == ["other", "step 2"]
         assert len(list(graph.get_state_history(thread("ada")))) == 6  # per run: input, step, end
 
@@ -149,8 +169,9 @@ def test_async_runs_share_the_saver_with_sync_ones(vault_path: str | Path) -> No
     assert asyncio.run(main()) == ["t0", "step 2", "sync", "step 4"]
 
 
-def test_create_agent_keeps_its_thread_and_its_memories_in_one_vault(vault_path: str | Path,
-                                                                    real_embedder: Any) -> None:
+def test_create_agent_keeps_its_thread_and_its_memories_in_one_vault(
+    vault_path: str | Path, real_embedder: Any
+) -> None:
     """LangChain's agent loop with the checkpointer (the conversation) and the store (what it learned),
     both in one vault with the bundled model: a second turn on the thread sees the first; a new thread
     starts empty, yet finds the memory by meaning."""
@@ -174,21 +195,35 @@ def test_create_agent_keeps_its_thread_and_its_memories_in_one_vault(vault_path:
 
     def agent(vault: Vault, *script: AIMessage) -> Any:
         model = ScriptedModel(messages=iter(script))
-        return create_agent(model, tools=[remember, recall], checkpointer=PerseusVaultSaver(vault),
-                            store=PerseusVaultStore(vault, index={"fields": ["text"]}))
+        return create_agent(
+            model,
+            tools=[remember, recall],
+            checkpointer=PerseusVaultSaver(vault),
+            store=PerseusVaultStore(vault, index={"fields": ["text"]}),
+        )
 
-    call = lambda name, args: AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": uuid.uuid4().hex}])  # noqa: E731
+    def call(name: str, args: dict[str, Any]) -> AIMessage:
+        return AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": uuid.uuid4().hex}])
+
     with Vault(vault_path, embedder=real_embedder) as vault:
-        first = agent(vault, call("remember", {"text": "Ada drinks green tea without sugar"}), AIMessage("noted"))
-        first.invoke({"messages": [{"role": "user", "content": "I like green tea, no sugar"}]}, thread("chat-1"))
+        first = agent(
+            vault, call("remember", {"text": "Ada drinks green tea without sugar"}), AIMessage("noted")
+        )
+        first.invoke(
+            {"messages": [{"role": "user", "content": "I like green tea, no sugar"}]}, thread("chat-1")
+        )
     with Vault(vault_path, embedder=real_embedder) as vault:
         second = agent(vault, AIMessage("You told me: green tea."))
         out = second.invoke({"messages": [{"role": "user", "content": "what did I say?"}]}, thread("chat-1"))
         assert [m.type for m in out["messages"]] == ["human", "ai", "tool", "ai", "human", "ai"]
         assert out["messages"][0].content == "I like green tea, no sugar"
         third = agent(vault, call("recall", {"query": "hot beverage preference"}), AIMessage("tea"))
-        out = third.invoke({"messages": [{"role": "user", "content": "what should I drink?"}]}, thread("chat-2"))
-        assert [m.content for m in out["messages"] if m.type == "tool"] == ["Ada drinks green tea without sugar"]
+        out = third.invoke(
+            {"messages": [{"role": "user", "content": "what should I drink?"}]}, thread("chat-2")
+        )
+        assert [m.content for m in out["messages"] if m.type == "tool"] == [
+            "Ada drinks green tea without sugar"
+        ]
         assert len(out["messages"]) == 4  # a new thread: none of chat-1's messages
 
 
@@ -223,7 +258,9 @@ def test_an_unchanged_channel_is_stored_once(vault_path: str | Path) -> None:
         run_id = str(uuid.uuid4())  # as LangGraph's server names its runs: in the config's metadata
         graph.invoke({"book": "x" * 100_000, "n": 0}, {**thread("t"), "metadata": {"run_id": run_id}})
         conn = vault.engine.conn()
-        blobs = dict(conn.execute("SELECT channel, count(*) FROM checkpoint_blobs GROUP BY channel").fetchall())
+        blobs = dict(
+            conn.execute("SELECT channel, count(*) FROM checkpoint_blobs GROUP BY channel").fetchall()
+        )
         assert blobs["book"] == 1 and blobs["n"] == 6
         assert conn.execute("SELECT count(*) FROM checkpoints").fetchone()[0] == 7
         assert {c.metadata["run_id"] for c in saver.list(thread("t"))} == {run_id}
@@ -245,7 +282,9 @@ def test_made_from_a_path_or_a_vault(tmp_path: Path) -> None:
         with PerseusVaultSaver(vault) as kept:
             assert kept.get_tuple(thread("t")) is not None
         assert vault.stats().entities == 0  # still open after the saver's block
-    with pytest.raises(InvalidInput, match="serd: is not an argument of PerseusVaultSaver; did you mean 'serde'"):
+    with pytest.raises(
+        InvalidInput, match="serd: is not an argument of PerseusVaultSaver; did you mean 'serde'"
+    ):
         PerseusVaultSaver(tmp_path / "never.db", serd=None)  # type: ignore[call-arg]
     with pytest.raises(InvalidInput, match="conn_string"):
         PerseusVaultSaver.from_conn_string(42)  # type: ignore[arg-type]
@@ -262,8 +301,12 @@ def test_bad_input_is_refused_and_changes_nothing(vault_path: str | Path) -> Non
         with pytest.raises(InvalidInput, match="config: must be a RunnableConfig"):
             saver.get_tuple({})  # type: ignore[typeddict-item]
         with pytest.raises(InvalidInput, match="metadata: must be JSON"):
-            saver.put({"configurable": {"thread_id": "t", "checkpoint_ns": ""}}, empty_checkpoint(),
-                      {"source": "input", "step": -1, "parents": {}, "bad": {1, 2}}, {})  # type: ignore[typeddict-unknown-key]
+            saver.put(
+                {"configurable": {"thread_id": "t", "checkpoint_ns": ""}},
+                empty_checkpoint(),
+                {"source": "input", "step": -1, "parents": {}, "bad": {1, 2}},
+                {},
+            )  # type: ignore[typeddict-unknown-key]
         with pytest.raises(InvalidInput, match="checkpoint_id: is required"):
             saver.put_writes(thread("t"), [("ch", 1)], "task")
         with pytest.raises(InvalidInput, match="limit"):

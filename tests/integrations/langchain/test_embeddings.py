@@ -23,23 +23,32 @@ from perseus_vault_integrations.mcp import build_server
 def test_a_vault_filled_through_langchain_is_recalled_through_vault_and_mcp(tmp_path: Path) -> None:
     path = tmp_path / "v.db"
     store = PerseusVaultVectorStore(path, PerseusVaultEmbeddings())
-    store.add_texts(["We chose SQLite in WAL mode for the vault.", "Alice drinks green tea at four."], ids=["db", "tea"])
+    store.add_texts(
+        ["We chose SQLite in WAL mode for the vault.", "Alice drinks green tea at four."], ids=["db", "tea"]
+    )
     store.close()
     with Vault(path) as vault:
         assert vault.stats().embedding_model == BUNDLED_IDENTITY
-        vault.remember("note", "pg", "Postgres was considered for the vault and rejected.")  # no model conflict
-        assert [i.key for i in vault.recall("which database engine did we pick", mode="dense", limit=1).items] == ["db"]
+        vault.remember(
+            "note", "pg", "Postgres was considered for the vault and rejected."
+        )  # no model conflict
+        assert [
+            i.key for i in vault.recall("which database engine did we pick", mode="dense", limit=1).items
+        ] == ["db"]
 
     async def over_mcp() -> Any:
         async with Client(build_server(str(path))) as client:
-            return await client.call_tool("perseus_vault_recall", {"query": "which database engine", "mode": "dense",
-                                                                   "limit": 1})
+            return await client.call_tool(
+                "perseus_vault_recall", {"query": "which database engine", "mode": "dense", "limit": 1}
+            )
 
     answer = anyio.run(over_mcp)
     assert not answer.is_error and [i["key"] for i in answer.structured_content["items"]] == ["db"]
     again = PerseusVaultVectorStore(path, PerseusVaultEmbeddings())  # and LangChain goes on beside the others
     again.add_texts(["Postgres serves the shared deployment."], ids=["shared"])
-    assert [d.id for d in again.similarity_search("what does the shared deployment run on", k=1)] == ["shared"]
+    assert [d.id for d in again.similarity_search("what does the shared deployment run on", k=1)] == [
+        "shared"
+    ]
     again.close()
 
 
@@ -63,7 +72,9 @@ def test_store_items_read_as_text_in_the_vaults_own_recall(tmp_path: Path) -> No
 
     path = tmp_path / "items.db"
     store = PerseusVaultStore(path)
-    store.put(("users", "ada"), "drinks", {"text": "Ada drinks green tea", "tags": ["tea", "morning"], "cups": 2})
+    store.put(
+        ("users", "ada"), "drinks", {"text": "Ada drinks green tea", "tags": ["tea", "morning"], "cups": 2}
+    )
     store.put(("users", "ada"), "hidden", {"text": "Ada keeps green tea in the office"}, index=False)
     assert [h.key for h in store.search(("users",), query="green tea")] == ["drinks", "hidden"]
     assert [h.score is None for h in store.search(("users",), query="green tea")] == [False, True]
@@ -71,6 +82,8 @@ def test_store_items_read_as_text_in_the_vaults_own_recall(tmp_path: Path) -> No
     with Vault(path, embedder=False) as vault:
         found = vault.recall("green tea", min_score=None)
         contents = {item.body["key"]: item.content for item in found.items}
-        assert contents == {"drinks": "text: Ada drinks green tea\ntags: tea, morning\ncups: 2",
-                            "hidden": "text: Ada keeps green tea in the office"}
+        assert contents == {
+            "drinks": "text: Ada drinks green tea\ntags: tea, morning\ncups: 2",
+            "hidden": "text: Ada keeps green tea in the office",
+        }
         assert '{"' not in readable(found)  # no JSON for a reader to parse

@@ -29,7 +29,9 @@ def test_a_chat_models_verdicts_decide_the_write(tmp_path: Path, clock: Clock) -
 
 
 def test_what_the_model_answers_badly_is_left_out() -> None:
-    assert parse('{"#3": "Duplicate", "4": "maybe", "99": "update", "x": "related"}', {3, 4}) == {3: "duplicate"}
+    assert parse('{"#3": "Duplicate", "4": "maybe", "99": "update", "x": "related"}', {3, 4}) == {
+        3: "duplicate"
+    }
     assert parse("I am not sure.", {3}) == {} and parse('{"3": ', {3}) == {} and parse("[1, 2]", {1}) == {}
 
 
@@ -38,11 +40,17 @@ def test_the_model_is_told_the_memory_and_each_candidate_with_its_date(tmp_path:
     judge = ChatModelJudge(model)
     seen: list[str] = []
     original = model.invoke
-    object.__setattr__(model, "invoke", lambda messages, **kw: (seen.append(messages[1].content), original(messages))[1])
+    object.__setattr__(
+        model, "invoke", lambda messages, **kw: (seen.append(messages[1].content), original(messages))[1]
+    )
     with Vault(tmp_path / "v.db", clock=clock, embedder=FakeEmbedder(), judge=judge) as vault:
         vault.remember("fact", "region", "Production runs in us-east-1 today.", valid_from_ms="2026-01-10")
-        vault.remember("fact", "region-now", "Production runs in eu-west-1 today.", valid_from_ms="2026-02-10")
-    assert "New memory (fact/region-now, true from 2026-02-10): Production runs in eu-west-1 today." in seen[0]
+        vault.remember(
+            "fact", "region-now", "Production runs in eu-west-1 today.", valid_from_ms="2026-02-10"
+        )
+    assert (
+        "New memory (fact/region-now, true from 2026-02-10): Production runs in eu-west-1 today." in seen[0]
+    )
     assert "- id 1 (fact/region, true from 2026-01-10): Production runs in us-east-1 today." in seen[0]
     with pytest.raises(InvalidInput, match="LangChain chat model"):
         ChatModelJudge("gpt")  # type: ignore[arg-type]

@@ -22,13 +22,20 @@ from ...conftest import DAY_MS, Clock, FakeEmbedder
 
 pytestmark = [
     pytest.mark.asyncio,
-    pytest.mark.filterwarnings("ignore:.*is marked with '@pytest.mark.asyncio' but it is not an async function"),
+    pytest.mark.filterwarnings(
+        "ignore:.*is marked with '@pytest.mark.asyncio' but it is not an async function"
+    ),
 ]
 
 NOTES = [
     ("decision", "db-engine", "We chose SQLite in WAL mode for the vault database.", "architecture/storage"),
     ("decision", "db-backup", "The database is backed up nightly with the SQLite backup API.", "operations"),
-    ("insight", "db-size", "Our database stays under 2 GB for ten thousand memories.", "architecture/storage"),
+    (
+        "insight",
+        "db-size",
+        "Our database stays under 2 GB for ten thousand memories.",
+        "architecture/storage",
+    ),
     ("insight", "db-locks", "Database writers retry when SQLite reports busy.", "architecture/storage"),
     ("note", "lunch", "The team lunch is on Friday at noon.", "social"),
     ("note", "pets", "Ada has two cats called Pixel and Vector.", "social"),
@@ -38,14 +45,37 @@ NOTES = [
 # Other memories, as a real store has: with six notes, four of them about databases, "database" would be
 # in most of the store and carry no keyword weight at all (BM25's idf), so nothing would clear the
 # default relevance threshold.
-FILLER = [f"Filler note {i} about {topic}." for i, topic in enumerate(
-    ["gardening", "the coffee machine", "travel plans", "a birthday", "the office plants", "parking", "the wiki",
-     "printer toner", "holiday rota", "the newsletter", "team photos", "badges", "the fridge", "chairs"])]
+FILLER = [
+    f"Filler note {i} about {topic}."
+    for i, topic in enumerate(
+        [
+            "gardening",
+            "the coffee machine",
+            "travel plans",
+            "a birthday",
+            "the office plants",
+            "parking",
+            "the wiki",
+            "printer toner",
+            "holiday rota",
+            "the newsletter",
+            "team photos",
+            "badges",
+            "the fridge",
+            "chairs",
+        ]
+    )
+]
 
 
 def fill(vault: Vault) -> dict[str, int]:
-    ids = {key: vault.remember(category=c, key=key, content=text, topic_path=topic).id for c, key, text, topic in NOTES}
-    vault.remember_many([{"category": "misc", "key": f"filler-{i}", "content": text} for i, text in enumerate(FILLER)])
+    ids = {
+        key: vault.remember(category=c, key=key, content=text, topic_path=topic).id
+        for c, key, text, topic in NOTES
+    }
+    vault.remember_many(
+        [{"category": "misc", "key": f"filler-{i}", "content": text} for i, text in enumerate(FILLER)]
+    )
     return ids
 
 
@@ -110,7 +140,9 @@ def test_documents_carry_the_entity(vault: Vault) -> None:
 def test_a_document_says_when_its_fact_was_true(vault: Vault, clock: Clock) -> None:
     """Two facts that disagree are told apart by when each was true, not when it was written (issue 45)."""
     start, end = clock.now - 400 * DAY_MS, clock.now + 30 * DAY_MS
-    vault.remember("fact", "region-lease", "Production runs in eu-west-1 zanzibar.", valid_from_ms=start, valid_to_ms=end)
+    vault.remember(
+        "fact", "region-lease", "Production runs in eu-west-1 zanzibar.", valid_from_ms=start, valid_to_ms=end
+    )
     [doc] = PerseusVaultRetriever(vault=vault, k=1, mode="fts5").invoke("zanzibar")
     assert (doc.metadata["true_from"], doc.metadata["true_to"]) == (date(start), date(end))
 
@@ -130,7 +162,9 @@ def test_every_recall_field_is_a_retriever_field() -> None:
     from perseus_vault_core import RecallParams
 
     fields = set(PerseusVaultRetriever.model_fields)
-    assert set(RecallParams.model_fields) - {"query", "limit", "where"} <= fields  # where is search_kwargs' filter
+    assert (
+        set(RecallParams.model_fields) - {"query", "limit", "where"} <= fields
+    )  # where is search_kwargs' filter
     assert {"k", "search_type", "search_kwargs"} <= fields and "where" not in fields
 
 
@@ -145,7 +179,9 @@ def test_filters_and_knobs_as_fields(vault: Vault, clock: Clock) -> None:
     start = clock.now
     clock.advance(1_000)
     vault.remember(category="decision", key="db-engine", content="We moved the vault database to PostgreSQL.")
-    then = PerseusVaultRetriever(vault=vault, k=1, mode="fts5", as_of_unix_ms=start).invoke("vault database WAL")
+    then = PerseusVaultRetriever(vault=vault, k=1, mode="fts5", as_of_unix_ms=start).invoke(
+        "vault database WAL"
+    )
     assert "SQLite" in then[0].page_content  # what the vault believed before the change
 
 
@@ -221,7 +257,9 @@ def test_the_bundled_model_answers_by_meaning(tmp_path: Path, real_embedder: Any
 def test_search_kwargs_k_is_the_number_of_documents(vault: Vault) -> None:
     assert len(PerseusVaultRetriever(vault, search_kwargs={"k": 1}).invoke("SQLite database")) == 1
     assert len(PerseusVaultRetriever(vault, search_kwargs={"k": 2}, mode="fts5").invoke("database")) == 2
-    assert len(PerseusVaultRetriever(vault, k=2, search_kwargs={"k": 2}).invoke("database")) == 2  # the same twice
+    assert (
+        len(PerseusVaultRetriever(vault, k=2, search_kwargs={"k": 2}).invoke("database")) == 2
+    )  # the same twice
     retriever = PerseusVaultRetriever(vault, search_kwargs={"k": 3})
     assert len(retriever.invoke("database", k=1)) == 1  # a call's own wins, as in VectorStoreRetriever
 
@@ -235,13 +273,21 @@ def test_an_lcel_chain_reads_the_documents_search_kwargs_ask_for(vault: Vault) -
 
     def chain(retriever: PerseusVaultRetriever) -> Any:
         prompt = ChatPromptTemplate.from_template("Context:\n{context}\n\nQuestion: {question}")
-        return ({"context": retriever | (lambda docs: "\n".join(f"- {d.page_content}" for d in docs)),
-                 "question": RunnablePassthrough()} | prompt | ParrotFakeChatModel() | StrOutputParser())
+        return (
+            {
+                "context": retriever | (lambda docs: "\n".join(f"- {d.page_content}" for d in docs)),
+                "question": RunnablePassthrough(),
+            }
+            | prompt
+            | ParrotFakeChatModel()
+            | StrOutputParser()
+        )
 
     answer = chain(PerseusVaultRetriever(vault, search_kwargs={"k": 2}, mode="fts5")).invoke("database")
     assert answer.startswith("Context:\n- ") and answer.count("\n- ") == 2  # four memories match: k cut two
-    answer = chain(PerseusVaultRetriever(vault, search_kwargs={"k": 3}, mode="fts5", category="insight")
-                   ).invoke("database")
+    answer = chain(
+        PerseusVaultRetriever(vault, search_kwargs={"k": 3}, mode="fts5", category="insight")
+    ).invoke("database")
     assert answer.count("\n- ") == 2  # the category field applies too: two insights about databases
     assert "Our database stays under 2 GB" in answer and "Database writers retry" in answer
 
@@ -250,8 +296,12 @@ def test_similarity_score_threshold_keeps_what_scores_at_least_the_threshold(vau
     everything = PerseusVaultRetriever(vault, k=10, mode="fts5", min_score=None).invoke("SQLite database WAL")
     scores = sorted(d.metadata["score"] for d in everything)
     cut = (scores[-1] + scores[-2]) / 2  # between the best and the second best
-    kept = PerseusVaultRetriever(vault, mode="fts5", search_type="similarity_score_threshold",
-                                 search_kwargs={"score_threshold": cut, "k": 10}).invoke("SQLite database WAL")
+    kept = PerseusVaultRetriever(
+        vault,
+        mode="fts5",
+        search_type="similarity_score_threshold",
+        search_kwargs={"score_threshold": cut, "k": 10},
+    ).invoke("SQLite database WAL")
     assert [d.metadata["score"] for d in kept] == [scores[-1]] and scores[-1] >= cut > scores[-2]
 
 
@@ -259,17 +309,30 @@ def test_mmr_trades_relevance_for_diversity(tmp_path: Path, real_embedder: Any) 
     """With the bundled model: three near-copies of one fact and one other fact about the same question;
     plain similarity returns the copies, MMR at lambda_mult=0.2 brings the other fact in."""
     with Vault(tmp_path / "mmr.db", embedder=real_embedder) as v:
-        for i, text in enumerate(["The vault stores its data in SQLite.", "The vault keeps its data in SQLite.",
-                                  "Vault data lives in an SQLite file.", "Backups of the vault data run nightly."]):
+        for i, text in enumerate(
+            [
+                "The vault stores its data in SQLite.",
+                "The vault keeps its data in SQLite.",
+                "Vault data lives in an SQLite file.",
+                "Backups of the vault data run nightly.",
+            ]
+        ):
             v.remember(category="note", key=f"n{i}", content=text)
-        similar = PerseusVaultRetriever(v, search_kwargs={"k": 2}, mode="dense", curate=False
-                                        ).invoke("where is the vault data")
+        similar = PerseusVaultRetriever(v, search_kwargs={"k": 2}, mode="dense", curate=False).invoke(
+            "where is the vault data"
+        )
         assert {d.metadata["key"] for d in similar} <= {"n0", "n1", "n2"}
-        curated = PerseusVaultRetriever(v, search_kwargs={"k": 2}, mode="dense").invoke("where is the vault data")
+        curated = PerseusVaultRetriever(v, search_kwargs={"k": 2}, mode="dense").invoke(
+            "where is the vault data"
+        )
         assert "n3" in {d.metadata["key"] for d in curated}  # the copies take one place (docs/curation.md)
-        diverse = PerseusVaultRetriever(v, search_type="mmr", mode="dense", curate=False,
-                                        search_kwargs={"k": 2, "fetch_k": 4, "lambda_mult": 0.2}
-                                        ).invoke("where is the vault data")
+        diverse = PerseusVaultRetriever(
+            v,
+            search_type="mmr",
+            mode="dense",
+            curate=False,
+            search_kwargs={"k": 2, "fetch_k": 4, "lambda_mult": 0.2},
+        ).invoke("where is the vault data")
         assert len(diverse) == 2 and "n3" in {d.metadata["key"] for d in diverse}
         assert diverse[0].id == similar[0].id  # MMR starts from the most relevant
 
@@ -281,22 +344,33 @@ def test_mmr_needs_an_embedder(tmp_path: Path) -> None:
             PerseusVaultRetriever(v, search_type="mmr").invoke("database")
 
 
-@pytest.mark.parametrize(("fields", "field", "message"), [
-    ({"search_kwargs": {"kk": 1}}, "kk", "did you mean 'k'"),
-    ({"search_kwargs": {"topic_path": "x"}}, "search_kwargs.topic_path", "is a recall parameter"),
-    ({"search_kwargs": {"k": 0}}, "search_kwargs.k", "whole number"),
-    ({"search_kwargs": {"filter": "project = x"}}, "search_kwargs.filter", "must be a where filter"),
-    ({"search_type": "similarity_score_threshold"}, "search_kwargs.score_threshold", "is required"),
-    ({"search_kwargs": {"score_threshold": 0.5}}, "search_kwargs.score_threshold", "applies only with"),
-    ({"search_kwargs": {"fetch_k": 10}}, "search_kwargs.fetch_k", "applies only with search_type='mmr'"),
-    ({"search_type": "mmr", "search_kwargs": {"lambda_mult": 2}}, "search_kwargs.lambda_mult", "from 0"),
-    ({"search_type": "semantic"}, "search_type", "must be one of"),
-    ({"k": 3, "search_kwargs": {"k": 2}}, "k", "is given twice"),
-    ({"min_score": 0.2, "search_type": "similarity_score_threshold", "search_kwargs": {"score_threshold": 0.3}},
-     "min_score", "give one of them"),
-])
-def test_conventions_are_checked_when_the_retriever_is_made(tmp_path: Path, fields: dict[str, Any], field: str,
-                                                            message: str) -> None:
+@pytest.mark.parametrize(
+    ("fields", "field", "message"),
+    [
+        ({"search_kwargs": {"kk": 1}}, "kk", "did you mean 'k'"),
+        ({"search_kwargs": {"topic_path": "x"}}, "search_kwargs.topic_path", "is a recall parameter"),
+        ({"search_kwargs": {"k": 0}}, "search_kwargs.k", "whole number"),
+        ({"search_kwargs": {"filter": "project = x"}}, "search_kwargs.filter", "must be a where filter"),
+        ({"search_type": "similarity_score_threshold"}, "search_kwargs.score_threshold", "is required"),
+        ({"search_kwargs": {"score_threshold": 0.5}}, "search_kwargs.score_threshold", "applies only with"),
+        ({"search_kwargs": {"fetch_k": 10}}, "search_kwargs.fetch_k", "applies only with search_type='mmr'"),
+        ({"search_type": "mmr", "search_kwargs": {"lambda_mult": 2}}, "search_kwargs.lambda_mult", "from 0"),
+        ({"search_type": "semantic"}, "search_type", "must be one of"),
+        ({"k": 3, "search_kwargs": {"k": 2}}, "k", "is given twice"),
+        (
+            {
+                "min_score": 0.2,
+                "search_type": "similarity_score_threshold",
+                "search_kwargs": {"score_threshold": 0.3},
+            },
+            "min_score",
+            "give one of them",
+        ),
+    ],
+)
+def test_conventions_are_checked_when_the_retriever_is_made(
+    tmp_path: Path, fields: dict[str, Any], field: str, message: str
+) -> None:
     with pytest.raises(InvalidInput, match=message) as refused:
         PerseusVaultRetriever(tmp_path / "never.db", **fields)
     assert refused.value.field == field
@@ -307,21 +381,32 @@ def test_filter_is_recall_s_where_applied_inside_the_query(vault: Vault) -> None
     """search_kwargs' filter takes where's operators over the memories' fields and body fields; the one
     matching memory is found even when better-ranked ones fail it (applied in the query, not after)."""
     for i, (project, prio) in enumerate([("apollo", 1), ("apollo", 3), ("gemini", 5)]):
-        vault.remember(category="task", key=f"t{i}", content=f"Release checklist, step {i}: run the database backup.",
-                       body={"project": project, "prio": prio})
+        vault.remember(
+            category="task",
+            key=f"t{i}",
+            content=f"Release checklist, step {i}: run the database backup.",
+            body={"project": project, "prio": prio},
+        )
+
     def keys(**search_kwargs: Any) -> list[str]:  # noqa: E306
-        retriever = PerseusVaultRetriever(vault, search_kwargs={"k": 10, **search_kwargs}, mode="fts5", min_score=None)
+        retriever = PerseusVaultRetriever(
+            vault, search_kwargs={"k": 10, **search_kwargs}, mode="fts5", min_score=None
+        )
         return sorted(d.metadata["key"] for d in retriever.invoke("database backup"))
 
     assert keys(filter={"project": "apollo"}) == ["t0", "t1"]
     assert keys(filter={"$and": [{"category": "task"}, {"prio": {"$gt": 1}}]}) == ["t1", "t2"]
     assert keys(filter={"$or": [{"prio": {"$in": [5]}}, {"key": "db-backup"}]}) == ["db-backup", "t2"]
-    one = PerseusVaultRetriever(vault, search_kwargs={"k": 1, "filter": {"project": "gemini"}}, mode="fts5",
-                                min_score=None).invoke("SQLite database backup nightly")
+    one = PerseusVaultRetriever(
+        vault, search_kwargs={"k": 1, "filter": {"project": "gemini"}}, mode="fts5", min_score=None
+    ).invoke("SQLite database backup nightly")
     assert [d.metadata["key"] for d in one] == ["t2"]
-    per_call = PerseusVaultRetriever(vault, mode="fts5", min_score=None).invoke("database backup", k=5,
-                                                                                 filter={"prio": {"$gte": 3}})
+    per_call = PerseusVaultRetriever(vault, mode="fts5", min_score=None).invoke(
+        "database backup", k=5, filter={"prio": {"$gte": 3}}
+    )
     assert sorted(d.metadata["key"] for d in per_call) == ["t1", "t2"]
-    with pytest.raises(InvalidInput, match=r"search_kwargs.filter.prio.\$gtx: ") as refused:  # when it is made
+    with pytest.raises(
+        InvalidInput, match=r"search_kwargs.filter.prio.\$gtx: "
+    ) as refused:  # when it is made
         PerseusVaultRetriever(vault, search_kwargs={"filter": {"prio": {"$gtx": 1}}})
     assert refused.value.field == "search_kwargs.filter.prio.$gtx"

@@ -14,7 +14,16 @@ from langchain.agents import create_agent
 from langchain.tools import ToolRuntime, tool
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
-from langgraph.store.base import GetOp, InvalidNamespaceError, Item, ListNamespacesOp, MatchCondition, Op, PutOp, SearchOp
+from langgraph.store.base import (
+    GetOp,
+    InvalidNamespaceError,
+    Item,
+    ListNamespacesOp,
+    MatchCondition,
+    Op,
+    PutOp,
+    SearchOp,
+)
 from langgraph.store.memory import InMemoryStore
 
 from perseus_vault_core import InvalidInput, StorageError, Vault
@@ -23,15 +32,42 @@ from perseus_vault_integrations.langchain.stores import matches
 
 from ...conftest import Clock, FakeEmbedder
 
-NAMESPACES = [("a",), ("a", "b"), ("a", "c"), ("b",), ("a", "b", "c"), ("users", "u1", "memories"), ("x/y", "z z")]
+NAMESPACES = [
+    ("a",),
+    ("a", "b"),
+    ("a", "c"),
+    ("b",),
+    ("a", "b", "c"),
+    ("users", "u1", "memories"),
+    ("x/y", "z z"),
+]
 KEYS = ["k0", "k1", "k2", "k3", "key with spaces", "ключ"]
 FILTERS: list[dict[str, Any] | None] = [
-    None, {"tag": "x"}, {"n": {"$gt": 2}}, {"n": {"$gte": 1, "$lt": 4}}, {"nested": {"m": 1}},
-    {"tag": {"$ne": "x"}}, {"n": {"$eq": 3}}, {"n": {"$lte": 2}, "tag": "y"}, {"list": [1, 2]}, {"missing": 1},
+    None,
+    {"tag": "x"},
+    {"n": {"$gt": 2}},
+    {"n": {"$gte": 1, "$lt": 4}},
+    {"nested": {"m": 1}},
+    {"tag": {"$ne": "x"}},
+    {"n": {"$eq": 3}},
+    {"n": {"$lte": 2}, "tag": "y"},
+    {"list": [1, 2]},
+    {"missing": 1},
     # where the vault's typed where and LangGraph's Python semantics part: the pushdown keeps a superset
     # (InMemoryStore raises on an order over a missing or non-numeric field: those are tested apart)
-    {"n": True}, {"n": 1.0}, {"flag": 1}, {"flag": True}, {"n": {"$gt": "2"}}, {"n": {"$lte": True}}, {"s": "3"},
-    {"s": 3}, {"list": [1]}, {"list": 1}, {"list": {"$ne": 1}}, {"nested": {"m": {"$gte": 1}}}, {"s": None},
+    {"n": True},
+    {"n": 1.0},
+    {"flag": 1},
+    {"flag": True},
+    {"n": {"$gt": "2"}},
+    {"n": {"$lte": True}},
+    {"s": "3"},
+    {"s": 3},
+    {"list": [1]},
+    {"list": 1},
+    {"list": {"$ne": 1}},
+    {"nested": {"m": {"$gte": 1}}},
+    {"s": None},
 ]
 
 
@@ -42,7 +78,11 @@ def store(tmp_path: Path) -> Iterator[PerseusVaultStore]:
 
 
 def random_value(rng: random.Random) -> dict[str, Any]:
-    value: dict[str, Any] = {"n": rng.randint(0, 5), "tag": rng.choice(["x", "y"]), "nested": {"m": rng.randint(0, 2)}}
+    value: dict[str, Any] = {
+        "n": rng.randint(0, 5),
+        "tag": rng.choice(["x", "y"]),
+        "nested": {"m": rng.randint(0, 2)},
+    }
     if rng.random() < 0.3:
         value["list"] = rng.choice([[1, 2], [2, 1], [1], 1, [True]])
     if rng.random() < 0.4:
@@ -70,10 +110,14 @@ def random_op(rng: random.Random) -> Op:
         return SearchOp(prefix, rng.choice(FILTERS), rng.choice([1, 2, 3, 10, 100]), rng.choice([0, 0, 1, 3]))
     conditions = []
     if rng.random() < 0.5:
-        conditions.append(MatchCondition("prefix", tuple(rng.choice(["a", "*"]) for _ in range(rng.randint(1, 2)))))
+        conditions.append(
+            MatchCondition("prefix", tuple(rng.choice(["a", "*"]) for _ in range(rng.randint(1, 2))))
+        )
     if rng.random() < 0.4:
         conditions.append(MatchCondition("suffix", (rng.choice(["b", "c", "memories", "*"]),)))
-    return ListNamespacesOp(tuple(conditions), rng.choice([None, 1, 2]), rng.choice([1, 2, 100]), rng.choice([0, 0, 1]))
+    return ListNamespacesOp(
+        tuple(conditions), rng.choice([None, 1, 2]), rng.choice([1, 2, 100]), rng.choice([0, 0, 1])
+    )
 
 
 def same_item(ours: Item | None, theirs: Item | None) -> bool:
@@ -93,7 +137,9 @@ def prune(reference: InMemoryStore) -> None:
         del reference._data[ns]
 
 
-def check_search(op: SearchOp, ours: list[Any], theirs: list[Any], all_ours: list[Any], all_theirs: list[Any]) -> None:
+def check_search(
+    op: SearchOp, ours: list[Any], theirs: list[Any], all_ours: list[Any], all_theirs: list[Any]
+) -> None:
     """``all_*``: the same search unpaged, answered in the same batch (so before its writes)."""
     assert len(ours) == len(theirs), op
     assert all(o.score is None for o in ours)
@@ -112,11 +158,13 @@ def run_sequence(store: PerseusVaultStore, seed: int, steps: int) -> int:
     compared = 0
     for _ in range(steps):
         ops = [random_op(rng) for _ in range(rng.choice([1, 1, 1, 3]))]  # some calls are mixed batches
-        unpaged = [SearchOp(op.namespace_prefix, op.filter, 10_000, 0) for op in ops if isinstance(op, SearchOp)]
+        unpaged = [
+            SearchOp(op.namespace_prefix, op.filter, 10_000, 0) for op in ops if isinstance(op, SearchOp)
+        ]
         prune(reference)
         ours = store.batch(ops + unpaged)
         theirs = reference.batch(ops + unpaged)
-        full = iter(zip(ours[len(ops):], theirs[len(ops):]))
+        full = iter(zip(ours[len(ops) :], theirs[len(ops) :]))
         for op, mine, expected in zip(ops, ours, theirs):
             if isinstance(op, GetOp):
                 assert same_item(mine, expected), op
@@ -144,7 +192,11 @@ def test_the_public_methods_agree_too(store: PerseusVaultStore) -> None:
         s.put(("docs", "u1"), "a", {"n": 2, "tag": "x"})  # an update keeps its place
         s.delete(("docs", "u1"), "b")
         s.put(("docs", "u1"), "b", {"n": 4, "tag": "y"})  # a re-put goes last
-    for prefix, kwargs in [(("docs", "u1"), {}), (("docs", "u1"), {"offset": 1}), (("docs",), {"filter": {"tag": "x"}})]:
+    for prefix, kwargs in [
+        (("docs", "u1"), {}),
+        (("docs", "u1"), {"offset": 1}),
+        (("docs",), {"filter": {"tag": "x"}}),
+    ]:
         ours = [(i.key, i.value) for i in store.search(prefix, **kwargs)]
         theirs = [(i.key, i.value) for i in reference.search(prefix, **kwargs)]
         assert ours == theirs
@@ -178,9 +230,18 @@ def test_filters_are_asked_of_the_vault(store: PerseusVaultStore, monkeypatch: p
     monkeypatch.setattr(store.vault, "scan", lambda **kw: asked.append(kw.get("where")) or scan(**kw))
     assert [i.key for i in store.search(("docs",), filter={"tag": "x"})] == ["k3", "k13", "k23"]
     assert asked[0] == {"value.tag": {"$in": ["x"]}}
-    assert pushdown({"n": {"$gt": 2, "$ne": 5}, "nested": {"m": 1}}) == {"$and": [
-        {"$or": [{"value.n": {"$gt": 2.0}}, {"value.n": {"$gte": ""}}, {"value.n": {"$in": [True, False]}}]},
-        {"value.nested.m": {"$in": [1, True]}}]}
+    assert pushdown({"n": {"$gt": 2, "$ne": 5}, "nested": {"m": 1}}) == {
+        "$and": [
+            {
+                "$or": [
+                    {"value.n": {"$gt": 2.0}},
+                    {"value.n": {"$gte": ""}},
+                    {"value.n": {"$in": [True, False]}},
+                ]
+            },
+            {"value.nested.m": {"$in": [1, True]}},
+        ]
+    }
     assert pushdown({"a.b": 1, "$x": 2}) is None  # names the vault cannot address: the exact check alone
 
 
@@ -195,11 +256,15 @@ def test_query_search_goes_through_the_vault(tmp_path: Path) -> None:
         assert [h.key for h in hits][:2] == ["1", "2"]
         assert hits[0].score is not None and hits[0].score >= (hits[1].score or 0)
         assert hits[-1].key == "4" and hits[-1].score is None  # unindexed: after the hits, unscored
-        assert [h.key for h in store.search(("mem",), query="tea", filter={"kind": "habit"})] == ["1", "3"] or \
-            [h.key for h in store.search(("mem",), query="tea", filter={"kind": "habit"})] == ["3", "1"]
+        assert [h.key for h in store.search(("mem",), query="tea", filter={"kind": "habit"})] == [
+            "1",
+            "3",
+        ] or [h.key for h in store.search(("mem",), query="tea", filter={"kind": "habit"})] == ["3", "1"]
         assert [h.key for h in store.search(("mem",), query="storage engine", limit=1)] == ["2"]
-        assert store.search(("mem", "ada"), query="tea", limit=1, offset=1)[0].key != \
-            store.search(("mem", "ada"), query="tea", limit=1)[0].key
+        assert (
+            store.search(("mem", "ada"), query="tea", limit=1, offset=1)[0].key
+            != store.search(("mem", "ada"), query="tea", limit=1)[0].key
+        )
         # the vault sees the items as memories too
         assert vault.recall("storage engine", category="langgraph", limit=1).items[0].body["key"] == "2"
 
@@ -212,7 +277,9 @@ def test_query_search_by_meaning_with_the_bundled_model(tmp_path: Path, real_emb
         store.put(("users", "ada"), "food", {"memory": "Ada is vegetarian"})
         # No word in common with the memories: meaning alone finds them.
         assert store.search(("users", "ada"), query="pets at home", limit=1)[0].key == "pets"
-        assert store.search(("users", "ada"), query="which payments system does she look after")[0].key == "job"
+        assert (
+            store.search(("users", "ada"), query="which payments system does she look after")[0].key == "job"
+        )
 
 
 def test_index_dims_must_match_the_embedder(tmp_path: Path) -> None:
@@ -228,7 +295,9 @@ def test_index_dims_must_match_the_embedder(tmp_path: Path) -> None:
 def test_a_path_and_a_langchain_embeddings(tmp_path: Path) -> None:
     from langchain_core.embeddings import DeterministicFakeEmbedding
 
-    store = PerseusVaultStore(tmp_path / "own.db", index={"dims": 8, "embed": DeterministicFakeEmbedding(size=8)})
+    store = PerseusVaultStore(
+        tmp_path / "own.db", index={"dims": 8, "embed": DeterministicFakeEmbedding(size=8)}
+    )
     store.put(("n",), "k", {"text": "hello"})
     assert store.search(("n",), query="hello")[0].key == "k"
     assert store.vault.stats().embedding_model == "langchain:DeterministicFakeEmbedding:8"
@@ -272,7 +341,9 @@ def test_scopes_and_categories_do_not_mix(tmp_path: Path) -> None:
         bob.put(("m",), "k", {"who": "bob"})
         assert alice.get(("m",), "k").value == {"who": "alice"}  # type: ignore[union-attr]
         assert bob.get(("m",), "k").value == {"who": "bob"}  # type: ignore[union-attr]
-        assert shared.get(("m",), "k") is None and shared.search(("m",)) == [] and shared.list_namespaces() == []
+        assert (
+            shared.get(("m",), "k") is None and shared.search(("m",)) == [] and shared.list_namespaces() == []
+        )
         vault.remember(category="note", key="k", content="not a store item")
         assert len(alice.search(())) == 1
 
@@ -349,6 +420,7 @@ def test_ops_run_in_a_worker_thread_for_async(store: PerseusVaultStore) -> None:
 def test_create_agent_keeps_long_term_memory_in_the_vault(tmp_path: Path) -> None:
     """LangChain's own agent loop, with the vault as its store: a tool writes a memory through the
     runtime's store, and a new agent on the reopened file reads it back."""
+
     class ScriptedModel(GenericFakeChatModel):
         def bind_tools(self, tools: Any, **kwargs: Any) -> Any:  # the script already names the tool calls
             return self
@@ -368,20 +440,26 @@ def test_create_agent_keeps_long_term_memory_in_the_vault(tmp_path: Path) -> Non
         return item.value["text"] if item else "nothing stored"
 
     def agent(store: PerseusVaultStore, tool_name: str, args: dict[str, Any]) -> Any:
-        model = ScriptedModel(messages=iter([
-            AIMessage(content="", tool_calls=[{"name": tool_name, "args": args, "id": "call-1"}]),
-            AIMessage(content="done"),
-        ]))
+        model = ScriptedModel(
+            messages=iter(
+                [
+                    AIMessage(content="", tool_calls=[{"name": tool_name, "args": args, "id": "call-1"}]),
+                    AIMessage(content="done"),
+                ]
+            )
+        )
         return create_agent(model, tools=[save_preference, read_preference], store=store)
 
     path = tmp_path / "agent.db"
     with Vault(path, embedder=False) as vault:
         out = agent(PerseusVaultStore(vault), "save_preference", {"text": "green tea, no sugar"}).invoke(
-            {"messages": [{"role": "user", "content": "I like green tea without sugar"}]})
+            {"messages": [{"role": "user", "content": "I like green tea without sugar"}]}
+        )
         assert out["messages"][-1].content == "done"
     with Vault(path, embedder=False) as vault:
         out = agent(PerseusVaultStore(vault), "read_preference", {}).invoke(
-            {"messages": [{"role": "user", "content": "what do I drink?"}]})
+            {"messages": [{"role": "user", "content": "what do I drink?"}]}
+        )
         tool_answers = [m.content for m in out["messages"] if m.type == "tool"]
         assert tool_answers == ["green tea, no sugar"]
 

@@ -15,12 +15,13 @@ from langchain_tests.integration_tests import VectorStoreIntegrationTests
 from perseus_vault_core import Conflict, InvalidInput, Vault
 from perseus_vault_integrations.langchain import LangChainEmbedder, PerseusVaultVectorStore
 
-
 # The suite's async tests carry no marker of their own (it expects asyncio_mode=auto): mark the
 # module, and silence pytest-asyncio's note that the suite's sync tests do not need the mark.
 pytestmark = [
     pytest.mark.asyncio,
-    pytest.mark.filterwarnings("ignore:.*is marked with '@pytest.mark.asyncio' but it is not an async function"),
+    pytest.mark.filterwarnings(
+        "ignore:.*is marked with '@pytest.mark.asyncio' but it is not an async function"
+    ),
 ]
 
 
@@ -35,9 +36,16 @@ class TestStandardSuite(VectorStoreIntegrationTests):
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[PerseusVaultVectorStore]:
     s = PerseusVaultVectorStore(tmp_path / "vs.db", DeterministicFakeEmbedding(size=16))
-    s.add_texts(["the cat sat on the mat", "dogs chase cats", "stock markets fell today", "a kitten sleeps"],
-                [{"topic": "pets", "n": 1}, {"topic": "pets", "n": 2}, {"topic": "money", "n": 3}, {"topic": "pets", "n": 4}],
-                ids=["cat", "dog", "market", "kitten"])
+    s.add_texts(
+        ["the cat sat on the mat", "dogs chase cats", "stock markets fell today", "a kitten sleeps"],
+        [
+            {"topic": "pets", "n": 1},
+            {"topic": "pets", "n": 2},
+            {"topic": "money", "n": 3},
+            {"topic": "pets", "n": 4},
+        ],
+        ids=["cat", "dog", "market", "kitten"],
+    )
     yield s
     s.close()
 
@@ -72,9 +80,18 @@ def test_metadata_filters(store: PerseusVaultVectorStore) -> None:
 def test_metadata_filters_take_chromas_operators_inside_the_search(tmp_path: Path) -> None:
     """{"prio": {"$gt": 1}}, $and and $in returned [] before they went into the vault's where."""
     s = PerseusVaultVectorStore(tmp_path / "ops.db", DeterministicFakeEmbedding(size=16))
-    s.add_texts([f"note number {i}" for i in range(60)],
-                [{"prio": i % 4, "team": ["ops", "web", "data"][i % 3], "tags": ["a", "b"] if i % 5 == 0 else ["c"]}
-                 for i in range(60)], ids=[f"n{i}" for i in range(60)])
+    s.add_texts(
+        [f"note number {i}" for i in range(60)],
+        [
+            {
+                "prio": i % 4,
+                "team": ["ops", "web", "data"][i % 3],
+                "tags": ["a", "b"] if i % 5 == 0 else ["c"],
+            }
+            for i in range(60)
+        ],
+        ids=[f"n{i}" for i in range(60)],
+    )
     cases: list[tuple[dict[str, Any], Callable[[int], bool]]] = [
         ({"prio": {"$gt": 1}}, lambda i: i % 4 > 1),
         ({"$and": [{"prio": {"$gte": 1}}, {"team": "ops"}]}, lambda i: i % 4 >= 1 and i % 3 == 0),
@@ -82,7 +99,10 @@ def test_metadata_filters_take_chromas_operators_inside_the_search(tmp_path: Pat
         ({"$or": [{"prio": 0}, {"team": {"$nin": ["ops", "web"]}}]}, lambda i: i % 4 == 0 or i % 3 == 2),
         ({"$not": {"prio": {"$lt": 3}}}, lambda i: i % 4 == 3),
         ({"tags": "a"}, lambda i: i % 5 == 0),  # a list holds a value when one element is it
-        ({"prio": 3, "team": "web", "tags": {"$ne": "a"}}, lambda i: i % 4 == 3 and i % 3 == 1 and i % 5 != 0),
+        (
+            {"prio": 3, "team": "web", "tags": {"$ne": "a"}},
+            lambda i: i % 4 == 3 and i % 3 == 1 and i % 5 != 0,
+        ),
         ({"prio": {"$exists": False}}, lambda i: False),
     ]
     for where, keeps in cases:
@@ -119,7 +139,9 @@ def test_ids_map_to_entity_keys_and_delete_purges(store: PerseusVaultVectorStore
     store.delete(["cat", "never-there"])
     assert store.get_by_ids(["cat"]) == []
     assert "cat" not in {d.id for d in store.similarity_search("the cat sat on the sofa", k=4)}
-    assert not [i for i in vault.recall("cat sofa", include_archived=True, mode="fts5").items if i.key == "cat"]
+    assert not [
+        i for i in vault.recall("cat sofa", include_archived=True, mode="fts5").items if i.key == "cat"
+    ]
     with pytest.raises(InvalidInput):
         store.delete()
 
@@ -152,7 +174,9 @@ def test_the_embedder_guard_holds(tmp_path: Path) -> None:
         with pytest.raises(InvalidInput) as err:
             PerseusVaultVectorStore(vault, DeterministicFakeEmbedding(size=8))
         assert err.value.field == "embedding"
-    with Vault(tmp_path / "w.db", embedder=LangChainEmbedder(DeterministicFakeEmbedding(size=8), identity="fake-8")) as v:
+    with Vault(
+        tmp_path / "w.db", embedder=LangChainEmbedder(DeterministicFakeEmbedding(size=8), identity="fake-8")
+    ) as v:
         s = PerseusVaultVectorStore(v)
         s.add_texts(["hello"], ids=["h"])
         assert v.stats().embedding_model == "fake-8" and s.similarity_search("hello", k=1)[0].id == "h"
@@ -171,8 +195,13 @@ def test_collections_and_scopes_are_separate(tmp_path: Path) -> None:
 
 
 def test_as_retriever_and_from_texts(tmp_path: Path) -> None:
-    s = PerseusVaultVectorStore.from_texts(["red apples", "green pears"], DeterministicFakeEmbedding(size=8),
-                                           [{"c": "red"}, {"c": "green"}], ids=["r", "g"], vault=tmp_path / "ft.db")
+    s = PerseusVaultVectorStore.from_texts(
+        ["red apples", "green pears"],
+        DeterministicFakeEmbedding(size=8),
+        [{"c": "red"}, {"c": "green"}],
+        ids=["r", "g"],
+        vault=tmp_path / "ft.db",
+    )
     docs = s.as_retriever(search_kwargs={"k": 1}).invoke("green pears")
     assert docs == [Document(id="g", page_content="green pears", metadata={"c": "green"})]
     keyword = PerseusVaultVectorStore(s.vault, mode="fts5")
@@ -185,8 +214,14 @@ def test_as_retriever_and_from_texts(tmp_path: Path) -> None:
 def test_the_bundled_model_is_the_default(tmp_path: Path, real_embedder: Any) -> None:
     with Vault(tmp_path / "real.db", embedder=real_embedder) as vault:
         s = PerseusVaultVectorStore(vault)
-        s.add_texts(["Ada has two cats called Pixel and Vector", "Ada maintains the billing service",
-                     "Ada is vegetarian"], ids=["pets", "job", "food"])
+        s.add_texts(
+            [
+                "Ada has two cats called Pixel and Vector",
+                "Ada maintains the billing service",
+                "Ada is vegetarian",
+            ],
+            ids=["pets", "job", "food"],
+        )
         assert s.similarity_search("pets at home", k=1)[0].id == "pets"
         scored = s.similarity_search_with_score("which payments system does she look after", k=3)
         assert scored[0][0].id == "job" and 0.0 < scored[0][1] <= 1.0

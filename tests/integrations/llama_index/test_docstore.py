@@ -51,8 +51,10 @@ def test_it_answers_as_simple_document_store_does(vault: Vault) -> None:
 def test_an_index_records_its_documents_in_the_vault(db_path: Path) -> None:
     with Vault(db_path, embedder=False) as vault:
         store = PerseusVaultDocumentStore(vault, namespace="notes")
-        index = SummaryIndex.from_documents([Document(text="The vault keeps memories in SQLite.", id_="d1")],
-                                            storage_context=StorageContext.from_defaults(docstore=store))
+        index = SummaryIndex.from_documents(
+            [Document(text="The vault keeps memories in SQLite.", id_="d1")],
+            storage_context=StorageContext.from_defaults(docstore=store),
+        )
         assert index.docstore is store
     reopened = PerseusVaultDocumentStore.from_uri(str(db_path), namespace="notes")
     assert reopened.get_document_hash("d1") is not None and reopened.ref_doc_exists("d1")

@@ -9,7 +9,11 @@ from llama_index.core import Document, StorageContext, VectorStoreIndex
 
 from perseus_vault_core import Vault
 from perseus_vault_core.embeddings import BUNDLED_IDENTITY
-from perseus_vault_integrations.llama_index import LlamaIndexEmbedder, PerseusVaultEmbedding, PerseusVaultVectorStore
+from perseus_vault_integrations.llama_index import (
+    LlamaIndexEmbedder,
+    PerseusVaultEmbedding,
+    PerseusVaultVectorStore,
+)
 
 
 def test_a_vault_filled_through_llamaindex_has_the_bundled_models_identity(tmp_path: Path) -> None:
@@ -19,8 +23,10 @@ def test_a_vault_filled_through_llamaindex_has_the_bundled_models_identity(tmp_p
     with Vault(path, embedder=embedder) as vault:
         store = PerseusVaultVectorStore(vault)
         index = VectorStoreIndex.from_documents(
-            [Document(text="We chose SQLite in WAL mode for the vault.", id_="db")], embed_model=PerseusVaultEmbedding(vault),
-            storage_context=StorageContext.from_defaults(vector_store=store))
+            [Document(text="We chose SQLite in WAL mode for the vault.", id_="db")],
+            embed_model=PerseusVaultEmbedding(vault),
+            storage_context=StorageContext.from_defaults(vector_store=store),
+        )
         assert index.as_retriever(similarity_top_k=1).retrieve("which database")
     with Vault(path) as vault:  # the same model, opened as the CLI and MCP open it
         assert vault.stats().embedding_model == BUNDLED_IDENTITY

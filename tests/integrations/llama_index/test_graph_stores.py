@@ -127,7 +127,9 @@ def test_nodes_and_relations_survive_reopening_losslessly(db_path: Path, clock: 
     e1 = EntityNode(name='Ada "the first" Lovelace', label="PERSON", properties=props)
     e2 = EntityNode(name="Analytical Engine", label="MACHINE")
     chunk = ChunkNode(text="Ada wrote the first program.", id_="chunk-1", properties={"page": 3})
-    rel = Relation(label="WROTE_FOR", source_id=e1.id, target_id=e2.id, properties={"year": 1843, "notes": ["G"]})
+    rel = Relation(
+        label="WROTE_FOR", source_id=e1.id, target_id=e2.id, properties={"year": 1843, "notes": ["G"]}
+    )
     with Vault(db_path, clock=clock, embedder=False) as vault:
         PerseusVaultPropertyGraphStore(vault).upsert_nodes([e1, e2, chunk])
         PerseusVaultPropertyGraphStore(vault).upsert_relations([rel])
@@ -139,11 +141,15 @@ def test_nodes_and_relations_survive_reopening_losslessly(db_path: Path, clock: 
         # the vault's own view: entities and a typed link
         node = vault.recall("Lovelace", category="llamaindex:node").items[0]
         assert node.type == "kg_entity" and node.content == e1.name
-        walk = vault.traverse(node.id, depth=1, inferred=False)  # the links written (not those the vault inferred)
+        walk = vault.traverse(
+            node.id, depth=1, inferred=False
+        )  # the links written (not those the vault inferred)
         assert [(e.relation, e.from_id) for e in walk.edges] == [("WROTE_FOR", node.id)]
 
 
-def test_upsert_replaces_a_node_and_keeps_its_history(g: PerseusVaultPropertyGraphStore, vault: Vault) -> None:
+def test_upsert_replaces_a_node_and_keeps_its_history(
+    g: PerseusVaultPropertyGraphStore, vault: Vault
+) -> None:
     g.upsert_nodes([EntityNode(name="x", properties={"v": 1})])
     g.upsert_nodes([EntityNode(name="x", properties={"v": 2})])
     assert g.get(ids=["x"]) == [EntityNode(name="x", properties={"v": 2})]
@@ -245,8 +251,9 @@ def test_get_rel_map_refuses_bad_depth(g: PerseusVaultPropertyGraphStore) -> Non
 # --- delete -----------------------------------------------------------------------------------------
 
 
-def test_delete_by_entity_name_archives_the_node_and_its_relations(g: PerseusVaultPropertyGraphStore,
-                                                                    vault: Vault) -> None:
+def test_delete_by_entity_name_archives_the_node_and_its_relations(
+    g: PerseusVaultPropertyGraphStore, vault: Vault
+) -> None:
     chain(g)
     g.delete(entity_names=["b"])
     assert [n.id for n in g.get()] == ["a", "c", "d", "e", "f"]
@@ -303,10 +310,16 @@ def test_as_of_shows_the_graph_as_it_was_and_is_read_only(vault: Vault, clock: C
         then.upsert_nodes([EntityNode(name="z")])
 
 
-def test_bad_input_names_the_problem_and_writes_nothing(g: PerseusVaultPropertyGraphStore, vault: Vault) -> None:
+def test_bad_input_names_the_problem_and_writes_nothing(
+    g: PerseusVaultPropertyGraphStore, vault: Vault
+) -> None:
     with pytest.raises(InvalidInput, match="relations.1.label"):
-        g.upsert_relations([Relation(label="ok", source_id="a", target_id="b"),
-                            Relation(label="", source_id="a", target_id="b")])
+        g.upsert_relations(
+            [
+                Relation(label="ok", source_id="a", target_id="b"),
+                Relation(label="", source_id="a", target_id="b"),
+            ]
+        )
     with pytest.raises(InvalidInput, match="nodes.1"):
         g.upsert_nodes([EntityNode(name="a"), "not a node"])  # type: ignore[list-item]
     with pytest.raises(InvalidInput, match="body"):
@@ -333,8 +346,14 @@ def test_vector_query_finds_the_nearest_entity_nodes(dense_vault: Vault, fake_em
     g = PerseusVaultPropertyGraphStore(dense_vault)
     assert g.supports_vector_queries is True
     assert g.vector_query(VectorStoreQuery(query_embedding=[1.0] * 64)) == ([], [])  # empty graph
-    g.upsert_nodes([EntityNode(name="solar panels"), EntityNode(name="wind turbines"),
-                    EntityNode(name="coffee beans"), ChunkNode(text="solar panels on the roof", id_="c1")])
+    g.upsert_nodes(
+        [
+            EntityNode(name="solar panels"),
+            EntityNode(name="wind turbines"),
+            EntityNode(name="coffee beans"),
+            ChunkNode(text="solar panels on the roof", id_="c1"),
+        ]
+    )
     embed = PerseusVaultEmbedding(embedder=fake_embedder)
     query = VectorStoreQuery(query_embedding=embed.get_query_embedding("solar panels"), similarity_top_k=2)
     nodes, scores = g.vector_query(query)
@@ -361,16 +380,30 @@ def test_vector_query_filters_inside_the_search(dense_vault: Vault, fake_embedde
     from llama_index.core.vector_stores.types import FilterOperator
 
     g = PerseusVaultPropertyGraphStore(dense_vault)
-    g.upsert_nodes([EntityNode(name=f"solar panel model {i}", properties={"year": 2000 + i, "kind": "pv"})
-                    for i in range(12)] + [EntityNode(name="solar farm", properties={"kind": "site"})])
+    g.upsert_nodes(
+        [
+            EntityNode(name=f"solar panel model {i}", properties={"year": 2000 + i, "kind": "pv"})
+            for i in range(12)
+        ]
+        + [EntityNode(name="solar farm", properties={"kind": "site"})]
+    )
     query = PerseusVaultEmbedding(embedder=fake_embedder).get_query_embedding("solar panel")
     recent = MetadataFilters(filters=[MetadataFilter(key="year", value=2009, operator=FilterOperator.GTE)])
     nodes, _ = g.vector_query(VectorStoreQuery(query_embedding=query, similarity_top_k=5, filters=recent))
-    assert len(nodes) == 3 and {n.properties["year"] for n in nodes} == {2009, 2010, 2011}  # all three, of five asked
+    assert len(nodes) == 3 and {n.properties["year"] for n in nodes} == {
+        2009,
+        2010,
+        2011,
+    }  # all three, of five asked
     sites = MetadataFilters(filters=[MetadataFilter(key="kind", value="site")])
-    assert [n.id for n in g.vector_query(VectorStoreQuery(query_embedding=query, filters=sites))[0]] == ["solar farm"]
-    chosen = g.vector_query(VectorStoreQuery(query_embedding=query, similarity_top_k=5,
-                                             node_ids=["solar farm", "solar panel model 3"]))[0]
+    assert [n.id for n in g.vector_query(VectorStoreQuery(query_embedding=query, filters=sites))[0]] == [
+        "solar farm"
+    ]
+    chosen = g.vector_query(
+        VectorStoreQuery(
+            query_embedding=query, similarity_top_k=5, node_ids=["solar farm", "solar panel model 3"]
+        )
+    )[0]
     assert {n.id for n in chosen} == {"solar farm", "solar panel model 3"}
 
 
@@ -400,8 +433,9 @@ def test_property_graph_index_builds_and_retrieves(dense_vault: Vault, fake_embe
     g = PerseusVaultPropertyGraphStore(dense_vault)
     # MockLLM echoes its prompt, so the default extractor finds the prompt's own example triplets.
     embed = PerseusVaultEmbedding(embedder=fake_embedder)
-    index = PropertyGraphIndex.from_documents(DOCS, property_graph_store=g, llm=MockLLM(), embed_model=embed,
-                                              use_async=False)
+    index = PropertyGraphIndex.from_documents(
+        DOCS, property_graph_store=g, llm=MockLLM(), embed_model=embed, use_async=False
+    )
     names = {n.id for n in g.get()}
     assert {"Alice", "Philz", "Berkeley"} <= names
     chunk = [n for n in g.get() if isinstance(n, ChunkNode)]
@@ -412,8 +446,9 @@ def test_property_graph_index_builds_and_retrieves(dense_vault: Vault, fake_embe
     found = vector.retrieve("Philz coffee shop")
     assert any("Philz" in n.text for n in found)
     # the synonym retriever, through get and get_rel_map (MockLLM's echo carries the query words)
-    synonym = LLMSynonymRetriever(g, llm=MockLLM(), include_text=False,
-                                  output_parsing_fn=lambda text: ["Philz"])
+    synonym = LLMSynonymRetriever(
+        g, llm=MockLLM(), include_text=False, output_parsing_fn=lambda text: ["Philz"]
+    )
     assert any("Philz -> " in n.text for n in synonym.retrieve("Philz"))
     # the index's own retriever, with the source text from the chunk nodes
     nodes = index.as_retriever(include_text=True).retrieve("Philz")
@@ -443,14 +478,21 @@ def test_vault_embedding_defaults_to_the_bundled_model() -> None:
 # --- PerseusVaultGraphStore: the older triplet store, in the vault's key-value collections ------------
 
 
-def test_the_triplet_store_answers_as_simple_graph_store_does_and_survives(db_path: Path, tmp_path: Path) -> None:
+def test_the_triplet_store_answers_as_simple_graph_store_does_and_survives(
+    db_path: Path, tmp_path: Path
+) -> None:
     from llama_index.core.graph_stores import SimpleGraphStore
 
     from perseus_vault_integrations.llama_index import PerseusVaultGraphStore
 
     def script(store: Any) -> list[Any]:
-        for s, r, o in [("ada", "likes", "tea"), ("ada", "works_on", "billing"), ("bob", "likes", "tea"),
-                        ("ada", "likes", "tea"), ("tea", "is", "drink")]:
+        for s, r, o in [
+            ("ada", "likes", "tea"),
+            ("ada", "works_on", "billing"),
+            ("bob", "likes", "tea"),
+            ("ada", "likes", "tea"),
+            ("tea", "is", "drink"),
+        ]:
             store.upsert_triplet(s, r, o)
         return [store.get("ada"), store.get("bob"), store.get_rel_map(["ada"], depth=2), store.get_rel_map()]
 

@@ -19,7 +19,10 @@ def script(store: Any) -> list[Any]:
     second.add_node(Document(text="x", id_="n3"), text_id="n3")
     store.add_index_struct(first)
     store.add_index_struct(second)
-    out: list[Any] = [sorted(s.index_id for s in store.index_structs()), store.get_index_struct("list").to_dict()]
+    out: list[Any] = [
+        sorted(s.index_id for s in store.index_structs()),
+        store.get_index_struct("list").to_dict(),
+    ]
     store.delete_index_struct("list")
     out += [store.get_index_struct("dict").to_dict(), store.get_index_struct()]
     return out
@@ -31,13 +34,18 @@ def test_it_answers_as_simple_index_store_does(vault: Vault) -> None:
 
 def test_load_index_from_storage_finds_the_index_in_the_reopened_vault(db_path: Path) -> None:
     with Vault(db_path, embedder=False) as vault:
-        context = StorageContext.from_defaults(docstore=PerseusVaultDocumentStore(vault),
-                                               index_store=PerseusVaultIndexStore(vault))
-        built = SummaryIndex.from_documents([Document(text="Deploys go out on Tuesdays.", id_="d1")],
-                                            storage_context=context)
+        context = StorageContext.from_defaults(
+            docstore=PerseusVaultDocumentStore(vault), index_store=PerseusVaultIndexStore(vault)
+        )
+        built = SummaryIndex.from_documents(
+            [Document(text="Deploys go out on Tuesdays.", id_="d1")], storage_context=context
+        )
     with Vault(db_path, embedder=False) as vault:
-        context = StorageContext.from_defaults(docstore=PerseusVaultDocumentStore(vault),
-                                               index_store=PerseusVaultIndexStore(vault))
+        context = StorageContext.from_defaults(
+            docstore=PerseusVaultDocumentStore(vault), index_store=PerseusVaultIndexStore(vault)
+        )
         loaded = load_index_from_storage(context)
         assert loaded.index_id == built.index_id
-        assert [n.node.get_content() for n in loaded.as_retriever().retrieve("when")] == ["Deploys go out on Tuesdays."]
+        assert [n.node.get_content() for n in loaded.as_retriever().retrieve("when")] == [
+            "Deploys go out on Tuesdays."
+        ]

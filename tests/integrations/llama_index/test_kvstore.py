@@ -65,8 +65,12 @@ def test_values_outlive_the_process_and_stay_out_of_recall(tmp_path: Path) -> No
     store.put_all([(f"k{i}", {"i": i, "text": "sqlite"}) for i in range(50)], collection="docs", batch_size=7)
     store.close()
     again = PerseusVaultKVStore.from_uri(str(tmp_path / "kv.db"))
-    assert again.get("k7", collection="docs") == {"i": 7, "text": "sqlite"} and len(again.get_all("docs")) == 50
-    assert again.vault.stats().entities == 0 and again.vault.recall("sqlite").items == []  # bookkeeping, not memory
+    assert (
+        again.get("k7", collection="docs") == {"i": 7, "text": "sqlite"} and len(again.get_all("docs")) == 50
+    )
+    assert (
+        again.vault.stats().entities == 0 and again.vault.recall("sqlite").items == []
+    )  # bookkeeping, not memory
     again.close()
 
 
@@ -88,5 +92,9 @@ def test_a_bad_batch_is_refused_whole(vault: Vault) -> None:
 def test_on_postgres(pg_url: str) -> None:
     store = PerseusVaultKVStore.from_uri(pg_url)
     store.put_all([("a", {"n": 1}), ("b", {"n": 2})], collection="c")
-    assert store.get_all("c") == {"a": {"n": 1}, "b": {"n": 2}} and store.delete("a", "c") and not store.delete("a", "c")
+    assert (
+        store.get_all("c") == {"a": {"n": 1}, "b": {"n": 2}}
+        and store.delete("a", "c")
+        and not store.delete("a", "c")
+    )
     store.close()

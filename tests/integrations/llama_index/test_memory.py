@@ -27,12 +27,19 @@ def conversation() -> list[ChatMessage]:
 
 def small_memory(block: PerseusVaultMemoryBlock, session: str) -> Memory:
     # a short queue, so the first messages are flushed into the block
-    return Memory.from_defaults(session_id=session, token_limit=60, chat_history_token_ratio=0.5,
-                                token_flush_size=20, memory_blocks=[block])
+    return Memory.from_defaults(
+        session_id=session,
+        token_limit=60,
+        chat_history_token_ratio=0.5,
+        token_flush_size=20,
+        memory_blocks=[block],
+    )
 
 
 def test_memory_flushes_into_the_vault_and_injects_recalled_memories(vault: Vault) -> None:
-    block = PerseusVaultMemoryBlock(vault=vault, limit=2, recall_params={"min_score": None})  # a tiny store, see above
+    block = PerseusVaultMemoryBlock(
+        vault=vault, limit=2, recall_params={"min_score": None}
+    )  # a tiny store, see above
     memory = small_memory(block, "s1")
     memory.put_messages(conversation())
     written = vault.recall("", category="conversation").items
@@ -50,17 +57,25 @@ def test_memory_flushes_into_the_vault_and_injects_recalled_memories(vault: Vaul
 
 
 def test_block_get_and_put_directly(vault: Vault) -> None:
-    block = PerseusVaultMemoryBlock(vault=vault, agent_id="me", recall_params={"min_score": None})  # a tiny store
+    block = PerseusVaultMemoryBlock(
+        vault=vault, agent_id="me", recall_params={"min_score": None}
+    )  # a tiny store
     msgs = conversation()[:2]
     asyncio.run(block.aput(msgs, session_id="s1"))
     asyncio.run(block.aput(msgs, session_id="s1"))  # the same flush again writes nothing new
     assert len(vault.recall("", category="conversation", agent_id="me").items) == 1
     assert vault.recall("", category="conversation", agent_id="me").items[0].agent_id == "me"
-    text = asyncio.run(block.aget([ChatMessage(role="user", content="tell me about Juniper")], session_id="s2"))
+    text = asyncio.run(
+        block.aget([ChatMessage(role="user", content="tell me about Juniper")], session_id="s2")
+    )
     assert "Juniper" in text
-    only_mine = PerseusVaultMemoryBlock(vault=vault, agent_id="me", session_only=True, recall_params={"min_score": None})
+    only_mine = PerseusVaultMemoryBlock(
+        vault=vault, agent_id="me", session_only=True, recall_params={"min_score": None}
+    )
     assert asyncio.run(only_mine.aget([ChatMessage(role="user", content="Juniper")], session_id="s2")) == ""
-    assert "Juniper" in asyncio.run(only_mine.aget([ChatMessage(role="user", content="Juniper")], session_id="s1"))
+    assert "Juniper" in asyncio.run(
+        only_mine.aget([ChatMessage(role="user", content="Juniper")], session_id="s1")
+    )
     other_agent = PerseusVaultMemoryBlock(vault=vault, agent_id="them", recall_params={"min_score": None})
     assert asyncio.run(other_agent.aget([ChatMessage(role="user", content="Juniper")])) == ""
     assert asyncio.run(block.aget([])) == ""
@@ -72,7 +87,9 @@ def test_block_recalls_by_meaning_with_the_bundled_model(db_path: Path, real_emb
         block = PerseusVaultMemoryBlock(vault=vault, limit=1, mode="dense")
         asyncio.run(block.aput(conversation()[:2], session_id="s1"))
         asyncio.run(block.aput(conversation()[2:4], session_id="s1"))
-        text = asyncio.run(block.aget([ChatMessage(role="user", content="Does my pet like household appliances?")]))
+        text = asyncio.run(
+            block.aget([ChatMessage(role="user", content="Does my pet like household appliances?")])
+        )
         assert "Juniper" in text and "Lisbon" not in text
 
 

@@ -17,15 +17,28 @@ from perseus_vault_core import InvalidInput, Vault
 from perseus_vault_integrations.llama_index import PerseusVaultRetriever
 from tests.conftest import DAY_MS, Clock
 
+
 def seed(vault: Vault) -> dict[str, int]:
     ids = {}
-    ids["db"] = vault.remember(category="decision", key="db-engine", content="We chose SQLite in WAL mode for the vault.",
-                               topic_path="architecture/storage", summary="Database engine").id
-    ids["queue"] = vault.remember(category="decision", key="queue", content="We chose Redis streams for the job queue.",
-                                  topic_path="architecture/jobs").id
-    ids["note"] = vault.remember(category="note", key="lunch", content="SQLite stickers were handed out at lunch.").id
-    ids["other"] = vault.remember(category="decision", key="db-engine", content="Agent two chose Postgres.",
-                                  agent_id="two").id
+    ids["db"] = vault.remember(
+        category="decision",
+        key="db-engine",
+        content="We chose SQLite in WAL mode for the vault.",
+        topic_path="architecture/storage",
+        summary="Database engine",
+    ).id
+    ids["queue"] = vault.remember(
+        category="decision",
+        key="queue",
+        content="We chose Redis streams for the job queue.",
+        topic_path="architecture/jobs",
+    ).id
+    ids["note"] = vault.remember(
+        category="note", key="lunch", content="SQLite stickers were handed out at lunch."
+    ).id
+    ids["other"] = vault.remember(
+        category="decision", key="db-engine", content="Agent two chose Postgres.", agent_id="two"
+    ).id
     return ids
 
 
@@ -39,8 +52,12 @@ def test_retrieve_returns_entities_as_scored_text_nodes(vault: Vault) -> None:
     top = next(n for n in found if n.node.node_id == str(ids["db"]))
     assert top.node.get_content() == "We chose SQLite in WAL mode for the vault."
     meta = top.node.metadata
-    assert (meta["id"], meta["category"], meta["key"], meta["topic_path"]) == (ids["db"], "decision", "db-engine",
-                                                                              "architecture/storage")
+    assert (meta["id"], meta["category"], meta["key"], meta["topic_path"]) == (
+        ids["db"],
+        "decision",
+        "db-engine",
+        "architecture/storage",
+    )
     assert meta["summary"] == "Database engine" and meta["ranks"] == {"fts5": meta["ranks"]["fts5"]}
     assert top.score is not None and top.score == meta["score"] and top.score > 0
     # the LLM sees the text with a few telling fields, not the bookkeeping
@@ -54,8 +71,10 @@ def test_filters_apply(vault: Vault) -> None:
     def by(**filters: Any) -> list[int]:
         # A four-memory keyword-only store: "sqlite" is in half of it and carries no BM25 weight, so the
         # default relevance cut would leave its memories out; this test is about the filters.
-        return [int(n.node.node_id) for n in PerseusVaultRetriever(vault, min_score=None, **filters).retrieve(
-            "sqlite postgres")]
+        return [
+            int(n.node.node_id)
+            for n in PerseusVaultRetriever(vault, min_score=None, **filters).retrieve("sqlite postgres")
+        ]
 
     assert set(by(category="decision")) == {ids["db"], ids["other"]}
     assert by(category="decision", agent_id="two") == [ids["other"]]
@@ -101,7 +120,9 @@ def test_knobs_reach_recall(vault: Vault, clock: Clock) -> None:
     old = PerseusVaultRetriever(vault, as_of_unix_ms=then, category="decision").retrieve("sqlite")
     assert [n.node.get_content() for n in old] == ["We chose SQLite in WAL mode for the vault."]
     cut = PerseusVaultRetriever(vault, preview_cap=12).retrieve("stickers")[0].node.get_content()
-    assert cut.startswith("SQLite stick") and len(cut) < len("SQLite stickers were handed out at lunch.") + 200
+    assert (
+        cut.startswith("SQLite stick") and len(cut) < len("SQLite stickers were handed out at lunch.") + 200
+    )
     startup = PerseusVaultRetriever(vault, startup=True).retrieve("chose")
     assert all(0 <= n.node.metadata["actionability"] <= 1 for n in startup)
     before = vault.get_entity(ids["queue"]).retrieval_count
@@ -130,7 +151,9 @@ def test_bad_parameters_are_refused_when_made(vault: Vault) -> None:
 
 def test_in_a_query_engine(vault: Vault) -> None:
     seed(vault)
-    engine = RetrieverQueryEngine.from_args(PerseusVaultRetriever(vault, k=2, category="decision"), llm=MockLLM())
+    engine = RetrieverQueryEngine.from_args(
+        PerseusVaultRetriever(vault, k=2, category="decision"), llm=MockLLM()
+    )
     response = engine.query("Which database engine did we choose?")
     # MockLLM answers with its prompt: the memories reached the LLM's context
     assert "We chose SQLite in WAL mode for the vault." in str(response)
@@ -141,8 +164,9 @@ def test_in_a_query_engine(vault: Vault) -> None:
 
 def test_as_a_tool(vault: Vault) -> None:
     seed(vault)
-    tool = RetrieverTool.from_defaults(PerseusVaultRetriever(vault, k=1), name="memory",
-                                       description="Search long-term memory.")
+    tool = RetrieverTool.from_defaults(
+        PerseusVaultRetriever(vault, k=1), name="memory", description="Search long-term memory."
+    )
     output = tool.call("redis queue")
     assert "We chose Redis streams for the job queue." in output.content
     assert "We chose Redis streams" in asyncio.run(tool.acall("redis queue")).content
@@ -159,21 +183,39 @@ def test_dense_retrieval_with_the_bundled_model(db_path: Path, real_embedder: An
 
 
 def test_similarity_top_k_and_metadata_filters_as_llamaindex_retrievers_take_them(vault: Vault) -> None:
-    from llama_index.core.vector_stores.types import FilterCondition, FilterOperator, MetadataFilter, MetadataFilters
+    from llama_index.core.vector_stores.types import (
+        FilterCondition,
+        FilterOperator,
+        MetadataFilter,
+        MetadataFilters,
+    )
 
     for i, (project, prio) in enumerate([("apollo", 1), ("apollo", 3), ("gemini", 5), ("apollo", 4)]):
-        vault.remember(category="task", key=f"t{i}", content=f"Ship the release checklist item {i}.",
-                       body={"project": project, "prio": prio}, type="todo" if i % 2 else "note")
+        vault.remember(
+            category="task",
+            key=f"t{i}",
+            content=f"Ship the release checklist item {i}.",
+            body={"project": project, "prio": prio},
+            type="todo" if i % 2 else "note",
+        )
     retriever = PerseusVaultRetriever(vault, similarity_top_k=2, min_score=None)
     assert len(retriever.retrieve("release checklist")) == 2
-    filters = MetadataFilters(condition=FilterCondition.AND, filters=[
-        MetadataFilter(key="project", value="apollo"),  # a body field
-        MetadataFilters(condition=FilterCondition.OR, filters=[
-            MetadataFilter(key="prio", value=3, operator=FilterOperator.GT),
-            MetadataFilter(key="type", value="note"),  # a memory's own field
-        ]),
-    ])
-    found = PerseusVaultRetriever(vault, similarity_top_k=10, filters=filters, min_score=None).retrieve("release")
+    filters = MetadataFilters(
+        condition=FilterCondition.AND,
+        filters=[
+            MetadataFilter(key="project", value="apollo"),  # a body field
+            MetadataFilters(
+                condition=FilterCondition.OR,
+                filters=[
+                    MetadataFilter(key="prio", value=3, operator=FilterOperator.GT),
+                    MetadataFilter(key="type", value="note"),  # a memory's own field
+                ],
+            ),
+        ],
+    )
+    found = PerseusVaultRetriever(vault, similarity_top_k=10, filters=filters, min_score=None).retrieve(
+        "release"
+    )
     assert sorted(n.node.metadata["key"] for n in found) == ["t0", "t3"]
     with pytest.raises(InvalidInput, match="where: is what filters becomes"):
         PerseusVaultRetriever(vault, filters=filters, where={"project": "apollo"})

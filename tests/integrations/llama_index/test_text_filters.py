@@ -11,11 +11,19 @@ from llama_index.core import Document, StorageContext, VectorStoreIndex
 from llama_index.core.vector_stores import FilterOperator, MetadataFilter, MetadataFilters
 
 from perseus_vault_core import InvalidInput, Vault
-from perseus_vault_integrations.llama_index import PerseusVaultEmbedding, PerseusVaultRetriever, PerseusVaultVectorStore
+from perseus_vault_integrations.llama_index import (
+    PerseusVaultEmbedding,
+    PerseusVaultRetriever,
+    PerseusVaultVectorStore,
+)
 
 from ...conftest import FakeEmbedder
 
-TEXTS = {"a": "We chose SQLite in WAL mode.", "b": "Postgres serves the shared vault.", "c": "Tea at four, with sqlite jokes."}
+TEXTS = {
+    "a": "We chose SQLite in WAL mode.",
+    "b": "Postgres serves the shared vault.",
+    "c": "Tea at four, with sqlite jokes.",
+}
 
 
 @pytest.fixture
@@ -23,8 +31,10 @@ def index(tmp_path: Path) -> Iterator[tuple[VectorStoreIndex, PerseusVaultVector
     with Vault(tmp_path / "v.db", embedder=FakeEmbedder()) as vault:
         store = PerseusVaultVectorStore(vault)
         built = VectorStoreIndex.from_documents(
-            [Document(text=t, id_=k) for k, t in TEXTS.items()], embed_model=PerseusVaultEmbedding(vault),
-            storage_context=StorageContext.from_defaults(vector_store=store))
+            [Document(text=t, id_=k) for k, t in TEXTS.items()],
+            embed_model=PerseusVaultEmbedding(vault),
+            storage_context=StorageContext.from_defaults(vector_store=store),
+        )
         yield built, store
 
 
@@ -33,10 +43,15 @@ def _texts(index: VectorStoreIndex, **kwargs: object) -> list[str]:
     return sorted(n.node.get_content() for n in retriever.retrieve("which database"))
 
 
-def test_where_document_filters_the_query_by_text(index: tuple[VectorStoreIndex, PerseusVaultVectorStore]) -> None:
+def test_where_document_filters_the_query_by_text(
+    index: tuple[VectorStoreIndex, PerseusVaultVectorStore],
+) -> None:
     built, store = index
     assert _texts(built, vector_store_kwargs={"where_document": {"$contains": "SQLite"}}) == [TEXTS["a"]]
-    assert _texts(built, vector_store_kwargs={"where_document": {"$not_contains": "SQLite"}}) == [TEXTS["b"], TEXTS["c"]]
+    assert _texts(built, vector_store_kwargs={"where_document": {"$not_contains": "SQLite"}}) == [
+        TEXTS["b"],
+        TEXTS["c"],
+    ]
     with pytest.raises(InvalidInput, match="where_document.\\$regex"):
         _texts(built, vector_store_kwargs={"where_document": {"$regex": "SQL.*"}})
     with pytest.raises(InvalidInput, match="where_doc: is not an argument of query"):
@@ -49,9 +64,14 @@ def test_text_match_on_a_memorys_content(tmp_path: Path) -> None:
     with Vault(tmp_path / "r.db", embedder=False) as vault:
         for key, text in TEXTS.items():
             vault.remember("note", key, text)
-        for op, keys in ((FilterOperator.TEXT_MATCH, ["a"]), (FilterOperator.TEXT_MATCH_INSENSITIVE, ["a", "c"])):
+        for op, keys in (
+            (FilterOperator.TEXT_MATCH, ["a"]),
+            (FilterOperator.TEXT_MATCH_INSENSITIVE, ["a", "c"]),
+        ):
             filters = MetadataFilters(filters=[MetadataFilter(key="content", value="SQLite", operator=op)])
-            found = PerseusVaultRetriever(vault, filters=filters, min_score=None).retrieve("vault mode tea sqlite")
+            found = PerseusVaultRetriever(vault, filters=filters, min_score=None).retrieve(
+                "vault mode tea sqlite"
+            )
             assert sorted(n.node.metadata["key"] for n in found) == keys
 
 

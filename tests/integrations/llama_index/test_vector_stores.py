@@ -34,15 +34,27 @@ from perseus_vault_integrations.llama_index import (
 pytestmark = pytest.mark.both_backends
 
 DOCS = [
-    ("d1", "The vault keeps its memories in SQLite with WAL.", {"team": "core", "prio": 2, "tags": ["db", "storage"],
-                                                              "owner": "ada"}),
-    ("d2", "Deploys go out on Tuesdays after the release review.", {"team": "ops", "prio": 5, "tags": ["release"],
-                                                                    "owner": ""}),
+    (
+        "d1",
+        "The vault keeps its memories in SQLite with WAL.",
+        {"team": "core", "prio": 2, "tags": ["db", "storage"], "owner": "ada"},
+    ),
+    (
+        "d2",
+        "Deploys go out on Tuesdays after the release review.",
+        {"team": "ops", "prio": 5, "tags": ["release"], "owner": ""},
+    ),
     ("d3", "Backups of the SQLite file run nightly.", {"team": "ops", "prio": 1, "tags": ["db", "ops"]}),
-    ("d4", "The billing service retries failed payments twice.", {"team": "billing", "prio": 3, "tags": [],
-                                                                  "owner": "bob"}),
-    ("d5", "Postgres is the second backend, with pgvector.", {"team": "core", "prio": 4, "tags": ["db"],
-                                                              "owner": "ada"}),
+    (
+        "d4",
+        "The billing service retries failed payments twice.",
+        {"team": "billing", "prio": 3, "tags": [], "owner": "bob"},
+    ),
+    (
+        "d5",
+        "Postgres is the second backend, with pgvector.",
+        {"team": "core", "prio": 4, "tags": ["db"], "owner": "ada"},
+    ),
 ]
 
 
@@ -51,8 +63,11 @@ def documents() -> list[Document]:
 
 
 def build(vault: Vault, **kwargs: Any) -> VectorStoreIndex:
-    return VectorStoreIndex.from_documents(documents(), storage_context=vault_storage_context(vault, **kwargs),
-                                           embed_model=PerseusVaultEmbedding(vault))
+    return VectorStoreIndex.from_documents(
+        documents(),
+        storage_context=vault_storage_context(vault, **kwargs),
+        embed_model=PerseusVaultEmbedding(vault),
+    )
 
 
 def texts(found: Any) -> list[str]:
@@ -79,15 +94,22 @@ def test_documents_are_inserted_refreshed_and_deleted_by_ref_doc_id(dense_vault:
     index = build(dense_vault)
     store = index.vector_store
     index.delete_ref_doc("d3", delete_from_docstore=True)
-    assert "Backups of the SQLite file run nightly." not in texts(index.as_retriever(similarity_top_k=5).retrieve("x"))
+    assert "Backups of the SQLite file run nightly." not in texts(
+        index.as_retriever(similarity_top_k=5).retrieve("x")
+    )
     assert {n.ref_doc_id for n in store.get_nodes()} == {"d1", "d2", "d4", "d5"}  # type: ignore[attr-defined]
     index.insert(Document(text="Backups moved to hourly snapshots.", id_="d3", metadata={"team": "ops"}))
     assert texts(index.as_retriever(similarity_top_k=1).retrieve("hourly snapshots")) == [
-        "Backups moved to hourly snapshots."]
+        "Backups moved to hourly snapshots."
+    ]
     changed = Document(text="Deploys go out on Thursdays now.", id_="d2", metadata={"team": "ops"})
     assert index.refresh_ref_docs([changed, *documents()[3:]]) == [True, False, False]
-    assert "Deploys go out on Thursdays now." in texts(index.as_retriever(similarity_top_k=6).retrieve("deploys"))
-    assert dense_vault.recall("Tuesdays release review", category="llamaindex", mode="fts5").items == []  # purged
+    assert "Deploys go out on Thursdays now." in texts(
+        index.as_retriever(similarity_top_k=6).retrieve("deploys")
+    )
+    assert (
+        dense_vault.recall("Tuesdays release review", category="llamaindex", mode="fts5").items == []
+    )  # purged
 
 
 def test_nodes_are_read_deleted_and_cleared_by_id_and_filter(dense_vault: Vault) -> None:
@@ -107,27 +129,42 @@ def test_nodes_are_read_deleted_and_cleared_by_id_and_filter(dense_vault: Vault)
     assert store.get_nodes() == [] and dense_vault.stats().entities == 0
 
 
-def test_persist_writes_nothing_beside_the_vault_and_the_index_reloads_from_it(vault_path: str | Path,
-                                                                               fake_embedder: Any,
-                                                                               tmp_path: Path) -> None:
+def test_persist_writes_nothing_beside_the_vault_and_the_index_reloads_from_it(
+    vault_path: str | Path, fake_embedder: Any, tmp_path: Path
+) -> None:
     with Vault(vault_path, embedder=fake_embedder) as vault:
         index = build(vault)
         index.storage_context.persist(persist_dir=str(tmp_path / "storage"))
         assert not (tmp_path / "storage").exists() or list((tmp_path / "storage").iterdir()) == []
     with Vault(vault_path, embedder=fake_embedder) as vault:  # a new process: everything from the vault
-        loaded = load_index_from_storage(vault_storage_context(vault), embed_model=PerseusVaultEmbedding(vault))
+        loaded = load_index_from_storage(
+            vault_storage_context(vault), embed_model=PerseusVaultEmbedding(vault)
+        )
         assert loaded.index_id == index.index_id
         assert texts(loaded.as_retriever(similarity_top_k=1).retrieve("payments retried")) == [
-            "The billing service retries failed payments twice."]
+            "The billing service retries failed payments twice."
+        ]
         assert set(loaded.docstore.get_all_document_hashes().values()) == {"d1", "d2", "d3", "d4", "d5"}
 
 
 # --- MetadataFilters -------------------------------------------------------------------------------
 
 SCALAR = [("team", "ops"), ("team", "core"), ("prio", 3), ("prio", 1), ("owner", "ada")]
-FLAT = [MetadataFilter(key=k, value=v, operator=op) for (k, v), op in itertools.product(SCALAR, [
-    FilterOperator.EQ, FilterOperator.NE, FilterOperator.GT, FilterOperator.GTE, FilterOperator.LT, FilterOperator.LTE])
-    if not (isinstance(v, str) and op not in (FilterOperator.EQ, FilterOperator.NE))] + [
+FLAT = [
+    MetadataFilter(key=k, value=v, operator=op)
+    for (k, v), op in itertools.product(
+        SCALAR,
+        [
+            FilterOperator.EQ,
+            FilterOperator.NE,
+            FilterOperator.GT,
+            FilterOperator.GTE,
+            FilterOperator.LT,
+            FilterOperator.LTE,
+        ],
+    )
+    if not (isinstance(v, str) and op not in (FilterOperator.EQ, FilterOperator.NE))
+] + [
     MetadataFilter(key="team", value=["ops", "billing"], operator=FilterOperator.IN),
     MetadataFilter(key="team", value=["ops", "billing"], operator=FilterOperator.NIN),
     MetadataFilter(key="prio", value=[1, 4], operator=FilterOperator.IN),
@@ -148,8 +185,11 @@ FLAT = [MetadataFilter(key=k, value=v, operator=op) for (k, v), op in itertools.
 
 def simple_store(fake_embedder: Any) -> SimpleVectorStore:
     store = SimpleVectorStore()
-    VectorStoreIndex.from_documents(documents(), storage_context=StorageContext.from_defaults(vector_store=store),
-                                    embed_model=_embedding(fake_embedder))
+    VectorStoreIndex.from_documents(
+        documents(),
+        storage_context=StorageContext.from_defaults(vector_store=store),
+        embed_model=_embedding(fake_embedder),
+    )
     return store
 
 
@@ -159,8 +199,12 @@ def _embedding(embedder: Any) -> Any:
 
 def matched(store: Any, filters: MetadataFilters, embedder: Any) -> set[str]:
     """The documents whose nodes a query with ``filters`` returns (all of them pass: top 10 of 5)."""
-    query = VectorStoreQuery(query_embedding=_embedding(embedder).get_query_embedding("x"), similarity_top_k=10,
-                             filters=filters, query_str="x")
+    query = VectorStoreQuery(
+        query_embedding=_embedding(embedder).get_query_embedding("x"),
+        similarity_top_k=10,
+        filters=filters,
+        query_str="x",
+    )
     result = store.query(query)
     if result.nodes is not None:
         return {node.ref_doc_id for node in result.nodes}
@@ -168,8 +212,9 @@ def matched(store: Any, filters: MetadataFilters, embedder: Any) -> set[str]:
 
 
 @pytest.mark.parametrize("flat", FLAT, ids=lambda f: f"{f.key}-{f.operator.value}-{f.value}")
-def test_every_operator_selects_what_simple_vector_store_selects(dense_vault: Vault, fake_embedder: Any,
-                                                                 flat: MetadataFilter) -> None:
+def test_every_operator_selects_what_simple_vector_store_selects(
+    dense_vault: Vault, fake_embedder: Any, flat: MetadataFilter
+) -> None:
     store = build(dense_vault).vector_store
     filters = MetadataFilters(filters=[flat])
     expected = matched(simple_store(fake_embedder), filters, fake_embedder)
@@ -190,11 +235,26 @@ def test_conditions_combine_and_nest(dense_vault: Vault, fake_embedder: Any) -> 
         FilterCondition.NOT: everything - (flat(ops) | flat(high)),
     }
     for condition, expected in cases.items():
-        assert matched(store, MetadataFilters(filters=[ops, high], condition=condition), fake_embedder) == expected
-    nested = MetadataFilters(condition=FilterCondition.OR, filters=[
-        core, MetadataFilters(condition=FilterCondition.AND, filters=[ops, MetadataFilters(
-            condition=FilterCondition.NOT, filters=[MetadataFilter(key="tags", value="db",
-                                                                    operator=FilterOperator.CONTAINS)])])])
+        assert (
+            matched(store, MetadataFilters(filters=[ops, high], condition=condition), fake_embedder)
+            == expected
+        )
+    nested = MetadataFilters(
+        condition=FilterCondition.OR,
+        filters=[
+            core,
+            MetadataFilters(
+                condition=FilterCondition.AND,
+                filters=[
+                    ops,
+                    MetadataFilters(
+                        condition=FilterCondition.NOT,
+                        filters=[MetadataFilter(key="tags", value="db", operator=FilterOperator.CONTAINS)],
+                    ),
+                ],
+            ),
+        ],
+    )
     assert matched(store, nested, fake_embedder) == flat(core) | (flat(ops) - {"d3"}) == {"d1", "d2", "d5"}
 
 
@@ -209,11 +269,19 @@ def test_filters_apply_inside_the_query_not_after_the_page(dense_vault: Vault) -
 def test_filters_the_vault_cannot_apply_are_refused_by_name(dense_vault: Vault) -> None:
     store = build(dense_vault).vector_store
     for op in (FilterOperator.TEXT_MATCH, FilterOperator.TEXT_MATCH_INSENSITIVE):
-        with pytest.raises(InvalidInput, match=rf"filters.filters\[0\].value: must be a non-empty string for the operator '{op.value}'"):
-            store.get_nodes(filters=MetadataFilters(filters=[MetadataFilter(key="team", value="", operator=op)]))
+        with pytest.raises(
+            InvalidInput,
+            match=rf"filters.filters\[0\].value: must be a non-empty string for the operator '{op.value}'",
+        ):
+            store.get_nodes(
+                filters=MetadataFilters(filters=[MetadataFilter(key="team", value="", operator=op)])
+            )
     with pytest.raises(InvalidInput, match=r"filters.filters\[0\].value: must be a list"):
-        store.get_nodes(filters=MetadataFilters(filters=[MetadataFilter(key="team", value="ops",
-                                                                       operator=FilterOperator.IN)]))
+        store.get_nodes(
+            filters=MetadataFilters(
+                filters=[MetadataFilter(key="team", value="ops", operator=FilterOperator.IN)]
+            )
+        )
     with pytest.raises(InvalidInput, match="filters: must be LlamaIndex MetadataFilters"):
         store.get_nodes(filters={"team": "ops"})  # type: ignore[arg-type]
 
@@ -223,16 +291,24 @@ def test_filters_the_vault_cannot_apply_are_refused_by_name(dense_vault: Vault) 
 
 def test_text_search_and_hybrid_modes(dense_vault: Vault) -> None:
     index = build(dense_vault)
-    keyword = index.as_retriever(similarity_top_k=2, vector_store_query_mode="text_search").retrieve("pgvector")
+    keyword = index.as_retriever(similarity_top_k=2, vector_store_query_mode="text_search").retrieve(
+        "pgvector"
+    )
     assert texts(keyword) == ["Postgres is the second backend, with pgvector."]
-    hybrid = index.as_retriever(similarity_top_k=3, vector_store_query_mode="hybrid").retrieve("nightly SQLite backups")
+    hybrid = index.as_retriever(similarity_top_k=3, vector_store_query_mode="hybrid").retrieve(
+        "nightly SQLite backups"
+    )
     assert texts(hybrid)[0] == "Backups of the SQLite file run nightly." and len(hybrid) == 3
-    by_keyword = index.as_retriever(similarity_top_k=5, vector_store_query_mode="hybrid", alpha=0.0).retrieve("pgvector")
+    by_keyword = index.as_retriever(similarity_top_k=5, vector_store_query_mode="hybrid", alpha=0.0).retrieve(
+        "pgvector"
+    )
     assert texts(by_keyword)[0] == "Postgres is the second backend, with pgvector."
     assert by_keyword[0].score == pytest.approx(keyword[0].score)  # alpha 0: the keyword arm alone scores
 
 
-@pytest.mark.parametrize("mode", [m for m in VectorStoreQueryMode if m.value not in ("default", "text_search", "hybrid")])
+@pytest.mark.parametrize(
+    "mode", [m for m in VectorStoreQueryMode if m.value not in ("default", "text_search", "hybrid")]
+)
 def test_other_modes_are_refused(dense_vault: Vault, mode: VectorStoreQueryMode) -> None:
     store = build(dense_vault).vector_store
     with pytest.raises(NotSupported, match=f"query mode '{mode.value}' is not offered"):
@@ -250,21 +326,30 @@ def test_similarity_top_k_is_the_number_of_nodes(dense_vault: Vault) -> None:
 # --- the embedding model -----------------------------------------------------------------------------
 
 
-def test_an_embedding_model_other_than_the_vault_s_is_refused_when_the_index_is_built(dense_vault: Vault) -> None:
+def test_an_embedding_model_other_than_the_vault_s_is_refused_when_the_index_is_built(
+    dense_vault: Vault,
+) -> None:
     with pytest.raises(Conflict, match="embed_model is not this vault's model .*PerseusVaultEmbedding"):
-        VectorStoreIndex.from_documents(documents(), storage_context=vault_storage_context(dense_vault),
-                                        embed_model=MockEmbedding(embed_dim=64))
+        VectorStoreIndex.from_documents(
+            documents(),
+            storage_context=vault_storage_context(dense_vault),
+            embed_model=MockEmbedding(embed_dim=64),
+        )
     with pytest.raises(Conflict, match="makes 8-dimension vectors but this vault's model"):
-        VectorStoreIndex.from_documents(documents(), storage_context=vault_storage_context(dense_vault),
-                                        embed_model=MockEmbedding(embed_dim=8))
+        VectorStoreIndex.from_documents(
+            documents(),
+            storage_context=vault_storage_context(dense_vault),
+            embed_model=MockEmbedding(embed_dim=8),
+        )
     assert dense_vault.stats().entities == 0  # refused before anything was written
 
 
 def test_a_vault_opened_with_the_index_s_model_takes_it(tmp_path: Path) -> None:
     model = MockEmbedding(embed_dim=16)
     with Vault(tmp_path / "mock.db", embedder=LlamaIndexEmbedder(model)) as vault:
-        index = VectorStoreIndex.from_documents(documents(), storage_context=vault_storage_context(vault),
-                                                embed_model=model)
+        index = VectorStoreIndex.from_documents(
+            documents(), storage_context=vault_storage_context(vault), embed_model=model
+        )
         assert len(index.as_retriever(similarity_top_k=2).retrieve("x")) == 2
 
 

@@ -36,5 +36,9 @@ except KeyboardInterrupt:
 
 @pytest.mark.parametrize("how, expected", [("kept", "interrupted True"), ("plain", "returned")])
 def test_ctrl_c_raises_keyboard_interrupt_even_when_the_loop_ends_cleanly(how: str, expected: str) -> None:
-    done = subprocess.run([sys.executable, "-c", SCRIPT, how], capture_output=True, text=True, timeout=60, cwd=ROOT)
-    assert done.stdout.strip() == expected, done.stderr  # plain: asyncio alone swallows it (why interruptible exists)
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT, how], capture_output=True, text=True, timeout=60, cwd=ROOT
+    )
+    assert done.stdout.strip() == expected, (
+        done.stderr
+    )  # plain: asyncio alone swallows it (why interruptible exists)

@@ -72,12 +72,29 @@ class _Pipe:
 
     def __init__(self, db: Path, limit: int) -> None:
         env = dict(os.environ, PERSEUS_VAULT_EMBEDDER="none", PERSEUS_VAULT_MAX_MESSAGE_BYTES=str(limit))
-        self.proc = subprocess.Popen([sys.executable, "-m", "perseus_vault_core.cli", "serve", "--db", str(db)],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "perseus_vault_core.cli", "serve", "--db", str(db)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
         self.lines: queue.Queue[bytes] = queue.Queue()
-        threading.Thread(target=lambda: [self.lines.put(line) for line in self.proc.stdout or ()], daemon=True).start()
-        self.send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}})
+        threading.Thread(
+            target=lambda: [self.lines.put(line) for line in self.proc.stdout or ()], daemon=True
+        ).start()
+        self.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "raw", "version": "0"},
+                },
+            }
+        )
         assert "result" in self.answer()
         self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
@@ -90,11 +107,19 @@ class _Pipe:
         try:
             return dict(json.loads(self.lines.get(timeout=timeout)))
         except queue.Empty:
-            raise AssertionError(f"no answer; the server {'runs' if self.proc.poll() is None else 'exited'}") from None
+            raise AssertionError(
+                f"no answer; the server {'runs' if self.proc.poll() is None else 'exited'}"
+            ) from None
 
     def call(self, request_id: int, name: str, **arguments: Any) -> dict[str, Any]:
-        self.send({"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
-                   "params": {"name": name, "arguments": arguments}})
+        self.send(
+            {
+                "jsonrpc": "2.0",
+                "id": request_id,
+                "method": "tools/call",
+                "params": {"name": name, "arguments": arguments},
+            }
+        )
         return self.answer()
 
     def close(self) -> str:
@@ -108,18 +133,34 @@ def test_an_over_limit_message_is_answered_and_the_server_serves_on(tmp_path: Pa
     limit = 4096
     pipe = _Pipe(tmp_path / "limit.db", limit)
     # Far over the limit (the server holds at most about twice the limit of it while discarding).
-    huge = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
-        "name": "perseus_vault_remember", "arguments": {"category": "n", "key": "huge", "content": "x" * 50_000}}}
+    huge = {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "method": "tools/call",
+        "params": {
+            "name": "perseus_vault_remember",
+            "arguments": {"category": "n", "key": "huge", "content": "x" * 50_000},
+        },
+    }
     pipe.send(huge)
     refused = pipe.answer()
     assert refused["id"] == 7 and refused["error"]["code"] == -32600
     assert f"{limit}-byte limit" in refused["error"]["message"]
     # Where the id does not lead the line, the answer has none (JSON-RPC's null id).
-    pipe.send(b'{"params": {"pad": "' + b"y" * limit + b'"}, "jsonrpc": "2.0", "id": 8, "method": "tools/list"}\n')
+    pipe.send(
+        b'{"params": {"pad": "' + b"y" * limit + b'"}, "jsonrpc": "2.0", "id": 8, "method": "tools/list"}\n'
+    )
     assert pipe.answer() == {"jsonrpc": "2.0", "id": None, "error": refused["error"]}
     # A message of exactly the limit is read.
-    exact = {"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {
-        "name": "perseus_vault_remember", "arguments": {"category": "n", "key": "exact", "content": ""}}}
+    exact = {
+        "jsonrpc": "2.0",
+        "id": 9,
+        "method": "tools/call",
+        "params": {
+            "name": "perseus_vault_remember",
+            "arguments": {"category": "n", "key": "exact", "content": ""},
+        },
+    }
     exact["params"]["arguments"]["content"] = "z" * (limit - len(json.dumps(exact)))  # type: ignore[index]
     assert len(json.dumps(exact)) == limit
     pipe.send(exact)
@@ -143,10 +184,22 @@ def test_malformed_lines_get_json_rpc_errors_and_the_server_serves_on(tmp_path: 
         (b"[1, 2]", None, -32600),
         (b"null", None, -32600),
         # a few kilobytes of brackets: deeper than any parser here reads, refused rather than a crash
-        (b'{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": ' + b"[" * 5000 + b"]" * 5000 + b"}",
-         7, -32700),
-        (b'{"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": ' + b"[" * 300 + b"]" * 300 + b"}",
-         8, -32600),
+        (
+            b'{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": '
+            + b"[" * 5000
+            + b"]" * 5000
+            + b"}",
+            7,
+            -32700,
+        ),
+        (
+            b'{"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": '
+            + b"[" * 300
+            + b"]" * 300
+            + b"}",
+            8,
+            -32600,
+        ),
     ]
     for line, request_id, code in cases:
         pipe.send(b"\n" + line + b"\n")  # a blank line is no message, and is not answered

@@ -17,15 +17,27 @@ from perseus_vault_core.features.graphrag.communities import Communities, commun
 from ....conftest import DAY_MS, Clock
 
 THEMES = {
-    "storage": ["SQLite in WAL mode keeps writes durable", "We chose SQLite for the storage engine",
-                "Nightly backups copy the SQLite file", "The storage layer indexes text with FTS5",
-                "Vacuum runs after large purges of storage"],
-    "billing": ["Stripe sends the invoices every month", "Billing retries failed card payments three times",
-                "Refunds need approval from finance", "The billing service owns invoice numbering",
-                "Tax rates for invoices come from the billing config"],
-    "oncall": ["The pager rotation changes every Monday", "Escalate sev1 incidents to the on-call lead",
-               "Runbooks for incidents live in the ops wiki", "Incident reviews happen within two days",
-               "The on-call lead owns the incident timeline"],
+    "storage": [
+        "SQLite in WAL mode keeps writes durable",
+        "We chose SQLite for the storage engine",
+        "Nightly backups copy the SQLite file",
+        "The storage layer indexes text with FTS5",
+        "Vacuum runs after large purges of storage",
+    ],
+    "billing": [
+        "Stripe sends the invoices every month",
+        "Billing retries failed card payments three times",
+        "Refunds need approval from finance",
+        "The billing service owns invoice numbering",
+        "Tax rates for invoices come from the billing config",
+    ],
+    "oncall": [
+        "The pager rotation changes every Monday",
+        "Escalate sev1 incidents to the on-call lead",
+        "Runbooks for incidents live in the ops wiki",
+        "Incident reviews happen within two days",
+        "The on-call lead owns the incident timeline",
+    ],
 }
 
 
@@ -74,7 +86,9 @@ def test_same_graph_written_in_another_order_gives_the_same_communities(tmp_path
             ids = build(v, sequence)
             # ids differ between the files; compare communities by their members' keys
             key_of = {e: f"{t}-{i}" for t, es in ids.items() for i, e in enumerate(es)}
-            seen.append(sorted(tuple(sorted(key_of[m] for m in c.members)) for c in v.communities().communities))
+            seen.append(
+                sorted(tuple(sorted(key_of[m] for m in c.members)) for c in v.communities().communities)
+            )
     assert seen[0] == seen[1]
 
 
@@ -88,7 +102,9 @@ def test_ids_are_identical_in_another_process(vault: Vault) -> None:
         "    out = v.communities(method='modularity').model_dump() | {'x': v.communities().model_dump()}\n"
         "print(json.dumps(out))\n"
     )
-    done = subprocess.run([sys.executable, "-c", script, vault.path], capture_output=True, text=True, check=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", script, vault.path], capture_output=True, text=True, check=True, timeout=120
+    )
     assert json.loads(done.stdout) == json.loads(json.dumps(here))
 
 
@@ -115,8 +131,8 @@ def test_a_membership_change_changes_exactly_the_affected_ids(vault: Vault) -> N
 
 
 def test_only_the_changed_component_is_clustered_again(db_path: Path, clock: Clock) -> None:
-    from perseus_vault_core.primitives.filters import view
     from perseus_vault_core.contract.params import Filters
+    from perseus_vault_core.primitives.filters import view
 
     with Vault(db_path, clock=clock, embedder=False) as v:
         ids = build(v)
@@ -175,8 +191,14 @@ def test_expiry_changes_the_partition_without_any_write(vault: Vault, clock: Clo
 
 def test_parameters_are_checked(vault: Vault) -> None:
     build(vault)
-    for bad, field in (({"method": "random"}, "method"), ({"min_size": 0}, "min_size"), ({"limit": 0}, "limit"),
-                       ({"min_decay": 0.5}, "min_decay"), ({"central": "3"}, "central"), ({"bogus": 1}, "bogus")):
+    for bad, field in (
+        ({"method": "random"}, "method"),
+        ({"min_size": 0}, "min_size"),
+        ({"limit": 0}, "limit"),
+        ({"min_decay": 0.5}, "min_decay"),
+        ({"central": "3"}, "central"),
+        ({"bogus": 1}, "bogus"),
+    ):
         with pytest.raises(InvalidInput) as err:
             vault.communities(**bad)
         assert err.value.field == field
@@ -231,7 +253,10 @@ def test_containing_keeps_the_communities_of_those_memories(vault: Vault) -> Non
     mine = vault.communities(containing=[ids["billing"][2]])
     assert [c.members for c in mine.communities] == [sorted(ids["billing"])] and mine.total == 1
     two = vault.communities(containing=[ids["storage"][0], ids["oncall"][3], 10**9])
-    assert {tuple(c.members) for c in two.communities} == {tuple(sorted(ids["storage"])), tuple(sorted(ids["oncall"]))}
+    assert {tuple(c.members) for c in two.communities} == {
+        tuple(sorted(ids["storage"])),
+        tuple(sorted(ids["oncall"])),
+    }
     lonely = vault.remember("n", "alone", "no links").id
     assert vault.communities(containing=[lonely]).communities == []
     with pytest.raises(InvalidInput) as err:
@@ -239,11 +264,15 @@ def test_containing_keeps_the_communities_of_those_memories(vault: Vault) -> Non
     assert err.value.field == "containing.0"
 
 
-def test_the_relations_the_vault_inferred_make_communities_of_memories_nobody_linked(vault: Vault, clock: Clock
-                                                                                    ) -> None:
+def test_the_relations_the_vault_inferred_make_communities_of_memories_nobody_linked(
+    vault: Vault, clock: Clock
+) -> None:
     """Memories alike are linked by the vault when written (source 'inferred'); those links place the memories
     nobody linked, at half their score (docs/graphrag.md)."""
-    ids = [vault.remember("fact", f"region-{i}", f"Production runs in eu-west-{i} on EKS.").id for i in range(1, 4)]
+    ids = [
+        vault.remember("fact", f"region-{i}", f"Production runs in eu-west-{i} on EKS.").id
+        for i in range(1, 4)
+    ]
     inferred = vault.traverse(ids[-1], 1).edges
     assert inferred and {e.source for e in inferred} == {"inferred"}
     [found] = vault.communities().communities
@@ -255,16 +284,22 @@ def test_written_links_decide_the_communities_of_the_memories_they_join(vault: V
     the communities they make; the memories nobody linked cluster among themselves."""
     a = vault.remember("fact", "db-billing", "The billing service stores invoices in PostgreSQL 16.").id
     b = vault.remember("fact", "billing-owner", "Alice Moreau owns the billing service rollout.").id
-    c = vault.remember("fact", "db-search", "The billing service stores its search index in PostgreSQL 16 too.").id
+    c = vault.remember(
+        "fact", "db-search", "The billing service stores its search index in PostgreSQL 16 too."
+    ).id
     d = vault.remember("fact", "search-owner", "Bruno Keller owns the search cluster upgrade.").id
     pairs = {frozenset((e.from_id, e.to_id)) for e in vault.traverse(c, 1).edges if e.source == "inferred"}
     assert frozenset((a, c)) in pairs  # the vault judged c alike a
     vault.link(a, b, "owned_by")
     vault.link(c, d, "owned_by")
     assert sorted(g.members for g in vault.communities().communities) == [[a, b], [c, d]]
-    e = vault.remember("note", "invoice-retention", "Invoices in the billing PostgreSQL 16 database are kept "
-                       "for ten years.").id
-    f = vault.remember("note", "invoice-retention-eu", "Invoices in the billing PostgreSQL 16 database of EU "
-                       "customers are kept for ten years.").id
+    e = vault.remember(
+        "note", "invoice-retention", "Invoices in the billing PostgreSQL 16 database are kept for ten years."
+    ).id
+    f = vault.remember(
+        "note",
+        "invoice-retention-eu",
+        "Invoices in the billing PostgreSQL 16 database of EU customers are kept for ten years.",
+    ).id
     assert any({x.from_id, x.to_id} == {e, f} for x in vault.traverse(f, 1).edges if x.source == "inferred")
     assert sorted(g.members for g in vault.communities().communities) == [[a, b], [c, d], [e, f]]

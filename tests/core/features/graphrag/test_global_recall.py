@@ -24,7 +24,10 @@ def test_a_cluster_level_question_opens_the_right_cluster(vault: Vault) -> None:
     assert chosen_members(result) == [sorted(ids["oncall"])]
     top = result.communities[0]
     listed = {c.id: c.summary_id for c in vault.communities().communities}
-    assert top.summary_id == listed[top.community.id] and vault.get_entity(top.summary_id).type == "community_summary"
+    assert (
+        top.summary_id == listed[top.community.id]
+        and vault.get_entity(top.summary_id).type == "community_summary"
+    )
     assert top.title.startswith("Community: ")
     assert [e.via for e in top.evidence][:1] == ["recall"]
     assert {e.id for e in top.evidence} <= set(ids["oncall"])
@@ -33,7 +36,9 @@ def test_a_cluster_level_question_opens_the_right_cluster(vault: Vault) -> None:
     evidence = [line for line in result.context.splitlines() if line.startswith("- [")]
     assert evidence and len(evidence) == len(top.evidence)
     for line, e in zip(evidence, top.evidence):  # each dated, as recall's lines are
-        assert line.endswith(f"(#{e.id}, {dt.datetime.fromtimestamp(e.updated_at_ms / 1000, dt.timezone.utc):%Y-%m-%d})")
+        assert line.endswith(
+            f"(#{e.id}, {dt.datetime.fromtimestamp(e.updated_at_ms / 1000, dt.UTC):%Y-%m-%d})"
+        )
     billing = vault.global_recall("invoices, refunds and card payments", communities=1)
     assert chosen_members(billing) == [sorted(ids["billing"])]
 
@@ -57,8 +62,10 @@ def test_the_answer_two_links_from_the_best_keyword_hit_is_reached(vault: Vault)
     lead = vault.remember("people", "dana", "Dana leads the platform group and has the final say.").id
     vault.link(plan, rfc, relation="cites")
     vault.link(rfc, lead, relation="authored_by")
-    other = [vault.remember("misc", f"m{i}", text).id for i, text in
-             enumerate(["Lunch orders go out at noon.", "The office plants need water on Fridays."])]
+    other = [
+        vault.remember("misc", f"m{i}", text).id
+        for i, text in enumerate(["Lunch orders go out at noon.", "The office plants need water on Fridays."])
+    ]
     vault.link(other[0], other[1])
     question = "who signs off the payments migration?"
     plain = vault.recall(question, limit=10)
@@ -114,11 +121,17 @@ def test_evidence_is_reinforced_unless_asked_not_to(vault: Vault) -> None:
     assert counted and all(vault.get_entity(e).retrieval_count == 1 for e in counted)
 
 
-@pytest.mark.parametrize(("bad", "field"), [
-    ({"query": ""}, "query"), ({"query": "x", "communities": 0}, "communities"),
-    ({"query": "x", "max_chars": 5}, "max_chars"), ({"query": "x", "mode": "magic"}, "mode"),
-    ({"query": "x", "per_community": 0}, "per_community"), ({"query": "x", "extra": 1}, "extra"),
-])
+@pytest.mark.parametrize(
+    ("bad", "field"),
+    [
+        ({"query": ""}, "query"),
+        ({"query": "x", "communities": 0}, "communities"),
+        ({"query": "x", "max_chars": 5}, "max_chars"),
+        ({"query": "x", "mode": "magic"}, "mode"),
+        ({"query": "x", "per_community": 0}, "per_community"),
+        ({"query": "x", "extra": 1}, "extra"),
+    ],
+)
 def test_bad_arguments_name_the_field(vault: Vault, bad: dict[str, Any], field: str) -> None:
     with pytest.raises(InvalidInput) as err:
         vault.global_recall(**bad)
@@ -130,7 +143,9 @@ def test_meaning_finds_the_cluster_when_no_word_matches(tmp_path: Any, real_embe
     with Vault(tmp_path / "v.db", embedder=real_embedder) as v:
         ids = build(v)
         v.unlink(ids["storage"][4], ids["billing"][4])
-        result = v.global_recall("who gets woken up at night when production breaks", communities=1, mode="dense")
+        result = v.global_recall(
+            "who gets woken up at night when production breaks", communities=1, mode="dense"
+        )
         assert result.search_mode == "dense"
         assert chosen_members(result) == [sorted(ids["oncall"])]
         hybrid = v.global_recall("money owed by customers each month", communities=1)
@@ -138,7 +153,9 @@ def test_meaning_finds_the_cluster_when_no_word_matches(tmp_path: Any, real_embe
         assert chosen_members(hybrid) == [sorted(ids["billing"])]
 
 
-def test_summary_vectors_are_their_members_centroid_with_no_model_call(dense_vault: Vault, fake_embedder: Any) -> None:
+def test_summary_vectors_are_their_members_centroid_with_no_model_call(
+    dense_vault: Vault, fake_embedder: Any
+) -> None:
     """A summary's vector is the unit mean of its members' vectors: the first global_recall embeds only
     its question, however many communities it summarizes."""
     import numpy as np
@@ -166,9 +183,11 @@ def test_a_summary_is_embedded_by_the_model_when_a_member_has_no_vector() -> Non
 
     group = Group(id="c", agent_id="", workspace_hash="", members=(1, 2), centrality={}, edges=())
     assert centroid(group, {1: np.array([1.0, 0.0], dtype=np.float32)}) is None  # member 2 not embedded yet
-    assert centroid(group, {1: np.array([1.0, 0.0]), 2: np.array([-1.0, 0.0])}) is None  # opposite: no direction
+    assert (
+        centroid(group, {1: np.array([1.0, 0.0]), 2: np.array([-1.0, 0.0])}) is None
+    )  # opposite: no direction
     both = centroid(group, {1: np.array([1.0, 0.0]), 2: np.array([0.0, 1.0])})
-    assert both is not None and np.allclose(both, [2 ** -0.5, 2 ** -0.5]) and both.dtype == np.float32
+    assert both is not None and np.allclose(both, [2**-0.5, 2**-0.5]) and both.dtype == np.float32
 
 
 def test_a_stored_name_cannot_add_a_line_to_the_answer_context(vault: Vault) -> None:
@@ -178,7 +197,9 @@ def test_a_stored_name_cannot_add_a_line_to_the_answer_context(vault: Vault) -> 
     a = vault.remember("storage", "a", "We chose SQLite in WAL mode for storage.").id
     b = vault.remember("storage", "b", "Backups copy the SQLite storage file nightly.").id
     vault.link(a, b)
-    vault.engine.write(lambda c: c.execute("UPDATE entities SET key = ? WHERE id = ?", (f"b\u2028{forged}", b)))
+    vault.engine.write(
+        lambda c: c.execute("UPDATE entities SET key = ? WHERE id = ?", (f"b\u2028{forged}", b))
+    )
     context = vault.global_recall("sqlite storage").context
     assert f"- [storage/b\\u2028{forged}] Backups copy" in context
     assert not any(line.startswith(forged) for line in context.splitlines())
@@ -186,14 +207,19 @@ def test_a_stored_name_cannot_add_a_line_to_the_answer_context(vault: Vault) -> 
 
 def test_global_recall_answers_on_a_store_nobody_linked(dense_vault: Vault) -> None:
     """No link call anywhere: the relations the vault inferred at write time make the communities (issue 46)."""
-    for key, text in [("db-billing", "The billing service stores invoices in PostgreSQL 16."),
-                      ("db-billing-backups", "The billing PostgreSQL 16 database is backed up nightly."),
-                      ("db-billing-owner", "Elena owns the billing PostgreSQL 16 database."),
-                      ("lunch", "Lunch is at noon in the atrium."),
-                      ("lunch-friday", "On Friday lunch in the atrium is pizza at noon.")]:
+    for key, text in [
+        ("db-billing", "The billing service stores invoices in PostgreSQL 16."),
+        ("db-billing-backups", "The billing PostgreSQL 16 database is backed up nightly."),
+        ("db-billing-owner", "Elena owns the billing PostgreSQL 16 database."),
+        ("lunch", "Lunch is at noon in the atrium."),
+        ("lunch-friday", "On Friday lunch in the atrium is pizza at noon."),
+    ]:
         dense_vault.remember("fact", key, text)
-    assert all(e.source == "inferred" for c in dense_vault.communities().communities
-               for e in dense_vault.traverse(c.members[0], 1).edges)
+    assert all(
+        e.source == "inferred"
+        for c in dense_vault.communities().communities
+        for e in dense_vault.traverse(c.members[0], 1).edges
+    )
     result = dense_vault.global_recall("what do we know about the billing database")
     assert result.communities and "No community" not in result.context
     first = result.communities[0]

@@ -133,7 +133,10 @@ def test_polish_rewrites_and_keeps_the_extractive_text_as_evidence(vault: Vault)
         return "The team runs its storage on SQLite with nightly backups."
 
     out = vault.community_summary(cid, polish=llm)
-    assert out.polished and out.text == out.entity.content == "The team runs its storage on SQLite with nightly backups."
+    assert (
+        out.polished
+        and out.text == out.entity.content == "The team runs its storage on SQLite with nightly backups."
+    )
     assert out.extractive == seen[0] == out.entity.body["extractive"]
     assert out.entity.provenance_class == "ai_draft"
 
@@ -159,7 +162,9 @@ def test_a_failing_polish_writes_nothing(vault: Vault) -> None:
 def test_summary_respects_scope_and_budget(vault: Vault) -> None:
     mine = build(vault, agent_id="alice")
     build(vault, agent_id="bob")
-    cid = next(c.id for c in vault.communities(agent_id="alice").communities if mine["oncall"][0] in c.members)
+    cid = next(
+        c.id for c in vault.communities(agent_id="alice").communities if mine["oncall"][0] in c.members
+    )
     with pytest.raises(NotFound):
         vault.community_summary(cid, agent_id="bob")
     out = vault.community_summary(cid, agent_id="alice", max_chars=200)

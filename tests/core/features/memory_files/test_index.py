@@ -36,9 +36,17 @@ def test_the_labelled_folder_has_the_shape_the_figures_need() -> None:
     for q in questions:  # a label that names no entry could never be found
         assert q["relevant"] and set(q["relevant"]) <= texts.keys(), q["id"]
     pairs = [(q["query"], r) for q in questions for r in q["relevant"]]
-    assert sum(shared_words(query, texts[r]) == 0 for query, r in pairs) >= 10  # paraphrases: no word in common
-    framed = [q for q in questions if {"think", "view", "opinion", "feel", "changed"} & set(q["query"].lower().split())]
-    assert len(framed) >= 5  # asked as agents ask: "what do I think about ...", "how has my view on ... changed"
+    assert (
+        sum(shared_words(query, texts[r]) == 0 for query, r in pairs) >= 10
+    )  # paraphrases: no word in common
+    framed = [
+        q
+        for q in questions
+        if {"think", "view", "opinion", "feel", "changed"} & set(q["query"].lower().split())
+    ]
+    assert (
+        len(framed) >= 5
+    )  # asked as agents ask: "what do I think about ...", "how has my view on ... changed"
     for q in questions:  # every question has neighbours to keep out: other entries of the files it draws on
         files = {r.split("/")[0] for r in q["relevant"]}
         assert any(k.split("/")[0] in files for k in texts.keys() - set(q["relevant"])), q["id"]

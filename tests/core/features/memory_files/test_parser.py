@@ -122,7 +122,10 @@ def test_realistic_file_sections_entries_and_skipped_lines() -> None:
         "\n"
         "Still the best testing tool I know."
     )
-    assert texts[4] == "- 2023-11-30: Fast feedback beats exhaustive suites.\nlazy continuation of the 2023 entry"
+    assert (
+        texts[4]
+        == "- 2023-11-30: Fast feedback beats exhaustive suites.\nlazy continuation of the 2023 entry"
+    )
     assert [(s.line, s.text, s.reason) for s in parsed.skipped] == [
         (9, "What I think about how software gets made.", "undated line outside an entry"),
         (20, "- undated thought that belongs to no entry", "undated line outside an entry"),
@@ -249,7 +252,11 @@ def test_level_one_heading_ends_a_section() -> None:
     data = b"## A\n- 2024-01-01: in A\n# Title\n- 2024-01-02: in no section\n## B\n- 2024-01-03: in B"
     parsed = parse("f", data)
     assert [(s.title, s.start, s.end) for s in parsed.sections] == [("A", 0, 24), ("B", 60, len(data))]
-    assert [(e.section, e.date) for e in parsed.entries] == [("A", "2024-01-01"), ("", "2024-01-02"), ("B", "2024-01-03")]
+    assert [(e.section, e.date) for e in parsed.entries] == [
+        ("A", "2024-01-01"),
+        ("", "2024-01-02"),
+        ("B", "2024-01-03"),
+    ]
     assert parsed.entries[-1].end == len(data)
 
 
@@ -609,9 +616,9 @@ def join_lines(parts: tuple[list[bytes], bytes, bool]) -> bytes:
     return data + newline if lines and final_newline else data
 
 
-MARKDOWN_FILES = st.tuples(st.lists(LINES, max_size=25), st.sampled_from([b"\n", b"\r\n"]), st.booleans()).map(
-    join_lines
-)
+MARKDOWN_FILES = st.tuples(
+    st.lists(LINES, max_size=25), st.sampled_from([b"\n", b"\r\n"]), st.booleans()
+).map(join_lines)
 
 
 @settings(max_examples=300, deadline=None)

@@ -39,21 +39,36 @@ def dates(result: Any) -> list[str]:
 
 def test_import_reads_files_entries_and_notes(vault: Vault, folder: Path) -> None:
     report = vault.memory_import(folder)
-    assert (report.files, report.entries_created, report.entries_unchanged, report.entries_archived) == (3, 15, 0, 0)
+    assert (report.files, report.entries_created, report.entries_unchanged, report.entries_archived) == (
+        3,
+        15,
+        0,
+        0,
+    )
     assert report.notes == 3 and report.links == 3 and report.skipped == [] and report.bound_folder is None
     listing = vault.list_memory_files()
     assert [(f.file, f.entries, f.sections) for f in listing.files] == [
-        ("Opinions", 9, ["Testing", "Work pace", "Tools"]), ("People", 2, ["Mentors"]),
-        ("Preferences", 4, ["Food", "Meetings"])]
+        ("Opinions", 9, ["Testing", "Work pace", "Tools"]),
+        ("People", 2, ["Mentors"]),
+        ("Preferences", 4, ["Food", "Meetings"]),
+    ]
     entry = vault.recall("billing outage integration", type="memory_entry").items[0]
-    assert entry.body["file"] == "Opinions" and entry.body["section"] == "Testing" and entry.body["date"] == "2020-07-15"
-    assert entry.content.endswith("Mostly end-to-end checks around [[Payments]].")  # continuation, wikilink intact
+    assert (
+        entry.body["file"] == "Opinions"
+        and entry.body["section"] == "Testing"
+        and entry.body["date"] == "2020-07-15"
+    )
+    assert entry.content.endswith(
+        "Mostly end-to-end checks around [[Payments]]."
+    )  # continuation, wikilink intact
     perseus = vault.recall("memory store agents", type="markdown_note").items[0]
     walk = vault.traverse(perseus.id, depth=1, relations=["wikilink"], direction="out")
     assert sorted(n.entity.key for n in walk.nodes[1:]) == ["Helix", "Payments"]
 
 
-def test_reimport_of_an_unchanged_folder_writes_and_embeds_nothing(db_path: Path, clock: Clock, folder: Path) -> None:
+def test_reimport_of_an_unchanged_folder_writes_and_embeds_nothing(
+    db_path: Path, clock: Clock, folder: Path
+) -> None:
     embedder = FakeEmbedder()
     with Vault(db_path, clock=clock, embedder=embedder) as v:
         v.memory_import(folder)
@@ -113,7 +128,7 @@ def test_any_term_fallback_rescues_an_empty_result(imported: Vault) -> None:
     rescued = imported.memory_recall("integration mindset")  # no entry has both words
     assert rescued.search_mode == "fts" and rescued.total >= 1
     assert "2020-07-15" in dates(rescued)
-    assert imported.memory_recall("zebra quantum") .entries == []
+    assert imported.memory_recall("zebra quantum").entries == []
 
 
 def test_file_is_applied_before_limit_and_truncated_means_dropped_matches(imported: Vault) -> None:
@@ -123,7 +138,12 @@ def test_file_is_applied_before_limit_and_truncated_means_dropped_matches(import
     assert [e.file for e in one.entries] == ["Preferences"] and one.total == 2 and one.truncated is True
     assert imported.memory_recall("coffee", file="preferences").entries == []  # exact letter case
     assert imported.memory_recall("coffee", file="Nope").model_dump() == {
-        "entries": [], "total": 0, "truncated": False, "search_mode": "fts", "reranked": False}
+        "entries": [],
+        "total": 0,
+        "truncated": False,
+        "search_mode": "fts",
+        "reranked": False,
+    }
     tops = imported.memory_recall("testing", limit=2)
     assert tops.truncated and tops.total > 2 and len(tops.entries) == 2
     assert dates(tops) == sorted(dates(tops))
@@ -148,12 +168,14 @@ def test_meaning_finds_paraphrased_early_entries(tmp_path: Path, folder: Path, r
 
 
 def test_bad_arguments(imported: Vault) -> None:
-    for call, field in ((lambda: imported.memory_recall(""), "query"),
-                        (lambda: imported.memory_recall("x", limit=0), "limit"),
-                        (lambda: imported.add_memory("a/b", "S", "t"), "file"),
-                        (lambda: imported.add_memory("Opinions", "", "t"), "section"),
-                        (lambda: imported.add_memory("Opinions", "Testing", "t", date="2024-13-01"), "date"),
-                        (lambda: imported.delete_memory("Opinions", "Testing"), "date")):
+    for call, field in (
+        (lambda: imported.memory_recall(""), "query"),
+        (lambda: imported.memory_recall("x", limit=0), "limit"),
+        (lambda: imported.add_memory("a/b", "S", "t"), "file"),
+        (lambda: imported.add_memory("Opinions", "", "t"), "section"),
+        (lambda: imported.add_memory("Opinions", "Testing", "t", date="2024-13-01"), "date"),
+        (lambda: imported.delete_memory("Opinions", "Testing"), "date"),
+    ):
         with pytest.raises(InvalidInput) as err:
             call()
         assert err.value.field == field
@@ -176,8 +198,13 @@ def test_get_memory_is_verbatim(imported: Vault, folder: Path) -> None:
 
 def test_get_memory_lists_its_entries_when_asked(imported: Vault) -> None:
     whole = imported.get_memory("Opinions", entries=True)
-    assert whole.entries is not None and len(whole.entries) == imported.list_memory_files().files[
-        [f.file for f in imported.list_memory_files().files].index("Opinions")].entries
+    assert (
+        whole.entries is not None
+        and len(whole.entries)
+        == imported.list_memory_files()
+        .files[[f.file for f in imported.list_memory_files().files].index("Opinions")]
+        .entries
+    )
     assert all(e.file == "Opinions" and e.text in whole.text for e in whole.entries)
     section = imported.get_memory("Opinions", "Work pace", entries=True)
     assert section.entries and {e.section for e in section.entries} == {"Work pace"}
@@ -189,13 +216,17 @@ def test_add_then_delete_leaves_the_file_byte_identical(vault: Vault, folder: Pa
     assert report.bound_folder == str((folder / "About Me").resolve())
     path = folder / "About Me" / "Opinions.md"
     original = path.read_bytes()
-    added = vault.add_memory("Opinions", "Testing", "Property-based tests find the bugs I would not think of.")
+    added = vault.add_memory(
+        "Opinions", "Testing", "Property-based tests find the bugs I would not think of."
+    )
     assert added.entry.date == "2026-01-01" and added.written == str(path.resolve())
     changed = path.read_bytes()
     assert changed != original and b"Property-based tests" in changed
     assert changed.startswith(original[: original.index(b"## Work pace")][:-1])
     hit = vault.memory_recall("property-based tests")
-    assert [e.text for e in hit.entries] == ["- 2026-01-01: Property-based tests find the bugs I would not think of."]
+    assert [e.text for e in hit.entries] == [
+        "- 2026-01-01: Property-based tests find the bugs I would not think of."
+    ]
     removed = vault.delete_memory("Opinions", "Testing", date="2026-01-01", text="Property-based")
     assert removed.entry.text.startswith("- 2026-01-01: Property-based")
     assert path.read_bytes() == original
@@ -216,15 +247,24 @@ def test_delete_identifies_exactly_one_entry(imported: Vault) -> None:
 
 def test_add_creates_files_and_sections_when_unbound(imported: Vault) -> None:
     imported.add_memory("Health", "Sleep", "Eight hours, no screens after ten.", date="2025-11-01")
-    assert imported.get_memory("Health").text == "## Sleep\n- 2025-11-01: Eight hours, no screens after ten.\n"
-    assert [f.file for f in imported.list_memory_files().files] == ["Health", "Opinions", "People", "Preferences"]
+    assert (
+        imported.get_memory("Health").text == "## Sleep\n- 2025-11-01: Eight hours, no screens after ten.\n"
+    )
+    assert [f.file for f in imported.list_memory_files().files] == [
+        "Health",
+        "Opinions",
+        "People",
+        "Preferences",
+    ]
 
 
 def test_export_writes_the_files_back(imported: Vault, folder: Path, tmp_path: Path) -> None:
     out = imported.memory_export(tmp_path / "out")
     assert out.files == 3
     for name in ("Opinions", "People", "Preferences"):
-        assert (tmp_path / "out" / f"{name}.md").read_bytes() == (folder / "About Me" / f"{name}.md").read_bytes()
+        assert (tmp_path / "out" / f"{name}.md").read_bytes() == (
+            folder / "About Me" / f"{name}.md"
+        ).read_bytes()
 
 
 def test_memory_layer_is_scoped(vault: Vault, folder: Path) -> None:
@@ -267,8 +307,9 @@ def test_a_cross_encoder_cuts_weak_matches(db_path: Path, clock: Clock, folder: 
         Vault(db_path, embedder=False, cross_encoder=object())
 
 
-def test_the_operator_cross_encoder_setting_is_checked(imported: Vault, monkeypatch: pytest.MonkeyPatch,
-                                                        tmp_path: Path) -> None:
+def test_the_operator_cross_encoder_setting_is_checked(
+    imported: Vault, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     from perseus_vault_core.contract.errors import SetupError
 
     monkeypatch.setenv("PERSEUS_VAULT_CROSS_ENCODER", str(tmp_path / "missing"))
@@ -299,8 +340,10 @@ def test_matching_rule_and_relevance_order() -> None:
     low = np.array([0.37, 0.30, np.nan])
     assert EntryIndex.matching(low, np.zeros(3)).tolist() == [True, False, False]
     assert EntryIndex.matching(np.full(2, np.nan), np.array([1.0, 0.5])).tolist() == [True, False]
-    c = [Candidate(rank=i, meaning=None, all_terms=True, date=d, file="F", section="S", entity_id=i)
-         for i, d in enumerate(["2024-01-01", "2019-01-01", "2021-01-01"])]
+    c = [
+        Candidate(rank=i, meaning=None, all_terms=True, date=d, file="F", section="S", entity_id=i)
+        for i, d in enumerate(["2024-01-01", "2019-01-01", "2021-01-01"])
+    ]
     kept, passed = rerank(c, [0.9, 0.2, 0.6], limit=5)
     assert [k.entity_id for k in kept] == [2, 0] and passed == 2  # 0.2 is cut; oldest first
     kept, passed = rerank(c, [0.9, 0.8, 0.6], limit=1)
@@ -321,7 +364,8 @@ def test_a_question_is_matched_on_its_topic_not_its_framing() -> None:
 def test_framing_words_need_not_be_held(vault: Vault, tmp_path: Path) -> None:
     (tmp_path / "Opinions.md").write_text(
         "## Remote work\n- 2019-01-01: I think remote work is lonely.\n- 2022-01-01: Back at the office three days a week.\n"
-        "## Teams\n- 2021-01-01: I think the new team is great.\n")
+        "## Teams\n- 2021-01-01: I think the new team is great.\n"
+    )
     vault.memory_import(tmp_path)
     # "think" is how the question is asked, not what it is about: the section's other entry holds
     # "remote work" through its heading, and the entry that only says "think" stays out
@@ -357,14 +401,19 @@ def test_a_binding_belongs_to_the_scope_that_made_it(vault: Vault, folder: Path)
     assert vault.get_memory("Opinions", agent_id="bob").text == "## Testing\n- 2026-01-02: Bob's own note.\n"
     assert all("Bob" not in e.text for e in vault.memory_recall("Bob's own note", agent_id="alice").entries)
     assert [e.text for e in vault.memory_recall("Bob's own note", agent_id="bob").entries] == [
-        "- 2026-01-02: Bob's own note."]
+        "- 2026-01-02: Bob's own note."
+    ]
     assert vault.memory_unbind(agent_id="alice") is True and vault.memory_unbind(agent_id="alice") is False
-    assert vault.add_memory("Opinions", "Testing", "Unbound now.", date="2026-01-03", agent_id="alice").written is None
+    assert (
+        vault.add_memory("Opinions", "Testing", "Unbound now.", date="2026-01-03", agent_id="alice").written
+        is None
+    )
     assert path.read_bytes() == original
 
 
-def test_a_failed_vault_write_leaves_the_file_as_it_was(vault: Vault, folder: Path,
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_vault_write_leaves_the_file_as_it_was(
+    vault: Vault, folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from perseus_vault_core.records import store
 
     vault.memory_import(folder, bind=True)
@@ -380,7 +429,9 @@ def test_a_failed_vault_write_leaves_the_file_as_it_was(vault: Vault, folder: Pa
     assert path.read_bytes() == original
 
 
-def test_relative_folders_and_notes_that_leave(vault: Vault, folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_relative_folders_and_notes_that_leave(
+    vault: Vault, folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(folder.parent)
     report = vault.memory_import(Path(folder.name))
     assert report.files == 3 and report.notes == 3
@@ -425,12 +476,15 @@ def test_import_skips_files_that_lead_outside_the_folder(vault: Vault, folder: P
     assert [(s.file, s.line, s.reason) for s in report.skipped] == [
         ("Gone", 0, "a symlink that leads outside the folder: not read"),
         ("Leak", 0, "a symlink that leads outside the folder: not read"),
-        ("Projects/Leak note", 0, "a symlink that leads outside the folder: not read")]
+        ("Projects/Leak note", 0, "a symlink that leads outside the folder: not read"),
+    ]
     assert (report.files, report.notes) == (3, 3)
     assert vault.search(SECRET).items == [] and vault.recall(SECRET).items == []
 
 
-def test_a_memory_dir_that_leads_outside_the_folder_is_refused(vault: Vault, folder: Path, outside: Path) -> None:
+def test_a_memory_dir_that_leads_outside_the_folder_is_refused(
+    vault: Vault, folder: Path, outside: Path
+) -> None:
     (folder / "Elsewhere").symlink_to(outside, target_is_directory=True)
     for memory_dir in ("Elsewhere", "../outside"):
         with pytest.raises(InvalidInput) as err:
@@ -446,11 +500,13 @@ def test_bound_verbs_refuse_symlinks_that_lead_outside(vault: Vault, folder: Pat
     (memory / "Opinions.md").unlink()
     (memory / "Opinions.md").symlink_to(outside / "Secret.md")  # an imported file, replaced by a link out
     (memory / "New.md").symlink_to(outside / "New.md")  # dangling: add_memory would create through it
-    calls = [lambda: vault.get_memory("Opinions"),
-             lambda: vault.add_memory("Opinions", "Keys", "more", date="2026-01-02"),
-             lambda: vault.delete_memory("Opinions", "Keys", date="2024-01-01"),
-             lambda: vault.add_memory("New", "Keys", "planted", date="2026-01-02"),
-             lambda: vault.get_memory("New")]
+    calls = [
+        lambda: vault.get_memory("Opinions"),
+        lambda: vault.add_memory("Opinions", "Keys", "more", date="2026-01-02"),
+        lambda: vault.delete_memory("Opinions", "Keys", date="2024-01-01"),
+        lambda: vault.add_memory("New", "Keys", "planted", date="2026-01-02"),
+        lambda: vault.get_memory("New"),
+    ]
     for call in calls:
         with pytest.raises(InvalidInput, match="leads outside") as err:
             call()
@@ -477,7 +533,9 @@ def test_a_symlink_inside_the_folder_is_followed(vault: Vault, tmp_path: Path) -
     assert vault.memory_import(folder, memory_dir="", bind=True).files == 1
     vault.add_memory("Work", "Pace", "still steady", date="2026-01-02")
     assert (folder / "Work.md").is_symlink()  # the link stays; its target is rewritten
-    assert (folder / "real" / "Work.md").read_text() == "## Pace\n- 2024-01-01: steady\n- 2026-01-02: still steady\n"
+    assert (
+        folder / "real" / "Work.md"
+    ).read_text() == "## Pace\n- 2024-01-01: steady\n- 2026-01-02: still steady\n"
 
 
 def test_a_bound_scope_serves_only_imported_files(vault: Vault, folder: Path) -> None:
@@ -499,8 +557,11 @@ def test_a_bound_scope_serves_only_imported_files(vault: Vault, folder: Path) ->
 
 @pytest.mark.parametrize("bad", ["Line\nbreak", "Car\rriage", "Tab\there", "Bell\x07", "Del\x7f", "Nul\x00"])
 def test_file_names_with_control_characters_are_refused(vault: Vault, bad: str) -> None:
-    for call in (lambda: vault.add_memory(bad, "S", "text", date="2026-01-02"), lambda: vault.get_memory(bad),
-                 lambda: vault.delete_memory(bad, "S", date="2026-01-02")):
+    for call in (
+        lambda: vault.add_memory(bad, "S", "text", date="2026-01-02"),
+        lambda: vault.get_memory(bad),
+        lambda: vault.delete_memory(bad, "S", date="2026-01-02"),
+    ):
         with pytest.raises(InvalidInput) as err:
             call()
         assert err.value.field == "file" and "\n" not in str(err.value)
@@ -513,11 +574,14 @@ def test_import_skips_files_with_control_characters_in_their_names(vault: Vault,
     report = vault.memory_import(folder)
     assert [(s.file, s.line, s.reason) for s in report.skipped] == [
         ("Forged\\x0aline", 0, "file name must not contain control characters (line breaks, tabs, ...)"),
-        ("Projects/Tab\\x09note", 0, "control character in the path")]
+        ("Projects/Tab\\x09note", 0, "control character in the path"),
+    ]
     assert (report.files, report.notes) == (3, 3)
 
 
-def test_memory_export_refuses_a_symlink_out_of_the_folder(imported: Vault, tmp_path: Path, outside: Path) -> None:
+def test_memory_export_refuses_a_symlink_out_of_the_folder(
+    imported: Vault, tmp_path: Path, outside: Path
+) -> None:
     target = tmp_path / "export"
     target.mkdir()
     (target / "People.md").symlink_to(outside / "Secret.md")
@@ -525,11 +589,14 @@ def test_memory_export_refuses_a_symlink_out_of_the_folder(imported: Vault, tmp_
     with pytest.raises(InvalidInput, match="leads outside") as err:
         imported.memory_export(target)
     assert err.value.field == "folder"
-    assert (outside / "Secret.md").read_bytes() == secret and sorted(p.name for p in target.iterdir()) == ["People.md"]
+    assert (outside / "Secret.md").read_bytes() == secret and sorted(p.name for p in target.iterdir()) == [
+        "People.md"
+    ]
 
 
-def test_memory_files_are_private_and_rewrites_keep_the_mode(vault: Vault, folder: Path, tmp_path: Path,
-                                                             umask: int) -> None:
+def test_memory_files_are_private_and_rewrites_keep_the_mode(
+    vault: Vault, folder: Path, tmp_path: Path, umask: int
+) -> None:
     memory = folder / "About Me"
     (memory / "Opinions.md").chmod(0o644)
     (memory / "People.md").chmod(0o640)
@@ -538,16 +605,26 @@ def test_memory_files_are_private_and_rewrites_keep_the_mode(vault: Vault, folde
     vault.add_memory("People", "Mentors", "kept for the group", date="2026-01-02")
     vault.add_memory("Health", "Sleep", "a new file", date="2026-01-02")
     assert {name: mode for name, mode in modes(memory).items() if name != "Preferences.md"} == {
-        "Health.md": 0o600, "Opinions.md": 0o644, "People.md": 0o640}
+        "Health.md": 0o600,
+        "Opinions.md": 0o644,
+        "People.md": 0o640,
+    }
     out = tmp_path / "out"
     out.mkdir()
     (out / "People.md").write_text("old")
     (out / "People.md").chmod(0o644)
     assert vault.memory_export(out).files == 4
-    assert modes(out) == {"Health.md": 0o600, "Opinions.md": 0o600, "People.md": 0o644, "Preferences.md": 0o600}
+    assert modes(out) == {
+        "Health.md": 0o600,
+        "Opinions.md": 0o600,
+        "People.md": 0o644,
+        "Preferences.md": 0o600,
+    }
 
 
-def test_a_file_that_cannot_be_written_is_a_storage_error_and_changes_nothing(vault: Vault, folder: Path) -> None:
+def test_a_file_that_cannot_be_written_is_a_storage_error_and_changes_nothing(
+    vault: Vault, folder: Path
+) -> None:
     from perseus_vault_core import StorageError
 
     vault.memory_import(folder, bind=True)

@@ -23,7 +23,8 @@ def _saved(folder: Path) -> list[str]:
 
 
 def test_a_new_process_answers_its_first_recall_from_the_cached_snapshot(
-        pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, clock: Clock) -> None:
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, clock: Clock
+) -> None:
     monkeypatch.setenv("PERSEUS_VAULT_CACHE", str(tmp_path / "cache"))
     embedder = FakeEmbedder()
     with Vault(pg_url, embedder=embedder, clock=clock) as vault:
@@ -35,14 +36,20 @@ def test_a_new_process_answers_its_first_recall_from_the_cached_snapshot(
         fill(writer, 40, start=300)  # written after the snapshot: replayed from the change log
         writer.forget(1)
         expected = {mode: answers(writer, mode) for mode in ("fts5", "dense", "hybrid")}
-    with Vault(pg_url, embedder=embedder, clock=clock, keyword_index="saved", vector_index="saved") as one_shot:
+    with Vault(
+        pg_url, embedder=embedder, clock=clock, keyword_index="saved", vector_index="saved"
+    ) as one_shot:
         assert answers(one_shot, "fts5") == expected["fts5"]
         assert one_shot.stats().keyword_index.endswith("from a snapshot)")
-        assert answers(one_shot, "dense") == expected["dense"] and answers(one_shot, "hybrid") == expected["hybrid"]
+        assert (
+            answers(one_shot, "dense") == expected["dense"]
+            and answers(one_shot, "hybrid") == expected["hybrid"]
+        )
 
 
-def test_another_database_never_takes_its_snapshot(pg_server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                    clock: Clock) -> None:
+def test_another_database_never_takes_its_snapshot(
+    pg_server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, clock: Clock
+) -> None:
     from ....conftest import new_database
 
     monkeypatch.setenv("PERSEUS_VAULT_CACHE", str(tmp_path / "cache"))
@@ -55,8 +62,9 @@ def test_another_database_never_takes_its_snapshot(pg_server: str, tmp_path: Pat
         assert len(list((tmp_path / "cache").glob("*-keyword-index.pvidx"))) == 2  # one per database
 
 
-def test_an_empty_cache_variable_keeps_the_indexes_in_memory(pg_url: str, tmp_path: Path,
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_empty_cache_variable_keeps_the_indexes_in_memory(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("PERSEUS_VAULT_CACHE", "")
     with Vault(pg_url, embedder=False) as vault:
         fill(vault, 20)
@@ -75,11 +83,16 @@ def test_a_replica_reads_and_refuses_writes_by_name(pg_url: str) -> None:
         result = replica.recall("replicas")  # reinforce defaults to true: nothing to count on a replica
         assert [i.id for i in result.items] == [kept.id]
         assert replica.scan().items[0].id == kept.id and replica.history("note", "a").total == 1
-        for write in (lambda: replica.remember("note", "b", "no"), lambda: replica.forget(kept.id),
-                      lambda: replica.link(kept.id, kept.id, "self")):
+        for write in (
+            lambda: replica.remember("note", "b", "no"),
+            lambda: replica.forget(kept.id),
+            lambda: replica.link(kept.id, kept.id, "self"),
+        ):
             with pytest.raises(NotSupported, match="is read-only .*write through the primary"):
                 write()
-        assert replica.prepare("replicas").related == [kept.id]  # proactive recall's caches are skipped, not failed
+        assert replica.prepare("replicas").related == [
+            kept.id
+        ]  # proactive recall's caches are skipped, not failed
     with Vault(pg_url, embedder=False) as primary:
         assert primary.get_entity(kept.id).retrieval_count == 0  # the replica counted nothing
 

@@ -30,7 +30,12 @@ def test_entries_are_read_in_order_and_by_kind(conn: PgConnection) -> None:
     write_transaction(conn, lambda c: changes.log_changes(c, [7], OP_VECTOR))
     write_transaction(conn, lambda c: changes.log_changes(c, [7], OP_GONE))
     assert changes.position(conn) == 4 and changes.first(conn) == 1
-    assert changes.entries(conn, 0, 4, vectors=True) == [(7, OP_HEAD), (8, OP_HEAD), (7, OP_VECTOR), (7, OP_GONE)]
+    assert changes.entries(conn, 0, 4, vectors=True) == [
+        (7, OP_HEAD),
+        (8, OP_HEAD),
+        (7, OP_VECTOR),
+        (7, OP_GONE),
+    ]
     assert changes.entries(conn, 1, 4, vectors=False) == [(8, OP_HEAD), (7, OP_GONE)]
     assert changes.pending(conn, 0, 4, vectors=False) == 3 and changes.pending(conn, 2, 3, vectors=True) == 1
     assert not changes.rebuilt_since(conn, 0)

@@ -9,18 +9,37 @@ from perseus_vault_core.contract.errors import InvalidInput
 from perseus_vault_core.storage.postgres.connection import PgConnection, connect, translate
 
 
-@pytest.mark.parametrize(("sql", "expected", "style"), [
-    ("SELECT 1", "SELECT 1", None),
-    ("SELECT * FROM t WHERE a = ? AND b = ?", "SELECT * FROM t WHERE a = %s AND b = %s", "positional"),
-    ("SELECT * FROM t WHERE a = :a AND b = :b_2", "SELECT * FROM t WHERE a = %(a)s AND b = %(b_2)s", "named"),
-    ("SELECT x FROM t WHERE y LIKE 'a%' AND z = :z", "SELECT x FROM t WHERE y LIKE 'a%%' AND z = %(z)s", "named"),
-    ("SELECT ':no', '?', 'it''s :x' FROM t WHERE a = ?", "SELECT ':no', '?', 'it''s :x' FROM t WHERE a = %s", "positional"),
-    ('SELECT "odd:name?" FROM t WHERE a = :a', 'SELECT "odd:name?" FROM t WHERE a = %(a)s', "named"),
-    ("SELECT :v::vector <=> e.embedding", "SELECT %(v)s::vector <=> e.embedding", "named"),
-    ("SELECT a % 7 FROM t WHERE b = ?", "SELECT a %% 7 FROM t WHERE b = %s", "positional"),
-    ("SELECT a -- it's 5% :not ?\nFROM t WHERE b = ?", "SELECT a -- it's 5%% :not ?\nFROM t WHERE b = %s", "positional"),
-    ("SELECT /* :x ? */ $$ :y ? $$ || :z", "SELECT /* :x ? */ $$ :y ? $$ || %(z)s", "named"),
-])
+@pytest.mark.parametrize(
+    ("sql", "expected", "style"),
+    [
+        ("SELECT 1", "SELECT 1", None),
+        ("SELECT * FROM t WHERE a = ? AND b = ?", "SELECT * FROM t WHERE a = %s AND b = %s", "positional"),
+        (
+            "SELECT * FROM t WHERE a = :a AND b = :b_2",
+            "SELECT * FROM t WHERE a = %(a)s AND b = %(b_2)s",
+            "named",
+        ),
+        (
+            "SELECT x FROM t WHERE y LIKE 'a%' AND z = :z",
+            "SELECT x FROM t WHERE y LIKE 'a%%' AND z = %(z)s",
+            "named",
+        ),
+        (
+            "SELECT ':no', '?', 'it''s :x' FROM t WHERE a = ?",
+            "SELECT ':no', '?', 'it''s :x' FROM t WHERE a = %s",
+            "positional",
+        ),
+        ('SELECT "odd:name?" FROM t WHERE a = :a', 'SELECT "odd:name?" FROM t WHERE a = %(a)s', "named"),
+        ("SELECT :v::vector <=> e.embedding", "SELECT %(v)s::vector <=> e.embedding", "named"),
+        ("SELECT a % 7 FROM t WHERE b = ?", "SELECT a %% 7 FROM t WHERE b = %s", "positional"),
+        (
+            "SELECT a -- it's 5% :not ?\nFROM t WHERE b = ?",
+            "SELECT a -- it's 5%% :not ?\nFROM t WHERE b = %s",
+            "positional",
+        ),
+        ("SELECT /* :x ? */ $$ :y ? $$ || :z", "SELECT /* :x ? */ $$ :y ? $$ || %(z)s", "named"),
+    ],
+)
 def test_parameters_are_rewritten_and_literals_kept(sql: str, expected: str, style: str | None) -> None:
     assert translate(sql) == (expected, style)
 
@@ -48,15 +67,20 @@ def test_the_shared_sql_runs_on_postgres(pg_url: str) -> None:
     try:
         conn.execute("CREATE TABLE t (id bigserial PRIMARY KEY, name text NOT NULL, share real)")
         conn.executemany("INSERT INTO t (name, share) VALUES (?, ?)", [("50% off", 0.5), ("it's", None)])
-        assert conn.execute("INSERT INTO t (name) VALUES (:name) RETURNING id", {"name": "third"}).fetchone() == (3,)
-        rows = conn.execute("SELECT id, name FROM t WHERE name LIKE '%' || :word || '%' ORDER BY id",
-                            {"word": "off"}).fetchall()
+        assert conn.execute(
+            "INSERT INTO t (name) VALUES (:name) RETURNING id", {"name": "third"}
+        ).fetchone() == (3,)
+        rows = conn.execute(
+            "SELECT id, name FROM t WHERE name LIKE '%' || :word || '%' ORDER BY id", {"word": "off"}
+        ).fetchall()
         assert rows == [(1, "50% off")]
         assert conn.execute("SELECT count(*) FROM t WHERE name LIKE '%s'").fetchone() == (1,)  # 'it''s' aside
         cur = conn.execute("UPDATE t SET share = ? WHERE share IS NULL", (0.25,))
         assert cur.rowcount == 2 and cur.fetchall() == []
         assert [r[0] for r in conn.execute("SELECT name FROM t ORDER BY id")] == ["50% off", "it's", "third"]
-        assert conn.execute("SELECT '[1,0]'::vector <=> :q::vector", {"q": "[0,1]"}).fetchone() == (1.0,)  # pgvector
+        assert conn.execute("SELECT '[1,0]'::vector <=> :q::vector", {"q": "[0,1]"}).fetchone() == (
+            1.0,
+        )  # pgvector
     finally:
         conn.close()
 
@@ -75,6 +99,7 @@ def test_a_write_that_conflicts_is_run_again_whole(pg_url: str) -> None:
     def writer(name: str) -> None:
         conn = connect(pg_url)
         try:
+
             def bump(c: PgConnection) -> None:
                 first = name not in runs
                 runs.append(name)
@@ -82,6 +107,7 @@ def test_a_write_that_conflicts_is_run_again_whole(pg_url: str) -> None:
                 if first:
                     both_read.wait()  # both have read 0: the second to write must be cancelled
                 c.execute("UPDATE counter SET n = ?", (n + 1,))
+
             write_transaction(conn, bump)
         finally:
             conn.close()
@@ -119,7 +145,9 @@ def test_a_failed_write_leaves_nothing(pg_url: str) -> None:
 def test_a_transaction_is_the_backends_to_open(pg_url: str) -> None:
     conn = connect(pg_url)
     try:
-        assert isinstance(conn, PgConnection) and not conn.in_transaction  # autocommit, as SQLite's connections
+        assert (
+            isinstance(conn, PgConnection) and not conn.in_transaction
+        )  # autocommit, as SQLite's connections
         conn.execute("BEGIN")
         assert conn.in_transaction
         conn.execute("CREATE TABLE gone (a int)")
@@ -138,11 +166,15 @@ def test_a_read_snapshot_reads_the_log_position_and_the_model_with_its_begin(pg_
     conn = connect(pg_url)
     try:
         migrate(conn, 1_000)
-        conn.execute("INSERT INTO vault_meta (key, value) VALUES ('embedding_model', 'm@1'), ('embedding_dimension', '8')")
+        conn.execute(
+            "INSERT INTO vault_meta (key, value) VALUES ('embedding_model', 'm@1'), ('embedding_dimension', '8')"
+        )
         with _snapshot(conn):
             assert conn.in_transaction and conn.memo is not None
             assert changelog.position(conn) == 0 and vector_rows.model(conn) == ("m@1", 8)
-            other = connect(pg_url)  # a write committed meanwhile is not in this snapshot, as with a fresh read
+            other = connect(
+                pg_url
+            )  # a write committed meanwhile is not in this snapshot, as with a fresh read
             other.execute("INSERT INTO head_changes (vid, op, scope) VALUES (1, 0, '')")
             other.execute("UPDATE vault_meta SET value = '16' WHERE key = 'embedding_dimension'")
             other.close()
@@ -173,8 +205,12 @@ def test_a_warm_recall_costs_few_round_trips(pg_url: str) -> None:
     from ....conftest import FakeEmbedder
 
     with Vault(pg_url, embedder=FakeEmbedder()) as vault:
-        vault.remember_many([{"category": "note", "key": f"n{i}", "content": f"ledger entry {i} about cache warming"}
-                             for i in range(40)])
+        vault.remember_many(
+            [
+                {"category": "note", "key": f"n{i}", "content": f"ledger entry {i} about cache warming"}
+                for i in range(40)
+            ]
+        )
         vault.recall("cache warming", mode="hybrid", reinforce=False)
         assert vault.wait_for_keyword_index(60) and vault.wait_for_vector_index(60)
         for _ in range(3):
@@ -192,7 +228,10 @@ def test_a_warm_recall_costs_few_round_trips(pg_url: str) -> None:
             for mode in ("fts5", "dense", "hybrid"):
                 sent.clear()
                 assert vault.recall("cache warming", mode=mode, reinforce=False, curate=False).items
-                assert len(sent) <= 4, (mode, sent)  # and the best candidates' places in a dialogue (context.py)
+                assert len(sent) <= 4, (
+                    mode,
+                    sent,
+                )  # and the best candidates' places in a dialogue (context.py)
                 sent.clear()  # curated (the default): the relations kept among the first places, and (these
                 # memories are all alike, so linked when written) the texts of the linked ones
                 assert vault.recall("cache warming", mode=mode, reinforce=False).items

@@ -34,18 +34,29 @@ class Tenants:
     alice: Vault  # opened as alice's bound role
     bob: Vault  # opened as bob's bound role
     roles: dict[str, str]
-    raw: Callable[[str], psycopg.Connection[Any]]  # a connection of the named tenant's role, for SQL of its own
+    raw: Callable[
+        [str], psycopg.Connection[Any]
+    ]  # a connection of the named tenant's role, for SQL of its own
 
     def head(self, entity_id: int) -> int:
         """The vid of an entity's current version."""
-        return int(self.owner.engine.read(lambda c: c.execute(
-            "SELECT vid FROM entity_versions WHERE entity_id = ? AND recorded_to_ms IS NULL", (entity_id,)).fetchone()[0]))
+        return int(
+            self.owner.engine.read(
+                lambda c: c.execute(
+                    "SELECT vid FROM entity_versions WHERE entity_id = ? AND recorded_to_ms IS NULL",
+                    (entity_id,),
+                ).fetchone()[0]
+            )
+        )
 
     def ids(self) -> dict[str, int]:
         """Each id table's next id, as the vault reads it."""
-        return self.owner.engine.read(lambda c: {t: schema.next_id(c, t, col)  # type: ignore[arg-type]
-                                                  for t, col in (("entities", "id"), ("entity_versions", "vid"),
-                                                                 ("links", "id"))})
+        return self.owner.engine.read(
+            lambda c: {
+                t: schema.next_id(c, t, col)  # type: ignore[arg-type]
+                for t, col in (("entities", "id"), ("entity_versions", "vid"), ("links", "id"))
+            }
+        )
 
 
 def _role(url: str, name: str, scope: dict[str, str]) -> str:
@@ -111,25 +122,45 @@ def test_a_bound_role_cannot_choose_an_id_so_no_tenant_is_locked_out(tenants: Te
     alice = tenants.raw("alice")
     key = scope_key(ALICE["agent_id"], ALICE["workspace_hash"])
     for huge in (TOP, tenants.ids()["entities"] + 5):
-        message = _refused(alice, "INSERT INTO entities (id, agent_id, workspace_hash, category, key, created_at_ms, "
-                                  "scope) VALUES (%s, 'alice', 'ws-a', 'fact', 'forged', 1, %s)", (huge, key))
+        message = _refused(
+            alice,
+            "INSERT INTO entities (id, agent_id, workspace_hash, category, key, created_at_ms, "
+            "scope) VALUES (%s, 'alice', 'ws-a', 'fact', 'forged', 1, %s)",
+            (huge, key),
+        )
         assert "the id the vault gives next" in message
-    _refused(alice, "INSERT INTO entity_versions (vid, entity_id, version, change, recorded_from_ms, type, content, "
-                    "tags, body, verified, recall_when, status, updated_at_ms, scope) VALUES (%s, %s, 9, 'create', 1, "
-                    "'fact', 'x', '', '{}', 0, '[]', 'active', 1, %s)", (TOP, mine.id, key))
-    _refused(alice, "INSERT INTO links (id, from_id, to_id, relation, weight, created_at_ms, recorded_from_ms, scope) "
-                    "VALUES (%s, %s, %s, 'r', 1, 1, 1, %s)", (TOP, mine.id, other.id, key))
-    for sql in ("UPDATE entities SET id = %s WHERE id = %s", "UPDATE entity_versions SET vid = %s WHERE vid = %s",
-                "UPDATE entity_versions SET recorded_from_ms = %s WHERE vid = %s"):
+    _refused(
+        alice,
+        "INSERT INTO entity_versions (vid, entity_id, version, change, recorded_from_ms, type, content, "
+        "tags, body, verified, recall_when, status, updated_at_ms, scope) VALUES (%s, %s, 9, 'create', 1, "
+        "'fact', 'x', '', '{}', 0, '[]', 'active', 1, %s)",
+        (TOP, mine.id, key),
+    )
+    _refused(
+        alice,
+        "INSERT INTO links (id, from_id, to_id, relation, weight, created_at_ms, recorded_from_ms, scope) "
+        "VALUES (%s, %s, %s, 'r', 1, 1, 1, %s)",
+        (TOP, mine.id, other.id, key),
+    )
+    for sql in (
+        "UPDATE entities SET id = %s WHERE id = %s",
+        "UPDATE entity_versions SET vid = %s WHERE vid = %s",
+        "UPDATE entity_versions SET recorded_from_ms = %s WHERE vid = %s",
+    ):
         assert "permission denied" in _refused(alice, sql, (TOP, vid if "versions" in sql else mine.id))
-    for sql in ("SELECT setval(pg_get_serial_sequence('entities', 'id'), %s)" % (TOP - 1),
-                "SELECT nextval(pg_get_serial_sequence('links', 'id'))"):
+    for sql in (
+        "SELECT setval(pg_get_serial_sequence('entities', 'id'), %s)" % (TOP - 1),
+        "SELECT nextval(pg_get_serial_sequence('links', 'id'))",
+    ):
         assert "permission denied" in _refused(alice, sql)
     # Ids are handed out one writer at a time, each reading the others' commits: an older snapshot would lie.
     alice.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
-    assert "READ COMMITTED" in _refused(alice, "INSERT INTO entities (id, agent_id, workspace_hash, category, key, "
-                                               "created_at_ms, scope) VALUES (%s, 'alice', 'ws-a', 'fact', 'rr', 1, %s)",
-                                        (tenants.ids()["entities"], key))
+    assert "READ COMMITTED" in _refused(
+        alice,
+        "INSERT INTO entities (id, agent_id, workspace_hash, category, key, "
+        "created_at_ms, scope) VALUES (%s, 'alice', 'ws-a', 'fact', 'rr', 1, %s)",
+        (tenants.ids()["entities"], key),
+    )
     alice.execute("ROLLBACK")
     before = tenants.ids()
     theirs = tenants.bob.remember("fact", "b1", "bob still writes", **BOB)
@@ -137,23 +168,33 @@ def test_a_bound_role_cannot_choose_an_id_so_no_tenant_is_locked_out(tenants: Te
     tenants.bob.link(theirs.id, tenants.bob.remember("fact", "b2", "and links", **BOB).id, "about", **BOB)
     # The id the vault would give next is what a bound role's own SQL may insert.
     nxt = tenants.ids()["entities"]
-    alice.execute("INSERT INTO entities (id, agent_id, workspace_hash, category, key, created_at_ms, scope) "
-                  "VALUES (%s, 'alice', 'ws-a', 'fact', 'by-hand', 1, %s)", (nxt, key))
+    alice.execute(
+        "INSERT INTO entities (id, agent_id, workspace_hash, category, key, created_at_ms, scope) "
+        "VALUES (%s, 'alice', 'ws-a', 'fact', 'by-hand', 1, %s)",
+        (nxt, key),
+    )
     assert tenants.ids()["entities"] == nxt + 1
 
 
-def test_a_bound_role_leaves_the_vaults_settings_and_the_other_bindings_alone(tenants: Tenants, tmp_path: Path) -> None:
+def test_a_bound_role_leaves_the_vaults_settings_and_the_other_bindings_alone(
+    tenants: Tenants, tmp_path: Path
+) -> None:
     alice = tenants.raw("alice")
-    dimension = tenants.owner.engine.read(lambda c: c.execute(
-        "SELECT value FROM vault_meta WHERE key = 'embedding_dimension'").fetchone()[0])
-    for sql in ("UPDATE vault_meta SET value = '999' WHERE key = 'embedding_dimension'",
-                "DELETE FROM vault_meta WHERE key IN ('embedding_model', 'embedding_dimension', 'vault_id')",
-                "INSERT INTO vault_meta VALUES ('embedding_model', 'x') ON CONFLICT (key) DO UPDATE SET value = 'x'",
-                f"INSERT INTO vault_meta VALUES ('high_water:entities', '{TOP - 1}') "
-                f"ON CONFLICT (key) DO UPDATE SET value = '{TOP - 1}'",
-                "INSERT INTO vault_meta VALUES ('anything', 'x')"):
+    dimension = tenants.owner.engine.read(
+        lambda c: c.execute("SELECT value FROM vault_meta WHERE key = 'embedding_dimension'").fetchone()[0]
+    )
+    for sql in (
+        "UPDATE vault_meta SET value = '999' WHERE key = 'embedding_dimension'",
+        "DELETE FROM vault_meta WHERE key IN ('embedding_model', 'embedding_dimension', 'vault_id')",
+        "INSERT INTO vault_meta VALUES ('embedding_model', 'x') ON CONFLICT (key) DO UPDATE SET value = 'x'",
+        f"INSERT INTO vault_meta VALUES ('high_water:entities', '{TOP - 1}') "
+        f"ON CONFLICT (key) DO UPDATE SET value = '{TOP - 1}'",
+        "INSERT INTO vault_meta VALUES ('anything', 'x')",
+    ):
         _changes_nothing(alice, sql)
-    stored = tenants.owner.engine.read(lambda c: dict(c.execute("SELECT key, value FROM vault_meta").fetchall()))
+    stored = tenants.owner.engine.read(
+        lambda c: dict(c.execute("SELECT key, value FROM vault_meta").fetchall())
+    )
     assert stored["embedding_dimension"] == dimension and "anything" not in stored
     assert int(stored.get("high_water:entities", 0)) < 1000
     with Vault(tenants.url, embedder=FakeEmbedder()) as again:  # every server still opens the vault
@@ -173,36 +214,55 @@ def test_a_bound_role_leaves_the_vaults_settings_and_the_other_bindings_alone(te
 
 def test_each_scope_keeps_its_own_phrase_vectors_and_a_bound_role_touches_no_others(tenants: Tenants) -> None:
     tenants.bob.remember("fact", "b", "bob's billing run", recall_when=["billing run", "bob only"], **BOB)
-    mine = tenants.alice.remember("fact", "a", "alice's billing run", recall_when=["billing run", "alice only"],
-                                  **ALICE)
+    mine = tenants.alice.remember(
+        "fact", "a", "alice's billing run", recall_when=["billing run", "alice only"], **ALICE
+    )
     alice_key, bob_key = scope_key(**ALICE), scope_key(**BOB)
 
     def stored() -> dict[tuple[str, str], bytes]:
-        return tenants.owner.engine.read(lambda c: {(s, p): bytes(e) for s, p, e in c.execute(
-            "SELECT scope, phrase, embedding FROM trigger_vectors")})
+        return tenants.owner.engine.read(
+            lambda c: {
+                (s, p): bytes(e)
+                for s, p, e in c.execute("SELECT scope, phrase, embedding FROM trigger_vectors")
+            }
+        )
 
     before = stored()
-    assert set(before) == {(bob_key, "billing run"), (bob_key, "bob only"), (alice_key, "billing run"),
-                           (alice_key, "alice only")}  # a phrase both use is kept by each
+    assert set(before) == {
+        (bob_key, "billing run"),
+        (bob_key, "bob only"),
+        (alice_key, "billing run"),
+        (alice_key, "alice only"),
+    }  # a phrase both use is kept by each
     alice = tenants.raw("alice")
     assert alice.execute("SELECT phrase FROM trigger_vectors ORDER BY phrase").fetchall() == [
-        ("alice only",), ("billing run",)]  # its own scope's
+        ("alice only",),
+        ("billing run",),
+    ]  # its own scope's
     model = tenants.owner.stats().embedding_model
     fitting = bytes(4 * FakeEmbedder.dimension)
-    for sql, params in (("UPDATE trigger_vectors SET embedding = %s WHERE scope = %s", (fitting, bob_key)),
-                        ("DELETE FROM trigger_vectors WHERE scope = %s", (bob_key,)),
-                        ("INSERT INTO trigger_vectors VALUES (%s, 'bob only', %s, %s) ON CONFLICT DO NOTHING",
-                         (model, fitting, bob_key)),
-                        ("INSERT INTO trigger_vectors VALUES (%s, 'new for bob', %s, %s)", (model, fitting, bob_key))):
+    for sql, params in (
+        ("UPDATE trigger_vectors SET embedding = %s WHERE scope = %s", (fitting, bob_key)),
+        ("DELETE FROM trigger_vectors WHERE scope = %s", (bob_key,)),
+        (
+            "INSERT INTO trigger_vectors VALUES (%s, 'bob only', %s, %s) ON CONFLICT DO NOTHING",
+            (model, fitting, bob_key),
+        ),
+        ("INSERT INTO trigger_vectors VALUES (%s, 'new for bob', %s, %s)", (model, fitting, bob_key)),
+    ):
         _changes_nothing(alice, sql, params)
     # Its own are of the vault's model and dimension, which every reader of its scope (the owner too) expects.
-    for sql, params in (("UPDATE trigger_vectors SET embedding = '\\x00' WHERE scope = %s", (alice_key,)),
-                        ("INSERT INTO trigger_vectors VALUES ('another-model', 'odd', %s, %s)", (fitting, alice_key))):
+    for sql, params in (
+        ("UPDATE trigger_vectors SET embedding = '\\x00' WHERE scope = %s", (alice_key,)),
+        ("INSERT INTO trigger_vectors VALUES ('another-model', 'odd', %s, %s)", (fitting, alice_key)),
+    ):
         assert "row-level security" in _refused(alice, sql, params)
     assert stored() == before
     tenants.alice.forget(mine.id, **ALICE)
     tenants.alice.purge(mine.id, **ALICE)
-    after = stored()  # alice's phrases are gone with her memory; bob's stay as they were, "billing run" included
+    after = (
+        stored()
+    )  # alice's phrases are gone with her memory; bob's stay as they were, "billing run" included
     assert after == {k: v for k, v in before.items() if k[0] == bob_key}
     assert tenants.bob.recall_when("the billing run is due", **BOB).items
 
@@ -213,19 +273,29 @@ def test_a_bound_role_cannot_forge_or_trim_the_change_log(tenants: Tenants) -> N
     own = tenants.head(tenants.alice.remember("fact", "a", "alice's", **ALICE).id)
     alice = tenants.raw("alice")
     key = scope_key(ALICE["agent_id"], ALICE["workspace_hash"])
-    log = tenants.owner.engine.read(lambda c: c.execute("SELECT seq, vid, op FROM head_changes ORDER BY seq").fetchall())
-    for sql, params in (("INSERT INTO head_changes (vid, op, scope) VALUES (0, 0, '')", None),  # "rebuild everything"
-                        ("INSERT INTO head_changes (vid, op, scope) VALUES (0, 3, %s)", (key,)),
-                        ("INSERT INTO head_changes (vid, op, scope) VALUES (%s, -1, %s)", (head, key)),  # bob's head
-                        ("INSERT INTO head_changes (vid, op, scope) VALUES (%s, 0, %s)", (own, key)),  # a rebuild
-                        ("INSERT INTO head_changes (vid, op, scope) VALUES (%s, 3, %s)", (own, key)),  # a re-embed
-                        ("DELETE FROM head_changes", None),
-                        ("UPDATE head_changes SET op = 0", None)):
+    log = tenants.owner.engine.read(
+        lambda c: c.execute("SELECT seq, vid, op FROM head_changes ORDER BY seq").fetchall()
+    )
+    for sql, params in (
+        ("INSERT INTO head_changes (vid, op, scope) VALUES (0, 0, '')", None),  # "rebuild everything"
+        ("INSERT INTO head_changes (vid, op, scope) VALUES (0, 3, %s)", (key,)),
+        ("INSERT INTO head_changes (vid, op, scope) VALUES (%s, -1, %s)", (head, key)),  # bob's head
+        ("INSERT INTO head_changes (vid, op, scope) VALUES (%s, 0, %s)", (own, key)),  # a rebuild
+        ("INSERT INTO head_changes (vid, op, scope) VALUES (%s, 3, %s)", (own, key)),  # a re-embed
+        ("DELETE FROM head_changes", None),
+        ("UPDATE head_changes SET op = 0", None),
+    ):
         _changes_nothing(alice, sql, params)
     alice.execute("SELECT pv_trim_changes()")  # the vault's trim: it keeps what the vault always keeps
-    assert tenants.owner.engine.read(lambda c: c.execute(
-        "SELECT seq, vid, op FROM head_changes ORDER BY seq").fetchall()) == log
-    alice.execute("INSERT INTO head_changes (vid, op, scope) VALUES (%s, 2, %s)", (own, key))  # as a write would
+    assert (
+        tenants.owner.engine.read(
+            lambda c: c.execute("SELECT seq, vid, op FROM head_changes ORDER BY seq").fetchall()
+        )
+        == log
+    )
+    alice.execute(
+        "INSERT INTO head_changes (vid, op, scope) VALUES (%s, 2, %s)", (own, key)
+    )  # as a write would
     assert tenants.owner.get_entity(theirs.id).content == "bob's"
 
 
@@ -233,17 +303,49 @@ def test_a_bound_roles_purge_and_import_keep_every_tenants_ids_ascending(tenants
     gone = tenants.alice.remember("fact", "gone", "to be purged", **ALICE)
     tenants.alice.forget(gone.id, **ALICE)
     tenants.alice.purge(gone.id, **ALICE)
-    assert tenants.bob.remember("fact", "b", "bob's", **BOB).id == gone.id + 1  # the purged id is never given again
+    assert (
+        tenants.bob.remember("fact", "b", "bob's", **BOB).id == gone.id + 1
+    )  # the purged id is never given again
     kept = tenants.alice.remember("fact", "kept", "alice's", **ALICE)
-    _changes_nothing(tenants.raw("alice"), "DELETE FROM entities WHERE id = %s", (kept.id,))  # no purge: no delete
+    _changes_nothing(
+        tenants.raw("alice"), "DELETE FROM entities WHERE id = %s", (kept.id,)
+    )  # no purge: no delete
     # An import through a bound role gives new ids: a file's own would be the caller's choice.
-    record = {"record": "entity", "id": 2**53 - 1, "category": "fact", "key": "imported", "created_at_ms": 1,
-              "retrieval_count": 0, "last_accessed_ms": None, **ALICE, "versions": [{
-                  "version": 1, "change": "create", "recorded_from_ms": 1, "recorded_to_ms": None,
-                  "updated_at_ms": 1, "type": "fact", "topic_path": None, "content": "from a file", "summary": None,
-                  "body": {}, "source": None, "verified": False, "certainty": None, "provenance_class": None,
-                  "recall_when": [], "status": "active", "valid_from_ms": None, "valid_to_ms": None,
-                  "expires_at_ms": None, "supersedes": None, "superseded_by": None}]}
+    record = {
+        "record": "entity",
+        "id": 2**53 - 1,
+        "category": "fact",
+        "key": "imported",
+        "created_at_ms": 1,
+        "retrieval_count": 0,
+        "last_accessed_ms": None,
+        **ALICE,
+        "versions": [
+            {
+                "version": 1,
+                "change": "create",
+                "recorded_from_ms": 1,
+                "recorded_to_ms": None,
+                "updated_at_ms": 1,
+                "type": "fact",
+                "topic_path": None,
+                "content": "from a file",
+                "summary": None,
+                "body": {},
+                "source": None,
+                "verified": False,
+                "certainty": None,
+                "provenance_class": None,
+                "recall_when": [],
+                "status": "active",
+                "valid_from_ms": None,
+                "valid_to_ms": None,
+                "expires_at_ms": None,
+                "supersedes": None,
+                "superseded_by": None,
+            }
+        ],
+    }
     lines = [json.dumps({"format": 1, "record": "vault"}), json.dumps(record)]
     expected = tenants.ids()["entities"]
     assert tenants.alice.import_jsonl(io.StringIO("\n".join(lines) + "\n")).created == 1
@@ -251,8 +353,9 @@ def test_a_bound_roles_purge_and_import_keep_every_tenants_ids_ascending(tenants
     assert tenants.bob.remember("fact", "b2", "bob's next", **BOB).id == expected + 1
 
 
-def test_roles_bound_before_this_schema_lose_what_they_no_longer_need(pg_url: str, clock: Clock,
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_roles_bound_before_this_schema_lose_what_they_no_longer_need(
+    pg_url: str, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
     steps = [step for step in schema.MIGRATIONS if step[0] <= 10]
     monkeypatch.setattr(schema, "MIGRATIONS", steps)
     with Vault(pg_url, clock=clock, embedder=False) as owner:
@@ -261,21 +364,29 @@ def test_roles_bound_before_this_schema_lose_what_they_no_longer_need(pg_url: st
     with psycopg.connect(pg_url, autocommit=True) as admin:  # what binding a role granted before
         admin.execute(f"CREATE ROLE {role} LOGIN")
         admin.execute("INSERT INTO vault_scopes VALUES (%s, 'alice', 'ws-a')", (role,))
-        admin.execute(f"GRANT SELECT, INSERT, UPDATE, DELETE ON entities, entity_versions, links, version_vectors, "
-                      f"keyword_docs, keyword_postings, head_changes, trigger_vectors, checkpoints, checkpoint_blobs, "
-                      f"checkpoint_writes, kv_entries TO {role}")
+        admin.execute(
+            f"GRANT SELECT, INSERT, UPDATE, DELETE ON entities, entity_versions, links, version_vectors, "
+            f"keyword_docs, keyword_postings, head_changes, trigger_vectors, checkpoints, checkpoint_blobs, "
+            f"checkpoint_writes, kv_entries TO {role}"
+        )
         admin.execute(f"GRANT SELECT, INSERT, UPDATE ON vault_meta TO {role}")
         admin.execute(f"GRANT SELECT ON _migrations, vault_scopes TO {role}")
         admin.execute(f"GRANT USAGE, SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA public TO {role}")
     monkeypatch.undo()
     try:
-        with Vault(pg_url, clock=clock, embedder=False) as owner:  # the owner opens it first: the new step runs
+        with Vault(
+            pg_url, clock=clock, embedder=False
+        ) as owner:  # the owner opens it first: the new step runs
             assert owner.stats().schema_version == schema.LATEST
-        with Vault(_as(pg_url, role), clock=clock, embedder=False) as alice, \
-                psycopg.connect(_as(pg_url, role), autocommit=True) as raw:
+        with (
+            Vault(_as(pg_url, role), clock=clock, embedder=False) as alice,
+            psycopg.connect(_as(pg_url, role), autocommit=True) as raw,
+        ):
             assert alice.remember("fact", "a", "alice's", **ALICE).id == 2
             _changes_nothing(raw, "UPDATE vault_meta SET value = 'x'")
-            assert "permission denied" in _refused(raw, "SELECT setval(pg_get_serial_sequence('entities', 'id'), 10)")
+            assert "permission denied" in _refused(
+                raw, "SELECT setval(pg_get_serial_sequence('entities', 'id'), 10)"
+            )
             assert "permission denied" in _refused(raw, "UPDATE entities SET id = 99")
     finally:
         _drop(pg_url, [role])

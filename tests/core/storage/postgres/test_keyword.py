@@ -59,10 +59,15 @@ def _corpus(vault: Vault, clock: Clock) -> int:
     rng = random.Random(5)
     for agent, workspace in SCOPES:
         for i in range(25):
-            vault.remember(rng.choice(["note", "decision"]), f"k{i}", _text(rng, rng.choice([3, 8, 20, 60])),
-                           summary=_text(rng, 4) if rng.random() < 0.3 else None,
-                           topic_path=rng.choice(["ops", "db/core", None]), agent_id=agent or None,
-                           workspace_hash=workspace or None)
+            vault.remember(
+                rng.choice(["note", "decision"]),
+                f"k{i}",
+                _text(rng, rng.choice([3, 8, 20, 60])),
+                summary=_text(rng, 4) if rng.random() < 0.3 else None,
+                topic_path=rng.choice(["ops", "db/core", None]),
+                agent_id=agent or None,
+                workspace_hash=workspace or None,
+            )
             clock.advance(10)
     middle = clock.advance(10)
     for agent, workspace in SCOPES:
@@ -82,7 +87,9 @@ def _corpus(vault: Vault, clock: Clock) -> int:
 def _copy(lite: Any, pg: PgConnection, table: str) -> list[tuple[Any, ...]]:
     columns = [r[1] for r in lite.execute(f"PRAGMA table_info({table})")]
     rows = [tuple(r) for r in lite.execute(f"SELECT {', '.join(columns)} FROM {table}")]
-    pg.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})", rows)
+    pg.executemany(
+        f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})", rows
+    )
     key = columns[0]  # id, vid: past the copied ids, for the rows a test adds
     pg.execute(f"SELECT setval(pg_get_serial_sequence('{table}', '{key}'), (SELECT max({key}) FROM {table}))")
     return rows
@@ -124,12 +131,27 @@ def _pg(pair: Pair, query: str, v: View, pool: int = 1000) -> tuple[list[tuple[i
     return [(h.entity_id, h.vid, h.score) for h in hits], top
 
 
-QUERIES = ["billing ledger", "postgres replica backup restore", "cache", "café naïve", "Größe emoji🙂",
-           "日本語 Москва", "secret rotate token agent memory", "connecting connector", "the of", "zzz nothing"]
+QUERIES = [
+    "billing ledger",
+    "postgres replica backup restore",
+    "cache",
+    "café naïve",
+    "Größe emoji🙂",
+    "日本語 Москва",
+    "secret rotate token agent memory",
+    "connecting connector",
+    "the of",
+    "zzz nothing",
+]
 VIEWS: list[dict[str, Any]] = [
-    {}, {"include_archived": True}, {"agent_id": "alice"}, {"workspace_hash": "ws-a"},
-    {"agent_id": "alice", "workspace_hash": "ws-a"}, {"agent_id": "bob", "include_archived": True},
-    {"topic_path": "db"}, {"category": "note", "workspace_hash": "ws-b"},
+    {},
+    {"include_archived": True},
+    {"agent_id": "alice"},
+    {"workspace_hash": "ws-a"},
+    {"agent_id": "alice", "workspace_hash": "ws-a"},
+    {"agent_id": "bob", "include_archived": True},
+    {"topic_path": "db"},
+    {"category": "note", "workspace_hash": "ws-b"},
 ]
 
 
@@ -142,8 +164,11 @@ def test_the_same_hits_and_scores_as_the_sqlite_backend(pair: Pair, filters: dic
         assert _pg(pair, query, v, pool=5) == _lite(pair, query, v, pool=5), query
 
 
-@pytest.mark.parametrize("filters", [{}, {"agent_id": "alice"}, {"workspace_hash": "ws-a", "include_archived": True}],
-                         ids=["unscoped", "agent", "workspace"])
+@pytest.mark.parametrize(
+    "filters",
+    [{}, {"agent_id": "alice"}, {"workspace_hash": "ws-a", "include_archived": True}],
+    ids=["unscoped", "agent", "workspace"],
+)
 def test_history_views_rank_every_version_as_the_sqlite_backend(pair: Pair, filters: dict[str, Any]) -> None:
     for at in (pair.middle, pair.now):
         v = _view(pair, as_of_unix_ms=at, **filters)
@@ -169,8 +194,10 @@ def test_a_word_given_twice_counts_twice(pair: Pair) -> None:
 def test_scoped_statistics_ignore_other_tenants_writes(pair: Pair) -> None:
     v = _view(pair, agent_id="alice", workspace_hash="ws-a")
     before = _pg(pair, "billing ledger cache", v)
-    (eid,) = pair.pg.execute("INSERT INTO entities (agent_id, workspace_hash, category, key, created_at_ms) "
-                             "VALUES ('bob', 'ws-a', 'note', 'new', 1) RETURNING id").fetchone()
+    (eid,) = pair.pg.execute(
+        "INSERT INTO entities (agent_id, workspace_hash, category, key, created_at_ms) "
+        "VALUES ('bob', 'ws-a', 'note', 'new', 1) RETURNING id"
+    ).fetchone()
     vid = _version(pair.pg, eid, "billing billing ledger cache cache cache", pair.now)
     _index(pair.pg, vid)
     assert _pg(pair, "billing ledger cache", v) == before
@@ -182,18 +209,24 @@ def _version(pg: PgConnection, entity_id: int, content: str, now: int, summary: 
     (vid,) = pg.execute(
         "INSERT INTO entity_versions (entity_id, version, change, recorded_from_ms, type, content, summary, tags, "
         "body, verified, recall_when, status, updated_at_ms) VALUES (?, 1, 'create', ?, 'note', ?, ?, '', '{}', 0, "
-        "'[]', 'active', ?) RETURNING vid", (entity_id, now, content, summary, now)).fetchone()
+        "'[]', 'active', ?) RETURNING vid",
+        (entity_id, now, content, summary, now),
+    ).fetchone()
     return int(vid)
 
 
 def _index(pg: PgConnection, vid: int) -> None:
-    row = pg.execute("SELECT vid, content, summary, tags FROM entity_versions WHERE vid = ?", (vid,)).fetchone()
+    row = pg.execute(
+        "SELECT vid, content, summary, tags FROM entity_versions WHERE vid = ?", (vid,)
+    ).fetchone()
     write_transaction(pg, lambda c: pg_keyword.index_versions(c, [tuple(row)], heads=True))
 
 
 def _postings(pg: PgConnection) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
-    return ([tuple(r) for r in pg.execute("SELECT vid, length FROM keyword_docs ORDER BY vid")],
-            [tuple(r) for r in pg.execute("SELECT term, vid, freq FROM keyword_postings ORDER BY term, vid")])
+    return (
+        [tuple(r) for r in pg.execute("SELECT vid, length FROM keyword_docs ORDER BY vid")],
+        [tuple(r) for r in pg.execute("SELECT term, vid, freq FROM keyword_postings ORDER BY term, vid")],
+    )
 
 
 def test_rebuild_recomputes_the_same_postings_and_logs_a_rebuild(pair: Pair) -> None:
@@ -210,18 +243,22 @@ def test_postings_are_fts5s_instances(pair: Pair) -> None:
     """Each version's length and weighted term frequencies are those FTS5 stores for it."""
     fts5 = lite_keyword.Fts5Tokenizer(pair.lite)
     for vid, content, summary, tags in pair.lite.execute(
-            "SELECT vid, content, summary, tags FROM entity_versions ORDER BY vid LIMIT 60").fetchall():
+        "SELECT vid, content, summary, tags FROM entity_versions ORDER BY vid LIMIT 60"
+    ).fetchall():
         expected = fts5.terms([content, summary, tags])
         (length,) = pair.pg.execute("SELECT length FROM keyword_docs WHERE vid = ?", (vid,)).fetchone()
-        got = dict(pair.pg.execute("SELECT term, freq FROM keyword_postings WHERE vid = ?", (vid,)).fetchall())
+        got = dict(
+            pair.pg.execute("SELECT term, freq FROM keyword_postings WHERE vid = ?", (vid,)).fetchall()
+        )
         assert (got, length) == expected, vid
 
 
 def test_a_closed_head_stays_as_history_and_a_purge_removes_every_version(pair: Pair) -> None:
-    (eid, vid, content, summary, tags), = pair.pg.execute(
+    ((eid, vid, content, summary, tags),) = pair.pg.execute(
         "SELECT v.entity_id, v.vid, v.content, v.summary, v.tags FROM entity_versions v JOIN entities e "
         "ON e.id = v.entity_id WHERE v.recorded_to_ms IS NULL AND e.agent_id = 'alice' AND e.workspace_hash = 'ws-a' "
-        "AND v.status = 'active' AND v.version > 1 ORDER BY v.vid LIMIT 1").fetchall()
+        "AND v.status = 'active' AND v.version > 1 ORDER BY v.vid LIMIT 1"
+    ).fetchall()
     word = next(w for w in content.split() if w in WORDS)
     now = _view(pair, agent_id="alice", workspace_hash="ws-a")
     assert eid in {h[0] for h in _pg(pair, word, now)[0]}
@@ -244,23 +281,29 @@ def test_a_closed_head_stays_as_history_and_a_purge_removes_every_version(pair: 
     position = changes.position(pair.pg)
     write_transaction(pair.pg, purge)
     assert changes.position(pair.pg) == position  # its head was closed: no second GONE
-    assert pair.pg.execute("SELECT count(*) FROM keyword_docs WHERE vid = ANY(?)", (versions,)).fetchone() == (0,)
-    assert pair.pg.execute("SELECT count(*) FROM keyword_postings WHERE vid = ANY(?)", (versions,)).fetchone() == (0,)
+    assert pair.pg.execute(
+        "SELECT count(*) FROM keyword_docs WHERE vid = ANY(?)", (versions,)
+    ).fetchone() == (0,)
+    assert pair.pg.execute(
+        "SELECT count(*) FROM keyword_postings WHERE vid = ANY(?)", (versions,)
+    ).fetchone() == (0,)
     assert eid not in {h[0] for h in _pg(pair, word, then)[0]}
     assert changes.entries(pair.pg, position - 1, position, vectors=False) == [(vid, OP_GONE)]
 
 
 def test_purging_a_current_entity_logs_its_head_gone(pair: Pair) -> None:
-    (eid, vid), = pair.pg.execute("SELECT entity_id, vid FROM entity_versions WHERE recorded_to_ms IS NULL "
-                                  "ORDER BY vid LIMIT 1").fetchall()
+    ((eid, vid),) = pair.pg.execute(
+        "SELECT entity_id, vid FROM entity_versions WHERE recorded_to_ms IS NULL ORDER BY vid LIMIT 1"
+    ).fetchall()
     write_transaction(pair.pg, lambda c: pg_keyword.unindex_versions(c, eid))
     top = changes.position(pair.pg)
     assert changes.entries(pair.pg, top - 1, top, vectors=False) == [(vid, OP_GONE)]
 
 
 def test_new_heads_are_logged_for_the_mirrors(pair: Pair) -> None:
-    (eid,) = pair.pg.execute("INSERT INTO entities (category, key, created_at_ms) VALUES ('note', 'fresh', 1) "
-                             "RETURNING id").fetchone()
+    (eid,) = pair.pg.execute(
+        "INSERT INTO entities (category, key, created_at_ms) VALUES ('note', 'fresh', 1) RETURNING id"
+    ).fetchone()
     vid = _version(pair.pg, eid, "a fresh canary deploy", pair.now, summary="Café")
     _index(pair.pg, vid)
     top = changes.position(pair.pg)
@@ -268,8 +311,16 @@ def test_new_heads_are_logged_for_the_mirrors(pair: Pair) -> None:
     assert pair.pg.execute("SELECT length FROM keyword_docs WHERE vid = ?", (vid,)).fetchone() == (5,)
 
 
-@pytest.mark.parametrize("filters", [{}, {"agent_id": "alice"}, {"workspace_hash": "ws-b", "include_archived": True},
-                                     {"as_of_unix_ms": "middle"}], ids=["unscoped", "agent", "workspace", "history"])
+@pytest.mark.parametrize(
+    "filters",
+    [
+        {},
+        {"agent_id": "alice"},
+        {"workspace_hash": "ws-b", "include_archived": True},
+        {"as_of_unix_ms": "middle"},
+    ],
+    ids=["unscoped", "agent", "workspace", "history"],
+)
 def test_variants_are_the_sqlite_backends(pair: Pair, filters: dict[str, Any]) -> None:
     if filters.get("as_of_unix_ms") == "middle":
         filters = {"as_of_unix_ms": pair.middle}
@@ -285,8 +336,12 @@ def test_variants_are_the_sqlite_backends(pair: Pair, filters: dict[str, Any]) -
 
 def test_totals_are_fts5s(pair: Pair) -> None:
     assert pg_keyword.totals(pair.pg) == lite_keyword.totals(pair.lite)
-    assert pg_keyword.totals(pair.pg)[0] == pair.lite.execute(
-        "SELECT count(*) FROM entity_versions WHERE recorded_to_ms IS NULL").fetchone()[0]
+    assert (
+        pg_keyword.totals(pair.pg)[0]
+        == pair.lite.execute("SELECT count(*) FROM entity_versions WHERE recorded_to_ms IS NULL").fetchone()[
+            0
+        ]
+    )
 
 
 def test_the_tokenizer_is_fts5s(pair: Pair) -> None:
@@ -312,8 +367,9 @@ def test_an_empty_index_and_an_empty_query(pg_url: str) -> None:
 def test_a_multi_term_word_requires_all_its_terms(pair: Pair) -> None:
     """The documented approximation: a word that tokenizes to several terms matches the rows holding all
     of them, adjacent or not (FTS5 asks for the phrase), with the least of their frequencies."""
-    (eid,) = pair.pg.execute("INSERT INTO entities (category, key, created_at_ms) VALUES ('note', 'phrase', 1) "
-                             "RETURNING id").fetchone()
+    (eid,) = pair.pg.execute(
+        "INSERT INTO entities (category, key, created_at_ms) VALUES ('note', 'phrase', 1) RETURNING id"
+    ).fetchone()
     vid = _version(pair.pg, eid, "wibble wobble wobble", pair.now)
     _index(pair.pg, vid)
     hits, _ = pg_keyword.search(pair.pg, ["wibble-wobble"], _view(pair), 10)

@@ -17,8 +17,10 @@ from .test_vectors import _statements
 
 
 def _notes(start: int, n: int) -> list[str]:
-    return [json.dumps({"category": "note", "key": f"n{i}", "content": f"ledger entry {i} about cache warming"})
-            for i in range(start, start + n)]
+    return [
+        json.dumps({"category": "note", "key": f"n{i}", "content": f"ledger entry {i} about cache warming"})
+        for i in range(start, start + n)
+    ]
 
 
 def _analyzed(sent: list[str]) -> int:
@@ -27,7 +29,8 @@ def _analyzed(sent: list[str]) -> int:
 
 
 def test_an_import_refreshes_the_planners_statistics_each_time_the_vault_doubles(
-        pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Into a new vault, 2,010 memories (written 1,000 at a time): once the first batch is in (past
     REFRESH_FIRST), again at 2,000, not at 1,000 and 2,000 of the same batch's records."""
     count = REFRESH_FIRST * 4 + 10
@@ -44,7 +47,8 @@ def test_an_import_refreshes_the_planners_statistics_each_time_the_vault_doubles
 
 
 def test_an_import_asks_for_no_statistics_until_the_vault_doubles(
-        pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     held = REFRESH_FIRST + 100
     with Vault(pg_url, embedder=FakeEmbedder()) as vault:
         vault.import_jsonl(_notes(0, held))
@@ -61,11 +65,14 @@ def test_a_small_import_asks_for_no_statistics(pg_url: str, monkeypatch: pytest.
         with _statements(monkeypatch) as sent:
             vault.import_jsonl(_notes(0, 20))
         assert _analyzed(sent) == 0
-        assert not [s for s in sent if s.startswith("SELECT count(*) FROM entities")], sent  # no size to weigh
+        assert not [s for s in sent if s.startswith("SELECT count(*) FROM entities")], (
+            sent
+        )  # no size to weigh
 
 
 def test_the_smallest_import_that_doubles_a_vault_past_the_first_refresh_runs_it(
-        pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     half = REFRESH_FIRST // 2  # an import this large into a vault holding as many reaches REFRESH_FIRST
     with Vault(pg_url, embedder=FakeEmbedder()) as vault:
         vault.import_jsonl(_notes(0, half))

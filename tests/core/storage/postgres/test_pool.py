@@ -14,18 +14,30 @@ from perseus_vault_core.storage.postgres.pool import POOL_SIZE, POOL_TIMEOUT_S, 
 
 
 def test_the_vaults_options_leave_the_url_before_libpq_sees_it() -> None:
-    url, options = split_url("postgresql://u@h:5432/db?sslmode=require&pool_size=3&pool_timeout=2.5&application_name=a")
+    url, options = split_url(
+        "postgresql://u@h:5432/db?sslmode=require&pool_size=3&pool_timeout=2.5&application_name=a"
+    )
     assert url == "postgresql://u@h:5432/db?sslmode=require&application_name=a"
     assert options == {"pool_size": 3, "pool_timeout": 2.5}
-    assert split_url("postgresql://u@h/db") == ("postgresql://u@h/db", {"pool_size": POOL_SIZE, "pool_timeout": POOL_TIMEOUT_S})
+    assert split_url("postgresql://u@h/db") == (
+        "postgresql://u@h/db",
+        {"pool_size": POOL_SIZE, "pool_timeout": POOL_TIMEOUT_S},
+    )
     # libpq's own parameters pass byte for byte: %20 is a space to libpq, a + is a plus sign.
     raw = "postgresql://u@h/db?options=-c%20statement_timeout%3D5s&pool_size=2&host=%2Ftmp%2Fpg"
     assert split_url(raw)[0] == "postgresql://u@h/db?options=-c%20statement_timeout%3D5s&host=%2Ftmp%2Fpg"
 
 
-@pytest.mark.parametrize("query, named", [("pool_size=0", "pool_size"), ("pool_size=2.5", "pool_size"),
-                                          ("pool_size=many", "pool_size"), ("pool_timeout=0", "pool_timeout"),
-                                          ("pool_timeout=-1", "pool_timeout")])
+@pytest.mark.parametrize(
+    "query, named",
+    [
+        ("pool_size=0", "pool_size"),
+        ("pool_size=2.5", "pool_size"),
+        ("pool_size=many", "pool_size"),
+        ("pool_timeout=0", "pool_timeout"),
+        ("pool_timeout=-1", "pool_timeout"),
+    ],
+)
 def test_a_bad_pool_option_is_refused_by_name(query: str, named: str) -> None:
     with pytest.raises(InvalidInput, match=named):
         split_url(f"postgresql://u@h/db?{query}")
@@ -41,7 +53,11 @@ def _server_sessions(vault: Vault) -> int:
     backend = vault.engine.backend
     conn = backend.connect()
     try:
-        return int(conn.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()").fetchone()[0])
+        return int(
+            conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+            ).fetchone()[0]
+        )
     finally:
         conn.close()
 
@@ -88,7 +104,9 @@ def test_many_threads_share_at_most_pool_size_connections(pg_url: str) -> None:
 
 
 def test_a_thread_that_waits_too_long_for_a_connection_gets_one_clear_error(pg_url: str) -> None:
-    with Vault(_with(pg_url, pool_size=1, pool_timeout=0.3), embedder=False, keyword_index=False, vector_index=False) as vault:
+    with Vault(
+        _with(pg_url, pool_size=1, pool_timeout=0.3), embedder=False, keyword_index=False, vector_index=False
+    ) as vault:
         vault.remember("note", "a", "one connection only")
         backend = vault.engine.backend
         holding, release = threading.Event(), threading.Event()
@@ -134,8 +152,9 @@ def test_a_connection_the_server_ended_is_replaced_before_the_next_verb(pg_url: 
 
 
 @pytest.mark.parametrize("verb", ["recall", "remember", "get"])
-def test_a_connection_that_died_just_after_use_is_replaced_by_the_next_verbs_first_statement(pg_url: str,
-                                                                                            verb: str) -> None:
+def test_a_connection_that_died_just_after_use_is_replaced_by_the_next_verbs_first_statement(
+    pg_url: str, verb: str
+) -> None:
     """Given back a moment ago, a connection is lent without the pool's check (pool.FRESH_S); when the server
     ended it meanwhile, the verb's first statement finds that and runs on a new connection."""
     from perseus_vault_core.storage.postgres import pool
@@ -174,8 +193,11 @@ def test_a_forked_child_uses_a_pool_of_its_own(pg_url: str) -> None:
 
 
 def test_a_server_that_refuses_is_named_at_once_not_after_the_pool_timeout(pg_url: str) -> None:
-    bad = pg_url.replace("postgresql://", "postgresql://nobody_here@", 1) if "@" not in pg_url else \
-        "postgresql://nobody_here@" + pg_url.split("@", 1)[1]
+    bad = (
+        pg_url.replace("postgresql://", "postgresql://nobody_here@", 1)
+        if "@" not in pg_url
+        else "postgresql://nobody_here@" + pg_url.split("@", 1)[1]
+    )
     started = time.monotonic()
     with pytest.raises(StorageError, match="cannot connect to .*nobody_here"):
         Vault(bad, embedder=False)

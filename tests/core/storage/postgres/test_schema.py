@@ -15,8 +15,18 @@ from perseus_vault_core.storage.meta import get_meta, set_meta
 from perseus_vault_core.storage.postgres.connection import PgConnection, connect
 from perseus_vault_core.storage.postgres.schema import LATEST, current_version, migrate, next_id
 
-SHARED = ("vault_meta", "entities", "entity_versions", "links", "version_vectors", "trigger_vectors", "checkpoints",
-          "checkpoint_blobs", "checkpoint_writes", "kv_entries")
+SHARED = (
+    "vault_meta",
+    "entities",
+    "entity_versions",
+    "links",
+    "version_vectors",
+    "trigger_vectors",
+    "checkpoints",
+    "checkpoint_blobs",
+    "checkpoint_writes",
+    "kv_entries",
+)
 
 
 @pytest.fixture
@@ -31,7 +41,8 @@ def test_a_new_database_is_migrated_once(conn: PgConnection) -> None:
     assert migrate(conn, 1_000) == LATEST
     assert migrate(conn, 2_000) == LATEST  # nothing left to do
     assert conn.execute("SELECT version, applied_at_ms FROM _migrations ORDER BY version").fetchall() == [
-        (v, 1_000) for v in range(1, LATEST + 1)]
+        (v, 1_000) for v in range(1, LATEST + 1)
+    ]
 
 
 def test_hosts_opening_a_new_database_at_once_apply_each_step_once(pg_url: str) -> None:
@@ -80,9 +91,14 @@ def test_the_shared_tables_have_the_sqlite_schemas_columns(conn: PgConnection, t
         for table in SHARED:
             # (name, NOT NULL); a key column counts as NOT NULL (SQLite lets a TEXT key be NULL, by a quirk)
             sqlite_columns = [(r[1], bool(r[3] or r[5])) for r in lite.execute(f"PRAGMA table_info({table})")]
-            pg_columns = [(name, nullable == "NO") for name, nullable in conn.execute(
-                "SELECT column_name, is_nullable FROM information_schema.columns WHERE table_name = ? "
-                "ORDER BY ordinal_position", (table,))]
+            pg_columns = [
+                (name, nullable == "NO")
+                for name, nullable in conn.execute(
+                    "SELECT column_name, is_nullable FROM information_schema.columns WHERE table_name = ? "
+                    "ORDER BY ordinal_position",
+                    (table,),
+                )
+            ]
             # Postgres's own columns (which the shared SQL never names) aside, the same columns in the same order.
             own = POSTGRES_ONLY.get(table, [])
             assert [c for c in pg_columns if c not in own] == sqlite_columns, table
@@ -90,12 +106,15 @@ def test_the_shared_tables_have_the_sqlite_schemas_columns(conn: PgConnection, t
 
 
 def _version(conn: PgConnection) -> int:
-    (eid,) = conn.execute("INSERT INTO entities (category, key, created_at_ms) VALUES ('fact', 'k', 1) "
-                          "RETURNING id").fetchone()
+    (eid,) = conn.execute(
+        "INSERT INTO entities (category, key, created_at_ms) VALUES ('fact', 'k', 1) RETURNING id"
+    ).fetchone()
     (vid,) = conn.execute(
         "INSERT INTO entity_versions (entity_id, version, change, recorded_from_ms, type, content, tags, body, "
         "verified, recall_when, status, updated_at_ms) VALUES (?, 1, 'create', 1, 'fact', 'text', '', '{}', 0, "
-        "'[]', 'active', 1) RETURNING vid", (eid,)).fetchone()
+        "'[]', 'active', 1) RETURNING vid",
+        (eid,),
+    ).fetchone()
     return int(vid)
 
 
@@ -109,7 +128,9 @@ def test_a_version_may_be_closed_but_never_rewritten(conn: PgConnection) -> None
         with pytest.raises(psycopg.errors.RaiseException, match="entity versions are immutable"):
             conn.execute(f"UPDATE entity_versions SET {column} = ? WHERE vid = ?", (value, vid))
     assert conn.execute("SELECT content, status FROM entity_versions WHERE vid = ?", (vid,)).fetchone() == (
-        "text", "active")
+        "text",
+        "active",
+    )
 
 
 def test_one_head_per_entity(conn: PgConnection) -> None:
@@ -122,19 +143,30 @@ def test_one_head_per_entity(conn: PgConnection) -> None:
         conn.execute(
             "INSERT INTO entity_versions (entity_id, version, change, recorded_from_ms, type, content, tags, body, "
             "verified, recall_when, status, updated_at_ms) VALUES (?, 2, 'update', 2, 'fact', 'new', '', '{}', 0, "
-            "'[]', 'active', 2)", (eid,))
+            "'[]', 'active', 2)",
+            (eid,),
+        )
 
 
 DAY = 86_400_000
 
 
-@pytest.mark.parametrize(("now", "last", "updated", "count"), [
-    (0, None, 0, 0), (30 * DAY, None, 0, 0), (45 * DAY + 123, 10 * DAY, 3 * DAY, 7), (DAY, 5 * DAY, 0, 0),
-    (400 * DAY, None, 2 * DAY, 1_000), (10 * DAY, None, None, None), (None, None, None, None),
-    (1_765_000_000_000, 1_760_000_000_000, 1_750_000_000_000, 3),
-])
-def test_pv_decay_is_ranking_decay(conn: PgConnection, now: int | None, last: int | None, updated: int | None,
-                                   count: int | None) -> None:
+@pytest.mark.parametrize(
+    ("now", "last", "updated", "count"),
+    [
+        (0, None, 0, 0),
+        (30 * DAY, None, 0, 0),
+        (45 * DAY + 123, 10 * DAY, 3 * DAY, 7),
+        (DAY, 5 * DAY, 0, 0),
+        (400 * DAY, None, 2 * DAY, 1_000),
+        (10 * DAY, None, None, None),
+        (None, None, None, None),
+        (1_765_000_000_000, 1_760_000_000_000, 1_750_000_000_000, 3),
+    ],
+)
+def test_pv_decay_is_ranking_decay(
+    conn: PgConnection, now: int | None, last: int | None, updated: int | None, count: int | None
+) -> None:
     migrate(conn, 1_000)
     (got,) = conn.execute("SELECT pv_decay(?, ?, ?, ?)", (now, last, updated, count)).fetchone()
     assert got == pytest.approx(decay(now or 0, last, updated or 0, count or 0), rel=1e-12, abs=1e-300)

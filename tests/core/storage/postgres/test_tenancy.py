@@ -37,8 +37,13 @@ def vaults(pg_url: str, clock: Clock) -> Iterator[tuple[Vault, Vault, dict[str, 
     owner = Vault(pg_url, clock=clock, embedder=embedder)
     ids = {}
     for who, scope in (("alice", ALICE), ("bob", BOB)):
-        a = owner.remember("fact", f"{who}-plan", f"{who} plans the billing migration", recall_when=[f"{who} billing"],
-                           **scope)
+        a = owner.remember(
+            "fact",
+            f"{who}-plan",
+            f"{who} plans the billing migration",
+            recall_when=[f"{who} billing"],
+            **scope,
+        )
         b = owner.remember("fact", f"{who}-db", f"{who} keeps the ledger in postgres", **scope)
         owner.link(a.id, b.id, "about", **scope)
         ids[who] = a.id
@@ -60,7 +65,8 @@ def vaults(pg_url: str, clock: Clock) -> Iterator[tuple[Vault, Vault, dict[str, 
 
 
 def test_with_the_vaults_scope_filter_gone_a_bound_role_still_sees_only_its_scope(
-        vaults: tuple[Vault, Vault, dict[str, int]], monkeypatch: pytest.MonkeyPatch) -> None:
+    vaults: tuple[Vault, Vault, dict[str, int]], monkeypatch: pytest.MonkeyPatch
+) -> None:
     owner, bound, ids = vaults
     monkeypatch.setattr(filters, "scope_clauses", lambda *args: [])  # the vault filters no scope any more
     for mode in ("fts5", "dense", "hybrid"):
@@ -83,7 +89,9 @@ def test_with_the_vaults_scope_filter_gone_a_bound_role_still_sees_only_its_scop
     assert "2 rows" in everything.describe()  # the in-memory index holds alice's memories only
 
 
-def test_a_bound_role_writes_its_scope_only_and_never_reuses_an_id(vaults: tuple[Vault, Vault, dict[str, int]]) -> None:
+def test_a_bound_role_writes_its_scope_only_and_never_reuses_an_id(
+    vaults: tuple[Vault, Vault, dict[str, int]],
+) -> None:
     owner, bound, _ = vaults
     mine = bound.remember("fact", "alice-new", "alice adds a memory", **ALICE)
     assert mine.id == 5  # past bob's ids, which it cannot see
@@ -122,20 +130,32 @@ def test_the_command_line_binds_a_role_and_a_file_has_none(pg_url: str, tmp_path
         with psycopg.connect(pg_url, autocommit=True) as admin:
             admin.execute(f"DROP OWNED BY {role}")
             admin.execute(f"DROP ROLE {role}")
-    with Vault(tmp_path / "v.db", embedder=False) as lite, pytest.raises(NotSupported, match="needs a PostgreSQL vault"):
+    with (
+        Vault(tmp_path / "v.db", embedder=False) as lite,
+        pytest.raises(NotSupported, match="needs a PostgreSQL vault"),
+    ):
         bind_role(lite, "anyone", agent_id="alice")
 
 
 def test_a_bound_role_sees_and_writes_its_own_checkpoints_and_key_values_only(
-        vaults: tuple[Vault, Vault, dict[str, int]]) -> None:
+    vaults: tuple[Vault, Vault, dict[str, int]],
+) -> None:
     """The framework state of migration 8 carries its scope, and row-level security admits the bound role's."""
     from perseus_vault_core import ChannelBlob, Checkpoints, KeyValues
 
     owner, bound, _ = vaults
     for scope in (ALICE, BOB):
-        Checkpoints(owner, **scope).put("t", "", "1", parent_checkpoint_id=None, type="json", checkpoint=b"{}",
-                                        metadata={}, channel_versions={"c": "1"},
-                                        blobs=[ChannelBlob("c", "1", "json", scope["agent_id"].encode())])
+        Checkpoints(owner, **scope).put(
+            "t",
+            "",
+            "1",
+            parent_checkpoint_id=None,
+            type="json",
+            checkpoint=b"{}",
+            metadata={},
+            channel_versions={"c": "1"},
+            blobs=[ChannelBlob("c", "1", "json", scope["agent_id"].encode())],
+        )
         KeyValues(owner, **scope).put("docs", "k", {"who": scope["agent_id"]})
     # Bound to alice, with the vault's own scope filter pointed at bob: the database still shows alice's rows.
     as_bob = Checkpoints(bound, **BOB)

@@ -24,8 +24,10 @@ from ....conftest import FakeEmbedder
 
 
 def _lines(start: int, n: int) -> list[str]:
-    return [json.dumps({"category": "note", "key": f"n{i}", "content": f"ledger entry {i} about cache warming"})
-            for i in range(start, start + n)]
+    return [
+        json.dumps({"category": "note", "key": f"n{i}", "content": f"ledger entry {i} about cache warming"})
+        for i in range(start, start + n)
+    ]
 
 
 @contextmanager
@@ -50,7 +52,9 @@ def _statements(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
 
 def _index(url: str) -> str | None:
     with psycopg.connect(url) as conn:
-        row = conn.execute("SELECT indexdef FROM pg_indexes WHERE indexname = %s", (vectors.HNSW_INDEX,)).fetchone()
+        row = conn.execute(
+            "SELECT indexdef FROM pg_indexes WHERE indexname = %s", (vectors.HNSW_INDEX,)
+        ).fetchone()
     return None if row is None else str(row[0])
 
 
@@ -62,23 +66,29 @@ def test_a_vaults_first_remembered_vector_makes_the_index(pg_url: str) -> None:
 
 
 def test_an_import_into_a_new_vault_builds_the_index_once_after_its_vectors(
-        pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     embedder = FakeEmbedder()
     with Vault(pg_url, embedder=embedder) as vault:
         with _statements(monkeypatch) as sent:
             vault.import_jsonl(_lines(0, 30))
-        builds = [i for i, s in enumerate(sent) if s.startswith(f"CREATE INDEX IF NOT EXISTS {vectors.HNSW_INDEX}")]
+        builds = [
+            i for i, s in enumerate(sent) if s.startswith(f"CREATE INDEX IF NOT EXISTS {vectors.HNSW_INDEX}")
+        ]
         writes = [i for i, s in enumerate(sent) if s.startswith(f"INSERT INTO {vectors.TABLE} ")]
         assert len(builds) == 1 and writes and max(writes) < builds[0], sent
         assert "vector_cosine_ops" in str(_index(pg_url))
     # A new process answering by SQL (no in-memory index) searches through it and finds the memory.
     with Vault(pg_url, embedder=embedder, keyword_index=False, vector_index=False) as reader:
-        items = reader.recall("ledger entry 7 about cache warming", mode="dense", limit=1, reinforce=False).items
+        items = reader.recall(
+            "ledger entry 7 about cache warming", mode="dense", limit=1, reinforce=False
+        ).items
         assert [i.key for i in items] == ["n7"]
 
 
 def test_an_import_into_a_vault_with_vectors_leaves_the_index_alone(
-        pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     with Vault(pg_url, embedder=FakeEmbedder()) as vault:
         vault.remember("note", "first", "the first memory, with the first vector")
         made = _index(pg_url)
@@ -106,7 +116,9 @@ def test_an_import_that_fails_leaves_no_model_and_no_index(pg_url: str, tmp_path
         assert vault.stats().entities == 0
     assert _index(pg_url) is None
     with psycopg.connect(pg_url) as conn:
-        assert conn.execute("SELECT count(*) FROM vault_meta WHERE key = 'embedding_model'").fetchone() == (0,)
+        assert conn.execute("SELECT count(*) FROM vault_meta WHERE key = 'embedding_model'").fetchone() == (
+            0,
+        )
 
 
 class _Other(FakeEmbedder):
@@ -126,7 +138,9 @@ class _StopsAt(_Other):
         return super().embed(texts)
 
 
-def test_a_reembed_builds_the_index_once_after_its_last_vector(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_reembed_builds_the_index_once_after_its_last_vector(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     with Vault(pg_url, embedder=FakeEmbedder()) as vault:
         vault.import_jsonl(_lines(0, 30))
     monkeypatch.setattr(backfill, "BATCH_ROWS", 8)  # four batches, each its own transaction
@@ -134,17 +148,22 @@ def test_a_reembed_builds_the_index_once_after_its_last_vector(pg_url: str, monk
         with _statements(monkeypatch) as sent:
             report = vault.embed(reembed=True)
         assert report.embedded == 30 and report.reembedded
-        builds = [i for i, s in enumerate(sent) if s.startswith(f"CREATE INDEX IF NOT EXISTS {vectors.HNSW_INDEX}")]
+        builds = [
+            i for i, s in enumerate(sent) if s.startswith(f"CREATE INDEX IF NOT EXISTS {vectors.HNSW_INDEX}")
+        ]
         writes = [i for i, s in enumerate(sent) if s.startswith(f"INSERT INTO {vectors.TABLE} ")]
         assert len(builds) == 1 and len(writes) == 4 and max(writes) < builds[0], sent
     assert "vector(64)" in str(_index(pg_url))
     with Vault(pg_url, embedder=_Other(), keyword_index=False, vector_index=False) as reader:
-        items = reader.recall("ledger entry 7 about cache warming", mode="dense", limit=1, reinforce=False).items
+        items = reader.recall(
+            "ledger entry 7 about cache warming", mode="dense", limit=1, reinforce=False
+        ).items
         assert [i.key for i in items] == ["n7"]
 
 
-def test_a_backfill_stopped_midway_leaves_the_build_to_the_next_embed(pg_url: str,
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_backfill_stopped_midway_leaves_the_build_to_the_next_embed(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     with Vault(pg_url, embedder=FakeEmbedder()) as vault:
         vault.import_jsonl(_lines(0, 30))
     monkeypatch.setattr(backfill, "BATCH_ROWS", 8)
@@ -156,7 +175,9 @@ def test_a_backfill_stopped_midway_leaves_the_build_to_the_next_embed(pg_url: st
         assert not report.ok and any("no HNSW index" in p for p in report.problems), report
         # Meanwhile a search by SQL scans the vectors there are, exactly.
         with Vault(pg_url, embedder=_Other(), keyword_index=False, vector_index=False) as reader:
-            assert reader.recall("ledger entry 3 about cache warming", mode="dense", limit=1, reinforce=False).items
+            assert reader.recall(
+                "ledger entry 3 about cache warming", mode="dense", limit=1, reinforce=False
+            ).items
     with Vault(pg_url, embedder=_Other()) as vault:
         report = vault.embed()
         assert report.embedded == 22 and vault.stats().embedding_coverage == 1.0

@@ -160,7 +160,11 @@ def test_a_new_vault_and_its_wal_and_shm_are_private(tmp_path: Path, umask: int,
         found = modes(tmp_path)
         indexes = {name: mode for name, mode in found.items() if ".pvidx" in name}  # saved in the background
         assert set(indexes.values()) <= {0o600}
-        assert {k: v for k, v in found.items() if k not in indexes} == {"v.db": 0o600, "v.db-shm": 0o600, "v.db-wal": 0o600}
+        assert {k: v for k, v in found.items() if k not in indexes} == {
+            "v.db": 0o600,
+            "v.db-shm": 0o600,
+            "v.db-wal": 0o600,
+        }
 
 
 def test_an_existing_vault_keeps_its_mode(tmp_path: Path, umask: int) -> None:
@@ -212,52 +216,80 @@ def _app_file(path: Path, script: str) -> bytes:
     return path.read_bytes()
 
 
-@pytest.mark.parametrize(("script", "named"), [
-    ("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO users VALUES (1, 'ada');", "tables 'users'"),
-    # Many applications keep their own schema version in user_version (Android's, a browser's history)
-    ("CREATE TABLE places (id INTEGER PRIMARY KEY); PRAGMA user_version = 2;", "tables 'places'"),
-    ("CREATE TABLE moz (id INTEGER PRIMARY KEY); PRAGMA user_version = 77;", "tables 'moz'"),
-    ("CREATE VIEW answer AS SELECT 42;", "schema entries 'answer'"),
-    ("PRAGMA user_version = 5;", "no tables, schema version 5"),
-    ("CREATE TABLE vault_meta (key TEXT, value TEXT);", "tables 'vault_meta'"),  # a vault's name is not enough
-])
-def test_another_applications_sqlite_file_is_refused_and_left_as_it_was(tmp_path: Path, script: str,
-                                                                        named: str) -> None:
+@pytest.mark.parametrize(
+    ("script", "named"),
+    [
+        (
+            "CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO users VALUES (1, 'ada');",
+            "tables 'users'",
+        ),
+        # Many applications keep their own schema version in user_version (Android's, a browser's history)
+        ("CREATE TABLE places (id INTEGER PRIMARY KEY); PRAGMA user_version = 2;", "tables 'places'"),
+        ("CREATE TABLE moz (id INTEGER PRIMARY KEY); PRAGMA user_version = 77;", "tables 'moz'"),
+        ("CREATE VIEW answer AS SELECT 42;", "schema entries 'answer'"),
+        ("PRAGMA user_version = 5;", "no tables, schema version 5"),
+        (
+            "CREATE TABLE vault_meta (key TEXT, value TEXT);",
+            "tables 'vault_meta'",
+        ),  # a vault's name is not enough
+    ],
+)
+def test_another_applications_sqlite_file_is_refused_and_left_as_it_was(
+    tmp_path: Path, script: str, named: str
+) -> None:
     path = tmp_path / "app.db"
     before = _app_file(path, script)
     for _ in range(2):  # refused every time, not only the first
         with pytest.raises(SetupError) as refused:
             Vault(str(path), embedder=False)
-        assert str(refused.value) == (f"{str(path)!r} is not a vault: it is a SQLite database of another application "
-                                      f"({named}); the vault wrote nothing to it. Give a new file's path, or an "
-                                      "existing vault's")
+        assert str(refused.value) == (
+            f"{str(path)!r} is not a vault: it is a SQLite database of another application "
+            f"({named}); the vault wrote nothing to it. Give a new file's path, or an "
+            "existing vault's"
+        )
     assert path.read_bytes() == before  # not switched to WAL, no table added, its version kept
     assert sorted(p.name for p in tmp_path.iterdir()) == ["app.db"]
 
 
 def test_a_refused_files_table_names_cannot_break_the_message(tmp_path: Path) -> None:
     path = tmp_path / "app.db"
-    _app_file(path, 'CREATE TABLE "a, b and 3 more" (x); CREATE TABLE "b two\nlines\x1b[2J" (x); '
-                    f'CREATE TABLE "c{"n" * 500}" (x); CREATE TABLE d1 (x); CREATE TABLE d2 (x); '
-                    'CREATE TABLE d3 (x); CREATE TABLE d4 (x);')
+    _app_file(
+        path,
+        'CREATE TABLE "a, b and 3 more" (x); CREATE TABLE "b two\nlines\x1b[2J" (x); '
+        f'CREATE TABLE "c{"n" * 500}" (x); CREATE TABLE d1 (x); CREATE TABLE d2 (x); '
+        "CREATE TABLE d3 (x); CREATE TABLE d4 (x);",
+    )
     with pytest.raises(SetupError) as refused:
         Vault(str(path), embedder=False)
     said = str(refused.value)
     assert "\n" not in said and "\x1b" not in said  # written as escapes: no second line, no terminal control
-    assert "'a, b and 3 more', 'b two\\nlines\\x1b[2J', 'c" + "n" * 59 + "...', 'd1', 'd2' and 2 more)" in said
+    assert (
+        "'a, b and 3 more', 'b two\\nlines\\x1b[2J', 'c" + "n" * 59 + "...', 'd1', 'd2' and 2 more)" in said
+    )
 
 
 def test_first_openings_of_a_new_vault_in_many_processes_all_succeed(tmp_path: Path) -> None:
     # A vault that another process is creating holds tables before this one's first look at it: it must
     # not be taken for another application's file (the first migration step commits _migrations and
     # vault_meta together).
-    said = ["the ledger runs on Postgres", "deploys stop on Fridays", "Aisha owns billing", "backups run nightly"]
-    code = ("import sys; from perseus_vault_core import Vault\n"
-            "with Vault(sys.argv[1], embedder=False) as v: v.remember('note', sys.argv[2], sys.argv[3])\n")
+    said = [
+        "the ledger runs on Postgres",
+        "deploys stop on Fridays",
+        "Aisha owns billing",
+        "backups run nightly",
+    ]
+    code = (
+        "import sys; from perseus_vault_core import Vault\n"
+        "with Vault(sys.argv[1], embedder=False) as v: v.remember('note', sys.argv[2], sys.argv[3])\n"
+    )
     for round_ in range(3):
         path = str(tmp_path / f"n{round_}.db")
-        procs = [subprocess.Popen([sys.executable, "-c", code, path, f"k{i}", said[i]], stderr=subprocess.PIPE,
-                                  text=True) for i in range(4)]
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-c", code, path, f"k{i}", said[i]], stderr=subprocess.PIPE, text=True
+            )
+            for i in range(4)
+        ]
         errors = [p.communicate()[1] for p in procs if p.wait() != 0]
         assert errors == []
         with Vault(path, embedder=False) as v:

@@ -48,15 +48,28 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
 def fill(vault: Vault) -> None:
     """Every marker in the place it names, plus enough ordinary memories for rankings to mean something."""
     m = MARKERS
-    vault.remember("decision", "db", f"We chose SQLite for the {m['content']} service",
-                   summary=f"SQLite {m['summary']}", topic_path=f"architecture/{m['topic_path']}",
-                   body={"why": f"one file {m['body']}"}, recall_when=[f"choosing a {m['recall_when']} store"])
-    vault.add_memory("Opinions", "Testing", f"Integration tests catch what matters {m['memory_entry']}",
-                     date="2024-05-02")
+    vault.remember(
+        "decision",
+        "db",
+        f"We chose SQLite for the {m['content']} service",
+        summary=f"SQLite {m['summary']}",
+        topic_path=f"architecture/{m['topic_path']}",
+        body={"why": f"one file {m['body']}"},
+        recall_when=[f"choosing a {m['recall_when']} store"],
+    )
+    vault.add_memory(
+        "Opinions", "Testing", f"Integration tests catch what matters {m['memory_entry']}", date="2024-05-02"
+    )
     words = ["ledger", "backup", "schema", "latency", "deploy", "cache", "index", "queue", "token", "shard"]
-    vault.remember_many({"category": "note", "key": f"n{i}",
-                         "content": f"{words[i % 10]} {words[(i * 3) % 10]} note number {i}",
-                         "recall_when": [f"touching the {words[(i * 7) % 10]}"]} for i in range(40))
+    vault.remember_many(
+        {
+            "category": "note",
+            "key": f"n{i}",
+            "content": f"{words[i % 10]} {words[(i * 3) % 10]} note number {i}",
+            "recall_when": [f"touching the {words[(i * 7) % 10]}"],
+        }
+        for i in range(40)
+    )
 
 
 def found(folder: Path) -> dict[str, list[str]]:
@@ -88,7 +101,8 @@ def test_no_body_or_index_text_in_any_file(tmp_path: Path, clock: Clock, key: st
         assert {"v.db-wal", "v.db-shm"} <= open_files  # the WAL holds the writes, not yet checkpointed
         # The indexes' snapshots are saved beside a plaintext vault only: an encrypted one keeps them in memory.
         assert {p for p in open_files if p.endswith(".pvidx")} == (
-            set() if key else {"v.db-keyword-index.pvidx", "v.db-vector-index.pvidx"})
+            set() if key else {"v.db-keyword-index.pvidx", "v.db-vector-index.pvidx"}
+        )
         while_open = found(folder)
         assert vault.stats().encrypted is (key is not None)
     after_close = found(folder)
@@ -135,7 +149,9 @@ def answers(vault: Vault) -> list[Any]:
 def test_recall_in_every_mode_matches_an_unencrypted_twin(tmp_path: Path, clock: Clock) -> None:
     results = {}
     for name, key in (("plain", None), ("encrypted", KEY)):
-        with open_vault(tmp_path / f"{name}.db", clock, key, keyword_index=False, vector_index=False) as vault:
+        with open_vault(
+            tmp_path / f"{name}.db", clock, key, keyword_index=False, vector_index=False
+        ) as vault:
             fill(vault)
             sql_path = answers(vault)
         with open_vault(tmp_path / f"{name}.db", clock, key) as vault:  # the in-memory indexes' path
@@ -166,7 +182,9 @@ def test_wrong_missing_and_superfluous_keys_fail_clearly(tmp_path: Path, clock: 
         assert vault.get_entity(1).content.startswith("We chose SQLite")
 
 
-def test_key_from_the_environment_or_a_key_file(tmp_path: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_key_from_the_environment_or_a_key_file(
+    tmp_path: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
     db = tmp_path / "v.db"
     monkeypatch.setenv(keys.KEY_ENV, RAW_KEY)  # a raw 256-bit key skips the passphrase derivation
     with Vault(db, clock=clock, embedder=False) as vault:
@@ -292,7 +310,9 @@ def test_a_backup_of_an_encrypted_vault_is_encrypted(tmp_path: Path, clock: Cloc
         assert answers(restored) == before and restored.check().ok
 
 
-def test_a_plaintext_export_of_an_encrypted_vault_is_never_readable_by_others(tmp_path: Path, clock: Clock) -> None:
+def test_a_plaintext_export_of_an_encrypted_vault_is_never_readable_by_others(
+    tmp_path: Path, clock: Clock
+) -> None:
     folder = tmp_path / "exports"
     folder.mkdir()
     (folder / "shared.jsonl").write_text("")
@@ -304,7 +324,11 @@ def test_a_plaintext_export_of_an_encrypted_vault_is_never_readable_by_others(tm
         for name in ("new.jsonl", "shared.jsonl", "group.jsonl"):
             vault.export_jsonl(folder / name)
     assert modes(folder) == {"group.jsonl": 0o600, "new.jsonl": 0o600, "shared.jsonl": 0o600}
-    assert {name for names in found(folder).values() for name in names} == {"group.jsonl", "new.jsonl", "shared.jsonl"}
+    assert {name for names in found(folder).values() for name in names} == {
+        "group.jsonl",
+        "new.jsonl",
+        "shared.jsonl",
+    }
 
 
 HOLDER = """
@@ -322,8 +346,9 @@ vault.close()
 def held_elsewhere(db: Path, key: str) -> Iterator[None]:
     """The vault open with ``key`` in another process (its -wal and -shm beside the file) until the block ends:
     this process holds no connection to it, so it may read its bytes without dropping anyone's locks."""
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(db), key], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(db), key], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
         yield
@@ -347,7 +372,9 @@ def test_a_wrong_key_never_touches_a_vault_that_is_open_elsewhere(tmp_path: Path
             assert vault.get_entity(1).content.startswith("We chose SQLite")
 
 
-def test_a_wrong_key_beside_an_open_vault_of_this_process_is_refused_by_sqlcipher(tmp_path: Path, clock: Clock) -> None:
+def test_a_wrong_key_beside_an_open_vault_of_this_process_is_refused_by_sqlcipher(
+    tmp_path: Path, clock: Clock
+) -> None:
     """The file is held here: its bytes are never read outside SQLite (that would drop the open vault's locks),
     and the held connection keeps the wrong one from checkpointing, so SQLCipher's own refusal is safe."""
     db = tmp_path / "v.db"
@@ -361,8 +388,9 @@ def test_a_wrong_key_beside_an_open_vault_of_this_process_is_refused_by_sqlciphe
         assert vault.get_entity(1).content.startswith("We chose SQLite") and vault.check().ok
 
 
-def test_a_key_that_cannot_be_checked_is_refused_not_trusted(tmp_path: Path, clock: Clock,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_key_that_cannot_be_checked_is_refused_not_trusted(
+    tmp_path: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
     db = tmp_path / "v.db"
     with held_elsewhere(db, RAW_KEY):
         before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
@@ -376,12 +404,15 @@ def test_a_key_that_cannot_be_checked_is_refused_not_trusted(tmp_path: Path, clo
         assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
 
 
-def test_connections_after_the_first_need_no_private_key_check(tmp_path: Path, clock: Clock,
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_connections_after_the_first_need_no_private_key_check(
+    tmp_path: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The open connection proves the key: threads and index builds do not derive it twice."""
     proofs: list[str] = []
     prove = file_checks.prove_key
-    monkeypatch.setattr(connection, "prove_key", lambda path, *key: (proofs.append(path), prove(path, *key))[1])
+    monkeypatch.setattr(
+        connection, "prove_key", lambda path, *key: (proofs.append(path), prove(path, *key))[1]
+    )
     with open_vault(tmp_path / "v.db", clock, KEY) as vault:
         fill(vault)
         assert vault.wait_for_keyword_index() and vault.wait_for_vector_index()
@@ -403,7 +434,9 @@ def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     return code, out, err
 
 
-def test_cli_rekey(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_rekey(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setenv("PERSEUS_VAULT_EMBEDDER", "none")
     db = str(tmp_path / "v.db")
     monkeypatch.setenv(keys.KEY_ENV, KEY)
@@ -446,8 +479,13 @@ def test_cli_in_a_real_process_reads_the_key_file(tmp_path: Path) -> None:
     db = str(tmp_path / "v.db")
 
     def run(*argv: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "perseus_vault_core.cli", "--db", db, *argv], env=env,
-                              capture_output=True, text=True, timeout=120)
+        return subprocess.run(
+            [sys.executable, "-m", "perseus_vault_core.cli", "--db", db, *argv],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
 
     assert run("remember", "note", "n", f"kept in a {MARKERS['content']}").returncode == 0
     result = run("recall", MARKERS["content"])
@@ -457,7 +495,8 @@ def test_cli_in_a_real_process_reads_the_key_file(tmp_path: Path) -> None:
 
 @pytest.mark.slow  # starts the MCP server twice (about 5 s on a loaded machine)
 def test_mcp_server_over_an_encrypted_vault_takes_the_key_from_the_environment(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from mcp import Client
 
     from perseus_vault_integrations.mcp import VaultClient, build_server
@@ -473,7 +512,9 @@ def test_mcp_server_over_an_encrypted_vault_takes_the_key_from_the_environment(
             assert not [t.name for t in tools if "rekey" in t.name or "encrypt" in t.name]
             for tool in tools:
                 names = set(tool.input_schema.get("properties", {}))
-                assert not names & {"new_key", "passphrase", "encryption_key", "key_file", "cipher"}, tool.name
+                assert not names & {"new_key", "passphrase", "encryption_key", "key_file", "cipher"}, (
+                    tool.name
+                )
         async with VaultClient(build_server(str(db))) as vault:
             await vault.remember("decision", "db", f"SQLite in one {MARKERS['content']} file")
             result = await vault.recall(MARKERS["content"])

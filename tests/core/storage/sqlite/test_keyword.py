@@ -43,9 +43,18 @@ def _history(rng: random.Random, prefix: str, n: int) -> list[tuple[str, dict[st
     out: list[tuple[str, dict[str, Any]]] = []
     for i in range(n):
         length = rng.choice([3, 8, 20, 150]) if i % 7 else 300
-        out.append(("remember", {"category": "note", "key": f"{prefix}{i}", "content": _text(rng, length),
-                                 "summary": _text(rng, 4) if rng.random() < 0.3 else None,
-                                 "topic_path": rng.choice(WORDS) if rng.random() < 0.3 else None}))
+        out.append(
+            (
+                "remember",
+                {
+                    "category": "note",
+                    "key": f"{prefix}{i}",
+                    "content": _text(rng, length),
+                    "summary": _text(rng, 4) if rng.random() < 0.3 else None,
+                    "topic_path": rng.choice(WORDS) if rng.random() < 0.3 else None,
+                },
+            )
+        )
     for i in range(0, n, 5):
         out.append(("remember", {"category": "note", "key": f"{prefix}{i}", "content": _text(rng, 12)}))
     out += [("forget", {"key": f"{prefix}{i}"}) for i in range(1, n, 9)]
@@ -53,13 +62,18 @@ def _history(rng: random.Random, prefix: str, n: int) -> list[tuple[str, dict[st
     return out
 
 
-def _replay(vault: Vault, clock: Clock, steps: list[tuple[str, dict[str, Any]]], scope: dict[str, str]) -> None:
+def _replay(
+    vault: Vault, clock: Clock, steps: list[tuple[str, dict[str, Any]]], scope: dict[str, str]
+) -> None:
     for op, args in steps:
         if op == "remember":
             vault.remember(**args, **scope)
         else:
-            entity = next(i for i in vault.recall("", limit=1000, include_archived=True, reinforce=False, **scope).items
-                          if i.key == args["key"])
+            entity = next(
+                i
+                for i in vault.recall("", limit=1000, include_archived=True, reinforce=False, **scope).items
+                if i.key == args["key"]
+            )
             getattr(vault, op)(entity.id, **scope)
         clock.advance(10)
 
@@ -80,8 +94,15 @@ def _hits(vault: Vault, query: str, use_index: bool, **filters: Any) -> list[tup
     return [(keys[h.entity_id], h.score) for h in hits] + [("", top)]
 
 
-QUERIES = ["billing ledger", "postgres replica backup restore", "cache", "café naïve", SPLIT, f"{REPEAT} canary",
-           "secret rotate token agent memory note"]
+QUERIES = [
+    "billing ledger",
+    "postgres replica backup restore",
+    "cache",
+    "café naïve",
+    SPLIT,
+    f"{REPEAT} canary",
+    "secret rotate token agent memory note",
+]
 
 
 @pytest.mark.parametrize("use_index", [False, True], ids=["sql", "mirror"])
@@ -91,16 +112,33 @@ def test_a_scoped_search_scores_as_a_store_holding_only_that_scope(tmp_path: Pat
     alice = _history(random.Random(1), "a", 60)
     scope = {"agent_id": "alice", "workspace_hash": "ws-a"}
     clocks = Clock(), Clock()
-    with Vault(tmp_path / "only.db", clock=clocks[0], embedder=False) as only, \
-            Vault(tmp_path / "mixed.db", clock=clocks[1], embedder=False) as mixed:
+    with (
+        Vault(tmp_path / "only.db", clock=clocks[0], embedder=False) as only,
+        Vault(tmp_path / "mixed.db", clock=clocks[1], embedder=False) as mixed,
+    ):
         # the other tenants: another agent in alice's workspace, alice's agent in another workspace
-        _replay(mixed, clocks[1], _history(random.Random(2), "a", 40), {"agent_id": "bob", "workspace_hash": "ws-a"})
-        _replay(mixed, clocks[1], _history(random.Random(3), "a", 20), {"agent_id": "alice", "workspace_hash": "ws-b"})
+        _replay(
+            mixed,
+            clocks[1],
+            _history(random.Random(2), "a", 40),
+            {"agent_id": "bob", "workspace_hash": "ws-a"},
+        )
+        _replay(
+            mixed,
+            clocks[1],
+            _history(random.Random(3), "a", 20),
+            {"agent_id": "alice", "workspace_hash": "ws-b"},
+        )
         clocks[0].now = clocks[1].now
         _replay(only, clocks[0], alice[:70], {})
         _replay(mixed, clocks[1], alice[:70], scope)
         middle = clocks[0].now
-        _replay(mixed, clocks[1], _history(random.Random(4), "b", 10), {"agent_id": "bob", "workspace_hash": "ws-a"})
+        _replay(
+            mixed,
+            clocks[1],
+            _history(random.Random(4), "b", 10),
+            {"agent_id": "bob", "workspace_hash": "ws-a"},
+        )
         clocks[0].now = clocks[1].now
         _replay(only, clocks[0], alice[70:], {})
         _replay(mixed, clocks[1], alice[70:], scope)
@@ -115,8 +153,12 @@ def test_a_scoped_search_scores_as_a_store_holding_only_that_scope(tmp_path: Pat
             then = _hits(only, query, use_index, as_of_unix_ms=middle)
             assert _hits(mixed, query, use_index, as_of_unix_ms=middle, **scope) == then, query
         # one field of the scope given: bob's rows in ws-a, or alice's in ws-b, are then in it
-        assert _hits(mixed, "billing ledger", use_index, agent_id="alice") != _hits(only, "billing ledger", use_index)
-        assert _hits(mixed, "billing ledger", use_index, workspace_hash="ws-a") != _hits(only, "billing ledger", use_index)
+        assert _hits(mixed, "billing ledger", use_index, agent_id="alice") != _hits(
+            only, "billing ledger", use_index
+        )
+        assert _hits(mixed, "billing ledger", use_index, workspace_hash="ws-a") != _hits(
+            only, "billing ledger", use_index
+        )
 
 
 def test_varints_total_reads_size_records() -> None:
@@ -167,7 +209,9 @@ def test_expansion_is_bounded_per_call(vault: Vault) -> None:
     402 checks, the second 480 checks."""
     few = ["zq" + _letters(i, 2) for i in range(200)]  # two of bob's words extend each
     many = ["xw" + _letters(i, 2) for i in range(40)]  # twelve of bob's words extend each
-    words = [b + _letters(j, 2) for b in few for j in range(2)] + [b + _letters(j, 2) for b in many for j in range(12)]
+    words = [b + _letters(j, 2) for b in few for j in range(2)] + [
+        b + _letters(j, 2) for b in many for j in range(12)
+    ]
     for n in range(0, len(words), 200):
         vault.remember("note", f"theirs{n}", " ".join(words[n : n + 200]), agent_id="bob")
     vault.remember("note", "mine", f"{few[0]}kk {few[100]}kk", agent_id="alice")

@@ -39,10 +39,14 @@ def healthy(vault: Vault, clock: Clock) -> dict[str, int]:
 
 
 def head(vault: Vault, entity_id: int) -> tuple[Any, ...]:
-    return vault.engine.conn().execute(
-        "SELECT vid, content, summary, tags FROM entity_versions WHERE entity_id = ? AND recorded_to_ms IS NULL",
-        (entity_id,),
-    ).fetchone()
+    return (
+        vault.engine.conn()
+        .execute(
+            "SELECT vid, content, summary, tags FROM entity_versions WHERE entity_id = ? AND recorded_to_ms IS NULL",
+            (entity_id,),
+        )
+        .fetchone()
+    )
 
 
 def link_rows(vault: Vault, *, entity_id: int | None = None, open_only: bool = False) -> tuple[int, int]:
@@ -108,7 +112,9 @@ def test_check_finds_a_head_missing_from_the_keyword_index(vault: Vault, clock: 
 
 
 def test_recall_misses_a_dropped_row_until_reindex(db_path: Path, clock: Clock) -> None:
-    with Vault(db_path, clock=clock, keyword_index=False, embedder=False) as vault:  # FTS5 answers every recall
+    with Vault(
+        db_path, clock=clock, keyword_index=False, embedder=False
+    ) as vault:  # FTS5 answers every recall
         ids = healthy(vault, clock)
         drop_from_keyword_index(vault, ids["alpha"])
         assert keys(vault, "quokka") == []
@@ -142,11 +148,17 @@ def test_check_finds_a_bogus_row_in_the_keyword_index(vault: Vault, clock: Clock
 
 def test_check_finds_drift_in_the_history_index(vault: Vault, clock: Clock) -> None:
     ids = healthy(vault, clock)
-    first = vault.engine.conn().execute(
-        "SELECT vid, content, summary, tags FROM entity_versions WHERE entity_id = ? AND version = 1", (ids["beta"],)
-    ).fetchone()
+    first = (
+        vault.engine.conn()
+        .execute(
+            "SELECT vid, content, summary, tags FROM entity_versions WHERE entity_id = ? AND version = 1",
+            (ids["beta"],),
+        )
+        .fetchone()
+    )
     vault.engine.conn().execute(
-        "INSERT INTO versions_fts(versions_fts, rowid, content, summary, tags) VALUES ('delete', ?, ?, ?, ?)", first
+        "INSERT INTO versions_fts(versions_fts, rowid, content, summary, tags) VALUES ('delete', ?, ?, ?, ?)",
+        first,
     )
     report = vault.check()
     assert report.ok is False
@@ -261,7 +273,8 @@ def test_backup_is_a_working_copy(vault: Vault, clock: Clock, tmp_path: Path) ->
         assert export_text(copy) == export_text(vault)
         assert copy.get_entity(ids["beta"]).content == "the beta wombat note, revised"
         assert [v.content for v in copy.history("fact", "beta").items] == [
-            "the beta wombat note, revised", "the beta wombat note",
+            "the beta wombat note, revised",
+            "the beta wombat note",
         ]
         assert keys(copy, "quokka") == ["alpha"]
         assert copy.stats().entities == vault.stats().entities
@@ -317,7 +330,9 @@ def test_backup_while_another_thread_keeps_writing(
             with Vault(db_path, clock=clock, embedder=False) as other:
                 n = 0
                 while not stop.is_set() or n < 20:
-                    written.append(other.remember("stream", f"w{n}", f"written while backing up {n} " * 20).id)
+                    written.append(
+                        other.remember("stream", f"w{n}", f"written while backing up {n} " * 20).id
+                    )
                     n += 1
                     if n == 10:
                         started.set()
@@ -349,8 +364,9 @@ def test_backup_while_another_thread_keeps_writing(
         assert streamed == sorted(written)[: len(streamed)]
 
 
-def test_check_runs_the_full_integrity_check_and_the_cli_exits_1(tmp_path: Path, clock: Clock,
-                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_check_runs_the_full_integrity_check_and_the_cli_exits_1(
+    tmp_path: Path, clock: Clock, capsys: pytest.CaptureFixture[str]
+) -> None:
     """An index whose entries no longer match its table (its definition changed under it, through SQLite's own
     writable schema) is damage that only the full integrity check finds: SQLite's quick check passes it."""
     from perseus_vault_core.cli.main import main
@@ -361,8 +377,10 @@ def test_check_runs_the_full_integrity_check_and_the_cli_exits_1(tmp_path: Path,
         healthy(vault, clock)
     conn = connect(str(db))
     conn.execute("PRAGMA writable_schema = ON")
-    conn.execute("UPDATE sqlite_master SET sql = 'CREATE INDEX entity_versions_time ON entity_versions(entity_id, "
-                 "recorded_to_ms)' WHERE name = 'entity_versions_time'")
+    conn.execute(
+        "UPDATE sqlite_master SET sql = 'CREATE INDEX entity_versions_time ON entity_versions(entity_id, "
+        "recorded_to_ms)' WHERE name = 'entity_versions_time'"
+    )
     version = conn.execute("PRAGMA schema_version").fetchone()[0]
     conn.execute(f"PRAGMA schema_version = {version + 1}")
     conn.close()
@@ -384,7 +402,10 @@ def test_check_finds_overlapping_versions(vault: Vault, clock: Clock) -> None:
     e = vault.remember("fact", "k", "first")
     clock.advance(100)
     vault.remember("fact", "k", "second")
-    vault.engine.conn().execute("UPDATE entity_versions SET recorded_to_ms = recorded_to_ms + 50 WHERE entity_id = ? AND version = 1", (e.id,))
+    vault.engine.conn().execute(
+        "UPDATE entity_versions SET recorded_to_ms = recorded_to_ms + 50 WHERE entity_id = ? AND version = 1",
+        (e.id,),
+    )
     report = vault.check()
     assert not report.ok and any("overlap" in p for p in report.problems)
 

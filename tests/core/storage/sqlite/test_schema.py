@@ -17,9 +17,13 @@ def test_fresh_file_is_at_the_latest_version(db_path: Path) -> None:
     with Vault(db_path) as vault:
         conn = vault.engine.conn()
         assert schema.current_version(conn) == schema.LATEST
-        assert conn.execute("SELECT version FROM _migrations").fetchall() == [(v,) for v, _, _ in schema.MIGRATIONS]
+        assert conn.execute("SELECT version FROM _migrations").fetchall() == [
+            (v,) for v, _, _ in schema.MIGRATIONS
+        ]
     with Vault(db_path) as vault:  # reopening applies nothing twice
-        assert vault.engine.conn().execute("SELECT count(*) FROM _migrations").fetchone()[0] == len(schema.MIGRATIONS)
+        assert vault.engine.conn().execute("SELECT count(*) FROM _migrations").fetchone()[0] == len(
+            schema.MIGRATIONS
+        )
 
 
 def test_newer_schema_is_refused(db_path: Path) -> None:
@@ -47,29 +51,46 @@ def test_a_failing_migration_changes_nothing(db_path: Path, monkeypatch: pytest.
     assert conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'half_done'").fetchone()[0] == 0
 
 
-def test_prepare_finds_the_triggered_versions_through_the_trigger_index(db_path: Path, monkeypatch: pytest.MonkeyPatch
-                                                                         ) -> None:
+def test_prepare_finds_the_triggered_versions_through_the_trigger_index(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """prepare's first read looks the context's stems up in ``trigger_terms`` (step 8) by its key, not a scan, and
     reads only the versions it names through the view; a forgotten memory is found there and not shown."""
     from perseus_vault_core.features import proactive
     from perseus_vault_core.storage import trigger_terms
 
     with Vault(db_path, embedder=False) as vault:
-        vault.remember_many([{"category": "note", "key": f"k{i}", "content": f"note {i} about billing",
-                              "recall_when": ["working on billing"] if i % 100 == 0 else [f"topic {i} only"]}
-                             for i in range(1_000)])
+        vault.remember_many(
+            [
+                {
+                    "category": "note",
+                    "key": f"k{i}",
+                    "content": f"note {i} about billing",
+                    "recall_when": ["working on billing"] if i % 100 == 0 else [f"topic {i} only"],
+                }
+                for i in range(1_000)
+            ]
+        )
         vault.forget(vault.recall_when("working on billing").items[0].id)
         conn = vault.engine.conn()
-        plan = [row[-1] for row in conn.execute(
-            "EXPLAIN QUERY PLAN SELECT vid FROM trigger_terms WHERE term IN (SELECT value FROM json_each(?)) "
-            "GROUP BY vid, phrase HAVING count(*) >= max(need)",
-            ('["work", "bill"]',))]
+        plan = [
+            row[-1]
+            for row in conn.execute(
+                "EXPLAIN QUERY PLAN SELECT vid FROM trigger_terms WHERE term IN (SELECT value FROM json_each(?)) "
+                "GROUP BY vid, phrase HAVING count(*) >= max(need)",
+                ('["work", "bill"]',),
+            )
+        ]
         assert any("trigger_terms USING PRIMARY KEY (term=?)" in step for step in plan), plan
         read: list[int] = []
         found = proactive.candidates
-        monkeypatch.setattr(proactive, "candidates", lambda c, v, vids: read.extend(vids) or found(c, v, vids))
+        monkeypatch.setattr(
+            proactive, "candidates", lambda c, v, vids: read.extend(vids) or found(c, v, vids)
+        )
         assert len(vault.recall_when("working on billing").items) == 9
-        assert len(read) == 11  # the ten versions of the ten memories with the phrase, and the forgotten one's
+        assert (
+            len(read) == 11
+        )  # the ten versions of the ten memories with the phrase, and the forgotten one's
         assert trigger_terms.versions(conn, ["work", "bill"]) == sorted(read)
         assert trigger_terms.versions(conn, ["bill", "note"]) == []  # one of its two stems: it cannot match
 
@@ -103,8 +124,10 @@ def test_a_file_of_version_6_keeps_its_phrase_vectors_in_each_scope_that_uses_th
     conn.execute("BEGIN IMMEDIATE")
     conn.execute("DROP TABLE trigger_vectors")
     conn.execute("DROP TABLE trigger_terms")  # step 8's
-    conn.execute("CREATE TABLE trigger_vectors (model TEXT NOT NULL, phrase TEXT NOT NULL, embedding BLOB NOT NULL, "
-                 "PRIMARY KEY (model, phrase))")
+    conn.execute(
+        "CREATE TABLE trigger_vectors (model TEXT NOT NULL, phrase TEXT NOT NULL, embedding BLOB NOT NULL, "
+        "PRIMARY KEY (model, phrase))"
+    )
     for phrase in ("shared phrase", "alice only", "nobody's"):
         conn.execute("INSERT INTO trigger_vectors VALUES ('m', ?, ?)", (phrase, phrase.encode()))
     conn.execute("DELETE FROM _migrations WHERE version > 6")
@@ -112,8 +135,16 @@ def test_a_file_of_version_6_keeps_its_phrase_vectors_in_each_scope_that_uses_th
     conn.execute("COMMIT")
     conn.close()
     with Vault(db_path, embedder=False) as vault:
-        rows = vault.engine.conn().execute("SELECT model, scope, phrase, embedding FROM trigger_vectors").fetchall()
+        rows = (
+            vault.engine.conn()
+            .execute("SELECT model, scope, phrase, embedding FROM trigger_vectors")
+            .fetchall()
+        )
     alice, bob = scope_key("alice", ""), scope_key("bob", "")
-    assert sorted(map(tuple, rows)) == sorted([("m", alice, "alice only", b"alice only"),
-                                               ("m", alice, "shared phrase", b"shared phrase"),
-                                               ("m", bob, "shared phrase", b"shared phrase")])
+    assert sorted(map(tuple, rows)) == sorted(
+        [
+            ("m", alice, "alice only", b"alice only"),
+            ("m", alice, "shared phrase", b"shared phrase"),
+            ("m", bob, "shared phrase", b"shared phrase"),
+        ]
+    )
