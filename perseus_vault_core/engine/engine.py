@@ -318,10 +318,11 @@ class Engine:
     def recall(
         self, p: RecallParams, only: list[int] | None = None, vector: np.ndarray | None = None
     ) -> RecallResult:
-        """Recall (:mod:`recall`) with this vault's arms, then warm the indexes the mode could use."""
-        result = recall.recall(
-            self.conn(), p, self.now(), self.reinforce, self.arms(), only=only, vector=vector
-        )
+        """Recall (:mod:`recall`) with this vault's arms, count what it retrieved (after its read: reinforcement
+        never changes the order it follows), then warm the indexes the mode could use."""
+        result, retrieved = recall.recall(self.conn(), p, self.now(), self.arms(), only=only, vector=vector)
+        if retrieved:
+            self.reinforce(retrieved)
         self.recalls += 1
         self.warm(result.search_mode)
         if p.curate:

@@ -19,7 +19,8 @@ The order of work:
    newest wording, a newer fact goes before the older one it updates);
 6. ``offset``/``limit`` cut the page, placed tier by tier so that a place does not depend on how deep the
    caller asks (:func:`tiers`), and its rows are fetched whole;
-7. only then is the retrieval counted (reinforcement never changes the order it follows).
+7. only then is the retrieval counted, by the caller (the engine: reinforcement never changes the order it
+   follows), for the ids this returns beside the result.
 """
 
 from __future__ import annotations
@@ -90,13 +91,13 @@ def recall(
     conn: Connection,
     params: RecallParams,
     now_ms: int,
-    reinforce: Callable[[list[int]], None],
     arms: Arms,
     only: list[int] | None = None,
     vector: np.ndarray | None = None,
-) -> RecallResult:
-    """``only``: when given, recall among those entities alone (still under every rule of the view).
-    ``vector``: a query the caller embedded; the search is then dense, by that vector, and ``query``
+) -> tuple[RecallResult, list[int]]:
+    """The result, and the ids its caller counts as retrieved (none for a point in time, or when asked not
+    to: ``reinforce``). ``only``: when given, recall among those entities alone (still under every rule of the
+    view). ``vector``: a query the caller embedded; the search is then dense, by that vector, and ``query``
     is ignored."""
     v = view(params, now_ms, dialect(conn))
     if only is not None:
@@ -113,9 +114,8 @@ def recall(
         else:
             found, variant_count = _search(conn, params, v, mode, arms, vector)
         items = store.fit(found)
-    if params.reinforce and not v.historical and items:
-        reinforce([item.id for item in items])
-    return RecallResult(items=items, total=len(items), variants=variant_count, search_mode=mode)
+    retrieved = [item.id for item in items] if params.reinforce and not v.historical else []
+    return RecallResult(items=items, total=len(items), variants=variant_count, search_mode=mode), retrieved
 
 
 def nearest(
