@@ -33,6 +33,7 @@ from ..features import (
 )
 from ..features.graphrag import verbs as graphrag
 from ..features.memory_files import verbs as memory
+from ..recall.pipeline import query_vector
 
 WORK: Mapping[str, Callable[..., Any]] = MappingProxyType(
     {
@@ -99,10 +100,27 @@ def run(engine: Engine, verb: str, params: BaseModel, extras: dict[str, Any]) ->
     if work is None:
         raise InvalidInput("verb", f"no verb named {verb!r}")
     model = MODELS[name]
-    if not isinstance(params, model):
+    if type(params) is not model:  # its own model, not a subclass that may carry more
         given = type(params).__name__
         raise InvalidInput("params", f"{name} takes its validated {model.__name__}, not {given}")
-    for extra in extras:
+    return work(engine, params, **_checked(name, extras))
+
+
+# What a Python caller's extra must be, checked here once for the verb method and a direct Vault.call alike.
+CALLBACKS = {
+    "polish": "must be a function that takes the extractive text and returns text",
+    "progress": "must be a function taking (done, total)",
+}
+
+
+def _checked(name: str, extras: dict[str, Any]) -> dict[str, Any]:
+    """``extras`` refused unless each is an argument of the verb's function and of the kind it takes; a query
+    vector made one unit row (``recall_by_vector``)."""
+    checked = {}
+    for extra, value in extras.items():
         if extra not in EXTRAS[name]:
             raise InvalidInput(extra, f"is not an argument of {name}")
-    return work(engine, params, **extras)
+        if extra in CALLBACKS and value is not None and not callable(value):
+            raise InvalidInput(extra, CALLBACKS[extra])
+        checked[extra] = query_vector(value) if extra == "vector" and value is not None else value
+    return checked

@@ -115,7 +115,6 @@ from ..contract.params.options import (  # noqa: I001
 from ..embeddings import Embedder
 from ..engine.engine import Clock, Engine
 from ..primitives.keys import check_key
-from ..recall.pipeline import query_vector
 from . import dispatch
 from .edge import edge, given, listed, path_text
 
@@ -228,7 +227,8 @@ class Vault:
         the MCP server, the CLI and the resident helper take with the model they validated. ``extras``: what
         only Python callers give: ``polish`` (``community_summary``), ``progress`` (``embed``,
         ``import_jsonl``, ``reindex``), ``lines`` / ``stream`` (an open file for ``import_jsonl`` /
-        ``export_jsonl``), ``vector`` (``recall``)."""
+        ``export_jsonl``), ``vector`` (``recall``), each checked there. The model is trusted as validated: one
+        built without validation (pydantic's ``model_construct``) is its builder's to answer for."""
         return dispatch.run(self._engine, verb, params, extras)
 
     # --- writing -----------------------------------------------------------------------------
@@ -388,8 +388,6 @@ class Vault:
         ``refresh=True``. ``polish``: any function (an LLM) that rewrites the extractive text; the
         extractive text is kept as evidence."""
         p = validate(CommunitySummaryParams, {**options, "community_id": community_id})
-        if polish is not None and not callable(polish):
-            raise InvalidInput("polish", "must be a function that takes the extractive text and returns text")
         return self.call("community_summary", p, polish=polish)
 
     @edge
@@ -651,8 +649,7 @@ class Vault:
         for name in ("query", "mode"):
             if name in options:
                 raise InvalidInput(name, "does not apply to recall_by_vector (the vector is the query)")
-        query = query_vector(vector)
-        return self.call("recall", validate(RecallParams, {"query": "", **options}), vector=query)
+        return self.call("recall", validate(RecallParams, {"query": "", **options}), vector=vector)
 
     @edge
     def wait_for_keyword_index(self, timeout: float = 600.0) -> bool:
@@ -805,8 +802,6 @@ class Vault:
         """Give every version a vector: backfill the missing ones (current versions first), or, with
         ``reembed=True``, replace all of them with the configured embedder's (after a model change)."""
         p = validate(EmbedParams, {"reembed": reembed})
-        if progress is not None and not callable(progress):
-            raise InvalidInput("progress", "must be a function taking (done, total)")
         return self.call("embed", p, progress=progress)
 
     @edge

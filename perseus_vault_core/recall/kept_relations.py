@@ -83,15 +83,19 @@ class KeptRelations:
 
     def among(self, conn: Connection, ids: Sequence[int]) -> list[Row] | None:
         """The open links among ``ids`` (both ends in it) of the kept relations, as ``conn`` sees them, in
-        order; ``None`` when ``conn`` reads an older snapshot than what is held (the caller reads the file)."""
+        order; ``None`` when ``conn`` reads an older snapshot than what is held (the caller reads the file).
+        ``conn`` reads one snapshot throughout (recall's)."""
         with self._lock:
-            stamp = self._stamp_of(conn)
-            if stamp[0] < self._stamp[0] or stamp[1] < self._stamp[1]:
-                return None
-            if stamp != self._stamp:
-                self._catch_up(conn, stamp)
             if self._clock() - self._recounted >= RECOUNT_S or len(self._held) > MOST:
                 self._recount(conn)
+            if self._stamp[0] < 0:  # nothing held yet (or forgotten): start from this snapshot
+                self._stamp, self._closed_ms, self._below = self._start(conn)
+            else:
+                stamp = self._stamp_of(conn, self._closed_ms)
+                if stamp[0] < self._stamp[0] or stamp[1] < self._stamp[1]:
+                    return None
+                if stamp != self._stamp:
+                    self._catch_up(conn, stamp)
             missing = [
                 i
                 for i in dict.fromkeys(ids)
@@ -115,8 +119,7 @@ class KeptRelations:
         nothing when they are more than :data:`MOST` memories' (what is met is then read as met). ``check``
         is called every 10,000 links (it raises to stop: the vault is closing)."""
         try:
-            stamp = self._stamp_of(conn)
-            closed_ms, below = self._closings(conn)
+            stamp, closed_ms, below = self._start(conn)
             held: dict[int, set[Row]] = {}
             for a, b, name, source in conn.execute(
                 f"SELECT from_id, to_id, relation, source FROM links WHERE recorded_to_ms IS NULL AND "
@@ -148,22 +151,24 @@ class KeptRelations:
             self._versions.update(found)
             return {v: self._versions[v] for v in vids if v in self._versions}
 
-    def _stamp_of(self, conn: Connection) -> Stamp:
+    def _stamp_of(self, conn: Connection, closed_ms: int) -> Stamp:
+        """What ``conn`` sees: the highest link number, the change log's position, the links closed at or after
+        ``closed_ms``."""
         (since,) = conn.execute(
-            "SELECT count(*) FROM links WHERE recorded_to_ms >= ?", (self._closed_ms,)
+            "SELECT count(*) FROM links WHERE recorded_to_ms >= ?", (closed_ms,)
         ).fetchone()
         return self._last_link(conn), self._changes.position(conn), int(since)
 
-    @staticmethod
-    def _closings(conn: Connection) -> tuple[int, int]:
-        """The latest closing's time and how many links were closed before it."""
+    def _start(self, conn: Connection) -> tuple[Stamp, int, int]:
+        """Where holding starts in ``conn``'s snapshot: its stamp counted from its own latest closing, that
+        closing's time, and how many links were closed before it."""
         (latest,) = conn.execute(
             "SELECT coalesce(max(recorded_to_ms), 0) FROM links WHERE recorded_to_ms IS NOT NULL"
         ).fetchone()
         (below,) = conn.execute(
             "SELECT count(*) FROM links WHERE recorded_to_ms < ?", (int(latest),)
         ).fetchone()
-        return int(latest), int(below)
+        return self._stamp_of(conn, int(latest)), int(latest), int(below)
 
     def _recount(self, conn: Connection) -> None:
         """Forget everything held when a link was closed before the latest closing seen, unseen (a clock stepped
@@ -180,13 +185,6 @@ class KeptRelations:
         opened or closed since, and those a new version of was written since (it closed their inferred links,
         whatever time it was stamped)."""
         last_id, position, _ = stamp
-        if self._stamp[0] < 0:  # nothing held yet: start from this snapshot
-            self._closed_ms, self._below = self._closings(conn)
-            (since,) = conn.execute(
-                "SELECT count(*) FROM links WHERE recorded_to_ms >= ?", (self._closed_ms,)
-            ).fetchone()
-            self._stamp = (last_id, position, int(since))
-            return
         touched: set[int] = set()
         if last_id > self._stamp[0]:
             touched.update(

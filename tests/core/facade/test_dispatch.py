@@ -59,3 +59,22 @@ def test_a_call_refuses_an_unknown_verb_another_verb_s_model_and_an_unknown_extr
             vault.call(verb, params, **extras)  # type: ignore[arg-type]
         assert caught.value.field == field
     assert vault.get_entity(made.id).status == "active"
+
+
+def test_a_call_checks_what_the_verb_method_checks_of_its_extras(vault: Vault) -> None:
+    """An extra is checked in dispatch.run, for the verb method and a direct call alike; a subclass of the
+    verb's model (which may carry more than it) is refused; nothing is written by a refused call."""
+    vault.remember(category="fact", key="db", content="We use Postgres.")
+
+    class Wider(RecallParams):
+        pass
+
+    with pytest.raises(InvalidInput, match="takes its validated RecallParams"):
+        vault.call("recall", Wider(query="postgres"))
+    with pytest.raises(InvalidInput, match="progress"):
+        vault.call("reindex", validate(dispatch.MODELS["reindex"], {}), progress=5)
+    with pytest.raises(InvalidInput, match="progress"):
+        vault.embed(progress=5)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput, match="vector"):
+        vault.call("recall", validate(RecallParams, {"query": ""}), vector=[0.0, 0.0])
+    assert vault.stats().entities == 1
