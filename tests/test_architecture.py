@@ -319,8 +319,6 @@ MIRRORS = {"core": CORE, "integrations": INTEGRATIONS}
 UNTESTED: frozenset[str] = frozenset(
     {
         # the contract: models and params, exercised by every verb's tests and tests/core/contract/test_verbs.py
-        f"{CORE}/contract/errors.py",
-        f"{CORE}/contract/memory_names.py",
         f"{CORE}/contract/models.py",
         f"{CORE}/contract/params/base.py",
         f"{CORE}/contract/params/conversations.py",
@@ -356,9 +354,6 @@ UNTESTED: frozenset[str] = frozenset(
         f"{CORE}/storage/__init__.py",
         f"{CORE}/storage/base.py",
         f"{CORE}/storage/changelog.py",
-        f"{CORE}/storage/checks.py",
-        f"{CORE}/storage/meta.py",
-        f"{CORE}/storage/retry.py",
         f"{CORE}/storage/vector_rows.py",
         f"{CORE}/storage/sqlite/changes.py",
         f"{CORE}/storage/sqlite/vectors.py",
