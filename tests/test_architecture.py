@@ -343,7 +343,6 @@ UNTESTED: frozenset[str] = frozenset(
         f"{CORE}/indexes/vocabulary.py",
         f"{CORE}/primitives/background.py",
         f"{CORE}/primitives/dbapi.py",
-        f"{CORE}/primitives/dialect.py",
         f"{CORE}/primitives/filters.py",
         f"{CORE}/primitives/where_sql.py",
         f"{CORE}/recall/curated.py",
