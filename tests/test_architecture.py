@@ -339,7 +339,6 @@ UNTESTED: frozenset[str] = frozenset(
         f"{CORE}/primitives/background.py",
         f"{CORE}/primitives/dbapi.py",
         f"{CORE}/primitives/filters.py",
-        f"{CORE}/recall/curated.py",
         f"{CORE}/resident/__init__.py",
         f"{CORE}/resident/client.py",
         # storage: through tests/core/storage/ on both backends
