@@ -322,9 +322,7 @@ UNTESTED: frozenset[str] = frozenset(
         f"{CORE}/contract/models.py",
         f"{CORE}/contract/params/conversations.py",
         f"{CORE}/contract/params/memory.py",
-        f"{CORE}/contract/params/options.py",
         f"{CORE}/contract/params/reading.py",
-        f"{CORE}/contract/params/signatures.py",
         f"{CORE}/contract/params/writing.py",
         # the command line's human output, through tests/core/cli/test_main.py
         # the layers' pieces, through the tests of the features and verbs that use them
