@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import inspect
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -71,40 +70,6 @@ def test_the_operators_verbs_are_in_no_tool_profile() -> None:
     assert not admin & set(BY_NAME)
     assert all(not admin & names for names in PROFILES.values())
     assert len({v.name for v in VERBS + ADMIN_VERBS}) == len(VERBS) + len(ADMIN_VERBS)
-
-
-def test_option_typeddicts_are_generated_from_the_models() -> None:
-    committed = Path(signatures.__file__).with_name("options.py").read_text(encoding="utf-8")
-    assert committed == signatures.render(), (
-        "regenerate: python -m perseus_vault_core.contract.params.signatures > perseus_vault_core/contract/params/options.py"
-    )
-
-
-def test_each_options_typeddict_holds_its_models_other_fields() -> None:
-    from perseus_vault_core.contract.params import options
-
-    for name, (model, named) in signatures.OPTIONS.items():
-        typed = getattr(options, name)
-        assert set(typed.__annotations__) == set(model.model_fields) - set(named), name
-
-
-def test_type_text_covers_times_models_and_literals() -> None:
-    from perseus_vault_core.contract.params import RecallParams, RememberInput
-
-    models: set[type[BaseModel]] = set()
-    assert (
-        signatures.type_text(RememberInput.model_fields["valid_from_ms"].annotation, models)
-        == "int | str | dt.datetime | None"
-    )
-    assert (
-        signatures.type_text(RecallParams.model_fields["mode"].annotation, models)
-        == "Literal['fts5', 'dense', 'hybrid'] | None"
-    )
-    assert (
-        signatures.type_text(RecallParams.model_fields["fusion"].annotation, models)
-        == "Fusion | dict[str, Any] | None"
-    )
-    assert {m.__name__ for m in models} == {"Fusion"}
 
 
 # Named arguments Python may pass in more shapes than the wire (a path object, an open file, any iterable),

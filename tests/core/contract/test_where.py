@@ -21,8 +21,6 @@ from hypothesis import strategies as st
 
 from perseus_vault_core import InvalidInput, Vault
 from perseus_vault_core.contract.where import MAX_CONDITIONS, parse
-from perseus_vault_core.primitives.dialect import POSTGRES, SQLITE
-from perseus_vault_core.primitives.where_sql import sql
 
 from ...conftest import BACKENDS, FakeEmbedder, vault_location
 
@@ -106,14 +104,6 @@ def test_limits_on_size_and_nesting() -> None:
     with pytest.raises(InvalidInput, match="deeper than 16"):
         parse(deep)
     assert parse({}) is not None  # {} keeps everything, as in MongoDB
-
-
-def test_the_sql_binds_every_value_and_names_no_field_in_its_text() -> None:
-    """A field name or value never becomes SQL text: both go in as parameters."""
-    for d in (SQLITE, POSTGRES):
-        text, params = sql({"x'; DROP TABLE entities; --": "y'); --", "n": {"$in": [1, "a"]}}, d)
-        assert "DROP" not in text and "y')" not in text
-        assert "y'); --" in params.values()
 
 
 # --- semantics, on both backends ---------------------------------------------------------------------
@@ -728,22 +718,6 @@ def test_a_filter_that_keeps_few_is_answered_exactly_by_every_path(
 # --- the work one where may ask (docs/limits.md) --------------------------------------------------
 
 
-def test_the_statement_grows_with_conditions_not_values() -> None:
-    """An $in's values travel as one JSON array parameter: SQLite binds named parameters in time that grows
-    with the square of their number (40 lists of 1,000 took half a minute), and each statement was cached."""
-    from perseus_vault_core.contract.where import MAX_VALUES
-
-    for d in (SQLITE, POSTGRES):
-        text, params = sql(
-            {
-                "tags": {"$in": [f"t{i}" for i in range(MAX_VALUES)]},
-                "category": {"$nin": list(map(str, range(MAX_VALUES)))},
-            },
-            d,
-        )
-        assert len(params) <= 4 and len(text) < 2_000, (len(params), len(text))
-
-
 @pytest.mark.parametrize(
     "where, says",
     [
@@ -758,13 +732,3 @@ def test_the_statement_grows_with_conditions_not_values() -> None:
 def test_a_filter_past_its_work_limits_is_refused_up_front(where: dict[str, Any], says: str) -> None:
     with pytest.raises(InvalidInput, match=re.escape(says)):
         parse(where)
-
-
-def test_the_sql_cache_is_bounded_by_characters() -> None:
-    from perseus_vault_core.primitives import where_sql as where_module
-
-    for i in range(60):  # 60 distinct filters of about 250,000 characters each: 15 MB if all were kept
-        sql({"f": {"$in": [f"{i}-{j}-" + "v" * 240 for j in range(1_000)]}}, SQLITE)
-    cache = where_module._CACHE
-    assert cache.held <= cache.chars
-    assert sum(size for _, size in cache._items.values()) == cache.held
