@@ -78,6 +78,7 @@ WORDS_UPDATE = 0.35
 _WORD = re.compile(r"[\w][\w.\-/:@#]*[\w]|[\w]")
 _RECORD = re.compile(r"^(?:[a-z][a-z0-9]*-\d+|#\d+|[0-9a-f]{7,40})$")  # eng-142, #77, a commit hash
 _SENTENCE_END = re.compile(r"[.!?:;]\s*$")
+_DIGIT = re.compile(r"\d")
 _VALUE = re.compile(r"[\d/@#]|.[A-Z]")  # a digit or a mark anywhere, or a capital after the first letter
 
 
@@ -210,6 +211,25 @@ class Values:
     anchors: frozenset[str]
     records: frozenset[str]
     tokens: frozenset[str]
+
+
+@lru_cache(maxsize=8192)
+def records_of(text: str) -> frozenset[str]:
+    """The record identifiers of ``text``'s first :data:`READ_CHARS` characters, as :func:`values` finds them
+    (a record holds a digit, so it is a value whatever its case), without reading the rest of its values."""
+    found = set()
+    for raw in text[:READ_CHARS].split():
+        if _DIGIT.search(raw) is None:  # most words: no digit, no record
+            continue
+        for token in _WORD.findall(raw):
+            if _DIGIT.search(token) is None:
+                continue
+            if raw.startswith(("-", "−")) and raw[1:2].isdigit() and raw[1:].startswith(token):
+                continue  # a signed value (-5): no record
+            value = token.lower().strip(".-:")
+            if _RECORD.match(value) and any(c.isdigit() for c in value):
+                found.add(value)
+    return frozenset(found)
 
 
 @lru_cache(maxsize=8192)
@@ -363,10 +383,6 @@ class Candidate:
     scope: tuple[str, str] = ("", "")  # (agent_id, workspace_hash): two tenants' memories are never paired
     written_ms: int = 0  # when this version was written
 
-    @property
-    def values(self) -> Values:
-        return values(self.text)
-
 
 @dataclass
 class Curated:
@@ -478,7 +494,7 @@ def curate(
             and ranked[newer].related
             and ranked[older].related
             and ranked[newer].relevance >= AS_RELEVANT * ranked[older].relevance
-            and not _names_the_older(query, ranked[older].values, ranked[newer].values)
+            and not _names_the_older(query, ranked[older].text, ranked[newer].text)
         ):
             later.setdefault(older, set()).add(newer)
     pos, moves = 0, 0
@@ -498,19 +514,18 @@ def curate(
     )
 
 
-def _names_the_older(query: Said | None, older: Values, newer: Values) -> bool:
+def _names_the_older(query: Said | None, older: str, newer: str) -> bool:
     """Whether the query names a value only the older memory holds, so that it asks for the older and the newer
     goes first no more: a number, version or price of the query the older holds and the newer does not ("is the
     Pro plan still $12?"). A record (a ticket, an incident) restates no fact nor another record: the newer
     one goes first only when it names the same identifiers as the older. The
     query's other words say nothing here: "where does production run" asks what is true now, whichever of
     "Production runs in eu-west-1" and "Production moved to us-east-2" shares more of its words."""
-    if newer.records and older.records != newer.records:  # a ticket restates no fact, nor another ticket
+    records = records_of(newer)
+    if records and records_of(older) != records:  # a ticket restates no fact, nor another ticket
         return True
-    if query is None:
+    asked = [a for a in query.anchors if any(c.isdigit() for c in a)] if query is not None else []
+    if not asked:  # the texts' other values are read only for a query that names a number
         return False
-    return any(
-        a in older.anchors and a not in newer.anchors and a not in newer.tokens
-        for a in query.anchors
-        if any(c.isdigit() for c in a)
-    )
+    was, now = values(older), values(newer)
+    return any(a in was.anchors and a not in now.anchors and a not in now.tokens for a in asked)

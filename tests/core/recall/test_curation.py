@@ -474,3 +474,20 @@ def test_two_tenants_memories_are_never_collapsed_or_ordered_together(
     by_id = {i.id: i for i in items}
     assert by_id[a.id].outdated_by is None and not by_id[a.id].duplicates and not by_id[b.id].duplicates
     assert by_id[b.id].outdated_by == c.id  # within tenant b
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from(
+                ["ENG-1412", "-1234567", "#77", "deadbeef1", "v1.2", "SEC-9180.", "−42", "w123", "A1"]
+            ),
+            st.text(alphabet="abcXYZ019-#.:/ ", max_size=12),
+        ),
+        max_size=12,
+    )
+)
+def test_a_text_s_records_are_those_its_values_hold(words: list[str]) -> None:
+    text = " ".join(words)
+    assert curation.records_of(text) == curation.values(text).records
