@@ -73,9 +73,10 @@ def run(n: int, cached: Any, log: Callable[[str], None] = print) -> dict[str, An
         vault.recall(
             qs[0], limit=K
         )  # a curated recall: the relations curation acts on load in the background
-        while vault.engine.relations.loading:
+        held = vault.engine.relations
+        while held is not None and held.loading:
             time.sleep(0.05)
-        out["relations_held"] = vault.engine.relations.complete
+        out["relations_held"] = held is not None and held.complete
         keyword, dense = Bm25s(), Chroma()
         # Chroma as shipped (ef_search 100) answers with less recall than the vault's dense arm; at ef_search 800
         # its recall is the vault's (docs/benchmarks.md, the peers' latency): "ahead at equal recall" is read there

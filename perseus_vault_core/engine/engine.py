@@ -117,9 +117,12 @@ class Engine:
                 index.saved_only = wanted == "saved"
         self.embedder: Embedder | None = embedder
         self.fusion = fusion
-        # what curation acts on, held warm (recall/kept_relations.py)
-        self.relations = KeptRelations(
-            KEPT, lambda c: self.backend.next_id(c, "links") - 1, self.backend.changes
+        # What curation acts on, held warm (recall/kept_relations.py) beside an embedded file, where its three
+        # numbers a recall are three look-ups; a PostgreSQL server answers the window's links in one round trip.
+        self.relations = (
+            None
+            if database
+            else KeptRelations(KEPT, lambda c: self.backend.next_id(c, "links") - 1, self.backend.changes)
         )
         self.cross_encoder = cross_encoder
         self.judge = (
@@ -332,7 +335,7 @@ class Engine:
     def warm_relations(self) -> None:
         """Hold every relation curation acts on (recall/kept_relations.py), read in the background once."""
         held = self.relations
-        if held.complete or held.loading:
+        if held is None or held.complete or held.loading:
             return
         held.loading = True
 

@@ -321,12 +321,13 @@ def test_an_unexpected_engine_failure_is_answered_without_a_trace(
 
     from perseus_vault_integrations.mcp.http import http_app, server_config
 
-    def broken(self: Vault, *args: Any, **kwargs: Any) -> Any:
+    def broken(self: Vault, verb: str, *args: Any, **kwargs: Any) -> Any:
+        if verb == "scan":
+            return 1 / 0
         raise RuntimeError("boom")
 
     with Vault(tmp_path / "broken.db", embedder=FakeEmbedder()) as vault:
-        monkeypatch.setattr(Vault, "recall", broken)
-        monkeypatch.setattr(Vault, "scan", lambda *a, **k: 1 / 0)
+        monkeypatch.setattr(Vault, "call", broken)  # the one way the server reaches a verb
         port = _free_port()
         server = uvicorn.Server(server_config(http_app(vault, "127.0.0.1", port, TOKEN), "127.0.0.1", port))
         thread = threading.Thread(target=server.run, daemon=True)

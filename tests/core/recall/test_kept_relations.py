@@ -184,10 +184,16 @@ def test_a_load_holds_every_relation_and_changes_after_it_are_seen(
         reader.close()
 
 
-def test_a_curated_recall_loads_them_in_the_background(vault_path: str | Path, clock: Clock) -> None:
+def test_a_curated_recall_loads_them_in_the_background(
+    vault_path: str | Path, clock: Clock, backend: str
+) -> None:
     with Vault(vault_path, clock=clock, embedder=False) as vault:
         _memories(vault)
         held = vault.engine.relations
+        if backend == "postgres":  # the server answers a window's links in one round trip: nothing is held
+            assert held is None and vault.recall("memory about the service").items
+            return
+        assert held is not None
         vault.recall("memory about the service", curate=False)
         assert not held.complete and not held.loading  # asked not to curate: nothing read
         vault.recall("memory about the service")
