@@ -349,7 +349,6 @@ UNTESTED: frozenset[str] = frozenset(
         # the adapters: through tests/integrations/inspector/test_app.py, mcp/test_server.py and the others
         f"{INTEGRATIONS}/commands.py",
         f"{INTEGRATIONS}/extras.py",
-        f"{INTEGRATIONS}/inspector/query.py",
         f"{INTEGRATIONS}/llama_index/storage_context.py",
         f"{INTEGRATIONS}/mcp/client.py",
         f"{INTEGRATIONS}/mcp/http.py",
