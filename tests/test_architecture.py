@@ -350,7 +350,6 @@ UNTESTED: frozenset[str] = frozenset(
         f"{INTEGRATIONS}/commands.py",
         f"{INTEGRATIONS}/extras.py",
         f"{INTEGRATIONS}/llama_index/storage_context.py",
-        f"{INTEGRATIONS}/mcp/reference.py",
     }
 )
 
