@@ -347,8 +347,6 @@ UNTESTED: frozenset[str] = frozenset(
         f"{CORE}/storage/sqlite/changes.py",
         f"{CORE}/storage/sqlite/vectors.py",
         # the adapters: through tests/integrations/inspector/test_app.py, mcp/test_server.py and the others
-        f"{INTEGRATIONS}/commands.py",
-        f"{INTEGRATIONS}/extras.py",
         f"{INTEGRATIONS}/llama_index/storage_context.py",
     }
 )
