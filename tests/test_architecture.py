@@ -320,7 +320,6 @@ UNTESTED: frozenset[str] = frozenset(
     {
         # the contract: models and params, exercised by every verb's tests and tests/core/contract/test_verbs.py
         f"{CORE}/contract/models.py",
-        f"{CORE}/contract/params/reading.py",
         # the command line's human output, through tests/core/cli/test_main.py
         # the layers' pieces, through the tests of the features and verbs that use them
         f"{CORE}/facade/roles.py",
