@@ -322,7 +322,6 @@ UNTESTED: frozenset[str] = frozenset(
         f"{CORE}/contract/models.py",
         # the command line's human output, through tests/core/cli/test_main.py
         # the layers' pieces, through the tests of the features and verbs that use them
-        f"{CORE}/facade/roles.py",
         f"{CORE}/features/graphrag/verbs.py",
         f"{CORE}/features/memory_files/edits.py",
         f"{CORE}/features/memory_files/files.py",
