@@ -329,7 +329,6 @@ UNTESTED: frozenset[str] = frozenset(
         f"{CORE}/features/remembering.py",
         f"{CORE}/indexes/vector.py",
         f"{CORE}/indexes/vocabulary.py",
-        f"{CORE}/primitives/background.py",
         f"{CORE}/primitives/dbapi.py",
         f"{CORE}/primitives/filters.py",
         f"{CORE}/resident/__init__.py",
