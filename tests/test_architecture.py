@@ -330,7 +330,6 @@ UNTESTED: frozenset[str] = frozenset(
         f"{CORE}/indexes/vector.py",
         f"{CORE}/indexes/vocabulary.py",
         f"{CORE}/primitives/dbapi.py",
-        f"{CORE}/primitives/filters.py",
         f"{CORE}/resident/__init__.py",
         f"{CORE}/resident/client.py",
         # storage: through tests/core/storage/ on both backends
