@@ -335,9 +335,7 @@ UNTESTED: frozenset[str] = frozenset(
         # storage: through tests/core/storage/ on both backends
         f"{CORE}/storage/__init__.py",
         f"{CORE}/storage/base.py",
-        f"{CORE}/storage/changelog.py",
         f"{CORE}/storage/vector_rows.py",
-        f"{CORE}/storage/sqlite/changes.py",
         f"{CORE}/storage/sqlite/vectors.py",
         # the adapters: through tests/integrations/inspector/test_app.py, mcp/test_server.py and the others
         f"{INTEGRATIONS}/llama_index/storage_context.py",
