@@ -328,7 +328,6 @@ UNTESTED: frozenset[str] = frozenset(
         f"{CORE}/features/memory_files/sync.py",
         f"{CORE}/features/remembering.py",
         f"{CORE}/indexes/vector.py",
-        f"{CORE}/indexes/vocabulary.py",
         f"{CORE}/primitives/dbapi.py",
         f"{CORE}/resident/__init__.py",
         f"{CORE}/resident/client.py",
