@@ -337,7 +337,6 @@ UNTESTED: frozenset[str] = frozenset(
         f"{CORE}/storage/vector_rows.py",
         f"{CORE}/storage/sqlite/vectors.py",
         # the adapters: through tests/integrations/inspector/test_app.py, mcp/test_server.py and the others
-        f"{INTEGRATIONS}/llama_index/storage_context.py",
     }
 )
 
