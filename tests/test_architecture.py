@@ -334,7 +334,6 @@ UNTESTED: frozenset[str] = frozenset(
         # storage: through tests/core/storage/ on both backends
         f"{CORE}/storage/__init__.py",
         f"{CORE}/storage/base.py",
-        f"{CORE}/storage/vector_rows.py",
         f"{CORE}/storage/sqlite/vectors.py",
         # the adapters: through tests/integrations/inspector/test_app.py, mcp/test_server.py and the others
     }
