@@ -4,11 +4,15 @@
 communities, one with a summary), a fact that changed and one that was archived and restored, a
 superseded decision, an expiring note, memory files, two scopes, and a memory whose every field is an
 attack on the page (``HOSTILE``). ``served`` runs the real ASGI app under uvicorn on a loopback socket
-in this process, as ``perseus-vault ui`` does, until the block ends.
+in this process, as ``perseus-vault ui`` does, until the block ends. The fixtures ``store`` and ``server``
+(one per test module) and the helpers ``get`` and ``text`` serve the views' tests (``views/``) and
+``test_app.py``.
 """
 
 from __future__ import annotations
 
+import html
+import re
 import shutil
 import threading
 from collections.abc import Iterator
@@ -17,13 +21,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
+import pytest
 import uvicorn
 
 from perseus_vault_core import Vault
 from perseus_vault_integrations.inspector import Beside, Inspector
 from perseus_vault_integrations.mcp.http import http_app, listen, server_config
 
-from ...conftest import DAY_MS, Clock
+from ...conftest import DAY_MS, Clock, FakeEmbedder
 
 FOLDER = Path(__file__).resolve().parents[2] / "fixtures" / "memory_vault"
 TOKEN = "inspector-token-0123456789abcdef"
@@ -193,3 +199,30 @@ def served(
         app = Beside(http_app(vault, host, port, token, **scope), app)
     with Server(app, sock) as server:
         yield server
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Vault, Sample]]:
+    """The sample store, filled once for a test module (a module may define its own)."""
+    with sample_store(tmp_path_factory.mktemp("inspector-app"), FakeEmbedder()) as store:
+        yield store
+
+
+@pytest.fixture(scope="module")
+def server(store: tuple[Vault, Sample]) -> Iterator[Server]:
+    """The inspector over ``store``, unbound and read-only."""
+    with served(store[0]) as s:
+        yield s
+
+
+def get(server: Server, path: str, status: int = 200) -> str:
+    """The HTML page at ``path``, answered with ``status``."""
+    r = httpx.get(server.url + path, timeout=30)
+    assert r.status_code == status, (path, r.status_code, r.text[-2000:])
+    assert r.headers["content-type"].startswith("text/html")
+    return r.text
+
+
+def text(page: str) -> str:
+    """What a reader sees: the page without its tags, entities decoded."""
+    return html.unescape(re.sub(r"<[^>]+>", " ", page))

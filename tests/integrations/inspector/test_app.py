@@ -1,10 +1,10 @@
-"""Every view over HTTP, from a real server: what each shows, that each is a URL that can be shared and
-reloaded, and how a bad request, an unknown memory or a bound scope is answered. The same on PostgreSQL."""
+"""The app over HTTP, from a real server, across its views: how a bad request, an unknown memory or page
+and a bound scope are answered, the static files, every view on PostgreSQL and the pages while the link
+graph is clustered. What each view shows is tested in ``views/test_<view>.py``."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -15,181 +15,7 @@ import pytest
 from perseus_vault_core import Vault
 
 from ...conftest import Clock, FakeEmbedder, vault_location
-from .conftest import Sample, Server, fill, import_files, sample_store, served
-
-
-@pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Vault, Sample]]:
-    with sample_store(tmp_path_factory.mktemp("inspector-app"), FakeEmbedder()) as store:
-        yield store
-
-
-@pytest.fixture(scope="module")
-def server(store: tuple[Vault, Sample]) -> Iterator[Server]:
-    with served(store[0]) as s:
-        yield s
-
-
-def get(server: Server, path: str, status: int = 200) -> str:
-    r = httpx.get(server.url + path, timeout=30)
-    assert r.status_code == status, (path, r.status_code, r.text[-2000:])
-    assert r.headers["content-type"].startswith("text/html")
-    return r.text
-
-
-def text(html: str) -> str:
-    """What a reader sees: the page without its tags, entities decoded."""
-    import html as h
-
-    return h.unescape(re.sub(r"<[^>]+>", " ", html))
-
-
-def test_the_overview_counts_by_scope_type_and_category_and_lists_the_latest_writes(
-    server: Server, store: tuple[Vault, Sample]
-) -> None:
-    page = get(server, "/")
-    counts = store[0].counts()
-    assert (
-        f"{counts.total:,}" in page and "By scope (2)" in page and "By type" in page and "By category" in page
-    )
-    assert 'href="/browse?agent_id=sales&amp;workspace_hash=crm"' in page  # a scope's link opens it
-    assert "Latest writes" in page and "Opinions" in page  # the memory files were written last
-    assert "keyword index" in page and "sqlite" in page
-
-
-def test_browse_filters_and_pages_by_cursor(server: Server, store: tuple[Vault, Sample]) -> None:
-    vault, sample = store
-    page = get(server, "/browse?agent_id=ops&type=decision&limit=25")
-    shown = {int(i) for i in re.findall(r'href="/memory/(\d+)\?agent_id=ops"', page)}
-    decisions = {e.id for e in vault.scan(agent_id="ops", type="decision", limit=1000).items}
-    assert shown == decisions
-    first = get(server, "/browse?limit=25")
-    next_link = re.search(r'href="(/browse\?[^"]*cursor=[^"]+)" rel="next"', first)
-    assert next_link is not None
-    second = get(server, next_link.group(1).replace("&amp;", "&"))
-    firsts = set(re.findall(r'href="/memory/(\d+)"', first))
-    assert firsts and not firsts & set(
-        re.findall(r'href="/memory/(\d+)"', second)
-    )  # the next page, not the same
-    assert "<th>true from</th>" in page and page.count("<time datetime=") >= len(decisions)  # each row dated
-    archived = get(server, "/browse?status=archived")
-    assert f'/memory/{sample.ids["gone"]}"' in archived and f'/memory/{sample.ids["queue2"]}"' not in archived
-    superseded = get(server, "/browse?status=superseded")
-    assert f'/memory/{sample.ids["queue"]}"' in superseded
-
-
-def test_browse_by_text_is_keyword_recall_and_reinforces_nothing(
-    server: Server, store: tuple[Vault, Sample]
-) -> None:
-    vault, sample = store
-    before = vault.get_entity(sample.themes["billing"][0]).retrieval_count
-    page = get(server, "/browse?q=invoices")
-    assert f'/memory/{sample.themes["billing"][0]}"' in page and "keyword recall" in page
-    assert vault.get_entity(sample.themes["billing"][0]).retrieval_count == before
-
-
-def test_a_memory_shows_its_versions_links_communities_and_provenance(
-    server: Server, store: tuple[Vault, Sample]
-) -> None:
-    vault, sample = store
-    member = sample.themes["storage"][0]
-    page = get(server, f"/memory/{member}")
-    seen = text(page)
-    assert "SQLite in WAL mode keeps writes durable" in seen
-    assert "History (1 version)" in seen and 'class="timeline"' in page
-    assert (
-        "Out of it" in seen
-        and "supports" in seen
-        and f'/memory/{sample.themes["storage"][1]}?agent_id=ops"' in page
-    )
-    assert "Communities" in seen and "5 memories" in seen and "5 linked memories about storage" in seen
-    city = get(server, f"/memory/{sample.ids['city']}")
-    assert (
-        "History (2 versions)" in text(city)
-        and "Alice lives in Paris" in city
-        and "Alice lives in Berlin" in city
-    )
-    assert "chat 2026-01-02" in city and "certainty" in city and "verified" in city
-    believed = re.search(r'href="(/memory/\d+\?[^"]*as_of=\d+)">Alice lives in Paris', city)
-    assert believed is not None  # each version opens the memory as it was believed then
-    then = get(server, believed.group(1).replace("&amp;", "&"))
-    assert "As believed at" in then and "version 1" in then and "Alice lives in Paris" in then
-
-
-def test_the_playground_shows_each_arm_the_fused_score_and_the_knobs_effect(
-    server: Server, store: tuple[Vault, Sample]
-) -> None:
-    vault, sample = store
-    page = get(server, "/recall?q=storage+sqlite&mode=hybrid&startup=1&validity=1&agent_id=ops")
-    assert "by hybrid" in page and "fts5 #" in page and "dense #" in page
-    assert "without knobs" in page and "validity valid" in page and "actionability" in page
-    assert re.search(r"<td>[↑↓]\d+</td>", page), "the knobs moved something in this store"
-    plain = get(server, "/recall?q=storage+sqlite&mode=fts5")
-    assert "dense #" not in plain and "by fts5" in plain
-    assert (
-        vault.get_entity(sample.themes["storage"][0]).retrieval_count == 0
-    )  # the playground reinforces nothing
-    as_of = get(server, "/recall?q=invoices&mode=fts5&as_of=2026-01-01T12:00:00Z")
-    assert "no memory matches" in as_of  # the billing memories were written the next day
-    assert "Type a query" in get(server, "/recall")
-
-
-def test_the_graph_draws_the_neighbourhood_coloured_by_community(
-    server: Server, store: tuple[Vault, Sample]
-) -> None:
-    vault, sample = store
-    start = sample.themes["storage"][0]
-    everything = get(
-        server, f"/graph?id={start}&depth=2&agent_id=ops"
-    )  # the links the vault inferred too, dashed
-    walk = vault.traverse(start, depth=2, agent_id="ops")
-    assert sorted(int(n) for n in re.findall(r'data-node="(\d+)"', everything)) == sorted(
-        n.entity.id for n in walk.nodes
-    )
-    inferred = sum(e.source == "inferred" for e in walk.edges)
-    assert inferred and everything.count('class="edge inferred"') == inferred
-    assert everything.count('class="edge"') == len(walk.edges) - inferred
-    page = get(server, f"/graph?id={start}&depth=2&agent_id=ops&inferred=no")  # the links written
-    walk = vault.traverse(start, depth=2, agent_id="ops", inferred=False)
-    assert sorted(int(n) for n in re.findall(r'data-node="(\d+)"', page)) == sorted(
-        n.entity.id for n in walk.nodes
-    )
-    assert page.count('class="edge"') == len(walk.edges) and "edge inferred" not in page
-    assert "Communities here (2)" in page and "5 linked memories about storage" in page
-    assert "no summary written yet" in page  # billing has none
-    index = get(server, "/graph?agent_id=ops")
-    assert (
-        "communities among" in index and f"/graph?agent_id=ops&amp;id={sample.themes['storage'][0]}" in index
-    )
-
-
-def test_time_travel_shows_the_store_as_believed_then(server: Server, store: tuple[Vault, Sample]) -> None:
-    vault, sample = store
-    page = get(server, "/time?at=2026-01-01T12:00:00Z")
-    assert "5 active memories then" in text(page)  # only the storage theme had been written
-    assert f"/memory/{sample.themes['storage'][0]}?as_of=2026-01-01T12" in page
-    assert f"/memory/{sample.themes['billing'][0]}" not in page
-    writes = get(server, "/time")
-    assert "Writes, newest first" in writes and "/time?at=" in writes
-
-
-def test_hygiene_reports_its_reasons(server: Server) -> None:
-    page = get(server, "/hygiene?agent_id=ops&min_age_days=0")
-    for _ in range(100):  # computed in the background: the page reloads until it is ready
-        if "Computing the report" not in page:
-            break
-        page = get(server, "/hygiene?agent_id=ops&min_age_days=0")
-    assert "active memories flagged" in page and "never retrieved" in page
-
-
-def test_memory_files_list_their_entries_by_date(server: Server) -> None:
-    listing = get(server, "/files?agent_id=ops")
-    assert "Opinions" in listing and "Preferences" in listing
-    page = get(server, "/files?agent_id=ops&file=Opinions")
-    dates = re.findall(r"<td>(\d{4}-\d{2}(?:-\d{2})?)</td>", page)
-    assert dates and dates == sorted(dates, reverse=True) and "2026-01-05" == dates[0]
-    section = get(server, "/files?agent_id=ops&file=Opinions&section=Work+pace")
-    assert "2018-11-20" in section and "2026-01-05" not in section
+from .conftest import Sample, Server, fill, get, import_files, served, text
 
 
 @pytest.mark.parametrize(
@@ -269,20 +95,6 @@ def test_every_view_works_on_postgresql(backend: str, request: pytest.FixtureReq
                     assert "message error" not in page, path
                     assert secret not in page, path
                 assert "Alice lives in Paris" in get(server, f"/memory/{sample.ids['city']}")
-
-
-def test_a_memory_not_valid_now_still_shows_whole(tmp_path: Path, clock: Clock) -> None:
-    with Vault(tmp_path / "later.db", clock=clock, embedder=False) as vault:
-        later = vault.remember(
-            "fact", "launch", "The launch happens in spring", valid_from_ms=clock.now + 10**9
-        ).id
-        with served(vault) as server:
-            page = text(get(server, f"/memory/{later}"))
-            assert (
-                "The launch happens in spring" in page
-                and "not valid now" in page
-                and "History (1 version)" in page
-            )
 
 
 def test_while_the_link_graph_is_clustered_the_pages_answer_without_it(

@@ -296,29 +296,6 @@ def test_two_servers_on_one_host_keep_their_sessions_apart(vault: Vault) -> None
         assert client.get(f"{a.url}/browse").status_code == 200  # signing out of b leaves a signed in
 
 
-def test_sessions_unit() -> None:
-    now = [1_000_000.0]
-    sessions = Sessions(TOKEN, 8765, seconds=60, clock=lambda: now[0])
-    value = sessions.new()
-    assert sessions.valid(value) and TOKEN not in value
-    assert not Sessions(TOKEN, 8766, clock=lambda: now[0]).valid(value)  # another port's server
-    assert not Sessions(TOKEN[::-1], 8765, clock=lambda: now[0]).valid(value)  # another token
-    for forged in ("", "x", "1.2.3", f"{'٩' * 7}.a.b", value + "0", None):
-        assert not sessions.valid(forged), forged
-    now[0] += 59
-    assert sessions.valid(value)
-    now[0] += 1
-    assert not sessions.valid(value)  # expired
-    other = sessions.new()
-    sessions.revoke(other)
-    assert not sessions.valid(other)
-    sessions.revoke("1.2.3")  # a forged one is not remembered
-    assert list(sessions._revoked) == [other]
-    now[0] += 61
-    sessions.revoke(sessions.new())  # the expired one is forgotten when another is revoked
-    assert other not in sessions._revoked and len(sessions._revoked) == 1
-
-
 def test_behind_a_tls_proxy_on_this_host_the_cookie_is_secure(remote: Server) -> None:
     """A proxy on this host that ends TLS says so (X-Forwarded-Proto, which uvicorn takes from 127.0.0.1 only):
     the browser then talks HTTPS, so its cookie must never go out over plain HTTP."""

@@ -1,5 +1,5 @@
 """PerseusVaultVectorStore as a LlamaIndex user meets it, on both backends: VectorStoreIndex over it (retrieval,
-a query engine, inserts and deletes by document, reloading from the vault alone), MetadataFilters with every
+a query engine, inserts and deletes by document), MetadataFilters with every
 operator and condition checked against LlamaIndex's SimpleVectorStore, the query modes, the embedding model
 checked when the index is built, and the bundled model."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from llama_index.core import Document, StorageContext, VectorStoreIndex, load_index_from_storage
+from llama_index.core import Document, StorageContext, VectorStoreIndex
 from llama_index.core.embeddings import MockEmbedding
 from llama_index.core.llms import MockLLM
 from llama_index.core.vector_stores import SimpleVectorStore
@@ -127,24 +127,6 @@ def test_nodes_are_read_deleted_and_cleared_by_id_and_filter(dense_vault: Vault)
         store.delete_nodes()
     store.clear()
     assert store.get_nodes() == [] and dense_vault.stats().entities == 0
-
-
-def test_persist_writes_nothing_beside_the_vault_and_the_index_reloads_from_it(
-    vault_path: str | Path, fake_embedder: Any, tmp_path: Path
-) -> None:
-    with Vault(vault_path, embedder=fake_embedder) as vault:
-        index = build(vault)
-        index.storage_context.persist(persist_dir=str(tmp_path / "storage"))
-        assert not (tmp_path / "storage").exists() or list((tmp_path / "storage").iterdir()) == []
-    with Vault(vault_path, embedder=fake_embedder) as vault:  # a new process: everything from the vault
-        loaded = load_index_from_storage(
-            vault_storage_context(vault), embed_model=PerseusVaultEmbedding(vault)
-        )
-        assert loaded.index_id == index.index_id
-        assert texts(loaded.as_retriever(similarity_top_k=1).retrieve("payments retried")) == [
-            "The billing service retries failed payments twice."
-        ]
-        assert set(loaded.docstore.get_all_document_hashes().values()) == {"d1", "d2", "d3", "d4", "d5"}
 
 
 # --- MetadataFilters -------------------------------------------------------------------------------

@@ -1,14 +1,11 @@
-"""The MCP server with real clients: in-process ``mcp.Client``, a ``perseus-vault serve`` subprocess
-over stdio, and streamable HTTP on loopback with a bearer token."""
+"""The MCP server (server.py) with in-process clients (``mcp.Client`` and ``VaultClient``): every verb a tool
+with the engine's schemas, the strict boundary, a bound scope and the text a model reads. The transports
+are tested with ``VaultClient`` in test_client.py and in test_stdio.py, the HTTP app in test_http.py."""
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import socket
-import subprocess
-import sys
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -23,15 +20,13 @@ from perseus_vault_core import (
     VERBS,
     RecallParams,
     RecallResult,
-    SetupError,
     Vault,
     VaultError,
     is_advanced,
 )
 from perseus_vault_integrations.mcp import VaultClient, build_server
-from perseus_vault_integrations.mcp.http import http_app
 
-from ...conftest import FakeEmbedder, wait_for_port
+from ...conftest import FakeEmbedder
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "memory_vault"
 DOCS = Path(__file__).resolve().parents[3] / "docs"
@@ -255,95 +250,6 @@ def test_conversation_tools_round_trip_and_keep_a_bound_scope(vault: Vault) -> N
     run(main)
 
 
-# --- real transports -------------------------------------------------------------------------------
-
-
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PERSEUS_VAULT_EMBEDDER"] = "none"
-    return env
-
-
-def test_stdio_subprocess(tmp_path: Path) -> None:
-    async def main() -> None:
-        async with VaultClient.stdio(str(tmp_path / "stdio.db"), env=_env()) as c:
-            assert "perseus_vault_recall" in await c.tools()
-            saved = await c.remember("decision", "db", "We chose SQLite.")
-            found = await c.recall("sqlite")
-            assert [i.id for i in found.items] == [saved.id] and found.search_mode == "fts5"
-            with pytest.raises(VaultError, match="limit"):
-                await c.recall("x", limit=5000)
-
-    run(main)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@pytest.fixture
-def http_server(tmp_path: Path) -> Iterator[tuple[str, str, str]]:
-    port, token, db = _free_port(), "s3cret-token-0123456789", str(tmp_path / "http.db")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "perseus_vault_core.cli", "serve", "--db", db, "--http", f"127.0.0.1:{port}"],
-        env=dict(_env(), PERSEUS_VAULT_HTTP_TOKEN=token),
-        stderr=subprocess.PIPE,
-    )
-    try:
-        wait_for_port(port, proc)
-        yield f"http://127.0.0.1:{port}/mcp", token, db
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-
-
-def test_http_with_a_token_and_concurrent_clients(http_server: tuple[str, str, str]) -> None:
-    import httpx2
-
-    url, token, db = http_server
-    refused = httpx2.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
-    assert refused.status_code == 401
-    wrong = httpx2.post(url, json={}, headers={"Authorization": "Bearer nope"})
-    assert wrong.status_code == 401
-
-    async def writer(n: int) -> None:
-        async with VaultClient.http(url, token) as c:
-            for i in range(15):
-                await c.remember("load", f"w{n}-{i}", f"memory {i} from writer {n}")
-                await c.recall(f"writer {n}", limit=5)
-
-    async def main() -> None:
-        async with anyio.create_task_group() as group:
-            for n in range(4):
-                group.start_soon(writer, n)
-        async with VaultClient.http(url, token) as c:
-            every = await c.scan(category="load")
-            assert sorted(e.key for e in every) == sorted(f"w{n}-{i}" for n in range(4) for i in range(15))
-
-    run(main)
-
-
-def test_http_elsewhere_than_loopback_needs_a_token(vault: Vault) -> None:
-    with pytest.raises(SetupError, match="token"):
-        http_app(vault, "0.0.0.0", 8765, None)
-    for short in ("", "t", "x" * 15):  # refused on loopback too: a token set is a token meant to protect
-        with pytest.raises(SetupError, match="at least 16"):
-            http_app(vault, "127.0.0.1", 8765, short)
-    assert http_app(vault, "0.0.0.0", 8765, "t" * 16) is not None
-    assert http_app(vault, "127.0.0.1", 8765, None) is not None
-
-
-def test_the_tool_reference_in_the_docs_is_current() -> None:
-    from perseus_vault_integrations.mcp.reference import reference
-
-    docs = Path(__file__).resolve().parents[3] / "docs" / "mcp-tools.md"
-    assert docs.read_text(encoding="utf-8") == reference(), (
-        "regenerate: python -m perseus_vault_integrations.mcp.reference > docs/mcp-tools.md"
-    )
-
-
 def test_a_bound_server_keeps_walks_batches_and_reports_in_its_scope(vault: Vault) -> None:
     a = vault.remember("n", "a", "alice's note", agent_id="alice").id
     b = vault.remember("n", "b", "bob's note", agent_id="bob").id
@@ -361,21 +267,6 @@ def test_a_bound_server_keeps_walks_batches_and_reports_in_its_scope(vault: Vaul
             assert made[0]["agent_id"] == "alice"
             report = await c.call("hygiene", min_age_days=0)
             assert report["scanned"] == 2  # alice's two memories, not bob's
-
-    run(main)
-
-
-def test_client_scan_falls_back_to_paged_recall_without_a_scan_tool(vault: Vault) -> None:
-    for i in range(25):
-        vault.remember("bulk", f"k{i}", f"memory {i}")
-    server = build_server(vault=vault)
-    server.remove_tool("perseus_vault_scan")
-
-    async def main() -> None:
-        async with VaultClient(server) as c:
-            assert "perseus_vault_scan" not in await c.tools()
-            every = await c.scan(category="bulk", page=10)
-            assert sorted(e.key for e in every) == sorted(f"k{i}" for i in range(25))
 
     run(main)
 
