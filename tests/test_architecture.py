@@ -345,8 +345,6 @@ UNMIRRORED: frozenset[str] = frozenset(
     {
         f"{TESTS}/core/features/test_phrase_vectors.py",  # storage's phrase vectors and features/proactive.py
         f"{TESTS}/core/recall/test_dense_recall.py",  # recall/pipeline.py's dense arm and indexes/vector.py
-        f"{TESTS}/integrations/langchain/test_text_filters.py",  # vectorstores.py, retrievers.py, ../arguments.py
-        f"{TESTS}/integrations/llama_index/test_text_filters.py",  # vector_stores.py, retrievers.py, ../arguments.py
     }
 )
 

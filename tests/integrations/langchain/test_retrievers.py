@@ -410,3 +410,19 @@ def test_filter_is_recall_s_where_applied_inside_the_query(vault: Vault) -> None
     ) as refused:  # when it is made
         PerseusVaultRetriever(vault, search_kwargs={"filter": {"prio": {"$gtx": 1}}})
     assert refused.value.field == "search_kwargs.filter.prio.$gtx"
+
+
+def test_the_retriever_filters_a_memorys_text_through_where(tmp_path: Path) -> None:
+    with Vault(tmp_path / "r.db", embedder=False) as vault:
+        vault.remember("decision", "db", "We chose SQLite in WAL mode.")
+        vault.remember("decision", "pg", "Postgres was rejected for the vault.")
+        for search in (
+            {"filter": {"content": {"$contains": "SQLite"}}},
+            {"where_document": {"$contains": "SQLite"}},
+        ):
+            retriever = PerseusVaultRetriever(vault, search_kwargs=search, min_score=None)
+            assert [d.metadata["key"] for d in retriever.invoke("vault database mode")] == ["db"]
+        retriever = PerseusVaultRetriever(
+            vault, search_kwargs={"where_document": {"$not_contains": "SQLite"}}, min_score=None
+        )
+        assert [d.metadata["key"] for d in retriever.invoke("vault database mode")] == ["pg"]

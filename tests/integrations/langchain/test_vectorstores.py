@@ -227,3 +227,83 @@ def test_the_bundled_model_is_the_default(tmp_path: Path, real_embedder: Any) ->
         assert scored[0][0].id == "job" and 0.0 < scored[0][1] <= 1.0
         assert [d.id for d in s.max_marginal_relevance_search("pets at home", k=2, fetch_k=3)][0] == "pets"
         assert s.embeddings is not None and len(s.embeddings.embed_query("x")) == 384
+
+
+# --- filters on a document's text, as Chroma spells them (where_document), in searches and in delete ---
+
+FILTERED_TEXTS = {
+    "cat": ("the cat sat on the mat", "pets"),
+    "dog": ("dogs chase cats", "pets"),
+    "market": ("stock markets fell today", "money"),
+    "kitten": ("a kitten sleeps", "pets"),
+}
+
+
+@pytest.fixture(params=["dense", "fts5"])
+def filtered_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[PerseusVaultVectorStore]:
+    s = PerseusVaultVectorStore(tmp_path / "vs.db", DeterministicFakeEmbedding(size=16), mode=request.param)
+    s.add_texts(
+        [t for t, _ in FILTERED_TEXTS.values()],
+        [{"topic": topic} for _, topic in FILTERED_TEXTS.values()],
+        ids=list(FILTERED_TEXTS),
+    )
+    yield s
+    s.close()
+
+
+def _filtered_ids(
+    filtered_store: PerseusVaultVectorStore, query: str = "cat mat kitten dogs stock", **kwargs: object
+) -> list[str]:
+    return sorted(d.id or "" for d in filtered_store.similarity_search(query, k=10, **kwargs))  # type: ignore[arg-type]
+
+
+def test_where_document_filters_every_search_by_the_text(filtered_store: PerseusVaultVectorStore) -> None:
+    assert _filtered_ids(filtered_store, where_document={"$contains": "cat"}) == ["cat", "dog"]
+    assert _filtered_ids(
+        filtered_store, where_document={"$not_contains": "cat"}, filter={"topic": "pets"}
+    ) == ["kitten"]
+    assert _filtered_ids(
+        filtered_store, where_document={"$or": [{"$contains": "mat"}, {"$contains": "stock"}]}
+    ) == ["cat", "market"]
+    assert _filtered_ids(
+        filtered_store, where_document={"$and": [{"$contains": "cat"}, {"$not_contains": "dogs"}]}
+    ) == ["cat"]
+    scored = filtered_store.similarity_search_with_score(
+        "kitten sleeps", k=4, where_document={"$contains": "kitten"}
+    )
+    assert [d.id for d, _ in scored] == ["kitten"]
+    retriever = filtered_store.as_retriever(search_kwargs={"k": 4, "where_document": {"$contains": "fell"}})
+    assert [d.id for d in retriever.invoke("stock markets today")] == ["market"]
+
+
+@pytest.mark.parametrize(
+    "where_document, says",
+    [
+        ({"$regex": "c.t"}, "where_document.$regex: is not a document filter"),
+        ({"$contains": ""}, "where_document.$contains: must be a non-empty string"),
+        ({"$contains": "a", "$not_contains": "b"}, "where_document: must be one of"),
+        ({"$or": []}, "where_document.$or: must be a non-empty list"),
+    ],
+)
+def test_a_document_filter_the_vault_does_not_take_is_refused(
+    filtered_store: PerseusVaultVectorStore, where_document: dict[str, object], says: str
+) -> None:
+    with pytest.raises(InvalidInput) as caught:
+        filtered_store.similarity_search("cat", where_document=where_document)
+    assert str(caught.value).startswith(says)
+
+
+def test_delete_by_filter_by_text_and_by_both(filtered_store: PerseusVaultVectorStore) -> None:
+    with pytest.raises(InvalidInput, match="give a filter or where_document"):
+        filtered_store.delete()
+    with pytest.raises(InvalidInput, match="where_doc"):
+        filtered_store.delete(where_doc={"$contains": "cat"})
+    filtered_store.delete(filter={"topic": "money"})
+    assert _filtered_ids(filtered_store) == ["cat", "dog", "kitten"]
+    filtered_store.delete(where_document={"$contains": "kitten"})
+    assert _filtered_ids(filtered_store) == ["cat", "dog"]
+    filtered_store.delete(
+        ["cat", "dog", "nothere"], where={"topic": "pets"}, where_document={"$contains": "dogs"}
+    )
+    assert _filtered_ids(filtered_store) == ["cat"]
+    assert filtered_store.get_by_ids(["dog", "kitten", "market"]) == []

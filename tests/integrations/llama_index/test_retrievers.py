@@ -12,6 +12,7 @@ import pytest
 from llama_index.core.llms import MockLLM
 from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.tools import RetrieverTool
+from llama_index.core.vector_stores import FilterOperator, MetadataFilter, MetadataFilters
 
 from perseus_vault_core import InvalidInput, Vault
 from perseus_vault_integrations.llama_index import PerseusVaultRetriever
@@ -227,3 +228,33 @@ def test_the_model_reads_no_empty_field(vault: Vault) -> None:
     seen = node.get_content(metadata_mode="llm")  # type: ignore[arg-type]
     assert seen == "category: decision\nkey: db\ntrue_from: 2026-01-01\n\nWe chose SQLite."  # T0; no true_to
     assert "None" not in seen and node.metadata["summary"] is None  # still there for code
+
+
+# --- text_match on a memory's content ---
+
+SQLITE_NOTES = {
+    "a": "We chose SQLite in WAL mode.",
+    "b": "Postgres serves the shared vault.",
+    "c": "Tea at four, with sqlite jokes.",
+}
+
+
+def test_text_match_on_a_memorys_content(tmp_path: Path) -> None:
+    with Vault(tmp_path / "r.db", embedder=False) as vault:
+        for key, text in SQLITE_NOTES.items():
+            vault.remember("note", key, text)
+        for op, keys in (
+            (FilterOperator.TEXT_MATCH, ["a"]),
+            (FilterOperator.TEXT_MATCH_INSENSITIVE, ["a", "c"]),
+        ):
+            filters = MetadataFilters(filters=[MetadataFilter(key="content", value="SQLite", operator=op)])
+            found = PerseusVaultRetriever(vault, filters=filters, min_score=None).retrieve(
+                "vault mode tea sqlite"
+            )
+            assert sorted(n.node.metadata["key"] for n in found) == keys
+
+
+def test_a_misspelled_argument_is_named_with_the_nearest(tmp_path: Path) -> None:
+    with pytest.raises(InvalidInput) as caught:
+        PerseusVaultRetriever(tmp_path / "x.db", similarity_topk=5)
+    assert str(caught.value) == "similarity_topk: unknown argument (did you mean similarity_top_k?)"

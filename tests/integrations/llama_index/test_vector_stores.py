@@ -6,6 +6,7 @@ checked when the index is built, and the bundled model."""
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,8 @@ from perseus_vault_integrations.llama_index import (
     PerseusVaultVectorStore,
     vault_storage_context,
 )
+
+from ...conftest import FakeEmbedder
 
 pytestmark = pytest.mark.both_backends
 
@@ -351,3 +354,48 @@ def test_made_with_the_framework_s_forms_and_nothing_unknown(tmp_path: Path) -> 
     with pytest.raises(InvalidInput, match="collection: must be a non-empty string"):
         PerseusVaultVectorStore(tmp_path / "never.db", collection=" ")
     assert not (tmp_path / "never.db").exists()
+
+
+# --- where_document on a node's text, as LlamaIndex's Chroma store takes it (the query's and a retriever's vector_store_kwargs, delete_nodes) ---
+
+TEXT_DOCS = {
+    "a": "We chose SQLite in WAL mode.",
+    "b": "Postgres serves the shared vault.",
+    "c": "Tea at four, with sqlite jokes.",
+}
+
+
+@pytest.fixture
+def text_index(tmp_path: Path) -> Iterator[tuple[VectorStoreIndex, PerseusVaultVectorStore]]:
+    with Vault(tmp_path / "v.db", embedder=FakeEmbedder()) as vault:
+        store = PerseusVaultVectorStore(vault)
+        built = VectorStoreIndex.from_documents(
+            [Document(text=t, id_=k) for k, t in TEXT_DOCS.items()],
+            embed_model=PerseusVaultEmbedding(vault),
+            storage_context=StorageContext.from_defaults(vector_store=store),
+        )
+        yield built, store
+
+
+def _retrieved_texts(text_index: VectorStoreIndex, **kwargs: object) -> list[str]:
+    retriever = text_index.as_retriever(similarity_top_k=5, **kwargs)
+    return sorted(n.node.get_content() for n in retriever.retrieve("which database"))
+
+
+def test_where_document_filters_the_query_by_text(
+    text_index: tuple[VectorStoreIndex, PerseusVaultVectorStore],
+) -> None:
+    built, store = text_index
+    assert _retrieved_texts(built, vector_store_kwargs={"where_document": {"$contains": "SQLite"}}) == [
+        TEXT_DOCS["a"]
+    ]
+    assert _retrieved_texts(built, vector_store_kwargs={"where_document": {"$not_contains": "SQLite"}}) == [
+        TEXT_DOCS["b"],
+        TEXT_DOCS["c"],
+    ]
+    with pytest.raises(InvalidInput, match="where_document.\\$regex"):
+        _retrieved_texts(built, vector_store_kwargs={"where_document": {"$regex": "SQL.*"}})
+    with pytest.raises(InvalidInput, match="where_doc: is not an argument of query"):
+        _retrieved_texts(built, vector_store_kwargs={"where_doc": {"$contains": "SQLite"}})
+    store.delete_nodes(where_document={"$contains": "sqlite"})
+    assert _retrieved_texts(built) == sorted([TEXT_DOCS["a"], TEXT_DOCS["b"]])
