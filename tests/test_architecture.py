@@ -327,7 +327,6 @@ UNTESTED: frozenset[str] = frozenset(
         f"{CORE}/features/memory_files/files.py",
         f"{CORE}/features/memory_files/sync.py",
         f"{CORE}/features/remembering.py",
-        f"{CORE}/indexes/vector.py",
         f"{CORE}/primitives/dbapi.py",
         f"{CORE}/resident/__init__.py",
         f"{CORE}/resident/client.py",
@@ -341,12 +340,7 @@ UNTESTED: frozenset[str] = frozenset(
 
 # Test files that still test several modules or a concern no module is named for, each waiting to be
 # split into the modules' own files (the check fails once it is gone, so the list only shrinks).
-UNMIRRORED: frozenset[str] = frozenset(
-    {
-        f"{TESTS}/core/features/test_phrase_vectors.py",  # storage's phrase vectors and features/proactive.py
-        f"{TESTS}/core/recall/test_dense_recall.py",  # recall/pipeline.py's dense arm and indexes/vector.py
-    }
-)
+UNMIRRORED: frozenset[str] = frozenset()
 
 
 def is_face(path: Path) -> bool:

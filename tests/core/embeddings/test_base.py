@@ -9,9 +9,11 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from perseus_vault_core import InvalidInput
+from perseus_vault_core import InvalidInput, Vault
 from perseus_vault_core import embeddings as E
 from perseus_vault_core.embeddings.base import checked, normalize
+
+from ...conftest import Clock, FakeEmbedder
 
 
 def test_embedding_text_joins_summary_and_content() -> None:
@@ -56,3 +58,28 @@ def test_checked_refuses_an_embedder_that_breaks_the_contract(out: np.ndarray, s
 def test_normalize_leaves_a_zero_row_zero() -> None:
     out = normalize(np.array([[0.0, 2.0], [0.0, 0.0]]))
     assert np.allclose(out, [[0.0, 1.0], [0.0, 0.0]])
+
+
+@pytest.mark.parametrize("fault", ["width", "rows", "nan", "zero"])
+def test_an_embedder_breaking_its_contract_is_refused(db_path, clock: Clock, fault: str) -> None:  # type: ignore[no-untyped-def]
+    from perseus_vault_core import InvalidInput
+
+    class Faulty(FakeEmbedder):
+        def embed(self, texts):  # type: ignore[no-untyped-def]
+            out = super().embed(texts)
+            if fault == "width":
+                return out[:, :5]
+            if fault == "rows":
+                return out[:-1]
+            out[0, 0] = float("nan") if fault == "nan" else out[0, 0]
+            return out * 0 if fault == "zero" else out
+
+    with Vault(db_path, clock=clock, embedder=Faulty()) as vault:
+        with pytest.raises(InvalidInput, match="embedder"):
+            vault.remember_many(
+                [
+                    {"category": "note", "key": "a", "content": "x"},
+                    {"category": "note", "key": "b", "content": "y"},
+                ]
+            )
+        assert vault.stats().entities == 0

@@ -6,11 +6,14 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import perseus_vault_core
-from perseus_vault_core import StorageError, Vault
+from perseus_vault_core import InvalidInput, NotSupported, StorageError, Vault
+
+from ...conftest import FakeEmbedder
 
 pytestmark = pytest.mark.both_backends  # the contract suite: SQLite and PostgreSQL (tests/conftest.py)
 
@@ -201,3 +204,92 @@ def test_any_other_exception_beneath_a_verb_leaves_as_a_vault_error(
             vault.history("note", "k")
         assert err.value.field == field and "\n" not in str(err.value)
     assert issubclass(InvalidInput, perseus_vault_core.VaultError) and ValidationError is not None
+
+
+# --- recall_by_vector, the embedder adapters see, and settings refused ---
+
+
+def ids(result) -> list[int]:  # type: ignore[no-untyped-def]
+    return [item.id for item in result.items]
+
+
+def test_bad_settings_are_refused(
+    db_path, monkeypatch: pytest.MonkeyPatch, fake_embedder: FakeEmbedder
+) -> None:  # type: ignore[no-untyped-def]
+    from perseus_vault_core import InvalidInput, SetupError
+
+    for kwargs, field in (
+        ({"threads": "x"}, "threads"),
+        ({"threads": 0}, "threads"),
+        ({"vector_index": "no"}, "vector_index"),
+        ({"fusion": {"k": 0}}, "fusion.k"),
+    ):
+        with pytest.raises(InvalidInput) as err:
+            Vault(db_path, **kwargs)
+        assert err.value.field == field
+    with Vault(db_path, embedder=fake_embedder) as vault:
+        vault.remember("note", "k", "x")
+        with pytest.raises(InvalidInput):
+            vault.embed(progress=5)  # type: ignore[arg-type]
+    monkeypatch.setenv("PERSEUS_VAULT_THREADS", "abc")
+    from perseus_vault_core.embeddings.minilm import _threads
+
+    with pytest.raises(SetupError, match="PERSEUS_VAULT_THREADS"):
+        _threads(None)
+
+
+def test_the_embedder_is_visible_to_adapters(
+    dense_vault: Vault, fake_embedder: FakeEmbedder, tmp_path: Path
+) -> None:
+    # Adapters that embed on their side (query vectors, MMR candidates) must use the vault's own model.
+    assert dense_vault.embedder is fake_embedder
+    with Vault(tmp_path / "keyword-only.db", embedder=False) as keyword_only:
+        assert keyword_only.embedder is None
+
+
+def test_recall_by_vector_matches_dense_recall_of_the_same_embedding(
+    dense_vault: Vault, dense_notes: dict[str, int], fake_embedder: FakeEmbedder
+) -> None:
+    query = "billing ledger"
+    by_text = dense_vault.recall(query, mode="dense", limit=5, reinforce=False)
+    vector = fake_embedder.embed([query])[0]
+    by_vector = dense_vault.recall_by_vector(list(3.0 * vector), limit=5, reinforce=False)  # any length
+    assert by_vector.search_mode == "dense"
+    assert ids(by_vector) == ids(by_text)
+    assert [i.score for i in by_vector.items] == pytest.approx([i.score for i in by_text.items])
+    scoped = dense_vault.recall_by_vector(vector, category="filler", limit=3, reinforce=False)
+    assert scoped.items and all(i.category == "filler" for i in scoped.items)
+
+
+@pytest.mark.parametrize(
+    "bad, field",
+    [([1.0, 2.0], "vector"), ([[0.1] * 8], "vector"), ([float("nan")] * 8, "vector"), ("text", "vector")],
+)
+def test_recall_by_vector_names_a_bad_vector(
+    dense_vault: Vault, dense_notes: dict[str, int], bad: Any, field: str
+) -> None:
+    with pytest.raises(InvalidInput) as err:
+        dense_vault.recall_by_vector(bad)
+    assert err.value.field == field
+    with pytest.raises(InvalidInput) as err:
+        dense_vault.recall_by_vector([0.1] * 8, mode="fts5")
+    assert err.value.field == "mode"
+
+
+def test_recall_by_vector_needs_stored_vectors(vault: Vault) -> None:
+    vault.remember("note", "a", "plain words")
+    with pytest.raises(NotSupported):
+        vault.recall_by_vector([0.5, 0.5])
+
+
+def test_recall_by_vector_has_no_query_words_for_the_knobs(
+    dense_vault: Vault, dense_notes: dict[str, int], fake_embedder: FakeEmbedder
+) -> None:
+    dense_vault.remember(
+        "note", "word", "A vector of billing ledger numbers"
+    )  # a literal word no query holds
+    vector = fake_embedder.embed(["billing ledger"])[0]
+    plain = dense_vault.recall_by_vector(vector, limit=5, reinforce=False)
+    boosted = dense_vault.recall_by_vector(vector, limit=5, reinforce=False, content_weight=5.0)
+    assert ids(boosted) == ids(plain)
+    assert [i.score for i in boosted.items] == pytest.approx([i.score for i in plain.items])

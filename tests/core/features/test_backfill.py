@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from perseus_vault_core import InvalidInput, Vault
+from perseus_vault_core import Conflict, InvalidInput, NotSupported, Vault
 from perseus_vault_core.features import relations
 from perseus_vault_core.storage.meta import RELATIONS_PENDING, get_meta
 from perseus_vault_core.storage.postgres import schema as pg_schema
@@ -145,3 +145,85 @@ def test_an_inferred_link_someone_unlinked_stays_closed_through_a_backfill(
         assert links(vault) == kept and not any({x, y} == {a, b} for x, y, _, _ in links(vault))
         with pytest.raises(InvalidInput, match="progress"):
             vault.reindex(progress=5)  # type: ignore[arg-type]
+
+
+# --- embed: vectors for a keyword-only store, and a re-embed with another model ---
+
+
+def test_embed_backfills_a_keyword_only_store(db_path, clock: Clock, fake_embedder: FakeEmbedder) -> None:  # type: ignore[no-untyped-def]
+    with Vault(db_path, clock=clock, embedder=False) as plain:
+        for i in range(30):
+            plain.remember("note", f"k{i}", f"note number {i} about billing")
+        plain.remember("note", "k0", "note zero, rewritten")
+        assert plain.stats().embedding_coverage == 0.0
+        with pytest.raises(NotSupported):
+            plain.embed()
+    with Vault(db_path, clock=clock, embedder=fake_embedder) as vault:
+        assert vault.recall("billing").search_mode == "fts5"  # no vectors yet
+        seen: list[tuple[int, int]] = []
+        report = vault.embed(progress=lambda done, total: seen.append((done, total)))
+        assert report.embedded == 31 and seen[-1] == (31, 31)  # 30 heads and one older version
+        stats = vault.stats()
+        assert stats.embedding_coverage == 1.0 and stats.embedded == 30
+        assert vault.recall("billing").search_mode == "hybrid"
+        assert vault.embed().embedded == 0  # nothing left to do
+        assert vault.check().ok
+
+
+def test_another_model_is_refused_and_nothing_is_written(
+    db_path, clock: Clock, fake_embedder: FakeEmbedder
+) -> None:  # type: ignore[no-untyped-def]
+    class Other(FakeEmbedder):
+        identity = "another-model@2"
+
+    with Vault(db_path, clock=clock, embedder=fake_embedder) as first:
+        first.remember("note", "k", "first model wrote this")
+    with Vault(db_path, clock=clock, embedder=Other()) as second:
+        before = second.stats()
+        with pytest.raises(Conflict, match="embed --reembed"):
+            second.remember("note", "k2", "second model")
+        with pytest.raises(Conflict):
+            second.recall("first model", mode="dense")
+        with pytest.raises(Conflict):
+            second.recall("first model")  # auto mode would be hybrid: refused, not silently mixed
+        assert second.stats().entities == before.entities
+        report = second.embed(reembed=True)
+        assert report.reembedded and report.model == "another-model@2" and report.embedded == 1
+        second.remember("note", "k2", "second model")
+        assert second.stats().embedding_model == "another-model@2"
+        assert second.recall("first model", mode="dense").items
+
+
+def test_a_broken_embedder_cannot_start_a_reembed(dense_vault: Vault) -> None:
+    from perseus_vault_core import InvalidInput
+
+    for i in range(5):
+        dense_vault.remember("note", f"k{i}", f"kept vector {i}")
+
+    class Broken(FakeEmbedder):
+        identity = "broken@1"
+
+        def embed(self, texts):  # type: ignore[no-untyped-def]
+            return super().embed(texts)[:, :10]  # the wrong width
+
+    dense_vault.engine.embedder = Broken()
+    with pytest.raises(InvalidInput, match="embedder"):
+        dense_vault.embed(reembed=True)
+    assert dense_vault.stats().embedded == 5 and dense_vault.stats().embedding_model == FakeEmbedder.identity
+
+
+def test_a_vector_backfill_does_not_rebuild_the_keyword_index(
+    db_path, clock: Clock, fake_embedder: FakeEmbedder
+) -> None:  # type: ignore[no-untyped-def]
+    with Vault(db_path, clock=clock, embedder=False) as plain:
+        plain.remember_many(
+            {"category": "note", "key": f"k{i}", "content": f"billing note {i}"} for i in range(50)
+        )
+    with Vault(db_path, clock=clock, embedder=fake_embedder) as vault:
+        assert vault.wait_for_keyword_index()
+        index = vault.engine.keyword_index
+        assert index is not None
+        rows_before = index.rows
+        vault.embed()
+        assert vault.recall("billing", mode="fts5").items
+        assert index.ready and index.rows is rows_before  # followed the log, no rebuild

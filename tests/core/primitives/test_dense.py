@@ -97,3 +97,29 @@ def test_nearest_splits_the_ties_at_its_cut_by_the_lowest_entity_ids(depth: int,
     distance = np.asarray([3, 1, 2, 2, 2, 2, 5], dtype=np.uint16)  # four rows tie at the cut, 2
     entity_ids = np.asarray([70, 60, 50, 40, 30, 20, 10])  # the ties' ids fall as their rows rise
     assert sorted(dense.nearest(distance, entity_ids, depth).tolist()) == expected
+
+
+def test_canonical_cosine_does_not_depend_on_row_position() -> None:
+    import numpy as np
+
+    from perseus_vault_core.primitives.dense import cosine
+
+    rng = np.random.default_rng(3)
+    rows = rng.standard_normal((500, 384)).astype(np.float32)
+    query = rng.standard_normal(384).astype(np.float32)
+    order = rng.permutation(500)
+    assert np.array_equal(cosine(rows, query)[order], cosine(rows[order], query))
+    assert np.array_equal(cosine(rows[:3], query), cosine(rows, query)[:3])
+    for shift in (
+        1,
+        2,
+        3,
+        5,
+    ):  # rows that start at any 4-byte boundary, as a blob or a mapped file gives them
+        buffer = np.zeros(rows.size + 16, dtype=np.float32)
+        moved = buffer[shift : shift + rows.size].reshape(rows.shape)
+        moved[:] = rows
+        assert np.array_equal(cosine(moved, query), cosine(rows, query))
+        held = np.zeros(400, dtype=np.float32)
+        held[shift : shift + 384] = query
+        assert np.array_equal(cosine(rows, held[shift : shift + 384]), cosine(rows, query))

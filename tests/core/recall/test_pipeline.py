@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import random
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -16,7 +17,7 @@ from hypothesis import strategies as st
 
 from perseus_vault_core import InvalidInput, NotSupported, Vault
 
-from ...conftest import DAY_MS, Clock
+from ...conftest import DAY_MS, Clock, FakeEmbedder
 
 pytestmark = pytest.mark.both_backends  # the contract suite: SQLite and PostgreSQL (tests/conftest.py)
 
@@ -620,3 +621,224 @@ def test_the_top_k_holds_with_the_knobs(dense_vault: Vault) -> None:
         deep = _ids(dense_vault, query, "hybrid", 300, **knobs)
         for k in (10, 40, 120):
             assert _ids(dense_vault, query, "hybrid", k, **knobs) == deep[:k], (query, k)
+
+
+# --- dense and hybrid recall: modes, fusion, filters inside the vector arm, knobs in every mode ---
+
+
+def test_auto_mode_is_hybrid_when_vectors_exist(dense_vault: Vault, dense_notes: dict[str, int]) -> None:
+    r = dense_vault.recall("billing ledger", reinforce=False)
+    assert r.search_mode == "hybrid"
+    assert r.items[0].id in (dense_notes["db"], dense_notes["queue"])
+    assert all(set(i.ranks) <= {"fts5", "dense"} and i.ranks for i in r.items)
+    both = [i for i in r.items if set(i.ranks) == {"fts5", "dense"}]
+    assert both, "items found by both arms carry both ranks"
+    assert dense_vault.stats().embedding_coverage == 1.0
+
+
+def test_dense_mode_never_falls_back_to_keywords(dense_vault: Vault, dense_notes: dict[str, int]) -> None:
+    r = dense_vault.recall("billing ledger", mode="dense", reinforce=False)
+    assert r.search_mode == "dense" and r.items
+    assert all(set(i.ranks) == {"dense"} for i in r.items)
+    assert (
+        r.items[0].ranks == {"dense": 1} and -1.0 <= r.items[-1].score <= r.items[0].score <= 1.0
+    )  # cosines
+
+
+def test_hybrid_with_an_empty_keyword_arm_is_the_dense_arm(
+    dense_vault: Vault, dense_notes: dict[str, int]
+) -> None:
+    # Only stopwords: the keyword arm finds nothing and is dropped; dense still answers.
+    hybrid = dense_vault.recall("what is it about", mode="hybrid", reinforce=False)
+    dense = dense_vault.recall("what is it about", mode="dense", reinforce=False)
+    assert ids(hybrid) == ids(dense)
+    assert all("fts5" not in i.ranks for i in hybrid.items)
+    assert dense_vault.recall("*", mode="dense").items == []  # no word at all: nothing, in every mode
+
+
+def test_same_call_same_bytes_in_every_mode(dense_vault: Vault, dense_notes: dict[str, int]) -> None:
+    for mode in ("fts5", "dense", "hybrid"):
+        a = dense_vault.recall("billing events ledger", mode=mode, reinforce=False).model_dump_json()
+        assert a == dense_vault.recall("billing events ledger", mode=mode, reinforce=False).model_dump_json()
+
+
+def test_the_vector_arm_filters_inside_its_query(dense_vault: Vault) -> None:
+    """The nearest vectors belong to another tenant: the vector arm must still return this tenant's."""
+    for i in range(40):
+        dense_vault.remember(
+            "note", f"other{i}", "billing ledger postgres backups", agent_id="other", keep_duplicate=True
+        )
+    mine = dense_vault.remember("note", "mine", "an unrelated sentence about gardening", agent_id="me")
+    for mode in ("dense", "hybrid"):
+        r = dense_vault.recall(
+            "billing ledger postgres backups", mode=mode, agent_id="me", limit=5, reinforce=False
+        )
+        assert ids(r) == [mine.id], mode
+    assert dense_vault.wait_for_vector_index()
+    r = dense_vault.recall(
+        "billing ledger postgres backups", mode="dense", agent_id="me", limit=5, reinforce=False
+    )
+    assert ids(r) == [mine.id]
+    archived = dense_vault.remember("note", "gone", "billing ledger postgres backups", agent_id="me")
+    dense_vault.forget(archived.id)
+    r = dense_vault.recall("billing ledger postgres backups", mode="dense", agent_id="me", reinforce=False)
+    assert archived.id not in ids(r)
+
+
+def test_knobs_work_in_every_mode(dense_vault: Vault, clock: Clock) -> None:
+    old = dense_vault.remember("note", "old", "rotation policy for secrets")
+    clock.advance(20 * DAY_MS)
+    new = dense_vault.remember("note", "new", "rotation policy for keys", verified=True)
+    for i in range(10):
+        dense_vault.remember("filler", f"f{i}", f"unrelated filler {i}")
+    for mode in ("fts5", "dense", "hybrid"):
+        plain = dense_vault.recall("rotation policy", mode=mode, trust_weight=0, reinforce=False)
+        trusted = dense_vault.recall("rotation policy", mode=mode, trust_weight=2.0, reinforce=False)
+        assert trusted.items[0].id == new.id, mode
+        timed = dense_vault.recall(
+            "rotation policy", mode=mode, trust_weight=0, recency_half_life_secs=86_400, reinforce=False
+        )
+        assert timed.items[0].id == new.id, mode
+        capped = dense_vault.recall("rotation policy", mode=mode, preview_cap=8, reinforce=False)
+        assert all(
+            len(i.content) < 250 and "get_entity" in i.content
+            for i in capped.items
+            if len(dense_vault.get_entity(i.id).content) > 8
+        )
+        assert plain.items and old.id in ids(plain)
+
+
+def test_startup_reranks_by_actionability_and_is_off_by_default(dense_vault: Vault) -> None:
+    vague = dense_vault.remember("note", "vague", "billing stuff, maybe")
+    concrete = dense_vault.remember(
+        "note", "concrete", "Billing: decided to retry failed charges, see ENG-41 and src/billing/retry.py"
+    )
+    for mode in ("fts5", "dense", "hybrid"):
+        base = dense_vault.recall("billing", mode=mode, reinforce=False)
+        again = dense_vault.recall("billing", mode=mode, reinforce=False, startup=False)
+        assert base.model_dump_json() == again.model_dump_json()
+        assert "actionability" not in base.model_dump()["items"][0]
+        started = dense_vault.recall("billing", mode=mode, startup=True, reinforce=False)
+        assert started.items[0].id == concrete.id, mode
+        by_id = {i.id: i.actionability for i in started.items}
+        assert by_id[concrete.id] > by_id[vague.id]
+
+
+def test_validity_profile_annotates_and_reranks_hybrid(dense_vault: Vault, clock: Clock) -> None:
+    stale = dense_vault.remember("note", "stale", "incident runbook for the payment gateway")
+    clock.advance(100 * DAY_MS)  # over three half-lives: freshness below 1/8
+    fresh = dense_vault.remember("note", "fresh", "incident runbook for the payment gateway, revised")
+    for i in range(10):
+        dense_vault.remember("filler", f"f{i}", f"unrelated filler {i}")
+    plain = dense_vault.recall("incident runbook payment gateway", mode="hybrid", reinforce=False)
+    assert "validity" not in plain.model_dump()["items"][0]
+    annotated = dense_vault.recall(
+        "incident runbook payment gateway", mode="fts5", validity_annotate=True, reinforce=False, curate=False
+    )
+    grades = {i.id: i.validity.grade for i in annotated.items if i.validity}
+    assert grades[stale.id] == "context_invalid" and grades[fresh.id] == "valid"
+    ranked = dense_vault.recall(
+        "incident runbook payment gateway",
+        mode="hybrid",
+        profile="validity",
+        limit=50,
+        reinforce=False,
+        curate=False,
+    )  # the validity multiplier alone
+    assert ranked.items[0].id == fresh.id
+    assert {i.id for i in ranked.items} >= {stale.id, fresh.id}  # re-ranks, never excludes
+
+
+def test_point_in_time_dense_recall_uses_the_vectors_of_that_time(dense_vault: Vault, clock: Clock) -> None:
+    e = dense_vault.remember("note", "k", "postgres replication lag")
+    before = clock.now
+    clock.advance(1000)
+    dense_vault.remember("note", "k", "gardening tips for spring")
+    for i in range(5):
+        dense_vault.remember("filler", f"f{i}", f"other words {i}")
+    now = dense_vault.recall("postgres replication", mode="dense", limit=1, reinforce=False)
+    then = dense_vault.recall("postgres replication", mode="dense", limit=1, as_of_unix_ms=before)
+    assert then.items[0].id == e.id and then.items[0].content == "postgres replication lag"
+    assert now.items[0].content != "postgres replication lag"
+
+
+def test_a_vault_without_an_embedder_refuses_meaning_modes(
+    db_path, clock: Clock, fake_embedder: FakeEmbedder
+) -> None:  # type: ignore[no-untyped-def]
+    with Vault(db_path, clock=clock, embedder=fake_embedder) as vault:
+        vault.remember("note", "k", "vectors exist")
+    with Vault(db_path, clock=clock, embedder=False) as keyword_only:
+        assert keyword_only.recall("vectors").search_mode == "fts5"
+        with pytest.raises(NotSupported, match="embedding model"):
+            keyword_only.recall("vectors", mode="dense")
+
+
+def test_keyword_recall_does_not_need_a_reachable_provider(db_path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    with Vault(db_path, embedder=False) as vault:
+        vault.remember("note", "k", "alpha beta")
+    monkeypatch.setenv("PERSEUS_VAULT_EMBEDDER", "ollama:x@http://127.0.0.1:9")
+    with Vault(db_path) as vault:
+        assert vault.recall("alpha", mode="fts5").items
+        assert vault.recall("alpha").search_mode == "fts5"  # no vectors: auto never asks the provider
+
+
+def _child_recall(path: str, out: Any) -> None:
+    from tests.conftest import FakeEmbedder as _Fake
+
+    with Vault(path, embedder=_Fake()) as vault:
+        out.put(len(vault.recall("billing", mode="hybrid").items))
+
+
+def test_hybrid_recall_works_in_a_forked_child(db_path, fake_embedder: FakeEmbedder) -> None:  # type: ignore[no-untyped-def]
+    import multiprocessing
+
+    with Vault(db_path, embedder=fake_embedder) as vault:
+        vault.remember("note", "k", "billing ledger")
+        assert vault.recall("billing", mode="hybrid").items  # the parent starts its embedding pool
+        # and its index builds, which may still run as it forks (tests/core/primitives/test_forking.py)
+    ctx = multiprocessing.get_context("fork")
+    out = ctx.Queue()
+    child = ctx.Process(target=_child_recall, args=(str(db_path), out))
+    child.start()
+    child.join(60)
+    assert child.exitcode == 0 and out.get(timeout=5) == 1
+
+
+def test_absolute_scores_leave_unrelated_memories_out_with_the_bundled_model(
+    tmp_path: Any, real_embedder: Any
+) -> None:
+    with Vault(tmp_path / "real.db", embedder=real_embedder) as vault:
+        deploys = vault.remember(
+            "ops", "deploys", "Deploys go out on Tuesdays after the standup.", verified=True
+        )
+        db = vault.remember("decision", "db-engine", "We chose Postgres for multi-writer scaling.")
+        vault.remember("note", "lunch", "Team lunch is on Fridays at the Thai place.")
+        # A boost never outranks meaning: the verified deploy note stays below the answer.
+        assert [i.id for i in vault.recall("which database did we pick", reinforce=False).items][0] == db.id
+        # A nonsense query over an unrelated store: nothing above the threshold prepare uses.
+        assert vault.recall("kubernetes helm chart", min_score="auto", reinforce=False).items == []
+        assert vault.prepare("kubernetes helm chart").related == []
+        # Scores mean the same in every query: a real answer scores above the best of nonsense.
+        answer = vault.recall("which database did we pick", reinforce=False).items[0].score
+        nonsense = vault.recall("kubernetes helm chart", reinforce=False, min_score=None).items[0].score
+        assert answer > 2 * nonsense and deploys.id != db.id
+
+
+def test_a_recall_reads_the_stored_model_once_and_a_keyword_recall_not_at_all(
+    dense_vault: Vault, dense_notes: dict[str, int], backend: str
+) -> None:
+    if backend == "postgres":
+        pytest.skip("counts SQLite's statements (a Postgres snapshot reads the model with its BEGIN)")
+    dense_vault.recall("billing ledger", mode="dense", reinforce=False)  # the indexes warm first
+    statements: list[str] = []
+    conn = dense_vault.engine.conn()
+    conn.set_trace_callback(statements.append)
+    try:
+        reads = {}
+        for mode in ("dense", "hybrid", None, "fts5"):
+            statements.clear()
+            assert dense_vault.recall("billing ledger", mode=mode, reinforce=False).items
+            reads[mode] = sum("embedding_model" in s for s in statements)
+    finally:
+        conn.set_trace_callback(None)
+    assert reads == {"dense": 1, "hybrid": 1, None: 1, "fts5": 0}

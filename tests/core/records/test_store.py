@@ -6,7 +6,7 @@ import pytest
 
 from perseus_vault_core import Conflict, InvalidInput, NotFound, Vault
 
-from ...conftest import DAY_MS, Clock
+from ...conftest import DAY_MS, Clock, FakeEmbedder
 
 pytestmark = pytest.mark.both_backends  # the contract suite: SQLite and PostgreSQL (tests/conftest.py)
 
@@ -330,3 +330,44 @@ def test_a_planned_write_embeds_what_its_plan_missed_and_runs_again() -> None:
     with pytest.raises(StorageError, match="kept changing"):
         write_planned(lambda w: w(None), embed, plan, changing)  # type: ignore[arg-type]
     assert len(embedded) == 1 + PLANNED_ATTEMPTS
+
+
+# --- every version written has its vector, and unchanged text keeps the one it had ---
+
+
+def test_unchanged_text_keeps_its_vector(dense_vault: Vault, fake_embedder: FakeEmbedder) -> None:
+    e = dense_vault.remember("note", "k", "same words")
+    calls = fake_embedder.texts
+    dense_vault.remember("note", "k", "same words", certainty=0.9)  # a new version, same text
+    dense_vault.forget(e.id)
+    dense_vault.remember("note", "k", "same words")  # restored
+    assert fake_embedder.texts == calls
+    assert dense_vault.stats().embedding_coverage == 1.0
+    dense_vault.forget(e.id)
+    dense_vault.purge(e.id)
+    conn = dense_vault.engine.conn()
+    assert conn.execute("SELECT count(*) FROM version_vectors").fetchone()[0] == 0
+
+
+def test_no_version_goes_without_its_vector(dense_vault: Vault) -> None:
+    dense_vault.remember("note", "k", "alpha")
+    dense_vault.remember_many(
+        [
+            {"category": "note", "key": "k", "content": "beta"},
+            {"category": "note", "key": "k", "content": "alpha"},
+        ]
+    )
+    dense_vault.remember_many(
+        [
+            {"category": "note", "key": "s", "content": "one", "summary": "S"},
+            {"category": "note", "key": "s", "content": "two"},
+        ]
+    )
+    import json as _json
+
+    dense_vault.import_jsonl([_json.dumps({"category": "note", "key": "s", "content": "three"})])
+    conn = dense_vault.engine.conn()
+    unvectored = conn.execute(
+        "SELECT count(*) FROM entity_versions v WHERE NOT EXISTS (SELECT 1 FROM version_vectors x WHERE x.vid = v.vid)"
+    ).fetchone()[0]
+    assert unvectored == 0
