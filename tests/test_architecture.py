@@ -332,7 +332,6 @@ UNTESTED: frozenset[str] = frozenset(
         f"{CORE}/resident/client.py",
         # storage: through tests/core/storage/ on both backends
         f"{CORE}/storage/__init__.py",
-        f"{CORE}/storage/base.py",
         f"{CORE}/storage/sqlite/vectors.py",
         # the adapters: through tests/integrations/inspector/test_app.py, mcp/test_server.py and the others
     }
