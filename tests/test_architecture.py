@@ -327,11 +327,9 @@ UNTESTED: frozenset[str] = frozenset(
         f"{CORE}/features/memory_files/files.py",
         f"{CORE}/features/memory_files/sync.py",
         f"{CORE}/features/remembering.py",
-        f"{CORE}/primitives/dbapi.py",
         f"{CORE}/resident/__init__.py",
         f"{CORE}/resident/client.py",
         # storage: through tests/core/storage/ on both backends
-        f"{CORE}/storage/__init__.py",
         f"{CORE}/storage/sqlite/vectors.py",
         # the adapters: through tests/integrations/inspector/test_app.py, mcp/test_server.py and the others
     }
