@@ -330,7 +330,6 @@ UNTESTED: frozenset[str] = frozenset(
         f"{CORE}/resident/__init__.py",
         f"{CORE}/resident/client.py",
         # storage: through tests/core/storage/ on both backends
-        f"{CORE}/storage/sqlite/vectors.py",
         # the adapters: through tests/integrations/inspector/test_app.py, mcp/test_server.py and the others
     }
 )
