@@ -326,7 +326,6 @@ UNTESTED: frozenset[str] = frozenset(
         f"{CORE}/features/memory_files/files.py",
         f"{CORE}/features/memory_files/sync.py",
         f"{CORE}/features/remembering.py",
-        # storage: through tests/core/storage/ on both backends
         # the adapters: through tests/integrations/inspector/test_app.py, mcp/test_server.py and the others
     }
 )
