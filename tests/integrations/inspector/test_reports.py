@@ -3,6 +3,7 @@ most, and given up when no page asks for them any more."""
 
 from __future__ import annotations
 
+import json
 import random
 import re
 import threading
@@ -156,22 +157,22 @@ def test_a_report_that_falls_off_the_kept_list_is_given_up(monkeypatch: pytest.M
 
 @pytest.fixture(scope="module")
 def large(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Vault]:
-    """24,000 memories of one agent: a hygiene report takes about 3 s of a core."""
+    """24,000 memories of one agent: a hygiene report takes about 3 s of a core. Imported (no relations
+    judged on the way in: ``remember_many`` would spend over a minute judging them, and the report reads none)."""
     rng = random.Random(7)
     vocab = [f"w{i}" for i in range(3000)]
     with Vault(tmp_path_factory.mktemp("reports") / "large.db", embedder=False) as vault:
-        for start in range(0, 24_000, 1000):
-            vault.remember_many(
-                [
-                    {
-                        "category": "note",
-                        "key": f"k{i}",
-                        "content": " ".join(rng.choices(vocab, k=12)),
-                        "agent_id": "a",
-                    }
-                    for i in range(start, start + 1000)
-                ]
+        vault.import_jsonl(
+            json.dumps(
+                {
+                    "category": "note",
+                    "key": f"k{i}",
+                    "content": " ".join(rng.choices(vocab, k=12)),
+                    "agent_id": "a",
+                }
             )
+            for i in range(24_000)
+        )
         yield vault
 
 
