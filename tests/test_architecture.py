@@ -323,8 +323,6 @@ UNTESTED: frozenset[str] = frozenset(
         # the command line's human output, through tests/core/cli/test_main.py
         # the layers' pieces, through the tests of the features and verbs that use them
         f"{CORE}/features/graphrag/verbs.py",
-        f"{CORE}/features/memory_files/files.py",
-        f"{CORE}/features/memory_files/sync.py",
         f"{CORE}/features/remembering.py",
         # the adapters: through tests/integrations/inspector/test_app.py, mcp/test_server.py and the others
     }
