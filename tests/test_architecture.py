@@ -322,7 +322,6 @@ UNTESTED: frozenset[str] = frozenset(
         f"{CORE}/contract/models.py",
         # the command line's human output, through tests/core/cli/test_main.py
         # the layers' pieces, through the tests of the features and verbs that use them
-        f"{CORE}/features/graphrag/verbs.py",
         f"{CORE}/features/remembering.py",
         # the adapters: through tests/integrations/inspector/test_app.py, mcp/test_server.py and the others
     }
