@@ -319,11 +319,7 @@ MIRRORS = {"core": CORE, "integrations": INTEGRATIONS}
 UNTESTED: frozenset[str] = frozenset(
     {
         # the contract: models and params, exercised by every verb's tests and tests/core/contract/test_verbs.py
-        f"{CORE}/contract/models.py",
-        # the command line's human output, through tests/core/cli/test_main.py
-        # the layers' pieces, through the tests of the features and verbs that use them
-        f"{CORE}/features/remembering.py",
-        # the adapters: through tests/integrations/inspector/test_app.py, mcp/test_server.py and the others
+        f"{CORE}/contract/models.py"
     }
 )
 
