@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
 import pytest
 
 from perseus_vault_core import Vault
@@ -26,3 +30,10 @@ def dense_notes(dense_vault: Vault, clock: Clock) -> dict[str, int]:
     for i in range(12):
         dense_vault.remember("filler", f"f{i}", f"Lunch menu {i}: soup, bread and seasonal fruit")
     return out
+
+
+@pytest.fixture
+def model_vault(vault_path: str | Path, clock: Clock, real_embedder: Any) -> Iterator[Vault]:
+    """A vault that embeds with the bundled model (``real_embedder``), as it does for a user."""
+    with Vault(vault_path, clock=clock, embedder=real_embedder) as v:
+        yield v

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from ..features.memory_files.test_verbs import FIXTURE
+from ..features.memory_files.conftest import FIXTURE
 from .test_main import _clean_env, assert_ok, assert_one_line_error, cli, db, keyword_only  # noqa: F401
 
 NOTES = [

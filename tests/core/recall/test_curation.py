@@ -1,11 +1,11 @@
-"""Curation (perseus_vault_core/recall/curation.py, remembering.py, recall's curated window; docs/curation.md):
-duplicates collapse, a newer fact goes first and marks the older, exact repeats are not stored twice,
-and nothing is ever hidden for good. The pair rules run on the bundled model's vectors (``real_embedder``),
+"""Curation (perseus_vault_core/recall/curation.py, recall's curated window; docs/curation.md): duplicates
+collapse, a newer fact goes first and marks the older, a long document is compared by its start, and
+nothing is ever hidden for good (what a write judges, exact repeats included, is
+features/test_remembering.py's). The pair rules run on the bundled model's vectors (``real_embedder``),
 as they do for a user; the pure functions on their own inputs."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -240,12 +240,6 @@ def test_turns_are_never_curated() -> None:
 # --- in the vault, with the bundled model -------------------------------------------------------------
 
 
-@pytest.fixture
-def model_vault(vault_path: str | Path, clock: Clock, real_embedder: Any) -> Iterator[Vault]:
-    with Vault(vault_path, clock=clock, embedder=real_embedder) as v:
-        yield v
-
-
 def test_an_update_is_kept_when_written_and_marks_the_older_for_every_query(
     model_vault: Vault, clock: Clock
 ) -> None:
@@ -347,40 +341,6 @@ def test_a_paraphrase_is_never_merged_on_a_guess_but_is_with_a_judge(
         assert first.id not in [i.id for i in items]
 
 
-def test_an_exact_repeat_under_a_new_key_writes_nothing_unless_asked(model_vault: Vault) -> None:
-    first = model_vault.remember("decision", "db", "We chose SQLite in WAL mode.")
-    versions = model_vault.counts().total
-    again = model_vault.remember("note", "database-choice", "  we chose sqlite  in WAL mode. ")
-    assert again.repeated and again.id == first.id and model_vault.counts().total == versions
-    kept = model_vault.remember(
-        "note", "database-choice", "We chose SQLite in WAL mode.", keep_duplicate=True
-    )
-    assert not kept.repeated and kept.id != first.id and model_vault.counts().total == versions + 1
-    same_key = model_vault.remember("decision", "db", "We chose SQLite in WAL mode.")
-    assert same_key.id == first.id and not same_key.repeated  # the same key: remember's own no-op
-
-
-@pytest.mark.parametrize(
-    "first, second",
-    [
-        ("The engine is written in C++.", "The engine is written in C#."),
-        ("Temperature is -5 C.", "Temperature is 5 C."),
-        ("We chose SQLite in WAL mode.", "We chose SQLite in WAL mode"),
-        (":", ";"),
-        ("Ship v2.0 on Friday", "Ship v2.1 on Friday"),
-    ],
-)
-def test_an_exact_repeat_is_exact_every_symbol_sign_and_digit_counts(
-    vault: Vault, first: str, second: str
-) -> None:
-    """Only Unicode's canonical form, letter case and whitespace are set aside: a distinct fact is stored."""
-    one = vault.remember("fact", "lang-tools", first)
-    two = vault.remember("fact", "lang-tools-2", second)
-    assert not two.repeated and two.id != one.id and vault.get_entity(two.id).content == second
-    same = vault.remember("fact", "lang-tools-3", "  " + first.upper().replace(" ", "   ") + "\n")
-    assert (same.repeated and same.id == one.id) == (first.upper() != first or True)
-
-
 def test_unicode_canonical_forms_are_one_text() -> None:
     composed, decomposed = "caf\u00e9 au lait", "cafe\u0301 au lait"
     assert curation.normal(composed) == curation.normal(decomposed)
@@ -402,22 +362,6 @@ def test_a_document_is_compared_by_its_start_and_repeated_only_whole(vault: Vaul
     other = vault.remember("doc", "runbook-2", head + " Another end.")
     assert not other.repeated and other.id != first.id
     assert [s.id for s in other.similar] == [first.id]  # for the agent to judge
-
-
-def test_a_repeat_in_another_scope_is_stored(model_vault: Vault) -> None:
-    mine = model_vault.remember("note", "k", "Standup is at 9:30.", agent_id="a")
-    theirs = model_vault.remember("note", "k2", "Standup is at 9:30.", agent_id="b")
-    unscoped = model_vault.remember("note", "k3", "Standup is at 9:30.")
-    assert len({mine.id, theirs.id, unscoped.id}) == 3 and not (theirs.repeated or unscoped.repeated)
-    assert theirs.similar == [] and unscoped.similar == []  # nothing reported from another scope
-
-
-def test_a_keyword_only_vault_judges_by_words(vault: Vault) -> None:
-    first = vault.remember("note", "a", "The staging database is wiped every night at 03:00 UTC.")
-    again = vault.remember("note", "b", "the staging database is wiped every night at 03:00 utc.")
-    assert again.repeated and again.id == first.id
-    other = vault.remember("note", "c", "The staging database is wiped every night at 04:00 UTC.")
-    assert [s.id for s in other.similar] == [first.id] and other.similar[0].relation == "update"
 
 
 def test_hygiene_flags_a_paraphrase_and_not_two_tickets(model_vault: Vault) -> None:

@@ -1,4 +1,5 @@
-"""The write path: remember, remember_many, get_entity, forget, purge, supersede, expiry."""
+"""The write path: remember, get_entity, forget, purge, supersede, expiry (remember_many as one
+transaction, and what a write judges, are features/test_remembering.py's)."""
 
 from __future__ import annotations
 
@@ -79,42 +80,6 @@ def test_same_key_in_other_scopes_are_other_entities(vault: Vault) -> None:
     c = vault.remember("fact", "k", "x", workspace_hash="w")
     d = vault.remember("fact", "k", "x")
     assert len({a.id, b.id, c.id, d.id}) == 4
-
-
-def test_remember_many_is_one_transaction(vault: Vault) -> None:
-    out = vault.remember_many(
-        [
-            {"category": "fact", "key": "a", "content": "alpha"},
-            {"category": "fact", "key": "b", "content": "beta"},
-            {"category": "fact", "key": "a", "content": "alpha two"},
-        ]
-    )
-    assert [e.key for e in out] == ["a", "b", "a"]
-    assert out[0].id == out[2].id and out[2].version == 2 and out[0].id < out[1].id
-    before = count_rows(vault, "entity_versions")
-    with pytest.raises(InvalidInput) as err:
-        vault.remember_many(
-            [{"category": "fact", "key": "c", "content": "gamma"}, {"category": "fact", "key": "d"}]
-        )
-    assert err.value.field == "items.1.content"
-    assert count_rows(vault, "entity_versions") == before
-    assert vault.recall("gamma").items == []
-
-
-def test_remember_many_rolls_back_on_a_conflict_midway(vault: Vault) -> None:
-    old = vault.remember("fact", "old", "old fact")
-    new = vault.remember("fact", "new", "new fact")
-    vault.supersede(old.id, new.id)
-    before = count_rows(vault, "entity_versions")
-    with pytest.raises(Conflict):
-        vault.remember_many(
-            [
-                {"category": "fact", "key": "fresh", "content": "fresh fact"},
-                {"category": "fact", "key": "old", "content": "changed"},
-            ]
-        )
-    assert count_rows(vault, "entity_versions") == before
-    assert vault.check().ok
 
 
 @pytest.mark.parametrize(

@@ -247,23 +247,6 @@ def test_weights_that_cancel_out_are_no_edge_whatever_their_order(vault: Vault) 
     assert result.edges == 1 and [c_.members for c_ in result.communities] == [[a, b]]
 
 
-def test_containing_keeps_the_communities_of_those_memories(vault: Vault) -> None:
-    ids = build(vault)
-    vault.unlink(ids["storage"][4], ids["billing"][4])
-    mine = vault.communities(containing=[ids["billing"][2]])
-    assert [c.members for c in mine.communities] == [sorted(ids["billing"])] and mine.total == 1
-    two = vault.communities(containing=[ids["storage"][0], ids["oncall"][3], 10**9])
-    assert {tuple(c.members) for c in two.communities} == {
-        tuple(sorted(ids["storage"])),
-        tuple(sorted(ids["oncall"])),
-    }
-    lonely = vault.remember("n", "alone", "no links").id
-    assert vault.communities(containing=[lonely]).communities == []
-    with pytest.raises(InvalidInput) as err:
-        vault.communities(containing=[0])
-    assert err.value.field == "containing.0"
-
-
 def test_the_relations_the_vault_inferred_make_communities_of_memories_nobody_linked(
     vault: Vault, clock: Clock
 ) -> None:

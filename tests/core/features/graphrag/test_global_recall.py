@@ -43,17 +43,6 @@ def test_a_cluster_level_question_opens_the_right_cluster(vault: Vault) -> None:
     assert chosen_members(billing) == [sorted(ids["billing"])]
 
 
-def test_summaries_are_written_once_then_reused(vault: Vault) -> None:
-    ids = build(vault)
-    vault.unlink(ids["storage"][4], ids["billing"][4])
-    vault.global_recall("storage engine")
-    summaries = vault.recall("", type="community_summary", limit=100).items
-    assert len(summaries) == 3
-    versions = {s.id: s.version for s in summaries}
-    vault.global_recall("billing")
-    assert {s.id: s.version for s in vault.recall("", type="community_summary", limit=100).items} == versions
-
-
 def test_the_answer_two_links_from_the_best_keyword_hit_is_reached(vault: Vault) -> None:
     """Plain recall finds the plan; the person who decides sits two links away and shares no word
     with the question. traverse and global_recall both reach her; recall does not."""
@@ -151,28 +140,6 @@ def test_meaning_finds_the_cluster_when_no_word_matches(tmp_path: Any, real_embe
         hybrid = v.global_recall("money owed by customers each month", communities=1)
         assert hybrid.search_mode == "hybrid"
         assert chosen_members(hybrid) == [sorted(ids["billing"])]
-
-
-def test_summary_vectors_are_their_members_centroid_with_no_model_call(
-    dense_vault: Vault, fake_embedder: Any
-) -> None:
-    """A summary's vector is the unit mean of its members' vectors: the first global_recall embeds only
-    its question, however many communities it summarizes."""
-    import numpy as np
-
-    ids = build(dense_vault)
-    dense_vault.unlink(ids["storage"][4], ids["billing"][4])
-    before = fake_embedder.texts
-    result = dense_vault.global_recall("invoices and refunds", communities=1, mode="dense")
-    assert fake_embedder.texts - before == 1  # the question; three summaries written without the model
-    assert chosen_members(result) == [sorted(ids["billing"])]
-    vectors = dense_vault.engine.backend.vectors
-    conn = dense_vault.engine.conn()
-    for community in dense_vault.communities().communities:
-        members = vectors.head_vectors(conn, community.members)
-        mean = np.mean([members[m] for m in community.members], axis=0)
-        stored = vectors.head_vectors(conn, [community.summary_id])[community.summary_id]
-        assert np.allclose(stored, mean / np.linalg.norm(mean), atol=1e-6)
 
 
 def test_a_summary_is_embedded_by_the_model_when_a_member_has_no_vector() -> None:

@@ -1,4 +1,6 @@
-"""Community summaries (docs/graphrag.md): extractive, materialized once, refreshed when membership changes."""
+"""Community summaries (docs/graphrag.md): extractive, a new one when membership changes (the old one
+superseded, and back when the membership comes back), scoped and budgeted; writing, reading and polishing
+them through community_summary is test_verbs.py's."""
 
 from __future__ import annotations
 
@@ -38,26 +40,6 @@ def test_extract_picks_each_central_members_most_shared_sentence() -> None:
     assert extract(members, 3, 1000) == (title, text, terms)  # pure: the same input, the same text
 
 
-def test_summary_is_materialized_once_as_a_linked_entity(vault: Vault) -> None:
-    ids = separate(vault)
-    cid = community_of(vault, ids["storage"][0])
-    first = vault.community_summary(cid)
-    assert first.materialized and not first.polished and first.replaced == []
-    entity = first.entity
-    assert (entity.type, entity.category, entity.key) == ("community_summary", "community_summary", cid)
-    assert entity.body["community_id"] == cid and entity.body["size"] == 5
-    assert first.text == entity.content == first.extractive
-    assert "sqlite" in first.text.splitlines()[0].lower()
-    assert first.members == sorted(ids["storage"])
-    walk = vault.traverse(entity.id, depth=1, direction="out", relations=["summarizes"])
-    assert sorted(n.entity.id for n in walk.nodes if n.depth == 1) == sorted(ids["storage"])
-    again = vault.community_summary(cid)
-    assert not again.materialized
-    assert (again.entity.id, again.entity.version) == (entity.id, entity.version)
-    listed = {c.id: c.summary_id for c in vault.communities().communities}
-    assert listed[cid] == entity.id and sum(v is not None for v in listed.values()) == 1
-
-
 def test_membership_change_writes_a_new_summary_and_supersedes_the_old(vault: Vault) -> None:
     ids = separate(vault)
     old_id = community_of(vault, ids["billing"][0])
@@ -93,70 +75,6 @@ def test_a_membership_that_comes_back_gets_its_summary_back(vault: Vault) -> Non
     assert vault.get_entity(b.summary_id).status == "archived"
     for method in ("modularity", "label_propagation", "modularity"):
         assert vault.global_recall("incidents", communities=1, method=method).communities
-
-
-def test_polish_rewrites_an_unpolished_summary_once(vault: Vault) -> None:
-    ids = separate(vault)
-    cid = community_of(vault, ids["oncall"][0])
-    plain = vault.community_summary(cid)
-    calls: list[str] = []
-
-    def llm(text: str) -> str:
-        calls.append(text)
-        return "On-call: weekly pager rotation, sev1 escalation, reviews within two days."
-
-    polished = vault.community_summary(cid, polish=llm)
-    assert polished.materialized and polished.polished and polished.entity.id == plain.entity.id
-    again = vault.community_summary(cid, polish=llm)
-    assert not again.materialized and again.polished and len(calls) == 1
-
-
-def test_refresh_rewrites_only_when_the_text_changed(vault: Vault) -> None:
-    ids = separate(vault)
-    cid = community_of(vault, ids["oncall"][0])
-    first = vault.community_summary(cid)
-    assert not vault.community_summary(cid, refresh=True).materialized  # same text: unchanged
-    vault.remember("oncall", "oncall-0", "The pager rotation for incidents changes every Tuesday")
-    refreshed = vault.community_summary(cid, refresh=True)
-    assert refreshed.materialized and refreshed.entity.id == first.entity.id
-    assert refreshed.entity.version == first.entity.version + 1
-    assert "Tuesday" in refreshed.text
-
-
-def test_polish_rewrites_and_keeps_the_extractive_text_as_evidence(vault: Vault) -> None:
-    ids = separate(vault)
-    cid = community_of(vault, ids["storage"][0])
-    seen: list[str] = []
-
-    def llm(text: str) -> str:
-        seen.append(text)
-        return "The team runs its storage on SQLite with nightly backups."
-
-    out = vault.community_summary(cid, polish=llm)
-    assert (
-        out.polished
-        and out.text == out.entity.content == "The team runs its storage on SQLite with nightly backups."
-    )
-    assert out.extractive == seen[0] == out.entity.body["extractive"]
-    assert out.entity.provenance_class == "ai_draft"
-
-
-def test_a_failing_polish_writes_nothing(vault: Vault) -> None:
-    ids = separate(vault)
-    cid = community_of(vault, ids["storage"][0])
-    before = vault.stats().entities
-
-    def broken(text: str) -> str:
-        raise RuntimeError("model offline")
-
-    with pytest.raises(InvalidInput) as err:
-        vault.community_summary(cid, polish=broken)
-    assert err.value.field == "polish" and "model offline" in str(err.value)
-    with pytest.raises(InvalidInput):
-        vault.community_summary(cid, polish=lambda text: "   ")
-    with pytest.raises(InvalidInput):
-        vault.community_summary(cid, polish="not callable")  # type: ignore[arg-type]
-    assert vault.stats().entities == before
 
 
 def test_summary_respects_scope_and_budget(vault: Vault) -> None:
