@@ -18,7 +18,7 @@ from ..primitives.filters import View, from_vids, id_list
 from ..storage import Connection
 from . import curation
 from .arms import Arms
-from .kept_relations import Row
+from .kept_relations import Row, listed, named, order
 from .ranking import Scored
 
 # The relations curation acts on (``related`` orders nothing: recall/curation.py's NEWER_FIRST), so a window whose
@@ -90,25 +90,17 @@ def _in_order(found: list[Row], ids: list[int]) -> bool:
 def kept(conn: Connection, ids: list[int]) -> list[Row]:
     """The open links among ``ids`` that curation acts on, read from the file: (from id, to id, relation,
     source), in order (kept_relations.py holds them for a warm vault and gives the same)."""
-    names = ", ".join(f"'{name}'" for name in KEPT)
-    listed = ", ".join(
-        str(int(i)) for i in ids
-    )  # integers, written in: one index look-up each, no JSON to read
+    ids_in, names = listed(ids), named(KEPT)
     return sorted(
         (
             (int(a), int(b), str(name), source)
             for a, b, name, source in conn.execute(
-                f"SELECT l.from_id, l.to_id, l.relation, l.source FROM links l WHERE l.from_id IN ({listed}) AND l.to_id IN "
-                f"({listed}) AND l.recorded_to_ms IS NULL AND l.relation IN ({names})"
+                f"SELECT l.from_id, l.to_id, l.relation, l.source FROM links l WHERE l.from_id IN ({ids_in}) "
+                f"AND l.to_id IN ({ids_in}) AND l.recorded_to_ms IS NULL AND l.relation IN ({names})"
             )
         ),
         key=order,
     )
-
-
-def order(row: Row) -> tuple[int, int, str, str]:
-    """The order kept links are given in (curation's first pair of an older memory names its newer)."""
-    return row[0], row[1], row[2], row[3] or ""
 
 
 def _read(conn: Connection, vids: list[int]) -> dict[int, Version]:

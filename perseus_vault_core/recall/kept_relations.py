@@ -46,8 +46,19 @@ Stamp = tuple[
 ]  # the highest link number, the change log's position, the closings at or after the latest
 
 
-def _listed(ids: Iterable[int]) -> str:
-    return ", ".join(str(int(i)) for i in ids)  # integers, written in: one index look-up each
+def listed(ids: Iterable[int]) -> str:
+    """Integers written into a statement's ``IN (...)``: one index look-up each, no JSON to read."""
+    return ", ".join(str(int(i)) for i in ids)
+
+
+def named(names: Iterable[str]) -> str:
+    """Relation names (the code's own constants) written into a statement's ``IN (...)``."""
+    return ", ".join(f"'{name}'" for name in names)
+
+
+def order(row: Row) -> tuple[int, int, str, str]:
+    """The order kept links are given in (curation's first pair of an older memory names its newer)."""
+    return row[0], row[1], row[2], row[3] or ""
 
 
 class KeptRelations:
@@ -63,7 +74,7 @@ class KeptRelations:
         changes: ChangeLog,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._names = ", ".join(f"'{name}'" for name in names)
+        self._names = named(names)
         self._last_link = last_link
         self._changes = changes
         self._clock = clock
@@ -112,7 +123,7 @@ class KeptRelations:
                     # other end may still hold a link closed since (a version of that memory closed it)
                     if other in wanted and row in self._held.get(other, ()):
                         found.add(row)
-        return sorted(found, key=lambda r: (r[0], r[1], r[2], r[3] or ""))  # as curated.kept gives them
+        return sorted(found, key=order)  # as curated.kept gives them
 
     def load(self, conn: Connection, check: Callable[[], None] = lambda: None) -> None:
         """Hold every open link of the kept relations, read in ``conn``'s one snapshot (the caller opens it);
@@ -202,7 +213,7 @@ class KeptRelations:
                 touched.update(
                     int(e)
                     for (e,) in conn.execute(
-                        f"SELECT entity_id FROM entity_versions WHERE vid IN ({_listed(sorted(set(vids)))})"
+                        f"SELECT entity_id FROM entity_versions WHERE vid IN ({listed(sorted(set(vids)))})"
                     )
                 )
         closings = [
@@ -224,13 +235,13 @@ class KeptRelations:
 
     def _read(self, conn: Connection, ids: list[int]) -> None:
         """Hold every open link of the kept relations from or to each of ``ids``."""
-        listed = _listed(ids)
+        ids_in = listed(ids)
         held = {i: self._held.setdefault(i, set()) for i in ids}
         self._stale.difference_update(ids)
         for a, b, name, source in conn.execute(
-            f"SELECT from_id, to_id, relation, source FROM links WHERE from_id IN ({listed}) AND "
+            f"SELECT from_id, to_id, relation, source FROM links WHERE from_id IN ({ids_in}) AND "
             f"recorded_to_ms IS NULL AND relation IN ({self._names}) UNION ALL "
-            f"SELECT from_id, to_id, relation, source FROM links WHERE to_id IN ({listed}) AND "
+            f"SELECT from_id, to_id, relation, source FROM links WHERE to_id IN ({ids_in}) AND "
             f"recorded_to_ms IS NULL AND relation IN ({self._names})"
         ):
             row = (int(a), int(b), str(name), source)
