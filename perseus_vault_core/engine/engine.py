@@ -40,7 +40,7 @@ from ..indexes.vector import VectorIndex
 from ..primitives.background import Background
 from ..recall import pipeline as recall
 from ..recall.arms import Arms
-from ..recall.curated import KEPT
+from ..recall.curated import KEPT, current
 from ..recall.kept_relations import KeptRelations
 from ..records import store
 from ..storage import Connection, open_backend
@@ -122,7 +122,9 @@ class Engine:
         self.relations = (
             None
             if database
-            else KeptRelations(KEPT, lambda c: self.backend.next_id(c, "links") - 1, self.backend.changes)
+            else KeptRelations(
+                KEPT, lambda c: self.backend.next_id(c, "links") - 1, self.backend.changes, current=current
+            )
         )
         self.cross_encoder = cross_encoder
         self.judge = (

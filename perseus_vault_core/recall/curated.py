@@ -5,16 +5,20 @@ links a write judged between a new memory and its candidates (features/relations
 and the agent's own links of the same names. One statement reads the open links among the window's
 memories; a window whose memories are linked to none of each other (most windows) reads nothing more. For
 the linked ones it reads what ordering them needs: when each became valid, its scope, whether it is a
-conversation turn, and its text (a query naming a value only the older holds keeps the older first).
+conversation turn, and what of its text ordering reads (its records and numbers: a query naming a value only
+the older holds keeps the older first).
 Nothing is judged here: the vault never merges, marks or reorders two memories by a guess made at read
 time, and a pair's marks are the same for every query that returns both.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+from typing import Any
+
 from ..contract.params import RecallParams
 from ..embeddings import embedding_text
-from ..primitives.filters import View, from_vids, id_list
+from ..primitives.filters import View, from_ids, from_vids, id_list
 from ..storage import Connection
 from . import curation
 from .arms import Arms
@@ -24,12 +28,13 @@ from .ranking import Scored
 # The relations curation acts on (``related`` orders nothing: recall/curation.py's NEWER_FIRST), so a window whose
 # memories are only related reads nothing more.
 KEPT = ("duplicates", *curation.NEWER_FIRST)
-# When a version became true: its valid-from time, else when it was written (a new version of an old key is new).
-# What curation needs of a version: (entity id, when it became valid, whether a turn, its text, its scope, when written).
-Version = tuple[int, int, bool, str, tuple[str, str], int]
+# What curation needs of a version: (entity id, when it became valid, whether a turn, what ordering reads of its text,
+# its scope, when written). When a version became true: its valid-from time, else when it was written (a new version
+# of an old key is new).
+Version = tuple[int, int, bool, curation.Pins, tuple[str, str], int]
 _COLUMNS = (
     "v.entity_id, v.content, v.summary, v.type, coalesce(v.valid_from_ms, v.updated_at_ms), e.agent_id, "
-    "e.workspace_hash, v.updated_at_ms"
+    "e.workspace_hash, v.updated_at_ms, v.vid"
 )
 
 
@@ -69,12 +74,12 @@ def window(
         r = rows.get(s.id)
         relevance, related = s.relevance - s.lift, s.related and not s.linked
         if r is None:  # linked to nothing here: it keeps its place
-            candidates.append(curation.Candidate(s.id, relevance, related, 0, True, ""))
+            candidates.append(curation.Candidate(s.id, relevance, related, 0, True, curation.NO_PINS))
         else:
             candidates.append(
                 curation.Candidate(s.id, relevance, related, r[1], r[2], r[3], r[4], written_ms=r[5])
             )
-    return curation.curate(candidates, pairs, curation.said(params.query), confirmed, directed)
+    return curation.curate(candidates, pairs, curation.asked(params.query), confirmed, directed)
 
 
 def _in_order(found: list[Row], ids: list[int]) -> bool:
@@ -105,14 +110,29 @@ def kept(conn: Connection, ids: list[int]) -> list[Row]:
 
 def _read(conn: Connection, vids: list[int]) -> dict[int, Version]:
     """Each version's number -> what curation needs of it (:data:`Version`)."""
+    return _versions(conn.execute(f"SELECT {_COLUMNS} FROM {from_vids(conn)}", {"vids": id_list(vids)}))
+
+
+def current(conn: Connection, ids: list[int]) -> dict[int, Version]:
+    """What curation needs of each current version of the memories ``ids``, by version number: what
+    kept_relations.py's load holds for the memories it holds links of, so that a window met for the first time
+    reads no text either."""
+    return _versions(
+        conn.execute(
+            f"SELECT {_COLUMNS} FROM {from_ids(conn)} WHERE v.recorded_to_ms IS NULL", {"ids": id_list(ids)}
+        )
+    )
+
+
+def _versions(rows: Iterable[Sequence[Any]]) -> dict[int, Version]:
     return {
         int(r[8]): (
             int(r[0]),
             int(r[4]),
             curation.is_turn(r[3], r[1]),
-            embedding_text(r[1], r[2]),
+            curation.pins(embedding_text(r[1], r[2])),
             (r[5] or "", r[6] or ""),
             int(r[7]),
         )
-        for r in conn.execute(f"SELECT {_COLUMNS}, v.vid FROM {from_vids(conn)}", {"vids": id_list(vids)})
+        for r in rows
     }

@@ -78,7 +78,6 @@ WORDS_UPDATE = 0.35
 _WORD = re.compile(r"[\w][\w.\-/:@#]*[\w]|[\w]")
 _RECORD = re.compile(r"^(?:[a-z][a-z0-9]*-\d+|#\d+|[0-9a-f]{7,40})$")  # eng-142, #77, a commit hash
 _SENTENCE_END = re.compile(r"[.!?:;]\s*$")
-_DIGIT = re.compile(r"\d")
 _VALUE = re.compile(r"[\d/@#]|.[A-Z]")  # a digit or a mark anywhere, or a capital after the first letter
 
 
@@ -214,25 +213,6 @@ class Values:
 
 
 @lru_cache(maxsize=8192)
-def records_of(text: str) -> frozenset[str]:
-    """The record identifiers of ``text``'s first :data:`READ_CHARS` characters, as :func:`values` finds them
-    (a record holds a digit, so it is a value whatever its case), without reading the rest of its values."""
-    found = set()
-    for raw in text[:READ_CHARS].split():
-        if _DIGIT.search(raw) is None:  # most words: no digit, no record
-            continue
-        for token in _WORD.findall(raw):
-            if _DIGIT.search(token) is None:
-                continue
-            if raw.startswith(("-", "−")) and raw[1:2].isdigit() and raw[1:].startswith(token):
-                continue  # a signed value (-5): no record
-            value = token.lower().strip(".-:")
-            if _RECORD.match(value) and any(c.isdigit() for c in value):
-                found.add(value)
-    return frozenset(found)
-
-
-@lru_cache(maxsize=8192)
 def values(text: str) -> Values:
     """The anchors, records and tokens of ``text``'s first :data:`READ_CHARS` characters (see :class:`Said`)."""
     text = text[:READ_CHARS]
@@ -251,6 +231,40 @@ def values(text: str) -> Values:
     anchors.discard("")
     records = frozenset(a for a in anchors if _RECORD.match(a) and any(c.isdigit() for c in a))
     return Values(frozenset(anchors), records, frozenset(tokenize(text)))
+
+
+@dataclass(frozen=True, slots=True)
+class Pins:
+    """What ordering a pair reads of a memory's text (:func:`_names_the_older`), read once with its version so that
+    a window is curated without its texts: its record identifiers, its values that hold a digit (``numbers``: a
+    query's number the older holds), and those with its word tokens that hold one (``written``: where a query's
+    number is looked for in the newer)."""
+
+    records: frozenset[str] = frozenset()
+    numbers: frozenset[str] = frozenset()
+    written: frozenset[str] = frozenset()
+
+
+NO_PINS = Pins()  # a text of no number: most memories share this one
+
+
+@lru_cache(maxsize=8192)
+def pins(text: str) -> Pins:
+    """What ordering a pair reads of ``text`` (:class:`Pins`), from its :func:`values`."""
+    found = values(text)
+    numbers = frozenset(a for a in found.anchors if _numbered(a))
+    written = numbers | frozenset(t for t in found.tokens if _numbered(t))
+    return Pins(found.records, numbers, written) if found.records or written else NO_PINS
+
+
+def asked(query: str) -> frozenset[str]:
+    """The values holding a digit that ``query`` names (a version, a price, a date): what ordering a pair asks of
+    the older (:func:`_names_the_older`)."""
+    return pins(query).numbers if _numbered(query) else frozenset()
+
+
+def _numbered(value: str) -> bool:
+    return any(map(str.isdigit, value))
 
 
 @lru_cache(maxsize=8192)
@@ -371,7 +385,7 @@ def is_turn(kind: str, content: str) -> bool:
 class Candidate:
     """One ranked memory as curation sees it: its relevance to the query, whether that judged it
     related, when it became valid, whether it is a conversation turn (never curated: two turns may
-    say the same words and both happened), its text and scope (an unscoped recall sees every tenant's
+    say the same words and both happened), what ordering a pair reads of its text (:class:`Pins`) and its scope (an unscoped recall sees every tenant's
     memories: one tenant's never stands for another's, nor updates it)."""
 
     id: int
@@ -379,7 +393,7 @@ class Candidate:
     related: bool
     valid_ms: int
     turn: bool
-    text: str
+    pins: Pins
     scope: tuple[str, str] = ("", "")  # (agent_id, workspace_hash): two tenants' memories are never paired
     written_ms: int = 0  # when this version was written
 
@@ -400,12 +414,22 @@ class Curated:
         without the collapsed duplicates, and unless ``include_outdated``, without the outdated ones whose
         update someone confirmed (the agent's ``updates`` link, a judge): a mark the vault inferred by rule
         orders and annotates, and never hides a memory (it may be two true facts: the 2024 and 2025 budgets)."""
+        gone = self.left_out(include_outdated)
+        n = len(self.window)
+        if [item.id for item in ranked[:n]] == self.window:  # as recall gives it: the window, then the rest
+            head = {item.id: item for item in ranked[:n]}
+            return [head[i] for i in self.order if i not in gone] + list(ranked[n:])
         by_id = {item.id: item for item in ranked}
         window = set(self.window)
-        gone = set() if include_outdated else set(self.outdated_by) & self.confirmed
         return [by_id[i] for i in self.order if i not in gone] + [
             item for item in ranked if item.id not in window
         ]
+
+    def left_out(self, include_outdated: bool = True) -> set[int]:
+        """The window's memories :meth:`apply` leaves out: the collapsed duplicates and, unless
+        ``include_outdated``, the outdated ones whose update someone confirmed."""
+        collapsed = set(self.window).difference(self.order)
+        return collapsed if include_outdated else collapsed | (set(self.outdated_by) & self.confirmed)
 
 
 Kept = tuple[int, int, str]  # a kept relation: (from id, to id, relation), from the newer memory to the older
@@ -416,7 +440,7 @@ JUDGE = "judge"  # the source of a judge's verdict, kept at write time
 def curate(
     ranked: Sequence[Candidate],
     kept: Sequence[Kept],
-    query: Said | None = None,
+    asked: frozenset[str] = frozenset(),
     confirmed: frozenset[tuple[int, int]] = frozenset(),
     directed: frozenset[tuple[int, int]] = frozenset(),
 ) -> Curated:
@@ -427,7 +451,7 @@ def curate(
     the newer; and the one valid later of a pair kept as an update or of the same subject (:data:`NEWER_FIRST`)
     goes just before the older when both are related to the query and the newer is about as relevant
     (:data:`AS_RELEVANT`), unless the query names a value only
-    the older holds (:func:`_names_the_older`; ``query``: the query's features). The newer of a pair in
+    the older holds (:func:`_names_the_older`; ``asked``: the query's numbers, :func:`asked`). The newer of a pair in
     ``directed`` (from, to) is its ``from``: the write that judged it knew which came later (a new version of an
     old key is the newer, whatever date it carries); of another pair, the one valid later, of two valid at once
     the one written later. ``confirmed``: the kept pairs someone stated (the agent, a judge) rather than the vault
@@ -443,30 +467,7 @@ def curate(
         and not (ranked[at[a]].turn or ranked[at[b]].turn)
     ]
     n = len(ranked)
-    head = list(range(n))  # index -> its group's first (best ranked) member
-
-    def first(k: int) -> int:
-        while head[k] != k:
-            k = head[k]
-        return k
-
-    for i, j, name in pairs:
-        if name == "duplicates":
-            a, b = first(i), first(j)
-            head[max(a, b)] = min(a, b)
-    members: dict[int, list[int]] = {}
-    for j in range(n):
-        members.setdefault(first(j), []).append(j)
-    chosen = {
-        f: idx[0] if len(idx) == 1 else max(idx, key=lambda k: (ranked[k].valid_ms, -k))
-        for f, idx in members.items()
-    }
-    order = [chosen[f] for f in sorted(members)]  # each group at its best member's place
-    duplicates = {
-        ranked[chosen[f]].id: sorted(ranked[k].id for k in idx if k != chosen[f])
-        for f, idx in members.items()
-        if len(idx) > 1
-    }
+    order, duplicates = _collapsed(ranked, [(i, j) for i, j, name in pairs if name == "duplicates"])
     outdated: dict[int, int] = {}
     sure: set[int] = set()
     later: dict[int, set[int]] = {}  # an index -> the indexes valid after it that may go before it
@@ -494,11 +495,11 @@ def curate(
             and ranked[newer].related
             and ranked[older].related
             and ranked[newer].relevance >= AS_RELEVANT * ranked[older].relevance
-            and not _names_the_older(query, ranked[older].text, ranked[newer].text)
+            and not _names_the_older(asked, ranked[older].pins, ranked[newer].pins)
         ):
             later.setdefault(older, set()).add(newer)
     pos, moves = 0, 0
-    while pos < len(order) and moves < n * n:  # each place: its newest fact about the subject
+    while later and pos < len(order) and moves < n * n:  # each place: its newest fact about the subject
         wanted = later.get(order[pos])
         if not wanted:  # nothing newer may go before it
             pos += 1
@@ -514,18 +515,47 @@ def curate(
     )
 
 
-def _names_the_older(query: Said | None, older: str, newer: str) -> bool:
+def _collapsed(
+    ranked: Sequence[Candidate], same: list[tuple[int, int]]
+) -> tuple[list[int], dict[int, list[int]]]:
+    """The window's places (indexes) with each group of duplicates (``same``: pairs of indexes) at its best member's
+    place, the group's most recent wording standing for it; and each standing memory's collapsed duplicates (ids)."""
+    n = len(ranked)
+    if not same:  # most windows: nothing collapses
+        return list(range(n)), {}
+    head = list(range(n))  # index -> its group's first (best ranked) member
+
+    def first(k: int) -> int:
+        while head[k] != k:
+            k = head[k]
+        return k
+
+    for i, j in same:
+        a, b = first(i), first(j)
+        head[max(a, b)] = min(a, b)
+    members: dict[int, list[int]] = {}
+    for j in range(n):
+        members.setdefault(first(j), []).append(j)
+    chosen = {
+        f: idx[0] if len(idx) == 1 else max(idx, key=lambda k: (ranked[k].valid_ms, -k))
+        for f, idx in members.items()
+    }
+    order = [chosen[f] for f in sorted(members)]  # each group at its best member's place
+    duplicates = {
+        ranked[chosen[f]].id: sorted(ranked[k].id for k in idx if k != chosen[f])
+        for f, idx in members.items()
+        if len(idx) > 1
+    }
+    return order, duplicates
+
+
+def _names_the_older(asked: frozenset[str], older: Pins, newer: Pins) -> bool:
     """Whether the query names a value only the older memory holds, so that it asks for the older and the newer
     goes first no more: a number, version or price of the query the older holds and the newer does not ("is the
     Pro plan still $12?"). A record (a ticket, an incident) restates no fact nor another record: the newer
     one goes first only when it names the same identifiers as the older. The
     query's other words say nothing here: "where does production run" asks what is true now, whichever of
     "Production runs in eu-west-1" and "Production moved to us-east-2" shares more of its words."""
-    records = records_of(newer)
-    if records and records_of(older) != records:  # a ticket restates no fact, nor another ticket
+    if newer.records and older.records != newer.records:  # a ticket restates no fact, nor another ticket
         return True
-    asked = [a for a in query.anchors if any(c.isdigit() for c in a)] if query is not None else []
-    if not asked:  # the texts' other values are read only for a query that names a number
-        return False
-    was, now = values(older), values(newer)
-    return any(a in was.anchors and a not in now.anchors and a not in now.tokens for a in asked)
+    return any(a in older.numbers and a not in newer.written for a in asked)

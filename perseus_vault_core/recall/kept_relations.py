@@ -40,7 +40,9 @@ from ..storage.base import ChangeLog
 T = TypeVar("T")
 Row = tuple[int, int, str, str | None]  # (from id, to id, relation, source)
 RECOUNT_S = 5.0  # how often every closed link is counted (a closing stamped before the latest seen)
+CHUNK = 2_000  # memories whose current versions load() reads in one statement
 MOST = 200_000  # memories held at most: past it, everything is forgotten and read again as met
+Near = dict[int, list[Row]]  # a memory's links held: the other end -> the links between the two
 Stamp = tuple[
     int, int, int
 ]  # the highest link number, the change log's position, the closings at or after the latest
@@ -65,7 +67,9 @@ class KeptRelations:
     """The open links of the relations in ``names`` from or to each memory met, kept current with the file.
     ``last_link``: the highest number the store ever gave a link, as a snapshot sees it (``Backend.next_id``
     less one: a purge that deletes the latest link does not lower it, so a lower one means an older snapshot);
-    ``changes``: the store's change log (a version written, or purged)."""
+    ``changes``: the store's change log (a version written, or purged); ``current``: what :meth:`versions` gives of
+    the current versions of some memories, by version number, which :meth:`load` holds for the memories it holds
+    links of."""
 
     def __init__(
         self,
@@ -73,8 +77,10 @@ class KeptRelations:
         last_link: Callable[[Connection], int],
         changes: ChangeLog,
         clock: Callable[[], float] = time.monotonic,
+        current: Callable[[Connection, list[int]], dict[int, Any]] | None = None,
     ) -> None:
         self._names = named(names)
+        self._current = current
         self._last_link = last_link
         self._changes = changes
         self._clock = clock
@@ -84,7 +90,7 @@ class KeptRelations:
         self._forget()
 
     def _forget(self) -> None:
-        self._held: dict[int, set[Row]] = {}
+        self._held: dict[int, Near] = {}
         self._stamp: Stamp = (-1, -1, 0)  # what was seen; -1: nothing yet
         self._closed_ms = 0  # the latest closing seen
         self._below = 0  # the links closed before it, as this module counted them
@@ -107,46 +113,66 @@ class KeptRelations:
                     return None
                 if stamp != self._stamp:
                     self._catch_up(conn, stamp)
-            missing = [
-                i
-                for i in dict.fromkeys(ids)
-                if i not in self._held and (not self.complete or i in self._stale)
-            ]
+            missing = (
+                [
+                    i
+                    for i in dict.fromkeys(ids)
+                    if i not in self._held and (not self.complete or i in self._stale)
+                ]
+                if not self.complete or self._stale
+                else []  # every memory's links held, none touched since
+            )
             if missing:
                 self._read(conn, missing)
-            wanted = set(ids)
+            held, wanted = self._held, set(ids)
             found: set[Row] = set()
             for i in wanted:
-                for row in self._held.get(i, ()):  # most hold none
-                    other = row[1] if row[0] == i else row[0]
+                near = held.get(i)
+                if not near:  # most hold none
+                    continue
+                # the smaller side looked up in the other: a memory of many links costs no more than one of few
+                ends = [o for o in wanted if o in near] if len(near) > len(wanted) else near.keys() & wanted
+                for other in ends:
+                    if other < i:  # each pair once, from its lower end
+                        continue
                     # both ends hold it: a memory forgotten and read again holds only what is open now, where the
                     # other end may still hold a link closed since (a version of that memory closed it)
-                    if other in wanted and row in self._held.get(other, ()):
-                        found.add(row)
+                    back = held.get(other, {}).get(i, ())
+                    found.update(row for row in near[other] if row in back)
         return sorted(found, key=order)  # as curated.kept gives them
 
     def load(self, conn: Connection, check: Callable[[], None] = lambda: None) -> None:
-        """Hold every open link of the kept relations, read in ``conn``'s one snapshot (the caller opens it);
-        nothing when they are more than :data:`MOST` memories' (what is met is then read as met). ``check``
-        is called every 10,000 links (it raises to stop: the vault is closing)."""
+        """Hold every open link of the kept relations, read in ``conn``'s one snapshot (the caller opens it), and
+        what ``current`` reads of those memories' current versions; nothing when they are more than :data:`MOST`
+        memories' (what is met is then read as met). ``check`` is called every 10,000 links and every
+        :data:`CHUNK` memories (it raises to stop: the vault is closing)."""
         try:
             stamp, closed_ms, below = self._start(conn)
-            held: dict[int, set[Row]] = {}
+            held: dict[int, Near] = {}
             for a, b, name, source in conn.execute(
                 f"SELECT from_id, to_id, relation, source FROM links WHERE recorded_to_ms IS NULL AND "
                 f"relation IN ({self._names})"
             ):
                 row = (int(a), int(b), str(name), source)
-                held.setdefault(row[0], set()).add(row)
-                held.setdefault(row[1], set()).add(row)
+                _hold(held.setdefault(row[0], {}), row[1], row)
+                _hold(held.setdefault(row[1], {}), row[0], row)
                 if len(held) % 10_000 == 0:
                     check()
                     if len(held) > MOST:
                         return
+            facts: dict[int, Any] = {}
+            current, ids = self._current, sorted(held)
+            if current is not None:
+                for k in range(0, len(ids), CHUNK):
+                    check()
+                    facts.update(current(conn, ids[k : k + CHUNK]))
             with self._lock:
                 self._forget()
                 self._held, self._stamp, self._closed_ms, self._below = held, stamp, closed_ms, below
                 self.complete = True
+                if len(self._versions) + len(facts) > MOST:
+                    self._versions.clear()
+                self._versions.update(facts)
         finally:
             self.loading = False
 
@@ -154,6 +180,10 @@ class KeptRelations:
         """What ``read`` gives for each version of ``vids`` (a version never changes once written, and its number
         is never used again: what was read of it holds for good), reading only those not held yet."""
         with self._lock:
+            try:  # most often every one is held
+                return {v: self._versions[v] for v in vids}
+            except KeyError:
+                pass
             if len(self._versions) > MOST:
                 self._versions.clear()
             missing = [v for v in vids if v not in self._versions]
@@ -236,7 +266,7 @@ class KeptRelations:
     def _read(self, conn: Connection, ids: list[int]) -> None:
         """Hold every open link of the kept relations from or to each of ``ids``."""
         ids_in = listed(ids)
-        held = {i: self._held.setdefault(i, set()) for i in ids}
+        held = {i: self._held.setdefault(i, {}) for i in ids}
         self._stale.difference_update(ids)
         for a, b, name, source in conn.execute(
             f"SELECT from_id, to_id, relation, source FROM links WHERE from_id IN ({ids_in}) AND "
@@ -245,6 +275,13 @@ class KeptRelations:
             f"recorded_to_ms IS NULL AND relation IN ({self._names})"
         ):
             row = (int(a), int(b), str(name), source)
-            for end in (row[0], row[1]):
+            for end, other in ((row[0], row[1]), (row[1], row[0])):
                 if end in held:
-                    held[end].add(row)
+                    _hold(held[end], other, row)
+
+
+def _hold(near: Near, other: int, row: Row) -> None:
+    """Hold ``row`` among a memory's links to ``other`` (once: a link read from both its ends is one)."""
+    rows = near.setdefault(other, [])
+    if row not in rows:
+        rows.append(row)

@@ -533,9 +533,8 @@ def _rank(
     curated = window(conn, params, v, ranked, vids, arms)
     hidden: set[int] = set()
     if curated is not None:
-        shown = curated.apply(ranked, params.include_outdated)
-        hidden = {s.id for s in ranked} - {s.id for s in shown}
-        ranked = shown
+        hidden = curated.left_out(params.include_outdated)
+        ranked = curated.apply(ranked, params.include_outdated)
     return _Tier(ranked, vids, ranks, marks, curated, hidden)
 
 
@@ -548,9 +547,11 @@ def _items(
         s, tier = by_id[row["id"]]
         ranks = {arm: at[s.id] for arm, at in tier.ranks.items() if s.id in at}
         item = _item(row, s, ranks, params, v, tier.marks)
-        if tier.curated is not None:
-            item.duplicates = tier.curated.duplicates.get(s.id)
-            item.outdated_by = tier.curated.outdated_by.get(s.id)
+        if tier.curated is not None:  # set only where curation marked it (a model's attribute is slow to set)
+            if s.id in tier.curated.duplicates:
+                item.duplicates = tier.curated.duplicates[s.id]
+            if s.id in tier.curated.outdated_by:
+                item.outdated_by = tier.curated.outdated_by[s.id]
         yield item
 
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from perseus_vault_core import Vault
 from perseus_vault_core.primitives.query import tokenize
 from perseus_vault_core.recall import curation
-from perseus_vault_core.recall.curation import Candidate, Said, curate, held, relation, said
+from perseus_vault_core.recall.curation import Candidate, Said, asked, curate, held, pins, relation, said
 
 from ...conftest import Clock
 
@@ -157,7 +157,7 @@ def test_any_anchors_held_are_counted_as_holds_counts_them(one: str, other: str)
 
 
 def _candidate(i: int, relevance: float, day: int, text: str, scope: str = "") -> Candidate:
-    return Candidate(i, relevance, True, day * DAY_MS, False, text, (scope, ""))
+    return Candidate(i, relevance, True, day * DAY_MS, False, pins(text), (scope, ""))
 
 
 def test_curate_arranges_by_the_kept_relations_only() -> None:
@@ -188,6 +188,12 @@ def test_curate_arranges_by_the_kept_relations_only() -> None:
         ranked[3],
         ranked[4],
     ]  # someone said so
+    assert stated.left_out(include_outdated=False) == {2, 1} and stated.left_out() == {2} == done.left_out()
+    later = [
+        _candidate(9, 0.95, 1, "Lunch is at noon."),
+        *ranked,
+    ]  # the window found anywhere in what is applied
+    assert [c.id for c in done.apply(later)] == [3, 1, 4, 5, 9]
     assert curate(ranked, []).order == [1, 2, 3, 4, 5]
     # a write's judgement knows which of two is newer, whatever dates they carry: the link goes from the newer
     assert curate(ranked, [(1, 3, "updates")], directed=frozenset({(1, 3)})).outdated_by == {3: 1}
@@ -199,41 +205,41 @@ def test_the_newer_of_two_memories_of_one_subject_goes_first_unless_the_query_na
     older = _candidate(1, 0.50, 1, "User takes coffee black.")
     newer = _candidate(2, 0.45, 9, "Coffee order now: decaf oat latte.")
     kept = [(2, 1, "same_subject")]
-    assert curate([older, newer], kept, said("what coffee does the user order")).order == [2, 1]
-    assert curate([older, newer], [(2, 1, "updates")], said("what coffee does the user order")).order == [
+    assert curate([older, newer], kept, asked("what coffee does the user order")).order == [2, 1]
+    assert curate([older, newer], [(2, 1, "updates")], asked("what coffee does the user order")).order == [
         2,
         1,
     ]
     # kept only as related (a shared name or topic: two attributes of one thing): the ranking stands
-    assert curate([older, newer], [(2, 1, "related")], said("what coffee does the user order")).order == [
+    assert curate([older, newer], [(2, 1, "related")], asked("what coffee does the user order")).order == [
         1,
         2,
     ]
     slo = _candidate(1, 0.50, 1, "dispatch SLO: 99.9% of assign-job calls under 500 ms.")
     ticket = _candidate(2, 0.45, 9, "ENG-345 - Assign-job p95 above 500 ms at Monday peak.")
-    assert curate([slo, ticket], kept, said("what is the SLO for dispatch")).order == [
+    assert curate([slo, ticket], kept, asked("what is the SLO for dispatch")).order == [
         1,
         2,
     ]  # a ticket restates no fact
-    assert curate([older, newer], kept, said("does the user take coffee black")).order == [
+    assert curate([older, newer], kept, asked("does the user take coffee black")).order == [
         2,
         1,
     ]  # words: no value
     priced = _candidate(1, 0.50, 1, "Pro plan is $12 a seat.")
     raised = _candidate(2, 0.45, 9, "Pro plan now costs $15 a seat.")
-    assert curate([priced, raised], kept, said("what does the Pro plan cost")).order == [2, 1]
-    assert curate([priced, raised], kept, said("is the Pro plan still $12")).order == [
+    assert curate([priced, raised], kept, asked("what does the Pro plan cost")).order == [2, 1]
+    assert curate([priced, raised], kept, asked("is the Pro plan still $12")).order == [
         1,
         2,
     ]  # a value only the older holds
     far = _candidate(2, 0.15, 9, "Coffee order now: decaf oat latte.")  # far less relevant: keeps its place
-    assert curate([older, far], kept, said("what coffee does the user order")).order == [1, 2]
+    assert curate([older, far], kept, asked("what coffee does the user order")).order == [1, 2]
     other = _candidate(2, 0.45, 9, "Coffee order now: decaf oat latte.", scope="b")  # another tenant's
-    assert curate([older, other], kept, said("what coffee does the user order")).order == [1, 2]
+    assert curate([older, other], kept, asked("what coffee does the user order")).order == [1, 2]
 
 
 def test_turns_are_never_curated() -> None:
-    turn = [Candidate(i, 0.5, True, i * DAY_MS, True, "ok, sounds good") for i in (1, 2)]
+    turn = [Candidate(i, 0.5, True, i * DAY_MS, True, pins("ok, sounds good")) for i in (1, 2)]
     assert curate(turn, [(2, 1, "duplicates")]).order == [1, 2] and curate(turn, []).duplicates == {}
 
 
@@ -432,6 +438,10 @@ def test_two_tenants_memories_are_never_collapsed_or_ordered_together(
         max_size=12,
     )
 )
-def test_a_text_s_records_are_those_its_values_hold(words: list[str]) -> None:
+def test_a_text_s_pins_are_its_values_records_and_numbers(words: list[str]) -> None:
     text = " ".join(words)
-    assert curation.records_of(text) == curation.values(text).records
+    found, pinned = curation.values(text), curation.pins(text)
+    assert pinned.records == found.records
+    assert pinned.numbers == {a for a in found.anchors if any(c.isdigit() for c in a)}
+    assert pinned.written == pinned.numbers | {t for t in found.tokens if any(c.isdigit() for c in t)}
+    assert curation.asked(text) == pinned.numbers

@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 
 from perseus_vault_core import Vault
 from perseus_vault_core.contract.errors import VaultError
-from perseus_vault_core.recall.curated import KEPT, kept
+from perseus_vault_core.recall.curated import KEPT, current, kept
+from perseus_vault_core.recall.curated import _read as curated_read
 from perseus_vault_core.recall.kept_relations import RECOUNT_S, KeptRelations
 
 from ...conftest import Clock
@@ -201,6 +202,36 @@ def test_a_curated_recall_loads_them_in_the_background(
         while not held.complete and time.monotonic() < deadline:
             time.sleep(0.01)
         assert held.complete
+
+
+def test_a_load_holds_the_linked_memories_versions_so_a_first_window_reads_no_text(
+    vault_path: str | Path, clock: Clock
+) -> None:
+    """What curation needs of each linked memory's current version is read with the links, so a window met for
+    the first time reads nothing from the file; what it holds is what the file gives (curated.py's read)."""
+    with Vault(vault_path, clock=clock, embedder=False) as vault:
+        ids = _memories(vault)
+        backend = vault.engine.backend
+        held = KeptRelations(
+            KEPT, lambda c: backend.next_id(c, "links") - 1, backend.changes, current=current
+        )
+        with vault.engine.reading() as conn:
+            held.load(conn)
+            vids = {
+                int(e): int(v)
+                for e, v in conn.execute(
+                    "SELECT entity_id, vid FROM entity_versions WHERE recorded_to_ms IS NULL"
+                )
+            }
+            linked = sorted({end for row in held.among(conn, ids) or [] for end in row[:2]})
+            assert linked  # similar memories: each write inferred relations to the ones before it
+
+            def unread(missing: list[int]) -> dict[int, object]:
+                raise AssertionError(f"read again: {missing}")
+
+            found = held.versions([vids[i] for i in linked], unread)
+            assert found == curated_read(conn, [vids[i] for i in linked])
+            assert {fact[0] for fact in found.values()} == set(linked)
 
 
 def test_a_load_after_unseen_closings_still_sees_the_next_one(vault_path: str | Path, clock: Clock) -> None:
