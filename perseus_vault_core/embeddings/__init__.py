@@ -1,8 +1,9 @@
-"""Embeddings: the contract (:mod:`.base`), the bundled model (:mod:`.minilm`), operator-configured
-remote providers (:mod:`.providers`), and the choice between them.
+"""Embeddings: the contract (:mod:`.base`), the bundled model (:mod:`.minilm`), the optional
+multilingual-e5-small (:mod:`.e5`, the ``e5`` extra), operator-configured remote providers
+(:mod:`.providers`), and the choice between them.
 
-``PERSEUS_VAULT_EMBEDDER`` picks the runtime (``onnx``, ``torch``), a remote provider
-(``ollama:<model>``, ``openai:<model>@<url>``), or ``none`` (keyword-only); tool arguments never can.
+``PERSEUS_VAULT_EMBEDDER`` picks the runtime (``onnx``, ``torch``), the optional model (``e5``), a remote
+provider (``ollama:<model>``, ``openai:<model>@<url>``), or ``none`` (keyword-only); tool arguments never can.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..contract.errors import SetupError
-from . import providers
+from . import e5, providers
 from .base import (
     BUNDLED_DIMENSION,
     BUNDLED_IDENTITY,
@@ -24,6 +25,7 @@ from .base import (
     checked,
     embedding_text,
     normalize,
+    query_side,
 )
 from .minilm import MiniLMOnnx, MiniLMTorch
 
@@ -37,13 +39,14 @@ __all__ = [
     "embedding_text",
     "load",
     "normalize",
+    "query_side",
 ]
 
 
 def load(spec: str | None = None, threads: int | None = None) -> Embedder:
     """The embedder the operator configured (``PERSEUS_VAULT_EMBEDDER``), by default the bundled
-    model on ONNX Runtime. ``spec``: ``onnx`` | ``torch`` | ``ollama:MODEL[@URL]`` |
-    ``openai:MODEL[@URL]`` (key from ``PERSEUS_VAULT_OPENAI_API_KEY``)."""
+    model on ONNX Runtime. ``spec``: ``onnx`` | ``torch`` | ``e5`` (multilingual-e5-small, the ``e5`` extra) |
+    ``ollama:MODEL[@URL]`` | ``openai:MODEL[@URL]`` (key from ``PERSEUS_VAULT_OPENAI_API_KEY``)."""
     spec = spec or os.environ.get("PERSEUS_VAULT_EMBEDDER") or "onnx"
     if spec == "onnx":
         try:
@@ -56,6 +59,8 @@ def load(spec: str | None = None, threads: int | None = None) -> Embedder:
         return MiniLMOnnx(threads)
     if spec == "torch":
         return MiniLMTorch(threads)
+    if spec == e5.SPEC:
+        return e5.MultilingualE5(threads)
     return providers.from_spec(spec)
 
 
@@ -90,11 +95,16 @@ class LazyEmbedder:
     @property
     def identity(self) -> str:
         spec = self._spec or os.environ.get("PERSEUS_VAULT_EMBEDDER") or "onnx"
-        return BUNDLED_IDENTITY if spec in ("onnx", "torch") else self.get().identity
+        if spec in ("onnx", "torch"):
+            return BUNDLED_IDENTITY
+        return e5.IDENTITY if spec == e5.SPEC else self.get().identity
 
     @property
     def dimension(self) -> int:
-        return BUNDLED_DIMENSION if self.identity == BUNDLED_IDENTITY else self.get().dimension
+        return BUNDLED_DIMENSION if self.identity in (BUNDLED_IDENTITY, e5.IDENTITY) else self.get().dimension
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         return self.get().embed(texts)
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return query_side(self.get())(texts)
