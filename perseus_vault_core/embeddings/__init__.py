@@ -16,11 +16,12 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..contract.errors import SetupError
-from . import e5, providers
+from . import providers
 from .base import (
     BUNDLED_DIMENSION,
     BUNDLED_IDENTITY,
     BUNDLED_NAME,
+    E5_SPEC,
     Embedder,
     checked,
     embedding_text,
@@ -59,8 +60,10 @@ def load(spec: str | None = None, threads: int | None = None) -> Embedder:
         return MiniLMOnnx(threads)
     if spec == "torch":
         return MiniLMTorch(threads)
-    if spec == e5.SPEC:
-        return e5.MultilingualE5(threads)
+    if spec == E5_SPEC:
+        from .e5 import MultilingualE5  # imported when chosen: a process on the bundled model never pays for it
+
+        return MultilingualE5(threads)
     return providers.from_spec(spec)
 
 
@@ -97,11 +100,20 @@ class LazyEmbedder:
         spec = self._spec or os.environ.get("PERSEUS_VAULT_EMBEDDER") or "onnx"
         if spec in ("onnx", "torch"):
             return BUNDLED_IDENTITY
-        return e5.IDENTITY if spec == e5.SPEC else self.get().identity
+        if spec == E5_SPEC:
+            from .e5 import IDENTITY
+
+            return IDENTITY
+        return self.get().identity
 
     @property
     def dimension(self) -> int:
-        return BUNDLED_DIMENSION if self.identity in (BUNDLED_IDENTITY, e5.IDENTITY) else self.get().dimension
+        spec = self._spec or os.environ.get("PERSEUS_VAULT_EMBEDDER") or "onnx"
+        if spec == E5_SPEC:
+            from .e5 import DIMENSION
+
+            return DIMENSION
+        return BUNDLED_DIMENSION if self.identity == BUNDLED_IDENTITY else self.get().dimension
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         return self.get().embed(texts)

@@ -20,6 +20,7 @@ BUNDLED_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 BUNDLED_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 BUNDLED_IDENTITY = f"{BUNDLED_NAME}@{BUNDLED_SHA256[:12]}"
 BUNDLED_DIMENSION = 384
+E5_SPEC = "e5"  # PERSEUS_VAULT_EMBEDDER's value for the optional multilingual-e5-small (.e5, the e5 extra)
 MAX_TOKENS = 256  # the model's max_seq_length: longer texts are truncated, as sentence-transformers does
 BATCH = 32
 

