@@ -16,7 +16,8 @@ model's are; the word table, 250,037 rows, kept in its four-bit blocks, of which
 a batch uses), and runs it on ONNX Runtime as the bundled model runs (:class:`MultilingualE5`). The
 graph is written once into the cache folder (``models/`` in :func:`.minilm.cache_dir`) on first use, or
 ahead of it with ``python -m perseus_vault_core.embeddings e5``; the same weights give the same bytes
-(:data:`GRAPH_SHA256`, checked before use).
+(:data:`GRAPH_SHA256`, checked before use). Its vectors are centred on each side's mean direction, so that
+the vault's sign-bit candidate search tells them apart (:class:`MultilingualE5`).
 
 Choose it with ``PERSEUS_VAULT_EMBEDDER=e5`` (or ``Vault(path, embedder=load("e5"))``). A vault records
 the model that made its vectors; switching an existing vault means ``perseus-vault embed --reembed``.

@@ -159,6 +159,18 @@ def test_vectors_are_centred_on_each_sides_mean(model: e5.MultilingualE5) -> Non
         np.linalg.norm(queries, axis=1), 1.0, atol=1e-5)
 
 
+@installed
+def test_the_means_are_written_as_the_package_holds_them(tmp_path: Path, model: e5.MultilingualE5) -> None:
+    data = json.loads(e5.CENTRES.read_text(encoding="utf-8"))
+    written = tmp_path / "centres.json"
+    digest = e5.write_centres(e5.MultilingualE5(centred=False), data["texts"], written)
+    assert digest == M._sha256(written)
+    again = json.loads(written.read_text(encoding="utf-8"))
+    assert again["texts"] == data["texts"] and again["about"] == data["about"]
+    for side in ("passage", "query"):
+        assert np.abs(np.asarray(again[side]) - np.asarray(data[side])).max() < 1e-5
+
+
 def test_other_means_are_refused(tmp_path: Path) -> None:
     copy = tmp_path / "centres.json"
     copy.write_text(e5.CENTRES.read_text(encoding="utf-8").replace('"texts"', '"texts" '), encoding="utf-8")
