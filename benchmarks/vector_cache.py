@@ -50,8 +50,7 @@ class CachingEmbedder:
             marks = ",".join("?" * len(chunk))
             found.update(
                 self.db.execute(
-                    f"SELECT hash, vector FROM v WHERE model = ? AND hash IN ({marks})",
-                    (model, *chunk),
+                    f"SELECT hash, vector FROM v WHERE model = ? AND hash IN ({marks})", (model, *chunk)
                 ).fetchall()
             )
         todo = [i for i, k in enumerate(keys) if k not in found]
@@ -59,9 +58,7 @@ class CachingEmbedder:
         self.misses += len(todo)
         if todo:
             fresh = embed([texts[i] for i in todo])
-            rows = [
-                (model, keys[i], fresh[j].astype(np.float32).tobytes()) for j, i in enumerate(todo)
-            ]
+            rows = [(model, keys[i], fresh[j].astype(np.float32).tobytes()) for j, i in enumerate(todo)]
             self.db.executemany("INSERT OR REPLACE INTO v VALUES (?, ?, ?)", rows)
             self.db.commit()
             for j, i in enumerate(todo):

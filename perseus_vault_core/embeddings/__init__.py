@@ -61,7 +61,9 @@ def load(spec: str | None = None, threads: int | None = None) -> Embedder:
     if spec == "torch":
         return MiniLMTorch(threads)
     if spec == E5_SPEC:
-        from .e5 import MultilingualE5  # imported when chosen: a process on the bundled model never pays for it
+        from .e5 import (
+            MultilingualE5,
+        )  # imported when chosen: a process on the bundled model never pays for it
 
         return MultilingualE5(threads)
     return providers.from_spec(spec)

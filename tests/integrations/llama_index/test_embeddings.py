@@ -60,4 +60,6 @@ def test_a_query_is_embedded_on_the_models_query_side() -> None:
     assert asyncio.run(model.aget_query_embedding("searched")) == [0.0, 1.0]
     bridged = LlamaIndexEmbedder(model)  # the vault's own model again, both sides kept
     assert bridged.identity == "test:two-sided"
-    assert bridged.embed(["stored"]).tolist() == [[1.0, 0.0]] and bridged.embed_queries(["q"]).tolist() == [[0.0, 1.0]]
+    assert bridged.embed(["stored"]).tolist() == [[1.0, 0.0]] and bridged.embed_queries(["q"]).tolist() == [
+        [0.0, 1.0]
+    ]
