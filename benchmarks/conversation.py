@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from perseus_vault_core import Vault
+from perseus_vault_core.embeddings import query_side
 
 from .metrics import ndcg_at, recall_at
 from .quality import MissingData, data_dir
@@ -177,7 +178,7 @@ def embedding_choices(
     by_conv: dict[str, list[int]] = defaultdict(list)
     for i, t in enumerate(turns):
         by_conv[t["metadata"]["conv"]].append(i)
-    asked = np.asarray(model.embed([q["text"] for q in questions]), dtype=np.float64)
+    asked = np.asarray(query_side(model)([q["text"] for q in questions]), dtype=np.float64)
     out = {}
     for kind in EMBEDDINGS:
         vectors = np.asarray(model.embed(embedding_texts(turns, kind)), dtype=np.float64)

@@ -32,6 +32,17 @@ class CachingEmbedder:
         self.misses = 0
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return self._cached(self.identity, self.inner.embed, texts)
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """The model's query side (multilingual-e5-small's ``query:``), cached apart from its stored side;
+        a model without one embeds queries as it embeds anything."""
+        side = getattr(self.inner, "embed_queries", None)
+        if not callable(side):
+            return self.embed(texts)
+        return self._cached(f"{self.identity} query", side, texts)
+
+    def _cached(self, model: str, embed: Any, texts: Sequence[str]) -> np.ndarray:
         keys = [hashlib.sha256(t.encode("utf-8", "surrogatepass")).digest() for t in texts]
         found: dict[bytes, bytes] = {}
         for start in range(0, len(keys), 500):
@@ -39,18 +50,15 @@ class CachingEmbedder:
             marks = ",".join("?" * len(chunk))
             found.update(
                 self.db.execute(
-                    f"SELECT hash, vector FROM v WHERE model = ? AND hash IN ({marks})",
-                    (self.identity, *chunk),
+                    f"SELECT hash, vector FROM v WHERE model = ? AND hash IN ({marks})", (model, *chunk)
                 ).fetchall()
             )
         todo = [i for i, k in enumerate(keys) if k not in found]
         self.hits += len(keys) - len(todo)
         self.misses += len(todo)
         if todo:
-            fresh = self.inner.embed([texts[i] for i in todo])
-            rows = [
-                (self.identity, keys[i], fresh[j].astype(np.float32).tobytes()) for j, i in enumerate(todo)
-            ]
+            fresh = embed([texts[i] for i in todo])
+            rows = [(model, keys[i], fresh[j].astype(np.float32).tobytes()) for j, i in enumerate(todo)]
             self.db.executemany("INSERT OR REPLACE INTO v VALUES (?, ?, ?)", rows)
             self.db.commit()
             for j, i in enumerate(todo):

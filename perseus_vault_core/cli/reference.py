@@ -29,9 +29,10 @@ what is on, and a tristate has both. An option left out takes the default listed
 
 Every command takes `--db PATH` (before or after the command; default `$PERSEUS_VAULT_DB`, else
 `perseus_vault.db`) and `--json` for machine-readable output. Writing commands embed with the
-configured model (`PERSEUS_VAULT_EMBEDDER`: `onnx`, the default bundled model; `torch`; `none` for a
-keyword-only vault; or an operator's `ollama:MODEL@URL` / `openai:MODEL@URL`). A misspelled option is
-named with the nearest one the command takes (`unrecognized arguments: --limt 3 (did you mean --limit?)`).
+configured model (`PERSEUS_VAULT_EMBEDDER`: `onnx`, the default bundled model; `torch`; `e5`, the
+optional multilingual-e5-small; `none` for a keyword-only vault; or an operator's `ollama:MODEL@URL` /
+`openai:MODEL@URL`). A misspelled option is named with the nearest one the command takes
+(`unrecognized arguments: --limt 3 (did you mean --limit?)`).
 Ctrl-C stops a server (`serve`, `ui`, and so `make demo`) with one line, `perseus-vault: stopped`, and
 status 0, and any other command with `perseus-vault: interrupted` and status 130. Failures print one line, `error: ...`,
 on stderr and exit with status 1; there is never a traceback (`PERSEUS_VAULT_DEBUG=1` shows one).

@@ -1,8 +1,9 @@
-"""Embeddings: the contract (:mod:`.base`), the bundled model (:mod:`.minilm`), operator-configured
-remote providers (:mod:`.providers`), and the choice between them.
+"""Embeddings: the contract (:mod:`.base`), the bundled model (:mod:`.minilm`), the optional
+multilingual-e5-small (:mod:`.e5`, the ``e5`` extra), operator-configured remote providers
+(:mod:`.providers`), and the choice between them.
 
-``PERSEUS_VAULT_EMBEDDER`` picks the runtime (``onnx``, ``torch``), a remote provider
-(``ollama:<model>``, ``openai:<model>@<url>``), or ``none`` (keyword-only); tool arguments never can.
+``PERSEUS_VAULT_EMBEDDER`` picks the runtime (``onnx``, ``torch``), the optional model (``e5``), a remote
+provider (``ollama:<model>``, ``openai:<model>@<url>``), or ``none`` (keyword-only); tool arguments never can.
 """
 
 from __future__ import annotations
@@ -20,10 +21,12 @@ from .base import (
     BUNDLED_DIMENSION,
     BUNDLED_IDENTITY,
     BUNDLED_NAME,
+    E5_SPEC,
     Embedder,
     checked,
     embedding_text,
     normalize,
+    query_side,
 )
 from .minilm import MiniLMOnnx, MiniLMTorch
 
@@ -37,13 +40,14 @@ __all__ = [
     "embedding_text",
     "load",
     "normalize",
+    "query_side",
 ]
 
 
 def load(spec: str | None = None, threads: int | None = None) -> Embedder:
     """The embedder the operator configured (``PERSEUS_VAULT_EMBEDDER``), by default the bundled
-    model on ONNX Runtime. ``spec``: ``onnx`` | ``torch`` | ``ollama:MODEL[@URL]`` |
-    ``openai:MODEL[@URL]`` (key from ``PERSEUS_VAULT_OPENAI_API_KEY``)."""
+    model on ONNX Runtime. ``spec``: ``onnx`` | ``torch`` | ``e5`` (multilingual-e5-small, the ``e5`` extra) |
+    ``ollama:MODEL[@URL]`` | ``openai:MODEL[@URL]`` (key from ``PERSEUS_VAULT_OPENAI_API_KEY``)."""
     spec = spec or os.environ.get("PERSEUS_VAULT_EMBEDDER") or "onnx"
     if spec == "onnx":
         try:
@@ -56,6 +60,12 @@ def load(spec: str | None = None, threads: int | None = None) -> Embedder:
         return MiniLMOnnx(threads)
     if spec == "torch":
         return MiniLMTorch(threads)
+    if spec == E5_SPEC:
+        from .e5 import (
+            MultilingualE5,
+        )  # imported when chosen: a process on the bundled model never pays for it
+
+        return MultilingualE5(threads)
     return providers.from_spec(spec)
 
 
@@ -90,11 +100,25 @@ class LazyEmbedder:
     @property
     def identity(self) -> str:
         spec = self._spec or os.environ.get("PERSEUS_VAULT_EMBEDDER") or "onnx"
-        return BUNDLED_IDENTITY if spec in ("onnx", "torch") else self.get().identity
+        if spec in ("onnx", "torch"):
+            return BUNDLED_IDENTITY
+        if spec == E5_SPEC:
+            from .e5 import IDENTITY
+
+            return IDENTITY
+        return self.get().identity
 
     @property
     def dimension(self) -> int:
+        spec = self._spec or os.environ.get("PERSEUS_VAULT_EMBEDDER") or "onnx"
+        if spec == E5_SPEC:
+            from .e5 import DIMENSION
+
+            return DIMENSION
         return BUNDLED_DIMENSION if self.identity == BUNDLED_IDENTITY else self.get().dimension
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         return self.get().embed(texts)
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return query_side(self.get())(texts)

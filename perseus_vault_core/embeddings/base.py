@@ -1,13 +1,15 @@
 """The embedding contract: what the vault needs from a model, and the text a memory is embedded by.
 
 An :class:`Embedder` has an ``identity`` (recorded in the vault, which refuses to mix vectors
-of two models), a ``dimension`` and ``embed(texts)`` returning unit-length float32 rows.
+of two models), a ``dimension`` and ``embed(texts)`` returning unit-length float32 rows. A model that
+embeds what is searched for differently from what is stored (multilingual-e5-small's ``query:`` and
+``passage:``) also has ``embed_queries(texts)``, which the vault uses for what it searches with.
 :func:`checked` holds any embedder to that contract before a vector reaches the vault.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -18,6 +20,7 @@ BUNDLED_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 BUNDLED_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 BUNDLED_IDENTITY = f"{BUNDLED_NAME}@{BUNDLED_SHA256[:12]}"
 BUNDLED_DIMENSION = 384
+E5_SPEC = "e5"  # PERSEUS_VAULT_EMBEDDER's value for the optional multilingual-e5-small (.e5, the e5 extra)
 MAX_TOKENS = 256  # the model's max_seq_length: longer texts are truncated, as sentence-transformers does
 BATCH = 32
 
@@ -50,11 +53,17 @@ def embedding_text(content: str, summary: str | None) -> str:
     return f"{summary} {content}".strip() if summary[-1] in ".:!?" else f"{summary}: {content}".strip()
 
 
-def checked(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
-    """Embed ``texts`` and hold the result to the contract: one finite row per text, of the embedder's
-    dimension, unit length. A custom or remote embedder that breaks it is refused here, before
-    anything reaches the vault."""
-    out = np.asarray(embedder.embed(list(texts)), dtype=np.float32)
+def query_side(embedder: Embedder) -> Callable[[Sequence[str]], np.ndarray]:
+    """How ``embedder`` embeds what is searched with: its ``embed_queries`` when it has one, else ``embed``."""
+    embed = getattr(embedder, "embed_queries", None)
+    return embed if callable(embed) else embedder.embed
+
+
+def checked(embedder: Embedder, texts: Sequence[str], query: bool = False) -> np.ndarray:
+    """Embed ``texts`` (``query``: as what recall searches with, :func:`query_side`) and hold the result to
+    the contract: one finite row per text, of the embedder's dimension, unit length. A custom or remote
+    embedder that breaks it is refused here, before anything reaches the vault."""
+    out = np.asarray((query_side(embedder) if query else embedder.embed)(list(texts)), dtype=np.float32)
     expected = (len(texts), embedder.dimension)
     if out.shape != expected:
         raise InvalidInput("embedder", f"returned an array of shape {out.shape}, expected {expected}")

@@ -52,7 +52,12 @@ def read_safetensors(path: Path) -> dict[str, np.ndarray]:
 
 
 class _Builder:
-    """The graph's nodes and initializers, added in order (the same order gives the same bytes)."""
+    """The graph's nodes and initializers, added in order (the same order gives the same bytes).
+
+    ``layer_count``: the encoder's depth (this model's six; a deeper BERT of the same width, such as the
+    optional multilingual-e5-small of :mod:`.e5`, sets its own)."""
+
+    layer_count = LAYERS
 
     def __init__(self, weights: dict[str, np.ndarray], half: bool) -> None:
         from onnx import TensorProto, helper, numpy_helper
@@ -117,7 +122,7 @@ class _Builder:
         )
 
     def layers(self, x: str, mask: str) -> str:
-        """The six encoder layers; ``mask`` is the attention mask as floats."""
+        """The encoder layers (:attr:`layer_count`); ``mask`` is the attention mask as floats."""
         op, const = self.op, self.const
         # The mask as an additive bias on the scores (batch x 1 x 1 x tokens), as BERT applies it.
         hidden = op(
@@ -130,7 +135,7 @@ class _Builder:
         merge = const("merge_heads", [0, 0, HIDDEN], np.int64)
         scale = const("scale", 1.0 / np.sqrt(HEAD))
         one_half, root2 = const("half", 0.5), const("root2", np.sqrt(2.0))
-        for n in range(LAYERS):
+        for n in range(self.layer_count):
             p, at = f"encoder.layer.{n}", f"l{n}"
 
             def heads(name: str, perm: list[int]) -> str:

@@ -120,5 +120,5 @@ def from_spec(spec: str) -> _Remote:
     if kind == "openai" and model:
         return OpenAICompatibleEmbedder(model, url or "https://api.openai.com/v1")
     raise SetupError(
-        f"PERSEUS_VAULT_EMBEDDER={spec!r} is not one of onnx, torch, ollama:MODEL[@URL], openai:MODEL[@URL]"
+        f"PERSEUS_VAULT_EMBEDDER={spec!r} is not one of onnx, torch, e5, ollama:MODEL[@URL], openai:MODEL[@URL]"
     )

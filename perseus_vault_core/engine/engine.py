@@ -291,7 +291,7 @@ class Engine:
         last = self._last_query
         if last is not None and last[0] == text and last[1] is self.embedder:
             return last[2]  # prepare embeds its context for triggers, then recall asks again
-        vector: np.ndarray = checked(self.embedder, [text])[0]
+        vector: np.ndarray = checked(self.embedder, [text], query=True)[0]  # its query side, if it has one
         self._last_query = (text, self.embedder, vector)
         return vector
 

@@ -78,9 +78,14 @@ class LangChainEmbedder:
         row: np.ndarray = _unit_rows([self.embeddings.embed_query(text)])[0]
         return row
 
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """The query side as the vault asks for it (what its recall searches with)."""
+        return _unit_rows([self.embeddings.embed_query(text) for text in texts])
+
 
 class PerseusVaultEmbeddings(OwnsItsVault, Embeddings):
-    """A vault's embedder seen as a LangChain ``Embeddings`` (documents and queries embed alike).
+    """A vault's embedder seen as a LangChain ``Embeddings`` (a query on the model's query side when it has
+    one, as multilingual-e5-small's ``query:``; else documents and queries embed alike).
 
     ``vault``: the Vault (or the path of one, opened here until :meth:`close`) whose model embeds,
     so that vectors made here match the ones it stores; without one, ``embedder`` (any vault
@@ -98,7 +103,7 @@ class PerseusVaultEmbeddings(OwnsItsVault, Embeddings):
         return [[float(x) for x in row] for row in np.asarray(rows, dtype=np.float32)]
 
     def embed_query(self, text: str) -> list[float]:
-        return self.embed_documents([text])[0]
+        return [float(x) for x in query_vector(self.embedder, text)]
 
 
 def vault_embedder(embeddings: Embeddings) -> Embedder:
@@ -123,7 +128,8 @@ def query_vector(embedder: Embedder, text: str) -> np.ndarray:
     """Embed a query with ``embedder``, on its query side when it has one."""
     if isinstance(embedder, LangChainEmbedder):
         return embedder.embed_query(text)
-    row: np.ndarray = _unit_rows(embedder.embed([text]))[0]
+    side = getattr(embedder, "embed_queries", None)
+    row: np.ndarray = _unit_rows((side if callable(side) else embedder.embed)([text]))[0]
     return row
 
 

@@ -59,12 +59,15 @@ class PerseusVaultEmbedding(OwnsItsVault, BaseEmbedding):
         """The vault embedder it embeds with."""
         return self._embedder
 
-    def _rows(self, texts: list[str]) -> list[list[float]]:
-        rows = np.asarray(self._embedder.embed(texts), dtype=np.float32)
+    def _rows(self, texts: list[str], query: bool = False) -> list[list[float]]:
+        side = (
+            getattr(self._embedder, "embed_queries", None) if query else None
+        )  # the model's query side, if any
+        rows = np.asarray((side if callable(side) else self._embedder.embed)(texts), dtype=np.float32)
         return [[float(x) for x in row] for row in rows]
 
     def _get_query_embedding(self, query: str) -> list[float]:
-        return self._rows([query])[0]
+        return self._rows([query], query=True)[0]
 
     def _get_text_embedding(self, text: str) -> list[float]:
         return self._rows([text])[0]
@@ -73,7 +76,7 @@ class PerseusVaultEmbedding(OwnsItsVault, BaseEmbedding):
         return self._rows(texts)
 
     async def _aget_query_embedding(self, query: str) -> list[float]:
-        return (await asyncio.to_thread(self._rows, [query]))[0]
+        return (await asyncio.to_thread(self._rows, [query], True))[0]
 
     async def _aget_text_embedding(self, text: str) -> list[float]:
         return (await asyncio.to_thread(self._rows, [text]))[0]
@@ -111,11 +114,15 @@ class LlamaIndexEmbedder:
         return f"llamaindex:{self.embed_model.class_name()}:{self.embed_model.model_name}:{self.dimension}"
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        rows = np.asarray(self.embed_model.get_text_embedding_batch(list(texts)), dtype=np.float32)
-        norms = (
-            np.linalg.norm(rows, axis=1, keepdims=True) if rows.size else np.ones((0, 1), dtype=np.float32)
-        )
-        result: np.ndarray = rows / np.where(
-            norms == 0, 1, norms
-        )  # a zero row stays zero: the vault refuses it
-        return result
+        return _unit(self.embed_model.get_text_embedding_batch(list(texts)))
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """The model's query side (an instruction prefix, e5's ``query:``), for what the vault searches with."""
+        return _unit([self.embed_model.get_query_embedding(text) for text in texts])
+
+
+def _unit(given: Any) -> np.ndarray:
+    rows = np.asarray(given, dtype=np.float32)
+    norms = np.linalg.norm(rows, axis=1, keepdims=True) if rows.size else np.ones((0, 1), dtype=np.float32)
+    result: np.ndarray = rows / np.where(norms == 0, 1, norms)  # a zero row stays zero: the vault refuses it
+    return result
