@@ -14,12 +14,14 @@ from __future__ import annotations
 
 from ..contract.params import RecallParams
 from ..embeddings import embedding_text
+from ..primitives.dialect import dialect
 from ..primitives.filters import View, from_vids, id_list
 from ..storage import Connection
 from . import curation
 from .arms import Arms
 from .kept_relations import Row, listed, named, order
 from .ranking import Scored
+from .turns import body_sql, is_turn, read_body_sql
 
 # The relations curation acts on (``related`` orders nothing: recall/curation.py's NEWER_FIRST), so a window whose
 # memories are only related reads nothing more.
@@ -105,14 +107,15 @@ def kept(conn: Connection, ids: list[int]) -> list[Row]:
 
 def _read(conn: Connection, vids: list[int]) -> dict[int, Version]:
     """Each version's number -> what curation needs of it (:data:`Version`)."""
+    sql = f"SELECT {_COLUMNS}, v.vid, {body_sql(dialect(conn))} FROM {from_vids(conn)}"
     return {
         int(r[8]): (
             int(r[0]),
             int(r[4]),
-            curation.is_turn(r[3], r[1]),
+            is_turn(r[3], r[1], read_body_sql(r[9])),
             embedding_text(r[1], r[2]),
             (r[5] or "", r[6] or ""),
             int(r[7]),
         )
-        for r in conn.execute(f"SELECT {_COLUMNS}, v.vid FROM {from_vids(conn)}", {"vids": id_list(vids)})
+        for r in conn.execute(sql, {"vids": id_list(vids)})
     }
