@@ -20,7 +20,7 @@ from ..contract.models import EmbedReport
 from ..contract.params import EmbedParams
 from ..embeddings.base import checked, embedding_text
 from ..engine.engine import Engine
-from ..recall.curation import is_turn
+from ..recall.turns import is_turn
 from ..records import store
 from ..storage import Connection
 from ..storage.meta import RELATIONS_PENDING, get_meta, set_meta
@@ -116,7 +116,7 @@ def relations(engine: Engine, progress: Progress | None = None) -> int:
         judged = []
         for entity_id in chunk:
             row = heads.get(entity_id)
-            if row is None or is_turn(row["type"], row["content"]):
+            if row is None or is_turn(row["type"], row["content"], row["body"]):
                 continue
             found, rows = remembering.judge_stored(engine, row, vectors.get(entity_id))
             judged.append((row, found, rows))

@@ -34,7 +34,7 @@ from ..contract.text import collapse_whitespace, escape_breaks
 from ..engine.engine import Engine
 from ..primitives.dialect import Dialect, dialect
 from ..primitives.filters import FROM, view
-from ..recall.curation import TURN_TYPE
+from ..recall.turns import TURN_TYPE
 from ..records import store
 from ..storage import Connection
 from . import turn_topics

@@ -38,6 +38,7 @@ from ..contract.readable import line_of
 from ..embeddings import embedding_text
 from ..primitives.dbapi import Connection
 from ..recall import candidates, curation
+from ..recall.turns import is_turn
 from ..records import store
 from . import relations
 
@@ -67,7 +68,10 @@ def remember(engine: Engine, p: RememberParams) -> Remembered:
     ):  # its text is stored, embedded
         vector = engine.read(lambda conn: engine.backend.vectors.head_vectors(conn, [existing])).get(existing)
     new = _new(engine, item, text, existing or 0)
-    found, rows = gather(engine, item, new, text, vector)
+    # a turn is an event, judged against nothing (as in remember_many): it repeats and updates nothing
+    found, rows = (
+        ([], {}) if is_turn(item.type, item.content, item.body) else gather(engine, item, new, text, vector)
+    )
     judged = candidates.judge(new, found)
     repeat = next((c.id for c in judged if c.relation == "duplicate" and _same_body(item, rows[c.id])), None)
     if repeat is not None and not p.keep_duplicate and existing is None:
@@ -110,7 +114,7 @@ def remember_many(engine: Engine, p: RememberManyParams) -> list[Entity]:
     plan = engine.plan(lambda conn: store.texts_to_embed(conn, items), items)
     texts = [embedding_text(item.content, item.summary) for item in items]
     vectors = [plan.by_text.get(t) if plan is not None else None for t in texts]
-    judged = [i for i, item in enumerate(items) if not curation.is_turn(item.type or "", item.content)]
+    judged = [i for i, item in enumerate(items) if not is_turn(item.type or "", item.content, item.body)]
     words = plan is None or not plan.by_text  # a vault with vectors asks no keyword look-up per batch item
     with engine.reading() as conn:  # an empty store (a first import, a fresh vault) has nothing to look up
         stored = conn.execute("SELECT 1 FROM entities LIMIT 1").fetchone() is not None
@@ -268,7 +272,7 @@ def gather(
             seen.memory(heads[i]), cosines.get(i) if vector is not None else None, by_words.get(i, 0.0)
         )
         for i in ids
-        if i in heads and not curation.is_turn(heads[i]["type"], heads[i]["content"])
+        if i in heads and not is_turn(heads[i]["type"], heads[i]["content"], heads[i]["body"])
     ]
     return found, heads
 
@@ -300,7 +304,7 @@ class _Batch:
                     holding.setdefault(w, []).append(k)
         return cls(
             [(item.agent_id or "", item.workspace_hash or "") for item in items],
-            [curation.is_turn(item.type or "", item.content) for item in items],
+            [is_turn(item.type or "", item.content, item.body) for item in items],
             unit,
             words,
             {w: np.asarray(ks, dtype=np.int64) for w, ks in holding.items()},

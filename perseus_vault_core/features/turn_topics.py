@@ -26,7 +26,8 @@ from ..embeddings import embedding_text
 from ..primitives.dbapi import Connection
 from ..primitives.dialect import dialect
 from ..primitives.filters import FROM, view
-from ..recall.curation import INFERRED, TURN_TYPE
+from ..recall.curation import INFERRED
+from ..recall.turns import TURN_TYPE
 from ..storage.base import Backend
 from . import relations
 

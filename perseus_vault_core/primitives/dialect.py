@@ -6,7 +6,9 @@ fit it:
 - a list of values passed as one parameter (a JSON array, so that the statement's text is the same
   however many ids it carries, and SQLite's statement cache keeps it): SQLite reads it with
   ``json_each``, Postgres ids as an array (:meth:`Dialect.ids`) and texts with ``json_array_elements_text``;
-- reading one field of a JSON column: ``json_extract`` on SQLite, ``->>`` on Postgres;
+- reading one field of a JSON column: ``json_extract`` on SQLite, ``->>`` on Postgres; and several as one
+  JSON array, each field's type kept (:meth:`Dialect.fields_json`: SQLite's many-path ``json_extract``,
+  Postgres's ``json_build_array``);
 - a where filter's tests on a body field (:mod:`.where_sql` writes them): SQLite's ``json_type``/``json_extract``/``json_each``
   over the text, Postgres's ``jsonb`` operators, with its strings ordered by code point (``COLLATE "C"``,
   as SQLite's BINARY orders UTF-8) and its numbers compared as ``jsonb`` (exact, as SQLite compares).
@@ -71,6 +73,19 @@ class Dialect:
         if self.name == "sqlite":
             return f"json_extract({document}, '$.{name}')"
         return f"(CAST({document} AS json) ->> '{name}')"
+
+    def fields_json(self, document: str, names: tuple[str, ...]) -> str:
+        """The top-level fields ``names`` (two or more; one is :meth:`field`) of a JSON text column as one
+        JSON array's text, each field as JSON (a string quoted, ``true`` not ``1``; null when absent): a
+        reader tells each field's type the same on both backends, and one column carries them all, never
+        the whole document. Names are plain words (letters, digits, underscores)."""
+        if len(names) < 2 or any(not n.replace("_", "").isalnum() or not n.isascii() for n in names):
+            raise ValueError(f"names: give two or more plain words, not {names!r}")
+        if self.name == "sqlite":  # json_extract of several paths is an array of the values as JSON
+            paths = ", ".join(f"'$.{n}'" for n in names)
+            return f"json_extract({document}, {paths})"
+        parts = ", ".join(f"CAST({document} AS json) -> '{n}'" for n in names)
+        return f"CAST(json_build_array({parts}) AS text)"
 
     def integer_field(self, document: str, name: str) -> str:
         """True where the top-level field ``name`` of a JSON text column is an integer (not a string,

@@ -9,18 +9,28 @@ about one thing or a few. A lone memory has no such context; a turn has two:
 - its **session**: every candidate turn of a session gains :data:`SESSION` of the best relevance among
   the session's candidates, so the session that holds the answer lifts its turns together.
 
-Which memories are turns: those ``remember_conversation`` wrote (type ``turn``, key ``<session>#<n>``),
-whose neighbours are turns ``n - 1`` and ``n + 1`` of the same session and whose session is known; and
-memories written as ``Speaker: text`` (a chat stored with ``remember`` or ``remember_many``), whose
-neighbours are the memories written just before and after them in the same scope and category, also
-``Speaker: text`` with another speaker, and which have no session. Anything else is left as it is. Only the best
-:data:`ANCHORS` candidates lift their neighbours, and only when one of them is a turn, so a recall over
-memories that are not a dialogue pays one small read.
+Which memories are turns is :mod:`.turns`'s to say, whatever way they were written; each shape has its
+neighbours:
+
+- a numbered turn (``remember_conversation``'s, key ``<session>#<n>``): turns ``n - 1`` and ``n + 1`` of
+  the same session;
+- a turn in a session (its body names a speaker or role and a session: LangChain's chat messages): the
+  memories written just before and after it in the same scope and category that are turns of the same
+  session, whoever said them;
+- a labelled turn (``Speaker: text``, or ``Speaker`` and a line break before the text, stored with
+  ``remember`` or ``remember_many``): the memories written just before and after it in the same scope and
+  category that are labelled turns too, with another speaker's label (two notes that open ``Decision:``
+  are not a dialogue).
+
+A turn of a session (numbered or named in its body) also rises with its session; a labelled turn has none.
+Anything else is left as it is. Only the best :data:`ANCHORS` candidates lift their neighbours, and only
+when one of them is a turn, so a recall over memories that are not a dialogue pays one small read (a
+version's type, key, first characters and, when its body is not empty, the few body fields a turn's shape
+names; never the whole body).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -29,68 +39,63 @@ from ..primitives.dialect import dialect
 from ..primitives.filters import FROM, View, id_list
 from ..storage import Connection
 from .ranking import Scored
+from .turns import HEAD_CHARS, body_sql, read_body_sql, shape
 
 NEIGHBOUR = 0.3  # a turn's share of the relevance of the best adjacent turn among the anchors
 SESSION = 0.3  # a turn's share of its session's best relevance among the candidates
 ANCHORS = 10  # the best candidates whose neighbours are lifted
 
-TURN_TYPE = "turn"
-_TURN_KEY = re.compile(r"^(.+)#(\d+)$")
-# "Caroline: ...", "Dr. Ada Lovelace: ...": one to three capitalised words without digits, a colon, a
-# space, then words. (A note may open so too, "Decision: ...": two such memories are neighbours only when
-# their labels differ, as speakers' do; see Place.adjacent.)
-_SPEAKER = re.compile(r"^([A-Z][A-Za-z'.-]{0,30}(?: [A-Z][A-Za-z'.-]{0,30}){0,2}): \S")
-
 
 @dataclass(frozen=True)
 class Place:
-    """Where a memory sits in a dialogue: its entity and version, scope and category, and its session
-    and turn number when ``remember_conversation`` wrote it (else ``None``: a ``Speaker: text`` memory)."""
+    """Where a turn sits in a dialogue: its entity and version, scope and category, its session (``None``
+    for a labelled turn), its number in the session (a numbered turn's only) and its speaker."""
 
     id: int
     vid: int
     scope: tuple[str, str, str]
     session: str | None
     turn: int | None
-    speaker: str | None = None  # a ``Speaker: text`` memory's label
+    speaker: str | None = None
 
     def adjacent(self, other: Place) -> bool:
-        """Whether ``other`` was said just before or after this turn, in the same dialogue."""
+        """Whether ``other`` was said just before or after this turn, in the same dialogue: written next to
+        it in its scope and category, and of its session (turn numbers one apart where both have one), or,
+        where neither has a session, both labelled, by different speakers."""
         if other.scope != self.scope or abs(other.id - self.id) != 1:
             return False
-        if self.session is None or other.session is None:
-            return self.session is None and other.session is None and self.speaker != other.speaker
-        return (
-            other.session == self.session
-            and other.turn is not None
-            and self.turn is not None
-            and abs(other.turn - self.turn) == 1
-        )
+        if self.session is not None or other.session is not None:
+            if other.session != self.session:
+                return False
+            return self.turn is None or other.turn is None or abs(other.turn - self.turn) == 1
+        return self.speaker is not None and other.speaker is not None and self.speaker != other.speaker
 
 
 def _place(row: tuple[Any, ...]) -> Place | None:
-    """A row ``(id, vid, agent, workspace, category, key, type, content head)`` as a place, or ``None``
-    when the memory is not a turn of a dialogue."""
-    entity_id, vid, agent, workspace, category, key, kind, head = row
+    """A row of :func:`_columns` as a place, or ``None`` when the memory is not a turn (:func:`.turns.shape`
+    says which are)."""
+    entity_id, vid, agent, workspace, category, key, kind, head, fields = row
+    turn = shape(kind or "", key or "", head or "", read_body_sql(fields))
+    if turn is None:
+        return None
     scope = (agent or "", workspace or "", category)
-    if kind == TURN_TYPE:
-        found = _TURN_KEY.match(key or "")
-        if found is not None:
-            return Place(int(entity_id), int(vid), scope, found.group(1), int(found.group(2)))
-    label = _SPEAKER.match(head or "")
-    if label is not None:
-        return Place(int(entity_id), int(vid), scope, None, None, label.group(1))
-    return None
+    return Place(int(entity_id), int(vid), scope, turn.session, turn.number, turn.speaker)
 
 
-_COLUMNS = "e.id, v.vid, e.agent_id, e.workspace_hash, e.category, e.key, v.type, substr(v.content, 1, 80)"
+def _columns(conn: Connection) -> str:
+    """What a turn's place is read from: ids, scope, category, key, type, the content's first characters
+    and the body's few fields a turn's shape names (:func:`.turns.body_sql`)."""
+    return (
+        "e.id, v.vid, e.agent_id, e.workspace_hash, e.category, e.key, v.type, "
+        f"substr(v.content, 1, {HEAD_CHARS}), {body_sql(dialect(conn))}"
+    )
 
 
 def places(conn: Connection, vids: list[int]) -> dict[int, Place]:
     """The turns among these versions (heads or not, as the caller's view chose them), by entity id."""
     d = dialect(conn)
     sql = (
-        f"SELECT {_COLUMNS} FROM {d.ids(':vids')} j CROSS JOIN entity_versions v ON v.vid = j.value "
+        f"SELECT {_columns(conn)} FROM {d.ids(':vids')} j CROSS JOIN entity_versions v ON v.vid = j.value "
         "CROSS JOIN entities e ON e.id = v.entity_id AND e.scope = v.scope"
     )
     found = (_place(tuple(row)) for row in conn.execute(sql, {"vids": id_list(vids)}))
@@ -101,7 +106,8 @@ def _neighbours(conn: Connection, v: View, anchors: list[Place]) -> dict[int, Pl
     """The visible turns adjacent to ``anchors`` (under the caller's view: scope, status, filters)."""
     wanted = sorted({a.id + step for a in anchors for step in (-1, 1)})
     d = dialect(conn)
-    sql = f"SELECT {_COLUMNS} FROM {FROM} WHERE {v.where} AND e.id IN (SELECT value FROM {d.ids(':near')} j)"
+    near = f"e.id IN (SELECT value FROM {d.ids(':near')} j)"
+    sql = f"SELECT {_columns(conn)} FROM {FROM} WHERE {v.where} AND {near}"
     found = (_place(tuple(row)) for row in conn.execute(sql, dict(v.params, near=id_list(wanted))))
     by_id = {p.id: p for p in found if p is not None}
     return {i: p for i, p in by_id.items() if any(a.adjacent(p) for a in anchors)}

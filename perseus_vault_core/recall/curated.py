@@ -18,12 +18,14 @@ from typing import Any
 
 from ..contract.params import RecallParams
 from ..embeddings import embedding_text
+from ..primitives.dialect import dialect
 from ..primitives.filters import View, from_ids, from_vids, id_list
 from ..storage import Connection
 from . import curation
 from .arms import Arms
 from .kept_relations import Row, listed, named, order
 from .ranking import Scored
+from .turns import body_sql, is_turn, read_body_sql
 
 # The relations curation acts on (``related`` orders nothing: recall/curation.py's NEWER_FIRST), so a window whose
 # memories are only related reads nothing more.
@@ -110,18 +112,16 @@ def kept(conn: Connection, ids: list[int]) -> list[Row]:
 
 def _read(conn: Connection, vids: list[int]) -> dict[int, Version]:
     """Each version's number -> what curation needs of it (:data:`Version`)."""
-    return _versions(conn.execute(f"SELECT {_COLUMNS} FROM {from_vids(conn)}", {"vids": id_list(vids)}))
+    sql = f"SELECT {_COLUMNS}, {body_sql(dialect(conn))} FROM {from_vids(conn)}"
+    return _versions(conn.execute(sql, {"vids": id_list(vids)}))
 
 
 def current(conn: Connection, ids: list[int]) -> dict[int, Version]:
     """What curation needs of each current version of the memories ``ids``, by version number: what
     kept_relations.py's load holds for the memories it holds links of, so that a window met for the first time
     reads no text either."""
-    return _versions(
-        conn.execute(
-            f"SELECT {_COLUMNS} FROM {from_ids(conn)} WHERE v.recorded_to_ms IS NULL", {"ids": id_list(ids)}
-        )
-    )
+    sql = f"SELECT {_COLUMNS}, {body_sql(dialect(conn))} FROM {from_ids(conn)} WHERE v.recorded_to_ms IS NULL"
+    return _versions(conn.execute(sql, {"ids": id_list(ids)}))
 
 
 def _versions(rows: Iterable[Sequence[Any]]) -> dict[int, Version]:
@@ -129,7 +129,7 @@ def _versions(rows: Iterable[Sequence[Any]]) -> dict[int, Version]:
         int(r[8]): (
             int(r[0]),
             int(r[4]),
-            curation.is_turn(r[3], r[1]),
+            is_turn(r[3], r[1], read_body_sql(r[9])),
             curation.pins(embedding_text(r[1], r[2])),
             (r[5] or "", r[6] or ""),
             int(r[7]),

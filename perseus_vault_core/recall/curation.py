@@ -41,7 +41,6 @@ from ..primitives.porter import stem
 from ..primitives.query import STOPWORDS, tokenize
 
 Relation = Literal["duplicate", "update"]
-TURN_TYPE = "turn"  # a conversation's turns (conversations.py): events, never curated
 
 
 class _HasId(Protocol):
@@ -371,21 +370,14 @@ WINDOW = 30  # the first ranked candidates curated, whatever the limit (the top 
 # the answer (first hit 0.35 against 0.59 uncurated; docs/benchmarks.md).
 AS_RELEVANT = 0.4
 NEWER_FIRST = ("updates", "same_subject")
-# A conversation's line stored as a plain memory ("Caroline: I went to the support group"): a turn.
-SPEAKER = re.compile(r"^[A-Z][A-Za-z'.-]{0,30}(?: [A-Z][A-Za-z'.-]{0,30}){0,2}: \S")
-
-
-def is_turn(kind: str, content: str) -> bool:
-    """A conversation's turn: written by ``remember_conversation`` (its type), or a plain memory that opens
-    with a speaker's name (:data:`SPEAKER`). Turns are events: never collapsed, never ordered by time."""
-    return kind == TURN_TYPE or SPEAKER.match(content) is not None
 
 
 @dataclass(slots=True)
 class Candidate:
     """One ranked memory as curation sees it: its relevance to the query, whether that judged it
-    related, when it became valid, whether it is a conversation turn (never curated: two turns may
-    say the same words and both happened), what ordering a pair reads of its text (:class:`Pins`) and its scope (an unscoped recall sees every tenant's
+    related, when it became valid, whether it is a conversation turn (turns.py; never curated: two turns may
+    say the same words and both happened), what ordering a pair reads of its text (:class:`Pins`) and its scope
+    (an unscoped recall sees every tenant's
     memories: one tenant's never stands for another's, nor updates it)."""
 
     id: int

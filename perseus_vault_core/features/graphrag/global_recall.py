@@ -25,7 +25,7 @@ from __future__ import annotations
 from ...contract.models import GlobalCommunity, RecallItem
 from ...contract.readable import line_of, truth
 from ...contract.text import clip_line, escape_breaks
-from ...recall.curation import TURN_TYPE
+from ...recall.turns import TURN_TYPE
 from .communities import Group
 
 EVIDENCE_CHARS = 300

@@ -35,7 +35,7 @@ from ...primitives.dialect import dialect
 from ...primitives.filters import id_list
 from ...primitives.porter import stem
 from ...primitives.query import STOPWORDS, tokenize
-from ...recall.curation import TURN_TYPE
+from ...recall.turns import TURN_TYPE
 from ...records import store
 from ...storage import Backend, Connection
 from .. import graph

@@ -40,7 +40,7 @@ from ...embeddings import embedding_text
 from ...engine.engine import Engine
 from ...primitives.dialect import dialect
 from ...primitives.filters import from_ids, id_list, view
-from ...recall.curation import TURN_TYPE
+from ...recall.turns import TURN_TYPE
 from ...records import store
 from ...storage import Connection
 from . import summaries

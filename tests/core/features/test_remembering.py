@@ -246,3 +246,36 @@ def test_a_batch_judged_against_stored_memories_builds_the_index_its_look_ups_re
     assert all(
         any(s.relation == "duplicate" for s in e.similar) for e in chosen
     )  # "billing note 0" twice before
+
+
+def test_a_turn_of_any_shape_is_judged_against_nothing_and_never_a_candidate(vault: Vault) -> None:
+    """recall/turns.py says what a turn is; remember and remember_many ask it with the body they are given: a
+    turn repeats and updates nothing (two turns may say the same words, and both were said), and no memory is
+    judged a repeat or an update of a turn."""
+    note = vault.remember("note", "n", "The staging database is wiped every night at 03:00 UTC.")
+    session = {"session_id": "s1", "role": "human"}
+    turns = [
+        vault.remember(
+            "chat", "said", "the staging database is wiped every night at 03:00 utc.", body=session
+        ),
+        vault.remember("chat", "line", "Ann\nThe staging database is wiped every night at 03:00 UTC."),
+        vault.remember(
+            "chat", "typed", "The staging database is wiped every night at 03:00 UTC.", type="turn"
+        ),
+    ]
+    assert all(not t.repeated and t.id != note.id and t.similar == [] for t in turns)
+    batch = vault.remember_many(
+        [
+            {
+                "category": "chat",
+                "key": f"b{i}",
+                "content": "The staging database is wiped at 04:00 UTC.",
+                "body": session,
+            }
+            for i in range(2)
+        ],
+        similar=True,
+    )
+    assert [b.similar for b in batch] == [[], []] and links(vault) == []
+    other = vault.remember("note", "n2", "The staging database is wiped every night at 04:00 UTC.")
+    assert [s.id for s in other.similar] == [note.id]  # an update of the note; the turns are no candidates

@@ -3,6 +3,7 @@ connections and giving the same answer there."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from typing import Any
 
@@ -56,6 +57,17 @@ def test_a_field_of_a_json_column(vault: Vault) -> None:
     d = speaks(vault)
     assert one(vault, f"SELECT {d.field('?', 'name')}", BODY) == "quokka"
     assert one(vault, f"SELECT {d.field('?', 'missing')}", BODY) is None
+
+
+def test_several_fields_as_one_json_array_each_of_its_own_type(vault: Vault) -> None:
+    d = speaks(vault)
+    fields = d.fields_json("s.b", ("name", "n", "x", "s", "t", "deep", "missing"))
+    sql = f"SELECT {fields} FROM (SELECT CAST(? AS TEXT) AS b) s"
+    assert json.loads(one(vault, sql, BODY)) == ["quokka", 3, 3.5, "3", True, {"list": [1, "two"]}, None]
+    assert json.loads(one(vault, sql, BODY))[4] is True  # true, not 1
+    for names in (("name",), (), ("a", "b'c"), ("a", "b.c")):
+        with pytest.raises(ValueError, match="^names: give two or more plain words"):
+            d.fields_json("b", names)
 
 
 @pytest.mark.parametrize(("name", "integer"), [("n", True), ("x", False), ("s", False), ("missing", False)])

@@ -61,3 +61,20 @@ def test_order_is_by_ends_then_relation_then_source_with_none_first() -> None:
         (2, 1, "updates", None),
         (2, 1, "updates", "judge"),
     ]
+
+
+def test_a_turn_of_any_shape_is_never_collapsed_even_when_linked_as_a_duplicate(vault: Vault) -> None:
+    """What is a turn here is what recall/turns.py says, the body read in SQL: a chat message whose body names
+    its session and role is one, as a numbered turn is; a note saying the same is not."""
+    session = {"session_id": "s1", "role": "human", "message": {"type": "human"}}
+    said = [
+        vault.remember("chat", f"m{i}", "ok, sounds good", type="chat_message", body=session).id
+        for i in range(2)
+    ]
+    notes = [vault.remember("note", f"n{i}", "ok, sounds good", keep_duplicate=True).id for i in range(2)]
+    vault.link(said[1], said[0], "duplicates")
+    vault.link(notes[1], notes[0], "duplicates")
+    items = vault.recall("ok sounds good", reinforce=False).items
+    shown = {i.id: i for i in items}
+    assert said[0] in shown and said[1] in shown and not shown[said[0]].duplicates
+    assert len([i for i in notes if i in shown]) == 1  # the notes collapse into one

@@ -112,3 +112,19 @@ def test_bad_input(tmp_path: Path) -> None:
             history.add_messages([HumanMessage("ok"), "not a message"])  # type: ignore[list-item]
         assert err.value.field == "messages[1]"
         assert history.messages == []  # all or nothing
+
+
+def test_a_recalled_message_brings_the_one_said_beside_it_in_its_session(tmp_path: Path) -> None:
+    """Messages are turns by their body (session_id and role; recall/turns.py): the answer to a question is
+    found beside it, though it shares no word with the query; another session's message is not."""
+    with Vault(tmp_path / "chat.db", embedder=False) as vault:
+        first, other = (
+            PerseusVaultChatMessageHistory(vault, "s1"),
+            PerseusVaultChatMessageHistory(vault, "s2"),
+        )
+        first.add_messages(
+            [HumanMessage("Did you paint anything this summer?"), AIMessage("Yes, a lake at sunrise.")]
+        )
+        other.add_messages([AIMessage("A lake at sunrise, lovely.")])
+        hits = vault.recall("paint summer", category="chat", reinforce=False).items
+        assert [h.content for h in hits] == ["Did you paint anything this summer?", "Yes, a lake at sunrise."]

@@ -1,0 +1,142 @@
+"""Which memories are a conversation's turns, known by their shape (docs/conversations.md, "Which memories
+are turns").
+
+A chat reaches the vault in several shapes: ``remember_conversation`` numbers its turns, an agent pastes a
+transcript line by line through ``remember_many``, a framework stores its own message objects. A turn is an
+event (two turns may say the same words, and both were said), so a write never judges it as a repeat or an
+update of anything (features/remembering.py, features/backfill.py), recall never curates it
+(recall/curated.py), and recall reads it beside the turns around it (recall/context.py). All three ask this
+module, so a memory is a turn, or not, the same at write time and at read time. :func:`shape` is the one
+definition; a memory is a turn when, in this order:
+
+1. **numbered**: its type is ``turn`` and its key ``<session>#<n>`` (what ``remember_conversation`` writes):
+   its session and number are known;
+2. **in a session**: its body names a speaker, in ``speaker`` or ``role`` (:data:`SPEAKER_KEYS`: the
+   first that holds a string of more than spaces), and a session, in ``session``, ``session_id``,
+   ``conversation_id`` or ``thread_id`` (:data:`SESSION_KEYS`: the first that holds such a string, or an
+   integer, read as its digits; a number with a fraction, a boolean, a list or an object names none).
+   LangChain's chat messages (``{message, session_id, role}``), OpenAI-style threads (``{role,
+   thread_id}``) and a hand-written ``{speaker, session}`` all count; its session is known, its number
+   is not;
+3. **labelled**: its content opens ``Speaker: text``, a label of one to three capitalised words without
+   digits (``Caroline``, ``Dr. Ada Lovelace``), a colon, a space, then text;
+4. **labelled on a line**: its content's first line is such a label and nothing else, and the next line
+   opens with text (``Caroline``, a line break, ``I went to the support group``);
+5. any other memory of type ``turn``: a turn its writer declared, with no place in a dialogue known.
+
+A turn's session is a name within its scope and category: a numbered turn's session and a body's session of
+the same name there are one session. Anything else (a note, a fact, a document) is not a turn, so a body
+naming a role alone (a profile's ``{"role": "admin"}``), or a session alone, is not one. A note may open as
+a label does (``Decision: ...``, ``Summary`` above a paragraph) and is then taken for a turn: it is never
+judged or curated, and recall lifts it only beside a labelled memory of another label. Shapes 3 and 4 read only the first :data:`HEAD_CHARS`
+characters of the content, and shape 2 only the body's :data:`BODY_KEYS`, which recall reads in SQL
+(:func:`body_sql`) without fetching whole bodies.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..primitives.dialect import Dialect
+
+TURN_TYPE = "turn"  # what remember_conversation writes (features/conversations.py)
+SPEAKER_KEYS = ("speaker", "role")
+SESSION_KEYS = ("session", "session_id", "conversation_id", "thread_id")
+BODY_KEYS = (*SPEAKER_KEYS, *SESSION_KEYS)
+_LABEL = r"[A-Z][A-Za-z'.-]{0,30}(?: [A-Z][A-Za-z'.-]{0,30}){0,2}"
+# The most of a content the labelled shapes read: a label of three words of 31 letters, two spaces, the
+# separator (``: `` or a line break, ``\r\n`` at most) and the first character of the text.
+HEAD_CHARS = 100
+_SAID = re.compile(rf"^({_LABEL}): \S")
+_ON_A_LINE = re.compile(rf"^({_LABEL})\r?\n\S")
+_TURN_KEY = re.compile(r"^(.+)#(\d+)$")
+
+
+@dataclass(frozen=True)
+class Turn:
+    """What a memory's shape says of it as a turn: its session (``None`` for a labelled turn), its number in
+    the session (a numbered turn's only) and its speaker (a label or a body's; ``None`` when unknown)."""
+
+    session: str | None
+    number: int | None
+    speaker: str | None
+
+
+def shape(kind: str, key: str, content: str, body: Mapping[str, Any] | str | None) -> Turn | None:
+    """The memory as a turn, or ``None`` when it is not one (the rules in the module docstring, in their
+    order). ``kind``: its type; ``body``: its body, as a mapping (only :data:`BODY_KEYS` are read, so the
+    fields recall read in SQL do) or as the JSON text the vault stores; ``content`` may be cut to its first
+    :data:`HEAD_CHARS` characters."""
+    fields = body_fields(body)
+    speaker = _first(fields, SPEAKER_KEYS, _speaker)
+    if kind == TURN_TYPE:
+        numbered = _TURN_KEY.match(key)
+        if numbered is not None:
+            return Turn(numbered.group(1), int(numbered.group(2)), speaker)
+    session = _first(fields, SESSION_KEYS, _session)
+    if speaker is not None and session is not None:
+        return Turn(session, None, speaker)
+    label = _SAID.match(content) or _ON_A_LINE.match(content)
+    if label is not None:
+        return Turn(None, None, label.group(1))
+    return Turn(None, None, None) if kind == TURN_TYPE else None
+
+
+def is_turn(kind: str, content: str, body: Mapping[str, Any] | str | None) -> bool:
+    """Whether a memory is a conversation's turn (:func:`shape`; its key only places a turn, it never makes
+    one: a memory of type ``turn`` is one whatever its key). Turns are events: never judged as repeats or
+    updates at write time, never collapsed or ordered by time in recall."""
+    return shape(kind, "", content, body) is not None
+
+
+def body_fields(body: Mapping[str, Any] | str | None) -> dict[str, Any]:
+    """The fields of a body that :func:`shape` reads (:data:`BODY_KEYS`), from the body or the JSON text the
+    vault stores it as; ``{}`` for none. A text that is not a JSON object is refused: bodies are objects."""
+    if body is None or body == "" or body == "{}":
+        return {}
+    if isinstance(body, str):
+        try:
+            body = json.loads(body)
+        except ValueError as error:
+            raise ValueError(f"body: not JSON ({error})") from None
+    if not isinstance(body, Mapping):
+        raise TypeError(f"body: must be a JSON object, not {type(body).__name__}")
+    return {k: body[k] for k in BODY_KEYS if k in body}
+
+
+def body_sql(d: Dialect, column: str = "v.body") -> str:
+    """An SQL expression of a body column's :data:`BODY_KEYS`, as a JSON array's text (:func:`read_body_sql`
+    reads it back); null for an empty body, whose fields no statement parses."""
+    return f"CASE WHEN {column} = '{{}}' THEN NULL ELSE {d.fields_json(column, BODY_KEYS)} END"
+
+
+def read_body_sql(value: str | None) -> dict[str, Any]:
+    """The fields :func:`body_sql` read from one row, by name (a field the body lacks is absent)."""
+    if value is None:
+        return {}
+    values = json.loads(value)
+    return {k: v for k, v in zip(BODY_KEYS, values, strict=True) if v is not None}
+
+
+def _first(fields: Mapping[str, Any], keys: tuple[str, ...], read: Callable[[Any], str | None]) -> str | None:
+    """The first value of ``keys`` in ``fields`` that ``read`` accepts, as it reads it; ``None`` when none
+    does (a field holding null or a blank string is passed over, as an absent one is)."""
+    for k in keys:
+        value = read(fields.get(k))
+        if value is not None:
+            return value
+    return None
+
+
+def _speaker(value: Any) -> str | None:
+    return value if isinstance(value, str) and value.strip() else None
+
+
+def _session(value: Any) -> str | None:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return _speaker(value)
