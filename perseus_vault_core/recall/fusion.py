@@ -8,8 +8,17 @@ two embeddings (-1..1). Hybrid relevance is their weighted sum,
 
 over every candidate either arm found (a candidate the keyword arm did not find scores 0 there; the
 dense arm's cosine is computed for every candidate). Items are ordered by relevance, ties by id, so
-the same arms give the same order every time; and the relevance of an item means the same in every
-query, so a threshold (``min_score``) can cut the unrelated ones.
+the same arms give the same order every time.
+
+The weights are the query's own (:func:`query_weights`): each arm's base weight divided by how far the arm
+reaches for this query, read from its best score over the caller's scope (the keyword arm's best score; the
+best cosine above :data:`COSINE_FLOOR`), then scaled to sum to 1. That puts both arms on one footing: the
+bundled model's cosines of one query's candidates often span a tenth of the keyword scores' range, and with
+fixed weights whichever arm spans more decides most orders, so a memory only the model finds rarely rose
+above one that shares an incidental word. The weights sum to 1, so relevance stays a weighted mean of the
+two absolute scores and a threshold (``min_score``) means about the same in every query. They are read
+before any filter, so a ``where`` (or a category, a topic) only removes memories: what it keeps is in the
+unfiltered order.
 
 Why a weighted sum of scores rather than reciprocal-rank fusion: ranks throw away how strong a match
 is, and fusing them let a weak arm drag hybrid below the better arm (conversational memory: keyword
@@ -24,6 +33,13 @@ from collections.abc import Mapping
 from ..contract.params import Fusion
 
 K1 = 1.2  # BM25's term-frequency saturation, as FTS5 uses it: a word can score at most idf x (K1 + 1)
+# How far each arm reaches for a query is read from its best score over the caller's scope (:func:`query_weights`):
+# the keyword arm's from nothing, at least KEYWORD_REACH (a best match of one common word is no strong one); the
+# dense arm's from COSINE_FLOOR, about where the bundled model's cosines of unrelated texts lie, at least
+# DENSE_REACH.
+KEYWORD_REACH = 0.2
+COSINE_FLOOR = 0.1
+DENSE_REACH = 0.1
 
 
 def keyword_score(bm25: float, ceiling: float) -> float:
@@ -46,3 +62,16 @@ def combine(
         i: fusion.keyword_weight * keyword.get(i, 0.0) + fusion.dense_weight * dense.get(i, 0.0) for i in ids
     }
     return sorted(scored.items(), key=lambda pair: (-pair[1], pair[0]))
+
+
+def query_weights(best_keyword: float | None, best_cosine: float | None, fusion: Fusion) -> Fusion:
+    """This query's weights: ``fusion``'s (the base weights), each divided by how far its arm reaches for the
+    query, then scaled to sum to 1 (module docstring). ``best_keyword`` and ``best_cosine``: each arm's best
+    score for the query over the caller's whole scope, read before any filter (``where``, category, type,
+    topic, a list of entities), so that a filter only ever removes memories from a recall and never reorders
+    the ones it keeps. ``fusion`` itself when either arm found nothing."""
+    if best_keyword is None or best_cosine is None:
+        return fusion
+    k = fusion.keyword_weight / max(best_keyword, KEYWORD_REACH)
+    d = fusion.dense_weight / max(best_cosine - COSINE_FLOOR, DENSE_REACH)
+    return Fusion.model_construct(keyword_weight=k / (k + d), dense_weight=d / (k + d))

@@ -48,7 +48,7 @@ from . import context, curation, linked
 from .actionability import actionability, startup_factor
 from .arms import Arms
 from .curated import window
-from .fusion import combine, keyword_score
+from .fusion import combine, keyword_score, query_weights
 from .ranking import KNOB_RANGE, Scored, bounded, diversify, order, recency, trust, witness
 from .validity import validity
 
@@ -100,6 +100,7 @@ def recall(
     view). ``vector``: a query the caller embedded; the search is then dense, by that vector, and ``query``
     is ignored."""
     v = view(params, now_ms, dialect(conn))
+    wide = _unfiltered(params, now_ms, conn) if only is not None or _filtered(params) else None
     if only is not None:
         v = narrow(v, only, dialect(conn))
     with arms.backend.read_snapshot(conn):
@@ -112,7 +113,7 @@ def recall(
         if vector is None and is_enumeration(params.query):
             found, variant_count, mode = _enumerate(conn, params, v), 0, "enumerate"
         else:
-            found, variant_count = _search(conn, params, v, mode, arms, vector)
+            found, variant_count = _search(conn, params, v, mode, arms, vector, _Reach(wide))
         items = store.fit(found)
     retrieved = [item.id for item in items] if params.reinforce and not v.historical else []
     return RecallResult(items=items, total=len(items), variants=variant_count, search_mode=mode), retrieved
@@ -343,10 +344,16 @@ def _dense_arm(conn: Connection, query: np.ndarray, v: View, pool: int, arms: Ar
 
 
 def _search(
-    conn: Connection, params: RecallParams, v: View, mode: str, arms: Arms, vector: np.ndarray | None = None
+    conn: Connection,
+    params: RecallParams,
+    v: View,
+    mode: str,
+    arms: Arms,
+    vector: np.ndarray | None = None,
+    reach: _Reach | None = None,
 ) -> tuple[Iterable[RecallItem], int]:
     """``vector``: the caller's query vector (dense only); the query text then has no words, so no
-    knob matches words against content.
+    knob matches words against content. ``reach``: where hybrid reads how far its arms reach (:class:`_Reach`).
 
     The answer is built in tiers (:func:`tiers`): tier ``t`` runs the arms at pool ``MIN_POOL x
     POOL_FACTOR^t`` and gives the places after the earlier tiers' up to a quarter of its pool. A place
@@ -365,8 +372,9 @@ def _search(
     placed: list[tuple[Scored, _Tier]] = []
     taken: set[int] = set()
     variant_count = 0
+    reach = reach or _Reach(None)
     for pool, places in tiers(wanted):
-        tier, variant_count, deeper = _tier(conn, params, v, mode, arms, pool, query)
+        tier, variant_count, deeper = _tier(conn, params, v, mode, arms, pool, query, reach)
         for s in tier.ranked:
             if len(placed) >= (places if deeper else wanted):  # no arm filled its pool: this ranking is whole
                 break
@@ -406,6 +414,52 @@ class _QueryVector:
 
 
 @dataclass
+class _Reach:
+    """How far each arm reaches for the query (its best score), which hybrid's weights are read from
+    (:func:`fusion.query_weights`), over the caller's scope before any filter: read once a recall, at the first
+    tier's pool, whatever tier or page asks. ``view``: the view to read them in, the recall's without its
+    filters; ``None`` when the recall has none, and the first tier's own arms give them."""
+
+    view: View | None
+    known: bool = False
+    keyword: float | None = None
+    dense: float | None = None
+
+    def weights(
+        self,
+        conn: Connection,
+        params: RecallParams,
+        arms: Arms,
+        lists: dict[str, list[Hit]],
+        query: np.ndarray,
+        base: Fusion,
+    ) -> Fusion:
+        """The query's weights; ``lists``: the first tier's arms when this recall has no filter."""
+        if not self.known:
+            if self.view is not None:
+                lists = {
+                    "fts5": _keyword_arm(conn, params, self.view, MIN_POOL, arms)[0],
+                    "dense": _dense_arm(conn, query, self.view, MIN_POOL, arms),
+                }
+            self.keyword = max((h.score for h in lists["fts5"]), default=None)
+            self.dense = max((h.score for h in lists["dense"]), default=None)
+            self.known = True
+        return query_weights(self.keyword, self.dense, base)
+
+
+_FILTERS = ("category", "type", "topic_path", "where", "min_decay")  # what narrows a recall within its scope
+
+
+def _filtered(params: RecallParams) -> bool:
+    return any(getattr(params, name) is not None for name in _FILTERS)
+
+
+def _unfiltered(params: RecallParams, now_ms: int, conn: Connection) -> View:
+    """The recall's view without its filters: its scope, status and point in time only."""
+    return view(params.model_copy(update=dict.fromkeys(_FILTERS)), now_ms, dialect(conn))
+
+
+@dataclass
 class _Tier:
     """One tier's ranking (curated), and what its items need: versions, arm ranks, knob marks, curation."""
 
@@ -418,7 +472,14 @@ class _Tier:
 
 
 def _tier(
-    conn: Connection, params: RecallParams, v: View, mode: str, arms: Arms, pool: int, query: _QueryVector
+    conn: Connection,
+    params: RecallParams,
+    v: View,
+    mode: str,
+    arms: Arms,
+    pool: int,
+    query: _QueryVector,
+    reach: _Reach,
 ) -> tuple[_Tier, int, bool]:
     """The arms at ``pool``, fused and ranked with the knobs; the variants used; and whether a deeper
     pool could find more (some arm filled this one)."""
@@ -439,20 +500,22 @@ def _tier(
         known.update({h.entity_id: h.row for h in hits if h.row is not None})
     kw = {h.entity_id: h.score for h in lists.get("fts5", [])}
     cos = {h.entity_id: h.score for h in lists.get("dense", [])}
+    fusion = params.fusion or arms.fusion or Fusion()
     if mode == "hybrid":
         query_vector = query.get()
         assert query_vector is not None
+        fusion = reach.weights(
+            conn, params, arms, lists, query_vector, fusion
+        )  # before the cosines added below
         # A keyword hit the dense pool did not reach still has a cosine: every candidate is weighed by both.
         unseen = [vids[e] for e in kw if e not in cos]
         by_vid = arms.cosines(conn, unseen, query_vector, v) if unseen else {}
         cos.update({e: by_vid[vids[e]] for e in kw if e not in cos and vids[e] in by_vid})
-        fused = combine(kw, cos, params.fusion or arms.fusion or Fusion())
-        scored = [Scored(eid, score, score) for eid, score in fused[:pool]]
+        scored = [Scored(eid, score, score) for eid, score in combine(kw, cos, fusion)[:pool]]
     else:
         scored = [Scored(h.entity_id, h.score, h.score) for h in lists[mode]]
     floor = MIN_COSINE_ONE_WORD if len(parse(params.query).stems) == 1 else MIN_SCORE["dense"]
     related = {s.id: _related(kw.get(s.id), cos.get(s.id), mode, arms, floor) for s in scored}
-    fusion = params.fusion or arms.fusion or Fusion()
 
     def own(fresh: dict[int, int]) -> dict[int, float]:  # a candidate the arms did not find, by their rule
         by_vid = arms.cosines(conn, list(fresh.values()), query.get(), v) if mode != "fts5" else {}  # type: ignore[arg-type]

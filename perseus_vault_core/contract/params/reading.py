@@ -51,14 +51,16 @@ class Expansion(BaseModel):
     min_stem_chars: int = Field(default=4, ge=2, le=32)
 
 
-# recall/fusion.py combines the arms' scores with these: keyword_weight x keyword score + dense_weight x cosine.
+# recall/fusion.py combines the arms' scores with these, each scaled by how far its arm reaches for the query:
+# keyword weight x keyword score + dense weight x cosine.
 class Fusion(BaseModel):
-    """Hybrid recall's weights for the keyword score and the cosine."""
+    """Hybrid recall's base weights for the keyword score and the cosine (each query scales them by how far its
+    arms reach: docs/recall.md#hybrid-fusion)."""
 
     model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
-    keyword_weight: float = Field(default=0.6, ge=0.0, le=1.0)
-    dense_weight: float = Field(default=0.4, ge=0.0, le=1.0)
+    keyword_weight: float = Field(default=0.5, ge=0.0, le=1.0)
+    dense_weight: float = Field(default=0.5, ge=0.0, le=1.0)
 
     @model_validator(mode="after")
     def _some_weight(self) -> Fusion:

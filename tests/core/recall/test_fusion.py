@@ -7,13 +7,22 @@ import pytest
 from perseus_vault_core import InvalidInput, Vault
 from perseus_vault_core.contract.params import Fusion
 from perseus_vault_core.indexes.keyword import ceiling, idf
-from perseus_vault_core.recall.fusion import combine, keyword_score
+from perseus_vault_core.recall.fusion import (
+    COSINE_FLOOR,
+    DENSE_REACH,
+    KEYWORD_REACH,
+    combine,
+    keyword_score,
+    query_weights,
+)
 
 pytestmark = pytest.mark.both_backends  # the contract suite: SQLite and PostgreSQL (tests/conftest.py)
 
 
 def test_the_weighted_sum_of_the_arms_scores() -> None:
-    fused = dict(combine({1: 0.5, 2: 0.2}, {1: 0.1, 2: 0.9, 3: 0.4}, Fusion()))
+    fused = dict(
+        combine({1: 0.5, 2: 0.2}, {1: 0.1, 2: 0.9, 3: 0.4}, Fusion(keyword_weight=0.6, dense_weight=0.4))
+    )
     assert fused[1] == pytest.approx(0.6 * 0.5 + 0.4 * 0.1)
     assert fused[2] == pytest.approx(0.6 * 0.2 + 0.4 * 0.9)
     assert fused[3] == pytest.approx(0.4 * 0.4)  # not found by the keyword arm: 0 there
@@ -29,6 +38,19 @@ def test_weights_apply_and_cannot_both_be_zero() -> None:
     assert combine({1: 0.9}, {2: 0.9}, Fusion(keyword_weight=1.0, dense_weight=0.0))[0][0] == 1
     with pytest.raises(ValueError, match="both be 0"):
         Fusion(keyword_weight=0.0, dense_weight=0.0)
+
+
+def test_each_arm_is_weighed_over_how_far_it_reaches_for_the_query() -> None:
+    base = Fusion()
+    w = query_weights(0.8, 0.5, base)  # keyword reaches 0.8; the cosines 0.4 above the floor
+    assert w.keyword_weight + w.dense_weight == pytest.approx(1.0)
+    assert w.keyword_weight / w.dense_weight == pytest.approx((0.5 / 0.8) / (0.5 / (0.5 - COSINE_FLOOR)))
+    # a best keyword match of one common word is not read as a strong separation: the floor holds it
+    assert query_weights(0.01, 0.5, base) == query_weights(KEYWORD_REACH, 0.5, base)
+    assert query_weights(0.8, COSINE_FLOOR, base) == query_weights(0.8, COSINE_FLOOR + DENSE_REACH, base)
+    # the base weights still say how much each arm counts; an arm that found nothing leaves them as given
+    assert query_weights(0.5, 0.5, Fusion(keyword_weight=1.0, dense_weight=0.0)).dense_weight == 0.0
+    assert query_weights(None, 0.5, base) is base and query_weights(0.5, None, base) is base
 
 
 def test_keyword_score_is_bm25_over_the_ceiling_of_the_query_words() -> None:

@@ -16,6 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from perseus_vault_core import InvalidInput, NotSupported, Vault
+from perseus_vault_core.contract.params import Fusion
+from perseus_vault_core.recall import pipeline
+from perseus_vault_core.recall.fusion import query_weights
 
 from ...conftest import DAY_MS, Clock, FakeEmbedder
 
@@ -500,15 +503,17 @@ def test_recall_among_given_entities_matches_filtering_the_full_answer(dense_vau
         narrow = dense_vault.engine.recall(params, only=chosen)
         assert [i.id for i in narrow.items] == [i.id for i in full.items if i.id in chosen]
         arms[mode] = [i.id for i in narrow.items]
-    # Fusion works on ranks, and ranks among the chosen differ from ranks among all: the narrowed
-    # hybrid answer fuses the narrowed arms (each item's ranks are its places in them).
-    hybrid = dense_vault.engine.recall(
-        RecallParams(query="sqlite wal backup", mode="hybrid", limit=100, reinforce=False, min_score=None),
-        only=chosen,
+    # The narrowed hybrid answer fuses the narrowed arms (each item's ranks are its places in them), weighed as
+    # the full answer is (how far each arm reaches is read before narrowing): the full order, cut to the chosen.
+    params = RecallParams(
+        query="sqlite wal backup", mode="hybrid", limit=100, reinforce=False, min_score=None
     )
+    hybrid = dense_vault.engine.recall(params, only=chosen)
     assert {i.id for i in hybrid.items} == set(arms["fts5"]) | set(arms["dense"]) and set(
         arms["dense"]
     ) <= set(chosen)
+    full = dense_vault.engine.recall(params)
+    assert [i.id for i in hybrid.items] == [i.id for i in full.items if i.id in chosen]
     for item in hybrid.items:
         assert item.ranks == {arm: ids_.index(item.id) + 1 for arm, ids_ in arms.items() if item.id in ids_}
 
@@ -612,6 +617,49 @@ def test_the_top_k_is_the_same_whatever_the_limit_and_offset(dense_vault: Vault,
         paged = [i for offset in range(0, 120, 20) for i in _ids(dense_vault, query, mode, 20, offset)]
         assert paged == deep[:120], query
         assert _ids(dense_vault, query, mode, 30, offset=90) == deep[90:120], query
+
+
+def test_a_filter_never_changes_hybrid_s_weights(dense_vault: Vault, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hybrid weighs its arms by how far they reach for the query, read over the caller's scope before any
+    filter (category, type, topic, where, a list of entities), once a recall whatever its depth: a filter only
+    removes memories, each kept one weighed as it is unfiltered (tests/core/contract/test_where.py holds the
+    order)."""
+    from perseus_vault_core.contract.params import RecallParams
+
+    _fill(dense_vault)
+    seen: list[tuple[float | None, float | None]] = []
+
+    def recorded(best_keyword: float | None, best_cosine: float | None, fusion: Fusion) -> Fusion:
+        seen.append((best_keyword, best_cosine))
+        return query_weights(best_keyword, best_cosine, fusion)
+
+    monkeypatch.setattr(pipeline, "query_weights", recorded)
+    some = [i.id for i in dense_vault.recall("", limit=200).items][::3]
+    for query in QUERIES:
+        seen.clear()
+        plain = dense_vault.recall(query, mode="hybrid", limit=10, reinforce=False)
+        for narrowing in (
+            {"category": "note"},
+            {"type": "decision"},
+            {"topic_path": "nowhere"},
+            {"where": {"category": "fact"}},
+            {"limit": 300},
+        ):
+            dense_vault.recall(query, mode="hybrid", **{"limit": 10, "reinforce": False, **narrowing})
+        dense_vault.engine.recall(RecallParams(query=query, mode="hybrid", reinforce=False), only=some)
+        assert plain.items and seen[0][0] is not None and seen[0][1] is not None
+        assert len(seen) > 6 and set(seen) == {seen[0]}, query  # every tier of every recall: the same reach
+
+
+def test_another_tenant_s_memories_never_move_a_recall(dense_vault: Vault) -> None:
+    """How far an arm reaches is read within the caller's scope: another agent's strong matches change
+    neither the weights nor the order of what this agent recalls."""
+    for i in range(40):
+        dense_vault.remember("note", f"a{i}", f"{WORDS[i % len(WORDS)]} ledger note {i}", agent_id="a")
+    before = _ids(dense_vault, "ledger cache queue", "hybrid", 40, min_score=None, agent_id="a")
+    for i in range(40):
+        dense_vault.remember("note", f"b{i}", "ledger cache queue ledger cache queue", agent_id="b")
+    assert _ids(dense_vault, "ledger cache queue", "hybrid", 40, min_score=None, agent_id="a") == before
 
 
 def test_the_top_k_holds_with_the_knobs(dense_vault: Vault) -> None:
