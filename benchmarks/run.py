@@ -205,7 +205,8 @@ def render_quality(qual: list[dict[str, Any]]) -> list[str]:
         "Each document is remembered with its title as `summary` and its text as `content` (the bundled model embeds"
         " both, as BEIR does); each query is one `recall(query, mode=..., limit=100, reinforce=False)`. Metrics follow"
         " BEIR / pytrec_eval (linear gain, log2 discount, ideal DCG over the judged documents). Hybrid uses the default"
-        " fusion (0.6 x the keyword score + 0.4 x the cosine, docs/recall.md).",
+        " fusion (the keyword score and the cosine, each arm weighed by how far it reaches for the query,"
+        " docs/recall.md#hybrid-fusion).",
         "",
     ]
     by = {(q["collection"], q["mode"]): q["ndcg@10"] for q in qual}

@@ -9,8 +9,9 @@ The order of work:
 2. each arm returns a pool of visible candidates (scope, status, time and ``where`` applied inside its
    query): keyword and dense from the in-memory indexes (:mod:`indexes`) when they can answer, else
    from the backend's search (:mod:`storage`), as :class:`.arms.Arms` chooses for both;
-3. hybrid combines the arms' scores (:mod:`.fusion`): relevance = 0.6 x keyword score + 0.4 x cosine
-   by default, over every candidate either arm found (a keyword hit the dense pool missed still gets its
+3. hybrid combines the arms' scores (:mod:`.fusion`): relevance = keyword weight x keyword score + dense
+   weight x cosine, the weights the query's own (each arm's base weight over how far it reaches for the query,
+   read before any filter: :class:`_Reach`), over every candidate either arm found (a keyword hit the dense pool missed still gets its
    cosine); every item keeps its rank in each arm;
 4. a dialogue's turns are judged in their context (:mod:`.context`), with ``follow_links`` the best hits'
    linked memories join (:mod:`.linked`), and each candidate is related or not: ``min_score="auto"`` (the default) leaves the unrelated out, a number cuts below it;
