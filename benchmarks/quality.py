@@ -142,13 +142,15 @@ def run(
     root: Path | None = None,
     modes: tuple[str, ...] = ("fts5", "dense", "hybrid"),
     fusion: dict[str, Any] | None = None,
+    model: Any = None,
 ) -> list[dict[str, object]]:
+    """``model``: the embedder (its vectors served from the cache), by default the one the operator configured."""
     from perseus_vault_core.embeddings import load as load_embedder
 
     from .vector_cache import CachingEmbedder
 
     data_dir(collections, root)  # a missing collection fails now, not after the model has loaded
-    embedder = CachingEmbedder(load_embedder()) if modes != ("fts5",) else None
+    embedder = (model or CachingEmbedder(load_embedder())) if modes != ("fts5",) else None
     rows = []
     for name in collections:
         collection = load(name, root)

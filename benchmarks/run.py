@@ -8,7 +8,7 @@ bound-roles``), the web inspector's pages at the same sizes (inspector.py; ``--o
 inspector``), one million memories (million.py; not with --quick), what an agent reads of a recall and of a
 ``prepare`` block (agent_text.py; ``--only agent-text``), and each other part that has its own section alone
 as well (``--only quality``, ``conversation``, ``limits``, ``hooks``, ``curation``, ``agent-questions``,
-``catch-up``, ``graph-themes``, ``curation-cost``;
+``catch-up``, ``graph-themes``, ``curation-cost``, ``models``: the optional e5 model beside the bundled one on every collection;
 ``triggers``: ``prepare`` and ``recall_when`` at 20,000 memories x 32 phrases, beside the code of
 ``PERSEUS_BEFORE_TREE`` when set; ``--only against [--ref REF]`` times warm recall beside an earlier commit's, against.py), and
 writes the figures to docs/benchmarks.md with the machine, versions and date, and each target beside
@@ -48,6 +48,7 @@ from . import (
     mcp,
     memory_files,
     million,
+    models,
     peers,
     plots,
     postgres,
@@ -766,6 +767,7 @@ def main(argv: list[str] | None = None) -> None:
             "graph-themes",
             "triggers",
             "curation-cost",
+            "models",
         ],
         help="run only this part; replace only its section of the report",
     )
@@ -781,6 +783,7 @@ def main(argv: list[str] | None = None) -> None:
         None: [*quality.COLLECTIONS, conversation.NAME],
         "quality": list(quality.COLLECTIONS),
         "conversation": [conversation.NAME],
+        "models": [*quality.COLLECTIONS, conversation.NAME],
     }
     try:
         if (
@@ -814,6 +817,7 @@ def main(argv: list[str] | None = None) -> None:
             "triggers": triggers.main,
             "graph-themes": _graph_themes,
             "curation-cost": curation_cost.main,
+            "models": models.main,
         }[args.only](args.output, sizes)
     byte_compile()
     from perseus_vault_core.embeddings import load
