@@ -72,6 +72,9 @@ def shape(kind: str, key: str, content: str, body: Mapping[str, Any] | str | Non
     fields recall read in SQL do) or as the JSON text the vault stores; ``content`` may be cut to its first
     :data:`HEAD_CHARS` characters."""
     fields = body_fields(body)
+    if not fields and kind != TURN_TYPE:  # most memories: only a label in the text can make one a turn
+        label = _SAID.match(content) or _ON_A_LINE.match(content)
+        return Turn(None, None, label.group(1)) if label is not None else None
     speaker = _first(fields, SPEAKER_KEYS, _speaker)
     if kind == TURN_TYPE:
         numbered = _TURN_KEY.match(key)
@@ -96,7 +99,7 @@ def is_turn(kind: str, content: str, body: Mapping[str, Any] | str | None) -> bo
 def body_fields(body: Mapping[str, Any] | str | None) -> dict[str, Any]:
     """The fields of a body that :func:`shape` reads (:data:`BODY_KEYS`), from the body or the JSON text the
     vault stores it as; ``{}`` for none. A text that is not a JSON object is refused: bodies are objects."""
-    if body is None or body == "" or body == "{}":
+    if not body or body == "{}":
         return {}
     if isinstance(body, str):
         try:
