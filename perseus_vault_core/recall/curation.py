@@ -247,9 +247,14 @@ class Pins:
 NO_PINS = Pins()  # a text of no number: most memories share this one
 
 
-@lru_cache(maxsize=8192)
 def pins(text: str) -> Pins:
-    """What ordering a pair reads of ``text`` (:class:`Pins`), from its :func:`values`."""
+    """What ordering a pair reads of ``text`` (:class:`Pins`), from its :func:`values` (of its first
+    :data:`READ_CHARS` characters, which are all the cache keeps of it)."""
+    return _pins(text[:READ_CHARS])
+
+
+@lru_cache(maxsize=8192)
+def _pins(text: str) -> Pins:
     found = values(text)
     numbers = frozenset(a for a in found.anchors if _numbered(a))
     written = numbers | frozenset(t for t in found.tokens if _numbered(t))

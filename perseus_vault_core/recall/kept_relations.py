@@ -149,6 +149,7 @@ class KeptRelations:
         try:
             stamp, closed_ms, below = self._start(conn)
             held: dict[int, Near] = {}
+            checked = 0
             for a, b, name, source in conn.execute(
                 f"SELECT from_id, to_id, relation, source FROM links WHERE recorded_to_ms IS NULL AND "
                 f"relation IN ({self._names})"
@@ -156,7 +157,8 @@ class KeptRelations:
                 row = (int(a), int(b), str(name), source)
                 _hold(held.setdefault(row[0], {}), row[1], row)
                 _hold(held.setdefault(row[1], {}), row[0], row)
-                if len(held) % 10_000 == 0:
+                if len(held) >= checked + 10_000:  # a link may add two memories: never step over a mark
+                    checked = len(held)
                     check()
                     if len(held) > MOST:
                         return

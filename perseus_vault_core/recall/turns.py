@@ -11,24 +11,27 @@ definition; a memory is a turn when, in this order:
 
 1. **numbered**: its type is ``turn`` and its key ``<session>#<n>`` (what ``remember_conversation`` writes):
    its session and number are known;
-2. **in a session**: its body names a speaker, in ``speaker`` or ``role`` (:data:`SPEAKER_KEYS`: the
-   first that holds a string of more than spaces), and a session, in ``session``, ``session_id``,
-   ``conversation_id`` or ``thread_id`` (:data:`SESSION_KEYS`: the first that holds such a string, or an
-   integer, read as its digits; a number with a fraction, a boolean, a list or an object names none).
-   LangChain's chat messages (``{message, session_id, role}``), OpenAI-style threads (``{role,
-   thread_id}``) and a hand-written ``{speaker, session}`` all count; its session is known, its number
-   is not;
+2. **in a session**: its body names a speaker, in ``speaker``, or in ``role`` beside the message itself
+   (``message`` or ``text``: :data:`MESSAGE_KEYS`; a role alone is a profile's as often as a message's), the first that holds a string of more than spaces, and a session, in ``session``,
+   ``session_id``, ``conversation_id`` or ``thread_id`` (:data:`SESSION_KEYS`: the first that holds such a
+   string, or an integer, read as its digits; a number with a fraction, a boolean, a list or an object names
+   none). LangChain's chat messages (``{message, session_id, role}``), thread messages (``{role, text,
+   thread_id}``) and a hand-written ``{speaker, session}`` all count; its session is
+   known, its number is not;
 3. **labelled**: its content opens ``Speaker: text``, a label of one to three capitalised words without
    digits (``Caroline``, ``Dr. Ada Lovelace``), a colon, a space, then text;
 4. **labelled on a line**: its content's first line is such a label and nothing else, and the next line
-   opens with text (``Caroline``, a line break, ``I went to the support group``);
+   opens with text (``Caroline``, a line break, ``I went to the support group``). A titled note looks the
+   same (``Pricing``, a line break, ``The Pro plan costs $15``), so this shape places a memory in a dialogue
+   for recall's context only (:attr:`Turn.lined`): a write judges it and recall curates it as a note
+   (:func:`is_turn` says no), as before turns were known by shape;
 5. any other memory of type ``turn``: a turn its writer declared, with no place in a dialogue known.
 
 A turn's session is a name within its scope and category: a numbered turn's session and a body's session of
 the same name there are one session. Anything else (a note, a fact, a document) is not a turn, so a body
-naming a role alone (a profile's ``{"role": "admin"}``), or a session alone, is not one. A note may open as
-a label does (``Decision: ...``, ``Summary`` above a paragraph) and is then taken for a turn: it is never
-judged or curated, and recall lifts it only beside a labelled memory of another label. Shapes 3 and 4 read only the first :data:`HEAD_CHARS`
+naming a role alone (a profile's ``{"role": "admin", "thread_id": ...}``), or a session alone, is not one. A
+note may open as a label does (``Decision: ...``) and is then taken for a turn: it is never judged at write
+time nor curated, and recall lifts it only beside a labelled memory of another label. Shapes 3 and 4 read only the first :data:`HEAD_CHARS`
 characters of the content, and shape 2 only the body's :data:`BODY_KEYS`, which recall reads in SQL
 (:func:`body_sql`) without fetching whole bodies.
 """
@@ -46,7 +49,14 @@ from ..primitives.dialect import Dialect
 TURN_TYPE = "turn"  # what remember_conversation writes (features/conversations.py)
 SPEAKER_KEYS = ("speaker", "role")
 SESSION_KEYS = ("session", "session_id", "conversation_id", "thread_id")
-BODY_KEYS = (*SPEAKER_KEYS, *SESSION_KEYS)
+MESSAGE_KEYS = (
+    "message",
+    "text",
+)  # a role names a speaker beside one of these (a body's content is the memory's)
+BODY_KEYS = (*SPEAKER_KEYS, *SESSION_KEYS, *MESSAGE_KEYS)
+# A body holds a speaker only if its text holds one of these (the vault writes bodies with json.dumps, so a key is
+# spelled as it is): a body without them is not parsed, in Python or in SQL.
+_SPEAKER_MARKS = tuple(f'"{k}"' for k in SPEAKER_KEYS)
 _LABEL = r"[A-Z][A-Za-z'.-]{0,30}(?: [A-Z][A-Za-z'.-]{0,30}){0,2}"
 # The most of a content the labelled shapes read: a label of three words of 31 letters, two spaces, the
 # separator (``: `` or a line break, ``\r\n`` at most) and the first character of the text.
@@ -64,6 +74,7 @@ class Turn:
     session: str | None
     number: int | None
     speaker: str | None
+    lined: bool = False  # known only by a label alone on the first line: a titled note looks the same
 
 
 def shape(kind: str, key: str, content: str, body: Mapping[str, Any] | str | None) -> Turn | None:
@@ -73,9 +84,10 @@ def shape(kind: str, key: str, content: str, body: Mapping[str, Any] | str | Non
     :data:`HEAD_CHARS` characters."""
     fields = body_fields(body)
     if not fields and kind != TURN_TYPE:  # most memories: only a label in the text can make one a turn
-        label = _SAID.match(content) or _ON_A_LINE.match(content)
-        return Turn(None, None, label.group(1)) if label is not None else None
-    speaker = _first(fields, SPEAKER_KEYS, _speaker)
+        return _labelled(content)
+    speaker = _speaker(fields.get("speaker"))
+    if speaker is None and any(fields.get(k) is not None for k in MESSAGE_KEYS):
+        speaker = _speaker(fields.get("role"))  # a role beside a message: the message's speaker
     if kind == TURN_TYPE:
         numbered = _TURN_KEY.match(key)
         if numbered is not None:
@@ -83,17 +95,29 @@ def shape(kind: str, key: str, content: str, body: Mapping[str, Any] | str | Non
     session = _first(fields, SESSION_KEYS, _session)
     if speaker is not None and session is not None:
         return Turn(session, None, speaker)
-    label = _SAID.match(content) or _ON_A_LINE.match(content)
-    if label is not None:
-        return Turn(None, None, label.group(1))
+    labelled = _labelled(content)
+    if labelled is not None:
+        return labelled
     return Turn(None, None, None) if kind == TURN_TYPE else None
 
 
+def _labelled(content: str) -> Turn | None:
+    said = _SAID.match(content)
+    if said is not None:
+        return Turn(None, None, said.group(1))
+    lined = _ON_A_LINE.match(content)
+    return Turn(None, None, lined.group(1), lined=True) if lined is not None else None
+
+
 def is_turn(kind: str, content: str, body: Mapping[str, Any] | str | None) -> bool:
-    """Whether a memory is a conversation's turn (:func:`shape`; its key only places a turn, it never makes
-    one: a memory of type ``turn`` is one whatever its key). Turns are events: never judged as repeats or
-    updates at write time, never collapsed or ordered by time in recall."""
-    return shape(kind, "", content, body) is not None
+    """Whether a memory is a conversation's turn (:func:`shape`, but for a label alone on the first line, which
+    a titled note shares; its key only places a turn, it never makes one: a memory of type ``turn`` is one
+    whatever its key). Turns are events: never judged as repeats or updates at write time, never collapsed or
+    ordered by time in recall."""
+    if kind == TURN_TYPE:
+        return True
+    turn = shape(kind, "", content, body)
+    return turn is not None and not turn.lined
 
 
 def body_fields(body: Mapping[str, Any] | str | None) -> dict[str, Any]:
@@ -102,6 +126,8 @@ def body_fields(body: Mapping[str, Any] | str | None) -> dict[str, Any]:
     if not body or body == "{}":
         return {}
     if isinstance(body, str):
+        if not any(mark in body for mark in _SPEAKER_MARKS):  # no speaker: nothing to read (a large document)
+            return {}
         try:
             body = json.loads(body)
         except ValueError as error:
@@ -113,8 +139,13 @@ def body_fields(body: Mapping[str, Any] | str | None) -> dict[str, Any]:
 
 def body_sql(d: Dialect, column: str = "v.body") -> str:
     """An SQL expression of a body column's :data:`BODY_KEYS`, as a JSON array's text (:func:`read_body_sql`
-    reads it back); null for an empty body, whose fields no statement parses."""
-    return f"CASE WHEN {column} = '{{}}' THEN NULL ELSE {d.fields_json(column, BODY_KEYS)} END"
+    reads it back); null for a body that names no speaker (an empty one, most documents), which no statement
+    parses."""
+    find = "instr" if d.name == "sqlite" else "strpos"
+    marks = " OR ".join(f"{find}({column}, '{mark}') > 0" for mark in _SPEAKER_MARKS)
+    return (
+        f"CASE WHEN {column} = '{{}}' OR NOT ({marks}) THEN NULL ELSE {d.fields_json(column, BODY_KEYS)} END"
+    )
 
 
 def read_body_sql(value: str | None) -> dict[str, Any]:

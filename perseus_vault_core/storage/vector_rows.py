@@ -35,7 +35,8 @@ def check_model(conn: Connection, identity: str, dimension: int) -> None:
     if recorded is not None and recorded != (identity, dimension):
         raise Conflict(
             f"this vault's vectors come from {recorded[0]} ({recorded[1]} dimensions) but the embedder is "
-            f"{identity} ({dimension} dimensions); run `perseus-vault embed --reembed` to switch models"
+            f"{identity} ({dimension} dimensions): open it with the embedder that made them "
+            "(PERSEUS_VAULT_EMBEDDER, docs/embeddings.md), or run `perseus-vault embed --reembed` to switch models"
         )
 
 

@@ -253,17 +253,20 @@ def test_a_turn_of_any_shape_is_judged_against_nothing_and_never_a_candidate(vau
     turn repeats and updates nothing (two turns may say the same words, and both were said), and no memory is
     judged a repeat or an update of a turn."""
     note = vault.remember("note", "n", "The staging database is wiped every night at 03:00 UTC.")
-    session = {"session_id": "s1", "role": "human"}
+    session = {"session_id": "s1", "role": "human", "message": {"type": "human"}}
     turns = [
         vault.remember(
             "chat", "said", "the staging database is wiped every night at 03:00 utc.", body=session
         ),
-        vault.remember("chat", "line", "Ann\nThe staging database is wiped every night at 03:00 UTC."),
         vault.remember(
             "chat", "typed", "The staging database is wiped every night at 03:00 UTC.", type="turn"
         ),
     ]
     assert all(not t.repeated and t.id != note.id and t.similar == [] for t in turns)
+    # a label alone on the first line places a memory in a dialogue for recall, but a titled note looks the
+    # same: it is judged as a note
+    titled = vault.remember("chat", "line", "Ann\nThe staging database is wiped every night at 03:00 UTC.")
+    assert note.id in [s.id for s in titled.similar]
     batch = vault.remember_many(
         [
             {
@@ -276,6 +279,8 @@ def test_a_turn_of_any_shape_is_judged_against_nothing_and_never_a_candidate(vau
         ],
         similar=True,
     )
-    assert [b.similar for b in batch] == [[], []] and links(vault) == []
+    assert [b.similar for b in batch] == [[], []]
+    assert all({a, b} == {titled.id, note.id} for a, b, *_ in links(vault))  # the titled note's, no turn's
     other = vault.remember("note", "n2", "The staging database is wiped every night at 04:00 UTC.")
-    assert [s.id for s in other.similar] == [note.id]  # an update of the note; the turns are no candidates
+    assert note.id in [s.id for s in other.similar]  # an update of the note; the turns are no candidates
+    assert not {t.id for t in turns} & {s.id for s in other.similar}
