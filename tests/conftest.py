@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import warnings
@@ -276,6 +277,18 @@ def vault_location(backend: str, request: pytest.FixtureRequest, folder: Path) -
             yield url
     else:
         yield folder / "vault.db"
+
+
+@pytest.fixture
+def ctrl_c_reaches_children() -> Iterator[None]:
+    """A child this test sends Ctrl-C to takes it, as one a terminal started would: a child inherits an
+    ignored SIGINT (a suite a shell started in the background, without job control, ignores it), never a
+    handler, so the test's own process holds Python's while the child starts."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def wait_for_port(

@@ -22,6 +22,8 @@ from .conftest import wait_for_port
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {"PERSEUS_VAULT_EMBEDDER": "none"}
 
+pytestmark = pytest.mark.usefixtures("ctrl_c_reaches_children")
+
 
 def _free_port() -> int:
     with socket.socket() as s:

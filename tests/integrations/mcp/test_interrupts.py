@@ -33,6 +33,8 @@ except KeyboardInterrupt:
     print("interrupted", signal.getsignal(signal.SIGINT) is before)  # the handler it found is back
 """
 
+pytestmark = pytest.mark.usefixtures("ctrl_c_reaches_children")
+
 
 @pytest.mark.parametrize("how, expected", [("kept", "interrupted True"), ("plain", "returned")])
 def test_ctrl_c_raises_keyboard_interrupt_even_when_the_loop_ends_cleanly(how: str, expected: str) -> None:
