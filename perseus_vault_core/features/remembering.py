@@ -204,11 +204,20 @@ class Seen:
     embedded: bool | None = None  # whether the vault stores vectors yet
     params: dict[tuple[str | None, str | None], RecallParams] = field(default_factory=dict)  # by scope
     families: dict[tuple[str, str, str, str], list[int]] = field(default_factory=dict)  # store.key_family's
+    turns: dict[int, bool] = field(
+        default_factory=dict
+    )  # whether each head row is a turn (its body read once)
 
     def memory(self, row: Row) -> candidates.Memory:
         found = self.memories.get(row["id"])
         if found is None:
             found = self.memories[row["id"]] = _memory(row)
+        return found
+
+    def turn(self, row: Row) -> bool:
+        found = self.turns.get(row["id"])
+        if found is None:
+            found = self.turns[row["id"]] = is_turn(row["type"], row["content"], row["body"])
         return found
 
 
@@ -272,7 +281,7 @@ def gather(
             seen.memory(heads[i]), cosines.get(i) if vector is not None else None, by_words.get(i, 0.0)
         )
         for i in ids
-        if i in heads and not is_turn(heads[i]["type"], heads[i]["content"], heads[i]["body"])
+        if i in heads and not seen.turn(heads[i])
     ]
     return found, heads
 
