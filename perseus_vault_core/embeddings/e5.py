@@ -29,9 +29,7 @@ import hashlib
 import importlib.util
 import json
 import mmap
-import os
 import struct
-import threading
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -42,7 +40,7 @@ import numpy as np
 
 from ..contract.errors import SetupError
 from .base import E5_SPEC
-from .minilm import _batches, _pad, _session, _threads, _verified, cache_dir
+from .minilm import _batches, _pad, _session, _threads, _verified, cache_dir, write_checked
 from .onnx_graph import EPSILON, HEADS, HIDDEN, OPSET
 from .onnx_graph import _Builder as _BertBuilder
 
@@ -438,23 +436,9 @@ def graph_path() -> Path:
 def write_graph(source: Path, target: Path) -> Path:
     """Write the graph from ``source`` to ``target``, whole or not at all; :class:`SetupError` (leaving nothing)
     when its bytes are not the ones :data:`GRAPH_SHA256` names."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    try:
-        digest = write(source, tmp)
-        with open(tmp, "rb") as handle:
-            os.fsync(handle.fileno())
-        if digest != GRAPH_SHA256:
-            import onnx
-
-            raise SetupError(
-                f"the {NAME} graph written from its weights has sha256 {digest}, expected {GRAPH_SHA256}: "
-                f"this onnx ({onnx.__version__}) writes other bytes"
-            )
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return target
+    return write_checked(
+        target, lambda tmp: write(source, tmp), GRAPH_SHA256, f"the {NAME} graph written from its weights"
+    )
 
 
 # --- the runtime ---------------------------------------------------------------------------------

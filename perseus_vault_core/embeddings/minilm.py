@@ -21,7 +21,7 @@ import hashlib
 import json
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -152,20 +152,32 @@ def graph_path() -> Path:
 def write_graph(target: Path) -> Path:
     """Write the graph from the published weights (:mod:`.onnx_graph`) to ``target``, whole or not at all; raises
     :class:`SetupError` (leaving nothing) when its bytes are not the ones :data:`GRAPH_SHA256` names."""
-    import onnx
-
     from .onnx_graph import write
 
+    return write_checked(
+        target,
+        lambda tmp: write(verify_weights(model_dir()), tmp),
+        GRAPH_SHA256,
+        "the graph written from the published weights",
+    )
+
+
+def write_checked(target: Path, write: Callable[[Path], str], expected: str, what: str) -> Path:
+    """``target`` written by ``write`` (which writes a path and returns the sha256 of what it wrote), whole or not
+    at all: on disk before it takes the name (a crash leaves no torn file), and only when its sha256 is
+    ``expected``; else :class:`SetupError` naming ``what`` and the onnx release that wrote other bytes, and
+    nothing left behind."""
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
-        digest = write(verify_weights(model_dir()), tmp)
-        with open(tmp, "rb") as handle:  # on disk before it takes the name (a crash leaves no torn graph)
+        digest = write(tmp)
+        with open(tmp, "rb") as handle:
             os.fsync(handle.fileno())
-        if digest != GRAPH_SHA256:
+        if digest != expected:
+            import onnx
+
             raise SetupError(
-                f"the graph written from the published weights has sha256 {digest}, expected "
-                f"{GRAPH_SHA256}: this onnx ({onnx.__version__}) writes other bytes"
+                f"{what} has sha256 {digest}, expected {expected}: this onnx ({onnx.__version__}) writes other bytes"
             )
         os.replace(tmp, target)
     finally:
