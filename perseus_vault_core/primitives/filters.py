@@ -146,6 +146,20 @@ class View:
         return self.scope != (None, None)
 
 
+# What narrows a view within its scope, status and point in time (the clauses :func:`view` adds for them).
+NARROWING = ("category", "type", "topic_path", "where", "min_decay")
+
+
+def narrows(filters: Filters) -> bool:
+    """Whether ``filters`` narrow the view within its scope (:data:`NARROWING`)."""
+    return any(getattr(filters, name) is not None for name in NARROWING)
+
+
+def widened(filters: Filters, now_ms: int, d: Dialect) -> View:
+    """The view of ``filters`` without what narrows it: its scope, status and point in time only."""
+    return view(filters.model_copy(update=dict.fromkeys(NARROWING)), now_ms, d)
+
+
 def view(filters: Filters, now_ms: int, d: Dialect | None = None) -> View:
     """Build the visibility clause for ``filters``, judging time at ``now_ms`` unless told otherwise.
     ``d``: the dialect of the connection that will run it (:func:`dialect.dialect`), which a ``where``

@@ -33,9 +33,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
-from ..primitives.dialect import dialect
+from ..primitives.dialect import Dialect, dialect
 from ..primitives.filters import FROM, View, id_list
 from ..storage import Connection
 from .ranking import Scored
@@ -85,9 +86,14 @@ def _place(row: tuple[Any, ...]) -> Place | None:
 def _columns(conn: Connection) -> str:
     """What a turn's place is read from: ids, scope, category, key, type, the content's first characters
     and the body's few fields a turn's shape names (:func:`.turns.body_sql`)."""
+    return _columns_in(dialect(conn))
+
+
+@cache
+def _columns_in(d: Dialect) -> str:  # every recall reads them: spelled once a dialect
     return (
         "e.id, v.vid, e.agent_id, e.workspace_hash, e.category, e.key, v.type, "
-        f"substr(v.content, 1, {HEAD_CHARS}), {body_sql(dialect(conn))}"
+        f"substr(v.content, 1, {HEAD_CHARS}), {body_sql(d)}"
     )
 
 

@@ -38,7 +38,7 @@ from ..contract.models import RecallItem, RecallResult, Validity
 from ..contract.params import Fusion, RecallParams
 from ..embeddings import BUNDLED_IDENTITY, embedding_text
 from ..primitives.dialect import dialect
-from ..primitives.filters import FROM, View, from_vids, id_list, narrow, view
+from ..primitives.filters import FROM, View, from_vids, id_list, narrow, narrows, view, widened
 from ..primitives.forking import GATE, Pool
 from ..primitives.hits import POOL_COLUMNS, POOL_NAMES, Hit, visible_hits, walk
 from ..primitives.porter import stem
@@ -101,7 +101,7 @@ def recall(
     view). ``vector``: a query the caller embedded; the search is then dense, by that vector, and ``query``
     is ignored."""
     v = view(params, now_ms, dialect(conn))
-    wide = _unfiltered(params, now_ms, conn) if only is not None or _filtered(params) else None
+    wide = widened(params, now_ms, dialect(conn)) if only is not None or narrows(params) else None
     if only is not None:
         v = narrow(v, only, dialect(conn))
     with arms.backend.read_snapshot(conn):
@@ -446,18 +446,6 @@ class _Reach:
             self.dense = max((h.score for h in lists["dense"]), default=None)
             self.known = True
         return query_weights(self.keyword, self.dense, base)
-
-
-_FILTERS = ("category", "type", "topic_path", "where", "min_decay")  # what narrows a recall within its scope
-
-
-def _filtered(params: RecallParams) -> bool:
-    return any(getattr(params, name) is not None for name in _FILTERS)
-
-
-def _unfiltered(params: RecallParams, now_ms: int, conn: Connection) -> View:
-    """The recall's view without its filters: its scope, status and point in time only."""
-    return view(params.model_copy(update=dict.fromkeys(_FILTERS)), now_ms, dialect(conn))
 
 
 @dataclass

@@ -96,9 +96,9 @@ def shape(kind: str, key: str, content: str, body: Mapping[str, Any] | str | Non
     if speaker is not None and session is not None:
         return Turn(session, None, speaker)
     labelled = _labelled(content)
-    if labelled is not None:
-        return labelled
-    return Turn(None, None, None) if kind == TURN_TYPE else None
+    if kind == TURN_TYPE:  # declared a turn by its writer, whatever its text looks like
+        return Turn(None, None, labelled.speaker) if labelled is not None else Turn(None, None, None)
+    return labelled
 
 
 def _labelled(content: str) -> Turn | None:
@@ -114,8 +114,6 @@ def is_turn(kind: str, content: str, body: Mapping[str, Any] | str | None) -> bo
     a titled note shares; its key only places a turn, it never makes one: a memory of type ``turn`` is one
     whatever its key). Turns are events: never judged as repeats or updates at write time, never collapsed or
     ordered by time in recall."""
-    if kind == TURN_TYPE:
-        return True
     turn = shape(kind, "", content, body)
     return turn is not None and not turn.lined
 

@@ -13,7 +13,7 @@ import pytest
 from perseus_vault_core import Vault
 from perseus_vault_core.contract.params import RecallParams
 from perseus_vault_core.primitives.dialect import SQLITE, dialect
-from perseus_vault_core.primitives.filters import FROM, id_list, narrow, view
+from perseus_vault_core.primitives.filters import FROM, NARROWING, id_list, narrow, narrows, view, widened
 
 from ...conftest import DAY_MS, Clock
 
@@ -124,3 +124,39 @@ def test_a_narrowed_view_sees_only_its_entities_and_the_scope_is_its_own(vault: 
     got = {i for (i,) in conn.execute(f"SELECT e.id FROM {FROM} WHERE {only.where}", only.params)}
     assert got == {ids[1], ids[3]}
     assert id_list([3, 1, 2]) == "[3,1,2]" and id_list([]) == "[]"
+
+
+def test_a_widened_view_keeps_scope_status_and_time_and_drops_what_narrows(
+    vault: Vault, clock: Clock
+) -> None:
+    """What narrows a view (NARROWING) is what ``widened`` sets aside: each one narrows alone, and the widened
+    view of any of them is the view of the same scope, status and instant with none."""
+    vault.remember("note", "a", "alpha", agent_id="x", topic_path="ops/db")
+    vault.remember("fact", "b", "beta", agent_id="x", type="decision")
+    vault.remember("note", "c", "gamma", agent_id="y")
+    d = dialect(vault.engine.conn())
+    plain = RecallParams(query="", agent_id="x", as_of_unix_ms=clock.now)
+    assert not narrows(plain)
+    given = {
+        "category": "note",
+        "type": "decision",
+        "topic_path": "ops",
+        "where": {"category": "fact"},
+        "min_decay": 0.1,
+    }
+    assert set(given) == set(NARROWING)
+    for name, value in given.items():
+        narrowed = plain.model_copy(update={name: value})
+        assert narrows(narrowed), name
+        wide = widened(narrowed, clock.now, d)
+        assert (wide.where, wide.params) == (
+            view(plain, clock.now, d).where,
+            view(plain, clock.now, d).params,
+        ), name
+    wide = widened(RecallParams(query="", agent_id="x", category="note", topic_path="ops/db"), clock.now, d)
+    assert sorted(seen_in(vault, wide)) == ["a", "b"]  # agent y's memory stays out
+
+
+def seen_in(vault: Vault, v: Any) -> list[str]:
+    conn = vault.engine.conn()
+    return [r[0] for r in conn.execute(f"SELECT e.key FROM {FROM} WHERE {v.where}", v.params)]
