@@ -7,6 +7,7 @@ import hashlib
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import warnings
@@ -76,6 +77,30 @@ def umask(request: pytest.FixtureRequest) -> Iterator[int]:
 def modes(folder: Path) -> dict[str, int]:
     """Permission bits of every file in ``folder``, by name."""
     return {p.name: p.stat().st_mode & 0o777 for p in sorted(folder.iterdir()) if p.is_file()}
+
+
+class TwoSidedEmbedder:
+    """A model that embeds what is searched with on a side of its own (as multilingual-e5-small does): every
+    stored text at [1, 0], every query at [0, 1]."""
+
+    identity, dimension = "test:two-sided", 2
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return np.tile(np.asarray([[1.0, 0.0]], dtype=np.float32), (len(texts), 1))
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return np.tile(np.asarray([[0.0, 1.0]], dtype=np.float32), (len(texts), 1))
+
+
+@pytest.fixture
+def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Any attempt to open a connection fails, as on an air-gapped laptop."""
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise OSError("network access attempted during an offline test")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
 
 
 class FakeEmbedder:

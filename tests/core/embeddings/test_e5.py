@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -273,13 +272,8 @@ def test_the_query_side_is_used_only_for_what_recall_searches_with(tmp_path: Pat
 
 @installed
 def test_a_vault_made_with_it_recalls_across_languages_offline(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model: e5.MultilingualE5
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model: e5.MultilingualE5, no_network: None
 ) -> None:
-    def refuse(*args: Any, **kwargs: Any) -> None:
-        raise OSError("network access attempted during an offline test")
-
-    monkeypatch.setattr(socket.socket, "connect", refuse)
-    monkeypatch.setattr(socket, "create_connection", refuse)
     monkeypatch.setenv("PERSEUS_VAULT_EMBEDDER", "e5")
     path = tmp_path / "e5.db"
     with Vault(path) as vault:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import socket
 from pathlib import Path
 from typing import Any
 
@@ -48,13 +47,8 @@ def test_single_thread_runtime_agrees(reference: np.ndarray) -> None:
 
 
 def test_loads_with_the_network_blocked(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reference: np.ndarray
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reference: np.ndarray, no_network: None
 ) -> None:
-    def refuse(*args: Any, **kwargs: Any) -> None:
-        raise OSError("network access attempted during an offline test")
-
-    monkeypatch.setattr(socket.socket, "connect", refuse)
-    monkeypatch.setattr(socket, "create_connection", refuse)
     monkeypatch.setenv(
         "PERSEUS_VAULT_CACHE", str(tmp_path / "cache")
     )  # nothing cached: the graph verified anew

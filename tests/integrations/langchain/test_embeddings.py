@@ -19,6 +19,8 @@ from perseus_vault_integrations.langchain import (
 )
 from perseus_vault_integrations.mcp import build_server
 
+from ...conftest import TwoSidedEmbedder
+
 
 def test_a_vault_filled_through_langchain_is_recalled_through_vault_and_mcp(tmp_path: Path) -> None:
     path = tmp_path / "v.db"
@@ -89,24 +91,8 @@ def test_store_items_read_as_text_in_the_vaults_own_recall(tmp_path: Path) -> No
         assert '{"' not in readable(found)  # no JSON for a reader to parse
 
 
-class _TwoSided:
-    """A model that embeds what is searched with on a side of its own (as multilingual-e5-small does)."""
-
-    identity, dimension = "test:two-sided", 2
-
-    def embed(self, texts: list[str]) -> Any:
-        import numpy as np
-
-        return np.tile(np.asarray([[1.0, 0.0]], dtype=np.float32), (len(texts), 1))
-
-    def embed_queries(self, texts: list[str]) -> Any:
-        import numpy as np
-
-        return np.tile(np.asarray([[0.0, 1.0]], dtype=np.float32), (len(texts), 1))
-
-
 def test_a_query_is_embedded_on_the_models_query_side() -> None:
-    embeddings = PerseusVaultEmbeddings(embedder=_TwoSided())
+    embeddings = PerseusVaultEmbeddings(embedder=TwoSidedEmbedder())
     assert embeddings.embed_documents(["stored"]) == [[1.0, 0.0]]
     assert embeddings.embed_query("searched") == [0.0, 1.0]
     bridged = LangChainEmbedder(embeddings)  # the vault's own model again, both sides kept

@@ -4,7 +4,6 @@ own identity, so ``Vault(path)`` and the other surfaces write beside it."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from llama_index.core import Document, StorageContext, VectorStoreIndex
 
@@ -15,6 +14,8 @@ from perseus_vault_integrations.llama_index import (
     PerseusVaultEmbedding,
     PerseusVaultVectorStore,
 )
+
+from ...conftest import TwoSidedEmbedder
 
 
 def test_a_vault_filled_through_llamaindex_has_the_bundled_models_identity(tmp_path: Path) -> None:
@@ -35,26 +36,10 @@ def test_a_vault_filled_through_llamaindex_has_the_bundled_models_identity(tmp_p
         assert vault.recall("which database was rejected", mode="dense", limit=1).items[0].key == "pg"
 
 
-class _TwoSided:
-    """A model that embeds what is searched with on a side of its own (as multilingual-e5-small does)."""
-
-    identity, dimension = "test:two-sided", 2
-
-    def embed(self, texts: list[str]) -> Any:
-        import numpy as np
-
-        return np.tile(np.asarray([[1.0, 0.0]], dtype=np.float32), (len(texts), 1))
-
-    def embed_queries(self, texts: list[str]) -> Any:
-        import numpy as np
-
-        return np.tile(np.asarray([[0.0, 1.0]], dtype=np.float32), (len(texts), 1))
-
-
 def test_a_query_is_embedded_on_the_models_query_side() -> None:
     import asyncio
 
-    model = PerseusVaultEmbedding(embedder=_TwoSided())
+    model = PerseusVaultEmbedding(embedder=TwoSidedEmbedder())
     assert model.get_text_embedding("stored") == [1.0, 0.0]
     assert model.get_query_embedding("searched") == [0.0, 1.0]
     assert asyncio.run(model.aget_query_embedding("searched")) == [0.0, 1.0]
