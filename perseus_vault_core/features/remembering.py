@@ -204,9 +204,8 @@ class Seen:
     embedded: bool | None = None  # whether the vault stores vectors yet
     params: dict[tuple[str | None, str | None], RecallParams] = field(default_factory=dict)  # by scope
     families: dict[tuple[str, str, str, str], list[int]] = field(default_factory=dict)  # store.key_family's
-    turns: dict[int, bool] = field(
-        default_factory=dict
-    )  # whether each head row is a turn (its body read once)
+    # whether each head row is a turn (its body read once)
+    turns: dict[int, bool] = field(default_factory=dict)
 
     def memory(self, row: Row) -> candidates.Memory:
         found = self.memories.get(row["id"])
