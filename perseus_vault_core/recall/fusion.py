@@ -20,6 +20,11 @@ two absolute scores and a threshold (``min_score``) means about the same in ever
 before any filter, so a ``where`` (or a category, a topic) only removes memories: what it keeps is in the
 unfiltered order.
 
+One memory may be weighed apart (:func:`trusted`): when the query's words match nothing strongly and the model
+finds one memory that stands out, that memory is weighed as if its words matched as well as the keyword arm's best
+match. A paraphrase ("where do we keep passwords and tokens" for "Secrets live in AWS Secrets Manager") shares no
+word with its answer, and a memory sharing one incidental word ("tokens" in a ticket) otherwise outranks it.
+
 Why a weighted sum of scores rather than reciprocal-rank fusion: ranks throw away how strong a match
 is, and fusing them let a weak arm drag hybrid below the better arm (conversational memory: keyword
 0.627 R@10, rank fusion 0.607). On every evaluation collection and category the weighted sum with
@@ -28,7 +33,7 @@ these defaults is at or above the better arm (figures in docs/recall.md and docs
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Container, Mapping, Sequence
 
 from ..contract.params import Fusion
 
@@ -40,6 +45,10 @@ K1 = 1.2  # BM25's term-frequency saturation, as FTS5 uses it: a word can score 
 KEYWORD_REACH = 0.2
 COSINE_FLOOR = 0.1
 DENSE_REACH = 0.1
+# The dense arm's best match is trusted (:func:`trusted`) when it is at least TRUST_MARGIN of cosine above the
+# arm's second and the keyword arm's best score is below TRUST_KEYWORD (no strong match of the query's words).
+TRUST_MARGIN = 0.05
+TRUST_KEYWORD = 0.3
 
 
 def keyword_score(bm25: float, ceiling: float) -> float:
@@ -52,16 +61,46 @@ def keyword_score(bm25: float, ceiling: float) -> float:
 
 
 def combine(
-    keyword: Mapping[int, float], dense: Mapping[int, float], fusion: Fusion
+    keyword: Mapping[int, float],
+    dense: Mapping[int, float],
+    fusion: Fusion,
+    trust: tuple[int, float] | None = None,
 ) -> list[tuple[int, float]]:
     """Hybrid relevance of every candidate, best first, ties by id: ``keyword`` and ``dense`` map an
     id to its keyword score and its cosine (an id missing from ``keyword`` scores 0 there; every id
-    must have a cosine unless the dense arm did not run)."""
+    must have a cosine unless the dense arm did not run). ``trust``: a memory (id) weighed as if its keyword
+    score were at least the one given (:func:`trusted`)."""
     ids = set(keyword) | set(dense)
     scored = {
         i: fusion.keyword_weight * keyword.get(i, 0.0) + fusion.dense_weight * dense.get(i, 0.0) for i in ids
     }
+    if trust is not None and trust[0] in scored:
+        i, given = trust
+        scored[i] = fusion.keyword_weight * max(keyword.get(i, 0.0), given) + fusion.dense_weight * dense.get(
+            i, 0.0
+        )
     return sorted(scored.items(), key=lambda pair: (-pair[1], pair[0]))
+
+
+def trusted(
+    best_keyword: float | None,
+    nearest: Sequence[tuple[int, float]],
+    keyword_found: Container[int],
+    related: float,
+) -> int | None:
+    """The memory hybrid trusts though only the model finds it, if one: the dense arm's best match (``nearest``:
+    the arm's first matches, best first, as (id, cosine)) when it is related (its cosine at least ``related``, the
+    model's floor of a related memory) and stands out, at least :data:`TRUST_MARGIN` above the second, the keyword
+    arm did not find it (``keyword_found``) and the keyword arm's best score (``best_keyword``)
+    is below :data:`TRUST_KEYWORD`: the query's words match nothing strongly, so one that shares an incidental word
+    must not bury what the model alone ranks first. Read, like the weights, over the caller's scope before any
+    filter. :func:`combine` then weighs it as if its words matched as well as the keyword arm's best match."""
+    if best_keyword is None or best_keyword >= TRUST_KEYWORD or len(nearest) < 2:
+        return None
+    (first, cosine), (_, second) = nearest[0], nearest[1]
+    if first in keyword_found or cosine < related or cosine - second < TRUST_MARGIN:
+        return None
+    return first
 
 
 def query_weights(best_keyword: float | None, best_cosine: float | None, fusion: Fusion) -> Fusion:

@@ -49,7 +49,7 @@ from . import context, curation, linked
 from .actionability import actionability, startup_factor
 from .arms import Arms
 from .curated import window
-from .fusion import combine, keyword_score, query_weights
+from .fusion import combine, keyword_score, query_weights, trusted
 from .ranking import KNOB_RANGE, Scored, bounded, diversify, order, recency, trust, witness
 from .validity import validity
 
@@ -425,6 +425,7 @@ class _Reach:
     known: bool = False
     keyword: float | None = None
     dense: float | None = None
+    trusted: int | None = None  # the memory only the model finds that hybrid trusts (fusion.trusted)
 
     def weights(
         self,
@@ -444,8 +445,18 @@ class _Reach:
                 }
             self.keyword = max((h.score for h in lists["fts5"]), default=None)
             self.dense = max((h.score for h in lists["dense"]), default=None)
+            nearest = sorted(((h.entity_id, h.score) for h in lists["dense"]), key=lambda p: (-p[1], p[0]))
+            # measured on the bundled model, whose floor of a related memory it reads (as _related does)
+            if arms.embedder_model is not None and arms.embedder_model()[0] == BUNDLED_IDENTITY:
+                floor = MIN_COSINE_ONE_WORD if len(parse(params.query).stems) == 1 else MIN_SCORE["dense"]
+                found = {h.entity_id for h in lists["fts5"]}
+                self.trusted = trusted(self.keyword, nearest[:2], found, floor)
             self.known = True
         return query_weights(self.keyword, self.dense, base)
+
+    def trust(self) -> tuple[int, float] | None:
+        """The trusted memory and the keyword score it is weighed with (:func:`fusion.combine`), once known."""
+        return None if self.trusted is None or self.keyword is None else (self.trusted, self.keyword)
 
 
 @dataclass
@@ -500,7 +511,7 @@ def _tier(
         unseen = [vids[e] for e in kw if e not in cos]
         by_vid = arms.cosines(conn, unseen, query_vector, v) if unseen else {}
         cos.update({e: by_vid[vids[e]] for e in kw if e not in cos and vids[e] in by_vid})
-        scored = [Scored(eid, score, score) for eid, score in combine(kw, cos, fusion)[:pool]]
+        scored = [Scored(eid, score, score) for eid, score in combine(kw, cos, fusion, reach.trust())[:pool]]
     else:
         scored = [Scored(h.entity_id, h.score, h.score) for h in lists[mode]]
     floor = MIN_COSINE_ONE_WORD if len(parse(params.query).stems) == 1 else MIN_SCORE["dense"]

@@ -11,9 +11,12 @@ from perseus_vault_core.recall.fusion import (
     COSINE_FLOOR,
     DENSE_REACH,
     KEYWORD_REACH,
+    TRUST_KEYWORD,
+    TRUST_MARGIN,
     combine,
     keyword_score,
     query_weights,
+    trusted,
 )
 
 pytestmark = pytest.mark.both_backends  # the contract suite: SQLite and PostgreSQL (tests/conftest.py)
@@ -51,6 +54,33 @@ def test_each_arm_is_weighed_over_how_far_it_reaches_for_the_query() -> None:
     # the base weights still say how much each arm counts; an arm that found nothing leaves them as given
     assert query_weights(0.5, 0.5, Fusion(keyword_weight=1.0, dense_weight=0.0)).dense_weight == 0.0
     assert query_weights(None, 0.5, base) is base and query_weights(0.5, None, base) is base
+
+
+def test_the_model_s_best_match_is_trusted_only_where_it_stands_out_and_words_match_weakly() -> None:
+    weak, strong = TRUST_KEYWORD - 0.01, TRUST_KEYWORD
+    apart = [(7, 0.45), (3, 0.45 - TRUST_MARGIN - 0.001)]
+    assert trusted(weak, apart, {1, 2}, 0.25) == 7
+    assert trusted(strong, apart, {1, 2}, 0.25) is None  # the query's words match something strongly
+    assert trusted(weak, apart, {7}, 0.25) is None  # the keyword arm found it: fusion weighs it already
+    assert trusted(weak, apart, set(), 0.46) is None  # not related: standing out among nonsense is no match
+    assert (
+        trusted(weak, [(7, 0.45), (3, 0.45 - TRUST_MARGIN + 0.01)], set(), 0.25) is None
+    )  # does not stand out
+    assert trusted(weak, apart[:1], set(), 0.25) is None and trusted(None, apart, set(), 0.25) is None
+
+
+def test_a_trusted_memory_is_weighed_as_if_its_words_matched_as_well_as_the_best() -> None:
+    fusion = Fusion(keyword_weight=0.6, dense_weight=0.4)
+    keyword, dense = {1: 0.25, 2: 0.1}, {1: 0.2, 2: 0.1, 3: 0.3}
+    assert [i for i, _ in combine(keyword, dense, fusion)] == [1, 3, 2]
+    lifted = dict(combine(keyword, dense, fusion, (3, 0.25)))
+    assert lifted[3] == pytest.approx(0.6 * 0.25 + 0.4 * 0.3) and lifted[1] == pytest.approx(
+        0.6 * 0.25 + 0.4 * 0.2
+    )
+    assert [i for i, _ in combine(keyword, dense, fusion, (3, 0.25))] == [3, 1, 2]
+    assert dict(combine(keyword, dense, fusion, (9, 0.25))) == dict(
+        combine(keyword, dense, fusion)
+    )  # not here
 
 
 def test_keyword_score_is_bm25_over_the_ceiling_of_the_query_words() -> None:

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from perseus_vault_core import InvalidInput, NotSupported, Vault
 from perseus_vault_core.contract.params import Fusion
-from perseus_vault_core.recall import pipeline
+from perseus_vault_core.recall import fusion, pipeline
 from perseus_vault_core.recall.fusion import query_weights
 
 from ...conftest import DAY_MS, Clock, FakeEmbedder
@@ -870,6 +870,56 @@ def test_absolute_scores_leave_unrelated_memories_out_with_the_bundled_model(
         answer = vault.recall("which database did we pick", reinforce=False).items[0].score
         nonsense = vault.recall("kubernetes helm chart", reinforce=False, min_score=None).items[0].score
         assert answer > 2 * nonsense and deploys.id != db.id
+
+
+def test_what_only_the_bundled_model_finds_is_trusted_when_it_stands_out(
+    tmp_path: Any, real_embedder: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A paraphrase shares no word with its answer: the model alone finds it, well ahead of its second, while the
+    query's words match memories weakly on an incidental word ("apps": "the mobile app"). Hybrid trusts the
+    model there (fusion.trusted); a memory the model finds no more related than nonsense is never lifted. What is
+    trusted is read before any filter, like the weights: a filter only removes memories."""
+    memories = {
+        "secrets": "Secrets live in AWS Secrets Manager, synced into pods by External Secrets Operator.",
+        "focus": "User keeps Wednesday mornings meeting-free for focus work.",
+        "ticket": "ENG-260 - Password reset emails land in spam for Outlook/M365 tenants. Service: notifier.",
+        "mobile": "Raj Iyer owns the mobile app.",
+        "logs": "Logs in Grafana Loki instead of CloudWatch: same UI as our metrics and a tenth of the cost.",
+        "deploys": "Deploys go out on Tuesdays after the standup.",
+        "retro": "Sprint 36 retro. Good: Typesense cutover without downtime. Bad: nobody owned the Kafka shutdown.",
+    }
+    paraphrase, unrelated = (
+        "Where do we keep passwords and tokens for the apps?",
+        "How do I undo a bad release?",
+    )
+    trusts: list[int | None] = []
+
+    def recorded(*args: Any) -> int | None:
+        trusts.append(fusion.trusted(*args))
+        return trusts[-1]
+
+    monkeypatch.setattr(pipeline, "trusted", recorded)
+    with Vault(tmp_path / "real.db", embedder=real_embedder) as vault:
+        key = {
+            vault.remember("fact" if k in ("secrets", "logs") else "note", k, text).id: k
+            for k, text in memories.items()
+        }
+
+        def first(query: str) -> tuple[str, dict[str, int]]:
+            top = vault.recall(query, mode="hybrid", reinforce=False, min_score=None).items[0]
+            return key[top.id], top.ranks
+
+        assert first(paraphrase) == ("secrets", {"dense": 1})
+        everything = [
+            key[i.id] for i in vault.recall(paraphrase, mode="hybrid", reinforce=False, min_score=None).items
+        ]
+        for narrowed in ({"category": "note"}, {"where": {"category": "fact"}}):
+            kept = vault.recall(paraphrase, mode="hybrid", reinforce=False, min_score=None, **narrowed).items
+            assert [key[i.id] for i in kept] == [k for k in everything if k in {key[i.id] for i in kept}]
+        assert len(trusts) == 4 and set(trusts) == {trusts[0]} and key[trusts[0]] == "secrets"  # type: ignore[index]
+        assert first(unrelated)[0] == "retro"  # the model's best (a cosine of nonsense) is not trusted
+        monkeypatch.setattr(fusion, "TRUST_MARGIN", 1.0)  # trusting nothing: the incidental word wins
+        assert first(paraphrase)[0] == "mobile"
 
 
 def test_a_recall_reads_the_stored_model_once_and_a_keyword_recall_not_at_all(
