@@ -104,6 +104,17 @@ class Arms:
                 return found
         return self.backend.vectors.cosines(conn, vids, query)
 
+    def vectors(self, conn: Connection, vids: list[int], historical: bool) -> dict[int, np.ndarray]:
+        """Each of these versions' vector (``historical``: of a view at a point in time, which may be older than the
+        heads the vector index holds): from the vector index's memory when it can answer, else from the file."""
+        found = (
+            self.vector_index.vectors(conn, vids)
+            if self.vector_index is not None and not historical
+            else None
+        ) or {}
+        missing = [vid for vid in vids if vid not in found]
+        return {**found, **self.backend.vectors.vectors(conn, missing)} if missing else found
+
     def kept_nearest(self, conn: Connection, query: np.ndarray, view: View, pool: int) -> list[Hit]:
         """The ``pool`` visible heads the where filter keeps nearest to ``query`` by exact cosine, ties by id:
         with the vector index, the heads it holds asked of the filter (answers remembered, indexes/heads.py),

@@ -49,7 +49,7 @@ from . import context, curation, linked
 from .actionability import actionability, startup_factor
 from .arms import Arms
 from .curated import window
-from .fusion import combine, keyword_score, query_weights, trusted
+from .fusion import FEEDBACK_MEMORIES, combine, fed_back, is_document, keyword_score, query_weights, trusted
 from .ranking import KNOB_RANGE, Scored, bounded, diversify, order, recency, trust, witness
 from .validity import validity
 
@@ -426,6 +426,10 @@ class _Reach:
     keyword: float | None = None
     dense: float | None = None
     trusted: int | None = None  # the memory only the model finds that hybrid trusts (fusion.trusted)
+    bundled: bool = False  # the vault's model is the bundled one, which the rules were measured on
+    lists: dict[str, list[Hit]] | None = None  # the unfiltered first pool, when the recall has a filter
+    fed: bool = False  # feedback() has decided
+    moved: np.ndarray | None = None  # the query's vector fed back (fusion.fed_back), or None
 
     def weights(
         self,
@@ -439,7 +443,7 @@ class _Reach:
         """The query's weights; ``lists``: the first tier's arms when this recall has no filter."""
         if not self.known:
             if self.view is not None:
-                lists = {
+                lists = self.lists = {
                     "fts5": _keyword_arm(conn, params, self.view, MIN_POOL, arms)[0],
                     "dense": _dense_arm(conn, query, self.view, MIN_POOL, arms),
                 }
@@ -447,7 +451,8 @@ class _Reach:
             self.dense = max((h.score for h in lists["dense"]), default=None)
             nearest = sorted(((h.entity_id, h.score) for h in lists["dense"]), key=lambda p: (-p[1], p[0]))
             # measured on the bundled model, whose floor of a related memory it reads (as _related does)
-            if arms.embedder_model is not None and arms.embedder_model()[0] == BUNDLED_IDENTITY:
+            self.bundled = arms.embedder_model is not None and arms.embedder_model()[0] == BUNDLED_IDENTITY
+            if self.bundled:
                 floor = MIN_COSINE_ONE_WORD if len(parse(params.query).stems) == 1 else MIN_SCORE["dense"]
                 found = {h.entity_id for h in lists["fts5"]}
                 self.trusted = trusted(self.keyword, nearest[:2], found, floor)
@@ -457,6 +462,58 @@ class _Reach:
     def trust(self) -> tuple[int, float] | None:
         """The trusted memory and the keyword score it is weighed with (:func:`fusion.combine`), once known."""
         return None if self.trusted is None or self.keyword is None else (self.trusted, self.keyword)
+
+    def feedback(
+        self,
+        conn: Connection,
+        arms: Arms,
+        first: tuple[dict[int, float], dict[int, float], dict[int, int]],
+        query: np.ndarray,
+        fusion: Fusion,
+        v: View,
+    ) -> np.ndarray | None:
+        """The query's vector moved toward the best memories when they are documents (:func:`fusion.fed_back`),
+        else ``None``: decided once a recall (after :meth:`weights`), from the unfiltered first pool's ranking.
+        ``first``: the first tier's keyword scores, cosines (every keyword hit's too) and versions, by entity id,
+        which are that pool when the recall has no filter; ``v``: the recall's view."""
+        if not self.fed:
+            self.fed = True
+            if self.bundled:  # measured on the bundled model
+                kw, cos, vids = first
+                if self.lists is not None:  # a filter: the pool without it
+                    kw = {h.entity_id: h.score for h in self.lists["fts5"]}
+                    vids = {h.entity_id: h.vid for hits in self.lists.values() for h in hits}
+                    dense = {h.entity_id: h.score for h in self.lists["dense"]}
+                    cos = _keyword_cosines(conn, arms, kw, dense, vids, query, self.view)  # type: ignore[arg-type]
+                best = [vids[e] for e, _ in combine(kw, cos, fusion, self.trust())[:FEEDBACK_MEMORIES]]
+                if len(best) == FEEDBACK_MEMORIES and all(map(is_document, _contents(conn, best))):
+                    held = arms.vectors(conn, best, v.historical)
+                    if len(held) == len(best):
+                        self.moved = fed_back(query, [held[vid] for vid in best])
+        return self.moved
+
+
+def _keyword_cosines(
+    conn: Connection,
+    arms: Arms,
+    kw: dict[int, float],
+    cos: dict[int, float],
+    vids: dict[int, int],
+    query: np.ndarray,
+    v: View,
+) -> dict[int, float]:
+    """``cos`` (the dense pool's cosines) with the cosine of every keyword hit the dense pool did not reach: every
+    candidate is weighed by both arms."""
+    unseen = [vids[e] for e in kw if e not in cos]
+    by_vid = arms.cosines(conn, unseen, query, v) if unseen else {}
+    return {**cos, **{e: by_vid[vids[e]] for e in kw if e not in cos and vids[e] in by_vid}}
+
+
+def _contents(conn: Connection, vids: list[int]) -> list[str]:
+    """The content of each of these versions."""
+    return [
+        row[0] for row in conn.execute(f"SELECT v.content FROM {from_vids(conn)}", {"vids": id_list(vids)})
+    ]
 
 
 @dataclass
@@ -501,16 +558,27 @@ def _tier(
     kw = {h.entity_id: h.score for h in lists.get("fts5", [])}
     cos = {h.entity_id: h.score for h in lists.get("dense", [])}
     fusion = params.fusion or arms.fusion or Fusion()
+    asked = query.get()  # the query's vector (hybrid's may be fed back)
     if mode == "hybrid":
         query_vector = query.get()
         assert query_vector is not None
         fusion = reach.weights(
             conn, params, arms, lists, query_vector, fusion
         )  # before the cosines added below
-        # A keyword hit the dense pool did not reach still has a cosine: every candidate is weighed by both.
-        unseen = [vids[e] for e in kw if e not in cos]
-        by_vid = arms.cosines(conn, unseen, query_vector, v) if unseen else {}
-        cos.update({e: by_vid[vids[e]] for e in kw if e not in cos and vids[e] in by_vid})
+        cos = _keyword_cosines(conn, arms, kw, cos, vids, query_vector, v)
+        moved = reach.feedback(conn, arms, (kw, cos, vids), query_vector, fusion, v)
+        if moved is not None:  # the model asked again, nearer the best documents: its arm anew
+            asked = query_vector = moved
+            lists["dense"] = _dense_arm(conn, moved, v, pool, arms)
+            deeper = any(len(hits) >= pool for hits in lists.values())
+            ranks["dense"] = {h.entity_id: rank for rank, h in enumerate(lists["dense"], start=1)}
+            for h in lists["dense"]:
+                vids.setdefault(h.entity_id, h.vid)
+                if h.row is not None:
+                    known.setdefault(h.entity_id, h.row)
+            cos = _keyword_cosines(
+                conn, arms, kw, {h.entity_id: h.score for h in lists["dense"]}, vids, moved, v
+            )
         scored = [Scored(eid, score, score) for eid, score in combine(kw, cos, fusion, reach.trust())[:pool]]
     else:
         scored = [Scored(h.entity_id, h.score, h.score) for h in lists[mode]]
@@ -518,7 +586,7 @@ def _tier(
     related = {s.id: _related(kw.get(s.id), cos.get(s.id), mode, arms, floor) for s in scored}
 
     def own(fresh: dict[int, int]) -> dict[int, float]:  # a candidate the arms did not find, by their rule
-        by_vid = arms.cosines(conn, list(fresh.values()), query.get(), v) if mode != "fts5" else {}  # type: ignore[arg-type]
+        by_vid = arms.cosines(conn, list(fresh.values()), asked, v) if mode != "fts5" else {}  # type: ignore[arg-type]
         cosine = {e: by_vid[vid] for e, vid in fresh.items() if vid in by_vid} if mode != "fts5" else {}
         if mode == "fts5":
             return {e: kw.get(e, 0.0) for e in fresh}

@@ -1,8 +1,8 @@
 """Regression guard on retrieval quality: Cranfield (1,400 docs, all 225 judged queries), real model.
 
 Keyword (fts5) and hybrid nDCG@10 must not fall more than 0.01 below the figures recorded by the
-benchmark harness (docs/benchmarks.md, `python -m benchmarks.run`, 2026-11-30 01:22 UTC, commit
-9c61de8 era; re-measured unchanged when this guard was added). Quality, not time: the guard builds
+benchmark harness (docs/benchmarks.md, `python -m benchmarks.run`; re-recorded 2026-12-05 when hybrid began
+feeding its query back toward the best documents, 0.4198 to 0.4254). Quality, not time: the guard builds
 the collection through the public API, as `benchmarks.quality` does, and embeds it directly with the
 bundled model (no vector cache, so it holds on a clean checkout).
 """
@@ -17,7 +17,7 @@ from benchmarks import quality
 
 from ..conftest import shared_data
 
-RECORDED = {"fts5": 0.3692, "hybrid": 0.4160}
+RECORDED = {"fts5": 0.3698, "hybrid": 0.4254}
 TOLERANCE = 0.01
 
 

@@ -163,14 +163,20 @@ def search(
 def cosines(conn: Connection, vids: Sequence[int], query: np.ndarray) -> dict[int, float]:
     """The cosine of ``query`` to each of these versions' vectors, scored the canonical way (a version
     without a vector is absent)."""
+    found = vectors(conn, vids)
+    if not found:
+        return {}
+    scores = cosine(np.stack(list(found.values())), query)
+    return {vid: float(score) for vid, score in zip(found, scores)}
+
+
+def vectors(conn: Connection, vids: Sequence[int]) -> dict[int, np.ndarray]:
+    """Each of these versions' vector, by version number (a version without one is absent)."""
     rows = conn.execute(
         f"SELECT x.vid, x.embedding FROM json_each(?) j CROSS JOIN {TABLE} x ON x.vid = j.value",
         ("[" + ",".join(str(int(v)) for v in vids) + "]",),
     ).fetchall()
-    if not rows:
-        return {}
-    scores = cosine(np.stack([np.frombuffer(blob, dtype=np.float32) for _, blob in rows]), query)
-    return {int(vid): float(score) for (vid, _), score in zip(rows, scores)}
+    return {int(vid): np.frombuffer(blob, dtype=np.float32) for vid, blob in rows}
 
 
 def head_vectors(conn: Connection, entity_ids: Sequence[int]) -> dict[int, np.ndarray]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from perseus_vault_core import InvalidInput, Vault
@@ -10,10 +11,14 @@ from perseus_vault_core.indexes.keyword import ceiling, idf
 from perseus_vault_core.recall.fusion import (
     COSINE_FLOOR,
     DENSE_REACH,
+    DOCUMENT_WORDS,
+    FEEDBACK_WEIGHT,
     KEYWORD_REACH,
     TRUST_KEYWORD,
     TRUST_MARGIN,
     combine,
+    fed_back,
+    is_document,
     keyword_score,
     query_weights,
     trusted,
@@ -81,6 +86,21 @@ def test_a_trusted_memory_is_weighed_as_if_its_words_matched_as_well_as_the_best
     assert dict(combine(keyword, dense, fusion, (9, 0.25))) == dict(
         combine(keyword, dense, fusion)
     )  # not here
+
+
+def test_a_document_is_a_memory_of_many_words() -> None:
+    assert is_document(" ".join(["word"] * DOCUMENT_WORDS)) and is_document("a\n" * 10_000)
+    assert not is_document(" ".join(["word"] * (DOCUMENT_WORDS - 1))) and not is_document("")
+
+
+def test_a_query_fed_back_moves_toward_the_best_documents_at_unit_length() -> None:
+    query = np.array([1.0, 0.0, 0.0], dtype=np.float32)
+    best = [np.array([0.0, 1.0, 0.0], dtype=np.float32), np.array([0.0, 0.0, 1.0], dtype=np.float32)]
+    moved = fed_back(query, best)
+    assert moved.dtype == np.float32 and float(np.linalg.norm(moved)) == pytest.approx(1.0)
+    expected = np.array([1.0, FEEDBACK_WEIGHT / 2, FEEDBACK_WEIGHT / 2])
+    assert np.allclose(moved, expected / np.linalg.norm(expected))
+    assert float(moved @ query) > float(moved @ best[0]) > 0  # nearer the best, still the query's first
 
 
 def test_keyword_score_is_bm25_over_the_ceiling_of_the_query_words() -> None:

@@ -11,6 +11,7 @@ import math
 import random
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -649,6 +650,63 @@ def test_a_filter_never_changes_hybrid_s_weights(dense_vault: Vault, monkeypatch
         dense_vault.engine.recall(RecallParams(query=query, mode="hybrid", reinforce=False), only=some)
         assert plain.items and seen[0][0] is not None and seen[0][1] is not None
         assert len(seen) > 6 and set(seen) == {seen[0]}, query  # every tier of every recall: the same reach
+
+
+def _documents(vault: Vault, n: int = 60) -> None:
+    """Memories of a hundred words or more each (abstracts, pages): what hybrid feeds its query back toward."""
+    rng = random.Random(48)
+    vault.remember_many(
+        [
+            {
+                "category": rng.choice(("note", "fact")),
+                "key": f"d{i}",
+                "content": " ".join(rng.choices(WORDS, k=rng.randint(100, 140))) + f" document {i}",
+                "agent_id": "reader",
+            }
+            for i in range(n)
+        ]
+    )
+
+
+def test_hybrid_feeds_its_query_back_toward_the_best_documents_once_whatever_the_filter(
+    dense_vault: Vault, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When the first ranking's best memories are documents, hybrid asks the model again with the query moved
+    toward them (fusion.fed_back): decided once a recall from the unfiltered first pool, like the weights, so a
+    filter only removes memories, and every tier and page is of the same search. Short memories never are."""
+    identity = dense_vault.engine.arms().embedder_model
+    assert identity is not None  # the rule was measured on the bundled model: this stand-in plays it here
+    monkeypatch.setattr(pipeline, "BUNDLED_IDENTITY", identity()[0])
+    moved: list[bytes] = []
+
+    def recorded(query: np.ndarray, best: list[np.ndarray]) -> np.ndarray:
+        moved.append(fusion.fed_back(query, best).tobytes())
+        return fusion.fed_back(query, best)
+
+    monkeypatch.setattr(pipeline, "fed_back", recorded)
+    _fill(dense_vault, 300)  # short memories: never fed back
+    for query in QUERIES:
+        dense_vault.recall(query, mode="hybrid", limit=10, reinforce=False)
+    assert moved == []
+    _documents(dense_vault)  # another agent's: only documents in its scope
+    kinds = {i.id: i.category for i in dense_vault.recall("", limit=500, agent_id="reader").items}
+    for query in QUERIES:
+        moved.clear()
+        plain = _ids(dense_vault, query, "hybrid", 40, min_score=None, agent_id="reader")
+        assert len(moved) == 1, query  # the best two are documents here
+        notes = _ids(dense_vault, query, "hybrid", 40, min_score=None, agent_id="reader", category="note")
+        facts = _ids(
+            dense_vault, query, "hybrid", 40, min_score=None, agent_id="reader", where={"category": "fact"}
+        )
+        deep = _ids(dense_vault, query, "hybrid", 200, min_score=None, agent_id="reader")
+        assert len(moved) == 4 and set(moved) == {moved[0]}, query  # the same move in every recall
+        assert deep[:40] == plain
+        assert notes == [i for i in deep if kinds[i] == "note"][: len(notes)]
+        assert facts == [i for i in deep if kinds[i] == "fact"][: len(facts)]
+    monkeypatch.setattr(fusion, "DOCUMENT_WORDS", 1_000)  # no document: the query is never moved
+    moved.clear()
+    dense_vault.recall(QUERIES[0], mode="hybrid", reinforce=False, agent_id="reader")
+    assert moved == []
 
 
 def test_another_tenant_s_memories_never_move_a_recall(dense_vault: Vault) -> None:
