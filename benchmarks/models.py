@@ -164,7 +164,7 @@ def render(r: dict[str, Any]) -> list[str]:
             )
     out += [
         "",
-        "One question embedded, warm, p50: "
+        f"One question embedded, warm, p50 ({r[labels[0]]['cpu']}): "
         + ", ".join(f"{m} {r[m]['query_ms']:.1f} ms" for m in labels)
         + ". Models: "
         + ", ".join(f"{m} `{r[m]['identity']}`" for m in labels)
@@ -216,8 +216,6 @@ def recall_latency(r: dict[str, Any]) -> list[str]:
     """Warm recall's p50 / p95 at each size measured, each mode, each model (:func:`latency`)."""
     labels = list(r)
     first = r[labels[0]]
-    if not first.get("latency"):
-        return []
     sizes = list(first["latency"])
     queries_asked = int(first["latency"][sizes[0]]["hybrid"]["n"])
     out = [

@@ -46,7 +46,7 @@ def test_each_collection_and_mode_is_a_row_with_the_better_model_in_bold() -> No
         or row.endswith("| **0.800** | 0.700 |")
         for row in rows
     )
-    assert "a 7.0 ms, b 16.0 ms" in "\n".join(section)
+    assert "(1 core, 1 embedding thread): a 7.0 ms, b 16.0 ms" in "\n".join(section)
     tied = models.render({"a": _result("a", 0.7), "b": _result("b", 0.7)})
     assert not any("**" in line for line in tied)  # a tie has no winner
     report = replace_section(replace_section("# Benchmarks\n", section), section)
@@ -68,4 +68,3 @@ def test_latency_is_a_row_per_size_and_mode_with_the_ratio_of_the_models_p50() -
     assert len(rows) == len(models.SIZES) * len(models.MODES)
     assert all(row.endswith("| 10.00 / 20.00 | 15.00 / 20.00 | 1.50x |") for row in rows)
     assert "1 core, 1 embedding thread" in "\n".join(section)
-    assert models.recall_latency({k: dict(_result(k, 0.7), latency={}) for k in "ab"}) == []
