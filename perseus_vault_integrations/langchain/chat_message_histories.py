@@ -97,6 +97,7 @@ class PerseusVaultChatMessageHistory(OwnsItsVault, BaseChatMessageHistory):
                     "key": f"{self.session_id}/{uuid.uuid4().hex}",
                     "type": MESSAGE_TYPE,
                     "content": message.text,
+                    "summary": message.name or None,
                     "topic_path": self.topic_path,
                     "agent_id": self.agent_id,
                     "workspace_hash": self.workspace_hash,

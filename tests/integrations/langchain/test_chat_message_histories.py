@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
@@ -128,3 +129,28 @@ def test_a_recalled_message_brings_the_one_said_beside_it_in_its_session(tmp_pat
         other.add_messages([AIMessage("A lake at sunrise, lovely.")])
         hits = vault.recall("paint summer", category="chat", reinforce=False).items
         assert [h.content for h in hits] == ["Did you paint anything this summer?", "Yes, a lake at sunrise."]
+
+
+def test_a_named_message_is_embedded_after_its_speaker(tmp_path: Path) -> None:
+    """A message's ``name`` (the speaker) is its summary, so the model embeds ``Speaker: text`` as for a turn written
+    by ``remember_conversation`` (docs/langchain.md); a message without a name is embedded as its text."""
+
+    class Recording(FakeEmbedder):
+        def __init__(self) -> None:
+            super().__init__()
+            self.seen: list[str] = []
+
+        def embed(self, texts: Any) -> Any:
+            self.seen.extend(texts)
+            return super().embed(texts)
+
+    model = Recording()
+    with Vault(tmp_path / "chat.db", embedder=model) as vault:
+        history = PerseusVaultChatMessageHistory(vault, "s1")
+        history.add_messages(
+            [HumanMessage("I want to study counseling", name="Caroline"), AIMessage("Good luck!", name="")]
+        )
+        assert "Caroline: I want to study counseling" in model.seen and "Good luck!" in model.seen
+        said = {e.content: e.summary for e in vault.scan(category="chat", limit=10).items}
+        assert said == {"I want to study counseling": "Caroline", "Good luck!": None}
+        assert [m.name for m in history.messages] == ["Caroline", ""]  # read back as written
