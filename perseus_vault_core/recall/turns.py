@@ -21,17 +21,16 @@ definition; a memory is a turn when, in this order:
 3. **labelled**: its content opens ``Speaker: text``, a label of one to three capitalised words without
    digits (``Caroline``, ``Dr. Ada Lovelace``), a colon, a space, then text;
 4. **labelled on a line**: its content's first line is such a label and nothing else, and the next line
-   opens with text (``Caroline``, a line break, ``I went to the support group``). A titled note looks the
-   same (``Pricing``, a line break, ``The Pro plan costs $15``), so this shape places a memory in a dialogue
-   for recall's context only (:attr:`Turn.lined`): a write judges it and recall curates it as a note
-   (:func:`is_turn` says no), as before turns were known by shape;
+   opens with text (``Caroline``, a line break, ``I went to the support group``).
+   A note looks the same as often (``Main DB: PostgreSQL 16.2``, ``Pricing`` over a paragraph), so shapes 3
+   and 4 place a memory in a dialogue for recall's context only (:attr:`Turn.labelled`): a write judges it and
+   recall curates it as a note (:func:`is_turn` says no);
 5. any other memory of type ``turn``: a turn its writer declared, with no place in a dialogue known.
 
 A turn's session is a name within its scope and category: a numbered turn's session and a body's session of
 the same name there are one session. Anything else (a note, a fact, a document) is not a turn, so a body
 naming a role alone (a profile's ``{"role": "admin", "thread_id": ...}``), or a session alone, is not one. A
-note may open as a label does (``Decision: ...``) and is then taken for a turn: it is never judged at write
-time nor curated, and recall lifts it only beside a labelled memory of another label. Shapes 3 and 4 read only the first :data:`HEAD_CHARS`
+labelled memory is lifted by recall only beside a labelled memory of another label. Shapes 3 and 4 read only the first :data:`HEAD_CHARS`
 characters of the content, and shape 2 only the body's :data:`BODY_KEYS`, which recall reads in SQL
 (:func:`body_sql`) without fetching whole bodies.
 """
@@ -74,7 +73,7 @@ class Turn:
     session: str | None
     number: int | None
     speaker: str | None
-    lined: bool = False  # known only by a label alone on the first line: a titled note looks the same
+    labelled: bool = False  # known only by a label in its text: a note looks the same (context only)
 
 
 def shape(kind: str, key: str, content: str, body: Mapping[str, Any] | str | None) -> Turn | None:
@@ -104,18 +103,17 @@ def shape(kind: str, key: str, content: str, body: Mapping[str, Any] | str | Non
 def _labelled(content: str) -> Turn | None:
     said = _SAID.match(content)
     if said is not None:
-        return Turn(None, None, said.group(1))
+        return Turn(None, None, said.group(1), labelled=True)
     lined = _ON_A_LINE.match(content)
-    return Turn(None, None, lined.group(1), lined=True) if lined is not None else None
+    return Turn(None, None, lined.group(1), labelled=True) if lined is not None else None
 
 
 def is_turn(kind: str, content: str, body: Mapping[str, Any] | str | None) -> bool:
-    """Whether a memory is a conversation's turn (:func:`shape`, but for a label alone on the first line, which
-    a titled note shares; its key only places a turn, it never makes one: a memory of type ``turn`` is one
-    whatever its key). Turns are events: never judged as repeats or updates at write time, never collapsed or
+    """Whether a memory is a conversation's turn (:func:`shape`, but for a label in its text, which a note
+    shares; its key only places a turn, it never makes one: a memory of type ``turn`` is one whatever its key). Turns are events: never judged as repeats or updates at write time, never collapsed or
     ordered by time in recall."""
     turn = shape(kind, "", content, body)
-    return turn is not None and not turn.lined
+    return turn is not None and not turn.labelled
 
 
 def body_fields(body: Mapping[str, Any] | str | None) -> dict[str, Any]:

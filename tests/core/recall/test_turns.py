@@ -35,15 +35,18 @@ def test_each_shape_and_what_it_says_of_the_turn() -> None:
         "abc", None, "human"
     )
     assert shape("note", "k", "hi", {"speaker": "Ann", "thread_id": 7}) == Turn("7", None, "Ann")
+    # a label in the text: a note looks the same ("Main DB: PostgreSQL 16.2"), so a place in a dialogue only
     assert shape("note", "k", "Dr. Ada Lovelace: the engine runs", None) == Turn(
-        None, None, "Dr. Ada Lovelace"
+        None, None, "Dr. Ada Lovelace", labelled=True
     )
-    lined = Turn(
-        None, None, "Caroline", lined=True
-    )  # a titled note looks the same: a place in a dialogue only
+    lined = Turn(None, None, "Caroline", labelled=True)
     assert shape("note", "k", "Caroline\nI went to the support group", {}) == lined
     assert shape("note", "k", "Caroline\r\nI went", "{}") == lined
     assert not is_turn("note", "Caroline\nI went", None) and not is_turn("note", "Pricing\nPro is $15", None)
+    assert not is_turn("note", "Caroline: I went", None) and not is_turn(
+        "fact", "Main DB: PostgreSQL 16.2", None
+    )
+    assert is_turn("turn", "Caroline: I went", None)  # declared a turn by its writer
     # a role names a speaker beside the message it speaks; alone (a profile) it names nobody
     assert shape("note", "k", "hi", {"role": "admin", "thread_id": "ops-42"}) is None
     assert shape("note", "k", "hi", {"role": "user", "text": "hi", "thread_id": "t"}) == Turn(
@@ -58,7 +61,9 @@ def test_the_first_shape_that_fits_wins() -> None:
     assert shape("note", "k", "Ann: hi", {"session": "s", "role": "user", "text": "hi"}) == Turn(
         "s", None, "user"
     )
-    assert shape("note", "k", "Ann: hi", {"session": "s", "role": "user"}) == Turn(None, None, "Ann")
+    assert shape("note", "k", "Ann: hi", {"session": "s", "role": "user"}) == Turn(
+        None, None, "Ann", labelled=True
+    )
     # a type other than turn is never numbered by its key
     assert shape("note", "s1#2", "hello", None) is None
     assert shape("turn", "s1#x", "hello", {"session": "s", "speaker": "Ann"}) == Turn("s", None, "Ann")
@@ -134,7 +139,7 @@ def test_a_turn_is_one_whatever_its_key_and_whatever_follows_its_first_character
 ) -> None:
     content = f"{label}{separator}{text}"
     found = shape(kind, key, content, body)
-    assert is_turn(kind, content, body) is (kind == "turn" or (found is not None and not found.lined))
+    assert is_turn(kind, content, body) is (kind == "turn" or (found is not None and not found.labelled))
     assert shape(kind, key, content[:HEAD_CHARS], body) == found
     assert shape(kind, key, content, json.dumps(body)) == found  # the stored text says what the body says
     if separator in (": ", "\n", "\r\n") and text[:1].strip() and found is not None and found.session is None:
