@@ -14,8 +14,9 @@ changed since is read and the memories it touches are forgotten here, to be read
   over an inferred relation closes that one in the same write, and a re-weighted link is closed and opened anew;
 - a version written (the change log): its memory, whose inferred links the version it replaces had closed;
 - a link closed (``unlink``, and the above): both its ends, found by the closing time's index (``links_closed``);
-- a link deleted (``purge``): only ever with its memory, gone for good (a memory's number is never used again),
-  so what is held of it is never asked for again.
+- a link deleted (``purge``): only ever with its memory, gone for good (a memory's number is never used again).
+  A purge's versions are gone from the change log's reading too, which is how it is known: everything held is
+  forgotten, since the closed links it deleted would hide an ``unlink`` stamped back from the recount below.
 
 An ``unlink`` stamped before the latest closing seen (the clock stepped back) is found by a recount: every
 :data:`RECOUNT_S` seconds the links closed before that closing are counted (each one this module read as it passed is
@@ -213,6 +214,13 @@ class KeptRelations:
         ).fetchone()
         return self._stamp_of(conn, int(latest)), int(latest), int(below)
 
+    def _restart(self, conn: Connection) -> None:
+        """Forget everything held and hold anew from ``conn``'s snapshot: after a purge, whose closed links it
+        deleted lower the count of closings a recount compares (an ``unlink`` stamped back raises it again, and
+        the two would cancel out)."""
+        self._forget()
+        self._stamp, self._closed_ms, self._below = self._start(conn)
+
     def _recount(self, conn: Connection) -> None:
         """Forget everything held when a link was closed before the latest closing seen, unseen (a clock stepped
         back), or a purge deleted one (nothing else lowers the count), or too many memories are held."""
@@ -242,12 +250,16 @@ class KeptRelations:
             if (
                 vids
             ):  # two reads, not a join (a distributed database keeps the log apart: storage/changelog.py)
-                touched.update(
+                written = [
                     int(e)
                     for (e,) in conn.execute(
                         f"SELECT entity_id FROM entity_versions WHERE vid IN ({listed(sorted(set(vids)))})"
                     )
-                )
+                ]
+                if len(written) < len(set(vids)):  # a memory purged, its closed links with it: start again
+                    self._restart(conn)
+                    return
+                touched.update(written)
         closings = [
             (int(a), int(b), int(ms))
             for a, b, ms in conn.execute(
