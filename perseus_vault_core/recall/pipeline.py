@@ -12,7 +12,9 @@ The order of work:
 3. hybrid combines the arms' scores (:mod:`.fusion`): relevance = keyword weight x keyword score + dense
    weight x cosine, the weights the query's own (each arm's base weight over how far it reaches for the query,
    read before any filter: :class:`_Reach`), over every candidate either arm found (a keyword hit the dense pool missed still gets its
-   cosine); every item keeps its rank in each arm;
+   cosine); every item keeps its rank in each arm. Read with the weights, once a recall: a memory only the
+   model finds, trusted when it stands out (:func:`.fusion.trusted`), and, when the best two memories are
+   related documents, the query fed back toward them (:func:`.fusion.fed_back`: the dense arm searched again);
 4. a dialogue's turns are judged in their context (:mod:`.context`), with ``follow_links`` the best hits'
    linked memories join (:mod:`.linked`), and each candidate is related or not: ``min_score="auto"`` (the default) leaves the unrelated out, a number cuts below it;
 5. the knobs (:mod:`.ranking`, :mod:`.validity`, :mod:`.actionability`) re-score the pool, and its first
@@ -75,6 +77,7 @@ MIN_COSINE_ONE_WORD = 0.18
 # The knobs re-rank a pool deeper than the page, so a boosted item can climb into it.
 POOL_FACTOR = 4
 MIN_POOL = 100
+CONTENT_READ = 4_000  # characters of a memory read to tell a document (fusion.is_document) from a statement
 # Dense candidates taken by sign-bit distance (see indexes/vector.py): at least DENSE_DEPTH, and
 # DEPTH_PER_POOL per pool slot; of those, a shortlist scored exactly: SHORTLIST_PER_POOL per pool
 # slot, and at least a SHORTLIST_SHARE of the depth when the search goes deeper.
@@ -429,6 +432,7 @@ class _Reach:
     bundled: bool = False  # the vault's model is the bundled one, which the rules were measured on
     lists: dict[str, list[Hit]] | None = None  # the unfiltered first pool, when the recall has a filter
     fed: bool = False  # feedback() has decided
+    floor: float = 1.0  # the bundled model's cosine of a related memory, for this query
     moved: np.ndarray | None = None  # the query's vector fed back (fusion.fed_back), or None
 
     def weights(
@@ -453,9 +457,11 @@ class _Reach:
             # measured on the bundled model, whose floor of a related memory it reads (as _related does)
             self.bundled = arms.embedder_model is not None and arms.embedder_model()[0] == BUNDLED_IDENTITY
             if self.bundled:
-                floor = MIN_COSINE_ONE_WORD if len(parse(params.query).stems) == 1 else MIN_SCORE["dense"]
+                self.floor = (
+                    MIN_COSINE_ONE_WORD if len(parse(params.query).stems) == 1 else MIN_SCORE["dense"]
+                )
                 found = {h.entity_id for h in lists["fts5"]}
-                self.trusted = trusted(self.keyword, nearest[:2], found, floor)
+                self.trusted = trusted(self.keyword, nearest[:2], found, self.floor)
             self.known = True
         return query_weights(self.keyword, self.dense, base)
 
@@ -467,7 +473,7 @@ class _Reach:
         self,
         conn: Connection,
         arms: Arms,
-        first: tuple[dict[int, float], dict[int, float], dict[int, int]],
+        first: tuple[dict[int, float], dict[int, float], dict[int, int]] | None,
         query: np.ndarray,
         fusion: Fusion,
         v: View,
@@ -475,18 +481,30 @@ class _Reach:
         """The query's vector moved toward the best memories when they are documents (:func:`fusion.fed_back`),
         else ``None``: decided once a recall (after :meth:`weights`), from the unfiltered first pool's ranking.
         ``first``: the first tier's keyword scores, cosines (every keyword hit's too) and versions, by entity id,
-        which are that pool when the recall has no filter; ``v``: the recall's view."""
+        which are that pool when the recall has no filter (``None`` once decided, or with a filter); ``v``: the
+        recall's view. Only memories related to the query as asked move it (a keyword score of at least
+        MIN_SCORE["fts5"] or a cosine at the related floor): a question about nothing is never moved toward the
+        store's documents."""
         if not self.fed:
             self.fed = True
             if self.bundled:  # measured on the bundled model
-                kw, cos, vids = first
                 if self.lists is not None:  # a filter: the pool without it
                     kw = {h.entity_id: h.score for h in self.lists["fts5"]}
                     vids = {h.entity_id: h.vid for hits in self.lists.values() for h in hits}
                     dense = {h.entity_id: h.score for h in self.lists["dense"]}
                     cos = _keyword_cosines(conn, arms, kw, dense, vids, query, self.view)  # type: ignore[arg-type]
-                best = [vids[e] for e, _ in combine(kw, cos, fusion, self.trust())[:FEEDBACK_MEMORIES]]
-                if len(best) == FEEDBACK_MEMORIES and all(map(is_document, _contents(conn, best))):
+                else:
+                    assert first is not None
+                    kw, cos, vids = first
+                ids = [e for e, _ in combine(kw, cos, fusion, self.trust())[:FEEDBACK_MEMORIES]]
+                best = [vids[e] for e in ids]
+                if (
+                    len(best) == FEEDBACK_MEMORIES
+                    and all(
+                        kw.get(e, 0.0) >= MIN_SCORE["fts5"] or cos.get(e, -1.0) >= self.floor for e in ids
+                    )
+                    and all(map(is_document, _contents(conn, best)))
+                ):
                     held = arms.vectors(conn, best, v.historical)
                     if len(held) == len(best):
                         self.moved = fed_back(query, [held[vid] for vid in best])
@@ -510,10 +528,10 @@ def _keyword_cosines(
 
 
 def _contents(conn: Connection, vids: list[int]) -> list[str]:
-    """The content of each of these versions."""
-    return [
-        row[0] for row in conn.execute(f"SELECT v.content FROM {from_vids(conn)}", {"vids": id_list(vids)})
-    ]
+    """The first characters of each of these versions' content: enough to count a document's first words
+    (:data:`fusion.DOCUMENT_WORDS`), never a whole file."""
+    sql = f"SELECT substr(v.content, 1, {CONTENT_READ}) FROM {from_vids(conn)}"
+    return [row[0] for row in conn.execute(sql, {"vids": id_list(vids)})]
 
 
 @dataclass
@@ -546,8 +564,15 @@ def _tier(
         lists["dense"] = _dense_arm(conn, query.get(), v, pool, arms)  # type: ignore[arg-type]
     if mode in ("fts5", "hybrid"):
         lists["fts5"], variant_count = _keyword_arm(conn, params, v, pool, arms)
+    fusion = params.fusion or arms.fusion or Fusion()
+    asked = query.get()  # the query's vector, as asked (hybrid's may be fed back: fed)
+    fed: np.ndarray | None = None
     if mode == "hybrid":
-        lists["dense"] = _dense_arm(conn, query.get(), v, pool, arms)  # type: ignore[arg-type]
+        assert asked is not None
+        if reach.view is not None or reach.known:  # decided without this tier's arms: search as decided
+            fusion = reach.weights(conn, params, arms, lists, asked, fusion)
+            fed = reach.feedback(conn, arms, None, asked, fusion, v)
+        lists["dense"] = _dense_arm(conn, asked if fed is None else fed, v, pool, arms)
     deeper = any(len(hits) >= pool for hits in lists.values())
     ranks = {arm: {h.entity_id: rank for rank, h in enumerate(hits, start=1)} for arm, hits in lists.items()}
     vids: dict[int, int] = {}
@@ -557,36 +582,38 @@ def _tier(
         known.update({h.entity_id: h.row for h in hits if h.row is not None})
     kw = {h.entity_id: h.score for h in lists.get("fts5", [])}
     cos = {h.entity_id: h.score for h in lists.get("dense", [])}
-    fusion = params.fusion or arms.fusion or Fusion()
-    asked = query.get()  # the query's vector (hybrid's may be fed back)
+    judged = cos if fed is None else {}  # the cosines relatedness is judged on: the query's as asked
     if mode == "hybrid":
-        query_vector = query.get()
-        assert query_vector is not None
-        fusion = reach.weights(
-            conn, params, arms, lists, query_vector, fusion
-        )  # before the cosines added below
-        cos = _keyword_cosines(conn, arms, kw, cos, vids, query_vector, v)
-        moved = reach.feedback(conn, arms, (kw, cos, vids), query_vector, fusion, v)
-        if moved is not None:  # the model asked again, nearer the best documents: its arm anew
-            asked = query_vector = moved
-            lists["dense"] = _dense_arm(conn, moved, v, pool, arms)
-            deeper = any(len(hits) >= pool for hits in lists.values())
-            ranks["dense"] = {h.entity_id: rank for rank, h in enumerate(lists["dense"], start=1)}
-            for h in lists["dense"]:
-                vids.setdefault(h.entity_id, h.vid)
-                if h.row is not None:
-                    known.setdefault(h.entity_id, h.row)
-            cos = _keyword_cosines(
-                conn, arms, kw, {h.entity_id: h.score for h in lists["dense"]}, vids, moved, v
-            )
+        assert asked is not None
+        if fed is None and not reach.fed:  # the first tier of a recall without a filter: its arms decide
+            fusion = reach.weights(conn, params, arms, lists, asked, fusion)
+            cos = judged = _keyword_cosines(conn, arms, kw, cos, vids, asked, v)
+            fed = reach.feedback(conn, arms, (kw, cos, vids), asked, fusion, v)
+            if fed is not None:  # the dense arm searched again, nearer the best documents
+                lists["dense"] = _dense_arm(conn, fed, v, pool, arms)
+                deeper = any(len(hits) >= pool for hits in lists.values())
+                ranks["dense"] = {h.entity_id: rank for rank, h in enumerate(lists["dense"], start=1)}
+                for h in lists["dense"]:
+                    vids.setdefault(h.entity_id, h.vid)
+                    if h.row is not None:
+                        known.setdefault(h.entity_id, h.row)
+                cos = {h.entity_id: h.score for h in lists["dense"]}
+        cos = _keyword_cosines(conn, arms, kw, cos, vids, asked if fed is None else fed, v)
+        if fed is not None:  # relatedness stays the question's own: a move toward documents judges nothing
+            unjudged = [vids[e] for e in cos if e not in judged]
+            by_vid = arms.cosines(conn, unjudged, asked, v) if unjudged else {}
+            judged = {**judged, **{e: by_vid[vids[e]] for e in cos if e not in judged and vids[e] in by_vid}}
+        else:
+            judged = cos
         scored = [Scored(eid, score, score) for eid, score in combine(kw, cos, fusion, reach.trust())[:pool]]
     else:
         scored = [Scored(h.entity_id, h.score, h.score) for h in lists[mode]]
     floor = MIN_COSINE_ONE_WORD if len(parse(params.query).stems) == 1 else MIN_SCORE["dense"]
-    related = {s.id: _related(kw.get(s.id), cos.get(s.id), mode, arms, floor) for s in scored}
+    related = {s.id: _related(kw.get(s.id), judged.get(s.id), mode, arms, floor) for s in scored}
+    ranked_by = asked if fed is None else fed  # the vector this tier ranks by
 
     def own(fresh: dict[int, int]) -> dict[int, float]:  # a candidate the arms did not find, by their rule
-        by_vid = arms.cosines(conn, list(fresh.values()), asked, v) if mode != "fts5" else {}  # type: ignore[arg-type]
+        by_vid = arms.cosines(conn, list(fresh.values()), ranked_by, v) if mode != "fts5" else {}  # type: ignore[arg-type]
         cosine = {e: by_vid[vid] for e, vid in fresh.items() if vid in by_vid} if mode != "fts5" else {}
         if mode == "fts5":
             return {e: kw.get(e, 0.0) for e in fresh}

@@ -980,6 +980,35 @@ def test_what_only_the_bundled_model_finds_is_trusted_when_it_stands_out(
         assert first(paraphrase)[0] == "mobile"
 
 
+def test_a_question_about_nothing_is_never_fed_back_toward_the_documents(
+    tmp_path: Any, real_embedder: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Feedback moves the query only toward documents related to it as asked: on a store of documents, a
+    question about nothing still finds nothing under ``min_score="auto"``, and relatedness is judged on the
+    question's own cosines."""
+    topics = {
+        "glaciers": "Glaciers in the Alps lose ice every summer as temperatures rise and meltwater feeds the rivers.",
+        "ice sheets": "The Greenland ice sheet melts faster in warm summers, and its meltwater raises the sea.",
+        "proteins": "Proteins fold into shapes that decide their function, and misfolded proteins cause disease.",
+        "bridges": "Suspension bridges hang the deck from cables anchored in towers that carry the load to rock.",
+        "bees": "Honey bees forage for nectar and pollen and tell each other where flowers are by dancing.",
+    }
+    moved: list[int] = []
+
+    def recorded(query: np.ndarray, best: list[np.ndarray]) -> np.ndarray:
+        moved.append(len(best))
+        return fusion.fed_back(query, best)
+
+    monkeypatch.setattr(pipeline, "fed_back", recorded)
+    with Vault(tmp_path / "docs.db", embedder=real_embedder) as vault:
+        for key, sentence in topics.items():  # a document: the sentence over and over, some hundred words
+            vault.remember("paper", key, " ".join([sentence] * 6))
+        assert vault.recall("how do I reset the wifi router password", reinforce=False).items == []
+        assert moved == []  # nothing related: the query stayed as asked
+        found = vault.recall("why do glaciers melt in summer", reinforce=False).items
+        assert moved == [2] and {i.key for i in found[:2]} == {"glaciers", "ice sheets"}
+
+
 def test_a_recall_reads_the_stored_model_once_and_a_keyword_recall_not_at_all(
     dense_vault: Vault, dense_notes: dict[str, int], backend: str
 ) -> None:
