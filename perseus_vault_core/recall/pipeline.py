@@ -473,7 +473,7 @@ class _Reach:
         self,
         conn: Connection,
         arms: Arms,
-        first: tuple[dict[int, float], dict[int, float], dict[int, int]] | None,
+        first: tuple[dict[int, float], dict[int, float], dict[int, int], list[tuple[int, float]]] | None,
         query: np.ndarray,
         fusion: Fusion,
         v: View,
@@ -493,10 +493,11 @@ class _Reach:
                     vids = {h.entity_id: h.vid for hits in self.lists.values() for h in hits}
                     dense = {h.entity_id: h.score for h in self.lists["dense"]}
                     cos = _keyword_cosines(conn, arms, kw, dense, vids, query, self.view)  # type: ignore[arg-type]
+                    ranking = combine(kw, cos, fusion, self.trust())
                 else:
                     assert first is not None
-                    kw, cos, vids = first
-                ids = [e for e, _ in combine(kw, cos, fusion, self.trust())[:FEEDBACK_MEMORIES]]
+                    kw, cos, vids, ranking = first
+                ids = [e for e, _ in ranking[:FEEDBACK_MEMORIES]]
                 best = [vids[e] for e in ids]
                 if (
                     len(best) == FEEDBACK_MEMORIES
@@ -583,12 +584,14 @@ def _tier(
     kw = {h.entity_id: h.score for h in lists.get("fts5", [])}
     cos = {h.entity_id: h.score for h in lists.get("dense", [])}
     judged = cos if fed is None else {}  # the cosines relatedness is judged on: the query's as asked
+    combined: list[tuple[int, float]] | None = None  # hybrid's ranking of the candidates
     if mode == "hybrid":
         assert asked is not None
         if fed is None and not reach.fed:  # the first tier of a recall without a filter: its arms decide
             fusion = reach.weights(conn, params, arms, lists, asked, fusion)
             cos = judged = _keyword_cosines(conn, arms, kw, cos, vids, asked, v)
-            fed = reach.feedback(conn, arms, (kw, cos, vids), asked, fusion, v)
+            combined = combine(kw, cos, fusion, reach.trust())
+            fed = reach.feedback(conn, arms, (kw, cos, vids, combined), asked, fusion, v)
             if fed is not None:  # the dense arm searched again, nearer the best documents
                 lists["dense"] = _dense_arm(conn, fed, v, pool, arms)
                 deeper = any(len(hits) >= pool for hits in lists.values())
@@ -598,14 +601,16 @@ def _tier(
                     if h.row is not None:
                         known.setdefault(h.entity_id, h.row)
                 cos = {h.entity_id: h.score for h in lists["dense"]}
-        cos = _keyword_cosines(conn, arms, kw, cos, vids, asked if fed is None else fed, v)
+        if combined is None or fed is not None:  # else the first tier's ranking stands
+            cos = _keyword_cosines(conn, arms, kw, cos, vids, asked if fed is None else fed, v)
+            combined = combine(kw, cos, fusion, reach.trust())
         if fed is not None:  # relatedness stays the question's own: a move toward documents judges nothing
             unjudged = [vids[e] for e in cos if e not in judged]
             by_vid = arms.cosines(conn, unjudged, asked, v) if unjudged else {}
             judged = {**judged, **{e: by_vid[vids[e]] for e in cos if e not in judged and vids[e] in by_vid}}
         else:
             judged = cos
-        scored = [Scored(eid, score, score) for eid, score in combine(kw, cos, fusion, reach.trust())[:pool]]
+        scored = [Scored(eid, score, score) for eid, score in combined[:pool]]
     else:
         scored = [Scored(h.entity_id, h.score, h.score) for h in lists[mode]]
     floor = MIN_COSINE_ONE_WORD if len(parse(params.query).stems) == 1 else MIN_SCORE["dense"]
