@@ -84,3 +84,11 @@ def rescore(hits: list[Hit], found: dict[int, np.ndarray], query: np.ndarray) ->
     scores = cosine(np.stack([found[h.vid] for h in hits]), query)
     rescored = [Hit(h.entity_id, h.vid, float(s)) for h, s in zip(hits, scores)]
     return sorted(rescored, key=lambda h: (-h.score, h.entity_id))
+
+
+def cosines_of(found: dict[int, np.ndarray], query: np.ndarray) -> dict[int, float]:
+    """The cosine of ``query`` to each vector of ``found`` (version number -> vector), scored the canonical way."""
+    if not found:
+        return {}
+    scores = cosine(np.stack(list(found.values())), query)
+    return {vid: float(score) for vid, score in zip(found, scores)}

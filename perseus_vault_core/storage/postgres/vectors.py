@@ -29,7 +29,7 @@ from ...primitives.filters import View, scope_clauses
 from ...primitives.hits import Hit, Ranking
 from ..base import OP_VECTOR, OP_VECTORS_RESET
 from ..meta import set_meta
-from ..vector_rows import blob, check_model, coverage, missing, missing_count, model, rescore
+from ..vector_rows import blob, check_model, cosines_of, coverage, missing, missing_count, model, rescore
 from .changes import log_changes
 
 TABLE = "version_vectors"
@@ -192,11 +192,7 @@ def search(
 def cosines(conn: Connection, vids: Sequence[int], query: np.ndarray) -> dict[int, float]:
     """The cosine of ``query`` to each of these versions' vectors, scored the canonical way (a version
     without a vector is absent)."""
-    found = vectors(conn, vids)
-    if not found:
-        return {}
-    scores = cosine(np.stack(list(found.values())), query)
-    return {vid: float(score) for vid, score in zip(found, scores)}
+    return cosines_of(vectors(conn, vids), query)
 
 
 def vectors(conn: Connection, vids: Sequence[int]) -> dict[int, np.ndarray]:

@@ -31,6 +31,7 @@ from ...primitives.hits import Hit, Ranking
 from ..base import OP_VECTOR, OP_VECTORS_RESET
 from ..vector_rows import blob as blob
 from ..vector_rows import check_model as check_model
+from ..vector_rows import cosines_of
 from ..vector_rows import coverage as coverage
 from ..vector_rows import missing as missing
 from ..vector_rows import missing_count as missing_count
@@ -163,11 +164,7 @@ def search(
 def cosines(conn: Connection, vids: Sequence[int], query: np.ndarray) -> dict[int, float]:
     """The cosine of ``query`` to each of these versions' vectors, scored the canonical way (a version
     without a vector is absent)."""
-    found = vectors(conn, vids)
-    if not found:
-        return {}
-    scores = cosine(np.stack(list(found.values())), query)
-    return {vid: float(score) for vid, score in zip(found, scores)}
+    return cosines_of(vectors(conn, vids), query)
 
 
 def vectors(conn: Connection, vids: Sequence[int]) -> dict[int, np.ndarray]:
