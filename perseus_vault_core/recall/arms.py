@@ -19,7 +19,7 @@ import numpy as np
 from ..contract.params import Fusion
 from ..indexes.keyword import KeywordIndex
 from ..indexes.vector import VectorIndex
-from ..primitives.filters import View
+from ..primitives.filters import View, from_vids, id_list
 from ..primitives.hits import Hit, Ranking, kept_by_where, selected_hits, selection, visible_hits
 from ..storage import Backend, Connection
 from .kept_relations import KeptRelations
@@ -114,6 +114,27 @@ class Arms:
         ) or {}
         missing = [vid for vid in vids if vid not in found]
         return {**found, **self.backend.vectors.vectors(conn, missing)} if missing else found
+
+    def with_keyword_hits(
+        self,
+        conn: Connection,
+        kw: dict[int, float],
+        cos: dict[int, float],
+        vids: dict[int, int],
+        query: np.ndarray,
+        view: View,
+    ) -> dict[int, float]:
+        """``cos`` (a dense pool's cosines, by entity id) with the cosine of every keyword hit (``kw``) the pool did
+        not reach (``vids``: each entity's version): hybrid weighs every candidate by both arms."""
+        unseen = [vids[e] for e in kw if e not in cos]
+        by_vid = self.cosines(conn, unseen, query, view) if unseen else {}
+        return {**cos, **{e: by_vid[vids[e]] for e in kw if e not in cos and vids[e] in by_vid}}
+
+    def openings(self, conn: Connection, vids: list[int], chars: int) -> list[str]:
+        """The first ``chars`` characters of each of these versions' content: enough to tell a document by its
+        first words (:func:`fusion.is_document`), never a whole file."""
+        sql = f"SELECT substr(v.content, 1, {int(chars)}) FROM {from_vids(conn)}"
+        return [row[0] for row in conn.execute(sql, {"vids": id_list(vids)})]
 
     def kept_nearest(self, conn: Connection, query: np.ndarray, view: View, pool: int) -> list[Hit]:
         """The ``pool`` visible heads the where filter keeps nearest to ``query`` by exact cosine, ties by id:

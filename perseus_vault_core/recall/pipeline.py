@@ -492,7 +492,7 @@ class _Reach:
                     kw = {h.entity_id: h.score for h in self.lists["fts5"]}
                     vids = {h.entity_id: h.vid for hits in self.lists.values() for h in hits}
                     dense = {h.entity_id: h.score for h in self.lists["dense"]}
-                    cos = _keyword_cosines(conn, arms, kw, dense, vids, query, self.view)  # type: ignore[arg-type]
+                    cos = arms.with_keyword_hits(conn, kw, dense, vids, query, self.view)  # type: ignore[arg-type]
                     ranking = combine(kw, cos, fusion, self.trust())
                 else:
                     assert first is not None
@@ -504,35 +504,12 @@ class _Reach:
                     and all(
                         kw.get(e, 0.0) >= MIN_SCORE["fts5"] or cos.get(e, -1.0) >= self.floor for e in ids
                     )
-                    and all(map(is_document, _contents(conn, best)))
+                    and all(map(is_document, arms.openings(conn, best, CONTENT_READ)))
                 ):
                     held = arms.vectors(conn, best, v.historical)
                     if len(held) == len(best):
                         self.moved = fed_back(query, [held[vid] for vid in best])
         return self.moved
-
-
-def _keyword_cosines(
-    conn: Connection,
-    arms: Arms,
-    kw: dict[int, float],
-    cos: dict[int, float],
-    vids: dict[int, int],
-    query: np.ndarray,
-    v: View,
-) -> dict[int, float]:
-    """``cos`` (the dense pool's cosines) with the cosine of every keyword hit the dense pool did not reach: every
-    candidate is weighed by both arms."""
-    unseen = [vids[e] for e in kw if e not in cos]
-    by_vid = arms.cosines(conn, unseen, query, v) if unseen else {}
-    return {**cos, **{e: by_vid[vids[e]] for e in kw if e not in cos and vids[e] in by_vid}}
-
-
-def _contents(conn: Connection, vids: list[int]) -> list[str]:
-    """The first characters of each of these versions' content: enough to count a document's first words
-    (:data:`fusion.DOCUMENT_WORDS`), never a whole file."""
-    sql = f"SELECT substr(v.content, 1, {CONTENT_READ}) FROM {from_vids(conn)}"
-    return [row[0] for row in conn.execute(sql, {"vids": id_list(vids)})]
 
 
 @dataclass
@@ -589,7 +566,7 @@ def _tier(
         assert asked is not None
         if fed is None and not reach.fed:  # the first tier of a recall without a filter: its arms decide
             fusion = reach.weights(conn, params, arms, lists, asked, fusion)
-            cos = judged = _keyword_cosines(conn, arms, kw, cos, vids, asked, v)
+            cos = judged = arms.with_keyword_hits(conn, kw, cos, vids, asked, v)
             combined = combine(kw, cos, fusion, reach.trust())
             fed = reach.feedback(conn, arms, (kw, cos, vids, combined), asked, fusion, v)
             if fed is not None:  # the dense arm searched again, nearer the best documents
@@ -602,7 +579,7 @@ def _tier(
                         known.setdefault(h.entity_id, h.row)
                 cos = {h.entity_id: h.score for h in lists["dense"]}
         if combined is None or fed is not None:  # else the first tier's ranking stands
-            cos = _keyword_cosines(conn, arms, kw, cos, vids, asked if fed is None else fed, v)
+            cos = arms.with_keyword_hits(conn, kw, cos, vids, asked if fed is None else fed, v)
             combined = combine(kw, cos, fusion, reach.trust())
         if fed is not None:  # relatedness stays the question's own: a move toward documents judges nothing
             unjudged = [vids[e] for e in cos if e not in judged]
