@@ -11,7 +11,7 @@ best first (:func:`hits.visible_hits`). Storage knows nothing of the indexes.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -115,20 +115,21 @@ class Arms:
         missing = [vid for vid in vids if vid not in found]
         return {**found, **self.backend.vectors.vectors(conn, missing)} if missing else found
 
-    def with_keyword_hits(
+    def with_cosines(
         self,
         conn: Connection,
-        kw: dict[int, float],
-        cos: dict[int, float],
+        ids: Iterable[int],
+        known: dict[int, float],
         vids: dict[int, int],
         query: np.ndarray,
         view: View,
     ) -> dict[int, float]:
-        """``cos`` (a dense pool's cosines, by entity id) with the cosine of every keyword hit (``kw``) the pool did
-        not reach (``vids``: each entity's version): hybrid weighs every candidate by both arms."""
-        unseen = [vids[e] for e in kw if e not in cos]
-        by_vid = self.cosines(conn, unseen, query, view) if unseen else {}
-        return {**cos, **{e: by_vid[vids[e]] for e in kw if e not in cos and vids[e] in by_vid}}
+        """``known`` (cosines to ``query`` by entity id) with the cosine of each of ``ids`` it lacks (``vids``: each
+        entity's version): hybrid weighs every candidate by both arms, so a keyword hit the dense pool did not
+        reach still gets its cosine."""
+        lacking = [e for e in ids if e not in known]
+        by_vid = self.cosines(conn, [vids[e] for e in lacking], query, view) if lacking else {}
+        return {**known, **{e: by_vid[vids[e]] for e in lacking if vids[e] in by_vid}}
 
     def openings(self, conn: Connection, vids: list[int], chars: int) -> list[str]:
         """The first ``chars`` characters of each of these versions' content: enough to tell a document by its

@@ -107,7 +107,7 @@ class KeptRelations:
             if self._clock() - self._recounted >= RECOUNT_S or len(self._held) > MOST:
                 self._recount(conn)
             if self._stamp[0] < 0:  # nothing held yet (or forgotten): start from this snapshot
-                self._stamp, self._closed_ms, self._below = self._start(conn)
+                self._restart(conn)
             else:
                 stamp = self._stamp_of(conn, self._closed_ms)
                 if stamp[0] < self._stamp[0] or stamp[1] < self._stamp[1]:
@@ -215,9 +215,9 @@ class KeptRelations:
         return self._stamp_of(conn, int(latest)), int(latest), int(below)
 
     def _restart(self, conn: Connection) -> None:
-        """Forget everything held and hold anew from ``conn``'s snapshot: after a purge, whose closed links it
-        deleted lower the count of closings a recount compares (an ``unlink`` stamped back raises it again, and
-        the two would cancel out)."""
+        """Forget everything held and hold anew from ``conn``'s snapshot: at first, and after a purge, whose closed
+        links it deleted lower the count of closings a recount compares (an ``unlink`` stamped back raises it
+        again, and the two would cancel out)."""
         self._forget()
         self._stamp, self._closed_ms, self._below = self._start(conn)
 

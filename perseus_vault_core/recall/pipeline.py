@@ -28,6 +28,7 @@ The order of work:
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -453,15 +454,16 @@ class _Reach:
                 }
             self.keyword = max((h.score for h in lists["fts5"]), default=None)
             self.dense = max((h.score for h in lists["dense"]), default=None)
-            nearest = sorted(((h.entity_id, h.score) for h in lists["dense"]), key=lambda p: (-p[1], p[0]))
-            # measured on the bundled model, whose floor of a related memory it reads (as _related does)
-            self.bundled = arms.embedder_model is not None and arms.embedder_model()[0] == BUNDLED_IDENTITY
+            self.bundled = _bundled(
+                arms
+            )  # the rules below were measured on it, and read its floor of related
             if self.bundled:
-                self.floor = (
-                    MIN_COSINE_ONE_WORD if len(parse(params.query).stems) == 1 else MIN_SCORE["dense"]
-                )
+                self.floor = _related_floor(params.query)
+                best = heapq.nsmallest(2, lists["dense"], key=lambda h: (-h.score, h.entity_id))
                 found = {h.entity_id for h in lists["fts5"]}
-                self.trusted = trusted(self.keyword, nearest[:2], found, self.floor)
+                self.trusted = trusted(
+                    self.keyword, [(h.entity_id, h.score) for h in best], found, self.floor
+                )
             self.known = True
         return query_weights(self.keyword, self.dense, base)
 
@@ -492,7 +494,7 @@ class _Reach:
                     kw = {h.entity_id: h.score for h in self.lists["fts5"]}
                     vids = {h.entity_id: h.vid for hits in self.lists.values() for h in hits}
                     dense = {h.entity_id: h.score for h in self.lists["dense"]}
-                    cos = arms.with_keyword_hits(conn, kw, dense, vids, query, self.view)  # type: ignore[arg-type]
+                    cos = arms.with_cosines(conn, kw, dense, vids, query, self.view)  # type: ignore[arg-type]
                     ranking = combine(kw, cos, fusion, self.trust())
                 else:
                     assert first is not None
@@ -564,9 +566,9 @@ def _tier(
     combined: list[tuple[int, float]] | None = None  # hybrid's ranking of the candidates
     if mode == "hybrid":
         assert asked is not None
-        if fed is None and not reach.fed:  # the first tier of a recall without a filter: its arms decide
+        if not reach.fed:  # the first tier of a recall without a filter: its arms decide
             fusion = reach.weights(conn, params, arms, lists, asked, fusion)
-            cos = judged = arms.with_keyword_hits(conn, kw, cos, vids, asked, v)
+            cos = judged = arms.with_cosines(conn, kw, cos, vids, asked, v)
             combined = combine(kw, cos, fusion, reach.trust())
             fed = reach.feedback(conn, arms, (kw, cos, vids, combined), asked, fusion, v)
             if fed is not None:  # the dense arm searched again, nearer the best documents
@@ -579,18 +581,14 @@ def _tier(
                         known.setdefault(h.entity_id, h.row)
                 cos = {h.entity_id: h.score for h in lists["dense"]}
         if combined is None or fed is not None:  # else the first tier's ranking stands
-            cos = arms.with_keyword_hits(conn, kw, cos, vids, asked if fed is None else fed, v)
+            cos = arms.with_cosines(conn, kw, cos, vids, asked if fed is None else fed, v)
             combined = combine(kw, cos, fusion, reach.trust())
-        if fed is not None:  # relatedness stays the question's own: a move toward documents judges nothing
-            unjudged = [vids[e] for e in cos if e not in judged]
-            by_vid = arms.cosines(conn, unjudged, asked, v) if unjudged else {}
-            judged = {**judged, **{e: by_vid[vids[e]] for e in cos if e not in judged and vids[e] in by_vid}}
-        else:
-            judged = cos
+        # relatedness stays the question's own: a move toward documents judges nothing
+        judged = cos if fed is None else arms.with_cosines(conn, cos, judged, vids, asked, v)
         scored = [Scored(eid, score, score) for eid, score in combined[:pool]]
     else:
         scored = [Scored(h.entity_id, h.score, h.score) for h in lists[mode]]
-    floor = MIN_COSINE_ONE_WORD if len(parse(params.query).stems) == 1 else MIN_SCORE["dense"]
+    floor = _related_floor(params.query)
     related = {s.id: _related(kw.get(s.id), judged.get(s.id), mode, arms, floor) for s in scored}
     ranked_by = asked if fed is None else fed  # the vector this tier ranks by
 
@@ -704,9 +702,20 @@ def _related(keyword: float | None, cosine: float | None, mode: str, arms: Arms,
         return True
     if mode == "fts5":
         return False
-    if arms.embedder_model is None or arms.embedder_model()[0] != BUNDLED_IDENTITY:
+    if not _bundled(arms):
         return cosine is not None
     return cosine is not None and cosine >= floor
+
+
+def _bundled(arms: Arms) -> bool:
+    """Whether the vault's model is the bundled one, whose cosines the relatedness floors and hybrid's rules
+    (:func:`fusion.trusted`, :func:`fusion.fed_back`) were measured on."""
+    return arms.embedder_model is not None and arms.embedder_model()[0] == BUNDLED_IDENTITY
+
+
+def _related_floor(query: str) -> float:
+    """The bundled model's cosine of a memory related to ``query`` (a question of one word has its own)."""
+    return MIN_COSINE_ONE_WORD if len(parse(query).stems) == 1 else MIN_SCORE["dense"]
 
 
 def _validity(row: dict[str, Any], v: View, params: RecallParams) -> Validity:
