@@ -30,7 +30,7 @@ from perseus_vault_core import Vault
 from . import agent_questions, conversation, devsets, quality
 from .peers import corpus
 from .report import log, pp, write_section
-from .speed import percentiles
+from .speed import embed_afresh, percentiles
 from .synthetic import queries
 
 SECTION = "## The optional model (e5) beside the bundled one"
@@ -75,7 +75,7 @@ def latency(models: dict[str, tuple[Any, Any]], n: int, n_queries: int = 300) ->
             for i, q in enumerate(warm + qs):
                 for label, mode in random.Random(i).sample(pairs, len(pairs)):
                     vault = vaults[label]
-                    vault.engine._last_query = None  # each call embeds its query, as a call of its own would
+                    embed_afresh(vault)
                     started = time.perf_counter()
                     vault.recall(q, mode=mode, limit=10)
                     if i >= len(warm):

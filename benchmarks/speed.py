@@ -126,6 +126,12 @@ def words_afresh(vault: Vault) -> Iterator[None]:
         index._shares = kept
 
 
+def embed_afresh(vault: Vault) -> None:
+    """The vault forgets the last query's vector (engine.py keeps one), so the next call embeds its query, as a
+    call of its own would."""
+    vault.engine._last_query = None
+
+
 def filter_body(i: int) -> dict[str, Any]:
     """The body the speed benchmark's ``i``-th memory carries, for the filter rows: a priority 0-4 (a filter
     on ``prio >= 1`` keeps four in five) and a project, one of 1,000 spread evenly (one keeps one in 1,000)."""
@@ -154,7 +160,7 @@ def filtered_recall(vault: Vault, qs: list[str], n_queries: int = 100) -> dict[s
             new = {"project": f"p{(100 + m * 300 + i) % 1000:03d}"}  # asked of no earlier call
             for name, where in (("none", None), *FILTERS.items(), ("few_new", new)):
                 extra = {} if where is None else {"where": where}
-                vault.engine._last_query = None  # each call embeds its query, as a call of its own would
+                embed_afresh(vault)
                 started = time.perf_counter()
                 vault.recall(q, mode=mode, reinforce=False, **extra)
                 if i >= len(warm):  # the first ten are warm-up
