@@ -38,9 +38,10 @@ from typing import Any
 
 from ..primitives.dialect import Dialect, dialect
 from ..primitives.filters import FROM, View, id_list
+from ..primitives.labels import HEAD_CHARS
 from ..storage import Connection
 from .ranking import Scored
-from .turns import HEAD_CHARS, body_sql, read_body_sql, shape
+from .turns import body_sql, read_body_sql, shape
 
 NEIGHBOUR = 0.3  # a turn's share of the relevance of the best adjacent turn among the anchors
 SESSION = 0.3  # a turn's share of its session's best relevance among the candidates

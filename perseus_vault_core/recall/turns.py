@@ -18,8 +18,8 @@ definition; a memory is a turn when, in this order:
    none). LangChain's chat messages (``{message, session_id, role}``), thread messages (``{role, text,
    thread_id}``) and a hand-written ``{speaker, session}`` all count; its session is
    known, its number is not;
-3. **labelled**: its content opens ``Speaker: text``, a label of one to three capitalised words without
-   digits (``Caroline``, ``Dr. Ada Lovelace``), a colon, a space, then text;
+3. **labelled**: its content opens ``Speaker: text``, a label (primitives/labels.py: one to three capitalised
+   words without digits, ``Caroline``, ``Dr. Ada Lovelace``), a colon, a space, then text;
 4. **labelled on a line**: its content's first line is such a label and nothing else, and the next line
    opens with text (``Caroline``, a line break, ``I went to the support group``).
    A note looks the same as often (``Main DB: PostgreSQL 16.2``, ``Pricing`` over a paragraph), so shapes 3
@@ -30,7 +30,7 @@ definition; a memory is a turn when, in this order:
 A turn's session is a name within its scope and category: a numbered turn's session and a body's session of
 the same name there are one session. Anything else (a note, a fact, a document) is not a turn, so a body
 naming a role alone (a profile's ``{"role": "admin", "thread_id": ...}``), or a session alone, is not one. A
-labelled memory is lifted by recall only beside a labelled memory of another label. Shapes 3 and 4 read only the first :data:`HEAD_CHARS`
+labelled memory is lifted by recall only beside a labelled memory of another label. Shapes 3 and 4 read only the first ``HEAD_CHARS`` (primitives/labels.py)
 characters of the content, and shape 2 only the body's :data:`BODY_KEYS`, which recall reads in SQL
 (:func:`body_sql`) without fetching whole bodies.
 """
@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..primitives.dialect import Dialect
+from ..primitives.labels import on_a_line, said
 
 TURN_TYPE = "turn"  # what remember_conversation writes (features/conversations.py)
 SPEAKER_KEYS = ("speaker", "role")
@@ -56,12 +57,6 @@ BODY_KEYS = (*SPEAKER_KEYS, *SESSION_KEYS, *MESSAGE_KEYS)
 # A body holds a speaker only if its text holds one of these (the vault writes bodies with json.dumps, so a key is
 # spelled as it is): a body without them is not parsed, in Python or in SQL.
 _SPEAKER_MARKS = tuple(f'"{k}"' for k in SPEAKER_KEYS)
-_LABEL = r"[A-Z][A-Za-z'.-]{0,30}(?: [A-Z][A-Za-z'.-]{0,30}){0,2}"
-# The most of a content the labelled shapes read: a label of three words of 31 letters, two spaces, the
-# separator (``: `` or a line break, ``\r\n`` at most) and the first character of the text.
-HEAD_CHARS = 100
-_SAID = re.compile(rf"^({_LABEL}): \S")
-_ON_A_LINE = re.compile(rf"^({_LABEL})\r?\n\S")
 _TURN_KEY = re.compile(r"^(.+)#(\d+)$")
 
 
@@ -80,7 +75,7 @@ def shape(kind: str, key: str, content: str, body: Mapping[str, Any] | str | Non
     """The memory as a turn, or ``None`` when it is not one (the rules in the module docstring, in their
     order). ``kind``: its type; ``body``: its body, as a mapping (only :data:`BODY_KEYS` are read, so the
     fields recall read in SQL do) or as the JSON text the vault stores; ``content`` may be cut to its first
-    :data:`HEAD_CHARS` characters."""
+    ``HEAD_CHARS`` characters (primitives/labels.py)."""
     fields = body_fields(body)
     if not fields and kind != TURN_TYPE:  # most memories: only a label in the text can make one a turn
         return _labelled(content)
@@ -101,11 +96,11 @@ def shape(kind: str, key: str, content: str, body: Mapping[str, Any] | str | Non
 
 
 def _labelled(content: str) -> Turn | None:
-    said = _SAID.match(content)
-    if said is not None:
-        return Turn(None, None, said.group(1), labelled=True)
-    lined = _ON_A_LINE.match(content)
-    return Turn(None, None, lined.group(1), labelled=True) if lined is not None else None
+    label = said(content)
+    if label is None:
+        lined = on_a_line(content)
+        label = lined[0] if lined is not None else None
+    return Turn(None, None, label, labelled=True) if label is not None else None
 
 
 def is_turn(kind: str, content: str, body: Mapping[str, Any] | str | None) -> bool:

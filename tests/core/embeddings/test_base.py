@@ -23,6 +23,24 @@ def test_embedding_text_joins_summary_and_content() -> None:
     assert E.embedding_text("body", "  ") == "body"
 
 
+def test_a_label_on_a_line_of_its_own_is_embedded_as_a_summary_is() -> None:
+    """A turn written with its speaker on a line of its own gets the vector it gets written ``Speaker: text``."""
+    assert E.embedding_text("Caroline\nI went to the group.", None) == "Caroline: I went to the group."
+    assert E.embedding_text("Caroline\nI went.", None) == E.embedding_text("I went.", "Caroline")
+    assert E.embedding_text("Dr. Ada Lovelace\r\nHello\nagain", None) == "Dr. Ada Lovelace: Hello\nagain"
+    assert (
+        E.embedding_text("Caroline\nI went.", "Session 3") == "Session 3: Caroline\nI went."
+    )  # a summary rules
+    for text in (
+        "caroline\nI went.",
+        "Caroline 2\nI went.",
+        "Caroline\n\nI went.",
+        "One Two Three Four\nx",
+        "Caroline\n",
+    ):
+        assert E.embedding_text(text, None) == text  # not a label alone over text
+
+
 class _Returns:
     """An embedder that answers every call with the same array."""
 

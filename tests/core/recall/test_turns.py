@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 
 from perseus_vault_core import Vault
 from perseus_vault_core.primitives.dialect import dialect
+from perseus_vault_core.primitives.labels import HEAD_CHARS
 from perseus_vault_core.recall.turns import (
     BODY_KEYS,
-    HEAD_CHARS,
     Turn,
     body_fields,
     body_sql,
