@@ -33,7 +33,7 @@ from ..features import (
 )
 from ..features.graphrag import verbs as graphrag
 from ..features.memory_files import verbs as memory
-from ..recall.pipeline import query_vector
+from ..recall.modes import query_vector
 
 WORK: Mapping[str, Callable[..., Any]] = MappingProxyType(
     {

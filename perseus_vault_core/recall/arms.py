@@ -131,11 +131,12 @@ class Arms:
         by_vid = self.cosines(conn, [vids[e] for e in lacking], query, view) if lacking else {}
         return {**known, **{e: by_vid[vids[e]] for e in lacking if vids[e] in by_vid}}
 
-    def openings(self, conn: Connection, vids: list[int], chars: int) -> list[str]:
-        """The first ``chars`` characters of each of these versions' content: enough to tell a document by its
-        first words (:func:`fusion.is_document`), never a whole file."""
-        sql = f"SELECT substr(v.content, 1, {int(chars)}) FROM {from_vids(conn)}"
-        return [row[0] for row in conn.execute(sql, {"vids": id_list(vids)})]
+    def openings(self, conn: Connection, vids: list[int], chars: int) -> dict[int, str]:
+        """The first ``chars`` characters of each of these versions' content, by version: enough to tell a document
+        by its first words (:func:`fusion.is_document`) or whether a memory names a time (:mod:`.asked`), never a
+        whole file."""
+        sql = f"SELECT v.vid, substr(v.content, 1, {int(chars)}) FROM {from_vids(conn)}"
+        return {int(row[0]): row[1] for row in conn.execute(sql, {"vids": id_list(vids)})}
 
     def kept_nearest(self, conn: Connection, query: np.ndarray, view: View, pool: int) -> list[Hit]:
         """The ``pool`` visible heads the where filter keeps nearest to ``query`` by exact cosine, ties by id:

@@ -36,10 +36,10 @@ from typing import Any
 
 import numpy as np
 
-from ..contract.errors import InvalidInput, NotSupported
+from ..contract.errors import InvalidInput
 from ..contract.models import RecallItem, RecallResult, Validity
 from ..contract.params import Fusion, RecallParams
-from ..embeddings import BUNDLED_IDENTITY, embedding_text
+from ..embeddings import embedding_text
 from ..primitives.dialect import dialect
 from ..primitives.filters import FROM, View, from_vids, id_list, narrow, narrows, view, widened
 from ..primitives.forking import GATE, Pool
@@ -51,8 +51,10 @@ from ..storage import Connection
 from . import context, curation, linked
 from .actionability import actionability, startup_factor
 from .arms import Arms
+from .asked import asks_time, says_time
 from .curated import window
 from .fusion import FEEDBACK_MEMORIES, combine, fed_back, is_document, keyword_score, query_weights, trusted
+from .modes import bundled, check_vector, choose
 from .ranking import KNOB_RANGE, Scored, bounded, diversify, order, recency, trust, witness
 from .validity import validity
 
@@ -110,15 +112,17 @@ def recall(
         v = narrow(v, only, dialect(conn))
     with arms.backend.read_snapshot(conn):
         if vector is not None:
-            _check_vector(conn, vector, arms)
+            check_vector(conn, vector, arms)
             mode = "dense"
         else:
-            mode = _mode(conn, params, arms)
+            mode = choose(conn, params, arms)
         found: Iterable[RecallItem]
         if vector is None and is_enumeration(params.query):
             found, variant_count, mode = _enumerate(conn, params, v), 0, "enumerate"
         else:
-            found, variant_count = _search(conn, params, v, mode, arms, vector, _Reach(wide))
+            found, variant_count = _search(
+                conn, params, v, mode, arms, vector, _Reach(wide, asks_time(params.query))
+            )
         items = store.fit(found)
     retrieved = [item.id for item in items] if params.reinforce and not v.historical else []
     return RecallResult(items=items, total=len(items), variants=variant_count, search_mode=mode), retrieved
@@ -139,66 +143,6 @@ def nearest(
             ranking, _ = arms.dense(conn, vector, NEAREST_DEPTH, agent, workspace, NEAREST_DEPTH // 4)
             hits = visible_hits(conn, ranking, v, params.limit)
     return [(h.entity_id, float(h.score)) for h in hits[: params.limit]]
-
-
-def _mode(conn: Connection, params: RecallParams, arms: Arms) -> str:
-    """The mode a recall runs in (see the module's docstring), refused when it cannot run. Reads the stored
-    vectors' model once, and not at all for ``fts5``."""
-    if params.mode == "fts5":
-        return "fts5"
-    recorded = arms.backend.vectors.model(conn)
-    if params.mode is None:
-        if not (recorded is not None and arms.embed_query is not None):
-            return "fts5"
-        # A query embedded by another model than the stored vectors' would rank noise: refuse.
-        _same_model(conn, recorded, arms)
-        return "hybrid"
-    if arms.embed_query is None:
-        raise NotSupported(
-            f"mode={params.mode!r} needs an embedding model, and this vault was opened without one"
-        )
-    if recorded is None:
-        raise NotSupported(
-            f"mode={params.mode!r} needs stored vectors and this vault has none yet; "
-            "run `perseus-vault embed` (or remember with an embedder), or use mode='fts5'"
-        )
-    _same_model(conn, recorded, arms)
-    return params.mode
-
-
-def _same_model(conn: Connection, recorded: tuple[str, int], arms: Arms) -> None:
-    """Refuse an embedder other than the stored vectors' model (``vectors.check_model`` says why)."""
-    if recorded != _model(arms):
-        arms.backend.vectors.check_model(conn, *_model(arms))
-
-
-def _check_vector(conn: Connection, vector: np.ndarray, arms: Arms) -> None:
-    recorded = arms.backend.vectors.model(conn)
-    if recorded is None:
-        raise NotSupported("a search by vector needs stored vectors and this vault has none yet")
-    if vector.shape != (recorded[1],):
-        raise InvalidInput(
-            "vector",
-            f"has shape {vector.shape}; this vault's vectors have {recorded[1]} dimensions ({recorded[0]})",
-        )
-
-
-def query_vector(vector: Any) -> np.ndarray:
-    """A caller's query vector as one unit float32 row (recall_by_vector); refused unless it is one
-    non-zero row of finite numbers."""
-    try:
-        query = np.asarray(vector, dtype=np.float32)
-    except (TypeError, ValueError) as exc:
-        raise InvalidInput("vector", f"must be a sequence of numbers ({exc})") from None
-    if query.ndim != 1 or not np.isfinite(query).all() or not np.any(query):
-        raise InvalidInput("vector", "must be one non-zero row of finite numbers")
-    unit: np.ndarray = query / np.linalg.norm(query)
-    return unit
-
-
-def _model(arms: Arms) -> tuple[str, int]:
-    assert arms.embedder_model is not None
-    return arms.embedder_model()
 
 
 # Knobs that weigh query words: an enumeration has none, so asking for them is refused, not ignored.
@@ -426,6 +370,7 @@ class _Reach:
     filters; ``None`` when the recall has none, and the first tier's own arms give them."""
 
     view: View | None
+    asks_time: bool = False  # the question asks when (asked.py)
     known: bool = False
     keyword: float | None = None
     dense: float | None = None
@@ -435,6 +380,18 @@ class _Reach:
     fed: bool = False  # feedback() has decided
     floor: float = 1.0  # the bundled model's cosine of a related memory, for this query
     moved: np.ndarray | None = None  # the query's vector fed back (fusion.fed_back), or None
+    says: dict[int, bool] = field(default_factory=dict)  # whether a version names a time, once read
+
+    def answering(self, conn: Connection, arms: Arms, vids: dict[int, int]) -> set[int]:
+        """Those of ``vids`` (entity id -> version) that say what the question asks for (:mod:`.asked`): the ones
+        naming a time, when it asks when; none otherwise. Each version's text is read once a recall."""
+        if not self.asks_time:
+            return set()
+        unread = [vid for vid in vids.values() if vid not in self.says]
+        if unread:
+            texts = arms.openings(conn, unread, CONTENT_READ)
+            self.says.update({vid: says_time(texts.get(vid, "")) for vid in unread})
+        return {e for e, vid in vids.items() if self.says[vid]}
 
     def weights(
         self,
@@ -454,9 +411,7 @@ class _Reach:
                 }
             self.keyword = max((h.score for h in lists["fts5"]), default=None)
             self.dense = max((h.score for h in lists["dense"]), default=None)
-            self.bundled = _bundled(
-                arms
-            )  # the rules below were measured on it, and read its floor of related
+            self.bundled = bundled(arms)  # the rules below were measured on it, and read its floor of related
             if self.bundled:
                 self.floor = _related_floor(params.query)
                 best = heapq.nsmallest(2, lists["dense"], key=lambda h: (-h.score, h.entity_id))
@@ -495,7 +450,7 @@ class _Reach:
                     vids = {h.entity_id: h.vid for hits in self.lists.values() for h in hits}
                     dense = {h.entity_id: h.score for h in self.lists["dense"]}
                     cos = arms.with_cosines(conn, kw, dense, vids, query, self.view)  # type: ignore[arg-type]
-                    ranking = combine(kw, cos, fusion, self.trust())
+                    ranking = combine(kw, cos, fusion, self.trust(), self.answering(conn, arms, vids))
                 else:
                     assert first is not None
                     kw, cos, vids, ranking = first
@@ -506,7 +461,7 @@ class _Reach:
                     and all(
                         kw.get(e, 0.0) >= MIN_SCORE["fts5"] or cos.get(e, -1.0) >= self.floor for e in ids
                     )
-                    and all(map(is_document, arms.openings(conn, best, CONTENT_READ)))
+                    and all(map(is_document, arms.openings(conn, best, CONTENT_READ).values()))
                 ):
                     held = arms.vectors(conn, best, v.historical)
                     if len(held) == len(best):
@@ -569,7 +524,7 @@ def _tier(
         if not reach.fed:  # the first tier of a recall without a filter: its arms decide
             fusion = reach.weights(conn, params, arms, lists, asked, fusion)
             cos = judged = arms.with_cosines(conn, kw, cos, vids, asked, v)
-            combined = combine(kw, cos, fusion, reach.trust())
+            combined = combine(kw, cos, fusion, reach.trust(), reach.answering(conn, arms, vids))
             fed = reach.feedback(conn, arms, (kw, cos, vids, combined), asked, fusion, v)
             if fed is not None:  # the dense arm searched again, nearer the best documents
                 lists["dense"] = _dense_arm(conn, fed, v, pool, arms)
@@ -582,7 +537,7 @@ def _tier(
                 cos = {h.entity_id: h.score for h in lists["dense"]}
         if combined is None or fed is not None:  # else the first tier's ranking stands
             cos = arms.with_cosines(conn, kw, cos, vids, asked if fed is None else fed, v)
-            combined = combine(kw, cos, fusion, reach.trust())
+            combined = combine(kw, cos, fusion, reach.trust(), reach.answering(conn, arms, vids))
         # relatedness stays the question's own: a move toward documents judges nothing
         judged = cos if fed is None else arms.with_cosines(conn, cos, judged, vids, asked, v)
         scored = [Scored(eid, score, score) for eid, score in combined[:pool]]
@@ -599,9 +554,8 @@ def _tier(
             return {e: kw.get(e, 0.0) for e in fresh}
         if mode == "dense":
             return cosine
-        return {
-            e: fusion.keyword_weight * kw.get(e, 0.0) + fusion.dense_weight * c for e, c in cosine.items()
-        }
+        words = {e: kw.get(e, 0.0) for e in cosine}
+        return dict(combine(words, cosine, fusion, reach.trust(), reach.answering(conn, arms, fresh)))
 
     scored = context.lift(conn, v, scored, vids, own, related)  # a dialogue's turns, judged in context
     if params.follow_links:  # the best hits' linked memories join (linked.py)
@@ -702,15 +656,9 @@ def _related(keyword: float | None, cosine: float | None, mode: str, arms: Arms,
         return True
     if mode == "fts5":
         return False
-    if not _bundled(arms):
+    if not bundled(arms):
         return cosine is not None
     return cosine is not None and cosine >= floor
-
-
-def _bundled(arms: Arms) -> bool:
-    """Whether the vault's model is the bundled one, whose cosines the relatedness floors and hybrid's rules
-    (:func:`fusion.trusted`, :func:`fusion.fed_back`) were measured on."""
-    return arms.embedder_model is not None and arms.embedder_model()[0] == BUNDLED_IDENTITY
 
 
 def _related_floor(query: str) -> float:

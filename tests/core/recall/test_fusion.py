@@ -9,6 +9,7 @@ from perseus_vault_core import InvalidInput, Vault
 from perseus_vault_core.contract.params import Fusion
 from perseus_vault_core.indexes.keyword import ceiling, idf
 from perseus_vault_core.recall.fusion import (
+    ASKED_SHARE,
     COSINE_FLOOR,
     DENSE_REACH,
     DOCUMENT_WORDS,
@@ -86,6 +87,21 @@ def test_a_trusted_memory_is_weighed_as_if_its_words_matched_as_well_as_the_best
     assert dict(combine(keyword, dense, fusion, (9, 0.25))) == dict(
         combine(keyword, dense, fusion)
     )  # not here
+
+
+def test_a_memory_saying_what_is_asked_is_weighed_as_if_one_more_word_matched() -> None:
+    fusion = Fusion(keyword_weight=0.6, dense_weight=0.4)
+    keyword, dense = {1: 0.3, 2: 0.2, 4: 0.95}, {1: 0.5, 2: 0.5, 3: 0.4, 4: 0.1}
+    plain = dict(combine(keyword, dense, fusion))
+    lifted = dict(combine(keyword, dense, fusion, None, {2, 3, 4}))
+    assert lifted[1] == plain[1]  # says nothing asked: as it was
+    assert lifted[2] == pytest.approx(0.6 * (0.2 + ASKED_SHARE) + 0.4 * 0.5)
+    assert lifted[3] == pytest.approx(0.6 * ASKED_SHARE + 0.4 * 0.4)  # the keyword arm did not find it
+    assert lifted[4] == pytest.approx(0.6 * 1.0 + 0.4 * 0.1)  # a keyword score is at most 1
+    assert [i for i, _ in combine(keyword, dense, fusion)][:3] == [4, 1, 2]
+    assert [i for i, _ in combine(keyword, dense, fusion, None, {2})][:3] == [4, 2, 1]
+    both = dict(combine(keyword, dense, fusion, (3, 0.3), {3}))  # trusted and saying it: both lifts
+    assert both[3] == pytest.approx(0.6 * (0.3 + ASKED_SHARE) + 0.4 * 0.4)
 
 
 def test_a_document_is_a_memory_of_many_words() -> None:

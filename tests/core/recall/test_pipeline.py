@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from perseus_vault_core import InvalidInput, NotSupported, Vault
 from perseus_vault_core.contract.params import Fusion
-from perseus_vault_core.recall import fusion, pipeline
+from perseus_vault_core.recall import fusion, modes, pipeline
 from perseus_vault_core.recall.fusion import query_weights
 
 from ...conftest import DAY_MS, Clock, FakeEmbedder
@@ -676,7 +676,7 @@ def test_hybrid_feeds_its_query_back_toward_the_best_documents_once_whatever_the
     filter only removes memories, and every tier and page is of the same search. Short memories never are."""
     identity = dense_vault.engine.arms().embedder_model
     assert identity is not None  # the rule was measured on the bundled model: this stand-in plays it here
-    monkeypatch.setattr(pipeline, "BUNDLED_IDENTITY", identity()[0])
+    monkeypatch.setattr(modes, "BUNDLED_IDENTITY", identity()[0])
     moved: list[bytes] = []
 
     def recorded(query: np.ndarray, best: list[np.ndarray]) -> np.ndarray:
