@@ -25,7 +25,7 @@ test: $(STAMP) $(GRAPH)
 	$(VENV)/bin/python -m ruff format --check --quiet .
 	$(VENV)/bin/python -m ruff check --quiet .
 	$(VENV)/bin/python -m mypy
-	$(VENV)/bin/python -m pytest
+	$(VENV)/bin/python -m pytest -n auto --dist loadfile
 
 bench: $(STAMP)
 	$(VENV)/bin/python -m pip install --quiet -e ".[bench]"

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -255,8 +257,9 @@ def test_a_helper_whose_vault_was_replaced_leaves_the_new_files_alone(tmp_path: 
     held the old one exits (told at its next call that its file was replaced, or idle). SQLite's ``-wal`` and
     ``-shm`` of the new vault stay (the helper closed only what it had opened: before the fix its closing
     saved its indexes through a new connection to the new file and deleted them), and no write is lost."""
-    runtime = tmp_path / "run"
-    runtime.mkdir(mode=0o700)
+    runtime = Path(
+        tempfile.mkdtemp(prefix="pv-", dir="/tmp")
+    )  # short enough for a socket path, however deep tmp_path
     env = {**os.environ, "PERSEUS_VAULT_EMBEDDER": "none", "PERSEUS_VAULT_RUNTIME_DIR": str(runtime)}
     db = tmp_path / "v.db"
     for i in range(3):
@@ -308,6 +311,7 @@ def test_a_helper_whose_vault_was_replaced_leaves_the_new_files_alone(tmp_path: 
         for process in (helper, writer):
             if process is not None and process.poll() is None:
                 process.kill()
+        shutil.rmtree(runtime, ignore_errors=True)
     assert integrity(db) == "ok"
     with Vault(db, embedder=False) as after:
         assert {e.key for e in after.scan(limit=100).items} == {k for batch in acknowledged for k in batch}
