@@ -31,6 +31,9 @@ long known to help document retrieval). A question rarely says what a whole abst
 answer it best say it for the model. Short memories (facts, notes, conversation turns) are never fed back: one
 memory's words pull a question about another away from it.
 
+A memory that says what the question asks for is weighed as if it matched one more of its words (``answering`` in
+:func:`combine`, :data:`ASKED_SHARE`): for a question asking when, a memory naming a time (:mod:`.asked`).
+
 Why a weighted sum of scores rather than reciprocal-rank fusion: ranks throw away how strong a match
 is, and fusing them let a weak arm drag hybrid below the better arm (conversational memory: keyword
 0.627 R@10, rank fusion 0.607). On every evaluation collection and category the weighted sum with

@@ -14,7 +14,8 @@ The order of work:
    read before any filter: :class:`_Reach`), over every candidate either arm found (a keyword hit the dense pool missed still gets its
    cosine); every item keeps its rank in each arm. Read with the weights, once a recall: a memory only the
    model finds, trusted when it stands out (:func:`.fusion.trusted`), and, when the best two memories are
-   related documents, the query fed back toward them (:func:`.fusion.fed_back`: the dense arm searched again);
+   related documents, the query fed back toward them (:func:`.fusion.fed_back`: the dense arm searched again).
+   For a question asking when, a memory naming a time is weighed as if it matched one more word (:mod:`.asked`);
 4. a dialogue's turns are judged in their context (:mod:`.context`), with ``follow_links`` the best hits'
    linked memories join (:mod:`.linked`), and each candidate is related or not: ``min_score="auto"`` (the default) leaves the unrelated out, a number cuts below it;
 5. the knobs (:mod:`.ranking`, :mod:`.validity`, :mod:`.actionability`) re-score the pool, and its first

@@ -134,3 +134,51 @@ def test_fusion_weights_are_checked_on_the_vault_and_per_call(tmp_path: object) 
     with Vault(Path(str(tmp_path)) / "w.db", embedder=False) as vault:
         with pytest.raises(InvalidInput, match="fusion.keyword_weight"):
             vault.recall("x", fusion={"keyword_weight": 2.0})
+
+
+SHARED = {  # "ledger" is in seven of nine memories; "deploy" says it six times
+    "lang": "ledger runs on Kotlin 1.9 with Spring Boot.",
+    "db": "ledger keeps its books in its own Postgres 15 cluster.",
+    "owner": "Elena owns ledger; ledger questions go to her.",
+    "deploy": "ledger deploys: ledger-api and ledger-worker roll out after the ledger smoke test passes on ledger"
+    " staging.",
+    "pay": "ledger talks to Stripe for card payments.",
+    "schema": "Schema changes on ledger need a DBA review.",
+    "oncall": "The ledger on-call rota is weekly.",
+    "gateway": "gateway is written in Go.",
+    "search": "Typesense powers job search.",
+}
+
+
+def test_a_word_most_memories_share_scores_nothing_in_the_keyword_arm(vault: Vault) -> None:
+    """The keyword score is BM25 over the most the query's words could score (keyword_score): a word in more than
+    half of the scope's memories has no weight in BM25 (its idf is clamped to nothing), however often a memory says
+    it, so beside the question's other words it neither decides the winner nor sets how far the keyword arm
+    reaches (query_weights)."""
+    key = {vault.remember("fact", k, text).id: k for k, text in SHARED.items()}
+    hits = vault.recall("Which database does ledger use?", mode="fts5", min_score=None, reinforce=False).items
+    assert len(hits) == 7 and max(h.score for h in hits) < 0.01  # "deploy" says it six times: nothing
+    owns = vault.recall("Who owns ledger?", mode="fts5", min_score=None, reinforce=False).items
+    assert key[owns[0].id] == "owner" and owns[0].score > 0.3  # a rarer word of the question decides
+    assert all(
+        h.score < 0.01 for h in owns if key[h.id] not in ("owner", "db")
+    )  # db: "its own", a stem of owns
+
+
+def test_a_word_most_memories_share_does_not_decide_hybrid_s_winner(
+    tmp_path: object, real_embedder: object
+) -> None:
+    """With the bundled model: the question's only matching word is the one most memories share, so hybrid
+    ranks as the model does, and the memory saying that word six times is not first."""
+    from pathlib import Path
+
+    with Vault(Path(str(tmp_path)) / "shared.db", embedder=real_embedder) as vault:
+        key = {vault.remember("fact", k, text).id: k for k, text in SHARED.items()}
+        question = "Which database does ledger use?"
+        ranked = {
+            mode: [
+                key[i.id] for i in vault.recall(question, mode=mode, min_score=None, reinforce=False).items
+            ]
+            for mode in ("dense", "hybrid")
+        }
+        assert ranked["hybrid"][0] == ranked["dense"][0] == "db"
