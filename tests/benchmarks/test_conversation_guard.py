@@ -1,9 +1,9 @@
 """Regression guard on conversational recall: the locomo-dev set (1,451 turns, 495 questions), real model.
 
-Hybrid R@10 over categories 1-4 must stay at or above 0.69 (0.70 is the target the benchmark report
-judges; the figure when this guard was added was 0.7004 for turns written as memories and 0.7030 through
-the conversational ingest path), and at or above the better single arm overall and in every category.
-Built through the public API as `benchmarks.conversation` does, embedded directly with the bundled model.
+Hybrid R@10 over categories 1-4 must stay within 0.01 of the figure recorded for turns written as memories
+(docs/benchmarks.md, `python -m benchmarks.run --only conversation`: 0.7611 since a memory naming a time answers
+a question asking when), and at or above the better single arm, overall and in every category, in R@10 and in
+nDCG@10. Built through the public API as `benchmarks.conversation` does, embedded directly with the bundled model.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from benchmarks import conversation
 
 from ..conftest import shared_data
 
-FLOOR = 0.69
+FLOOR = 0.7611 - 0.01
 
 
 @pytest.mark.slow
@@ -35,5 +35,6 @@ def test_hybrid_recall_on_conversations_holds(tmp_path: Any, real_embedder: Any)
     for metric in ("r@10", "ndcg@10"):
         assert hybrid[metric] >= max(scores["fts5"][metric], scores["dense"][metric]), metric
     for name, cell in hybrid["categories"].items():
-        best = max(scores[m]["categories"][name]["r@10"] for m in ("fts5", "dense"))
-        assert cell["r@10"] >= best, (name, cell["r@10"], best)
+        for metric in ("r@10", "ndcg@10"):
+            best = max(scores[m]["categories"][name][metric] for m in ("fts5", "dense"))
+            assert cell[metric] >= best, (name, metric, cell[metric], best)
