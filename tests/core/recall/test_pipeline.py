@@ -701,6 +701,21 @@ def test_hybrid_feeds_its_query_back_toward_the_best_documents_once_whatever_the
         deep = _ids(dense_vault, query, "hybrid", 200, min_score=None, agent_id="reader")
         assert len(moved) == 4 and set(moved) == {moved[0]}, query  # the same move in every recall
         assert deep[:40] == plain
+        items = dense_vault.recall(
+            query, mode="hybrid", limit=40, min_score=None, reinforce=False, agent_id="reader"
+        )
+        by_moved = dense_vault.recall_by_vector(
+            np.frombuffer(moved[0], dtype=np.float32),
+            limit=200,
+            min_score=None,
+            reinforce=False,
+            agent_id="reader",
+        )
+        nearest = {i.id: n for n, i in enumerate(by_moved.items, start=1)}
+        for (
+            item
+        ) in items.items:  # each item's dense rank is its rank in the moved search, not the first one's
+            assert item.ranks.get("dense") in (None, nearest[item.id]), (query, item.id)
         assert notes == [i for i in deep if kinds[i] == "note"][: len(notes)]
         assert facts == [i for i in deep if kinds[i] == "fact"][: len(facts)]
     monkeypatch.setattr(fusion, "DOCUMENT_WORDS", 1_000)  # no document: the query is never moved
