@@ -13,8 +13,8 @@ the arms alone, so naming a time never makes an unrelated memory related.
 
 What counts as naming a time (:func:`says_time`), in English: a relative day (yesterday, today, tonight,
 tomorrow), a weekday or a month, a week, weekend, month, year or season said as last, next, this, past or
-coming, something ``ago``, ``recently``, a year from 1900 to 2099, a date written in digits (2024-03-05, 3/5) and
-a clock time (5pm, 10:30 am). The months are matched whole, and May only capitalised ("may" is a verb).
+coming, something ``ago``, ``recently``, a year from 1900 to 2099, a date written in digits (2024-03-05, 3/5), a
+day of the month (the 5th) and a clock time (5pm, 10:30 am, 7:00). The months are matched whole, and May only capitalised ("may" is a verb).
 """
 
 from __future__ import annotations
@@ -39,7 +39,8 @@ _SAYS_TIME = re.compile(
     rf"|(?:last|next|this|past|coming)\s+(?:{_SPANS})"
     r"|(?:19|20)\d\d"
     r"|\d{4}-\d{1,2}-\d{1,2}|\d{1,2}/\d{1,2}(?:/\d{2,4})?"
-    r"|\d{1,2}(?::\d\d)?\s?(?:am|pm)"
+    r"|\d{1,2}(?::\d\d)?\s?(?:am|pm)|\d{1,2}:\d\d"
+    r"|\d{1,2}(?:st|nd|rd|th)"
     r")\b",
     re.IGNORECASE,
 )

@@ -62,6 +62,8 @@ def test_a_question_asking_something_else(question: str) -> None:
         "Recently I had a setback.",
         "We met on May 3.",
         "Standup is at 10:30 am.",
+        "Send the daily briefing at 7:00.",
+        "Moved the invoice run to the 5th.",
     ],
 )
 def test_a_memory_naming_a_time(text: str) -> None:
@@ -76,6 +78,7 @@ def test_a_memory_naming_a_time(text: str) -> None:
         "It may rain.",
         "ledger has its own Postgres 15 cluster, ledger-db.",
         "The p95 is 450 ms at 300 req/s.",
+        "A 3:1 ratio of reads to writes.",
     ],
 )
 def test_a_memory_naming_no_time(text: str) -> None:
