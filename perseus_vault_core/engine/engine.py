@@ -126,6 +126,9 @@ class Engine:
                 KEPT, lambda c: self.backend.next_id(c, "links") - 1, self.backend.changes, current=current
             )
         )
+        # Whether a version names a time (recall/asked.py), by version: versions never change and their ids are never
+        # reused, so what was read once holds while the vault is open.
+        self.named_times: dict[int, bool] = {}
         self.cross_encoder = cross_encoder
         self.judge = (
             judge  # decides on each new memory's candidates (features/relations.py), when the app has one
@@ -318,6 +321,7 @@ class Engine:
             embedder_model=self.embedder_model if self.embedder is not None else None,
             fusion=self.fusion,
             relations=self.relations,
+            named_times=self.named_times,
         )
 
     def recall(

@@ -37,6 +37,9 @@ class Arms:
     embedder_model: Callable[[], tuple[str, int]] | None = None
     fusion: Fusion | None = None
     relations: KeptRelations | None = None  # the relations curation acts on, held for the open vault
+    named_times: dict[int, bool] | None = (
+        None  # whether a version names a time (asked.py), held for the open vault
+    )
 
     def keyword(
         self, conn: Connection, words: list[str], stems: list[str], view: View, pool: int

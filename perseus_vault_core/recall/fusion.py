@@ -92,12 +92,12 @@ def combine(
     must have a cosine unless the dense arm did not run). ``trust``: a memory (id) weighed as if its keyword
     score were at least the one given (:func:`trusted`). ``answering``: the memories that say what the question
     asks for (a time, for a question asking when: :mod:`.asked`), each weighed as if its keyword score were
-    :data:`ASKED_SHARE` higher (at most 1)."""
+    :data:`ASKED_SHARE` higher (past 1 if need be, so that each gains the same)."""
     given, lifted = trust if trust is not None else (None, 0.0)
 
     def words(i: int) -> float:  # the keyword score the candidate is weighed with
         score = max(keyword.get(i, 0.0), lifted) if i == given else keyword.get(i, 0.0)
-        return min(1.0, score + ASKED_SHARE) if i in answering else score
+        return score + ASKED_SHARE if i in answering else score  # not capped: every such memory gains alike
 
     scored = {
         i: fusion.keyword_weight * words(i) + fusion.dense_weight * dense.get(i, 0.0)

@@ -54,7 +54,16 @@ from .actionability import actionability, startup_factor
 from .arms import Arms
 from .asked import asks_time, says_time
 from .curated import window
-from .fusion import FEEDBACK_MEMORIES, combine, fed_back, is_document, keyword_score, query_weights, trusted
+from .fusion import (
+    ASKED_SHARE,
+    FEEDBACK_MEMORIES,
+    combine,
+    fed_back,
+    is_document,
+    keyword_score,
+    query_weights,
+    trusted,
+)
 from .modes import bundled, check_vector, choose
 from .ranking import KNOB_RANGE, Scored, bounded, diversify, order, recency, trust, witness
 from .validity import validity
@@ -82,6 +91,8 @@ MIN_COSINE_ONE_WORD = 0.18
 POOL_FACTOR = 4
 MIN_POOL = 100
 CONTENT_READ = 4_000  # characters of a memory read to tell a document (fusion.is_document) from a statement
+TIME_READ = 1_000  # characters of a memory read to tell whether it names a time (asked.py)
+TIMES_HELD = 200_000  # versions whose answer is held (_Reach.answering); about 20 MB at most
 # Dense candidates taken by sign-bit distance (see indexes/vector.py): at least DENSE_DEPTH, and
 # DEPTH_PER_POOL per pool slot; of those, a shortlist scored exactly: SHORTLIST_PER_POOL per pool
 # slot, and at least a SHORTLIST_SHARE of the depth when the search goes deeper.
@@ -381,18 +392,43 @@ class _Reach:
     fed: bool = False  # feedback() has decided
     floor: float = 1.0  # the bundled model's cosine of a related memory, for this query
     moved: np.ndarray | None = None  # the query's vector fed back (fusion.fed_back), or None
-    says: dict[int, bool] = field(default_factory=dict)  # whether a version names a time, once read
+    says: dict[int, bool] = field(
+        default_factory=dict
+    )  # whether a version names a time, when the arms hold none
 
     def answering(self, conn: Connection, arms: Arms, vids: dict[int, int]) -> set[int]:
         """Those of ``vids`` (entity id -> version) that say what the question asks for (:mod:`.asked`): the ones
-        naming a time, when it asks when; none otherwise. Each version's text is read once a recall."""
+        naming a time, when it asks when; none otherwise. A version's opening is read once while the vault is open
+        (``Arms.named_times``; versions never change), at most :data:`TIMES_HELD` of them at a time."""
         if not self.asks_time:
             return set()
-        unread = [vid for vid in vids.values() if vid not in self.says]
+        held = arms.named_times if arms.named_times is not None else self.says
+        unread = [vid for vid in vids.values() if vid not in held]
         if unread:
-            texts = arms.openings(conn, unread, CONTENT_READ)
-            self.says.update({vid: says_time(texts.get(vid, "")) for vid in unread})
-        return {e for e, vid in vids.items() if self.says[vid]}
+            if len(held) + len(unread) > TIMES_HELD:
+                held.clear()
+            texts = arms.openings(conn, unread, TIME_READ)
+            held.update({vid: says_time(texts.get(vid, "")) for vid in unread})
+        return {e for e, vid in vids.items() if held.get(vid, False)}
+
+    def fuse(
+        self,
+        conn: Connection,
+        arms: Arms,
+        fused: tuple[dict[int, float], dict[int, float], dict[int, int]],
+        fusion: Fusion,
+        places: int,
+    ) -> list[tuple[int, float]]:
+        """Hybrid's ranking (:func:`fusion.combine`) of ``fused`` (keyword scores, cosines and versions, by entity
+        id), the trusted memory and the memories saying what is asked lifted. Only the candidates that could reach
+        the first ``places`` with the lift are read for it: the ranking of those places is exact."""
+        kw, cos, vids = fused
+        ranking = combine(kw, cos, fusion, self.trust())
+        if not self.asks_time or not ranking:
+            return ranking
+        floor = ranking[min(places, len(ranking)) - 1][1] - fusion.keyword_weight * ASKED_SHARE
+        near = {e: vids[e] for e, score in ranking if score >= floor}
+        return combine(kw, cos, fusion, self.trust(), self.answering(conn, arms, near))
 
     def weights(
         self,
@@ -451,7 +487,7 @@ class _Reach:
                     vids = {h.entity_id: h.vid for hits in self.lists.values() for h in hits}
                     dense = {h.entity_id: h.score for h in self.lists["dense"]}
                     cos = arms.with_cosines(conn, kw, dense, vids, query, self.view)  # type: ignore[arg-type]
-                    ranking = combine(kw, cos, fusion, self.trust(), self.answering(conn, arms, vids))
+                    ranking = self.fuse(conn, arms, (kw, cos, vids), fusion, FEEDBACK_MEMORIES)
                 else:
                     assert first is not None
                     kw, cos, vids, ranking = first
@@ -525,7 +561,7 @@ def _tier(
         if not reach.fed:  # the first tier of a recall without a filter: its arms decide
             fusion = reach.weights(conn, params, arms, lists, asked, fusion)
             cos = judged = arms.with_cosines(conn, kw, cos, vids, asked, v)
-            combined = combine(kw, cos, fusion, reach.trust(), reach.answering(conn, arms, vids))
+            combined = reach.fuse(conn, arms, (kw, cos, vids), fusion, pool)
             fed = reach.feedback(conn, arms, (kw, cos, vids, combined), asked, fusion, v)
             if fed is not None:  # the dense arm searched again, nearer the best documents
                 lists["dense"] = _dense_arm(conn, fed, v, pool, arms)
@@ -538,7 +574,7 @@ def _tier(
                 cos = {h.entity_id: h.score for h in lists["dense"]}
         if combined is None or fed is not None:  # else the first tier's ranking stands
             cos = arms.with_cosines(conn, kw, cos, vids, asked if fed is None else fed, v)
-            combined = combine(kw, cos, fusion, reach.trust(), reach.answering(conn, arms, vids))
+            combined = reach.fuse(conn, arms, (kw, cos, vids), fusion, pool)
         # relatedness stays the question's own: a move toward documents judges nothing
         judged = cos if fed is None else arms.with_cosines(conn, cos, judged, vids, asked, v)
         scored = [Scored(eid, score, score) for eid, score in combined[:pool]]

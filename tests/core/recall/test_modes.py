@@ -11,7 +11,7 @@ import pytest
 from perseus_vault_core import Conflict, InvalidInput, NotSupported, Vault
 from perseus_vault_core.contract.params import RecallParams
 from perseus_vault_core.embeddings import BUNDLED_IDENTITY
-from perseus_vault_core.recall.modes import bundled, choose, query_vector
+from perseus_vault_core.recall.modes import bundled, check_vector, choose, query_vector
 
 from ...conftest import FakeEmbedder
 
@@ -73,3 +73,15 @@ def test_bundled_is_the_bundled_model_only(tmp_path: Any) -> None:
         assert bundled(vault.engine.arms())
     with Vault(tmp_path / "y.db") as vault:  # the default: the bundled model
         assert bundled(vault.engine.arms())
+
+
+def test_a_caller_s_vector_must_match_the_stored_vectors(tmp_path: Any) -> None:
+    with Vault(tmp_path / "v.db", embedder=FakeEmbedder()) as vault:
+        engine = vault.engine
+        with engine.reading() as conn, pytest.raises(NotSupported, match="no stored vectors|none yet"):
+            check_vector(conn, np.ones(64, dtype=np.float32), engine.arms())
+        vault.remember("note", "n", "billing runs nightly")
+        with engine.reading() as conn:
+            check_vector(conn, np.ones(64, dtype=np.float32), engine.arms())  # the stored vectors' dimensions
+            with pytest.raises(InvalidInput, match="64 dimensions"):
+                check_vector(conn, np.ones(3, dtype=np.float32), engine.arms())
