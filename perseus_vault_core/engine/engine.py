@@ -38,6 +38,7 @@ from ..indexes.keyword import KeywordIndex
 from ..indexes.mirror import HeadMirror
 from ..indexes.vector import VectorIndex
 from ..primitives.background import Background
+from ..primitives.forking import GATE
 from ..recall import pipeline as recall
 from ..recall.arms import Arms
 from ..recall.curated import KEPT, current
@@ -345,16 +346,21 @@ class Engine:
             return
         held.loading = True
 
+        def between_batches() -> None:  # no SQLite call in progress, no lock held
+            GATE.checkpoint()  # a fork waiting for the load happens here (forking.py)
+            self.background.check()  # the vault is closing: end here
+
         def load() -> None:
-            try:
-                conn = self.backend.connect()
+            with GATE.inside():  # a fork never copies this thread inside SQLite (primitives/forking.py)
                 try:
-                    with self.backend.read_snapshot(conn):
-                        held.load(conn, self.background.check)
-                finally:
-                    conn.close()
-            except Exception:  # noqa: BLE001 - recall reads them as it meets them, as before the load
-                held.loading = False
+                    conn = self.backend.connect()
+                    try:
+                        with self.backend.read_snapshot(conn):
+                            held.load(conn, between_batches)
+                    finally:
+                        conn.close()
+                except Exception:  # noqa: BLE001 - recall reads them as it meets them, as before the load
+                    held.loading = False
 
         if not self.background.start("kept-relations", load):
             held.loading = False

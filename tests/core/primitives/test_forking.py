@@ -101,3 +101,28 @@ def test_a_child_forked_mid_build_recalls_on_a_new_and_on_the_inherited_vault(
         assert conn != id(vault.engine.conn())  # on a connection of its own, never the parent's
         assert vault.wait_for_keyword_index(60)  # and the parent's build went on
         assert len(vault.recall("ledger", mode="hybrid", limit=5).items) == 5
+
+
+def test_curation_s_relations_are_read_inside_the_gate(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The relations curation acts on are read on a background thread (engine.warm_relations): inside the gate,
+    like the index builds, so a fork never copies that thread inside SQLite (a child forked then crashed when it
+    collected the half-read connection it inherited)."""
+    from perseus_vault_core.recall.kept_relations import KeptRelations
+
+    seen: list[int] = []
+    original = KeptRelations.load
+
+    def load(self: Any, conn: Any, check: Any = lambda: None) -> None:
+        seen.append(GATE.busy)
+        original(self, conn, check)
+
+    monkeypatch.setattr(KeptRelations, "load", load)
+    with Vault(db_path, embedder=FakeEmbedder()) as vault:
+        vault.remember("note", "a", "ledger entry for billing")
+        assert vault.recall("ledger", mode="fts5").items  # curated: starts the load
+        deadline = time.monotonic() + 10
+        while not seen and time.monotonic() < deadline:
+            time.sleep(0.01)
+    assert seen and seen[0] >= 1
