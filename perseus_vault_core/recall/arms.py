@@ -12,7 +12,7 @@ best first (:func:`hits.visible_hits`). Storage knows nothing of the indexes.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -37,9 +37,8 @@ class Arms:
     embedder_model: Callable[[], tuple[str, int]] | None = None
     fusion: Fusion | None = None
     relations: KeptRelations | None = None  # the relations curation acts on, held for the open vault
-    named_times: dict[int, bool] | None = (
-        None  # whether a version names a time (asked.py), held for the open vault
-    )
+    # Whether a version names a time (asked.py): the engine lends the dict it holds for the open vault.
+    named_times: dict[int, bool] = field(default_factory=dict)
 
     def keyword(
         self, conn: Connection, words: list[str], stems: list[str], view: View, pool: int

@@ -43,7 +43,7 @@ _ASKS_TIME = re.compile(
     re.IGNORECASE,
 )
 # Read in the lowercased text: its words against the words that name a time (a set: one pass over the text), the
-# relative spans only where a relative word is, the numeric forms only where a digit is.
+# relative spans only where a relative word is, the numeric forms from digits only.
 _WORD = re.compile(r"[a-z]+")
 _TIME_WORDS = frozenset(
     ("yesterday today tonight tomorrow recently lately ago " + _WEEKDAYS + " " + _MONTHS)
@@ -52,7 +52,6 @@ _TIME_WORDS = frozenset(
 )
 _RELATIVE = frozenset(("last", "next", "this", "past", "coming"))
 _SPAN = re.compile(rf"\b(?:last|next|this|past|coming)\s+(?:{_SPANS})\b")
-_DIGIT = re.compile(r"\d")
 # Each form opens with its first digit, which must not follow a letter, a digit, $, #, a point or a comma (so not
 # w123, $2000, 2,000 or 2000.5); written so, the search only stops at digits.
 _NUMERIC = re.compile(
@@ -89,7 +88,7 @@ def says_time(text: str) -> bool:
     words = set(_WORD.findall(lower))
     if words & _TIME_WORDS or (words & _RELATIVE and _SPAN.search(lower) is not None):
         return True
-    if _DIGIT.search(lower) is not None and _NUMERIC.search(lower) is not None:
+    if _NUMERIC.search(lower) is not None:
         return True
     if not words & _CASED:  # the forms read as written need one of these words
         return False

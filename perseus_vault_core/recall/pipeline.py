@@ -392,9 +392,6 @@ class _Reach:
     fed: bool = False  # feedback() has decided
     floor: float = 1.0  # the bundled model's cosine of a related memory, for this query
     moved: np.ndarray | None = None  # the query's vector fed back (fusion.fed_back), or None
-    says: dict[int, bool] = field(
-        default_factory=dict
-    )  # whether a version names a time, when the arms hold none
 
     def answering(self, conn: Connection, arms: Arms, vids: dict[int, int]) -> set[int]:
         """Those of ``vids`` (entity id -> version) that say what the question asks for (:mod:`.asked`): the ones
@@ -402,7 +399,7 @@ class _Reach:
         (``Arms.named_times``; versions never change), at most :data:`TIMES_HELD` of them at a time."""
         if not self.asks_time:
             return set()
-        held = arms.named_times if arms.named_times is not None else self.says
+        held = arms.named_times
         unread = [vid for vid in vids.values() if vid not in held]
         if unread:
             if len(held) + len(unread) > TIMES_HELD:
